@@ -1,0 +1,3 @@
+from geomcli.cli import main
+
+main(prog_name="geomcli")
