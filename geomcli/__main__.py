@@ -1,3 +1,6 @@
-from geomcli.cli import main
+"""``python -m geomcli``: the same command line as ``geomcli``."""
 
-main(prog_name="geomcli")
+if __name__ == "__main__":
+    from geomcli.cli import main
+
+    main(prog_name="geomcli")

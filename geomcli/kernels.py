@@ -1,0 +1,454 @@
+"""The ONNX geometry operators, in pure numpy.
+
+CenterCropPad (opset 18), AffineGrid (opset 20), SpaceToDepth and DepthToSpace
+(opset 28), exactly as the spec pages define them. Every public function
+validates its arguments first and raises :class:`GeomError` with a one-line
+message; after validation numpy does the work and must not raise.
+
+This module imports numpy only: no I/O, no printing, no CLI.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+
+from geomcli.errors import GeomError
+
+__all__ = [
+    "GeomError",
+    "affine_grid",
+    "affine_grid_output_shape",
+    "center_crop_pad",
+    "center_crop_pad_output_shape",
+    "depth_to_space",
+    "depth_to_space_output_shape",
+    "space_to_depth",
+    "space_to_depth_output_shape",
+]
+
+Ints: TypeAlias = "Sequence[int] | np.ndarray"
+Mode: TypeAlias = Literal["DCR", "CRD"]
+Shape: TypeAlias = tuple[int, ...]
+
+_MODES = ("DCR", "CRD")
+_GRID_DTYPES = ("float16", "float32", "float64", "bfloat16")
+
+
+# --- validation helpers -------------------------------------------------------------
+
+
+def _as_array(data: Any, func: str) -> np.ndarray:
+    """The input as an ndarray of an ONNX tensor type (memory maps stay maps)."""
+    try:
+        array = data if isinstance(data, np.ndarray) else np.asarray(data)
+    except (ValueError, TypeError) as error:
+        raise GeomError(f"{func}: input is not an array ({error})") from error
+    if array.dtype.hasobject or array.dtype.names is not None:
+        raise GeomError(f"{func}: dtype {array.dtype} is not a tensor type (input shape {array.shape})")
+    return array
+
+
+def _as_int(value: Any, name: str, func: str) -> int:
+    """A Python int from an int or numpy integer; bools and floats are refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise GeomError(f"{func}: {name} must be an integer, found {value!r}")
+    return int(value)
+
+
+def _as_ints(values: Any, name: str, func: str) -> Shape:
+    """A tuple of ints from a sequence of ints or a 1-D integer array."""
+    if isinstance(values, (str, bytes)) or values is None:
+        raise GeomError(f"{func}: {name} must be a 1-D list of integers, found {values!r}")
+    try:
+        array = np.asarray(values)
+    except (ValueError, TypeError) as error:
+        raise GeomError(f"{func}: {name} must be a 1-D list of integers ({error})") from error
+    if array.ndim != 1:
+        raise GeomError(f"{func}: {name} must be 1-D, found shape {array.shape}")
+    if array.size == 0:
+        return ()
+    if array.dtype.kind not in "iu":
+        raise GeomError(f"{func}: {name} must hold integers, found dtype {array.dtype}")
+    return tuple(int(value) for value in array.tolist())
+
+
+def _as_mode(mode: Any, func: str) -> Mode:
+    if mode not in _MODES or not isinstance(mode, str):
+        raise GeomError(f"{func}: mode must be 'DCR' or 'CRD', found {mode!r}")
+    return mode  # type: ignore[return-value]
+
+
+def _as_blocksize(blocksize: Any, func: str) -> int:
+    size = _as_int(blocksize, "blocksize", func)
+    if size < 1:
+        raise GeomError(f"{func}: blocksize must be at least 1, found {size}")
+    return size
+
+
+def _normalize_axes(axes: Any, rank: int, input_shape: Shape, func: str) -> Shape:
+    found = _as_ints(axes, "axes", func)
+    normalized = []
+    for axis in found:
+        if not -rank <= axis < rank:
+            raise GeomError(
+                f"{func}: axis {axis} is out of range [{-rank}, {rank - 1}] (input shape {input_shape})"
+            )
+        normalized.append(axis % rank)
+    if len(set(normalized)) != len(normalized):
+        raise GeomError(f"{func}: axes {list(found)} name an axis more than once (input shape {input_shape})")
+    return tuple(normalized)
+
+
+# --- CenterCropPad ------------------------------------------------------------------
+
+
+def center_crop_pad_output_shape(input_shape: Sequence[int], shape: Ints, axes: Ints | None = None) -> Shape:
+    """The shape :func:`center_crop_pad` returns, after validating its arguments.
+
+    >>> center_crop_pad_output_shape((20, 8, 3), [10, 9], axes=[0, 1])
+    (10, 9, 3)
+    """
+    func = "center_crop_pad"
+    input_shape = tuple(int(d) for d in input_shape)
+    rank = len(input_shape)
+    targets = _as_ints(shape, "shape", func)
+    chosen = tuple(range(rank)) if axes is None else _normalize_axes(axes, rank, input_shape, func)
+    if len(targets) != len(chosen):
+        what = "the input's rank" if axes is None else "the number of axes"
+        raise GeomError(
+            f"{func}: shape has {len(targets)} values but {what} is {len(chosen)} (input shape {input_shape})"
+        )
+    output = list(input_shape)
+    for axis, target in zip(chosen, targets, strict=True):
+        if target < 0:
+            raise GeomError(f"{func}: target size {target} for axis {axis} is negative (input shape {input_shape})")
+        output[axis] = target
+    return tuple(output)
+
+
+def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None) -> np.ndarray:
+    """Centre-crop or zero-pad ``data`` to ``shape`` on ``axes``.
+
+    Parameters
+    ----------
+    data : array_like
+        Input of any ONNX tensor type: bool, signed and unsigned integers, float16/32/64,
+        bfloat16, complex64/128, or strings. A memory map is read only where it lands
+        in the output.
+    shape : sequence of int or 1-D int32/int64 array
+        Target length of each axis in ``axes``; every value >= 0.
+    axes : sequence of int or 1-D int array, optional
+        The axes ``shape`` refers to; negative values count from the end. Defaults
+        to all axes, in which case ``len(shape)`` must equal ``data.ndim``.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array of ``data``'s dtype; the unlisted axes keep their length.
+
+    Raises
+    ------
+    GeomError
+        If an axis is out of ``[-r, r-1]`` or repeated, ``shape`` is not 1-D, holds
+        non-integers or negative values, or its length differs from the number of
+        axes; or if ``data`` is not of a tensor type.
+
+    Notes
+    -----
+    ONNX CenterCropPad, opset 18. Per axis of length ``d`` and target ``t``:
+    cropping keeps ``[s, s + t)`` with ``s = (d - t) // 2`` (the window sits half a
+    pixel left of centre when ``d - t`` is odd); padding puts ``(t - d) // 2`` zeros
+    before and the rest after. The pad value is the dtype's zero: 0, False or "".
+
+    Examples
+    --------
+    >>> center_crop_pad(np.arange(5), [2])
+    array([1, 2])
+    >>> center_crop_pad(np.arange(1, 4), [6])
+    array([0, 1, 2, 3, 0, 0])
+    >>> center_crop_pad(np.array([["a", "b"]]), [1, 3])
+    array([['a', 'b', '']], dtype='<U1')
+    """
+    array = _as_array(data, "center_crop_pad")
+    output_shape = center_crop_pad_output_shape(array.shape, shape, axes)
+    source, target = [], []
+    for length, wanted in zip(array.shape, output_shape, strict=True):
+        if wanted <= length:
+            start = (length - wanted) // 2
+            source.append(slice(start, start + wanted))
+            target.append(slice(None))
+        else:
+            before = (wanted - length) // 2
+            source.append(slice(None))
+            target.append(slice(before, before + length))
+    if all(wanted <= length for length, wanted in zip(array.shape, output_shape, strict=True)):
+        return np.array(array[tuple(source)])
+    # One pass over memory: zeroed pages for the padding, a single copy for the data.
+    result = np.zeros(output_shape, dtype=array.dtype)
+    result[tuple(target)] = array[tuple(source)]
+    return result
+
+
+# --- AffineGrid ---------------------------------------------------------------------
+
+
+def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints) -> Shape:
+    """The grid shape :func:`affine_grid` returns, after validating ``theta``'s shape and ``size``.
+
+    >>> affine_grid_output_shape((2, 2, 3), [2, 3, 5, 6])
+    (2, 5, 6, 2)
+    """
+    func = "affine_grid"
+    theta_shape = tuple(int(d) for d in theta_shape)
+    sizes = _as_ints(size, "size", func)
+    if len(sizes) not in (4, 5):
+        raise GeomError(f"{func}: size must have 4 values (N, C, H, W) or 5 (N, C, D, H, W), found {list(sizes)}")
+    spatial = len(sizes) - 2
+    expected = (spatial, spatial + 1)
+    if len(theta_shape) != 3 or theta_shape[1:] != expected:
+        raise GeomError(
+            f"{func}: theta must have shape (N, {expected[0]}, {expected[1]}) for a size of {len(sizes)} values, "
+            f"found {theta_shape}"
+        )
+    if sizes[0] != theta_shape[0]:
+        raise GeomError(f"{func}: size[0] = {sizes[0]} does not match theta's batch of {theta_shape[0]}")
+    if sizes[1] < 0 or min(sizes[2:]) < 1:
+        raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)}")
+    return (sizes[0], *sizes[2:], spatial)
+
+
+def _base_coordinates(length: int, align_corners: bool) -> np.ndarray:
+    """Closed-form sample positions in [-1, 1], in float64 (no float-step arange drift)."""
+    index = np.arange(length, dtype=np.float64)
+    if align_corners:
+        return 2 * index / (length - 1) - 1 if length > 1 else np.zeros(1)
+    return (2 * index + 1) / length - 1
+
+
+def affine_grid(theta: Any, size: Ints, align_corners: bool | int = False) -> np.ndarray:
+    """Sampling grids for a batch of affine matrices, as torch's ``affine_grid``.
+
+    Parameters
+    ----------
+    theta : array_like, float16, float32, float64 or bfloat16
+        Shape (N, 2, 3) for 2-D grids or (N, 3, 4) for 3-D grids.
+    size : sequence of int or 1-D int array
+        The target image size, (N, C, H, W) or (N, C, D, H, W); C is not used.
+    align_corners : bool or 0/1
+        If true, -1 and 1 are the centres of the corner pixels; otherwise their
+        outer edges.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (N, H, W, 2) or (N, D, H, W, 3), of ``theta``'s dtype. The last axis
+        is (x, y[, z]): x runs along W, y along H, z along D.
+
+    Raises
+    ------
+    GeomError
+        If theta's dtype is not a float type, its shape does not fit ``size``,
+        ``size[0]`` differs from theta's batch, a spatial size is below 1, or
+        ``align_corners`` is not a bool or 0/1.
+
+    Notes
+    -----
+    ONNX AffineGrid, opset 20: ``grid[n, h, w] = theta[n] @ [x_w, y_h, 1]``. The base
+    coordinate of index i on an axis of length L is ``(2i + 1)/L - 1``, or
+    ``2i/(L - 1) - 1`` with align_corners, computed in float64 and rounded once to
+    the output dtype. An axis of length 1 has the coordinate 0 either way (as PyTorch).
+
+    Examples
+    --------
+    >>> identity = np.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    >>> affine_grid(identity, [1, 1, 1, 2], align_corners=True)[0, 0]
+    array([[-1.,  0.],
+           [ 1.,  0.]])
+    >>> affine_grid(identity, [1, 1, 1, 2])[0, 0, :, 0]
+    array([-0.5,  0.5])
+    """
+    func = "affine_grid"
+    matrices = _as_array(theta, func)
+    if matrices.dtype.name not in _GRID_DTYPES:
+        raise GeomError(
+            f"{func}: theta must be float16, float32, float64 or bfloat16, found {matrices.dtype} "
+            f"(theta shape {matrices.shape})"
+        )
+    if isinstance(align_corners, (np.bool_, np.integer)):
+        align_corners = align_corners.item()
+    if align_corners not in (0, 1) or not isinstance(align_corners, int):
+        raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {align_corners!r}")
+    output_shape = affine_grid_output_shape(matrices.shape, size)
+    # (n, d?, h, w) spatial lengths in output order; the coordinates come reversed: x, y, z.
+    lengths = output_shape[1:-1]
+    axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(lengths)]
+    weights = matrices.astype(np.float64)
+    result = np.empty(output_shape, dtype=matrices.dtype)
+    spatial = len(lengths)
+    for n in range(output_shape[0]):
+        for k in range(spatial):
+            row = weights[n, k]
+            # The grid is separable: a sum of one term per axis, broadcast over the others.
+            rest = row[spatial]
+            for j in range(1, spatial):  # y, then z: the slower axes
+                coordinate = axes_xyz[j].reshape((-1,) + (1,) * j) * row[j]
+                rest = rest + coordinate
+            np.add(rest, axes_xyz[0] * row[0], out=result[n, ..., k], casting="unsafe")
+    return result
+
+
+# --- SpaceToDepth / DepthToSpace ----------------------------------------------------
+
+
+def _check_nchw(array: np.ndarray, func: str) -> None:
+    if array.ndim != 4:
+        raise GeomError(f"{func}: input must have rank 4 (N, C, H, W), found rank {array.ndim} (shape {array.shape})")
+
+
+def space_to_depth_output_shape(input_shape: Sequence[int], blocksize: int) -> Shape:
+    """The shape :func:`space_to_depth` returns, after validating its arguments.
+
+    >>> space_to_depth_output_shape((1, 3, 4, 6), 2)
+    (1, 12, 2, 3)
+    """
+    func = "space_to_depth"
+    shape = tuple(int(d) for d in input_shape)
+    b = _as_blocksize(blocksize, func)
+    if len(shape) != 4:
+        raise GeomError(f"{func}: input must have rank 4 (N, C, H, W), found rank {len(shape)} (shape {shape})")
+    n, c, h, w = shape
+    for name, length in (("height", h), ("width", w)):
+        if length % b:
+            raise GeomError(f"{func}: {name} {length} is not divisible by blocksize {b} (input shape {shape})")
+    return (n, c * b * b, h // b, w // b)
+
+
+def depth_to_space_output_shape(input_shape: Sequence[int], blocksize: int) -> Shape:
+    """The shape :func:`depth_to_space` returns, after validating its arguments.
+
+    >>> depth_to_space_output_shape((1, 12, 2, 3), 2)
+    (1, 3, 4, 6)
+    """
+    func = "depth_to_space"
+    shape = tuple(int(d) for d in input_shape)
+    b = _as_blocksize(blocksize, func)
+    if len(shape) != 4:
+        raise GeomError(f"{func}: input must have rank 4 (N, C, H, W), found rank {len(shape)} (shape {shape})")
+    n, c, h, w = shape
+    if c % (b * b):
+        raise GeomError(f"{func}: channels {c} are not divisible by blocksize² {b * b} (input shape {shape})")
+    return (n, c // (b * b), h * b, w * b)
+
+
+def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
+    """Move each ``blocksize`` × ``blocksize`` block of space into channels.
+
+    Parameters
+    ----------
+    data : array_like
+        Rank 4, (N, C, H, W), of any ONNX tensor type.
+    blocksize : int
+        Block edge b >= 1; H and W must be multiples of it (1 is the identity).
+    mode : {"DCR", "CRD"}
+        Channel order: DCR puts the block offset first, CRD the input channel first.
+
+    Returns
+    -------
+    numpy.ndarray
+        (N, C·b², H/b, W/b), of ``data``'s dtype.
+
+    Raises
+    ------
+    GeomError
+        If ``data`` is not rank 4, H or W is not divisible by b, b is not an integer
+        >= 1, or ``mode`` is not exactly "DCR" or "CRD".
+
+    Notes
+    -----
+    ONNX SpaceToDepth, opset 28. DCR: ``y[n, (bh·b + bw)·C + c, h, w] = x[n, c, h·b + bh, w·b + bw]``
+    (TensorFlow's space_to_depth); CRD: ``y[n, c·b² + bh·b + bw, h, w]`` (torch's pixel_unshuffle).
+    The two coincide when C == 1.
+
+    Examples
+    --------
+    >>> x = np.arange(8).reshape(1, 2, 2, 2)
+    >>> space_to_depth(x, 2)[0, :, 0, 0]
+    array([0, 4, 1, 5, 2, 6, 3, 7])
+    >>> space_to_depth(x, 2, mode="CRD")[0, :, 0, 0]
+    array([0, 1, 2, 3, 4, 5, 6, 7])
+    """
+    func = "space_to_depth"
+    array = _as_array(data, func)
+    checked_mode = _as_mode(mode, func)
+    _check_nchw(array, func)
+    n, c, h, w = array.shape
+    output_shape = space_to_depth_output_shape(array.shape, blocksize)
+    b = operator.index(blocksize)
+    blocks = array.reshape(n, c, h // b, b, w // b, b)
+    result = np.empty(output_shape, dtype=array.dtype)
+    if checked_mode == "DCR":
+        # (n, c, h/b, bh, w/b, bw) -> (n, bh, bw, c, h/b, w/b)
+        np.copyto(result.reshape(n, b, b, c, h // b, w // b), blocks.transpose(0, 3, 5, 1, 2, 4))
+    else:
+        # (n, c, h/b, bh, w/b, bw) -> (n, c, bh, bw, h/b, w/b)
+        np.copyto(result.reshape(n, c, b, b, h // b, w // b), blocks.transpose(0, 1, 3, 5, 2, 4))
+    return result
+
+
+def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
+    """Move channels back into ``blocksize`` × ``blocksize`` blocks of space.
+
+    Parameters
+    ----------
+    data : array_like
+        Rank 4, (N, C·b², H, W), of any ONNX tensor type.
+    blocksize : int
+        Block edge b >= 1; the channel count must be a multiple of b².
+    mode : {"DCR", "CRD"}
+        The channel order, as for :func:`space_to_depth`.
+
+    Returns
+    -------
+    numpy.ndarray
+        (N, C, H·b, W·b), of ``data``'s dtype.
+
+    Raises
+    ------
+    GeomError
+        If ``data`` is not rank 4, its channels are not divisible by b², b is not an
+        integer >= 1, or ``mode`` is not exactly "DCR" or "CRD".
+
+    Notes
+    -----
+    ONNX DepthToSpace (opset 13; the inverse of SpaceToDepth opset 28). In the same
+    mode, ``depth_to_space(space_to_depth(x, b), b)`` equals ``x`` exactly.
+
+    Examples
+    --------
+    >>> y = np.arange(8).reshape(1, 8, 1, 1)
+    >>> depth_to_space(y, 2)[0, :, :, :].tolist()
+    [[[0, 2], [4, 6]], [[1, 3], [5, 7]]]
+    >>> depth_to_space(y, 2, mode="CRD")[0, 0].tolist()
+    [[0, 1], [2, 3]]
+    """
+    func = "depth_to_space"
+    array = _as_array(data, func)
+    checked_mode = _as_mode(mode, func)
+    _check_nchw(array, func)
+    n, depth, h, w = array.shape
+    output_shape = depth_to_space_output_shape(array.shape, blocksize)
+    b = operator.index(blocksize)
+    c = output_shape[1]
+    result = np.empty(output_shape, dtype=array.dtype)
+    target = result.reshape(n, c, h, b, w, b)
+    if checked_mode == "DCR":
+        # (n, bh, bw, c, h, w) -> (n, c, h, bh, w, bw)
+        np.copyto(target, array.reshape(n, b, b, c, h, w).transpose(0, 3, 4, 1, 5, 2))
+    else:
+        # (n, c, bh, bw, h, w) -> (n, c, h, bh, w, bw)
+        np.copyto(target, array.reshape(n, c, b, b, h, w).transpose(0, 1, 4, 2, 5, 3))
+    return result
