@@ -130,7 +130,19 @@ def center_crop_pad_output_shape(input_shape: Sequence[int], shape: Ints, axes: 
     return tuple(output)
 
 
-def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None) -> np.ndarray:
+def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
+    """``fill`` as a 0-d array of ``dtype``, refusing values the dtype cannot hold."""
+    try:
+        value = np.array(fill, dtype=dtype)
+    except (ValueError, TypeError, OverflowError) as error:
+        raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype} ({error})") from error
+    exact = dtype.kind in "fcUSV" or value.item() == fill
+    if not exact or isinstance(fill, str) != (dtype.kind in "US"):
+        raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype}")
+    return value
+
+
+def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None, *, fill: Any = None) -> np.ndarray:
     """Centre-crop or zero-pad ``data`` to ``shape`` on ``axes``.
 
     Parameters
@@ -144,6 +156,9 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None) -> np.ndar
     axes : sequence of int or 1-D int array, optional
         The axes ``shape`` refers to; negative values count from the end. Defaults
         to all axes, in which case ``len(shape)`` must equal ``data.ndim``.
+    fill : scalar, optional, keyword-only
+        A pad value other than the dtype's zero (an extension of ONNX, for images);
+        it must fit the dtype exactly (no 300 in uint8, no 0.5 in an integer type).
 
     Returns
     -------
@@ -155,7 +170,7 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None) -> np.ndar
     GeomError
         If an axis is out of ``[-r, r-1]`` or repeated, ``shape`` is not 1-D, holds
         non-integers or negative values, or its length differs from the number of
-        axes; or if ``data`` is not of a tensor type.
+        axes; if ``data`` is not of a tensor type; or if ``fill`` does not fit its dtype.
 
     Notes
     -----
@@ -175,6 +190,7 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None) -> np.ndar
     """
     array = _as_array(data, "center_crop_pad")
     output_shape = center_crop_pad_output_shape(array.shape, shape, axes)
+    pad_value = None if fill is None else _as_fill(fill, array.dtype, "center_crop_pad")
     source, target = [], []
     for length, wanted in zip(array.shape, output_shape, strict=True):
         if wanted <= length:
@@ -188,7 +204,10 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None) -> np.ndar
     if all(wanted <= length for length, wanted in zip(array.shape, output_shape, strict=True)):
         return np.array(array[tuple(source)])
     # One pass over memory: zeroed pages for the padding, a single copy for the data.
-    result = np.zeros(output_shape, dtype=array.dtype)
+    if pad_value is None:
+        result = np.zeros(output_shape, dtype=array.dtype)
+    else:
+        result = np.full(output_shape, pad_value, dtype=array.dtype)
     result[tuple(target)] = array[tuple(source)]
     return result
 
