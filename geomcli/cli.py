@@ -1,0 +1,516 @@
+"""The geomcli command line: one short function per subcommand over the kernels.
+
+Only click and the standard library load at import time, so ``--help``, ``--version``
+and usage errors stay fast; numpy and the file backends load inside the commands.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from geomcli.io import Loaded
+    from geomcli.summary import Report
+
+FORMAT_NAMES = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
+LAYOUT_NAMES = ("NCHW", "NHWC", "CHW", "HWC", "HW")
+DEFAULT_MAX_PIXELS = 2**31
+EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 1, 130, 143, 141
+
+
+class IntList(click.ParamType):
+    """Comma-separated integers, ``224,224``; ``224x224`` is accepted too."""
+
+    name = "DIMS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        text = str(value).strip().lower().replace("x", ",")
+        try:
+            return tuple(int(part) for part in text.split(",")) if text else ()
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of integers", param, ctx)
+
+
+class FloatList(click.ParamType):
+    """Comma-separated numbers, ``1.5,-2``."""
+
+    name = "NUMBERS"
+
+    def __init__(self, counts: tuple[int, ...] = ()) -> None:
+        self.counts = counts
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[float, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            numbers = tuple(float(part) for part in str(value).split(","))
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of numbers", param, ctx)
+        if self.counts and len(numbers) not in self.counts:
+            wanted = " or ".join(map(str, self.counts))
+            self.fail(f"{value!r} has {len(numbers)} numbers, expected {wanted}", param, ctx)
+        return numbers
+
+
+@dataclass(frozen=True)
+class Common:
+    """The options every transform takes."""
+
+    layout: str | None
+    format: str | None
+    quiet: bool
+    json: bool
+    debug: bool
+    max_pixels: int
+
+
+def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the shared options and hand the command one ``Common`` as ``common``."""
+
+    @click.option("--layout", type=click.Choice(LAYOUT_NAMES), default=None,
+                  help="Axes of a tensor input. Images are HWC (HW for one channel); rank 4 defaults to NCHW.")
+    @click.option("--format", "format_", type=click.Choice(FORMAT_NAMES, case_sensitive=False), default=None,
+                  help="Output format; by default the output's extension decides (npy for -o -).")
+    @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (errors are still shown).")
+    @click.option("--json", "as_json", is_flag=True,
+                  help="One JSON object per file on stdout (on stderr when stdout carries the data).")
+    @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+    @click.option("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
+                  envvar="GEOMCLI_MAX_PIXELS", show_envvar=True,
+                  help="Refuse inputs and outputs with more elements than this, before allocating them.")
+    @functools.wraps(command)
+    def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
+                max_pixels: int, **kwargs: Any) -> Any:
+        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels)
+        return command(common=common, **kwargs)
+
+    return wrapper
+
+
+def input_argument(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False, allow_dash=True))(command)
+
+
+def output_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("-o", "--output", required=True, metavar="OUTPUT",
+                        type=click.Path(dir_okay=False, allow_dash=True, writable=False),
+                        help="Where to write the result; - for stdout.")(command)
+
+
+def _output_format(output: str, common: Common) -> str:
+    """The output's format, or a usage error (exit 2) for an unknown extension."""
+    from geomcli import io
+
+    if output == "-":
+        return common.format or "npy"
+    try:
+        return io.format_for_path(output, common.format)
+    except GeomError as error:
+        raise click.BadParameter(str(error), param_hint="'-o' / '--output'") from error
+
+
+def _display(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _describe(error: GeomError | OSError) -> str:
+    """``<path>: <reason>``: our messages name their file; an OSError names it apart."""
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{error.filename}: {error.strerror or error}"
+    return str(error)
+
+
+def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
+    """Show one file's outcome; the exit code it asks for."""
+    from geomcli import summary
+
+    if report.status != "ok":
+        click.echo(f"Error: {report.error}", err=True)
+    elif not common.quiet and not common.json:
+        summary.show(report)
+    if common.json:
+        click.echo(report.to_json(), err=data_on_stdout)
+    return 0 if report.status == "ok" else EXIT_FAILED
+
+
+def transform_file(command: str, input_path: str, output: str, output_format: str, common: Common,
+                   parameters: dict[str, Any], operate: Callable[[Loaded], np.ndarray]) -> Report:
+    """Read, transform and write one file; its report, with any failure in it."""
+    from geomcli import io, summary
+
+    report = summary.Report(command, input_path, output, parameters=parameters)
+    started = time.perf_counter()
+    try:
+        loaded = io.read_array(input_path, max_pixels=common.max_pixels)
+        report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
+        report.notes.extend(loaded.notes)
+        try:
+            result = operate(loaded)
+        except GeomError as error:
+            raise GeomError(f"{_display(input_path)}: {error}") from error
+        report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        io.write_array(result, output, format=output_format)
+        report.value_range = summary.value_range(result)
+    except (GeomError, OSError) as error:
+        if common.debug:
+            raise
+        report.status, report.error = "error", _describe(error)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def run_transform(command: str, input_path: str, output: str, common: Common, parameters: dict[str, Any],
+                  operate: Callable[[Loaded], np.ndarray]) -> None:
+    """One file from the command line: exit 2 for a bad output name, 1 if the file failed."""
+    output_format = _output_format(output, common)
+    report = transform_file(command, input_path, output, output_format, common, parameters, operate)
+    code = finish(report, common, data_on_stdout=output == "-")
+    if code:
+        raise SystemExit(code)
+
+
+def _check_size(shape: tuple[int, ...], common: Common) -> None:
+    if math.prod(shape) > common.max_pixels:
+        raise GeomError(
+            f"the output {shape} has {math.prod(shape)} elements, over the limit of {common.max_pixels}; "
+            "raise it with --max-pixels or GEOMCLI_MAX_PIXELS"
+        )
+
+
+def _on_nchw(loaded: Loaded, common: Common, kernel: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Run a rank-4 kernel on a file in any layout, and give the result back in that layout."""
+    from geomcli import layout as layouts
+
+    chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout, loaded.source)
+    return layouts.from_nchw(kernel(layouts.to_nchw(loaded.data, chosen)), chosen)
+
+
+class _Group(click.Group):
+    """Ctrl-C exits 130, SIGTERM 143 and a closed stdout pipe 141, all without a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        signal.signal(signal.SIGTERM, _terminate)
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("Interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            # Whoever read our stdout has gone; say nothing more to it.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(EXIT_BROKEN_PIPE)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(EXIT_TERMINATED)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="geomcli", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Apply ONNX geometry operators to images and tensors, exactly as the spec defines them.
+
+    Inputs: PNG, JPEG, BMP, GIF, WebP (Pillow), .npy, .tif/.tiff, or - for stdin.
+    """
+
+
+@cli.command("crop-pad", short_help="Centre-crop or zero-pad (ONNX CenterCropPad).")
+@input_argument
+@output_option
+@click.option("--shape", "target", type=IntList(), required=True,
+              help="Target lengths: H,W (or H,W,C) on an image; one per axis (or per --axes) on a tensor.")
+@click.option("--axes", type=IntList(), default=None, metavar="AXES",
+              help="The axes --shape refers to; negative values count from the end.  [default: all, or H,W on an image]")
+@click.option("--fill", type=str, default="0", show_default=True, help="Pad value (must fit the dtype).")
+@common_options
+def crop_pad(input_path: str, output: str, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str,
+             common: Common) -> None:
+    """Centre-crop or zero-pad to a target shape (ONNX CenterCropPad, opset 18).
+
+    A crop keeps the window starting at floor((d - t) / 2); a pad puts the odd extra
+    element at the end (right/bottom). On an image, --shape H,W crops or pads the two
+    spatial axes and keeps the channels.
+
+    Example: geomcli crop-pad samples/photo.png -o square.png --shape 100,100
+    """
+    from geomcli import kernels
+
+    def operate(loaded: Loaded) -> np.ndarray:
+        chosen_axes = axes
+        if chosen_axes is None and loaded.layout is not None and len(target) == 2 < loaded.data.ndim:
+            chosen_axes = (0, 1)
+        shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen_axes)
+        _check_size(shape, common)
+        return kernels.center_crop_pad(loaded.data, target, chosen_axes, fill=_parse_fill(fill))
+
+    parameters = {"shape": list(target), "axes": None if axes is None else list(axes), "fill": fill}
+    run_transform("crop-pad", input_path, output, common, parameters, operate)
+
+
+def _parse_fill(text: str) -> int | float | str:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """INPUT, -o, --blocksize and --mode, shared by space-to-depth and depth-to-space."""
+    command = click.option("--mode", type=click.Choice(["DCR", "CRD"]), default="DCR", show_default=True,
+                           help="Channel order: depth-column-row (DCR) or column-row-depth (CRD).")(command)
+    command = click.option("--blocksize", type=click.IntRange(min=1), required=True,
+                           help="Block edge b; 1 is the identity.")(command)
+    return input_argument(output_option(command))
+
+
+def run_blocks(command: str, kernel_name: str, input_path: str, output: str, blocksize: int, mode: str,
+               common: Common) -> None:
+    from geomcli import kernels
+
+    kernel = getattr(kernels, kernel_name)
+    output_shape = getattr(kernels, f"{kernel_name}_output_shape")
+
+    def on_nchw(data: np.ndarray) -> np.ndarray:
+        _check_size(output_shape(data.shape, blocksize), common)
+        return kernel(data, blocksize, mode)  # type: ignore[no-any-return]
+
+    run_transform(command, input_path, output, common, {"blocksize": blocksize, "mode": mode},
+                  lambda loaded: _on_nchw(loaded, common, on_nchw))
+
+
+@cli.command("space-to-depth", short_help="Blocks of space into channels (ONNX SpaceToDepth).")
+@blocks_options
+@common_options
+def space_to_depth(input_path: str, output: str, blocksize: int, mode: str, common: Common) -> None:
+    """Move blocks of space into channels (ONNX SpaceToDepth, opset 28).
+
+    An H×W×C image becomes (H/b)×(W/b)×(C·b²); a tensor is read in --layout (NCHW
+    for rank 4) and written back in it. Channel k of the result is what the ONNX
+    operator puts there for the same data as NCHW: DCR k = (bh·b + bw)·C + c,
+    CRD k = c·b² + bh·b + bw. H and W must be multiples of the blocksize.
+
+    Example: geomcli space-to-depth samples/tensor.npy -o blocks.npy --blocksize 2
+    """
+    run_blocks("space-to-depth", "space_to_depth", input_path, output, blocksize, mode, common)
+
+
+@cli.command("depth-to-space", short_help="Channels into blocks of space (ONNX DepthToSpace).")
+@blocks_options
+@common_options
+def depth_to_space(input_path: str, output: str, blocksize: int, mode: str, common: Common) -> None:
+    """Move channels back into blocks of space (ONNX DepthToSpace, opset 13, the inverse of SpaceToDepth).
+
+    An H×W×C image becomes (H·b)×(W·b)×(C/b²); in the same --mode it undoes
+    space-to-depth exactly. C must be a multiple of blocksize².
+
+    Example: geomcli depth-to-space samples/blocks.npy -o restored.npy --blocksize 2
+    """
+    run_blocks("depth-to-space", "depth_to_space", input_path, output, blocksize, mode, common)
+
+
+GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+@cli.command("affine-grid", short_help="Sampling grids from affine matrices (ONNX AffineGrid).")
+@output_option
+@click.option("--size", type=IntList(), default=None,
+              help="N,C,H,W for a 2-D grid or N,C,D,H,W for a 3-D grid.")
+@click.option("--like", type=click.Path(dir_okay=False, allow_dash=False), default=None,
+              help="Take C,H,W (C,D,H,W from a rank-5 tensor) from this file; N is theta's batch.")
+@click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
+              help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file, or inline: 6 (2-D) or 12 (3-D) "
+                   "comma-separated numbers per matrix, row by row.  [default: the transform flags]")
+@click.option("--rotate", type=float, default=0.0, show_default=True, help="Rotation in degrees (2-D).")
+@click.option("--scale", type=FloatList((1, 2)), default="1", show_default=True, metavar="S[,SY]",
+              help="Scale of x and y (2-D).")
+@click.option("--translate", type=FloatList((2,)), default="0,0", show_default=True, metavar="TX,TY",
+              help="Translation in grid units, where the image spans -1..1 (2-D).")
+@click.option("--shear", type=FloatList((2,)), default="0,0", show_default=True, metavar="SX,SY",
+              help="Shear factors of x by y and of y by x (2-D).")
+@click.option("--align-corners", is_flag=True, help="-1 and 1 are the centres of the corner pixels, not their edges.")
+@click.option("--dtype", type=click.Choice(GRID_DTYPES), default=None,
+              help="Grid dtype.  [default: a theta file's float dtype, else float32]")
+@common_options
+def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, theta_text: str | None,
+                rotate: float, scale: tuple[float, ...], translate: tuple[float, ...], shear: tuple[float, ...],
+                align_corners: bool, dtype: str | None, common: Common) -> None:
+    """Sampling grids from affine matrices (ONNX AffineGrid, opset 20).
+
+    Writes (N,H,W,2) or (N,D,H,W,3) grids of (x, y[, z]) positions in -1..1 units, x
+    along W, as GridSample reads them. Without --theta the matrix is built from the
+    flags as translate · rotate · shear · scale (scale applies first); theta maps
+    output positions to the positions sampled.
+
+    Example: geomcli affine-grid --like samples/photo.png --rotate 30 -o grid.npy
+    """
+    ctx = click.get_current_context()
+    if (size is None) == (like is None):
+        raise click.UsageError("give exactly one of --size and --like", ctx)
+    flags_used = [name for name in ("rotate", "scale", "translate", "shear")
+                  if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
+    if theta_text is not None and flags_used:
+        raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
+    output_format = _output_format(output, common)
+    from geomcli import kernels, summary
+
+    parameters = {"align_corners": align_corners, "theta": theta_text or "flags"}
+    report = summary.Report("affine-grid", theta_text if _is_theta_file(theta_text) else None, output,
+                            parameters=parameters)
+    started = time.perf_counter()
+    try:
+        theta, grid_size = _theta_and_size(size, like, theta_text, (rotate, scale, translate, shear), dtype, common)
+        report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
+        shape = kernels.affine_grid_output_shape(theta.shape, grid_size)
+        _check_size(shape, common)
+        grid = kernels.affine_grid(theta, grid_size, align_corners)
+        report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
+        from geomcli import io
+
+        io.write_array(grid, output, format=output_format)
+        report.value_range = summary.value_range(grid)
+        if not np_all_finite(theta):
+            report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
+    except (GeomError, OSError) as error:
+        if common.debug:
+            raise
+        report.status, report.error = "error", _describe(error)
+    report.seconds = time.perf_counter() - started
+    code = finish(report, common, data_on_stdout=output == "-")
+    if code:
+        raise SystemExit(code)
+
+
+def np_all_finite(array: np.ndarray) -> bool:
+    import numpy as np
+
+    return bool(np.isfinite(array.astype(np.float64)).all())
+
+
+def _is_theta_file(text: str | None) -> bool:
+    return text is not None and (os.path.splitext(text)[1].lower() in (".npy", ".tif", ".tiff") or os.path.exists(text))
+
+
+def _theta_and_size(size: tuple[int, ...] | None, like: str | None, theta_text: str | None,
+                    flags: tuple[Any, ...], dtype: str | None, common: Common) -> tuple[np.ndarray, tuple[int, ...]]:
+    """theta as (N, s, s+1) in the grid dtype, and the size it goes with."""
+    from geomcli import io, theta as thetas
+    from geomcli import layout as layouts
+
+    if like is not None:
+        header = io.read_header(like)
+        layout = layouts.resolve_layout(header.shape, common.layout, header.layout, like) \
+            if len(header.shape) != 5 else "NCDHW"
+        shape = dict(zip(layout, header.shape, strict=True))
+        spatial_sizes = [shape.get("C", 1)] + [shape[axis] for axis in "DHW" if axis in shape]
+    else:
+        assert size is not None
+        spatial_sizes = list(size[1:])
+    spatial = len(spatial_sizes) - 1
+    if spatial not in (2, 3):
+        raise GeomError(f"--size: give N,C,H,W or N,C,D,H,W, found {len(spatial_sizes) + 1} values")
+    if _is_theta_file(theta_text):
+        assert theta_text is not None
+        loaded = io.read_array(theta_text, max_pixels=common.max_pixels, mmap=False)
+        if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
+            raise GeomError(f"{theta_text}: theta must hold floats, found {loaded.data.dtype}")
+        matrices = thetas.as_batch(loaded.data, spatial, theta_text)
+        dtype = dtype or str(matrices.dtype)
+    else:
+        batch = size[0] if size is not None else 1
+        if theta_text is not None:
+            numbers = FloatList().convert(theta_text, None, click.get_current_context())
+            if size is None:
+                batch = max(1, len(numbers) // (spatial * (spatial + 1)))
+            matrices = thetas.from_numbers(numbers, spatial, batch)
+        elif spatial == 2:
+            matrices = thetas.from_numbers(thetas.from_transforms(*flags).ravel().tolist(), 2, batch)
+        else:
+            identity = [1.0 if row == col else 0.0 for row in range(3) for col in range(4)]
+            matrices = thetas.from_numbers(identity, 3, batch)
+    grid_dtype = _grid_dtype(dtype or "float32")
+    grid_size = tuple(size) if size is not None else (matrices.shape[0], *spatial_sizes)
+    return matrices.astype(grid_dtype), grid_size
+
+
+def _grid_dtype(name: str) -> np.dtype:
+    import numpy as np
+
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _info_line(record: dict[str, Any]) -> str:
+    parts = [f"{record['format']} {'×'.join(map(str, record['shape']))} {record['dtype']}",
+             f"layout {record['layout'] or '-'}", f"{record['pages']} page(s)"]
+    if record["value_range"]:
+        low, high = record["value_range"]
+        parts.append(f"range [{low:g}, {high:g}]")
+    if record["file_size"] is not None:
+        parts.append(f"{record['file_size']} bytes")
+    return f"{record['input']}: " + ", ".join(parts)
+
+
+@cli.command("info", short_help="Format, shape, dtype and value range of files.")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
+                type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per file instead of a line.")
+@click.option("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
+              envvar="GEOMCLI_MAX_PIXELS", show_envvar=True, help="Refuse files with more elements than this.")
+def info(inputs: tuple[str, ...], as_json: bool, max_pixels: int) -> None:
+    """Show format, shape, dtype, pages, value range and size of files.
+
+    Example: geomcli info samples/photo.png samples/tensor.npy
+    """
+    import json
+
+    from geomcli import io, summary
+
+    failed = 0
+    for path in inputs:
+        try:
+            header = io.read_header(path) if path != "-" else None
+            loaded = io.read_array(path, max_pixels=max_pixels)
+            data = loaded.data
+            record = {
+                "input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
+                "layout": loaded.layout, "pages": header.pages if header else 1,
+                "value_range": summary.value_range(data), "file_size": header.file_size if header else None,
+                "status": "ok", "error": None,
+            }
+        except (GeomError, OSError) as error:
+            failed += 1
+            record = {"input": path, "status": "error", "error": _describe(error)}
+            click.echo(f"Error: {record['error']}", err=True)
+        if as_json:
+            click.echo(json.dumps(record))
+        elif record["status"] == "ok":
+            click.echo(_info_line(record))
+    if failed:
+        raise SystemExit(EXIT_FAILED)
+
+
+def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:
+    """The console script."""
+    cli.main(args=args, prog_name=prog_name)

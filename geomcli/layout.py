@@ -1,0 +1,45 @@
+"""Between the layouts files come in (H×W×C images, tensors named by --layout) and the
+kernels' ONNX layout, NCHW."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from geomcli.errors import GeomError
+
+LAYOUTS = ("NCHW", "NHWC", "CHW", "HWC", "HW")
+_DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
+
+
+def resolve_layout(shape: tuple[int, ...], given: str | None, from_file: str | None, source: str) -> str:
+    """The layout of an array: the user's word first, then the file's, then the rank's default."""
+    layout = given or from_file or _DEFAULT_FOR_RANK.get(len(shape))
+    if layout is None:
+        raise GeomError(
+            f"{source}: a rank-{len(shape)} tensor {shape} has no default layout; give --layout "
+            f"({', '.join(name for name in LAYOUTS if len(name) == len(shape)) or 'one of ' + ', '.join(LAYOUTS)})"
+        )
+    if len(layout) != len(shape):
+        raise GeomError(f"{source}: layout {layout} needs rank {len(layout)}, found shape {shape}")
+    return layout
+
+
+def to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
+    """A view of ``data`` as (N, C, H, W); no copy is made."""
+    # Missing axes become length-1 axes, then the named ones are put in N, C, H, W order.
+    expanded = data.reshape(data.shape + (1,) * (4 - data.ndim))
+    present = layout + "".join(axis for axis in "NCHW" if axis not in layout)
+    return expanded.transpose([present.index(axis) for axis in "NCHW"])
+
+
+def from_nchw(data: np.ndarray, layout: str) -> np.ndarray:
+    """A view of an (N, C, H, W) result in ``layout``; HW grows to HWC when channels appear."""
+    if layout == "HW" and data.shape[1] != 1:
+        layout = "HWC"
+    view = data.transpose(["NCHW".index(axis) for axis in layout + "".join(a for a in "NCHW" if a not in layout)])
+    return view.reshape(view.shape[: len(layout)])
+
+
+def spatial_axes(layout: str) -> tuple[int, int]:
+    """The positions of H and W in ``layout``."""
+    return layout.index("H"), layout.index("W")
