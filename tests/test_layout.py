@@ -1,0 +1,39 @@
+"""Layouts: every named layout goes to NCHW and back without moving an element."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from geomcli.errors import GeomError
+from geomcli.layout import LAYOUTS, from_nchw, resolve_layout, to_nchw
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_round_trip_and_axis_meaning(layout: str, rng: np.random.Generator) -> None:
+    sizes = {"N": 2, "C": 3, "H": 4, "W": 5}
+    data = rng.integers(0, 1000, size=[sizes[axis] for axis in layout])
+    nchw = to_nchw(data, layout)
+    assert nchw.shape == tuple(sizes[axis] if axis in layout else 1 for axis in "NCHW")
+    # The element at a named position lands at the same named position in NCHW.
+    position = {"N": 1, "C": 2, "H": 3, "W": 4}
+    index = tuple(position[axis] if axis in layout else 0 for axis in "NCHW")
+    assert nchw[index] == data[tuple(position[axis] for axis in layout)]
+    assert np.array_equal(from_nchw(nchw, layout), data)
+
+
+def test_hw_grows_channels_when_the_result_has_them() -> None:
+    nchw = np.arange(8).reshape(1, 2, 2, 2)
+    assert from_nchw(nchw, "HW").shape == (2, 2, 2)
+    assert np.array_equal(from_nchw(nchw, "HW")[..., 1], nchw[0, 1])
+
+
+def test_resolve_layout_order_and_errors() -> None:
+    assert resolve_layout((1, 3, 4, 4), None, None, "x.npy") == "NCHW"
+    assert resolve_layout((4, 4), None, None, "x.npy") == "HW"
+    assert resolve_layout((4, 4, 3), None, "HWC", "x.png") == "HWC"
+    assert resolve_layout((3, 4, 4), "CHW", "HWC", "x.png") == "CHW"
+    with pytest.raises(GeomError, match=r"x\.npy: a rank-3 tensor .* give --layout \(CHW, HWC\)"):
+        resolve_layout((3, 4, 4), None, None, "x.npy")
+    with pytest.raises(GeomError, match=r"layout NCHW needs rank 4, found shape \(3, 4\)"):
+        resolve_layout((3, 4), "NCHW", None, "x.npy")
