@@ -1,0 +1,331 @@
+"""The command line, through CliRunner: exit codes, stdout and stderr apart, and results equal
+to the kernels' on the same arrays."""
+
+from __future__ import annotations
+
+import io as bytes_io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from PIL import Image
+
+from geomcli import kernels
+from geomcli.cli import cli
+
+
+def run(*args: str | Path, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
+
+
+@pytest.fixture
+def tensor(tmp_path: Path, rng: np.random.Generator) -> Path:
+    path = tmp_path / "tensor.npy"
+    np.save(path, rng.standard_normal((2, 3, 6, 8)).astype(np.float32))
+    return path
+
+
+@pytest.fixture
+def photo(tmp_path: Path, rng: np.random.Generator) -> Path:
+    path = tmp_path / "photo.png"
+    Image.fromarray(rng.integers(0, 256, (9, 12, 3), dtype=np.uint8)).save(path)
+    return path
+
+
+def read_png(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image)
+
+
+# --- the group ----------------------------------------------------------------------
+
+
+def test_version_and_help() -> None:
+    version = run("--version")
+    assert version.exit_code == 0 and version.stdout.startswith("geomcli ")
+    help_text = run("-h").stdout
+    for command in ("crop-pad", "affine-grid", "space-to-depth", "depth-to-space", "info"):
+        assert command in help_text
+    assert all(len(line) <= 80 for line in help_text.splitlines())
+
+
+@pytest.mark.parametrize("command", ["crop-pad", "affine-grid", "space-to-depth", "depth-to-space", "info"])
+def test_every_subcommand_help_names_an_example(command: str) -> None:
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert "Example: geomcli " in result.stdout and "samples/" in result.stdout
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = run("rotate")
+    assert result.exit_code == 2 and "No such command" in result.stderr
+
+
+# --- crop-pad -----------------------------------------------------------------------
+
+
+def test_crop_pad_tensor_equals_kernel(tensor: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.npy"
+    result = run("crop-pad", tensor, "-o", out, "--shape", "1,5,4,11")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert "crop-pad" in result.stderr and "1×5×4×11 float32" in result.stderr
+    assert np.array_equal(np.load(out), kernels.center_crop_pad(np.load(tensor), [1, 5, 4, 11]))
+
+
+def test_crop_pad_tensor_axes_negative(tensor: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.npy"
+    assert run("crop-pad", tensor, "-o", out, "--shape", "3x9", "--axes", "-2,-1").exit_code == 0
+    assert np.array_equal(np.load(out), kernels.center_crop_pad(np.load(tensor), [3, 9], [-2, -1]))
+
+
+def test_crop_pad_image_shape_hw_keeps_channels(photo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.png"
+    result = run("crop-pad", photo, "-o", out, "--shape", "6,15")
+    assert result.exit_code == 0, result.stderr
+    expected = kernels.center_crop_pad(read_png(photo), [6, 15], [0, 1])
+    assert np.array_equal(read_png(out), expected)
+
+
+def test_crop_pad_image_fill(photo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.png"
+    assert run("crop-pad", photo, "-o", out, "--shape", "11,12", "--fill", "255").exit_code == 0
+    image = read_png(out)
+    assert (image[0] == 255).all() and (image[-1] == 255).all()
+    assert np.array_equal(image[1:-1], read_png(photo))
+
+
+def test_crop_pad_fill_that_does_not_fit(photo: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", photo, "-o", tmp_path / "out.png", "--shape", "20,20", "--fill", "300")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {photo}: center_crop_pad: fill value 300 does not fit dtype uint8")
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_crop_pad_wrong_number_of_values_names_the_file(tensor: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", tensor, "-o", tmp_path / "out.npy", "--shape", "4,4")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {tensor}: center_crop_pad: shape has 2 values but the input's rank is 4 "
+        "(input shape (2, 3, 6, 8))\n"
+    )
+
+
+def test_bad_shape_text_is_a_usage_error(tensor: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", tensor, "-o", tmp_path / "out.npy", "--shape", "4,a")
+    assert result.exit_code == 2 and "'4,a' is not a comma-separated list of integers" in result.stderr
+
+
+def test_unknown_output_extension_is_a_usage_error(tensor: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", tensor, "-o", tmp_path / "out.xyz", "--shape", "1,1,1,1")
+    assert result.exit_code == 2 and "out.xyz" in result.stderr
+    assert not (tmp_path / "out.xyz").exists()
+
+
+def test_huge_shape_is_refused_before_allocating(photo: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", photo, "-o", tmp_path / "out.npy", "--shape", "100000000,100000000")
+    assert result.exit_code == 1
+    assert "over the limit of 2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS" in result.stderr
+
+
+def test_max_pixels_from_the_environment(photo: Path, tmp_path: Path) -> None:
+    result = CliRunner(env={"GEOMCLI_MAX_PIXELS": "100"}).invoke(
+        cli, ["crop-pad", str(photo), "-o", str(tmp_path / "o.png"), "--shape", "5,5"])
+    assert result.exit_code == 1 and "limit of 100" in result.stderr
+
+
+def test_float_to_png_is_refused_naming_the_formats_that_hold_it(tensor: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", tensor, "-o", tmp_path / "out.png", "--shape", "1,3,4,4", "--layout", "NCHW")
+    assert result.exit_code == 1
+    assert ".npy" in result.stderr and ".tif" in result.stderr
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_missing_input(tmp_path: Path) -> None:
+    result = run("crop-pad", tmp_path / "nope.png", "-o", tmp_path / "out.png", "--shape", "4,4")
+    assert result.exit_code in (1, 2)
+    assert "nope.png" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- space-to-depth / depth-to-space ----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_tensor_and_back(tensor: Path, tmp_path: Path, mode: str) -> None:
+    blocks, back = tmp_path / "blocks.npy", tmp_path / "back.npy"
+    assert run("space-to-depth", tensor, "-o", blocks, "--blocksize", "2", "--mode", mode).exit_code == 0
+    assert np.array_equal(np.load(blocks), kernels.space_to_depth(np.load(tensor), 2, mode))
+    assert run("depth-to-space", blocks, "-o", back, "--blocksize", "2", "--mode", mode).exit_code == 0
+    assert np.array_equal(np.load(back), np.load(tensor))
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_image_channel_order(tmp_path: Path, rng: np.random.Generator, mode: str) -> None:
+    image = rng.integers(0, 256, (6, 9, 3), dtype=np.uint8)
+    source, out = tmp_path / "in.npy", tmp_path / "out.npy"
+    np.save(source, image)
+    assert run("space-to-depth", source, "-o", out, "--blocksize", "3", "--mode", mode,
+               "--layout", "HWC").exit_code == 0
+    result = np.load(out)
+    assert result.shape == (2, 3, 27)
+    onnx = kernels.space_to_depth(image.transpose(2, 0, 1)[None], 3, mode)[0]
+    for k in range(27):
+        assert np.array_equal(result[..., k], onnx[k])
+    b, c = 3, 3
+    bh, bw, channel = 1, 2, 2
+    k = (bh * b + bw) * c + channel if mode == "DCR" else channel * b * b + bh * b + bw
+    assert result[1, 2, k] == image[1 * b + bh, 2 * b + bw, channel]
+
+
+def test_space_to_depth_nhwc_layout(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = rng.integers(0, 9, (2, 4, 6, 3)).astype(np.int16)
+    source, out = tmp_path / "in.npy", tmp_path / "out.npy"
+    np.save(source, data)
+    assert run("space-to-depth", source, "-o", out, "--blocksize", "2", "--layout", "NHWC").exit_code == 0
+    expected = kernels.space_to_depth(data.transpose(0, 3, 1, 2), 2).transpose(0, 2, 3, 1)
+    assert np.array_equal(np.load(out), expected)
+
+
+def test_blocksize_that_does_not_divide(tensor: Path, tmp_path: Path) -> None:
+    result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "5")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {tensor}: space_to_depth: height 6 is not divisible by blocksize 5 (input shape (2, 3, 6, 8))\n"
+    )
+
+
+@pytest.mark.parametrize("args", [["--mode", "crd"], ["--blocksize", "0"], ["--blocksize", "x"], []])
+def test_block_usage_errors(tensor: Path, tmp_path: Path, args: list[str]) -> None:
+    base = ["--blocksize", "2"] if "--blocksize" not in args else []
+    result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", *base, *args) if args else \
+        run("space-to-depth", tensor, "-o", tmp_path / "o.npy")
+    assert result.exit_code == 2 and "Usage:" in result.stderr
+
+
+def test_rank3_tensor_needs_a_layout(tmp_path: Path) -> None:
+    source = tmp_path / "in.npy"
+    np.save(source, np.zeros((3, 4, 4), np.uint8))
+    result = run("space-to-depth", source, "-o", tmp_path / "o.npy", "--blocksize", "2")
+    assert result.exit_code == 1 and "give --layout (CHW, HWC)" in result.stderr
+
+
+# --- pipes ----------------------------------------------------------------------------
+
+
+def test_stdin_to_stdout(tensor: Path) -> None:
+    result = run("space-to-depth", "-", "-o", "-", "--blocksize", "2", stdin=tensor.read_bytes())
+    assert result.exit_code == 0, result.stderr
+    data = np.load(bytes_io.BytesIO(result.stdout_bytes), allow_pickle=False)
+    assert np.array_equal(data, kernels.space_to_depth(np.load(tensor), 2))
+    assert "space-to-depth" in result.stderr
+
+
+def test_json_goes_to_stderr_when_stdout_carries_data(tensor: Path) -> None:
+    result = run("crop-pad", "-", "-o", "-", "--shape", "1,1,2,2", "--json", stdin=tensor.read_bytes())
+    assert result.exit_code == 0
+    record = json.loads(result.stderr)
+    assert record["input"] == "-" and record["output"] == "-" and record["status"] == "ok"
+
+
+# --- JSON and quiet ---------------------------------------------------------------------
+
+
+def test_json_keys(tensor: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.npy"
+    result = run("space-to-depth", tensor, "-o", out, "--blocksize", "2", "--json")
+    assert result.exit_code == 0 and result.stderr == ""
+    record = json.loads(result.stdout)
+    assert record["command"] == "space-to-depth"
+    assert record["input"] == str(tensor) and record["output"] == str(out)
+    assert record["input_shape"] == [2, 3, 6, 8] and record["output_shape"] == [2, 12, 3, 4]
+    assert record["input_dtype"] == record["output_dtype"] == "float32"
+    assert record["status"] == "ok" and record["error"] is None
+
+
+def test_json_on_error(tensor: Path, tmp_path: Path) -> None:
+    result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "4", "--json")
+    assert result.exit_code == 1
+    record = json.loads(result.stdout)
+    assert record["status"] == "error" and "not divisible" in record["error"]
+
+
+def test_quiet(tensor: Path, tmp_path: Path) -> None:
+    result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "2", "-q")
+    assert result.exit_code == 0 and result.stderr == "" and result.stdout == ""
+
+
+# --- affine-grid ------------------------------------------------------------------------
+
+
+def test_affine_grid_inline_theta_equals_kernel(tmp_path: Path) -> None:
+    out = tmp_path / "g.npy"
+    numbers = "1.5,0.2,0.1,-0.3,0.9,0.25"
+    result = run("affine-grid", "--size", "2,3,5,6", "--theta", numbers, "-o", out, "--align-corners")
+    assert result.exit_code == 0, result.stderr
+    theta = np.array([float(v) for v in numbers.split(",")], np.float32).reshape(1, 2, 3).repeat(2, 0)
+    assert np.array_equal(np.load(out), kernels.affine_grid(theta, [2, 3, 5, 6], True))
+
+
+def test_affine_grid_theta_file_keeps_its_dtype(tmp_path: Path) -> None:
+    theta = np.array([[[1, 0, 0, 0.5], [0, 1, 0, 0], [0, 0, 2, 0]]], np.float64)
+    np.save(tmp_path / "t.npy", theta)
+    out = tmp_path / "g.npy"
+    assert run("affine-grid", "--size", "1,1,2,3,4", "--theta", tmp_path / "t.npy", "-o", out).exit_code == 0
+    grid = np.load(out)
+    assert grid.dtype == np.float64 and grid.shape == (1, 2, 3, 4, 3)
+    assert np.array_equal(grid, kernels.affine_grid(theta, [1, 1, 2, 3, 4]))
+
+
+def test_affine_grid_like_an_image_with_flags(photo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "g.npy"
+    result = run("affine-grid", "--like", photo, "--rotate", "90", "-o", out, "--dtype", "float64")
+    assert result.exit_code == 0, result.stderr
+    grid = np.load(out)
+    base = kernels.affine_grid(np.array([[[1.0, 0, 0], [0, 1, 0]]]), [1, 3, 9, 12])
+    # A quarter turn maps (x, y) to (-y, x).
+    assert np.array_equal(grid[..., 0], -base[..., 1]) and np.array_equal(grid[..., 1], base[..., 0])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--size", "1,1,4,4", "--like", "x.png"], "exactly one of --size and --like"),
+    ([], "exactly one of --size and --like"),
+    (["--size", "1,1,4,4", "--theta", "1,0,0,0,1,0", "--rotate", "5"], "--theta cannot be combined with --rotate"),
+    (["--size", "1,1,4,4", "--scale", "1,2,3"], "has 3 numbers, expected 1 or 2"),
+])
+def test_affine_grid_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run("affine-grid", "-o", tmp_path / "g.npy", *args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_affine_grid_batch_mismatch(tmp_path: Path) -> None:
+    result = run("affine-grid", "--size", "2,1,4,4", "--theta", "1,0,0,0,1,0,1,0,0,0,1,0,1,0,0,0,1,0",
+                 "-o", tmp_path / "g.npy")
+    assert result.exit_code == 1 and "18" in result.stderr
+
+
+def test_affine_grid_nan_theta_is_allowed_and_reported(tmp_path: Path) -> None:
+    result = run("affine-grid", "--size", "1,1,2,2", "--theta", "nan,0,0,0,1,0", "-o", tmp_path / "g.npy")
+    assert result.exit_code == 0 and "NaN or Inf" in result.stderr
+    assert np.isnan(np.load(tmp_path / "g.npy")[..., 0]).all()
+
+
+# --- info -------------------------------------------------------------------------------
+
+
+def test_info(tensor: Path, photo: Path, tmp_path: Path) -> None:
+    result = run("info", tensor, photo)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{tensor}: npy 2×3×6×8 float32")
+    assert lines[1].startswith(f"{photo}: png 9×12×3 uint8 layout HWC")
+
+
+def test_info_json_and_a_failure(tensor: Path, tmp_path: Path) -> None:
+    result = run("info", "--json", tensor, tmp_path / "missing.npy")
+    assert result.exit_code == 1
+    first, second = map(json.loads, result.stdout.splitlines())
+    assert first["shape"] == [2, 3, 6, 8] and first["status"] == "ok"
+    assert second["status"] == "error" and "missing.npy" in second["error"]
+    assert result.stderr.startswith("Error: ") and "missing.npy" in result.stderr
