@@ -1,0 +1,200 @@
+"""Generate the man pages and the README's usage blocks from the Click definitions.
+
+    python scripts/make_docs.py          # rewrite man/*.1 and README.md
+    python scripts/make_docs.py --check  # exit 1 and name the stale files (the tests run this)
+
+Nothing here depends on the date or the machine, so the output is the same on every run.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from geomcli.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+MAN = ROOT / "man"
+README = ROOT / "README.md"
+
+DESCRIPTIONS = {
+    "crop-pad": (
+        "Follows ONNX CenterCropPad, opset 18. Per axis of length d and target t: a crop keeps the "
+        "window that starts at floor((d \\- t) / 2), so an odd difference leaves the window half a "
+        "pixel left of (above) the centre; a pad puts floor((t \\- d) / 2) values before and the rest, "
+        "one more when the difference is odd, after. The pad value is the dtype's zero (0, False, "
+        "or the empty string), or \\fB\\-\\-fill\\fR. On an image (H\\(muW\\(muC), \\fB\\-\\-shape\\fR H,W "
+        "works on the two spatial axes and H,W,C on all three; on a tensor the shape covers every "
+        "axis, or the ones \\fB\\-\\-axes\\fR names."
+    ),
+    "affine-grid": (
+        "Follows ONNX AffineGrid, opset 20. The base coordinate of index i on an axis of length n is "
+        "(2i + 1)/n \\- 1, or 2i/(n \\- 1) \\- 1 with \\fB\\-\\-align\\-corners\\fR (0 when n is 1), "
+        "computed in double precision and rounded once to the grid dtype. Each grid point is theta "
+        "times (x, y[, z], 1); the last axis of the grid is (x, y[, z]) with x along W. Without "
+        "\\fB\\-\\-theta\\fR the matrix is translate \\(md rotate \\(md shear \\(md scale of the flags."
+    ),
+    "space-to-depth": (
+        "Follows ONNX SpaceToDepth, opset 28. Input (N, C, H, W) with blocksize b becomes "
+        "(N, C\\(mub\\(S2, H/b, W/b). In DCR mode channel (bh\\(mub + bw)\\(muC + c holds "
+        "x[n, c, h\\(mub + bh, w\\(mub + bw] (as TensorFlow); in CRD mode channel "
+        "c\\(mub\\(S2 + bh\\(mub + bw (as PyTorch's pixel_unshuffle). An image H×W×C is taken as N = 1 "
+        "and written back as (H/b)×(W/b)×(C\\(mub\\(S2)."
+    ),
+    "depth-to-space": (
+        "Follows ONNX DepthToSpace, opset 13, the exact inverse of SpaceToDepth in the same mode: "
+        "(N, C\\(mub\\(S2, H, W) becomes (N, C, H\\(mub, W\\(mub)."
+    ),
+    "info": "Reads each file as the transforms would and prints one line (or one JSON object) for it.",
+}
+
+ENVIRONMENT = [
+    ("GEOMCLI_MAX_PIXELS", "The default of \\fB\\-\\-max\\-pixels\\fR."),
+    ("NO_COLOR", "When set, the summary on stderr has no colour even on a terminal."),
+]
+
+EXIT_STATUS = [
+    ("0", "Every file was done."),
+    ("1", "A file could not be read, transformed or written; one line Error: PATH: REASON each."),
+    ("2", "A command-line mistake."),
+    ("130, 143", "Interrupted by SIGINT or SIGTERM; no partial file is left."),
+    ("141", "The reader of standard output went away."),
+]
+
+FORMATS = (
+    "PNG, JPEG, BMP, GIF and WebP through Pillow; .npy through numpy, always without pickle; "
+    ".tif and .tiff through tifffile. \\- reads standard input, whose format is found from its first "
+    "bytes, or writes standard output in \\fB\\-\\-format\\fR (npy by default). Dtypes are kept: float "
+    "data goes to .npy or .tiff, never silently to 8 bits."
+)
+
+
+# groff reads its input as Latin-1: the few non-ASCII characters of the help become glyph names.
+GLYPHS = {"×": "\\(mu", "·": "\\(md", "²": "\\(S2", "→": "\\(->", "é": "\\('e"}
+
+
+def glyphs(text: str) -> str:
+    for character, escape in GLYPHS.items():
+        text = text.replace(character, escape)
+    return text
+
+
+def roff(text: str) -> str:
+    """Escape plain text for roff: backslashes, hyphens, and a leading dot or quote."""
+    text = glyphs(text.replace("\\", "\\e").replace("-", "\\-"))
+    return re.sub(r"^([.'])", r"\\&\1", text, flags=re.MULTILINE)
+
+
+def option_entry(param: click.Parameter, ctx: click.Context) -> str:
+    record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
+    if record is None:
+        return ""
+    names, help_text = record
+    return f".TP\n.B {roff(names)}\n{roff(help_text)}\n"
+
+
+def man_page(name: str, command: click.Command) -> str:
+    ctx = click.Context(command, info_name=f"geomcli {name}", help_option_names=["-h", "--help"])
+    help_text = command.help or ""
+    summary_line = command.get_short_help_str(limit=200)
+    paragraphs = [p.strip() for p in help_text.split("\n\n") if p.strip()]
+    examples = [p.removeprefix("Example: ") for p in paragraphs if p.startswith("Example:")]
+    body = [p for p in paragraphs[1:] if not p.startswith("Example:")]
+    usage = " ".join(command.collect_usage_pieces(ctx))
+    lines = [
+        f'.TH "GEOMCLI\\-{roff(name.upper())}" 1 "" "geomcli" "geomcli manual"',
+        ".SH NAME",
+        f"geomcli\\-{roff(name)} \\- {roff(summary_line)}",
+        ".SH SYNOPSIS",
+        f".B geomcli {roff(name)}",
+        roff(usage),
+        ".SH DESCRIPTION",
+        *(roff(" ".join(p.split())) + "\n.PP" for p in body),
+        glyphs(DESCRIPTIONS[name]),
+        ".SH OPTIONS",
+        "".join(option_entry(param, ctx) for param in command.get_params(ctx)).rstrip("\n"),
+        ".SH EXIT STATUS",
+        *(f".TP\n.B {code}\n{text}" for code, text in EXIT_STATUS),
+        ".SH ENVIRONMENT",
+        *(f".TP\n.B {variable}\n{text}" for variable, text in ENVIRONMENT),
+        ".SH FILES",
+        FORMATS,
+        ".SH EXAMPLES",
+        *(f".PP\n.nf\n{roff(example)}\n.fi" for example in examples),
+        ".SH SEE ALSO",
+        ", ".join(f"\\fBgeomcli\\-{roff(other)}\\fR(1)" for other in sorted(cli.commands) if other != name)
+        + ", \\fBgeomcli\\fR(1)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main_page() -> str:
+    ctx = click.Context(cli, info_name="geomcli", help_option_names=["-h", "--help"])
+    lines = [
+        '.TH "GEOMCLI" 1 "" "geomcli" "geomcli manual"',
+        ".SH NAME",
+        "geomcli \\- ONNX geometry operators on images and tensors",
+        ".SH SYNOPSIS",
+        ".B geomcli",
+        "[\\-\\-version] [\\-h|\\-\\-help] COMMAND ...",
+        ".SH DESCRIPTION",
+        roff(" ".join((cli.help or "").split())),
+        ".SH COMMANDS",
+        *(f".TP\n.BR geomcli\\-{roff(name)} (1)\n{roff(command.get_short_help_str(limit=200))}"
+          for name, command in sorted(cli.commands.items())),
+        ".SH OPTIONS",
+        "".join(option_entry(param, ctx) for param in cli.get_params(ctx)).rstrip("\n"),
+        ".SH EXIT STATUS",
+        *(f".TP\n.B {code}\n{text}" for code, text in EXIT_STATUS),
+        ".SH ENVIRONMENT",
+        *(f".TP\n.B {variable}\n{text}" for variable, text in ENVIRONMENT),
+        ".SH FILES",
+        FORMATS,
+        ".SH SEE ALSO",
+        ", ".join(f"\\fBgeomcli\\-{roff(name)}\\fR(1)" for name in sorted(cli.commands)),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def usage_text(name: str) -> str:
+    command = cli.commands[name]
+    with click.Context(command, info_name=f"geomcli {name}", terminal_width=100, max_content_width=100) as ctx:
+        return command.get_help(ctx)
+
+
+def readme_text(current: str) -> str:
+    """README.md with every ``<!-- usage: NAME -->`` block refreshed from the live CLI."""
+
+    def refresh(match: re.Match[str]) -> str:
+        return f"{match.group(1)}```text\n{usage_text(match.group(2))}\n```\n{match.group(3)}"
+
+    pattern = r"(<!-- usage: ([a-z-]+) -->\n)(?:.*?\n)?(<!-- /usage -->)"
+    return re.sub(pattern, refresh, current, flags=re.DOTALL)
+
+
+def expected_files() -> dict[Path, str]:
+    files = {MAN / "geomcli.1": main_page()}
+    for name, command in cli.commands.items():
+        files[MAN / f"geomcli-{name}.1"] = man_page(name, command)
+    files[README] = readme_text(README.read_text(encoding="utf-8"))
+    return files
+
+
+def main(argv: list[str]) -> int:
+    stale = [path for path, text in expected_files().items()
+             if not path.exists() or path.read_text(encoding="utf-8") != text]
+    if "--check" in argv:
+        for path in stale:
+            print(f"stale: {path.relative_to(ROOT)} (run python scripts/make_docs.py)", file=sys.stderr)
+        return 1 if stale else 0
+    MAN.mkdir(exist_ok=True)
+    for path, text in expected_files().items():
+        path.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
