@@ -1,0 +1,73 @@
+"""Docs that stay true: the README's commands run, the generated blocks and man pages are
+fresh and render without warnings, and CI runs the README's test command."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+GEOMCLI = [sys.executable, "-m", "geomcli"]
+
+
+def fenced_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+
+
+def readme_commands() -> list[str]:
+    """Every geomcli command line the README shows, in set-up lines and console sessions."""
+    commands = []
+    for block in fenced_blocks("sh"):
+        for line in block.splitlines():
+            commands += [part.strip() for part in line.split("&&") if part.strip().startswith("geomcli ")]
+    for block in fenced_blocks("console"):
+        commands += [line[2:] for line in block.splitlines() if line.startswith("$ geomcli ")]
+    return commands
+
+
+def help_examples() -> list[str]:
+    from geomcli.cli import cli
+
+    return [line.strip().removeprefix("Example: ") for command in cli.commands.values()
+            for line in (command.help or "").splitlines() if line.strip().startswith("Example: geomcli ")]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    test_line = next(line for block in fenced_blocks("sh") for line in block.splitlines() if "pytest" in line)
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    steps = [step.strip() for step in test_line.split("&&")]
+    assert steps[-1] in ci_lines, f"{steps[-1]!r} is not a line of .ci/run"
+    assert any("pip install" in line and "'.[test]'" in line for line in ci_lines)
+
+
+def test_generated_docs_are_fresh() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_docs.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+@pytest.mark.parametrize("page", sorted((ROOT / "man").glob("*.1")), ids=lambda path: path.name)
+def test_man_page_renders_without_warnings(page: Path) -> None:
+    result = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", str(page)], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr == ""
+
+
+@pytest.mark.parametrize("command", readme_commands() + help_examples())
+def test_documented_command_runs_on_a_copy_of_the_samples(command: str, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+    # Some examples read what an earlier one wrote (blocks.npy): make those first.
+    subprocess.run([*GEOMCLI, "space-to-depth", "samples/tensor.npy", "-o", "samples/blocks.npy",
+                    "--blocksize", "2", "-q"], cwd=tmp_path, check=True)
+    result = subprocess.run([*GEOMCLI, *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True,
+                            text=True, env={**os.environ, "NO_COLOR": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
