@@ -1,0 +1,340 @@
+"""Read and write arrays: images (Pillow), .npy (numpy), .tiff (tifffile), stdin and stdout.
+
+A small facade over one module per backend; Pillow and tifffile are imported only when their
+format is read or written. Every failure the user can cause is a one-line ``GeomError`` that
+starts with the path (``<stdin>``/``<stdout>`` for ``-``).
+
+>>> import numpy as np, os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
+>>> write_array(np.arange(6, dtype=np.int16).reshape(2, 3), path)
+>>> loaded = read_array(path)
+>>> loaded.format, loaded.data.shape, loaded.data.dtype, loaded.layout
+('npy', (2, 3), dtype('int16'), None)
+>>> write_array(np.zeros((2, 2), np.float32), path[:-3] + "png")
+Traceback (most recent call last):
+...
+geomcli.errors.GeomError: ...a.png: PNG cannot hold float32 data; write .npy or .tiff
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import stat
+import sys
+from typing import IO
+
+import numpy as np
+
+from geomcli.errors import GeomError
+from geomcli.io._base import (
+    DEFAULT_MAX_PIXELS,
+    SNIFF_BYTES,
+    Header,
+    Loaded,
+    check_size,
+    display_name,
+)
+
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "FORMATS",
+    "IMAGE_FORMATS",
+    "Header",
+    "Loaded",
+    "check_size",
+    "format_for_path",
+    "read_array",
+    "read_header",
+    "sniff_format",
+    "write_array",
+]
+
+FORMATS: tuple[str, ...] = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
+IMAGE_FORMATS: frozenset[str] = frozenset({"png", "jpeg", "bmp", "gif", "webp"})
+
+_EXTENSIONS = {
+    ".png": "png",
+    ".jpg": "jpeg",
+    ".jpeg": "jpeg",
+    ".bmp": "bmp",
+    ".gif": "gif",
+    ".webp": "webp",
+    ".npy": "npy",
+    ".tif": "tiff",
+    ".tiff": "tiff",
+}
+_ALIASES = {"jpg": "jpeg", "tif": "tiff"}
+# the extension an error message suggests for each format
+_SUFFIX = {"png": ".png", "jpeg": ".jpg", "bmp": ".bmp", "gif": ".gif", "webp": ".webp",
+           "npy": ".npy", "tiff": ".tiff"}
+
+
+def format_for_path(path: str, override: str | None = None) -> str:
+    """The format named by ``override`` (validated) or else by the path's extension.
+
+    ``-`` (stdout) defaults to ``npy``. An unknown or missing extension is an error, never a guess.
+
+    >>> format_for_path("scan.TIF"), format_for_path("x.bin", "jpg")
+    ('tiff', 'jpeg')
+    """
+    if override is not None:
+        fmt = _ALIASES.get(override.lower(), override.lower())
+        if fmt not in FORMATS:
+            raise GeomError(f"unknown format {override!r}; expected one of {', '.join(FORMATS)}")
+        return fmt
+    if path == "-":
+        return "npy"
+    ext = os.path.splitext(path)[1].lower()
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext]
+    known = ", ".join(_EXTENSIONS)
+    found = f"unknown extension {ext!r}" if ext else "no file extension"
+    raise GeomError(f"{path}: {found}; expected one of {known} (or give --format)")
+
+
+def sniff_format(head: bytes) -> str | None:
+    """The format whose magic bytes start ``head`` (16 bytes are plenty), or None.
+
+    >>> sniff_format(b"\\x89PNG\\r\\n\\x1a\\n"), sniff_format(b"\\x93NUMPY\\x01\\x00"), sniff_format(b"hello")
+    ('png', 'npy', None)
+    """
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    # classic and BigTIFF, little- and big-endian
+    if head[:4] in (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"):
+        return "tiff"
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    if head.startswith(b"BM"):
+        return "bmp"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+def read_header(path: str, *, format: str | None = None, auto_orient: bool = True) -> Header:
+    """What ``path`` declares (shape, dtype, pages, size), without decoding its pixels.
+
+    No size limit applies: the header of a decompression bomb is reported as declared.
+    """
+    source, name, fmt = _input(path, format)
+    try:
+        if fmt == "npy":
+            from geomcli.io import _npy
+
+            return _npy.read_header(source, name)
+        if fmt == "tiff":
+            from geomcli.io import _tiff
+
+            return _tiff.read_header(source, name)
+        from geomcli.io import _pillow
+
+        return _pillow.read_header(source, name, fmt, auto_orient)
+    except OSError as e:
+        raise _read_error(name, e) from e
+
+
+def read_array(
+    path: str,
+    *,
+    format: str | None = None,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    mmap: bool = True,
+    auto_orient: bool = True,
+) -> Loaded:
+    """Read an image, .npy or .tiff (``-``: stdin, format sniffed) into an array.
+
+    The extension (or ``format``) decides the format; content that says otherwise is an error.
+    Declared sizes are checked against ``max_pixels`` (elements) before anything is allocated.
+    ``mmap``: an uncompressed .npy/.tiff file may come back as a read-only ``np.memmap``.
+    ``auto_orient``: images are turned upright by their EXIF orientation (a note says so).
+
+    Raises GeomError for every bad file, missing path or limit; the message starts with the path.
+    """
+    source, name, fmt = _input(path, format)
+    try:
+        if fmt == "npy":
+            from geomcli.io import _npy
+
+            return _npy.read(source, name, max_pixels, mmap)
+        if fmt == "tiff":
+            from geomcli.io import _tiff
+
+            return _tiff.read(source, name, max_pixels, mmap)
+        from geomcli.io import _pillow
+
+        return _pillow.read(source, name, fmt, max_pixels, auto_orient)
+    except OSError as e:
+        raise _read_error(name, e) from e
+    except MemoryError as e:
+        raise GeomError(f"{name}: not enough memory to read it (under the --max-pixels limit)") from e
+
+
+def write_array(data: np.ndarray, path: str, /, *, format: str | None = None) -> None:
+    """Write ``data`` to ``path`` atomically (``-``: stdout, npy unless ``format`` says else).
+
+    Dtypes are kept exactly: an array a format cannot hold is refused with the formats that can.
+    A file is written to a temp file in its folder and renamed into place; on any failure,
+    including KeyboardInterrupt, the temp file is removed and an existing file is untouched.
+    Writing binary data to a terminal is refused. BrokenPipeError from stdout is not caught.
+    """
+    from geomcli.io import _atomic
+
+    fmt = format_for_path(path, format)
+    name = display_name(path, output=True)
+    _check_writable(data, fmt, name)
+    if path == "-":
+        _atomic.refuse_terminal(fmt.upper())
+        buffer = io.BytesIO()
+        _encode(data, buffer, fmt)
+        _atomic.to_stdout(buffer.getvalue())
+        return
+    with _atomic.atomic_file(path) as f:
+        _encode(data, f, fmt)
+
+
+def _encode(data: np.ndarray, f: IO[bytes], fmt: str) -> None:
+    if fmt == "npy":
+        from geomcli.io import _npy
+
+        _npy.write(data, f)
+    elif fmt == "tiff":
+        from geomcli.io import _tiff
+
+        _tiff.write(data, f)
+    else:
+        from geomcli.io import _pillow
+
+        _pillow.write(data, f, fmt)
+
+
+# ---- the dtype and shape policy: which format can hold which array ----------------------------
+
+
+def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
+    """Why ``fmt`` cannot hold an array of this dtype and shape, or None if it can."""
+    if dtype.hasobject:
+        return "cannot hold Python objects"
+    if fmt == "npy":
+        return None
+    if fmt == "tiff":
+        # tifffile's sample formats: no strings, no bfloat16 (a 'V' type), no long double
+        if dtype.kind not in "biufc" or dtype.itemsize > 16 or (dtype.kind == "f" and dtype.itemsize > 8):
+            return f"cannot hold {dtype} data"
+        if not shape or 0 in shape:
+            return f"cannot hold an empty or 0-d array (shape {shape})"
+        return None
+    # images: (dtypes this format holds, channel counts it holds)
+    kinds = {
+        "png": ({"uint8", "uint16", "bool"}, (1, 2, 3, 4)),
+        "jpeg": ({"uint8"}, (1, 3)),
+        "bmp": ({"uint8", "bool"}, (1, 3)),
+        "gif": ({"uint8"}, (1,)),
+        "webp": ({"uint8"}, (3, 4)),
+    }[fmt]
+    dtypes, channels = kinds
+    plain = dtype.name if dtype.kind in "biu" and dtype.isnative else str(dtype)
+    if dtype.kind in "biu" and dtype.byteorder == ">":
+        plain = np.dtype(dtype.newbyteorder("=")).name
+    if plain not in dtypes:
+        return f"cannot hold {dtype} data"
+    if len(shape) not in (2, 3) or 0 in shape:
+        return f"holds HW or HWC images, not shape {shape}"
+    c = 1 if len(shape) == 2 else shape[2]
+    if dtype.kind == "b" and len(shape) != 2:
+        return f"holds 1-bit images as HW only, not shape {shape}"
+    if c not in channels:
+        counts = {(1, 2, 3, 4): "1 to 4 channels", (1,): "1 channel"}.get(
+            channels, " or ".join(map(str, channels)) + " channels"
+        )
+        return f"holds {counts}, not {c} (shape {shape})"
+    limit = {"jpeg": 65535, "webp": 16383, "gif": 65535, "bmp": 2**31 - 1, "png": 2**31 - 1}[fmt]
+    if max(shape[:2]) > limit:
+        return f"holds images up to {limit} pixels a side, not shape {shape}"
+    return None
+
+
+def _check_writable(data: np.ndarray, fmt: str, name: str) -> None:
+    if not isinstance(data, np.ndarray):
+        raise TypeError(f"write_array expects a numpy array, not {type(data).__name__}")
+    reason = _refusal(fmt, data.dtype, data.shape)
+    if reason is None:
+        return
+    if data.dtype.hasobject:
+        raise GeomError(f"{name}: {data.dtype} arrays hold Python objects; geomcli never pickles")
+    others = [_SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, data.dtype, data.shape) is None]
+    if len(others) > 1:
+        where = ", ".join(others[:-1]) + " or " + others[-1]
+    else:
+        where = others[0]
+    raise GeomError(f"{name}: {fmt.upper()} {reason}; write {where}")
+
+
+# the order alternatives are suggested in: lossless images first, then the array formats
+_PREFERRED = ("png", "webp", "bmp", "gif", "jpeg", "npy", "tiff")
+
+
+# ---- inputs ------------------------------------------------------------------------------------
+
+
+def _input(path: str, format: str | None) -> tuple[str | bytes, str, str]:
+    """(what the backend reads: a path or the bytes, the name for messages, the format)."""
+    name = display_name(path)
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        if not data:
+            raise GeomError(f"{name}: empty input")
+        found = sniff_format(data[:SNIFF_BYTES])
+        if format is None:
+            if found is None:
+                raise GeomError(
+                    f"{name}: unrecognised content (expected one of {', '.join(FORMATS)})"
+                )
+            return data, name, found
+        fmt = format_for_path(path, format)
+        _agree(name, fmt, found)
+        return data, name, fmt
+    fmt = format_for_path(path, format)
+    try:
+        with open(path, "rb") as f:
+            info = os.fstat(f.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+            if stat.S_ISREG(info.st_mode):
+                head = f.read(SNIFF_BYTES)
+                source: str | bytes = path
+                size = info.st_size
+            else:
+                # a FIFO or device (process substitution, /dev/stdin): no size, no seeking, no mmap
+                source = f.read()
+                head, size = source[:SNIFF_BYTES], len(source)
+    except OSError as e:
+        raise _read_error(name, e) from e
+    if size == 0:
+        raise GeomError(f"{name}: empty file")
+    _agree(name, fmt, sniff_format(head))
+    return source, name, fmt
+
+
+def _agree(name: str, fmt: str, found: str | None) -> None:
+    if found is None:
+        raise GeomError(f"{name}: not a readable {fmt.upper()} (unrecognised content)")
+    if found != fmt:
+        raise GeomError(f"{name}: content is {found.upper()}, not {fmt.upper()}")
+
+
+def _read_error(name: str, e: OSError) -> GeomError:
+    reasons = {
+        errno.ENOENT: "no such file",
+        errno.EISDIR: "is a directory",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.ENOTDIR: "not a directory (a parent in the path is a file)",
+    }
+    return GeomError(f"{name}: {reasons.get(e.errno or 0, f'cannot read ({e.strerror or e})')}")

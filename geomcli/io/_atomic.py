@@ -1,0 +1,85 @@
+"""Atomic output: a temp file beside the destination, renamed into place only when complete."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
+
+from geomcli.errors import GeomError
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask is racy in threads)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_file(path: str) -> Iterator[IO[bytes]]:
+    """Yield a binary file; on normal exit it replaces ``path``, on any exception it vanishes.
+
+    The temp file is made by mkstemp (O_CREAT | O_EXCL, so never through a symlink) in the
+    destination folder, so the final os.replace is a rename within one filesystem: readers see
+    the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
+    """
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise GeomError(f"{path}: is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    except FileNotFoundError as e:
+        raise GeomError(f"{path}: folder {folder} does not exist") from e
+    except NotADirectoryError as e:
+        raise GeomError(f"{path}: {folder} is not a folder") from e
+    except PermissionError as e:
+        raise GeomError(f"{path}: permission denied") from e
+    except OSError as e:
+        raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+    try:
+        raw = io.FileIO(fd, "wb")
+        # the temp path, not the fd number, as the name: tifffile takes the folder from it
+        raw.name = tmp  # type: ignore[misc]
+        with io.BufferedWriter(raw) as f:
+            # mkstemp makes 0600; a plain open() would give 0666 less the umask
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
+            yield f
+            f.flush()
+            # on disk before the rename, so a crash cannot leave an empty "finished" file
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(e, OSError):
+            raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+        raise
+
+
+def to_stdout(payload: bytes) -> None:
+    """Write bytes to standard output; a BrokenPipeError is left to the caller (ends quietly)."""
+    out = sys.stdout.buffer
+    out.write(payload)
+    out.flush()
+
+
+def refuse_terminal(what: str) -> None:
+    if sys.stdout.isatty():
+        raise GeomError(
+            f"<stdout>: refusing to write binary {what} data to a terminal; "
+            "redirect it (> file, | command) or give -o FILE"
+        )

@@ -1,0 +1,112 @@
+""".npy through numpy: the header is checked before a byte of data is allocated; never pickle."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from typing import IO
+
+import ml_dtypes  # noqa: F401  (registers "bfloat16" and co. by name, so their headers parse)
+import numpy as np
+
+from geomcli.errors import GeomError
+from geomcli.io._base import Header, Loaded, check_size, one_line
+
+# numpy's own default; a longer header is refused rather than parsed
+_MAX_HEADER = 10000
+
+
+def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """shape, fortran_order, dtype and data offset of the .npy open in ``f``."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(f, max_header_size=_MAX_HEADER)
+        elif version == (2, 0):
+            shape, fortran, dtype = fmt.read_array_header_2_0(f, max_header_size=_MAX_HEADER)
+        else:
+            # 3.0 only differs by a utf-8 header; numpy exposes no public reader for it
+            shape, fortran, dtype = fmt._read_array_header(f, version, max_header_size=_MAX_HEADER)
+    except (ValueError, TypeError, SyntaxError, EOFError, OSError, UnicodeDecodeError) as e:
+        raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
+    if dtype.hasobject:
+        raise GeomError(
+            f"{name}: holds Python objects (dtype {dtype}), which only pickle can read; "
+            "geomcli never unpickles"
+        )
+    if any(n < 0 for n in shape):
+        raise GeomError(f"{name}: not a readable NPY (malformed header: negative dimension in {shape})")
+    return tuple(int(n) for n in shape), bool(fortran), dtype, f.tell()
+
+
+def _elements(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
+    # a sub-array dtype such as ('<f4', (3,)) adds its own axes to the loaded array
+    return shape + tuple(dtype.shape)
+
+
+def _check(shape: tuple[int, ...], dtype: np.dtype, offset: int, size: int, name: str,
+           max_pixels: int | None) -> None:
+    if max_pixels is not None:
+        check_size(_elements(shape, dtype), max_pixels, name)
+    needed = math.prod(shape) * dtype.itemsize
+    if needed > size - offset:
+        raise GeomError(
+            f"{name}: not a readable NPY (truncated: shape {shape} of {dtype} needs {needed} "
+            f"bytes of data, the file has {max(size - offset, 0)})"
+        )
+
+
+def read_header(source: str | bytes, name: str) -> Header:
+    f, size = _open(source, name)
+    with f:
+        shape, _, dtype, offset = _parse_header(f, name)
+    _check(shape, dtype, offset, size, name, None)
+    file_size = None if isinstance(source, bytes) else size
+    return Header("npy", _elements(shape, dtype), dtype, 1, file_size, None)
+
+
+def read(source: str | bytes, name: str, max_pixels: int, mmap: bool) -> Loaded:
+    f, size = _open(source, name)
+    with f:
+        shape, _, dtype, offset = _parse_header(f, name)
+    _check(shape, dtype, offset, size, name, max_pixels)
+    # np.memmap cannot map zero bytes; such arrays are read the plain way
+    use_mmap = mmap and isinstance(source, str) and math.prod(shape) * dtype.itemsize > 0
+    try:
+        if isinstance(source, bytes):
+            data = np.load(io.BytesIO(source), allow_pickle=False)
+        else:
+            data = np.load(source, mmap_mode="r" if use_mmap else None, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as e:
+        # the file may have changed since the header was checked
+        raise GeomError(f"{name}: not a readable NPY ({one_line(e)})") from e
+    return Loaded(data, "npy", None, "-" if isinstance(source, bytes) else source)
+
+
+def _open(source: str | bytes, name: str) -> tuple[IO[bytes], int]:
+    if isinstance(source, bytes):
+        return io.BytesIO(source), len(source)
+    try:
+        f = open(source, "rb")
+        return f, os.fstat(f.fileno()).st_size
+    except OSError as e:
+        raise GeomError(f"{name}: cannot read ({one_line(e)})") from e
+
+
+def write(data: np.ndarray, f: IO[bytes]) -> None:
+    if _is_extension(data.dtype):
+        # np.save would write the descr '<V2' and bfloat16 would come back as raw bytes;
+        # the dtype's name ("bfloat16") round-trips wherever ml_dtypes is imported
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": data.dtype.name, "fortran_order": False, "shape": data.shape}
+        )
+        f.write(memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8)))
+        return
+    np.save(f, data, allow_pickle=False)
+
+
+def _is_extension(dtype: np.dtype) -> bool:
+    """A scalar type registered from outside numpy (ml_dtypes' bfloat16, float8_*, int4, ...)."""
+    return dtype.kind == "V" and dtype.names is None and dtype.subdtype is None and dtype.type is not np.void

@@ -1,0 +1,219 @@
+"""PNG details Pillow gets wrong for us: 16-bit colour read and write, and the IHDR without decoding.
+
+Pillow reads 16-bit RGB(A) and grey+alpha PNGs as 8-bit and cannot write them. Here the chunks are
+parsed and checked (CRC, order, sizes) in Python; inflating and unfiltering, the slow part, runs in
+Pillow's C "zip" decoder, asked for the raw bytes (for 48- and 64-bit pixels, once for the high and
+once for the low byte of each sample); the writer is numpy + zlib.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from geomcli.errors import GeomError
+
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# colour type -> samples per pixel; 3 (palette) is Pillow's business
+_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+_COLOUR_TYPE = {1: 0, 2: 4, 3: 2, 4: 6}  # channels -> colour type, for the writer
+_DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
+_MAX_CHUNK = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Ihdr:
+    width: int
+    height: int
+    depth: int
+    colour_type: int
+    interlace: int
+
+    @property
+    def channels(self) -> int:
+        return _CHANNELS[self.colour_type]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array this PNG decodes to, before palette expansion."""
+        if self.channels == 1:
+            return (self.height, self.width)
+        return (self.height, self.width, self.channels)
+
+
+def parse_ihdr(data: bytes, name: str) -> Ihdr:
+    """The IHDR of a PNG from its first 33 bytes, validated."""
+    if len(data) < 33:
+        raise GeomError(f"{name}: not a readable PNG (truncated)")
+    if data[:8] != SIGNATURE:
+        raise GeomError(f"{name}: not a readable PNG (bad signature)")
+    length, kind = struct.unpack(">I4s", data[8:16])
+    if kind != b"IHDR" or length != 13:
+        raise GeomError(f"{name}: not a readable PNG (IHDR is not the first chunk)")
+    if zlib.crc32(data[12:29]) != struct.unpack(">I", data[29:33])[0]:
+        raise GeomError(f"{name}: not a readable PNG (bad CRC in IHDR)")
+    width, height, depth, colour, compression, filtering, interlace = struct.unpack(
+        ">IIBBBBB", data[16:29]
+    )
+    if not (0 < width <= _MAX_CHUNK and 0 < height <= _MAX_CHUNK):
+        raise GeomError(f"{name}: not a readable PNG (size {width}x{height})")
+    if depth not in _DEPTHS.get(colour, ()):
+        raise GeomError(f"{name}: not a readable PNG (bit depth {depth} with colour type {colour})")
+    if compression or filtering or interlace > 1:
+        raise GeomError(f"{name}: not a readable PNG (unknown compression, filter or interlace method)")
+    return Ihdr(width, height, depth, colour, interlace)
+
+
+def read_chunks(data: bytes, name: str) -> tuple[Ihdr, bytes, bytes | None]:
+    """Walk the chunks: the header, the joined IDAT payload and the eXIf payload (if any)."""
+    ihdr = parse_ihdr(data, name)
+    at = 33
+    idat: list[bytes] = []
+    exif: bytes | None = None
+    while True:
+        if at + 8 > len(data):
+            raise GeomError(f"{name}: not a readable PNG (truncated)")
+        length, kind = struct.unpack(">I4s", data[at : at + 8])
+        if length > _MAX_CHUNK or not kind.isalpha():
+            raise GeomError(f"{name}: not a readable PNG (corrupt chunk at byte {at})")
+        end = at + 12 + length
+        if end > len(data):
+            raise GeomError(f"{name}: not a readable PNG (truncated)")
+        body = data[at + 8 : end - 4]
+        if zlib.crc32(data[at + 4 : end - 4]) != struct.unpack(">I", data[end - 4 : end])[0]:
+            raise GeomError(f"{name}: not a readable PNG (bad CRC in {kind.decode('ascii')} chunk)")
+        if kind == b"IDAT":
+            idat.append(body)
+        elif kind == b"eXIf":
+            exif = body
+        elif kind == b"IEND":
+            break
+        elif kind in (b"acTL", b"fcTL"):
+            # an APNG: the caller's frame check (Pillow) reports it; we only decode plain PNGs
+            raise GeomError(f"{name}: animated PNG is not supported")
+        at = end
+    if not idat:
+        raise GeomError(f"{name}: not a readable PNG (no image data)")
+    return ihdr, b"".join(idat), exif
+
+
+def decode_16bit(data: bytes, name: str) -> tuple[np.ndarray, bytes | None]:
+    """Decode a 16-bit PNG of colour type 0, 2, 4 or 6 to native uint16, HW or HWC.
+
+    Returns the array and the raw eXIf payload, so the caller can apply the orientation.
+    """
+    from PIL import Image
+
+    ihdr, idat, exif = read_chunks(data, name)
+    if ihdr.depth != 16 or ihdr.colour_type == 3:
+        raise GeomError(f"{name}: internal: not a 16-bit PNG")
+    size = (ihdr.width, ihdr.height)
+    # Each pass asks Pillow's decoder for a mode whose rawmode has the PNG's bits per pixel, so
+    # the unfilter step uses the right byte distance; the samples then are plain bytes.
+    try:
+        if ihdr.colour_type in (0, 4):
+            # 2 or 4 bytes per pixel: "LA"/"RGBA" rawmodes copy every byte unchanged
+            mode = "LA" if ihdr.colour_type == 0 else "RGBA"
+            raw = np.asarray(Image.frombytes(mode, size, idat, "zip", mode, ihdr.interlace))
+            samples = raw.reshape(ihdr.height, ihdr.width, -1, 2)
+            hi, lo = samples[..., 0], samples[..., 1]
+        else:
+            mode = "RGB" if ihdr.colour_type == 2 else "RGBA"
+            # big-endian data read as "16L" hands out the second (low) byte of each sample
+            hi = np.asarray(Image.frombytes(mode, size, idat, "zip", f"{mode};16B", ihdr.interlace))
+            lo = np.asarray(Image.frombytes(mode, size, idat, "zip", f"{mode};16L", ihdr.interlace))
+    except (ValueError, OSError, zlib.error) as e:
+        raise GeomError(f"{name}: not a readable PNG ({_reason(e)})") from e
+    out = (hi.astype(np.uint16) << 8) | lo
+    if ihdr.channels == 1:
+        out = out.reshape(ihdr.height, ihdr.width)
+    return out, exif
+
+
+def _reason(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    if "not enough image data" in text or "truncated" in text:
+        return "truncated"
+    return text or type(e).__name__
+
+
+def encode(
+    data: np.ndarray,
+    *,
+    filters: int | list[int] | None = None,
+    interlace: bool = False,
+    level: int = 6,
+) -> bytes:
+    """A PNG of a uint8/uint16 HW or HWC (1-4 channels) array, byte-identical run to run.
+
+    ``filters`` picks the row filter: None chooses per row (smallest sum of absolute differences,
+    libpng's heuristic); an int uses one filter; a list cycles through it (the tests use this to
+    exercise every filter). ``interlace`` writes Adam7.
+    """
+    if data.dtype not in (np.uint8, np.uint16) or data.ndim not in (2, 3):
+        raise GeomError(f"PNG encoder: cannot hold {data.dtype} shape {data.shape}")
+    channels = 1 if data.ndim == 2 else data.shape[2]
+    if channels not in _COLOUR_TYPE:
+        raise GeomError(f"PNG encoder: cannot hold {channels} channels")
+    height, width = data.shape[:2]
+    depth = 8 * data.dtype.itemsize
+    bpp = channels * data.dtype.itemsize
+    pixels = data.reshape(height, width, channels)
+    if interlace:
+        passes = [pixels[y0::dy, x0::dx] for y0, x0, dy, dx in _ADAM7]
+    else:
+        passes = [pixels]
+    body = bytearray()
+    for sub in passes:
+        if sub.shape[0] and sub.shape[1]:
+            rows = np.ascontiguousarray(sub, dtype=sub.dtype.newbyteorder(">")).view(np.uint8)
+            body += _filter_rows(rows.reshape(sub.shape[0], -1), bpp, filters)
+    header = struct.pack(">IIBBBBB", width, height, depth, _COLOUR_TYPE[channels], 0, 0, int(interlace))
+    return (
+        SIGNATURE
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(bytes(body), level))
+        + _chunk(b"IEND", b"")
+    )
+
+
+# Adam7 passes: first row, first column, row step, column step
+_ADAM7 = ((0, 0, 8, 8), (0, 4, 8, 8), (4, 0, 8, 4), (0, 2, 4, 4), (2, 0, 4, 2), (0, 1, 2, 2), (1, 0, 2, 1))
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _filter_rows(rows: np.ndarray, bpp: int, filters: int | list[int] | None) -> bytes:
+    """Filter (h, stride) uint8 rows; each output row is prefixed by its filter type byte."""
+    height, stride = rows.shape
+    out = bytearray()
+    chunk = 256  # rows at a time: bounds the five int16 candidates' memory on large images
+    for start in range(0, height, chunk):
+        x = rows[start : start + chunk].astype(np.int16)
+        up = rows[start - 1 : start].astype(np.int16) if start else np.zeros((1, stride), np.int16)
+        b = np.concatenate([up, x[:-1]])  # the row above each row
+        a = np.zeros_like(x)
+        a[:, bpp:] = x[:, :-bpp]  # the byte one pixel to the left
+        c = np.zeros_like(x)
+        c[:, bpp:] = b[:, :-bpp]
+        p = a + b - c
+        pa, pb, pc = np.abs(p - a), np.abs(p - b), np.abs(p - c)
+        paeth = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
+        candidates = np.stack([x, x - a, x - b, x - ((a + b) >> 1), x - paeth]) & 0xFF
+        if filters is None:
+            # libpng's heuristic: the bytes as signed values, smallest sum of magnitudes wins
+            signed = np.where(candidates > 127, 256 - candidates, candidates)
+            chosen = signed.sum(axis=2, dtype=np.int64).argmin(axis=0)
+        elif isinstance(filters, int):
+            chosen = np.full(len(x), filters)
+        else:
+            chosen = np.array([filters[(start + i) % len(filters)] for i in range(len(x))])
+        picked = candidates[chosen, np.arange(len(x))].astype(np.uint8)
+        out += np.concatenate([chosen.astype(np.uint8)[:, None], picked], axis=1).tobytes()
+    return bytes(out)
