@@ -1,3 +1,5 @@
+# The error and odd-input tables pass wrong types on purpose.
+# mypy: disable-error-code="arg-type,list-item"
 """Tests for geomcli.kernels: the four ONNX geometry operators in pure numpy.
 
 Sections, in order:
@@ -67,13 +69,18 @@ def assert_identical(actual: Any, expected: np.ndarray) -> None:
         assert np.ascontiguousarray(actual).tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
+def eps(dtype: np.dtype) -> float:
+    """Machine epsilon, bfloat16 included."""
+    return float(ml_dtypes.finfo(dtype).eps)  # type: ignore[no-untyped-call]
+
+
 def distinct(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """1, 2, 3, ... in any supported dtype (narrow types wrap), so a misplaced element shows."""
     values = np.arange(1, math.prod(shape) + 1).reshape(tuple(shape))
     if dtype.kind == "U":
         return values.astype(str).astype(dtype)
     if dtype.kind == "b":
-        return values % 3 == 1
+        return np.asarray(values % 3 == 1)
     if dtype.kind == "c":
         return (values - 1j * values).astype(dtype)
     return values.astype(dtype)
@@ -197,8 +204,7 @@ def assert_grid_close(actual: Any, expected64: np.ndarray, dtype: np.dtype, scal
     assert isinstance(actual, np.ndarray)
     assert actual.dtype == dtype, f"dtype {actual.dtype}, expected {dtype}"
     assert actual.shape == expected64.shape, f"shape {actual.shape}, expected {expected64.shape}"
-    eps = float(ml_dtypes.finfo(dtype).eps)
-    tolerance = 1e-15 if dtype == np.float64 else 4 * eps
+    tolerance = 1e-15 if dtype == np.float64 else 4 * eps(dtype)
     np.testing.assert_allclose(actual.astype(np.float64), expected64, rtol=tolerance, atol=tolerance * scale)
 
 
@@ -269,6 +275,7 @@ def onnx_cases() -> dict[str, OnnxCase]:
         cases = collect_testcases(None)
     found: dict[str, OnnxCase] = {}
     for case in cases:
+        assert case.model is not None and case.data_sets is not None
         node = case.model.graph.node[0]
         if node.op_type not in OUR_OPS or "_expanded" in case.name:
             continue
@@ -710,7 +717,8 @@ def affine_grid_by_einsum(theta: np.ndarray, size: Sequence[int], align_corners:
             coordinates.append((2 * i + 1) / n - 1)
     mesh = np.meshgrid(*reversed(coordinates), indexing="ij")  # each (D,) H, W
     points = np.stack([*reversed(mesh), np.ones_like(mesh[0])], axis=-1)  # (..., x, y, (z,) 1)
-    return np.einsum("nkj,...j->n...k", theta.astype(np.float64), points)
+    grid: np.ndarray = np.einsum("nkj,...j->n...k", theta.astype(np.float64), points)
+    return grid
 
 
 @pytest.mark.slow
@@ -722,3 +730,656 @@ def test_large_affine_grid(align_corners: bool, size: list[int], dtype: np.dtype
     theta = np.random.default_rng(7).uniform(-2, 2, size=(size[0], k, k + 1)).astype(dtype)
     grid = affine_grid(theta, size, align_corners=align_corners)
     assert_grid_close(grid, affine_grid_by_einsum(theta, size, align_corners), dtype, scale=8.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. Hypothesis properties
+# --------------------------------------------------------------------------------------------------
+
+
+@st.composite
+def arrays_and_axes(draw: st.DrawFn) -> tuple[np.ndarray, list[int] | None, list[int]]:
+    """An array of any dtype and rank 0-4 (sides 0-5), and axes: None, or a subset in any order,
+    some negative. Returns (x, axes as passed, the same axes as non-negative ints)."""
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5))
+    x = distinct(shape, draw(st.sampled_from(ALL_DTYPES)))
+    rank = len(shape)
+    if draw(st.booleans()):
+        return x, None, list(range(rank))
+    order = draw(st.permutations(range(rank)))
+    chosen = list(order[: draw(st.integers(0, rank))])
+    passed = [axis - rank if draw(st.booleans()) else axis for axis in chosen]
+    return x, passed, chosen
+
+
+@PROPERTY
+@given(arrays_and_axes())
+def test_property_crop_pad_to_own_shape_is_identity(problem: tuple[np.ndarray, list[int] | None, list[int]]) -> None:
+    x, axes, chosen = problem
+    assert_identical(center_crop_pad(x, [x.shape[a] for a in chosen], axes=axes), x)
+
+
+@PROPERTY
+@given(arrays_and_axes(), st.lists(st.integers(0, 4), min_size=4, max_size=4))
+def test_property_pad_then_crop_back_is_identity(
+    problem: tuple[np.ndarray, list[int] | None, list[int]], extra: list[int]
+) -> None:
+    x, axes, chosen = problem
+    padded = center_crop_pad(x, [x.shape[a] + e for a, e in zip(chosen, extra)], axes=axes)
+    assert_identical(center_crop_pad(padded, [x.shape[a] for a in chosen], axes=axes), x)
+
+
+@PROPERTY
+@given(arrays_and_axes(), st.lists(st.integers(0, 7), min_size=4, max_size=4))
+def test_property_crop_pad_matches_oracle_and_shape_rule(
+    problem: tuple[np.ndarray, list[int] | None, list[int]], targets: list[int]
+) -> None:
+    x, axes, chosen = problem
+    shape = targets[: len(chosen)]
+    rule = list(x.shape)  # the spec's rule: listed axes take their target, the rest stay
+    for axis, target in zip(chosen, shape):
+        rule[axis] = target
+    y = center_crop_pad(x, shape, axes=axes)
+    assert y.shape == tuple(rule) == center_crop_pad_output_shape(x.shape, shape, axes)
+    assert_identical(y, crop_pad_oracle(x, shape, axes))
+
+
+@st.composite
+def nchw_problems(draw: st.DrawFn) -> tuple[int, int, int, int, int, int, np.dtype]:
+    """(n, c, h, w, b, _, dtype) with small sides; h and w count blocks, not pixels."""
+    return (
+        draw(st.integers(0, 2)),
+        draw(st.integers(1, 3)),
+        draw(st.integers(0, 3)),
+        draw(st.integers(0, 3)),
+        draw(st.integers(1, 4)),
+        0,
+        draw(st.sampled_from(ALL_DTYPES)),
+    )
+
+
+@PROPERTY
+@given(nchw_problems(), st.sampled_from(MODES))
+def test_property_space_depth_round_trips(problem: tuple[int, int, int, int, int, int, np.dtype], mode: str) -> None:
+    n, c, h, w, b, _, dtype = problem
+    x = distinct((n, c, h * b, w * b), dtype)
+    y = space_to_depth(x, b, mode=mode)
+    assert y.shape == (n, c * b * b, h, w) == space_to_depth_output_shape(x.shape, b)
+    assert_identical(depth_to_space(y, b, mode=mode), x)
+    z = distinct((n, c * b * b, h, w), dtype)
+    back = depth_to_space(z, b, mode=mode)
+    assert back.shape == (n, c, h * b, w * b) == depth_to_space_output_shape(z.shape, b)
+    assert_identical(space_to_depth(back, b, mode=mode), z)
+
+
+@PROPERTY
+@given(
+    st.lists(st.integers(1, 7), min_size=2, max_size=3),
+    st.integers(1, 3),
+    st.booleans(),
+    st.sampled_from(FLOAT_DTYPES),
+)
+def test_property_identity_theta_gives_the_base_grid(
+    spatial: list[int], n: int, align_corners: bool, dtype: np.dtype
+) -> None:
+    k = len(spatial)
+    size = [n, 1, *spatial]
+    theta = np.broadcast_to(np.eye(k, k + 1), (n, k, k + 1)).astype(dtype)
+    grid = affine_grid(theta, size, align_corners=align_corners)
+    assert grid.shape == (n, *spatial, k) == affine_grid_output_shape(theta.shape, size)
+    assert grid.dtype == dtype
+    for j in range(k):  # coordinate j (x, y, z) varies along spatial axis k-1-j only
+        axis = k - 1 - j
+        length = spatial[axis]
+        line = np.moveaxis(grid[..., j], axis + 1, -1).reshape(-1, length)
+        expected = np.array(base_coordinates(length, align_corners))
+        for row in line:
+            np.testing.assert_allclose(row.astype(np.float64), expected, rtol=0, atol=eps(dtype))
+        if align_corners and length > 1:  # the corners are exactly -1 and +1, in every dtype
+            assert np.all(line[:, 0] == -1) and np.all(line[:, -1] == 1)
+        elif not align_corners:
+            assert np.all(np.abs(line.astype(np.float64)) < 1)
+        if length == 1:
+            assert np.all(line == 0)
+
+
+@PROPERTY
+@given(
+    st.lists(st.integers(1, 6), min_size=2, max_size=3),
+    st.integers(0, 3),
+    st.integers(1, 4),
+    st.booleans(),
+)
+def test_property_affine_grid_shape_rule(spatial: list[int], n: int, channels: int, align_corners: bool) -> None:
+    k = len(spatial)
+    theta = np.zeros((n, k, k + 1), dtype=np.float32)
+    size = np.array([n, channels, *spatial], dtype=np.int64)
+    expected = (n, *spatial, k)
+    assert affine_grid_output_shape(theta.shape, size) == expected
+    assert affine_grid(theta, size, align_corners=align_corners).shape == expected
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "expected"),
+    [
+        (center_crop_pad_output_shape, ((20, 10, 3), [10, 7, 3]), (10, 7, 3)),
+        (center_crop_pad_output_shape, ((20, 8, 3), [10, 9], [-3, -2]), (10, 9, 3)),
+        (center_crop_pad_output_shape, ((3, 20, 8), np.array([10, 9], dtype=np.int32), [1, 2]), (3, 10, 9)),
+        (center_crop_pad_output_shape, ((), []), ()),
+        (center_crop_pad_output_shape, ((5, 6), [], []), (5, 6)),
+        (affine_grid_output_shape, ((8, 2, 3), [8, 3, 1024, 1024]), (8, 1024, 1024, 2)),
+        (affine_grid_output_shape, ((2, 3, 4), np.array([2, 1, 128, 64, 32])), (2, 128, 64, 32, 3)),
+        (space_to_depth_output_shape, ((8, 64, 512, 512), 4), (8, 1024, 128, 128)),
+        (space_to_depth_output_shape, ((1, 3, 4096, 4096), 2), (1, 12, 2048, 2048)),
+        (space_to_depth_output_shape, ((1, 3, 5, 7), 1), (1, 3, 5, 7)),
+        (depth_to_space_output_shape, ((8, 1024, 128, 128), 4), (8, 64, 512, 512)),
+        (depth_to_space_output_shape, ((2, 27, 3, 1), 3), (2, 3, 9, 3)),
+    ],
+)
+def test_output_shape_functions(function: Callable[..., tuple[int, ...]], args: tuple[Any, ...], expected: tuple[int, ...]) -> None:
+    result = function(*args)
+    assert result == expected
+    assert type(result) is tuple and all(type(v) is int for v in result)
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "match"),
+    [
+        (center_crop_pad_output_shape, ((3, 4), [1, 2], [0]), r"^center_crop_pad: .*shape"),
+        (center_crop_pad_output_shape, ((3, 4), [1, 2], [0, 0]), r"^center_crop_pad: .*(repeated|more than once)"),
+        (center_crop_pad_output_shape, ((3, 4), [-1, 2]), r"^center_crop_pad: .*negative"),
+        (affine_grid_output_shape, ((1, 2, 3), [2, 1, 4, 4]), r"^affine_grid: .*(batch|size\[0\])"),
+        (affine_grid_output_shape, ((1, 2, 3), [1, 1, 0, 4]), r"^affine_grid: .*size"),
+        (space_to_depth_output_shape, ((1, 3, 5, 4), 2), r"^space_to_depth: height 5 is not divisible by blocksize 2"),
+        (space_to_depth_output_shape, ((1, 3, 4), 2), r"^space_to_depth: .*rank"),
+        (depth_to_space_output_shape, ((1, 6, 2, 2), 2), r"^depth_to_space: .*divisible"),
+    ],
+)
+def test_output_shape_functions_validate(function: Callable[..., Any], args: tuple[Any, ...], match: str) -> None:
+    with pytest.raises(GeomError, match=match):
+        function(*args)
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. Decisions where we differ from the ONNX reference evaluator (onnx 1.23) or onnxruntime (1.32)
+# --------------------------------------------------------------------------------------------------
+
+
+def _onnx_model(op_type: str, opset: int, inputs: list[np.ndarray], output_dtype: np.dtype | None,
+                attributes: dict[str, Any]) -> onnx.ModelProto:  # fmt: skip
+    names = [f"input{i}" for i in range(len(inputs))]
+    node = onnx.helper.make_node(op_type, names, ["output"])
+    for key, value in attributes.items():
+        kind = onnx.AttributeProto.INTS if isinstance(value, list) else None
+        node.attribute.append(onnx.helper.make_attribute(key, value, attr_type=kind))
+
+    def element_type(dtype: np.dtype | None) -> int:
+        if dtype is None:
+            return onnx.TensorProto.UNDEFINED
+        if dtype.kind in "OU":
+            return onnx.TensorProto.STRING
+        return onnx.helper.np_dtype_to_tensor_dtype(dtype)
+
+    graph = onnx.helper.make_graph(
+        [node],
+        "case",
+        [onnx.helper.make_tensor_value_info(n, element_type(a.dtype), None) for n, a in zip(names, inputs)],
+        [onnx.helper.make_tensor_value_info("output", element_type(output_dtype), None)],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    model.ir_version = 10  # onnxruntime 1.32 reads it, and it carries every opset used here
+    return model
+
+
+def reference_run(op_type: str, opset: int, inputs: list[np.ndarray], **attributes: Any) -> np.ndarray:
+    """The ONNX reference evaluator on one node."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = _onnx_model(op_type, opset, inputs, None, attributes)
+    with warnings.catch_warnings():
+        # its AffineGrid divides by zero for a size-1 axis with align_corners (and then gives -1)
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"onnx\.reference\.")
+        (output,) = ReferenceEvaluator(model).run(None, {f"input{i}": a for i, a in enumerate(inputs)})
+    return np.asarray(output)
+
+
+def ort_run(op_type: str, opset: int, inputs: list[np.ndarray], **attributes: Any) -> np.ndarray:
+    """onnxruntime's CPU provider on one node; the output has the first input's type."""
+    import onnxruntime
+
+    model = _onnx_model(op_type, opset, inputs, inputs[0].dtype, attributes)
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 4  # expected failures would otherwise print to stderr
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    (output,) = session.run(None, {f"input{i}": a for i, a in enumerate(inputs)})
+    return np.asarray(output)
+
+
+def test_decision_string_padding_is_the_empty_string() -> None:
+    """Pad-18's zero for strings is "". The reference pads ONNX string tensors (object arrays, as
+    onnx.numpy_helper gives them) with the integer 0; we keep the dtype and pad with ""."""
+    x = np.array(["a", "bb", "c"], dtype="<U4")
+    y = center_crop_pad(x, [6])
+    assert_identical(y, np.array(["", "a", "bb", "c", "", ""], dtype="<U4"))
+    reference = reference_run("CenterCropPad", 18, [x.astype(object), np.array([6])])
+    assert list(reference[1:4]) == ["a", "bb", "c"]
+    assert [type(v) for v in reference[[0, 4, 5]]] == [int, int, int]  # 0, not ""
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"), [([1, 2], [0]), ([2], [0, 1]), ([2], None), ([1, 2, 3], None)], ids=["2-for-1", "1-for-2", "1-for-rank-2", "3-for-rank-2"]
+)
+def test_decision_shape_and_axes_lengths_must_match(shape: list[int], axes: list[int] | None) -> None:
+    """Shape inference rejects len(shape) != number of axes, and so do we."""
+    x = distinct((3, 4), np.dtype("float32"))
+    with pytest.raises(GeomError, match=r"^center_crop_pad: .*shape"):
+        center_crop_pad(x, shape, axes=axes)
+
+
+def test_decision_length_mismatch_others_truncate_or_broadcast() -> None:
+    """The reference truncates (zip) and onnxruntime broadcasts a short shape; we raise instead."""
+    x = distinct((3, 4), np.dtype("float32"))
+    truncated = reference_run("CenterCropPad", 18, [x, np.array([1, 2])], axes=[0])
+    assert_identical(truncated, crop_pad_oracle(x, [1], [0]))  # the 2 was dropped
+    broadcast = ort_run("CenterCropPad", 18, [x, np.array([2])], axes=[0, 1])
+    assert_identical(broadcast, crop_pad_oracle(x, [2, 2]))  # the 2 was used for both axes
+    for shape, axes in (([1, 2], [0]), ([2], [0, 1])):
+        with pytest.raises(GeomError, match=r"^center_crop_pad: .*shape"):
+            center_crop_pad(x, shape, axes=axes)
+
+
+@pytest.mark.parametrize("axes", [[1, -1], [0, 0], [-2, 0], [-1, 1]])
+def test_decision_repeated_axes_are_errors(axes: list[int]) -> None:
+    """The spec leaves repeated axes undefined. The reference lets the last one win silently,
+    onnxruntime rejects them; we reject them too, including 1 and -1 on a rank-2 array."""
+    x = distinct((3, 4), np.dtype("float32"))
+    shape = [1, 2]
+    with pytest.raises(GeomError, match=r"^center_crop_pad: .*(repeated|more than once)"):
+        center_crop_pad(x, shape, axes=axes)
+    last_wins = {axis % 2: target for axis, target in zip(axes, shape)}
+    reference = reference_run("CenterCropPad", 18, [x, np.array(shape)], axes=axes)
+    assert_identical(reference, crop_pad_oracle(x, list(last_wins.values()), list(last_wins)))
+    with pytest.raises(Exception, match="duplicate"):
+        ort_run("CenterCropPad", 18, [x, np.array(shape)], axes=axes)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=FLOAT_IDS)
+def test_decision_affine_grid_dtype_follows_theta(dtype: np.dtype) -> None:
+    """The spec types grid like theta (T1). The reference always returns float32; we keep
+    float16, float32, float64 and bfloat16 (so only float32 agrees with it)."""
+    theta = np.array([[[1.0, 0.5, 0.25], [0.0, 1.0, -0.5]]]).astype(dtype)
+    size = np.array([1, 1, 2, 3])
+    assert affine_grid(theta, size).dtype == dtype
+    assert reference_run("AffineGrid", 20, [theta, size]).dtype == np.float32
+
+
+@pytest.mark.parametrize("size", [[1, 1, 1, 1], [1, 1, 1, 3], [1, 1, 3, 1]], ids=["1x1", "1x3", "3x1"])
+def test_decision_size_one_axis_gives_zero(size: list[int]) -> None:
+    """A length-1 axis has its single point at 0 for both align_corners values, as PyTorch. With
+    align_corners=1 the reference gives -1 (after a division by zero), onnxruntime +1."""
+    theta = np.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=np.float32)
+    one_axes = [j for j, length in enumerate(reversed(size[2:])) if length == 1]  # 0 = x (W), 1 = y (H)
+    for align_corners in (0, 1):
+        grid = affine_grid(theta, size, align_corners=align_corners)
+        for j in one_axes:
+            assert np.all(grid[..., j] == 0)
+    size64 = np.array(size, dtype=np.int64)
+    reference = reference_run("AffineGrid", 20, [theta, size64], align_corners=1)
+    onnxruntime = ort_run("AffineGrid", 20, [theta, size64], align_corners=1)
+    for j in one_axes:
+        assert np.all(reference[..., j] == -1)
+        assert np.all(onnxruntime[..., j] == 1)
+
+
+@pytest.mark.parametrize("size", [[1, 1, 1, 20003], [1, 1, 20003, 1]], ids=["width", "height"])
+def test_decision_no_extra_point_on_long_axes(size: list[int]) -> None:
+    """The reference builds coordinates with np.arange and a float step, which yields one point
+    too many with align_corners=1 for axes >= 20002 (and then fails to reshape). We use the
+    closed form: exactly n points, -1 and +1 exactly at the ends."""
+    theta = np.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=np.float32)
+    grid = affine_grid(theta, size, align_corners=True)
+    assert grid.shape == (1, size[2], size[3], 2)
+    j = 0 if size[3] > 1 else 1
+    line = grid[..., j].ravel()
+    assert line.size == 20003
+    assert line[0] == -1 and line[-1] == 1 and line[10001] == 0
+    assert np.all(np.diff(line) > 0)
+    with pytest.raises(ValueError, match="reshape"):
+        reference_run("AffineGrid", 20, [theta, np.array(size)], align_corners=1)
+
+
+def test_decision_batch_mismatch_is_an_error() -> None:
+    """The reference ignores size[0] and returns theta's batch; onnxruntime and PyTorch reject a
+    mismatch, and so do we."""
+    theta = np.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=np.float32)
+    size = np.array([2, 1, 1, 2])
+    with pytest.raises(GeomError, match=r"^affine_grid: .*(batch|size\[0\])"):
+        affine_grid(theta, size)
+    assert reference_run("AffineGrid", 20, [theta, size]).shape == (1, 1, 2, 2)
+    with pytest.raises(Exception, match="theta batch"):
+        ort_run("AffineGrid", 20, [theta, size])
+
+
+@pytest.mark.parametrize("mode", ["crd", "dcr", "Crd", "XYZ", "", " DCR"])
+def test_decision_unknown_modes_are_errors(mode: str) -> None:
+    """Only "DCR" and "CRD" exist. The reference's DepthToSpace treats any mode other than "DCR"
+    as CRD (so "crd" silently works there); its SpaceToDepth rejects them, as we do."""
+    x = distinct((1, 8, 2, 3), np.dtype("float32"))
+    with pytest.raises(GeomError, match=r"^depth_to_space: mode"):
+        depth_to_space(x, 2, mode=mode)
+    s = distinct((1, 2, 4, 6), np.dtype("float32"))
+    with pytest.raises(GeomError, match=r"^space_to_depth: mode"):
+        space_to_depth(s, 2, mode=mode)
+    reference = reference_run("DepthToSpace", 28, [x], blocksize=2, mode=mode)
+    assert_identical(reference, depth_to_space_oracle(x, 2, "CRD"))
+    with pytest.raises(ValueError, match="mode"):
+        reference_run("SpaceToDepth", 28, [s], blocksize=2, mode=mode)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_decision_rank0_with_empty_shape_is_identity(dtype: np.dtype) -> None:
+    """A scalar has no axes to crop: shape [] gives it back unchanged (dtype included). The
+    reference agrees; this pins the behaviour the spec leaves implicit."""
+    x = np.asarray(distinct((), dtype), dtype=dtype)
+    assert_identical(center_crop_pad(x, []), x)
+    assert_identical(center_crop_pad(x, np.array([], dtype=np.int64)), x)
+    if dtype == np.float32:
+        assert_identical(reference_run("CenterCropPad", 18, [x, np.array([], dtype=np.int64)]), x)
+
+
+def test_decision_empty_axes_with_empty_shape_is_identity() -> None:
+    """axes=[] with shape=[] names no axis, so nothing changes. The reference agrees."""
+    x = distinct((3, 4), np.dtype("float32"))
+    assert_identical(center_crop_pad(x, [], axes=[]), x)
+    assert_identical(center_crop_pad(x, np.array([], dtype=np.int32), axes=np.array([], dtype=np.int64)), x)
+    assert_identical(reference_run("CenterCropPad", 18, [x, np.array([], dtype=np.int64)], axes=[]), x)
+
+
+# --------------------------------------------------------------------------------------------------
+# 6. Every error branch; odd inputs raise GeomError or work, never anything else
+# --------------------------------------------------------------------------------------------------
+
+X34 = distinct((3, 4), np.dtype("float32"))
+X4D = distinct((1, 3, 5, 4), np.dtype("float32"))
+THETA_2D = np.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=np.float32)
+THETA_3D = np.array([[[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0]]], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class ErrorCase:
+    call: Callable[[], object]
+    match: str
+    shape_text: tuple[str, ...] = ()  # the message names one of these (the input's shape)
+
+
+CCP = "^center_crop_pad: "
+AG = "^affine_grid: "
+S2D = "^space_to_depth: "
+D2S = "^depth_to_space: "
+
+ERROR_CASES: dict[str, ErrorCase] = {
+    # CenterCropPad
+    "ccp-repeated-axis": ErrorCase(lambda: center_crop_pad(X34, [1, 2], axes=[0, 0]), CCP + ".*(repeated|more than once)", ("(3, 4)",)),
+    "ccp-repeated-1-and-minus-1": ErrorCase(lambda: center_crop_pad(X34, [1, 2], axes=[1, -1]), CCP + ".*(repeated|more than once)", ("(3, 4)",)),
+    "ccp-axis-too-large": ErrorCase(lambda: center_crop_pad(X34, [1], axes=[2]), CCP + "axis 2 .*range", ("(3, 4)",)),
+    "ccp-axis-too-negative": ErrorCase(lambda: center_crop_pad(X34, [1], axes=[-3]), CCP + "axis -3 .*range", ("(3, 4)",)),
+    "ccp-axis-on-rank0": ErrorCase(lambda: center_crop_pad(np.float32(1), [1], axes=[0]), CCP + "axis 0 .*range", ("()",)),
+    "ccp-shape-longer-than-axes": ErrorCase(lambda: center_crop_pad(X34, [1, 2], axes=[0]), CCP + "shape", ("(3, 4)",)),
+    "ccp-shape-shorter-than-rank": ErrorCase(lambda: center_crop_pad(X34, [2]), CCP + "shape", ("(3, 4)",)),
+    "ccp-shape-for-rank0": ErrorCase(lambda: center_crop_pad(np.float32(1), [1]), CCP + "shape", ("()",)),
+    "ccp-negative-target": ErrorCase(lambda: center_crop_pad(X34, [2, -1]), CCP + ".*negative", ("(3, 4)",)),
+    "ccp-negative-target-array": ErrorCase(lambda: center_crop_pad(X34, np.array([-5], dtype=np.int32), axes=[1]), CCP + ".*negative", ("(3, 4)",)),
+    "ccp-shape-2d": ErrorCase(lambda: center_crop_pad(X34, np.array([[2, 2]])), CCP + "shape .*1-D"),
+    "ccp-shape-scalar": ErrorCase(lambda: center_crop_pad(X34, 2), CCP + "shape .*1-D"),
+    "ccp-shape-non-integer": ErrorCase(lambda: center_crop_pad(X34, [2.5, 3]), CCP + "shape .*integer"),
+    "ccp-shape-float-array": ErrorCase(lambda: center_crop_pad(X34, np.array([2.0, 3.0])), CCP + "shape .*integer"),
+    "ccp-shape-bools": ErrorCase(lambda: center_crop_pad(X34, np.array([True, True])), CCP + "shape .*integer"),
+    "ccp-shape-string": ErrorCase(lambda: center_crop_pad(X34, "23"), CCP + "shape"),
+    "ccp-shape-none": ErrorCase(lambda: center_crop_pad(X34, None), CCP + "shape"),
+    "ccp-axes-non-integer": ErrorCase(lambda: center_crop_pad(X34, [2], axes=[0.5]), CCP + "ax.*integer"),
+    "ccp-axes-2d": ErrorCase(lambda: center_crop_pad(X34, [2], axes=[[0]]), CCP + "axes .*1-D"),
+    "ccp-object-data": ErrorCase(lambda: center_crop_pad(np.array([1, "a"], dtype=object), [1]), CCP + ".*dtype object"),
+    # AffineGrid
+    "ag-2d-theta-with-5-sizes": ErrorCase(lambda: affine_grid(THETA_2D, [1, 1, 2, 2, 2]), AG + "theta .*\\(N, 3, 4\\)", ("(1, 2, 3)",)),
+    "ag-3d-theta-with-4-sizes": ErrorCase(lambda: affine_grid(THETA_3D, [1, 1, 2, 2]), AG + "theta .*\\(N, 2, 3\\)", ("(1, 3, 4)",)),
+    "ag-theta-2x2": ErrorCase(lambda: affine_grid(np.zeros((1, 2, 2), np.float32), [1, 1, 2, 2]), AG + "theta", ("(1, 2, 2)",)),
+    "ag-theta-rank2": ErrorCase(lambda: affine_grid(np.zeros((2, 3), np.float32), [1, 1, 2, 2]), AG + "theta", ("(2, 3)",)),
+    "ag-theta-rank4": ErrorCase(lambda: affine_grid(np.zeros((1, 2, 3, 1), np.float32), [1, 1, 2, 2]), AG + "theta", ("(1, 2, 3, 1)",)),
+    "ag-size-3-values": ErrorCase(lambda: affine_grid(THETA_2D, [1, 2, 2]), AG + "size .*4 values", ("[1, 2, 2]",)),
+    "ag-size-6-values": ErrorCase(lambda: affine_grid(THETA_2D, [1, 1, 2, 2, 2, 2]), AG + "size .*4 values", ("[1, 1, 2, 2, 2, 2]",)),
+    "ag-batch-mismatch": ErrorCase(lambda: affine_grid(THETA_2D, [2, 1, 2, 2]), AG + ".*(batch|size\\[0\\])", ("[2, 1, 2, 2]", "(1, 2, 3)")),
+    "ag-height-0": ErrorCase(lambda: affine_grid(THETA_2D, [1, 1, 0, 2]), AG + ".*size.*at least 1", ("[1, 1, 0, 2]",)),
+    "ag-width-negative": ErrorCase(lambda: affine_grid(THETA_2D, [1, 1, 2, -3]), AG + ".*size.*at least 1", ("[1, 1, 2, -3]",)),
+    "ag-depth-0": ErrorCase(lambda: affine_grid(THETA_3D, [1, 1, 0, 2, 2]), AG + ".*size.*at least 1", ("[1, 1, 0, 2, 2]",)),
+    "ag-theta-int32": ErrorCase(lambda: affine_grid(THETA_2D.astype(np.int32), [1, 1, 2, 2]), AG + "theta .*float", ("(1, 2, 3)",)),
+    "ag-theta-int64-list": ErrorCase(lambda: affine_grid([[[1, 0, 0], [0, 1, 0]]], [1, 1, 2, 2]), AG + "theta .*float", ("(1, 2, 3)",)),
+    "ag-theta-complex64": ErrorCase(lambda: affine_grid(THETA_2D.astype(np.complex64), [1, 1, 2, 2]), AG + "theta .*float", ("(1, 2, 3)",)),
+    "ag-theta-bool": ErrorCase(lambda: affine_grid(THETA_2D.astype(bool), [1, 1, 2, 2]), AG + "theta .*float", ("(1, 2, 3)",)),
+    "ag-theta-string": ErrorCase(lambda: affine_grid(THETA_2D.astype(str), [1, 1, 2, 2]), AG + "theta .*float", ("(1, 2, 3)",)),
+    "ag-size-float": ErrorCase(lambda: affine_grid(THETA_2D, [1.0, 1.0, 2.0, 2.0]), AG + "size .*integer"),
+    "ag-size-2d": ErrorCase(lambda: affine_grid(THETA_2D, np.array([[1, 1, 2, 2]])), AG + "size .*1-D"),
+    "ag-align-corners-2": ErrorCase(lambda: affine_grid(THETA_2D, [1, 1, 2, 2], align_corners=2), AG + "align_corners"),
+    "ag-align-corners-str": ErrorCase(lambda: affine_grid(THETA_2D, [1, 1, 2, 2], align_corners="yes"), AG + "align_corners"),
+    # SpaceToDepth / DepthToSpace
+    "s2d-height-not-divisible": ErrorCase(lambda: space_to_depth(X4D, 2), S2D + "height 5 is not divisible by blocksize 2", ("(1, 3, 5, 4)",)),
+    "s2d-width-not-divisible": ErrorCase(lambda: space_to_depth(X4D, 5), S2D + "width 4 is not divisible by blocksize 5", ("(1, 3, 5, 4)",)),
+    "s2d-rank3": ErrorCase(lambda: space_to_depth(X4D[0], 1), S2D + ".*rank 4.*rank 3", ("(3, 5, 4)",)),
+    "s2d-rank5": ErrorCase(lambda: space_to_depth(X4D[None], 1), S2D + ".*rank 4.*rank 5", ("(1, 1, 3, 5, 4)",)),
+    "s2d-rank0": ErrorCase(lambda: space_to_depth(np.float32(1), 1), S2D + ".*rank 4.*rank 0", ("()",)),
+    "s2d-mode-lowercase": ErrorCase(lambda: space_to_depth(X4D, 1, mode="crd"), S2D + "mode"),
+    "s2d-mode-bytes": ErrorCase(lambda: space_to_depth(X4D, 1, mode=b"DCR"), S2D + "mode"),
+    "s2d-mode-none": ErrorCase(lambda: space_to_depth(X4D, 1, mode=None), S2D + "mode"),
+    "s2d-blocksize-0": ErrorCase(lambda: space_to_depth(X4D, 0), S2D + "blocksize .*at least 1"),
+    "s2d-blocksize-negative": ErrorCase(lambda: space_to_depth(X4D, -1), S2D + "blocksize .*at least 1"),
+    "s2d-blocksize-float": ErrorCase(lambda: space_to_depth(X4D, 2.5), S2D + "blocksize .*integer"),
+    "s2d-blocksize-integral-float": ErrorCase(lambda: space_to_depth(X4D, 1.0), S2D + "blocksize .*integer"),
+    "s2d-blocksize-true": ErrorCase(lambda: space_to_depth(X4D, True), S2D + "blocksize .*integer"),
+    "s2d-blocksize-string": ErrorCase(lambda: space_to_depth(X4D, "2"), S2D + "blocksize .*integer"),
+    "s2d-blocksize-none": ErrorCase(lambda: space_to_depth(X4D, None), S2D + "blocksize .*integer"),
+    "d2s-channels-not-divisible": ErrorCase(lambda: depth_to_space(np.zeros((1, 6, 2, 2), np.uint8), 2), D2S + "channels 6 .*divisible", ("(1, 6, 2, 2)",)),
+    "d2s-channels-not-divisible-b3": ErrorCase(lambda: depth_to_space(np.zeros((1, 3, 2, 2), np.uint8), 3), D2S + "channels 3 .*divisible", ("(1, 3, 2, 2)",)),
+    "d2s-rank3": ErrorCase(lambda: depth_to_space(np.zeros((4, 2, 2), np.uint8), 2), D2S + ".*rank 4.*rank 3", ("(4, 2, 2)",)),
+    "d2s-rank5": ErrorCase(lambda: depth_to_space(np.zeros((1, 1, 4, 2, 2), np.uint8), 2), D2S + ".*rank 4.*rank 5", ("(1, 1, 4, 2, 2)",)),
+    "d2s-mode-unknown": ErrorCase(lambda: depth_to_space(X4D, 1, mode="RDC"), D2S + "mode"),
+    "d2s-blocksize-0": ErrorCase(lambda: depth_to_space(X4D, 0), D2S + "blocksize .*at least 1"),
+    "d2s-blocksize-float": ErrorCase(lambda: depth_to_space(X4D, 2.5), D2S + "blocksize .*integer"),
+    "d2s-blocksize-numpy-bool": ErrorCase(lambda: depth_to_space(X4D, np.bool_(True)), D2S + "blocksize .*integer"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(ERROR_CASES))
+def test_error_branches(name: str) -> None:
+    case = ERROR_CASES[name]
+    with pytest.raises(GeomError, match=case.match) as caught:
+        case.call()
+    assert "\n" not in str(caught.value), "error messages are one line"
+
+
+@pytest.mark.parametrize("name", [name for name, case in ERROR_CASES.items() if case.shape_text])
+def test_error_messages_name_the_input_shape(name: str) -> None:
+    """The issue: a message names the function, what was expected, what was found, and the input shape."""
+    case = ERROR_CASES[name]
+    with pytest.raises(GeomError) as caught:
+        case.call()
+    assert any(text in str(caught.value) for text in case.shape_text), str(caught.value)
+
+
+def test_geom_error_is_one_public_value_error() -> None:
+    assert geomcli.GeomError is GeomError
+    assert issubclass(GeomError, ValueError)
+
+
+# Inputs a caller could pass that the spec neither allows nor forbids. Each must either work or
+# raise GeomError: never a TypeError, IndexError, OverflowError, ... from inside numpy.
+ODD_CALLS: dict[str, Callable[[], object]] = {
+    "ccp-huge-target": lambda: center_crop_pad(X34, [10**30, 2]),
+    "ccp-huge-axis": lambda: center_crop_pad(X34, [2, 2], axes=[0, 10**30]),
+    "ccp-target-none-inside": lambda: center_crop_pad(X34, [2, None]),
+    "ccp-uint64-shape": lambda: center_crop_pad(X34, np.array([2, 2], dtype=np.uint64)),
+    "ccp-uint8-shape": lambda: center_crop_pad(X34, np.array([2, 2], dtype=np.uint8)),
+    "ccp-axes-string": lambda: center_crop_pad(X34, [2], axes="0"),
+    "ccp-axes-int": lambda: center_crop_pad(X34, [2], axes=0),
+    "ccp-axes-bool": lambda: center_crop_pad(X34, [2], axes=[True]),
+    "ccp-axes-float-array": lambda: center_crop_pad(X34, [2], axes=np.array([0.0])),
+    "ccp-ragged-shape": lambda: center_crop_pad(X34, [[2], [2, 2]]),
+    "ccp-data-none": lambda: center_crop_pad(None, []),
+    "ccp-data-str": lambda: center_crop_pad("abc", []),
+    "ccp-data-list": lambda: center_crop_pad([[1, 2], [3, 4]], [1, 1]),
+    "ccp-data-ragged": lambda: center_crop_pad([[1, 2], [3]], [1, 1]),
+    "ccp-data-datetime": lambda: center_crop_pad(np.array(["2024-01-01"], dtype="datetime64[D]"), [3]),
+    "ccp-data-structured": lambda: center_crop_pad(np.zeros(2, dtype=[("a", "i4")]), [3]),
+    "ccp-data-bytes": lambda: center_crop_pad(np.array([b"ab", b"c"]), [3]),
+    "ccp-data-big-endian": lambda: center_crop_pad(np.arange(4, dtype=">i4"), [6]),
+    "ag-theta-none": lambda: affine_grid(None, [1, 1, 2, 2]),
+    "ag-size-none": lambda: affine_grid(THETA_2D, None),
+    "ag-size-string": lambda: affine_grid(THETA_2D, "1122"),
+    "ag-size-huge": lambda: affine_grid(THETA_2D, [1, 1, 10**30, 2]),
+    "ag-size-uint64": lambda: affine_grid(THETA_2D, np.array([1, 1, 2, 2], dtype=np.uint64)),
+    "ag-size-channels-0": lambda: affine_grid(THETA_2D, [1, 0, 2, 2]),
+    "ag-size-channels-negative": lambda: affine_grid(THETA_2D, [1, -1, 2, 2]),
+    "ag-batch-0": lambda: affine_grid(np.zeros((0, 2, 3), np.float32), [0, 1, 2, 2]),
+    "ag-theta-nan": lambda: affine_grid(np.full((1, 2, 3), np.nan, np.float32), [1, 1, 2, 2]),
+    "ag-theta-object": lambda: affine_grid(THETA_2D.astype(object), [1, 1, 2, 2]),
+    "ag-theta-ragged": lambda: affine_grid([[[1.0, 0.0], [0.0, 1.0, 0.0]]], [1, 1, 2, 2]),
+    "ag-theta-big-endian": lambda: affine_grid(THETA_2D.astype(">f8"), [1, 1, 2, 2]),
+    "ag-align-corners-none": lambda: affine_grid(THETA_2D, [1, 1, 2, 2], align_corners=None),
+    "ag-align-corners-float": lambda: affine_grid(THETA_2D, [1, 1, 2, 2], align_corners=1.0),
+    "s2d-blocksize-huge": lambda: space_to_depth(X4D, 10**30),
+    "s2d-blocksize-numpy-int": lambda: space_to_depth(distinct((1, 2, 4, 4), np.dtype("int8")), np.int64(2)),
+    "s2d-blocksize-array": lambda: space_to_depth(X4D, np.array([1])),
+    "s2d-mode-int": lambda: space_to_depth(X4D, 1, mode=1),
+    "s2d-mode-numpy-str": lambda: space_to_depth(X4D, 1, mode=np.str_("CRD")),
+    "s2d-data-none": lambda: space_to_depth(None, 1),
+    "s2d-data-list": lambda: space_to_depth([[[[1, 2], [3, 4]]]], 2),
+    "s2d-data-object": lambda: space_to_depth(np.zeros((1, 1, 2, 2), dtype=object), 2),
+    "s2d-data-big-endian": lambda: space_to_depth(np.arange(16, dtype=">u2").reshape(1, 1, 4, 4), 2),
+    "d2s-data-datetime": lambda: depth_to_space(np.zeros((1, 4, 1, 1), dtype="datetime64[s]"), 2),
+    "d2s-data-big-endian": lambda: depth_to_space(np.arange(16, dtype=">f4").reshape(1, 4, 2, 2), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(ODD_CALLS))
+def test_odd_inputs_raise_geom_error_or_work(name: str) -> None:
+    try:
+        result = ODD_CALLS[name]()
+    except GeomError as error:
+        assert "\n" not in str(error)
+    else:
+        assert isinstance(result, np.ndarray)
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        pytest.param(lambda: center_crop_pad(np.arange(4, dtype=">i4"), [6]), np.array([0, 0, 1, 2, 3, 0]), id="ccp"),
+        pytest.param(
+            lambda: space_to_depth(np.arange(16, dtype=">u2").reshape(1, 1, 4, 4), 2),
+            space_to_depth_oracle(np.arange(16, dtype="<u2").reshape(1, 1, 4, 4), 2, "DCR"), id="s2d",
+        ),
+        pytest.param(
+            lambda: depth_to_space(np.arange(16, dtype=">f4").reshape(1, 4, 2, 2), 2),
+            depth_to_space_oracle(np.arange(16, dtype="<f4").reshape(1, 4, 2, 2), 2, "DCR"), id="d2s",
+        ),
+    ],
+)  # fmt: skip
+def test_big_endian_inputs_are_refused_or_read_correctly(call: Callable[[], np.ndarray], expected: np.ndarray) -> None:
+    """Big-endian arrays come from .npy files written elsewhere; reinterpreting bytes would scramble them."""
+    try:
+        result = call()
+    except GeomError:
+        return
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_blocksize_accepts_numpy_integers() -> None:
+    x = distinct((1, 2, 6, 6), np.dtype("int16"))
+    for b in (np.int64(3), np.int32(3), np.uint8(3)):
+        assert_identical(space_to_depth(x, b), space_to_depth_oracle(x, 3, "DCR"))
+        assert_identical(depth_to_space(space_to_depth(x, b), b), x)
+
+
+# ---- the fill extension (keyword-only, for the CLI's --fill; not part of ONNX) -------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "fill", "expected"),
+    [
+        (np.array([1, 2], dtype=np.uint8), 7, np.array([7, 1, 2, 7], dtype=np.uint8)),
+        (np.array([1.5], dtype=np.float32), -0.5, np.array([-0.5, 1.5, -0.5, -0.5], dtype=np.float32)),
+        (np.array(["ab"], dtype="<U2"), "-", np.array(["-", "ab", "-", "-"], dtype="<U2")),
+        (np.array([True]), True, np.array([True, True, True, True])),
+    ],
+)
+def test_fill_pads_with_the_given_value(data: np.ndarray, fill: Any, expected: np.ndarray) -> None:
+    assert_identical(center_crop_pad(data, [len(expected)], fill=fill), expected)
+    assert_identical(center_crop_pad(expected, [len(data)], fill=fill), data)  # a crop ignores fill
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fill"),
+    [("uint8", 300), ("uint8", -1), ("int32", 0.5), ("float32", "a"), ("<U2", 1), ("int8", None)],
+)
+def test_fill_must_fit_the_dtype(dtype: str, fill: Any) -> None:
+    if fill is None:  # None means "the dtype's zero"
+        assert_identical(center_crop_pad(np.ones(1, dtype=dtype), [2], fill=None), np.array([1, 0], dtype=dtype))
+        return
+    with pytest.raises(GeomError, match=r"^center_crop_pad: fill"):
+        center_crop_pad(np.ones(1, dtype=dtype), [3], fill=fill)
+
+
+# --------------------------------------------------------------------------------------------------
+# 7. onnxruntime as a second oracle; what importing the kernels costs
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("in_shape", "shape", "axes"),
+    [
+        ((5, 7, 3), [2, 10, 3], None),
+        ((4, 9, 2), [7, 4], [0, 1]),
+        ((3, 8, 6), [5, 1], [-1, -2]),
+        ((2, 3, 4, 5), [3, 0, 6, 5], None),
+    ],
+)
+def test_center_crop_pad_matches_onnxruntime(
+    rng: np.random.Generator, in_shape: tuple[int, ...], shape: list[int], axes: list[int] | None
+) -> None:
+    """onnxruntime runs CenterCropPad only for int64 shapes (and not on every dtype): float32 here."""
+    x = make_array(rng, in_shape, np.dtype("float32"))
+    attributes = {} if axes is None else {"axes": axes}
+    expected = ort_run("CenterCropPad", 18, [x, np.array(shape, dtype=np.int64)], **attributes)
+    assert_identical(center_crop_pad(x, shape, axes=axes), expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int64"])
+@pytest.mark.parametrize(("shape", "b"), [((2, 3, 6, 9), 3), ((1, 2, 4, 6), 2)])
+def test_space_depth_match_onnxruntime(mode: str, dtype: str, shape: tuple[int, ...], b: int) -> None:
+    """onnxruntime 1.32 runs SpaceToDepth-28 with its mode attribute, and DepthToSpace."""
+    x = distinct(shape, np.dtype(dtype))
+    y = space_to_depth(x, b, mode=mode)
+    assert_identical(y, ort_run("SpaceToDepth", 28, [x], blocksize=b, mode=mode))
+    assert_identical(depth_to_space(y, b, mode=mode), ort_run("DepthToSpace", 28, [y], blocksize=b, mode=mode))
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+@pytest.mark.parametrize("size", [[2, 3, 5, 6], [2, 1, 3, 4, 5]], ids=["2d", "3d"])
+def test_affine_grid_matches_onnxruntime(rng: np.random.Generator, align_corners: int, size: list[int]) -> None:
+    k = len(size) - 2
+    theta = rng.uniform(-2, 2, size=(size[0], k, k + 1)).astype(np.float32)
+    expected = ort_run("AffineGrid", 20, [theta, np.array(size, dtype=np.int64)], align_corners=align_corners)
+    grid = affine_grid(theta, size, align_corners=align_corners)
+    assert grid.dtype == expected.dtype == np.float32
+    np.testing.assert_allclose(grid, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_importing_kernels_loads_no_cli_or_io_libraries() -> None:
+    """geomcli.kernels imports numpy only: no click, rich, PIL or tifffile (nor the test oracles)."""
+    heavy = ["click", "rich", "PIL", "tifffile", "onnx", "onnxruntime", "hypothesis"]
+    code = (
+        "import sys, geomcli.kernels\n"
+        f"print(sorted({{name.split('.')[0] for name in sys.modules}} & set({heavy!r})))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
