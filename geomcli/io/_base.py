@@ -70,3 +70,19 @@ def one_line(exc: BaseException) -> str:
     if not text:
         text = type(exc).__name__
     return text[:200]
+
+
+def raised_in(exc: BaseException, package: str) -> bool:
+    """Whether ``package``'s own code raised ``exc`` (some frame of its traceback is in it).
+
+    Backends raise TypeError, AssertionError and the like on crafted files; those are bad files.
+    The same types raised by geomcli's own code are bugs and keep their traceback.
+    """
+    marker = f"{package}/"
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+        if marker in filename and "/geomcli/" not in filename:
+            return True
+        tb = tb.tb_next
+    return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import tokenize
 from typing import IO
 
 import ml_dtypes  # noqa: F401  (registers "bfloat16" and co. by name, so their headers parse)
@@ -26,10 +27,20 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
             shape, fortran, dtype = fmt.read_array_header_1_0(f, max_header_size=_MAX_HEADER)
         elif version == (2, 0):
             shape, fortran, dtype = fmt.read_array_header_2_0(f, max_header_size=_MAX_HEADER)
+        elif version == (3, 0):
+            # 3.0 differs from 2.0 only by a utf-8 header; numpy has no public reader for it
+            from numpy.lib import _format_impl
+
+            shape, fortran, dtype = _format_impl._read_array_header(
+                f, version, max_header_size=_MAX_HEADER
+            )
         else:
-            # 3.0 only differs by a utf-8 header; numpy exposes no public reader for it
-            shape, fortran, dtype = fmt._read_array_header(f, version, max_header_size=_MAX_HEADER)
-    except (ValueError, TypeError, SyntaxError, EOFError, OSError, UnicodeDecodeError) as e:
+            raise GeomError(f"{name}: not a readable NPY (unknown version {version[0]}.{version[1]})")
+    except (ValueError, TypeError, SyntaxError, EOFError, OSError, UnicodeDecodeError,
+            tokenize.TokenError) as e:
+        # GeomError is a ValueError: ours pass through unchanged
+        if isinstance(e, GeomError):
+            raise
         raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
     if dtype.hasobject:
         raise GeomError(

@@ -19,7 +19,7 @@ from geomcli.io._base import Header, Loaded, check_size, one_line
 # Pillow's plugin name(s) for each format: Image.open tries only these, so content and name agree
 _PLUGINS = {
     "png": ("PNG",),
-    "jpeg": ("JPEG", "MPO"),
+    "jpeg": ("JPEG",),  # its factory hands back an MPO image itself when there is one
     "bmp": ("BMP", "DIB"),
     "gif": ("GIF",),
     "webp": ("WEBP",),

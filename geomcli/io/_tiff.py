@@ -14,11 +14,13 @@ from typing import IO, Any
 import numpy as np
 
 from geomcli.errors import GeomError
-from geomcli.io._base import Header, Loaded, check_size, one_line
+from geomcli.io._base import Header, Loaded, check_size, one_line, raised_in
 
 # tifffile raises its own TiffFileError (a ValueError), and on odd files also these
-_DECODE_ERRORS = (ValueError, KeyError, IndexError, TypeError, OSError, EOFError, struct.error,
-                  zlib.error, RuntimeError, AssertionError)
+_DECODE_ERRORS = (ValueError, KeyError, IndexError, OSError, EOFError, struct.error, zlib.error,
+                  ZeroDivisionError, OverflowError)
+# a crafted tag of the wrong type trips tifffile's own code; from ours these would be bugs
+_INSIDE_ERRORS = (TypeError, AttributeError, RuntimeError, AssertionError, NotImplementedError)
 
 
 def read_header(source: str | bytes, name: str) -> Header:
@@ -68,6 +70,10 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     except MemoryError as e:
         raise GeomError(f"{name}: not a readable TIFF (declares more data than fits in memory)") from e
     except _DECODE_ERRORS as e:
+        raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
+    except _INSIDE_ERRORS as e:
+        if not raised_in(e, "tifffile"):
+            raise
         raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
     finally:
         log.removeHandler(handler)
@@ -140,13 +146,19 @@ def _check_extent(tif: Any, series: Any, name: str) -> None:
         offsets, counts = page.dataoffsets, page.databytecounts
         if len(offsets) != len(counts) or not offsets:
             raise GeomError(f"{name}: not a readable TIFF (missing strip offsets or byte counts)")
-        if any(o + c > size for o, c in zip(offsets, counts)):
+        try:
+            past_end = any(int(o) + int(c) > size for o, c in zip(offsets, counts))
+        except (TypeError, ValueError) as e:
+            raise GeomError(f"{name}: not a readable TIFF (malformed strip offsets)") from e
+        if past_end:
             raise GeomError(f"{name}: not a readable TIFF (truncated)")
 
 
 def _memmap(tif: Any, series: Any, path: str) -> np.ndarray | None:
     """A read-only map of uncompressed contiguous data in native byte order; else None."""
     offset = series.dataoffset
+    if not isinstance(offset, (int, np.integer)):
+        return None  # a crafted offset tag of another type: let tifffile's reader judge it
     dtype = np.dtype(series.dtype)
     native = "<" if sys.byteorder == "little" else ">"
     if offset is None or dtype.kind == "b" or (tif.byteorder != native and dtype.itemsize > 1):
