@@ -7,7 +7,6 @@ and usage errors stay fast; numpy and the file backends load inside the commands
 from __future__ import annotations
 
 import functools
-import math
 import os
 import signal
 import sys
@@ -125,10 +124,6 @@ def _output_format(output: str, common: Common) -> str:
         raise click.BadParameter(str(error), param_hint="'-o' / '--output'") from error
 
 
-def _display(path: str) -> str:
-    return "<stdin>" if path == "-" else path
-
-
 def _describe(error: GeomError | OSError) -> str:
     """``<path>: <reason>``: our messages name their file; an OSError names it apart."""
     if isinstance(error, OSError) and error.filename is not None:
@@ -163,7 +158,7 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
         try:
             result = operate(loaded)
         except GeomError as error:
-            raise GeomError(f"{_display(input_path)}: {error}") from error
+            raise GeomError(f"{io.display_name(input_path)}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         io.write_array(result, output, format=output_format)
         report.value_range = summary.value_range(result)
@@ -186,11 +181,9 @@ def run_transform(command: str, input_path: str, output: str, common: Common, pa
 
 
 def _check_size(shape: tuple[int, ...], common: Common) -> None:
-    if math.prod(shape) > common.max_pixels:
-        raise GeomError(
-            f"the output {shape} has {math.prod(shape)} elements, over the limit of {common.max_pixels}; "
-            "raise it with --max-pixels or GEOMCLI_MAX_PIXELS"
-        )
+    from geomcli import io
+
+    io.check_size(shape, common.max_pixels, f"the output {shape}")
 
 
 def _on_nchw(loaded: Loaded, common: Common, kernel: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -222,7 +215,7 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="geomcli", message="%(prog)s %(version)s")
+@click.version_option(package_name="geomcli", message="geomcli %(version)s")
 def cli() -> None:
     """Apply ONNX geometry operators to images and tensors, exactly as the spec defines them.
 

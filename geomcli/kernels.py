@@ -234,7 +234,9 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints) -> Shape:
             f"found {theta_shape}"
         )
     if sizes[0] != theta_shape[0]:
-        raise GeomError(f"{func}: size[0] = {sizes[0]} does not match theta's batch of {theta_shape[0]}")
+        raise GeomError(
+            f"{func}: size[0] = {sizes[0]} does not match theta's batch of {theta_shape[0]} (theta shape {theta_shape})"
+        )
     if sizes[1] < 0 or min(sizes[2:]) < 1:
         raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)}")
     return (sizes[0], *sizes[2:], spatial)

@@ -127,7 +127,7 @@ def test_unknown_output_extension_is_a_usage_error(tensor: Path, tmp_path: Path)
 def test_huge_shape_is_refused_before_allocating(photo: Path, tmp_path: Path) -> None:
     result = run("crop-pad", photo, "-o", tmp_path / "out.npy", "--shape", "100000000,100000000")
     assert result.exit_code == 1
-    assert "over the limit of 2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS" in result.stderr
+    assert "exceed the limit of 2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS" in result.stderr
 
 
 def test_max_pixels_from_the_environment(photo: Path, tmp_path: Path) -> None:
@@ -319,7 +319,7 @@ def test_info(tensor: Path, photo: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"{tensor}: npy 2×3×6×8 float32")
-    assert lines[1].startswith(f"{photo}: png 9×12×3 uint8 layout HWC")
+    assert lines[1].startswith(f"{photo}: png 9×12×3 uint8, layout HWC")
 
 
 def test_info_json_and_a_failure(tensor: Path, tmp_path: Path) -> None:
