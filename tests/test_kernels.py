@@ -15,6 +15,7 @@ Sections, in order:
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import math
 import subprocess
@@ -1387,3 +1388,75 @@ def test_importing_kernels_loads_no_cli_or_io_libraries() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# ---- the threads extension (keyword-only; not part of ONNX): any count gives the same bits --------
+
+
+@functools.cache
+def _threads_inputs() -> dict[str, np.ndarray]:
+    """Inputs whose outputs are big enough (> 4 MiB) for the kernels to split; made on first use."""
+    rng = np.random.default_rng(3)
+    return {
+        "image": rng.integers(0, 255, size=(3, 1100, 1000)).astype(np.float32),
+        "nchw": rng.integers(0, 255, size=(1, 3, 2048, 2050)).astype(np.uint8),
+        "depth": rng.integers(0, 255, size=(2, 12, 600, 700)).astype(np.int16),
+        "theta": rng.uniform(-2, 2, size=(2, 2, 3)).astype(np.float32),
+    }
+
+
+def _threaded_calls() -> dict[str, tuple[Callable[..., np.ndarray], Callable[[], np.ndarray]]]:
+    """The kernels that take ``threads=``: a call, and its expected result from an oracle."""
+    data = _threads_inputs
+    candidates: dict[str, tuple[Callable[..., np.ndarray], Callable[[], np.ndarray]]] = {
+        "center_crop_pad": (
+            lambda **kw: center_crop_pad(data()["image"], [3, 1201, 901], **kw),
+            lambda: crop_pad_by_slices(data()["image"], [3, 1201, 901]),
+        ),
+        "space_to_depth": (
+            lambda **kw: space_to_depth(data()["nchw"], 2, mode="CRD", **kw),
+            lambda: space_to_depth_by_transpose(data()["nchw"], 2, "CRD"),
+        ),
+        "depth_to_space": (
+            lambda **kw: depth_to_space(data()["depth"], 2, mode="DCR", **kw),
+            lambda: depth_to_space_by_transpose(data()["depth"], 2, "DCR"),
+        ),
+        "affine_grid": (
+            lambda **kw: affine_grid(data()["theta"], [2, 1, 700, 801], align_corners=True, **kw),
+            lambda: affine_grid_by_einsum(data()["theta"], [2, 1, 700, 801], True),
+        ),
+    }
+    kernels: dict[str, Callable[..., np.ndarray]] = {
+        "center_crop_pad": center_crop_pad,
+        "space_to_depth": space_to_depth,
+        "depth_to_space": depth_to_space,
+        "affine_grid": affine_grid,
+    }
+    return {name: calls for name, calls in candidates.items() if "threads" in inspect.signature(kernels[name]).parameters}
+
+
+THREADED = _threaded_calls()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(THREADED))
+def test_threads_give_the_same_result(name: str) -> None:
+    call, expected = THREADED[name]
+    single = call(threads=1)
+    if name == "affine_grid":
+        assert_grid_close(single, expected(), np.dtype(np.float32), scale=8.0)
+    else:
+        assert_identical(single, expected())
+    for threads in (2, 3, 7, None):
+        assert_identical(call(threads=threads), single)
+
+
+@pytest.mark.parametrize("name", list(THREADED))
+@pytest.mark.parametrize(
+    ("threads", "match"),
+    [(0, "at least 1"), (-2, "at least 1"), (2.5, "integer"), (True, "integer"), ("2", "integer")],
+)
+def test_threads_must_be_a_positive_integer(name: str, threads: Any, match: str) -> None:
+    call, _ = THREADED[name]
+    with pytest.raises(GeomError, match=rf"^{name}: threads .*{match}"):
+        call(threads=threads)
