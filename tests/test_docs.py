@@ -15,7 +15,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-GEOMCLI = [sys.executable, "-m", "geomcli"]
 
 
 def fenced_blocks(language: str) -> list[str]:
@@ -23,11 +22,15 @@ def fenced_blocks(language: str) -> list[str]:
 
 
 def readme_commands() -> list[str]:
-    """Every geomcli command line the README shows, in set-up lines and console sessions."""
+    """Every shell line of the README that runs geomcli: set-up lines keep their geomcli part."""
     commands = []
     for block in fenced_blocks("sh"):
         for line in block.splitlines():
-            commands += [part.strip() for part in line.split("&&") if part.strip().startswith("geomcli ")]
+            line = line.split("  #")[0].strip()
+            if "pip install" in line:
+                commands += [part.strip() for part in line.split("&&") if part.strip().startswith("geomcli ")]
+            elif "geomcli " in line and "_COMPLETE" not in line:
+                commands.append(line)
     for block in fenced_blocks("console"):
         commands += [line[2:] for line in block.splitlines() if line.startswith("$ geomcli ")]
     return commands
@@ -64,10 +67,23 @@ def test_man_page_renders_without_warnings(page: Path) -> None:
 @pytest.mark.parametrize("command", readme_commands() + help_examples())
 def test_documented_command_runs_on_a_copy_of_the_samples(command: str, tmp_path: Path) -> None:
     shutil.copytree(ROOT / "samples", tmp_path / "samples")
-    # Some examples read what an earlier one wrote (blocks.npy): make those first.
-    subprocess.run([*GEOMCLI, "space-to-depth", "samples/tensor.npy", "-o", "samples/blocks.npy",
-                    "--blocksize", "2", "-q"], cwd=tmp_path, check=True)
-    result = subprocess.run([*GEOMCLI, *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True,
-                            text=True, env={**os.environ, "NO_COLOR": "1"})
+    env = {**os.environ, "NO_COLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    # Some examples read what an earlier one wrote (samples/blocks.npy): make those first.
+    subprocess.run(["geomcli", "space-to-depth", "samples/tensor.npy", "-o", "samples/blocks.npy",
+                    "--blocksize", "2", "-q"], cwd=tmp_path, check=True, env=env)
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, capture_output=True,
+                            text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_readme_worked_space_to_depth_example() -> None:
+    import numpy as np
+
+    from geomcli.kernels import space_to_depth
+
+    x = np.array([[f"{c}{i}" for i in range(16)] for c in "ab"]).reshape(1, 2, 4, 4)
+    for mode in ("DCR", "CRD"):
+        corners = "   ".join(f"{value:<2}" for value in space_to_depth(x, 2, mode)[0, :, 0, 0]).rstrip()
+        label = f"{mode} (default):" if mode == "DCR" else f"{mode}:"
+        assert f"{label:<17}{corners}" in README
