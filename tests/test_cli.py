@@ -329,3 +329,73 @@ def test_info_json_and_a_failure(tensor: Path, tmp_path: Path) -> None:
     assert first["shape"] == [2, 3, 6, 8] and first["status"] == "ok"
     assert second["status"] == "error" and "missing.npy" in second["error"]
     assert result.stderr.startswith("Error: ") and "missing.npy" in result.stderr
+
+
+# --- real processes: pipes, signals, terminals, completion --------------------------------
+
+import os  # noqa: E402
+import pty  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+GEOMCLI = [sys.executable, "-m", "geomcli"]
+
+
+def test_pipeline_through_stdin_and_stdout(tensor: Path, tmp_path: Path) -> None:
+    back = tmp_path / "back.npy"
+    command = (f"cat {tensor} | {' '.join(GEOMCLI)} space-to-depth - -o - --blocksize 2 -q"
+               f" | {' '.join(GEOMCLI)} depth-to-space - -o {back} --blocksize 2 -q")
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr == ""
+    assert np.array_equal(np.load(back), np.load(tensor))
+
+
+def test_closed_pipe_ends_quietly(photo: Path) -> None:
+    command = f"{' '.join(GEOMCLI)} crop-pad {photo} -o - --shape 3000,3000 -q | head -c 10 > /dev/null"
+    result = subprocess.run(["bash", "-c", command + "; echo ${PIPESTATUS[0]}"], capture_output=True, text=True)
+    assert result.stdout.strip() == "141"
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signals_exit_without_a_traceback(tmp_path: Path, signum: int, code: int) -> None:
+    out = tmp_path / "out.npy"
+    # stdin stays open and empty, so the process is certainly mid-read when the signal lands.
+    process = subprocess.Popen([*GEOMCLI, "crop-pad", "-", "-o", str(out), "--shape", "2,2"],
+                               stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == code
+    assert "Traceback" not in stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_binary_output_to_a_terminal_is_refused(tensor: Path) -> None:
+    controller, terminal = pty.openpty()
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(tensor), "-o", "-", "--shape", "1,1,1,1"],
+                            stdout=terminal, stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    os.close(controller)
+    assert result.returncode == 1
+    assert "terminal" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_python_dash_m() -> None:
+    result = subprocess.run([*GEOMCLI, "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("geomcli ")
+
+
+def test_bash_completion_script_and_mode_values() -> None:
+    env = {**os.environ, "_GEOMCLI_COMPLETE": "bash_source"}
+    script = subprocess.run([*GEOMCLI], capture_output=True, text=True, env=env)
+    assert "complete -o nosort -F" in script.stdout
+    env = {**os.environ, "_GEOMCLI_COMPLETE": "bash_complete", "COMP_WORDS": "geomcli space-to-depth --mode ",
+           "COMP_CWORD": "3"}
+    values = subprocess.run([*GEOMCLI], capture_output=True, text=True, env=env).stdout.split()
+    assert values == ["plain,DCR", "plain,CRD"]
+    env.update(COMP_WORDS="geomcli crop-pad x.npy --layout ", COMP_CWORD="4")
+    layouts = subprocess.run([*GEOMCLI], capture_output=True, text=True, env=env).stdout.split()
+    assert layouts == [f"plain,{name}" for name in ("NCHW", "NHWC", "CHW", "HWC", "HW")]
