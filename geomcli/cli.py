@@ -11,7 +11,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -144,14 +145,29 @@ def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
     return 0 if report.status == "ok" else EXIT_FAILED
 
 
+@contextmanager
+def reporting(report: Report, common: Common) -> Iterator[Report]:
+    """Time the work on one file and record a failure in its report instead of raising."""
+    started = time.perf_counter()
+    try:
+        yield report
+    except BrokenPipeError:
+        raise  # the reader of stdout has gone: not this file's failure (see _Group)
+    except (GeomError, OSError) as error:
+        if common.debug:
+            raise
+        report.status, report.error = "error", _describe(error)
+    finally:
+        report.seconds = time.perf_counter() - started
+
+
 def transform_file(command: str, input_path: str, output: str, output_format: str, common: Common,
                    parameters: dict[str, Any], operate: Callable[[Loaded], np.ndarray]) -> Report:
     """Read, transform and write one file; its report, with any failure in it."""
     from geomcli import io, summary
 
     report = summary.Report(command, input_path, output, parameters=parameters)
-    started = time.perf_counter()
-    try:
+    with reporting(report, common):
         loaded = io.read_array(input_path, max_pixels=common.max_pixels)
         report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
         report.notes.extend(loaded.notes)
@@ -162,11 +178,6 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         io.write_array(result, output, format=output_format)
         report.value_range = summary.value_range(result)
-    except (GeomError, OSError) as error:
-        if common.debug:
-            raise
-        report.status, report.error = "error", _describe(error)
-    report.seconds = time.perf_counter() - started
     return report
 
 
@@ -363,30 +374,22 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
     if theta_text is not None and flags_used:
         raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
     output_format = _output_format(output, common)
-    from geomcli import kernels, summary
+    from geomcli import io, kernels, summary
 
     parameters = {"align_corners": align_corners, "theta": theta_text or "flags"}
     report = summary.Report("affine-grid", theta_text if _is_theta_file(theta_text) else None, output,
                             parameters=parameters)
-    started = time.perf_counter()
-    try:
+    with reporting(report, common):
         theta, grid_size = _theta_and_size(size, like, theta_text, (rotate, scale, translate, shear), dtype, common)
         report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
         shape = kernels.affine_grid_output_shape(theta.shape, grid_size)
         _check_size(shape, common)
         grid = kernels.affine_grid(theta, grid_size, align_corners)
         report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
-        from geomcli import io
-
         io.write_array(grid, output, format=output_format)
         report.value_range = summary.value_range(grid)
         if not np_all_finite(theta):
             report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
-    except (GeomError, OSError) as error:
-        if common.debug:
-            raise
-        report.status, report.error = "error", _describe(error)
-    report.seconds = time.perf_counter() - started
     code = finish(report, common, data_on_stdout=output == "-")
     if code:
         raise SystemExit(code)
