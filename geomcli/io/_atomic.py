@@ -72,9 +72,18 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
 
 def to_stdout(payload: bytes) -> None:
     """Write bytes to standard output; a BrokenPipeError is left to the caller (ends quietly)."""
-    out = sys.stdout.buffer
-    out.write(payload)
-    out.flush()
+    sys.stdout.flush()
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, io.UnsupportedOperation):  # a stream in memory, as in tests
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()
+        return
+    # os.write, not the buffered stream: a large buffered write into a pipe whose reader has
+    # gone can report success, and the caller must see the BrokenPipeError.
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(descriptor, view):]
 
 
 def refuse_terminal(what: str) -> None:
