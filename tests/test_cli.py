@@ -43,8 +43,10 @@ def read_png(path: Path) -> np.ndarray:
 
 
 def test_version_and_help() -> None:
+    from importlib.metadata import version as metadata_version
+
     version = run("--version")
-    assert version.exit_code == 0 and version.stdout.startswith("geomcli ")
+    assert version.exit_code == 0 and version.stdout == f"geomcli {metadata_version('geomcli')}\n"
     help_text = run("-h").stdout
     for command in ("crop-pad", "affine-grid", "space-to-depth", "depth-to-space", "info"):
         assert command in help_text
@@ -399,3 +401,39 @@ def test_bash_completion_script_and_mode_values() -> None:
     env.update(COMP_WORDS="geomcli crop-pad x.npy --layout ", COMP_CWORD="4")
     layouts = subprocess.run([*GEOMCLI], capture_output=True, text=True, env=env).stdout.split()
     assert layouts == [f"plain,{name}" for name in ("NCHW", "NHWC", "CHW", "HWC", "HW")]
+
+
+HEAVY = ("numpy", "PIL", "tifffile", "rich", "ml_dtypes")
+PROBE = """
+import sys
+from geomcli.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(repr(sorted({name.split('.')[0] for name in sys.modules} & set(%r))))
+"""
+
+
+def imported_heavy(args: list[str], env: dict[str, str] | None = None) -> str:
+    result = subprocess.run([sys.executable, "-c", PROBE % (HEAVY,), *args], capture_output=True, text=True,
+                            env={**os.environ, **(env or {})})
+    return result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["crop-pad", "--help"], ["affine-grid", "-h"],
+                                  ["crop-pad", "x.png", "--shape", "1,a", "-o", "y.png"], ["nope"]])
+def test_start_up_imports_nothing_heavy(args: list[str]) -> None:
+    assert imported_heavy(args) == "[]"
+
+
+def test_completion_imports_nothing_heavy() -> None:
+    env = {"_GEOMCLI_COMPLETE": "bash_complete", "COMP_WORDS": "geomcli space-to-depth --mode ", "COMP_CWORD": "3"}
+    assert imported_heavy([], env) == "[]"
+
+
+def test_a_job_imports_only_its_backends(tensor: Path, photo: Path, tmp_path: Path) -> None:
+    png_job = imported_heavy(["crop-pad", str(photo), "-o", str(tmp_path / "o.png"), "--shape", "4,4"])
+    assert "PIL" in png_job and "tifffile" not in png_job and "rich" not in png_job
+    npy_job = imported_heavy(["crop-pad", str(tensor), "-o", str(tmp_path / "o.npy"), "--shape", "1,1,1,1"])
+    assert "PIL" not in npy_job and "tifffile" not in npy_job
