@@ -41,7 +41,8 @@ def gray16(rng: np.random.Generator) -> np.ndarray:
     ramp = (x * 65535 // 95).astype(np.int64)
     ring = 20000 * np.cos(np.hypot(x - 48, y - 32) / 4)
     values = ramp + ring + rng.integers(-64, 65, ramp.shape)
-    return np.clip(values, 0, 65535).astype(np.uint16)
+    image: np.ndarray = np.clip(values, 0, 65535).astype(np.uint16)
+    return image
 
 
 def rgba(rng: np.random.Generator) -> np.ndarray:
@@ -51,7 +52,8 @@ def rgba(rng: np.random.Generator) -> np.ndarray:
     alpha = np.clip((20 - distance) * 64, 0, 255)
     colour = np.stack([255 * x / 63, 255 * y / 47, 255 - 255 * x / 63], axis=-1)
     image = np.concatenate([colour, alpha[..., None]], axis=-1)
-    return np.rint(image).astype(np.uint8)
+    rounded: np.ndarray = np.rint(image).astype(np.uint8)
+    return rounded
 
 
 def tensor(rng: np.random.Generator) -> np.ndarray:

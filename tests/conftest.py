@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -33,3 +37,59 @@ def make_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype
     if dtype.kind == "c":
         return (values + 1j * rng.integers(1, 100, size=shape)).astype(dtype)
     return values.astype(dtype)
+
+
+# ---- files on disk, written by the backends themselves (not by geomcli.io), for reader tests ----
+# Pillow and tifffile are imported inside the factories: collecting the tests stays light.
+
+
+FileFactory = Callable[..., tuple[str, np.ndarray]]
+
+
+@pytest.fixture
+def npy_file(tmp_path: Path, rng: np.random.Generator) -> FileFactory:
+    """Factory: npy_file(shape, dtype, name="a.npy") -> (path, array), written by np.save."""
+
+    def make(shape: tuple[int, ...] = (2, 3, 4), dtype: Any = np.float32, name: str = "a.npy",
+             **save: Any) -> tuple[str, np.ndarray]:
+        data = make_array(rng, tuple(shape), np.dtype(dtype))
+        path = tmp_path / name
+        np.save(path, data, **save)
+        return str(path), data
+
+    return make
+
+
+@pytest.fixture
+def png_file(tmp_path: Path, rng: np.random.Generator) -> FileFactory:
+    """Factory: png_file(shape, dtype=uint8, name="a.png") -> (path, array), written by Pillow."""
+
+    def make(shape: tuple[int, ...] = (12, 16, 3), dtype: Any = np.uint8, name: str = "a.png",
+             **save: Any) -> tuple[str, np.ndarray]:
+        from PIL import Image
+
+        data = make_array(rng, tuple(shape), np.dtype(dtype))
+        if data.dtype == np.uint8:
+            data = rng.integers(0, 256, size=shape, dtype=np.uint8)
+        path = tmp_path / name
+        Image.fromarray(data).save(path, format="PNG", **save)
+        return str(path), data
+
+    return make
+
+
+@pytest.fixture
+def tiff_file(tmp_path: Path, rng: np.random.Generator) -> FileFactory:
+    """Factory: tiff_file(shape, dtype, name="a.tiff", **imwrite) -> (path, array), by tifffile."""
+
+    def make(shape: tuple[int, ...] = (3, 8, 10), dtype: Any = np.uint16, name: str = "a.tiff",
+             **imwrite: Any) -> tuple[str, np.ndarray]:
+        import tifffile
+
+        data = make_array(rng, tuple(shape), np.dtype(dtype))
+        path = tmp_path / name
+        imwrite.setdefault("photometric", "minisblack")
+        tifffile.imwrite(path, data, **imwrite)
+        return str(path), data
+
+    return make

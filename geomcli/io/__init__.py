@@ -67,8 +67,15 @@ _EXTENSIONS = {
 }
 _ALIASES = {"jpg": "jpeg", "tif": "tiff"}
 # the extension an error message suggests for each format
-_SUFFIX = {"png": ".png", "jpeg": ".jpg", "bmp": ".bmp", "gif": ".gif", "webp": ".webp",
-           "npy": ".npy", "tiff": ".tiff"}
+_SUFFIX = {
+    "png": ".png",
+    "jpeg": ".jpg",
+    "bmp": ".bmp",
+    "gif": ".gif",
+    "webp": ".webp",
+    "npy": ".npy",
+    "tiff": ".tiff",
+}
 
 
 def format_for_path(path: str, override: str | None = None) -> str:
@@ -173,7 +180,9 @@ def read_array(
     except OSError as e:
         raise _read_error(name, e) from e
     except MemoryError as e:
-        raise GeomError(f"{name}: not enough memory to read it (under the --max-pixels limit)") from e
+        raise GeomError(
+            f"{name}: not enough memory to read it (under the --max-pixels limit)"
+        ) from e
 
 
 def write_array(data: np.ndarray, path: str, /, *, format: str | None = None) -> None:
@@ -186,6 +195,8 @@ def write_array(data: np.ndarray, path: str, /, *, format: str | None = None) ->
     """
     from geomcli.io import _atomic
 
+    if isinstance(data, np.generic):
+        data = np.asarray(data)  # a numpy scalar (e.g. from a 0-d reduction) is a 0-d array
     fmt = format_for_path(path, format)
     name = display_name(path, output=True)
     _check_writable(data, fmt, name)
@@ -225,7 +236,11 @@ def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
         return None
     if fmt == "tiff":
         # tifffile's sample formats: no strings, no bfloat16 (a 'V' type), no long double
-        if dtype.kind not in "biufc" or dtype.itemsize > 16 or (dtype.kind == "f" and dtype.itemsize > 8):
+        if (
+            dtype.kind not in "biufc"
+            or dtype.itemsize > 16
+            or (dtype.kind == "f" and dtype.itemsize > 8)
+        ):
             return f"cannot hold {dtype} data"
         if not shape or 0 in shape:
             return f"cannot hold an empty or 0-d array (shape {shape})"
@@ -268,7 +283,9 @@ def _check_writable(data: np.ndarray, fmt: str, name: str) -> None:
         return
     if data.dtype.hasobject:
         raise GeomError(f"{name}: {data.dtype} arrays hold Python objects; geomcli never pickles")
-    others = [_SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, data.dtype, data.shape) is None]
+    others = [
+        _SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, data.dtype, data.shape) is None
+    ]
     if len(others) > 1:
         where = ", ".join(others[:-1]) + " or " + others[-1]
     else:

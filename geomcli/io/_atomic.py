@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -51,7 +52,7 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     try:
         raw = io.FileIO(fd, "wb")
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
-        raw.name = tmp  # type: ignore[misc]
+        raw.name = tmp
         with io.BufferedWriter(raw) as f:
             # mkstemp makes 0600; a plain open() would give 0666 less the umask
             os.fchmod(f.fileno(), 0o666 & ~_umask())
@@ -70,6 +71,30 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
         raise
 
 
+def remove_leftovers(path: str) -> list[str]:
+    """Remove the temp files ``atomic_file(path)`` leaves when its process is killed in the one gap
+    its cleanup cannot cover (inside mkstemp, before the try); the names removed.
+
+    For a caller that stopped a writer of ``path`` and knows no other writer of it is running.
+    """
+    folder = os.path.dirname(path) or "."
+    # mkstemp's names: the prefix, 8 characters of its alphabet, the suffix
+    pattern = re.compile(re.escape(f".{os.path.basename(path)}.") + r"[a-z0-9_]{8}\.tmp")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        if pattern.fullmatch(name):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed.append(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass
+    return removed
+
+
 def to_stdout(payload: bytes) -> None:
     """Write bytes to standard output; a BrokenPipeError is left to the caller (ends quietly)."""
     sys.stdout.flush()
@@ -83,7 +108,7 @@ def to_stdout(payload: bytes) -> None:
     # gone can report success, and the caller must see the BrokenPipeError.
     view = memoryview(payload)
     while view:
-        view = view[os.write(descriptor, view):]
+        view = view[os.write(descriptor, view) :]
 
 
 def refuse_terminal(what: str) -> None:

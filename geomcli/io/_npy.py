@@ -31,13 +31,22 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
             # 3.0 differs from 2.0 only by a utf-8 header; numpy has no public reader for it
             from numpy.lib import _format_impl
 
-            shape, fortran, dtype = _format_impl._read_array_header(
+            shape, fortran, dtype = _format_impl._read_array_header(  # type: ignore[attr-defined]
                 f, version, max_header_size=_MAX_HEADER
             )
         else:
-            raise GeomError(f"{name}: not a readable NPY (unknown version {version[0]}.{version[1]})")
-    except (ValueError, TypeError, SyntaxError, EOFError, OSError, UnicodeDecodeError,
-            tokenize.TokenError) as e:
+            raise GeomError(
+                f"{name}: not a readable NPY (unknown version {version[0]}.{version[1]})"
+            )
+    except (
+        ValueError,
+        TypeError,
+        SyntaxError,
+        EOFError,
+        OSError,
+        UnicodeDecodeError,
+        tokenize.TokenError,
+    ) as e:
         # GeomError is a ValueError: ours pass through unchanged
         if isinstance(e, GeomError):
             raise
@@ -48,7 +57,9 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
             "geomcli never unpickles"
         )
     if any(n < 0 for n in shape):
-        raise GeomError(f"{name}: not a readable NPY (malformed header: negative dimension in {shape})")
+        raise GeomError(
+            f"{name}: not a readable NPY (malformed header: negative dimension in {shape})"
+        )
     return tuple(int(n) for n in shape), bool(fortran), dtype, f.tell()
 
 
@@ -57,8 +68,14 @@ def _elements(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
     return shape + tuple(dtype.shape)
 
 
-def _check(shape: tuple[int, ...], dtype: np.dtype, offset: int, size: int, name: str,
-           max_pixels: int | None) -> None:
+def _check(
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    offset: int,
+    size: int,
+    name: str,
+    max_pixels: int | None,
+) -> None:
     if max_pixels is not None:
         check_size(_elements(shape, dtype), max_pixels, name)
     needed = math.prod(shape) * dtype.itemsize
@@ -100,7 +117,7 @@ def _open(source: str | bytes, name: str) -> tuple[IO[bytes], int]:
     if isinstance(source, bytes):
         return io.BytesIO(source), len(source)
     try:
-        f = open(source, "rb")
+        f = open(source, "rb")  # noqa: SIM115 - the callers close it with `with`
         return f, os.fstat(f.fileno()).st_size
     except OSError as e:
         raise GeomError(f"{name}: cannot read ({one_line(e)})") from e
@@ -113,11 +130,23 @@ def write(data: np.ndarray, f: IO[bytes]) -> None:
         np.lib.format.write_array_header_1_0(
             f, {"descr": data.dtype.name, "fortran_order": False, "shape": data.shape}
         )
-        f.write(memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8)))
+        f.write(np.ascontiguousarray(data).reshape(-1).view(np.uint8).data)
         return
-    np.save(f, data, allow_pickle=False)
+    # numpy hands a real file to ndarray.tofile, whose short write loses errno ("N requested and
+    # M written"); through a plain .write() the disk-full or file-size error keeps its name
+    np.save(_WriteOnly(f), data, allow_pickle=False)
+
+
+class _WriteOnly:
+    def __init__(self, f: IO[bytes]) -> None:
+        self.write = f.write
 
 
 def _is_extension(dtype: np.dtype) -> bool:
     """A scalar type registered from outside numpy (ml_dtypes' bfloat16, float8_*, int4, ...)."""
-    return dtype.kind == "V" and dtype.names is None and dtype.subdtype is None and dtype.type is not np.void
+    return (
+        dtype.kind == "V"
+        and dtype.names is None
+        and dtype.subdtype is None
+        and dtype.type is not np.void
+    )

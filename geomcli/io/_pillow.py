@@ -79,18 +79,22 @@ def read_header(source: str | bytes, name: str, fmt: str, auto_orient: bool) -> 
 
 def read(source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient: bool) -> Loaded:
     src = "-" if isinstance(source, bytes) else source
-    head = _head_bytes(source, fmt)
-    if fmt == "png" and head is not None and _png.parse_ihdr(head, name).depth == 16:
-        return _read_png16(source, name, max_pixels, auto_orient)
+    if fmt == "png":
+        # every chunk is checked first (Pillow stops at the last IDAT and would accept a file cut
+        # after it); the bytes read then go to the decoder
+        source = source if isinstance(source, bytes) else _read_all(source)
+        chunks = _png.read_chunks(source, name)
+        if chunks.frames > 1:
+            raise GeomError(_animated(name, chunks.frames))
+        check_size(chunks.ihdr.shape, max_pixels, name)
+        if chunks.ihdr.depth == 16:
+            return _read_png16(chunks, name, src, auto_orient)
     notes: list[str] = []
     with _opened(source, name, fmt) as im:
         if fmt in _ANIMATED:
             frames = _frames(im, name)
             if frames > 1:
-                raise GeomError(
-                    f"{name}: has {frames} frames; geomcli reads single-frame images "
-                    "(convert the frames to a TIFF stack)"
-                )
+                raise GeomError(_animated(name, frames))
         mode, note = _target_mode(im)
         _, channels = _KEPT[mode]
         width, height = im.size
@@ -114,27 +118,30 @@ def read(source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient:
     return Loaded(data, fmt, _layout(data.shape), src, tuple(notes))
 
 
-def _read_png16(source: str | bytes, name: str, max_pixels: int, auto_orient: bool) -> Loaded:
+def _animated(name: str, frames: int) -> str:
+    return (
+        f"{name}: has {frames} frames; geomcli reads single-frame images "
+        "(convert the frames to a TIFF stack)"
+    )
+
+
+def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> Loaded:
     """Pillow would hand back 8 bits of these; our decoder keeps all 16."""
-    raw = source if isinstance(source, bytes) else _read_all(source, name)
-    ihdr = _png.parse_ihdr(raw, name)
-    check_size(ihdr.shape, max_pixels, name)
-    data, exif = _png.decode_16bit(raw, name)
+    data = _png.decode_16bit(chunks, name)
     notes: list[str] = []
-    if auto_orient and exif is not None:
+    if auto_orient and chunks.exif is not None:
         from PIL import Image
 
         try:
-            orientation = Image.Exif()
-            orientation.load(exif)
-            value = int(orientation.get(0x0112, 1))
+            exif = Image.Exif()
+            exif.load(chunks.exif)
+            value = int(exif.get(0x0112, 1))
         except _DECODE_ERRORS:
             value = 1  # an unreadable EXIF block: the pixels are still good
         if value in _ORIENTATIONS:
             data = orient(data, value)
             notes.append(f"{_ORIENTATIONS[value]} by its EXIF orientation {value}")
-    return Loaded(data, "png", _layout(data.shape), "-" if isinstance(source, bytes) else source,
-                  tuple(notes))
+    return Loaded(data, "png", _layout(data.shape), src, tuple(notes))
 
 
 def orient(data: np.ndarray, orientation: int) -> np.ndarray:
@@ -150,7 +157,7 @@ def orient(data: np.ndarray, orientation: int) -> np.ndarray:
     if orientation == 6:
         return np.rot90(data, -1)
     if orientation == 7:
-        return np.rot90(data, 1)[::-1]
+        return data[::-1, ::-1].swapaxes(0, 1)
     if orientation == 8:
         return np.rot90(data, 1)
     return data
@@ -171,7 +178,9 @@ def _opened(source: str | bytes, name: str, fmt: str) -> Iterator[Any]:
             with Image.open(fp, formats=_PLUGINS[fmt]) as im:
                 yield im
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-        raise GeomError(f"{name}: {one_line(e)}; raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS") from e
+        raise GeomError(
+            f"{name}: {one_line(e)}; raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS"
+        ) from e
     except GeomError:
         raise
     except _DECODE_ERRORS as e:
@@ -225,7 +234,7 @@ def _head_bytes(source: str | bytes, fmt: str) -> bytes | None:
         return f.read(33)
 
 
-def _read_all(path: str, name: str) -> bytes:
+def _read_all(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 

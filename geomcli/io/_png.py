@@ -64,16 +64,27 @@ def parse_ihdr(data: bytes, name: str) -> Ihdr:
     if depth not in _DEPTHS.get(colour, ()):
         raise GeomError(f"{name}: not a readable PNG (bit depth {depth} with colour type {colour})")
     if compression or filtering or interlace > 1:
-        raise GeomError(f"{name}: not a readable PNG (unknown compression, filter or interlace method)")
+        raise GeomError(
+            f"{name}: not a readable PNG (unknown compression, filter or interlace method)"
+        )
     return Ihdr(width, height, depth, colour, interlace)
 
 
-def read_chunks(data: bytes, name: str) -> tuple[Ihdr, bytes, bytes | None]:
-    """Walk the chunks: the header, the joined IDAT payload and the eXIf payload (if any)."""
+@dataclass(frozen=True)
+class Chunks:
+    ihdr: Ihdr
+    idat: bytes
+    exif: bytes | None
+    frames: int  # from an APNG's acTL; 1 for a plain PNG
+
+
+def read_chunks(data: bytes, name: str) -> Chunks:
+    """Walk and check every chunk (CRC, length, IEND present): truncation anywhere is an error."""
     ihdr = parse_ihdr(data, name)
     at = 33
     idat: list[bytes] = []
     exif: bytes | None = None
+    frames = 1
     while True:
         if at + 8 > len(data):
             raise GeomError(f"{name}: not a readable PNG (truncated)")
@@ -90,26 +101,22 @@ def read_chunks(data: bytes, name: str) -> tuple[Ihdr, bytes, bytes | None]:
             idat.append(body)
         elif kind == b"eXIf":
             exif = body
+        elif kind == b"acTL" and len(body) == 8:
+            frames = struct.unpack(">I", body[:4])[0]
         elif kind == b"IEND":
             break
-        elif kind in (b"acTL", b"fcTL"):
-            # an APNG: the caller's frame check (Pillow) reports it; we only decode plain PNGs
-            raise GeomError(f"{name}: animated PNG is not supported")
         at = end
     if not idat:
         raise GeomError(f"{name}: not a readable PNG (no image data)")
-    return ihdr, b"".join(idat), exif
+    return Chunks(ihdr, b"".join(idat), exif, frames)
 
 
-def decode_16bit(data: bytes, name: str) -> tuple[np.ndarray, bytes | None]:
-    """Decode a 16-bit PNG of colour type 0, 2, 4 or 6 to native uint16, HW or HWC.
-
-    Returns the array and the raw eXIf payload, so the caller can apply the orientation.
-    """
+def decode_16bit(chunks: Chunks, name: str) -> np.ndarray:
+    """Decode a checked 16-bit PNG of colour type 0, 2, 4 or 6 to native uint16, HW or HWC."""
     from PIL import Image
 
-    ihdr, idat, exif = read_chunks(data, name)
-    if ihdr.depth != 16 or ihdr.colour_type == 3:
+    ihdr, idat = chunks.ihdr, chunks.idat
+    if ihdr.depth != 16:
         raise GeomError(f"{name}: internal: not a 16-bit PNG")
     size = (ihdr.width, ihdr.height)
     # Each pass asks Pillow's decoder for a mode whose rawmode has the PNG's bits per pixel, so
@@ -128,10 +135,10 @@ def decode_16bit(data: bytes, name: str) -> tuple[np.ndarray, bytes | None]:
             lo = np.asarray(Image.frombytes(mode, size, idat, "zip", f"{mode};16L", ihdr.interlace))
     except (ValueError, OSError, zlib.error) as e:
         raise GeomError(f"{name}: not a readable PNG ({_reason(e)})") from e
-    out = (hi.astype(np.uint16) << 8) | lo
+    out: np.ndarray = (hi.astype(np.uint16) << 8) | lo
     if ihdr.channels == 1:
         out = out.reshape(ihdr.height, ihdr.width)
-    return out, exif
+    return out
 
 
 def _reason(e: BaseException) -> str:
@@ -172,7 +179,9 @@ def encode(
         if sub.shape[0] and sub.shape[1]:
             rows = np.ascontiguousarray(sub, dtype=sub.dtype.newbyteorder(">")).view(np.uint8)
             body += _filter_rows(rows.reshape(sub.shape[0], -1), bpp, filters)
-    header = struct.pack(">IIBBBBB", width, height, depth, _COLOUR_TYPE[channels], 0, 0, int(interlace))
+    header = struct.pack(
+        ">IIBBBBB", width, height, depth, _COLOUR_TYPE[channels], 0, 0, int(interlace)
+    )
     return (
         SIGNATURE
         + _chunk(b"IHDR", header)
@@ -182,7 +191,15 @@ def encode(
 
 
 # Adam7 passes: first row, first column, row step, column step
-_ADAM7 = ((0, 0, 8, 8), (0, 4, 8, 8), (4, 0, 8, 4), (0, 2, 4, 4), (2, 0, 4, 2), (0, 1, 2, 2), (1, 0, 2, 1))
+_ADAM7 = (
+    (0, 0, 8, 8),
+    (0, 4, 8, 8),
+    (4, 0, 8, 4),
+    (0, 2, 4, 4),
+    (2, 0, 4, 2),
+    (0, 1, 2, 2),
+    (1, 0, 2, 1),
+)
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:

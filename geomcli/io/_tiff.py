@@ -17,8 +17,17 @@ from geomcli.errors import GeomError
 from geomcli.io._base import Header, Loaded, check_size, one_line, raised_in
 
 # tifffile raises its own TiffFileError (a ValueError), and on odd files also these
-_DECODE_ERRORS = (ValueError, KeyError, IndexError, OSError, EOFError, struct.error, zlib.error,
-                  ZeroDivisionError, OverflowError)
+_DECODE_ERRORS = (
+    ValueError,
+    KeyError,
+    IndexError,
+    OSError,
+    EOFError,
+    struct.error,
+    zlib.error,
+    ZeroDivisionError,
+    OverflowError,
+)
 # a crafted tag of the wrong type trips tifffile's own code; from ours these would be bugs
 _INSIDE_ERRORS = (TypeError, AttributeError, RuntimeError, AssertionError, NotImplementedError)
 
@@ -65,10 +74,16 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     try:
         with tifffile.TiffFile(io.BytesIO(source) if isinstance(source, bytes) else source) as tif:
             yield tif, notes
+        if handler.damage:
+            # tifffile logs an error and reads on (a cut IFD chain, a bad tag): pages could be
+            # missing or zero-filled, so the file is refused
+            raise GeomError(f"{name}: not a readable TIFF ({handler.damage[0]})")
     except GeomError:
         raise
     except MemoryError as e:
-        raise GeomError(f"{name}: not a readable TIFF (declares more data than fits in memory)") from e
+        raise GeomError(
+            f"{name}: not a readable TIFF (declares more data than fits in memory)"
+        ) from e
     except _DECODE_ERRORS as e:
         raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
     except _INSIDE_ERRORS as e:
@@ -81,12 +96,16 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
 
 
 class _Collect(logging.Handler):
+    """tifffile's warnings become notes, its errors signs of damage."""
+
     def __init__(self, notes: list[str]) -> None:
         super().__init__(logging.WARNING)
         self.notes = notes
+        self.damage: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.notes.append("tifffile: " + " ".join(record.getMessage().split())[:200])
+        text = "tifffile: " + " ".join(record.getMessage().split())[:200]
+        (self.damage if record.levelno >= logging.ERROR else self.notes).append(text)
 
 
 def _series(tif: Any, name: str) -> Any:
@@ -165,7 +184,10 @@ def _memmap(tif: Any, series: Any, path: str) -> np.ndarray | None:
         return None
     if series.size == 0 or offset + series.size * dtype.itemsize > tif.filehandle.size:
         return None
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=tuple(series.shape))
+    mapped: np.ndarray = np.memmap(
+        path, dtype=dtype, mode="r", offset=int(offset), shape=tuple(series.shape)
+    )
+    return mapped
 
 
 def write(data: np.ndarray, f: IO[bytes]) -> None:

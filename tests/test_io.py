@@ -1,0 +1,1200 @@
+"""geomcli.io: round trips per format and dtype, sniffing, hostile files, atomic writes, laziness."""
+
+from __future__ import annotations
+
+import errno
+import importlib.util
+import io as bytes_io
+import os
+import pickle
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+import types
+import zlib
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import ALL_DTYPES, FileFactory, make_array
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from geomcli import io
+from geomcli.errors import GeomError
+from geomcli.io import _png
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _bytes(path: str | Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _put(path: str | Path, data: bytes) -> str:
+    with open(path, "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same dtype, shape and values (NaN-free data; strings and bfloat16 compare too)."""
+    return a.dtype == b.dtype and a.shape == b.shape and bool(np.all(a == b))
+
+
+# ---- formats and sniffing ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("a.png", "png"),
+        ("a.PNG", "png"),
+        ("a.jpg", "jpeg"),
+        ("a.jpeg", "jpeg"),
+        ("a.bmp", "bmp"),
+        ("a.gif", "gif"),
+        ("a.webp", "webp"),
+        ("dir.v2/a.npy", "npy"),
+        ("a.tif", "tiff"),
+        ("a.TIFF", "tiff"),
+        ("-", "npy"),
+    ],
+)
+def test_format_for_path_by_extension(path: str, expected: str) -> None:
+    assert io.format_for_path(path) == expected
+
+
+def test_format_for_path_override_wins_and_is_validated() -> None:
+    assert io.format_for_path("a.png", "npy") == "npy"
+    assert io.format_for_path("a.bin", "JPG") == "jpeg"
+    assert io.format_for_path("-", "tif") == "tiff"
+    with pytest.raises(GeomError, match=r"unknown format 'exr'; expected one of png, jpeg, .*tiff"):
+        io.format_for_path("a.png", "exr")
+
+
+@pytest.mark.parametrize(
+    ("path", "found"), [("a.exr", "unknown extension '.exr'"), ("noext", "no file extension")]
+)
+def test_format_for_path_unknown_extension_names_the_supported_ones(path: str, found: str) -> None:
+    with pytest.raises(
+        GeomError, match=rf"^{path}: {found}; expected one of \.png, \.jpg, .*\.npy, \.tif, \.tiff"
+    ):
+        io.format_for_path(path)
+
+
+def test_formats_constants() -> None:
+    assert io.FORMATS == ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
+    assert io.IMAGE_FORMATS == {"png", "jpeg", "bmp", "gif", "webp"}
+    assert io.DEFAULT_MAX_PIXELS == 2**31
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "png"),
+        (b"\xff\xd8\xff\xe0\0\x10JFIF", "jpeg"),
+        (b"II*\x00\x08\0\0\0", "tiff"),
+        (b"MM\x00*\0\0\0\x08", "tiff"),
+        (b"II+\x00\x08\x00\x00\x00", "tiff"),  # BigTIFF
+        (b"MM\x00+\x00\x08\x00\x00", "tiff"),
+        (b"\x93NUMPY\x01\x00v\x00", "npy"),
+        (b"BM6\x0c\0\0\0\0", "bmp"),
+        (b"GIF87a\x10\x00", "gif"),
+        (b"GIF89a\x10\x00", "gif"),
+        (b"RIFF\x24\0\0\0WEBPVP8L", "webp"),
+        (b"RIFF\x24\0\0\0WAVEfmt ", None),
+        (b"\x89PNG", None),  # too short to be sure
+        (b"", None),
+        (b"hello world, no magic here", None),
+    ],
+)
+def test_sniff_format_every_magic(head: bytes, expected: str | None) -> None:
+    assert io.sniff_format(head) == expected
+
+
+@pytest.mark.parametrize("fmt", io.FORMATS)
+def test_sniff_format_agrees_with_our_writers(tmp_path: Path, fmt: str) -> None:
+    data = np.zeros((4, 6, 3), np.uint8) if fmt not in ("gif",) else np.zeros((4, 6), np.uint8)
+    path = tmp_path / f"a.{fmt}"
+    io.write_array(data, str(path))
+    assert io.sniff_format(_bytes(path)[:16]) == fmt
+
+
+# ---- round trips -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [*ALL_DTYPES, np.dtype(ml_dtypes.float8_e4m3fn)], ids=str)
+@pytest.mark.parametrize("shape", [(2, 3, 4), (), (0, 5)], ids=["3d", "0d", "empty"])
+@pytest.mark.parametrize("mmap", [True, False])
+def test_npy_round_trip_every_dtype(
+    tmp_path: Path, rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], mmap: bool
+) -> None:
+    data = make_array(rng, shape, dtype)
+    path = str(tmp_path / "a.npy")
+    io.write_array(data, path)
+    loaded = io.read_array(path, mmap=mmap)
+    assert _equal(loaded.data, data)
+    assert (loaded.format, loaded.layout, loaded.source, loaded.notes) == ("npy", None, path, ())
+
+
+def test_npy_bfloat16_header_names_the_type(tmp_path: Path) -> None:
+    # np.save would write '<V2' and the type would be lost on the way back
+    path = str(tmp_path / "b.npy")
+    io.write_array(np.arange(4).astype(BF16), path)
+    assert b"'descr': 'bfloat16'" in _bytes(path)
+    assert io.read_header(path).dtype == BF16
+
+
+def test_npy_fortran_order_and_big_endian_survive(tmp_path: Path) -> None:
+    data = np.asfortranarray(np.arange(12, dtype=">i4").reshape(3, 4))
+    path = str(tmp_path / "f.npy")
+    np.save(path, data)
+    for mmap in (True, False):
+        loaded = io.read_array(path, mmap=mmap).data
+        assert loaded.dtype == np.dtype(">i4") and np.array_equal(loaded, data)
+
+
+def test_npy_memmap_is_read_only_and_only_when_asked(npy_file: FileFactory) -> None:
+    path, data = npy_file((4, 5), np.float32)
+    mapped = io.read_array(path).data
+    assert isinstance(mapped, np.memmap) and not mapped.flags.writeable
+    plain = io.read_array(path, mmap=False).data
+    assert not isinstance(plain, np.memmap) and np.array_equal(plain, data)
+
+
+TIFF_DTYPES = [
+    np.dtype(d)
+    for d in [
+        "bool",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    ]
+]
+
+
+@pytest.mark.parametrize("dtype", TIFF_DTYPES, ids=str)
+@pytest.mark.parametrize(
+    ("shape", "layout"), [((6, 7), "HW"), ((4, 6, 7), None), ((2, 3, 6, 7), None)]
+)
+def test_tiff_round_trip(
+    tmp_path: Path,
+    rng: np.random.Generator,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    layout: str | None,
+) -> None:
+    data = make_array(rng, shape, dtype)
+    path = str(tmp_path / "a.tiff")
+    io.write_array(data, path)
+    loaded = io.read_array(path)
+    assert _equal(loaded.data, data)
+    assert (loaded.format, loaded.layout) == ("tiff", layout)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("channels", [3, 4])
+def test_tiff_rgb_is_hwc(
+    tmp_path: Path, rng: np.random.Generator, dtype: Any, channels: int
+) -> None:
+    import tifffile
+
+    data = make_array(rng, (5, 6, channels), np.dtype(dtype))
+    path = str(tmp_path / "rgb.tif")
+    io.write_array(data, path)
+    with tifffile.TiffFile(path) as tif:
+        assert tif.pages.first.photometric == tifffile.PHOTOMETRIC.RGB
+    loaded = io.read_array(path)
+    assert _equal(loaded.data, data) and loaded.layout == "HWC"
+
+
+def test_tiff_multipage_stack_header_and_memmap(tiff_file: FileFactory) -> None:
+    path, data = tiff_file((4, 32, 48), np.uint16)
+    header = io.read_header(path)
+    assert (header.format, header.shape, header.dtype, header.pages, header.layout) == (
+        "tiff",
+        (4, 32, 48),
+        np.dtype(np.uint16),
+        4,
+        None,
+    )
+    assert header.file_size == os.path.getsize(path)
+    mapped = io.read_array(path).data
+    assert isinstance(mapped, np.memmap) and not mapped.flags.writeable
+    assert np.array_equal(mapped, data)
+    assert not isinstance(io.read_array(path, mmap=False).data, np.memmap)
+
+
+def test_tiff_compressed_is_read_not_mapped(tiff_file: FileFactory) -> None:
+    path, data = tiff_file((3, 16, 16), np.int32, compression="zlib")
+    loaded = io.read_array(path).data
+    assert not isinstance(loaded, np.memmap) and _equal(loaded, data)
+
+
+def test_tiff_big_endian_values_in_native_order(tiff_file: FileFactory) -> None:
+    path, data = tiff_file((2, 5, 6), np.uint16, byteorder=">")
+    for mmap in (True, False):
+        loaded = io.read_array(path, mmap=mmap).data
+        assert loaded.dtype.isnative and np.array_equal(loaded, data)
+
+
+def test_tiff_planar_rgb_becomes_hwc(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    hwc = rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)
+    path = str(tmp_path / "planar.tiff")
+    tifffile.imwrite(path, np.moveaxis(hwc, -1, 0), photometric="rgb", planarconfig="separate")
+    loaded = io.read_array(path)
+    assert _equal(np.asarray(loaded.data), hwc) and loaded.layout == "HWC"
+    assert any("planar" in note for note in loaded.notes)
+    assert io.read_header(path).shape == (8, 10, 3)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "match"),
+    [
+        ("<U4", r"TIFF cannot hold <U4 data; write \.npy$"),
+        (BF16, r"TIFF cannot hold bfloat16 data; write \.npy$"),
+    ],
+)
+def test_tiff_refuses_what_it_cannot_hold(tmp_path: Path, dtype: Any, match: str) -> None:
+    with pytest.raises(GeomError, match=match):
+        io.write_array(np.zeros((2, 2), dtype), str(tmp_path / "a.tiff"))
+    assert os.listdir(tmp_path) == []
+
+
+PNG_CASES = [
+    (np.uint8, (6, 7)),
+    *[(np.uint8, (6, 7, c)) for c in (1, 2, 3, 4)],
+    (np.uint16, (6, 7)),
+    *[(np.uint16, (6, 7, c)) for c in (1, 2, 3, 4)],
+    (bool, (6, 7)),
+]
+
+
+@pytest.mark.parametrize(("dtype", "shape"), PNG_CASES, ids=str)
+def test_png_round_trip(
+    tmp_path: Path, rng: np.random.Generator, dtype: Any, shape: tuple[int, ...]
+) -> None:
+    dtype = np.dtype(dtype)
+    data = (
+        rng.integers(0, np.iinfo(dtype).max + 1, shape).astype(dtype)
+        if dtype.kind == "u"
+        else (rng.integers(0, 2, shape).astype(bool))
+    )
+    path = str(tmp_path / "a.png")
+    io.write_array(data, path)
+    loaded = io.read_array(path)
+    # a single channel comes back as HW: PNG has no way to say "HWC with C=1"
+    expected = data[:, :, 0] if data.ndim == 3 and data.shape[2] == 1 else data
+    assert _equal(loaded.data, expected)
+    assert loaded.layout == ("HW" if expected.ndim == 2 else "HWC")
+    header = io.read_header(path)
+    assert (header.shape, header.dtype, header.pages) == (expected.shape, expected.dtype, 1)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "shape", "dtype"),
+    [
+        ("bmp", (5, 6), np.uint8),
+        ("bmp", (5, 6, 3), np.uint8),
+        ("bmp", (5, 6), bool),
+        ("gif", (5, 6), np.uint8),
+        ("webp", (5, 6, 3), np.uint8),
+        ("webp", (5, 6, 4), np.uint8),
+    ],
+)
+def test_lossless_image_formats_round_trip(
+    tmp_path: Path, rng: np.random.Generator, fmt: str, shape: tuple[int, ...], dtype: Any
+) -> None:
+    data = (
+        rng.integers(0, 256, shape).astype(np.uint8)
+        if dtype is np.uint8
+        else rng.integers(0, 2, shape) > 0
+    )
+    path = str(tmp_path / f"a.{fmt}")
+    io.write_array(data, path)
+    loaded = io.read_array(path)
+    assert _equal(loaded.data, data) and loaded.format == fmt
+
+
+@pytest.mark.parametrize("shape", [(16, 24), (16, 24, 3)])
+def test_jpeg_decodes_to_uint8_of_the_same_shape(
+    tmp_path: Path, rng: np.random.Generator, shape: tuple[int, ...]
+) -> None:
+    data = rng.integers(0, 256, shape).astype(np.uint8)
+    path = str(tmp_path / "a.jpg")
+    io.write_array(data, path)
+    loaded = io.read_array(path)
+    assert loaded.data.shape == shape and loaded.data.dtype == np.uint8 and loaded.format == "jpeg"
+
+
+@pytest.mark.parametrize("fmt", io.FORMATS)
+def test_writes_are_byte_identical_run_to_run(
+    tmp_path: Path, rng: np.random.Generator, fmt: str
+) -> None:
+    shape = (9, 11) if fmt == "gif" else (9, 11, 3)
+    data = rng.integers(0, 256, shape).astype(np.uint8)
+    first, second = tmp_path / f"1.{fmt}", tmp_path / f"2.{fmt}"
+    io.write_array(data, str(first))
+    io.write_array(data, str(second))
+    assert _bytes(first) == _bytes(second)
+    if fmt == "png":
+        assert b"tIME" not in _bytes(first)
+
+
+# ---- 16-bit PNG: our path around Pillow's 8-bit reading ------------------------------------------
+
+
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+@pytest.mark.parametrize("filters", [0, 1, 2, 3, 4, [0, 1, 2, 3, 4], None], ids=str)
+@pytest.mark.parametrize("interlace", [False, True])
+def test_png16_every_filter_and_interlace(
+    tmp_path: Path, rng: np.random.Generator, channels: int, filters: Any, interlace: bool
+) -> None:
+    data = rng.integers(0, 65536, (13, 17, channels), dtype=np.uint16)
+    path = _put(tmp_path / "a.png", _png.encode(data, filters=filters, interlace=interlace))
+    loaded = io.read_array(path).data
+    assert _equal(loaded, data[:, :, 0] if channels == 1 else data)
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_png16_high_bytes_match_pillow_own_8bit_reading(
+    tmp_path: Path, rng: np.random.Generator, channels: int
+) -> None:
+    # an independent oracle: Pillow reads these files as 8-bit, which must be our high bytes
+    from PIL import Image
+
+    data = rng.integers(0, 65536, (20, 30, channels), dtype=np.uint16)
+    for interlace in (False, True):
+        path = _put(tmp_path / "a.png", _png.encode(data, interlace=interlace))
+        with Image.open(path) as im:
+            eight = np.asarray(im)
+        assert np.array_equal(io.read_array(path).data >> 8, eight)
+
+
+def test_png16_grey_written_by_pillow(tmp_path: Path, rng: np.random.Generator) -> None:
+    from PIL import Image
+
+    data = rng.integers(0, 65536, (15, 9), dtype=np.uint16)
+    path = str(tmp_path / "g.png")
+    Image.fromarray(data).save(path)
+    assert _equal(io.read_array(path).data, data)
+
+
+def _ppm(data: bytes) -> np.ndarray:
+    fields = data.split(maxsplit=4)
+    assert fields[0] == b"P6"
+    width, height, maxval = int(fields[1]), int(fields[2]), int(fields[3])
+    dtype = ">u2" if maxval > 255 else np.uint8
+    return np.frombuffer(fields[4], dtype=dtype).reshape(height, width, 3)
+
+
+@pytest.mark.skipif(shutil.which("convert") is None, reason="no ImageMagick convert")
+def test_png16_rgb_agrees_with_imagemagick(tmp_path: Path, rng: np.random.Generator) -> None:
+    # /usr/local/bin/convert may be a stand-in that prints only the 8 high bits: accept both
+    data = rng.integers(0, 65536, (10, 12, 3), dtype=np.uint16)
+    path = _put(tmp_path / "a.png", _png.encode(data, filters=[0, 1, 2, 3, 4]))
+    result = subprocess.run(["convert", path, "ppm:-"], capture_output=True, check=True, timeout=60)
+    theirs = _ppm(result.stdout)
+    ours = io.read_array(path).data
+    assert np.array_equal(ours if theirs.dtype != np.uint8 else ours >> 8, theirs)
+
+
+def test_png16_samples_stay_16bit() -> None:
+    loaded = io.read_array(str(SAMPLES / "gray16.png"))
+    assert loaded.data.dtype == np.uint16 and loaded.data.max() > 255
+
+
+# ---- image modes, orientation, animation ---------------------------------------------------------
+
+
+def test_palette_png_is_expanded_with_a_note(tmp_path: Path) -> None:
+    from PIL import Image
+
+    im = Image.new("P", (4, 3))
+    im.putpalette([10, 20, 30, 200, 100, 0] + [0] * 762)
+    im.putpixel((1, 1), 1)
+    path = str(tmp_path / "p.png")
+    im.save(path)
+    loaded = io.read_array(path)
+    assert loaded.data.shape == (3, 4, 3) and loaded.data.dtype == np.uint8
+    assert tuple(loaded.data[1, 1]) == (200, 100, 0) and tuple(loaded.data[0, 0]) == (10, 20, 30)
+    assert loaded.notes == ("palette expanded to RGB",)
+    assert io.read_header(path).shape == (3, 4, 3)
+    im.save(path, transparency=0)
+    loaded = io.read_array(path)
+    assert loaded.data.shape == (3, 4, 4) and loaded.notes == ("palette expanded to RGBA",)
+    assert loaded.data[0, 0, 3] == 0 and loaded.data[1, 1, 3] == 255
+
+
+@pytest.mark.parametrize(
+    ("mode", "dtype", "shape"),
+    [
+        ("1", bool, (3, 4)),
+        ("L", np.uint8, (3, 4)),
+        ("LA", np.uint8, (3, 4, 2)),
+        ("I;16", np.uint16, (3, 4)),
+    ],
+)
+def test_modes_map_to_dtypes(tmp_path: Path, mode: str, dtype: Any, shape: tuple[int, ...]) -> None:
+    from PIL import Image
+
+    path = str(tmp_path / "m.png")
+    Image.new(mode, (4, 3)).save(path)
+    loaded = io.read_array(path)
+    assert (
+        loaded.data.dtype == np.dtype(dtype) and loaded.data.shape == shape and loaded.notes == ()
+    )
+
+
+def _with_exif_png(encoded: bytes, orientation: int) -> bytes:
+    """Insert an eXIf chunk (written by Pillow's Exif) before the first IDAT of our encoder's PNG."""
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    body = exif.tobytes()
+    chunk = (
+        struct.pack(">I", len(body))
+        + b"eXIf"
+        + body
+        + struct.pack(">I", zlib.crc32(b"eXIf" + body))
+    )
+    at = encoded.index(b"IDAT") - 4
+    return encoded[:at] + chunk + encoded[at:]
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_exif_orientation_is_applied_the_same_on_both_png_paths(
+    tmp_path: Path, orientation: int
+) -> None:
+    """Pillow's exif_transpose (8-bit) and our numpy table (16-bit) turn images the same way."""
+    from PIL import Image
+
+    eight = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    p8 = str(tmp_path / "a8.png")
+    Image.fromarray(eight).save(p8, exif=exif.tobytes())
+    p16 = _put(
+        tmp_path / "a16.png",
+        _with_exif_png(_png.encode(eight.astype(np.uint16) * 257), orientation),
+    )
+    upright8, upright16 = io.read_array(p8), io.read_array(p16)
+    assert np.array_equal(upright8.data, upright16.data // 257)
+    turned = orientation in (5, 6, 7, 8)
+    assert upright8.data.shape == ((6, 4, 3) if turned else (4, 6, 3))
+    assert io.read_header(p8).shape == io.read_header(p16).shape == upright8.data.shape
+    assert upright8.notes == upright16.notes
+    if orientation > 1:
+        assert f"EXIF orientation {orientation}" in upright8.notes[0]
+    assert np.array_equal(io.read_array(p8, auto_orient=False).data, eight)
+
+
+def test_exif_rotated_jpeg(tmp_path: Path) -> None:
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    path = str(tmp_path / "r.jpg")
+    Image.new("RGB", (12, 8), (200, 10, 10)).save(path, exif=exif.tobytes())
+    loaded = io.read_array(path)
+    assert loaded.data.shape == (12, 8, 3)
+    assert loaded.notes == ("rotated 90 degrees clockwise by its EXIF orientation 6",)
+    assert io.read_header(path).shape == (12, 8, 3)
+    assert io.read_array(path, auto_orient=False).data.shape == (8, 12, 3)
+
+
+@pytest.mark.parametrize("fmt", ["gif", "webp", "png"])
+def test_animations_are_refused(tmp_path: Path, fmt: str) -> None:
+    from PIL import Image
+
+    frames = [Image.new("RGB", (8, 8), (40 * i, 0, 0)) for i in range(3)]
+    path = str(tmp_path / f"anim.{fmt}")
+    frames[0].save(path, save_all=True, append_images=frames[1:])
+    with pytest.raises(GeomError, match=rf"^{path}: has 3 frames; "):
+        io.read_array(path)
+
+
+# ---- size limits and bombs ---------------------------------------------------------------------
+
+
+def test_check_size_message() -> None:
+    io.check_size((10, 10), 100, "x")
+    with pytest.raises(
+        GeomError,
+        match=r"^big\.png: 10000000000 elements exceed the limit of 2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS$",
+    ):
+        io.check_size((100000, 100000), io.DEFAULT_MAX_PIXELS, "big.png")
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _png_header_only(width: int, height: int, depth: int = 8, colour: int = 2) -> bytes:
+    """A PNG declaring a size, with a few bytes of (far too little) image data."""
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", ihdr)
+        + _chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + _chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize("depth", [8, 16])
+def test_png_bomb_is_refused_before_decoding(tmp_path: Path, depth: int) -> None:
+    path = _put(tmp_path / "bomb.png", _png_header_only(100_000, 100_000, depth))
+    with pytest.raises(GeomError, match=r"bomb\.png: 30000000000 elements exceed the limit"):
+        io.read_array(path)
+    # the header is still described, as declared
+    assert io.read_header(path).shape == (100_000, 100_000, 3)
+
+
+def test_image_over_a_low_limit_and_over_pillows_own(tmp_path: Path, png_file: FileFactory) -> None:
+    path, _ = png_file((10, 10, 3))
+    with pytest.raises(GeomError, match="300 elements exceed the limit of 299"):
+        io.read_array(path, max_pixels=299)
+    assert io.read_array(path, max_pixels=300).data.shape == (10, 10, 3)
+    # a GIF whose screen is beyond Pillow's bomb limits: our message, no Pillow warning or error
+    gif = (
+        b"GIF89a"
+        + struct.pack("<HH", 60000, 60000)
+        + b"\0\0\0"
+        + b","
+        + struct.pack("<HHHH", 0, 0, 1, 1)
+        + b"\0"
+        + b"\x02\x02\x44\x01\0"
+        + b";"
+    )
+    bomb = _put(tmp_path / "bomb.gif", gif)
+    with pytest.raises(GeomError, match="3600000000 elements exceed the limit"):
+        io.read_array(bomb)
+
+
+def _npy_with_header(text: str, version: tuple[int, int] = (1, 0), data: bytes = b"") -> bytes:
+    body = text.encode("latin1")
+    size = "<H" if version == (1, 0) else "<I"
+    prefix = 6 + 2 + struct.calcsize(size)
+    pad = -(prefix + len(body) + 1) % 64
+    body = body + b" " * pad + b"\n"
+    return b"\x93NUMPY" + bytes(version) + struct.pack(size, len(body)) + body + data
+
+
+def test_npy_huge_declared_shape_is_refused_without_allocating(tmp_path: Path) -> None:
+    path = _put(
+        tmp_path / "huge.npy",
+        _npy_with_header(
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000, 100000000), }"
+        ),
+    )
+    with pytest.raises(GeomError, match=r"huge\.npy: 10000000000000000 elements exceed the limit"):
+        io.read_array(path)
+    # past the limit too: the file's real size says it is truncated
+    with pytest.raises(
+        GeomError,
+        match=r"huge\.npy: not a readable NPY \(truncated: .* needs 80000000000000000 bytes",
+    ):
+        io.read_array(path, max_pixels=10**20)
+    with pytest.raises(GeomError, match="truncated"):
+        io.read_header(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "version", "match"),
+    [
+        ("{'descr': '<f4', 'fortran_order': False}", (1, 0), "malformed header"),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3), }",
+            (1, 0),
+            "malformed header",
+        ),
+        ("{'descr': 'zz9', 'fortran_order': False, 'shape': (2,), }", (1, 0), "malformed header"),
+        ("[1, 2, 3]", (1, 0), "malformed header"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,", (1, 0), "malformed header"),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+            (9, 9),
+            r"unknown version 9\.9",
+        ),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", (2, 0), r"truncated"),
+    ],
+)
+def test_npy_malformed_headers(
+    tmp_path: Path, header: str, version: tuple[int, int], match: str
+) -> None:
+    path = _put(tmp_path / "m.npy", _npy_with_header(header, version))
+    with pytest.raises(GeomError, match=rf"^{path}: .*{match}"):
+        io.read_array(path)
+    with pytest.raises(GeomError):
+        io.read_header(path)
+
+
+def test_npy_header_longer_than_the_file(tmp_path: Path) -> None:
+    path = _put(tmp_path / "h.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", 2**31) + b"{'descr'")
+    with pytest.raises(GeomError, match="malformed header"):
+        io.read_array(path)
+
+
+class _CreatesFile:
+    """Unpickling this opens (so creates) a file: the payload a hostile .npy would carry."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return (open, (self.path, "w"))
+
+
+def _pickle_npy(path: Path, target: Path) -> str:
+    data = np.empty(1, dtype=object)
+    data[0] = _CreatesFile(str(target))
+    np.save(path, data, allow_pickle=True)
+    return str(path)
+
+
+def test_object_npy_is_refused_and_never_unpickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # first prove the payload is live: a trusting loader creates the file
+    canary = tmp_path / "canary"
+    loaded = np.load(_pickle_npy(tmp_path / "live.npy", canary), allow_pickle=True)
+    loaded[0].close()
+    assert canary.exists()
+    target = tmp_path / "pwned"
+    path = _pickle_npy(tmp_path / "evil.npy", target)
+
+    def unpickler_reached(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the unpickler was called")
+
+    monkeypatch.setattr(pickle, "load", unpickler_reached)
+    monkeypatch.setattr(pickle, "loads", unpickler_reached)
+    with pytest.raises(GeomError, match=r"evil\.npy: holds Python objects .* never unpickles"):
+        io.read_array(path)
+    with pytest.raises(GeomError, match="never unpickles"):
+        io.read_array(path, mmap=False)
+    with pytest.raises(GeomError, match="never unpickles"):
+        io.read_header(path)
+    assert not target.exists()
+
+
+def test_object_arrays_are_never_pickled(tmp_path: Path) -> None:
+    with pytest.raises(GeomError, match="never pickles"):
+        io.write_array(np.array([{}, []], dtype=object), str(tmp_path / "o.npy"))
+    assert os.listdir(tmp_path) == []
+
+
+def _tiff_with_tags(path: Path, data: np.ndarray, patches: dict[int, int], **imwrite: Any) -> str:
+    """A classic little-endian TIFF by tifffile, with LONG tag values patched in its first IFD."""
+    import tifffile
+
+    tifffile.imwrite(path, data, photometric="minisblack", metadata=None, **imwrite)
+    raw = bytearray(_bytes(path))
+    assert raw[:4] == b"II*\x00"
+    ifd = struct.unpack_from("<I", raw, 4)[0]
+    count = struct.unpack_from("<H", raw, ifd)[0]
+    for i in range(count):
+        entry = ifd + 2 + 12 * i
+        tag = struct.unpack_from("<H", raw, entry)[0]
+        if tag in patches:
+            struct.pack_into("<HHII", raw, entry, tag, 4, 1, patches[tag])  # type LONG, count 1
+    return _put(path, bytes(raw))
+
+
+def test_tiff_declaring_a_million_squared_pixels(tmp_path: Path) -> None:
+    path = _tiff_with_tags(
+        tmp_path / "huge.tiff",
+        np.zeros((4, 5), np.uint8),
+        {256: 1_000_000, 257: 1_000_000, 278: 1_000_000},
+    )
+    with pytest.raises(GeomError, match=r"huge\.tiff: 1000000000000 elements exceed the limit"):
+        io.read_array(path)
+    assert io.read_header(path).shape == (1_000_000, 1_000_000)
+
+
+def test_tiff_codec_that_is_not_installed(tmp_path: Path) -> None:
+    import tifffile
+
+    lerc = 34887
+    if lerc in tifffile.TIFF.DECOMPRESSORS:
+        pytest.skip("imagecodecs is installed: LERC can be decoded")
+    path = _tiff_with_tags(
+        tmp_path / "lerc.tiff", np.ones((4, 5), np.uint8), {259: lerc}, compression="zlib"
+    )
+    with pytest.raises(GeomError, match=r"lerc\.tiff: compression LERC is not available"):
+        io.read_array(path)
+
+
+def test_tiff_with_series_of_different_shapes(tmp_path: Path) -> None:
+    import tifffile
+
+    path = str(tmp_path / "two.tiff")
+    with tifffile.TiffWriter(path) as tif:
+        tif.write(np.zeros((4, 5), np.uint8), photometric="minisblack")
+        tif.write(np.zeros((6, 7), np.uint8), photometric="minisblack")
+    with pytest.raises(GeomError, match=r"two\.tiff: holds 2 image series .*\(4, 5\), \(6, 7\)"):
+        io.read_array(path)
+
+
+# ---- broken, lying, empty and missing inputs ------------------------------------------------------
+
+
+def _valid_bytes(tmp_path: Path, fmt: str) -> bytes:
+    rng = np.random.default_rng(7)
+    shape = {"gif": (16, 20), "npy": (3, 16, 20), "tiff": (3, 16, 20)}.get(fmt, (16, 20, 3))
+    dtype = np.float32 if fmt == "npy" else np.uint8
+    data = rng.integers(0, 255, shape).astype(dtype)
+    path = tmp_path / f"valid.{fmt}"
+    io.write_array(data, str(path))
+    return _bytes(path)
+
+
+@pytest.mark.parametrize("fmt", io.FORMATS)
+def test_truncated_files_at_several_offsets(tmp_path: Path, fmt: str) -> None:
+    whole = _valid_bytes(tmp_path, fmt)
+    cuts = sorted(
+        {1, 2, 4, 8, 12, 16, 24, 33, 50, 64} | {len(whole) * k // 10 for k in range(1, 10)}
+    )
+    for cut in cuts:
+        path = _put(tmp_path / f"cut.{fmt}", whole[:cut])
+        with pytest.raises(GeomError, match=rf"^{path}: "):
+            io.read_array(path)
+        with pytest.raises(GeomError, match=rf"^{path}: "):
+            io.read_array(path, mmap=False)
+
+
+def test_png_cut_after_its_last_idat_is_an_error(tmp_path: Path, png_file: FileFactory) -> None:
+    # Pillow alone would accept this; the chunk walk wants IEND
+    path, _ = png_file((8, 8, 3))
+    whole = _bytes(path)
+    _put(path, whole[: whole.rindex(b"IEND") - 4])
+    with pytest.raises(GeomError, match=r"a\.png: not a readable PNG \(truncated\)"):
+        io.read_array(path)
+
+
+@pytest.mark.parametrize("fmt", io.FORMATS)
+def test_random_bytes_under_each_extension(tmp_path: Path, fmt: str) -> None:
+    rng = np.random.default_rng(3)
+    noise = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    path = _put(tmp_path / f"noise.{fmt}", b"\x00" + noise)
+    with pytest.raises(
+        GeomError, match=rf"^{path}: not a readable {fmt.upper()} \(unrecognised content\)$"
+    ):
+        io.read_array(path)
+    # with the right magic in front, the backend itself has to fail cleanly
+    magic = _valid_bytes(tmp_path, fmt)[:16]
+    path = _put(tmp_path / f"magic.{fmt}", magic + noise)
+    with pytest.raises(GeomError, match=rf"^{path}: "):
+        io.read_array(path)
+
+
+@pytest.mark.parametrize("fmt", io.FORMATS)
+def test_empty_files(tmp_path: Path, fmt: str) -> None:
+    path = _put(tmp_path / f"empty.{fmt}", b"")
+    with pytest.raises(GeomError, match=rf"^{path}: empty file$"):
+        io.read_array(path)
+    with pytest.raises(GeomError, match="empty file"):
+        io.read_header(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "name", "message"),
+    [
+        ("png", "x.npy", "content is PNG, not NPY"),
+        ("npy", "x.png", "content is NPY, not PNG"),
+        ("tiff", "x.jpg", "content is TIFF, not JPEG"),
+        ("jpeg", "x.tiff", "content is JPEG, not TIFF"),
+        ("gif", "x.webp", "content is GIF, not WEBP"),
+        ("webp", "x.bmp", "content is WEBP, not BMP"),
+    ],
+)
+def test_extension_lies_are_clean_errors(
+    tmp_path: Path, content: str, name: str, message: str
+) -> None:
+    path = _put(tmp_path / name, _valid_bytes(tmp_path, content))
+    with pytest.raises(GeomError, match=rf"^{path}: {message}$"):
+        io.read_array(path)
+    # an explicit format is believed over the extension, and the content still has to agree
+    assert io.read_array(path, format=content).format == content
+
+
+def test_missing_directory_and_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(GeomError, match=r"nope\.png: no such file$"):
+        io.read_array(str(tmp_path / "nope.png"))
+    folder = tmp_path / "folder.npy"
+    folder.mkdir()
+    with pytest.raises(GeomError, match=r"folder\.npy: is a directory$"):
+        io.read_array(str(folder))
+    plain = _put(tmp_path / "plain", b"x")
+    with pytest.raises(GeomError, match=r"plain/a\.npy: not a directory"):
+        io.read_header(plain + "/a.npy")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads anything")
+def test_unreadable_file(tmp_path: Path, npy_file: FileFactory) -> None:  # pragma: no cover - root
+    path, _ = npy_file()
+    os.chmod(path, 0)
+    with pytest.raises(GeomError, match=r"a\.npy: permission denied$"):
+        io.read_array(path)
+
+
+def test_unreadable_file_message(monkeypatch: pytest.MonkeyPatch, npy_file: FileFactory) -> None:
+    # the same as above where the tests run as root: the read fails the way open() would
+    path, _ = npy_file()
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(errno.EACCES, "Permission denied", path)
+
+    monkeypatch.setattr("geomcli.io.open", refuse, raising=False)
+    with pytest.raises(GeomError, match=r"a\.npy: permission denied$"):
+        io.read_array(path)
+
+
+@st.composite
+def _mutations(draw: st.DrawFn) -> tuple[str, int, list[tuple[int, int]]]:
+    fmt = draw(st.sampled_from(io.FORMATS + ("png16",)))
+    cut = draw(st.integers(0, 4000))
+    flips = draw(st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 255)), max_size=6))
+    return fmt, cut, flips
+
+
+@settings(
+    max_examples=int(os.environ.get("GEOMCLI_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(case=_mutations())
+def test_fuzz_mutated_files_give_data_or_geomerror(
+    tmp_path: Path, case: tuple[str, int, list[tuple[int, int]]]
+) -> None:
+    """Bit flips and cuts of valid files: success or GeomError, never another exception.
+
+    GEOMCLI_FUZZ_EXAMPLES=20000 makes this a long fuzz run.
+    """
+    fmt, cut, flips = case
+    if fmt == "png16":
+        fmt, whole = (
+            "png",
+            _png.encode(np.arange(16 * 20 * 3, dtype=np.uint16).reshape(16, 20, 3) * 60),
+        )
+    else:
+        whole = _valid_bytes(tmp_path, fmt)
+    mutated = bytearray(whole[: max(1, len(whole) - cut % len(whole))] if cut % 3 == 0 else whole)
+    for at, value in flips:
+        mutated[at % len(mutated)] = value
+    path = _put(tmp_path / f"fuzz.{fmt}", bytes(mutated))
+    for read in (lambda: io.read_array(path, max_pixels=10**6), lambda: io.read_header(path)):
+        try:
+            read()
+        except GeomError:
+            pass
+
+
+# ---- stdin and stdout --------------------------------------------------------------------------
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=bytes_io.BytesIO(data)))
+
+
+def _stdout(monkeypatch: pytest.MonkeyPatch, tty: bool = False) -> bytes_io.BytesIO:
+    buffer = bytes_io.BytesIO()
+    # no fileno(): io writes through .buffer, as it does for any stream in memory
+    fake = types.SimpleNamespace(buffer=buffer, isatty=lambda: tty, flush=lambda: None)
+    monkeypatch.setattr(sys, "stdout", fake)
+    return buffer
+
+
+@pytest.mark.parametrize("fmt", io.FORMATS)
+def test_stdin_is_sniffed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fmt: str) -> None:
+    whole = _valid_bytes(tmp_path, fmt)
+    _stdin(monkeypatch, whole)
+    loaded = io.read_array("-")
+    assert loaded.format == fmt and loaded.source == "-"
+    assert not isinstance(loaded.data, np.memmap)
+    _stdin(monkeypatch, whole)
+    header = io.read_header("-")
+    assert header.format == fmt and header.file_size is None
+
+
+def test_stdin_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _stdin(monkeypatch, b"")
+    with pytest.raises(GeomError, match=r"^<stdin>: empty input$"):
+        io.read_array("-")
+    _stdin(monkeypatch, b"just some text")
+    with pytest.raises(GeomError, match=r"^<stdin>: unrecognised content \(expected one of png, "):
+        io.read_array("-")
+    _stdin(monkeypatch, _valid_bytes(tmp_path, "png"))
+    with pytest.raises(GeomError, match=r"^<stdin>: content is PNG, not NPY$"):
+        io.read_array("-", format="npy")
+    _stdin(monkeypatch, _valid_bytes(tmp_path, "npy")[:200])
+    with pytest.raises(GeomError, match=r"^<stdin>: not a readable NPY \(truncated"):
+        io.read_array("-")
+
+
+@pytest.mark.parametrize("fmt", [None, "npy", "tiff", "png"])
+def test_stdout_gets_the_same_bytes_as_a_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fmt: str | None
+) -> None:
+    data = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
+    path = tmp_path / f"a.{fmt or 'npy'}"
+    io.write_array(data, str(path))
+    out = _stdout(monkeypatch)
+    io.write_array(data, "-", format=fmt)
+    assert out.getvalue() == _bytes(path)
+
+
+def test_binary_to_a_terminal_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _stdout(monkeypatch, tty=True)
+    with pytest.raises(
+        GeomError, match=r"^<stdout>: refusing to write binary NPY data to a terminal"
+    ):
+        io.write_array(np.zeros(3), "-")
+    assert out.getvalue() == b""
+
+
+# ---- writing: policy and atomicity -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "name", "match"),
+    [
+        (
+            np.float32,
+            (4, 4),
+            "a.png",
+            r"a\.png: PNG cannot hold float32 data; write \.npy or \.tiff$",
+        ),
+        (np.float64, (4, 4, 3), "a.jpg", r"JPEG cannot hold float64 data; write \.npy or \.tiff$"),
+        (np.complex64, (4, 4), "a.png", r"PNG cannot hold complex64 data; write \.npy or \.tiff$"),
+        (np.int16, (4, 4), "a.webp", r"WEBP cannot hold int16 data; write \.npy or \.tiff$"),
+        ("<U4", (4, 4), "a.png", r"PNG cannot hold <U4 data; write \.npy$"),
+        (BF16, (4, 4), "a.png", r"PNG cannot hold bfloat16 data; write \.npy$"),
+        (
+            np.uint8,
+            (4, 4, 12),
+            "a.png",
+            r"PNG holds 1 to 4 channels, not 12 \(shape \(4, 4, 12\)\); write \.npy or \.tiff$",
+        ),
+        (
+            np.uint8,
+            (1, 3, 4, 4),
+            "a.png",
+            r"PNG holds HW or HWC images, not shape \(1, 3, 4, 4\); write \.npy or \.tiff$",
+        ),
+        (
+            np.uint16,
+            (4, 4, 3),
+            "a.jpg",
+            r"JPEG cannot hold uint16 data; write \.png, \.npy or \.tiff$",
+        ),
+        (
+            np.uint8,
+            (4, 4, 4),
+            "a.jpg",
+            r"JPEG holds 1 or 3 channels, not 4 .*; write \.png, \.webp, \.npy or \.tiff$",
+        ),
+        (bool, (4, 4, 3), "a.png", r"PNG holds 1-bit images as HW only"),
+        (np.uint8, (0, 4), "a.png", r"PNG holds HW or HWC images, not shape \(0, 4\)"),
+    ],
+)
+def test_write_policy_names_the_formats_that_can_hold_it(
+    tmp_path: Path, dtype: Any, shape: tuple[int, ...], name: str, match: str
+) -> None:
+    with pytest.raises(GeomError, match=match):
+        io.write_array(np.zeros(shape, dtype), str(tmp_path / name))
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_replaces_with_normal_permissions(tmp_path: Path) -> None:
+    path = str(tmp_path / "a.npy")
+    old = os.umask(0o027)
+    try:
+        io.write_array(np.zeros(3), path)
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    io.write_array(np.ones(3), path)
+    assert np.array_equal(io.read_array(path).data, np.ones(3))
+
+
+def _fail_midway(exc: BaseException) -> Any:
+    def write(data: np.ndarray, f: Any) -> None:
+        f.write(b"half of it")
+        f.flush()
+        raise exc
+
+    return write
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt(), SystemExit(143)],
+    ids=["ENOSPC", "KeyboardInterrupt", "SystemExit"],
+)
+def test_failed_write_leaves_the_old_file_and_no_temp(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exc: BaseException
+) -> None:
+    path = str(tmp_path / "out.npy")
+    io.write_array(np.arange(5), path)
+    before = _bytes(path)
+    monkeypatch.setattr("geomcli.io._npy.write", _fail_midway(exc))
+    expected = GeomError if isinstance(exc, OSError) else type(exc)
+    with pytest.raises(expected) as info:
+        io.write_array(np.zeros(1000), path)
+    if expected is GeomError:
+        assert str(info.value) == f"{path}: cannot write (No space left on device)"
+        assert isinstance(info.value.__cause__, OSError)
+    assert _bytes(path) == before
+    assert os.listdir(tmp_path) == ["out.npy"]
+
+
+def test_file_size_limit_mid_write_in_a_subprocess(tmp_path: Path) -> None:
+    """A real failing write(2): RLIMIT_FSIZE (Python ignores SIGXFSZ, so write gets EFBIG)."""
+    path = tmp_path / "out.npy"
+    np.save(path, np.arange(3))
+    before = _bytes(path)
+    script = textwrap.dedent(f"""
+        import resource, numpy as np
+        from geomcli import io
+        from geomcli.errors import GeomError
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+        try:
+            io.write_array(np.zeros(100_000), {str(path)!r})
+        except GeomError as e:
+            print(e)
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
+    assert result.stdout.strip() == f"{path}: cannot write (File too large)", result.stderr
+    assert _bytes(path) == before and os.listdir(tmp_path) == ["out.npy"]
+
+
+def test_write_to_missing_folder_or_through_a_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing" / "a.npy"
+    with pytest.raises(GeomError, match=rf"^{missing}: folder {missing.parent} does not exist$"):
+        io.write_array(np.zeros(2), str(missing))
+    plain = _put(tmp_path / "plain", b"")
+    with pytest.raises(GeomError, match=r"plain/a\.npy: .*plain is not a folder$"):
+        io.write_array(np.zeros(2), plain + "/a.npy")
+    folder = tmp_path / "dir.npy"
+    folder.mkdir()
+    with pytest.raises(GeomError, match=r"dir\.npy: is a directory$"):
+        io.write_array(np.zeros(2), str(folder))
+    assert sorted(os.listdir(tmp_path)) == ["dir.npy", "plain"]
+
+
+def test_write_replaces_a_symlink_never_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "target.npy"
+    np.save(target, np.arange(3))
+    before = _bytes(target)
+    link = tmp_path / "link.npy"
+    link.symlink_to(target)
+    io.write_array(np.zeros(2), str(link))
+    assert not link.is_symlink() and _bytes(target) == before
+
+
+def test_write_over_the_memmapped_input_itself(tmp_path: Path) -> None:
+    path = str(tmp_path / "same.npy")
+    io.write_array(np.arange(10, dtype=np.int32), path)
+    mapped = io.read_array(path).data
+    io.write_array(mapped[::-1], path)
+    assert np.array_equal(io.read_array(path, mmap=False).data, np.arange(10)[::-1])
+
+
+# ---- lazy imports and samples ------------------------------------------------------------------
+
+
+def test_backends_are_imported_only_when_needed(
+    tmp_path: Path, npy_file: FileFactory, png_file: FileFactory
+) -> None:
+    npy, _ = npy_file()
+    png, _ = png_file()
+    script = textwrap.dedent(f"""
+        import sys
+        from geomcli import io
+        io.read_array({npy!r}); io.read_header({npy!r})
+        io.write_array(io.read_array({npy!r}).data, {str(tmp_path / "b.npy")!r})
+        assert "PIL" not in sys.modules and "tifffile" not in sys.modules, "npy"
+        io.read_array({png!r})
+        assert "PIL" in sys.modules and "tifffile" not in sys.modules, "png"
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def _load_generator() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("make_samples", SAMPLES / "make_samples.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SAMPLE_FILES = {
+    "photo.png": ((120, 160, 3), np.uint8),
+    "gray16.png": ((64, 96), np.uint16),
+    "rgba.png": ((48, 64, 4), np.uint8),
+    "tensor.npy": ((1, 3, 8, 12), np.float32),
+    "blocks.npy": ((1, 12, 4, 6), np.float32),
+    "stack.tiff": ((4, 32, 48), np.uint16),
+    "theta.npy": ((1, 2, 3), np.float32),
+}
+
+
+def test_samples_are_reproduced_byte_for_byte(tmp_path: Path) -> None:
+    _load_generator().main(str(tmp_path))
+    made = sorted(os.listdir(tmp_path))
+    assert made == sorted(SAMPLE_FILES)
+    for name in made:
+        assert _bytes(tmp_path / name) == _bytes(SAMPLES / name), f"samples/{name} is stale"
+    assert sum(os.path.getsize(SAMPLES / name) for name in made) < 200_000
+
+
+@pytest.mark.parametrize(("name", "expected"), SAMPLE_FILES.items())
+def test_samples_shapes_and_dtypes(name: str, expected: tuple[tuple[int, ...], Any]) -> None:
+    data = io.read_array(str(SAMPLES / name)).data
+    assert (data.shape, data.dtype) == (expected[0], np.dtype(expected[1]))
+
+
+def test_sample_blocks_is_space_to_depth_of_tensor() -> None:
+    tensor = io.read_array(str(SAMPLES / "tensor.npy")).data
+    blocks = io.read_array(str(SAMPLES / "blocks.npy")).data
+    # DCR: output channel (bh * 2 + bw) * C + c holds tensor[:, c, bh::2, bw::2]
+    for bh in range(2):
+        for bw in range(2):
+            for c in range(3):
+                assert np.array_equal(blocks[0, (bh * 2 + bw) * 3 + c], tensor[0, c, bh::2, bw::2])
