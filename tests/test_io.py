@@ -466,6 +466,36 @@ def test_modes_map_to_dtypes(tmp_path: Path, mode: str, dtype: Any, shape: tuple
     )
 
 
+def test_cmyk_jpeg_is_converted_to_rgb_with_a_note(tmp_path: Path) -> None:
+    from PIL import Image
+
+    path = str(tmp_path / "cmyk.jpg")
+    Image.new("CMYK", (5, 4), (0, 255, 255, 0)).save(path)
+    loaded = io.read_array(path)
+    assert loaded.data.shape == (4, 5, 3) and loaded.notes == ("CMYK converted to RGB",)
+    assert io.read_header(path).shape == (4, 5, 3)
+
+
+def test_a_fifo_is_read_whole_and_not_mapped(tmp_path: Path) -> None:
+    import threading
+
+    data = np.arange(12, dtype=np.int16).reshape(3, 4)
+    buffer = bytes_io.BytesIO()
+    np.save(buffer, data)
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(buffer.getvalue())
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    loaded = io.read_array(str(fifo))
+    writer.join(timeout=10)
+    assert _equal(loaded.data, data) and not isinstance(loaded.data, np.memmap)
+
+
 def _with_exif_png(encoded: bytes, orientation: int) -> bytes:
     """Insert an eXIf chunk (written by Pillow's Exif) before the first IDAT of our encoder's PNG."""
     from PIL import Image
@@ -935,6 +965,16 @@ def test_stdin_is_sniffed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fmt: 
     _stdin(monkeypatch, whole)
     header = io.read_header("-")
     assert header.format == fmt and header.file_size is None
+
+
+def test_stdin_that_is_a_terminal_or_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    terminal = types.SimpleNamespace(buffer=bytes_io.BytesIO(b"x"), isatty=lambda: True)
+    monkeypatch.setattr(sys, "stdin", terminal)
+    with pytest.raises(GeomError, match=r"^<stdin>: is a terminal; pipe data in"):
+        io.read_array("-")
+    monkeypatch.setattr(sys, "stdin", None)
+    with pytest.raises(GeomError, match=r"^<stdin>: no standard input$"):
+        io.read_header("-")
 
 
 def test_stdin_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

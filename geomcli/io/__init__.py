@@ -304,7 +304,14 @@ def _input(path: str, format: str | None) -> tuple[str | bytes, str, str]:
     """(what the backend reads: a path or the bytes, the name for messages, the format)."""
     name = display_name(path)
     if path == "-":
-        data = sys.stdin.buffer.read()
+        stdin = sys.stdin
+        if stdin is None:  # started with stdin closed (as CI runs us)
+            raise GeomError(f"{name}: no standard input")
+        isatty = getattr(stdin, "isatty", None)
+        if isatty is not None and isatty():
+            # reading would wait for binary data typed at the keyboard
+            raise GeomError(f"{name}: is a terminal; pipe data in (cat photo.png | geomcli ... -)")
+        data = stdin.buffer.read()
         if not data:
             raise GeomError(f"{name}: empty input")
         found = sniff_format(data[:SNIFF_BYTES])

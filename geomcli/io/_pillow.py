@@ -37,7 +37,6 @@ _KEPT = {
     "LA": (np.dtype(np.uint8), 2),
     "RGB": (np.dtype(np.uint8), 3),
     "RGBA": (np.dtype(np.uint8), 4),
-    "CMYK": (np.dtype(np.uint8), 4),
     "I;16": (np.dtype(np.uint16), 1),
     "I;16L": (np.dtype(np.uint16), 1),
     "I;16B": (np.dtype(np.uint16), 1),
@@ -129,15 +128,8 @@ def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> 
     """Pillow would hand back 8 bits of these; our decoder keeps all 16."""
     data = _png.decode_16bit(chunks, name)
     notes: list[str] = []
-    if auto_orient and chunks.exif is not None:
-        from PIL import Image
-
-        try:
-            exif = Image.Exif()
-            exif.load(chunks.exif)
-            value = int(exif.get(0x0112, 1))
-        except _DECODE_ERRORS:
-            value = 1  # an unreadable EXIF block: the pixels are still good
+    if auto_orient:
+        value = exif_orientation(chunks.exif)
         if value in _ORIENTATIONS:
             data = orient(data, value)
             notes.append(f"{_ORIENTATIONS[value]} by its EXIF orientation {value}")
@@ -203,10 +195,22 @@ def _frames(im: Any, name: str) -> int:
 
 
 def _orientation(im: Any, name: str) -> int:
+    """The EXIF orientation read at open (not im.getexif(): for a PNG that decodes the pixels)."""
+    return exif_orientation(im.info.get("exif"))
+
+
+def exif_orientation(exif: bytes | None) -> int:
+    if not exif:
+        return 1
+    from PIL import Image
+
     try:
-        return int(im.getexif().get(0x0112, 1))
-    except _DECODE_ERRORS:
-        return 1  # an unreadable EXIF block leaves the pixels as stored
+        tags = Image.Exif()
+        tags.load(exif)
+        value = int(tags.get(0x0112, 1))
+    except (*_DECODE_ERRORS, TypeError):  # a crafted tag of another type: the pixels still count
+        return 1
+    return value if value in _ORIENTATIONS else 1
 
 
 def _target_mode(im: Any) -> tuple[str, str | None]:
