@@ -23,7 +23,7 @@ from geomcli.errors import GeomError
 if TYPE_CHECKING:
     import numpy as np
 
-    from geomcli.io import Loaded
+    from geomcli.io import Header, Loaded
     from geomcli.summary import Report
 
 FORMAT_NAMES = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
@@ -103,14 +103,85 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def input_argument(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False, allow_dash=True))(command)
-
-
 def output_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("-o", "--output", required=True, metavar="OUTPUT",
                         type=click.Path(dir_okay=False, allow_dash=True, writable=False),
                         help="Where to write the result; - for stdout.")(command)
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """The options of a run over many files (``--out-dir`` and what goes with it)."""
+
+    out_dir: str | None
+    name: str
+    recursive: bool
+    jobs: int | None
+    fail_fast: bool
+    skip_existing: bool
+    no_clobber: bool
+    dry_run: bool
+
+
+_BATCH_ONLY = {"name": "--name", "recursive": "-r/--recursive", "jobs": "-j/--jobs",
+               "skip_existing": "--skip-existing", "no_clobber": "-n/--no-clobber", "dry_run": "--dry-run"}
+
+
+def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """INPUT..., -o for one file, or --out-dir and the batch options for many; the command gets
+    ``inputs``, ``output`` and one ``BatchOptions`` as ``batch``."""
+
+    @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", type=click.Path(allow_dash=True))
+    @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(dir_okay=False, allow_dash=True),
+                  help="Where to write the result of one INPUT; - for stdout.")
+    @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False),
+                  help="Write one output per input into DIR (made if missing): for several inputs, "
+                       "folders and quoted globs such as 'shots/**/*.png'.")
+    @click.option("--name", default="{stem}{suffix}", show_default=True, metavar="TEMPLATE",
+                  help="Output name under --out-dir from {stem} {suffix} {name} {parent} {index} "
+                       "(format specs allowed: {index:05d}); its extension picks the format.")
+    @click.option("-r", "--recursive", is_flag=True, help="Take folders' subfolders too, mirrored under --out-dir.")
+    @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+                  help="Worker processes.  [default: the number of CPUs; 1 for under 8 MB of input]")
+    @click.option("--keep-going/--fail-fast", default=True, show_default=True,
+                  help="After a file fails, go on with the rest, or stop.")
+    @click.option("--skip-existing", is_flag=True, help="Skip inputs whose output is not older than they are.")
+    @click.option("-n", "--no-clobber", is_flag=True, help="Never replace an existing file; skip its input.")
+    @click.option("--dry-run", is_flag=True,
+                  help="List input -> output and the output shape from the headers; write nothing.")
+    @functools.wraps(command)
+    def wrapper(out_dir: str | None, name: str, recursive: bool, jobs: int | None, keep_going: bool,
+                skip_existing: bool, no_clobber: bool, dry_run: bool, **kwargs: Any) -> Any:
+        batch = BatchOptions(out_dir, name, recursive, jobs, not keep_going, skip_existing, no_clobber, dry_run)
+        return command(batch=batch, **kwargs)
+
+    return wrapper
+
+
+def run_files(command: str, inputs: tuple[str, ...], output: str | None, batch: BatchOptions, common: Common,
+              parameters: dict[str, Any], operate: Callable[[Loaded], np.ndarray],
+              shape_of: Callable[[Header, str], tuple[int, ...]]) -> None:
+    """One file with -o, or many with --out-dir (geomcli.batch, imported only then)."""
+    ctx = click.get_current_context()
+    if batch.out_dir is None:
+        if output is None:
+            raise click.UsageError("give -o OUTPUT for one INPUT, or --out-dir DIR", ctx)
+        if len(inputs) > 1:
+            raise click.UsageError(f"-o takes one INPUT, found {len(inputs)}; give --out-dir DIR for several", ctx)
+        if os.path.isdir(inputs[0]):
+            raise click.UsageError(f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
+        for name, flag in _BATCH_ONLY.items():
+            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+                raise click.UsageError(f"{flag} goes with --out-dir, not -o", ctx)
+        run_transform(command, inputs[0], output, common, parameters, operate)
+        return
+    if output is not None:
+        raise click.UsageError("-o and --out-dir cannot be combined: -o names one output, --out-dir a folder", ctx)
+    from geomcli import batch as batches
+
+    code = batches.run(batches.Task(command, parameters, operate, shape_of, common), inputs, batch)
+    if code:
+        raise SystemExit(code)
 
 
 def _output_format(output: str, common: Common) -> str:
@@ -258,36 +329,54 @@ def cli() -> None:
 
 
 @cli.command("crop-pad", short_help="Centre-crop or zero-pad (ONNX CenterCropPad).")
-@input_argument
-@output_option
 @click.option("--shape", "target", type=IntList(), required=True,
               help="Target lengths: H,W (or H,W,C) on an image; one per axis (or per --axes) on a tensor.")
 @click.option("--axes", type=IntList(), default=None, metavar="AXES",
               help="The axes --shape refers to; negative values count from the end.  [default: all, or H,W on an image]")
 @click.option("--fill", type=str, default="0", show_default=True, help="Pad value (must fit the dtype).")
+@files_options
 @common_options
-def crop_pad(input_path: str, output: str, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str,
-             common: Common) -> None:
+def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, target: tuple[int, ...],
+             axes: tuple[int, ...] | None, fill: str, common: Common) -> None:
     """Centre-crop or zero-pad to a target shape (ONNX CenterCropPad, opset 18).
 
     A crop keeps the window starting at floor((d - t) / 2); a pad puts the odd extra
     element at the end (right/bottom). On an image, --shape H,W crops or pads the two
-    spatial axes and keeps the channels.
+    spatial axes and keeps the channels. One INPUT goes to -o; several, folders and
+    globs go to --out-dir.
 
     Example: geomcli crop-pad samples/photo.png -o square.png --shape 100,100
+
+    Example: geomcli crop-pad samples/photo.png samples/rgba.png --out-dir squares --shape 40,40
     """
+    parameters = {"shape": list(target), "axes": None if axes is None else list(axes), "fill": fill}
+    run_files("crop-pad", inputs, output, batch, common, parameters,
+              functools.partial(_crop_pad, target=target, axes=axes, fill=fill, common=common),
+              functools.partial(_crop_pad_shape, target=target, axes=axes))
+
+
+def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
+                   layout: str | None) -> tuple[int, ...] | None:
+    """--axes, or H,W when a two-value --shape meets an image with channels."""
+    if axes is None and layout is not None and len(target) == 2 < len(shape):
+        return (0, 1)
+    return axes
+
+
+def _crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str,
+              common: Common) -> np.ndarray:
     from geomcli import kernels
 
-    def operate(loaded: Loaded) -> np.ndarray:
-        chosen_axes = axes
-        if chosen_axes is None and loaded.layout is not None and len(target) == 2 < loaded.data.ndim:
-            chosen_axes = (0, 1)
-        shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen_axes)
-        _check_size(shape, common)
-        return kernels.center_crop_pad(loaded.data, target, chosen_axes, fill=_parse_fill(fill))
+    chosen = _crop_pad_axes(target, axes, loaded.data.shape, loaded.layout)
+    _check_size(kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen), common)
+    return kernels.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill))
 
-    parameters = {"shape": list(target), "axes": None if axes is None else list(axes), "fill": fill}
-    run_transform("crop-pad", input_path, output, common, parameters, operate)
+
+def _crop_pad_shape(header: Header, source: str, *, target: tuple[int, ...], axes: tuple[int, ...] | None) -> tuple[int, ...]:
+    from geomcli import kernels
+
+    return kernels.center_crop_pad_output_shape(header.shape, target,
+                                                _crop_pad_axes(target, axes, header.shape, header.layout))
 
 
 def _parse_fill(text: str) -> int | float | str:
@@ -301,33 +390,50 @@ def _parse_fill(text: str) -> int | float | str:
 
 
 def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """INPUT, -o, --blocksize and --mode, shared by space-to-depth and depth-to-space."""
+    """INPUT..., -o/--out-dir, --blocksize and --mode, shared by space-to-depth and depth-to-space."""
+    command = files_options(command)
     command = click.option("--mode", type=click.Choice(["DCR", "CRD"]), default="DCR", show_default=True,
                            help="Channel order: depth-column-row (DCR) or column-row-depth (CRD).")(command)
     command = click.option("--blocksize", type=click.IntRange(min=1), required=True,
                            help="Block edge b; 1 is the identity.")(command)
-    return input_argument(output_option(command))
+    return command
 
 
-def run_blocks(command: str, kernel_name: str, input_path: str, output: str, blocksize: int, mode: str,
-               common: Common) -> None:
+def run_blocks(command: str, kernel_name: str, inputs: tuple[str, ...], output: str | None, batch: BatchOptions,
+               blocksize: int, mode: str, common: Common) -> None:
+    run_files(command, inputs, output, batch, common, {"blocksize": blocksize, "mode": mode},
+              functools.partial(_blocks, kernel_name=kernel_name, blocksize=blocksize, mode=mode, common=common),
+              functools.partial(_blocks_shape, kernel_name=kernel_name, blocksize=blocksize, common=common))
+
+
+def _blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, common: Common) -> np.ndarray:
     from geomcli import kernels
 
-    kernel = getattr(kernels, kernel_name)
-    output_shape = getattr(kernels, f"{kernel_name}_output_shape")
-
     def on_nchw(data: np.ndarray) -> np.ndarray:
-        _check_size(output_shape(data.shape, blocksize), common)
-        return kernel(data, blocksize, mode)  # type: ignore[no-any-return]
+        _check_size(getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize), common)
+        return getattr(kernels, kernel_name)(data, blocksize, mode)  # type: ignore[no-any-return]
 
-    run_transform(command, input_path, output, common, {"blocksize": blocksize, "mode": mode},
-                  lambda loaded: _on_nchw(loaded, common, on_nchw))
+    return _on_nchw(loaded, common, on_nchw)
+
+
+def _blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: int, common: Common) -> tuple[int, ...]:
+    """The output shape from a header: the layout moves of _on_nchw on zero-byte stand-ins."""
+    import numpy as np
+
+    from geomcli import kernels
+    from geomcli import layout as layouts
+
+    chosen = layouts.resolve_layout(header.shape, common.layout, header.layout, source)
+    nchw = layouts.to_nchw(np.broadcast_to(np.zeros((), np.uint8), header.shape), chosen).shape
+    shape = getattr(kernels, f"{kernel_name}_output_shape")(nchw, blocksize)
+    return tuple(layouts.from_nchw(np.broadcast_to(np.zeros((), np.uint8), shape), chosen).shape)
 
 
 @cli.command("space-to-depth", short_help="Blocks of space into channels (ONNX SpaceToDepth).")
 @blocks_options
 @common_options
-def space_to_depth(input_path: str, output: str, blocksize: int, mode: str, common: Common) -> None:
+def space_to_depth(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, blocksize: int, mode: str,
+                   common: Common) -> None:
     """Move blocks of space into channels (ONNX SpaceToDepth, opset 28).
 
     An H×W×C image becomes (H/b)×(W/b)×(C·b²); a tensor is read in --layout (NCHW
@@ -337,13 +443,14 @@ def space_to_depth(input_path: str, output: str, blocksize: int, mode: str, comm
 
     Example: geomcli space-to-depth samples/tensor.npy -o blocks.npy --blocksize 2
     """
-    run_blocks("space-to-depth", "space_to_depth", input_path, output, blocksize, mode, common)
+    run_blocks("space-to-depth", "space_to_depth", inputs, output, batch, blocksize, mode, common)
 
 
 @cli.command("depth-to-space", short_help="Channels into blocks of space (ONNX DepthToSpace).")
 @blocks_options
 @common_options
-def depth_to_space(input_path: str, output: str, blocksize: int, mode: str, common: Common) -> None:
+def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, blocksize: int, mode: str,
+                   common: Common) -> None:
     """Move channels back into blocks of space (ONNX DepthToSpace, opset 13, the inverse of SpaceToDepth).
 
     An H×W×C image becomes (H·b)×(W·b)×(C/b²); in the same --mode it undoes
@@ -351,7 +458,7 @@ def depth_to_space(input_path: str, output: str, blocksize: int, mode: str, comm
 
     Example: geomcli depth-to-space samples/blocks.npy -o restored.npy --blocksize 2
     """
-    run_blocks("depth-to-space", "depth_to_space", input_path, output, blocksize, mode, common)
+    run_blocks("depth-to-space", "depth_to_space", inputs, output, batch, blocksize, mode, common)
 
 
 GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")

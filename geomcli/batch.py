@@ -1,0 +1,579 @@
+"""Many files in one run: inputs from folders and globs, output names from a template, worker
+processes, a progress bar, and one exit code from every file's outcome.
+
+Imported only when ``--out-dir`` is given; a one-file ``-o`` run never loads it. The plan (every
+input and its output) is made and checked before anything is written: a name that two inputs
+share, or that leaves ``--out-dir``, is a usage error (exit 2) with no file touched.
+
+Workers are spawned processes that each import numpy and the codecs once and then take one file
+at a time. They ignore SIGINT: on Ctrl-C or SIGTERM the parent stops them with SIGTERM (the
+atomic writer then removes its temp file) and removes what a worker killed inside ``mkstemp``
+could have left, so only complete outputs remain.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import signal
+import string
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from geomcli import cli
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    import numpy as np
+    from rich.progress import Progress
+
+    from geomcli.cli import BatchOptions, Common
+    from geomcli.io import Header, Loaded
+    from geomcli.summary import Report
+
+FIELDS = ("stem", "suffix", "name", "parent", "index")
+# Without -j, inputs smaller than this in total are done in this process: no worker start-up.
+SMALL_BATCH = 8 * 2**20
+_GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+@dataclass(frozen=True)
+class Task:
+    """What is done to every file of a run; picklable, so each worker receives it once."""
+
+    command: str
+    parameters: dict[str, Any]
+    operate: Callable[[Loaded], np.ndarray]
+    shape_of: Callable[[Header, str], tuple[int, ...]]
+    common: Common
+
+
+@dataclass(frozen=True)
+class Source:
+    """An input file and its folder relative to the folder or glob that found it ("" at the top)."""
+
+    path: str
+    parent: str
+
+
+@dataclass(frozen=True)
+class Job:
+    index: int
+    input: str
+    output: str
+    format: str
+
+
+def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
+    """Plan, check, then transform every input; the exit code (0, or 1 if any file failed)."""
+    started = time.perf_counter()
+    assert options.out_dir is not None
+    jobs = plan(arguments, options, task.common)
+    if options.dry_run:
+        return _dry_run(task, jobs, options)
+    try:
+        os.makedirs(options.out_dir, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(f"{options.out_dir}: cannot make the folder ({error.strerror or error})") from error
+    todo = []
+    with _Outcomes(task, len(jobs)) as outcomes:
+        for job in jobs:
+            reason = _skip_reason(job, options)
+            if reason is None:
+                todo.append(job)
+            else:
+                outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason]))
+        workers = min(options.jobs or _cpu_count(), len(todo))
+        if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
+            workers = 1  # starting a worker costs about what 10 MB of images take to do
+        if workers > 1 and not task.common.debug:
+            _in_workers(task, todo, workers, outcomes, options.fail_fast)
+        else:
+            _in_process(task, todo, outcomes, options.fail_fast)
+    return outcomes.finish(time.perf_counter() - started)
+
+
+# ---- the plan: inputs, names, collisions ------------------------------------------------------
+
+
+def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> list[Job]:
+    """Every input with its output path and format; usage errors for names that cannot work."""
+    assert options.out_dir is not None
+    fields = check_template(options.name)
+    sources = expand(arguments, options.recursive)
+    inputs = {_key(source.path): source.path for source in sources}
+    writers: dict[str, str] = {}
+    jobs = []
+    for index, source in enumerate(sources):
+        parts = render(options.name, source, index)
+        if "parent" not in fields and source.parent:
+            parts = source.parent.split(os.sep) + parts
+        output = os.path.join(options.out_dir, *parts)
+        key = _key(output)
+        if key in writers:
+            raise click.UsageError(f"{writers[key]} and {source.path} would both be written to {output}; "
+                                   "put {parent} or {index} in --name")
+        if inputs.get(key, source.path) != source.path:
+            raise click.UsageError(f"{output} would replace the input {inputs[key]} during the run; "
+                                   "choose another --out-dir or --name")
+        writers[key] = source.path
+        jobs.append(Job(index, source.path, output, _format(output, common)))
+    _check_inside(jobs, options.out_dir)
+    return jobs
+
+
+def expand(arguments: Sequence[str], recursive: bool) -> list[Source]:
+    """Files, folders (their readable files; -r: and their subfolders') and globs, in order.
+
+    A glob is expanded here, ``**`` included, so a huge folder never meets the shell's argument
+    limit. Hidden files are left out of folders and globs; a file named twice is taken once.
+    """
+    sources: list[Source] = []
+    seen: set[str] = set()
+    for argument in arguments:
+        if argument == "-":
+            raise click.UsageError("- (stdin) is one input: give -o OUTPUT, not --out-dir")
+        if os.path.isdir(argument):
+            found, what = _folder(argument, recursive), f"the folder {argument}"
+        elif os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
+            found, what = [Source(argument, "")], argument
+        else:
+            found, what = _glob(argument), f"the pattern {argument!r}"
+        if not found:
+            raise click.UsageError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff)")
+        for source in found:
+            key = _key(source.path)
+            if key not in seen:
+                seen.add(key)
+                sources.append(source)
+    return sources
+
+
+def _folder(root: str, recursive: bool) -> list[Source]:
+    def refuse(error: OSError) -> None:
+        raise click.ClickException(f"{error.filename}: cannot list the folder ({error.strerror or error})")
+
+    found = []
+    for folder, subfolders, names in os.walk(root, onerror=refuse):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")] if recursive else []
+        parent = os.path.relpath(folder, root)
+        for name in names:
+            path = os.path.join(folder, name)
+            if not name.startswith(".") and _readable(name) and os.path.isfile(path):
+                found.append(Source(path, "" if parent == "." else parent))
+    return sorted(found, key=lambda source: os.path.relpath(source.path, root).split(os.sep))
+
+
+def _glob(pattern: str) -> list[Source]:
+    parts = pattern.split("/")
+    fixed = []
+    for part in parts[:-1]:
+        if _GLOB_MAGIC.search(part):
+            break
+        fixed.append(part)
+    root = "/".join(fixed) or ("/" if pattern.startswith("/") else ".")
+    found = []
+    for path in glob.glob(pattern, recursive=True):
+        if _readable(path) and os.path.isfile(path):
+            parent = os.path.relpath(os.path.dirname(path) or ".", root)
+            found.append(Source(path, "" if parent == "." else parent))
+    return sorted(found, key=lambda source: os.path.relpath(source.path, root).split(os.sep))
+
+
+def _readable(name: str) -> bool:
+    from geomcli import io
+
+    try:
+        io.format_for_path(name)
+    except GeomError:
+        return False
+    return True
+
+
+def check_template(template: str) -> set[str]:
+    """The fields --name uses; usage errors for unknown fields and absolute templates."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as error:
+        raise click.BadParameter(f"{template!r}: {error}", param_hint="'--name'") from error
+    fields = set()
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in FIELDS or conversion or "{" in (spec or ""):
+            raise click.BadParameter(f"{template!r}: unknown field {{{name}}}; use "
+                                     + " ".join(f"{{{known}}}" for known in FIELDS), param_hint="'--name'")
+        fields.add(name)
+    if os.path.isabs(template):
+        raise click.BadParameter(f"{template!r} is an absolute path; names are relative to --out-dir",
+                                 param_hint="'--name'")
+    return fields
+
+
+def render(template: str, source: Source, index: int) -> list[str]:
+    """The output path under --out-dir as a list of names; ``..`` and empty names are refused.
+
+    >>> render("{parent}/{index:03d}_{stem}.npy", Source("shots/a/b.png", "a"), 7)
+    ['a', '007_b.npy']
+    >>> render("{stem}{suffix}", Source("b.png", ""), 0)
+    ['b.png']
+    """
+    name = os.path.basename(source.path)
+    stem, suffix = os.path.splitext(name)
+    try:
+        text = template.format(stem=stem, suffix=suffix, name=name, parent=source.parent, index=index)
+    except (ValueError, TypeError) as error:
+        raise click.BadParameter(f"{template!r}: {error}", param_hint="'--name'") from error
+    parts = [part for part in text.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise click.BadParameter(f"{template!r} names {text!r} for {source.path}, outside --out-dir",
+                                 param_hint="'--name'")
+    if not parts:
+        raise click.BadParameter(f"{template!r} gives an empty name for {source.path}", param_hint="'--name'")
+    return parts
+
+
+def _format(output: str, common: Common) -> str:
+    from geomcli import io
+
+    try:
+        return io.format_for_path(output, common.format)
+    except GeomError as error:
+        raise click.BadParameter(str(error), param_hint="'--name'") from error
+
+
+def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:
+    """A symlinked folder under --out-dir must not lead outside it."""
+    root = os.path.realpath(out_dir)
+    checked: set[str] = set()
+    for job in jobs:
+        folder = os.path.dirname(job.output)
+        if folder in checked:
+            continue
+        checked.add(folder)
+        real = os.path.realpath(folder)
+        if os.path.commonpath([root, real]) != root:
+            raise click.UsageError(f"{job.output} would be written to {real}, outside --out-dir {out_dir} "
+                                   "(through a symbolic link)")
+
+
+def _key(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def _skip_reason(job: Job, options: BatchOptions) -> str | None:
+    if not (options.skip_existing or options.no_clobber):
+        return None
+    try:
+        made = os.stat(job.output).st_mtime_ns
+    except OSError:
+        return None
+    if options.no_clobber:
+        return "the output exists (--no-clobber)"
+    try:
+        changed = os.stat(job.input).st_mtime_ns
+    except OSError:
+        return None  # the read reports it
+    # as make judges: an output not older than its input is up to date
+    return "the output is up to date (--skip-existing)" if made >= changed else None
+
+
+# ---- doing the work ---------------------------------------------------------------------------
+
+
+def _report(task: Task, job: Job, **fields: Any) -> Report:
+    from geomcli import summary
+
+    return summary.Report(task.command, job.input, job.output, parameters=task.parameters, **fields)
+
+
+def transform(task: Task, job: Job) -> Report:
+    """One file: its output folder, then read, transform, write (in a worker or in-process)."""
+    report = _report(task, job)
+    with cli.reporting(report, task.common):
+        os.makedirs(os.path.dirname(job.output), exist_ok=True)
+    if report.status != "ok":
+        return report
+    return cli.transform_file(task.command, job.input, job.output, job.format, task.common, task.parameters,
+                              task.operate)
+
+
+def _in_process(task: Task, todo: Sequence[Job], outcomes: _Outcomes, fail_fast: bool) -> None:
+    for job in todo:
+        try:
+            report = transform(task, job)
+        except BaseException:
+            _remove_leftovers([job])
+            raise
+        outcomes.add(job.index, report)
+        if fail_fast and report.status == "error":
+            return
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    connection: Connection
+    job: Job | None = None
+
+
+def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes, fail_fast: bool) -> None:
+    """Hand the jobs to ``count`` worker processes, one at a time each, until done or stopped."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    # spawn, not fork: the parent may run threads (numpy's, rich's) that fork would copy mid-work
+    context = multiprocessing.get_context("spawn")
+    pending = deque(todo)
+    workers: list[_Worker] = []
+    stopping = False
+    finished = False
+
+    def start() -> None:
+        parent_end, child_end = context.Pipe()
+        process = context.Process(target=_serve, args=(child_end, task), daemon=True, name="geomcli-worker")
+        process.start()
+        child_end.close()
+        workers.append(_Worker(process, parent_end))
+
+    try:
+        for _ in range(count):
+            start()
+        while True:
+            for worker in workers:
+                if worker.job is None and pending and not stopping:
+                    worker.job = pending.popleft()
+                    worker.connection.send(worker.job)
+            busy = [worker for worker in workers if worker.job is not None]
+            if not busy:
+                break
+            ready = wait([worker.connection for worker in busy])
+            for worker in busy:
+                if worker.connection not in ready:
+                    continue
+                job = worker.job
+                assert job is not None
+                try:
+                    report = worker.connection.recv()
+                except EOFError:
+                    report = _died(task, worker)
+                    workers.remove(worker)
+                    if pending and not stopping:
+                        start()
+                worker.job = None
+                outcomes.add(job.index, report)
+                stopping = stopping or (fail_fast and report.status == "error")
+        finished = True
+    finally:
+        _stop(workers, finished)
+
+
+def _died(task: Task, worker: _Worker) -> Report:
+    """The report of a job whose worker ended without answering (a crash shows its traceback)."""
+    assert worker.job is not None
+    worker.process.join()
+    _remove_leftovers([worker.job])
+    return _report(task, worker.job, status="error",
+                   error=f"{worker.job.input}: the worker process ended (exit code {worker.process.exitcode})")
+
+
+def _stop(workers: Sequence[_Worker], finished: bool) -> None:
+    """Let idle workers go; after an interruption, stop busy ones and clear their temp files."""
+    if finished:
+        for worker in workers:
+            try:
+                worker.connection.send(None)
+            except OSError:
+                pass
+        for worker in workers:
+            worker.process.join()
+        return
+    # A second Ctrl-C or SIGTERM must not cut this cleanup short.
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for worker in workers:
+            if worker.process.is_alive():
+                worker.process.terminate()  # SIGTERM: the worker's writer removes its temp file
+        for worker in workers:
+            worker.process.join(timeout=10)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+        _remove_leftovers([worker.job for worker in workers if worker.job is not None])
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _serve(connection: Connection, task: Task) -> None:
+    """A worker: take jobs until told to stop; SIGTERM ends it through the writers' cleanup."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, _terminated)
+    # the heavy imports, once, while the parent is still handing out the first jobs
+    from geomcli import io, kernels, summary  # noqa: F401
+
+    while True:
+        try:
+            job = connection.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        connection.send(transform(task, job))
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(cli.EXIT_TERMINATED)
+
+
+def _remove_leftovers(jobs: Sequence[Job]) -> None:
+    from geomcli.io import _atomic
+
+    for job in jobs:
+        _atomic.remove_leftovers(job.output)
+
+
+def _smaller_than(jobs: Sequence[Job], limit: int) -> bool:
+    total = 0
+    for job in jobs:
+        try:
+            total += os.stat(job.input).st_size
+        except OSError:
+            pass
+        if total >= limit:
+            return False
+    return True
+
+
+def _cpu_count() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+# ---- what the user sees -----------------------------------------------------------------------
+
+
+@dataclass
+class _Outcomes:
+    """Reports in, shown in input order (so -j N prints what -j 1 prints); counts; the summary."""
+
+    task: Task
+    total: int
+    waiting: dict[int, Report] = field(default_factory=dict)
+    shown: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "error": 0, "skipped": 0})
+    progress: Progress | None = None
+
+    def __enter__(self) -> _Outcomes:
+        import sys
+
+        if not self.task.common.quiet and sys.stderr.isatty():
+            self.progress = _progress_bar()
+            self.progress.start()
+            self.progress.add_task(self.task.command, total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def add(self, index: int, report: Report) -> None:
+        self.counts[report.status] += 1
+        self.waiting[index] = report
+        if self.progress is not None:
+            self.progress.advance(self.progress.task_ids[0])
+        while self.waiting and min(self.waiting) <= self.shown:
+            index = min(self.waiting)
+            self._show(self.waiting.pop(index))
+            self.shown = index + 1
+
+    def _show(self, report: Report) -> None:
+        if report.status == "error":
+            self._say(f"Error: {report.error}")
+        if self.task.common.json:
+            click.echo(report.to_json())
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            click.echo(line, err=True)
+
+    def finish(self, seconds: float) -> int:
+        """Show what is left (after --fail-fast) and the summary; the exit code."""
+        for index in sorted(self.waiting):
+            self._show(self.waiting.pop(index))
+        ok, failed, skipped = self.counts["ok"], self.counts["error"], self.counts["skipped"]
+        not_run = self.total - ok - failed - skipped
+        if self.task.common.json:
+            click.echo(json.dumps({"command": self.task.command, "status": "summary", "ok": ok, "failed": failed,
+                                   "skipped": skipped, "not_run": not_run, "total": self.total,
+                                   "seconds": round(seconds, 3)}))
+        elif not self.task.common.quiet:
+            line = f"{self.task.command}: {ok} ok, {failed} failed, {skipped} skipped"
+            line += f", {not_run} not run (--fail-fast)" if not_run else ""
+            click.echo(f"{line} in {seconds:.1f} s", err=True)
+        return cli.EXIT_FAILED if failed else 0
+
+
+def _progress_bar() -> Progress:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, \
+        TimeRemainingColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.speed:.1f} files/s" if task.speed else "", style="progress.data.speed")
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
+                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+
+
+def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
+    """Each input -> output with the output's shape, from headers only; nothing is written."""
+    from geomcli import io
+
+    counts = {"ok": 0, "error": 0, "skipped": 0}
+    for job in jobs:
+        report = _report(task, job)
+        with cli.reporting(report, task.common):
+            header = io.read_header(job.input)
+            report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
+            try:
+                shape = task.shape_of(header, job.input)
+            except GeomError as error:
+                raise GeomError(f"{job.input}: {error}") from error
+            report.output_shape, report.output_dtype = list(shape), str(header.dtype)
+            reason = _skip_reason(job, options)
+            if reason is not None:
+                report.status = "skipped"
+                report.notes.append(reason)
+        counts[report.status] += 1
+        if report.status == "error":
+            click.echo(f"Error: {report.error}", err=True)
+        if task.common.json:
+            click.echo(report.to_json())
+        elif report.status != "error":
+            shape_text = "×".join(map(str, report.output_shape or []))
+            skipped = f" (skip: {report.notes[-1]})" if report.status == "skipped" else ""
+            click.echo(f"{job.input} → {job.output}: {shape_text} {report.output_dtype}{skipped}")
+    if task.common.json:
+        click.echo(json.dumps({"command": task.command, "status": "summary", "dry_run": True, "ok": counts["ok"],
+                               "failed": counts["error"], "skipped": counts["skipped"], "not_run": 0,
+                               "total": len(jobs)}))
+    elif not task.common.quiet:
+        click.echo(f"{task.command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
+                   f"{counts['skipped']} skipped", err=True)
+    return cli.EXIT_FAILED if counts["error"] else 0
