@@ -775,6 +775,21 @@ def test_tiff_codec_that_is_not_installed(tmp_path: Path) -> None:
         io.read_array(path)
 
 
+def test_tiff_with_a_cut_page_chain_is_refused_not_shortened(tmp_path: Path) -> None:
+    import tifffile
+
+    path = str(tmp_path / "pages.tiff")
+    tifffile.imwrite(path, np.ones((3, 8, 9), np.uint16), photometric="minisblack", metadata=None)
+    with tifffile.TiffFile(path) as tif:
+        last = tif.pages[2].offset
+    # the first two pages are whole; the third page's IFD is gone
+    _put(path, _bytes(path)[:last])
+    with pytest.raises(
+        GeomError, match=r"pages\.tiff: not a readable TIFF \(tifffile: .*invalid page"
+    ):
+        io.read_array(path)
+
+
 def test_tiff_with_series_of_different_shapes(tmp_path: Path) -> None:
     import tifffile
 
