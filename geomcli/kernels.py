@@ -11,12 +11,18 @@ This module imports numpy only: no I/O, no printing, no CLI.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
 from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
     "GeomError",
@@ -36,6 +42,12 @@ Shape: TypeAlias = tuple[int, ...]
 
 _MODES = ("DCR", "CRD")
 _GRID_DTYPES = ("float16", "float32", "float64", "bfloat16")
+
+# The fast paths work on ~1 MiB pieces: small enough to stay in cache while a piece is
+# rearranged, big enough that Python's per-piece cost is lost in the copying.
+_BLOCK_BYTES = 1 << 20
+# Outputs smaller than this are made on the calling thread: a thread hand-off costs more.
+_PARALLEL_BYTES = 4 << 20
 
 
 # --- validation helpers -------------------------------------------------------------
@@ -103,6 +115,74 @@ def _normalize_axes(axes: Any, rank: int, input_shape: Shape, func: str) -> Shap
     return tuple(normalized)
 
 
+def _as_threads(threads: Any, func: str) -> int:
+    """The number of threads to use: ``None`` means every CPU this process may run on."""
+    if threads is None:
+        return _available_cpus()
+    count = _as_int(threads, "threads", func)
+    if count < 1:
+        raise GeomError(f"{func}: threads must be at least 1, found {count}")
+    return count
+
+
+def _available_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+# --- running pieces of work on several threads ----------------------------------------
+# numpy releases the GIL while it copies, casts and adds, so pieces that write disjoint
+# parts of one output run in parallel. Which thread does which piece never changes a value:
+# results are identical for any thread count.
+
+_Piece = TypeVar("_Piece")
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """A shared pool of at least ``workers`` threads, made on first use (the import is lazy)."""
+    global _pool, _pool_size
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool, _pool_size = ThreadPoolExecutor(workers, thread_name_prefix="geomcli"), workers
+        return _pool
+
+
+def _run(pieces: Sequence[_Piece], work: Callable[[_Piece], None], threads: int) -> None:
+    """``work(piece)`` for every piece: in order on this thread, or in ``threads`` contiguous runs."""
+    threads = min(threads, len(pieces))
+    if threads <= 1:
+        for piece in pieces:
+            work(piece)
+        return
+
+    def run(part: Sequence[_Piece]) -> None:
+        for piece in part:
+            work(piece)
+
+    bounds = [len(pieces) * i // threads for i in range(threads + 1)]
+    parts = [pieces[start:stop] for start, stop in zip(bounds, bounds[1:])]
+    # The calling thread takes the first run itself, so a busy pool can never stall it.
+    futures = [_executor(threads - 1).submit(run, part) for part in parts[1:]]
+    run(parts[0])
+    for future in futures:
+        future.result()
+
+
+def _split(length: int, parts: int) -> list[slice]:
+    """``range(length)`` cut into at most ``parts`` nearly equal, non-empty slices."""
+    parts = max(1, min(parts, length))
+    bounds = [length * i // parts for i in range(parts + 1)]
+    return [slice(start, stop) for start, stop in zip(bounds, bounds[1:])]
+
+
 # --- CenterCropPad ------------------------------------------------------------------
 
 
@@ -142,7 +222,9 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
     return value
 
 
-def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None, *, fill: Any = None) -> np.ndarray:
+def center_crop_pad(
+    data: Any, shape: Ints, axes: Ints | None = None, *, fill: Any = None, threads: int | None = None
+) -> np.ndarray:
     """Centre-crop or zero-pad ``data`` to ``shape`` on ``axes``.
 
     Parameters
@@ -159,6 +241,9 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None, *, fill: A
     fill : scalar, optional, keyword-only
         A pad value other than the dtype's zero (an extension of ONNX, for images);
         it must fit the dtype exactly (no 300 in uint8, no 0.5 in an integer type).
+    threads : int, optional, keyword-only
+        Threads that share the copy of a large output (4 MiB and more). ``None`` uses
+        every CPU this process may run on. The result is the same for any count.
 
     Returns
     -------
@@ -170,7 +255,8 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None, *, fill: A
     GeomError
         If an axis is out of ``[-r, r-1]`` or repeated, ``shape`` is not 1-D, holds
         non-integers or negative values, or its length differs from the number of
-        axes; if ``data`` is not of a tensor type; or if ``fill`` does not fit its dtype.
+        axes; if ``data`` is not of a tensor type; if ``fill`` does not fit its dtype;
+        or if ``threads`` is not an integer >= 1.
 
     Notes
     -----
@@ -191,6 +277,7 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None, *, fill: A
     array = _as_array(data, "center_crop_pad")
     output_shape = center_crop_pad_output_shape(array.shape, shape, axes)
     pad_value = None if fill is None else _as_fill(fill, array.dtype, "center_crop_pad")
+    workers = _as_threads(threads, "center_crop_pad")
     source, target = [], []
     for length, wanted in zip(array.shape, output_shape, strict=True):
         if wanted <= length:
@@ -201,15 +288,39 @@ def center_crop_pad(data: Any, shape: Ints, axes: Ints | None = None, *, fill: A
             before = (wanted - length) // 2
             source.append(slice(None))
             target.append(slice(before, before + length))
+    # One pass over memory: a single copy for the data and, for the padding, zeroed pages
+    # from the kernel (pages that are all padding are never touched). np.empty when nothing
+    # is padded; border fills or np.pad measured 1.5x slower.
     if all(wanted <= length for length, wanted in zip(array.shape, output_shape, strict=True)):
-        return np.array(array[tuple(source)])
-    # One pass over memory: zeroed pages for the padding, a single copy for the data.
-    if pad_value is None:
+        result = np.empty(output_shape, dtype=array.dtype)
+    elif pad_value is None:
         result = np.zeros(output_shape, dtype=array.dtype)
     else:
         result = np.full(output_shape, pad_value, dtype=array.dtype)
-    result[tuple(target)] = array[tuple(source)]
+    # The trailing Ellipsis keeps rank 0 a (0-d) view rather than a scalar.
+    into: Any = (*target, ...)
+    taken: Any = (*source, ...)
+    _copy(result[into], array[taken], workers)
     return result
+
+
+def _plain_memory(array: np.ndarray) -> bool:
+    """Whether the fast paths may take ``array``: an in-memory ndarray of a non-string type.
+
+    Memory maps and other subclasses, strings and anything unusual take the plain path.
+    """
+    return type(array) is np.ndarray and array.dtype.kind not in "OSU"
+
+
+def _copy(target: np.ndarray, source: np.ndarray, threads: int) -> None:
+    """``np.copyto(target, source)``, in slabs along the outermost axis long enough to share."""
+    if threads > 1 and target.nbytes >= _PARALLEL_BYTES and _plain_memory(source):
+        for axis, length in enumerate(target.shape):
+            if length >= threads:
+                slabs = [(slice(None),) * axis + (part,) for part in _split(length, threads)]
+                _run(slabs, lambda slab: np.copyto(target[slab], source[slab]), threads)
+                return
+    np.copyto(target, source)
 
 
 # --- AffineGrid ---------------------------------------------------------------------
@@ -250,7 +361,9 @@ def _base_coordinates(length: int, align_corners: bool) -> np.ndarray:
     return (2 * index + 1) / length - 1
 
 
-def affine_grid(theta: Any, size: Ints, align_corners: bool | int = False) -> np.ndarray:
+def affine_grid(
+    theta: Any, size: Ints, align_corners: bool | int = False, *, threads: int | None = None
+) -> np.ndarray:
     """Sampling grids for a batch of affine matrices, as torch's ``affine_grid``.
 
     Parameters
@@ -262,6 +375,9 @@ def affine_grid(theta: Any, size: Ints, align_corners: bool | int = False) -> np
     align_corners : bool or 0/1
         If true, -1 and 1 are the centres of the corner pixels; otherwise their
         outer edges.
+    threads : int, optional, keyword-only
+        Threads that share a large grid (4 MiB and more). ``None`` uses every CPU this
+        process may run on. The result is the same for any count.
 
     Returns
     -------
@@ -273,8 +389,8 @@ def affine_grid(theta: Any, size: Ints, align_corners: bool | int = False) -> np
     ------
     GeomError
         If theta's dtype is not a float type, its shape does not fit ``size``,
-        ``size[0]`` differs from theta's batch, a spatial size is below 1, or
-        ``align_corners`` is not a bool or 0/1.
+        ``size[0]`` differs from theta's batch, a spatial size is below 1,
+        ``align_corners`` is not a bool or 0/1, or ``threads`` is not an integer >= 1.
 
     Notes
     -----
@@ -308,18 +424,41 @@ def affine_grid(theta: Any, size: Ints, align_corners: bool | int = False) -> np
     lengths = output_shape[1:-1]
     axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(lengths)]
     weights = matrices.astype(np.float64)
+    workers = _as_threads(threads, func)
     result = np.empty(output_shape, dtype=matrices.dtype)
-    spatial = len(lengths)
-    for n in range(output_shape[0]):
-        for k in range(spatial):
-            row = weights[n, k]
-            # The grid is separable: a sum of one term per axis, broadcast over the others.
-            rest = row[spatial]
-            for j in range(1, spatial):  # y, then z: the slower axes
-                coordinate = axes_xyz[j].reshape((-1,) + (1,) * j) * row[j]
-                rest = rest + coordinate
-            np.add(rest, axes_xyz[0] * row[0], out=result[n, ..., k], casting="unsafe")
+    _affine_grid_plain(weights, axes_xyz, result, workers if result.nbytes >= _PARALLEL_BYTES else 1)
     return result
+
+
+def _grid_terms(row: np.ndarray, axes_xyz: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One output coordinate's two float64 terms: (the y[, z] part over (d?, h), the x part over w).
+
+    The grid is separable: ``row @ [x, y, z, 1]`` is ``((row[-1] + y*row[1]) + z*row[2]) + x*row[0]``,
+    always added in this order so every path rounds the same way.
+    """
+    spatial = len(axes_xyz)
+    rest = row[spatial]
+    for j in range(1, spatial):  # y, then z: the slower axes
+        coordinate = axes_xyz[j].reshape((-1,) + (1,) * j) * row[j]
+        rest = rest + coordinate
+    return np.asarray(rest), axes_xyz[0] * row[0]
+
+
+def _affine_grid_plain(weights: np.ndarray, axes_xyz: list[np.ndarray], result: np.ndarray, threads: int = 1) -> None:
+    """One broadcast sum per (n, coordinate), cast once into the output's strided last axis.
+
+    The (n, coordinate) pieces write disjoint parts of ``result`` and are shared among
+    ``threads`` threads (measured 1.7-1.9x on two cores, 2-D and 3-D). A
+    row-blocked variant with a float64 buffer and one contiguous cast, and complex128 adds
+    for the (x, y) pairs, were measured no faster here, so the grid stays this simple.
+    """
+
+    def work(piece: tuple[int, int]) -> None:
+        n, k = piece
+        rest, x_term = _grid_terms(weights[n, k], axes_xyz)
+        np.add(rest, x_term, out=result[n, ..., k], casting="unsafe")
+
+    _run([(n, k) for n in range(result.shape[0]) for k in range(len(axes_xyz))], work, threads)
 
 
 # --- SpaceToDepth / DepthToSpace ----------------------------------------------------
@@ -365,7 +504,7 @@ def depth_to_space_output_shape(input_shape: Sequence[int], blocksize: int) -> S
     return (n, c // (b * b), h * b, w * b)
 
 
-def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
+def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None) -> np.ndarray:
     """Move each ``blocksize`` × ``blocksize`` block of space into channels.
 
     Parameters
@@ -376,6 +515,9 @@ def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
         Block edge b >= 1; H and W must be multiples of it (1 is the identity).
     mode : {"DCR", "CRD"}
         Channel order: DCR puts the block offset first, CRD the input channel first.
+    threads : int, optional, keyword-only
+        Threads that share a large input (4 MiB and more). ``None`` uses every CPU this
+        process may run on. The result is the same for any count.
 
     Returns
     -------
@@ -386,7 +528,7 @@ def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
     ------
     GeomError
         If ``data`` is not rank 4, H or W is not divisible by b, b is not an integer
-        >= 1, or ``mode`` is not exactly "DCR" or "CRD".
+        >= 1, ``mode`` is not exactly "DCR" or "CRD", or ``threads`` is not an integer >= 1.
 
     Notes
     -----
@@ -409,9 +551,18 @@ def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
     n, c, h, w = array.shape
     output_shape = space_to_depth_output_shape(array.shape, blocksize)
     b = operator.index(blocksize)
+    workers = _as_threads(threads, func)
+    if b > 1 and array.nbytes >= _BLOCK_BYTES and _plain_memory(array) and array.flags.c_contiguous:
+        return _space_to_depth_blocked(array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1)
+    return _space_to_depth_plain(array, b, checked_mode)
+
+
+def _space_to_depth_plain(array: np.ndarray, b: int, mode: Mode) -> np.ndarray:
+    """The defining transpose, in one copy: any dtype, any strides (and the oracle of the fast path)."""
+    n, c, h, w = array.shape
     blocks = array.reshape(n, c, h // b, b, w // b, b)
-    result = np.empty(output_shape, dtype=array.dtype)
-    if checked_mode == "DCR":
+    result = np.empty((n, c * b * b, h // b, w // b), dtype=array.dtype)
+    if mode == "DCR":
         # (n, c, h/b, bh, w/b, bw) -> (n, bh, bw, c, h/b, w/b)
         np.copyto(result.reshape(n, b, b, c, h // b, w // b), blocks.transpose(0, 3, 5, 1, 2, 4))
     else:
@@ -420,7 +571,82 @@ def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
     return result
 
 
-def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
+def _block_pieces(n: int, c: int, rows: int, row_bytes: int, block_bytes: int) -> list[tuple[int, slice, slice]]:
+    """(batch, channels, rows) pieces of about ``block_bytes`` each, in memory order.
+
+    A piece is whole channel planes when a plane fits in a block, else a band of rows of
+    one channel; ``row_bytes`` is what one row of one channel costs.
+    """
+    plane = rows * row_bytes
+    if plane <= block_bytes:
+        return [(i, part, slice(None)) for i in range(n) for part in _split(c, -(-c * plane // block_bytes))]
+    return [
+        (i, slice(channel, channel + 1), part)
+        for i in range(n)
+        for channel in range(c)
+        for part in _split(rows, -(-plane // block_bytes))
+    ]
+
+
+# numpy's unsigned integer of each item size, for moving raw bits (bool, bfloat16 and floats alike).
+_UINTS: dict[int, np.dtype[Any]] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
+def _space_to_depth_blocked(array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES) -> np.ndarray:
+    """:func:`_space_to_depth_plain`'s result, ~1 MiB of input at a time, on ``threads`` threads.
+
+    The plain copy reads the whole input once per (bh, bw) pair in DCR mode; here each
+    piece of input is still in cache when it is copied to all b² outputs. For b == 2 and
+    items of 1, 2 or 4 bytes, each horizontal pair is read as one unsigned integer twice as
+    wide: a truncating cast keeps the left item (bw = 0; little-endian), a shift right
+    brings down the right one (bw = 1). Both are contiguous, vectorised loops instead of a
+    strided gather. Every output element is a bit copy of one input element, so the result
+    is identical to the plain path for any dtype and any number of threads.
+    """
+    n, c, h, w = array.shape
+    hb, wb = h // b, w // b
+    result = np.empty((n, c * b * b, hb, wb), dtype=array.dtype)
+    # Both modes as one view of the result: (n, bh, bw, c, h/b, w/b).
+    if mode == "DCR":
+        target = result.reshape(n, b, b, c, hb, wb)
+    else:
+        # (n, c, bh, bw, h/b, w/b) -> (n, bh, bw, c, h/b, w/b)
+        target = result.reshape(n, c, b, b, hb, wb).transpose(0, 2, 3, 1, 4, 5)
+    source = array.reshape(n, c, hb, b, wb, b)  # (n, c, h/b, bh, w/b, bw)
+    itemsize = array.dtype.itemsize
+    wide = _UINTS.get(2 * itemsize)
+    pairs = array.view(wide) if b == 2 and wide is not None and sys.byteorder == "little" else None
+
+    if pairs is None or not pairs.flags.aligned:
+
+        def work(piece: tuple[int, slice, slice]) -> None:
+            i, channels, rows = piece
+            # (c, h/b, bh, w/b, bw) -> (bh, bw, c, h/b, w/b)
+            np.copyto(target[i, :, :, channels, rows], source[i, channels, rows].transpose(2, 4, 0, 1, 3))
+
+    else:
+        narrow = _UINTS[itemsize]
+        bits = 8 * itemsize
+        wide_pairs = pairs.reshape(n, c, hb, 2, wb)  # (n, c, h/b, bh, w/b): one element per (bw=0, bw=1)
+        target_bits = target.view(narrow)
+        source_bits = source.view(narrow)
+
+        def work(piece: tuple[int, slice, slice]) -> None:
+            i, channels, rows = piece
+            block = wide_pairs[i, channels, rows].transpose(2, 0, 1, 3)  # -> (bh, c, h/b, w/b)
+            np.copyto(target_bits[i, :, 0, channels, rows], block, casting="unsafe")
+            if itemsize < 4:
+                np.right_shift(block, bits, out=target_bits[i, :, 1, channels, rows], casting="unsafe")
+            else:
+                # Measured: for 4-byte items the strided copy beats the shift with a cast.
+                right = source_bits[i, channels, rows, :, :, 1]  # (c, h/b, bh, w/b)
+                np.copyto(target_bits[i, :, 1, channels, rows], right.transpose(2, 0, 1, 3))
+
+    _run(_block_pieces(n, c, hb, b * w * itemsize, block_bytes), work, threads)
+    return result
+
+
+def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None) -> np.ndarray:
     """Move channels back into ``blocksize`` × ``blocksize`` blocks of space.
 
     Parameters
@@ -431,6 +657,8 @@ def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
         Block edge b >= 1; the channel count must be a multiple of b².
     mode : {"DCR", "CRD"}
         The channel order, as for :func:`space_to_depth`.
+    threads : int, optional, keyword-only
+        As for :func:`space_to_depth`.
 
     Returns
     -------
@@ -441,7 +669,8 @@ def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
     ------
     GeomError
         If ``data`` is not rank 4, its channels are not divisible by b², b is not an
-        integer >= 1, or ``mode`` is not exactly "DCR" or "CRD".
+        integer >= 1, ``mode`` is not exactly "DCR" or "CRD", or ``threads`` is not an
+        integer >= 1.
 
     Notes
     -----
@@ -463,13 +692,44 @@ def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR") -> np.ndarray:
     n, depth, h, w = array.shape
     output_shape = depth_to_space_output_shape(array.shape, blocksize)
     b = operator.index(blocksize)
-    c = output_shape[1]
-    result = np.empty(output_shape, dtype=array.dtype)
+    workers = _as_threads(threads, func)
+    if b > 1 and array.nbytes >= _BLOCK_BYTES and _plain_memory(array) and array.flags.c_contiguous:
+        return _depth_to_space_blocked(array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1)
+    return _depth_to_space_plain(array, b, checked_mode)
+
+
+def _depth_to_space_plain(array: np.ndarray, b: int, mode: Mode) -> np.ndarray:
+    """The defining transpose, in one copy: any dtype, any strides (and the oracle of the fast path)."""
+    n, depth, h, w = array.shape
+    c = depth // (b * b)
+    result = np.empty((n, c, h * b, w * b), dtype=array.dtype)
     target = result.reshape(n, c, h, b, w, b)
-    if checked_mode == "DCR":
+    if mode == "DCR":
         # (n, bh, bw, c, h, w) -> (n, c, h, bh, w, bw)
         np.copyto(target, array.reshape(n, b, b, c, h, w).transpose(0, 3, 4, 1, 5, 2))
     else:
         # (n, c, bh, bw, h, w) -> (n, c, h, bh, w, bw)
         np.copyto(target, array.reshape(n, c, b, b, h, w).transpose(0, 1, 4, 2, 5, 3))
+    return result
+
+
+def _depth_to_space_blocked(array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES) -> np.ndarray:
+    """:func:`_depth_to_space_plain`'s result, one ~1 MiB piece of output at a time, on ``threads`` threads."""
+    n, depth, h, w = array.shape
+    c = depth // (b * b)
+    result = np.empty((n, c, h * b, w * b), dtype=array.dtype)
+    target = result.reshape(n, c, h, b, w, b)  # (n, c, h, bh, w, bw)
+    # Both modes as one view of the input: (n, bh, bw, c, h, w).
+    if mode == "DCR":
+        source = array.reshape(n, b, b, c, h, w)
+    else:
+        # (n, c, bh, bw, h, w) -> (n, bh, bw, c, h, w)
+        source = array.reshape(n, c, b, b, h, w).transpose(0, 2, 3, 1, 4, 5)
+
+    def work(piece: tuple[int, slice, slice]) -> None:
+        i, channels, rows = piece
+        # (bh, bw, c, h, w) -> (c, h, bh, w, bw)
+        np.copyto(target[i, channels, rows], source[i, :, :, channels, rows].transpose(2, 3, 0, 4, 1))
+
+    _run(_block_pieces(n, c, h, b * b * w * array.dtype.itemsize, block_bytes), work, threads)
     return result

@@ -1,0 +1,160 @@
+"""The kernels' fast paths (blocked, bit-splitting, threaded) against their plain one-copy paths.
+
+The fast paths only take inputs of a few MiB and more, so these tests call the private
+helpers directly with tiny block sizes: small odd arrays then cross many block boundaries.
+Every comparison is bit for bit (``tobytes``), for every dtype, both modes, b in 1..4 and
+1 to 3 threads.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from geomcli import kernels
+from geomcli.errors import GeomError
+from tests.conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
+
+MODES = ["DCR", "CRD"]
+# (n, c, h/b, w/b): odd sizes, N > 1 and C >= 2 (DCR and CRD coincide when C == 1).
+BLOCK_SHAPES = [(1, 2, 1, 1), (2, 3, 3, 5), (3, 2, 5, 1), (2, 5, 2, 7)]
+
+
+def same_bits(found: np.ndarray, expected: np.ndarray) -> bool:
+    return found.dtype == expected.dtype and found.shape == expected.shape and found.tobytes() == expected.tobytes()
+
+
+def with_nan_payloads(array: np.ndarray) -> np.ndarray:
+    """Float inputs get a few NaNs with odd payloads and -0.0: a bit copy must keep them."""
+    if array.dtype.kind != "f" and array.dtype != np.dtype(ml_dtypes.bfloat16):
+        return array
+    flat = array.reshape(-1)
+    bits = flat.view(kernels._UINTS[array.dtype.itemsize])
+    flat[::7] = -0.0
+    bits[3::11] = ~np.zeros(1, dtype=bits.dtype)[0] - 5  # an all-ones NaN pattern, minus a little
+    return array
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("b", [1, 2, 3, 4])
+@pytest.mark.parametrize("blocks", BLOCK_SHAPES, ids=str)
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("block_bytes", [1, 40, 1 << 20])
+def test_space_to_depth_blocked_equals_plain(
+    rng: np.random.Generator,
+    dtype: np.dtype,
+    mode: str,
+    b: int,
+    blocks: tuple[int, int, int, int],
+    threads: int,
+    block_bytes: int,
+) -> None:
+    n, c, hb, wb = blocks
+    x = with_nan_payloads(make_array(rng, (n, c, hb * b, wb * b), dtype))
+    expected = kernels._space_to_depth_plain(x, b, mode)  # type: ignore[arg-type]
+    found = kernels._space_to_depth_blocked(x, b, mode, threads, block_bytes)  # type: ignore[arg-type]
+    assert same_bits(found, expected)
+    # And the inverse, blocked, gives the input back bit for bit.
+    back = kernels._depth_to_space_blocked(found, b, mode, threads, block_bytes)  # type: ignore[arg-type]
+    assert same_bits(back, x)
+    assert same_bits(back, kernels._depth_to_space_plain(found, b, mode))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("b", [1, 2, 3, 4])
+def test_public_kernels_take_the_fast_path_on_large_inputs(
+    rng: np.random.Generator, dtype: np.dtype, mode: str, b: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Shrink the thresholds so a small array goes through the blocked, threaded route.
+    monkeypatch.setattr(kernels, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 64)
+    x = make_array(rng, (2, 3, 4 * b, 3 * b), dtype)
+    for threads in (None, 1, 2):
+        y = kernels.space_to_depth(x, b, mode, threads=threads)  # type: ignore[arg-type]
+        assert same_bits(y, kernels._space_to_depth_plain(x, b, mode))  # type: ignore[arg-type]
+        assert same_bits(kernels.depth_to_space(y, b, mode, threads=threads), x)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "bool"])
+def test_space_to_depth_fast_path_falls_back_for_views_and_maps(
+    rng: np.random.Generator, dtype: str, tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kernels, "_BLOCK_BYTES", 64)
+    x = make_array(rng, (2, 3, 8, 12), np.dtype(dtype))
+    expected = kernels._space_to_depth_plain(x, 2, "DCR")
+    # Non-contiguous: every other column of a wider array; reversed rows (negative strides).
+    wider = np.zeros((2, 3, 8, 24), dtype=x.dtype)
+    wider[..., ::2] = x
+    assert same_bits(kernels.space_to_depth(wider[..., ::2], 2), expected)
+    assert same_bits(kernels.space_to_depth(x[:, :, ::-1][:, :, ::-1], 2), expected)
+    # An unaligned buffer: the item starts one byte into a bytes object.
+    raw = np.frombuffer(b"\0" + x.tobytes(), dtype=x.dtype, offset=1).reshape(x.shape)
+    assert same_bits(kernels.space_to_depth(raw, 2), expected)
+    # A memory map.
+    path = str(tmp_path / "x.npy")  # type: ignore[operator]
+    np.save(path, x)
+    mapped = np.load(path, mmap_mode="r")
+    assert same_bits(kernels.space_to_depth(mapped, 2), expected)
+
+
+def test_threads_must_be_a_positive_integer() -> None:
+    x = np.zeros((1, 1, 2, 2))
+    theta = np.zeros((1, 2, 3))
+    with pytest.raises(GeomError, match=r"^space_to_depth: threads must be at least 1, found 0$"):
+        kernels.space_to_depth(x, 2, threads=0)
+    with pytest.raises(GeomError, match=r"^depth_to_space: threads must be an integer, found 1.5$"):
+        kernels.depth_to_space(np.zeros((1, 4, 1, 1)), 2, threads=1.5)  # type: ignore[arg-type]
+    with pytest.raises(GeomError, match=r"^center_crop_pad: threads must be an integer, found True$"):
+        kernels.center_crop_pad(x, [1, 1, 1, 1], threads=True)
+    with pytest.raises(GeomError, match=r"^affine_grid: threads must be at least 1, found -2$"):
+        kernels.affine_grid(theta, [1, 1, 2, 2], threads=-2)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("in_shape", "shape", "axes"),
+    [
+        ((5, 7, 3), [3, 4], [0, 1]),  # crop only: np.empty
+        ((5, 7, 3), [8, 4], [0, 1]),  # pad one axis, crop the other
+        ((2, 3, 5, 4), [7, 9], [2, 3]),  # pad both
+        ((2, 3, 5, 4), [2, 3, 1, 6], None),
+        ((), [], None),  # rank 0
+    ],
+)
+def test_center_crop_pad_threaded_equals_single(
+    rng: np.random.Generator,
+    dtype: np.dtype,
+    threads: int,
+    in_shape: tuple[int, ...],
+    shape: list[int],
+    axes: list[int] | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    x = np.asarray(make_array(rng, in_shape, dtype), dtype=dtype)
+    expected = kernels.center_crop_pad(x, shape, axes, threads=1)
+    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
+    assert same_bits(kernels.center_crop_pad(x, shape, axes, threads=threads), expected)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", [[2, 1, 5, 7], [3, 2, 1, 1], [2, 1, 4, 1, 6], [1, 1, 3, 2, 5]], ids=str)
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_affine_grid_threaded_equals_single(
+    rng: np.random.Generator,
+    dtype: np.dtype,
+    align_corners: bool,
+    size: list[int],
+    threads: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spatial = len(size) - 2
+    theta = rng.uniform(-3, 3, size=(size[0], spatial, spatial + 1)).astype(dtype)
+    theta.reshape(-1)[::5] = -0.0
+    expected = kernels.affine_grid(theta, size, align_corners, threads=1)
+    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
+    assert same_bits(kernels.affine_grid(theta, size, align_corners, threads=threads), expected)
