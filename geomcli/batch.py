@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     import numpy as np
     from rich.progress import Progress
+    from rich.progress import Task as ProgressTask
 
     from geomcli.cli import BatchOptions, Common
     from geomcli.io import Header, Loaded
@@ -529,12 +530,18 @@ class _Outcomes:
 
 def _progress_bar() -> Progress:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, \
-        TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
     from rich.text import Text
 
     class Rate(ProgressColumn):
-        def render(self, task: Task) -> Text:
+        def render(self, task: ProgressTask) -> Text:
             return Text(f"{task.speed:.1f} files/s" if task.speed else "", style="progress.data.speed")
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
@@ -548,6 +555,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     counts = {"ok": 0, "error": 0, "skipped": 0}
     for job in jobs:
         report = _report(task, job)
+        reason = _skip_reason(job, options)
         with cli.reporting(report, task.common):
             header = io.read_header(job.input)
             report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
@@ -556,17 +564,17 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
             except GeomError as error:
                 raise GeomError(f"{job.input}: {error}") from error
             report.output_shape, report.output_dtype = list(shape), str(header.dtype)
-            reason = _skip_reason(job, options)
-            if reason is not None:
-                report.status = "skipped"
-                report.notes.append(reason)
+        if reason is not None:
+            # the run would not read this file: whatever the header says, it is not a failure
+            report.status, report.error = "skipped", None
+            report.notes.append(reason)
         counts[report.status] += 1
         if report.status == "error":
             click.echo(f"Error: {report.error}", err=True)
         if task.common.json:
             click.echo(report.to_json())
         elif report.status != "error":
-            shape_text = "×".join(map(str, report.output_shape or []))
+            shape_text = "×".join(map(str, report.output_shape)) if report.output_shape else "?"
             skipped = f" (skip: {report.notes[-1]})" if report.status == "skipped" else ""
             click.echo(f"{job.input} → {job.output}: {shape_text} {report.output_dtype}{skipped}")
     if task.common.json:

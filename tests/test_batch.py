@@ -1,0 +1,454 @@
+"""Batch runs (geomcli.batch): inputs from folders and globs, names, collisions, skipping, workers,
+failures, interruptions, the JSON stream and samples/Makefile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from PIL import Image
+
+from geomcli import batch, kernels
+from geomcli.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+GEOMCLI = [sys.executable, "-m", "geomcli"]
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def png(path: Path, rng: np.random.Generator, shape: tuple[int, ...] = (9, 12, 3)) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).save(path)
+    return path
+
+
+def files(folder: Path) -> list[str]:
+    """Every file under ``folder``, hidden ones included, as sorted relative paths."""
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in files(folder)}
+
+
+@pytest.fixture
+def shots(tmp_path: Path, rng: np.random.Generator) -> Path:
+    """shots/{a,b}.png, shots/c.npy, shots/day/d.png, shots/day/night/e.png, plus files to ignore."""
+    root = tmp_path / "shots"
+    png(root / "a.png", rng, (10, 12, 3))
+    png(root / "b.png", rng, (8, 10))
+    np.save(root / "c.npy", rng.standard_normal((1, 3, 6, 8)).astype(np.float32))
+    png(root / "day" / "d.png", rng, (10, 12, 3))
+    png(root / "day" / "night" / "e.png", rng, (10, 10, 4))
+    (root / "notes.txt").write_text("not an image")
+    png(root / ".hidden.png", rng)
+    return root
+
+
+# --- inputs: folders, recursion, globs ------------------------------------------------
+
+
+def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4")
+    assert result.exit_code == 1  # c.npy is a rank-4 tensor: --shape 4,4 does not fit it
+    assert result.stderr.splitlines()[0].startswith(f"Error: {shots / 'c.npy'}: ")
+    assert result.stderr.splitlines()[-1].startswith("crop-pad: 2 ok, 1 failed, 0 skipped in ")
+    assert files(out) == ["a.png", "b.png"]
+    with Image.open(shots / "a.png") as image:
+        expected = kernels.center_crop_pad(np.asarray(image), [4, 4], [0, 1])
+    with Image.open(out / "a.png") as image:
+        assert np.array_equal(np.asarray(image), expected)
+
+
+def test_recursive_mirrors_subfolders(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("space-to-depth", shots, "-r", "--out-dir", out, "--name", "{stem}.npy", "--blocksize", "2")
+    assert result.exit_code == 0, result.stderr
+    assert files(out) == ["a.npy", "b.npy", "c.npy", "day/d.npy", "day/night/e.npy"]
+    assert np.load(out / "day" / "night" / "e.npy").shape == (5, 5, 16)
+
+
+def test_globs_are_expanded_by_geomcli(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("crop-pad", f"{shots}/**/*.png", "--out-dir", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert files(out) == ["a.png", "b.png", "day/d.png", "day/night/e.png"]
+    flat = tmp_path / "flat"
+    assert run("crop-pad", f"{shots}/*.png", "--out-dir", flat, "--shape", "4,4").exit_code == 0
+    assert files(flat) == ["a.png", "b.png"]
+
+
+def test_files_and_globs_mix_and_a_file_named_twice_runs_once(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("crop-pad", shots / "a.png", f"{shots}/[ab].png", "--out-dir", out, "--shape", "4,4", "--json")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["input"] for line in lines[:-1]] == [str(shots / "a.png"), str(shots / "b.png")]
+
+
+@pytest.mark.parametrize("argument", ["nothing/*.png", "{shots}/*.txt", "{empty}"])
+def test_a_glob_or_folder_without_inputs_is_a_usage_error(argument: str, shots: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    pattern = argument.format(shots=shots, empty=tmp_path / "empty")
+    result = run("crop-pad", pattern, "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 2 and "has no file geomcli reads" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_file_is_one_failure(shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", shots / "a.png", shots / "gone.png", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 1
+    assert f"Error: {shots / 'gone.png'}: no such file" in result.stderr
+    assert files(tmp_path / "out") == ["a.png"]
+
+
+# --- usage ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ([], "give -o OUTPUT for one INPUT, or --out-dir DIR"),
+    (["-o", "x.png"], "-o takes one INPUT, found 2; give --out-dir DIR for several"),
+    (["-o", "x.png", "--out-dir", "out"], "-o and --out-dir cannot be combined"),
+])
+def test_several_inputs_need_out_dir(extra: list[str], message: str, shots: Path) -> None:
+    result = run("crop-pad", shots / "a.png", shots / "b.png", "--shape", "4,4", *extra)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_batch_options_and_folders_go_with_out_dir(shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", shots / "a.png", "-o", tmp_path / "x.png", "--shape", "4,4", "-j", "2")
+    assert result.exit_code == 2 and "-j/--jobs goes with --out-dir, not -o" in result.stderr
+    result = run("crop-pad", shots, "-o", tmp_path / "x.png", "--shape", "4,4")
+    assert result.exit_code == 2 and "is a folder; give --out-dir DIR" in result.stderr
+    result = run("crop-pad", "-", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 2 and "- (stdin) is one input" in result.stderr
+
+
+def test_one_file_runs_never_import_the_batch_module(shots: Path, tmp_path: Path) -> None:
+    probe = ("import sys\nfrom geomcli.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+             "    pass\nprint('geomcli.batch' in sys.modules)")
+    one = [sys.executable, "-c", probe, "crop-pad", str(shots / "a.png"), "-o", str(tmp_path / "x.png"),
+           "--shape", "4,4", "-q"]
+    assert subprocess.run(one, capture_output=True, text=True).stdout == "False\n"
+    many = [*one[:4], str(shots / "a.png"), "--out-dir", str(tmp_path / "out"), "--shape", "4,4", "-q"]
+    assert subprocess.run(many, capture_output=True, text=True).stdout == "True\n"
+
+
+# --- names: templates, collisions, escapes ---------------------------------------------
+
+
+def test_template_fields_and_format_from_the_extension(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("crop-pad", f"{shots}/**/*.png", "--out-dir", out, "--name", "{parent}/{index:03d}_{name}.npy",
+                 "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert files(out) == ["000_a.png.npy", "001_b.png.npy", "day/002_d.png.npy", "day/night/003_e.png.npy"]
+    assert np.load(out / "001_b.png.npy").shape == (4, 4)
+
+
+def test_a_template_without_parent_still_mirrors(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("crop-pad", shots / "day", "-r", "--out-dir", out, "--name", "s_{stem}.png",
+               "--shape", "4,4").exit_code == 0
+    assert files(out) == ["night/s_e.png", "s_d.png"]
+
+
+def test_two_inputs_for_one_output_is_caught_before_writing(shots: Path, tmp_path: Path, rng: np.random.Generator) -> None:
+    png(shots / "c.png", rng)  # c.png and c.npy both become c.npy
+    out = tmp_path / "out"
+    result = run("crop-pad", shots, "--out-dir", out, "--name", "{stem}.npy", "--shape", "1,1")
+    assert result.exit_code == 2
+    assert f"{shots / 'c.npy'} and {shots / 'c.png'} would both be written to {out / 'c.npy'}" in result.stderr
+    assert not out.exists()
+
+
+def test_an_output_that_is_another_input_is_refused(tmp_path: Path, rng: np.random.Generator) -> None:
+    one, other = png(tmp_path / "1.png", rng), png(tmp_path / "a.png", rng)
+    result = run("crop-pad", tmp_path, "--out-dir", tmp_path, "--name", "{index}.png", "--shape", "4,4")
+    assert result.exit_code == 2
+    assert f"{tmp_path / '1.png'} would replace the input {one} during the run" in result.stderr
+    assert one.read_bytes() != b"" and other.exists() and not (tmp_path / "0.png").exists()
+
+
+def test_an_output_in_place_of_its_own_input_is_allowed(shots: Path) -> None:
+    result = run("crop-pad", shots / "a.png", shots / "b.png", "--out-dir", shots, "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    with Image.open(shots / "a.png") as image:
+        assert image.size == (4, 4)
+
+
+@pytest.mark.parametrize("template", ["../{name}", "{parent}/../../{name}", "x/../../{name}", "/tmp/{name}"])
+def test_templates_cannot_escape_out_dir(template: str, shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", shots / "a.png", "--out-dir", tmp_path / "out", "--name", template, "--shape", "4,4")
+    assert result.exit_code == 2 and "Invalid value for '--name'" in result.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "a.png").exists()
+
+
+def test_a_symlinked_folder_cannot_lead_out_of_out_dir(shots: Path, tmp_path: Path) -> None:
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "day").symlink_to(elsewhere)
+    result = run("crop-pad", shots / "day", "--out-dir", out, "--name", "day/{name}", "--shape", "4,4")
+    assert result.exit_code == 2 and "outside --out-dir" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize(("template", "message"), [
+    ("{stem}{ext}", "unknown field {ext}"),
+    ("{0}.png", "unknown field {0}"),
+    ("{stem.upper}.png", "unknown field {stem.upper}"),
+    ("{stem:05d}.png", "Unknown format code 'd'"),
+    ("{stem", "expected '}' before end of string"),
+    ("{index}.txt", "unknown extension '.txt'"),
+])
+def test_bad_templates_are_usage_errors(template: str, message: str, shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", shots / "a.png", "--out-dir", tmp_path / "out", "--name", template, "--shape", "4,4")
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_render_examples() -> None:
+    assert batch.render("{stem}_{index:02d}{suffix}", batch.Source("x/a.b.png", ""), 3) == ["a.b_03.png"]
+    assert batch.render("{parent}/{name}", batch.Source("x/y/a.png", ""), 0) == ["a.png"]
+
+
+# --- existing outputs -----------------------------------------------------------------
+
+
+def statuses(result: Result) -> dict[str, str]:
+    return {Path(record["input"]).name: record["status"] for record in map(json.loads, result.stdout.splitlines())
+            if "input" in record}
+
+
+def test_skip_existing_redoes_only_outputs_older_than_their_input(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    pattern = f"{shots}/*.png"
+    assert run("crop-pad", pattern, "--out-dir", out, "--shape", "4,4").exit_code == 0
+    later = time.time() + 10
+    os.utime(shots / "b.png", (later, later))
+    result = run("crop-pad", pattern, "--out-dir", out, "--shape", "4,4", "--skip-existing", "--json")
+    assert result.exit_code == 0
+    assert statuses(result) == {"a.png": "skipped", "b.png": "ok"}
+    assert json.loads(result.stdout.splitlines()[-1])["skipped"] == 1
+
+
+def test_no_clobber_never_replaces_a_file(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.png").write_bytes(b"keep me")
+    result = run("crop-pad", f"{shots}/*.png", "--out-dir", out, "--shape", "4,4", "-n", "--json")
+    assert result.exit_code == 0
+    assert statuses(result) == {"a.png": "skipped", "b.png": "ok"}
+    assert (out / "a.png").read_bytes() == b"keep me"
+
+
+def test_existing_outputs_are_overwritten_by_default(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.png").write_bytes(b"old")
+    assert run("crop-pad", shots / "a.png", "--out-dir", out, "--shape", "4,4").exit_code == 0
+    assert (out / "a.png").read_bytes().startswith(b"\x89PNG")
+
+
+# --- workers, determinism, failures -----------------------------------------------------
+
+
+@pytest.fixture
+def mixed(tmp_path: Path, rng: np.random.Generator) -> Path:
+    """PNG, 16-bit PNG, NPY and TIFF inputs that space-to-depth takes."""
+    import tifffile
+
+    root = tmp_path / "mixed"
+    png(root / "rgb.png", rng, (16, 20, 3))
+    png(root / "rgba.png", rng, (8, 8, 4))
+    Image.fromarray(rng.integers(0, 65536, (12, 12), dtype=np.uint16)).save(root / "grey16.png")
+    np.save(root / "t.npy", rng.standard_normal((2, 3, 4, 6)).astype(np.float32))
+    tifffile.imwrite(root / "s.tiff", rng.integers(0, 60000, (6, 12, 3), dtype=np.uint16))
+    return root
+
+
+def test_two_jobs_give_what_one_gives_and_runs_repeat_byte_for_byte(mixed: Path, tmp_path: Path) -> None:
+    outputs = []
+    for jobs in ("1", "2", "2"):
+        out = tmp_path / f"out{len(outputs)}"
+        result = run("space-to-depth", mixed, "--out-dir", out, "--name", "{stem}.{index}.tiff", "--blocksize", "2",
+                     "-j", jobs, "--json")
+        assert result.exit_code == 0, result.stderr
+        outputs.append((contents(out), [json.loads(line)["output"].split("/")[-1] for line in result.stdout.splitlines()
+                                        if "output" in json.loads(line)]))
+    assert len(outputs[0][0]) == 5
+    assert outputs[0][0] == outputs[1][0] == outputs[2][0]
+    assert outputs[0][1] == outputs[1][1]  # the JSON stream keeps the input order
+
+
+def test_one_corrupt_file_fails_alone(mixed: Path, tmp_path: Path) -> None:
+    (mixed / "broken.png").write_bytes((mixed / "rgb.png").read_bytes()[:60])
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}"
+        result = run("space-to-depth", mixed, "--out-dir", out, "--name", "{stem}.npy", "--blocksize", "2",
+                     "-j", jobs)
+        assert result.exit_code == 1
+        assert result.stderr.splitlines() == [
+            f"Error: {mixed / 'broken.png'}: not a readable PNG (truncated)",
+            result.stderr.splitlines()[-1],
+        ]
+        assert result.stderr.splitlines()[-1].startswith("space-to-depth: 5 ok, 1 failed, 0 skipped in ")
+        assert files(out) == ["grey16.npy", "rgb.npy", "rgba.npy", "s.npy", "t.npy"]  # no temporary file
+
+
+def test_fail_fast_stops_at_the_first_failure(mixed: Path, tmp_path: Path) -> None:
+    (mixed / "a-broken.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    out = tmp_path / "out"
+    result = run("space-to-depth", mixed, "--out-dir", out, "--name", "{stem}.npy", "--blocksize", "2",
+                 "--fail-fast", "--json")
+    assert result.exit_code == 1
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert summary | {"seconds": 0} == {"command": "space-to-depth", "status": "summary", "ok": 0, "failed": 1,
+                                       "skipped": 0, "not_run": 5, "total": 6, "seconds": 0}
+    assert files(out) == []
+
+
+def test_an_interrupted_in_process_run_clears_a_writer_killed_in_mkstemp(
+        shots: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli import cli as cli_module
+
+    out = tmp_path / "out"
+
+    def killed(*args: object) -> None:
+        # what a signal between mkstemp and the writer's try leaves behind
+        (out / ".b.png.abcd_123.tmp").write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    real = cli_module.transform_file
+    monkeypatch.setattr(cli_module, "transform_file",
+                        lambda *args: killed() if args[1].endswith("b.png") else real(*args))
+    result = run("crop-pad", f"{shots}/*.png", "--out-dir", out, "--shape", "4,4", "-j", "1")
+    assert result.exit_code == 130
+    assert files(out) == ["a.png"]
+
+
+def slow_inputs(folder: Path, count: int) -> None:
+    """Inputs that take a while each: noise compresses badly, so the encoder works."""
+    rng = np.random.default_rng(7)
+    folder.mkdir()
+    frame = rng.integers(0, 256, (400, 600, 3), dtype=np.uint8)
+    for index in range(count):
+        Image.fromarray(np.roll(frame, index, axis=1)).save(folder / f"{index:03d}.png", compress_level=0)
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_mid_batch_leaves_only_complete_files(sent: int, code: int, tmp_path: Path) -> None:
+    slow_inputs(tmp_path / "in", 60)
+    out = tmp_path / "out"
+    process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out),
+                                "--shape", "390,590", "-j", "2"], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not any(name.endswith(".png") and not name.startswith(".") for name in os.listdir(out)
+                  if out.exists()) if out.exists() else True:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.02)
+    process.send_signal(sent)
+    stderr = process.communicate(timeout=20)[1]
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr
+    written = files(out)
+    assert 0 < len(written) < 60
+    assert all(name.endswith(".png") and not name.startswith(".") for name in written), written
+    for name in written:
+        with Image.open(out / name) as image:
+            assert np.asarray(image).shape == (390, 590, 3)
+
+
+# --- dry run, JSON ----------------------------------------------------------------------
+
+
+def test_dry_run_lists_shapes_from_headers_and_writes_nothing(mixed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("space-to-depth", mixed, "--out-dir", out, "--name", "{stem}.npy", "--blocksize", "2", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"{mixed / 'grey16.png'} → {out / 'grey16.npy'}: 6×6×4 uint16",
+        f"{mixed / 'rgb.png'} → {out / 'rgb.npy'}: 8×10×12 uint8",
+        f"{mixed / 'rgba.png'} → {out / 'rgba.npy'}: 4×4×16 uint8",
+        f"{mixed / 's.tiff'} → {out / 's.npy'}: 3×6×12 uint16",
+        f"{mixed / 't.npy'} → {out / 't.npy'}: 2×12×2×3 float32",
+    ]
+    assert result.stderr == "space-to-depth: dry run, 5 to write, 0 failed, 0 skipped\n"
+    assert not out.exists()
+
+
+def test_dry_run_predicts_failures_and_skips(mixed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "t.npy").write_bytes(b"x")
+    result = run("space-to-depth", mixed, "--out-dir", out, "--name", "{stem}.npy", "--blocksize", "3",
+                 "--dry-run", "-n", "--json")
+    assert result.exit_code == 1
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [record["status"] for record in records[:-1]] == ["ok", "error", "error", "ok", "skipped"]
+    assert "not divisible by blocksize 3" in records[1]["error"]
+    assert records[-1]["dry_run"] is True and records[-1]["failed"] == 2
+    assert files(out) == ["t.npy"]
+
+
+def test_json_streams_one_object_per_file_and_a_summary(shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", f"{shots}/**/*.png", "--out-dir", tmp_path / "out", "--shape", "4,4", "--json")
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.stderr == ""
+    assert [Path(record["input"]).name for record in records[:-1]] == ["a.png", "b.png", "d.png", "e.png"]
+    assert all(record["status"] == "ok" and record["error"] is None for record in records[:-1])
+    assert records[0]["output_shape"] == [4, 4, 3] and records[0]["command"] == "crop-pad"
+    assert records[-1] | {"seconds": 0} == {"command": "crop-pad", "status": "summary", "ok": 4, "failed": 0,
+                                           "skipped": 0, "not_run": 0, "total": 4, "seconds": 0}
+
+
+def test_quiet_batch_says_nothing_unless_a_file_fails(shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", f"{shots}/*.png", "--out-dir", tmp_path / "out", "--shape", "4,4", "-q")
+    assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
+
+
+# --- samples/Makefile ------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_samples_makefile_rebuilds_only_what_changed(tmp_path: Path) -> None:
+    samples = tmp_path / "samples"
+    shutil.copytree(ROOT / "samples", samples, ignore=shutil.ignore_patterns("build"))
+    earlier = time.time() - 100  # so that "now" is later than every input
+    for path in samples.iterdir():
+        os.utime(path, (earlier, earlier))
+    make = ["make", "-C", str(samples), f"GEOMCLI={sys.executable} -m geomcli"]
+    env = {**os.environ, "NO_COLOR": "1"}
+
+    first = subprocess.run([*make, "-j2"], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr
+    build = samples / "build"
+    products = [name for name in files(build) if not name.endswith(".stamp")]
+    assert products == ["blocks/gray16.npy", "blocks/photo.npy", "blocks/rgba.npy", "cropped/gray16.png",
+                        "cropped/photo.png", "cropped/rgba.png", "grid.npy"]
+    assert np.load(build / "blocks" / "photo.npy").shape == (24, 24, 12)
+
+    assert subprocess.run([*make, "-q"], env=env).returncode == 0  # nothing to rebuild
+    again = subprocess.run([*make, "-j2"], capture_output=True, text=True, env=env)
+    assert "Nothing to be done" in again.stdout and "geomcli" not in again.stdout
+
+    before = {name: (build / name).stat().st_mtime_ns for name in products}
+    os.utime(samples / "photo.png")
+    third = subprocess.run([*make, "-j2"], capture_output=True, text=True, env=env)
+    assert third.returncode == 0, third.stderr
+    changed = sorted(name for name in products if (build / name).stat().st_mtime_ns != before[name])
+    assert changed == ["blocks/photo.npy", "cropped/photo.png"]
+    assert "crop-pad: 1 ok, 0 failed, 2 skipped" in third.stderr
+    assert subprocess.run([*make, "-q"], env=env).returncode == 0
