@@ -53,14 +53,15 @@ _PARALLEL_BYTES = 4 << 20
 # --- validation helpers -------------------------------------------------------------
 
 
-def _as_array(data: Any, func: str) -> np.ndarray:
+def _as_array(data: Any, func: str, name: str = "input") -> np.ndarray:
     """The input as an ndarray of an ONNX tensor type (memory maps stay maps)."""
     try:
         array = data if isinstance(data, np.ndarray) else np.asarray(data)
     except (ValueError, TypeError) as error:
-        raise GeomError(f"{func}: input is not an array ({error})") from error
-    if array.dtype.hasobject or array.dtype.names is not None:
-        raise GeomError(f"{func}: dtype {array.dtype} is not a tensor type (input shape {array.shape})")
+        raise GeomError(f"{func}: {name} is not an array ({error})") from error
+    # bool, integers, floats, complex, strings, and bfloat16 (an ml_dtypes type numpy calls "V").
+    if array.dtype.kind not in "biufcUS" and array.dtype.name != "bfloat16":
+        raise GeomError(f"{func}: dtype {array.dtype} is not a tensor type ({name} shape {array.shape})")
     return array
 
 
@@ -348,7 +349,9 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints) -> Shape:
         raise GeomError(
             f"{func}: size[0] = {sizes[0]} does not match theta's batch of {theta_shape[0]} (theta shape {theta_shape})"
         )
-    if sizes[1] < 0 or min(sizes[2:]) < 1:
+    if sizes[1] < 0:
+        raise GeomError(f"{func}: the channel count size[1] must not be negative, found size {list(sizes)}")
+    if min(sizes[2:]) < 1:
         raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)}")
     return (sizes[0], *sizes[2:], spatial)
 
@@ -409,7 +412,7 @@ def affine_grid(
     array([-0.5,  0.5])
     """
     func = "affine_grid"
-    matrices = _as_array(theta, func)
+    matrices = _as_array(theta, func, "theta")
     if matrices.dtype.name not in _GRID_DTYPES:
         raise GeomError(
             f"{func}: theta must be float16, float32, float64 or bfloat16, found {matrices.dtype} "

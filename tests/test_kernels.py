@@ -1504,3 +1504,20 @@ def test_threads_must_be_a_positive_integer(name: str, threads: Any, match: str)
     call, _ = THREADED[name]
     with pytest.raises(GeomError, match=rf"^{name}: threads .*{match}"):
         call(threads=threads)
+
+
+@pytest.mark.parametrize("bad", [np.array(["2020-01-01"], dtype="datetime64[D]"), np.array([1], dtype="timedelta64[s]"),
+                                 np.zeros(2, dtype=[("a", "i4")]), np.array([None, 1], dtype=object)])
+def test_non_tensor_dtypes_are_refused(bad: np.ndarray) -> None:
+    with pytest.raises(GeomError, match=r"center_crop_pad: dtype .* is not a tensor type \(input shape"):
+        center_crop_pad(bad, [1])
+
+
+def test_negative_channel_count_is_named_as_such() -> None:
+    with pytest.raises(GeomError, match=r"affine_grid: the channel count size\[1\] must not be negative"):
+        affine_grid(np.zeros((1, 2, 3), np.float32), [1, -1, 2, 2])
+
+
+def test_ragged_theta_is_named_theta() -> None:
+    with pytest.raises(GeomError, match=r"affine_grid: theta is not an array"):
+        affine_grid([[[1.0, 0.0, 0.0], [0.0, 1.0]]], [1, 1, 2, 2])
