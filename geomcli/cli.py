@@ -78,6 +78,7 @@ class Common:
     json: bool
     debug: bool
     max_pixels: int
+    threads: int | None
 
 
 def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -94,10 +95,13 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
                   envvar="GEOMCLI_MAX_PIXELS", show_envvar=True,
                   help="Refuse inputs and outputs with more elements than this, before allocating them.")
+    @click.option("--threads", type=click.IntRange(min=1), default=None, envvar="GEOMCLI_THREADS",
+                  show_envvar=True, help="Threads for large arrays; results are the same for any count.  "
+                  "[default: every CPU]")
     @functools.wraps(command)
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
-                max_pixels: int, **kwargs: Any) -> Any:
-        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels)
+                max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
+        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads)
         return command(common=common, **kwargs)
 
     return wrapper
@@ -369,7 +373,7 @@ def _crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] 
 
     chosen = _crop_pad_axes(target, axes, loaded.data.shape, loaded.layout)
     _check_size(kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen), common)
-    return kernels.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill))
+    return kernels.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill), threads=common.threads)
 
 
 def _crop_pad_shape(header: Header, source: str, *, target: tuple[int, ...], axes: tuple[int, ...] | None) -> tuple[int, ...]:
@@ -411,7 +415,7 @@ def _blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, comm
 
     def on_nchw(data: np.ndarray) -> np.ndarray:
         _check_size(getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize), common)
-        return getattr(kernels, kernel_name)(data, blocksize, mode)  # type: ignore[no-any-return]
+        return getattr(kernels, kernel_name)(data, blocksize, mode, threads=common.threads)  # type: ignore[no-any-return]
 
     return _on_nchw(loaded, common, on_nchw)
 
@@ -514,7 +518,7 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
         report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
         shape = kernels.affine_grid_output_shape(theta.shape, grid_size)
         _check_size(shape, common)
-        grid = kernels.affine_grid(theta, grid_size, align_corners)
+        grid = kernels.affine_grid(theta, grid_size, align_corners, threads=common.threads)
         report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
         io.write_array(grid, output, format=output_format)
         report.value_range = summary.value_range(grid)

@@ -437,3 +437,22 @@ def test_a_job_imports_only_its_backends(tensor: Path, photo: Path, tmp_path: Pa
     assert "PIL" in png_job and "tifffile" not in png_job and "rich" not in png_job
     npy_job = imported_heavy(["crop-pad", str(tensor), "-o", str(tmp_path / "o.npy"), "--shape", "1,1,1,1"])
     assert "PIL" not in npy_job and "tifffile" not in npy_job
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_thread_count_does_not_change_the_result(tmp_path: Path, threads: str) -> None:
+    data = np.random.default_rng(7).integers(0, 255, (2, 3, 512, 768), dtype=np.uint8)  # over the threading size
+    np.save(tmp_path / "in.npy", data)
+    for command, args in (("space-to-depth", ["--blocksize", "2"]), ("crop-pad", ["--shape", "2,3,700,700"])):
+        out = tmp_path / f"{command}.npy"
+        result = CliRunner(env={"GEOMCLI_THREADS": threads}).invoke(
+            cli, [command, str(tmp_path / "in.npy"), "-o", str(out), *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        expected = (kernels.space_to_depth(data, 2, threads=1) if command == "space-to-depth"
+                    else kernels.center_crop_pad(data, [2, 3, 700, 700], threads=1))
+        assert np.array_equal(np.load(out), expected)
+
+
+def test_threads_must_be_positive(tensor: Path, tmp_path: Path) -> None:
+    result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "2", "--threads", "0")
+    assert result.exit_code == 2 and "--threads" in result.stderr
