@@ -466,6 +466,18 @@ def test_modes_map_to_dtypes(tmp_path: Path, mode: str, dtype: Any, shape: tuple
     )
 
 
+def test_corrupt_exif_is_a_note_not_a_warning(tmp_path: Path) -> None:
+    # pytest turns warnings into errors: Pillow's "Corrupt EXIF data" must not escape
+    from PIL import Image
+
+    path = str(tmp_path / "bad-exif.jpg")
+    Image.new("RGB", (9, 7)).save(path, exif=b"Exif\x00\x00MM\x00*\x00\x00\x00\x08\x00\x05")
+    loaded = io.read_array(path)
+    assert loaded.data.shape == (7, 9, 3)
+    assert loaded.notes and loaded.notes[0].startswith("Pillow: Corrupt EXIF data")
+    assert io.read_header(path).shape == (7, 9, 3)
+
+
 def test_cmyk_jpeg_is_converted_to_rgb_with_a_note(tmp_path: Path) -> None:
     from PIL import Image
 

@@ -89,7 +89,7 @@ def read(source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient:
         if chunks.ihdr.depth == 16:
             return _read_png16(chunks, name, src, auto_orient)
     notes: list[str] = []
-    with _opened(source, name, fmt) as im:
+    with _opened(source, name, fmt, notes) as im:
         if fmt in _ANIMATED:
             frames = _frames(im, name)
             if frames > 1:
@@ -156,19 +156,33 @@ def orient(data: np.ndarray, orientation: int) -> np.ndarray:
 
 
 @contextmanager
-def _opened(source: str | bytes, name: str, fmt: str) -> Iterator[Any]:
-    """Image.open with Pillow's own bomb check off (geomcli's check_size is the limit) and
-    every decoder failure turned into a GeomError naming the file."""
+def _opened(
+    source: str | bytes, name: str, fmt: str, notes: list[str] | None = None
+) -> Iterator[Any]:
+    """Image.open with Pillow's own bomb check off (geomcli's check_size is the limit), every
+    decoder failure turned into a GeomError naming the file, and Pillow's warnings about damaged
+    metadata ("Corrupt EXIF data", "Invalid APNG") kept as notes rather than printed."""
     from PIL import Image
 
     limit = Image.MAX_IMAGE_PIXELS
     Image.MAX_IMAGE_PIXELS = None
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             fp = io.BytesIO(source) if isinstance(source, bytes) else source
             with Image.open(fp, formats=_PLUGINS[fmt]) as im:
                 yield im
+        for warning in caught:
+            if "/PIL/" not in warning.filename.replace("\\", "/"):
+                # not Pillow's: numpy's or ours, let it go on as it came
+                warnings.warn_explicit(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
+            elif notes is not None:
+                text = f"Pillow: {one_line(warning.message)}"  # type: ignore[arg-type]
+                if text not in notes:
+                    notes.append(text)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise GeomError(
             f"{name}: {one_line(e)}; raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS"
@@ -205,9 +219,12 @@ def exif_orientation(exif: bytes | None) -> int:
     from PIL import Image
 
     try:
-        tags = Image.Exif()
-        tags.load(exif)
-        value = int(tags.get(0x0112, 1))
+        with warnings.catch_warnings():
+            # "Corrupt EXIF data": then there is no orientation to apply, which is all we need
+            warnings.simplefilter("ignore")
+            tags = Image.Exif()
+            tags.load(exif)
+            value = int(tags.get(0x0112, 1))
     except (*_DECODE_ERRORS, TypeError):  # a crafted tag of another type: the pixels still count
         return 1
     return value if value in _ORIENTATIONS else 1
