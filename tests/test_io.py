@@ -929,14 +929,40 @@ def test_unreadable_file_message(monkeypatch: pytest.MonkeyPatch, npy_file: File
 
 @st.composite
 def _mutations(draw: st.DrawFn) -> tuple[str, int, list[tuple[int, int]]]:
-    fmt = draw(st.sampled_from(io.FORMATS + ("png16",)))
+    fmt = draw(st.sampled_from((*io.FORMATS, "png16", "exif-jpeg", "apng", "zlib-tiff")))
     cut = draw(st.integers(0, 4000))
     flips = draw(st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 255)), max_size=6))
     return fmt, cut, flips
 
 
+def _fuzz_seed(tmp_path: Path, kind: str) -> tuple[str, bytes]:
+    """A valid file to mutate: our writers' output, or a variant with more structure to break."""
+    from PIL import Image
+
+    if kind in io.FORMATS:
+        return kind, _valid_bytes(tmp_path, kind)
+    buffer = bytes_io.BytesIO()
+    if kind == "png16":
+        data = np.arange(16 * 20 * 3, dtype=np.uint16).reshape(16, 20, 3) * 60
+        return "png", _png.encode(data, filters=[0, 1, 2, 3, 4], interlace=True)
+    if kind == "exif-jpeg":
+        exif = Image.Exif()
+        exif[0x0112] = 6
+        Image.new("RGB", (9, 7), (9, 99, 199)).save(buffer, "JPEG", exif=exif.tobytes())
+        return "jpeg", buffer.getvalue()
+    if kind == "apng":
+        frames = [Image.new("RGB", (8, 8), (60 * i, 0, 0)) for i in range(3)]
+        frames[0].save(buffer, "PNG", save_all=True, append_images=frames[1:])
+        return "png", buffer.getvalue()
+    import tifffile
+
+    data = np.arange(2 * 8 * 9, dtype=np.int32).reshape(2, 8, 9)
+    tifffile.imwrite(buffer, data, compression="zlib", predictor=True, photometric="minisblack")
+    return "tiff", buffer.getvalue()
+
+
 @settings(
-    max_examples=int(os.environ.get("GEOMCLI_FUZZ_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("GEOMCLI_FUZZ_EXAMPLES", "80")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -948,14 +974,8 @@ def test_fuzz_mutated_files_give_data_or_geomerror(
 
     GEOMCLI_FUZZ_EXAMPLES=20000 makes this a long fuzz run.
     """
-    fmt, cut, flips = case
-    if fmt == "png16":
-        fmt, whole = (
-            "png",
-            _png.encode(np.arange(16 * 20 * 3, dtype=np.uint16).reshape(16, 20, 3) * 60),
-        )
-    else:
-        whole = _valid_bytes(tmp_path, fmt)
+    kind, cut, flips = case
+    fmt, whole = _fuzz_seed(tmp_path, kind)
     mutated = bytearray(whole[: max(1, len(whole) - cut % len(whole))] if cut % 3 == 0 else whole)
     for at, value in flips:
         mutated[at % len(mutated)] = value
