@@ -956,8 +956,8 @@ def _fuzz_seed(tmp_path: Path, kind: str) -> tuple[str, bytes]:
         return "png", buffer.getvalue()
     import tifffile
 
-    data = np.arange(2 * 8 * 9, dtype=np.int32).reshape(2, 8, 9)
-    tifffile.imwrite(buffer, data, compression="zlib", predictor=True, photometric="minisblack")
+    stack = np.arange(2 * 8 * 9, dtype=np.int32).reshape(2, 8, 9)
+    tifffile.imwrite(buffer, stack, compression="zlib", predictor=True, photometric="minisblack")
     return "tiff", buffer.getvalue()
 
 
