@@ -23,6 +23,8 @@ _CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
 _COLOUR_TYPE = {1: 0, 2: 4, 3: 2, 4: 6}  # channels -> colour type, for the writer
 _DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
 _MAX_CHUNK = 2**31 - 1
+# zlib level of the writer: ImageMagick's default for PNG (quality 75: level 7, adaptive filters)
+LEVEL = 7
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def encode(
     *,
     filters: int | list[int] | None = None,
     interlace: bool = False,
-    level: int = 6,
+    level: int = LEVEL,
 ) -> bytes:
     """A PNG of a uint8/uint16 HW or HWC (1-4 channels) array, byte-identical run to run.
 
@@ -209,28 +211,43 @@ def _chunk(kind: bytes, body: bytes) -> bytes:
 def _filter_rows(rows: np.ndarray, bpp: int, filters: int | list[int] | None) -> bytes:
     """Filter (h, stride) uint8 rows; each output row is prefixed by its filter type byte."""
     height, stride = rows.shape
-    out = bytearray()
-    chunk = 256  # rows at a time: bounds the five int16 candidates' memory on large images
+    out = np.empty((height, stride + 1), np.uint8)
+    chunk = 256  # rows at a time: bounds the five candidates' memory on large images
     for start in range(0, height, chunk):
-        x = rows[start : start + chunk].astype(np.int16)
-        up = rows[start - 1 : start].astype(np.int16) if start else np.zeros((1, stride), np.int16)
-        b = np.concatenate([up, x[:-1]])  # the row above each row
+        # uint8 arithmetic wraps modulo 256, as the filters are defined
+        x = rows[start : start + chunk]
+        b = np.empty_like(x)  # the row above each row
+        b[0] = rows[start - 1] if start else 0
+        b[1:] = x[:-1]
         a = np.zeros_like(x)
         a[:, bpp:] = x[:, :-bpp]  # the byte one pixel to the left
         c = np.zeros_like(x)
         c[:, bpp:] = b[:, :-bpp]
-        p = a + b - c
-        pa, pb, pc = np.abs(p - a), np.abs(p - b), np.abs(p - c)
-        paeth = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
-        candidates = np.stack([x, x - a, x - b, x - ((a + b) >> 1), x - paeth]) & 0xFF
+        candidates = np.empty((5, *x.shape), np.uint8)
+        candidates[0] = x
+        np.subtract(x, a, out=candidates[1])
+        np.subtract(x, b, out=candidates[2])
+        np.subtract(x, (a & b) + ((a ^ b) >> 1), out=candidates[3])  # floor((a + b) / 2) without overflow
+        np.subtract(x, _paeth(a, b, c), out=candidates[4])
+        rows_here = np.arange(len(x))
         if filters is None:
             # libpng's heuristic: the bytes as signed values, smallest sum of magnitudes wins
-            signed = np.where(candidates > 127, 256 - candidates, candidates)
-            chosen = signed.sum(axis=2, dtype=np.int64).argmin(axis=0)
+            # (abs of int8 -128 stays -128, whose unsigned view is the right 128)
+            magnitude = np.abs(candidates.view(np.int8)).view(np.uint8)
+            chosen = magnitude.sum(axis=2, dtype=np.int64).argmin(axis=0)
         elif isinstance(filters, int):
             chosen = np.full(len(x), filters)
         else:
             chosen = np.array([filters[(start + i) % len(filters)] for i in range(len(x))])
-        picked = candidates[chosen, np.arange(len(x))].astype(np.uint8)
-        out += np.concatenate([chosen.astype(np.uint8)[:, None], picked], axis=1).tobytes()
-    return bytes(out)
+        out[start : start + chunk, 0] = chosen
+        out[start : start + chunk, 1:] = candidates[chosen, rows_here]
+    return out.tobytes()
+
+
+def _paeth(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The Paeth predictor of uint8 neighbours: whichever of a, b, c is nearest a + b - c."""
+    wide_a, wide_b, wide_c = a.astype(np.int16), b.astype(np.int16), c.astype(np.int16)
+    pa = np.abs(wide_b - wide_c)  # |p - a| with p = a + b - c
+    pb = np.abs(wide_a - wide_c)
+    pc = np.abs(wide_a + wide_b - 2 * wide_c)
+    return np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
