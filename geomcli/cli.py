@@ -32,7 +32,7 @@ DEFAULT_MAX_PIXELS = 2**31
 EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 1, 130, 143, 141
 
 
-class IntList(click.ParamType):
+class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
     """Comma-separated integers, ``224,224``; ``224x224`` is accepted too."""
 
     name = "DIMS"
@@ -47,7 +47,7 @@ class IntList(click.ParamType):
             self.fail(f"{value!r} is not a comma-separated list of integers", param, ctx)
 
 
-class FloatList(click.ParamType):
+class FloatList(click.ParamType):  # type: ignore[type-arg]
     """Comma-separated numbers, ``1.5,-2``."""
 
     name = "NUMBERS"
@@ -587,7 +587,8 @@ def _grid_dtype(name: str) -> np.dtype:
     if name == "bfloat16":
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
     return np.dtype(name)
 
 

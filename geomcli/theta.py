@@ -48,4 +48,5 @@ def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), transl
     translation = np.array([[1.0, 0.0, translate[0]], [0.0, 1.0, translate[1]], [0.0, 0.0, 1.0]])
     matrix = translation @ rotation @ shearing @ scaling
     # Exact zeros and ones for the common angles, not 6e-17.
-    return np.round(matrix[:2], 15) + 0.0
+    exact: np.ndarray = np.round(matrix[:2], 15) + 0.0
+    return exact
