@@ -5,10 +5,10 @@ Imported only when ``--out-dir`` is given; a one-file ``-o`` run never loads it.
 input and its output) is made and checked before anything is written: a name that two inputs
 share, or that leaves ``--out-dir``, is a usage error (exit 2) with no file touched.
 
-Workers are spawned processes that each import numpy and the codecs once and then take one file
-at a time. They ignore SIGINT: on Ctrl-C or SIGTERM the parent stops them with SIGTERM (the
-atomic writer then removes its temp file) and removes what a worker killed inside ``mkstemp``
-could have left, so only complete outputs remain.
+Workers are processes forked from one forkserver that imported numpy and the codecs once; each
+takes one file at a time. They ignore SIGINT: on Ctrl-C or SIGTERM the parent stops them with
+SIGTERM, on which a worker removes its current output's temp file and exits at once; the parent
+then sweeps the same names again, so only complete outputs remain.
 """
 
 from __future__ import annotations
@@ -311,30 +311,39 @@ def transform(task: Task, job: Job) -> Report:
 
 def _in_process(task: Task, todo: Sequence[Job], outcomes: _Outcomes, fail_fast: bool) -> None:
     for job in todo:
-        try:
-            report = transform(task, job)
-        except BaseException:
-            _remove_leftovers([job])
-            raise
+        report = _in_this_process(task, job)
         outcomes.add(job.index, report)
         if fail_fast and report.status == "error":
             return
+
+
+# Seconds between checks for a signal while waiting on a pipe. Python runs signal handlers in the
+# main thread only, and a signal the kernel hands to another thread (numpy's, the kernels' pool)
+# does not interrupt the main thread's wait: without a timeout it would sleep through SIGTERM.
+_TICK = 0.2
 
 
 @dataclass
 class _Worker:
     process: BaseProcess
     connection: Connection
+    ready: bool = False
     job: Job | None = None
 
 
 def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes, fail_fast: bool) -> None:
-    """Hand the jobs to ``count`` worker processes, one at a time each, until done or stopped."""
+    """Hand the jobs to ``count`` worker processes, one at a time each, until done or stopped.
+
+    Until the first worker has started (about 0.3 s of imports), this process does jobs itself.
+    """
     import multiprocessing
     from multiprocessing.connection import wait
 
-    # spawn, not fork: the parent may run threads (numpy's, rich's) that fork would copy mid-work
-    context = multiprocessing.get_context("spawn")
+    # forkserver: workers fork from one clean process that imported the codecs once. Not fork:
+    # this process may hold threads (numpy's, the kernels' pool) a forked child would lack.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["geomcli.batch", "geomcli.io", "geomcli.kernels", "geomcli.summary",
+                                    "PIL.PngImagePlugin"])
     pending = deque(todo)
     workers: list[_Worker] = []
     stopping = False
@@ -347,36 +356,53 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
         child_end.close()
         workers.append(_Worker(process, parent_end))
 
+    def done(job: Job, report: Report) -> None:
+        nonlocal stopping
+        outcomes.add(job.index, report)
+        stopping = stopping or (fail_fast and report.status == "error")
+
     try:
         for _ in range(count):
             start()
         while True:
             for worker in workers:
-                if worker.job is None and pending and not stopping:
+                if worker.ready and worker.job is None and pending and not stopping:
                     worker.job = pending.popleft()
                     worker.connection.send(worker.job)
-            busy = [worker for worker in workers if worker.job is not None]
-            if not busy:
+            waiting = [worker for worker in workers if worker.job is not None or not worker.ready]
+            if not any(worker.job is not None for worker in workers) and (stopping or not pending):
                 break
-            ready = wait([worker.connection for worker in busy])
-            for worker in busy:
-                if worker.connection not in ready:
-                    continue
-                job = worker.job
-                assert job is not None
+            here = bool(pending) and not stopping and not any(worker.ready for worker in workers)
+            if here:
+                job = pending.popleft()
+                done(job, _in_this_process(task, job))
+            by_connection = {worker.connection: worker for worker in waiting}
+            for connection in wait(list(by_connection), timeout=0 if here else _TICK):
+                worker = by_connection[connection]  # type: ignore[index]
                 try:
-                    report = worker.connection.recv()
+                    message = worker.connection.recv()
                 except EOFError:
-                    report = _died(task, worker)
                     workers.remove(worker)
-                    if pending and not stopping:
-                        start()
-                worker.job = None
-                outcomes.add(job.index, report)
-                stopping = stopping or (fail_fast and report.status == "error")
+                    if worker.job is not None:
+                        done(worker.job, _died(task, worker))
+                    continue
+                if message == "ready":
+                    worker.ready = True
+                else:
+                    finished_job, worker.job = worker.job, None
+                    assert finished_job is not None
+                    done(finished_job, message)
         finished = True
     finally:
         _stop(workers, finished)
+
+
+def _in_this_process(task: Task, job: Job) -> Report:
+    try:
+        return transform(task, job)
+    except BaseException:
+        _remove_leftovers([job])
+        raise
 
 
 def _died(task: Task, worker: _Worker) -> Report:
@@ -392,6 +418,9 @@ def _stop(workers: Sequence[_Worker], finished: bool) -> None:
     """Let idle workers go; after an interruption, stop busy ones and clear their temp files."""
     if finished:
         for worker in workers:
+            if not worker.ready:
+                worker.process.terminate()  # still importing, holding no job: no need to wait
+                continue
             try:
                 worker.connection.send(None)
             except OSError:
@@ -404,7 +433,7 @@ def _stop(workers: Sequence[_Worker], finished: bool) -> None:
     try:
         for worker in workers:
             if worker.process.is_alive():
-                worker.process.terminate()  # SIGTERM: the worker's writer removes its temp file
+                worker.process.terminate()  # SIGTERM: see _terminated
         for worker in workers:
             worker.process.join(timeout=10)
             if worker.process.is_alive():
@@ -417,24 +446,41 @@ def _stop(workers: Sequence[_Worker], finished: bool) -> None:
 
 
 def _serve(connection: Connection, task: Task) -> None:
-    """A worker: take jobs until told to stop; SIGTERM ends it through the writers' cleanup."""
+    """A worker: take jobs until told to stop; SIGTERM ends it without a temp file (_terminated)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, _terminated)
     # the heavy imports, once, while the parent is still handing out the first jobs
     from geomcli import io, kernels, summary  # noqa: F401
 
+    connection.send("ready")
     while True:
+        while not connection.poll(_TICK):
+            pass  # see _TICK
         try:
             job = connection.recv()
         except EOFError:
             return
         if job is None:
             return
-        connection.send(transform(task, job))
+        global _current_job
+        _current_job = job
+        report = transform(task, job)
+        _current_job = None
+        connection.send(report)
+
+
+_current_job: Job | None = None  # in a worker: the job under way
 
 
 def _terminated(signum: int, frame: Any) -> None:
-    raise SystemExit(cli.EXIT_TERMINATED)
+    """A worker's SIGTERM: remove the current job's temp file and end at once.
+
+    Not SystemExit: raised at an arbitrary point of a job (inside an import, say), it has been seen
+    to vanish, leaving the worker running.
+    """
+    if _current_job is not None:
+        _remove_leftovers([_current_job])
+    os._exit(cli.EXIT_TERMINATED)
 
 
 def _remove_leftovers(jobs: Sequence[Job]) -> None:
