@@ -96,7 +96,7 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
                 outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason]))
         workers = min(options.jobs or _cpu_count(), len(todo))
         if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
-            workers = 1  # starting a worker costs about what 10 MB of images take to do
+            workers = 1  # starting workers costs about what 8 MB of images take to do
         if workers > 1 and not task.common.debug:
             _in_workers(task, todo, workers, outcomes, options.fail_fast)
         else:
