@@ -87,3 +87,17 @@ def test_readme_worked_space_to_depth_example() -> None:
         corners = "   ".join(f"{value:<2}" for value in space_to_depth(x, 2, mode)[0, :, 0, 0]).rstrip()
         label = f"{mode} (default):" if mode == "DCR" else f"{mode}:"
         assert f"{label:<17}{corners}" in README
+
+
+def test_the_wheel_carries_every_module_and_the_man_pages(tmp_path: Path) -> None:
+    """`pip install .` (not -e) must give users the subpackages and the man pages too."""
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+                   check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("geomcli-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "geomcli").rglob("*.py")}
+    assert modules <= names, modules - names
+    pages = {f"share/man/man1/{page.name}" for page in (ROOT / "man").glob("*.1")}
+    assert {name.split(".data/data/", 1)[-1] for name in names} >= pages
