@@ -64,15 +64,27 @@ def test_man_page_renders_without_warnings(page: Path) -> None:
     assert result.returncode == 0 and result.stderr == ""
 
 
-@pytest.mark.parametrize("command", readme_commands() + help_examples())
-def test_documented_command_runs_on_a_copy_of_the_samples(command: str, tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+def run_in(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    # Some examples read what an earlier one wrote (samples/blocks.npy): make those first.
-    subprocess.run(["geomcli", "space-to-depth", "samples/tensor.npy", "-o", "samples/blocks.npy",
-                    "--blocksize", "2", "-q"], cwd=tmp_path, check=True, env=env)
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, capture_output=True,
-                            text=True, env=env)
+    return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, capture_output=True, text=True,
+                          env=env)
+
+
+def test_readme_commands_run_in_order_on_a_copy_of_the_samples(tmp_path: Path) -> None:
+    """As a reader would type them, one after the other: later ones may read what earlier ones wrote."""
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+    for command in readme_commands():
+        result = run_in(tmp_path, command)
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
+        assert "Traceback" not in result.stderr, command
+
+
+@pytest.mark.parametrize("command", help_examples())
+def test_help_example_runs_on_a_copy_of_the_samples(command: str, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+    # depth-to-space's example reads what space-to-depth's writes.
+    assert run_in(tmp_path, "geomcli space-to-depth samples/tensor.npy -o samples/blocks.npy --blocksize 2 -q").returncode == 0
+    result = run_in(tmp_path, command)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
 
