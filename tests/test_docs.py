@@ -111,3 +111,23 @@ def test_the_wheel_carries_every_module_and_the_man_pages(tmp_path: Path) -> Non
     assert modules <= names, modules - names
     pages = {f"share/man/man1/{page.name}" for page in (ROOT / "man").glob("*.1")}
     assert {name.split(".data/data/", 1)[-1] for name in names} >= pages
+
+
+def test_every_option_has_help_and_shows_its_default() -> None:
+    import click
+
+    from geomcli.cli import cli
+
+    for name, command in cli.commands.items():
+        ctx = click.Context(command)
+        for param in command.params:
+            if not isinstance(param, click.Option):
+                continue
+            assert param.help, f"{name} {param.opts} has no help"
+            default = param.get_default(ctx, call=False)
+            if param.required or param.is_flag and not param.secondary_opts or default in (None, False, ()):
+                continue
+            if not isinstance(default, (str, int, float, tuple, bool)):  # click's "no default" marker
+                continue
+            record = param.get_help_record(ctx)
+            assert record is not None and "default:" in record[1], f"{name} {param.opts} hides its default"
