@@ -53,8 +53,31 @@ DESCRIPTIONS = {
 
 ENVIRONMENT = [
     ("GEOMCLI_MAX_PIXELS", "The default of \\fB\\-\\-max\\-pixels\\fR."),
+    ("GEOMCLI_THREADS", "The default of \\fB\\-\\-threads\\fR."),
     ("NO_COLOR", "When set, the summary on stderr has no colour even on a terminal."),
 ]
+
+# Beyond each command's own "Example:" line: a pipe, a batch and a Makefile rule.
+EXTRA_EXAMPLES = {
+    "crop-pad": [
+        "geomcli crop-pad scan.tiff -o \\- --shape 512,512 --format npy | python consume.py",
+        "geomcli crop-pad 'shots/**/*.png' --out-dir out --shape 224,224 -j 2 --skip-existing",
+        "# a Makefile rule (recipe lines start with a tab):\n"
+        "out/%.png: shots/%.png\n\tgeomcli crop-pad $< -o $@ --shape 224,224",
+    ],
+    "space-to-depth": [
+        "cat x.npy | geomcli space-to-depth \\- -o \\- --blocksize 2 | geomcli depth-to-space \\- -o y.npy --blocksize 2",
+        "geomcli space-to-depth frames/ --out-dir blocks --name '{stem}.npy' --blocksize 4 --mode CRD",
+    ],
+    "depth-to-space": [
+        "geomcli depth-to-space blocks/ --out-dir frames --name '{stem}.tiff' --blocksize 4 --mode CRD",
+    ],
+    "affine-grid": [
+        "geomcli affine-grid --size 8,3,224,224 --theta thetas.npy -o grids.npy --align-corners",
+        "geomcli affine-grid --size 1,1,16,64,64 --theta 1,0,0,0,0,1,0,0,0,0,1,0 -o grid3d.npy",
+    ],
+    "info": ["geomcli info --json samples/* | python -m json.tool"],
+}
 
 EXIT_STATUS = [
     ("0", "Every file was done."),
@@ -124,6 +147,7 @@ def man_page(name: str, command: click.Command) -> str:
         FORMATS,
         ".SH EXAMPLES",
         *(f".PP\n.nf\n{roff(example)}\n.fi" for example in examples),
+        *(f".PP\n.nf\n{roff(example)}\n.fi" for example in EXTRA_EXAMPLES.get(name, [])),
         ".SH SEE ALSO",
         ", ".join(f"\\fBgeomcli\\-{roff(other)}\\fR(1)" for other in sorted(cli.commands) if other != name)
         + ", \\fBgeomcli\\fR(1)",
@@ -153,6 +177,11 @@ def main_page() -> str:
         *(f".TP\n.B {variable}\n{text}" for variable, text in ENVIRONMENT),
         ".SH FILES",
         FORMATS,
+        ".SH SHELL COMPLETION",
+        "Click completes commands, options, file paths and the values of \\fB\\-\\-mode\\fR and "
+        "\\fB\\-\\-layout\\fR. For bash:",
+        ".PP\n.nf\neval \"$(_GEOMCLI_COMPLETE=bash_source geomcli)\"\n.fi",
+        ".PP\nFor zsh and fish, zsh_source and fish_source.",
         ".SH SEE ALSO",
         ", ".join(f"\\fBgeomcli\\-{roff(name)}\\fR(1)" for name in sorted(cli.commands)),
     ]
