@@ -23,8 +23,8 @@ README = ROOT / "README.md"
 DESCRIPTIONS = {
     "crop-pad": (
         "Follows ONNX CenterCropPad, opset 18. Per axis of length d and target t: a crop keeps the "
-        "window that starts at floor((d \\- t) / 2), so an odd difference leaves the window half a "
-        "pixel left of (above) the centre; a pad puts floor((t \\- d) / 2) values before and the rest, "
+        "window that starts at floor((d - t) / 2), so an odd difference leaves the window half a "
+        "pixel left of (above) the centre; a pad puts floor((t - d) / 2) values before and the rest, "
         "one more when the difference is odd, after. The pad value is the dtype's zero (0, False, "
         "or the empty string), or \\fB\\-\\-fill\\fR. On an image (H\\(muW\\(muC), \\fB\\-\\-shape\\fR H,W "
         "works on the two spatial axes and H,W,C on all three; on a tensor the shape covers every "
@@ -32,7 +32,7 @@ DESCRIPTIONS = {
     ),
     "affine-grid": (
         "Follows ONNX AffineGrid, opset 20. The base coordinate of index i on an axis of length n is "
-        "(2i + 1)/n \\- 1, or 2i/(n \\- 1) \\- 1 with \\fB\\-\\-align\\-corners\\fR (0 when n is 1), "
+        "(2i + 1)/n - 1, or 2i/(n - 1) - 1 with \\fB\\-\\-align\\-corners\\fR (0 when n is 1), "
         "computed in double precision and rounded once to the grid dtype. Each grid point is theta "
         "times (x, y[, z], 1); the last axis of the grid is (x, y[, z]) with x along W. Without "
         "\\fB\\-\\-theta\\fR the matrix is translate \\(md rotate \\(md shear \\(md scale of the flags."
@@ -60,13 +60,13 @@ ENVIRONMENT = [
 # Beyond each command's own "Example:" line: a pipe, a batch and a Makefile rule.
 EXTRA_EXAMPLES = {
     "crop-pad": [
-        "geomcli crop-pad scan.tiff -o \\- --shape 512,512 --format npy | python consume.py",
+        "geomcli crop-pad scan.tiff -o - --shape 512,512 --format npy | python consume.py",
         "geomcli crop-pad 'shots/**/*.png' --out-dir out --shape 224,224 -j 2 --skip-existing",
         "# a Makefile rule (recipe lines start with a tab):\n"
         "out/%.png: shots/%.png\n\tgeomcli crop-pad $< -o $@ --shape 224,224",
     ],
     "space-to-depth": [
-        "cat x.npy | geomcli space-to-depth \\- -o \\- --blocksize 2 | geomcli depth-to-space \\- -o y.npy --blocksize 2",
+        "cat x.npy | geomcli space-to-depth - -o - --blocksize 2 | geomcli depth-to-space - -o y.npy --blocksize 2",
         "geomcli space-to-depth frames/ --out-dir blocks --name '{stem}.npy' --blocksize 4 --mode CRD",
     ],
     "depth-to-space": [
@@ -89,7 +89,7 @@ EXIT_STATUS = [
 
 FORMATS = (
     "PNG, JPEG, BMP, GIF and WebP through Pillow; .npy through numpy, always without pickle; "
-    ".tif and .tiff through tifffile. \\- reads standard input, whose format is found from its first "
+    ".tif and .tiff through tifffile. - reads standard input, whose format is found from its first "
     "bytes, or writes standard output in \\fB\\-\\-format\\fR (npy by default). Dtypes are kept: float "
     "data goes to .npy or .tiff, never silently to 8 bits."
 )
@@ -130,7 +130,7 @@ def man_page(name: str, command: click.Command) -> str:
     lines = [
         f'.TH "GEOMCLI\\-{roff(name.upper())}" 1 "" "geomcli" "geomcli manual"',
         ".SH NAME",
-        f"geomcli\\-{roff(name)} \\- {roff(summary_line)}",
+        f"geomcli\\-{roff(name)} - {roff(summary_line)}",
         ".SH SYNOPSIS",
         f".B geomcli {roff(name)}",
         roff(usage),
@@ -160,7 +160,7 @@ def main_page() -> str:
     lines = [
         '.TH "GEOMCLI" 1 "" "geomcli" "geomcli manual"',
         ".SH NAME",
-        "geomcli \\- ONNX geometry operators on images and tensors",
+        "geomcli - ONNX geometry operators on images and tensors",
         ".SH SYNOPSIS",
         ".B geomcli",
         "[\\-\\-version] [\\-h|\\-\\-help] COMMAND ...",
