@@ -116,6 +116,27 @@ def _normalize_axes(axes: Any, rank: int, input_shape: Shape, func: str) -> Shap
     return tuple(normalized)
 
 
+def _as_out(out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str) -> np.ndarray:
+    """``out`` checked to take a result of exactly ``shape`` and ``dtype`` without touching ``data``."""
+    if not isinstance(out, np.ndarray):
+        raise GeomError(f"{func}: out must be a numpy array, found {type(out).__name__}")
+    if out.shape != shape or out.dtype != dtype:
+        raise GeomError(
+            f"{func}: out must have shape {shape} and dtype {dtype}, found shape {out.shape} and dtype {out.dtype}"
+        )
+    if not out.flags.writeable:
+        raise GeomError(f"{func}: out is read-only (shape {out.shape})")
+    if np.may_share_memory(out, data):
+        raise GeomError(f"{func}: out overlaps the input (shape {out.shape}); give a separate array")
+    return out
+
+
+def _split_axes(array: np.ndarray, shape: Shape) -> np.ndarray:
+    """``array.reshape(shape)`` where that only splits axes: always a view, never a copy, so
+    writes through it land in ``array`` whatever its strides (a memory map's slab, say)."""
+    return array.reshape(shape, copy=False)
+
+
 def _as_threads(threads: Any, func: str) -> int:
     """The number of threads to use: ``None`` means every CPU this process may run on."""
     if threads is None:
@@ -211,6 +232,20 @@ def center_crop_pad_output_shape(input_shape: Sequence[int], shape: Ints, axes: 
     return tuple(output)
 
 
+def center_crop_pad_window(length: int, target: int) -> tuple[slice, slice]:
+    """What :func:`center_crop_pad` keeps of an axis of ``length`` for a ``target`` length, and
+    where it goes: (the input's slice, the output's slice), of equal lengths; the rest is padding.
+
+    >>> center_crop_pad_window(5, 2), center_crop_pad_window(3, 6)
+    ((slice(1, 3, None), slice(0, 2, None)), (slice(0, 3, None), slice(1, 4, None)))
+    """
+    if target <= length:
+        start = (length - target) // 2
+        return slice(start, start + target), slice(0, target)
+    before = (target - length) // 2
+    return slice(0, length), slice(before, before + length)
+
+
 def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
     """``fill`` as a 0-d array of ``dtype``, refusing values the dtype cannot hold."""
     try:
@@ -224,7 +259,13 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
 
 
 def center_crop_pad(
-    data: Any, shape: Ints, axes: Ints | None = None, *, fill: Any = None, threads: int | None = None
+    data: Any,
+    shape: Ints,
+    axes: Ints | None = None,
+    *,
+    fill: Any = None,
+    threads: int | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Centre-crop or zero-pad ``data`` to ``shape`` on ``axes``.
 
@@ -245,11 +286,16 @@ def center_crop_pad(
     threads : int, optional, keyword-only
         Threads that share the copy of a large output (4 MiB and more). ``None`` uses
         every CPU this process may run on. The result is the same for any count.
+    out : numpy.ndarray, optional, keyword-only
+        Where to write the result (a memory-mapped file, say), of exactly the output's
+        shape and ``data``'s dtype; any strides. Its padding is written with the pad
+        value, so what it held before does not matter.
 
     Returns
     -------
     numpy.ndarray
-        A new array of ``data``'s dtype; the unlisted axes keep their length.
+        A new array of ``data``'s dtype (``out`` itself when given); the unlisted axes keep
+        their length.
 
     Raises
     ------
@@ -257,7 +303,8 @@ def center_crop_pad(
         If an axis is out of ``[-r, r-1]`` or repeated, ``shape`` is not 1-D, holds
         non-integers or negative values, or its length differs from the number of
         axes; if ``data`` is not of a tensor type; if ``fill`` does not fit its dtype;
-        or if ``threads`` is not an integer >= 1.
+        if ``threads`` is not an integer >= 1; or if ``out`` is not a writable array of
+        the output's shape and dtype, or overlaps ``data``.
 
     Notes
     -----
@@ -279,20 +326,18 @@ def center_crop_pad(
     output_shape = center_crop_pad_output_shape(array.shape, shape, axes)
     pad_value = None if fill is None else _as_fill(fill, array.dtype, "center_crop_pad")
     workers = _as_threads(threads, "center_crop_pad")
-    source, target = [], []
-    for length, wanted in zip(array.shape, output_shape, strict=True):
-        if wanted <= length:
-            start = (length - wanted) // 2
-            source.append(slice(start, start + wanted))
-            target.append(slice(None))
-        else:
-            before = (wanted - length) // 2
-            source.append(slice(None))
-            target.append(slice(before, before + length))
+    given = None if out is None else _as_out(out, output_shape, array.dtype, array, "center_crop_pad")
+    windows = [center_crop_pad_window(d, t) for d, t in zip(array.shape, output_shape, strict=True)]
+    source = [kept for kept, _ in windows]
+    target = [placed for _, placed in windows]
     # One pass over memory: a single copy for the data and, for the padding, zeroed pages
     # from the kernel (pages that are all padding are never touched). np.empty when nothing
     # is padded; border fills or np.pad measured 1.5x slower.
-    if all(wanted <= length for length, wanted in zip(array.shape, output_shape, strict=True)):
+    if given is not None:
+        # a given output may hold anything: only its padding is written, around the window
+        result = given
+        _fill_border(result, target, np.zeros((), array.dtype) if pad_value is None else pad_value)
+    elif all(wanted <= length for length, wanted in zip(array.shape, output_shape, strict=True)):
         result = np.empty(output_shape, dtype=array.dtype)
     elif pad_value is None:
         result = np.zeros(output_shape, dtype=array.dtype)
@@ -303,6 +348,21 @@ def center_crop_pad(
     taken: Any = (*source, ...)
     _copy(result[into], array[taken], workers)
     return result
+
+
+def _fill_border(result: np.ndarray, window: list[slice], value: np.ndarray) -> None:
+    """Write ``value`` everywhere in ``result`` outside ``window``, each element once.
+
+    Axis by axis: the slabs before and after the window on axis i, within the window on the
+    axes before i. Together they cover the outside of the window without overlap.
+    """
+    inner: list[slice] = []
+    for length, part in zip(result.shape, window, strict=True):
+        start, stop, _ = part.indices(length)
+        for outside in (slice(0, start), slice(stop, length)):
+            if outside.stop > outside.start:
+                result[(*inner, outside, ...)] = value
+        inner.append(slice(start, stop))
 
 
 def _plain_memory(array: np.ndarray) -> bool:
@@ -365,7 +425,12 @@ def _base_coordinates(length: int, align_corners: bool) -> np.ndarray:
 
 
 def affine_grid(
-    theta: Any, size: Ints, align_corners: bool | int = False, *, threads: int | None = None
+    theta: Any,
+    size: Ints,
+    align_corners: bool | int = False,
+    *,
+    threads: int | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Sampling grids for a batch of affine matrices, as torch's ``affine_grid``.
 
@@ -381,19 +446,23 @@ def affine_grid(
     threads : int, optional, keyword-only
         Threads that share a large grid (4 MiB and more). ``None`` uses every CPU this
         process may run on. The result is the same for any count.
+    out : numpy.ndarray, optional, keyword-only
+        Where to write the grid (a memory-mapped file, say), of exactly its shape and
+        ``theta``'s dtype; any strides.
 
     Returns
     -------
     numpy.ndarray
-        Shape (N, H, W, 2) or (N, D, H, W, 3), of ``theta``'s dtype. The last axis
-        is (x, y[, z]): x runs along W, y along H, z along D.
+        Shape (N, H, W, 2) or (N, D, H, W, 3), of ``theta``'s dtype (``out`` itself when
+        given). The last axis is (x, y[, z]): x runs along W, y along H, z along D.
 
     Raises
     ------
     GeomError
         If theta's dtype is not a float type, its shape does not fit ``size``,
         ``size[0]`` differs from theta's batch, a spatial size is below 1,
-        ``align_corners`` is not a bool or 0/1, or ``threads`` is not an integer >= 1.
+        ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer >= 1, or
+        ``out`` is not a writable array of the grid's shape and dtype, or overlaps theta.
 
     Notes
     -----
@@ -428,7 +497,10 @@ def affine_grid(
     axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(lengths)]
     weights = matrices.astype(np.float64)
     workers = _as_threads(threads, func)
-    result = np.empty(output_shape, dtype=matrices.dtype)
+    if out is None:
+        result = np.empty(output_shape, dtype=matrices.dtype)
+    else:
+        result = _as_out(out, output_shape, matrices.dtype, matrices, func)
     _affine_grid_plain(weights, axes_xyz, result, workers if result.nbytes >= _PARALLEL_BYTES else 1)
     return result
 
@@ -507,7 +579,9 @@ def depth_to_space_output_shape(input_shape: Sequence[int], blocksize: int) -> S
     return (n, c // (b * b), h * b, w * b)
 
 
-def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None) -> np.ndarray:
+def space_to_depth(
+    data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Move each ``blocksize`` × ``blocksize`` block of space into channels.
 
     Parameters
@@ -521,17 +595,21 @@ def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: in
     threads : int, optional, keyword-only
         Threads that share a large input (4 MiB and more). ``None`` uses every CPU this
         process may run on. The result is the same for any count.
+    out : numpy.ndarray, optional, keyword-only
+        Where to write the result (a memory-mapped file, or a slab of one), of exactly the
+        output's shape and ``data``'s dtype; any strides.
 
     Returns
     -------
     numpy.ndarray
-        (N, C·b², H/b, W/b), of ``data``'s dtype.
+        (N, C·b², H/b, W/b), of ``data``'s dtype (``out`` itself when given).
 
     Raises
     ------
     GeomError
         If ``data`` is not rank 4, H or W is not divisible by b, b is not an integer
-        >= 1, ``mode`` is not exactly "DCR" or "CRD", or ``threads`` is not an integer >= 1.
+        >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an integer >= 1,
+        or ``out`` is not a writable array of the output's shape and dtype, or overlaps ``data``.
 
     Notes
     -----
@@ -555,22 +633,25 @@ def space_to_depth(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: in
     output_shape = space_to_depth_output_shape(array.shape, blocksize)
     b = operator.index(blocksize)
     workers = _as_threads(threads, func)
+    given = None if out is None else _as_out(out, output_shape, array.dtype, array, func)
     if b > 1 and array.nbytes >= _BLOCK_BYTES and _plain_memory(array) and array.flags.c_contiguous:
-        return _space_to_depth_blocked(array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1)
-    return _space_to_depth_plain(array, b, checked_mode)
+        return _space_to_depth_blocked(
+            array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1, out=given
+        )
+    return _space_to_depth_plain(array, b, checked_mode, out=given)
 
 
-def _space_to_depth_plain(array: np.ndarray, b: int, mode: Mode) -> np.ndarray:
+def _space_to_depth_plain(array: np.ndarray, b: int, mode: Mode, *, out: np.ndarray | None = None) -> np.ndarray:
     """The defining transpose, in one copy: any dtype, any strides (and the oracle of the fast path)."""
     n, c, h, w = array.shape
-    blocks = array.reshape(n, c, h // b, b, w // b, b)
-    result = np.empty((n, c * b * b, h // b, w // b), dtype=array.dtype)
+    blocks = _split_axes(array, (n, c, h // b, b, w // b, b))
+    result = np.empty((n, c * b * b, h // b, w // b), dtype=array.dtype) if out is None else out
     if mode == "DCR":
         # (n, c, h/b, bh, w/b, bw) -> (n, bh, bw, c, h/b, w/b)
-        np.copyto(result.reshape(n, b, b, c, h // b, w // b), blocks.transpose(0, 3, 5, 1, 2, 4))
+        np.copyto(_split_axes(result, (n, b, b, c, h // b, w // b)), blocks.transpose(0, 3, 5, 1, 2, 4))
     else:
         # (n, c, h/b, bh, w/b, bw) -> (n, c, bh, bw, h/b, w/b)
-        np.copyto(result.reshape(n, c, b, b, h // b, w // b), blocks.transpose(0, 1, 3, 5, 2, 4))
+        np.copyto(_split_axes(result, (n, c, b, b, h // b, w // b)), blocks.transpose(0, 1, 3, 5, 2, 4))
     return result
 
 
@@ -595,7 +676,9 @@ def _block_pieces(n: int, c: int, rows: int, row_bytes: int, block_bytes: int) -
 _UINTS: dict[int, np.dtype[Any]] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
-def _space_to_depth_blocked(array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES) -> np.ndarray:
+def _space_to_depth_blocked(
+    array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES, *, out: np.ndarray | None = None
+) -> np.ndarray:
     """:func:`_space_to_depth_plain`'s result, ~1 MiB of input at a time, on ``threads`` threads.
 
     The plain copy reads the whole input once per (bh, bw) pair in DCR mode; here each
@@ -608,13 +691,13 @@ def _space_to_depth_blocked(array: np.ndarray, b: int, mode: Mode, threads: int,
     """
     n, c, h, w = array.shape
     hb, wb = h // b, w // b
-    result = np.empty((n, c * b * b, hb, wb), dtype=array.dtype)
+    result = np.empty((n, c * b * b, hb, wb), dtype=array.dtype) if out is None else out
     # Both modes as one view of the result: (n, bh, bw, c, h/b, w/b).
     if mode == "DCR":
-        target = result.reshape(n, b, b, c, hb, wb)
+        target = _split_axes(result, (n, b, b, c, hb, wb))
     else:
         # (n, c, bh, bw, h/b, w/b) -> (n, bh, bw, c, h/b, w/b)
-        target = result.reshape(n, c, b, b, hb, wb).transpose(0, 2, 3, 1, 4, 5)
+        target = _split_axes(result, (n, c, b, b, hb, wb)).transpose(0, 2, 3, 1, 4, 5)
     source = array.reshape(n, c, hb, b, wb, b)  # (n, c, h/b, bh, w/b, bw)
     itemsize = array.dtype.itemsize
     wide = _UINTS.get(2 * itemsize)
@@ -649,7 +732,9 @@ def _space_to_depth_blocked(array: np.ndarray, b: int, mode: Mode, threads: int,
     return result
 
 
-def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None) -> np.ndarray:
+def depth_to_space(
+    data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Move channels back into ``blocksize`` × ``blocksize`` blocks of space.
 
     Parameters
@@ -660,20 +745,21 @@ def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: in
         Block edge b >= 1; the channel count must be a multiple of b².
     mode : {"DCR", "CRD"}
         The channel order, as for :func:`space_to_depth`.
-    threads : int, optional, keyword-only
+    threads, out : optional, keyword-only
         As for :func:`space_to_depth`.
 
     Returns
     -------
     numpy.ndarray
-        (N, C, H·b, W·b), of ``data``'s dtype.
+        (N, C, H·b, W·b), of ``data``'s dtype (``out`` itself when given).
 
     Raises
     ------
     GeomError
         If ``data`` is not rank 4, its channels are not divisible by b², b is not an
-        integer >= 1, ``mode`` is not exactly "DCR" or "CRD", or ``threads`` is not an
-        integer >= 1.
+        integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an
+        integer >= 1, or ``out`` is not a writable array of the output's shape and dtype,
+        or overlaps ``data``.
 
     Notes
     -----
@@ -696,32 +782,37 @@ def depth_to_space(data: Any, blocksize: int, mode: Mode = "DCR", *, threads: in
     output_shape = depth_to_space_output_shape(array.shape, blocksize)
     b = operator.index(blocksize)
     workers = _as_threads(threads, func)
+    given = None if out is None else _as_out(out, output_shape, array.dtype, array, func)
     if b > 1 and array.nbytes >= _BLOCK_BYTES and _plain_memory(array) and array.flags.c_contiguous:
-        return _depth_to_space_blocked(array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1)
-    return _depth_to_space_plain(array, b, checked_mode)
+        return _depth_to_space_blocked(
+            array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1, out=given
+        )
+    return _depth_to_space_plain(array, b, checked_mode, out=given)
 
 
-def _depth_to_space_plain(array: np.ndarray, b: int, mode: Mode) -> np.ndarray:
+def _depth_to_space_plain(array: np.ndarray, b: int, mode: Mode, *, out: np.ndarray | None = None) -> np.ndarray:
     """The defining transpose, in one copy: any dtype, any strides (and the oracle of the fast path)."""
     n, depth, h, w = array.shape
     c = depth // (b * b)
-    result = np.empty((n, c, h * b, w * b), dtype=array.dtype)
-    target = result.reshape(n, c, h, b, w, b)
+    result = np.empty((n, c, h * b, w * b), dtype=array.dtype) if out is None else out
+    target = _split_axes(result, (n, c, h, b, w, b))
     if mode == "DCR":
         # (n, bh, bw, c, h, w) -> (n, c, h, bh, w, bw)
-        np.copyto(target, array.reshape(n, b, b, c, h, w).transpose(0, 3, 4, 1, 5, 2))
+        np.copyto(target, _split_axes(array, (n, b, b, c, h, w)).transpose(0, 3, 4, 1, 5, 2))
     else:
         # (n, c, bh, bw, h, w) -> (n, c, h, bh, w, bw)
-        np.copyto(target, array.reshape(n, c, b, b, h, w).transpose(0, 1, 4, 2, 5, 3))
+        np.copyto(target, _split_axes(array, (n, c, b, b, h, w)).transpose(0, 1, 4, 2, 5, 3))
     return result
 
 
-def _depth_to_space_blocked(array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES) -> np.ndarray:
+def _depth_to_space_blocked(
+    array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES, *, out: np.ndarray | None = None
+) -> np.ndarray:
     """:func:`_depth_to_space_plain`'s result, one ~1 MiB piece of output at a time, on ``threads`` threads."""
     n, depth, h, w = array.shape
     c = depth // (b * b)
-    result = np.empty((n, c, h * b, w * b), dtype=array.dtype)
-    target = result.reshape(n, c, h, b, w, b)  # (n, c, h, bh, w, bw)
+    result = np.empty((n, c, h * b, w * b), dtype=array.dtype) if out is None else out
+    target = _split_axes(result, (n, c, h, b, w, b))  # (n, c, h, bh, w, bw)
     # Both modes as one view of the input: (n, bh, bw, c, h, w).
     if mode == "DCR":
         source = array.reshape(n, b, b, c, h, w)
