@@ -23,7 +23,9 @@ import io
 import os
 import stat
 import sys
-from typing import IO
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +39,9 @@ from geomcli.io._base import (
     display_name,
 )
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "FORMATS",
@@ -45,8 +50,11 @@ __all__ = [
     "Loaded",
     "check_size",
     "format_for_path",
+    "maps_output",
+    "open_output",
     "read_array",
     "read_header",
+    "release",
     "sniff_format",
     "write_array",
 ]
@@ -208,6 +216,46 @@ def write_array(data: np.ndarray, path: str, /, *, format: str | None = None) ->
         return
     with _atomic.atomic_file(path) as f:
         _encode(data, f, fmt)
+
+
+def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None) -> bool:
+    """Whether :func:`open_output` writes this output through a memory map: a file (not ``-``)
+    of a format that stores it in one piece (.npy, .tiff), of ``_mapped.MAP_OUTPUT_BYTES`` or more."""
+    from geomcli.io import _mapped
+
+    return _mapped.maps_output(path, shape, np.dtype(dtype), format_for_path(path, format))
+
+
+def open_output(
+    path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None
+) -> AbstractContextManager[np.ndarray]:
+    """A context manager yielding a zero-filled, writable array for the output at ``path``.
+
+    Big outputs (see :func:`maps_output`) are a memory map of a temp file in the destination
+    folder, renamed into place at normal exit: data larger than memory is never built in RAM.
+    Others are an array in RAM, given to :func:`write_array` at exit. Either way the write is
+    atomic: on any exception, KeyboardInterrupt and SystemExit included, no temp file remains
+    and an existing file is untouched.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "big.npy")
+    >>> with open_output(path, (2, 3), np.int16) as out:
+    ...     out[1] = 7
+    >>> np.load(path).tolist()
+    [[0, 0, 0], [7, 7, 7]]
+    """
+    from geomcli.io import _mapped
+
+    return _mapped.open_output(path, shape, np.dtype(dtype), format_for_path(path, format))
+
+
+def release(array: np.ndarray, /) -> None:
+    """Drop the resident pages of a memory-mapped file that ``array`` spans from this process
+    (after a slab is done with), so reading or writing a big file slab by slab keeps memory
+    bounded. A no-op for arrays in RAM."""
+    from geomcli.io import _mapped
+
+    _mapped.release(array)
 
 
 def _encode(data: np.ndarray, f: IO[bytes], fmt: str) -> None:

@@ -36,19 +36,7 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     destination folder, so the final os.replace is a rename within one filesystem: readers see
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     """
-    folder = os.path.dirname(path) or "."
-    if os.path.isdir(path):
-        raise GeomError(f"{path}: is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    except FileNotFoundError as e:
-        raise GeomError(f"{path}: folder {folder} does not exist") from e
-    except NotADirectoryError as e:
-        raise GeomError(f"{path}: {folder} is not a folder") from e
-    except PermissionError as e:
-        raise GeomError(f"{path}: permission denied") from e
-    except OSError as e:
-        raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+    fd, tmp = _temp_beside(path)
     try:
         raw = io.FileIO(fd, "wb")
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
@@ -60,6 +48,55 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
             f.flush()
             # on disk before the rename, so a crash cannot leave an empty "finished" file
             os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(e, OSError):
+            raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+        raise
+
+
+def _temp_beside(path: str) -> tuple[int, str]:
+    """A new temp file (O_CREAT | O_EXCL) in ``path``'s folder, named as remove_leftovers expects."""
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise GeomError(f"{path}: is a directory")
+    try:
+        return tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    except FileNotFoundError as e:
+        raise GeomError(f"{path}: folder {folder} does not exist") from e
+    except NotADirectoryError as e:
+        raise GeomError(f"{path}: {folder} is not a folder") from e
+    except PermissionError as e:
+        raise GeomError(f"{path}: permission denied") from e
+    except OSError as e:
+        raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+
+
+@contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+    """Yield the name of an empty temp file to fill by name (a memory map, say); on normal exit
+    it is synced and replaces ``path``, on any exception it vanishes.
+
+    The same temp file, permissions and cleanup as :func:`atomic_file` (KeyboardInterrupt and
+    SystemExit included), for writers that open the file themselves.
+    """
+    fd, tmp = _temp_beside(path)
+    try:
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+        finally:
+            os.close(fd)
+        yield tmp
+        descriptor = os.open(tmp, os.O_RDONLY)
+        try:
+            # on disk before the rename, so a crash cannot leave an empty "finished" file
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
         os.replace(tmp, path)
     except BaseException as e:
         try:

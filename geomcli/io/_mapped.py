@@ -1,0 +1,125 @@
+"""Outputs too big to build in memory: a memory map of a temp file beside the destination, renamed
+into place when complete; and handing a map's pages back to the OS once a slab is done."""
+
+from __future__ import annotations
+
+import math
+import mmap
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import cache
+from typing import IO, Any
+
+import numpy as np
+
+from geomcli.io import _atomic
+
+# Outputs of at least this many bytes are written through a memory map when their format allows.
+MAP_OUTPUT_BYTES = 64 << 20
+
+# The formats whose files hold an array as one contiguous run of bytes after a header.
+_MAPPABLE = ("npy", "tiff")
+
+
+def maps_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> bool:
+    """Whether :func:`open_output` gives a memory map for this output (else an array in RAM)."""
+    from geomcli.io import _refusal
+
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if path == "-" or fmt not in _MAPPABLE or nbytes == 0 or nbytes < MAP_OUTPUT_BYTES:
+        return False
+    if _refusal(fmt, dtype, tuple(shape)) is not None:
+        return False  # write_array will say why, from the array in RAM
+    # tifffile maps native-order numbers only; its booleans are bytes of another type
+    return fmt == "npy" or (dtype.isnative and dtype.kind != "b")
+
+
+@contextmanager
+def open_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> Iterator[np.ndarray]:
+    """Yield a zero-filled writable array; at normal exit its contents are at ``path``, atomically."""
+    from geomcli.io import write_array
+
+    shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
+    if not maps_output(path, shape, dtype, fmt):
+        data = np.zeros(shape, dtype)
+        yield data
+        write_array(data, path, format=fmt)
+        return
+    with _atomic.atomic_path(path) as tmp:
+        mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else _map_tiff(tmp, shape, dtype)
+        yield mapped
+        mapped.flush()  # msync: the pages reach the file before atomic_path syncs and renames it
+
+
+def _map_npy(tmp: str, shape: tuple[int, ...], dtype: np.dtype) -> np.memmap:
+    """The header np.save would write, then a sparse data section, mapped."""
+    from geomcli.io._npy import _is_extension
+
+    descr = dtype.name if _is_extension(dtype) else np.lib.format.dtype_to_descr(dtype)
+    header = {"descr": descr, "fortran_order": False, "shape": shape}
+    with open(tmp, "r+b") as f:
+        _write_header(f, header)
+        offset = f.tell()
+        f.truncate(offset + math.prod(shape) * dtype.itemsize)  # a hole: reads as zeros
+        mapped = np.memmap(f, dtype=dtype, mode="r+", offset=offset, shape=shape)
+    return mapped
+
+
+def _write_header(f: IO[bytes], header: dict[str, Any]) -> None:
+    try:
+        np.lib.format.write_array_header_1_0(f, header)
+    except ValueError:  # more than 64 KiB of header (a very long shape): format 2.0, as np.save
+        f.seek(0)
+        np.lib.format.write_array_header_2_0(f, header)
+
+
+def _map_tiff(tmp: str, shape: tuple[int, ...], dtype: np.dtype) -> np.memmap:
+    import tifffile
+
+    # the photometric _tiff.write gives the same array, so both paths read back alike
+    rgb = len(shape) == 3 and shape[-1] in (3, 4) and dtype in (np.uint8, np.uint16)
+    mapped: np.memmap = tifffile.memmap(tmp, shape=shape, dtype=dtype, photometric="rgb" if rgb else "minisblack")
+    return mapped
+
+
+def release(array: np.ndarray) -> None:
+    """Let the OS take back the resident pages of a file-backed memory map that ``array`` spans.
+
+    Pages of a map count towards the process's memory (RSS) once touched, even though the file
+    backs them. After a slab is read or written they are dropped from this process (Linux
+    ``madvise(MADV_DONTNEED)``): a shared map's data stays in the page cache and the file, and a
+    later access reads it back. Anything else (arrays in RAM, private maps) is left alone.
+    """
+    madvise = _madvise()
+    if madvise is None or array.size == 0 or not _shared_map(array):
+        return
+    low, high = np.lib.array_utils.byte_bounds(array)
+    # only whole pages inside the span: never past the ends of the map
+    start = -(-low // mmap.PAGESIZE) * mmap.PAGESIZE
+    stop = high // mmap.PAGESIZE * mmap.PAGESIZE
+    if stop > start:
+        madvise(start, stop - start, mmap.MADV_DONTNEED)
+
+
+def _shared_map(array: np.ndarray) -> bool:
+    """Whether ``array`` is a view of a numpy memory map shared with its file (mode r or r+)."""
+    obj: Any = array
+    while obj is not None:
+        if isinstance(obj, np.memmap):
+            return obj.mode in ("r", "r+", "w+")
+        obj = getattr(obj, "base", None)
+    return False
+
+
+@cache
+def _madvise() -> Callable[[int, int, int], int] | None:
+    if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    import ctypes
+
+    function = ctypes.CDLL(None, use_errno=True).madvise
+    function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function
