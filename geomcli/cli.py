@@ -12,9 +12,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
@@ -237,22 +237,40 @@ def reporting(report: Report, common: Common) -> Iterator[Report]:
 
 
 def transform_file(command: str, input_path: str, output: str, output_format: str, common: Common,
-                   parameters: dict[str, Any], operate: Callable[[Loaded], np.ndarray]) -> Report:
-    """Read, transform and write one file; its report, with any failure in it."""
+                   parameters: dict[str, Any], operate: Callable[..., np.ndarray]) -> Report:
+    """Read, transform and write one file; its report, with any failure in it.
+
+    ``operate(loaded, allocate=...)`` makes the result; for a big output, ``allocate(shape,
+    dtype)`` gives it a memory-mapped destination to write slab by slab (else None: in RAM).
+    """
     from geomcli import io, summary
 
     report = summary.Report(command, input_path, output, parameters=parameters)
-    with reporting(report, common):
+    with reporting(report, common), ExitStack() as outputs:
         loaded = io.read_array(input_path, max_pixels=common.max_pixels)
         report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
         report.notes.extend(loaded.notes)
+        mapped: list[np.ndarray] = []
+
+        def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
+            if not io.maps_output(output, shape, dtype, format=output_format):
+                return None
+            mapped.append(outputs.enter_context(io.open_output(output, shape, dtype, format=output_format)))
+            return mapped[-1]
+
         try:
-            result = operate(loaded)
+            result = operate(loaded, allocate=allocate)
         except GeomError as error:
             raise GeomError(f"{io.display_name(input_path)}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
-        io.write_array(result, output, format=output_format)
-        report.value_range = summary.value_range(result)
+        if mapped:
+            # renamed into place as the ExitStack closes
+            from geomcli import slabs
+
+            report.value_range = slabs.value_range(result)
+        else:
+            io.write_array(result, output, format=output_format)
+            report.value_range = summary.value_range(result)
     return report
 
 
@@ -266,18 +284,16 @@ def run_transform(command: str, input_path: str, output: str, common: Common, pa
         raise SystemExit(code)
 
 
+class Allocate(Protocol):
+    """Where a big result goes: a memory-mapped output of this shape and dtype, or None (in RAM)."""
+
+    def __call__(self, shape: tuple[int, ...], dtype: np.dtype, /) -> np.ndarray | None: ...
+
+
 def _check_size(shape: tuple[int, ...], common: Common) -> None:
     from geomcli import io
 
     io.check_size(shape, common.max_pixels, f"the output {shape}")
-
-
-def _on_nchw(loaded: Loaded, common: Common, kernel: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """Run a rank-4 kernel on a file in any layout, and give the result back in that layout."""
-    from geomcli import layout as layouts
-
-    chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout, loaded.source)
-    return layouts.from_nchw(kernel(layouts.to_nchw(loaded.data, chosen)), chosen)
 
 
 class _Group(click.Group):
@@ -368,12 +384,19 @@ def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape:
 
 
 def _crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str,
-              common: Common) -> np.ndarray:
+              common: Common, allocate: Allocate | None = None) -> np.ndarray:
     from geomcli import kernels
 
     chosen = _crop_pad_axes(target, axes, loaded.data.shape, loaded.layout)
-    _check_size(kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen), common)
-    return kernels.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill), threads=common.threads)
+    shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen)
+    _check_size(shape, common)
+    out = None if allocate is None else allocate(shape, loaded.data.dtype)
+    if out is None:
+        return kernels.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill), threads=common.threads)
+    from geomcli import slabs
+
+    slabs.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill), threads=common.threads, out=out)
+    return out
 
 
 def _crop_pad_shape(header: Header, source: str, *, target: tuple[int, ...], axes: tuple[int, ...] | None) -> tuple[int, ...]:
@@ -410,18 +433,35 @@ def run_blocks(command: str, kernel_name: str, inputs: tuple[str, ...], output: 
               functools.partial(_blocks_shape, kernel_name=kernel_name, blocksize=blocksize, common=common))
 
 
-def _blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, common: Common) -> np.ndarray:
+def _blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, common: Common,
+            allocate: Allocate | None = None) -> np.ndarray:
+    """Run a rank-4 kernel on a file in any layout; the result in that layout."""
     from geomcli import kernels
+    from geomcli import layout as layouts
 
-    def on_nchw(data: np.ndarray) -> np.ndarray:
-        _check_size(getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize), common)
-        return getattr(kernels, kernel_name)(data, blocksize, mode, threads=common.threads)  # type: ignore[no-any-return]
+    chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout, loaded.source)
+    data = layouts.to_nchw(loaded.data, chosen)
+    shape = getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize)
+    _check_size(shape, common)
+    # the output's layout: HW grows to HWC when channels appear (as layouts.from_nchw)
+    out_layout = "HWC" if chosen == "HW" and shape[1] != 1 else chosen
+    out = None if allocate is None else allocate(_nchw_shape_in(shape, out_layout), data.dtype)
+    if out is None:
+        result = getattr(kernels, kernel_name)(data, blocksize, mode, threads=common.threads)
+        return layouts.from_nchw(result, chosen)
+    from geomcli import slabs
 
-    return _on_nchw(loaded, common, on_nchw)
+    getattr(slabs, kernel_name)(data, blocksize, mode, threads=common.threads, out=layouts.to_nchw(out, out_layout))
+    return out
+
+
+def _nchw_shape_in(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """An (N, C, H, W) shape as the axes of ``layout`` (the missing ones have length 1)."""
+    return tuple(shape["NCHW".index(axis)] for axis in layout)
 
 
 def _blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: int, common: Common) -> tuple[int, ...]:
-    """The output shape from a header: the layout moves of _on_nchw on zero-byte stand-ins."""
+    """The output shape from a header: the layout moves of _blocks on zero-byte stand-ins."""
     import numpy as np
 
     from geomcli import kernels
@@ -518,10 +558,17 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
         report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
         shape = kernels.affine_grid_output_shape(theta.shape, grid_size)
         _check_size(shape, common)
-        grid = kernels.affine_grid(theta, grid_size, align_corners, threads=common.threads)
+        if io.maps_output(output, shape, theta.dtype, format=output_format):
+            from geomcli import slabs
+
+            with io.open_output(output, shape, theta.dtype, format=output_format) as grid:
+                slabs.affine_grid(theta, grid_size, align_corners, threads=common.threads, out=grid)
+                report.value_range = slabs.value_range(grid)
+        else:
+            grid = kernels.affine_grid(theta, grid_size, align_corners, threads=common.threads)
+            io.write_array(grid, output, format=output_format)
+            report.value_range = summary.value_range(grid)
         report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
-        io.write_array(grid, output, format=output_format)
-        report.value_range = summary.value_range(grid)
         if not np_all_finite(theta):
             report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
     code = finish(report, common, data_on_stdout=output == "-")
