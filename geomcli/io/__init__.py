@@ -7,6 +7,7 @@ starts with the path (``<stdin>``/``<stdout>`` for ``-``).
 >>> import numpy as np, os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
 >>> write_array(np.arange(6, dtype=np.int16).reshape(2, 3), path)
+()
 >>> loaded = read_array(path)
 >>> loaded.format, loaded.data.shape, loaded.data.dtype, loaded.layout
 ('npy', (2, 3), dtype('int16'), None)
@@ -35,6 +36,8 @@ from geomcli.io._base import (
     SNIFF_BYTES,
     Header,
     Loaded,
+    Metadata,
+    WriteOptions,
     check_size,
     display_name,
 )
@@ -48,6 +51,8 @@ __all__ = [
     "IMAGE_FORMATS",
     "Header",
     "Loaded",
+    "Metadata",
+    "WriteOptions",
     "check_size",
     "format_for_path",
     "maps_output",
@@ -133,7 +138,14 @@ def sniff_format(head: bytes) -> str | None:
     return None
 
 
-def read_header(path: str, *, format: str | None = None, auto_orient: bool = True) -> Header:
+def read_header(
+    path: str,
+    *,
+    format: str | None = None,
+    auto_orient: bool = True,
+    series: int | None = None,
+    page: int | None = None,
+) -> Header:
     """What ``path`` declares (shape, dtype, pages, size), without decoding its pixels.
 
     No size limit applies: the header of a decompression bomb is reported as declared.
@@ -147,7 +159,7 @@ def read_header(path: str, *, format: str | None = None, auto_orient: bool = Tru
         if fmt == "tiff":
             from geomcli.io import _tiff
 
-            return _tiff.read_header(source, name)
+            return _tiff.read_header(source, name, series, page)
         from geomcli.io import _pillow
 
         return _pillow.read_header(source, name, fmt, auto_orient)
@@ -162,6 +174,9 @@ def read_array(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     mmap: bool = True,
     auto_orient: bool = True,
+    frames: str | None = None,
+    series: int | None = None,
+    page: int | None = None,
 ) -> Loaded:
     """Read an image, .npy or .tiff (``-``: stdin, format sniffed) into an array.
 
@@ -169,6 +184,10 @@ def read_array(
     Declared sizes are checked against ``max_pixels`` (elements) before anything is allocated.
     ``mmap``: an uncompressed .npy/.tiff file may come back as a read-only ``np.memmap``.
     ``auto_orient``: images are turned upright by their EXIF orientation (a note says so).
+    ``frames``: an animated GIF/WebP/APNG is refused unless ``"all"`` (frames stacked on a
+    leading axis) or ``"first"``. ``series``/``page``: one TIFF series or page, instead of every
+    page (and every series of one shape) stacked on the leading axis.
+    ``Loaded.metadata`` holds the ICC profile, resolution, EXIF and TIFF axes for write_array.
 
     Raises GeomError for every bad file, missing path or limit; the message starts with the path.
     """
@@ -181,10 +200,10 @@ def read_array(
         if fmt == "tiff":
             from geomcli.io import _tiff
 
-            return _tiff.read(source, name, max_pixels, mmap)
+            return _tiff.read(source, name, max_pixels, mmap, series, page)
         from geomcli.io import _pillow
 
-        return _pillow.read(source, name, fmt, max_pixels, auto_orient)
+        return _pillow.read(source, name, fmt, max_pixels, auto_orient, frames)
     except OSError as e:
         raise _read_error(name, e) from e
     except MemoryError as e:
@@ -193,13 +212,26 @@ def read_array(
         ) from e
 
 
-def write_array(data: np.ndarray, path: str, /, *, format: str | None = None) -> None:
+def write_array(
+    data: np.ndarray,
+    path: str,
+    /,
+    *,
+    format: str | None = None,
+    metadata: Metadata | None = None,
+    options: WriteOptions | None = None,
+) -> tuple[str, ...]:
     """Write ``data`` to ``path`` atomically (``-``: stdout, npy unless ``format`` says else).
 
     Dtypes are kept exactly: an array a format cannot hold is refused with the formats that can.
     A file is written to a temp file in its folder and renamed into place; on any failure,
     including KeyboardInterrupt, the temp file is removed and an existing file is untouched.
     Writing binary data to a terminal is refused. BrokenPipeError from stdout is not caught.
+
+    ``metadata`` (from ``read_array``) is written where the format holds it, fitted to ``data``
+    (ImageJ/OME sizes, EXIF dimensions); ``options`` sets the encoder (PNG level, JPEG/WebP
+    quality, TIFF compression). Returns warnings, one line each: a metadata field the format
+    cannot hold (naming it), a lossy encoding, a compression that had to change.
     """
     from geomcli.io import _atomic
 
@@ -208,14 +240,56 @@ def write_array(data: np.ndarray, path: str, /, *, format: str | None = None) ->
     fmt = format_for_path(path, format)
     name = display_name(path, output=True)
     _check_writable(data, fmt, name)
+    if options is not None and options.compression not in (None, "none") and fmt != "tiff":
+        raise GeomError(f"{name}: --compression is for TIFF output, not {fmt.upper()}")
+    said = unkept(metadata, fmt, options)
     if path == "-":
         _atomic.refuse_terminal(fmt.upper())
         buffer = io.BytesIO()
-        _encode(data, buffer, fmt)
+        said += _encode(data, buffer, fmt, metadata, options)
         _atomic.to_stdout(buffer.getvalue())
-        return
+        return tuple(said)
     with _atomic.atomic_file(path) as f:
-        _encode(data, f, fmt)
+        said += _encode(data, f, fmt, metadata, options)
+    return tuple(said)
+
+
+def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = None) -> list[str]:
+    """Warnings for the fields of ``metadata`` that ``fmt`` cannot hold, and for lossy output.
+
+    >>> unkept(Metadata(icc=b"...", resolution=(300.0, 300.0), unit="inch"), "webp")
+    ['WebP cannot hold the DPI (300 x 300); dropped']
+    """
+    said: list[str] = []
+    label = {"jpeg": "JPEG", "webp": "WebP", "tiff": "TIFF", "npy": "NPY"}.get(fmt, fmt.upper())
+    if fmt == "jpeg":
+        said.append("JPEG is lossy: the written values differ from the result (write .png or .tiff to keep them)")
+    elif fmt == "webp" and options is not None and options.quality is not None:
+        said.append("WebP with --quality is lossy: the written values differ from the result")
+    if metadata is None:
+        return said
+    if fmt in IMAGE_FORMATS:
+        from geomcli.io._pillow import HOLDS
+
+        holds = HOLDS[fmt]
+    else:
+        holds = {"icc", "dpi", "resolution"} if fmt == "tiff" else set()
+    if metadata.icc is not None and "icc" not in holds:
+        said.append(f"{label} cannot hold the ICC profile; dropped")
+    if metadata.resolution is not None and "resolution" not in holds:
+        dpi = metadata.dpi
+        if dpi is not None and "dpi" not in holds:
+            said.append(f"{label} cannot hold the DPI ({dpi[0]:g} x {dpi[1]:g}); dropped")
+        elif dpi is None:
+            x, y = metadata.resolution
+            per = f" per {metadata.unit}" if metadata.unit else " (no unit)"
+            said.append(f"{label} cannot hold the resolution ({x:g} x {y:g} pixels{per}); dropped")
+    if metadata.exif is not None and "exif" not in holds:
+        said.append(f"{label} cannot hold the EXIF data; dropped")
+    if metadata.axes is not None and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
+        kind = {"imagej": "ImageJ", "ome": "OME"}.get(metadata.axes_kind or "", "TIFF")
+        said.append(f"{label} cannot hold the {kind} axes metadata ({metadata.axes}); dropped")
+    return said
 
 
 def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None) -> bool:
@@ -258,7 +332,9 @@ def release(array: np.ndarray, /) -> None:
     _mapped.release(array)
 
 
-def _encode(data: np.ndarray, f: IO[bytes], fmt: str) -> None:
+def _encode(
+    data: np.ndarray, f: IO[bytes], fmt: str, metadata: Metadata | None, options: WriteOptions | None
+) -> list[str]:
     if fmt == "npy":
         from geomcli.io import _npy
 
@@ -266,11 +342,12 @@ def _encode(data: np.ndarray, f: IO[bytes], fmt: str) -> None:
     elif fmt == "tiff":
         from geomcli.io import _tiff
 
-        _tiff.write(data, f)
+        return _tiff.write(data, f, metadata, options)
     else:
         from geomcli.io import _pillow
 
-        _pillow.write(data, f, fmt)
+        _pillow.write(data, f, fmt, metadata, options)
+    return []
 
 
 # ---- the dtype and shape policy: which format can hold which array ----------------------------

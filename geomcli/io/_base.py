@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,6 +16,66 @@ DEFAULT_MAX_PIXELS: int = 2**31
 SNIFF_BYTES = 16
 
 
+# units a resolution can be converted between, in inches
+_INCHES = {"inch": 1.0, "centimeter": 1 / 2.54, "millimeter": 1 / 25.4, "micron": 1 / 25400}
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What a file says about its pixels besides their values, carried from read to write.
+
+    The writer fits it to the array it writes: sizes (ImageJ/OME, EXIF) come from the data, so
+    they are never stale. A field the output format cannot hold becomes one warning.
+    """
+
+    icc: bytes | None = field(default=None, repr=False)
+    """The ICC colour profile, byte for byte."""
+    resolution: tuple[float, float] | None = None
+    """Pixels per ``unit`` along x and y (DPI when the unit is inch)."""
+    unit: str | None = None
+    """``inch``, ``centimeter``, ``millimeter``, ``micron``, or None (a ratio without a unit)."""
+    exif: bytes | None = field(default=None, repr=False)
+    """The EXIF block; its orientation is 1 once the pixels have been turned upright."""
+    axes: str | None = None
+    """The TIFF's axes as its ImageJ/OME/shaped metadata names them, e.g. ``ZCYX``."""
+    axes_kind: str | None = None
+    """Where ``axes`` came from: ``imagej``, ``ome`` or ``shaped`` (tifffile's JSON)."""
+    imagej: tuple[tuple[str, float | str], ...] = ()
+    """ImageJ entries that stay true through a crop: spacing, finterval, unit."""
+    compression: str | None = None
+    """The TIFF compression, by tifffile's name: ``zlib``, ``lzma``, ``lzw``, ``jpeg``, ``zstd``."""
+
+    @property
+    def dpi(self) -> tuple[float, float] | None:
+        """The resolution in pixels per inch, when it has a length unit."""
+        if self.resolution is None or self.unit not in _INCHES:
+            return None
+        inches = _INCHES[self.unit]
+        return (self.resolution[0] / inches, self.resolution[1] / inches)
+
+    def scaled(self, factor: float) -> Metadata:
+        """The same, for pixels ``factor`` times as many per unit (space-to-depth: 1/b)."""
+        if self.resolution is None:
+            return self
+        return replace(self, resolution=(self.resolution[0] * factor, self.resolution[1] * factor))
+
+    def kept(self) -> Metadata:
+        """What ``--strip`` leaves: the TIFF compression, which is no metadata but an encoding."""
+        return Metadata(compression=self.compression)
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How an encoder writes; None means the format's documented default."""
+
+    compress_level: int | None = None
+    """PNG zlib level 0-9 (default 7)."""
+    quality: int | None = None
+    """JPEG quality 1-100 (default 95); WebP is lossless unless a quality is given."""
+    compression: str | None = None
+    """TIFF compression (none, zlib, lzma, zstd, lzw, jpeg); default: the input's, else none."""
+
+
 @dataclass(frozen=True)
 class Loaded:
     """An array read from a file, with what is known about it."""
@@ -25,6 +85,7 @@ class Loaded:
     layout: str | None
     source: str
     notes: tuple[str, ...] = ()
+    metadata: Metadata = field(default_factory=Metadata)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from geomcli.errors import GeomError
 from geomcli.io import _png
-from geomcli.io._base import Header, Loaded, check_size, one_line
+from geomcli.io._base import Header, Loaded, Metadata, WriteOptions, check_size, one_line
 
 # Pillow's plugin name(s) for each format: Image.open tries only these, so content and name agree
 _PLUGINS = {
@@ -76,29 +76,39 @@ def read_header(source: str | bytes, name: str, fmt: str, auto_orient: bool) -> 
     return Header(fmt, shape, dtype, frames, file_size, _layout(shape))
 
 
-def read(source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient: bool) -> Loaded:
+def read(
+    source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient: bool, frames: str | None = None
+) -> Loaded:
+    """``frames``: None refuses an animation, ``first`` takes its first frame, ``all`` stacks
+    every frame on a leading axis."""
     src = "-" if isinstance(source, bytes) else source
     if fmt == "png":
         # every chunk is checked first (Pillow stops at the last IDAT and would accept a file cut
         # after it); the bytes read then go to the decoder
         source = source if isinstance(source, bytes) else _read_all(source)
         chunks = _png.read_chunks(source, name)
-        if chunks.frames > 1:
+        if chunks.frames > 1 and frames is None:
             raise GeomError(_animated(name, chunks.frames))
         check_size(chunks.ihdr.shape, max_pixels, name)
         if chunks.ihdr.depth == 16:
+            if chunks.frames > 1 and frames == "all":
+                raise GeomError(f"{name}: --frames all: 16-bit animated PNGs are not supported")
             return _read_png16(chunks, name, src, auto_orient)
     notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
-        if fmt in _ANIMATED:
-            frames = _frames(im, name)
-            if frames > 1:
-                raise GeomError(_animated(name, frames))
+        count = _frames(im, name) if fmt in _ANIMATED else 1
+        if count > 1:
+            if frames is None:
+                raise GeomError(_animated(name, count))
+            if frames == "all":
+                return _read_frames(im, name, fmt, src, count, max_pixels, notes)
+            notes.append(f"frame 1 of {count} (--frames first)")
         mode, note = _target_mode(im)
         _, channels = _KEPT[mode]
         width, height = im.size
         check_size((height, width, channels), max_pixels, name)
         orientation = _orientation(im, name) if auto_orient else 1
+        metadata = _metadata(im.info, orientation)
         try:
             im.load()
             if orientation in _ORIENTATIONS:
@@ -114,26 +124,109 @@ def read(source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient:
             raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
-    return Loaded(data, fmt, _layout(data.shape), src, tuple(notes))
+    return Loaded(data, fmt, _layout(data.shape), src, tuple(notes), metadata)
 
 
 def _animated(name: str, frames: int) -> str:
     return (
-        f"{name}: has {frames} frames; geomcli reads single-frame images "
-        "(convert the frames to a TIFF stack)"
+        f"{name}: has {frames} frames; geomcli reads one image unless told "
+        "(--frames all stacks them on a leading axis, --frames first takes the first)"
     )
+
+
+def _read_frames(
+    im: Any, name: str, fmt: str, src: str, count: int, max_pixels: int, notes: list[str]
+) -> Loaded:
+    """Every frame of an animation, as the viewer sees each one, on a leading axis (N, H, W[, C]).
+
+    Pillow composes each GIF/APNG/WebP frame onto the ones before it; all frames are converted
+    to the first frame's mode (RGBA when any frame has transparency), so they stack.
+    """
+    from PIL import ImageSequence
+
+    width, height = im.size
+    mode, _ = _target_mode(im)
+    _, channels = _KEPT[mode]
+    check_size((count, height, width, channels), max_pixels, name)
+    try:
+        pictures = [frame.copy() for frame in ImageSequence.Iterator(im)]
+        if any(_KEPT.get(_target_mode(p)[0], (None, 0))[1] == 4 for p in pictures) and mode != "RGBA":
+            mode = "RGBA"  # a later frame's transparency must not be lost
+        data = np.stack([np.asarray(p if p.mode == mode else p.convert(mode)) for p in pictures])
+    except _DECODE_ERRORS as e:
+        raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
+    notes.append(f"{count} frames stacked on axis 0 as {mode} (--frames all)")
+    layout = "NHWC" if data.ndim == 4 else None
+    return Loaded(data, fmt, layout, src, tuple(notes), _metadata(im.info, 1))
+
+
+def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
+    """The ICC profile, DPI and EXIF Pillow found; EXIF says orientation 1 once applied."""
+    icc = info.get("icc_profile") or None
+    dpi = info.get("dpi")
+    resolution = None
+    if isinstance(dpi, tuple) and len(dpi) == 2 and all(0 < float(d) < 1e9 for d in dpi):
+        resolution = (float(dpi[0]), float(dpi[1]))
+        if orientation in (5, 6, 7, 8):
+            resolution = resolution[::-1]
+    exif = info.get("exif") or None
+    if isinstance(exif, bytes) and orientation in _ORIENTATIONS:
+        exif = _upright_exif(exif)
+    return Metadata(
+        icc=icc if isinstance(icc, bytes) else None,
+        resolution=resolution,
+        unit="inch" if resolution else None,
+        exif=exif if isinstance(exif, bytes) else None,
+    )
+
+
+def _upright_exif(exif: bytes) -> bytes | None:
+    """The EXIF block with orientation 1; None if Pillow cannot parse it (then it is dropped)."""
+    tags = _exif_tags(exif)
+    if tags is None:
+        return None
+    tags[0x0112] = 1
+    return bytes(tags.tobytes())
+
+
+def _exif_tags(exif: bytes) -> Any:
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tags = Image.Exif()
+            tags.load(exif)
+    except (*_DECODE_ERRORS, TypeError):
+        return None
+    return tags
+
+
+def fitted_exif(exif: bytes, width: int, height: int) -> bytes | None:
+    """The EXIF block with its pixel dimensions (if it has them) set to the written image's."""
+    tags = _exif_tags(exif)
+    if tags is None:
+        return None
+    sub = tags.get_ifd(0x8769)  # the Exif IFD: PixelXDimension, PixelYDimension
+    if 0xA002 in sub or 0xA003 in sub:
+        sub[0xA002], sub[0xA003] = width, height
+    return bytes(tags.tobytes())
 
 
 def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> Loaded:
     """Pillow would hand back 8 bits of these; our decoder keeps all 16."""
     data = _png.decode_16bit(chunks, name)
     notes: list[str] = []
-    if auto_orient:
-        value = exif_orientation(chunks.exif)
-        if value in _ORIENTATIONS:
-            data = orient(data, value)
-            notes.append(f"{_ORIENTATIONS[value]} by its EXIF orientation {value}")
-    return Loaded(data, "png", _layout(data.shape), src, tuple(notes))
+    value = exif_orientation(chunks.exif) if auto_orient else 1
+    if value in _ORIENTATIONS:
+        data = orient(data, value)
+        notes.append(f"{_ORIENTATIONS[value]} by its EXIF orientation {value}")
+    info: dict[str, Any] = {"icc_profile": chunks.icc}
+    if chunks.exif:
+        info["exif"] = b"Exif\0\0" + chunks.exif.removeprefix(b"Exif\0\0")
+    if chunks.ppm:
+        info["dpi"] = (chunks.ppm[0] * 0.0254, chunks.ppm[1] * 0.0254)
+    return Loaded(data, "png", _layout(data.shape), src, tuple(notes), _metadata(info, value))
 
 
 def orient(data: np.ndarray, orientation: int) -> np.ndarray:
@@ -266,27 +359,64 @@ def _size(path: str) -> int:
     return os.stat(path).st_size
 
 
-def write(data: np.ndarray, f: IO[bytes], fmt: str) -> None:
-    """Write an array the facade has already checked this format can hold."""
+# What each image format holds of Metadata (the facade warns about the rest)
+HOLDS = {
+    "png": {"icc", "dpi", "exif"},
+    "jpeg": {"icc", "dpi", "exif"},
+    "webp": {"icc", "exif"},
+    "bmp": {"dpi"},
+    "gif": set(),
+}
+JPEG_QUALITY = 95
+
+
+def write(
+    data: np.ndarray,
+    f: IO[bytes],
+    fmt: str,
+    metadata: Metadata | None = None,
+    options: WriteOptions | None = None,
+) -> None:
+    """Write an array the facade has already checked this format can hold, with the metadata
+    fields this format holds (see HOLDS)."""
+    metadata = metadata or Metadata()
+    options = options or WriteOptions()
+    holds = HOLDS[fmt]
+    level = _png.LEVEL if options.compress_level is None else options.compress_level
+    icc = metadata.icc if "icc" in holds else None
+    dpi = metadata.dpi if "dpi" in holds else None
+    exif = None
+    if metadata.exif is not None and "exif" in holds:
+        exif = fitted_exif(metadata.exif, data.shape[1], data.shape[0])
     if fmt == "png" and data.dtype == np.uint16:
-        f.write(_png.encode(data))
+        ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
+        f.write(_png.encode(data, level=level, icc=icc, ppm=ppm, exif=exif))
         return
     from PIL import Image
 
     if data.ndim == 3 and data.shape[2] == 1:
         data = data[:, :, 0]
     im = Image.fromarray(np.ascontiguousarray(data))
-    options: dict[str, Any] = {}
+    saving: dict[str, Any] = {}
     if fmt == "png":
         # ImageMagick's zlib level. Pillow's C filtering is 15% faster than our numpy encoder,
         # for files 4% larger than libpng's (measured by benchmarks/batch.py)
-        options = {"compress_level": _png.LEVEL}
+        saving = {"compress_level": level}
     elif fmt == "jpeg":
-        options = {"quality": 95}
+        saving = {"quality": options.quality or JPEG_QUALITY}
     elif fmt == "gif":
         # unoptimised, the palette stays the identity grey ramp, which Pillow reads back as "L"
-        options = {"optimize": False}
+        saving = {"optimize": False}
     elif fmt == "webp":
-        # lossless, and keeping the colour of fully transparent pixels: values survive exactly
-        options = {"lossless": True, "exact": True}
-    im.save(f, format=_SAVE_AS[fmt], **options)
+        if options.quality is None:
+            # lossless, and keeping the colour of fully transparent pixels: values survive exactly
+            saving = {"lossless": True, "exact": True}
+        else:
+            saving = {"quality": options.quality}
+    if icc is not None:
+        saving["icc_profile"] = icc
+    if dpi is not None:
+        saving["dpi"] = dpi
+    if exif is not None:
+        saving["exif"] = exif
+    im.save(f, format=_SAVE_AS[fmt], **saving)

@@ -79,6 +79,8 @@ class Chunks:
     idat: bytes
     exif: bytes | None
     frames: int  # from an APNG's acTL; 1 for a plain PNG
+    icc: bytes | None = None  # the iCCP profile, inflated
+    ppm: tuple[int, int] | None = None  # pHYs in pixels per metre (unit 1 only)
 
 
 def read_chunks(data: bytes, name: str) -> Chunks:
@@ -87,6 +89,8 @@ def read_chunks(data: bytes, name: str) -> Chunks:
     at = 33
     idat: list[bytes] = []
     exif: bytes | None = None
+    icc: bytes | None = None
+    ppm: tuple[int, int] | None = None
     frames = 1
     while True:
         if at + 8 > len(data):
@@ -106,12 +110,35 @@ def read_chunks(data: bytes, name: str) -> Chunks:
             exif = body
         elif kind == b"acTL" and len(body) == 8:
             frames = struct.unpack(">I", body[:4])[0]
+        elif kind == b"iCCP":
+            icc = _inflate_profile(body)
+        elif kind == b"pHYs" and len(body) == 9 and body[8] == 1:
+            ppm = struct.unpack(">II", body[:8])
         elif kind == b"IEND":
             break
         at = end
     if not idat:
         raise GeomError(f"{name}: not a readable PNG (no image data)")
-    return Chunks(ihdr, b"".join(idat), exif, frames)
+    return Chunks(ihdr, b"".join(idat), exif, frames, icc, ppm)
+
+
+# An ICC profile is a few kB; a larger inflated size is a bomb, not a profile
+_MAX_PROFILE = 2**26
+
+
+def _inflate_profile(body: bytes) -> bytes | None:
+    """The profile of an iCCP chunk (name, NUL, method 0, zlib data); None if it is damaged."""
+    name_end = body.find(b"\0")
+    if not 0 < name_end < 80 or len(body) < name_end + 2 or body[name_end + 1] != 0:
+        return None
+    inflater = zlib.decompressobj()
+    try:
+        profile = inflater.decompress(body[name_end + 2 :], _MAX_PROFILE)
+    except zlib.error:
+        return None
+    if inflater.unconsumed_tail or not inflater.eof:
+        return None
+    return profile
 
 
 def decode_16bit(chunks: Chunks, name: str) -> np.ndarray:
@@ -157,12 +184,16 @@ def encode(
     filters: int | list[int] | None = None,
     interlace: bool = False,
     level: int = LEVEL,
+    icc: bytes | None = None,
+    ppm: tuple[int, int] | None = None,
+    exif: bytes | None = None,
 ) -> bytes:
     """A PNG of a uint8/uint16 HW or HWC (1-4 channels) array, byte-identical run to run.
 
     ``filters`` picks the row filter: None chooses per row (smallest sum of absolute differences,
     libpng's heuristic); an int uses one filter; a list cycles through it (the tests use this to
-    exercise every filter). ``interlace`` writes Adam7.
+    exercise every filter). ``interlace`` writes Adam7. ``icc`` (a profile), ``ppm`` (pixels
+    per metre) and ``exif`` become iCCP, pHYs and eXIf chunks before the image data.
     """
     if data.dtype not in (np.uint8, np.uint16) or data.ndim not in (2, 3):
         raise GeomError(f"PNG encoder: cannot hold {data.dtype} shape {data.shape}")
@@ -185,9 +216,17 @@ def encode(
     header = struct.pack(
         ">IIBBBBB", width, height, depth, _COLOUR_TYPE[channels], 0, 0, int(interlace)
     )
+    extra = b""
+    if icc is not None:
+        extra += _chunk(b"iCCP", b"ICC profile\0\0" + zlib.compress(icc, 9))
+    if ppm is not None:
+        extra += _chunk(b"pHYs", struct.pack(">IIB", ppm[0], ppm[1], 1))
+    if exif is not None:
+        extra += _chunk(b"eXIf", exif.removeprefix(b"Exif\0\0"))
     return (
         SIGNATURE
         + _chunk(b"IHDR", header)
+        + extra
         + _chunk(b"IDAT", _deflate(bytes(body), level))
         + _chunk(b"IEND", b"")
     )

@@ -7,14 +7,15 @@ import logging
 import struct
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 import numpy as np
 
 from geomcli.errors import GeomError
-from geomcli.io._base import Header, Loaded, check_size, one_line, raised_in
+from geomcli.io._base import Header, Loaded, Metadata, WriteOptions, check_size, one_line, raised_in
 
 # tifffile raises its own TiffFileError (a ValueError), and on odd files also these
 _DECODE_ERRORS = (
@@ -32,31 +33,210 @@ _DECODE_ERRORS = (
 _INSIDE_ERRORS = (TypeError, AttributeError, RuntimeError, AssertionError, NotImplementedError)
 
 
-def read_header(source: str | bytes, name: str) -> Header:
+# Past this many bytes of pixels a file is written as BigTIFF (classic TIFF offsets are 32-bit;
+# the margin leaves room for the tags). A module constant so tests can lower it.
+BIGTIFF_BYTES = 2**32 - 2**25
+
+# tifffile's compression names, by its enum; geomcli writes these names back
+_COMPRESSION_NAMES = {
+    "ADOBE_DEFLATE": "zlib",
+    "DEFLATE": "zlib",
+    "LZMA": "lzma",
+    "ZSTD": "zstd",
+    "LZW": "lzw",
+    "JPEG": "jpeg",
+    "PACKBITS": "packbits",
+}
+COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg", "packbits")
+_ENUM_OF = {"zlib": "ADOBE_DEFLATE", "lzma": "LZMA", "zstd": "ZSTD", "lzw": "LZW", "jpeg": "JPEG",
+            "packbits": "PACKBITS"}
+# ImageJ's units, as tifffile reads them from the description, in geomcli's names
+_UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "micron",
+          "cm": "centimeter", "mm": "millimeter", "inch": "inch"}
+_IMAGEJ_KEPT = ("spacing", "finterval", "fps")
+# our layouts for TIFF axes (after planar samples moved last); one leading axis becomes N
+_LAYOUTS = {"YX": "HW", "YXS": "HWC", "CYX": "CHW"}
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """What is read: its shape (as read_array returns it), dtype, axes and how to get it."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    axes: str
+    kind: str | None
+    planar: bool
+    keyframe: Any
+    pages: tuple[Any, ...]
+    load: Callable[[], np.ndarray]
+    series: Any | None  # the one series read whole, which may be memory-mapped
+    note: str | None
+
+
+def read_header(
+    source: str | bytes, name: str, series: int | None = None, page: int | None = None
+) -> Header:
     with _tiff(source, name) as (tif, _):
-        series = _series(tif, name)
-        shape, layout, _ = _layout(series)
+        choice = _choose(tif, name, series, page)
+        layout, _ = _layout(choice)
         size = None if isinstance(source, bytes) else int(tif.filehandle.size)
-        return Header("tiff", shape, np.dtype(series.dtype), len(tif.pages), size, layout)
+        return Header("tiff", choice.shape, choice.dtype, len(tif.pages), size, layout)
 
 
-def read(source: str | bytes, name: str, max_pixels: int, mmap: bool) -> Loaded:
+def read(
+    source: str | bytes,
+    name: str,
+    max_pixels: int,
+    mmap: bool,
+    series: int | None = None,
+    page: int | None = None,
+) -> Loaded:
     with _tiff(source, name) as (tif, notes):
-        series = _series(tif, name)
-        shape, layout, planar = _layout(series)
-        check_size(shape, max_pixels, name)
-        _check_codecs(series, name)
-        _check_extent(tif, series, name)
+        choice = _choose(tif, name, series, page)
+        layout, layout_note = _layout(choice)
+        check_size(choice.shape, max_pixels, name)
+        _check_codecs(choice.keyframe, name)
+        _check_extent(tif, choice.pages, name)
         data: np.ndarray | None = None
-        if mmap and isinstance(source, str):
-            data = _memmap(tif, series, source)
+        if mmap and isinstance(source, str) and choice.series is not None:
+            data = _memmap(tif, choice.series, source)
         if data is None:
-            data = series.asarray()
-        if planar:
+            data = choice.load()
+        if choice.note:
+            notes.append(choice.note)
+        if choice.planar:
             # planar RGB (S, Y, X) becomes the same HWC as contiguous RGB
-            data = np.moveaxis(data, 0, -1)
+            data = np.moveaxis(data, -3, -1)
             notes.append("planar samples moved to the last axis (HWC)")
-    return Loaded(data, "tiff", layout, "-" if isinstance(source, bytes) else source, tuple(notes))
+        if layout_note:
+            notes.append(layout_note)
+        metadata = _metadata(tif, choice)
+    src = "-" if isinstance(source, bytes) else source
+    return Loaded(data, "tiff", layout, src, tuple(notes), metadata)
+
+
+def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choice:
+    """The page (--page), the series (--series), the only series, or every series stacked."""
+    if page is not None:
+        if not 0 <= page < len(tif.pages):
+            raise GeomError(f"{name}: --page {page} is out of range (pages 0 to {len(tif.pages) - 1})")
+        one = tif.pages[page]
+        if one.dtype is None:
+            raise GeomError(f"{name}: not a readable TIFF (unsupported sample format)")
+        return _choice(one, one.axes, None, (one,), one.asarray, None, f"page {page} of {len(tif.pages)}")
+    found = tif.series
+    if not found:
+        raise GeomError(f"{name}: not a readable TIFF (no images)")
+    if series is not None:
+        if not 0 <= series < len(found):
+            raise GeomError(f"{name}: --series {series} is out of range (series 0 to {len(found) - 1})")
+        chosen = _checked(found[series], name)
+        note = f"series {series} of {len(found)}" if len(found) > 1 else None
+        return _choice(chosen, chosen.axes, _kind(tif, series, chosen), tuple(chosen.pages), chosen.asarray,
+                       chosen, note)
+    if len(found) == 1:
+        one = _checked(found[0], name)
+        return _choice(one, one.axes, _kind(tif, 0, one), tuple(one.pages), one.asarray, one, None)
+    everything = [_checked(s, name) for s in found]
+    first = everything[0]
+    if any(s.shape != first.shape or s.dtype != first.dtype or s.axes != first.axes for s in everything):
+        shapes = ", ".join(str(tuple(s.shape)) for s in everything[:4])
+        raise GeomError(
+            f"{name}: holds {len(found)} image series of different shapes ({shapes}); "
+            "pick one with --series N (or a page with --page N)"
+        )
+
+    def stacked() -> np.ndarray:
+        return np.stack([s.asarray() for s in everything])
+
+    pages = tuple(p for s in everything for p in s.pages)
+    note = f"{len(found)} series stacked on axis 0"
+    return _choice(first, "Q" + first.axes, None, pages, stacked, None, note,
+                   (len(found), *first.shape))
+
+
+def _checked(series: Any, name: str) -> Any:
+    if series.dtype is None:
+        raise GeomError(f"{name}: not a readable TIFF (unsupported sample format)")
+    return series
+
+
+def _choice(
+    item: Any, axes: str, kind: str | None, pages: tuple[Any, ...], load: Callable[[], np.ndarray],
+    series: Any | None, note: str | None, shape: tuple[int, ...] | None = None,
+) -> _Choice:
+    shape = tuple(int(n) for n in (shape or item.shape))
+    planar = len(axes) >= 3 and axes.endswith("SYX")
+    if planar:
+        shape = (*shape[:-3], shape[-2], shape[-1], shape[-3])
+        axes = axes[:-3] + "YXS"
+    keyframe = getattr(item, "keyframe", item)
+    return _Choice(shape, np.dtype(item.dtype), axes, kind, planar, keyframe, pages, load, series, note)
+
+
+def _layout(choice: _Choice) -> tuple[str | None, str | None]:
+    """The layout for these axes, and a note saying where it came from (None for a plain image)."""
+    axes, kind = choice.axes, choice.kind
+    source = {"imagej": "ImageJ", "ome": "OME", "shaped": "tifffile"}.get(kind or "", "")
+    described = kind is not None
+    layout = _LAYOUTS.get(axes)
+    if layout is None and len(axes) == 4 and axes[1:] in ("CYX", "YXS") and axes[0] not in "CYXS":
+        layout = "NCHW" if axes[1:] == "CYX" else "NHWC"
+    if not described:
+        return (layout if axes in ("YX", "YXS") else None), None
+    where = f"axes {axes} from {source} metadata"
+    if layout is None:
+        return None, f"{where}: no geomcli layout fits (NCHW, NHWC, CHW, HWC, HW); give --layout"
+    if len(axes) == 4:
+        return layout, f"{where}: layout {layout}, {axes[0]} as N"
+    return layout, f"{where}: layout {layout}"
+
+
+def _kind(tif: Any, index: int, series: Any) -> str | None:
+    """``imagej`` or ``ome``, ``shaped`` when tifffile's JSON names the axes; else None."""
+    if series.kind in ("imagej", "ome"):
+        return str(series.kind)
+    if series.kind == "shaped":
+        shaped = tif.shaped_metadata or ()
+        if index < len(shaped) and isinstance(shaped[index], dict) and "axes" in shaped[index]:
+            return "shaped"
+    return None
+
+
+def _metadata(tif: Any, choice: _Choice) -> Metadata:
+    """ICC profile, resolution, axes and compression of what was read."""
+    page = choice.keyframe
+    tags = page.tags
+    icc = tags.get(34675)
+    icc_bytes = bytes(icc.value) if icc is not None and isinstance(icc.value, (bytes, bytearray)) else None
+    resolution: tuple[float, float] | None = None
+    unit: str | None = None
+    x, y, u = tags.get(282), tags.get(283), tags.get(296)
+    if x is not None and y is not None:
+        try:
+            values = (_rational(x.value), _rational(y.value))
+        except (TypeError, ValueError, ZeroDivisionError, IndexError):
+            values = None
+        if values is not None and all(0 < v < 1e12 for v in values):
+            resolution = values
+            unit = {2: "inch", 3: "centimeter"}.get(int(u.value) if u is not None else 2)
+    imagej: tuple[tuple[str, float | str], ...] = ()
+    if choice.kind == "imagej":
+        info = tif.imagej_metadata or {}
+        if resolution is not None and isinstance(info.get("unit"), str):
+            unit = _UNITS.get(info["unit"], info["unit"])
+        imagej = tuple((key, info[key]) for key in _IMAGEJ_KEPT if isinstance(info.get(key), (int, float)))
+    axes = choice.axes if choice.kind is not None else None
+    compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
+    return Metadata(icc=icc_bytes, resolution=resolution, unit=unit, axes=axes,
+                    axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression)
+
+
+def _rational(value: Any) -> float:
+    if isinstance(value, tuple):
+        return float(value[0]) / float(value[1])
+    return float(value)
 
 
 @contextmanager
@@ -108,38 +288,9 @@ class _Collect(logging.Handler):
         (self.damage if record.levelno >= logging.ERROR else self.notes).append(text)
 
 
-def _series(tif: Any, name: str) -> Any:
-    series = tif.series
-    if not series:
-        raise GeomError(f"{name}: not a readable TIFF (no images)")
-    if len(series) > 1:
-        shapes = ", ".join(str(tuple(s.shape)) for s in series[:4])
-        raise GeomError(
-            f"{name}: holds {len(series)} image series of different shapes ({shapes}); "
-            "geomcli reads single-series TIFFs"
-        )
-    one = series[0]
-    if one.dtype is None:
-        raise GeomError(f"{name}: not a readable TIFF (unsupported sample format)")
-    return one
-
-
-def _layout(series: Any) -> tuple[tuple[int, ...], str | None, bool]:
-    """The shape as read_array returns it, its image layout, and whether samples are planar."""
-    shape, axes = tuple(int(n) for n in series.shape), series.axes
-    if axes == "YX":
-        return shape, "HW", False
-    if axes == "YXS":
-        return shape, "HWC", False
-    if axes == "SYX":
-        return (*shape[1:], shape[0]), "HWC", True
-    return shape, None, False
-
-
-def _check_codecs(series: Any, name: str) -> None:
+def _check_codecs(page: Any, name: str) -> None:
     import tifffile
 
-    page = series.keyframe
     if page.compression not in tifffile.TIFF.DECOMPRESSORS:
         raise GeomError(
             f"{name}: compression {_enum_name(page.compression)} is not available "
@@ -156,10 +307,10 @@ def _enum_name(value: Any) -> str:
     return getattr(value, "name", str(value))
 
 
-def _check_extent(tif: Any, series: Any, name: str) -> None:
+def _check_extent(tif: Any, pages: tuple[Any, ...], name: str) -> None:
     """A strip or tile past the end of the file: tifffile would fill it with zeros, we refuse."""
     size = tif.filehandle.size
-    for page in series.pages:
+    for page in pages:
         if page is None:
             continue
         offsets, counts = page.dataoffsets, page.databytecounts
@@ -190,9 +341,98 @@ def _memmap(tif: Any, series: Any, path: str) -> np.ndarray | None:
     return mapped
 
 
-def write(data: np.ndarray, f: IO[bytes]) -> None:
+def write(
+    data: np.ndarray,
+    f: IO[bytes],
+    metadata: Metadata | None = None,
+    options: WriteOptions | None = None,
+) -> list[str]:
+    """Write ``data`` with axes (ImageJ, OME or tifffile's shaped JSON), resolution, ICC profile
+    and compression from ``metadata`` fitted to its shape; what could not be kept, as warnings."""
     import tifffile
 
-    rgb = data.ndim == 3 and data.shape[-1] in (3, 4) and data.dtype in (np.uint8, np.uint16)
-    # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
-    tifffile.imwrite(f, data, photometric="rgb" if rgb else "minisblack")
+    metadata = metadata or Metadata()
+    warnings: list[str] = []
+    axes = metadata.axes
+    if axes is not None and len(axes) != data.ndim:
+        warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
+        axes = None
+    rgb = data.dtype in (np.uint8, np.uint16) and data.ndim >= 3 and data.shape[-1] in (3, 4) and (
+        axes.endswith("S") if axes else data.ndim == 3
+    )
+    kind = metadata.axes_kind if axes else None
+    if kind == "imagej" and not _imagej_fits(data, axes or ""):
+        warnings.append(f"ImageJ metadata cannot describe {data.dtype} data with axes {axes}; "
+                        "written as tifffile metadata with the same axes")
+        kind = "shaped"
+    write_args: dict[str, Any] = {
+        # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
+        "photometric": "rgb" if rgb else "minisblack",
+        "bigtiff": data.nbytes >= BIGTIFF_BYTES,
+        "metadata": {"axes": axes} if axes else {},
+    }
+    if kind == "imagej":
+        write_args["imagej"] = True
+        write_args["metadata"].update(metadata.imagej)
+    elif kind == "ome":
+        write_args["ome"] = True
+    compression, said = _compression(data, metadata, options or WriteOptions())
+    warnings.extend(said)
+    if compression is not None:
+        write_args["compression"] = compression
+    if metadata.icc is not None:
+        write_args["iccprofile"] = metadata.icc
+    if metadata.resolution is not None:
+        write_args.update(_resolution(metadata, kind))
+    tifffile.imwrite(f, data, **write_args)
+    return warnings
+
+
+def _imagej_fits(data: np.ndarray, axes: str) -> bool:
+    """Whether ImageJ's hyperstack format holds this: its dtypes, its axis order, RGB as uint8."""
+    order = "TZCYXS"
+    positions = [order.find(a) for a in axes]
+    if -1 in positions or positions != sorted(positions):
+        return False
+    if "S" in axes and (data.dtype != np.uint8 or data.shape[-1] not in (3, 4)):
+        return False
+    return data.dtype in (np.uint8, np.uint16, np.float32)
+
+
+def _resolution(metadata: Metadata, kind: str | None) -> dict[str, Any]:
+    assert metadata.resolution is not None
+    x, y = metadata.resolution
+    unit = metadata.unit
+    if kind == "imagej":
+        # ImageJ keeps the unit in its description and the pixels per unit in the tags
+        return {"resolution": (x, y), "resolutionunit": "NONE",
+                "metadata": {"unit": "micron" if unit == "micron" else (unit or "pixel")}}
+    if unit in ("micron", "millimeter"):
+        per_cm = 10000.0 if unit == "micron" else 10.0
+        return {"resolution": (x * per_cm, y * per_cm), "resolutionunit": "CENTIMETER"}
+    names = {"inch": "INCH", "centimeter": "CENTIMETER"}
+    return {"resolution": (x, y), "resolutionunit": names.get(unit or "", "NONE")}
+
+
+def _compression(data: np.ndarray, metadata: Metadata, options: WriteOptions) -> tuple[str | None, list[str]]:
+    """The compression to write with (--compression, else the input's), and any warnings."""
+    import tifffile
+
+    asked = options.compression
+    wanted = asked or metadata.compression
+    if wanted in (None, "none"):
+        return None, []
+    assert wanted is not None
+    warnings: list[str] = []
+    if tifffile.COMPRESSION[_ENUM_OF[wanted]] not in tifffile.TIFF.COMPRESSORS:
+        if asked:
+            raise GeomError(f"TIFF compression {wanted} needs imagecodecs (pip install 'geomcli[codecs]')")
+        return "zlib", [f"the TIFF compression {wanted} cannot be written without imagecodecs; wrote zlib"]
+    if wanted == "jpeg":
+        rgb_or_grey = data.ndim == 2 or data.shape[-1] in (1, 3)
+        if data.dtype != np.uint8 or not rgb_or_grey:
+            if asked:
+                raise GeomError(f"TIFF compression jpeg holds uint8 grey or RGB, not {data.dtype} shape {data.shape}")
+            return "zlib", [f"the TIFF compression jpeg cannot hold {data.dtype} shape {data.shape}; wrote zlib"]
+        warnings.append("JPEG compression is lossy: the written values differ from the result")
+    return wanted, warnings
