@@ -521,6 +521,8 @@ class _Outcomes:
     shown: int = 0
     counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "error": 0, "skipped": 0})
     progress: Progress | None = None
+    # each warning is shown once per run (the first file that gets it is named)
+    warned: set[str] = field(default_factory=set)
 
     def __enter__(self) -> _Outcomes:
         import sys
@@ -548,6 +550,11 @@ class _Outcomes:
     def _show(self, report: Report) -> None:
         if report.status == "error":
             self._say(f"Error: {report.error}")
+        if not self.task.common.quiet and not self.task.common.json:
+            for warning in report.warnings:
+                if warning not in self.warned:
+                    self.warned.add(warning)
+                    self._say(f"Warning: {report.output}: {warning}")
         if self.task.common.json:
             click.echo(report.to_json())
 
@@ -603,7 +610,9 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
         report = _report(task, job)
         reason = _skip_reason(job, options)
         with cli.reporting(report, task.common):
-            header = io.read_header(job.input)
+            fidelity = task.common.fidelity
+            header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
+                                    page=fidelity.page)
             report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
             try:
                 shape = task.shape_of(header, job.input)

@@ -6,6 +6,7 @@ and usage errors stay fast; numpy and the file backends load inside the commands
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import signal
@@ -69,6 +70,20 @@ class FloatList(click.ParamType):  # type: ignore[type-arg]
 
 
 @dataclass(frozen=True)
+class Fidelity:
+    """What a transform keeps of a file besides its values, and how it encodes the output."""
+
+    auto_orient: bool = True
+    strip: bool = False
+    frames: str | None = None
+    series: int | None = None
+    page: int | None = None
+    compress_level: int | None = None
+    quality: int | None = None
+    compression: str | None = None
+
+
+@dataclass(frozen=True)
 class Common:
     """The options every transform takes."""
 
@@ -79,6 +94,7 @@ class Common:
     debug: bool
     max_pixels: int
     threads: int | None
+    fidelity: Fidelity = Fidelity()
 
 
 def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -103,6 +119,48 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
         common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads)
         return command(common=common, **kwargs)
+
+    return wrapper
+
+
+TIFF_COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg")
+
+
+def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Metadata, frames, TIFF pages and encoder options; they go into ``common.fidelity``.
+    Applied under ``common_options``."""
+
+    @click.option("--no-auto-orient", is_flag=True,
+                  help="Keep an image's pixels as stored instead of turning them upright by its EXIF "
+                       "orientation; the EXIF is then written as found.")
+    @click.option("--strip", is_flag=True,
+                  help="Write no metadata: no ICC profile, DPI/resolution, EXIF or TIFF axes (and no "
+                       "warnings about them). Without it, each is kept where the output format holds "
+                       "it, with one warning per field it cannot hold.")
+    @click.option("--frames", type=click.Choice(["all", "first"]), default=None,
+                  help="An animated GIF, WebP or PNG: all stacks its frames on a leading axis (write "
+                       ".tiff or .npy), first takes frame 1.  [default: refuse animations]")
+    @click.option("--series", type=click.IntRange(min=0), default=None, metavar="N",
+                  help="TIFF: read series N (from 0) only.  [default: every page, and every series of "
+                       "one shape, stacked on the leading axis]")
+    @click.option("--page", type=click.IntRange(min=0), default=None, metavar="N",
+                  help="TIFF: read page N (from 0) only.")
+    @click.option("--compress-level", type=click.IntRange(0, 9), default=None, metavar="0-9",
+                  help="PNG output: zlib level.  [default: 7]")
+    @click.option("--quality", type=click.IntRange(1, 100), default=None, metavar="1-100",
+                  help="JPEG output: quality (default 95). WebP output: lossy at this quality "
+                       "(default: lossless).")
+    @click.option("--compression", type=click.Choice(TIFF_COMPRESSIONS), default=None,
+                  help="TIFF output: compression; lzw and jpeg need imagecodecs.  [default: the input "
+                       "TIFF's, else none]")
+    @functools.wraps(command)
+    def wrapper(no_auto_orient: bool, strip: bool, frames: str | None, series: int | None, page: int | None,
+                compress_level: int | None, quality: int | None, compression: str | None, common: Common,
+                **kwargs: Any) -> Any:
+        if series is not None and page is not None:
+            raise click.UsageError("give --series or --page, not both", click.get_current_context())
+        fidelity = Fidelity(not no_auto_orient, strip, frames, series, page, compress_level, quality, compression)
+        return command(common=dataclasses.replace(common, fidelity=fidelity), **kwargs)
 
     return wrapper
 
@@ -214,6 +272,8 @@ def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
     if report.status != "ok":
         click.echo(f"Error: {report.error}", err=True)
     elif not common.quiet and not common.json:
+        for warning in report.warnings:
+            click.echo(f"Warning: {report.output}: {warning}", err=True)
         summary.show(report)
     if common.json:
         click.echo(report.to_json(), err=data_on_stdout)
@@ -247,7 +307,9 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
 
     report = summary.Report(command, input_path, output, parameters=parameters)
     with reporting(report, common), ExitStack() as outputs:
-        loaded = io.read_array(input_path, max_pixels=common.max_pixels)
+        fidelity = common.fidelity
+        loaded = io.read_array(input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient,
+                               frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
         report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
         report.notes.extend(loaded.notes)
         mapped: list[np.ndarray] = []
@@ -268,10 +330,27 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             from geomcli import slabs
 
             report.value_range = slabs.value_range(result)
+            if _output_metadata(command, parameters, loaded.metadata, fidelity) != io.Metadata():
+                report.warnings.append("a big output is written through a memory map, without metadata")
         else:
-            io.write_array(result, output, format=output_format)
+            options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression)
+            report.warnings.extend(io.write_array(
+                result, output, format=output_format, options=options,
+                metadata=_output_metadata(command, parameters, loaded.metadata, fidelity)))
             report.value_range = summary.value_range(result)
     return report
+
+
+def _output_metadata(command: str, parameters: dict[str, Any], metadata: Any, fidelity: Fidelity) -> Any:
+    """The input's metadata as the output's: nothing but the compression with --strip; for
+    space-to-depth, b times fewer pixels per unit (depth-to-space: b times more)."""
+    if fidelity.strip:
+        return metadata.kept()
+    if command == "space-to-depth":
+        return metadata.scaled(1 / parameters["blocksize"])
+    if command == "depth-to-space":
+        return metadata.scaled(parameters["blocksize"])
+    return metadata
 
 
 def run_transform(command: str, input_path: str, output: str, common: Common, parameters: dict[str, Any],
@@ -356,6 +435,7 @@ def cli() -> None:
 @click.option("--fill", type=str, default="0", show_default=True, help="Pad value (must fit the dtype).")
 @files_options
 @common_options
+@fidelity_options
 def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, target: tuple[int, ...],
              axes: tuple[int, ...] | None, fill: str, common: Common) -> None:
     """Centre-crop or zero-pad to a target shape (ONNX CenterCropPad, opset 18).
@@ -377,9 +457,10 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
 
 def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
                    layout: str | None) -> tuple[int, ...] | None:
-    """--axes, or H,W when a two-value --shape meets an image with channels."""
-    if axes is None and layout is not None and len(target) == 2 < len(shape):
-        return (0, 1)
+    """--axes, or H,W when a two-value --shape meets an image with channels or a tensor whose
+    layout the file names (a TIFF's ImageJ/OME axes, stacked frames)."""
+    if axes is None and layout is not None and len(layout) == len(shape) and len(target) == 2 < len(shape):
+        return (layout.index("H"), layout.index("W"))
     return axes
 
 
@@ -476,6 +557,7 @@ def _blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: i
 @cli.command("space-to-depth", short_help="Blocks of space into channels (ONNX SpaceToDepth).")
 @blocks_options
 @common_options
+@fidelity_options
 def space_to_depth(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, blocksize: int, mode: str,
                    common: Common) -> None:
     """Move blocks of space into channels (ONNX SpaceToDepth, opset 28).
@@ -493,6 +575,7 @@ def space_to_depth(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
 @cli.command("depth-to-space", short_help="Channels into blocks of space (ONNX DepthToSpace).")
 @blocks_options
 @common_options
+@fidelity_options
 def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, blocksize: int, mode: str,
                    common: Common) -> None:
     """Move channels back into blocks of space (ONNX DepthToSpace, opset 13, the inverse of SpaceToDepth).

@@ -27,6 +27,7 @@ class Report:
     value_range: list[Any] | None = None
     seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=str)

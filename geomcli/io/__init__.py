@@ -286,8 +286,8 @@ def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = N
             said.append(f"{label} cannot hold the resolution ({x:g} x {y:g} pixels{per}); dropped")
     if metadata.exif is not None and "exif" not in holds:
         said.append(f"{label} cannot hold the EXIF data; dropped")
-    if metadata.axes is not None and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
-        kind = {"imagej": "ImageJ", "ome": "OME"}.get(metadata.axes_kind or "", "TIFF")
+    if metadata.axes_kind in ("imagej", "ome") and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
+        kind = {"imagej": "ImageJ", "ome": "OME"}[metadata.axes_kind or ""]
         said.append(f"{label} cannot hold the {kind} axes metadata ({metadata.axes}); dropped")
     return said
 

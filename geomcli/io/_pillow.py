@@ -8,6 +8,7 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import IO, Any
 
 import numpy as np
@@ -157,7 +158,10 @@ def _read_frames(
         raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     notes.append(f"{count} frames stacked on axis 0 as {mode} (--frames all)")
     layout = "NHWC" if data.ndim == 4 else None
-    return Loaded(data, fmt, layout, src, tuple(notes), _metadata(im.info, 1))
+    # the axes a TIFF of these frames records: T for time, S for colour samples
+    axes = "TYXS" if data.ndim == 4 else "TYX"
+    metadata = replace(_metadata(im.info, 1), axes=axes, axes_kind="shaped")
+    return Loaded(data, fmt, layout, src, tuple(notes), metadata)
 
 
 def _metadata(info: dict[str, Any], orientation: int) -> Metadata:

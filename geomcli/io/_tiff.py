@@ -222,10 +222,12 @@ def _metadata(tif: Any, choice: _Choice) -> Metadata:
             resolution = values
             unit = {2: "inch", 3: "centimeter"}.get(int(u.value) if u is not None else 2)
     imagej: tuple[tuple[str, float | str], ...] = ()
+    info = (tif.imagej_metadata or {}) if tif.is_imagej else {}
+    if resolution is not None and isinstance(info.get("unit"), str):
+        unit = _UNITS.get(info["unit"], info["unit"])
+    if resolution == (1.0, 1.0) and unit is None:
+        resolution = None  # what libtiff and tifffile write when nobody set a resolution
     if choice.kind == "imagej":
-        info = tif.imagej_metadata or {}
-        if resolution is not None and isinstance(info.get("unit"), str):
-            unit = _UNITS.get(info["unit"], info["unit"])
         imagej = tuple((key, info[key]) for key in _IMAGEJ_KEPT if isinstance(info.get(key), (int, float)))
     axes = choice.axes if choice.kind is not None else None
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
@@ -383,7 +385,9 @@ def write(
     if metadata.icc is not None:
         write_args["iccprofile"] = metadata.icc
     if metadata.resolution is not None:
-        write_args.update(_resolution(metadata, kind))
+        resolution = _resolution(metadata, kind)
+        write_args["metadata"].update(resolution.pop("metadata", {}))
+        write_args.update(resolution)
     tifffile.imwrite(f, data, **write_args)
     return warnings
 
