@@ -4,7 +4,7 @@ the kernels (benchmarks/kernels.py), and peak memory on 4 GiB tensors.
 Run from the repository root, with geomcli installed (its console script on PATH or beside
 this Python)::
 
-    python benchmarks/run.py            # the full run (about ten minutes; needs ~10 GB of disk)
+    python benchmarks/run.py            # the full run (a few minutes; needs ~10 GB of disk)
     python benchmarks/run.py --quick    # smaller files, fewer repeats: about a minute
 
 Prints one table of geomcli's medians, what it is compared with, the ratio and the target, then
