@@ -150,7 +150,7 @@ def read_header(
 
     No size limit applies: the header of a decompression bomb is reported as declared.
     """
-    source, name, fmt = _input(path, format)
+    source, name, fmt = _input(path, format, DEFAULT_MAX_PIXELS)
     try:
         if fmt == "npy":
             from geomcli.io import _npy
@@ -191,7 +191,7 @@ def read_array(
 
     Raises GeomError for every bad file, missing path or limit; the message starts with the path.
     """
-    source, name, fmt = _input(path, format)
+    source, name, fmt = _input(path, format, max_pixels)
     try:
         if fmt == "npy":
             from geomcli.io import _npy
@@ -425,8 +425,12 @@ _PREFERRED = ("png", "webp", "bmp", "gif", "jpeg", "npy", "tiff")
 # ---- inputs ------------------------------------------------------------------------------------
 
 
-def _input(path: str, format: str | None) -> tuple[str | bytes, str, str]:
-    """(what the backend reads: a path or the bytes, the name for messages, the format)."""
+def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes, str, str]:
+    """(what the backend reads: a path or the bytes, the name for messages, the format).
+
+    Streams (stdin, a FIFO) are read whole, at most as many bytes as ``max_pixels`` elements of
+    the widest dtype could take; devices are refused: /dev/zero named x.npy is not read forever.
+    """
     name = display_name(path)
     if path == "-":
         stdin = sys.stdin
@@ -436,7 +440,7 @@ def _input(path: str, format: str | None) -> tuple[str | bytes, str, str]:
         if isatty is not None and isatty():
             # reading would wait for binary data typed at the keyboard
             raise GeomError(f"{name}: is a terminal; pipe data in (cat photo.png | geomcli ... -)")
-        data = stdin.buffer.read()
+        data = _read_stream(stdin.buffer, name, max_pixels)
         if not data:
             raise GeomError(f"{name}: empty input")
         found = sniff_format(data[:SNIFF_BYTES])
@@ -451,17 +455,24 @@ def _input(path: str, format: str | None) -> tuple[str | bytes, str, str]:
         return data, name, fmt
     fmt = format_for_path(path, format)
     try:
-        with open(path, "rb") as f:
-            info = os.fstat(f.fileno())
+        # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one forever
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(descriptor, "rb") as f:
+            info = os.fstat(descriptor)
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+            if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+                # /dev/zero or a terminal: endless or interactive, never an image
+                raise GeomError(f"{name}: is a device, not a file or a pipe")
             if stat.S_ISREG(info.st_mode):
                 head = f.read(SNIFF_BYTES)
                 source: str | bytes = path
                 size = info.st_size
             else:
-                # a FIFO or device (process substitution, /dev/stdin): no size, no seeking, no mmap
-                source = f.read()
+                # a FIFO (process substitution, /dev/stdin): no size, no seeking, no mmap; read
+                # to its end, waiting for data once a writer has it open
+                os.set_blocking(descriptor, True)
+                source = _read_stream(f, name, max_pixels, stat.S_ISFIFO(info.st_mode))
                 head, size = source[:SNIFF_BYTES], len(source)
     except OSError as e:
         raise _read_error(name, e) from e
@@ -469,6 +480,44 @@ def _input(path: str, format: str | None) -> tuple[str | bytes, str, str]:
         raise GeomError(f"{name}: empty file")
     _agree(name, fmt, sniff_format(head))
     return source, name, fmt
+
+
+# the widest element (complex128), so a limit in elements bounds a stream's bytes; plus room for
+# headers and metadata
+_STREAM_BYTES_PER_ELEMENT = 16
+_STREAM_SLACK = 1 << 20
+# how long a named FIFO may stay without a writer before it counts as empty
+_WRITER_GRACE = 2.0
+
+
+def _read_stream(f: IO[bytes], name: str, max_pixels: int, fifo: bool = False) -> bytes:
+    """All of a stream, in chunks (never one allocation of the whole limit), or a GeomError once
+    it holds more than ``max_pixels`` elements could need.
+
+    ``fifo``: a read of a FIFO that no writer has open ends at once, empty; one whose writer is
+    about to open it gets ``_WRITER_GRACE`` seconds to do so (one already waiting in open() is
+    there already). A FIFO nobody ever writes to is an empty input, not a hung run.
+    """
+    import time
+
+    limit = max_pixels * _STREAM_BYTES_PER_ELEMENT + _STREAM_SLACK
+    chunks: list[bytes] = []
+    total = 0
+    deadline = time.monotonic() + _WRITER_GRACE
+    while True:
+        chunk = f.read(min(1 << 24, limit + 1 - total))
+        if not chunk and fifo and not chunks and time.monotonic() < deadline:
+            time.sleep(0.05)
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise GeomError(
+                f"{name}: more than {limit} bytes, more than {max_pixels} elements could need; "
+                "raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS"
+            )
 
 
 def _agree(name: str, fmt: str, found: str | None) -> None:
