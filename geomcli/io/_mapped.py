@@ -49,8 +49,26 @@ def open_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> I
         return
     with _atomic.atomic_path(path) as tmp:
         mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else _map_tiff(tmp, shape, dtype)
+        _reserve(tmp)
         yield mapped
         mapped.flush()  # msync: the pages reach the file before atomic_path syncs and renames it
+
+
+def _reserve(tmp: str) -> None:
+    """Allocate the disk blocks of the whole (sparse) file now: a full disk is an OSError here,
+    while a write to a mapped page that has no block to go to is a SIGBUS that kills the process
+    and leaves its temp file behind."""
+    import errno
+    import os
+
+    if not hasattr(os, "posix_fallocate"):
+        return  # macOS: residual risk, documented in the README's Safety section
+    with open(tmp, "r+b") as f:
+        try:
+            os.posix_fallocate(f.fileno(), 0, os.fstat(f.fileno()).st_size)
+        except OSError as e:
+            if e.errno not in (errno.EINVAL, errno.EOPNOTSUPP):  # a filesystem that cannot say
+                raise
 
 
 def _map_npy(tmp: str, shape: tuple[int, ...], dtype: np.dtype) -> np.memmap:
