@@ -67,6 +67,8 @@ def _temp_beside(path: str) -> tuple[int, str]:
     try:
         return tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     except FileNotFoundError as e:
+        if os.path.isdir(folder):  # /proc/self and the like: a folder that takes no new files
+            raise GeomError(f"{path}: cannot create a file in {folder}") from e
         raise GeomError(f"{path}: folder {folder} does not exist") from e
     except NotADirectoryError as e:
         raise GeomError(f"{path}: {folder} is not a folder") from e
