@@ -530,8 +530,11 @@ def _affine_grid_plain(weights: np.ndarray, axes_xyz: list[np.ndarray], result: 
 
     def work(piece: tuple[int, int]) -> None:
         n, k = piece
-        rest, x_term = _grid_terms(weights[n, k], axes_xyz)
-        np.add(rest, x_term, out=result[n, ..., k], casting="unsafe")
+        # NaN or Inf in theta is allowed (0 * inf gives NaN, as the ONNX reference does): no
+        # RuntimeWarning on stderr. In here, as numpy's error state does not follow into threads.
+        with np.errstate(invalid="ignore", over="ignore"):
+            rest, x_term = _grid_terms(weights[n, k], axes_xyz)
+            np.add(rest, x_term, out=result[n, ..., k], casting="unsafe")
 
     _run([(n, k) for n in range(result.shape[0]) for k in range(len(axes_xyz))], work, threads)
 
