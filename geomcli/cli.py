@@ -309,7 +309,8 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
         loaded = io.read_array(input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient,
-                               frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
+                               frames=fidelity.frames, series=fidelity.series, page=fidelity.page,
+                               mmap=_maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
         report.notes.extend(loaded.notes)
         mapped: list[np.ndarray] = []
@@ -317,11 +318,16 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
             if not io.maps_output(output, shape, dtype, format=output_format):
                 return None
-            mapped.append(outputs.enter_context(io.open_output(output, shape, dtype, format=output_format)))
+            try:
+                mapped.append(outputs.enter_context(io.open_output(output, shape, dtype, format=output_format)))
+            except GeomError as error:
+                raise _OutputError(str(error)) from error  # it names the output already
             return mapped[-1]
 
         try:
             result = operate(loaded, allocate=allocate)
+        except _OutputError:
+            raise
         except GeomError as error:
             raise GeomError(f"{io.display_name(input_path)}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
@@ -351,6 +357,23 @@ def _output_metadata(command: str, parameters: dict[str, Any], metadata: Any, fi
     if command == "depth-to-space":
         return metadata.scaled(parameters["blocksize"])
     return metadata
+
+
+class _OutputError(GeomError):
+    """A failure to open the output, raised from inside an operation: its message names the output."""
+
+
+# Inputs smaller than this are read into memory, not mapped: a small file truncated by another
+# process while it is being transformed then costs nothing, where a mapped one would raise SIGBUS.
+MAP_INPUT_BYTES = 64 << 20
+
+
+def _maps_input(path: str) -> bool:
+    """Whether to let io map ``path`` (a big uncompressed .npy/.tiff), not read it into memory."""
+    try:
+        return path != "-" and os.stat(path).st_size >= MAP_INPUT_BYTES
+    except OSError:
+        return False  # the read says why
 
 
 def run_transform(command: str, input_path: str, output: str, common: Common, parameters: dict[str, Any],
