@@ -13,6 +13,7 @@ then sweeps the same names again, so only complete outputs remain.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -54,7 +55,7 @@ class Task:
 
     command: str
     parameters: dict[str, Any]
-    operate: Callable[[Loaded], np.ndarray]
+    operate: Callable[..., np.ndarray]  # (loaded, *, common, allocate) -> result
     shape_of: Callable[[Header, str], tuple[int, ...]]
     common: Common
 
@@ -98,6 +99,8 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
         if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
             workers = 1  # starting workers costs about what 8 MB of images take to do
         if workers > 1 and not task.common.debug:
+            if task.common.threads is None:  # the workers share the cores: one kernel thread each
+                task = dataclasses.replace(task, common=dataclasses.replace(task.common, threads=1))
             _in_workers(task, todo, workers, outcomes, options.fail_fast)
         else:
             _in_process(task, todo, outcomes, options.fail_fast)

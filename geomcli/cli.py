@@ -221,7 +221,7 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_files(command: str, inputs: tuple[str, ...], output: str | None, batch: BatchOptions, common: Common,
-              parameters: dict[str, Any], operate: Callable[[Loaded], np.ndarray],
+              parameters: dict[str, Any], operate: Callable[..., np.ndarray],
               shape_of: Callable[[Header, str], tuple[int, ...]]) -> None:
     """One file with -o, or many with --out-dir (geomcli.batch, imported only then)."""
     ctx = click.get_current_context()
@@ -300,7 +300,7 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
                    parameters: dict[str, Any], operate: Callable[..., np.ndarray]) -> Report:
     """Read, transform and write one file; its report, with any failure in it.
 
-    ``operate(loaded, allocate=...)`` makes the result; for a big output, ``allocate(shape,
+    ``operate(loaded, common=..., allocate=...)`` makes the result; for a big output, ``allocate(shape,
     dtype)`` gives it a memory-mapped destination to write slab by slab (else None: in RAM).
     """
     from geomcli import io, summary
@@ -325,7 +325,7 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             return mapped[-1]
 
         try:
-            result = operate(loaded, allocate=allocate)
+            result = operate(loaded, common=common, allocate=allocate)
         except _OutputError:
             raise
         except GeomError as error:
@@ -377,7 +377,7 @@ def _maps_input(path: str) -> bool:
 
 
 def run_transform(command: str, input_path: str, output: str, common: Common, parameters: dict[str, Any],
-                  operate: Callable[[Loaded], np.ndarray]) -> None:
+                  operate: Callable[..., np.ndarray]) -> None:
     """One file from the command line: exit 2 for a bad output name, 1 if the file failed."""
     output_format = _output_format(output, common)
     report = transform_file(command, input_path, output, output_format, common, parameters, operate)
@@ -474,7 +474,7 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
     """
     parameters = {"shape": list(target), "axes": None if axes is None else list(axes), "fill": fill}
     run_files("crop-pad", inputs, output, batch, common, parameters,
-              functools.partial(_crop_pad, target=target, axes=axes, fill=fill, common=common),
+              functools.partial(_crop_pad, target=target, axes=axes, fill=fill),
               functools.partial(_crop_pad_shape, target=target, axes=axes))
 
 
@@ -533,7 +533,7 @@ def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def run_blocks(command: str, kernel_name: str, inputs: tuple[str, ...], output: str | None, batch: BatchOptions,
                blocksize: int, mode: str, common: Common) -> None:
     run_files(command, inputs, output, batch, common, {"blocksize": blocksize, "mode": mode},
-              functools.partial(_blocks, kernel_name=kernel_name, blocksize=blocksize, mode=mode, common=common),
+              functools.partial(_blocks, kernel_name=kernel_name, blocksize=blocksize, mode=mode),
               functools.partial(_blocks_shape, kernel_name=kernel_name, blocksize=blocksize, common=common))
 
 

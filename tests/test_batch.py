@@ -452,3 +452,16 @@ def test_the_samples_makefile_rebuilds_only_what_changed(tmp_path: Path) -> None
     assert changed == ["blocks/photo.npy", "cropped/photo.png"]
     assert "crop-pad: 1 ok, 0 failed, 2 skipped" in third.stderr
     assert subprocess.run([*make, "-q"], env=env).returncode == 0
+
+
+def test_workers_get_one_kernel_thread_each_unless_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-j N workers share the cores: N processes of all-core kernels would oversubscribe them."""
+    seen: list[int | None] = []
+    monkeypatch.setattr(batch, "_in_workers", lambda task, *rest: seen.append(task.common.threads))
+    for index in range(3):
+        np.save(tmp_path / f"in{index}.npy", np.zeros((1, 1, 2, 2), np.uint8))
+    inputs = [str(tmp_path / f"in{index}.npy") for index in range(3)]
+    for extra, expected in (([], 1), (["--threads", "2"], 2)):
+        CliRunner().invoke(cli, ["space-to-depth", *inputs, "--out-dir", str(tmp_path / "out"), "--blocksize", "2",
+                                 "-j", "2", *extra], catch_exceptions=False)
+        assert seen.pop() == expected
