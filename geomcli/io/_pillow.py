@@ -169,7 +169,7 @@ def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
     icc = info.get("icc_profile") or None
     dpi = info.get("dpi")
     resolution = None
-    if isinstance(dpi, tuple) and len(dpi) == 2 and all(0 < float(d) < 1e9 for d in dpi):
+    if isinstance(dpi, tuple) and len(dpi) == 2 and all(_number(d) and 0 < float(d) < 1e9 for d in dpi):
         resolution = (float(dpi[0]), float(dpi[1]))
         if orientation in (5, 6, 7, 8):
             resolution = resolution[::-1]
@@ -184,13 +184,22 @@ def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
     )
 
 
+def _number(value: Any) -> bool:
+    import numbers
+
+    return isinstance(value, numbers.Real)
+
+
 def _upright_exif(exif: bytes) -> bytes | None:
     """The EXIF block with orientation 1; None if Pillow cannot parse it (then it is dropped)."""
     tags = _exif_tags(exif)
     if tags is None:
         return None
     tags[0x0112] = 1
-    return bytes(tags.tobytes())
+    try:
+        return bytes(tags.tobytes())
+    except (*_DECODE_ERRORS, TypeError):  # a crafted tag Pillow read but cannot write back
+        return None
 
 
 def _exif_tags(exif: bytes) -> Any:
@@ -211,10 +220,13 @@ def fitted_exif(exif: bytes, width: int, height: int) -> bytes | None:
     tags = _exif_tags(exif)
     if tags is None:
         return None
-    sub = tags.get_ifd(0x8769)  # the Exif IFD: PixelXDimension, PixelYDimension
-    if 0xA002 in sub or 0xA003 in sub:
-        sub[0xA002], sub[0xA003] = width, height
-    return bytes(tags.tobytes())
+    try:
+        sub = tags.get_ifd(0x8769)  # the Exif IFD: PixelXDimension, PixelYDimension
+        if 0xA002 in sub or 0xA003 in sub:
+            sub[0xA002], sub[0xA003] = width, height
+        return bytes(tags.tobytes())
+    except (*_DECODE_ERRORS, TypeError):  # a crafted tag Pillow read but cannot write back
+        return None
 
 
 def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> Loaded:

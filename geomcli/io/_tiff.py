@@ -111,9 +111,38 @@ def read(
             notes.append("planar samples moved to the last axis (HWC)")
         if layout_note:
             notes.append(layout_note)
+        data, layout = _photometric(data, layout, choice, notes)
         metadata = _metadata(tif, choice)
     src = "-" if isinstance(source, bytes) else source
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata)
+
+
+def _photometric(
+    data: np.ndarray, layout: str | None, choice: _Choice, notes: list[str]
+) -> tuple[np.ndarray, str | None]:
+    """Values as the viewer sees them: min-is-white inverted, palette indices expanded to RGB."""
+    page = choice.keyframe
+    photometric = _enum_name(page.photometric)
+    if photometric == "MINISWHITE" and data.dtype.kind in "bu":
+        if data.dtype.kind == "b":
+            data = ~data
+        else:
+            bits = _int(page.bitspersample)
+            top = (1 << bits) - 1 if 0 < bits < 8 * data.itemsize else None
+            data = (top if top is not None else np.iinfo(data.dtype).max) - data
+        notes.append("min-is-white values inverted (0 is black)")
+    elif photometric == "PALETTE" and page.colormap is not None and data.dtype.kind == "u":
+        colormap = np.asarray(page.colormap)  # (3, 2**bits), 16-bit
+        if colormap.ndim != 2 or colormap.shape[0] != 3 or colormap.dtype.kind != "u":
+            return data, layout  # a crafted colormap: left as indices
+        if data.size and int(data.max()) >= colormap.shape[1]:
+            return data, layout  # an index past the map: a damaged file, left as indices
+        if not (colormap % 257).any():
+            colormap = (colormap // 257).astype(np.uint8)  # an 8-bit palette stored 16-bit
+        data = np.moveaxis(colormap[:, data], 0, -1)
+        layout = {"HW": "HWC", None: "NHWC" if data.ndim == 4 else None}.get(layout, None)
+        notes.append("palette expanded to RGB")
+    return data, layout
 
 
 def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choice:
@@ -214,15 +243,13 @@ def _metadata(tif: Any, choice: _Choice) -> Metadata:
     unit: str | None = None
     x, y, u = tags.get(282), tags.get(283), tags.get(296)
     if x is not None and y is not None:
-        try:
-            values = (_rational(x.value), _rational(y.value))
-        except (TypeError, ValueError, ZeroDivisionError, IndexError):
-            values = None
-        if values is not None and all(0 < v < 1e12 for v in values):
+        values = (_rational(x.value), _rational(y.value))
+        if all(0 < v < 1e12 for v in values):
             resolution = values
-            unit = {2: "inch", 3: "centimeter"}.get(int(u.value) if u is not None else 2)
+            unit = {2: "inch", 3: "centimeter"}.get(_int(u.value) if u is not None else 2)
     imagej: tuple[tuple[str, float | str], ...] = ()
     info = (tif.imagej_metadata or {}) if tif.is_imagej else {}
+    info = info if isinstance(info, dict) else {}
     if resolution is not None and isinstance(info.get("unit"), str):
         unit = _UNITS.get(info["unit"], info["unit"])
     if resolution == (1.0, 1.0) and unit is None:
@@ -235,10 +262,21 @@ def _metadata(tif: Any, choice: _Choice) -> Metadata:
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression)
 
 
+# A crafted file's tags can hold anything: these read a number or give 0 (no resolution).
+
+
 def _rational(value: Any) -> float:
-    if isinstance(value, tuple):
-        return float(value[0]) / float(value[1])
-    return float(value)
+    """A RATIONAL tag's value (numerator, denominator) as a float; 0 if it is not one."""
+    if isinstance(value, tuple) and len(value) == 2:
+        numerator, denominator = value
+        if isinstance(numerator, (int, np.integer)) and isinstance(denominator, (int, np.integer)) and denominator:
+            return float(numerator) / float(denominator)
+        return 0.0
+    return float(value) if isinstance(value, (int, float, np.number)) else 0.0
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, np.integer)) else 0
 
 
 @contextmanager

@@ -1,0 +1,601 @@
+"""What a transform keeps besides the values: bit depth, alpha, pages, ICC profiles, resolution,
+EXIF orientation, TIFF axes and compression; and the one warning line for each thing it cannot keep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from geomcli import io
+from geomcli.cli import cli
+from geomcli.errors import GeomError
+from geomcli.io import Metadata
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def warnings_of(result: Result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
+
+
+@pytest.fixture(scope="module")
+def icc() -> bytes:
+    from PIL import ImageCms
+
+    return bytes(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+
+
+def exif_block(orientation: int) -> bytes:
+    """EXIF with an orientation, a camera make and the pixel dimensions a camera records."""
+    from PIL import Image
+
+    tags = Image.Exif()
+    tags[0x0112] = orientation
+    tags[0x010F] = "GeomCam"
+    tags.get_ifd(0x8769)[0xA002] = 999
+    tags.get_ifd(0x8769)[0xA003] = 888
+    return bytes(tags.tobytes())
+
+
+def saved(path: Path, data: np.ndarray, **save: Any) -> str:
+    from PIL import Image
+
+    Image.fromarray(data).save(path, **save)
+    return str(path)
+
+
+def pillow_exif(path: str) -> Any:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.getexif()
+
+
+# ---- modes and bit depths ----------------------------------------------------------------------
+
+ROUND_TRIPS = [
+    ("png", (7, 9), np.uint8),  # L
+    ("png", (7, 9, 2), np.uint8),  # LA
+    ("png", (7, 9, 3), np.uint8),  # RGB
+    ("png", (7, 9, 4), np.uint8),  # RGBA
+    ("png", (7, 9), np.uint16),  # I;16
+    ("png", (7, 9, 2), np.uint16),  # 16-bit grey + alpha
+    ("png", (7, 9, 3), np.uint16),  # 16-bit RGB: our encoder, Pillow cannot
+    ("png", (7, 9, 4), np.uint16),
+    ("png", (7, 9), bool),  # 1-bit
+    ("bmp", (7, 9, 3), np.uint8),
+    ("bmp", (7, 9), bool),
+    ("gif", (7, 9), np.uint8),
+    ("webp", (7, 9, 3), np.uint8),
+    ("webp", (7, 9, 4), np.uint8),  # lossless, exact: transparent pixels keep their colour
+    ("tiff", (7, 9, 3), np.uint8),
+    ("tiff", (7, 9, 4), np.uint16),
+    ("tiff", (2, 7, 9), np.int32),
+    ("tiff", (7, 9), np.float32),
+    ("tiff", (7, 9), np.complex64),
+    ("tiff", (7, 9), bool),
+]
+
+
+@pytest.mark.parametrize(("fmt", "shape", "dtype"), ROUND_TRIPS)
+def test_round_trip_keeps_every_value(tmp_path: Path, rng: np.random.Generator, fmt: str,
+                                      shape: tuple[int, ...], dtype: Any) -> None:
+    if np.dtype(dtype) == bool:
+        data = rng.integers(0, 2, shape).astype(bool)
+    elif np.dtype(dtype).kind == "c":
+        data = (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dtype)
+    elif np.dtype(dtype).kind == "f":
+        data = rng.normal(size=shape).astype(dtype)
+    else:
+        data = rng.integers(0, np.iinfo(dtype).max, shape, endpoint=True).astype(dtype)
+    path = str(tmp_path / f"a.{fmt}")
+    assert io.write_array(data, path) == ()
+    back = io.read_array(path).data
+    assert back.dtype == data.dtype and np.array_equal(back, data)
+
+
+def test_16bit_rgb_png_is_cropped_without_loss(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = rng.integers(0, 65536, (10, 12, 3), dtype=np.uint16)
+    source, out = str(tmp_path / "deep.png"), str(tmp_path / "crop.png")
+    io.write_array(data, source)
+    result = run("crop-pad", source, "-o", out, "--shape", "6,8")
+    assert result.exit_code == 0, result.stderr
+    back = io.read_array(out).data
+    assert back.dtype == np.uint16 and np.array_equal(back, data[2:8, 2:10])
+
+
+@pytest.mark.parametrize(("fill", "alpha"), [(None, 0), ("255", 255)])
+def test_rgba_and_la_pad_alpha_with_fill(tmp_path: Path, rng: np.random.Generator, fill: str | None,
+                                         alpha: int) -> None:
+    for channels in (2, 4):
+        data = rng.integers(1, 255, (4, 4, channels), dtype=np.uint8)
+        source, out = str(tmp_path / f"a{channels}.png"), str(tmp_path / f"b{channels}.png")
+        io.write_array(data, source)
+        extra = ["--fill", fill] if fill else []
+        assert run("crop-pad", source, "-o", out, "--shape", "6,6", *extra).exit_code == 0
+        back = io.read_array(out).data
+        assert back.shape == (6, 6, channels)
+        assert np.array_equal(back[1:5, 1:5], data)
+        assert (back[0, :, -1] == alpha).all() and (back[:, 5, -1] == alpha).all()
+
+
+def test_palette_with_transparency_becomes_rgba_with_a_note(tmp_path: Path) -> None:
+    from PIL import Image
+
+    im = Image.new("P", (3, 2))
+    im.putpalette([10, 20, 30, 200, 100, 0] + [0] * 762)
+    im.putdata([0, 1, 0, 1, 0, 1])
+    path = str(tmp_path / "p.png")
+    im.save(path, transparency=0)
+    result = run("crop-pad", path, "-o", str(tmp_path / "o.png"), "--shape", "2,3")
+    assert result.exit_code == 0 and "note: palette expanded to RGBA" in result.stderr
+    back = io.read_array(str(tmp_path / "o.png")).data
+    assert back.shape == (2, 3, 4) and back[0, 0].tolist() == [10, 20, 30, 0]
+    assert back[0, 1].tolist() == [200, 100, 0, 255]
+
+
+# ---- ICC profiles and resolution ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("source_fmt", "out_fmt"), [
+    ("png", "png"), ("jpeg", "jpeg"), ("png", "tiff"), ("tiff", "png"), ("png", "webp"), ("png16", "png"),
+    ("tiff", "tiff"),
+])
+def test_icc_profile_survives_a_crop_byte_for_byte(tmp_path: Path, rng: np.random.Generator, icc: bytes,
+                                                   source_fmt: str, out_fmt: str) -> None:
+    data = rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)
+    suffix = {"png16": "png", "jpeg": "jpg"}.get(source_fmt, source_fmt)
+    source = str(tmp_path / f"in.{suffix}")
+    if source_fmt == "png16":
+        io.write_array(data.astype(np.uint16) * 257, source, metadata=Metadata(icc=icc))
+    elif source_fmt == "tiff":
+        import tifffile
+
+        tifffile.imwrite(source, data, photometric="rgb", iccprofile=icc)
+    else:
+        saved(Path(source), data, icc_profile=icc)
+    out = str(tmp_path / f"out.{out_fmt}")
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert io.read_array(out).metadata.icc == icc
+    if out_fmt == "tiff":
+        import tifffile
+
+        with tifffile.TiffFile(out) as tif:
+            assert bytes(tif.pages[0].tags[34675].value) == icc
+
+
+def test_dpi_carried_png_to_jpeg_and_into_16bit_png(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)
+    source = saved(tmp_path / "in.png", data, dpi=(300, 150))
+    assert run("crop-pad", source, "-o", str(tmp_path / "o.jpg"), "--shape", "4,4").exit_code == 0
+    dpi = io.read_array(str(tmp_path / "o.jpg")).metadata.dpi
+    assert dpi is not None and np.allclose(dpi, (300, 150), atol=0.05)
+    io.write_array(data.astype(np.uint16), str(tmp_path / "d.png"), metadata=Metadata(resolution=(300.0, 150.0),
+                                                                                      unit="inch"))
+    dpi = io.read_array(str(tmp_path / "d.png")).metadata.dpi
+    assert dpi is not None and np.allclose(dpi, (300, 150), atol=0.05)
+
+
+def test_space_to_depth_scales_the_resolution(tmp_path: Path) -> None:
+    import tifffile
+
+    source = str(tmp_path / "in.tiff")
+    tifffile.imwrite(source, np.zeros((8, 8), np.uint8), photometric="minisblack", resolution=(300, 300),
+                     resolutionunit="INCH")
+    assert run("space-to-depth", source, "-o", str(tmp_path / "o.tiff"), "--blocksize", "2").exit_code == 0
+    loaded = io.read_array(str(tmp_path / "o.tiff"))
+    assert loaded.metadata.dpi == (150.0, 150.0) and loaded.data.shape == (4, 4, 4)
+
+
+def test_strip_writes_no_metadata_and_warns_of_nothing(tmp_path: Path, rng: np.random.Generator,
+                                                      icc: bytes) -> None:
+    data = rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)
+    source = saved(tmp_path / "in.jpg", data, icc_profile=icc, dpi=(300, 300), exif=exif_block(1))
+    result = run("crop-pad", source, "-o", str(tmp_path / "o.png"), "--shape", "4,4", "--strip")
+    assert result.exit_code == 0 and warnings_of(result) == []
+    metadata = io.read_array(str(tmp_path / "o.png")).metadata
+    assert (metadata.icc, metadata.dpi, metadata.exif) == (None, None, None)
+    result = run("crop-pad", source, "-o", str(tmp_path / "o.npy"), "--shape", "4,4", "--strip")
+    assert result.exit_code == 0 and warnings_of(result) == []
+
+
+# ---- EXIF orientation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["png", "jpg", "png16"])
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+def test_exif_rotated_image_is_cropped_around_what_the_viewer_sees(
+        tmp_path: Path, fmt: str, orientation: int) -> None:
+    from PIL import Image, ImageOps
+
+    # blocks of flat colour: JPEG keeps them near enough to tell which corner went where
+    stored = np.zeros((16, 24, 3), np.uint8)
+    stored[:8, :8] = (250, 0, 0)
+    stored[8:, 16:] = (0, 0, 250)
+    path = str(tmp_path / f"in.{fmt[:3]}")
+    if fmt == "png16":
+        io.write_array(stored.astype(np.uint16) * 257, path, metadata=Metadata(exif=exif_block(orientation)))
+        im_with_exif = Image.fromarray(stored)
+        im_with_exif.info["exif"] = exif_block(orientation)
+        seen = np.asarray(ImageOps.exif_transpose(im_with_exif)).astype(np.uint16) * 257
+    else:
+        saved(Path(path), stored, exif=exif_block(orientation), **({"quality": 100} if fmt == "jpg" else {}))
+        with Image.open(path) as im:
+            seen = np.asarray(ImageOps.exif_transpose(im))
+    out = str(tmp_path / f"out.{fmt[:3]}")
+    result = run("crop-pad", path, "-o", out, "--shape", "12,12")
+    assert result.exit_code == 0, result.stderr
+    assert f"by its EXIF orientation {orientation}" in result.stderr  # the summary says it was turned
+    h, w = seen.shape[:2]
+    top, left = (h - 12) // 2, (w - 12) // 2
+    back = io.read_array(out).data
+    assert back.shape[:2] == (12, 12)
+    error = np.abs(back.astype(int) - seen[top:top + 12, left:left + 12].astype(int))
+    if fmt == "jpg":
+        assert error.mean() < 6  # lossy, but the blocks are where the viewer saw them
+    else:
+        assert error.max() == 0
+    exif = pillow_exif(out)
+    assert exif[0x0112] == 1 and exif[0x010F] == "GeomCam"  # upright, the rest kept
+    assert (exif.get_ifd(0x8769)[0xA002], exif.get_ifd(0x8769)[0xA003]) == (12, 12)  # never stale
+
+
+def test_no_auto_orient_keeps_the_stored_pixels_and_the_orientation(tmp_path: Path,
+                                                                   rng: np.random.Generator) -> None:
+    stored = rng.integers(0, 256, (8, 12, 3), dtype=np.uint8)
+    path = saved(tmp_path / "in.png", stored, exif=exif_block(6))
+    out = str(tmp_path / "out.png")
+    result = run("crop-pad", path, "-o", out, "--shape", "8,12", "--no-auto-orient")
+    assert result.exit_code == 0 and "EXIF orientation" not in result.stderr
+    assert np.array_equal(io.read_array(out, auto_orient=False).data, stored)
+    assert pillow_exif(out)[0x0112] == 6
+
+
+# ---- animations ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def animated_gif(tmp_path: Path) -> tuple[str, np.ndarray]:
+    from PIL import Image
+
+    frames = np.zeros((3, 6, 8, 3), np.uint8)
+    for i in range(3):
+        frames[i, :, :, i] = 200
+        frames[i, i, i] = 255
+    pictures = [Image.fromarray(f) for f in frames]
+    path = str(tmp_path / "anim.gif")
+    pictures[0].save(path, save_all=True, append_images=pictures[1:], duration=40, optimize=False,
+                     disposal=2)
+    return path, frames
+
+
+def test_animated_gif_is_refused_without_frames_all(tmp_path: Path, animated_gif: tuple[str, np.ndarray]) -> None:
+    path, _ = animated_gif
+    result = run("crop-pad", path, "-o", str(tmp_path / "o.tiff"), "--shape", "4,4")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: has 3 frames; geomcli reads one image unless told "
+                             "(--frames all stacks them on a leading axis, --frames first takes the first)\n")
+    assert not (tmp_path / "o.tiff").exists()
+
+
+@pytest.mark.parametrize("fmt", ["tiff", "npy"])
+def test_frames_all_stacks_frames_on_a_leading_axis(tmp_path: Path, animated_gif: tuple[str, np.ndarray],
+                                                    fmt: str) -> None:
+    path, frames = animated_gif
+    out = str(tmp_path / f"o.{fmt}")
+    result = run("crop-pad", path, "-o", out, "--shape", "4,4", "--frames", "all")
+    assert result.exit_code == 0, result.stderr
+    assert "3 frames stacked on axis 0" in result.stderr and warnings_of(result) == []
+    back = io.read_array(out)
+    assert np.array_equal(back.data, frames[:, 1:5, 2:6])
+    if fmt == "tiff":
+        assert back.layout == "NHWC"  # the written axes (TYXS) say so
+
+
+def test_frames_all_cannot_go_to_one_image_and_first_takes_frame_one(
+        tmp_path: Path, animated_gif: tuple[str, np.ndarray]) -> None:
+    path, frames = animated_gif
+    result = run("crop-pad", path, "-o", str(tmp_path / "o.png"), "--shape", "4,4", "--frames", "all")
+    assert result.exit_code == 1 and "PNG holds HW or HWC images, not shape (3, 4, 4, 3)" in result.stderr
+    result = run("crop-pad", path, "-o", str(tmp_path / "o.png"), "--shape", "6,8", "--frames", "first")
+    assert result.exit_code == 0 and "frame 1 of 3" in result.stderr
+    assert np.array_equal(io.read_array(str(tmp_path / "o.png")).data, frames[0])
+
+
+# ---- TIFF: axes from ImageJ and OME metadata, written back for the new shape --------------------
+
+
+@pytest.fixture
+def hyperstack(tmp_path: Path, rng: np.random.Generator) -> tuple[str, np.ndarray]:
+    import tifffile
+
+    data = rng.integers(0, 4000, (3, 2, 8, 10), dtype=np.uint16)  # Z, C, Y, X
+    path = str(tmp_path / "stack.tif")
+    tifffile.imwrite(path, data, imagej=True, metadata={"axes": "ZCYX", "unit": "um", "spacing": 0.5},
+                     resolution=(4.0, 4.0), compression="zlib")
+    return path, data
+
+
+def test_imagej_hyperstack_layout_from_metadata_and_fresh_metadata(tmp_path: Path,
+                                                                   hyperstack: tuple[str, np.ndarray]) -> None:
+    import tifffile
+
+    path, data = hyperstack
+    out = str(tmp_path / "crop.tif")
+    result = run("crop-pad", path, "-o", out, "--shape", "6,6")
+    assert result.exit_code == 0, result.stderr
+    assert "note: axes ZCYX from ImageJ metadata: layout NCHW, Z as N" in result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert tif.is_imagej and tif.series[0].axes == "ZCYX"
+        assert np.array_equal(tif.asarray(), data[:, :, 1:7, 2:8])
+        meta = tif.imagej_metadata
+        assert (meta["images"], meta["channels"], meta["slices"]) == (6, 2, 3)
+        assert (meta["spacing"], meta["unit"]) == (0.5, "micron")
+        assert tif.pages[0].resolution == (4.0, 4.0)
+        assert tif.pages[0].compression.name == "ADOBE_DEFLATE"  # kept
+        assert (tif.pages[0].imagelength, tif.pages[0].imagewidth) == (6, 6)
+
+
+def test_space_to_depth_finds_c_h_w_of_a_hyperstack_without_layout(tmp_path: Path,
+                                                                  hyperstack: tuple[str, np.ndarray]) -> None:
+    import tifffile
+
+    from geomcli import kernels
+
+    path, data = hyperstack
+    out = str(tmp_path / "blocks.tif")
+    result = run("space-to-depth", path, "-o", out, "--blocksize", "2")
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert np.array_equal(tif.asarray(), kernels.space_to_depth(data, 2))
+        meta = tif.imagej_metadata
+        assert (meta["channels"], meta["slices"]) == (8, 3)
+        assert tif.pages[0].resolution == (2.0, 2.0)  # pixels twice as big
+
+
+def test_ome_tiff_layout_from_metadata_and_fresh_ome_xml(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 200, (2, 3, 8, 10), dtype=np.uint8)
+    path = str(tmp_path / "in.ome.tif")
+    tifffile.imwrite(path, data, ome=True, metadata={"axes": "TCYX"}, compression="lzma")
+    out = str(tmp_path / "out.ome.tif")
+    result = run("crop-pad", path, "-o", out, "--shape", "4,6")
+    assert result.exit_code == 0, result.stderr
+    assert "axes TCYX from OME metadata: layout NCHW, T as N" in result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert tif.is_ome and tif.series[0].axes == "TCYX"
+        xml = tif.ome_metadata
+        assert 'SizeX="6"' in xml and 'SizeY="4"' in xml and 'SizeC="3"' in xml and 'SizeT="2"' in xml
+        assert 'SizeX="10"' not in xml and 'SizeY="8"' not in xml
+        assert tif.pages[0].compression.name == "LZMA"
+        assert np.array_equal(tif.asarray(), data[:, :, 2:6, 2:8])
+
+
+def test_five_axes_have_no_layout_and_say_so(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    path = str(tmp_path / "five.tif")
+    tifffile.imwrite(path, rng.integers(0, 9, (2, 2, 2, 4, 4), dtype=np.uint8), imagej=True,
+                     metadata={"axes": "TZCYX"})
+    result = run("space-to-depth", path, "-o", str(tmp_path / "o.tif"), "--blocksize", "2")
+    assert result.exit_code == 1 and "a rank-5 tensor (2, 2, 2, 4, 4) has no default layout" in result.stderr
+    loaded = io.read_array(path)
+    assert loaded.layout is None
+    assert "axes TZCYX from ImageJ metadata: no geomcli layout fits" in loaded.notes[-1]
+
+
+def test_planar_rgb_tiff_reads_as_hwc(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 256, (6, 8, 3), dtype=np.uint8)
+    planar, contiguous = str(tmp_path / "planar.tif"), str(tmp_path / "contig.tif")
+    tifffile.imwrite(planar, np.moveaxis(data, -1, 0), photometric="rgb", planarconfig="separate")
+    tifffile.imwrite(contiguous, data, photometric="rgb")
+    loaded = io.read_array(planar)
+    assert loaded.layout == "HWC" and np.array_equal(loaded.data, io.read_array(contiguous).data)
+    result = run("crop-pad", planar, "-o", str(tmp_path / "o.png"), "--shape", "4,4")
+    assert result.exit_code == 0 and np.array_equal(io.read_array(str(tmp_path / "o.png")).data, data[1:5, 2:6])
+
+
+def test_min_is_white_and_palette_tiffs_read_as_seen(tmp_path: Path) -> None:
+    import tifffile
+
+    indices = np.array([[0, 1], [2, 3]], np.uint8)
+    tifffile.imwrite(tmp_path / "white.tif", indices, photometric="miniswhite")
+    loaded = io.read_array(str(tmp_path / "white.tif"))
+    assert loaded.data.tolist() == [[255, 254], [253, 252]] and "min-is-white" in loaded.notes[0]
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :4] = np.array([[0, 10, 20, 30], [1, 11, 21, 31], [2, 12, 22, 32]]) * 257
+    tifffile.imwrite(tmp_path / "pal.tif", indices, photometric="palette", colormap=colormap)
+    loaded = io.read_array(str(tmp_path / "pal.tif"))
+    assert loaded.layout == "HWC" and loaded.data.dtype == np.uint8
+    assert loaded.data[1, 1].tolist() == [30, 31, 32] and loaded.notes == ("palette expanded to RGB",)
+
+
+def test_series_and_pages(tmp_path: Path) -> None:
+    import tifffile
+
+    same, mixed = str(tmp_path / "same.tif"), str(tmp_path / "mixed.tif")
+    with tifffile.TiffWriter(same) as tif:
+        for value in (1, 2):
+            tif.write(np.full((2, 4, 5), value, np.uint8), photometric="minisblack")
+    with tifffile.TiffWriter(mixed) as tif:
+        tif.write(np.full((4, 5), 1, np.uint8), photometric="minisblack")
+        tif.write(np.full((6, 7), 2, np.uint8), photometric="minisblack")
+    loaded = io.read_array(same)
+    assert loaded.data.shape == (2, 2, 4, 5) and loaded.data[1].min() == 2 and "2 series stacked" in loaded.notes[0]
+    with pytest.raises(GeomError, match=r"mixed\.tif: holds 2 image series .*; pick one with --series N"):
+        io.read_array(mixed)
+    out = str(tmp_path / "o.npy")
+    result = run("crop-pad", mixed, "-o", out, "--shape", "6,7", "--series", "1")
+    assert result.exit_code == 0 and "series 1 of 2" in result.stderr and np.load(out).min() == 2
+    result = run("crop-pad", same, "-o", out, "--shape", "4,5", "--page", "3")
+    assert result.exit_code == 0 and "page 3 of 4" in result.stderr and np.load(out).shape == (4, 5)
+    result = run("crop-pad", same, "-o", out, "--shape", "4,5", "--page", "4")
+    assert result.exit_code == 1 and "--page 4 is out of range (pages 0 to 3)" in result.stderr
+    result = run("crop-pad", same, "-o", out, "--shape", "4,5", "--page", "1", "--series", "0")
+    assert result.exit_code == 2 and "give --series or --page, not both" in result.stderr
+
+
+def test_compression_kept_or_set(tmp_path: Path, hyperstack: tuple[str, np.ndarray]) -> None:
+    import tifffile
+
+    path, _ = hyperstack
+
+    def compression(args: list[str]) -> str:
+        out = str(tmp_path / "o.tif")
+        assert run("crop-pad", path, "-o", out, "--shape", "4,4", *args).exit_code == 0
+        with tifffile.TiffFile(out) as tif:
+            return str(tif.pages[0].compression.name)
+
+    assert compression([]) == "ADOBE_DEFLATE"
+    assert compression(["--compression", "lzma"]) == "LZMA"
+    assert compression(["--compression", "none"]) == "NONE"
+    assert compression(["--strip"]) == "ADOBE_DEFLATE"  # an encoding, not metadata
+
+
+def test_bigtiff_past_the_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli.io import _tiff
+
+    source = str(tmp_path / "in.npy")
+    np.save(source, np.zeros((4, 4), np.uint8))
+    assert run("crop-pad", source, "-o", str(tmp_path / "small.tif"), "--shape", "2,2").exit_code == 0
+    assert (tmp_path / "small.tif").read_bytes()[:4] == b"II*\x00"
+    monkeypatch.setattr(_tiff, "BIGTIFF_BYTES", 4)
+    assert run("crop-pad", source, "-o", str(tmp_path / "big.tif"), "--shape", "2,2").exit_code == 0
+    assert (tmp_path / "big.tif").read_bytes()[:4] == b"II+\x00"
+    assert io.read_array(str(tmp_path / "big.tif")).data.shape == (2, 2)
+
+
+def test_compress_level_and_quality(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = np.repeat(rng.integers(0, 256, (32, 1, 3), dtype=np.uint8), 64, axis=1)
+    source = str(tmp_path / "in.png")
+    io.write_array(data, source)
+    sizes = {}
+    for option, value, name in [("--compress-level", "0", "l0.png"), ("--compress-level", "9", "l9.png"),
+                                ("--quality", "20", "q20.jpg"), ("--quality", "95", "q95.jpg")]:
+        assert run("crop-pad", source, "-o", str(tmp_path / name), "--shape", "32,64", option, value).exit_code == 0
+        sizes[name] = (tmp_path / name).stat().st_size
+    assert sizes["l0.png"] > sizes["l9.png"] and sizes["q20.jpg"] < sizes["q95.jpg"]
+    assert np.array_equal(io.read_array(str(tmp_path / "l0.png")).data, data)
+    result = run("crop-pad", source, "-o", str(tmp_path / "q.webp"), "--shape", "32,64", "--quality", "50")
+    assert warnings_of(result) == [f"Warning: {tmp_path / 'q.webp'}: WebP with --quality is lossy: "
+                                   "the written values differ from the result"]
+    result = run("crop-pad", source, "-o", str(tmp_path / "x.png"), "--shape", "4,4", "--compression", "zlib")
+    assert result.exit_code == 1 and "--compression is for TIFF output, not PNG" in result.stderr
+
+
+# ---- every warning path --------------------------------------------------------------------------
+
+
+def test_jpeg_output_warns_once_that_it_is_lossy(tmp_path: Path, rng: np.random.Generator) -> None:
+    source = str(tmp_path / "in.png")
+    io.write_array(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8), source)
+    out = str(tmp_path / "o.jpg")
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
+    assert result.exit_code == 0
+    assert warnings_of(result) == [f"Warning: {out}: JPEG is lossy: the written values differ from the result "
+                                   "(write .png or .tiff to keep them)"]
+    # a batch says it once, for the first file
+    io.write_array(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8), str(tmp_path / "in2.png"))
+    result = run("crop-pad", source, str(tmp_path / "in2.png"), "--out-dir", str(tmp_path / "jpegs"),
+                 "--name", "{stem}.jpg", "--shape", "4,4", "-j", "1")
+    assert result.exit_code == 0 and len(warnings_of(result)) == 1
+    assert run("crop-pad", source, "-o", out, "--shape", "4,4", "-q").stderr == ""
+
+
+def test_json_carries_the_warnings(tmp_path: Path, rng: np.random.Generator) -> None:
+    source = str(tmp_path / "in.png")
+    io.write_array(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8), source)
+    result = run("crop-pad", source, "-o", str(tmp_path / "o.jpg"), "--shape", "4,4", "--json")
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["warnings"][0].startswith("JPEG is lossy")
+
+
+WARNINGS: list[tuple[Metadata, str, str]] = [
+    (Metadata(icc=b"profile"), "bmp", "BMP cannot hold the ICC profile; dropped"),
+    (Metadata(icc=b"profile"), "gif", "GIF cannot hold the ICC profile; dropped"),
+    (Metadata(icc=b"profile"), "npy", "NPY cannot hold the ICC profile; dropped"),
+    (Metadata(resolution=(300.0, 300.0), unit="inch"), "webp", "WebP cannot hold the DPI (300 x 300); dropped"),
+    (Metadata(resolution=(2.0, 2.0), unit="centimeter"), "npy", "NPY cannot hold the DPI (5.08 x 5.08); dropped"),
+    (Metadata(resolution=(2.0, 3.0)), "png", "PNG cannot hold the resolution (2 x 3 pixels (no unit)); dropped"),
+    (Metadata(resolution=(2.0, 3.0), unit="pixel"), "jpeg",
+     "JPEG cannot hold the resolution (2 x 3 pixels per pixel); dropped"),
+    (Metadata(exif=b"Exif\0\0MM\0*\0\0\0\x08\0\0"), "tiff", "TIFF cannot hold the EXIF data; dropped"),
+    (Metadata(exif=b"Exif\0\0MM\0*\0\0\0\x08\0\0"), "bmp", "BMP cannot hold the EXIF data; dropped"),
+    (Metadata(axes="ZYX", axes_kind="imagej"), "npy", "NPY cannot hold the ImageJ axes metadata (ZYX); dropped"),
+    (Metadata(axes="ZYX", axes_kind="ome"), "npy", "NPY cannot hold the OME axes metadata (ZYX); dropped"),
+    (Metadata(axes="ZCYX", axes_kind="imagej"), "tiff",
+     "the TIFF axes ZCYX do not fit the result's shape (4, 6, 3); written without axes"),
+    (Metadata(axes="YXS", axes_kind="imagej"), "tiff",
+     "ImageJ metadata cannot describe int32 data with axes YXS; written as tifffile metadata with the same axes"),
+    (Metadata(compression="jpeg"), "tiff", "the TIFF compression jpeg cannot "),
+    (Metadata(compression="lzw"), "tiff", "the TIFF compression lzw cannot be written without imagecodecs; wrote zlib"),
+]
+
+
+@pytest.mark.parametrize(("metadata", "fmt", "warning"), WARNINGS)
+def test_each_field_that_cannot_be_kept_is_one_warning(tmp_path: Path, metadata: Metadata, fmt: str,
+                                                       warning: str) -> None:
+    import tifffile
+
+    if "imagecodecs" in warning and tifffile.COMPRESSION.LZW in tifffile.TIFF.COMPRESSORS:
+        pytest.skip("imagecodecs is installed: LZW is written")
+    dtype = np.int32 if "int32" in warning else np.uint8
+    if fmt == "gif":
+        data = np.zeros((4, 6), np.uint8)
+    else:
+        data = np.zeros((4, 6, 3), dtype)
+    said = io.write_array(data, str(tmp_path / f"o.{fmt}"), metadata=metadata)
+    lossy = ["JPEG is lossy"] if fmt == "jpeg" else []
+    assert [w[:13] for w in said if w.startswith("JPEG is lossy")] == lossy
+    rest = [w for w in said if not w.startswith("JPEG is lossy")]
+    assert len(rest) == 1 and rest[0].startswith(warning)
+    assert io.read_array(str(tmp_path / f"o.{fmt}")).data.shape == data.shape
+
+
+def test_cli_names_the_field_on_one_line_each(tmp_path: Path, rng: np.random.Generator, icc: bytes) -> None:
+    data = rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)
+    source = saved(tmp_path / "in.jpg", data, icc_profile=icc, dpi=(300, 300), exif=exif_block(1))
+    out = str(tmp_path / "o.npy")
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
+    assert result.exit_code == 0
+    assert warnings_of(result) == [f"Warning: {out}: NPY cannot hold the ICC profile; dropped",
+                                   f"Warning: {out}: NPY cannot hold the DPI (300 x 300); dropped",
+                                   f"Warning: {out}: NPY cannot hold the EXIF data; dropped"]
+
+
+def test_explicit_codec_without_imagecodecs_is_an_error(tmp_path: Path) -> None:
+    import tifffile
+
+    if tifffile.COMPRESSION.LZW in tifffile.TIFF.COMPRESSORS:
+        pytest.skip("imagecodecs is installed")
+    source = str(tmp_path / "in.npy")
+    np.save(source, np.zeros((4, 4), np.uint8))
+    result = run("crop-pad", source, "-o", str(tmp_path / "o.tif"), "--shape", "2,2", "--compression", "lzw")
+    assert result.exit_code == 1
+    assert "TIFF compression lzw needs imagecodecs (pip install 'geomcli[codecs]')" in result.stderr
+    assert not (tmp_path / "o.tif").exists()
+
+
+def test_write_options_reach_batch_workers(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    for name in ("a", "b"):
+        io.write_array(rng.integers(0, 256, (8, 8), dtype=np.uint8), str(tmp_path / f"{name}.png"))
+    result = run("crop-pad", str(tmp_path / "a.png"), str(tmp_path / "b.png"), "--out-dir", str(tmp_path / "out"),
+                 "--name", "{stem}.tif", "--shape", "4,4", "--compression", "lzma", "-j", "2")
+    assert result.exit_code == 0, result.stderr
+    for name in ("a", "b"):
+        with tifffile.TiffFile(tmp_path / "out" / f"{name}.tif") as tif:
+            assert tif.pages[0].compression.name == "LZMA"
+
