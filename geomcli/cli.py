@@ -336,7 +336,9 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             from geomcli import slabs
 
             report.value_range = slabs.value_range(result)
-            if _output_metadata(command, parameters, loaded.metadata, fidelity) != io.Metadata():
+            # (uncompressed too: a map needs the bytes in place; that is no metadata lost)
+            kept = _output_metadata(command, parameters, loaded.metadata, fidelity)
+            if dataclasses.replace(kept, compression=None) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
             options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression)

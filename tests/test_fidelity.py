@@ -599,3 +599,17 @@ def test_write_options_reach_batch_workers(tmp_path: Path, rng: np.random.Genera
         with tifffile.TiffFile(tmp_path / "out" / f"{name}.tif") as tif:
             assert tif.pages[0].compression.name == "LZMA"
 
+
+
+def test_a_mapped_output_says_it_has_no_metadata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 hyperstack: tuple[str, np.ndarray]) -> None:
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    path, data = hyperstack
+    out = str(tmp_path / "big.tif")
+    result = run("crop-pad", path, "-o", out, "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert warnings_of(result) == [f"Warning: {out}: a big output is written through a memory map, without metadata"]
+    assert np.array_equal(io.read_array(out).data, data[:, :, 2:6, 3:7])
+    assert run("crop-pad", path, "-o", out, "--shape", "4,4", "--strip").stderr.count("Warning") == 0
