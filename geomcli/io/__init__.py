@@ -54,6 +54,7 @@ __all__ = [
     "Metadata",
     "WriteOptions",
     "check_size",
+    "display_name",
     "format_for_path",
     "maps_output",
     "open_output",
