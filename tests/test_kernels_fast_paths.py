@@ -158,3 +158,37 @@ def test_affine_grid_threaded_equals_single(
     expected = kernels.affine_grid(theta, size, align_corners, threads=1)
     monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
     assert same_bits(kernels.affine_grid(theta, size, align_corners, threads=threads), expected)
+
+
+def _plain_grid(theta: np.ndarray, size: list[int], align_corners: bool) -> np.ndarray:
+    result = np.empty(kernels.affine_grid_output_shape(theta.shape, size), theta.dtype)
+    axes = [kernels._base_coordinates(n, align_corners) for n in reversed(result.shape[1:-1])]
+    kernels._affine_grid_plain(theta.astype(np.float64), axes, result, 1)
+    return result
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_affine_grid_complex_pairs_equal_the_plain_sums(dtype: type, threads: int) -> None:
+    """The 2-D (x, y) pairs added as complex numbers give the very bits of two strided passes,
+    NaN and Inf in theta included (an Inf must not leak into the other coordinate)."""
+    rng = np.random.default_rng(threads)
+    for trial in range(40):
+        n, h, w = (int(v) for v in rng.integers(1, 30, 3))
+        theta = (rng.standard_normal((n, 2, 3)) * 10.0 ** rng.integers(-3, 4)).astype(dtype)
+        if trial % 4 == 0:
+            theta.flat[rng.integers(0, theta.size)] = rng.choice([np.nan, np.inf, -np.inf])
+        align = bool(trial % 2)
+        assert kernels._complex_pairs(np.empty((n, h, w, 2), dtype)) is not None
+        fast = kernels.affine_grid(theta, [n, 1, h, w], align, threads=threads)
+        assert fast.tobytes() == _plain_grid(theta, [n, 1, h, w], align).tobytes()
+
+
+def test_affine_grid_pairs_fall_back_for_strided_outputs() -> None:
+    theta = np.array([[[1.5, 0.25, 0.1], [-0.5, 2.0, 0.3]]], np.float32)
+    wide = np.zeros((1, 4, 5, 4), np.float32)
+    out = wide[..., ::2]  # the pairs are not adjacent: the plain path writes them
+    assert kernels._complex_pairs(out) is None
+    kernels.affine_grid(theta, [1, 1, 4, 5], out=out)
+    assert out.tobytes() == _plain_grid(theta, [1, 1, 4, 5], False).tobytes()
+    assert (wide[..., 1::2] == 0).all()
