@@ -1521,3 +1521,35 @@ def test_negative_channel_count_is_named_as_such() -> None:
 def test_ragged_theta_is_named_theta() -> None:
     with pytest.raises(GeomError, match=r"affine_grid: theta is not an array"):
         affine_grid([[[1.0, 0.0, 0.0], [0.0, 1.0]]], [1, 1, 2, 2])
+
+
+@pytest.mark.parametrize("dtype, fill", [
+    (np.float16, 1e10), (np.float32, 1e39), (np.dtype(ml_dtypes.bfloat16), 1e39), (np.complex64, 1e39 + 1j),
+    (np.dtype("<U1"), "zz"), (np.dtype("S1"), "zz"), (np.uint8, 256), (np.int8, 1.5), (np.dtype(bool), 2),
+    (np.float32, "1"), (np.dtype("<U2"), 0),
+])
+def test_fill_that_does_not_fit_is_refused(dtype: type, fill: object) -> None:
+    """Not a silent Inf, a cut string or a wrapped integer."""
+    data = np.zeros(2, dtype=dtype)
+    with pytest.raises(GeomError, match=r"center_crop_pad: fill value .* does not fit dtype"):
+        center_crop_pad(data, [4], fill=fill)
+
+
+@pytest.mark.parametrize("dtype, fill", [
+    (np.float16, np.inf), (np.float32, 0.1), (np.dtype(ml_dtypes.bfloat16), 2.5), (np.dtype("<U2"), "z"),
+    (np.dtype("S2"), "z"), (np.uint8, 255), (np.dtype(bool), True),
+])
+def test_fill_that_fits_pads_with_it(dtype: type, fill: object) -> None:
+    data = np.zeros(1, dtype=dtype)
+    padded = center_crop_pad(data, [3], fill=fill)
+    assert padded.dtype == data.dtype and padded[0] == padded[2] == np.array(fill, dtype=dtype)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: space_to_depth(np.zeros((1, 1, 2, 2)), 2, mode=np.array(["DCR"])),
+    lambda: space_to_depth_output_shape(None, 2),  # type: ignore[arg-type]
+    lambda: depth_to_space_output_shape("1,4,2,2", 2),  # type: ignore[arg-type]
+])
+def test_odd_mode_and_shape_arguments_raise_geom_error(call: Callable[[], object]) -> None:
+    with pytest.raises(GeomError, match=r"(space_to_depth|depth_to_space): (mode must be|input shape must)"):
+        call()
