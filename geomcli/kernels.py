@@ -11,7 +11,7 @@ This module imports numpy only: no I/O, no printing, no CLI.
 from __future__ import annotations
 
 import cmath
-import operator
+import itertools
 import os
 import sys
 import threading
@@ -191,7 +191,7 @@ def _run(pieces: Sequence[_Piece], work: Callable[[_Piece], None], threads: int)
             work(piece)
 
     bounds = [len(pieces) * i // threads for i in range(threads + 1)]
-    parts = [pieces[start:stop] for start, stop in zip(bounds, bounds[1:])]
+    parts = [pieces[start:stop] for start, stop in itertools.pairwise(bounds)]
     # The calling thread takes the first run itself, so a busy pool can never stall it.
     futures = [_executor(threads - 1).submit(run, part) for part in parts[1:]]
     run(parts[0])
@@ -203,7 +203,7 @@ def _split(length: int, parts: int) -> list[slice]:
     """``range(length)`` cut into at most ``parts`` nearly equal, non-empty slices."""
     parts = max(1, min(parts, length))
     bounds = [length * i // parts for i in range(parts + 1)]
-    return [slice(start, stop) for start, stop in zip(bounds, bounds[1:])]
+    return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
 
 
 # --- CenterCropPad ------------------------------------------------------------------
@@ -728,11 +728,12 @@ def _block_pieces(n: int, c: int, rows: int, row_bytes: int, block_bytes: int) -
 
 
 # numpy's unsigned integer of each item size, for moving raw bits (bool, bfloat16 and floats alike).
-_UINTS: dict[int, np.dtype[Any]] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+_UINTS: dict[int, np.dtype[Any]] = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 
 
 def _space_to_depth_blocked(
-    array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES, *, out: np.ndarray | None = None
+    array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES, *,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """:func:`_space_to_depth_plain`'s result, ~1 MiB of input at a time, on ``threads`` threads.
 
@@ -848,7 +849,8 @@ def _depth_to_space_plain(array: np.ndarray, b: int, mode: Mode, *, out: np.ndar
 
 
 def _depth_to_space_blocked(
-    array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES, *, out: np.ndarray | None = None
+    array: np.ndarray, b: int, mode: Mode, threads: int, block_bytes: int = _BLOCK_BYTES, *,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """:func:`_depth_to_space_plain`'s result, one ~1 MiB piece of output at a time, on ``threads`` threads."""
     n, depth, h, w = array.shape
