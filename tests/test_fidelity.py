@@ -16,6 +16,8 @@ from geomcli.cli import cli
 from geomcli.errors import GeomError
 from geomcli.io import Metadata
 
+PHOTO = Path(__file__).resolve().parents[1] / "samples" / "photo.png"
+
 
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
@@ -583,8 +585,81 @@ def test_explicit_codec_without_imagecodecs_is_an_error(tmp_path: Path) -> None:
     np.save(source, np.zeros((4, 4), np.uint8))
     result = run("crop-pad", source, "-o", str(tmp_path / "o.tif"), "--shape", "2,2", "--compression", "lzw")
     assert result.exit_code == 1
-    assert "TIFF compression lzw needs imagecodecs (pip install 'geomcli[codecs]')" in result.stderr
+    assert f"Error: {tmp_path / 'o.tif'}: compression LZW is not available (pip install imagecodecs)\n" in result.stderr
     assert not (tmp_path / "o.tif").exists()
+
+
+def zstd_tagged(path: Path) -> str:
+    """A zlib TIFF whose compression tag says ZSTD (50000): what a zstd TIFF looks like before decoding."""
+    import struct
+
+    import tifffile
+
+    tifffile.imwrite(path, np.ones((4, 5), np.uint8), photometric="minisblack", metadata=None, compression="zlib")
+    raw = bytearray(path.read_bytes())
+    ifd = struct.unpack_from("<I", raw, 4)[0]
+    for i in range(struct.unpack_from("<H", raw, ifd)[0]):
+        entry = ifd + 2 + 12 * i
+        if struct.unpack_from("<H", raw, entry)[0] == 259:
+            struct.pack_into("<HHII", raw, entry, 259, 3, 1, 50000)  # SHORT, count 1
+    path.write_bytes(bytes(raw))
+    return str(path)
+
+
+@pytest.fixture
+def zstd_missing(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """tifffile lists ZSTD, but its codec cannot load (as without imagecodecs before Python 3.14)."""
+    import tifffile
+
+    from geomcli.io import _tiff
+
+    def missing(*args: Any, **kwargs: Any) -> bytes:
+        raise ModuleNotFoundError("No module named 'compression'")
+
+    for codecs in (tifffile.TIFF.COMPRESSORS, tifffile.TIFF.DECOMPRESSORS):
+        monkeypatch.setitem(codecs._codecs, 50000, missing)
+    _tiff._codec_works.cache_clear()
+    yield
+    _tiff._codec_works.cache_clear()
+
+
+@pytest.mark.usefixtures("zstd_missing")
+def test_zstd_listed_but_not_loading_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    out = tmp_path / "z.tiff"
+    result = run("crop-pad", str(PHOTO), "-o", str(out), "--compression", "zstd", "--shape", "10,10")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {out}: compression ZSTD is not available (pip install imagecodecs)\n"
+    assert not out.exists()
+    tagged = zstd_tagged(tmp_path / "tagged.tiff")
+    message = r"tagged\.tiff: compression ZSTD is not available \(pip install imagecodecs\)"
+    with pytest.raises(GeomError, match=message):
+        io.read_array(tagged)
+    for command in (["info", tagged], ["crop-pad", tagged, "-o", str(out), "--shape", "2,2"]):
+        result = run(*command)
+        assert result.exit_code == 1
+        assert result.stderr == f"Error: {tagged}: compression ZSTD is not available (pip install imagecodecs)\n"
+    # the input's compression, kept by default: zlib instead, with a warning
+    said = io.write_array(np.ones((4, 5), np.uint8), str(out), metadata=Metadata(compression="zstd"))
+    assert said == ("the TIFF compression zstd cannot be written without imagecodecs; wrote zlib",)
+    assert io.read_array(str(out)).metadata.compression == "zlib"
+
+
+def test_an_import_error_inside_tifffile_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the codec check (a codec it could not try), tifffile's ImportError is still a GeomError."""
+    import importlib.util
+
+    from geomcli.io import _tiff
+
+    if _tiff._codec_works(50000, encode=True) or importlib.util.find_spec("compression") is not None:
+        pytest.skip("ZSTD loads here")
+    monkeypatch.setattr(_tiff, "_codec_works", lambda code, *, encode: True)
+    tagged = zstd_tagged(tmp_path / "tagged.tiff")
+    with pytest.raises(GeomError, match=r"tagged\.tiff: a compression codec is not available \(No module named"):
+        io.read_array(tagged)
+    out = tmp_path / "z.tiff"
+    with pytest.raises(GeomError, match=r"z\.tiff: compression ZSTD is not available \(pip install imagecodecs\)"):
+        io.write_array(np.ones((4, 5), np.uint8), str(out), options=io.WriteOptions(compression="zstd"))
+    assert not out.exists()
 
 
 def test_write_options_reach_batch_workers(tmp_path: Path, rng: np.random.Generator) -> None:

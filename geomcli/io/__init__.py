@@ -247,11 +247,11 @@ def write_array(
     if path == "-":
         _atomic.refuse_terminal(fmt.upper())
         buffer = io.BytesIO()
-        said += _encode(data, buffer, fmt, metadata, options)
+        said += _encode(data, buffer, fmt, metadata, options, name)
         _atomic.to_stdout(buffer.getvalue())
         return tuple(said)
     with _atomic.atomic_file(path) as f:
-        said += _encode(data, f, fmt, metadata, options)
+        said += _encode(data, f, fmt, metadata, options, name)
     return tuple(said)
 
 
@@ -334,7 +334,8 @@ def release(array: np.ndarray, /) -> None:
 
 
 def _encode(
-    data: np.ndarray, f: IO[bytes], fmt: str, metadata: Metadata | None, options: WriteOptions | None
+    data: np.ndarray, f: IO[bytes], fmt: str, metadata: Metadata | None, options: WriteOptions | None,
+    name: str,
 ) -> list[str]:
     if fmt == "npy":
         from geomcli.io import _npy
@@ -343,7 +344,7 @@ def _encode(
     elif fmt == "tiff":
         from geomcli.io import _tiff
 
-        return _tiff.write(data, f, metadata, options)
+        return _tiff.write(data, f, metadata, options, name)
     else:
         from geomcli.io import _pillow
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import struct
@@ -9,7 +10,7 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import IO, Any
 
 import numpy as np
@@ -96,7 +97,7 @@ def read(
         choice = _choose(tif, name, series, page)
         layout, layout_note = _layout(choice)
         check_size(choice.shape, max_pixels, name)
-        _check_codecs(choice.keyframe, name)
+        _check_codecs(choice.pages or (choice.keyframe,), name)
         _check_extent(tif, choice.pages, name)
         data: np.ndarray | None = None
         if mmap and isinstance(source, str) and choice.series is not None:
@@ -306,6 +307,13 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
         ) from e
     except _DECODE_ERRORS as e:
         raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
+    except ImportError as e:
+        # a codec tifffile lists but cannot load, that _check_codecs did not try
+        if not raised_in(e, "tifffile"):
+            raise
+        raise GeomError(
+            f"{name}: a compression codec is not available ({one_line(e)}; pip install imagecodecs)"
+        ) from e
     except _INSIDE_ERRORS as e:
         if not raised_in(e, "tifffile"):
             raise
@@ -328,19 +336,57 @@ class _Collect(logging.Handler):
         (self.damage if record.levelno >= logging.ERROR else self.notes).append(text)
 
 
-def _check_codecs(page: Any, name: str) -> None:
+def _check_codecs(pages: tuple[Any, ...], name: str) -> None:
+    """Every compression and predictor of these pages can really be decoded, or a GeomError."""
     import tifffile
 
-    if page.compression not in tifffile.TIFF.DECOMPRESSORS:
-        raise GeomError(
-            f"{name}: compression {_enum_name(page.compression)} is not available "
-            "(pip install imagecodecs)"
-        )
-    if page.predictor not in tifffile.TIFF.PREDICTORS:
-        raise GeomError(
-            f"{name}: predictor {_enum_name(page.predictor)} is not available "
-            "(pip install imagecodecs)"
-        )
+    seen: set[tuple[int, int]] = set()
+    for page in pages:
+        if page is None:
+            continue
+        page = getattr(page, "keyframe", None) or page  # a TiffFrame decodes with its keyframe's codec
+        compression, predictor = getattr(page, "compression", 1), getattr(page, "predictor", 1)
+        if (compression, predictor) in seen:
+            continue
+        seen.add((compression, predictor))
+        if not _codec_works(int(compression), encode=False):
+            raise GeomError(_unavailable(name, compression))
+        if predictor not in tifffile.TIFF.PREDICTORS:
+            raise GeomError(
+                f"{name}: predictor {_enum_name(predictor)} is not available "
+                "(pip install imagecodecs)"
+            )
+
+
+def _unavailable(name: str, compression: Any) -> str:
+    return f"{name}: compression {_enum_name(compression)} is not available (pip install imagecodecs)"
+
+
+# The byte-stream codecs a few bytes can try. tifffile lists these even when they cannot load:
+# without imagecodecs it falls back to the standard library, and ZSTD's fallback
+# (compression.zstd) exists only from Python 3.14; lzma and zlib can be missing from a build.
+_TRIED = frozenset({5, 8, 32946, 50013, 32773, 34925, 34926, 50000})
+
+
+@functools.cache
+def _codec_works(code: int, *, encode: bool) -> bool:
+    """Whether tifffile can encode (or decode) TIFF compression ``code``: listed, and loading."""
+    import tifffile
+
+    listed = tifffile.TIFF.COMPRESSORS if encode else tifffile.TIFF.DECOMPRESSORS
+    if code not in listed:
+        return False
+    if code not in _TRIED or (not encode and code not in tifffile.TIFF.COMPRESSORS):
+        # no encoder to make a sample with (PackBits decodes in pure Python): listed is enough,
+        # and an ImportError while decoding is still caught where tifffile is called
+        return True
+    try:
+        sample = tifffile.TIFF.COMPRESSORS[code](b"geomcli")
+        if not encode:
+            tifffile.TIFF.DECOMPRESSORS[code](sample)
+    except ImportError:
+        return False
+    return True
 
 
 def _enum_name(value: Any) -> str:
@@ -386,6 +432,7 @@ def write(
     f: IO[bytes],
     metadata: Metadata | None = None,
     options: WriteOptions | None = None,
+    name: str = "<output>",
 ) -> list[str]:
     """Write ``data`` with axes (ImageJ, OME or tifffile's shaped JSON), resolution, ICC profile
     and compression from ``metadata`` fitted to its shape; what could not be kept, as warnings."""
@@ -416,7 +463,7 @@ def write(
         write_args["metadata"].update(metadata.imagej)
     elif kind == "ome":
         write_args["ome"] = True
-    compression, said = _compression(data, metadata, options or WriteOptions())
+    compression, said = _compression(data, metadata, options or WriteOptions(), name)
     warnings.extend(said)
     if compression is not None:
         write_args["compression"] = compression
@@ -426,7 +473,13 @@ def write(
         resolution = _resolution(metadata, kind)
         write_args["metadata"].update(resolution.pop("metadata", {}))
         write_args.update(resolution)
-    tifffile.imwrite(f, data, **write_args)
+    try:
+        tifffile.imwrite(f, data, **write_args)
+    except ImportError as e:
+        # a codec tifffile lists but cannot load, that _codec_works did not try
+        if not raised_in(e, "tifffile"):
+            raise
+        raise GeomError(f"{name}: compression {str(compression).upper()} is not available (pip install imagecodecs)") from e
     return warnings
 
 
@@ -456,7 +509,9 @@ def _resolution(metadata: Metadata, kind: str | None) -> dict[str, Any]:
     return {"resolution": (x, y), "resolutionunit": names.get(unit or "", "NONE")}
 
 
-def _compression(data: np.ndarray, metadata: Metadata, options: WriteOptions) -> tuple[str | None, list[str]]:
+def _compression(
+    data: np.ndarray, metadata: Metadata, options: WriteOptions, name: str
+) -> tuple[str | None, list[str]]:
     """The compression to write with (--compression, else the input's), and any warnings."""
     import tifffile
 
@@ -466,9 +521,10 @@ def _compression(data: np.ndarray, metadata: Metadata, options: WriteOptions) ->
         return None, []
     assert wanted is not None
     warnings: list[str] = []
-    if tifffile.COMPRESSION[_ENUM_OF[wanted]] not in tifffile.TIFF.COMPRESSORS:
+    code = tifffile.COMPRESSION[_ENUM_OF[wanted]]
+    if not _codec_works(int(code), encode=True):
         if asked:
-            raise GeomError(f"TIFF compression {wanted} needs imagecodecs (pip install 'geomcli[codecs]')")
+            raise GeomError(_unavailable(name, code))
         return "zlib", [f"the TIFF compression {wanted} cannot be written without imagecodecs; wrote zlib"]
     if wanted == "jpeg":
         rgb_or_grey = data.ndim == 2 or data.shape[-1] in (1, 3)
