@@ -655,6 +655,8 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
                   if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
     if theta_text is not None and flags_used:
         raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
+    if size is not None:
+        _check_grid_size(size)
     output_format = _output_format(output, common)
     from geomcli import io, kernels, summary
 
@@ -665,7 +667,6 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
         theta, grid_size = _theta_and_size(size, like, theta_text, (rotate, scale, translate, shear), dtype, common)
         report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
         shape = kernels.affine_grid_output_shape(theta.shape, grid_size)
-        _check_size(shape, common)
         if io.maps_output(output, shape, theta.dtype, format=output_format):
             from geomcli import slabs
 
@@ -677,17 +678,30 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
             io.write_array(grid, output, format=output_format)
             report.value_range = summary.value_range(grid)
         report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
-        if not np_all_finite(theta):
+        if not _all_finite(theta):
             report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
     code = finish(report, common, data_on_stdout=output == "-")
     if code:
         raise SystemExit(code)
 
 
-def np_all_finite(array: np.ndarray) -> bool:
+def _check_grid_size(size: tuple[int, ...]) -> None:
+    """--size as a usage error (exit 2), before anything is read or allocated."""
+    found = "none" if not size else f"{len(size)} ({','.join(map(str, size))})"
+    if len(size) not in (4, 5):
+        raise click.BadParameter(f"give N,C,H,W or N,C,D,H,W: 4 or 5 values, found {found}",
+                                 param_hint="'--size'")
+    if min(size[:2]) < 0 or min(size[2:]) < 1:
+        raise click.BadParameter(f"N and C must not be negative and the spatial sizes must be at least 1, "
+                                 f"found {','.join(map(str, size))}", param_hint="'--size'")
+
+
+def _all_finite(theta: np.ndarray) -> bool:
+    """Whether theta holds no NaN or Inf; a broadcast theta (one matrix for every N) is checked once."""
     import numpy as np
 
-    return bool(np.isfinite(array.astype(np.float64)).all())
+    distinct = theta[:1] if theta.ndim and theta.strides[0] == 0 else theta
+    return bool(np.isfinite(distinct).all())
 
 
 def _is_theta_file(text: str | None) -> bool:
@@ -697,8 +711,9 @@ def _is_theta_file(text: str | None) -> bool:
 def _theta_and_size(size: tuple[int, ...] | None, like: str | None, theta_text: str | None,
                     flags: tuple[Any, ...], dtype: str | None, common: Common) -> tuple[np.ndarray, tuple[int, ...]]:
     """theta as (N, s, s+1) in the grid dtype, and the size it goes with."""
-    from geomcli import io, theta as thetas
+    from geomcli import io, kernels
     from geomcli import layout as layouts
+    from geomcli import theta as thetas
 
     if like is not None:
         header = io.read_header(like)
@@ -712,6 +727,7 @@ def _theta_and_size(size: tuple[int, ...] | None, like: str | None, theta_text: 
     spatial = len(spatial_sizes) - 1
     if spatial not in (2, 3):
         raise GeomError(f"--size: give N,C,H,W or N,C,D,H,W, found {len(spatial_sizes) + 1} values")
+    matrices: np.ndarray | None = None
     if _is_theta_file(theta_text):
         assert theta_text is not None
         loaded = io.read_array(theta_text, max_pixels=common.max_pixels, mmap=False)
@@ -719,20 +735,25 @@ def _theta_and_size(size: tuple[int, ...] | None, like: str | None, theta_text: 
             raise GeomError(f"{theta_text}: theta must hold floats, found {loaded.data.dtype}")
         matrices = thetas.as_batch(loaded.data, spatial, theta_text)
         dtype = dtype or str(matrices.dtype)
+        batch = matrices.shape[0]
     else:
         batch = size[0] if size is not None else 1
         if theta_text is not None:
             numbers = FloatList().convert(theta_text, None, click.get_current_context())
             if size is None:
                 batch = max(1, len(numbers) // (spatial * (spatial + 1)))
-            matrices = thetas.from_numbers(numbers, spatial, batch)
         elif spatial == 2:
-            matrices = thetas.from_numbers(thetas.from_transforms(*flags).ravel().tolist(), 2, batch)
+            numbers = tuple(thetas.from_transforms(*flags).ravel().tolist())
         else:
-            identity = [1.0 if row == col else 0.0 for row in range(3) for col in range(4)]
-            matrices = thetas.from_numbers(identity, 3, batch)
+            numbers = tuple(1.0 if row == col else 0.0 for row in range(3) for col in range(4))
+        thetas.check_count(numbers, spatial, batch)
+    grid_size = tuple(size) if size is not None else (batch, *spatial_sizes)
+    # the output's size is checked before theta is built: N matrices could be gigabytes themselves
+    _check_size(kernels.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size), common)
     grid_dtype = _grid_dtype(dtype or "float32")
-    grid_size = tuple(size) if size is not None else (matrices.shape[0], *spatial_sizes)
+    if matrices is None:
+        # one matrix broadcast to N stays one matrix in memory, in the grid dtype
+        return thetas.from_numbers(numbers, spatial, batch, dtype=grid_dtype), grid_size
     return matrices.astype(grid_dtype), grid_size
 
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from geomcli.errors import GeomError
 
@@ -21,13 +22,20 @@ def as_batch(theta: np.ndarray, spatial: int, source: str) -> np.ndarray:
     return theta
 
 
-def from_numbers(numbers: Sequence[float], spatial: int, batch: int) -> np.ndarray:
-    """Inline matrices, row by row: one matrix for every N, or one per N."""
+def check_count(numbers: Sequence[float], spatial: int, batch: int) -> None:
+    """Refuse inline numbers that are neither one matrix nor one per N."""
     per_matrix = spatial * (spatial + 1)
     if len(numbers) not in (per_matrix, per_matrix * batch):
-        raise GeomError(f"--theta: a {spatial}-D grid takes {per_matrix} numbers per matrix "
-                        f"(one matrix, or {batch} for N = {batch}), found {len(numbers)}")
-    matrices = np.array(numbers, dtype=np.float64).reshape(-1, spatial, spatial + 1)
+        each = f", or {per_matrix * batch} for one matrix per N = {batch}" if batch > 1 else ""
+        raise GeomError(f"--theta: a {spatial}-D grid takes {per_matrix} numbers per matrix: {per_matrix} "
+                        f"for one matrix{' shared by every N' if batch > 1 else ''}{each}; found {len(numbers)}")
+
+
+def from_numbers(numbers: Sequence[float], spatial: int, batch: int, *, dtype: DTypeLike = np.float64) -> np.ndarray:
+    """Inline matrices, row by row: one matrix for every N (a read-only broadcast view, one
+    matrix in memory), or one per N; in ``dtype``."""
+    check_count(numbers, spatial, batch)
+    matrices = np.array(numbers, dtype=np.float64).reshape(-1, spatial, spatial + 1).astype(dtype)
     return np.broadcast_to(matrices, (batch, spatial, spatial + 1))
 
 

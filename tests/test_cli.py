@@ -301,6 +301,54 @@ def test_affine_grid_usage_errors(tmp_path: Path, args: list[str], message: str)
     assert result.exit_code == 2 and message in result.stderr
 
 
+@pytest.mark.parametrize("size, message", [
+    ("-1,1,4,4", "N and C must not be negative and the spatial sizes must be at least 1, found -1,1,4,4"),
+    ("1,1,0,4", "N and C must not be negative and the spatial sizes must be at least 1, found 1,1,0,4"),
+    ("1,1", "give N,C,H,W or N,C,D,H,W: 4 or 5 values, found 2 (1,1)"),
+    ("", "give N,C,H,W or N,C,D,H,W: 4 or 5 values, found none"),
+])
+def test_affine_grid_bad_size_is_a_usage_error(tmp_path: Path, size: str, message: str) -> None:
+    result = run("affine-grid", "--size", size, "-o", tmp_path / "g.npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"Error: Invalid value for '--size': {message}\n" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("theta", [[], ["--theta", "1,0,0,0,1,0"]])
+def test_affine_grid_size_is_checked_before_theta_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          theta: list[str]) -> None:
+    from geomcli import theta as thetas
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("theta built before the size check")
+
+    monkeypatch.setattr(thetas, "from_numbers", never)
+    result = run("affine-grid", "--size", "10000000000,1,1,1", *theta, "-o", tmp_path / "g.npy")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == ("Error: the output (10000000000, 1, 1, 2): 20000000000 elements exceed the limit of "
+                             "2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS\n")
+
+
+def test_affine_grid_theta_for_every_n_stays_one_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli import kernels as kernel_module
+
+    seen: list[np.ndarray] = []
+    real = kernel_module.affine_grid
+
+    def spy(theta: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
+        seen.append(theta)
+        return real(theta, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernel_module, "affine_grid", spy)
+    out = tmp_path / "g.npy"
+    result = run("affine-grid", "--size", "1000,1,2,2", "--rotate", "90", "--dtype", "float16", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    (theta,) = seen
+    assert theta.shape == (1000, 2, 3) and theta.dtype == np.float16 and theta.strides[0] == 0
+    assert np.array_equal(np.load(out), real(np.broadcast_to(np.float16([[0, -1, 0], [1, 0, 0]]), (1000, 2, 3)),
+                                             [1000, 1, 2, 2]))
+
+
 def test_affine_grid_batch_mismatch(tmp_path: Path) -> None:
     result = run("affine-grid", "--size", "2,1,4,4", "--theta", "1,0,0,0,1,0,1,0,0,0,1,0,1,0,0,0,1,0",
                  "-o", tmp_path / "g.npy")

@@ -33,8 +33,16 @@ def test_numbers_one_matrix_for_every_n_or_one_each() -> None:
     each = from_numbers(list(range(12)), 2, 2)
     assert each[1].tolist() == [[6, 7, 8], [9, 10, 11]]
     assert from_numbers(list(range(12)), 3, 1).shape == (1, 3, 4)
-    with pytest.raises(GeomError, match=r"2-D grid takes 6 numbers per matrix .* found 7"):
+    with pytest.raises(GeomError, match=r"^--theta: a 2-D grid takes 6 numbers per matrix: 6 for one matrix; found 7$"):
         from_numbers(list(range(7)), 2, 1)
+    with pytest.raises(GeomError, match=r"^--theta: a 3-D grid takes 12 numbers per matrix: 12 for one matrix shared "
+                                        r"by every N, or 36 for one matrix per N = 3; found 6$"):
+        from_numbers(list(range(6)), 3, 3)
+
+
+def test_numbers_in_the_grid_dtype_broadcast_not_copied() -> None:
+    shared = from_numbers([1, 2, 3, 4, 5, 6], 2, 10**9, dtype=np.float16)
+    assert shared.dtype == np.float16 and shared.strides[0] == 0 and not shared.flags.writeable
 
 
 def test_as_batch() -> None:
