@@ -316,6 +316,8 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
         mapped: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
+            if _compresses(output_format, fidelity, loaded.metadata):
+                return None  # a map holds raw bytes: a compressed output is encoded from RAM
             if not io.maps_output(output, shape, dtype, format=output_format):
                 return None
             try:
@@ -336,7 +338,7 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             from geomcli import slabs
 
             report.value_range = slabs.value_range(result)
-            # (uncompressed too: a map needs the bytes in place; that is no metadata lost)
+            # (the compression is not compared: a compressed output is never mapped, see allocate)
             kept = _output_metadata(command, parameters, loaded.metadata, fidelity)
             if dataclasses.replace(kept, compression=None) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
@@ -359,6 +361,14 @@ def _output_metadata(command: str, parameters: dict[str, Any], metadata: Any, fi
     if command == "depth-to-space":
         return metadata.scaled(parameters["blocksize"])
     return metadata
+
+
+def _compresses(output_format: str, fidelity: Fidelity, metadata: Any) -> bool:
+    """Whether the output is to be compressed: --compression, or else a TIFF's own compression
+    carried to a TIFF output. (--compression on another format is refused by io.write_array.)"""
+    if fidelity.compression is not None:
+        return fidelity.compression != "none"
+    return output_format == "tiff" and metadata.compression not in (None, "none")
 
 
 class _OutputError(GeomError):

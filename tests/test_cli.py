@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io as bytes_io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -149,6 +150,74 @@ def test_missing_input(tmp_path: Path) -> None:
     result = run("crop-pad", tmp_path / "nope.png", "-o", tmp_path / "out.png", "--shape", "4,4")
     assert result.exit_code in (1, 2)
     assert "nope.png" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def every_output_mapped(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every output of a byte or more is big (memory-mapped when it can be); the maps made are listed."""
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    made: list[str] = []
+    for name in ("_map_npy", "_map_tiff"):
+        original = getattr(_mapped, name)
+
+        def spy(tmp: str, *args: object, original: Callable[..., np.ndarray] = original) -> np.ndarray:
+            made.append(tmp)
+            return original(tmp, *args)
+
+        monkeypatch.setattr(_mapped, name, spy)
+    return made
+
+
+def tiff_compression(path: Path) -> str:
+    import tifffile
+
+    with tifffile.TiffFile(path) as tif:
+        return str(tif.pages[0].compression.name)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--compression", "zlib"], "ADOBE_DEFLATE"), (["--compression", "lzma"], "LZMA"), ([], "NONE"),
+])
+def test_a_big_output_is_compressed_as_asked(tmp_path: Path, every_output_mapped: list[str], args: list[str],
+                                             expected: str) -> None:
+    import tifffile
+
+    data = np.arange(2 * 8 * 10, dtype=np.uint16).reshape(2, 8, 10)
+    tifffile.imwrite(tmp_path / "in.tiff", data, photometric="minisblack")
+    out = tmp_path / "out.tiff"
+    result = run("crop-pad", tmp_path / "in.tiff", "-o", out, "--shape", "2,6,6", *args)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "" and "Warning" not in result.stderr
+    assert tiff_compression(out) == expected
+    assert len(every_output_mapped) == (0 if args else 1)  # compressed: encoded from RAM
+    assert np.array_equal(tifffile.imread(out), kernels.center_crop_pad(data, [2, 6, 6]))
+
+
+def test_a_big_output_keeps_the_input_tiffs_compression(tmp_path: Path, every_output_mapped: list[str]) -> None:
+    import tifffile
+
+    data = np.arange(3 * 8 * 10, dtype=np.uint8).reshape(3, 8, 10)
+    tifffile.imwrite(tmp_path / "in.tiff", data, photometric="minisblack", compression="zlib")
+    result = run("space-to-depth", tmp_path / "in.tiff", "-o", tmp_path / "out.tiff", "--blocksize", "2",
+                 "--layout", "CHW")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "" and "Warning" not in result.stderr
+    assert tiff_compression(tmp_path / "out.tiff") == "ADOBE_DEFLATE" and every_output_mapped == []
+    none = run("space-to-depth", tmp_path / "in.tiff", "-o", tmp_path / "raw.tiff", "--blocksize", "2",
+               "--layout", "CHW", "--compression", "none")
+    assert none.exit_code == 0, none.stderr
+    assert tiff_compression(tmp_path / "raw.tiff") == "NONE" and len(every_output_mapped) == 1
+    assert np.array_equal(tifffile.imread(tmp_path / "raw.tiff"), tifffile.imread(tmp_path / "out.tiff"))
+
+
+def test_a_big_npy_output_refuses_compression(tensor: Path, tmp_path: Path, every_output_mapped: list[str]) -> None:
+    out = tmp_path / "out.npy"
+    result = run("crop-pad", tensor, "-o", out, "--shape", "1,1,4,4", "--compression", "zlib")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == f"Error: {out}: --compression is for TIFF output, not NPY\n"
+    assert list(tmp_path.iterdir()) == [tensor] and every_output_mapped == []
 
 
 # --- space-to-depth / depth-to-space ----------------------------------------------------
