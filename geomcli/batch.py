@@ -131,7 +131,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
             raise click.UsageError(f"{output} would replace the input {inputs[key]} during the run; "
                                    "choose another --out-dir or --name")
         writers[key] = source.path
-        jobs.append(Job(index, source.path, output, _format(output, common)))
+        jobs.append(Job(index, source.path, output, _format(output, common, options.name)))
     _check_inside(jobs, options.out_dir)
     return jobs
 
@@ -247,11 +247,15 @@ def render(template: str, source: Source, index: int) -> list[str]:
     return parts
 
 
-def _format(output: str, common: Common) -> str:
-    from geomcli import io
-
+def _format(output: str, common: Common, template: str) -> str:
     try:
-        return io.format_for_path(output, common.format)
+        return cli.output_format(output, common.format)
+    except cli.FormatConflictError as error:
+        base = template.removesuffix("{suffix}")
+        root, extension = os.path.splitext(base)
+        base = root if extension and "}" not in extension else base
+        raise click.BadParameter(f"{error}, named by {template!r}; give --name '{base}.{common.format}' or drop "
+                                 "--format", param_hint="'--name'") from error
     except GeomError as error:
         raise click.BadParameter(str(error), param_hint="'--name'") from error
 

@@ -103,7 +103,8 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--layout", type=click.Choice(LAYOUT_NAMES), default=None,
                   help="Axes of a tensor input. Images are HWC (HW for one channel); rank 4 defaults to NCHW.")
     @click.option("--format", "format_", type=click.Choice(FORMAT_NAMES, case_sensitive=False), default=None,
-                  help="Output format; by default the output's extension decides (npy for -o -).")
+                  help="Output format for -o - (default npy) or a name without a known extension; "
+                       "a known extension decides, and --format must agree with it.")
     @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (errors are still shown).")
     @click.option("--json", "as_json", is_flag=True,
                   help="One JSON object per file on stdout (on stderr when stdout carries the data).")
@@ -247,15 +248,35 @@ def run_files(command: str, inputs: tuple[str, ...], output: str | None, batch: 
 
 
 def _output_format(output: str, common: Common) -> str:
-    """The output's format, or a usage error (exit 2) for an unknown extension."""
-    from geomcli import io
-
-    if output == "-":
-        return common.format or "npy"
+    """The output's format, or a usage error (exit 2) for an unknown extension or one --format contradicts."""
     try:
-        return io.format_for_path(output, common.format)
+        return output_format(output, common.format)
+    except FormatConflictError as error:
+        raise click.BadParameter(f"{error}; drop --format or change the extension",
+                                 param_hint="'-o' / '--output'") from error
     except GeomError as error:
         raise click.BadParameter(str(error), param_hint="'-o' / '--output'") from error
+
+
+class FormatConflictError(GeomError):
+    """--format names another format than the output's extension."""
+
+
+def output_format(path: str, given: str | None) -> str:
+    """The format of the output ``path``: its extension's, or ``given`` (--format) for ``-``, a name
+    without an extension or one geomcli does not know; a GeomError when the two disagree."""
+    from geomcli import io
+
+    fmt = io.format_for_path(path, given)
+    if given is None or path == "-" or not os.path.splitext(path)[1]:
+        return fmt
+    try:
+        named = io.format_for_path(path)
+    except GeomError:
+        return fmt  # an extension of no format: --format decides
+    if named != fmt:
+        raise FormatConflictError(f"--format {fmt} contradicts the extension of {path} ({named})")
+    return fmt
 
 
 def _describe(error: GeomError | OSError) -> str:

@@ -158,6 +158,24 @@ def test_template_fields_and_format_from_the_extension(shots: Path, tmp_path: Pa
     assert np.load(out / "001_b.png.npy").shape == (4, 4)
 
 
+@pytest.mark.parametrize("name, suggested", [(None, "{stem}.npy"), ("{index}_{stem}.png", "{index}_{stem}.npy")])
+def test_format_contradicting_the_template_extension_is_a_usage_error(shots: Path, tmp_path: Path,
+                                                                      name: str | None, suggested: str) -> None:
+    out = tmp_path / "out"
+    result = run("crop-pad", shots / "a.png", "--out-dir", out, *(["--name", name] if name else []),
+                 "--shape", "4,4", "--format", "npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    first = out / ("a.png" if name is None else "0_a.png")
+    assert result.stderr.endswith(
+        f"Error: Invalid value for '--name': --format npy contradicts the extension of {first} (png), named by "
+        f"'{name or '{stem}{suffix}'}'; give --name '{suggested}' or drop --format\n")
+    assert not out.exists()
+    agreeing = run("crop-pad", shots / "a.png", "--out-dir", out, "--name", suggested, "--shape", "4,4",
+                   "--format", "npy", "-q")
+    assert (agreeing.exit_code, agreeing.stdout, agreeing.stderr) == (0, "", "")
+    assert np.load(out / ("a.npy" if name is None else "0_a.npy")).shape == (4, 4, 3)
+
+
 def test_a_template_without_parent_still_mirrors(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run("crop-pad", shots / "day", "-r", "--out-dir", out, "--name", "s_{stem}.png",

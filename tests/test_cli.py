@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from PIL import Image
 
-from geomcli import kernels
+from geomcli import io, kernels
 from geomcli.cli import cli
 
 
@@ -125,6 +125,26 @@ def test_unknown_output_extension_is_a_usage_error(tensor: Path, tmp_path: Path)
     result = run("crop-pad", tensor, "-o", tmp_path / "out.xyz", "--shape", "1,1,1,1")
     assert result.exit_code == 2 and "out.xyz" in result.stderr
     assert not (tmp_path / "out.xyz").exists()
+
+
+@pytest.mark.parametrize("name, fmt", [("out.png", "npy"), ("out.tif", "png"), ("out.NPY", "tiff")])
+def test_format_contradicting_the_extension_is_a_usage_error(tensor: Path, tmp_path: Path, name: str,
+                                                             fmt: str) -> None:
+    out = tmp_path / name
+    result = run("crop-pad", tensor, "-o", out, "--shape", "1,1,2,2", "--format", fmt)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.endswith(f"Error: Invalid value for '-o' / '--output': --format {fmt} contradicts the "
+                                  f"extension of {out} ({io.format_for_path(name)}); drop --format or change the "
+                                  "extension\n")
+    assert list(tmp_path.iterdir()) == [tensor]
+
+
+@pytest.mark.parametrize("name, fmt", [("out", "npy"), ("out.bin", "npy"), ("out.jpg", "jpeg"), ("o.tif", "tiff")])
+def test_format_for_a_name_without_a_known_extension_or_agreeing(photo: Path, tmp_path: Path, name: str,
+                                                                 fmt: str) -> None:
+    result = run("crop-pad", photo, "-o", tmp_path / name, "--shape", "2,2", "--format", fmt, "-q")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert io.read_array(str(tmp_path / name), format=fmt).data.shape == (2, 2, 3)
 
 
 def test_huge_shape_is_refused_before_allocating(photo: Path, tmp_path: Path) -> None:
