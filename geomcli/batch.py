@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from geomcli import cli
+from geomcli import transform as transforms
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
@@ -40,13 +40,15 @@ if TYPE_CHECKING:
     from rich.progress import Task as ProgressTask
 
     from geomcli.cli import BatchOptions, Common
-    from geomcli.io import Header, Loaded
+    from geomcli.io import Header
     from geomcli.summary import Report
 
 FIELDS = ("stem", "suffix", "name", "parent", "index")
 # Without -j, inputs smaller than this in total are done in this process: no worker start-up.
 SMALL_BATCH = 8 * 2**20
 _GLOB_MAGIC = re.compile(r"[*?[]")
+# a worker stopped by SIGTERM exits as the command line would (cli.EXIT_TERMINATED)
+EXIT_TERMINATED = 143
 
 
 @dataclass(frozen=True)
@@ -249,8 +251,8 @@ def render(template: str, source: Source, index: int) -> list[str]:
 
 def _format(output: str, common: Common, template: str) -> str:
     try:
-        return cli.output_format(output, common.format)
-    except cli.FormatConflictError as error:
+        return transforms.output_format(output, common.format)
+    except transforms.FormatConflictError as error:
         base = template.removesuffix("{suffix}")
         root, extension = os.path.splitext(base)
         base = root if extension and "}" not in extension else base
@@ -308,11 +310,11 @@ def _report(task: Task, job: Job, **fields: Any) -> Report:
 def transform(task: Task, job: Job) -> Report:
     """One file: its output folder, then read, transform, write (in a worker or in-process)."""
     report = _report(task, job)
-    with cli.reporting(report, task.common):
+    with transforms.reporting(report, task.common):
         os.makedirs(os.path.dirname(job.output), exist_ok=True)
     if report.status != "ok":
         return report
-    return cli.transform_file(task.command, job.input, job.output, job.format, task.common, task.parameters,
+    return transforms.transform_file(task.command, job.input, job.output, job.format, task.common, task.parameters,
                               task.operate)
 
 
@@ -487,7 +489,7 @@ def _terminated(signum: int, frame: Any) -> None:
     """
     if _current_job is not None:
         _remove_leftovers([_current_job])
-    os._exit(cli.EXIT_TERMINATED)
+    os._exit(EXIT_TERMINATED)
 
 
 def _remove_leftovers(jobs: Sequence[Job]) -> None:
@@ -585,7 +587,7 @@ class _Outcomes:
             line = f"{self.task.command}: {ok} ok, {failed} failed, {skipped} skipped"
             line += f", {not_run} not run (--fail-fast)" if not_run else ""
             click.echo(f"{line} in {seconds:.1f} s", err=True)
-        return cli.EXIT_FAILED if failed else 0
+        return transforms.EXIT_FAILED if failed else 0
 
 
 def _progress_bar() -> Progress:
@@ -616,7 +618,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     for job in jobs:
         report = _report(task, job)
         reason = _skip_reason(job, options)
-        with cli.reporting(report, task.common):
+        with transforms.reporting(report, task.common):
             fidelity = task.common.fidelity
             header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                     page=fidelity.page)
@@ -646,4 +648,4 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     elif not task.common.quiet:
         click.echo(f"{task.command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
                    f"{counts['skipped']} skipped", err=True)
-    return cli.EXIT_FAILED if counts["error"] else 0
+    return transforms.EXIT_FAILED if counts["error"] else 0

@@ -11,11 +11,9 @@ import functools
 import os
 import signal
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,13 +22,12 @@ from geomcli.errors import GeomError
 if TYPE_CHECKING:
     import numpy as np
 
-    from geomcli.io import Header, Loaded
-    from geomcli.summary import Report
+    from geomcli.io import Header
 
 FORMAT_NAMES = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
 LAYOUT_NAMES = ("NCHW", "NHWC", "CHW", "HWC", "HW")
 DEFAULT_MAX_PIXELS = 2**31
-EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 1, 130, 143, 141
+EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 130, 143, 141
 
 
 class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
@@ -249,186 +246,27 @@ def run_files(command: str, inputs: tuple[str, ...], output: str | None, batch: 
 
 def _output_format(output: str, common: Common) -> str:
     """The output's format, or a usage error (exit 2) for an unknown extension or one --format contradicts."""
+    from geomcli import transform
+
     try:
-        return output_format(output, common.format)
-    except FormatConflictError as error:
+        return transform.output_format(output, common.format)
+    except transform.FormatConflictError as error:
         raise click.BadParameter(f"{error}; drop --format or change the extension",
                                  param_hint="'-o' / '--output'") from error
     except GeomError as error:
         raise click.BadParameter(str(error), param_hint="'-o' / '--output'") from error
 
 
-class FormatConflictError(GeomError):
-    """--format names another format than the output's extension."""
-
-
-def output_format(path: str, given: str | None) -> str:
-    """The format of the output ``path``: its extension's, or ``given`` (--format) for ``-``, a name
-    without an extension or one geomcli does not know; a GeomError when the two disagree."""
-    from geomcli import io
-
-    fmt = io.format_for_path(path, given)
-    if given is None or path == "-" or not os.path.splitext(path)[1]:
-        return fmt
-    try:
-        named = io.format_for_path(path)
-    except GeomError:
-        return fmt  # an extension of no format: --format decides
-    if named != fmt:
-        raise FormatConflictError(f"--format {fmt} contradicts the extension of {path} ({named})")
-    return fmt
-
-
-def _describe(error: GeomError | OSError) -> str:
-    """``<path>: <reason>``: our messages name their file; an OSError names it apart."""
-    if isinstance(error, OSError) and error.filename is not None:
-        return f"{error.filename}: {error.strerror or error}"
-    return str(error)
-
-
-def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
-    """Show one file's outcome; the exit code it asks for."""
-    from geomcli import summary
-
-    if report.status != "ok":
-        click.echo(f"Error: {report.error}", err=True)
-    elif not common.quiet and not common.json:
-        for warning in report.warnings:
-            click.echo(f"Warning: {report.output}: {warning}", err=True)
-        summary.show(report)
-    if common.json:
-        click.echo(report.to_json(), err=data_on_stdout)
-    return 0 if report.status == "ok" else EXIT_FAILED
-
-
-@contextmanager
-def reporting(report: Report, common: Common) -> Iterator[Report]:
-    """Time the work on one file and record a failure in its report instead of raising."""
-    started = time.perf_counter()
-    try:
-        yield report
-    except BrokenPipeError:
-        raise  # the reader of stdout has gone: not this file's failure (see _Group)
-    except (GeomError, OSError) as error:
-        if common.debug:
-            raise
-        report.status, report.error = "error", _describe(error)
-    finally:
-        report.seconds = time.perf_counter() - started
-
-
-def transform_file(command: str, input_path: str, output: str, output_format: str, common: Common,
-                   parameters: dict[str, Any], operate: Callable[..., np.ndarray]) -> Report:
-    """Read, transform and write one file; its report, with any failure in it.
-
-    ``operate(loaded, common=..., allocate=...)`` makes the result; for a big output, ``allocate(shape,
-    dtype)`` gives it a memory-mapped destination to write slab by slab (else None: in RAM).
-    """
-    from geomcli import io, summary
-
-    report = summary.Report(command, input_path, output, parameters=parameters)
-    with reporting(report, common), ExitStack() as outputs:
-        fidelity = common.fidelity
-        loaded = io.read_array(input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient,
-                               frames=fidelity.frames, series=fidelity.series, page=fidelity.page,
-                               mmap=_maps_input(input_path))
-        report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
-        report.notes.extend(loaded.notes)
-        mapped: list[np.ndarray] = []
-
-        def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
-            if _compresses(output_format, fidelity, loaded.metadata):
-                return None  # a map holds raw bytes: a compressed output is encoded from RAM
-            if not io.maps_output(output, shape, dtype, format=output_format):
-                return None
-            try:
-                mapped.append(outputs.enter_context(io.open_output(output, shape, dtype, format=output_format)))
-            except GeomError as error:
-                raise _OutputError(str(error)) from error  # it names the output already
-            return mapped[-1]
-
-        try:
-            result = operate(loaded, common=common, allocate=allocate)
-        except _OutputError:
-            raise
-        except GeomError as error:
-            raise GeomError(f"{io.display_name(input_path)}: {error}") from error
-        report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
-        if mapped:
-            # renamed into place as the ExitStack closes
-            from geomcli import slabs
-
-            report.value_range = slabs.value_range(result)
-            # (the compression is not compared: a compressed output is never mapped, see allocate)
-            kept = _output_metadata(command, parameters, loaded.metadata, fidelity)
-            if dataclasses.replace(kept, compression=None) != io.Metadata():
-                report.warnings.append("a big output is written through a memory map, without metadata")
-        else:
-            options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression)
-            report.warnings.extend(io.write_array(
-                result, output, format=output_format, options=options,
-                metadata=_output_metadata(command, parameters, loaded.metadata, fidelity)))
-            report.value_range = summary.value_range(result)
-    return report
-
-
-def _output_metadata(command: str, parameters: dict[str, Any], metadata: Any, fidelity: Fidelity) -> Any:
-    """The input's metadata as the output's: nothing but the compression with --strip; for
-    space-to-depth, b times fewer pixels per unit (depth-to-space: b times more)."""
-    if fidelity.strip:
-        return metadata.kept()
-    if command == "space-to-depth":
-        return metadata.scaled(1 / parameters["blocksize"])
-    if command == "depth-to-space":
-        return metadata.scaled(parameters["blocksize"])
-    return metadata
-
-
-def _compresses(output_format: str, fidelity: Fidelity, metadata: Any) -> bool:
-    """Whether the output is to be compressed: --compression, or else a TIFF's own compression
-    carried to a TIFF output. (--compression on another format is refused by io.write_array.)"""
-    if fidelity.compression is not None:
-        return fidelity.compression != "none"
-    return output_format == "tiff" and metadata.compression not in (None, "none")
-
-
-class _OutputError(GeomError):
-    """A failure to open the output, raised from inside an operation: its message names the output."""
-
-
-# Inputs smaller than this are read into memory, not mapped: a small file truncated by another
-# process while it is being transformed then costs nothing, where a mapped one would raise SIGBUS.
-MAP_INPUT_BYTES = 64 << 20
-
-
-def _maps_input(path: str) -> bool:
-    """Whether to let io map ``path`` (a big uncompressed .npy/.tiff), not read it into memory."""
-    try:
-        return path != "-" and os.stat(path).st_size >= MAP_INPUT_BYTES
-    except OSError:
-        return False  # the read says why
-
-
 def run_transform(command: str, input_path: str, output: str, common: Common, parameters: dict[str, Any],
                   operate: Callable[..., np.ndarray]) -> None:
     """One file from the command line: exit 2 for a bad output name, 1 if the file failed."""
+    from geomcli import transform
+
     output_format = _output_format(output, common)
-    report = transform_file(command, input_path, output, output_format, common, parameters, operate)
-    code = finish(report, common, data_on_stdout=output == "-")
+    report = transform.transform_file(command, input_path, output, output_format, common, parameters, operate)
+    code = transform.finish(report, common, data_on_stdout=output == "-")
     if code:
         raise SystemExit(code)
-
-
-class Allocate(Protocol):
-    """Where a big result goes: a memory-mapped output of this shape and dtype, or None (in RAM)."""
-
-    def __call__(self, shape: tuple[int, ...], dtype: np.dtype, /) -> np.ndarray | None: ...
-
-
-def _check_size(shape: tuple[int, ...], common: Common) -> None:
-    from geomcli import io
-
-    io.check_size(shape, common.max_pixels, f"the output {shape}")
 
 
 class _Group(click.Group):
@@ -505,52 +343,12 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
 
     Example: geomcli crop-pad samples/photo.png samples/rgba.png --out-dir squares --shape 40,40
     """
+    from geomcli import transform
+
     parameters = {"shape": list(target), "axes": None if axes is None else list(axes), "fill": fill}
     run_files("crop-pad", inputs, output, batch, common, parameters,
-              functools.partial(_crop_pad, target=target, axes=axes, fill=fill),
-              functools.partial(_crop_pad_shape, target=target, axes=axes))
-
-
-def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
-                   layout: str | None) -> tuple[int, ...] | None:
-    """--axes, or H,W when a two-value --shape meets an image with channels or a tensor whose
-    layout the file names (a TIFF's ImageJ/OME axes, stacked frames)."""
-    if axes is None and layout is not None and len(layout) == len(shape) and len(target) == 2 < len(shape):
-        return (layout.index("H"), layout.index("W"))
-    return axes
-
-
-def _crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str,
-              common: Common, allocate: Allocate | None = None) -> np.ndarray:
-    from geomcli import kernels
-
-    chosen = _crop_pad_axes(target, axes, loaded.data.shape, loaded.layout)
-    shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen)
-    _check_size(shape, common)
-    out = None if allocate is None else allocate(shape, loaded.data.dtype)
-    if out is None:
-        return kernels.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill), threads=common.threads)
-    from geomcli import slabs
-
-    slabs.center_crop_pad(loaded.data, target, chosen, fill=_parse_fill(fill), threads=common.threads, out=out)
-    return out
-
-
-def _crop_pad_shape(header: Header, source: str, *, target: tuple[int, ...], axes: tuple[int, ...] | None) -> tuple[int, ...]:
-    from geomcli import kernels
-
-    return kernels.center_crop_pad_output_shape(header.shape, target,
-                                                _crop_pad_axes(target, axes, header.shape, header.layout))
-
-
-def _parse_fill(text: str) -> int | float | str:
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
+              functools.partial(transform.crop_pad, target=target, axes=axes, fill=fill),
+              functools.partial(transform.crop_pad_shape, target=target, axes=axes))
 
 
 def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -565,49 +363,11 @@ def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def run_blocks(command: str, kernel_name: str, inputs: tuple[str, ...], output: str | None, batch: BatchOptions,
                blocksize: int, mode: str, common: Common) -> None:
+    from geomcli import transform
+
     run_files(command, inputs, output, batch, common, {"blocksize": blocksize, "mode": mode},
-              functools.partial(_blocks, kernel_name=kernel_name, blocksize=blocksize, mode=mode),
-              functools.partial(_blocks_shape, kernel_name=kernel_name, blocksize=blocksize, common=common))
-
-
-def _blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, common: Common,
-            allocate: Allocate | None = None) -> np.ndarray:
-    """Run a rank-4 kernel on a file in any layout; the result in that layout."""
-    from geomcli import kernels
-    from geomcli import layout as layouts
-
-    chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout, loaded.source)
-    data = layouts.to_nchw(loaded.data, chosen)
-    shape = getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize)
-    _check_size(shape, common)
-    # the output's layout: HW grows to HWC when channels appear (as layouts.from_nchw)
-    out_layout = "HWC" if chosen == "HW" and shape[1] != 1 else chosen
-    out = None if allocate is None else allocate(_nchw_shape_in(shape, out_layout), data.dtype)
-    if out is None:
-        result = getattr(kernels, kernel_name)(data, blocksize, mode, threads=common.threads)
-        return layouts.from_nchw(result, chosen)
-    from geomcli import slabs
-
-    getattr(slabs, kernel_name)(data, blocksize, mode, threads=common.threads, out=layouts.to_nchw(out, out_layout))
-    return out
-
-
-def _nchw_shape_in(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
-    """An (N, C, H, W) shape as the axes of ``layout`` (the missing ones have length 1)."""
-    return tuple(shape["NCHW".index(axis)] for axis in layout)
-
-
-def _blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: int, common: Common) -> tuple[int, ...]:
-    """The output shape from a header: the layout moves of _blocks on zero-byte stand-ins."""
-    import numpy as np
-
-    from geomcli import kernels
-    from geomcli import layout as layouts
-
-    chosen = layouts.resolve_layout(header.shape, common.layout, header.layout, source)
-    nchw = layouts.to_nchw(np.broadcast_to(np.zeros((), np.uint8), header.shape), chosen).shape
-    shape = getattr(kernels, f"{kernel_name}_output_shape")(nchw, blocksize)
-    return tuple(layouts.from_nchw(np.broadcast_to(np.zeros((), np.uint8), shape), chosen).shape)
+              functools.partial(transform.blocks, kernel_name=kernel_name, blocksize=blocksize, mode=mode),
+              functools.partial(transform.blocks_shape, kernel_name=kernel_name, blocksize=blocksize, common=common))
 
 
 @cli.command("space-to-depth", short_help="Blocks of space into channels (ONNX SpaceToDepth).")
@@ -644,9 +404,6 @@ def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
     run_blocks("depth-to-space", "depth_to_space", inputs, output, batch, blocksize, mode, common)
 
 
-GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")
-
-
 @cli.command("affine-grid", short_help="Sampling grids from affine matrices (ONNX AffineGrid).")
 @output_option
 @click.option("--size", type=IntList(), default=None,
@@ -664,7 +421,7 @@ GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")
 @click.option("--shear", type=FloatList((2,)), default="0,0", show_default=True, metavar="SX,SY",
               help="Shear factors of x by y and of y by x (2-D).")
 @click.option("--align-corners", is_flag=True, help="-1 and 1 are the centres of the corner pixels, not their edges.")
-@click.option("--dtype", type=click.Choice(GRID_DTYPES), default=None,
+@click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
               help="Grid dtype.  [default: a theta file's float dtype, else float32]")
 @common_options
 def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, theta_text: str | None,
@@ -689,29 +446,18 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
     if size is not None:
         _check_grid_size(size)
     output_format = _output_format(output, common)
-    from geomcli import io, kernels, summary
+    from geomcli import summary, transform
+    from geomcli import theta as thetas
 
-    parameters = {"align_corners": align_corners, "theta": theta_text or "flags"}
-    report = summary.Report("affine-grid", theta_text if _is_theta_file(theta_text) else None, output,
-                            parameters=parameters)
-    with reporting(report, common):
-        theta, grid_size = _theta_and_size(size, like, theta_text, (rotate, scale, translate, shear), dtype, common)
-        report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
-        shape = kernels.affine_grid_output_shape(theta.shape, grid_size)
-        if io.maps_output(output, shape, theta.dtype, format=output_format):
-            from geomcli import slabs
-
-            with io.open_output(output, shape, theta.dtype, format=output_format) as grid:
-                slabs.affine_grid(theta, grid_size, align_corners, threads=common.threads, out=grid)
-                report.value_range = slabs.value_range(grid)
-        else:
-            grid = kernels.affine_grid(theta, grid_size, align_corners, threads=common.threads)
-            io.write_array(grid, output, format=output_format)
-            report.value_range = summary.value_range(grid)
-        report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
-        if not _all_finite(theta):
-            report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
-    code = finish(report, common, data_on_stdout=output == "-")
+    theta_file = theta_text if thetas.is_file(theta_text) else None
+    numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, None, ctx)
+    report = summary.Report("affine-grid", theta_file, output,
+                            parameters={"align_corners": align_corners, "theta": theta_text or "flags"})
+    with transform.reporting(report, common):
+        theta, grid_size = thetas.resolve(size, like, theta_file, numbers, (rotate, scale, translate, shear), dtype,
+                                          common.layout, common.max_pixels)
+        transform.affine_grid(report, theta, grid_size, align_corners, output, output_format, common)
+    code = transform.finish(report, common, data_on_stdout=output == "-")
     if code:
         raise SystemExit(code)
 
@@ -725,78 +471,6 @@ def _check_grid_size(size: tuple[int, ...]) -> None:
     if min(size[:2]) < 0 or min(size[2:]) < 1:
         raise click.BadParameter(f"N and C must not be negative and the spatial sizes must be at least 1, "
                                  f"found {','.join(map(str, size))}", param_hint="'--size'")
-
-
-def _all_finite(theta: np.ndarray) -> bool:
-    """Whether theta holds no NaN or Inf; a broadcast theta (one matrix for every N) is checked once."""
-    import numpy as np
-
-    distinct = theta[:1] if theta.ndim and theta.strides[0] == 0 else theta
-    return bool(np.isfinite(distinct).all())
-
-
-def _is_theta_file(text: str | None) -> bool:
-    return text is not None and (os.path.splitext(text)[1].lower() in (".npy", ".tif", ".tiff") or os.path.exists(text))
-
-
-def _theta_and_size(size: tuple[int, ...] | None, like: str | None, theta_text: str | None,
-                    flags: tuple[Any, ...], dtype: str | None, common: Common) -> tuple[np.ndarray, tuple[int, ...]]:
-    """theta as (N, s, s+1) in the grid dtype, and the size it goes with."""
-    from geomcli import io, kernels
-    from geomcli import layout as layouts
-    from geomcli import theta as thetas
-
-    if like is not None:
-        header = io.read_header(like)
-        layout = layouts.resolve_layout(header.shape, common.layout, header.layout, like) \
-            if len(header.shape) != 5 else "NCDHW"
-        shape = dict(zip(layout, header.shape, strict=True))
-        spatial_sizes = [shape.get("C", 1)] + [shape[axis] for axis in "DHW" if axis in shape]
-    else:
-        assert size is not None
-        spatial_sizes = list(size[1:])
-    spatial = len(spatial_sizes) - 1
-    if spatial not in (2, 3):
-        raise GeomError(f"--size: give N,C,H,W or N,C,D,H,W, found {len(spatial_sizes) + 1} values")
-    matrices: np.ndarray | None = None
-    if _is_theta_file(theta_text):
-        assert theta_text is not None
-        loaded = io.read_array(theta_text, max_pixels=common.max_pixels, mmap=False)
-        if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
-            raise GeomError(f"{theta_text}: theta must hold floats, found {loaded.data.dtype}")
-        matrices = thetas.as_batch(loaded.data, spatial, theta_text)
-        dtype = dtype or str(matrices.dtype)
-        batch = matrices.shape[0]
-    else:
-        batch = size[0] if size is not None else 1
-        if theta_text is not None:
-            numbers = FloatList().convert(theta_text, None, click.get_current_context())
-            if size is None:
-                batch = max(1, len(numbers) // (spatial * (spatial + 1)))
-        elif spatial == 2:
-            numbers = tuple(thetas.from_transforms(*flags).ravel().tolist())
-        else:
-            numbers = tuple(1.0 if row == col else 0.0 for row in range(3) for col in range(4))
-        thetas.check_count(numbers, spatial, batch)
-    grid_size = tuple(size) if size is not None else (batch, *spatial_sizes)
-    # the output's size is checked before theta is built: N matrices could be gigabytes themselves
-    _check_size(kernels.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size), common)
-    grid_dtype = _grid_dtype(dtype or "float32")
-    if matrices is None:
-        # one matrix broadcast to N stays one matrix in memory, in the grid dtype
-        return thetas.from_numbers(numbers, spatial, batch, dtype=grid_dtype), grid_size
-    return matrices.astype(grid_dtype), grid_size
-
-
-def _grid_dtype(name: str) -> np.dtype:
-    import numpy as np
-
-    if name == "bfloat16":
-        import ml_dtypes
-
-        bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
-        return bfloat16
-    return np.dtype(name)
 
 
 def _info_line(record: dict[str, Any]) -> str:
@@ -823,7 +497,7 @@ def info(inputs: tuple[str, ...], as_json: bool, max_pixels: int) -> None:
     """
     import json
 
-    from geomcli import io, summary
+    from geomcli import io, summary, transform
 
     failed = 0
     for path in inputs:
@@ -839,14 +513,14 @@ def info(inputs: tuple[str, ...], as_json: bool, max_pixels: int) -> None:
             }
         except (GeomError, OSError) as error:
             failed += 1
-            record = {"input": path, "status": "error", "error": _describe(error)}
+            record = {"input": path, "status": "error", "error": transform.describe(error)}
             click.echo(f"Error: {record['error']}", err=True)
         if as_json:
             click.echo(json.dumps(record))
         elif record["status"] == "ok":
             click.echo(_info_line(record))
     if failed:
-        raise SystemExit(EXIT_FAILED)
+        raise SystemExit(transform.EXIT_FAILED)
 
 
 def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -58,3 +60,71 @@ def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), transl
     # Exact zeros and ones for the common angles, not 6e-17.
     exact: np.ndarray = np.round(matrix[:2], 15) + 0.0
     return exact
+
+
+GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def is_file(text: str | None) -> bool:
+    """Whether --theta names a file (.npy/.tiff, or any path that exists) rather than numbers."""
+    return text is not None and (os.path.splitext(text)[1].lower() in (".npy", ".tif", ".tiff")
+                                 or os.path.exists(text))
+
+
+def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | None,
+            numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None, layout: str | None,
+            max_pixels: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    """theta as (N, s, s+1) in the grid dtype, and the grid size it goes with.
+
+    The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (N from theta); theta
+    from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``. The grid's size is
+    checked against ``max_pixels`` before theta is built: N matrices could be gigabytes themselves.
+    """
+    from geomcli import io, kernels
+    from geomcli import layout as layouts
+
+    if like is not None:
+        header = io.read_header(like)
+        chosen = layouts.resolve_layout(header.shape, layout, header.layout, like) if len(header.shape) != 5 else "NCDHW"
+        lengths = dict(zip(chosen, header.shape, strict=True))
+        spatial_sizes = [lengths.get("C", 1)] + [lengths[axis] for axis in "DHW" if axis in lengths]
+    else:
+        assert size is not None
+        spatial_sizes = list(size[1:])
+    spatial = len(spatial_sizes) - 1
+    matrices: np.ndarray | None = None
+    if theta_file is not None:
+        loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
+        if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
+            raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
+        matrices = as_batch(loaded.data, spatial, theta_file)
+        dtype = dtype or str(matrices.dtype)
+        batch = matrices.shape[0]
+    else:
+        batch = size[0] if size is not None else 1
+        if numbers is not None:
+            if size is None:
+                batch = max(1, len(numbers) // (spatial * (spatial + 1)))
+        elif spatial == 2:
+            numbers = tuple(from_transforms(*flags).ravel().tolist())
+        else:
+            numbers = tuple(1.0 if row == col else 0.0 for row in range(3) for col in range(4))
+        check_count(numbers, spatial, batch)
+    grid_size = tuple(size) if size is not None else (batch, *spatial_sizes)
+    shape = kernels.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
+    io.check_size(shape, max_pixels, f"the output {shape}")
+    if matrices is None:
+        assert numbers is not None
+        # one matrix broadcast to N stays one matrix in memory, in the grid dtype
+        return from_numbers(numbers, spatial, batch, dtype=grid_dtype(dtype or "float32")), grid_size
+    return matrices.astype(grid_dtype(dtype or "float32")), grid_size
+
+
+def grid_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a --dtype name (bfloat16 from ml_dtypes)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
+    return np.dtype(name)

@@ -340,7 +340,7 @@ def test_fail_fast_stops_at_the_first_failure(mixed: Path, tmp_path: Path) -> No
 
 def test_an_interrupted_in_process_run_clears_a_writer_killed_in_mkstemp(
         shots: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from geomcli import cli as cli_module
+    from geomcli import transform as transform_module
 
     out = tmp_path / "out"
 
@@ -349,8 +349,8 @@ def test_an_interrupted_in_process_run_clears_a_writer_killed_in_mkstemp(
         (out / ".b.png.abcd_123.tmp").write_bytes(b"half")
         raise KeyboardInterrupt
 
-    real = cli_module.transform_file
-    monkeypatch.setattr(cli_module, "transform_file",
+    real = transform_module.transform_file
+    monkeypatch.setattr(transform_module, "transform_file",
                         lambda *args: killed() if args[1].endswith("b.png") else real(*args))
     result = run("crop-pad", f"{shots}/*.png", "--out-dir", out, "--shape", "4,4", "-j", "1")
     assert result.exit_code == 130

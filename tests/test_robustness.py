@@ -722,7 +722,7 @@ def test_a_stdin_that_ends_early(fmt: str, tmp_path: Path) -> None:
 
 def test_an_input_truncated_after_its_header_was_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process cuts the file between the header check and the data read: a clean error,
-    mapped or not (inputs under cli.MAP_INPUT_BYTES are read into memory, so later cuts are harmless)."""
+    mapped or not (inputs under transform.MAP_INPUT_BYTES are read into memory, so later cuts are harmless)."""
     from geomcli.io import _npy
 
     check = _npy._check
@@ -735,7 +735,7 @@ def test_an_input_truncated_after_its_header_was_checked(tmp_path: Path, monkeyp
     monkeypatch.setattr(_npy, "_check", check_then_cut)
     for map_all in (False, True):
         if map_all:
-            monkeypatch.setattr("geomcli.cli.MAP_INPUT_BYTES", 0)
+            monkeypatch.setattr("geomcli.transform.MAP_INPUT_BYTES", 0)
         np.save(path, np.ones((1, 3, 16, 20), np.float32))
         result = run("crop-pad", path, "-o", tmp_path / "o.npy", "--shape", "1,1,2,2")
         assert result.exit_code == 1

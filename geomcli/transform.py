@@ -1,0 +1,337 @@
+"""One file through an operator: read, convert the layout, run the kernel, write, report.
+
+The engine under the commands, for a one-file ``-o`` run (geomcli.cli) and for every file of a
+batch (geomcli.batch, in worker processes too). Failures a user can cause end up in the file's
+``Report`` (``finish`` shows it and gives the exit code); bugs keep their traceback.
+
+Each operation (``crop_pad``, ``blocks``) takes the ``Loaded`` file and returns the result in the
+file's layout; big results go slab by slab into a memory-mapped output that ``allocate`` gives.
+Each has a shape function (``crop_pad_shape``, ``blocks_shape``) that says from a header alone
+what the operation would make, or refuse, for ``--dry-run``.
+
+Only the standard library loads at import time; numpy and the backends load when a file is done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+import click
+
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from geomcli.cli import Common, Fidelity
+    from geomcli.io import Header, Loaded, Metadata
+    from geomcli.summary import Report
+
+EXIT_FAILED = 1
+
+
+class FormatConflictError(GeomError):
+    """--format names another format than the output's extension."""
+
+
+def output_format(path: str, given: str | None) -> str:
+    """The format of the output ``path``: its extension's, or ``given`` (--format) for ``-``, a name
+    without an extension or one geomcli does not know; a GeomError when the two disagree."""
+    from geomcli import io
+
+    fmt = io.format_for_path(path, given)
+    if given is None or path == "-" or not os.path.splitext(path)[1]:
+        return fmt
+    try:
+        named = io.format_for_path(path)
+    except GeomError:
+        return fmt  # an extension of no format: --format decides
+    if named != fmt:
+        raise FormatConflictError(f"--format {fmt} contradicts the extension of {path} ({named})")
+    return fmt
+
+
+def check_size(shape: tuple[int, ...], common: Common) -> None:
+    """Refuse an output of more elements than --max-pixels, before it is allocated."""
+    from geomcli import io
+
+    io.check_size(shape, common.max_pixels, f"the output {shape}")
+
+
+# ---- reporting ----------------------------------------------------------------------------
+
+
+def describe(error: GeomError | OSError) -> str:
+    """``<path>: <reason>``: our messages name their file; an OSError names it apart."""
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{error.filename}: {error.strerror or error}"
+    return str(error)
+
+
+@contextmanager
+def reporting(report: Report, common: Common) -> Iterator[Report]:
+    """Time the work on one file and record a failure in its report instead of raising."""
+    started = time.perf_counter()
+    try:
+        yield report
+    except BrokenPipeError:
+        raise  # the reader of stdout has gone: not this file's failure (see cli._Group)
+    except (GeomError, OSError) as error:
+        if common.debug:
+            raise
+        report.status, report.error = "error", describe(error)
+    finally:
+        report.seconds = time.perf_counter() - started
+
+
+def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
+    """Show one file's outcome; the exit code it asks for."""
+    from geomcli import summary
+
+    if report.status != "ok":
+        click.echo(f"Error: {report.error}", err=True)
+    elif not common.quiet and not common.json:
+        for warning in report.warnings:
+            click.echo(f"Warning: {report.output}: {warning}", err=True)
+        summary.show(report)
+    if common.json:
+        click.echo(report.to_json(), err=data_on_stdout)
+    return 0 if report.status == "ok" else EXIT_FAILED
+
+
+# ---- one file ---------------------------------------------------------------------------------
+
+
+class Allocate(Protocol):
+    """Where a big result goes: a memory-mapped output of this shape and dtype, or None (in RAM)."""
+
+    def __call__(self, shape: tuple[int, ...], dtype: np.dtype, /) -> np.ndarray | None: ...
+
+
+class _OutputError(GeomError):
+    """A failure to open the output, raised from inside an operation: its message names the output."""
+
+
+def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
+                  output_format: str) -> np.ndarray | None:
+    """A memory-mapped output for a big result, open until ``outputs`` closes (then renamed into
+    place); None for a result that is written from RAM."""
+    from geomcli import io
+
+    if not io.maps_output(output, shape, dtype, format=output_format):
+        return None
+    try:
+        return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format))
+    except GeomError as error:
+        raise _OutputError(str(error)) from error  # it names the output already
+
+
+def transform_file(command: str, input_path: str, output: str, output_format: str, common: Common,
+                   parameters: dict[str, Any], operate: Callable[..., np.ndarray]) -> Report:
+    """Read, transform and write one file; its report, with any failure in it.
+
+    ``operate(loaded, common=..., allocate=...)`` makes the result; for a big output, ``allocate(shape,
+    dtype)`` gives it a memory-mapped destination to write slab by slab (else None: in RAM).
+    """
+    from geomcli import io, summary
+
+    report = summary.Report(command, input_path, output, parameters=parameters)
+    with reporting(report, common), ExitStack() as outputs:
+        fidelity = common.fidelity
+        loaded = io.read_array(input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient,
+                               frames=fidelity.frames, series=fidelity.series, page=fidelity.page,
+                               mmap=_maps_input(input_path))
+        report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
+        report.notes.extend(loaded.notes)
+        mapped: list[np.ndarray] = []
+
+        def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
+            if _compresses(output_format, fidelity, loaded.metadata):
+                return None  # a map holds raw bytes: a compressed output is encoded from RAM
+            out = mapped_output(outputs, output, shape, dtype, output_format)
+            mapped.extend([] if out is None else [out])
+            return out
+
+        try:
+            result = operate(loaded, common=common, allocate=allocate)
+        except _OutputError:
+            raise
+        except GeomError as error:
+            raise GeomError(f"{io.display_name(input_path)}: {error}") from error
+        report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        if mapped:
+            # renamed into place as the ExitStack closes
+            from geomcli import slabs
+
+            report.value_range = slabs.value_range(result)
+            # (the compression is not compared: a compressed output is never mapped, see allocate)
+            kept = _output_metadata(command, parameters, loaded.metadata, fidelity)
+            if dataclasses.replace(kept, compression=None) != io.Metadata():
+                report.warnings.append("a big output is written through a memory map, without metadata")
+        else:
+            options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression)
+            report.warnings.extend(io.write_array(
+                result, output, format=output_format, options=options,
+                metadata=_output_metadata(command, parameters, loaded.metadata, fidelity)))
+            report.value_range = summary.value_range(result)
+    return report
+
+
+def _output_metadata(command: str, parameters: dict[str, Any], metadata: Metadata, fidelity: Fidelity) -> Metadata:
+    """The input's metadata as the output's: nothing but the compression with --strip; for
+    space-to-depth, b times fewer pixels per unit (depth-to-space: b times more)."""
+    if fidelity.strip:
+        return metadata.kept()
+    if command == "space-to-depth":
+        return metadata.scaled(1 / parameters["blocksize"])
+    if command == "depth-to-space":
+        return metadata.scaled(parameters["blocksize"])
+    return metadata
+
+
+def _compresses(output_format: str, fidelity: Fidelity, metadata: Metadata) -> bool:
+    """Whether the output is to be compressed: --compression, or else a TIFF's own compression
+    carried to a TIFF output. (--compression on another format is refused by io.write_array.)"""
+    if fidelity.compression is not None:
+        return fidelity.compression != "none"
+    return output_format == "tiff" and metadata.compression not in (None, "none")
+
+
+# Inputs smaller than this are read into memory, not mapped: a small file truncated by another
+# process while it is being transformed then costs nothing, where a mapped one would raise SIGBUS.
+MAP_INPUT_BYTES = 64 << 20
+
+
+def _maps_input(path: str) -> bool:
+    """Whether to let io map ``path`` (a big uncompressed .npy/.tiff), not read it into memory."""
+    try:
+        return path != "-" and os.stat(path).st_size >= MAP_INPUT_BYTES
+    except OSError:
+        return False  # the read says why
+
+
+# ---- the operations -----------------------------------------------------------------------
+
+
+def crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str,
+             common: Common, allocate: Allocate | None = None) -> np.ndarray:
+    """CenterCropPad on a file; --shape H,W works on the spatial axes of an image or a tensor
+    whose layout is known."""
+    from geomcli import kernels
+
+    chosen = _crop_pad_axes(target, axes, loaded.data.shape, loaded.layout)
+    shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen)
+    check_size(shape, common)
+    out = None if allocate is None else allocate(shape, loaded.data.dtype)
+    if out is None:
+        return kernels.center_crop_pad(loaded.data, target, chosen, fill=parse_fill(fill), threads=common.threads)
+    from geomcli import slabs
+
+    slabs.center_crop_pad(loaded.data, target, chosen, fill=parse_fill(fill), threads=common.threads, out=out)
+    return out
+
+
+def crop_pad_shape(header: Header, source: str, *, target: tuple[int, ...],
+                   axes: tuple[int, ...] | None) -> tuple[int, ...]:
+    """What :func:`crop_pad` makes of a file with this header."""
+    from geomcli import kernels
+
+    return kernels.center_crop_pad_output_shape(header.shape, target,
+                                                _crop_pad_axes(target, axes, header.shape, header.layout))
+
+
+def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
+                   layout: str | None) -> tuple[int, ...] | None:
+    """--axes, or H,W when a two-value --shape meets an image with channels or a tensor whose
+    layout the file names (a TIFF's ImageJ/OME axes, stacked frames)."""
+    if axes is None and layout is not None and len(layout) == len(shape) and len(target) == 2 < len(shape):
+        return (layout.index("H"), layout.index("W"))
+    return axes
+
+
+def parse_fill(text: str) -> int | float | str:
+    """--fill as the number it spells, else the text (for string tensors)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, common: Common,
+           allocate: Allocate | None = None) -> np.ndarray:
+    """Run a rank-4 kernel on a file in any layout; the result in that layout."""
+    from geomcli import kernels
+    from geomcli import layout as layouts
+
+    chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout, loaded.source)
+    data = layouts.to_nchw(loaded.data, chosen)
+    shape = getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize)
+    check_size(shape, common)
+    # the output's layout: HW grows to HWC when channels appear (as layouts.from_nchw)
+    out_layout = "HWC" if chosen == "HW" and shape[1] != 1 else chosen
+    out = None if allocate is None else allocate(_nchw_shape_in(shape, out_layout), data.dtype)
+    if out is None:
+        result = getattr(kernels, kernel_name)(data, blocksize, mode, threads=common.threads)
+        return layouts.from_nchw(result, chosen)
+    from geomcli import slabs
+
+    getattr(slabs, kernel_name)(data, blocksize, mode, threads=common.threads, out=layouts.to_nchw(out, out_layout))
+    return out
+
+
+def _nchw_shape_in(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """An (N, C, H, W) shape as the axes of ``layout`` (the missing ones have length 1)."""
+    return tuple(shape["NCHW".index(axis)] for axis in layout)
+
+
+def blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: int,
+                 common: Common) -> tuple[int, ...]:
+    """The output shape from a header: the layout moves of _blocks on zero-byte stand-ins."""
+    import numpy as np
+
+    from geomcli import kernels
+    from geomcli import layout as layouts
+
+    chosen = layouts.resolve_layout(header.shape, common.layout, header.layout, source)
+    nchw = layouts.to_nchw(np.broadcast_to(np.zeros((), np.uint8), header.shape), chosen).shape
+    shape = getattr(kernels, f"{kernel_name}_output_shape")(nchw, blocksize)
+    return tuple(layouts.from_nchw(np.broadcast_to(np.zeros((), np.uint8), shape), chosen).shape)
+
+
+def affine_grid(report: Report, theta: np.ndarray, size: tuple[int, ...], align_corners: bool, output: str,
+                output_format: str, common: Common) -> None:
+    """Make the grids and write them to ``output`` (memory-mapped when big), filling ``report``."""
+    from geomcli import io, kernels, summary
+
+    report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
+    shape = kernels.affine_grid_output_shape(theta.shape, size)
+    with ExitStack() as outputs:
+        grid = mapped_output(outputs, output, shape, theta.dtype, output_format)
+        if grid is None:
+            grid = kernels.affine_grid(theta, size, align_corners, threads=common.threads)
+            io.write_array(grid, output, format=output_format)
+            report.value_range = summary.value_range(grid)
+        else:
+            from geomcli import slabs
+
+            slabs.affine_grid(theta, size, align_corners, threads=common.threads, out=grid)
+            report.value_range = slabs.value_range(grid)
+    report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
+    if not _all_finite(theta):
+        report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
+
+
+def _all_finite(theta: np.ndarray) -> bool:
+    """Whether theta holds no NaN or Inf; a broadcast theta (one matrix for every N) is checked once."""
+    import numpy as np
+
+    distinct = theta[:1] if theta.ndim and theta.strides[0] == 0 else theta
+    return bool(np.isfinite(distinct).all())
