@@ -787,6 +787,26 @@ def test_tiff_codec_that_is_not_installed(tmp_path: Path) -> None:
         io.read_array(path)
 
 
+@pytest.mark.parametrize(
+    ("kind", "count", "value"),
+    [(3, 2, struct.pack("<HH", 8, 8)), (1, 1, b"\x08\0\0\0"), (2, 2, b"\x08\0\0\0")],
+    ids=["two-shorts", "byte", "ascii"],
+)
+def test_tiff_compression_tag_of_another_type_is_refused(tmp_path: Path, kind: int, count: int,
+                                                           value: bytes) -> None:
+    """tifffile hands back a tuple, bytes or str as the compression: not a number to look up."""
+    path = _tiff_with_tags(tmp_path / "odd.tiff", np.ones((4, 5), np.uint8), {}, compression="zlib")
+    raw = bytearray(_bytes(path))
+    ifd = struct.unpack_from("<I", raw, 4)[0]
+    for i in range(struct.unpack_from("<H", raw, ifd)[0]):
+        entry = ifd + 2 + 12 * i
+        if struct.unpack_from("<H", raw, entry)[0] == 259:
+            struct.pack_into("<HHI4s", raw, entry, 259, kind, count, value)
+    _put(path, bytes(raw))
+    with pytest.raises(GeomError, match=r"odd\.tiff: not a readable TIFF \(malformed compression or predictor tag\)"):
+        io.read_array(path)
+
+
 def test_tiff_with_a_cut_page_chain_is_refused_not_shortened(tmp_path: Path) -> None:
     import tifffile
 

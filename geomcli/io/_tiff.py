@@ -340,12 +340,15 @@ def _check_codecs(pages: tuple[Any, ...], name: str) -> None:
     """Every compression and predictor of these pages can really be decoded, or a GeomError."""
     import tifffile
 
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[Any, Any]] = set()
     for page in pages:
         if page is None:
             continue
         page = getattr(page, "keyframe", None) or page  # a TiffFrame decodes with its keyframe's codec
         compression, predictor = getattr(page, "compression", 1), getattr(page, "predictor", 1)
+        if not (isinstance(compression, (int, np.integer)) and isinstance(predictor, (int, np.integer))):
+            # a crafted tag of another type (bytes, several values)
+            raise GeomError(f"{name}: not a readable TIFF (malformed compression or predictor tag)")
         if (compression, predictor) in seen:
             continue
         seen.add((compression, predictor))
