@@ -34,10 +34,38 @@ def to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
 
 def from_nchw(data: np.ndarray, layout: str) -> np.ndarray:
     """A view of an (N, C, H, W) result in ``layout``; HW grows to HWC when channels appear."""
-    if layout == "HW" and data.shape[1] != 1:
-        layout = "HWC"
+    layout = output_layout(layout, data.shape[1])
     view = data.transpose(["NCHW".index(axis) for axis in layout + "".join(a for a in "NCHW" if a not in layout)])
     return view.reshape(view.shape[: len(layout)])
+
+
+def output_layout(layout: str, channels: int) -> str:
+    """The layout a result in ``layout`` is written in: HW grows to HWC when it has channels.
+
+    >>> output_layout("HW", 4), output_layout("HW", 1), output_layout("CHW", 4)
+    ('HWC', 'HW', 'CHW')
+    """
+    return "HWC" if layout == "HW" and channels != 1 else layout
+
+
+def to_nchw_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
+    """The shape :func:`to_nchw` gives an array of ``shape`` in ``layout``.
+
+    >>> to_nchw_shape((480, 640, 3), "HWC")
+    (1, 3, 480, 640)
+    """
+    lengths = dict(zip(layout, shape, strict=True))
+    n, c, h, w = (lengths.get(axis, 1) for axis in "NCHW")
+    return n, c, h, w
+
+
+def from_nchw_shape(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """The shape :func:`from_nchw` gives an (N, C, H, W) array of ``shape`` in ``layout``.
+
+    >>> from_nchw_shape((1, 12, 240, 320), "HWC"), from_nchw_shape((1, 4, 2, 2), "HW")
+    ((240, 320, 12), (2, 2, 4))
+    """
+    return tuple(shape["NCHW".index(axis)] for axis in output_layout(layout, shape[1]))
 
 
 def spatial_axes(layout: str) -> tuple[int, int]:

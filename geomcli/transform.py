@@ -275,35 +275,26 @@ def blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, commo
     data = layouts.to_nchw(loaded.data, chosen)
     shape = getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize)
     check_size(shape, common)
-    # the output's layout: HW grows to HWC when channels appear (as layouts.from_nchw)
-    out_layout = "HWC" if chosen == "HW" and shape[1] != 1 else chosen
-    out = None if allocate is None else allocate(_nchw_shape_in(shape, out_layout), data.dtype)
+    out = None if allocate is None else allocate(layouts.from_nchw_shape(shape, chosen), data.dtype)
     if out is None:
         result = getattr(kernels, kernel_name)(data, blocksize, mode, threads=common.threads)
         return layouts.from_nchw(result, chosen)
     from geomcli import slabs
 
-    getattr(slabs, kernel_name)(data, blocksize, mode, threads=common.threads, out=layouts.to_nchw(out, out_layout))
+    nchw_out = layouts.to_nchw(out, layouts.output_layout(chosen, shape[1]))
+    getattr(slabs, kernel_name)(data, blocksize, mode, threads=common.threads, out=nchw_out)
     return out
-
-
-def _nchw_shape_in(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
-    """An (N, C, H, W) shape as the axes of ``layout`` (the missing ones have length 1)."""
-    return tuple(shape["NCHW".index(axis)] for axis in layout)
 
 
 def blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: int,
                  common: Common) -> tuple[int, ...]:
-    """The output shape from a header: the layout moves of _blocks on zero-byte stand-ins."""
-    import numpy as np
-
+    """What :func:`blocks` makes of a file with this header."""
     from geomcli import kernels
     from geomcli import layout as layouts
 
     chosen = layouts.resolve_layout(header.shape, common.layout, header.layout, source)
-    nchw = layouts.to_nchw(np.broadcast_to(np.zeros((), np.uint8), header.shape), chosen).shape
-    shape = getattr(kernels, f"{kernel_name}_output_shape")(nchw, blocksize)
-    return tuple(layouts.from_nchw(np.broadcast_to(np.zeros((), np.uint8), shape), chosen).shape)
+    shape = getattr(kernels, f"{kernel_name}_output_shape")(layouts.to_nchw_shape(header.shape, chosen), blocksize)
+    return layouts.from_nchw_shape(shape, chosen)
 
 
 def affine_grid(report: Report, theta: np.ndarray, size: tuple[int, ...], align_corners: bool, output: str,

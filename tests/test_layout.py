@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from geomcli.errors import GeomError
-from geomcli.layout import LAYOUTS, from_nchw, resolve_layout, to_nchw
+from geomcli.layout import LAYOUTS, from_nchw, from_nchw_shape, output_layout, resolve_layout, to_nchw, to_nchw_shape
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -20,6 +20,19 @@ def test_round_trip_and_axis_meaning(layout: str, rng: np.random.Generator) -> N
     index = tuple(position[axis] if axis in layout else 0 for axis in "NCHW")
     assert nchw[index] == data[tuple(position[axis] for axis in layout)]
     assert np.array_equal(from_nchw(nchw, layout), data)
+    assert to_nchw_shape(data.shape, layout) == nchw.shape
+    assert from_nchw_shape(nchw.shape, layout) == data.shape
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("channels", [1, 4])
+def test_shapes_are_those_of_the_views(layout: str, channels: int) -> None:
+    nchw = np.zeros((2, channels, 3, 5))
+    if "N" not in layout:
+        nchw = nchw[:1]
+    result = from_nchw(nchw, layout)
+    assert from_nchw_shape(nchw.shape, layout) == result.shape
+    assert to_nchw(result, output_layout(layout, channels)).shape == nchw.shape
 
 
 def test_hw_grows_channels_when_the_result_has_them() -> None:
