@@ -11,16 +11,19 @@ LAYOUTS = ("NCHW", "NHWC", "CHW", "HWC", "HW")
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 
-def resolve_layout(shape: tuple[int, ...], given: str | None, from_file: str | None, source: str) -> str:
-    """The layout of an array: the user's word first, then the file's, then the rank's default."""
+def resolve_layout(shape: tuple[int, ...], given: str | None, from_file: str | None) -> str:
+    """The layout of an array: the user's word first, then the file's, then the rank's default.
+
+    The messages do not name the file: the caller's error line does, once.
+    """
     layout = given or from_file or _DEFAULT_FOR_RANK.get(len(shape))
     if layout is None:
         raise GeomError(
-            f"{source}: a rank-{len(shape)} tensor {shape} has no default layout; give --layout "
+            f"a rank-{len(shape)} tensor {shape} has no default layout; give --layout "
             f"({', '.join(name for name in LAYOUTS if len(name) == len(shape)) or 'one of ' + ', '.join(LAYOUTS)})"
         )
     if len(layout) != len(shape):
-        raise GeomError(f"{source}: layout {layout} needs rank {len(layout)}, found shape {shape}")
+        raise GeomError(f"layout {layout} needs rank {len(layout)}, found shape {shape}")
     return layout
 
 

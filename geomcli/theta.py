@@ -85,7 +85,10 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
 
     if like is not None:
         header = io.read_header(like)
-        chosen = layouts.resolve_layout(header.shape, layout, header.layout, like) if len(header.shape) != 5 else "NCDHW"
+        try:
+            chosen = layouts.resolve_layout(header.shape, layout, header.layout) if len(header.shape) != 5 else "NCDHW"
+        except GeomError as error:
+            raise GeomError(f"{like}: {error}") from error
         lengths = dict(zip(chosen, header.shape, strict=True))
         spatial_sizes = [lengths.get("C", 1)] + [lengths[axis] for axis in "DHW" if axis in lengths]
     else:

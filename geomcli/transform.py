@@ -271,7 +271,7 @@ def blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, commo
     from geomcli import kernels
     from geomcli import layout as layouts
 
-    chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout, loaded.source)
+    chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
     data = layouts.to_nchw(loaded.data, chosen)
     shape = getattr(kernels, f"{kernel_name}_output_shape")(data.shape, blocksize)
     check_size(shape, common)
@@ -292,7 +292,7 @@ def blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: in
     from geomcli import kernels
     from geomcli import layout as layouts
 
-    chosen = layouts.resolve_layout(header.shape, common.layout, header.layout, source)
+    chosen = layouts.resolve_layout(header.shape, common.layout, header.layout)
     shape = getattr(kernels, f"{kernel_name}_output_shape")(layouts.to_nchw_shape(header.shape, chosen), blocksize)
     return layouts.from_nchw_shape(shape, chosen)
 

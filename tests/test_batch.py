@@ -483,3 +483,11 @@ def test_workers_get_one_kernel_thread_each_unless_told(tmp_path: Path, monkeypa
         CliRunner().invoke(cli, ["space-to-depth", *inputs, "--out-dir", str(tmp_path / "out"), "--blocksize", "2",
                                  "-j", "2", *extra], catch_exceptions=False)
         assert seen.pop() == expected
+
+
+def test_a_dry_run_layout_error_names_the_file_once(tmp_path: Path) -> None:
+    np.save(tmp_path / "r3.npy", np.zeros((3, 4, 4), np.uint8))
+    result = run("space-to-depth", tmp_path / "r3.npy", "--out-dir", tmp_path / "out", "--blocksize", "2", "--dry-run")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == (f"Error: {tmp_path / 'r3.npy'}: a rank-3 tensor (3, 4, 4) has no default layout; give "
+                             "--layout (CHW, HWC)\nspace-to-depth: dry run, 0 to write, 1 failed, 0 skipped\n")

@@ -299,7 +299,19 @@ def test_rank3_tensor_needs_a_layout(tmp_path: Path) -> None:
     source = tmp_path / "in.npy"
     np.save(source, np.zeros((3, 4, 4), np.uint8))
     result = run("space-to-depth", source, "-o", tmp_path / "o.npy", "--blocksize", "2")
-    assert result.exit_code == 1 and "give --layout (CHW, HWC)" in result.stderr
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == f"Error: {source}: a rank-3 tensor (3, 4, 4) has no default layout; give --layout (CHW, HWC)\n"
+
+
+@pytest.mark.parametrize("command", [["space-to-depth", "--blocksize", "2"], ["affine-grid"]])
+def test_a_layout_error_names_the_file_once(tmp_path: Path, command: list[str]) -> None:
+    source = tmp_path / "gray16.npy"
+    np.save(source, np.zeros((4, 4), np.uint16))
+    name, *rest = command
+    args = [source] if name != "affine-grid" else ["--like", source]
+    result = run(name, *args, "-o", tmp_path / "o.npy", "--layout", "HWC", *rest)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == f"Error: {source}: layout HWC needs rank 3, found shape (4, 4)\n"
 
 
 # --- pipes ----------------------------------------------------------------------------

@@ -42,11 +42,11 @@ def test_hw_grows_channels_when_the_result_has_them() -> None:
 
 
 def test_resolve_layout_order_and_errors() -> None:
-    assert resolve_layout((1, 3, 4, 4), None, None, "x.npy") == "NCHW"
-    assert resolve_layout((4, 4), None, None, "x.npy") == "HW"
-    assert resolve_layout((4, 4, 3), None, "HWC", "x.png") == "HWC"
-    assert resolve_layout((3, 4, 4), "CHW", "HWC", "x.png") == "CHW"
-    with pytest.raises(GeomError, match=r"x\.npy: a rank-3 tensor .* give --layout \(CHW, HWC\)"):
-        resolve_layout((3, 4, 4), None, None, "x.npy")
-    with pytest.raises(GeomError, match=r"layout NCHW needs rank 4, found shape \(3, 4\)"):
-        resolve_layout((3, 4), "NCHW", None, "x.npy")
+    assert resolve_layout((1, 3, 4, 4), None, None) == "NCHW"
+    assert resolve_layout((4, 4), None, None) == "HW"
+    assert resolve_layout((4, 4, 3), None, "HWC") == "HWC"
+    assert resolve_layout((3, 4, 4), "CHW", "HWC") == "CHW"
+    with pytest.raises(GeomError, match=r"^a rank-3 tensor \(3, 4, 4\) has no default layout; give --layout \(CHW, HWC\)$"):
+        resolve_layout((3, 4, 4), None, None)
+    with pytest.raises(GeomError, match=r"^layout NCHW needs rank 4, found shape \(3, 4\)$"):
+        resolve_layout((3, 4), "NCHW", None)
