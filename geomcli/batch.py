@@ -58,7 +58,7 @@ class Task:
     command: str
     parameters: dict[str, Any]
     operate: Callable[..., np.ndarray]  # (loaded, *, common, allocate) -> result
-    shape_of: Callable[[Header, str], tuple[int, ...]]
+    shape_of: Callable[[Header], tuple[int, ...]]
     common: Common
 
 
@@ -624,7 +624,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
                                     page=fidelity.page)
             report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
             try:
-                shape = task.shape_of(header, job.input)
+                shape = task.shape_of(header)
             except GeomError as error:
                 raise GeomError(f"{job.input}: {error}") from error
             report.output_shape, report.output_dtype = list(shape), str(header.dtype)

@@ -220,7 +220,7 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def run_files(command: str, inputs: tuple[str, ...], output: str | None, batch: BatchOptions, common: Common,
               parameters: dict[str, Any], operate: Callable[..., np.ndarray],
-              shape_of: Callable[[Header, str], tuple[int, ...]]) -> None:
+              shape_of: Callable[[Header], tuple[int, ...]]) -> None:
     """One file with -o, or many with --out-dir (geomcli.batch, imported only then)."""
     ctx = click.get_current_context()
     if batch.out_dir is None:
@@ -348,7 +348,7 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
     parameters = {"shape": list(target), "axes": None if axes is None else list(axes), "fill": fill}
     run_files("crop-pad", inputs, output, batch, common, parameters,
               functools.partial(transform.crop_pad, target=target, axes=axes, fill=fill),
-              functools.partial(transform.crop_pad_shape, target=target, axes=axes))
+              functools.partial(transform.crop_pad_shape, target=target, axes=axes, common=common))
 
 
 def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -218,40 +218,44 @@ def _maps_input(path: str) -> bool:
 # ---- the operations -----------------------------------------------------------------------
 
 
-def crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str,
+def crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str | None,
              common: Common, allocate: Allocate | None = None) -> np.ndarray:
-    """CenterCropPad on a file; --shape H,W works on the spatial axes of an image or a tensor
-    whose layout is known."""
+    """CenterCropPad on a file; --shape H,W works on the H and W axes of an image, or of a tensor
+    in --layout or the layout its file names. The pad value is --fill, else the dtype's zero."""
     from geomcli import kernels
 
-    chosen = _crop_pad_axes(target, axes, loaded.data.shape, loaded.layout)
+    chosen = _crop_pad_axes(target, axes, loaded.data.shape, common.layout, loaded.layout)
     shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen)
     check_size(shape, common)
     out = None if allocate is None else allocate(shape, loaded.data.dtype)
+    value = None if fill is None else parse_fill(fill)
     if out is None:
-        return kernels.center_crop_pad(loaded.data, target, chosen, fill=parse_fill(fill), threads=common.threads)
+        return kernels.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads)
     from geomcli import slabs
 
-    slabs.center_crop_pad(loaded.data, target, chosen, fill=parse_fill(fill), threads=common.threads, out=out)
+    slabs.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads, out=out)
     return out
 
 
-def crop_pad_shape(header: Header, source: str, *, target: tuple[int, ...],
-                   axes: tuple[int, ...] | None) -> tuple[int, ...]:
+def crop_pad_shape(header: Header, *, target: tuple[int, ...], axes: tuple[int, ...] | None,
+                   common: Common) -> tuple[int, ...]:
     """What :func:`crop_pad` makes of a file with this header."""
     from geomcli import kernels
 
-    return kernels.center_crop_pad_output_shape(header.shape, target,
-                                                _crop_pad_axes(target, axes, header.shape, header.layout))
+    chosen = _crop_pad_axes(target, axes, header.shape, common.layout, header.layout)
+    return kernels.center_crop_pad_output_shape(header.shape, target, chosen)
 
 
 def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
-                   layout: str | None) -> tuple[int, ...] | None:
-    """--axes, or H,W when a two-value --shape meets an image with channels or a tensor whose
-    layout the file names (a TIFF's ImageJ/OME axes, stacked frames)."""
-    if axes is None and layout is not None and len(layout) == len(shape) and len(target) == 2 < len(shape):
-        return (layout.index("H"), layout.index("W"))
-    return axes
+                   given: str | None, from_file: str | None) -> tuple[int, ...] | None:
+    """--axes, or the H and W axes when a two-value --shape meets an array of higher rank whose
+    layout --layout or its file names (an image with channels, a TIFF's ImageJ/OME axes,
+    stacked frames); else None: every axis."""
+    if axes is not None or len(target) != 2 or len(shape) <= 2 or (given or from_file) is None:
+        return axes
+    from geomcli import layout as layouts
+
+    return layouts.spatial_axes(layouts.resolve_layout(shape, given, from_file))
 
 
 def parse_fill(text: str) -> int | float | str:
@@ -286,7 +290,7 @@ def blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, commo
     return out
 
 
-def blocks_shape(header: Header, source: str, *, kernel_name: str, blocksize: int,
+def blocks_shape(header: Header, *, kernel_name: str, blocksize: int,
                  common: Common) -> tuple[int, ...]:
     """What :func:`blocks` makes of a file with this header."""
     from geomcli import kernels

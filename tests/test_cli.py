@@ -116,6 +116,30 @@ def test_crop_pad_wrong_number_of_values_names_the_file(tensor: Path, tmp_path: 
     )
 
 
+@pytest.mark.parametrize("layout, axes", [("HWC", (0, 1)), ("CHW", (1, 2)), ("NHWC", (1, 2)), ("NCHW", (2, 3))])
+def test_crop_pad_two_values_are_h_and_w_of_the_layout(tmp_path: Path, rng: np.random.Generator, layout: str,
+                                                       axes: tuple[int, int]) -> None:
+    data = rng.integers(0, 99, (2, 5, 6, 3)[: len(layout)] if "N" in layout else (5, 6, 3)).astype(np.int16)
+    source, out = tmp_path / "in.npy", tmp_path / "out.npy"
+    np.save(source, data)
+    result = run("crop-pad", source, "-o", out, "--shape", "4,8", "--layout", layout, "--json")
+    assert result.exit_code == 0 and result.stderr == ""
+    expected = kernels.center_crop_pad(data, [4, 8], list(axes))
+    assert json.loads(result.stdout)["output_shape"] == list(expected.shape)
+    assert np.array_equal(np.load(out), expected)
+    dry = run("crop-pad", source, "--out-dir", tmp_path / "dry", "--shape", "4,8", "--layout", layout, "--dry-run")
+    assert dry.exit_code == 0
+    assert dry.stdout == f"{source} → {tmp_path / 'dry' / 'in.npy'}: {'×'.join(map(str, expected.shape))} int16\n"
+
+
+def test_crop_pad_layout_of_another_rank(tmp_path: Path) -> None:
+    source = tmp_path / "in.npy"
+    np.save(source, np.zeros((5, 6, 3), np.uint8))
+    result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "4,4", "--layout", "NCHW")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == f"Error: {source}: layout NCHW needs rank 4, found shape (5, 6, 3)\n"
+
+
 def test_bad_shape_text_is_a_usage_error(tensor: Path, tmp_path: Path) -> None:
     result = run("crop-pad", tensor, "-o", tmp_path / "out.npy", "--shape", "4,a")
     assert result.exit_code == 2 and "'4,a' is not a comma-separated list of integers" in result.stderr
