@@ -326,12 +326,13 @@ def cli() -> None:
               help="Target lengths: H,W (or H,W,C) on an image; one per axis (or per --axes) on a tensor.")
 @click.option("--axes", type=IntList(), default=None, metavar="AXES",
               help="The axes --shape refers to; negative values count from the end.  [default: all, or H,W on an image]")
-@click.option("--fill", type=str, default="0", show_default=True, help="Pad value (must fit the dtype).")
+@click.option("--fill", type=str, default=None,
+              help="Pad value (must fit the dtype).  [default: the dtype's zero]")
 @files_options
 @common_options
 @fidelity_options
 def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, target: tuple[int, ...],
-             axes: tuple[int, ...] | None, fill: str, common: Common) -> None:
+             axes: tuple[int, ...] | None, fill: str | None, common: Common) -> None:
     """Centre-crop or zero-pad to a target shape (ONNX CenterCropPad, opset 18).
 
     A crop keeps the window starting at floor((d - t) / 2); a pad puts the odd extra
@@ -345,7 +346,8 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
     """
     from geomcli import transform
 
-    parameters = {"shape": list(target), "axes": None if axes is None else list(axes), "fill": fill}
+    parameters = {"shape": list(target), "axes": None if axes is None else list(axes),
+                  **({} if fill is None else {"fill": fill})}
     run_files("crop-pad", inputs, output, batch, common, parameters,
               functools.partial(transform.crop_pad, target=target, axes=axes, fill=fill),
               functools.partial(transform.crop_pad_shape, target=target, axes=axes, common=common))

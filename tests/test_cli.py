@@ -100,6 +100,35 @@ def test_crop_pad_image_fill(photo: Path, tmp_path: Path) -> None:
     assert np.array_equal(image[1:-1], read_png(photo))
 
 
+@pytest.mark.parametrize("fill, padded", [(None, ""), ("ab", "ab")])
+def test_crop_pad_string_tensor_pads_with_the_empty_string_or_fill(tmp_path: Path, fill: str | None,
+                                                                   padded: str) -> None:
+    source, out = tmp_path / "words.npy", tmp_path / "out.npy"
+    np.save(source, np.array([["a", "bc"], ["de", "f"]], dtype="<U2"))
+    result = run("crop-pad", source, "-o", out, "--shape", "2,3", *(["--fill", fill] if fill else []), "--json")
+    assert result.exit_code == 0 and result.stderr == ""
+    record = json.loads(result.stdout)
+    assert record["parameters"] == {"shape": [2, 3], "axes": None, **({"fill": fill} if fill else {})}
+    assert np.load(out).tolist() == [["a", "bc", padded], ["de", "f", padded]]
+
+
+def test_crop_pad_without_fill_takes_the_kernels_zero_fill(photo: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[object] = []
+    real = kernels.center_crop_pad
+
+    def spy(*args: object, fill: object = None, **kwargs: object) -> np.ndarray:
+        seen.append(fill)
+        return real(*args, fill=fill, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernels, "center_crop_pad", spy)
+    result = run("crop-pad", photo, "-o", tmp_path / "out.png", "--shape", "12,12")
+    assert result.exit_code == 0 and result.stdout == "" and "fill=" not in result.stderr
+    assert seen == [None]
+    padded = read_png(tmp_path / "out.png")
+    assert (padded[:1] == 0).all() and (padded[-2:] == 0).all()
+
+
 def test_crop_pad_fill_that_does_not_fit(photo: Path, tmp_path: Path) -> None:
     result = run("crop-pad", photo, "-o", tmp_path / "out.png", "--shape", "20,20", "--fill", "300")
     assert result.exit_code == 1
