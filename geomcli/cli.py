@@ -447,12 +447,20 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
         raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
     if size is not None:
         _check_grid_size(size)
+        if len(size) == 5 and flags_used:
+            raise click.UsageError(f"--{', --'.join(flags_used)} make 2-D matrices; a 3-D grid (5 --size values) "
+                                   "takes --theta", ctx)
     output_format = _output_format(output, common)
     from geomcli import summary, transform
     from geomcli import theta as thetas
 
     theta_file = theta_text if thetas.is_file(theta_text) else None
     numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, None, ctx)
+    if numbers is not None and size is not None:
+        try:
+            thetas.check_count(numbers, len(size) - 2, size[0])
+        except GeomError as error:
+            raise click.BadParameter(str(error).removeprefix("--theta: "), param_hint="'--theta'") from error
     report = summary.Report("affine-grid", theta_file, output,
                             parameters={"align_corners": align_corners, "theta": theta_text or "flags"})
     with transform.reporting(report, common):

@@ -110,6 +110,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
                 batch = max(1, len(numbers) // (spatial * (spatial + 1)))
         elif spatial == 2:
             numbers = tuple(from_transforms(*flags).ravel().tolist())
+        elif from_transforms(*flags).tolist() != from_transforms().tolist():
+            raise GeomError(f"{like}: a rank-5 file makes a 3-D grid, and --rotate, --scale, --shear and "
+                            "--translate make 2-D matrices; give --theta")
         else:
             numbers = tuple(1.0 if row == col else 0.0 for row in range(3) for col in range(4))
         check_count(numbers, spatial, batch)

@@ -503,10 +503,31 @@ def test_affine_grid_theta_for_every_n_stays_one_matrix(tmp_path: Path, monkeypa
                                              [1000, 1, 2, 2]))
 
 
-def test_affine_grid_batch_mismatch(tmp_path: Path) -> None:
-    result = run("affine-grid", "--size", "2,1,4,4", "--theta", "1,0,0,0,1,0,1,0,0,0,1,0,1,0,0,0,1,0",
-                 "-o", tmp_path / "g.npy")
-    assert result.exit_code == 1 and "18" in result.stderr
+@pytest.mark.parametrize("size, theta, message", [
+    ("2,1,4,4", "1,0,0,0,1,0,1,0,0,0,1,0,1,0,0,0,1,0",
+     "a 2-D grid takes 6 numbers per matrix: 6 for one matrix shared by every N, or 12 for one matrix per N = 2; "
+     "found 18"),
+    ("1,1,2,4,4", "1,0,0,0,1,0", "a 3-D grid takes 12 numbers per matrix: 12 for one matrix; found 6"),
+])
+def test_affine_grid_theta_count_is_a_usage_error(tmp_path: Path, size: str, theta: str, message: str) -> None:
+    result = run("affine-grid", "--size", size, "--theta", theta, "-o", tmp_path / "g.npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.endswith(f"Error: Invalid value for '--theta': {message}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_affine_grid_2d_flags_with_a_3d_size_or_like(tmp_path: Path) -> None:
+    result = run("affine-grid", "--size", "1,1,2,4,4", "--rotate", "30", "--scale", "2", "-o", tmp_path / "g.npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.endswith("Error: --rotate, --scale make 2-D matrices; a 3-D grid (5 --size values) takes "
+                                  "--theta\n")
+    volume = tmp_path / "v.npy"
+    np.save(volume, np.zeros((1, 1, 2, 3, 4), np.float32))
+    like = run("affine-grid", "--like", volume, "--shear", "0.5,0", "-o", tmp_path / "g.npy")
+    assert like.exit_code == 1 and like.stdout == ""
+    assert like.stderr == (f"Error: {volume}: a rank-5 file makes a 3-D grid, and --rotate, --scale, --shear and "
+                           "--translate make 2-D matrices; give --theta\n")
+    assert sorted(tmp_path.iterdir()) == [volume]
 
 
 def test_affine_grid_nan_theta_is_allowed_and_reported(tmp_path: Path) -> None:
