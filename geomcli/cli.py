@@ -498,32 +498,25 @@ def _info_line(record: dict[str, Any]) -> str:
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
                 type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file instead of a line.")
+@click.option("--frames", type=click.Choice(["all", "first"]), default="all", show_default=True,
+              help="An animated GIF, WebP or PNG: all shows its frames stacked on a leading axis, first "
+                   "the first frame.")
 @click.option("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
               envvar="GEOMCLI_MAX_PIXELS", show_envvar=True, help="Refuse files with more elements than this.")
-def info(inputs: tuple[str, ...], as_json: bool, max_pixels: int) -> None:
+def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -> None:
     """Show format, shape, dtype, pages, value range and size of files.
 
     Example: geomcli info samples/photo.png samples/tensor.npy
     """
     import json
 
-    from geomcli import io, summary, transform
+    from geomcli import transform
 
     failed = 0
     for path in inputs:
-        try:
-            header = io.read_header(path) if path != "-" else None
-            loaded = io.read_array(path, max_pixels=max_pixels)
-            data = loaded.data
-            record = {
-                "input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
-                "layout": loaded.layout, "pages": header.pages if header else 1,
-                "value_range": summary.value_range(data), "file_size": header.file_size if header else None,
-                "status": "ok", "error": None,
-            }
-        except (GeomError, OSError) as error:
+        record = transform.info(path, max_pixels=max_pixels, frames=frames)
+        if record["status"] != "ok":
             failed += 1
-            record = {"input": path, "status": "error", "error": transform.describe(error)}
             click.echo(f"Error: {record['error']}", err=True)
         if as_json:
             click.echo(json.dumps(record))

@@ -145,7 +145,7 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
         fidelity = common.fidelity
         loaded = io.read_array(input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient,
                                frames=fidelity.frames, series=fidelity.series, page=fidelity.page,
-                               mmap=_maps_input(input_path))
+                               mmap=maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
         report.notes.extend(loaded.notes)
         mapped: list[np.ndarray] = []
@@ -207,12 +207,41 @@ def _compresses(output_format: str, fidelity: Fidelity, metadata: Metadata) -> b
 MAP_INPUT_BYTES = 64 << 20
 
 
-def _maps_input(path: str) -> bool:
+def maps_input(path: str) -> bool:
     """Whether to let io map ``path`` (a big uncompressed .npy/.tiff), not read it into memory."""
     try:
         return path != "-" and os.stat(path).st_size >= MAP_INPUT_BYTES
     except OSError:
         return False  # the read says why
+
+
+def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
+    """What ``geomcli info`` says of one file, as a JSON-ready record (status ``error`` on failure).
+
+    The file is read once (a FIFO has nothing left for a second read); only a regular file's header
+    is read besides, for its page count and size. A mapped input's value range is taken slab by slab.
+    """
+    import stat
+
+    import numpy as np
+
+    from geomcli import io, summary
+
+    try:
+        loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
+        header = io.read_header(path) if path != "-" and stat.S_ISREG(os.stat(path).st_mode) else None
+        data = loaded.data
+        if isinstance(data, np.memmap):
+            from geomcli import slabs
+
+            value_range = slabs.value_range(data)
+        else:
+            value_range = summary.value_range(data)
+        return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
+                "layout": loaded.layout, "pages": header.pages if header else 1, "value_range": value_range,
+                "file_size": header.file_size if header else None, "status": "ok", "error": None}
+    except (GeomError, OSError) as error:
+        return {"input": path, "status": "error", "error": describe(error)}
 
 
 # ---- the operations -----------------------------------------------------------------------

@@ -556,6 +556,56 @@ def test_info_json_and_a_failure(tensor: Path, tmp_path: Path) -> None:
     assert result.stderr.startswith("Error: ") and "missing.npy" in result.stderr
 
 
+def test_info_reads_a_fifo_once(tensor: Path, tmp_path: Path) -> None:
+    import threading
+
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(tensor.read_bytes())
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    result = run("info", fifo)
+    writer.join()
+    assert result.exit_code == 0 and result.stderr == ""
+    assert result.stdout.startswith(f"{fifo}: npy 2×3×6×8 float32, layout -, 1 page(s), range [")
+    assert "bytes" not in result.stdout
+
+
+def test_info_on_an_animation_shows_its_frames(tmp_path: Path) -> None:
+    frames = [Image.fromarray(np.full((4, 5), 50 * k, np.uint8)) for k in range(3)]
+    frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:])
+    result = run("info", tmp_path / "anim.gif")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert result.stdout.startswith(f"{tmp_path / 'anim.gif'}: gif 3×4×5×3 uint8, layout NHWC, 3 page(s), range [0, 100]")
+    first = run("info", "--json", "--frames", "first", tmp_path / "anim.gif")
+    assert first.exit_code == 0 and first.stderr == ""
+    assert json.loads(first.stdout)["shape"] == [4, 5, 3]
+
+
+def test_info_takes_a_mapped_inputs_range_slab_by_slab(tensor: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli import slabs, summary, transform
+
+    monkeypatch.setattr(transform, "MAP_INPUT_BYTES", 0)
+    monkeypatch.setattr(slabs, "SLAB_BYTES", 64)
+    parts: list[int] = []
+    real = summary.value_range
+
+    def spy(data: np.ndarray) -> list[object] | None:
+        parts.append(data.size)
+        return real(data)
+
+    monkeypatch.setattr(summary, "value_range", spy)
+    result = run("info", "--json", tensor)
+    assert result.exit_code == 0 and result.stderr == ""
+    data = np.load(tensor)
+    assert json.loads(result.stdout)["value_range"] == [float(data.min()), float(data.max())]
+    assert len(parts) > 1 and max(parts) * 4 <= 64 and sum(parts) == data.size
+
+
 # --- real processes: pipes, signals, terminals, completion --------------------------------
 
 import os  # noqa: E402
