@@ -272,7 +272,9 @@ def crop_pad_shape(header: Header, *, target: tuple[int, ...], axes: tuple[int, 
     from geomcli import kernels
 
     chosen = _crop_pad_axes(target, axes, header.shape, common.layout, header.layout)
-    return kernels.center_crop_pad_output_shape(header.shape, target, chosen)
+    shape = kernels.center_crop_pad_output_shape(header.shape, target, chosen)
+    check_size(shape, common)
+    return shape
 
 
 def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
@@ -327,6 +329,7 @@ def blocks_shape(header: Header, *, kernel_name: str, blocksize: int,
 
     chosen = layouts.resolve_layout(header.shape, common.layout, header.layout)
     shape = getattr(kernels, f"{kernel_name}_output_shape")(layouts.to_nchw_shape(header.shape, chosen), blocksize)
+    check_size(shape, common)
     return layouts.from_nchw_shape(shape, chosen)
 
 

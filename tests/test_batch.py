@@ -491,3 +491,19 @@ def test_a_dry_run_layout_error_names_the_file_once(tmp_path: Path) -> None:
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr == (f"Error: {tmp_path / 'r3.npy'}: a rank-3 tensor (3, 4, 4) has no default layout; give "
                              "--layout (CHW, HWC)\nspace-to-depth: dry run, 0 to write, 1 failed, 0 skipped\n")
+
+
+@pytest.mark.parametrize("args, limit, message", [
+    (["crop-pad", "--shape", "20,20"], "1000", "the output (20, 20, 3): 1200 elements exceed the limit of 1000"),
+    (["crop-pad", "--shape", "2,2"], "300", "360 elements exceed the limit of 300"),
+    (["space-to-depth", "--blocksize", "2"], "300", "360 elements exceed the limit of 300"),
+])
+def test_a_dry_run_refuses_what_the_run_refuses(shots: Path, tmp_path: Path, args: list[str], limit: str,
+                                               message: str) -> None:
+    command, *rest = args
+    common = [shots / "a.png", "--out-dir", tmp_path / "out", *rest, "--max-pixels", limit]
+    dry = run(command, *common, "--dry-run")
+    real = run(command, *common)
+    assert dry.exit_code == real.exit_code == 1 and dry.stdout == real.stdout == ""
+    expected = f"Error: {shots / 'a.png'}: {message}; raise it with --max-pixels or GEOMCLI_MAX_PIXELS"
+    assert dry.stderr.splitlines()[0] == real.stderr.splitlines()[0] == expected
