@@ -461,7 +461,7 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
             thetas.check_count(numbers, len(size) - 2, size[0])
         except GeomError as error:
             raise click.BadParameter(str(error).removeprefix("--theta: "), param_hint="'--theta'") from error
-    report = summary.Report("affine-grid", theta_file, output,
+    report = summary.Report("affine-grid", theta_text or "(flags)", output,
                             parameters={"align_corners": align_corners, "theta": theta_text or "flags"})
     with transform.reporting(report, common):
         theta, grid_size = thetas.resolve(size, like, theta_file, numbers, (rotate, scale, translate, shear), dtype,

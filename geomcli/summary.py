@@ -57,16 +57,17 @@ def _plain_line(report: Report) -> str:
     arrow = f"{report.input or '-'} → {report.output or '-'}"
     if report.status != "ok":
         return f"{report.command}: {arrow}: {report.status}: {report.error}"
-    parameters = " ".join(f"{key}={value}" for key, value in report.parameters.items())
-    span = ""
-    if report.value_range is not None:
-        span = f" range [{report.value_range[0]:g}, {report.value_range[1]:g}]"
-    timing = f" in {report.seconds * 1000:.0f} ms" if report.seconds is not None else ""
-    shapes = f"{_shape(report.input_shape)} {report.input_dtype} → {_shape(report.output_shape)} {report.output_dtype}"
     if report.input_shape is None:
         shapes = f"{_shape(report.output_shape)} {report.output_dtype}"
-    notes = "".join(f"\n  note: {note}" for note in report.notes)
-    return f"{report.command} {arrow}: {shapes}{span} {parameters}{timing}{notes}".replace("  ", " ")
+    else:
+        shapes = f"{_shape(report.input_shape)} {report.input_dtype} → {_shape(report.output_shape)} {report.output_dtype}"
+    parts = [f"{report.command} {arrow}: {shapes}"]
+    if report.value_range is not None:
+        parts.append(f"range [{report.value_range[0]:g}, {report.value_range[1]:g}]")
+    parts.extend(f"{key}={value}" for key, value in report.parameters.items())
+    if report.seconds is not None:
+        parts.append(f"in {report.seconds * 1000:.0f} ms")
+    return " ".join(parts) + "".join(f"\n  note: {note}" for note in report.notes)
 
 
 def wants_colour(stream: IO[str]) -> bool:

@@ -455,6 +455,15 @@ def test_affine_grid_usage_errors(tmp_path: Path, args: list[str], message: str)
     assert result.exit_code == 2 and message in result.stderr
 
 
+@pytest.mark.parametrize("theta, shown", [([], "(flags)"), (["--theta", "1,0,0,0,1,0"], "1,0,0,0,1,0")])
+def test_affine_grid_summary_names_where_theta_came_from(tmp_path: Path, theta: list[str], shown: str) -> None:
+    out = tmp_path / "g.npy"
+    result = run("affine-grid", "--size", "1,1,2,2", *theta, "-o", out)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.startswith(f"affine-grid {shown} → {out}: 1×2×3 float32 → 1×2×2×2 float32 range [-0.5, 0.5] "
+                                    f"align_corners=False theta={theta[1] if theta else 'flags'} in ")
+
+
 @pytest.mark.parametrize("size, message", [
     ("-1,1,4,4", "N and C must not be negative and the spatial sizes must be at least 1, found -1,1,4,4"),
     ("1,1,0,4", "N and C must not be negative and the spatial sizes must be at least 1, found 1,1,0,4"),

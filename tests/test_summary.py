@@ -30,6 +30,15 @@ def test_plain_line_when_not_a_terminal() -> None:
     )
 
 
+def test_a_line_keeps_double_spaces_in_paths_and_the_note_indent() -> None:
+    stream = io.StringIO()
+    line = Report("crop-pad", "my  shots/a.png", "out  dir/a.png", [4, 6, 3], "uint8", [2, 2, 3], "uint8",
+                  notes=["turned upright by its EXIF orientation"])
+    show(line, stream)
+    assert stream.getvalue() == ("crop-pad my  shots/a.png → out  dir/a.png: 4×6×3 uint8 → 2×2×3 uint8\n"
+                                 "  note: turned upright by its EXIF orientation\n")
+
+
 def test_colour_on_a_terminal_unless_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
     stream = Terminal()
