@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from geomcli import transform as transforms
+from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ FIELDS = ("stem", "suffix", "name", "parent", "index")
 # Without -j, inputs smaller than this in total are done in this process: no worker start-up.
 SMALL_BATCH = 8 * 2**20
 _GLOB_MAGIC = re.compile(r"[*?[]")
-# a worker stopped by SIGTERM exits as the command line would (cli.EXIT_TERMINATED)
-EXIT_TERMINATED = 143
 
 
 @dataclass(frozen=True)
@@ -512,9 +511,9 @@ def _smaller_than(jobs: Sequence[Job], limit: int) -> bool:
 
 
 def _cpu_count() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
+    from geomcli import kernels
+
+    return kernels._available_cpus()  # the CPUs this process may run on, as the kernels count them
 
 
 # ---- what the user sees -----------------------------------------------------------------------
@@ -587,7 +586,7 @@ class _Outcomes:
             line = f"{self.task.command}: {ok} ok, {failed} failed, {skipped} skipped"
             line += f", {not_run} not run (--fail-fast)" if not_run else ""
             click.echo(f"{line} in {seconds:.1f} s", err=True)
-        return transforms.EXIT_FAILED if failed else 0
+        return EXIT_FAILED if failed else 0
 
 
 def _progress_bar() -> Progress:
@@ -651,4 +650,4 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     elif not task.common.quiet:
         click.echo(f"{task.command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
                    f"{counts['skipped']} skipped", err=True)
-    return transforms.EXIT_FAILED if counts["error"] else 0
+    return EXIT_FAILED if counts["error"] else 0

@@ -17,6 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from geomcli.constants import (
+    DEFAULT_MAX_PIXELS,
+    EXIT_BROKEN_PIPE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    FORMATS,
+    LAYOUTS,
+    TIFF_COMPRESSIONS,
+)
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
@@ -24,10 +34,6 @@ if TYPE_CHECKING:
 
     from geomcli.io import Header
 
-FORMAT_NAMES = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
-LAYOUT_NAMES = ("NCHW", "NHWC", "CHW", "HWC", "HW")
-DEFAULT_MAX_PIXELS = 2**31
-EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 130, 143, 141
 
 
 class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
@@ -97,9 +103,9 @@ class Common:
 def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared options and hand the command one ``Common`` as ``common``."""
 
-    @click.option("--layout", type=click.Choice(LAYOUT_NAMES), default=None,
+    @click.option("--layout", type=click.Choice(LAYOUTS), default=None,
                   help="Axes of a tensor input. Images are HWC (HW for one channel); rank 4 defaults to NCHW.")
-    @click.option("--format", "format_", type=click.Choice(FORMAT_NAMES, case_sensitive=False), default=None,
+    @click.option("--format", "format_", type=click.Choice(FORMATS, case_sensitive=False), default=None,
                   help="Output format for -o - (default npy) or a name without a known extension; "
                        "a known extension decides, and --format must agree with it.")
     @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (errors are still shown).")
@@ -119,9 +125,6 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
         return command(common=common, **kwargs)
 
     return wrapper
-
-
-TIFF_COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg")
 
 
 def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -325,7 +328,8 @@ def cli() -> None:
 @click.option("--shape", "target", type=IntList(), required=True,
               help="Target lengths: H,W (or H,W,C) on an image; one per axis (or per --axes) on a tensor.")
 @click.option("--axes", type=IntList(), default=None, metavar="AXES",
-              help="The axes --shape refers to; negative values count from the end.  [default: all, or H,W on an image]")
+              help="The axes --shape refers to; negative values count from the end.  [default: all, or H "
+                   "and W for two values on an image or a tensor in a known --layout]")
 @click.option("--fill", type=str, default=None,
               help="Pad value (must fit the dtype).  [default: the dtype's zero]")
 @files_options
@@ -523,7 +527,7 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
         elif record["status"] == "ok":
             click.echo(_info_line(record))
     if failed:
-        raise SystemExit(transform.EXIT_FAILED)
+        raise SystemExit(EXIT_FAILED)
 
 
 def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:

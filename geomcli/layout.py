@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from geomcli.constants import LAYOUTS
 from geomcli.errors import GeomError
 
-LAYOUTS = ("NCHW", "NHWC", "CHW", "HWC", "HW")
+__all__ = ["LAYOUTS", "from_nchw", "from_nchw_shape", "output_layout", "resolve_layout", "spatial_axes",
+           "to_nchw", "to_nchw_shape"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 

@@ -60,7 +60,8 @@ def _plain_line(report: Report) -> str:
     if report.input_shape is None:
         shapes = f"{_shape(report.output_shape)} {report.output_dtype}"
     else:
-        shapes = f"{_shape(report.input_shape)} {report.input_dtype} → {_shape(report.output_shape)} {report.output_dtype}"
+        shapes = (f"{_shape(report.input_shape)} {report.input_dtype} → "
+                  f"{_shape(report.output_shape)} {report.output_dtype}")
     parts = [f"{report.command} {arrow}: {shapes}"]
     if report.value_range is not None:
         parts.append(f"range [{report.value_range[0]:g}, {report.value_range[1]:g}]")

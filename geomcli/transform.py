@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
+from geomcli.constants import EXIT_FAILED
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
     from geomcli.cli import Common, Fidelity
     from geomcli.io import Header, Loaded, Metadata
     from geomcli.summary import Report
-
-EXIT_FAILED = 1
-
 
 class FormatConflictError(GeomError):
     """--format names another format than the output's extension."""

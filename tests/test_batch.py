@@ -183,7 +183,8 @@ def test_a_template_without_parent_still_mirrors(shots: Path, tmp_path: Path) ->
     assert files(out) == ["night/s_e.png", "s_d.png"]
 
 
-def test_two_inputs_for_one_output_is_caught_before_writing(shots: Path, tmp_path: Path, rng: np.random.Generator) -> None:
+def test_two_inputs_for_one_output_is_caught_before_writing(shots: Path, tmp_path: Path,
+                                                             rng: np.random.Generator) -> None:
     png(shots / "c.png", rng)  # c.png and c.npy both become c.npy
     out = tmp_path / "out"
     result = run("crop-pad", shots, "--out-dir", out, "--name", "{stem}.npy", "--shape", "1,1")

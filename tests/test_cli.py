@@ -353,7 +353,8 @@ def test_rank3_tensor_needs_a_layout(tmp_path: Path) -> None:
     np.save(source, np.zeros((3, 4, 4), np.uint8))
     result = run("space-to-depth", source, "-o", tmp_path / "o.npy", "--blocksize", "2")
     assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr == f"Error: {source}: a rank-3 tensor (3, 4, 4) has no default layout; give --layout (CHW, HWC)\n"
+    assert result.stderr == (f"Error: {source}: a rank-3 tensor (3, 4, 4) has no default layout; give --layout "
+                             "(CHW, HWC)\n")
 
 
 @pytest.mark.parametrize("command", [["space-to-depth", "--blocksize", "2"], ["affine-grid"]])
@@ -589,7 +590,8 @@ def test_info_on_an_animation_shows_its_frames(tmp_path: Path) -> None:
     frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:])
     result = run("info", tmp_path / "anim.gif")
     assert result.exit_code == 0 and result.stderr == ""
-    assert result.stdout.startswith(f"{tmp_path / 'anim.gif'}: gif 3×4×5×3 uint8, layout NHWC, 3 page(s), range [0, 100]")
+    assert result.stdout.startswith(f"{tmp_path / 'anim.gif'}: gif 3×4×5×3 uint8, layout NHWC, 3 page(s), "
+                                    "range [0, 100]")
     first = run("info", "--json", "--frames", "first", tmp_path / "anim.gif")
     assert first.exit_code == 0 and first.stderr == ""
     assert json.loads(first.stdout)["shape"] == [4, 5, 3]
@@ -738,3 +740,13 @@ def test_thread_count_does_not_change_the_result(tmp_path: Path, threads: str) -
 def test_threads_must_be_positive(tensor: Path, tmp_path: Path) -> None:
     result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "2", "--threads", "0")
     assert result.exit_code == 2 and "--threads" in result.stderr
+
+
+def test_the_shared_constants_are_ios() -> None:
+    """cli's choices come from geomcli.constants; io keeps its own until it imports them: no drift."""
+    from geomcli import constants
+    from geomcli.io import _tiff
+
+    assert constants.FORMATS == io.FORMATS
+    assert constants.TIFF_COMPRESSIONS == _tiff.COMPRESSIONS
+    assert constants.DEFAULT_MAX_PIXELS == io.DEFAULT_MAX_PIXELS
