@@ -186,7 +186,7 @@ class BatchOptions:
     dry_run: bool
 
 
-_BATCH_ONLY = {"name": "--name", "recursive": "-r/--recursive", "jobs": "-j/--jobs",
+_BATCH_ONLY = {"name": "--name", "recursive": "-r/--recursive", "jobs": "-j/--jobs", "keep_going": "--fail-fast",
                "skip_existing": "--skip-existing", "no_clobber": "-n/--no-clobber", "dry_run": "--dry-run"}
 
 

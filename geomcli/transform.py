@@ -146,6 +146,7 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
                                mmap=maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
         report.notes.extend(loaded.notes)
+        report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         mapped: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
@@ -190,6 +191,20 @@ def _output_metadata(command: str, parameters: dict[str, Any], metadata: Metadat
     if command == "depth-to-space":
         return metadata.scaled(parameters["blocksize"])
     return metadata
+
+
+def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
+    """One warning for each encoder or reader option this file's formats do not use.
+    (--compression on output other than TIFF is an error, from io.write_array.)"""
+    unused = []
+    if fidelity.quality is not None and output_format not in ("jpeg", "webp"):
+        unused.append(f"--quality is for JPEG and WebP output, not {output_format.upper()}; ignored")
+    if fidelity.compress_level is not None and output_format != "png":
+        unused.append(f"--compress-level is for PNG output, not {output_format.upper()}; ignored")
+    for name, value in (("--series", fidelity.series), ("--page", fidelity.page)):
+        if value is not None and input_format != "tiff":
+            unused.append(f"{name} is for TIFF input, not {input_format.upper()}; ignored")
+    return unused
 
 
 def _compresses(output_format: str, fidelity: Fidelity, metadata: Metadata) -> bool:
