@@ -513,7 +513,7 @@ def _smaller_than(jobs: Sequence[Job], limit: int) -> bool:
 def _cpu_count() -> int:
     from geomcli import kernels
 
-    return kernels._available_cpus()  # the CPUs this process may run on, as the kernels count them
+    return kernels.available_cpus()  # the CPUs this process may run on, as the kernels count them
 
 
 # ---- what the user sees -----------------------------------------------------------------------

@@ -192,3 +192,14 @@ def test_affine_grid_pairs_fall_back_for_strided_outputs() -> None:
     kernels.affine_grid(theta, [1, 1, 4, 5], out=out)
     assert out.tobytes() == _plain_grid(theta, [1, 1, 4, 5], False).tobytes()
     assert (wide[..., 1::2] == 0).all()
+
+
+def test_affine_grid_many_tiny_grids_in_one_sum() -> None:
+    """A batch is summed slice by slice, not grid by grid: a million 1x2 grids are quick and exact."""
+    theta = np.tile(np.array([[[2.0, 0.0, 0.5], [0.0, 1.0, -0.25]]], np.float32), (1_000_000, 1, 1))
+    theta[::7, 0, 2] = np.inf
+    grid = kernels.affine_grid(theta, [1_000_000, 1, 1, 2], align_corners=True, threads=2)
+    assert grid.shape == (1_000_000, 1, 2, 2)
+    assert grid[1, 0].tolist() == [[-1.5, -0.25], [2.5, -0.25]]
+    assert np.isinf(grid[::7, ..., 0]).all() and (grid[::7, ..., 1] == -0.25).all()
+    assert grid[1:7].tobytes() == np.repeat(grid[1:2], 6, axis=0).tobytes()
