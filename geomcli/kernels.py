@@ -536,7 +536,8 @@ def _grid_terms(rows: np.ndarray, axes_xyz: list[np.ndarray]) -> tuple[np.ndarra
     def along(j: int) -> np.ndarray:  # axis j (x, y, z) where it lies in (m, [d,] h, w), times its weight
         shape = [1] * (spatial + 1)
         shape[spatial - j] = len(axes_xyz[j])
-        return axes_xyz[j].reshape(shape) * rows[:, j].reshape((-1,) + (1,) * spatial)
+        term: np.ndarray = axes_xyz[j].reshape(shape) * rows[:, j].reshape((-1,) + (1,) * spatial)
+        return term
 
     rest = rows[:, spatial].reshape((-1,) + (1,) * spatial)
     for j in range(1, spatial):  # y, then z: the slower axes
