@@ -79,6 +79,16 @@ def test_readme_commands_run_in_order_on_a_copy_of_the_samples(tmp_path: Path) -
         assert "Traceback" not in result.stderr, command
 
 
+def test_readme_sample_output_is_what_the_commands_print(tmp_path: Path) -> None:
+    """Each console block's output line, but for the time it took, is what geomcli prints."""
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+    for block in fenced_blocks("console"):
+        lines = block.splitlines()
+        for command, shown in zip(lines[::2], lines[1::2], strict=True):
+            printed = run_in(tmp_path, command.removeprefix("$ ")).stderr.strip()
+            assert re.sub(r" in \d+ ms$", "", printed) == re.sub(r" in \d+ ms$", "", shown), command
+
+
 @pytest.mark.parametrize("command", help_examples())
 def test_help_example_runs_on_a_copy_of_the_samples(command: str, tmp_path: Path) -> None:
     shutil.copytree(ROOT / "samples", tmp_path / "samples")
