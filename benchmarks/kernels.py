@@ -20,6 +20,7 @@ are plain functions and data so a larger benchmark suite can import and reuse th
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import platform
@@ -142,6 +143,10 @@ CASES: list[Case] = [
 # --- the engines --------------------------------------------------------------------
 
 
+def _first_output(session: Any, inputs: Inputs) -> np.ndarray:
+    return session.run(None, inputs)[0]  # type: ignore[no-any-return]
+
+
 def one_node_model(case: Case, inputs: Inputs, opset: int, attributes: dict[str, Any]) -> onnx.ModelProto:
     """A model of the single node ``case.op``, typed from the actual inputs."""
     names = list(inputs)
@@ -151,7 +156,8 @@ def one_node_model(case: Case, inputs: Inputs, opset: int, attributes: dict[str,
     graph = helper.make_graph(
         [node],
         case.name,
-        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+         for k, v in inputs.items()],
         [helper.make_tensor_value_info("output", output_type, None)],
     )
     # IR 10 and the op's own opset: onnxruntime 1.32 accepts both for all three ops.
@@ -174,7 +180,7 @@ def ort_runner(case: Case, inputs: Inputs) -> tuple[Callable[[], np.ndarray] | N
             errors.append(f"opset {opset}: {str(error).splitlines()[0][:80]}")
             continue
         note = f"opset {opset}" if opset == case.opset else f"opset {opset} (fallback: {'; '.join(errors)})"
-        return (lambda: session.run(None, inputs)[0]), note
+        return functools.partial(_first_output, session, inputs), note
     return None, "; ".join(errors)
 
 

@@ -81,7 +81,8 @@ def start_up(repeats: int) -> list[Row]:
     ratio = version / click
     return [
         Row("start-up", "python -c pass", _ms(python), "-", None, "", None),
-        Row("start-up", "geomcli --version", _ms(version), f"import click {_ms(click)}", ratio, "<= 1.5x", ratio <= 1.5),
+        Row("start-up", "geomcli --version", _ms(version), f"import click {_ms(click)}", ratio, "<= 1.5x",
+            ratio <= 1.5),
     ]
 
 
@@ -263,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           "ratio = geomcli / the other (memory: peak / limit)")
     print(render(rows))
     print()
-    print("# kernels: medians in ms, (1st) = first call; x/fl = median / memory floor; ort/geo, ref/geo > 1: geomcli faster")
+    print("# kernels: medians in ms, (1st) = first call; x/fl = median / memory floor;"
+          " ort/geo, ref/geo > 1: geomcli faster")
     print(kernel_bench.render(results))
     met = sum(r.met is True for r in rows) + sum(r.target_met for r in results)
     total = sum(r.met is not None for r in rows) + len(results)

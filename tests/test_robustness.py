@@ -289,7 +289,7 @@ def test_every_hostile_file_is_one_error_line_for_every_command(
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     cases = [(case, inputs / f"{case}.{fmt}") for case, _ in hostile_cases(fmt)]
-    for (case, make), (_, path) in zip(hostile_cases(fmt), cases, strict=True):
+    for (_, make), (_, path) in zip(hostile_cases(fmt), cases, strict=True):
         path.write_bytes(make(inputs))
     for case, make_path in PATH_CASES.items():
         cases.append((case, make_path(inputs, f"{case}.{fmt}")))
@@ -466,7 +466,8 @@ GOOD_IMAGE = np.ones((8, 8), np.uint8)
      GOOD_IMAGE, "{stem}.png"),
     (["crop-pad", "{strings}", "--shape", "2,2", "--fill", "0"], "fill value 0 does not fit dtype <U2",
      GOOD_IMAGE, "{stem}.png"),
-    (["crop-pad", "{complex}", "--shape", "2,2", "--axes", "0,1"], "PNG cannot hold complex64 data; write .npy or .tiff",
+    (["crop-pad", "{complex}", "--shape", "2,2", "--axes", "0,1"],
+     "PNG cannot hold complex64 data; write .npy or .tiff",
      GOOD_IMAGE, "{stem}.png"),
     (["space-to-depth", "{complex}", "--blocksize", "2", "--layout", "HWC"], "PNG cannot hold complex64",
      np.ones((8, 8, 1), np.uint8), "{stem}.png"),
@@ -576,7 +577,8 @@ def test_a_full_disk_in_a_batch_writes_what_fits(small_disk: Path, tmp_path: Pat
         failures = result.stderr.splitlines()
         assert failures and all(line.endswith("cannot write (No space left on device)") for line in failures)
         assert temps(small_disk) == []
-        assert (small_disk / "big.npy").read_bytes() == b"the old output" or (small_disk / "big.npy").stat().st_size > 1e6
+        old = small_disk / "big.npy"
+        assert old.read_bytes() == b"the old output" or old.stat().st_size > 1e6
         for name in os.listdir(small_disk):
             path = small_disk / name
             if path.read_bytes() != b"the old output":
@@ -745,7 +747,9 @@ def test_an_input_truncated_after_its_header_was_checked(tmp_path: Path, monkeyp
         assert_clean(tmp_path, tmp_path / "o.npy")
 
 
-def test_a_small_input_cut_while_it_is_transformed_costs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_small_input_cut_while_it_is_transformed_costs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from geomcli import kernels
 
     path = tmp_path / "a.npy"
@@ -832,7 +836,9 @@ def test_no_path_from_a_files_content_is_used_to_write(tmp_path: Path) -> None:
     assert not os.path.exists(escape)
 
 
-def test_a_symlink_planted_at_a_temp_name_is_not_written_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_symlink_planted_at_a_temp_name_is_not_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """mkstemp's O_EXCL: a name that exists, a symlink to a victim included, is skipped, never opened."""
     import tempfile
 
