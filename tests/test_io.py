@@ -1007,6 +1007,53 @@ def test_fuzz_mutated_files_give_data_or_geomerror(
             pass
 
 
+@pytest.mark.parametrize("error", [ValueError, KeyError, IndexError, TypeError, OverflowError])
+@pytest.mark.parametrize("helper", ["_layout", "_photometric", "_metadata"])
+def test_a_bug_in_our_tiff_code_keeps_its_traceback(tiff_file: FileFactory, monkeypatch: pytest.MonkeyPatch,
+                                                     helper: str, error: type[Exception]) -> None:
+    """Only tifffile's exceptions mean a bad file; the same types from geomcli's code are bugs."""
+    from geomcli.io import _tiff
+
+    def broken(*args: Any) -> Any:
+        raise error("a bug in geomcli")
+
+    path, _ = tiff_file((8, 10), np.uint8)
+    monkeypatch.setattr(_tiff, helper, broken)
+    with pytest.raises(error, match="a bug in geomcli") as caught:
+        io.read_array(path)
+    assert not isinstance(caught.value, GeomError)
+
+
+@pytest.mark.parametrize("error", [ValueError, IndexError, EOFError])
+@pytest.mark.parametrize("helper", ["_target_mode", "_metadata", "_frames"])
+def test_a_bug_in_our_pillow_code_keeps_its_traceback(png_file: FileFactory, monkeypatch: pytest.MonkeyPatch,
+                                                       helper: str, error: type[Exception]) -> None:
+    from geomcli.io import _pillow
+
+    def broken(*args: Any) -> Any:
+        raise error("a bug in geomcli")
+
+    path, _ = png_file((8, 10, 3))
+    monkeypatch.setattr(_pillow, helper, broken)
+    with pytest.raises(error, match="a bug in geomcli") as caught:
+        io.read_array(path)
+    assert not isinstance(caught.value, GeomError)
+
+
+def test_raised_in_is_the_innermost_of_ours_and_the_package() -> None:
+    """An exception from geomcli code that the package called back is ours, not the package's."""
+    import json
+
+    from geomcli.io._base import check_size, raised_in
+
+    with pytest.raises(ValueError, match="Expecting property name") as caught:
+        json.loads("{")
+    assert raised_in(caught.value, "json")
+    with pytest.raises(GeomError, match="exceed the limit") as caught:
+        json.loads("[7]", parse_int=lambda text: check_size((int(text), 2), 1, "x"))
+    assert not raised_in(caught.value, "json")
+
+
 # ---- stdin and stdout --------------------------------------------------------------------------
 
 

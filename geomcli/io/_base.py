@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -134,16 +135,26 @@ def one_line(exc: BaseException) -> str:
 
 
 def raised_in(exc: BaseException, package: str) -> bool:
-    """Whether ``package``'s own code raised ``exc`` (some frame of its traceback is in it).
+    """Whether ``package``'s own code raised ``exc``: of the frames in its traceback that are
+    geomcli's or the package's, the innermost is the package's (numpy or the standard library
+    below it count for whoever called them).
 
-    Backends raise TypeError, AssertionError and the like on crafted files; those are bad files.
-    The same types raised by geomcli's own code are bugs and keep their traceback.
+    Backends raise ValueError, TypeError, AssertionError and the like on crafted files; those
+    are bad files. The same types raised by geomcli's own code, or by a geomcli callback the
+    package called (a logging handler), are bugs and keep their traceback.
     """
-    marker = f"{package}/"
+    marker = f"/{package}/"
+    innermost = False
     tb = exc.__traceback__
     while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename.replace("\\", "/")
-        if marker in filename and "/geomcli/" not in filename:
-            return True
+        filename = os.path.abspath(tb.tb_frame.f_code.co_filename).replace("\\", "/")
+        if filename.startswith(_OURS):
+            innermost = False
+        elif marker in filename:
+            innermost = True
         tb = tb.tb_next
-    return False
+    return innermost
+
+
+# the folder of the geomcli package, as raised_in compares frame file names
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\", "/") + "/"

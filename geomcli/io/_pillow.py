@@ -15,7 +15,7 @@ import numpy as np
 
 from geomcli.errors import GeomError
 from geomcli.io import _png
-from geomcli.io._base import Header, Loaded, Metadata, WriteOptions, check_size, one_line
+from geomcli.io._base import Header, Loaded, Metadata, WriteOptions, check_size, one_line, raised_in
 
 # Pillow's plugin name(s) for each format: Image.open tries only these, so content and name agree
 _PLUGINS = {
@@ -28,7 +28,8 @@ _PLUGINS = {
 _SAVE_AS = {"png": "PNG", "jpeg": "JPEG", "bmp": "BMP", "gif": "GIF", "webp": "WEBP"}
 # Formats whose extra frames are an animation (a JPEG's MPO frames are previews: ignored)
 _ANIMATED = {"png", "gif", "webp"}
-# What Pillow raises on broken files, besides UnidentifiedImageError (an OSError)
+# What Pillow raises on broken files, besides UnidentifiedImageError (an OSError); caught only
+# when raised in Pillow's code (raised_in): from ours they are bugs
 _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, zlib.error, IndexError)
 
 # modes numpy receives unchanged: mode -> (dtype, channels)
@@ -122,6 +123,8 @@ def read(
                 notes.append(note)
             data = np.asarray(im)
         except _DECODE_ERRORS as e:
+            if not raised_in(e, "PIL"):
+                raise
             raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
@@ -155,6 +158,8 @@ def _read_frames(
             mode = "RGBA"  # a later frame's transparency must not be lost
         data = np.stack([np.asarray(p if p.mode == mode else p.convert(mode)) for p in pictures])
     except _DECODE_ERRORS as e:
+        if not raised_in(e, "PIL"):
+            raise  # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
         raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     notes.append(f"{count} frames stacked on axis 0 as {mode} (--frames all)")
     layout = "NHWC" if data.ndim == 4 else None
@@ -299,6 +304,8 @@ def _opened(
     except GeomError:
         raise
     except _DECODE_ERRORS as e:
+        if not raised_in(e, "PIL"):
+            raise  # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
         raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     finally:
         Image.MAX_IMAGE_PIXELS = limit

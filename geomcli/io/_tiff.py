@@ -18,7 +18,9 @@ import numpy as np
 from geomcli.errors import GeomError
 from geomcli.io._base import Header, Loaded, Metadata, WriteOptions, check_size, one_line, raised_in
 
-# tifffile raises its own TiffFileError (a ValueError), and on odd files also these
+# tifffile raises its own TiffFileError (a ValueError), and on odd files also these; a crafted tag
+# of the wrong type trips its own code (TypeError, AttributeError, ...). Caught only when raised
+# in tifffile's code (raised_in): from ours they are bugs.
 _DECODE_ERRORS = (
     ValueError,
     KeyError,
@@ -29,9 +31,12 @@ _DECODE_ERRORS = (
     zlib.error,
     ZeroDivisionError,
     OverflowError,
+    TypeError,
+    AttributeError,
+    RuntimeError,
+    AssertionError,
+    NotImplementedError,
 )
-# a crafted tag of the wrong type trips tifffile's own code; from ours these would be bugs
-_INSIDE_ERRORS = (TypeError, AttributeError, RuntimeError, AssertionError, NotImplementedError)
 
 
 # Past this many bytes of pixels a file is written as BigTIFF (classic TIFF offsets are 32-bit;
@@ -305,18 +310,15 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
         raise GeomError(
             f"{name}: not a readable TIFF (declares more data than fits in memory)"
         ) from e
-    except _DECODE_ERRORS as e:
-        raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
-    except ImportError as e:
-        # a codec tifffile lists but cannot load, that _check_codecs did not try
+    except (*_DECODE_ERRORS, ImportError) as e:
         if not raised_in(e, "tifffile"):
+            # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
             raise
-        raise GeomError(
-            f"{name}: a compression codec is not available ({one_line(e)}; pip install imagecodecs)"
-        ) from e
-    except _INSIDE_ERRORS as e:
-        if not raised_in(e, "tifffile"):
-            raise
+        if isinstance(e, ImportError):
+            # a codec tifffile lists but cannot load, that _check_codecs did not try
+            raise GeomError(
+                f"{name}: a compression codec is not available ({one_line(e)}; pip install imagecodecs)"
+            ) from e
         raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
     finally:
         log.removeHandler(handler)
