@@ -299,6 +299,10 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     log.propagate = False
     try:
         with tifffile.TiffFile(io.BytesIO(source) if isinstance(source, bytes) else source) as tif:
+            if handler.damage:
+                # refused before its pages are walked: a circular IFD chain can keep tifffile's
+                # series reader in a loop
+                raise GeomError(f"{name}: not a readable TIFF ({handler.damage[0]})")
             yield tif, notes
         if handler.damage:
             # tifffile logs an error and reads on (a cut IFD chain, a bad tag): pages could be
