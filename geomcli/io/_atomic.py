@@ -37,7 +37,7 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     """
     fd, tmp = _temp_beside(path)
-    try:
+    with _replacing(tmp, path):
         raw = io.FileIO(fd, "wb")
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
         raw.name = tmp
@@ -45,18 +45,6 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
             # mkstemp makes 0600; a plain open() would give 0666 less the umask
             os.fchmod(f.fileno(), 0o666 & ~_umask())
             yield f
-            f.flush()
-            # on disk before the rename, so a crash cannot leave an empty "finished" file
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(e, OSError):
-            raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
-        raise
 
 
 def _temp_beside(path: str) -> tuple[int, str]:
@@ -87,12 +75,21 @@ def atomic_path(path: str) -> Iterator[str]:
     SystemExit included), for writers that open the file themselves.
     """
     fd, tmp = _temp_beside(path)
-    try:
+    with _replacing(tmp, path):
         try:
             os.fchmod(fd, 0o666 & ~_umask())
         finally:
             os.close(fd)
         yield tmp
+
+
+@contextmanager
+def _replacing(tmp: str, path: str) -> Iterator[None]:
+    """Around the writing of ``tmp``: at normal exit it is synced and renamed to ``path``; on any
+    exception (KeyboardInterrupt and SystemExit too) it is removed, and an OSError becomes a
+    GeomError naming ``path``."""
+    try:
+        yield
         descriptor = os.open(tmp, os.O_RDONLY)
         try:
             # on disk before the rename, so a crash cannot leave an empty "finished" file
