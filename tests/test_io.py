@@ -1192,6 +1192,54 @@ def test_write_replaces_with_normal_permissions(tmp_path: Path) -> None:
     assert np.array_equal(io.read_array(path).data, np.ones(3))
 
 
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o444, 0o755])
+@pytest.mark.parametrize("mapped", [False, True], ids=["in-memory", "mapped"])
+def test_replacing_a_file_keeps_its_permissions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                mode: int, mapped: bool) -> None:
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    path = str(tmp_path / "a.npy")
+    io.write_array(np.zeros(3), path)
+    os.chmod(path, mode)
+    if mapped:
+        with io.open_output(path, (3,), np.float64) as out:
+            out[:] = 1
+    else:
+        io.write_array(np.ones(3), path)
+    assert np.array_equal(np.load(path), np.ones(3))
+    assert os.stat(path).st_mode & 0o7777 == mode
+
+
+def test_replacing_a_setuid_file_drops_the_bit(tmp_path: Path) -> None:
+    path = str(tmp_path / "a.npy")
+    io.write_array(np.zeros(3), path)
+    os.chmod(path, 0o4750)
+    io.write_array(np.ones(3), path)
+    assert os.stat(path).st_mode & 0o7777 == 0o750
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give files away")
+@pytest.mark.parametrize("mapped", [False, True], ids=["in-memory", "mapped"])
+def test_root_replacing_a_file_keeps_its_owner_and_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         mapped: bool) -> None:
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    path = str(tmp_path / "a.npy")
+    io.write_array(np.zeros(3), path)
+    os.chown(path, 12345, 23456)
+    os.chmod(path, 0o640)
+    if mapped:
+        with io.open_output(path, (3,), np.float64) as out:
+            out[:] = 1
+    else:
+        io.write_array(np.ones(3), path)
+    info = os.stat(path)
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (12345, 23456, 0o640)
+    assert np.array_equal(np.load(path), np.ones(3))
+
+
 def _fail_midway(exc: BaseException) -> Any:
     def write(data: np.ndarray, f: Any) -> None:
         f.write(b"half of it")

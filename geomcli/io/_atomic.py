@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -42,8 +43,6 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
         raw.name = tmp
         with io.BufferedWriter(raw) as f:
-            # mkstemp makes 0600; a plain open() would give 0666 less the umask
-            os.fchmod(f.fileno(), 0o666 & ~_umask())
             yield f
 
 
@@ -76,22 +75,38 @@ def atomic_path(path: str) -> Iterator[str]:
     """
     fd, tmp = _temp_beside(path)
     with _replacing(tmp, path):
-        try:
-            os.fchmod(fd, 0o666 & ~_umask())
-        finally:
-            os.close(fd)
+        os.close(fd)
         yield tmp
+
+
+def _take_over(fd: int, path: str) -> None:
+    """Give the temp file the permissions of the file it replaces (as root, its owner and group
+    too), so overwriting a 0600 output keeps it 0600; a new file gets 0666 less the umask, as a
+    plain open() would (mkstemp makes 0600). Set-id bits are not carried over."""
+    try:
+        replaced = os.stat(path)
+    except OSError:
+        replaced = None  # no file there yet (or none we may look at): a new file's mode
+    if replaced is None or not stat.S_ISREG(replaced.st_mode):
+        os.fchmod(fd, 0o666 & ~_umask())
+        return
+    if os.geteuid() == 0 and (replaced.st_uid, replaced.st_gid) != (os.geteuid(), os.getegid()):
+        os.fchown(fd, replaced.st_uid, replaced.st_gid)  # before the chmod, which it would reset
+    os.fchmod(fd, stat.S_IMODE(replaced.st_mode) & 0o777)
 
 
 @contextmanager
 def _replacing(tmp: str, path: str) -> Iterator[None]:
-    """Around the writing of ``tmp``: at normal exit it is synced and renamed to ``path``; on any
-    exception (KeyboardInterrupt and SystemExit too) it is removed, and an OSError becomes a
-    GeomError naming ``path``."""
+    """Around the writing of ``tmp``: at normal exit it gets its permissions (see _take_over), is
+    synced and renamed to ``path``; on any exception (KeyboardInterrupt and SystemExit too) it
+    is removed, and an OSError becomes a GeomError naming ``path``."""
     try:
         yield
-        descriptor = os.open(tmp, os.O_RDONLY)
+        descriptor = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         try:
+            # the final mode only now: mkstemp's 0600 lets a writer reopen it by name, even when
+            # it is to replace a read-only file
+            _take_over(descriptor, path)
             # on disk before the rename, so a crash cannot leave an empty "finished" file
             os.fsync(descriptor)
         finally:
