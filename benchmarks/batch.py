@@ -101,14 +101,14 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
     """
     from functools import partial
 
-    from geomcli import batch, cli, io, kernels
+    from geomcli import batch, cli, constants, io, kernels, transform
     from geomcli.io import _pillow  # the encoder write_array uses, here to memory
 
     common = cli.Common(layout=None, format=None, quiet=True, json=False, debug=False,
-                        max_pixels=cli.DEFAULT_MAX_PIXELS, threads=None)
-    task = batch.Task("crop-pad", {}, partial(cli._crop_pad, target=(CROP, CROP), axes=None, fill="0",
-                                              common=common), partial(cli._crop_pad_shape, target=(CROP, CROP),
-                                                                      axes=None), common)
+                        max_pixels=constants.DEFAULT_MAX_PIXELS, threads=None)
+    target = (CROP, CROP)
+    task = batch.Task("crop-pad", {}, partial(transform.crop_pad, target=target, axes=None, fill=None),
+                      partial(transform.crop_pad_shape, target=target, axes=None, common=common), common)
     out.mkdir(parents=True, exist_ok=True)
     batch.transform(task, batch.Job(0, str(paths[0]), str(out / "warm-up.png"), "png"))  # imports, once
     bare = whole = 0.0
