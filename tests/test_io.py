@@ -508,6 +508,60 @@ def test_a_fifo_is_read_whole_and_not_mapped(tmp_path: Path) -> None:
     assert _equal(loaded.data, data) and not isinstance(loaded.data, np.memmap)
 
 
+@pytest.mark.parametrize("fmt", ["png", "npy", "tiff", "jpeg"])
+def test_an_input_without_extension_is_sniffed(tmp_path: Path, fmt: str) -> None:
+    data = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    io.write_array(data, str(tmp_path / "named"), format=fmt)
+    loaded = io.read_array(str(tmp_path / "named"))
+    assert loaded.format == fmt and loaded.data.shape == (3, 4)
+    header = io.read_header(str(tmp_path / "named"))
+    assert (header.format, header.shape) == (fmt, (3, 4))
+
+
+def test_an_input_without_extension_or_magic_is_refused(tmp_path: Path) -> None:
+    path = _put(tmp_path / "notes", b"hello world, no magic here")
+    with pytest.raises(GeomError, match=r"notes: no file extension and unrecognised content \(expected one of png"):
+        io.read_array(path)
+    with pytest.raises(GeomError, match=r"photo: content is PNG, not NPY"):
+        io.read_array(_put(tmp_path / "photo", _valid_bytes(tmp_path, "png")), format="npy")
+    # an unknown extension is no invitation to guess, and outputs need a format
+    with pytest.raises(GeomError, match=r"photo\.bin: unknown extension '\.bin'"):
+        io.read_array(_put(tmp_path / "photo.bin", _valid_bytes(tmp_path, "png")))
+    with pytest.raises(GeomError, match=r"out: no file extension"):
+        io.write_array(np.zeros((2, 2), np.uint8), str(tmp_path / "out"))
+
+
+def test_a_fifo_without_extension_is_sniffed(tmp_path: Path) -> None:
+    import threading
+
+    fifo = tmp_path / "63"
+    os.mkfifo(fifo)
+    payload = _valid_bytes(tmp_path, "png")
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(payload)
+
+    writer = threading.Thread(target=feed, daemon=True)  # no hang when the read fails
+    writer.start()
+    loaded = io.read_array(str(fifo))
+    writer.join(timeout=10)
+    assert loaded.format == "png" and loaded.data.ndim in (2, 3)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash for <(...)")
+def test_process_substitution_and_dev_stdin_are_read(tmp_path: Path) -> None:
+    """What a user types: <(cat x.png) is /dev/fd/63, a pipe without a name or extension."""
+    photo = SAMPLES / "photo.png"
+    shape = io.read_array(str(photo)).data.shape
+    for command in (f"geomcli info <(cat {photo})", f"geomcli info /dev/stdin < {photo}"):
+        result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
+                                cwd=REPO, check=False, env={**os.environ, "PATH": os.path.dirname(sys.executable)
+                                                            + os.pathsep + os.environ.get("PATH", "")})
+        assert result.returncode == 0, result.stderr
+        assert f"png {'×'.join(map(str, shape))} uint8" in result.stdout
+
+
 def _with_exif_png(encoded: bytes, orientation: int) -> bytes:
     """Insert an eXIf chunk (written by Pillow's Exif) before the first IDAT of our encoder's PNG."""
     from PIL import Image

@@ -182,6 +182,7 @@ def read_array(
     """Read an image, .npy or .tiff (``-``: stdin, format sniffed) into an array.
 
     The extension (or ``format``) decides the format; content that says otherwise is an error.
+    A path without an extension (``/dev/stdin``, ``<(cat x.png)``) is sniffed like ``-``.
     Declared sizes are checked against ``max_pixels`` (elements) before anything is allocated.
     ``mmap``: an uncompressed .npy/.tiff file may come back as a read-only ``np.memmap``.
     ``auto_orient``: images are turned upright by their EXIF orientation (a note says so).
@@ -455,7 +456,9 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         fmt = format_for_path(path, format)
         _agree(name, fmt, found)
         return data, name, fmt
-    fmt = format_for_path(path, format)
+    # a name without an extension (/dev/stdin, process substitution's /dev/fd/63): the content
+    # decides, as for "-"; an extension geomcli does not know stays an error
+    named: str | None = format_for_path(path, format) if format is not None or os.path.splitext(path)[1] else None
     try:
         # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one forever
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -480,8 +483,16 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         raise _read_error(name, e) from e
     if size == 0:
         raise GeomError(f"{name}: empty file")
-    _agree(name, fmt, sniff_format(head))
-    return source, name, fmt
+    found = sniff_format(head)
+    if named is None:
+        if found is None:
+            raise GeomError(
+                f"{name}: no file extension and unrecognised content "
+                f"(expected one of {', '.join(FORMATS)}; or give --format)"
+            )
+        return source, name, found
+    _agree(name, named, found)
+    return source, name, named
 
 
 # the widest element (complex128), so a limit in elements bounds a stream's bytes; plus room for
