@@ -4,6 +4,9 @@ EXIF orientation, TIFF axes and compression; and the one warning line for each t
 from __future__ import annotations
 
 import json
+import os
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -421,6 +424,59 @@ def test_min_is_white_and_palette_tiffs_read_as_seen(tmp_path: Path) -> None:
     loaded = io.read_array(str(tmp_path / "pal.tif"))
     assert loaded.layout == "HWC" and loaded.data.dtype == np.uint8
     assert loaded.data[1, 1].tolist() == [30, 31, 32] and loaded.notes == ("palette expanded to RGB",)
+
+
+def agree(path: str, **options: Any) -> io.Loaded:
+    """read_header says the shape, dtype, layout, pages and size read_array gives (with the same options)."""
+    header = io.read_header(path, **options)
+    loaded = io.read_array(path, **options)
+    assert (header.shape, header.dtype, header.layout) == (loaded.data.shape, loaded.data.dtype, loaded.layout)
+    assert (header.pages, header.file_size) == (loaded.pages, loaded.file_size)
+    return loaded
+
+
+@pytest.mark.parametrize("bits", [8, 16])
+@pytest.mark.parametrize("shape", [(2, 2), (3, 2, 2)], ids=["one-page", "three-pages"])
+def test_palette_tiff_header_is_the_expanded_image(tmp_path: Path, bits: int, shape: tuple[int, ...]) -> None:
+    import tifffile
+
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :4] = np.array([[0, 10, 20, 30], [1, 11, 21, 31], [2, 12, 22, 32]]) * (257 if bits == 8 else 7)
+    tifffile.imwrite(tmp_path / "pal.tif", np.arange(4, dtype=np.uint8).reshape(2, 2) * np.ones(shape, np.uint8),
+                     photometric="palette", colormap=colormap)
+    loaded = agree(str(tmp_path / "pal.tif"))
+    assert loaded.data.shape == (*shape, 3) and loaded.data.dtype == (np.uint8 if bits == 8 else np.uint16)
+    assert loaded.pages == (1 if len(shape) == 2 else 3)
+
+
+def test_headers_and_loaded_agree_on_every_kind_of_file(tmp_path: Path, animated_gif: tuple[str, np.ndarray],
+                                                        hyperstack: tuple[str, np.ndarray]) -> None:
+    path, frames = animated_gif
+    stacked = agree(path, frames="all")
+    assert stacked.data.shape == (3, 6, 8, 3) and stacked.pages == 3 and stacked.layout == "NHWC"
+    first = agree(path, frames="first")
+    assert first.data.shape == (6, 8, 3) and first.pages == 3
+    assert agree(hyperstack[0]).pages == hyperstack[1].shape[0] * hyperstack[1].shape[1]
+    for fmt, data in [("png", np.zeros((5, 7, 4), np.uint16)), ("npy", np.zeros((2, 3), np.float32)),
+                      ("webp", np.zeros((5, 7, 3), np.uint8)), ("tiff", np.zeros((2, 5, 7), np.int16))]:
+        out = str(tmp_path / f"a.{fmt}")
+        io.write_array(data, out)
+        assert agree(out).file_size == os.path.getsize(out)
+
+
+def test_a_16bit_apng_header_stacks_no_frames(tmp_path: Path) -> None:
+    from geomcli.io import _png
+
+    one = _png.encode(np.zeros((4, 5), np.uint16))
+    # an acTL chunk of 2 frames before the IDAT: what makes an APNG (one frame is enough for the check)
+    body = struct.pack(">II", 2, 0)
+    actl = struct.pack(">I", 8) + b"acTL" + body + struct.pack(">I", zlib.crc32(b"acTL" + body))
+    at = one.index(b"IDAT") - 4
+    path = tmp_path / "anim16.png"
+    path.write_bytes(one[:at] + actl + one[at:])
+    for read in (io.read_header, io.read_array):
+        with pytest.raises(GeomError, match=r"anim16\.png: --frames all: 16-bit animated PNGs are not supported"):
+            read(str(path), frames="all")
 
 
 def test_series_and_pages(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ geomcli.errors.GeomError: ...a.png: PNG cannot hold float32 data; write .npy or 
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import io
 import os
@@ -146,26 +147,32 @@ def read_header(
     auto_orient: bool = True,
     series: int | None = None,
     page: int | None = None,
+    frames: str | None = None,
 ) -> Header:
-    """What ``path`` declares (shape, dtype, pages, size), without decoding its pixels.
+    """What ``path`` declares (shape, dtype, layout, pages, size), without decoding its pixels.
 
-    No size limit applies: the header of a decompression bomb is reported as declared.
+    The shape, dtype and layout are those :func:`read_array` returns with the same options
+    (``frames="all"``: an animation's frames stacked on a new first axis). A palette TIFF whose
+    indices run past its colormap (a damaged file) is the one case read_array differs from:
+    it keeps the indices. No size limit applies: a decompression bomb is reported as declared.
     """
-    source, name, fmt = _input(path, format, DEFAULT_MAX_PIXELS)
+    source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     try:
         if fmt == "npy":
             from geomcli.io import _npy
 
-            return _npy.read_header(source, name)
-        if fmt == "tiff":
+            header = _npy.read_header(source, name)
+        elif fmt == "tiff":
             from geomcli.io import _tiff
 
-            return _tiff.read_header(source, name, series, page)
-        from geomcli.io import _pillow
+            header = _tiff.read_header(source, name, series, page)
+        else:
+            from geomcli.io import _pillow
 
-        return _pillow.read_header(source, name, fmt, auto_orient)
+            header = _pillow.read_header(source, name, fmt, auto_orient, frames)
     except OSError as e:
         raise _read_error(name, e) from e
+    return dataclasses.replace(header, file_size=file_size)
 
 
 def read_array(
@@ -189,23 +196,27 @@ def read_array(
     ``frames``: an animated GIF/WebP/APNG is refused unless ``"all"`` (frames stacked on a
     leading axis) or ``"first"``. ``series``/``page``: one TIFF series or page, instead of every
     page (and every series of one shape) stacked on the leading axis.
-    ``Loaded.metadata`` holds the ICC profile, resolution, EXIF and TIFF axes for write_array.
+    ``Loaded.metadata`` holds the ICC profile, resolution, EXIF and TIFF axes for write_array;
+    ``Loaded.pages`` and ``Loaded.file_size`` what :func:`read_header` says, so a pipe read once
+    is described whole.
 
     Raises GeomError for every bad file, missing path or limit; the message starts with the path.
     """
-    source, name, fmt = _input(path, format, max_pixels)
+    source, name, fmt, file_size = _input(path, format, max_pixels)
     try:
         if fmt == "npy":
             from geomcli.io import _npy
 
-            return _npy.read(source, name, max_pixels, mmap)
-        if fmt == "tiff":
+            loaded = _npy.read(source, name, max_pixels, mmap)
+        elif fmt == "tiff":
             from geomcli.io import _tiff
 
-            return _tiff.read(source, name, max_pixels, mmap, series, page)
-        from geomcli.io import _pillow
+            loaded = _tiff.read(source, name, max_pixels, mmap, series, page)
+        else:
+            from geomcli.io import _pillow
 
-        return _pillow.read(source, name, fmt, max_pixels, auto_orient, frames)
+            loaded = _pillow.read(source, name, fmt, max_pixels, auto_orient, frames)
+        return dataclasses.replace(loaded, file_size=file_size)
     except OSError as e:
         raise _read_error(name, e) from e
     except MemoryError as e:
@@ -428,8 +439,9 @@ _PREFERRED = ("png", "webp", "bmp", "gif", "jpeg", "npy", "tiff")
 # ---- inputs ------------------------------------------------------------------------------------
 
 
-def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes, str, str]:
-    """(what the backend reads: a path or the bytes, the name for messages, the format).
+def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes, str, str, int | None]:
+    """(what the backend reads: a path or the bytes, the name for messages, the format, the
+    file's size: None for stdin and pipes).
 
     Streams (stdin, a FIFO) are read whole, at most as many bytes as ``max_pixels`` elements of
     the widest dtype could take; devices are refused: /dev/zero named x.npy is not read forever.
@@ -452,10 +464,10 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
                 raise GeomError(
                     f"{name}: unrecognised content (expected one of {', '.join(FORMATS)})"
                 )
-            return data, name, found
+            return data, name, found, None
         fmt = format_for_path(path, format)
         _agree(name, fmt, found)
-        return data, name, fmt
+        return data, name, fmt, None
     # a name without an extension (/dev/stdin, process substitution's /dev/fd/63): the content
     # decides, as for "-"; an extension geomcli does not know stays an error
     named: str | None = format_for_path(path, format) if format is not None or os.path.splitext(path)[1] else None
@@ -473,12 +485,13 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
                 head = f.read(SNIFF_BYTES)
                 source: str | bytes = path
                 size = info.st_size
+                file_size: int | None = size
             else:
                 # a FIFO (process substitution, /dev/stdin): no size, no seeking, no mmap; read
                 # to its end, waiting for data once a writer has it open
                 os.set_blocking(descriptor, True)
                 source = _read_stream(f, name, max_pixels, stat.S_ISFIFO(info.st_mode))
-                head, size = source[:SNIFF_BYTES], len(source)
+                head, size, file_size = source[:SNIFF_BYTES], len(source), None
     except OSError as e:
         raise _read_error(name, e) from e
     if size == 0:
@@ -490,9 +503,9 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
                 f"{name}: no file extension and unrecognised content "
                 f"(expected one of {', '.join(FORMATS)}; or give --format)"
             )
-        return source, name, found
+        return source, name, found, file_size
     _agree(name, named, found)
-    return source, name, named
+    return source, name, named, file_size
 
 
 # the widest element (complex128), so a limit in elements bounds a stream's bytes; plus room for

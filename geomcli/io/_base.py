@@ -87,11 +87,17 @@ class Loaded:
     source: str
     notes: tuple[str, ...] = ()
     metadata: Metadata = field(default_factory=Metadata)
+    pages: int = 1
+    """The pages (TIFF) or frames (GIF, WebP, APNG) the file holds, as :class:`Header` says."""
+    file_size: int | None = None
+    """The file's size in bytes; None for stdin and pipes, which have none."""
 
 
 @dataclass(frozen=True)
 class Header:
-    """What a file declares, read without decoding its pixels."""
+    """What a file declares, read without decoding its pixels: the shape, dtype and layout
+    :func:`read_array` returns with the same options (a palette TIFF expanded, one frame or
+    the stacked frames of an animation)."""
 
     format: str
     shape: tuple[int, ...]

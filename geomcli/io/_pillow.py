@@ -57,25 +57,38 @@ _ORIENTATIONS = {
 }
 
 
-def read_header(source: str | bytes, name: str, fmt: str, auto_orient: bool) -> Header:
+def read_header(
+    source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None
+) -> Header:
+    """The shape, dtype and layout :func:`read` returns with the same options, from the header:
+    for an animation, ``frames="all"`` is the frames stacked on a new first axis, else one frame.
+    (Stacked frames take the first frame's mode; :func:`read` makes them RGBA when a later frame
+    adds transparency, which only decoding them can tell.)"""
     file_size = None if isinstance(source, bytes) else _size(source)
-    data = _head_bytes(source, fmt)
-    if fmt == "png" and data is not None and _png.parse_ihdr(data, name).depth == 16:
-        ihdr = _png.parse_ihdr(data, name)
-        shape = ihdr.shape
-        with _opened(source, name, fmt) as im:
-            if auto_orient and _orientation(im, name) in (5, 6, 7, 8):
-                shape = (shape[1], shape[0], *shape[2:])
-        return Header(fmt, shape, np.dtype(np.uint16), 1, file_size, _layout(shape))
+    head = _head_bytes(source, fmt)
+    ihdr = _png.parse_ihdr(head, name) if head is not None else None
     with _opened(source, name, fmt) as im:
-        frames = _frames(im, name)
-        mode, _ = _target_mode(im)
-        dtype, channels = _KEPT[mode]
-        width, height = im.size
+        count = _frames(im, name)
+        stacked = fmt in _ANIMATED and count > 1 and frames == "all"
+        dtype: np.dtype
+        if ihdr is not None and ihdr.depth == 16:
+            if stacked:
+                raise GeomError(_NO_16BIT_FRAMES.format(name=name))
+            shape, dtype = ihdr.shape, np.dtype(np.uint16)
+        else:
+            mode, _ = _target_mode(im)
+            dtype, channels = _KEPT[mode]
+            width, height = im.size
+            shape = (height, width) if channels == 1 else (height, width, channels)
+        if stacked:
+            shape = (count, *shape)
+            return Header(fmt, shape, dtype, count, file_size, "NHWC" if len(shape) == 4 else None)
         if auto_orient and _orientation(im, name) in (5, 6, 7, 8):
-            width, height = height, width
-    shape = (height, width) if channels == 1 else (height, width, channels)
-    return Header(fmt, shape, dtype, frames, file_size, _layout(shape))
+            shape = (shape[1], shape[0], *shape[2:])
+    return Header(fmt, shape, dtype, count, file_size, _layout(shape))
+
+
+_NO_16BIT_FRAMES = "{name}: --frames all: 16-bit animated PNGs are not supported"
 
 
 def read(
@@ -94,11 +107,12 @@ def read(
         check_size(chunks.ihdr.shape, max_pixels, name)
         if chunks.ihdr.depth == 16:
             if chunks.frames > 1 and frames == "all":
-                raise GeomError(f"{name}: --frames all: 16-bit animated PNGs are not supported")
-            return _read_png16(chunks, name, src, auto_orient)
+                raise GeomError(_NO_16BIT_FRAMES.format(name=name))
+            return replace(_read_png16(chunks, name, src, auto_orient), pages=chunks.frames)
     notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
-        count = _frames(im, name) if fmt in _ANIMATED else 1
+        pages = _frames(im, name)
+        count = pages if fmt in _ANIMATED else 1
         if count > 1:
             if frames is None:
                 raise GeomError(_animated(name, count))
@@ -128,7 +142,7 @@ def read(
             raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
-    return Loaded(data, fmt, _layout(data.shape), src, tuple(notes), metadata)
+    return Loaded(data, fmt, _layout(data.shape), src, tuple(notes), metadata, pages)
 
 
 def _animated(name: str, frames: int) -> str:
@@ -166,7 +180,7 @@ def _read_frames(
     # the axes a TIFF of these frames records: T for time, S for colour samples
     axes = "TYXS" if data.ndim == 4 else "TYX"
     metadata = replace(_metadata(im.info, 1), axes=axes, axes_kind="shaped")
-    return Loaded(data, fmt, layout, src, tuple(notes), metadata)
+    return Loaded(data, fmt, layout, src, tuple(notes), metadata, count)
 
 
 def _metadata(info: dict[str, Any], orientation: int) -> Metadata:

@@ -83,11 +83,17 @@ class _Choice:
 def read_header(
     source: str | bytes, name: str, series: int | None = None, page: int | None = None
 ) -> Header:
+    """The shape, dtype and layout :func:`read` returns (a palette expanded), from the tags."""
     with _tiff(source, name) as (tif, _):
         choice = _choose(tif, name, series, page)
         layout, _ = _layout(choice)
+        shape, dtype = choice.shape, choice.dtype
+        colormap = _palette(choice)
+        if colormap is not None:
+            shape, dtype = (*shape, 3), colormap.dtype
+            layout = _expanded_layout(layout, len(shape))
         size = None if isinstance(source, bytes) else int(tif.filehandle.size)
-        return Header("tiff", choice.shape, choice.dtype, len(tif.pages), size, layout)
+        return Header("tiff", shape, dtype, len(tif.pages), size, layout)
 
 
 def read(
@@ -119,8 +125,9 @@ def read(
             notes.append(layout_note)
         data, layout = _photometric(data, layout, choice, notes)
         metadata = _metadata(tif, choice)
+        pages = len(tif.pages)
     src = "-" if isinstance(source, bytes) else source
-    return Loaded(data, "tiff", layout, src, tuple(notes), metadata)
+    return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
 
 
 def _photometric(
@@ -137,18 +144,32 @@ def _photometric(
             top = (1 << bits) - 1 if 0 < bits < 8 * data.itemsize else None
             data = (top if top is not None else np.iinfo(data.dtype).max) - data
         notes.append("min-is-white values inverted (0 is black)")
-    elif photometric == "PALETTE" and page.colormap is not None and data.dtype.kind == "u":
-        colormap = np.asarray(page.colormap)  # (3, 2**bits), 16-bit
-        if colormap.ndim != 2 or colormap.shape[0] != 3 or colormap.dtype.kind != "u":
-            return data, layout  # a crafted colormap: left as indices
+    elif (colormap := _palette(choice)) is not None and data.dtype.kind == "u":
         if data.size and int(data.max()) >= colormap.shape[1]:
             return data, layout  # an index past the map: a damaged file, left as indices
-        if not (colormap % 257).any():
-            colormap = (colormap // 257).astype(np.uint8)  # an 8-bit palette stored 16-bit
         data = np.moveaxis(colormap[:, data], 0, -1)
-        layout = {"HW": "HWC", None: "NHWC" if data.ndim == 4 else None}.get(layout, None)
+        layout = _expanded_layout(layout, data.ndim)
         notes.append("palette expanded to RGB")
     return data, layout
+
+
+def _palette(choice: _Choice) -> np.ndarray | None:
+    """The (3, 2**bits) colormap a palette image's indices expand through, as uint8 when it holds
+    8-bit values stored 16-bit; None when there is none to apply (not palette, or a crafted map)."""
+    page = choice.keyframe
+    if _enum_name(page.photometric) != "PALETTE" or page.colormap is None or choice.dtype.kind != "u":
+        return None
+    colormap = np.asarray(page.colormap)
+    if colormap.ndim != 2 or colormap.shape[0] != 3 or colormap.dtype.kind != "u":
+        return None  # a crafted colormap: left as indices
+    if not (colormap % 257).any():
+        colormap = (colormap // 257).astype(np.uint8)  # an 8-bit palette stored 16-bit
+    return colormap
+
+
+def _expanded_layout(layout: str | None, ndim: int) -> str | None:
+    """The layout of indices expanded to RGB on a new last axis."""
+    return {"HW": "HWC", None: "NHWC" if ndim == 4 else None}.get(layout, None)
 
 
 def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choice:
