@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import os
 import re
+import signal
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO
 
@@ -37,8 +39,7 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     destination folder, so the final os.replace is a rename within one filesystem: readers see
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     """
-    fd, tmp = _temp_beside(path)
-    with _replacing(tmp, path):
+    with _replacing(path) as (fd, tmp):
         raw = io.FileIO(fd, "wb")
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
         raw.name = tmp
@@ -73,8 +74,7 @@ def atomic_path(path: str) -> Iterator[str]:
     The same temp file, permissions and cleanup as :func:`atomic_file` (KeyboardInterrupt and
     SystemExit included), for writers that open the file themselves.
     """
-    fd, tmp = _temp_beside(path)
-    with _replacing(tmp, path):
+    with _replacing(path) as (fd, tmp):
         os.close(fd)
         yield tmp
 
@@ -95,13 +95,40 @@ def _take_over(fd: int, path: str) -> None:
     os.fchmod(fd, stat.S_IMODE(replaced.st_mode) & 0o777)
 
 
+def _hold_signals() -> Callable[[], None]:
+    """Hold SIGINT and SIGTERM back (in the main thread, where Python runs their handlers); the
+    function returned restores the handlers and delivers what came meanwhile."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    held: list[int] = []
+    previous = {number: signal.signal(number, lambda got, frame: held.append(got))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+
+    def release() -> None:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for got in held:
+            signal.raise_signal(got)
+
+    return release
+
+
 @contextmanager
-def _replacing(tmp: str, path: str) -> Iterator[None]:
-    """Around the writing of ``tmp``: at normal exit it gets its permissions (see _take_over), is
-    synced and renamed to ``path``; on any exception (KeyboardInterrupt and SystemExit too) it
-    is removed, and an OSError becomes a GeomError naming ``path``."""
+def _replacing(path: str) -> Iterator[tuple[int, str]]:
+    """A temp file beside ``path`` (descriptor, name) to write; at normal exit it gets its
+    permissions (see _take_over), is synced and renamed to ``path``; on any exception
+    (KeyboardInterrupt and SystemExit too) it is removed, and an OSError becomes a GeomError
+    naming ``path``. A signal that comes while the file is being made waits until its cleanup
+    is in place, so an interrupt never leaves it behind."""
+    release = _hold_signals()
     try:
-        yield
+        fd, tmp = _temp_beside(path)
+    except BaseException:
+        release()
+        raise
+    try:
+        release()
+        yield fd, tmp
         descriptor = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         try:
             # the final mode only now: mkstemp's 0600 lets a writer reopen it by name, even when
@@ -123,8 +150,8 @@ def _replacing(tmp: str, path: str) -> Iterator[None]:
 
 
 def remove_leftovers(path: str) -> list[str]:
-    """Remove the temp files ``atomic_file(path)`` leaves when its process is killed in the one gap
-    its cleanup cannot cover (inside mkstemp, before the try); the names removed.
+    """Remove the temp files ``atomic_file(path)`` leaves when its process dies without running
+    its cleanup (SIGKILL, or a worker ended by os._exit while it was making one); the names removed.
 
     For a caller that stopped a writer of ``path`` and knows no other writer of it is running.
     """
