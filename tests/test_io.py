@@ -638,7 +638,8 @@ def test_check_size_message() -> None:
     io.check_size((10, 10), 100, "x")
     with pytest.raises(
         GeomError,
-        match=r"^big\.png: 10000000000 elements exceed the limit of 2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS$",
+        match=r"^big\.png: 10000000000 elements exceed the limit of 2147483648; "
+        r"raise it with --max-pixels or GEOMCLI_MAX_PIXELS$",
     ):
         io.check_size((100000, 100000), io.DEFAULT_MAX_PIXELS, "big.png")
 

@@ -121,7 +121,7 @@ def check_size(shape: Iterable[int], max_pixels: int, what: str) -> None:
     >>> check_size((100000, 100000), 2**31, "a.png")
     Traceback (most recent call last):
     ...
-    geomcli.errors.GeomError: a.png: 10000000000 elements exceed the limit of 2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS
+    geomcli.errors.GeomError: a.png: 10000000000 elements exceed the limit of 2147483648; raise it with ...
     """
     # Python ints: a crafted header's product must not wrap around as it would in int64.
     count = math.prod(int(n) for n in shape)

@@ -509,7 +509,9 @@ def write(
         # a codec tifffile lists but cannot load, that _codec_works did not try
         if not raised_in(e, "tifffile"):
             raise
-        raise GeomError(f"{name}: compression {str(compression).upper()} is not available (pip install imagecodecs)") from e
+        raise GeomError(
+            f"{name}: compression {str(compression).upper()} is not available (pip install imagecodecs)"
+        ) from e
     return warnings
 
 
