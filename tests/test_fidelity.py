@@ -748,3 +748,24 @@ def test_a_mapped_output_says_it_has_no_metadata(tmp_path: Path, monkeypatch: py
                ).stderr.count("Warning") == 0
     kept = run("crop-pad", path, "-o", out, "--shape", "4,4")
     assert kept.exit_code == 0 and warnings_of(kept) == []  # compressed, from RAM, with its metadata
+
+
+def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
+    """OME-XML channel names and physical sizes, and ImageJ display ranges, are not rewritten for
+    the new shape: the user is told, once per field, rather than losing them silently."""
+    import tifffile
+
+    ome, imagej = tmp_path / "ome.ome.tif", tmp_path / "ij.tif"
+    data = np.arange(2 * 8 * 8, dtype=np.uint16).reshape(2, 8, 8)
+    tifffile.imwrite(ome, data, ome=True, metadata={"axes": "CYX", "PhysicalSizeX": 0.5,
+                                                    "Channel": {"Name": ["dapi", "gfp"]}})
+    tifffile.imwrite(imagej, data, imagej=True, metadata={"axes": "CYX", "ranges": (0.0, 100.0, 0.0, 100.0)})
+    for source, expected in ((ome, "the OME-XML physical sizes, channel names cannot be carried; dropped"),
+                             (imagej, "the ImageJ metadata Ranges cannot be carried; dropped")):
+        result = CliRunner().invoke(cli, ["crop-pad", str(source), "-o", str(tmp_path / "out.tif"),
+                                          "--shape", "4,4"], catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.count("Warning:") == 1 and expected in result.stderr
+        stripped = CliRunner().invoke(cli, ["crop-pad", str(source), "-o", str(tmp_path / "out.tif"),
+                                            "--shape", "4,4", "--strip"], catch_exceptions=False)
+        assert "Warning" not in stripped.stderr

@@ -299,6 +299,7 @@ def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = N
             said.append(f"{label} cannot hold the resolution ({x:g} x {y:g} pixels{per}); dropped")
     if metadata.exif is not None and "exif" not in holds:
         said.append(f"{label} cannot hold the EXIF data; dropped")
+    said.extend(f"{name} cannot be carried; dropped" for name in metadata.dropped)
     if metadata.axes_kind in ("imagej", "ome") and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
         kind = {"imagej": "ImageJ", "ome": "OME"}[metadata.axes_kind or ""]
         said.append(f"{label} cannot hold the {kind} axes metadata ({metadata.axes}); dropped")

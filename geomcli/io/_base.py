@@ -45,6 +45,9 @@ class Metadata:
     """ImageJ entries that stay true through a crop: spacing, finterval, unit."""
     compression: str | None = None
     """The TIFF compression, by tifffile's name: ``zlib``, ``lzma``, ``lzw``, ``jpeg``, ``zstd``."""
+    dropped: tuple[str, ...] = ()
+    """What the file said that no output carries (OME-XML channel names, ImageJ display ranges...),
+    each named in one warning when a file is written from it."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:

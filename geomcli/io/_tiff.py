@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import re
 import struct
 import sys
 import zlib
@@ -286,7 +287,31 @@ def _metadata(tif: Any, choice: _Choice) -> Metadata:
     axes = choice.axes if choice.kind is not None else None
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
     return Metadata(icc=icc_bytes, resolution=resolution, unit=unit, axes=axes,
-                    axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression)
+                    axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
+                    dropped=_not_carried(tif, info))
+
+
+# ImageJ entries written anew from the result (sizes, axes) or carried (spacing, unit, ...)
+_IMAGEJ_REWRITTEN = {"ImageJ", "images", "channels", "slices", "frames", "hyperstack", "unit", "axes", "shape",
+                     "loop", "mode", *_IMAGEJ_KEPT}
+# OME-XML content beyond sizes and axes, which geomcli writes anew and so cannot keep
+_OME_EXTRAS = (("physical sizes", re.compile(r"PhysicalSize[XYZ]=")),
+               ("channel names", re.compile(r"<(?:\w+:)?Channel\b[^>]*\bName=")),
+               ("annotations", re.compile(r"<(?:\w+:)?StructuredAnnotations\b")))
+
+
+def _not_carried(tif: Any, imagej: dict[str, Any]) -> tuple[str, ...]:
+    """The metadata of this file that no output keeps, named for a warning."""
+    dropped = []
+    others = sorted(str(key) for key in imagej if key not in _IMAGEJ_REWRITTEN)
+    if others:
+        dropped.append(f"the ImageJ metadata {', '.join(others)}")
+    ome = tif.ome_metadata if tif.is_ome else None
+    if isinstance(ome, str):
+        found = [label for label, pattern in _OME_EXTRAS if pattern.search(ome)]
+        if found:
+            dropped.append(f"the OME-XML {', '.join(found)}")
+    return tuple(dropped)
 
 
 # A crafted file's tags can hold anything: these read a number or give 0 (no resolution).
