@@ -152,8 +152,8 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
                   help="JPEG output: quality (default 95). WebP output: lossy at this quality "
                        "(default: lossless).")
     @click.option("--compression", type=click.Choice(TIFF_COMPRESSIONS), default=None,
-                  help="TIFF output: compression; lzw and jpeg need imagecodecs.  [default: the input "
-                       "TIFF's, else none]")
+                  help="TIFF output: compression; zlib and lzma always work, lzw, jpeg, packbits and zstd "
+                       "need imagecodecs.  [default: the input TIFF's, else none]")
     @functools.wraps(command)
     def wrapper(no_auto_orient: bool, strip: bool, frames: str | None, series: int | None, page: int | None,
                 compress_level: int | None, quality: int | None, compression: str | None, common: Common,
