@@ -231,18 +231,15 @@ def maps_input(path: str) -> bool:
 def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
     """What ``geomcli info`` says of one file, as a JSON-ready record (status ``error`` on failure).
 
-    The file is read once (a FIFO has nothing left for a second read); only a regular file's header
-    is read besides, for its page count and size. A mapped input's value range is taken slab by slab.
+    The file is read once (a FIFO has nothing left for a second read): the read tells its page count
+    and size too. A mapped input's value range is taken slab by slab.
     """
-    import stat
-
     import numpy as np
 
     from geomcli import io, summary
 
     try:
         loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
-        header = io.read_header(path) if path != "-" and stat.S_ISREG(os.stat(path).st_mode) else None
         data = loaded.data
         if isinstance(data, np.memmap):
             from geomcli import slabs
@@ -251,8 +248,8 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
         else:
             value_range = summary.value_range(data)
         return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
-                "layout": loaded.layout, "pages": header.pages if header else 1, "value_range": value_range,
-                "file_size": header.file_size if header else None, "status": "ok", "error": None}
+                "layout": loaded.layout, "pages": loaded.pages, "value_range": value_range,
+                "file_size": loaded.file_size, "status": "ok", "error": None}
     except (GeomError, OSError) as error:
         return {"input": path, "status": "error", "error": describe(error)}
 
