@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +96,20 @@ def tiff_file(tmp_path: Path, rng: np.random.Generator) -> FileFactory:
         return str(path), data
 
     return make
+
+
+@contextmanager
+def fifo_feeding(fifo: Path, payload: bytes) -> Iterator[Path]:
+    """A named pipe at ``fifo`` that a thread fills with ``payload`` once a reader opens it."""
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(payload)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        yield fifo
+    finally:
+        writer.join(timeout=10)

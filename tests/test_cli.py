@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import io as bytes_io
 import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from conftest import fifo_feeding
 from PIL import Image
 
 from geomcli import io, kernels
@@ -596,19 +603,8 @@ def test_info_json_and_a_failure(tensor: Path, tmp_path: Path) -> None:
 
 
 def test_info_reads_a_fifo_once(tensor: Path, tmp_path: Path) -> None:
-    import threading
-
-    fifo = tmp_path / "pipe.npy"
-    os.mkfifo(fifo)
-
-    def write() -> None:
-        with open(fifo, "wb") as f:
-            f.write(tensor.read_bytes())
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    result = run("info", fifo)
-    writer.join()
+    with fifo_feeding(tmp_path / "pipe.npy", tensor.read_bytes()) as fifo:
+        result = run("info", fifo)
     assert result.exit_code == 0 and result.stderr == ""
     assert result.stdout.startswith(f"{fifo}: npy 2×3×6×8 float32, layout -, 1 page(s), range [")
     assert "bytes" not in result.stdout
@@ -648,12 +644,6 @@ def test_info_takes_a_mapped_inputs_range_slab_by_slab(tensor: Path, monkeypatch
 
 # --- real processes: pipes, signals, terminals, completion --------------------------------
 
-import os  # noqa: E402
-import pty  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
 
 GEOMCLI = [sys.executable, "-m", "geomcli"]
 

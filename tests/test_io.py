@@ -20,7 +20,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import ALL_DTYPES, FileFactory, make_array
+from conftest import ALL_DTYPES, FileFactory, fifo_feeding, make_array
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -489,22 +489,11 @@ def test_cmyk_jpeg_is_converted_to_rgb_with_a_note(tmp_path: Path) -> None:
 
 
 def test_a_fifo_is_read_whole_and_not_mapped(tmp_path: Path) -> None:
-    import threading
-
     data = np.arange(12, dtype=np.int16).reshape(3, 4)
     buffer = bytes_io.BytesIO()
     np.save(buffer, data)
-    fifo = tmp_path / "pipe.npy"
-    os.mkfifo(fifo)
-
-    def feed() -> None:
-        with open(fifo, "wb") as f:
-            f.write(buffer.getvalue())
-
-    writer = threading.Thread(target=feed)
-    writer.start()
-    loaded = io.read_array(str(fifo))
-    writer.join(timeout=10)
+    with fifo_feeding(tmp_path / "pipe.npy", buffer.getvalue()) as fifo:
+        loaded = io.read_array(str(fifo))
     assert _equal(loaded.data, data) and not isinstance(loaded.data, np.memmap)
 
 
