@@ -353,7 +353,7 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
     parameters = {"shape": list(target), "axes": None if axes is None else list(axes),
                   **({} if fill is None else {"fill": fill})}
     run_files("crop-pad", inputs, output, batch, common, parameters,
-              functools.partial(transform.crop_pad, target=target, axes=axes, fill=fill),
+              transform.CropPad(target, axes, fill),
               functools.partial(transform.crop_pad_shape, target=target, axes=axes, common=common))
 
 

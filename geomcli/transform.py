@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import click
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from geomcli.cli import Common, Fidelity
-    from geomcli.io import Header, Loaded, Metadata
+    from geomcli.io import Header, Loaded, Metadata, Picture
     from geomcli.summary import Report
 
 class FormatConflictError(GeomError):
@@ -141,10 +141,11 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
     report = summary.Report(command, input_path, output, parameters=parameters)
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
-        loaded = io.read_array(input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient,
-                               frames=fidelity.frames, series=fidelity.series, page=fidelity.page,
-                               mmap=maps_input(input_path))
-        report.input_shape, report.input_dtype = list(loaded.data.shape), str(loaded.data.dtype)
+        pictures = isinstance(operate, CropPad) and operate.takes_pictures(common, output_format)
+        loaded = (io.read_picture if pictures else io.read_array)(
+            input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
+            series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
+        report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
         report.notes.extend(loaded.notes)
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         mapped: list[np.ndarray] = []
@@ -177,7 +178,8 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=options,
                 metadata=_output_metadata(command, parameters, loaded.metadata, fidelity)))
-            report.value_range = summary.value_range(result)
+            report.value_range = (result.value_range() if isinstance(result, io.Picture)
+                                  else summary.value_range(result))
     return report
 
 
@@ -257,23 +259,64 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
 # ---- the operations -----------------------------------------------------------------------
 
 
-def crop_pad(loaded: Loaded, *, target: tuple[int, ...], axes: tuple[int, ...] | None, fill: str | None,
-             common: Common, allocate: Allocate | None = None) -> np.ndarray:
+@dataclasses.dataclass(frozen=True)
+class CropPad:
     """CenterCropPad on a file; --shape H,W works on the H and W axes of an image, or of a tensor
-    in --layout or the layout its file names. The pad value is --fill, else the dtype's zero."""
-    from geomcli import kernels
+    in --layout or the layout its file names. The pad value is --fill, else the dtype's zero.
 
-    chosen = _crop_pad_axes(target, axes, loaded.data.shape, common.layout, loaded.layout)
-    shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen)
-    check_size(shape, common)
-    out = None if allocate is None else allocate(shape, loaded.data.dtype)
-    value = None if fill is None else parse_fill(fill)
-    if out is None:
-        return kernels.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads)
-    from geomcli import slabs
+    A plain 8-bit image (io.Picture) is cropped and padded by Pillow itself, without numpy: the
+    same window (geomcli.window), zero padding, the same bytes written (tests/test_io.py).
+    """
 
-    slabs.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads, out=out)
-    return out
+    target: tuple[int, ...]
+    axes: tuple[int, ...] | None = None
+    fill: str | None = None
+
+    def takes_pictures(self, common: Common, output_format: str) -> bool:
+        """Whether an 8-bit image may stay a Pillow image through this crop-pad to ``output_format``:
+        two sizes, both positive, on the image's own H and W, with zero padding."""
+        from geomcli.io import IMAGE_FORMATS
+
+        return (len(self.target) == 2 and min(self.target) > 0 and self.axes is None and self.fill is None
+                and common.layout is None and output_format in IMAGE_FORMATS)
+
+    @overload
+    def __call__(self, loaded: Picture, *, common: Common, allocate: Allocate | None = None) -> Picture: ...
+
+    @overload
+    def __call__(self, loaded: Loaded, *, common: Common, allocate: Allocate | None = None) -> np.ndarray: ...
+
+    def __call__(self, loaded: Loaded | Picture, *, common: Common,
+                 allocate: Allocate | None = None) -> np.ndarray | Picture:
+        from geomcli.io import Picture
+
+        if isinstance(loaded, Picture):
+            return self._crop_pad_picture(loaded, common)
+        from geomcli import kernels
+
+        target = self.target
+        chosen = _crop_pad_axes(target, self.axes, loaded.data.shape, common.layout, loaded.layout)
+        shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen)
+        check_size(shape, common)
+        out = None if allocate is None else allocate(shape, loaded.data.dtype)
+        value = None if self.fill is None else parse_fill(self.fill)
+        if out is None:
+            return kernels.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads)
+        from geomcli import slabs
+
+        slabs.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads, out=out)
+        return out
+
+    def _crop_pad_picture(self, picture: Picture, common: Common) -> Picture:
+        """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros."""
+        from geomcli.window import center_crop_pad_window
+
+        height, width = self.target
+        check_size((height, width, *picture.shape[2:]), common)
+        (rows, rows_placed), (columns, columns_placed) = (
+            center_crop_pad_window(length, size) for length, size in zip(picture.shape, self.target, strict=False))
+        top, left = rows.start - rows_placed.start, columns.start - columns_placed.start
+        return dataclasses.replace(picture, image=picture.image.crop((left, top, left + width, top + height)))
 
 
 def crop_pad_shape(header: Header, *, target: tuple[int, ...], axes: tuple[int, ...] | None,

@@ -129,7 +129,8 @@ def test_crop_pad_without_fill_takes_the_kernels_zero_fill(photo: Path, tmp_path
         return real(*args, fill=fill, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(kernels, "center_crop_pad", spy)
-    result = run("crop-pad", photo, "-o", tmp_path / "out.png", "--shape", "12,12")
+    # --axes: the array path (a plain image cropped on its own H and W stays a Pillow image)
+    result = run("crop-pad", photo, "-o", tmp_path / "out.png", "--shape", "12,12", "--axes", "0,1")
     assert result.exit_code == 0 and result.stdout == "" and "fill=" not in result.stderr
     assert seen == [None]
     padded = read_png(tmp_path / "out.png")
@@ -737,7 +738,9 @@ def test_completion_imports_nothing_heavy() -> None:
 
 def test_a_job_imports_only_its_backends(tensor: Path, photo: Path, tmp_path: Path) -> None:
     png_job = imported_heavy(["crop-pad", str(photo), "-o", str(tmp_path / "o.png"), "--shape", "4,4"])
-    assert "PIL" in png_job and "tifffile" not in png_job and "rich" not in png_job
+    assert png_job == "['PIL']"  # no numpy either: a plain image is cropped by Pillow itself
+    png_array_job = imported_heavy(["space-to-depth", str(photo), "-o", str(tmp_path / "o.png"), "--blocksize", "2"])
+    assert "PIL" in png_array_job and "tifffile" not in png_array_job and "rich" not in png_array_job
     npy_job = imported_heavy(["crop-pad", str(tensor), "-o", str(tmp_path / "o.npy"), "--shape", "1,1,1,1"])
     assert "PIL" not in npy_job and "tifffile" not in npy_job
 

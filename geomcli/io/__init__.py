@@ -29,8 +29,6 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING
 
-import numpy as np
-
 from geomcli.errors import GeomError
 from geomcli.io._base import (
     DEFAULT_MAX_PIXELS,
@@ -38,12 +36,14 @@ from geomcli.io._base import (
     Header,
     Loaded,
     Metadata,
+    Picture,
     WriteOptions,
     check_size,
     display_name,
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import DTypeLike
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "Header",
     "Loaded",
     "Metadata",
+    "Picture",
     "WriteOptions",
     "check_size",
     "display_name",
@@ -61,6 +62,7 @@ __all__ = [
     "open_output",
     "read_array",
     "read_header",
+    "read_picture",
     "release",
     "sniff_format",
     "write_array",
@@ -202,8 +204,35 @@ def read_array(
 
     Raises GeomError for every bad file, missing path or limit; the message starts with the path.
     """
+    loaded = _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=False)
+    assert isinstance(loaded, Loaded)
+    return loaded
+
+
+def read_picture(
+    path: str,
+    *,
+    format: str | None = None,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    mmap: bool = True,
+    auto_orient: bool = True,
+    frames: str | None = None,
+    series: int | None = None,
+    page: int | None = None,
+) -> Picture | Loaded:
+    """As :func:`read_array`, but a plain 8-bit image (one that read_array gives as uint8 HW or
+    HWC: L, LA, RGB or RGBA, after palette expansion and EXIF orientation) comes back as a
+    :class:`Picture`, the Pillow image itself, and numpy is not imported. Any other file comes
+    back as read_array's ``Loaded``. :func:`write_array` takes either.
+    """
+    return _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=True)
+
+
+def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orient: bool, frames: str | None,
+          series: int | None, page: int | None, *, picture: bool) -> Loaded | Picture:
     source, name, fmt, file_size = _input(path, format, max_pixels)
     try:
+        loaded: Loaded | Picture
         if fmt == "npy":
             from geomcli.io import _npy
 
@@ -215,7 +244,7 @@ def read_array(
         else:
             from geomcli.io import _pillow
 
-            loaded = _pillow.read(source, name, fmt, max_pixels, auto_orient, frames)
+            loaded = _pillow.read(source, name, fmt, max_pixels, auto_orient, frames, picture=picture)
         return dataclasses.replace(loaded, file_size=file_size)
     except OSError as e:
         raise _read_error(name, e) from e
@@ -226,7 +255,7 @@ def read_array(
 
 
 def write_array(
-    data: np.ndarray,
+    data: np.ndarray | Picture,
     path: str,
     /,
     *,
@@ -245,14 +274,21 @@ def write_array(
     (ImageJ/OME sizes, EXIF dimensions); ``options`` sets the encoder (PNG level, JPEG/WebP
     quality, TIFF compression). Returns warnings, one line each: a metadata field the format
     cannot hold (naming it), a lossy encoding, a compression that had to change.
+    ``data`` may be a :class:`Picture` (from :func:`read_picture`): an image format that holds
+    it is written straight from Pillow, byte for byte as from its array.
     """
     from geomcli.io import _atomic
 
-    if isinstance(data, np.generic):
-        data = np.asarray(data)  # a numpy scalar (e.g. from a 0-d reduction) is a 0-d array
     fmt = format_for_path(path, format)
     name = display_name(path, output=True)
-    _check_writable(data, fmt, name)
+    if isinstance(data, Picture) and (fmt not in IMAGE_FORMATS or _image_refusal(fmt, "uint8", data.shape)):
+        data = data.to_array()  # the array's way: the same output, or the same refusal
+    if not isinstance(data, Picture):
+        import numpy as np
+
+        if isinstance(data, np.generic):
+            data = np.asarray(data)  # a numpy scalar (e.g. from a 0-d reduction) is a 0-d array
+        _check_writable(data, fmt, name)
     if options is not None and options.compression not in (None, "none") and fmt != "tiff":
         raise GeomError(f"{name}: --compression is for TIFF output, not {fmt.upper()}")
     said = unkept(metadata, fmt, options)
@@ -309,6 +345,8 @@ def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = N
 def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None) -> bool:
     """Whether :func:`open_output` writes this output through a memory map: a file (not ``-``)
     of a format that stores it in one piece (.npy, .tiff), of ``_mapped.MAP_OUTPUT_BYTES`` or more."""
+    import numpy as np
+
     from geomcli.io import _mapped
 
     return _mapped.maps_output(path, shape, np.dtype(dtype), format_for_path(path, format))
@@ -325,13 +363,15 @@ def open_output(
     atomic: on any exception, KeyboardInterrupt and SystemExit included, no temp file remains
     and an existing file is untouched.
 
-    >>> import os, tempfile
+    >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "big.npy")
     >>> with open_output(path, (2, 3), np.int16) as out:
     ...     out[1] = 7
     >>> np.load(path).tolist()
     [[0, 0, 0], [7, 7, 7]]
     """
+    import numpy as np
+
     from geomcli.io import _mapped
 
     return _mapped.open_output(path, shape, np.dtype(dtype), format_for_path(path, format))
@@ -347,10 +387,14 @@ def release(array: np.ndarray, /) -> None:
 
 
 def _encode(
-    data: np.ndarray, f: IO[bytes], fmt: str, metadata: Metadata | None, options: WriteOptions | None,
+    data: np.ndarray | Picture, f: IO[bytes], fmt: str, metadata: Metadata | None, options: WriteOptions | None,
     name: str,
 ) -> list[str]:
-    if fmt == "npy":
+    if isinstance(data, Picture):  # an image format that holds it: see write_array
+        from geomcli.io import _pillow
+
+        _pillow.save(data.image, f, fmt, metadata, options)
+    elif fmt == "npy":
         from geomcli.io import _npy
 
         _npy.write(data, f)
@@ -385,6 +429,17 @@ def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
         if not shape or 0 in shape:
             return f"cannot hold an empty or 0-d array (shape {shape})"
         return None
+    plain = dtype.name if dtype.kind in "biu" and dtype.isnative else str(dtype)
+    if dtype.kind in "biu" and dtype.byteorder == ">":
+        import numpy as np
+
+        plain = np.dtype(dtype.newbyteorder("=")).name
+    return _image_refusal(fmt, plain, shape)
+
+
+def _image_refusal(fmt: str, dtype: str, shape: tuple[int, ...]) -> str | None:
+    """Why the image format ``fmt`` cannot hold an array of this dtype (by its native name) and
+    shape, or None if it can."""
     # images: (dtypes this format holds, channel counts it holds)
     kinds = {
         "png": ({"uint8", "uint16", "bool"}, (1, 2, 3, 4)),
@@ -394,15 +449,12 @@ def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
         "webp": ({"uint8"}, (3, 4)),
     }[fmt]
     dtypes, channels = kinds
-    plain = dtype.name if dtype.kind in "biu" and dtype.isnative else str(dtype)
-    if dtype.kind in "biu" and dtype.byteorder == ">":
-        plain = np.dtype(dtype.newbyteorder("=")).name
-    if plain not in dtypes:
+    if dtype not in dtypes:
         return f"cannot hold {dtype} data"
     if len(shape) not in (2, 3) or 0 in shape:
         return f"holds HW or HWC images, not shape {shape}"
     c = 1 if len(shape) == 2 else shape[2]
-    if dtype.kind == "b" and len(shape) != 2:
+    if dtype == "bool" and len(shape) != 2:
         return f"holds 1-bit images as HW only, not shape {shape}"
     if c not in channels:
         counts = {(1, 2, 3, 4): "1 to 4 channels", (1,): "1 channel"}.get(
@@ -416,6 +468,8 @@ def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
 
 
 def _check_writable(data: np.ndarray, fmt: str, name: str) -> None:
+    import numpy as np
+
     if not isinstance(data, np.ndarray):
         raise TypeError(f"write_array expects a numpy array, not {type(data).__name__}")
     reason = _refusal(fmt, data.dtype, data.shape)

@@ -6,10 +6,12 @@ import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_MAX_PIXELS: int = 2**31
 
@@ -94,6 +96,53 @@ class Loaded:
     """The pages (TIFF) or frames (GIF, WebP, APNG) the file holds, as :class:`Header` says."""
     file_size: int | None = None
     """The file's size in bytes; None for stdin and pipes, which have none."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+
+@dataclass(frozen=True)
+class Picture:
+    """An 8-bit image (Pillow mode L, LA, RGB or RGBA) read from a file and kept as a Pillow image:
+    the array it stands for is ``shape``, uint8. Plain images take this way through crop-pad,
+    so a one-shot run never imports numpy (see io.read_picture)."""
+
+    image: Any
+    format: str
+    source: str
+    notes: tuple[str, ...] = ()
+    metadata: Metadata = field(default_factory=Metadata)
+    pages: int = 1
+    file_size: int | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        width, height = self.image.size
+        channels = len(self.image.getbands())
+        return (height, width) if channels == 1 else (height, width, channels)
+
+    @property
+    def layout(self) -> str:
+        return "HW" if len(self.shape) == 2 else "HWC"
+
+    dtype = "uint8"
+
+    def to_array(self) -> np.ndarray:
+        import numpy as np
+
+        return np.asarray(self.image)
+
+    def value_range(self) -> list[int]:
+        """[min, max] over every channel, as summary.value_range gives for the array."""
+        extrema = self.image.getextrema()
+        if not isinstance(extrema[0], tuple):
+            extrema = (extrema,)
+        return [min(low for low, _ in extrema), max(high for _, high in extrema)]
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,14 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import IO, Any
-
-import numpy as np
+from typing import IO, TYPE_CHECKING, Any
 
 from geomcli.errors import GeomError
 from geomcli.io import _png
-from geomcli.io._base import Header, Loaded, Metadata, WriteOptions, check_size, one_line, raised_in
+from geomcli.io._base import Header, Loaded, Metadata, Picture, WriteOptions, check_size, one_line, raised_in
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Pillow's plugin name(s) for each format: Image.open tries only these, so content and name agree
 _PLUGINS = {
@@ -34,17 +35,19 @@ _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, zlib
 
 # modes numpy receives unchanged: mode -> (dtype, channels)
 _KEPT = {
-    "1": (np.dtype(bool), 1),
-    "L": (np.dtype(np.uint8), 1),
-    "LA": (np.dtype(np.uint8), 2),
-    "RGB": (np.dtype(np.uint8), 3),
-    "RGBA": (np.dtype(np.uint8), 4),
-    "I;16": (np.dtype(np.uint16), 1),
-    "I;16L": (np.dtype(np.uint16), 1),
-    "I;16B": (np.dtype(np.uint16), 1),
-    "I": (np.dtype(np.int32), 1),
-    "F": (np.dtype(np.float32), 1),
+    "1": ("bool", 1),
+    "L": ("uint8", 1),
+    "LA": ("uint8", 2),
+    "RGB": ("uint8", 3),
+    "RGBA": ("uint8", 4),
+    "I;16": ("uint16", 1),
+    "I;16L": ("uint16", 1),
+    "I;16B": ("uint16", 1),
+    "I": ("int32", 1),
+    "F": ("float32", 1),
 }
+# the modes read_picture keeps as Pillow images: their arrays are uint8 HW or HWC
+_PICTURE_MODES = {"L", "LA", "RGB", "RGBA"}
 
 _ORIENTATIONS = {
     2: "mirrored left-right",
@@ -64,6 +67,8 @@ def read_header(
     for an animation, ``frames="all"`` is the frames stacked on a new first axis, else one frame.
     (Stacked frames take the first frame's mode; :func:`read` makes them RGBA when a later frame
     adds transparency, which only decoding them can tell.)"""
+    import numpy as np
+
     file_size = None if isinstance(source, bytes) else _size(source)
     head = _head_bytes(source, fmt)
     ihdr = _png.parse_ihdr(head, name) if head is not None else None
@@ -77,7 +82,8 @@ def read_header(
             shape, dtype = ihdr.shape, np.dtype(np.uint16)
         else:
             mode, _ = _target_mode(im)
-            dtype, channels = _KEPT[mode]
+            name_of_dtype, channels = _KEPT[mode]
+            dtype = np.dtype(name_of_dtype)
             width, height = im.size
             shape = (height, width) if channels == 1 else (height, width, channels)
         if stacked:
@@ -92,10 +98,12 @@ _NO_16BIT_FRAMES = "{name}: --frames all: 16-bit animated PNGs are not supported
 
 
 def read(
-    source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient: bool, frames: str | None = None
-) -> Loaded:
+    source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient: bool, frames: str | None = None,
+    *, picture: bool = False,
+) -> Loaded | Picture:
     """``frames``: None refuses an animation, ``first`` takes its first frame, ``all`` stacks
-    every frame on a leading axis."""
+    every frame on a leading axis. ``picture``: an 8-bit image (see _PICTURE_MODES) comes back
+    as a Picture, without numpy; any other as a Loaded array."""
     src = "-" if isinstance(source, bytes) else source
     if fmt == "png":
         # every chunk is checked first (Pillow stops at the last IDAT and would accept a file cut
@@ -111,6 +119,7 @@ def read(
             return replace(_read_png16(chunks, name, src, auto_orient), pages=chunks.frames)
     notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
+        opened = im
         pages = _frames(im, name)
         count = pages if fmt in _ANIMATED else 1
         if count > 1:
@@ -135,11 +144,20 @@ def read(
             if note:
                 im = im.convert(mode)
                 notes.append(note)
-            data = np.asarray(im)
+            if picture and mode in _PICTURE_MODES:
+                # the file's own image is unusable once closed: keep a copy of its pixels
+                image = im.copy() if im is opened else im
+                image.info = {}  # what Pillow would write back unasked (ICC, tRNS): Metadata decides
+            else:
+                import numpy as np
+
+                data = np.asarray(im)
         except _DECODE_ERRORS as e:
             if not raised_in(e, "PIL"):
                 raise
             raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
+    if picture and mode in _PICTURE_MODES:
+        return Picture(image, fmt, src, tuple(notes), metadata, pages)
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
     return Loaded(data, fmt, _layout(data.shape), src, tuple(notes), metadata, pages)
@@ -160,6 +178,7 @@ def _read_frames(
     Pillow composes each GIF/APNG/WebP frame onto the ones before it; all frames are converted
     to the first frame's mode (RGBA when any frame has transparency), so they stack.
     """
+    import numpy as np
     from PIL import ImageSequence
 
     width, height = im.size
@@ -266,6 +285,8 @@ def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> 
 
 def orient(data: np.ndarray, orientation: int) -> np.ndarray:
     """Turn an HW(C) array upright the way ImageOps.exif_transpose turns an image."""
+    import numpy as np
+
     if orientation == 2:
         return data[:, ::-1]
     if orientation == 3:
@@ -416,16 +437,10 @@ def write(
 ) -> None:
     """Write an array the facade has already checked this format can hold, with the metadata
     fields this format holds (see HOLDS)."""
-    metadata = metadata or Metadata()
-    options = options or WriteOptions()
-    holds = HOLDS[fmt]
-    level = _png.LEVEL if options.compress_level is None else options.compress_level
-    icc = metadata.icc if "icc" in holds else None
-    dpi = metadata.dpi if "dpi" in holds else None
-    exif = None
-    if metadata.exif is not None and "exif" in holds:
-        exif = fitted_exif(metadata.exif, data.shape[1], data.shape[0])
+    import numpy as np
+
     if fmt == "png" and data.dtype == np.uint16:
+        level, icc, dpi, exif = _kept(fmt, metadata, options, data.shape[1], data.shape[0])
         ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
         f.write(_png.encode(data, level=level, icc=icc, ppm=ppm, exif=exif))
         return
@@ -433,7 +448,19 @@ def write(
 
     if data.ndim == 3 and data.shape[2] == 1:
         data = data[:, :, 0]
-    im = Image.fromarray(np.ascontiguousarray(data))
+    save(Image.fromarray(np.ascontiguousarray(data)), f, fmt, metadata, options)
+
+
+def save(
+    im: Any,
+    f: IO[bytes],
+    fmt: str,
+    metadata: Metadata | None = None,
+    options: WriteOptions | None = None,
+) -> None:
+    """Write a Pillow image of a mode this format holds, as :func:`write` writes its array."""
+    options = options or WriteOptions()
+    level, icc, dpi, exif = _kept(fmt, metadata, options, *im.size)
     saving: dict[str, Any] = {}
     if fmt == "png":
         # ImageMagick's zlib level. Pillow's C filtering is 15% faster than our numpy encoder,
@@ -457,3 +484,19 @@ def write(
     if exif is not None:
         saving["exif"] = exif
     im.save(f, format=_SAVE_AS[fmt], **saving)
+
+
+def _kept(
+    fmt: str, metadata: Metadata | None, options: WriteOptions | None, width: int, height: int
+) -> tuple[int, bytes | None, tuple[float, float] | None, bytes | None]:
+    """The PNG level, and the ICC profile, DPI and EXIF (fitted to width x height) this format holds."""
+    metadata = metadata or Metadata()
+    options = options or WriteOptions()
+    holds = HOLDS[fmt]
+    level = _png.LEVEL if options.compress_level is None else options.compress_level
+    icc = metadata.icc if "icc" in holds else None
+    dpi = metadata.dpi if "dpi" in holds else None
+    exif = None
+    if metadata.exif is not None and "exif" in holds:
+        exif = fitted_exif(metadata.exif, width, height)
+    return level, icc, dpi, exif

@@ -11,10 +11,12 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -143,6 +145,7 @@ def _inflate_profile(body: bytes) -> bytes | None:
 
 def decode_16bit(chunks: Chunks, name: str) -> np.ndarray:
     """Decode a checked 16-bit PNG of colour type 0, 2, 4 or 6 to native uint16, HW or HWC."""
+    import numpy as np
     from PIL import Image
 
     ihdr, idat = chunks.ihdr, chunks.idat
@@ -195,6 +198,8 @@ def encode(
     exercise every filter). ``interlace`` writes Adam7. ``icc`` (a profile), ``ppm`` (pixels
     per metre) and ``exif`` become iCCP, pHYs and eXIf chunks before the image data.
     """
+    import numpy as np
+
     if data.dtype not in (np.uint8, np.uint16) or data.ndim not in (2, 3):
         raise GeomError(f"PNG encoder: cannot hold {data.dtype} shape {data.shape}")
     channels = 1 if data.ndim == 2 else data.shape[2]
@@ -256,6 +261,8 @@ def _chunk(kind: bytes, body: bytes) -> bytes:
 
 def _filter_rows(rows: np.ndarray, bpp: int, filters: int | list[int] | None) -> bytes:
     """Filter (h, stride) uint8 rows; each output row is prefixed by its filter type byte."""
+    import numpy as np
+
     height, stride = rows.shape
     out = np.empty((height, stride + 1), np.uint8)
     chunk = 256  # rows at a time: bounds the five candidates' memory on large images
@@ -292,6 +299,8 @@ def _filter_rows(rows: np.ndarray, bpp: int, filters: int | list[int] | None) ->
 
 def _paeth(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """The Paeth predictor of uint8 neighbours: whichever of a, b, c is nearest a + b - c."""
+    import numpy as np
+
     wide_a, wide_b, wide_c = a.astype(np.int16), b.astype(np.int16), c.astype(np.int16)
     pa = np.abs(wide_b - wide_c)  # |p - a| with p = a + b - c
     pb = np.abs(wide_a - wide_c)

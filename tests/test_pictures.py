@@ -1,0 +1,180 @@
+"""crop-pad of a plain 8-bit image stays a Pillow image (io.Picture), without numpy: its outputs,
+reports and refusals must be those of the array path, byte for byte.
+
+``--axes 0,1`` names the same axes as the default on an HW or HWC image but takes the array
+path, so every case below runs both ways and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from geomcli import io, transform
+from geomcli.cli import cli
+from geomcli.window import center_crop_pad_window
+
+
+def _icc() -> bytes:
+    from PIL import ImageCms
+
+    return bytes(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+
+
+def _exif(orientation: int) -> bytes:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return bytes(exif.tobytes())
+
+
+def _pixels(shape: tuple[int, ...], seed: int = 3) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8)
+
+
+def _rgb_jpeg(path: Path) -> None:
+    Image.fromarray(_pixels((9, 14, 3))).save(path, quality=90, icc_profile=_icc(), dpi=(300, 150),
+                                              exif=_exif(6))
+
+
+def _palette_png(path: Path, transparent: bool) -> None:
+    im = Image.fromarray(_pixels((9, 14)) // 32).convert("P")
+    im.putpalette([value for index in range(256) for value in (index * 30 % 256, index * 7 % 256, 255 - index)])
+    if transparent:
+        im.save(path, transparency=3)
+    else:
+        im.save(path)
+
+
+def _deep_png(path: Path) -> None:
+    io.write_array(_pixels((9, 14, 3)).astype(np.uint16) * 257, str(path))
+
+
+MAKERS: dict[str, Callable[[Path], None]] = {
+    "l.png": lambda p: Image.fromarray(_pixels((9, 14))).save(p, dpi=(72, 72)),
+    "lt.png": lambda p: Image.fromarray(_pixels((9, 14))).save(p, transparency=7, icc_profile=_icc()),
+    "la.png": lambda p: Image.fromarray(_pixels((9, 14, 2)), "LA").save(p),
+    "rgb.png": lambda p: Image.fromarray(_pixels((9, 14, 3))).save(p, icc_profile=_icc(), exif=_exif(3)),
+    "rgba.png": lambda p: Image.fromarray(_pixels((10, 15, 4))).save(p),
+    "p.png": lambda p: _palette_png(p, transparent=False),
+    "pt.png": lambda p: _palette_png(p, transparent=True),
+    "rgb.jpg": _rgb_jpeg,
+    "rgba.webp": lambda p: Image.fromarray(_pixels((9, 14, 4))).save(p, lossless=True, exact=True),
+    "l.gif": lambda p: Image.fromarray(_pixels((9, 14))).save(p),
+    "rgb.bmp": lambda p: Image.fromarray(_pixels((9, 14, 3))).save(p),
+    "bits.bmp": lambda p: Image.fromarray(_pixels((9, 14)) > 127).save(p),
+    "deep.png": _deep_png,
+}
+# modes the array path must take (not 8-bit images)
+ARRAYS_ONLY = {"bits.bmp", "deep.png"}
+
+
+def run(*args: str) -> tuple[int, dict[str, Any] | None, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    record = json.loads(result.stdout.splitlines()[-1]) if result.stdout.strip() else None
+    if record is not None:
+        del record["seconds"], record["parameters"]
+    return result.exit_code, record, result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+@pytest.mark.parametrize("target", ["5,7", "13,20", "4,21", "9,14"])
+@pytest.mark.parametrize("suffix", [".png", ".webp", ".bmp", ".gif", ".jpg"])
+def test_a_picture_gives_what_its_array_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                                              target: str, suffix: str) -> None:
+    source = tmp_path / name
+    MAKERS[name](source)
+    taken = []
+    crop_pad_picture = transform.CropPad._crop_pad_picture
+
+    def spy(self: transform.CropPad, picture: io.Picture, common: Any) -> io.Picture:
+        taken.append(picture.image.mode)
+        return crop_pad_picture(self, picture, common)
+
+    monkeypatch.setattr(transform.CropPad, "_crop_pad_picture", spy)
+    out = tmp_path / f"out{suffix}"  # one name for both: reports and messages name it
+    by_picture = run("crop-pad", str(source), "-o", str(out), "--shape", target, "--json")
+    assert len(taken) == (0 if name in ARRAYS_ONLY else 1)
+    written = out.read_bytes() if out.exists() else None
+    out.unlink(missing_ok=True)
+    by_array = run("crop-pad", str(source), "-o", str(out), "--shape", target, "--axes", "0,1", "--json")
+    assert len(taken) == (0 if name in ARRAYS_ONLY else 1)
+    assert by_picture == by_array
+    assert written == (out.read_bytes() if out.exists() else None)
+    assert (written is not None) == (by_picture[0] == 0)
+
+
+def test_the_picture_path_is_taken_only_where_it_gives_the_same(tmp_path: Path) -> None:
+    crop = transform.CropPad((4, 4))
+
+    class Common:
+        layout: str | None = None
+
+    assert crop.takes_pictures(Common(), "png")  # type: ignore[arg-type]
+    assert not crop.takes_pictures(Common(), "npy")  # type: ignore[arg-type]
+    assert not crop.takes_pictures(Common(), "tiff")  # type: ignore[arg-type]
+    for other in (transform.CropPad((4, 4), axes=(0, 1)), transform.CropPad((4, 4), fill="0"),
+                  transform.CropPad((4, 4, 3)), transform.CropPad((0, 4))):
+        assert not other.takes_pictures(Common(), "png")  # type: ignore[arg-type]
+    Common.layout = "HWC"
+    assert not crop.takes_pictures(Common(), "png")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("length", range(0, 9))
+@pytest.mark.parametrize("target", range(1, 9))
+def test_pillow_pads_where_the_kernel_pads(length: int, target: int) -> None:
+    """Image.crop past the edges fills zeros: the same as center_crop_pad on every offset."""
+    from geomcli import kernels
+
+    if length == 0:
+        return  # Pillow has no empty images
+    data = _pixels((3, length, 2))
+    expected = kernels.center_crop_pad(data, [3, target], [0, 1])
+    kept, placed = center_crop_pad_window(length, target)
+    left = kept.start - placed.start
+    found = np.asarray(Image.fromarray(data, "LA").crop((left, 0, left + target, 3)))
+    assert np.array_equal(found, expected)
+
+
+def test_read_picture_keeps_plain_images_and_reads_the_rest_as_arrays(tmp_path: Path) -> None:
+    for name, maker in MAKERS.items():
+        maker(tmp_path / name)
+        found = io.read_picture(str(tmp_path / name))
+        array = io.read_array(str(tmp_path / name))
+        if name in ARRAYS_ONLY:
+            assert isinstance(found, io.Loaded)
+            continue
+        assert isinstance(found, io.Picture), name
+        assert found.shape == array.shape and found.dtype == str(array.dtype) and found.layout == array.layout
+        assert found.notes == array.notes and found.metadata == array.metadata and found.pages == array.pages
+        assert found.file_size == array.file_size
+        assert np.array_equal(found.to_array(), array.data)
+        assert found.value_range() == [int(array.data.min()), int(array.data.max())]
+    np.save(tmp_path / "t.npy", _pixels((2, 3)))
+    assert isinstance(io.read_picture(str(tmp_path / "t.npy")), io.Loaded)
+
+
+def test_a_picture_written_to_an_array_format_is_its_array(tmp_path: Path) -> None:
+    MAKERS["rgba.png"](tmp_path / "in.png")
+    picture = io.read_picture(str(tmp_path / "in.png"))
+    assert isinstance(picture, io.Picture)
+    io.write_array(picture, str(tmp_path / "out.npy"))
+    assert np.array_equal(np.load(tmp_path / "out.npy"), picture.to_array())
+
+
+def test_a_plain_image_crop_imports_no_numpy(tmp_path: Path) -> None:
+    MAKERS["rgb.png"](tmp_path / "in.png")
+    probe = ("import sys\nfrom geomcli.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(name for name in ('numpy', 'tifffile', 'rich') if name in sys.modules))")
+    for shape in ("4,5", "30,40"):
+        result = subprocess.run([sys.executable, "-c", probe, "crop-pad", str(tmp_path / "in.png"), "-o",
+                                 str(tmp_path / "out.png"), "--shape", shape], capture_output=True, text=True)
+        assert result.stdout.split("\n")[-2] == "[]", result.stderr
