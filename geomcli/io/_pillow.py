@@ -119,7 +119,6 @@ def read(
             return replace(_read_png16(chunks, name, src, auto_orient), pages=chunks.frames)
     notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
-        opened = im
         pages = _frames(im, name)
         count = pages if fmt in _ANIMATED else 1
         if count > 1:
@@ -145,8 +144,7 @@ def read(
                 im = im.convert(mode)
                 notes.append(note)
             if picture and mode in _PICTURE_MODES:
-                # the file's own image is unusable once closed: keep a copy of its pixels
-                image = im.copy() if im is opened else im
+                image = im  # leaving Image.open's context closes the file, not the loaded pixels
                 image.info = {}  # what Pillow would write back unasked (ICC, tRNS): Metadata decides
             else:
                 import numpy as np
