@@ -3,7 +3,6 @@ elsewhere, JSON on request. rich is imported only when it will draw."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -30,6 +29,8 @@ class Report:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
+        import json  # only for --json: 1 ms of every other one-shot run
+
         return json.dumps(asdict(self), default=str)
 
 
