@@ -101,14 +101,15 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
     """
     from functools import partial
 
-    from geomcli import batch, cli, constants, io, kernels, transform
+    from geomcli import batch, cli, constants, io, transform
     from geomcli.io import _pillow  # the encoder write_array uses, here to memory
 
     common = cli.Common(layout=None, format=None, quiet=True, json=False, debug=False,
                         max_pixels=constants.DEFAULT_MAX_PIXELS, threads=None)
     target = (CROP, CROP)
-    task = batch.Task("crop-pad", {}, partial(transform.crop_pad, target=target, axes=None, fill=None),
-                      partial(transform.crop_pad_shape, target=target, axes=None, common=common), common)
+    crop = transform.CropPad(target)
+    task = batch.Task("crop-pad", {}, crop, partial(transform.crop_pad_shape, target=target, axes=None, common=common),
+                      common)
     out.mkdir(parents=True, exist_ok=True)
     batch.transform(task, batch.Job(0, str(paths[0]), str(out / "warm-up.png"), "png"))  # imports, once
     bare = whole = 0.0
@@ -117,8 +118,9 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
         for which in ("bare", "whole") if index % 2 else ("whole", "bare"):
             started = time.perf_counter()
             if which == "bare":
-                data = io.read_array(str(path)).data
-                _pillow.write(kernels.center_crop_pad(data, [CROP, CROP], [0, 1]), bytes_io.BytesIO(), "png")
+                picture = io.read_picture(str(path))  # a plain RGB PNG: cropped by Pillow, as in the batch
+                assert isinstance(picture, io.Picture)
+                _pillow.save(crop(picture, common=common).image, bytes_io.BytesIO(), "png")
                 bare += time.perf_counter() - started
             else:
                 report = batch.transform(task, batch.Job(index, str(path), str(out / path.name), "png"))
