@@ -25,6 +25,15 @@ def same_bits(found: np.ndarray, expected: np.ndarray) -> bool:
     return found.dtype == expected.dtype and found.shape == expected.shape and found.tobytes() == expected.tobytes()
 
 
+def same_bits_or_both_nan(found: np.ndarray, expected: np.ndarray) -> bool:
+    """Bit for bit, except that a NaN may stand for any NaN."""
+    if found.dtype != expected.dtype or found.shape != expected.shape:
+        return False
+    bits = kernels._UINTS[found.dtype.itemsize]
+    both_nan = np.isnan(found.astype(np.float64)) & np.isnan(expected.astype(np.float64))
+    return bool(((found.view(bits) == expected.view(bits)) | both_nan).all())
+
+
 def with_nan_payloads(array: np.ndarray) -> np.ndarray:
     """Float inputs get a few NaNs with odd payloads and -0.0: a bit copy must keep them."""
     if array.dtype.kind != "f" and array.dtype != np.dtype(ml_dtypes.bfloat16):
@@ -203,3 +212,79 @@ def test_affine_grid_many_tiny_grids_in_one_sum() -> None:
     assert grid[1, 0].tolist() == [[-1.5, -0.25], [2.5, -0.25]]
     assert np.isinf(grid[::7, ..., 0]).all() and (grid[::7, ..., 1] == -0.25).all()
     assert grid[1:7].tobytes() == np.repeat(grid[1:2], 6, axis=0).tobytes()
+
+
+# (n, [d,] h, w) of the row-block tests: odd sizes, size-1 axes, one grid and several.
+GRID_SIZES = [
+    [1, 1, 1, 1], [3, 2, 5, 7], [2, 1, 1, 9], [1, 1, 13, 1], [2, 1, 3, 4, 5], [3, 2, 1, 1, 1], [1, 1, 5, 1, 3]
+]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", GRID_SIZES, ids=str)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_affine_grid_rows_equal_the_plain_sums(
+    dtype: np.dtype, align_corners: bool, size: list[int], threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row blocks of 1, 2 and 3 rows and of whole grids, runs of rows that start and end inside
+    a grid: the very bits of _affine_grid_plain, NaN and Inf in theta included.
+
+    Except the sign and payload of a NaN that is the sum of two NaNs: IEEE 754 leaves open
+    which one survives, and numpy's add loops choose differently (SIMD body or tail, a
+    broadcast scalar or not), so even the plain path's choice depends on how the batch is
+    sliced among threads. Such elements only have to be NaN in both.
+    """
+    rng = np.random.default_rng(len(size) * 100 + threads)
+    spatial = len(size) - 2
+    theta = (rng.standard_normal((size[0], spatial, spatial + 1)) * 10.0 ** rng.integers(-3, 4)).astype(dtype)
+    theta.reshape(-1)[::5] = -0.0
+    theta.reshape(-1)[rng.integers(0, theta.size)] = np.nan
+    theta.reshape(-1)[rng.integers(0, theta.size)] = np.inf
+    theta.reshape(-1)[rng.integers(0, theta.size)] = -np.inf
+    expected = _plain_grid(theta, size, align_corners)
+    taken: list[int] = []
+    rows_path = kernels._affine_grid_rows
+    monkeypatch.setattr(kernels, "_affine_grid_rows", lambda *args: taken.append(1) or rows_path(*args))
+    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
+    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
+    row_bytes = 8 * spatial * size[-1]
+    for rows_per_block in (1, 2, 3, 1000):
+        monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", row_bytes * rows_per_block)
+        found = kernels.affine_grid(theta, size, align_corners, threads=threads)
+        assert same_bits_or_both_nan(found, expected)
+        out = np.full(expected.shape, 7, dtype)
+        assert kernels.affine_grid(theta, size, align_corners, threads=threads, out=out) is out
+        assert same_bits(out, found)
+    # One NaN or Inf alone: no sum of two NaNs, so every bit is defined.
+    for special in (np.nan, np.inf):
+        alone = np.where(np.isfinite(theta.astype(np.float64)), theta, 0.5).astype(dtype)
+        alone.reshape(-1)[rng.integers(0, alone.size)] = special
+        assert same_bits(kernels.affine_grid(alone, size, align_corners, threads=threads),
+                         _plain_grid(alone, size, align_corners))
+    assert len(taken) == 10
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("size", [[2, 1, 3, 5], [2, 1, 3, 4, 5]], ids=str)
+def test_affine_grid_rows_fall_back_for_strided_and_small_grids(
+    dtype: np.dtype, size: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spatial = len(size) - 2
+    theta = np.random.default_rng(7).uniform(-2, 2, (size[0], spatial, spatial + 1)).astype(dtype)
+    expected = _plain_grid(theta, size, False)
+    grid = np.empty(expected.shape, dtype)
+    assert kernels._grid_rows(grid, [np.zeros(n) for n in reversed(size[2:])]) is None  # too small a grid
+    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
+    axes = [np.zeros(n) for n in reversed(size[2:])]
+    assert kernels._grid_rows(grid, axes) is not None
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 8 * spatial * size[-1] - 1)  # a row would not fit a block
+    assert kernels._grid_rows(grid, axes) is None
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 1 << 20)
+    # Odd strides: every other element of the last two axes, and the batch reversed.
+    wide = np.zeros((*expected.shape[:-2], 2 * expected.shape[-2], 2 * spatial), dtype)
+    out = wide[::-1, ..., ::2, ::2]
+    assert kernels._grid_rows(out, axes) is None
+    assert kernels.affine_grid(theta[::-1], size, out=out) is out
+    assert same_bits(out[::-1].copy(), expected)
+    assert not wide[..., 1::2, :].any() and not wide[..., 1::2].any()
