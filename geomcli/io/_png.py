@@ -78,7 +78,7 @@ def parse_ihdr(data: bytes, name: str) -> Ihdr:
 @dataclass(frozen=True)
 class Chunks:
     ihdr: Ihdr
-    idat: bytes
+    idat_parts: tuple[memoryview, ...]  # the IDAT bodies, uncopied: only 16-bit decoding joins them
     exif: bytes | None
     frames: int  # from an APNG's acTL; 1 for a plain PNG
     icc: bytes | None = None  # the iCCP profile, inflated
@@ -89,7 +89,8 @@ def read_chunks(data: bytes, name: str) -> Chunks:
     """Walk and check every chunk (CRC, length, IEND present): truncation anywhere is an error."""
     ihdr = parse_ihdr(data, name)
     at = 33
-    idat: list[bytes] = []
+    view = memoryview(data)  # chunks are checked and collected without copying them
+    idat: list[memoryview] = []
     exif: bytes | None = None
     icc: bytes | None = None
     ppm: tuple[int, int] | None = None
@@ -103,17 +104,17 @@ def read_chunks(data: bytes, name: str) -> Chunks:
         end = at + 12 + length
         if end > len(data):
             raise GeomError(f"{name}: not a readable PNG (truncated)")
-        body = data[at + 8 : end - 4]
-        if zlib.crc32(data[at + 4 : end - 4]) != struct.unpack(">I", data[end - 4 : end])[0]:
+        body = view[at + 8 : end - 4]
+        if zlib.crc32(view[at + 4 : end - 4]) != struct.unpack_from(">I", data, end - 4)[0]:
             raise GeomError(f"{name}: not a readable PNG (bad CRC in {kind.decode('ascii')} chunk)")
         if kind == b"IDAT":
             idat.append(body)
         elif kind == b"eXIf":
-            exif = body
+            exif = bytes(body)
         elif kind == b"acTL" and len(body) == 8:
             frames = struct.unpack(">I", body[:4])[0]
         elif kind == b"iCCP":
-            icc = _inflate_profile(body)
+            icc = _inflate_profile(bytes(body))
         elif kind == b"pHYs" and len(body) == 9 and body[8] == 1:
             ppm = struct.unpack(">II", body[:8])
         elif kind == b"IEND":
@@ -121,7 +122,7 @@ def read_chunks(data: bytes, name: str) -> Chunks:
         at = end
     if not idat:
         raise GeomError(f"{name}: not a readable PNG (no image data)")
-    return Chunks(ihdr, b"".join(idat), exif, frames, icc, ppm)
+    return Chunks(ihdr, tuple(idat), exif, frames, icc, ppm)
 
 
 # An ICC profile is a few kB; a larger inflated size is a bomb, not a profile
@@ -148,7 +149,7 @@ def decode_16bit(chunks: Chunks, name: str) -> np.ndarray:
     import numpy as np
     from PIL import Image
 
-    ihdr, idat = chunks.ihdr, chunks.idat
+    ihdr, idat = chunks.ihdr, b"".join(chunks.idat_parts)
     if ihdr.depth != 16:
         raise GeomError(f"{name}: internal: not a 16-bit PNG")
     size = (ihdr.width, ihdr.height)
