@@ -288,3 +288,22 @@ def test_affine_grid_rows_fall_back_for_strided_and_small_grids(
     assert kernels.affine_grid(theta[::-1], size, out=out) is out
     assert same_bits(out[::-1].copy(), expected)
     assert not wide[..., 1::2, :].any() and not wide[..., 1::2].any()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "bool", "bfloat16"])
+def test_space_to_depth_right_items_by_the_shifted_cast(
+    rng: np.random.Generator, dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bw = 1 comes from the pairs read one item later: only the input's last row, which has
+    no item after it, takes the shift (a read past the end would be out of bounds)."""
+    item = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    x = with_nan_payloads(make_array(rng, (2, 3, 6, 10), item))
+    shifts: list[int] = []
+    right_shift = np.right_shift
+    monkeypatch.setattr(np, "right_shift", lambda *args, **kwargs: shifts.append(1) or right_shift(*args, **kwargs))
+    for mode in MODES:
+        for block_bytes in (1, 40, 1 << 20):
+            shifts.clear()
+            found = kernels._space_to_depth_blocked(x, 2, mode, 2, block_bytes)  # type: ignore[arg-type]
+            assert same_bits(found, kernels._space_to_depth_plain(x, 2, mode))  # type: ignore[arg-type]
+            assert len(shifts) == 1
