@@ -5,7 +5,8 @@ CenterCropPad (opset 18), AffineGrid (opset 20), SpaceToDepth and DepthToSpace
 validates its arguments first and raises :class:`GeomError` with a one-line
 message; after validation numpy does the work and must not raise.
 
-This module imports numpy only: no I/O, no printing, no CLI.
+This module imports numpy only (and geomcli's own numpy-free window arithmetic): no I/O,
+no printing, no CLI.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 import numpy as np
 
 from geomcli.errors import GeomError
+from geomcli.window import center_crop_pad_window
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +33,7 @@ __all__ = [
     "affine_grid_output_shape",
     "center_crop_pad",
     "center_crop_pad_output_shape",
+    "center_crop_pad_window",
     "depth_to_space",
     "depth_to_space_output_shape",
     "space_to_depth",
@@ -233,20 +236,6 @@ def center_crop_pad_output_shape(input_shape: Sequence[int], shape: Ints, axes: 
             raise GeomError(f"{func}: target size {target} for axis {axis} is negative (input shape {input_shape})")
         output[axis] = target
     return tuple(output)
-
-
-def center_crop_pad_window(length: int, target: int) -> tuple[slice, slice]:
-    """What :func:`center_crop_pad` keeps of an axis of ``length`` for a ``target`` length, and
-    where it goes: (the input's slice, the output's slice), of equal lengths; the rest is padding.
-
-    >>> center_crop_pad_window(5, 2), center_crop_pad_window(3, 6)
-    ((slice(1, 3, None), slice(0, 2, None)), (slice(0, 3, None), slice(1, 4, None)))
-    """
-    if target <= length:
-        start = (length - target) // 2
-        return slice(start, start + target), slice(0, target)
-    before = (target - length) // 2
-    return slice(0, length), slice(before, before + length)
 
 
 def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
