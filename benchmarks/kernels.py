@@ -10,6 +10,10 @@ Every case is timed for each engine: the first call on its own (fresh output mem
 caches, lazy set-up), then the median of several more calls (the steady state). The floor is
 the memory bandwidth the operator cannot beat: ``np.copyto`` of the output's size into a
 preallocated array (for affine-grid, filling a preallocated array of the output shape).
+"fresh" is the same into a new array each call: what any call that returns a new array pays
+first, as the kernel faults in and zeroes its pages. "out=" times geomcli writing into one
+preallocated output (the ``out=`` argument), the work alone: onnxruntime's arena hands its
+outputs the same memory call after call, so this is the like-for-like comparison with it.
 Each geomcli result is checked once per case against onnxruntime and the reference.
 
 Cases and targets are those of issue 2, section 5. Nothing here is imported by ``geomcli``;
@@ -56,7 +60,7 @@ class Case:
     name: str
     group: str  # "crop-pad", "affine-grid" or "space-to-depth": picks the target
     make_inputs: Callable[[], Inputs]  # the ONNX node's inputs, by name
-    geomcli: Callable[[Inputs], np.ndarray]
+    geomcli: Callable[..., np.ndarray]  # (inputs, out=None): out is a preallocated output
     op: str  # the ONNX op type
     opset: int
     attributes: dict[str, Any] = field(default_factory=dict)
@@ -77,7 +81,7 @@ def _crop_case(name: str, shape: tuple[int, ...], dtype: str, target: list[int],
         name,
         "crop-pad",
         make_inputs,
-        lambda x: kernels.center_crop_pad(x["data"], x["shape"], axes),
+        lambda x, out=None: kernels.center_crop_pad(x["data"], x["shape"], axes, out=out),
         "CenterCropPad",
         18,
         {"axes": axes},
@@ -98,7 +102,7 @@ def _grid_case(name: str, theta_shape: tuple[int, ...], size: list[int], align_c
         name,
         "affine-grid",
         make_inputs,
-        lambda x: kernels.affine_grid(x["theta"], x["size"], align_corners=bool(align_corners)),
+        lambda x, out=None: kernels.affine_grid(x["theta"], x["size"], align_corners=bool(align_corners), out=out),
         "AffineGrid",
         20,
         {"align_corners": align_corners},
@@ -115,7 +119,7 @@ def _s2d_case(name: str, shape: tuple[int, ...], dtype: str, blocksize: int, mod
         name,
         "space-to-depth",
         make_inputs,
-        lambda x: kernels.space_to_depth(x["data"], blocksize, mode),  # type: ignore[arg-type]
+        lambda x, out=None: kernels.space_to_depth(x["data"], blocksize, mode, out=out),  # type: ignore[arg-type]
         "SpaceToDepth",
         28,
         {"blocksize": blocksize, "mode": mode},
@@ -189,13 +193,20 @@ def reference_runner(case: Case, inputs: Inputs) -> Callable[[], np.ndarray]:
     return lambda: evaluator.run(None, inputs)[0]  # type: ignore[no-any-return]
 
 
-def floor_runner(case: Case, output_shape: tuple[int, ...], dtype: np.dtype) -> Callable[[], None]:
-    """The memory floor: a copy of the output's size, or a fill of the output, into touched memory."""
+def floor_runner(case: Case, output_shape: tuple[int, ...], dtype: np.dtype,
+                 fresh: bool = False) -> Callable[[], None]:
+    """The memory floor: a copy of the output's size, or a fill of the output, into touched memory;
+    ``fresh``: into a new array each call, which the kernel must fault in (and zero) first, as
+    every call that returns a new array does."""
     target = np.ones(output_shape, dtype=dtype)
+
+    def into() -> np.ndarray:
+        return np.empty(output_shape, dtype=dtype) if fresh else target
+
     if FLOOR_KIND[case.group] == "write":
-        return lambda: target.fill(0.5)
+        return lambda: into().fill(0.5)
     source = np.full(output_shape, 2, dtype=dtype)
-    return lambda: np.copyto(target, source)
+    return lambda: np.copyto(into(), source)
 
 
 # --- timing -------------------------------------------------------------------------
@@ -243,7 +254,8 @@ def same(case: Case, expected: np.ndarray, found: Any) -> bool:
 class Result:
     case: Case
     floor: Timing
-    engines: dict[str, Timing | None]  # geomcli, onnxruntime, reference; None when it cannot run
+    fresh: Timing  # the floor into a new array each call
+    engines: dict[str, Timing | None]  # geomcli, geomcli out=, onnxruntime, reference; None: cannot run
     checks: dict[str, bool | None]  # per other engine: does geomcli match it?
     notes: list[str]
 
@@ -253,11 +265,15 @@ class Result:
 
     @property
     def target_met(self) -> bool:
-        geomcli = self.engines["geomcli"]
-        assert geomcli is not None
-        others = [t.median for name, t in self.engines.items() if name != "geomcli" and t is not None]
-        ratio = self.ratio("geomcli")
-        return ratio is not None and ratio <= TARGETS[self.case.group] and all(geomcli.median <= t for t in others)
+        return self.met("geomcli")
+
+    def met(self, engine: str) -> bool:
+        """Within the target ratio of the floor, and no slower than onnxruntime and the reference."""
+        ours = self.engines[engine]
+        assert ours is not None
+        others = [t.median for name, t in self.engines.items() if not name.startswith("geomcli") and t is not None]
+        ratio = self.ratio(engine)
+        return ratio is not None and ratio <= TARGETS[self.case.group] and all(ours.median <= t for t in others)
 
 
 def run_case(case: Case, repeats: int, budget: float, log: Callable[[str], None]) -> Result:
@@ -270,10 +286,18 @@ def run_case(case: Case, repeats: int, budget: float, log: Callable[[str], None]
     engines["geomcli"] = timing
     log(f"  geomcli     {timing.median * 1e3:9.1f} ms")
 
+    # into one output, touched once and reused by every call: the cost of the work alone
+    into = functools.partial(case.geomcli, inputs, out=np.ones_like(expected))
+    engines["geomcli out="], _ = measure(into, repeats, budget)
+    del into
+    log(f"  geomcli out={engines['geomcli out='].median * 1e3:9.1f} ms")
+
     floor = floor_runner(case, expected.shape, expected.dtype)
     floor_timing, _ = measure(floor, repeats, budget)
-    del floor
-    log(f"  floor       {floor_timing.median * 1e3:9.1f} ms")
+    fresh = floor_runner(case, expected.shape, expected.dtype, fresh=True)
+    fresh_timing, _ = measure(fresh, repeats, budget)
+    del floor, fresh
+    log(f"  floor       {floor_timing.median * 1e3:9.1f} ms, fresh {fresh_timing.median * 1e3:.1f} ms")
 
     call, note = ort_runner(case, inputs)
     if case.op == "SpaceToDepth" or call is None:
@@ -291,7 +315,7 @@ def run_case(case: Case, repeats: int, budget: float, log: Callable[[str], None]
     checks["reference"] = same(case, expected, found)
     del found, reference
     log(f"  reference   {engines['reference'].median * 1e3:9.1f} ms")
-    return Result(case, floor_timing, engines, checks, notes)
+    return Result(case, floor_timing, fresh_timing, engines, checks, notes)
 
 
 # --- the table ----------------------------------------------------------------------
@@ -318,13 +342,16 @@ def render(results: Sequence[Result]) -> str:
     header = [
         "case",
         "floor",
+        "fresh",
         "geomcli",
         "(1st)",
+        "out=",
         "ort",
         "(1st)",
         "ref",
         "(1st)",
         "geo/fl",
+        "out/fl",
         "ort/fl",
         "ref/fl",
         "target",
@@ -332,6 +359,7 @@ def render(results: Sequence[Result]) -> str:
         "ref/geo",
         "check",
         "met",
+        "out= met",
     ]
     rows = [header]
     for r in results:
@@ -341,13 +369,16 @@ def render(results: Sequence[Result]) -> str:
             [
                 r.case.name,
                 f"{r.floor.median * 1e3:.1f} {FLOOR_KIND[r.case.group]}",
+                f"{r.fresh.median * 1e3:.1f}",
                 _ms(geomcli),
                 _first(geomcli),
+                _ms(r.engines["geomcli out="]),
                 _ms(onnxrt),
                 _first(onnxrt),
                 _ms(ref),
                 _first(ref),
                 _x(r.ratio("geomcli")),
+                _x(r.ratio("geomcli out=")),
                 _x(r.ratio("onnxruntime")),
                 _x(r.ratio("reference")),
                 f"<={TARGETS[r.case.group]}",
@@ -355,6 +386,7 @@ def render(results: Sequence[Result]) -> str:
                 _x(None if ref is None else ref.median / geomcli.median),
                 f"ort {_mark(r.checks.get('onnxruntime'))}, ref {_mark(r.checks.get('reference'))}",
                 "yes" if r.target_met else "NO",
+                "yes" if r.met("geomcli out=") else "NO",
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -398,7 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# {environment()}")
     print(
         f"# medians of up to {repeats} calls after the first ({'--quick' if args.quick else 'full run'}), in ms; "
-        "(1st) = the first call; x/fl = median / floor; ort/geo, ref/geo > 1 means geomcli is faster"
+        "(1st) = the first call; fresh = the floor into a new array; out= = geomcli into a preallocated output; "
+        "x/fl = median / floor; ort/geo, ref/geo > 1 means geomcli is faster"
     )
     print(render(results))
     notes = sorted({note for r in results for note in r.notes})
