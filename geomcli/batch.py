@@ -33,6 +33,8 @@ from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
+    import multiprocessing.context
+    import threading
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
@@ -48,6 +50,12 @@ FIELDS = ("stem", "suffix", "name", "parent", "index")
 # Without -j, inputs smaller than this in total are done in this process: no worker start-up.
 SMALL_BATCH = 8 * 2**20
 _GLOB_MAGIC = re.compile(r"[*?[]")
+# What the forkserver imports once for every worker: what a worker's first plain image would
+# import (Pillow's Image.open loads its five common plugins); a name that is gone is skipped. Not
+# numpy: a crop of a plain 8-bit image never needs it, and a worker that does imports it then.
+_PRELOAD = ("geomcli.batch", "geomcli.io", "geomcli.io._atomic", "geomcli.io._pillow", "geomcli.io._png",
+            "geomcli.summary", "geomcli.window", "PIL.PngImagePlugin", "PIL.BmpImagePlugin", "PIL.GifImagePlugin",
+            "PIL.JpegImagePlugin", "PIL.PpmImagePlugin", "tempfile")
 
 
 @dataclass(frozen=True)
@@ -336,73 +344,137 @@ class _Worker:
     process: BaseProcess
     connection: Connection
     ready: bool = False
-    job: Job | None = None
+    jobs: deque[Job] = field(default_factory=deque)  # sent and not answered yet; the first is under way
 
 
 def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes, fail_fast: bool) -> None:
-    """Hand the jobs to ``count`` worker processes, one at a time each, until done or stopped.
+    """Hand the jobs to ``count`` worker processes until done or stopped.
 
-    Until the first worker has started (about 0.3 s of imports), this process does jobs itself.
+    The workers are started from a thread: the forkserver's imports take about 0.2 s, and this
+    process does jobs itself meanwhile, on the core that would otherwise wait. Each worker is
+    given its first job as it starts, so it does not wait for this process to finish its own.
+    While many jobs remain, a worker holds a second one, so it starts it without waiting for
+    this process to read its report (not with --fail-fast: nothing starts after a failure is seen).
     """
-    import multiprocessing
+    import threading
     from multiprocessing.connection import wait
 
-    # forkserver: workers fork from one clean process that imported the codecs once. Not fork:
-    # this process may hold threads (numpy's, the kernels' pool) a forked child would lack.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["geomcli.batch", "geomcli.io", "geomcli.kernels", "geomcli.summary",
-                                    "PIL.PngImagePlugin"])
+    context = _forkserver()
     pending = deque(todo)
     workers: list[_Worker] = []
+    lock = threading.Lock()  # pending, workers and their jobs: the starter thread adds workers
+    wake, woken = context.Pipe(duplex=False)  # the starter's "a new worker", so the wait below ends
+    failed: list[BaseException] = []
     stopping = False
     finished = False
 
-    def start() -> None:
-        parent_end, child_end = context.Pipe()
-        process = context.Process(target=_serve, args=(child_end, task), daemon=True, name="geomcli-worker")
-        process.start()
-        child_end.close()
-        workers.append(_Worker(process, parent_end))
+    def hand_out(worker: _Worker) -> None:
+        """Send ``worker`` its next job or two (the lock held)."""
+        while not stopping and _takes_another(len(worker.jobs), len(pending), count, fail_fast):
+            try:
+                worker.connection.send(pending[0])  # read after the worker's "ready"
+            except OSError:  # it has ended: the wait below reads its end
+                return
+            worker.jobs.append(pending.popleft())
+
+    def start_all() -> None:
+        try:
+            for _ in range(count):
+                with lock:
+                    if stopping or not pending:
+                        return
+                parent_end, child_end = context.Pipe()
+                process = context.Process(target=_serve, args=(child_end, task), daemon=True, name="geomcli-worker")
+                process.start()  # waits for the forkserver's imports, the first time
+                child_end.close()
+                worker = _Worker(process, parent_end)
+                with lock:
+                    hand_out(worker)
+                    workers.append(worker)
+                woken.send_bytes(b"")
+        except BaseException as error:  # handed to the main thread, which raises it
+            failed.append(error)
+            woken.send_bytes(b"")
 
     def done(job: Job, report: Report) -> None:
         nonlocal stopping
         outcomes.add(job.index, report)
-        stopping = stopping or (fail_fast and report.status == "error")
+        with lock:
+            stopping = stopping or (fail_fast and report.status == "error")
 
+    starter = threading.Thread(target=start_all, name="geomcli-starter", daemon=True)
+    starter.start()
     try:
-        for _ in range(count):
-            start()
         while True:
-            for worker in workers:
-                if worker.ready and worker.job is None and pending and not stopping:
-                    worker.job = pending.popleft()
-                    worker.connection.send(worker.job)
-            waiting = [worker for worker in workers if worker.job is not None or not worker.ready]
-            if not any(worker.job is not None for worker in workers) and (stopping or not pending):
-                break
-            here = bool(pending) and not stopping and not any(worker.ready for worker in workers)
-            if here:
-                job = pending.popleft()
+            with lock:
+                if failed:
+                    raise failed[0]
+                for worker in workers:
+                    hand_out(worker)
+                if not any(worker.jobs for worker in workers) and (stopping or not pending):
+                    break  # the starter hands out no job now: none is pending, or we are stopping
+                job = None
+                if pending and not stopping and not workers:
+                    # none started yet (or all ended): the next job is done here. Not while a
+                    # started one imports: that takes milliseconds, forked from the forkserver.
+                    job = pending.popleft()
+                by_connection = {worker.connection: worker for worker in workers}  # an idle one may end too
+            if job is not None:
                 done(job, _in_this_process(task, job))
-            by_connection = {worker.connection: worker for worker in waiting}
-            for connection in wait(list(by_connection), timeout=0 if here else _TICK):
+            for connection in wait([wake, *by_connection], timeout=0 if job is not None else _TICK):
+                if connection is wake:
+                    while wake.poll():
+                        wake.recv_bytes()
+                    continue
                 worker = by_connection[connection]  # type: ignore[index]
                 try:
                     message = worker.connection.recv()
                 except EOFError:
-                    workers.remove(worker)
-                    if worker.job is not None:
-                        done(worker.job, _died(task, worker))
+                    with lock:
+                        workers.remove(worker)
+                        # the jobs it had not begun go to another process; before its "ready",
+                        # it had begun none
+                        begun = [worker.jobs.popleft()] if worker.ready and worker.jobs else []
+                        pending.extendleft(reversed(worker.jobs))
+                        worker.jobs.clear()
+                    for job in begun:
+                        done(job, _died(task, worker, job))
                     continue
                 if message == "ready":
                     worker.ready = True
                 else:
-                    finished_job, worker.job = worker.job, None
-                    assert finished_job is not None
+                    with lock:
+                        finished_job = worker.jobs.popleft()
                     done(finished_job, message)
         finished = True
     finally:
-        _stop(workers, finished)
+        with lock:
+            stopping = True  # the starter starts no more workers
+        _stop(starter, workers, finished)
+    if failed:  # even if this process did every job meanwhile
+        raise failed[0]
+
+
+def _takes_another(held: int, pending: int, count: int, fail_fast: bool) -> bool:
+    """Whether a worker holding ``held`` jobs is sent one more of the ``pending``: a first one, and
+    a second while every worker can have one (so the last jobs go to whichever worker is free
+    first); never a second with --fail-fast.
+
+    >>> [_takes_another(held, 5, 2, False) for held in (0, 1, 2)], _takes_another(1, 1, 2, False)
+    ([True, True, False], False)
+    """
+    return pending > 0 and (held == 0 or (held == 1 and not fail_fast and pending >= count))
+
+
+def _forkserver() -> multiprocessing.context.ForkServerContext:
+    """The context that starts workers: forkserver, whose workers fork from one clean process that
+    imported the codecs once. Not fork: this process may hold threads (numpy's, the kernels' pool)
+    a forked child would lack."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(_PRELOAD))
+    return context
 
 
 def _in_this_process(task: Task, job: Job) -> Report:
@@ -413,18 +485,21 @@ def _in_this_process(task: Task, job: Job) -> Report:
         raise
 
 
-def _died(task: Task, worker: _Worker) -> Report:
+def _died(task: Task, worker: _Worker, job: Job) -> Report:
     """The report of a job whose worker ended without answering (a crash shows its traceback)."""
-    assert worker.job is not None
     worker.process.join()
-    _remove_leftovers([worker.job])
-    return _report(task, worker.job, status="error",
-                   error=f"{worker.job.input}: the worker process ended (exit code {worker.process.exitcode})")
+    _remove_leftovers([job])
+    return _report(task, job, status="error",
+                   error=f"{job.input}: the worker process ended (exit code {worker.process.exitcode})")
 
 
-def _stop(workers: Sequence[_Worker], finished: bool) -> None:
-    """Let idle workers go; after an interruption, stop busy ones and clear their temp files."""
+def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool) -> None:
+    """Let idle workers go; after an interruption, stop busy ones and clear their temp files.
+
+    The starter thread is waited for first: it may be starting one more worker.
+    """
     if finished:
+        starter.join()
         for worker in workers:
             if not worker.ready:
                 worker.process.terminate()  # still importing, holding no job: no need to wait
@@ -439,6 +514,7 @@ def _stop(workers: Sequence[_Worker], finished: bool) -> None:
     # A second Ctrl-C or SIGTERM must not cut this cleanup short.
     previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
+        starter.join()
         for worker in workers:
             if worker.process.is_alive():
                 worker.process.terminate()  # SIGTERM: see _terminated
@@ -447,7 +523,7 @@ def _stop(workers: Sequence[_Worker], finished: bool) -> None:
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
-        _remove_leftovers([worker.job for worker in workers if worker.job is not None])
+        _remove_leftovers([job for worker in workers for job in worker.jobs])
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -457,8 +533,8 @@ def _serve(connection: Connection, task: Task) -> None:
     """A worker: take jobs until told to stop; SIGTERM ends it without a temp file (_terminated)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, _terminated)
-    # the heavy imports, once, while the parent is still handing out the first jobs
-    from geomcli import io, kernels, summary  # noqa: F401
+    # the imports every file needs, at once (a no-op where the forkserver preloaded them)
+    from geomcli import io, summary  # noqa: F401
 
     connection.send("ready")
     while True:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -508,3 +509,55 @@ def test_a_dry_run_refuses_what_the_run_refuses(shots: Path, tmp_path: Path, arg
     assert dry.exit_code == real.exit_code == 1 and dry.stdout == real.stdout == ""
     expected = f"Error: {shots / 'a.png'}: {message}; raise it with --max-pixels or GEOMCLI_MAX_PIXELS"
     assert dry.stderr.splitlines()[0] == real.stderr.splitlines()[0] == expected
+
+
+class _Context:
+    """The workers' context, with each worker ending at once (``exit_code``) or unable to start (``error``)."""
+
+    def __init__(self, real: Any, *, exit_code: int | None = None, error: OSError | None = None) -> None:
+        self.real, self.exit_code, self.error = real, exit_code, error
+
+    def Pipe(self, duplex: bool = True) -> Any:  # noqa: N802 (multiprocessing's names)
+        return self.real.Pipe(duplex)
+
+    def Process(self, *, target: Any, args: tuple[Any, ...], **options: Any) -> Any:  # noqa: N802
+        if self.exit_code is not None:
+            target, args = os._exit, (self.exit_code,)
+        process = self.real.Process(target=target, args=args, **options)
+        if self.error is not None:
+            error = self.error
+
+            def start() -> None:
+                raise error
+
+            process.start = start
+        return process
+
+
+def test_jobs_of_workers_that_end_before_starting_them_are_done_here(
+        mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that ends before its "ready" never began its jobs: this process does them."""
+    args = ("space-to-depth", mixed, "--name", "{stem}.npy", "--blocksize", "2")
+    expected = run(*args, "--out-dir", tmp_path / "one", "-j", "1")
+    real = batch._forkserver()
+    monkeypatch.setattr(batch, "_forkserver", lambda: _Context(real, exit_code=3))
+    result = run(*args, "--out-dir", tmp_path / "two", "-j", "2")
+    assert result.exit_code == expected.exit_code == 0, result.stderr
+    assert result.stderr.startswith("space-to-depth: 5 ok, 0 failed, 0 skipped in ")
+    assert contents(tmp_path / "two") == contents(tmp_path / "one")
+
+
+def test_a_worker_that_cannot_start_stops_the_run_with_its_error(
+        mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started from a thread, a worker's failure to start is still raised here, with no file left half-made."""
+    real = batch._forkserver()
+    monkeypatch.setattr(batch, "_forkserver", lambda: _Context(real, error=BlockingIOError(11, "no fork")))
+    with pytest.raises(BlockingIOError, match="no fork"):
+        run("space-to-depth", mixed, "--out-dir", tmp_path / "out", "--blocksize", "2", "-j", "2")
+    assert not any(name.startswith(".") for name in files(tmp_path / "out"))
+
+
+def test_a_worker_holds_a_second_job_only_while_every_worker_can_have_one() -> None:
+    assert [batch._takes_another(held, 4, 2, False) for held in (0, 1, 2)] == [True, True, False]
+    assert [batch._takes_another(1, pending, 2, False) for pending in (0, 1, 2)] == [False, False, True]
+    assert [batch._takes_another(held, 4, 2, True) for held in (0, 1)] == [True, False]  # --fail-fast
