@@ -695,9 +695,8 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
         reason = _skip_reason(job, options)
         with transforms.reporting(report, task.common):
             fidelity = task.common.fidelity
-            # TODO: frames=fidelity.frames once io.read_header takes it (an animation without --frames)
             header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
-                                    page=fidelity.page)
+                                    page=fidelity.page, frames=fidelity.frames)
             report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
             # the limits the run would apply: the input's here, the output's in shape_of
             io.check_size(header.shape, task.common.max_pixels, io.display_name(job.input))

@@ -84,7 +84,7 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     from geomcli import layout as layouts
 
     if like is not None:
-        header = io.read_header(like)
+        header = io.read_header(like, frames="first")  # an animation's size is its frames' size
         try:
             chosen = layouts.resolve_layout(header.shape, layout, header.layout) if len(header.shape) != 5 else "NCDHW"
         except GeomError as error:

@@ -511,6 +511,23 @@ def test_a_dry_run_refuses_what_the_run_refuses(shots: Path, tmp_path: Path, arg
     assert dry.stderr.splitlines()[0] == real.stderr.splitlines()[0] == expected
 
 
+@pytest.mark.parametrize("frames", [[], ["--frames", "first"], ["--frames", "all"]])
+def test_a_dry_run_reads_an_animation_as_the_run_does(tmp_path: Path, frames: list[str]) -> None:
+    from PIL import Image
+
+    pictures = [Image.new("RGB", (8, 6), (60 * i, 0, 0)) for i in range(3)]
+    pictures[0].save(tmp_path / "anim.gif", save_all=True, append_images=pictures[1:], duration=40)
+    common = [tmp_path / "anim.gif", "--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--shape", "4,4",
+              *frames, "--json"]
+    dry, real = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    assert dry.exit_code == real.exit_code == (1 if not frames else 0)
+    first_dry, first_real = json.loads(dry.stdout.splitlines()[0]), json.loads(real.stdout.splitlines()[0])
+    for key in ("status", "error", "input_shape", "output_shape"):
+        assert first_dry[key] == first_real[key], key
+    if not frames:
+        assert "has 3 frames" in first_dry["error"]
+
+
 class _Context:
     """The workers' context, with each worker ending at once (``exit_code``) or unable to start (``error``)."""
 

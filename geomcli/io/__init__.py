@@ -154,7 +154,8 @@ def read_header(
     """What ``path`` declares (shape, dtype, layout, pages, size), without decoding its pixels.
 
     The shape, dtype and layout are those :func:`read_array` returns with the same options
-    (``frames="all"``: an animation's frames stacked on a new first axis). A palette TIFF whose
+    (``frames="all"``: an animation's frames stacked on a new first axis; without ``frames`` an
+    animation is refused, as read_array refuses it). A palette TIFF whose
     indices run past its colormap (a damaged file) is the one case read_array differs from:
     it keeps the indices. No size limit applies: a decompression bomb is reported as declared.
     """

@@ -64,9 +64,10 @@ def read_header(
     source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None
 ) -> Header:
     """The shape, dtype and layout :func:`read` returns with the same options, from the header:
-    for an animation, ``frames="all"`` is the frames stacked on a new first axis, else one frame.
-    (Stacked frames take the first frame's mode; :func:`read` makes them RGBA when a later frame
-    adds transparency, which only decoding them can tell.)"""
+    for an animation, ``frames="all"`` is the frames stacked on a new first axis, ``"first"`` one
+    frame, and None refuses it as :func:`read` does. (Stacked frames take the first frame's mode;
+    :func:`read` makes them RGBA when a later frame adds transparency, which only decoding them
+    can tell.)"""
     import numpy as np
 
     file_size = None if isinstance(source, bytes) else _size(source)
@@ -74,6 +75,8 @@ def read_header(
     ihdr = _png.parse_ihdr(head, name) if head is not None else None
     with _opened(source, name, fmt) as im:
         count = _frames(im, name)
+        if fmt in _ANIMATED and count > 1 and frames is None:
+            raise GeomError(_animated(name, count))
         stacked = fmt in _ANIMATED and count > 1 and frames == "all"
         dtype: np.dtype
         if ihdr is not None and ihdr.depth == 16:
