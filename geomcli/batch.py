@@ -5,10 +5,11 @@ Imported only when ``--out-dir`` is given; a one-file ``-o`` run never loads it.
 input and its output) is made and checked before anything is written: a name that two inputs
 share, or that leaves ``--out-dir``, is a usage error (exit 2) with no file touched.
 
-Workers are processes forked from one forkserver that imported numpy and the codecs once; each
-takes one file at a time. They ignore SIGINT: on Ctrl-C or SIGTERM the parent stops them with
-SIGTERM, on which a worker removes its current output's temp file and exits at once; the parent
-then sweeps the same names again, so only complete outputs remain.
+Workers are processes forked from one forkserver that imported the codecs (and numpy, when a
+job needs arrays) once; each holds one or two files at a time. They ignore SIGINT: on Ctrl-C or
+SIGTERM the parent stops them with SIGTERM, on which a worker removes its current output's temp
+file and exits at once; the parent then sweeps the same names again, so only complete outputs
+remain.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from geomcli import cpus
 from geomcli import transform as transforms
 from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
 from geomcli.errors import GeomError
@@ -38,24 +40,25 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-    import numpy as np
     from rich.progress import Progress
     from rich.progress import Task as ProgressTask
 
     from geomcli.cli import BatchOptions, Common
     from geomcli.io import Header
     from geomcli.summary import Report
+    from geomcli.transform import Operation
 
 FIELDS = ("stem", "suffix", "name", "parent", "index")
 # Without -j, inputs smaller than this in total are done in this process: no worker start-up.
 SMALL_BATCH = 8 * 2**20
 _GLOB_MAGIC = re.compile(r"[*?[]")
 # What the forkserver imports once for every worker: what a worker's first plain image would
-# import (Pillow's Image.open loads its five common plugins); a name that is gone is skipped. Not
-# numpy: a crop of a plain 8-bit image never needs it, and a worker that does imports it then.
+# import (Pillow's Image.open loads its five common plugins); a name that is gone is skipped.
 _PRELOAD = ("geomcli.batch", "geomcli.io", "geomcli.io._atomic", "geomcli.io._pillow", "geomcli.io._png",
             "geomcli.summary", "geomcli.window", "PIL.PngImagePlugin", "PIL.BmpImagePlugin", "PIL.GifImagePlugin",
             "PIL.JpegImagePlugin", "PIL.PpmImagePlugin", "tempfile")
+# ... and numpy's share, only when some job needs arrays: a crop of plain 8-bit images never does
+_PRELOAD_ARRAYS = ("numpy", "geomcli.kernels", "geomcli.layout", "geomcli.slabs")
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Task:
 
     command: str
     parameters: dict[str, Any]
-    operate: Callable[..., np.ndarray]  # (loaded, *, common, allocate) -> result
+    operate: Operation
     shape_of: Callable[[Header], tuple[int, ...]]
     common: Common
 
@@ -104,7 +107,7 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
                 todo.append(job)
             else:
                 outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason]))
-        workers = min(options.jobs or _cpu_count(), len(todo))
+        workers = min(options.jobs or cpus.available_cpus(), len(todo))
         if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
             workers = 1  # starting workers costs about what 8 MB of images take to do
         if workers > 1 and not task.common.debug:
@@ -359,23 +362,28 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
     import threading
     from multiprocessing.connection import wait
 
-    context = _forkserver()
+    context = _forkserver(arrays=_needs_arrays(task, todo))
     pending = deque(todo)
     workers: list[_Worker] = []
     lock = threading.Lock()  # pending, workers and their jobs: the starter thread adds workers
     wake, woken = context.Pipe(duplex=False)  # the starter's "a new worker", so the wait below ends
     failed: list[BaseException] = []
+    unstarted: list[OSError] = []  # why a worker could not start: its jobs go to the others
+    workers_started: list[_Worker] = []
     stopping = False
     finished = False
 
     def hand_out(worker: _Worker) -> None:
         """Send ``worker`` its next job or two (the lock held)."""
         while not stopping and _takes_another(len(worker.jobs), len(pending), count, fail_fast):
+            job = pending.popleft()
+            worker.jobs.append(job)  # before it is sent: an interrupted send still has its temp file swept
             try:
-                worker.connection.send(pending[0])  # read after the worker's "ready"
+                worker.connection.send(job)  # read after the worker's "ready"
             except OSError:  # it has ended: the wait below reads its end
+                worker.jobs.pop()
+                pending.appendleft(job)
                 return
-            worker.jobs.append(pending.popleft())
 
     def start_all() -> None:
         try:
@@ -388,10 +396,14 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
                 process.start()  # waits for the forkserver's imports, the first time
                 child_end.close()
                 worker = _Worker(process, parent_end)
+                workers_started.append(worker)
                 with lock:
                     hand_out(worker)
                     workers.append(worker)
                 woken.send_bytes(b"")
+        except OSError as error:  # no more processes (EAGAIN, ENOMEM): the rest do the jobs
+            unstarted.append(error)
+            woken.send_bytes(b"")
         except BaseException as error:  # handed to the main thread, which raises it
             failed.append(error)
             woken.send_bytes(b"")
@@ -451,8 +463,13 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
         with lock:
             stopping = True  # the starter starts no more workers
         _stop(starter, workers, finished)
+        wake.close()
+        woken.close()
     if failed:  # even if this process did every job meanwhile
         raise failed[0]
+    if unstarted:
+        click.echo(f"Warning: only {len(workers_started)} of {count} worker processes could start "
+                   f"({unstarted[0].strerror or unstarted[0]}); the others took their files", err=True)
 
 
 def _takes_another(held: int, pending: int, count: int, fail_fast: bool) -> bool:
@@ -466,15 +483,32 @@ def _takes_another(held: int, pending: int, count: int, fail_fast: bool) -> bool
     return pending > 0 and (held == 0 or (held == 1 and not fail_fast and pending >= count))
 
 
-def _forkserver() -> multiprocessing.context.ForkServerContext:
+def _forkserver(arrays: bool = True) -> multiprocessing.context.ForkServerContext:
     """The context that starts workers: forkserver, whose workers fork from one clean process that
-    imported the codecs once. Not fork: this process may hold threads (numpy's, the kernels' pool)
-    a forked child would lack."""
+    imported the codecs (and numpy, for ``arrays``) once. Not fork: this process may hold threads
+    (numpy's, the kernels' pool) a forked child would lack."""
     import multiprocessing
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(_PRELOAD))
+    context.set_forkserver_preload(list(_PRELOAD + (_PRELOAD_ARRAYS if arrays else ())))
     return context
+
+
+def _needs_arrays(task: Task, jobs: Sequence[Job]) -> bool:
+    """Whether some job will need numpy: all but a crop-pad of images to images (io.read_picture),
+    as far as the names tell (a 16-bit PNG, read as an array, imports numpy when it comes)."""
+    from geomcli import io
+
+    if not isinstance(task.operate, transforms.CropPad):
+        return True
+    for job in jobs:
+        try:
+            image = io.format_for_path(job.input) in io.IMAGE_FORMATS
+        except GeomError:
+            return True  # no extension geomcli knows: sniffed at read time
+        if not image or not task.operate.takes_pictures(task.common, job.format):
+            return True
+    return False
 
 
 def _in_this_process(task: Task, job: Job) -> Report:
@@ -584,12 +618,6 @@ def _smaller_than(jobs: Sequence[Job], limit: int) -> bool:
         if total >= limit:
             return False
     return True
-
-
-def _cpu_count() -> int:
-    from geomcli import kernels
-
-    return kernels.available_cpus()  # the CPUs this process may run on, as the kernels count them
 
 
 # ---- what the user sees -----------------------------------------------------------------------

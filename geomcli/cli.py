@@ -30,9 +30,8 @@ from geomcli.constants import (
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from geomcli.io import Header
+    from geomcli.transform import Operation
 
 
 
@@ -222,7 +221,7 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_files(command: str, inputs: tuple[str, ...], output: str | None, batch: BatchOptions, common: Common,
-              parameters: dict[str, Any], operate: Callable[..., np.ndarray],
+              parameters: dict[str, Any], operate: Operation,
               shape_of: Callable[[Header], tuple[int, ...]]) -> None:
     """One file with -o, or many with --out-dir (geomcli.batch, imported only then)."""
     ctx = click.get_current_context()
@@ -261,7 +260,7 @@ def _output_format(output: str, common: Common) -> str:
 
 
 def run_transform(command: str, input_path: str, output: str, common: Common, parameters: dict[str, Any],
-                  operate: Callable[..., np.ndarray]) -> None:
+                  operate: Operation) -> None:
     """One file from the command line: exit 2 for a bad output name, 1 if the file failed."""
     from geomcli import transform
 

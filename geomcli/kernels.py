@@ -5,15 +5,14 @@ CenterCropPad (opset 18), AffineGrid (opset 20), SpaceToDepth and DepthToSpace
 validates its arguments first and raises :class:`GeomError` with a one-line
 message; after validation numpy does the work and must not raise.
 
-This module imports numpy only (and geomcli's own numpy-free window arithmetic): no I/O,
-no printing, no CLI.
+This module imports numpy only (and geomcli's own numpy-free window arithmetic and CPU count):
+no I/O, no printing, no CLI.
 """
 
 from __future__ import annotations
 
 import cmath
 import itertools
-import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
+from geomcli.cpus import available_cpus
 from geomcli.errors import GeomError
 from geomcli.window import center_crop_pad_window
 
@@ -149,13 +149,6 @@ def _as_threads(threads: Any, func: str) -> int:
     if count < 1:
         raise GeomError(f"{func}: threads must be at least 1, found {count}")
     return count
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on: the kernels' default thread count, and batch's job count."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 # --- running pieces of work on several threads ----------------------------------------
@@ -821,8 +814,8 @@ def _space_to_depth_blocked(
     piece of input is still in cache when it is copied to all b² outputs. For b == 2 and
     items of 1, 2 or 4 bytes, each horizontal pair is read as one unsigned integer twice as
     wide: a truncating cast keeps the left item (bw = 0; little-endian); the same pairs read
-    one item later give the right one (bw = 1) by the same cast (for the input's last row,
-    which has no byte after it, a shift right). Both are contiguous, vectorised loops instead
+    one item later give the right one (bw = 1) by the same cast (for the piece that ends the
+    input, whose last pair has no item after it, a shift right). Both are contiguous, vectorised loops instead
     of a strided gather. Every output element is a bit copy of one input element, so the result
     is identical to the plain path for any dtype and any number of threads.
     """

@@ -4,8 +4,9 @@ The engine under the commands, for a one-file ``-o`` run (geomcli.cli) and for e
 batch (geomcli.batch, in worker processes too). Failures a user can cause end up in the file's
 ``Report`` (``finish`` shows it and gives the exit code); bugs keep their traceback.
 
-Each operation (``crop_pad``, ``blocks``) takes the ``Loaded`` file and returns the result in the
+Each operation (``CropPad``, ``blocks``) takes the ``Loaded`` file and returns the result in the
 file's layout; big results go slab by slab into a memory-mapped output that ``allocate`` gives.
+CropPad also takes a plain 8-bit image as an ``io.Picture`` (read without numpy) and returns one.
 Each has a shape function (``crop_pad_shape``, ``blocks_shape``) that says from a header alone
 what the operation would make, or refuse, for ``--dry-run``.
 
@@ -27,11 +28,16 @@ from geomcli.constants import EXIT_FAILED
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import numpy as np
 
     from geomcli.cli import Common, Fidelity
     from geomcli.io import Header, Loaded, Metadata, Picture
     from geomcli.summary import Report
+
+    # (loaded, *, common, allocate) -> the result: an array, or a Picture for a Picture (CropPad)
+    Operation: TypeAlias = Callable[..., np.ndarray | Picture]
 
 class FormatConflictError(GeomError):
     """--format names another format than the output's extension."""
@@ -130,7 +136,7 @@ def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype
 
 
 def transform_file(command: str, input_path: str, output: str, output_format: str, common: Common,
-                   parameters: dict[str, Any], operate: Callable[..., np.ndarray]) -> Report:
+                   parameters: dict[str, Any], operate: Operation) -> Report:
     """Read, transform and write one file; its report, with any failure in it.
 
     ``operate(loaded, common=..., allocate=...)`` makes the result; for a big output, ``allocate(shape,
@@ -167,6 +173,8 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
         if mapped:
             # renamed into place as the ExitStack closes
             from geomcli import slabs
+
+            assert not isinstance(result, io.Picture)  # only an array asks allocate for a map
 
             report.value_range = slabs.value_range(result)
             # (the compression is not compared: a compressed output is never mapped, see allocate)
@@ -265,7 +273,7 @@ class CropPad:
     in --layout or the layout its file names. The pad value is --fill, else the dtype's zero.
 
     A plain 8-bit image (io.Picture) is cropped and padded by Pillow itself, without numpy: the
-    same window (geomcli.window), zero padding, the same bytes written (tests/test_io.py).
+    same window (geomcli.window), zero padding, the same bytes written (tests/test_pictures.py).
     """
 
     target: tuple[int, ...]
@@ -308,7 +316,10 @@ class CropPad:
         return out
 
     def _crop_pad_picture(self, picture: Picture, common: Common) -> Picture:
-        """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros."""
+        """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros.
+        (The output's shape is the target's H and W and the picture's channels: what
+        kernels.center_crop_pad_output_shape says of a valid target on the H and W axes.)"""
+        from geomcli import io
         from geomcli.window import center_crop_pad_window
 
         height, width = self.target
@@ -316,7 +327,7 @@ class CropPad:
         (rows, rows_placed), (columns, columns_placed) = (
             center_crop_pad_window(length, size) for length, size in zip(picture.shape, self.target, strict=False))
         top, left = rows.start - rows_placed.start, columns.start - columns_placed.start
-        return dataclasses.replace(picture, image=picture.image.crop((left, top, left + width, top + height)))
+        return io.crop_picture(picture, (left, top, left + width, top + height))
 
 
 def crop_pad_shape(header: Header, *, target: tuple[int, ...], axes: tuple[int, ...] | None,

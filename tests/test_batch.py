@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 from PIL import Image
 
-from geomcli import batch, kernels
+from geomcli import batch, kernels, transform
 from geomcli.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -557,21 +558,39 @@ def test_jobs_of_workers_that_end_before_starting_them_are_done_here(
     args = ("space-to-depth", mixed, "--name", "{stem}.npy", "--blocksize", "2")
     expected = run(*args, "--out-dir", tmp_path / "one", "-j", "1")
     real = batch._forkserver()
-    monkeypatch.setattr(batch, "_forkserver", lambda: _Context(real, exit_code=3))
+    monkeypatch.setattr(batch, "_forkserver", lambda arrays=True: _Context(real, exit_code=3))
     result = run(*args, "--out-dir", tmp_path / "two", "-j", "2")
     assert result.exit_code == expected.exit_code == 0, result.stderr
     assert result.stderr.startswith("space-to-depth: 5 ok, 0 failed, 0 skipped in ")
     assert contents(tmp_path / "two") == contents(tmp_path / "one")
 
 
-def test_a_worker_that_cannot_start_stops_the_run_with_its_error(
+def test_workers_that_cannot_start_leave_their_files_to_this_process(
         mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Started from a thread, a worker's failure to start is still raised here, with no file left half-made."""
+    """Out of processes (EAGAIN from fork): every file is still done, and one warning says why."""
+    args = ("space-to-depth", mixed, "--name", "{stem}.npy", "--blocksize", "2")
+    expected = run(*args, "--out-dir", tmp_path / "one", "-j", "1")
     real = batch._forkserver()
-    monkeypatch.setattr(batch, "_forkserver", lambda: _Context(real, error=BlockingIOError(11, "no fork")))
-    with pytest.raises(BlockingIOError, match="no fork"):
-        run("space-to-depth", mixed, "--out-dir", tmp_path / "out", "--blocksize", "2", "-j", "2")
-    assert not any(name.startswith(".") for name in files(tmp_path / "out"))
+    monkeypatch.setattr(batch, "_forkserver", lambda arrays=True: _Context(real, error=BlockingIOError(11, "no fork")))
+    result = run(*args, "--out-dir", tmp_path / "two", "-j", "2")
+    assert result.exit_code == expected.exit_code == 0, result.stderr
+    assert "Warning: only 0 of 2 worker processes could start (no fork); the others took their files" in result.stderr
+    assert contents(tmp_path / "two") == contents(tmp_path / "one")
+    assert not any(name.startswith(".") for name in files(tmp_path / "two"))
+
+
+def test_numpy_is_preloaded_for_the_workers_only_when_a_job_needs_arrays(tmp_path: Path) -> None:
+    from geomcli.cli import Common
+
+    common = Common(layout=None, format=None, quiet=True, json=False, debug=False, max_pixels=2**31, threads=None)
+    crop = batch.Task("crop-pad", {}, transform.CropPad((4, 4)), lambda header: (4, 4), common)
+    blocks = batch.Task("space-to-depth", {}, partial(transform.blocks, kernel_name="space_to_depth", blocksize=2,
+                                                      mode="DCR"), lambda header: (4, 4), common)
+    images = [batch.Job(0, "a.png", "o/a.png", "png"), batch.Job(1, "b.jpg", "o/b.webp", "webp")]
+    assert not batch._needs_arrays(crop, images)
+    assert batch._needs_arrays(crop, [*images, batch.Job(2, "c.npy", "o/c.npy", "npy")])
+    assert batch._needs_arrays(crop, [batch.Job(0, "a.png", "o/a.tiff", "tiff")])
+    assert batch._needs_arrays(blocks, images)
 
 
 def test_a_worker_holds_a_second_job_only_while_every_worker_can_have_one() -> None:

@@ -54,6 +54,15 @@ def _palette_png(path: Path, transparent: bool) -> None:
         im.save(path)
 
 
+def _animation(path: Path) -> None:
+    frames = [Image.fromarray(_pixels((9, 14, 3), seed)) for seed in range(3)]
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=40)
+
+
+def _transparent_gif(path: Path) -> None:
+    Image.fromarray(_pixels((9, 14)) // 16).save(path, transparency=2)
+
+
 def _deep_png(path: Path) -> None:
     io.write_array(_pixels((9, 14, 3)).astype(np.uint16) * 257, str(path))
 
@@ -72,9 +81,17 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "rgb.bmp": lambda p: Image.fromarray(_pixels((9, 14, 3))).save(p),
     "bits.bmp": lambda p: Image.fromarray(_pixels((9, 14)) > 127).save(p),
     "deep.png": _deep_png,
+    "t5.png": lambda p: Image.fromarray(_pixels((9, 14, 3))).save(p, exif=_exif(5), dpi=(300, 100)),
+    "t8.png": lambda p: Image.fromarray(_pixels((9, 14, 2)), "LA").save(p, exif=_exif(8)),
+    "anim.gif": _animation,
+    "t.gif": _transparent_gif,
+    "l.bmp": lambda p: Image.fromarray(_pixels((9, 14))).save(p),
+    "strip.jpg": _rgb_jpeg,
 }
 # modes the array path must take (not 8-bit images)
 ARRAYS_ONLY = {"bits.bmp", "deep.png"}
+# what else each file is run with
+OPTIONS = {"anim.gif": ["--frames", "first"], "strip.jpg": ["--strip"]}
 
 
 def run(*args: str) -> tuple[int, dict[str, Any] | None, str]:
@@ -101,11 +118,12 @@ def test_a_picture_gives_what_its_array_gives(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(transform.CropPad, "_crop_pad_picture", spy)
     out = tmp_path / f"out{suffix}"  # one name for both: reports and messages name it
-    by_picture = run("crop-pad", str(source), "-o", str(out), "--shape", target, "--json")
+    args = ["crop-pad", str(source), "-o", str(out), "--shape", target, "--json", *OPTIONS.get(name, [])]
+    by_picture = run(*args)
     assert len(taken) == (0 if name in ARRAYS_ONLY else 1)
     written = out.read_bytes() if out.exists() else None
     out.unlink(missing_ok=True)
-    by_array = run("crop-pad", str(source), "-o", str(out), "--shape", target, "--axes", "0,1", "--json")
+    by_array = run(*args, "--axes", "0,1")
     assert len(taken) == (0 if name in ARRAYS_ONLY else 1)
     assert by_picture == by_array
     assert written == (out.read_bytes() if out.exists() else None)
@@ -147,8 +165,9 @@ def test_pillow_pads_where_the_kernel_pads(length: int, target: int) -> None:
 def test_read_picture_keeps_plain_images_and_reads_the_rest_as_arrays(tmp_path: Path) -> None:
     for name, maker in MAKERS.items():
         maker(tmp_path / name)
-        found = io.read_picture(str(tmp_path / name))
-        array = io.read_array(str(tmp_path / name))
+        frames = "first" if "--frames" in OPTIONS.get(name, []) else None
+        found = io.read_picture(str(tmp_path / name), frames=frames)
+        array = io.read_array(str(tmp_path / name), frames=frames)
         if name in ARRAYS_ONLY:
             assert isinstance(found, io.Loaded)
             continue
@@ -178,3 +197,29 @@ def test_a_plain_image_crop_imports_no_numpy(tmp_path: Path) -> None:
         result = subprocess.run([sys.executable, "-c", probe, "crop-pad", str(tmp_path / "in.png"), "-o",
                                  str(tmp_path / "out.png"), "--shape", shape], capture_output=True, text=True)
         assert result.stdout.split("\n")[-2] == "[]", result.stderr
+
+
+def test_pipes_give_the_same_bytes_both_ways(tmp_path: Path) -> None:
+    MAKERS["rgb.png"](tmp_path / "in.png")
+    source = (tmp_path / "in.png").read_bytes()
+    results = [CliRunner().invoke(cli, ["crop-pad", "-", "-o", "-", "--format", "png", "--shape", "6,20", *more],
+                                  input=source, catch_exceptions=False) for more in ([], ["--axes", "0,1"])]
+    assert [r.exit_code for r in results] == [0, 0]
+    assert results[0].stdout_bytes == results[1].stdout_bytes and results[0].stdout_bytes.startswith(b"\x89PNG")
+
+
+def test_an_output_past_pillows_own_size_limit_is_made_as_an_array_is(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pillow's bomb check (here 40 pixels, an error past 80) applies to Image.crop too; --max-pixels
+    is geomcli's only limit on either path."""
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 40)
+    MAKERS["rgb.png"](tmp_path / "in.png")
+    outputs = []
+    for more in ([], ["--axes", "0,1"]):
+        out = tmp_path / f"out{len(outputs)}.png"
+        result = CliRunner().invoke(cli, ["crop-pad", str(tmp_path / "in.png"), "-o", str(out), "--shape", "30,40",
+                                          *more], catch_exceptions=False)
+        assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert Image.MAX_IMAGE_PIXELS == 40  # put back

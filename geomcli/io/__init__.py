@@ -56,6 +56,7 @@ __all__ = [
     "Picture",
     "WriteOptions",
     "check_size",
+    "crop_picture",
     "display_name",
     "format_for_path",
     "maps_output",
@@ -227,6 +228,15 @@ def read_picture(
     back as read_array's ``Loaded``. :func:`write_array` takes either.
     """
     return _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=True)
+
+
+def crop_picture(picture: Picture, box: tuple[int, int, int, int]) -> Picture:
+    """``picture`` cropped to ``box`` (left, top, right, bottom), padded with zeros where the box
+    reaches past its edges. Pillow's own size check is off, as when reading: ``--max-pixels``,
+    checked by the caller, is the limit."""
+    from geomcli.io import _pillow
+
+    return dataclasses.replace(picture, image=_pillow.crop(picture.image, box))
 
 
 def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orient: bool, frames: str | None,

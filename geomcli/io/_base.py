@@ -130,7 +130,10 @@ class Picture:
     def layout(self) -> str:
         return "HW" if len(self.shape) == 2 else "HWC"
 
-    dtype = "uint8"
+    @property
+    def dtype(self) -> str:
+        """The name of its array's dtype (always uint8; Loaded.dtype is a numpy dtype)."""
+        return "uint8"
 
     def to_array(self) -> np.ndarray:
         import numpy as np

@@ -147,18 +147,19 @@ def read(
                 im = im.convert(mode)
                 notes.append(note)
             if picture and mode in _PICTURE_MODES:
-                image = im  # leaving Image.open's context closes the file, not the loaded pixels
-                image.info = {}  # what Pillow would write back unasked (ICC, tRNS): Metadata decides
+                im.info = {}  # what Pillow would write back unasked (ICC, tRNS): Metadata decides
+                # leaving Image.open's context below closes the file, not the loaded pixels
+                kept: Picture | None = Picture(im, fmt, src, (), metadata, pages)
             else:
                 import numpy as np
 
-                data = np.asarray(im)
+                kept, data = None, np.asarray(im)
         except _DECODE_ERRORS as e:
             if not raised_in(e, "PIL"):
                 raise
             raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
-    if picture and mode in _PICTURE_MODES:
-        return Picture(image, fmt, src, tuple(notes), metadata, pages)
+    if kept is not None:
+        return replace(kept, notes=tuple(notes))  # with the notes Pillow's warnings added on closing
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
     return Loaded(data, fmt, _layout(data.shape), src, tuple(notes), metadata, pages)
@@ -314,10 +315,8 @@ def _opened(
     metadata ("Corrupt EXIF data", "Invalid APNG") kept as notes rather than printed."""
     from PIL import Image
 
-    limit = Image.MAX_IMAGE_PIXELS
-    Image.MAX_IMAGE_PIXELS = None
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with _unbounded(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             fp = io.BytesIO(source) if isinstance(source, bytes) else source
@@ -343,8 +342,26 @@ def _opened(
         if not raised_in(e, "PIL"):
             raise  # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
         raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
+
+
+@contextmanager
+def _unbounded() -> Iterator[None]:
+    """Pillow's own decompression-bomb check off: geomcli's check_size is the limit."""
+    from PIL import Image
+
+    limit = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = None
+    try:
+        yield
     finally:
         Image.MAX_IMAGE_PIXELS = limit
+
+
+def crop(im: Any, box: tuple[int, int, int, int]) -> Any:
+    """``im.crop(box)``, the box reaching past the edges where it pads (Pillow fills zeros), of
+    any size check_size allowed: Pillow's bomb check, which crop applies too, is off."""
+    with _unbounded():
+        return im.crop(box)
 
 
 def _reason(e: BaseException) -> str:
@@ -441,7 +458,8 @@ def write(
     import numpy as np
 
     if fmt == "png" and data.dtype == np.uint16:
-        level, icc, dpi, exif = _kept(fmt, metadata, options, data.shape[1], data.shape[0])
+        level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options or WriteOptions(), data.shape[1],
+                                      data.shape[0])
         ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
         f.write(_png.encode(data, level=level, icc=icc, ppm=ppm, exif=exif))
         return
@@ -461,7 +479,7 @@ def save(
 ) -> None:
     """Write a Pillow image of a mode this format holds, as :func:`write` writes its array."""
     options = options or WriteOptions()
-    level, icc, dpi, exif = _kept(fmt, metadata, options, *im.size)
+    level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, *im.size)
     saving: dict[str, Any] = {}
     if fmt == "png":
         # ImageMagick's zlib level. Pillow's C filtering is 15% faster than our numpy encoder,
@@ -488,11 +506,9 @@ def save(
 
 
 def _kept(
-    fmt: str, metadata: Metadata | None, options: WriteOptions | None, width: int, height: int
+    fmt: str, metadata: Metadata, options: WriteOptions, width: int, height: int
 ) -> tuple[int, bytes | None, tuple[float, float] | None, bytes | None]:
     """The PNG level, and the ICC profile, DPI and EXIF (fitted to width x height) this format holds."""
-    metadata = metadata or Metadata()
-    options = options or WriteOptions()
     holds = HOLDS[fmt]
     level = _png.LEVEL if options.compress_level is None else options.compress_level
     icc = metadata.icc if "icc" in holds else None
