@@ -6,7 +6,7 @@
 
 One run prints, for both tools, images per second and the total size of the PNGs written, the
 ratios geomcli / mogrify, and geomcli's per-file overhead in a batch: its wall time less the time
-its own decode, kernel and encode take on the same files in one process, per file.
+its own decode, crop and encode take on the same files in one process, per file.
 
 Both write PNG with zlib level 7, ImageMagick's default (PNG quality 75: level 7, adaptive row
 filters). mogrify runs with MAGICK_THREAD_LIMIT=1 (one core), as the issue's anchor was measured;
@@ -92,12 +92,13 @@ def bare_pillow_pool(paths: list[Path], out: Path, processes: int) -> float:
 
 
 def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
-    """(decode + kernel + encode, everything else a batch does per file), in seconds per file.
+    """(decode + crop + encode, everything else a batch does per file), in seconds per file.
 
     Both are timed here, file by file, alternately, so a busy machine slows both alike: first
-    the bare work through geomcli's own functions, then the same file through the batch's
-    per-file path (folder check, read, layout, kernel, size check, atomic write with fsync,
-    report with value range).
+    the bare work through geomcli's own functions (the PNG read as a Pillow image, cropped by
+    Pillow, encoded to memory), then the same file through the batch's per-file path (folder
+    check, read with its chunk checks and metadata, size check, atomic write with fsync, report
+    with value range).
     """
     from functools import partial
 
@@ -189,7 +190,7 @@ def main(argv: list[str]) -> int:
         small = work / "small.png"
         Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(small)
         start_up = start_up_seconds(small, work / "start-up")
-        print(f"decode+kernel+encode: {bare * 1000:.1f} ms/file; the batch's per-file path adds "
+        print(f"decode+crop+encode: {bare * 1000:.1f} ms/file; the batch's per-file path adds "
               f"{extra * 1000:.2f} ms/file; start-up {start_up * 1000:.0f} ms once = "
               f"{start_up / n * 1000:.2f} ms/file over {n} files")
         print(f"per-file overhead: {(extra + start_up / n) * 1000:.2f} ms  (target < 5)")

@@ -11,7 +11,8 @@ caches, lazy set-up), then the median of several more calls (the steady state). 
 the memory bandwidth the operator cannot beat: ``np.copyto`` of the output's size into a
 preallocated array (for affine-grid, filling a preallocated array of the output shape).
 "fresh" is the same into a new array each call: what any call that returns a new array pays
-first, as the kernel faults in and zeroes its pages. "out=" times geomcli writing into one
+first; past glibc's mmap threshold (32 MiB) a new array is new pages, which the kernel faults
+in and zeroes, below it the memory of the last call comes back. "out=" times geomcli writing into one
 preallocated output (the ``out=`` argument), the work alone: onnxruntime's arena hands its
 outputs the same memory call after call, so this is the like-for-like comparison with it.
 Each geomcli result is checked once per case against onnxruntime and the reference.
@@ -288,9 +289,11 @@ def run_case(case: Case, repeats: int, budget: float, log: Callable[[str], None]
 
     # into one output, touched once and reused by every call: the cost of the work alone
     into = functools.partial(case.geomcli, inputs, out=np.ones_like(expected))
-    timing, _ = measure(into, repeats, budget)
+    timing, found = measure(into, repeats, budget)
     engines["geomcli out="] = timing
-    del into
+    if not np.array_equal(found, expected, equal_nan=True):
+        notes.append(f"{case.name}: geomcli with out= differs from geomcli")
+    del into, found
     log(f"  geomcli out={timing.median * 1e3:9.1f} ms")
 
     floor = floor_runner(case, expected.shape, expected.dtype)

@@ -65,13 +65,15 @@ def _ms(seconds: float) -> str:
 
 def install_kind() -> str:
     """How geomcli is installed: an editable install pays ~10 ms of import hooks on every start."""
+    import json
     from importlib import metadata
 
     try:
-        direct = metadata.distribution("geomcli").read_text("direct_url.json") or ""
+        direct = json.loads(metadata.distribution("geomcli").read_text("direct_url.json") or "{}")
     except metadata.PackageNotFoundError:
         return "geomcli not installed"
-    return "editable install (pip install -e)" if '"editable": true' in direct else "installed (pip install .)"
+    editable = direct.get("dir_info", {}).get("editable", False)
+    return "editable install (pip install -e)" if editable else "installed (pip install .)"
 
 
 def geomcli_command() -> list[str]:
