@@ -569,35 +569,75 @@ def _serve(connection: Connection, task: Task) -> None:
     signal.signal(signal.SIGTERM, _terminated)
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
     from geomcli import io, summary  # noqa: F401
+    from geomcli.io import _atomic
 
     connection.send("ready")
-    while True:
-        while not connection.poll(_TICK):
-            pass  # see _TICK
-        try:
-            job = connection.recv()
-        except EOFError:
-            return
-        if job is None:
-            return
-        global _current_job
-        _current_job = job
-        report = transform(task, job)
-        _current_job = None
-        connection.send(report)
+    committer = _Committer(connection)
+    try:
+        while True:
+            while not connection.poll(_TICK):
+                pass  # see _TICK
+            try:
+                job = connection.recv()
+            except EOFError:
+                return
+            if job is None:
+                return
+            _jobs_under_way.append(job)
+            with _atomic.deferred_commits() as commits:
+                report = transform(task, job)
+            committer.put(job, report, commits)
+    finally:
+        committer.close()  # every report sent
 
 
-_current_job: Job | None = None  # in a worker: the job under way
+class _Committer:
+    """A worker's thread that syncs and renames each output (io._atomic.deferred_commits) while
+    the worker reads its next file, then sends the job's report: in job order, and only once the
+    output is in place. fsync waits on the disk, about 1.4 ms a file here: no core idles for it."""
+
+    def __init__(self, connection: Connection) -> None:
+        import queue
+        import threading
+
+        self.connection = connection
+        self.queue: queue.SimpleQueue[tuple[Job, Report, list[Callable[[], None]]] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="geomcli-committer", daemon=True)
+        self.thread.start()
+
+    def put(self, job: Job, report: Report, commits: list[Callable[[], None]]) -> None:
+        self.queue.put((job, report, commits))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            job, report, commits = item
+            try:
+                for commit in commits:
+                    commit()
+            except GeomError as error:  # the sync or rename failed: the temp file is gone
+                report.status, report.error = "error", transforms.describe(error)
+            _jobs_under_way.remove(job)
+            try:
+                self.connection.send(report)
+            except OSError:  # the parent has gone: it sweeps what is left
+                return
+
+
+# in a worker: the jobs whose temp files may exist (one being made, one being synced)
+_jobs_under_way: list[Job] = []
 
 
 def _terminated(signum: int, frame: Any) -> None:
-    """A worker's SIGTERM: remove the current job's temp file and end at once.
+    """A worker's SIGTERM: remove the temp files of the jobs under way and end at once.
 
     Not SystemExit: raised at an arbitrary point of a job (inside an import, say), it has been seen
     to vanish, leaving the worker running.
     """
-    if _current_job is not None:
-        _remove_leftovers([_current_job])
+    _remove_leftovers(list(_jobs_under_way))
     os._exit(EXIT_TERMINATED)
 
 

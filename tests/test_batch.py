@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -597,3 +598,36 @@ def test_a_worker_holds_a_second_job_only_while_every_worker_can_have_one() -> N
     assert [batch._takes_another(held, 4, 2, False) for held in (0, 1, 2)] == [True, True, False]
     assert [batch._takes_another(1, pending, 2, False) for pending in (0, 1, 2)] == [False, False, True]
     assert [batch._takes_another(held, 4, 2, True) for held in (0, 1)] == [True, False]  # --fail-fast
+
+
+def test_a_worker_sends_each_report_once_its_output_is_in_place_in_job_order(tmp_path: Path) -> None:
+    """The committer thread runs each job's sync-and-rename, then sends its report: in order,
+    a failed commit turning the report into an error."""
+    from geomcli.errors import GeomError
+    from geomcli.summary import Report
+
+    sent: list[Report] = []
+    placed: list[str] = []
+
+    class Connection:
+        def send(self, report: Report) -> None:
+            sent.append(report)
+
+    def commit(name: str) -> Callable[[], None]:
+        def run() -> None:
+            time.sleep(0.01)
+            if name == "bad":
+                raise GeomError(f"{name}: cannot write (No space left on device)")
+            placed.append(name)
+        return run
+
+    committer = batch._Committer(Connection())  # type: ignore[arg-type]
+    jobs = [batch.Job(i, f"in{i}.png", name, "png") for i, name in enumerate(["a", "bad", "c", "d"])]
+    for job in jobs:
+        batch._jobs_under_way.append(job)
+        committer.put(job, Report("crop-pad", job.input, job.output), [commit(job.output)] if job.index != 3 else [])
+    committer.close()
+    assert [r.output for r in sent] == ["a", "bad", "c", "d"] and placed == ["a", "c"]
+    assert [r.status for r in sent] == ["ok", "error", "ok", "ok"]
+    assert sent[1].error == "bad: cannot write (No space left on device)"
+    assert batch._jobs_under_way == []

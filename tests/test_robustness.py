@@ -956,3 +956,38 @@ def test_fuzz_regressions(tmp_path: Path) -> None:
         fmt = path.name.rsplit(".", 1)[-1]
         for command in ("crop-pad", "space-to-depth", "info", "theta"):
             check_cli_on(tmp_path, fmt, path.read_bytes(), command)
+
+
+def test_a_deferred_commit_leaves_the_temp_file_until_it_runs(tmp_path: Path) -> None:
+    from geomcli.io import _atomic
+
+    target = tmp_path / "out.png"
+    target.write_bytes(b"old")
+    with _atomic.deferred_commits() as commits:
+        with _atomic.atomic_file(str(target)) as f:
+            f.write(b"new")
+        assert len(commits) == 1
+        assert target.read_bytes() == b"old" and len([p for p in os.listdir(tmp_path) if TEMP.match(p)]) == 1
+    commits[0]()
+    assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["out.png"]
+    with _atomic.atomic_file(str(target)) as f:  # outside the context: committed at once
+        f.write(b"newer")
+    assert target.read_bytes() == b"newer"
+
+
+def test_a_deferred_commit_that_fails_removes_its_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli.errors import GeomError
+    from geomcli.io import _atomic
+
+    target = tmp_path / "out.png"
+    with _atomic.deferred_commits() as commits:
+        with _atomic.atomic_file(str(target)) as f:
+            f.write(b"new")
+
+    def no_room(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_room)
+    with pytest.raises(GeomError, match=r"out\.png: cannot write \(No space left on device\)"):
+        commits[0]()
+    assert os.listdir(tmp_path) == []

@@ -38,13 +38,35 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     The temp file is made by mkstemp (O_CREAT | O_EXCL, so never through a symlink) in the
     destination folder, so the final os.replace is a rename within one filesystem: readers see
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
+    Inside :func:`deferred_commits`, the last step (sync and rename) is left to its caller.
     """
-    with _replacing(path) as (fd, tmp):
+    with _replacing(path, defer=_commits.pending is not None) as (fd, tmp):
         raw = io.FileIO(fd, "wb")
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
         raw.name = tmp
         with io.BufferedWriter(raw) as f:
             yield f
+
+
+class _Commits(threading.local):
+    pending: list[Callable[[], None]] | None = None
+
+
+_commits = _Commits()
+
+
+@contextmanager
+def deferred_commits() -> Iterator[list[Callable[[], None]]]:
+    """While open (in this thread), :func:`atomic_file` leaves its temp file complete but unsynced
+    and unrenamed at exit, and appends to the list yielded the step that syncs and renames it
+    (or removes it and raises GeomError, as atomic_file would have). A batch worker runs that
+    step on another thread while it reads its next file. Until the step has run, the temp file
+    is a leftover as after a kill: remove_leftovers clears it."""
+    _commits.pending = []
+    try:
+        yield _commits.pending
+    finally:
+        _commits.pending = None
 
 
 def _temp_beside(path: str) -> tuple[int, str]:
@@ -114,21 +136,31 @@ def _hold_signals() -> Callable[[], None]:
 
 
 @contextmanager
-def _replacing(path: str) -> Iterator[tuple[int, str]]:
+def _replacing(path: str, defer: bool = False) -> Iterator[tuple[int, str]]:
     """A temp file beside ``path`` (descriptor, name) to write; at normal exit it gets its
-    permissions (see _take_over), is synced and renamed to ``path``; on any exception
-    (KeyboardInterrupt and SystemExit too) it is removed, and an OSError becomes a GeomError
-    naming ``path``. A signal that comes while the file is being made waits until its cleanup
-    is in place, so an interrupt never leaves it behind."""
+    permissions (see _take_over), is synced and renamed to ``path`` (``defer``: that step goes
+    to deferred_commits' list instead); on any exception (KeyboardInterrupt and SystemExit too)
+    it is removed, and an OSError becomes a GeomError naming ``path``. A signal that comes while
+    the file is being made waits until its cleanup is in place, so an interrupt never leaves it
+    behind."""
     release = _hold_signals()
     try:
         fd, tmp = _temp_beside(path)
     except BaseException:
         release()
         raise
-    try:
+    with _removed_on_error(tmp, path):
         release()
         yield fd, tmp
+    if defer and _commits.pending is not None:
+        _commits.pending.append(lambda: _commit(tmp, path))
+    else:
+        _commit(tmp, path)
+
+
+def _commit(tmp: str, path: str) -> None:
+    """The complete temp file ``tmp`` replaces ``path``: its final permissions, synced, renamed."""
+    with _removed_on_error(tmp, path):
         descriptor = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         try:
             # the final mode only now: mkstemp's 0600 lets a writer reopen it by name, even when
@@ -139,6 +171,13 @@ def _replacing(path: str) -> Iterator[tuple[int, str]]:
         finally:
             os.close(descriptor)
         os.replace(tmp, path)
+
+
+@contextmanager
+def _removed_on_error(tmp: str, path: str) -> Iterator[None]:
+    """On any exception, remove the temp file; an OSError becomes a GeomError naming ``path``."""
+    try:
+        yield
     except BaseException as e:
         try:
             os.unlink(tmp)
