@@ -444,9 +444,11 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
                 except EOFError:
                     with lock:
                         workers.remove(worker)
-                        # the jobs it had not begun go to another process; before its "ready",
-                        # it had begun none
+                        # the jobs it had not answered but the first go to another process (before
+                        # its "ready" it had begun none); it may have begun the next one already,
+                        # while its committer synced the first: that temp file goes first
                         begun = [worker.jobs.popleft()] if worker.ready and worker.jobs else []
+                        _remove_leftovers(worker.jobs)
                         pending.extendleft(reversed(worker.jobs))
                         worker.jobs.clear()
                     for job in begun:
