@@ -6,10 +6,10 @@ input and its output) is made and checked before anything is written: a name tha
 share, or that leaves ``--out-dir``, is a usage error (exit 2) with no file touched.
 
 Workers are processes forked from one forkserver that imported the codecs (and numpy, when a
-job needs arrays) once; each holds one or two files at a time. They ignore SIGINT: on Ctrl-C or
-SIGTERM the parent stops them with SIGTERM, on which a worker removes its current output's temp
-file and exits at once; the parent then sweeps the same names again, so only complete outputs
-remain.
+job needs arrays) once; each holds one or two files at a time, and syncs and renames one output
+on a second thread while it makes the next. They ignore SIGINT: on Ctrl-C or SIGTERM the parent
+stops them with SIGTERM, on which a worker removes the temp files of its jobs under way and exits
+at once; the parent then sweeps the same names again, so only complete outputs remain.
 """
 
 from __future__ import annotations
@@ -346,8 +346,9 @@ _TICK = 0.2
 class _Worker:
     process: BaseProcess
     connection: Connection
+    under_way: Any  # a shared int: the index of the job the worker began last (-1: none yet)
     ready: bool = False
-    jobs: deque[Job] = field(default_factory=deque)  # sent and not answered yet; the first is under way
+    jobs: deque[Job] = field(default_factory=deque)  # sent and not answered yet, in order
 
 
 def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes, fail_fast: bool) -> None:
@@ -392,10 +393,12 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
                     if stopping or not pending:
                         return
                 parent_end, child_end = context.Pipe()
-                process = context.Process(target=_serve, args=(child_end, task), daemon=True, name="geomcli-worker")
+                under_way = context.Value("q", -1, lock=False)
+                process = context.Process(target=_serve, args=(child_end, task, under_way), daemon=True,
+                                          name="geomcli-worker")
                 process.start()  # waits for the forkserver's imports, the first time
                 child_end.close()
-                worker = _Worker(process, parent_end)
+                worker = _Worker(process, parent_end, under_way)
                 workers_started.append(worker)
                 with lock:
                     hand_out(worker)
@@ -441,17 +444,18 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
                 worker = by_connection[connection]  # type: ignore[index]
                 try:
                     message = worker.connection.recv()
-                except EOFError:
+                except (EOFError, ConnectionResetError):  # it has ended
                     with lock:
                         workers.remove(worker)
-                        # the jobs it had not answered but the first go to another process (before
-                        # its "ready" it had begun none); it may have begun the next one already,
-                        # while its committer synced the first: that temp file goes first
-                        begun = [worker.jobs.popleft()] if worker.ready and worker.jobs else []
-                        _remove_leftovers(worker.jobs)
-                        pending.extendleft(reversed(worker.jobs))
+                        # the job it was on failed with it (a crash is never tried again); the
+                        # others it had not answered (not begun, or finished and not yet synced)
+                        # go to another process, their temp files first
+                        crashed = [job for job in worker.jobs if job.index == worker.under_way.value]
+                        others = [job for job in worker.jobs if job.index != worker.under_way.value]
+                        _remove_leftovers(others)
+                        pending.extendleft(reversed(others))
                         worker.jobs.clear()
-                    for job in begun:
+                    for job in crashed:
                         done(job, _died(task, worker, job))
                     continue
                 if message == "ready":
@@ -565,16 +569,17 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool)
             signal.signal(number, handler)
 
 
-def _serve(connection: Connection, task: Task) -> None:
-    """A worker: take jobs until told to stop; SIGTERM ends it without a temp file (_terminated)."""
+def _serve(connection: Connection, task: Task, under_way: Any) -> None:
+    """A worker: take jobs until told to stop; SIGTERM ends it without a temp file (_terminated).
+    ``under_way`` tells the parent which job it began last, should it die on it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, _terminated)
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
     from geomcli import io, summary  # noqa: F401
     from geomcli.io import _atomic
 
+    committer = _Committer(connection, under_way)
     connection.send("ready")
-    committer = _Committer(connection)
     try:
         while True:
             while not connection.poll(_TICK):
@@ -586,11 +591,12 @@ def _serve(connection: Connection, task: Task) -> None:
             if job is None:
                 return
             _jobs_under_way.append(job)
+            under_way.value = job.index
             with _atomic.deferred_commits() as commits:
                 report = transform(task, job)
             committer.put(job, report, commits)
     finally:
-        committer.close()  # every report sent
+        committer.close()  # every report sent (or, the parent gone, every temp file removed)
 
 
 class _Committer:
@@ -598,11 +604,12 @@ class _Committer:
     the worker reads its next file, then sends the job's report: in job order, and only once the
     output is in place. fsync waits on the disk, about 1.4 ms a file here: no core idles for it."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, under_way: Any) -> None:
         import queue
         import threading
 
-        self.connection = connection
+        self.connection, self.under_way = connection, under_way
+        self.orphaned = False  # the parent has gone: outputs are no longer placed, their temps removed
         self.queue: queue.SimpleQueue[tuple[Job, Report, list[Callable[[], None]]] | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name="geomcli-committer", daemon=True)
         self.thread.start()
@@ -615,18 +622,37 @@ class _Committer:
         self.thread.join()
 
     def _run(self) -> None:
-        while (item := self.queue.get()) is not None:
-            job, report, commits = item
+        job = None
+        try:
+            while (item := self.queue.get()) is not None:
+                job, report, commits = item
+                if self.orphaned:
+                    _remove_leftovers([job])
+                else:
+                    self._commit(report, commits)
+                _jobs_under_way.remove(job)
+                if not self.orphaned:
+                    try:
+                        self.connection.send(report)
+                    except OSError:  # the parent has gone: no later output is placed
+                        self.orphaned = True
+        except BaseException:  # a bug: end the worker as a crash on this job, not silently
+            import traceback
+
+            traceback.print_exc()
+            if job is not None:
+                self.under_way.value = job.index
+            _remove_leftovers(list(_jobs_under_way))
+            os._exit(1)
+
+    @staticmethod
+    def _commit(report: Report, commits: list[Callable[[], None]]) -> None:
+        for commit in commits:
             try:
-                for commit in commits:
-                    commit()
-            except GeomError as error:  # the sync or rename failed: the temp file is gone
-                report.status, report.error = "error", transforms.describe(error)
-            _jobs_under_way.remove(job)
-            try:
-                self.connection.send(report)
-            except OSError:  # the parent has gone: it sweeps what is left
-                return
+                commit()
+            except GeomError as error:  # the sync or rename failed: that temp file is gone
+                if report.status == "ok":
+                    report.status, report.error = "error", transforms.describe(error)
 
 
 # in a worker: the jobs whose temp files may exist (one being made, one being synced)

@@ -539,6 +539,9 @@ class _Context:
     def Pipe(self, duplex: bool = True) -> Any:  # noqa: N802 (multiprocessing's names)
         return self.real.Pipe(duplex)
 
+    def Value(self, *args: Any, **options: Any) -> Any:  # noqa: N802
+        return self.real.Value(*args, **options)
+
     def Process(self, *, target: Any, args: tuple[Any, ...], **options: Any) -> Any:  # noqa: N802
         if self.exit_code is not None:
             target, args = os._exit, (self.exit_code,)
@@ -600,9 +603,9 @@ def test_a_worker_holds_a_second_job_only_while_every_worker_can_have_one() -> N
     assert [batch._takes_another(held, 4, 2, True) for held in (0, 1)] == [True, False]  # --fail-fast
 
 
-def test_a_worker_sends_each_report_once_its_output_is_in_place_in_job_order(tmp_path: Path) -> None:
+def test_a_worker_sends_each_report_once_its_output_is_in_place_in_job_order() -> None:
     """The committer thread runs each job's sync-and-rename, then sends its report: in order,
-    a failed commit turning the report into an error."""
+    never before the output is placed, a failed commit turning the report into an error."""
     from geomcli.errors import GeomError
     from geomcli.summary import Report
 
@@ -611,6 +614,7 @@ def test_a_worker_sends_each_report_once_its_output_is_in_place_in_job_order(tmp
 
     class Connection:
         def send(self, report: Report) -> None:
+            assert report.output in placed or report.status == "error" or report.output == "d"
             sent.append(report)
 
     def commit(name: str) -> Callable[[], None]:
@@ -621,13 +625,56 @@ def test_a_worker_sends_each_report_once_its_output_is_in_place_in_job_order(tmp
             placed.append(name)
         return run
 
-    committer = batch._Committer(Connection())  # type: ignore[arg-type]
+    committer = batch._Committer(Connection(), None)  # type: ignore[arg-type]
     jobs = [batch.Job(i, f"in{i}.png", name, "png") for i, name in enumerate(["a", "bad", "c", "d"])]
-    for job in jobs:
-        batch._jobs_under_way.append(job)
-        committer.put(job, Report("crop-pad", job.input, job.output), [commit(job.output)] if job.index != 3 else [])
-    committer.close()
+    try:
+        for job in jobs:
+            batch._jobs_under_way.append(job)
+            committer.put(job, Report("crop-pad", job.input, job.output),
+                          [commit(job.output)] if job.output != "d" else [])
+        committer.close()
+    finally:
+        batch._jobs_under_way.clear()
     assert [r.output for r in sent] == ["a", "bad", "c", "d"] and placed == ["a", "c"]
     assert [r.status for r in sent] == ["ok", "error", "ok", "ok"]
     assert sent[1].error == "bad: cannot write (No space left on device)"
-    assert batch._jobs_under_way == []
+
+
+# Loaded by the workers' interpreters only (a subprocess run with it on PYTHONPATH): a worker that
+# opens a file named crash*.png is killed, as a codec's segfault or the OOM killer would kill it.
+_CRASHING_WORKERS = """
+import multiprocessing, os, signal
+import PIL.Image
+_open = PIL.Image.open
+def open_or_die(fp, *args, **kwargs):
+    if multiprocessing.current_process().name != "MainProcess" and b"crash" in getattr(fp, "getvalue", bytes)():
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _open(fp, *args, **kwargs)
+PIL.Image.open = open_or_die
+"""
+
+
+def test_a_worker_killed_on_a_file_fails_that_file_only(tmp_path: Path) -> None:
+    """The parent blames the job the worker was on, not the one it was syncing, and never tries a
+    crashing file again; every other file is written, no temp file is left."""
+    from PIL import Image, PngImagePlugin
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    for index in range(40):  # late in the run: a worker's, not this process's while workers start
+        info = PngImagePlugin.PngInfo()
+        info.add_text("Comment", "crash" if index == 30 else "fine")
+        Image.fromarray(rng.integers(0, 256, (300, 400, 3), np.uint8)).save(folder / f"n{index:02d}.png",
+                                                                           pnginfo=info)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_CRASHING_WORKERS)
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "geomcli", "crop-pad", str(folder), "--out-dir", str(out),
+                             "--shape", "200,200", "-j", "2"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(hooks)})
+    assert result.returncode == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "n30.png: the worker process ended (exit code -9)" in errors[0], result.stderr
+    assert sorted(os.listdir(out)) == [f"n{index:02d}.png" for index in range(40) if index != 30]

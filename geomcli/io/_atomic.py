@@ -149,28 +149,33 @@ def _replacing(path: str, defer: bool = False) -> Iterator[tuple[int, str]]:
     except BaseException:
         release()
         raise
-    with _removed_on_error(tmp, path):
+    with _removed_on_error(tmp, path):  # one block: no moment without the cleanup in place
         release()
         yield fd, tmp
-    if defer and _commits.pending is not None:
-        _commits.pending.append(lambda: _commit(tmp, path))
-    else:
-        _commit(tmp, path)
+        if defer and _commits.pending is not None:
+            _commits.pending.append(lambda: _commit(tmp, path))
+        else:
+            _place(tmp, path)
 
 
 def _commit(tmp: str, path: str) -> None:
-    """The complete temp file ``tmp`` replaces ``path``: its final permissions, synced, renamed."""
+    """A deferred :func:`_place`, with the cleanup atomic_file would have given it."""
     with _removed_on_error(tmp, path):
-        descriptor = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            # the final mode only now: mkstemp's 0600 lets a writer reopen it by name, even when
-            # it is to replace a read-only file
-            _take_over(descriptor, path)
-            # on disk before the rename, so a crash cannot leave an empty "finished" file
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(tmp, path)
+        _place(tmp, path)
+
+
+def _place(tmp: str, path: str) -> None:
+    """The complete temp file ``tmp`` replaces ``path``: its final permissions, synced, renamed."""
+    descriptor = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        # the final mode only now: mkstemp's 0600 lets a writer reopen it by name, even when it
+        # is to replace a read-only file
+        _take_over(descriptor, path)
+        # on disk before the rename, so a crash cannot leave an empty "finished" file
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    os.replace(tmp, path)
 
 
 @contextmanager
