@@ -678,3 +678,26 @@ def test_a_worker_killed_on_a_file_fails_that_file_only(tmp_path: Path) -> None:
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "n30.png: the worker process ended (exit code -9)" in errors[0], result.stderr
     assert sorted(os.listdir(out)) == [f"n{index:02d}.png" for index in range(40) if index != 30]
+
+
+def test_a_worker_whose_parent_has_gone_places_no_more_outputs_and_leaves_no_temp(tmp_path: Path) -> None:
+    from geomcli.io import _atomic
+    from geomcli.summary import Report
+
+    class Gone:
+        def send(self, report: Report) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    committer = batch._Committer(Gone(), None)  # type: ignore[arg-type]
+    try:
+        for index in range(3):
+            job = batch.Job(index, f"in{index}.png", str(tmp_path / f"out{index}.png"), "png")
+            batch._jobs_under_way.append(job)
+            with _atomic.deferred_commits() as commits:
+                with _atomic.atomic_file(job.output) as f:
+                    f.write(b"data")
+            committer.put(job, Report("crop-pad", job.input, job.output), commits)
+        committer.close()
+    finally:
+        batch._jobs_under_way.clear()
+    assert os.listdir(tmp_path) == ["out0.png"]  # placed before its report found the parent gone
