@@ -332,7 +332,7 @@ class CropPad:
 
 def crop_pad_shape(header: Header, *, target: tuple[int, ...], axes: tuple[int, ...] | None,
                    common: Common) -> tuple[int, ...]:
-    """What :func:`crop_pad` makes of a file with this header."""
+    """What :class:`CropPad` makes of a file with this header."""
     from geomcli import kernels
 
     chosen = _crop_pad_axes(target, axes, header.shape, common.layout, header.layout)
