@@ -36,18 +36,28 @@ if TYPE_CHECKING:
 
 
 class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
-    """Comma-separated integers, ``224,224``; ``224x224`` is accepted too."""
+    """Comma-separated integers, ``224,224``; ``224x224`` is accepted too. Each fits an int64;
+    ``sizes``: none is negative."""
 
     name = "DIMS"
+
+    def __init__(self, sizes: bool = False) -> None:
+        self.sizes = sizes
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
         if isinstance(value, tuple):
             return value
         text = str(value).strip().lower().replace("x", ",")
         try:
-            return tuple(int(part) for part in text.split(",")) if text else ()
+            numbers = tuple(int(part) for part in text.split(",")) if text else ()
         except ValueError:
             self.fail(f"{value!r} is not a comma-separated list of integers", param, ctx)
+        for number in numbers:
+            if not -(2**63) <= number < 2**63:
+                self.fail(f"{number} does not fit a 64-bit integer", param, ctx)
+            if self.sizes and number < 0:
+                self.fail(f"{value!r}: a length cannot be negative", param, ctx)
+        return numbers
 
 
 class FloatList(click.ParamType):  # type: ignore[type-arg]
@@ -324,7 +334,7 @@ def cli() -> None:
 
 
 @cli.command("crop-pad", short_help="Centre-crop or zero-pad (ONNX CenterCropPad).")
-@click.option("--shape", "target", type=IntList(), required=True,
+@click.option("--shape", "target", type=IntList(sizes=True), required=True,
               help="Target lengths: H,W (or H,W,C) on an image; one per axis (or per --axes) on a tensor.")
 @click.option("--axes", type=IntList(), default=None, metavar="AXES",
               help="The axes --shape refers to; negative values count from the end.  [default: all, or H "

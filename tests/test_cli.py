@@ -772,3 +772,15 @@ def test_the_shared_constants_are_ios() -> None:
     assert constants.FORMATS == io.FORMATS
     assert constants.TIFF_COMPRESSIONS == _tiff.COMPRESSIONS
     assert constants.DEFAULT_MAX_PIXELS == io.DEFAULT_MAX_PIXELS
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    ("-5,10", "'-5,10': a length cannot be negative"),
+    ("99999999999999999999,1", "99999999999999999999 does not fit a 64-bit integer"),
+])
+def test_an_impossible_shape_is_a_usage_error_before_any_file_is_read(photo: Path, tmp_path: Path, shape: str,
+                                                                     message: str) -> None:
+    for where in (["-o", tmp_path / "one.npy"], ["--out-dir", tmp_path / "many"]):
+        result = run("crop-pad", photo, *where, "--shape", shape)
+        assert result.exit_code == 2 and f"Error: Invalid value for '--shape': {message}" in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["photo.png"]  # nothing written, no --out-dir made
