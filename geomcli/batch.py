@@ -801,6 +801,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
             except GeomError as error:
                 raise GeomError(f"{job.input}: {error}") from error
             report.output_shape, report.output_dtype = list(shape), str(header.dtype)
+            io.check_writable(header.dtype, shape, job.format, io.display_name(job.output, output=True))
         if reason is not None:
             # the run would not read this file: whatever the header says, it is not a failure
             report.status, report.error = "skipped", None

@@ -56,6 +56,7 @@ __all__ = [
     "Picture",
     "WriteOptions",
     "check_size",
+    "check_writable",
     "crop_picture",
     "display_name",
     "format_for_path",
@@ -483,14 +484,19 @@ def _check_writable(data: np.ndarray, fmt: str, name: str) -> None:
 
     if not isinstance(data, np.ndarray):
         raise TypeError(f"write_array expects a numpy array, not {type(data).__name__}")
-    reason = _refusal(fmt, data.dtype, data.shape)
+    check_writable(data.dtype, data.shape, fmt, name)
+
+
+def check_writable(dtype: np.dtype, shape: tuple[int, ...], fmt: str, name: str) -> None:
+    """Refuse, as :func:`write_array` would, an array of this dtype and shape in format ``fmt``
+    (a GeomError naming ``name`` and the formats that can hold it); from a header alone, so
+    ``--dry-run`` says what the run would say."""
+    reason = _refusal(fmt, dtype, shape)
     if reason is None:
         return
-    if data.dtype.hasobject:
-        raise GeomError(f"{name}: {data.dtype} arrays hold Python objects; geomcli never pickles")
-    others = [
-        _SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, data.dtype, data.shape) is None
-    ]
+    if dtype.hasobject:
+        raise GeomError(f"{name}: {dtype} arrays hold Python objects; geomcli never pickles")
+    others = [_SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, dtype, shape) is None]
     if len(others) > 1:
         where = ", ".join(others[:-1]) + " or " + others[-1]
     else:
