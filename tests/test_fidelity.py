@@ -769,3 +769,13 @@ def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> Non
         stripped = CliRunner().invoke(cli, ["crop-pad", str(source), "-o", str(tmp_path / "out.tif"),
                                             "--shape", "4,4", "--strip"], catch_exceptions=False)
         assert "Warning" not in stripped.stderr
+
+
+@pytest.mark.parametrize(("mode", "key"), [("L", 7), ("RGB", (1, 2, 3))])
+def test_a_colour_key_that_is_not_kept_is_noted(tmp_path: Path, mode: str, key: Any) -> None:
+    from PIL import Image
+
+    Image.new(mode, (6, 4), 5 if mode == "L" else (5, 5, 5)).save(tmp_path / "keyed.png", transparency=key)
+    loaded = io.read_array(str(tmp_path / "keyed.png"))
+    assert loaded.notes == (f"its transparent colour {key} is not kept (no alpha channel is made)",)
+    assert loaded.data.shape == ((4, 6) if mode == "L" else (4, 6, 3))

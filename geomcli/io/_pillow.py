@@ -131,6 +131,9 @@ def read(
                 return _read_frames(im, name, fmt, src, count, max_pixels, notes)
             notes.append(f"frame 1 of {count} (--frames first)")
         mode, note = _target_mode(im)
+        if mode == im.mode and "transparency" in im.info:
+            # a colour key (PNG tRNS on grey or RGB): the values are kept, the key is not
+            notes.append(f"its transparent colour {im.info['transparency']} is not kept (no alpha channel is made)")
         _, channels = _KEPT[mode]
         width, height = im.size
         check_size((height, width, channels), max_pixels, name)
