@@ -8,7 +8,8 @@ this Python)::
     python benchmarks/run.py --quick    # smaller files, fewer repeats: about a minute
 
 Prints one table of geomcli's medians, what it is compared with, the ratio and the target, then
-the kernel table. Commands are timed as whole processes (wall clock, median of the repeats);
+the kernel table. Commands are timed as whole processes (wall clock, median of the repeats; the
+one-shot commands round-robin, so drift weighs on all alike);
 peak memory is the child's ``ru_maxrss``, read by a small wrapper process around it. ImageMagick
 and vips are used where installed; a row says so where they are missing. The big files go to a
 temporary folder (``--tmp``, default beside this clone under /work or /tmp) and are deleted.
@@ -48,17 +49,6 @@ class Row:
     met: bool | None
 
 
-def _median_seconds(command: Sequence[str], repeats: int, cwd: str | None = None) -> float:
-    """Median wall time of running ``command`` (after one untimed warm-up run)."""
-    subprocess.run(command, check=True, capture_output=True, cwd=cwd)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, cwd=cwd)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
@@ -84,13 +74,28 @@ def geomcli_command() -> list[str]:
     return [found]
 
 
+def _interleaved_medians(commands: dict[str, list[str]], repeats: int, cwd: str) -> dict[str, float]:
+    """Median wall time of each command, run round-robin (after one warm-up each), so that a
+    machine slowing down or speeding up meanwhile weighs on every command alike."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for command in commands.values():
+        subprocess.run(command, check=True, capture_output=True, cwd=cwd)
+    for _ in range(repeats):
+        for name, command in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True, cwd=cwd)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 # --- start-up -------------------------------------------------------------------------
 
 
 def start_up(repeats: int) -> list[Row]:
-    python = _median_seconds([sys.executable, "-c", "pass"], repeats)
-    click = _median_seconds([sys.executable, "-c", "import click"], repeats)
-    version = _median_seconds([*geomcli_command(), "--version"], repeats)
+    medians = _interleaved_medians({"python": [sys.executable, "-c", "pass"],
+                                    "click": [sys.executable, "-c", "import click"],
+                                    "version": [*geomcli_command(), "--version"]}, repeats, os.getcwd())
+    python, click, version = medians["python"], medians["click"], medians["version"]
     ratio = version / click
     return [
         Row("start-up", "python -c pass", _ms(python), "-", None, "", None),
@@ -130,35 +135,31 @@ def _imagemagick() -> str | None:
 def one_shot(folder: str, repeats: int) -> list[Row]:
     photo = os.path.join(folder, "in.png")
     _photo(photo)
-    ours = _median_seconds([*geomcli_command(), "crop-pad", "in.png", "-o", "geomcli.png", "--shape", "512,512", "-q"],
-                           repeats, folder)
-    rows = []
+    case = "crop-pad 1024x768 PNG -> 512² PNG"
+    commands = {"geomcli": [*geomcli_command(), "crop-pad", "in.png", "-o", "geomcli.png", "--shape", "512,512", "-q"]}
     convert = _imagemagick()
-    if convert is None:
-        rows.append(Row("one-shot", "crop-pad 1024x768 PNG -> 512² PNG", _ms(ours), "ImageMagick: not installed",
-                        None, "<= 1.5x", None))
-    else:
-        theirs = _median_seconds([convert, "in.png", "-gravity", "center", "-background", "black", "-extent",
-                                  "512x512", "convert.png"], repeats, folder)
-        rows.append(Row("one-shot", "crop-pad 1024x768 PNG -> 512² PNG", _ms(ours), f"convert -extent {_ms(theirs)}",
-                        ours / theirs, "<= 1.5x", ours / theirs <= 1.5))
+    if convert is not None:
+        commands["convert -extent"] = [convert, "in.png", "-gravity", "center", "-background", "black", "-extent",
+                                       "512x512", "convert.png"]
     # What any Python tool pays for the same job: the interpreter, click, Pillow's import, decode and encode
     for name, modules in (("script: python+click+Pillow", "click, PIL.Image"), ("script: python+Pillow", "PIL.Image")):
-        script = (f"import {modules}; PIL.Image.open('in.png').crop((256, 128, 768, 640))"
-                  ".save('script.png', compress_level=7)")
-        theirs = _median_seconds([sys.executable, "-c", script], repeats, folder)
-        rows.append(Row("one-shot", "crop-pad 1024x768 PNG -> 512² PNG", _ms(ours), f"{name} {_ms(theirs)}",
-                        ours / theirs, "", None))
+        commands[name] = [sys.executable, "-c", f"import {modules}; PIL.Image.open('in.png').crop((256, 128, 768, 640))"
+                          ".save('script.png', compress_level=7)"]
     vips = shutil.which("vips")
+    if vips is not None:
+        commands["vips crop"] = [vips, "crop", "in.png", "vips_crop.png", "256", "128", "512", "512"]
+        commands["vips gravity"] = [vips, "gravity", "in.png", "vips_gravity.png", "centre", "512", "512"]
+    medians = _interleaved_medians(commands, repeats, folder)
+    ours = medians.pop("geomcli")
+    rows = []
+    if convert is None:
+        rows.append(Row("one-shot", case, _ms(ours), "ImageMagick: not installed", None, "<= 1.5x", None))
+    for name, theirs in medians.items():
+        target = "<= 1.5x" if name == "convert -extent" else ""
+        met = ours / theirs <= 1.5 if target else None
+        rows.append(Row("one-shot", case, _ms(ours), f"{name} {_ms(theirs)}", ours / theirs, target, met))
     if vips is None:
-        rows.append(Row("one-shot", "crop-pad 1024x768 PNG -> 512² PNG", _ms(ours), "vips: not installed",
-                        None, "", None))
-    else:
-        for name, arguments in (("vips crop", ["crop", "in.png", "vips_crop.png", "256", "128", "512", "512"]),
-                                ("vips gravity", ["gravity", "in.png", "vips_gravity.png", "centre", "512", "512"])):
-            theirs = _median_seconds([vips, *arguments], repeats, folder)
-            rows.append(Row("one-shot", "crop-pad 1024x768 PNG -> 512² PNG", _ms(ours), f"{name} {_ms(theirs)}",
-                            ours / theirs, "", None))
+        rows.append(Row("one-shot", case, _ms(ours), "vips: not installed", None, "", None))
     return rows
 
 

@@ -23,3 +23,16 @@ def test_kernel_benchmark_runs_one_quick_case() -> None:
     result = run("benchmarks/kernels.py", "--quick", "--case", "crop u8")
     assert result.returncode == 0, result.stderr
     assert "crop u8" in result.stdout and "ort ok, ref ok" in result.stdout
+
+
+def test_the_start_up_and_one_shot_rows_are_measured(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run as suite  # benchmarks/run.py
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    rows = suite.start_up(1) + suite.one_shot(str(tmp_path), 1)
+    assert [row.case for row in rows[:2]] == ["python -c pass", "geomcli --version"]
+    one_shot = [row for row in rows if row.section == "one-shot"]
+    assert any(row.against.startswith("script: python+click+Pillow") and row.ratio for row in one_shot)
+    assert all(row.geomcli.endswith(" ms") for row in rows)
