@@ -363,7 +363,7 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
                   **({} if fill is None else {"fill": fill})}
     run_files("crop-pad", inputs, output, batch, common, parameters,
               transform.CropPad(target, axes, fill),
-              functools.partial(transform.crop_pad_shape, target=target, axes=axes, common=common))
+              functools.partial(transform.crop_pad_shape, target=target, axes=axes, common=common, fill=fill))
 
 
 def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:

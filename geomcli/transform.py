@@ -331,13 +331,18 @@ class CropPad:
 
 
 def crop_pad_shape(header: Header, *, target: tuple[int, ...], axes: tuple[int, ...] | None,
-                   common: Common) -> tuple[int, ...]:
-    """What :class:`CropPad` makes of a file with this header."""
+                   common: Common, fill: str | None = None) -> tuple[int, ...]:
+    """What :class:`CropPad` makes of a file with this header, or refuses (a --fill its dtype
+    cannot hold, checked by the kernel itself on one element of that dtype)."""
     from geomcli import kernels
 
     chosen = _crop_pad_axes(target, axes, header.shape, common.layout, header.layout)
     shape = kernels.center_crop_pad_output_shape(header.shape, target, chosen)
     check_size(shape, common)
+    if fill is not None:
+        import numpy as np
+
+        kernels.center_crop_pad(np.zeros(1, header.dtype), [1], fill=parse_fill(fill))
     return shape
 
 

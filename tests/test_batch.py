@@ -716,3 +716,17 @@ def test_a_dry_run_refuses_an_output_its_format_cannot_hold(tmp_path: Path) -> N
     errors = [[line for line in result.stderr.splitlines() if line.startswith("Error:")] for result in (dry, real)]
     assert errors[0] == errors[1] and len(errors[0]) == 1 and "GIF holds 1 channel, not 3" in errors[0][0]
     assert "1 to write, 1 failed" in dry.stderr
+
+
+def test_a_dry_run_refuses_a_fill_the_dtype_cannot_hold(tmp_path: Path) -> None:
+    from PIL import Image
+
+    Image.new("RGB", (30, 20), (9, 9, 9)).save(tmp_path / "a.png")
+    np.save(tmp_path / "b.npy", np.zeros((30, 20), np.float32))  # 300 fits float32
+    common = [tmp_path / "a.png", tmp_path / "b.npy", "--out-dir", tmp_path / "out", "--shape", "16,16",
+              "--name", "{stem}.npy", "--fill", "300"]
+    dry, real = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    assert dry.exit_code == real.exit_code == 1
+    errors = [[line for line in result.stderr.splitlines() if line.startswith("Error:")] for result in (dry, real)]
+    assert errors[0] == errors[1] and len(errors[0]) == 1 and "fill value 300 does not fit dtype uint8" in errors[0][0]
+    assert "1 to write, 1 failed" in dry.stderr
