@@ -991,3 +991,21 @@ def test_a_deferred_commit_that_fails_removes_its_temp_file(tmp_path: Path, monk
     with pytest.raises(GeomError, match=r"out\.png: cannot write \(No space left on device\)"):
         commits[0]()
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(("free_blocks", "reason"), [(0, "No space left on device"),
+                                                     (10**6, "100 requested and 7 written")])
+def test_a_short_write_on_a_full_disk_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free_blocks: int,
+                                              reason: str) -> None:
+    """numpy's short write has no errno; on a full disk the message names the cause."""
+    from geomcli.errors import GeomError
+    from geomcli.io import _atomic
+
+    class Stats:
+        f_bfree, f_frsize = free_blocks, 4096
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Stats())
+    with pytest.raises(GeomError, match=rf"out\.tiff: cannot write \({reason}\)"):
+        with _atomic.atomic_file(str(tmp_path / "out.tiff")):
+            raise OSError("100 requested and 7 written")
+    assert os.listdir(tmp_path) == []

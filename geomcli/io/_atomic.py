@@ -184,13 +184,26 @@ def _removed_on_error(tmp: str, path: str) -> Iterator[None]:
     try:
         yield
     except BaseException as e:
+        # numpy reports a short write ("N requested and M written") with no errno: on a full
+        # disk, say so (looked at before the temp file's blocks are freed)
+        full = isinstance(e, OSError) and e.errno is None and _full(tmp)
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         if isinstance(e, OSError):
-            raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+            reason = "No space left on device" if full else e.strerror or e
+            raise GeomError(f"{path}: cannot write ({reason})") from e
         raise
+
+
+def _full(path: str) -> bool:
+    """Whether the filesystem holding ``path`` has less than 1 MiB left."""
+    try:
+        fs = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    return fs.f_bfree * fs.f_frsize < 1 << 20
 
 
 def remove_leftovers(path: str) -> list[str]:
