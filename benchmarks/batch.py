@@ -109,8 +109,7 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
                         max_pixels=constants.DEFAULT_MAX_PIXELS, threads=None)
     target = (CROP, CROP)
     crop = transform.CropPad(target)
-    task = batch.Task("crop-pad", {}, crop, partial(transform.crop_pad_shape, target=target, axes=None, common=common),
-                      common)
+    task = batch.Task("crop-pad", {}, crop, partial(crop.output_shape, common=common), common)
     out.mkdir(parents=True, exist_ok=True)
     batch.transform(task, batch.Job(0, str(paths[0]), str(out / "warm-up.png"), "png"))  # imports, once
     bare = whole = 0.0

@@ -361,9 +361,9 @@ def crop_pad(inputs: tuple[str, ...], output: str | None, batch: BatchOptions, t
 
     parameters = {"shape": list(target), "axes": None if axes is None else list(axes),
                   **({} if fill is None else {"fill": fill})}
-    run_files("crop-pad", inputs, output, batch, common, parameters,
-              transform.CropPad(target, axes, fill),
-              functools.partial(transform.crop_pad_shape, target=target, axes=axes, common=common, fill=fill))
+    crop = transform.CropPad(target, axes, fill)
+    run_files("crop-pad", inputs, output, batch, common, parameters, crop,
+              functools.partial(crop.output_shape, common=common))
 
 
 def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -7,7 +7,7 @@ batch (geomcli.batch, in worker processes too). Failures a user can cause end up
 Each operation (``CropPad``, ``blocks``) takes the ``Loaded`` file and returns the result in the
 file's layout; big results go slab by slab into a memory-mapped output that ``allocate`` gives.
 CropPad also takes a plain 8-bit image as an ``io.Picture`` (read without numpy) and returns one.
-Each has a shape function (``crop_pad_shape``, ``blocks_shape``) that says from a header alone
+Each has a shape function (``CropPad.output_shape``, ``blocks_shape``) that says from a header alone
 what the operation would make, or refuse, for ``--dry-run``.
 
 Only the standard library loads at import time; numpy and the backends load when a file is done.
@@ -302,18 +302,37 @@ class CropPad:
             return self._crop_pad_picture(loaded, common)
         from geomcli import kernels
 
-        target = self.target
-        chosen = _crop_pad_axes(target, self.axes, loaded.data.shape, common.layout, loaded.layout)
-        shape = kernels.center_crop_pad_output_shape(loaded.data.shape, target, chosen)
-        check_size(shape, common)
+        chosen, shape = self._axes_and_shape(loaded.data.shape, loaded.layout, common)
         out = None if allocate is None else allocate(shape, loaded.data.dtype)
         value = None if self.fill is None else parse_fill(self.fill)
         if out is None:
-            return kernels.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads)
+            return kernels.center_crop_pad(loaded.data, self.target, chosen, fill=value, threads=common.threads)
         from geomcli import slabs
 
-        slabs.center_crop_pad(loaded.data, target, chosen, fill=value, threads=common.threads, out=out)
+        slabs.center_crop_pad(loaded.data, self.target, chosen, fill=value, threads=common.threads, out=out)
         return out
+
+    def output_shape(self, header: Header, *, common: Common) -> tuple[int, ...]:
+        """What this makes of a file with this header, or refuses (a --fill its dtype cannot
+        hold, checked by the kernel itself on one element of that dtype): for --dry-run."""
+        from geomcli import kernels
+
+        _, shape = self._axes_and_shape(header.shape, header.layout, common)
+        if self.fill is not None:
+            import numpy as np
+
+            kernels.center_crop_pad(np.zeros(1, header.dtype), [1], fill=parse_fill(self.fill))
+        return shape
+
+    def _axes_and_shape(self, shape: tuple[int, ...], layout: str | None,
+                        common: Common) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+        """The axes --shape refers to, and the output's shape, checked against --max-pixels."""
+        from geomcli import kernels
+
+        chosen = _crop_pad_axes(self.target, self.axes, shape, common.layout, layout)
+        output = kernels.center_crop_pad_output_shape(shape, self.target, chosen)
+        check_size(output, common)
+        return chosen, output
 
     def _crop_pad_picture(self, picture: Picture, common: Common) -> Picture:
         """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros.
@@ -328,22 +347,6 @@ class CropPad:
             center_crop_pad_window(length, size) for length, size in zip(picture.shape, self.target, strict=False))
         top, left = rows.start - rows_placed.start, columns.start - columns_placed.start
         return io.crop_picture(picture, (left, top, left + width, top + height))
-
-
-def crop_pad_shape(header: Header, *, target: tuple[int, ...], axes: tuple[int, ...] | None,
-                   common: Common, fill: str | None = None) -> tuple[int, ...]:
-    """What :class:`CropPad` makes of a file with this header, or refuses (a --fill its dtype
-    cannot hold, checked by the kernel itself on one element of that dtype)."""
-    from geomcli import kernels
-
-    chosen = _crop_pad_axes(target, axes, header.shape, common.layout, header.layout)
-    shape = kernels.center_crop_pad_output_shape(header.shape, target, chosen)
-    check_size(shape, common)
-    if fill is not None:
-        import numpy as np
-
-        kernels.center_crop_pad(np.zeros(1, header.dtype), [1], fill=parse_fill(fill))
-    return shape
 
 
 def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],

@@ -146,14 +146,12 @@ def test_the_picture_path_is_taken_only_where_it_gives_the_same(tmp_path: Path) 
     assert not crop.takes_pictures(Common(), "png")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("length", range(0, 9))
+@pytest.mark.parametrize("length", range(1, 9))  # Pillow has no empty images
 @pytest.mark.parametrize("target", range(1, 9))
 def test_pillow_pads_where_the_kernel_pads(length: int, target: int) -> None:
     """Image.crop past the edges fills zeros: the same as center_crop_pad on every offset."""
     from geomcli import kernels
 
-    if length == 0:
-        return  # Pillow has no empty images
     data = _pixels((3, length, 2))
     expected = kernels.center_crop_pad(data, [3, target], [0, 1])
     kept, placed = center_crop_pad_window(length, target)

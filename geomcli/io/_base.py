@@ -128,7 +128,7 @@ class Picture:
 
     @property
     def layout(self) -> str:
-        return "HW" if len(self.shape) == 2 else "HWC"
+        return image_layout(self.shape)
 
     @property
     def dtype(self) -> str:
@@ -160,6 +160,11 @@ class Header:
     pages: int
     file_size: int | None
     layout: str | None
+
+
+def image_layout(shape: tuple[int, ...]) -> str:
+    """The layout of an image read as an array of this shape: HW, or HWC with channels."""
+    return "HW" if len(shape) == 2 else "HWC"
 
 
 def display_name(path: str, *, output: bool = False) -> str:

@@ -13,7 +13,17 @@ from typing import IO, TYPE_CHECKING, Any
 
 from geomcli.errors import GeomError
 from geomcli.io import _png
-from geomcli.io._base import Header, Loaded, Metadata, Picture, WriteOptions, check_size, one_line, raised_in
+from geomcli.io._base import (
+    Header,
+    Loaded,
+    Metadata,
+    Picture,
+    WriteOptions,
+    check_size,
+    image_layout,
+    one_line,
+    raised_in,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,7 +104,7 @@ def read_header(
             return Header(fmt, shape, dtype, count, file_size, "NHWC" if len(shape) == 4 else None)
         if auto_orient and _orientation(im, name) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
-    return Header(fmt, shape, dtype, count, file_size, _layout(shape))
+    return Header(fmt, shape, dtype, count, file_size, image_layout(shape))
 
 
 _NO_16BIT_FRAMES = "{name}: --frames all: 16-bit animated PNGs are not supported"
@@ -165,7 +175,7 @@ def read(
         return replace(kept, notes=tuple(notes))  # with the notes Pillow's warnings added on closing
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
-    return Loaded(data, fmt, _layout(data.shape), src, tuple(notes), metadata, pages)
+    return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages)
 
 
 def _animated(name: str, frames: int) -> str:
@@ -285,7 +295,7 @@ def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> 
         info["exif"] = b"Exif\0\0" + chunks.exif.removeprefix(b"Exif\0\0")
     if chunks.ppm:
         info["dpi"] = (chunks.ppm[0] * 0.0254, chunks.ppm[1] * 0.0254)
-    return Loaded(data, "png", _layout(data.shape), src, tuple(notes), _metadata(info, value))
+    return Loaded(data, "png", image_layout(data.shape), src, tuple(notes), _metadata(info, value))
 
 
 def orient(data: np.ndarray, orientation: int) -> np.ndarray:
@@ -412,10 +422,6 @@ def _target_mode(im: Any) -> tuple[str, str | None]:
         return target, f"palette expanded to {target}"
     target = "RGBA" if "A" in mode or "a" in mode else "RGB"
     return target, f"{mode} converted to {target}"
-
-
-def _layout(shape: tuple[int, ...]) -> str:
-    return "HW" if len(shape) == 2 else "HWC"
 
 
 def _head_bytes(source: str | bytes, fmt: str) -> bytes | None:
