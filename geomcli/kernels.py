@@ -14,18 +14,14 @@ from __future__ import annotations
 import cmath
 import itertools
 import sys
-import threading
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from geomcli.cpus import available_cpus
+from geomcli.cpus import available_cpus, share
 from geomcli.errors import GeomError
 from geomcli.window import center_crop_pad_window
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
     "GeomError",
@@ -151,50 +147,9 @@ def _as_threads(threads: Any, func: str) -> int:
     return count
 
 
-# --- running pieces of work on several threads ----------------------------------------
-# numpy releases the GIL while it copies, casts and adds, so pieces that write disjoint
-# parts of one output run in parallel. Which thread does which piece never changes a value:
-# results are identical for any thread count (a grid's sum of two NaNs aside: see
+# --- pieces of work on several threads (geomcli.cpus.share) -----------------------------
+# Results are identical for any thread count (a grid's sum of two NaNs aside: see
 # _affine_grid_rows).
-
-_Piece = TypeVar("_Piece")
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-
-
-def _executor(workers: int) -> ThreadPoolExecutor:
-    """A shared pool of at least ``workers`` threads, made on first use (the import is lazy)."""
-    global _pool, _pool_size
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _pool_lock:
-        if _pool is None or _pool_size < workers:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool, _pool_size = ThreadPoolExecutor(workers, thread_name_prefix="geomcli"), workers
-        return _pool
-
-
-def _run(pieces: Sequence[_Piece], work: Callable[[_Piece], None], threads: int) -> None:
-    """``work(piece)`` for every piece: in order on this thread, or in ``threads`` contiguous runs."""
-    threads = min(threads, len(pieces))
-    if threads <= 1:
-        for piece in pieces:
-            work(piece)
-        return
-
-    def run(part: Sequence[_Piece]) -> None:
-        for piece in part:
-            work(piece)
-
-    bounds = [len(pieces) * i // threads for i in range(threads + 1)]
-    parts = [pieces[start:stop] for start, stop in itertools.pairwise(bounds)]
-    # The calling thread takes the first run itself, so a busy pool can never stall it.
-    futures = [_executor(threads - 1).submit(run, part) for part in parts[1:]]
-    run(parts[0])
-    for future in futures:
-        future.result()
 
 
 def _split(length: int, parts: int) -> list[slice]:
@@ -377,7 +332,7 @@ def _copy(target: np.ndarray, source: np.ndarray, threads: int) -> None:
         for axis, length in enumerate(target.shape):
             if length >= threads:
                 slabs = [(slice(None),) * axis + (part,) for part in _split(length, threads)]
-                _run(slabs, lambda slab: np.copyto(target[slab], source[slab]), threads)
+                share(slabs, lambda slab: np.copyto(target[slab], source[slab]), threads)
                 return
     np.copyto(target, source)
 
@@ -548,7 +503,7 @@ def _affine_grid_plain(weights: np.ndarray, axes_xyz: list[np.ndarray], result: 
             rest, x_term = _grid_terms(weights[batch, k], axes_xyz)
             np.add(rest, x_term, out=result[batch, ..., k], casting="unsafe")
 
-    _run([(batch, k) for batch in _split(result.shape[0], threads) for k in range(len(axes_xyz))], work, threads)
+    share([(batch, k) for batch in _split(result.shape[0], threads) for k in range(len(axes_xyz))], work, threads)
 
 
 def _complex_pairs(result: np.ndarray) -> np.ndarray | None:
@@ -584,7 +539,7 @@ def _affine_grid_pairs(weights: np.ndarray, axes_xyz: list[np.ndarray], result: 
             x_term.real, x_term.imag = x_of_x, x_of_y
             np.add(rest[:, band], x_term, out=pairs[batch, band], casting="unsafe")
 
-    _run(pieces, work, threads)
+    share(pieces, work, threads)
 
 
 # Grids of at least this many output elements each go row block by row block; smaller ones
@@ -660,7 +615,7 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
                     np.copyto(rows[offset + low : offset + high], block_rows[:size], casting="unsafe")
                 start = grid * per_grid + stop
 
-    _run(_split(rows.shape[0], threads), work, threads)
+    share(_split(rows.shape[0], threads), work, threads)
 
 
 # --- SpaceToDepth / DepthToSpace ----------------------------------------------------
@@ -880,7 +835,7 @@ def _space_to_depth_blocked(
                 right = source_bits[i, channels, rows, :, :, 1]  # (c, h/b, bh, w/b)
                 np.copyto(target_bits[i, :, 1, channels, rows], right.transpose(2, 0, 1, 3))
 
-    _run(_block_pieces(n, c, hb, b * w * itemsize, block_bytes), work, threads)
+    share(_block_pieces(n, c, hb, b * w * itemsize, block_bytes), work, threads)
     return result
 
 
@@ -965,5 +920,5 @@ def _depth_to_space_blocked(
         # (bh, bw, c, h, w) -> (c, h, bh, w, bw)
         np.copyto(target[i, channels, rows], source[i, :, :, channels, rows].transpose(2, 3, 0, 4, 1))
 
-    _run(_block_pieces(n, c, h, b * b * w * array.dtype.itemsize, block_bytes), work, threads)
+    share(_block_pieces(n, c, h, b * b * w * array.dtype.itemsize, block_bytes), work, threads)
     return result

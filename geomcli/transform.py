@@ -182,7 +182,7 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             if dataclasses.replace(kept, compression=None) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
-            options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression)
+            options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads)
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=options,
                 metadata=_output_metadata(command, parameters, loaded.metadata, fidelity)))

@@ -80,6 +80,9 @@ class WriteOptions:
     """JPEG quality 1-100 (default 95); WebP is lossless unless a quality is given."""
     compression: str | None = None
     """TIFF compression (none, zlib, lzma, zstd, lzw, jpeg); default: the input's, else none."""
+    threads: int | None = None
+    """Threads that share the compression of a PNG (the bytes written are the same for any
+    count); default: every CPU this process may run on."""
 
 
 @dataclass(frozen=True)

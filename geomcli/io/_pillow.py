@@ -466,11 +466,11 @@ def write(
     fields this format holds (see HOLDS)."""
     import numpy as np
 
+    options = options or WriteOptions()
     if fmt == "png" and data.dtype == np.uint16:
-        level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options or WriteOptions(), data.shape[1],
-                                      data.shape[0])
+        level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, data.shape[1], data.shape[0])
         ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
-        f.write(_png.encode(data, level=level, icc=icc, ppm=ppm, exif=exif))
+        f.write(_png.encode(data, level=level, icc=icc, ppm=ppm, exif=exif, threads=options.threads))
         return
     from PIL import Image
 
@@ -511,7 +511,32 @@ def save(
         saving["dpi"] = dpi
     if exif is not None:
         saving["exif"] = exif
-    im.save(f, format=_SAVE_AS[fmt], **saving)
+    if fmt == "png" and im.mode in _PICTURE_MODES:
+        f.write(_png_in_parts(im, saving, options.threads))
+    else:
+        im.save(f, format=_SAVE_AS[fmt], **saving)
+
+
+def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> bytes:
+    """Pillow's PNG of an 8-bit image, its image data compressed in parts side by side
+    (_png.deflate_parts): Pillow filters each part's rows in an uncompressed save, and writes
+    the other chunks in a save of one row. One part is Pillow's own save, to the byte."""
+    row_bytes = im.width * _KEPT[im.mode][1] + 1
+    if len(_png.part_rows(im.height, row_bytes)) == 1:
+        whole = io.BytesIO()
+        im.save(whole, format="PNG", **saving)
+        return whole.getvalue()
+
+    def rows(first: int, stop: int) -> memoryview:
+        seed = 1 if first else 0  # Pillow filters a save's first row against black: one more, dropped
+        part = io.BytesIO()
+        crop(im, (0, first - seed, im.width, stop)).save(part, format="PNG", compress_level=0)
+        return memoryview(_png.stored(_png.split_idat(part.getvalue())[1]))[seed * row_bytes :]
+
+    stream = _png.deflate_parts(rows, im.height, row_bytes, saving["compress_level"], threads)
+    frame = io.BytesIO()
+    crop(im, (0, 0, im.width, 1)).save(frame, format="PNG", **saving)
+    return _png.with_image_data(frame.getvalue(), im.height, stream)
 
 
 def _kept(

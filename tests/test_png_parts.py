@@ -1,0 +1,193 @@
+"""PNG image data compressed in parts side by side (geomcli.io._png.deflate_parts): the pixels
+and chunks of one stream, within bytes of its size, and the same file for any thread count."""
+
+from __future__ import annotations
+
+import io as bytes_io
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from geomcli import io
+from geomcli.cli import cli
+from geomcli.errors import GeomError
+from geomcli.io import _pillow, _png
+from geomcli.io._base import Metadata, WriteOptions
+
+CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
+
+
+def chunks(png: bytes) -> list[tuple[bytes, bytes]]:
+    """(kind, body) of each chunk, every CRC checked."""
+    assert png[:8] == _png.SIGNATURE
+    found, at = [], 8
+    while at < len(png):
+        length, kind = struct.unpack_from(">I4s", png, at)
+        body = png[at + 8 : at + 8 + length]
+        assert struct.unpack_from(">I", png, at + 8 + length)[0] == zlib.crc32(kind + body)
+        found.append((kind, body))
+        at += 12 + length
+    assert found[-1] == (b"IEND", b"")
+    return found
+
+
+def photo_like(rng: np.random.Generator, height: int, width: int, channels: int) -> np.ndarray:
+    """Smooth gradients and a little noise: pixels that compress as a photo's do."""
+    y, x = np.mgrid[0:height, 0:width]
+    base = (x[..., None] * (1 + np.arange(channels)) + y[..., None] * 2) / 5
+    return np.clip(base + rng.normal(0, 3, base.shape), 0, 255).astype(np.uint8)
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts of 1 KiB, so that small images are cut in many (up to 64)."""
+    monkeypatch.setattr(_png, "_PART_BYTES", 1024)
+
+
+@given(st.binary(max_size=2000), st.binary(max_size=2000), st.integers(0, 200_000))
+def test_adler32_combine_is_the_checksum_of_the_two_strings_joined(first: bytes, second: bytes, zeros: int) -> None:
+    second += bytes(zeros)  # lengths past the modulus, 65521
+    assert _png.adler32_combine((zlib.adler32(first), len(first)), (zlib.adler32(second), len(second))) == (
+        zlib.adler32(first + second),
+        len(first) + len(second),
+    )
+
+
+@pytest.mark.parametrize(
+    ("height", "row_bytes", "count"),
+    [
+        (1, 10, 1),
+        (100, 1537, 1),  # 150 KiB
+        (512, 1537, 2),  # 768 KiB: the one-shot benchmark's 512² RGB crop
+        (1000, 1100, 4),  # 1.05 MiB
+        (3, 10**6, 2),  # a part is at least a row
+        (20_000, 12_001, 64),  # 229 MiB: at most 64 parts
+    ],
+)
+def test_parts_are_a_power_of_two_of_at_least_256_kib_each(height: int, row_bytes: int, count: int) -> None:
+    parts = _png.part_rows(height, row_bytes)
+    assert len(parts) == count
+    assert [start for start, _ in parts] == [0] + [stop for _, stop in parts[:-1]]
+    assert parts[-1][1] == height
+    if count > 1:
+        assert min(stop - start for start, stop in parts) * row_bytes >= _png._PART_BYTES
+
+
+@pytest.mark.parametrize(
+    ("height", "row_bytes"),
+    [(3000, 7), (300, 1537), (40, 40_001), (20_000, 1)],  # the window primed by rows from row 0, by many, by one
+)
+@pytest.mark.usefixtures("small_parts")
+def test_parts_inflate_to_the_rows_and_do_not_depend_on_the_thread_count(
+    rng: np.random.Generator, height: int, row_bytes: int
+) -> None:
+    # repeats across parts, so a part's window, primed from the rows before it, is used
+    motif = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    data = (motif * (height * row_bytes // len(motif) + 1))[: height * row_bytes]
+    assert len(_png.part_rows(height, row_bytes)) > 1
+    streams = {
+        threads: _png.deflate_parts(
+            lambda first, stop: data[first * row_bytes : stop * row_bytes], height, row_bytes, 7, threads
+        )
+        for threads in (1, 2, 3, 8)
+    }
+    assert zlib.decompress(streams[1]) == data
+    assert len(set(streams.values())) == 1
+
+
+def test_parts_cost_almost_nothing_in_size(rng: np.random.Generator) -> None:
+    rows = photo_like(rng, 512, 512, 3)
+    filtered = b"".join(b"\1" + row.tobytes() for row in rows)  # any filter will do
+    one = _png._deflate(filtered, 7)
+    parts = _png.deflate_parts(lambda first, stop: filtered[first * 1537 : stop * 1537], 512, 1537, 7, 2)
+    assert len(_png.part_rows(512, 1537)) == 2
+    assert zlib.decompress(parts) == filtered
+    assert len(parts) <= len(one) * 1.002
+
+
+def pillows_own(im: Any, **saving: Any) -> bytes:
+    buffer = bytes_io.BytesIO()
+    im.save(buffer, format="PNG", compress_level=7, **saving)
+    return buffer.getvalue()
+
+
+def ours(im: Any, metadata: Metadata, threads: int) -> bytes:
+    buffer = bytes_io.BytesIO()
+    _pillow.save(im, buffer, "png", metadata, WriteOptions(threads=threads))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("mode", CHANNELS)
+@pytest.mark.usefixtures("small_parts")
+def test_an_8bit_png_in_parts_is_pillows_png_but_for_its_image_data(rng: np.random.Generator, mode: str) -> None:
+    im = Image.fromarray(photo_like(rng, 90, 70, CHANNELS[mode]).squeeze(), mode)
+    if mode in ("L", "RGB"):
+        im.info["transparency"] = 7 if mode == "L" else (1, 2, 3)  # a colour key: a tRNS chunk
+    icc = b"\0\0\2\x0cfake profile" * 20
+    exif = Image.Exif()
+    exif[0x010F] = "geomcli"
+    metadata = Metadata(icc=icc, resolution=(300.0, 150.0), unit="inch", exif=exif.tobytes())
+    written = {threads: ours(im, metadata, threads) for threads in (1, 2, 3)}
+    assert len(set(written.values())) == 1
+    assert len(_png.part_rows(90, 70 * CHANNELS[mode] + 1)) > 1
+
+    # geomcli writes the EXIF fitted to the image's size
+    expected = pillows_own(im, icc_profile=icc, dpi=(300.0, 150.0), exif=_pillow.fitted_exif(exif.tobytes(), 70, 90))
+    without_data = [chunk for chunk in chunks(written[1]) if chunk[0] != b"IDAT"]
+    assert without_data == [chunk for chunk in chunks(expected) if chunk[0] != b"IDAT"]
+    assert {b"iCCP", b"pHYs", b"eXIf"} <= {kind for kind, _ in without_data}
+    assert (b"tRNS" in {kind for kind, _ in without_data}) == (mode in ("L", "RGB"))
+    # the same filtered rows: Pillow's choice of filter, row by row
+    assert zlib.decompress(_png.split_idat(written[1])[1]) == zlib.decompress(_png.split_idat(expected)[1])
+    decoded = Image.open(bytes_io.BytesIO(written[1]))
+    assert decoded.mode == mode
+    assert np.array_equal(np.asarray(decoded), np.asarray(im))
+
+
+@pytest.mark.parametrize("mode", CHANNELS)
+def test_an_8bit_png_of_one_part_is_pillows_own_to_the_byte(rng: np.random.Generator, mode: str) -> None:
+    im = Image.fromarray(photo_like(rng, 60, 50, CHANNELS[mode]).squeeze(), mode)
+    assert ours(im, Metadata(), 2) == pillows_own(im)
+
+
+@pytest.mark.parametrize("shape", [(200, 150), (200, 150, 2), (200, 150, 3), (200, 150, 4)])
+@pytest.mark.usefixtures("small_parts")
+def test_a_16bit_png_in_parts_reads_back_and_does_not_depend_on_the_thread_count(
+    tmp_path: Path, rng: np.random.Generator, shape: tuple[int, ...]
+) -> None:
+    data = rng.integers(0, 65536, shape).astype(np.uint16)
+    written = {threads: _png.encode(data, threads=threads) for threads in (1, 2, 3)}
+    assert len(set(written.values())) == 1
+    path = tmp_path / "a.png"
+    path.write_bytes(written[1])
+    assert np.array_equal(io.read_array(str(path)).data, data)
+
+
+def test_a_compressed_stream_is_not_taken_for_stored_rows() -> None:
+    assert _png.stored(zlib.compress(b"rows" * 100, 0)) == b"rows" * 100
+    with pytest.raises(GeomError, match="not stored uncompressed"):
+        _png.stored(zlib.compress(b"rows" * 100, 9))
+
+
+def test_the_cli_writes_the_same_png_for_any_thread_count(tmp_path: Path, rng: np.random.Generator) -> None:
+    source = tmp_path / "in.png"
+    Image.fromarray(photo_like(rng, 768, 1024, 3)).save(source)
+    written = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"out{threads}.png"
+        done = CliRunner().invoke(cli, ["crop-pad", str(source), "-o", str(out), "--shape", "512,512", "-q",
+                                        "--threads", threads], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        written.append(out.read_bytes())
+    assert written[0] == written[1]
+    assert len(_png.part_rows(512, 1537)) == 2
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "out1.png")),
+                          np.asarray(Image.open(source))[128:640, 256:768])
