@@ -56,7 +56,7 @@ _GLOB_MAGIC = re.compile(r"[*?[]")
 # import (Pillow's Image.open loads its five common plugins); a name that is gone is skipped.
 _PRELOAD = ("geomcli.batch", "geomcli.io", "geomcli.io._atomic", "geomcli.io._pillow", "geomcli.io._png",
             "geomcli.summary", "geomcli.window", "PIL.PngImagePlugin", "PIL.BmpImagePlugin", "PIL.GifImagePlugin",
-            "PIL.JpegImagePlugin", "PIL.PpmImagePlugin", "tempfile")
+            "PIL.JpegImagePlugin", "PIL.PpmImagePlugin")
 # ... and numpy's share, only when some job needs arrays: a crop of plain 8-bit images never does
 _PRELOAD_ARRAYS = ("numpy", "geomcli.kernels", "geomcli.layout", "geomcli.slabs")
 

@@ -8,10 +8,9 @@ import re
 import signal
 import stat
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO
 
 from geomcli.errors import GeomError
@@ -35,7 +34,7 @@ def _umask() -> int:
 def atomic_file(path: str) -> Iterator[IO[bytes]]:
     """Yield a binary file; on normal exit it replaces ``path``, on any exception it vanishes.
 
-    The temp file is made by mkstemp (O_CREAT | O_EXCL, so never through a symlink) in the
+    The temp file is made as mkstemp would (O_CREAT | O_EXCL, so never through a symlink) in the
     destination folder, so the final os.replace is a rename within one filesystem: readers see
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     Inside :func:`deferred_commits`, the last step (sync and rename) is left to its caller.
@@ -69,13 +68,24 @@ def deferred_commits() -> Iterator[list[Callable[[], None]]]:
         _commits.pending = None
 
 
+# Temp files are made as mkstemp makes them, without its 4 ms import: a new name (8 random
+# characters of these) opened O_CREAT | O_EXCL, never through a symlink, mode 0600.
+_NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def _temp_beside(path: str) -> tuple[int, str]:
     """A new temp file (O_CREAT | O_EXCL) in ``path``'s folder, named as remove_leftovers expects."""
     folder = os.path.dirname(path) or "."
     if os.path.isdir(path):
         raise GeomError(f"{path}: is a directory")
     try:
-        return tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+        for _ in range(100):
+            tail = "".join(_NAME_CHARACTERS[byte % len(_NAME_CHARACTERS)] for byte in os.urandom(8))
+            tmp = os.path.abspath(os.path.join(folder, f".{os.path.basename(path)}.{tail}.tmp"))
+            with suppress(FileExistsError):
+                return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
+        raise GeomError(f"{path}: cannot make a temp file in {folder} (every name tried exists)")
     except FileNotFoundError as e:
         if os.path.isdir(folder):  # /proc/self and the like: a folder that takes no new files
             raise GeomError(f"{path}: cannot create a file in {folder}") from e
@@ -104,7 +114,7 @@ def atomic_path(path: str) -> Iterator[str]:
 def _take_over(fd: int, path: str) -> None:
     """Give the temp file the permissions of the file it replaces (as root, its owner and group
     too), so overwriting a 0600 output keeps it 0600; a new file gets 0666 less the umask, as a
-    plain open() would (mkstemp makes 0600). Set-id bits are not carried over."""
+    plain open() would (the temp file is made 0600). Set-id bits are not carried over."""
     try:
         replaced = os.stat(path)
     except OSError:
@@ -168,7 +178,7 @@ def _place(tmp: str, path: str) -> None:
     """The complete temp file ``tmp`` replaces ``path``: its final permissions, synced, renamed."""
     descriptor = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
-        # the final mode only now: mkstemp's 0600 lets a writer reopen it by name, even when it
+        # the final mode only now: the temp file's 0600 lets a writer reopen it by name, even when it
         # is to replace a read-only file
         _take_over(descriptor, path)
         # on disk before the rename, so a crash cannot leave an empty "finished" file
@@ -213,7 +223,7 @@ def remove_leftovers(path: str) -> list[str]:
     For a caller that stopped a writer of ``path`` and knows no other writer of it is running.
     """
     folder = os.path.dirname(path) or "."
-    # mkstemp's names: the prefix, 8 characters of its alphabet, the suffix
+    # the temp names: the prefix, 8 random characters, the suffix
     pattern = re.compile(re.escape(f".{os.path.basename(path)}.") + r"[a-z0-9_]{8}\.tmp")
     try:
         names = os.listdir(folder)
