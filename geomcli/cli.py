@@ -125,8 +125,8 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
                   envvar="GEOMCLI_MAX_PIXELS", show_envvar=True,
                   help="Refuse inputs and outputs with more elements than this, before allocating them.")
     @click.option("--threads", type=click.IntRange(min=1), default=None, envvar="GEOMCLI_THREADS",
-                  show_envvar=True, help="Threads for large arrays; results are the same for any count.  "
-                  "[default: every CPU]")
+                  show_envvar=True, help="Threads for large arrays and PNG compression; results (and files) are "
+                  "the same for any count.  [default: every CPU]")
     @functools.wraps(command)
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
                 max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
