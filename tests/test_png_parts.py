@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io as bytes_io
 import struct
+import threading
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -191,3 +193,32 @@ def test_the_cli_writes_the_same_png_for_any_thread_count(tmp_path: Path, rng: n
     assert len(_png.part_rows(512, 1537)) == 2
     assert np.array_equal(np.asarray(Image.open(tmp_path / "out1.png")),
                           np.asarray(Image.open(source))[128:640, 256:768])
+
+
+def test_pillows_bomb_limit_comes_back_when_threads_lift_it_at_once() -> None:
+    """The parts' threads crop with Pillow's limit off (_pillow._unbounded) at the same time."""
+    limit = Image.MAX_IMAGE_PIXELS
+    both_inside, first_out = threading.Barrier(2), threading.Event()
+    seen = []
+
+    def lift(last_out: bool) -> None:
+        with _pillow._unbounded():
+            both_inside.wait()
+            seen.append(Image.MAX_IMAGE_PIXELS)
+            if last_out:
+                first_out.wait()
+        if not last_out:
+            first_out.set()
+
+    # the first in leaves first: with a save and restore per thread, the second in would
+    # restore the limit it found, None
+    threads = [threading.Thread(target=lift, args=(False,))]
+    threads[0].start()
+    while Image.MAX_IMAGE_PIXELS is not None:
+        time.sleep(0.001)
+    threads.append(threading.Thread(target=lift, args=(True,)))
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert seen == [None, None]
+    assert Image.MAX_IMAGE_PIXELS == limit is not None

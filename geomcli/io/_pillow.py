@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import struct
+import threading
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -359,15 +360,34 @@ def _opened(
 
 @contextmanager
 def _unbounded() -> Iterator[None]:
-    """Pillow's own decompression-bomb check off: geomcli's check_size is the limit."""
+    """Pillow's own decompression-bomb check off: geomcli's check_size is the limit. Pillow's
+    limit is one global: threads inside at once share one change, undone by the last out."""
     from PIL import Image
 
-    limit = Image.MAX_IMAGE_PIXELS
-    Image.MAX_IMAGE_PIXELS = None
+    with _bomb_check.lock:
+        if not _bomb_check.users:
+            _bomb_check.limit = Image.MAX_IMAGE_PIXELS
+            Image.MAX_IMAGE_PIXELS = None
+        _bomb_check.users += 1
     try:
         yield
     finally:
-        Image.MAX_IMAGE_PIXELS = limit
+        with _bomb_check.lock:
+            _bomb_check.users -= 1
+            if not _bomb_check.users:
+                Image.MAX_IMAGE_PIXELS = _bomb_check.limit
+
+
+class _BombCheck:
+    """Pillow's limit while _unbounded has it off, and how many threads are inside."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.limit: int | None = None
+
+
+_bomb_check = _BombCheck()
 
 
 def crop(im: Any, box: tuple[int, int, int, int]) -> Any:
