@@ -542,6 +542,7 @@ def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> bytes
     (_png.deflate_parts): Pillow filters each part's rows in an uncompressed save, and writes
     the other chunks in a save of one row. One part is Pillow's own save, to the byte."""
     row_bytes = im.width * _KEPT[im.mode][1] + 1
+    im.load()  # here, not lazily in the parts' threads at once
     if len(_png.part_rows(im.height, row_bytes)) == 1:
         whole = io.BytesIO()
         im.save(whole, format="PNG", **saving)
