@@ -839,19 +839,21 @@ def test_no_path_from_a_files_content_is_used_to_write(tmp_path: Path) -> None:
 def test_a_symlink_planted_at_a_temp_name_is_not_written_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """mkstemp's O_EXCL: a name that exists, a symlink to a victim included, is skipped, never opened."""
-    import tempfile
+    """O_EXCL: a temp name that exists, a symlink to a victim included, is skipped, never opened."""
+    from geomcli.io import _atomic
 
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
-    names = iter(["planted0", "planted0", "fresh001"])
-    monkeypatch.setattr(tempfile, "_get_candidate_names", lambda: names)
+    # the random bytes that spell these names, the first one taken twice
+    names = iter([bytes(map(_atomic._NAME_CHARACTERS.index, name)) for name in ("planted0", "planted0", "fresh001")])
+    monkeypatch.setattr(os, "urandom", lambda count: next(names))
     os.symlink(victim, tmp_path / ".out.npy.planted0.tmp")
     source = _small_input(tmp_path)
     assert run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "1,1,2,2", "-q").exit_code == 0
     assert victim.read_bytes() == b"precious"
     assert np.load(tmp_path / "out.npy").shape == (1, 1, 2, 2)
     assert os.path.islink(tmp_path / ".out.npy.planted0.tmp")  # left alone: not ours
+    assert next(names, None) is None  # both planted names were tried, and passed over
 
 
 def test_a_destination_that_is_a_symlink_is_replaced_not_written_through(tmp_path: Path) -> None:
@@ -1009,3 +1011,73 @@ def test_a_short_write_on_a_full_disk_says_so(tmp_path: Path, monkeypatch: pytes
         with _atomic.atomic_file(str(tmp_path / "out.tiff")):
             raise OSError("100 requested and 7 written")
     assert os.listdir(tmp_path) == []
+
+
+# --- outputs that are not plain files -------------------------------------------------------
+
+
+def test_an_output_linked_to_a_device_is_written_into_and_stays(tmp_path: Path) -> None:
+    """-o /dev/null (here a link to it, so a regression cannot replace the real one, as it once
+    did when run as root): written into, never replaced by a file."""
+    null = tmp_path / "null"
+    null.symlink_to("/dev/null")
+    done = subprocess.run([*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", null, "--format", "png",
+                           "--shape", "8,8", "-q"], capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert null.is_symlink() and os.readlink(null) == "/dev/null"
+    assert not temps(tmp_path)
+    assert not io.maps_output(str(null), (1 << 30,), np.uint8, format="npy")  # nor mapped, when big
+
+
+def test_an_output_linked_to_dev_full_fails_with_the_reason(tmp_path: Path) -> None:
+    full = tmp_path / "full"
+    full.symlink_to("/dev/full")
+    done = subprocess.run([*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", full, "--format", "png",
+                           "--shape", "8,8", "-q"], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert one_error(done.stderr, full).endswith("cannot write (No space left on device)")
+    assert os.readlink(full) == "/dev/full"
+
+
+def test_an_output_fifo_gets_the_file_and_stays_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.png"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    done = subprocess.run([*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", fifo, "--shape", "8,8", "-q"],
+                          capture_output=True, text=True, timeout=60)
+    received, _ = reader.communicate(timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert received.startswith(b"\x89PNG") and len(received) > 50
+    assert fifo.is_fifo()
+
+
+def test_a_closed_or_full_standard_output_is_one_error() -> None:
+    command = [*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", "-", "--format", "png", "--shape", "8,8",
+               "-q"]
+    closed = subprocess.run(command, capture_output=False, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 1
+    assert one_error(closed.stderr, "<stdout>").endswith("standard output is closed; give -o FILE")
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 1
+    assert one_error(done.stderr, "<stdout>").endswith("cannot write (No space left on device)")
+
+
+@pytest.mark.parametrize("output", ["out.npy", "-"])
+def test_the_file_size_limit_is_named_when_a_write_stops_short(tmp_path: Path, npy_file: Any, output: str) -> None:
+    import resource
+
+    source, _ = npy_file((1, 3, 300, 300), np.float32)
+    limit = 100 * 1024
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    with open(tmp_path / "stdout", "wb") as sink:
+        done = subprocess.run([*GEOMCLI, "crop-pad", source, "-o", output, "--shape", "1,3,200,200", "-q"],
+                              cwd=tmp_path, stdout=sink, stderr=subprocess.PIPE, text=True, preexec_fn=small_files)
+    assert done.returncode == 1
+    name = "<stdout>" if output == "-" else output
+    assert one_error(done.stderr, name).endswith("cannot write (File too large)")
+    assert not (tmp_path / "out.npy").exists() and not temps(tmp_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
@@ -39,12 +40,38 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     Inside :func:`deferred_commits`, the last step (sync and rename) is left to its caller.
     """
+    if is_special(path):
+        with _written_in_place(path) as f:
+            yield f
+        return
     with _replacing(path, defer=_commits.pending is not None) as (fd, tmp):
         raw = io.FileIO(fd, "wb")
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
         raw.name = tmp
         with io.BufferedWriter(raw) as f:
             yield f
+
+
+def is_special(path: str) -> bool:
+    """Whether ``path`` is, or links to, a device, FIFO or socket (/dev/null, /dev/stdout, a named
+    pipe): a stream to write into, which no file may replace. (A link to a plain file is
+    replaced by the new file, never written through.)"""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+@contextmanager
+def _written_in_place(path: str) -> Iterator[IO[bytes]]:
+    """``path`` itself opened for writing, as the shell's ``>`` would: no temp file, rename or
+    fsync (a stream cannot take them back); an OSError becomes a GeomError naming ``path``."""
+    try:
+        with open(path, "wb") as f:
+            yield f
+    except OSError as e:
+        raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
 
 
 class _Commits(threading.local):
@@ -106,6 +133,8 @@ def atomic_path(path: str) -> Iterator[str]:
     The same temp file, permissions and cleanup as :func:`atomic_file` (KeyboardInterrupt and
     SystemExit included), for writers that open the file themselves.
     """
+    if is_special(path):
+        raise GeomError(f"{path}: a device or pipe cannot be written through a memory map")
     with _replacing(path) as (fd, tmp):
         os.close(fd)
         yield tmp
@@ -194,26 +223,31 @@ def _removed_on_error(tmp: str, path: str) -> Iterator[None]:
     try:
         yield
     except BaseException as e:
-        # numpy reports a short write ("N requested and M written") with no errno: on a full
-        # disk, say so (looked at before the temp file's blocks are freed)
-        full = isinstance(e, OSError) and e.errno is None and _full(tmp)
+        # numpy reports a short write ("N requested and M written") with no errno: say why
+        # (looked at before the temp file's blocks are freed)
+        short = _short_write(tmp) if isinstance(e, OSError) and e.errno is None else None
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         if isinstance(e, OSError):
-            reason = "No space left on device" if full else e.strerror or e
-            raise GeomError(f"{path}: cannot write ({reason})") from e
+            raise GeomError(f"{path}: cannot write ({short or e.strerror or e})") from e
         raise
 
 
-def _full(path: str) -> bool:
-    """Whether the filesystem holding ``path`` has less than 1 MiB left."""
+def _short_write(path: str) -> str | None:
+    """Why a write to ``path`` came out short: the process's file size limit (ulimit -f) reached,
+    or less than 1 MiB left on its filesystem; None if neither."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     try:
+        if limit != resource.RLIM_INFINITY and os.stat(path).st_size >= limit:
+            return os.strerror(errno.EFBIG)
         fs = os.statvfs(os.path.dirname(path) or ".")
     except OSError:
-        return False
-    return fs.f_bfree * fs.f_frsize < 1 << 20
+        return None
+    return os.strerror(errno.ENOSPC) if fs.f_bfree * fs.f_frsize < 1 << 20 else None
 
 
 def remove_leftovers(path: str) -> list[str]:
@@ -252,11 +286,19 @@ def to_stdout(payload: bytes) -> None:
     # os.write, not the buffered stream: a large buffered write into a pipe whose reader has
     # gone can report success, and the caller must see the BrokenPipeError.
     view = memoryview(payload)
-    while view:
-        view = view[os.write(descriptor, view) :]
+    try:
+        while view:
+            view = view[os.write(descriptor, view) :]
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise GeomError(f"<stdout>: cannot write ({e.strerror or e})") from e
 
 
 def refuse_terminal(what: str) -> None:
+    """Refuse binary data for a terminal, or for a standard output that is closed."""
+    if sys.stdout is None:
+        raise GeomError("<stdout>: standard output is closed; give -o FILE")
     if sys.stdout.isatty():
         raise GeomError(
             f"<stdout>: refusing to write binary {what} data to a terminal; "

@@ -28,7 +28,7 @@ def maps_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> b
 
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if path == "-" or fmt not in _MAPPABLE or nbytes == 0 or nbytes < MAP_OUTPUT_BYTES:
+    if path == "-" or fmt not in _MAPPABLE or nbytes == 0 or nbytes < MAP_OUTPUT_BYTES or _atomic.is_special(path):
         return False
     if _refusal(fmt, dtype, tuple(shape)) is not None:
         return False  # write_array will say why, from the array in RAM
