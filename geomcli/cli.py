@@ -285,7 +285,9 @@ class _Group(click.Group):
     """Ctrl-C exits 130, SIGTERM 143 and a closed stdout pipe 141, all without a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        _signalled.clear()
         signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGINT, _interrupt)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -295,9 +297,27 @@ class _Group(click.Group):
             # Whoever read our stdout has gone; say nothing more to it.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(EXIT_BROKEN_PIPE)
+        except Exception:
+            # An import the signal broke into can end in another error (numpy raises ImportError)
+            if _signalled == [signal.SIGINT]:
+                click.echo("Interrupted", err=True)
+                ctx.exit(EXIT_INTERRUPTED)
+            if _signalled == [signal.SIGTERM]:
+                ctx.exit(EXIT_TERMINATED)
+            raise
+
+
+# The signal (SIGINT or SIGTERM) that stopped the run, once one has
+_signalled: list[int] = []
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    _signalled[:] = [signum]
+    raise KeyboardInterrupt
 
 
 def _terminate(signum: int, frame: Any) -> None:
+    _signalled[:] = [signum]
     raise SystemExit(EXIT_TERMINATED)
 
 

@@ -8,10 +8,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 
 def available_cpus() -> int:
@@ -26,40 +23,30 @@ def available_cpus() -> int:
 # change a value: the callers make their results identical for any thread count.
 
 _Piece = TypeVar("_Piece")
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-
-
-def _executor(workers: int) -> ThreadPoolExecutor:
-    """A shared pool of at least ``workers`` threads, made on first use (the import is lazy)."""
-    global _pool, _pool_size
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _pool_lock:
-        if _pool is None or _pool_size < workers:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool, _pool_size = ThreadPoolExecutor(workers, thread_name_prefix="geomcli"), workers
-        return _pool
 
 
 def share(pieces: Sequence[_Piece], work: Callable[[_Piece], None], threads: int) -> None:
-    """``work(piece)`` for every piece: in order on this thread, or in ``threads`` contiguous runs."""
-    threads = min(threads, len(pieces))
-    if threads <= 1:
-        for piece in pieces:
-            work(piece)
-        return
+    """``work(piece)`` for every piece: in order on this thread, or in ``threads`` contiguous runs,
+    the first on this thread. The others' threads are daemons, made for the call: an interrupt
+    or an exit never waits for them (a pool's idle threads once held an interrupted exit)."""
+    count = max(1, min(threads, len(pieces)))
+    bounds = [len(pieces) * i // count for i in range(count + 1)]
+    first, *others = [pieces[start:stop] for start, stop in itertools.pairwise(bounds)]
+    failures: list[BaseException] = []
 
     def run(part: Sequence[_Piece]) -> None:
-        for piece in part:
-            work(piece)
+        try:
+            for piece in part:
+                work(piece)
+        except BaseException as error:  # handed to the caller's thread
+            failures.append(error)
 
-    bounds = [len(pieces) * i // threads for i in range(threads + 1)]
-    parts = [pieces[start:stop] for start, stop in itertools.pairwise(bounds)]
-    # The calling thread takes the first run itself, so a busy pool can never stall it.
-    futures = [_executor(threads - 1).submit(run, part) for part in parts[1:]]
-    run(parts[0])
-    for future in futures:
-        future.result()
+    helpers = [threading.Thread(target=run, args=(part,), name="geomcli", daemon=True) for part in others]
+    for helper in helpers:
+        helper.start()
+    for piece in first:
+        work(piece)
+    for helper in helpers:
+        helper.join()
+    if failures:
+        raise failures[0]
