@@ -9,6 +9,7 @@ import os
 import pickle
 import shutil
 import struct
+import time
 import subprocess
 import sys
 import textwrap
@@ -655,6 +656,29 @@ def test_png_bomb_is_refused_before_decoding(tmp_path: Path, depth: int) -> None
         io.read_array(path)
     # the header is still described, as declared
     assert io.read_header(path).shape == (100_000, 100_000, 3)
+
+
+@pytest.mark.parametrize(("depth", "colour"), [(8, 2), (16, 0), (16, 2), (1, 0)])
+def test_png_claiming_more_pixels_than_its_data_can_hold_is_refused_before_decoding(
+    tmp_path: Path, depth: int, colour: int
+) -> None:
+    """Within the pixel limit, but 64 bytes cannot inflate to 40000x40000: refused at once (it
+    once took 6 GB and 14 s, then failed as truncated)."""
+    path = _put(tmp_path / "liar.png", _png_header_only(40_000, 40_000, depth, colour))
+    start = time.perf_counter()
+    with pytest.raises(GeomError, match=r"liar\.png: not a readable PNG \(truncated: too little image data for "
+                                        r"40000x40000\)"):
+        io.read_array(path, max_pixels=2**33)
+    assert time.perf_counter() - start < 5
+    assert io.read_header(path).shape[:2] == (40_000, 40_000)  # the header is still described
+
+
+@pytest.mark.parametrize("shape", [(2000, 2000), (1000, 700, 3)])
+def test_png_at_deflates_highest_ratio_is_read(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    """Zeros at zlib level 9, close to deflate's 1032:1: still within the bound."""
+    data = np.zeros(shape, np.uint8)
+    path = _put(tmp_path / "zeros.png", _png.encode(data, level=9))
+    assert np.array_equal(io.read_array(path).data, data)
 
 
 def test_image_over_a_low_limit_and_over_pillows_own(tmp_path: Path, png_file: FileFactory) -> None:

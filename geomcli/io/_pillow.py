@@ -127,6 +127,7 @@ def read(
         if chunks.frames > 1 and frames is None:
             raise GeomError(_animated(name, chunks.frames))
         check_size(chunks.ihdr.shape, max_pixels, name)
+        _png.check_image_data(chunks, name)
         if chunks.ihdr.depth == 16:
             if chunks.frames > 1 and frames == "all":
                 raise GeomError(_NO_16BIT_FRAMES.format(name=name))

@@ -47,6 +47,18 @@ class Ihdr:
         return _CHANNELS[self.colour_type]
 
     @property
+    def filtered_bytes(self) -> int:
+        """The size of the inflated image data: each row (of each Adam7 pass) with its filter byte."""
+        passes = _ADAM7 if self.interlace else ((0, 0, 1, 1),)
+        bits = self.depth * self.channels
+        total = 0
+        for y0, x0, dy, dx in passes:
+            width, height = -(-(self.width - x0) // dx), -(-(self.height - y0) // dy)
+            if width > 0 and height > 0:
+                total += height * (1 + -(-width * bits // 8))
+        return total
+
+    @property
     def shape(self) -> tuple[int, ...]:
         """The array this PNG decodes to, before palette expansion."""
         if self.channels == 1:
@@ -127,6 +139,20 @@ def read_chunks(data: bytes, name: str) -> Chunks:
     if not idat:
         raise GeomError(f"{name}: not a readable PNG (no image data)")
     return Chunks(ihdr, tuple(idat), exif, frames, icc, ppm)
+
+
+# Deflate makes at most 258 bytes of 2 bits (a longest match, one bit each for its length and
+# distance codes): no stream inflates to more than 1032 times its size
+_DEFLATE_MAX_RATIO = 1032
+
+
+def check_image_data(chunks: Chunks, name: str) -> None:
+    """Refuse image data too short for the size the header claims, before any memory is taken
+    for the image (a 100-byte file claiming 40000x40000 once took 6 GB, then failed)."""
+    ihdr = chunks.ihdr
+    if ihdr.filtered_bytes > _DEFLATE_MAX_RATIO * sum(len(part) for part in chunks.idat_parts):
+        raise GeomError(f"{name}: not a readable PNG (truncated: too little image data for "
+                        f"{ihdr.width}x{ihdr.height})")
 
 
 # An ICC profile is a few kB; a larger inflated size is a bomb, not a profile
