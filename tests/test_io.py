@@ -9,10 +9,10 @@ import os
 import pickle
 import shutil
 import struct
-import time
 import subprocess
 import sys
 import textwrap
+import time
 import types
 import zlib
 from pathlib import Path
