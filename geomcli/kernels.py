@@ -117,18 +117,32 @@ def _normalize_axes(axes: Any, rank: int, input_shape: Shape, func: str) -> Shap
 
 
 def _as_out(out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str) -> np.ndarray:
-    """``out`` checked to take a result of exactly ``shape`` and ``dtype`` without touching ``data``."""
+    """``out`` checked to take a result of exactly ``shape`` and ``dtype`` without touching ``data``.
+
+    The byte order must match too: the fast paths move raw bytes into ``out`` (the pairs of
+    _space_to_depth_blocked), and a result's byte order is the kernel's one rule, not the caller's.
+    """
     if not isinstance(out, np.ndarray):
         raise GeomError(f"{func}: out must be a numpy array, found {type(out).__name__}")
     if out.shape != shape or out.dtype != dtype:
+        order = " (the byte order must match too)" if out.dtype.newbyteorder("=") == dtype.newbyteorder("=") else ""
         raise GeomError(
-            f"{func}: out must have shape {shape} and dtype {dtype}, found shape {out.shape} and dtype {out.dtype}"
+            f"{func}: out must have shape {shape} and dtype {_dtype_text(dtype)}, "
+            f"found shape {out.shape} and dtype {_dtype_text(out.dtype)}{order}"
         )
     if not out.flags.writeable:
         raise GeomError(f"{func}: out is read-only (shape {out.shape})")
     if np.may_share_memory(out, data):
         raise GeomError(f"{func}: out overlaps the input (shape {out.shape}); give a separate array")
     return out
+
+
+def _dtype_text(dtype: np.dtype) -> str:
+    """How a message names ``dtype``: numpy's name, with the byte order where it is not native
+    (``>f4``); ml_dtypes' bfloat16 as ``>bfloat16`` rather than numpy's ``>V2``."""
+    if dtype.name == "bfloat16" and not dtype.isnative:
+        return f"{dtype.byteorder}bfloat16"
+    return str(dtype)
 
 
 def _split_axes(array: np.ndarray, shape: Shape) -> np.ndarray:
@@ -241,14 +255,14 @@ def center_crop_pad(
         every CPU this process may run on. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the result (a memory-mapped file, say), of exactly the output's
-        shape and ``data``'s dtype; any strides. Its padding is written with the pad
-        value, so what it held before does not matter.
+        shape and ``data``'s dtype, byte order included; any strides. Its padding is
+        written with the pad value, so what it held before does not matter.
 
     Returns
     -------
     numpy.ndarray
-        A new array of ``data``'s dtype (``out`` itself when given); the unlisted axes keep
-        their length.
+        A new array of ``data``'s dtype, byte order included (``out`` itself when given);
+        the unlisted axes keep their length.
 
     Raises
     ------
@@ -257,7 +271,7 @@ def center_crop_pad(
         non-integers or negative values, or its length differs from the number of
         axes; if ``data`` is not of a tensor type; if ``fill`` does not fit its dtype;
         if ``threads`` is not an integer >= 1; or if ``out`` is not a writable array of
-        the output's shape and dtype, or overlaps ``data``.
+        the output's shape and dtype (byte order included), or overlaps ``data``.
 
     Notes
     -----
@@ -401,13 +415,14 @@ def affine_grid(
         process may run on. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the grid (a memory-mapped file, say), of exactly its shape and
-        ``theta``'s dtype; any strides.
+        dtype (theta's type in native byte order); any strides.
 
     Returns
     -------
     numpy.ndarray
-        Shape (N, H, W, 2) or (N, D, H, W, 3), of ``theta``'s dtype (``out`` itself when
-        given). The last axis is (x, y[, z]): x runs along W, y along H, z along D.
+        Shape (N, H, W, 2) or (N, D, H, W, 3), of ``theta``'s type in native byte order
+        (``out`` itself when given): the grid holds new values, not theta's bytes. The last
+        axis is (x, y[, z]): x runs along W, y along H, z along D.
 
     Raises
     ------
@@ -415,7 +430,8 @@ def affine_grid(
         If theta's dtype is not a float type, its shape does not fit ``size``,
         ``size[0]`` differs from theta's batch, a spatial size is below 1,
         ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer >= 1, or
-        ``out`` is not a writable array of the grid's shape and dtype, or overlaps theta.
+        ``out`` is not a writable array of the grid's shape and dtype (byte order
+        included), or overlaps theta.
 
     Notes
     -----
@@ -437,7 +453,7 @@ def affine_grid(
     matrices = _as_array(theta, func, "theta")
     if matrices.dtype.name not in _GRID_DTYPES:
         raise GeomError(
-            f"{func}: theta must be float16, float32, float64 or bfloat16, found {matrices.dtype} "
+            f"{func}: theta must be float16, float32, float64 or bfloat16, found {_dtype_text(matrices.dtype)} "
             f"(theta shape {matrices.shape})"
         )
     if isinstance(align_corners, (np.bool_, np.integer)):
@@ -445,15 +461,16 @@ def affine_grid(
     if align_corners not in (0, 1) or not isinstance(align_corners, int):
         raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {align_corners!r}")
     output_shape = affine_grid_output_shape(matrices.shape, size)
+    grid_dtype = matrices.dtype.newbyteorder("=")
     # (n, d?, h, w) spatial lengths in output order; the coordinates come reversed: x, y, z.
     lengths = output_shape[1:-1]
     axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(lengths)]
     weights = matrices.astype(np.float64)
     workers = _as_threads(threads, func)
     if out is None:
-        result = np.empty(output_shape, dtype=matrices.dtype)
+        result = np.empty(output_shape, dtype=grid_dtype)
     else:
-        result = _as_out(out, output_shape, matrices.dtype, matrices, func)
+        result = _as_out(out, output_shape, grid_dtype, matrices, func)
     workers = workers if result.nbytes >= _PARALLEL_BYTES else 1
     if _grid_rows(result, axes_xyz) is not None:
         _affine_grid_rows(weights, axes_xyz, result, workers)
@@ -508,9 +525,15 @@ def _affine_grid_plain(weights: np.ndarray, axes_xyz: list[np.ndarray], result: 
 
 def _complex_pairs(result: np.ndarray) -> np.ndarray | None:
     """A 2-D float32/float64 grid (n, h, w, 2) seen as complex64/complex128 (n, h, w), if its
-    (x, y) pairs are adjacent in memory; else None."""
+    (x, y) pairs are adjacent in memory and in native byte order (a view reinterprets bytes);
+    else None."""
     pair_type = {"float32": np.complex64, "float64": np.complex128}.get(result.dtype.name)
-    if pair_type is None or result.strides[-1] != result.itemsize or result.ndim != 4:
+    if (
+        pair_type is None
+        or not result.dtype.isnative
+        or result.strides[-1] != result.itemsize
+        or result.ndim != 4
+    ):
         return None
     return result.view(pair_type)[..., 0]
 
@@ -677,19 +700,21 @@ def space_to_depth(
         process may run on. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the result (a memory-mapped file, or a slab of one), of exactly the
-        output's shape and ``data``'s dtype; any strides.
+        output's shape and ``data``'s dtype, byte order included; any strides.
 
     Returns
     -------
     numpy.ndarray
-        (N, C·b², H/b, W/b), of ``data``'s dtype (``out`` itself when given).
+        (N, C·b², H/b, W/b), of ``data``'s dtype, byte order included (``out`` itself
+        when given).
 
     Raises
     ------
     GeomError
         If ``data`` is not rank 4, H or W is not divisible by b, b is not an integer
         >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an integer >= 1,
-        or ``out`` is not a writable array of the output's shape and dtype, or overlaps ``data``.
+        or ``out`` is not a writable array of the output's shape and dtype (byte order
+        included), or overlaps ``data``.
 
     Notes
     -----
@@ -858,15 +883,16 @@ def depth_to_space(
     Returns
     -------
     numpy.ndarray
-        (N, C, H·b, W·b), of ``data``'s dtype (``out`` itself when given).
+        (N, C, H·b, W·b), of ``data``'s dtype, byte order included (``out`` itself when
+        given).
 
     Raises
     ------
     GeomError
         If ``data`` is not rank 4, its channels are not divisible by b², b is not an
         integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an
-        integer >= 1, or ``out`` is not a writable array of the output's shape and dtype,
-        or overlaps ``data``.
+        integer >= 1, or ``out`` is not a writable array of the output's shape and dtype
+        (byte order included), or overlaps ``data``.
 
     Notes
     -----
