@@ -736,7 +736,7 @@ class _Outcomes:
                     self.warned.add(warning)
                     self._say(f"Warning: {report.output}: {warning}")
         if self.task.common.json:
-            click.echo(report.to_json())
+            transforms.echo_stdout(report.to_json())
 
     def _say(self, line: str) -> None:
         if self.progress is not None:
@@ -751,9 +751,9 @@ class _Outcomes:
         ok, failed, skipped = self.counts["ok"], self.counts["error"], self.counts["skipped"]
         not_run = self.total - ok - failed - skipped
         if self.task.common.json:
-            click.echo(json.dumps({"command": self.task.command, "status": "summary", "ok": ok, "failed": failed,
-                                   "skipped": skipped, "not_run": not_run, "total": self.total,
-                                   "seconds": round(seconds, 3)}))
+            transforms.echo_stdout(json.dumps({"command": self.task.command, "status": "summary", "ok": ok,
+                                               "failed": failed, "skipped": skipped, "not_run": not_run,
+                                               "total": self.total, "seconds": round(seconds, 3)}))
         elif not self.task.common.quiet:
             line = f"{self.task.command}: {ok} ok, {failed} failed, {skipped} skipped"
             line += f", {not_run} not run (--fail-fast)" if not_run else ""
@@ -810,15 +810,15 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
         if report.status == "error":
             click.echo(f"Error: {report.error}", err=True)
         if task.common.json:
-            click.echo(report.to_json())
+            transforms.echo_stdout(report.to_json())
         elif report.status != "error":
             shape_text = "×".join(map(str, report.output_shape)) if report.output_shape else "?"
             skipped = f" (skip: {report.notes[-1]})" if report.status == "skipped" else ""
-            click.echo(f"{job.input} → {job.output}: {shape_text} {report.output_dtype}{skipped}")
+            transforms.echo_stdout(f"{job.input} → {job.output}: {shape_text} {report.output_dtype}{skipped}")
     if task.common.json:
-        click.echo(json.dumps({"command": task.command, "status": "summary", "dry_run": True, "ok": counts["ok"],
-                               "failed": counts["error"], "skipped": counts["skipped"], "not_run": 0,
-                               "total": len(jobs)}))
+        transforms.echo_stdout(json.dumps({"command": task.command, "status": "summary", "dry_run": True,
+                                           "ok": counts["ok"], "failed": counts["error"],
+                                           "skipped": counts["skipped"], "not_run": 0, "total": len(jobs)}))
     elif not task.common.quiet:
         click.echo(f"{task.command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
                    f"{counts['skipped']} skipped", err=True)

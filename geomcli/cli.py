@@ -27,7 +27,7 @@ from geomcli.constants import (
     LAYOUTS,
     TIFF_COMPRESSIONS,
 )
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, StdoutError
 
 if TYPE_CHECKING:
     from geomcli.io import Header
@@ -286,6 +286,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         _signalled.clear()
+        _hold_standard_descriptors()
         signal.signal(signal.SIGTERM, _terminate)
         signal.signal(signal.SIGINT, _interrupt)
         try:
@@ -297,6 +298,9 @@ class _Group(click.Group):
             # Whoever read our stdout has gone; say nothing more to it.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(EXIT_BROKEN_PIPE)
+        except StdoutError as error:
+            click.echo(f"Error: {error}", err=True)
+            ctx.exit(EXIT_FAILED)
         except Exception:
             # An import the signal broke into can end in another error (numpy raises ImportError)
             if _signalled == [signal.SIGINT]:
@@ -305,6 +309,22 @@ class _Group(click.Group):
             if _signalled == [signal.SIGTERM]:
                 ctx.exit(EXIT_TERMINATED)
             raise
+
+
+def _hold_standard_descriptors() -> None:
+    """/dev/null on a closed descriptor 0, 1 or 2, so no file opened later takes its number (C
+    code writing to "stderr" would write into it); Python's stream stays None for a closed
+    stdout (data and text for it are refused), and a closed stderr's messages go nowhere."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != descriptor:
+                os.dup2(opened, descriptor)
+                os.close(opened)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
 
 
 # The signal (SIGINT or SIGTERM) that stopped the run, once one has
@@ -552,9 +572,9 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
             failed += 1
             click.echo(f"Error: {record['error']}", err=True)
         if as_json:
-            click.echo(json.dumps(record))
+            transform.echo_stdout(json.dumps(record))
         elif record["status"] == "ok":
-            click.echo(_info_line(record))
+            transform.echo_stdout(_info_line(record))
     if failed:
         raise SystemExit(EXIT_FAILED)
 

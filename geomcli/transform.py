@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 import click
 
 from geomcli.constants import EXIT_FAILED
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, StdoutError
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -104,8 +104,26 @@ def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
             click.echo(f"Warning: {report.output}: {warning}", err=True)
         summary.show(report)
     if common.json:
-        click.echo(report.to_json(), err=data_on_stdout)
+        if data_on_stdout:
+            click.echo(report.to_json(), err=True)
+        else:
+            echo_stdout(report.to_json())
     return 0 if report.status == "ok" else EXIT_FAILED
+
+
+def echo_stdout(text: str) -> None:
+    """A line of text on standard output (info lines, JSON records): a closed or failing stdout
+    ends the run with an error, never loses the text in silence."""
+    import sys
+
+    if sys.stdout is None:
+        raise StdoutError("<stdout>: standard output is closed")
+    try:
+        click.echo(text)
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise StdoutError(f"<stdout>: cannot write ({error.strerror or error})") from error
 
 
 # ---- one file ---------------------------------------------------------------------------------

@@ -1054,8 +1054,7 @@ def test_an_output_fifo_gets_the_file_and_stays_a_fifo(tmp_path: Path) -> None:
 def test_a_closed_or_full_standard_output_is_one_error() -> None:
     command = [*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", "-", "--format", "png", "--shape", "8,8",
                "-q"]
-    closed = subprocess.run(command, capture_output=False, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: os.close(1))
+    closed = subprocess.run(command, stderr=subprocess.PIPE, text=True, preexec_fn=_closing(1))
     assert closed.returncode == 1
     assert one_error(closed.stderr, "<stdout>").endswith("standard output is closed; give -o FILE")
     with open("/dev/full", "wb") as full:
@@ -1081,3 +1080,29 @@ def test_the_file_size_limit_is_named_when_a_write_stops_short(tmp_path: Path, n
     name = "<stdout>" if output == "-" else output
     assert one_error(done.stderr, name).endswith("cannot write (File too large)")
     assert not (tmp_path / "out.npy").exists() and not temps(tmp_path)
+
+
+def _closing(descriptor: int) -> Callable[[], None]:
+    """A preexec_fn: the child starts with ``descriptor`` closed (as after ``>&-``)."""
+    return functools.partial(os.close, descriptor)
+
+
+def test_a_closed_stderr_loses_the_summary_only(tmp_path: Path) -> None:
+    out = tmp_path / "out.png"
+    done = subprocess.run([*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", out, "--shape", "8,8"],
+                          stdout=subprocess.PIPE, preexec_fn=_closing(2))
+    assert (done.returncode, done.stdout) == (0, b"")
+    assert out.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("command", [["info"], ["crop-pad", "--shape", "8,8", "--json", "-o", "out.png"],
+                                     ["crop-pad", "--shape", "8,8", "--json", "--out-dir", "squares"]])
+def test_text_for_a_closed_or_full_stdout_is_one_error(tmp_path: Path, command: list[str]) -> None:
+    argv = [*GEOMCLI, *command, ROOT / "samples" / "photo.png"]
+    closed = subprocess.run(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, preexec_fn=_closing(1))
+    assert closed.returncode == 1
+    assert one_error(closed.stderr, "<stdout>").endswith("standard output is closed")
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(argv, cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 1
+    assert one_error(done.stderr, "<stdout>").endswith("cannot write (No space left on device)")
