@@ -1,10 +1,18 @@
 """What a run reports, as plain data, and how it is shown: rich on a terminal, plain text
-elsewhere, JSON on request. rich is imported only when it will draw."""
+elsewhere, JSON on request. rich is imported only when it will draw.
+
+JSON is strict (RFC 8259): every record goes through :func:`strict_json`, which writes an
+infinite or NaN number, which JSON has no literal for, as the string "Infinity", "-Infinity"
+or "NaN". Python's ``float()`` and JavaScript's ``Number()`` read those strings back as the
+number, and strict parsers (``JSON.parse``, jq) accept the line.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -29,25 +37,67 @@ class Report:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
-        import json  # only for --json: 1 ms of every other one-shot run
+        return strict_json(asdict(self))
 
-        return json.dumps(asdict(self), default=str)
+
+def strict_json(record: Mapping[str, Any]) -> str:
+    """``record`` as one line of strict JSON: Inf and NaN (Python or numpy floats, at any depth)
+    become "Infinity", "-Infinity" and "NaN"; numpy scalars become numbers; anything else JSON
+    cannot hold becomes its ``str``.
+
+    >>> strict_json({"value_range": [float("-inf"), 2.5], "n": None})
+    '{"value_range": ["-Infinity", 2.5], "n": null}'
+    """
+    import json  # only for --json: 1 ms of every other one-shot run
+
+    return json.dumps(_json_ready(record), allow_nan=False, default=_json_default)
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, float):  # np.float64 too
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, Mapping):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    """What json cannot encode itself: a numpy scalar as its number, else its text."""
+    if getattr(value, "shape", None) == () and callable(getattr(value, "item", None)):
+        item = value.item()
+        if isinstance(item, (bool, int, float)):
+            return _json_ready(item)
+    return str(value)
 
 
 def value_range(data: Any) -> list[Any] | None:
-    """[min, max] of real data, NaN ignored; None for strings, complex, empty or all-NaN data."""
+    """[min, max] of real numbers, NaN ignored: bool, integers, float16/32/64, bfloat16 and the
+    other ml_dtypes types, as Python bools, ints and floats. None for anything else (strings,
+    complex, dates and durations, structured or raw bytes, long double) and for empty or
+    all-NaN data; never raises."""
     import numpy as np
 
-    if data.size == 0 or data.dtype.kind in "USVOc" and data.dtype.name != "bfloat16":
+    kind = data.dtype.kind
+    if (data.size == 0 or kind not in "biufV" or issubclass(data.dtype.type, np.void)
+            or kind == "f" and data.dtype.itemsize > 8):
         return None
-    if data.dtype.kind == "b":
+    if kind == "b":
         return [bool(data.min()), bool(data.max())]
-    if data.dtype.kind in "iu":
+    if kind in "iu":
         return [int(data.min()), int(data.max())]
-    low, high = np.fmin.reduce(data, axis=None), np.fmax.reduce(data, axis=None)
-    if np.isnan(float(low)):
+    try:
+        low, high = np.fmin.reduce(data, axis=None).item(), np.fmax.reduce(data, axis=None).item()
+    except TypeError:  # an extension type without an fmin loop
         return None
-    return [float(low), float(high)]
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or math.isnan(low):
+        return None
+    return [low, high]
 
 
 def _shape(shape: list[int] | None) -> str:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import math
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from geomcli.summary import Report, show, value_range
+from geomcli.summary import Report, show, strict_json, value_range
 
 
 def report() -> Report:
@@ -70,3 +72,45 @@ def test_json_keys() -> None:
 ])
 def test_value_range(data: np.ndarray, expected: list[object] | None) -> None:
     assert value_range(data) == expected
+
+
+@pytest.mark.parametrize("data, expected", [
+    (np.array(["2020-01-01", "2021-06-30"], "datetime64[D]"), None),
+    (np.array([1, 2], "timedelta64[s]"), None),
+    (np.zeros(2, [("a", "<f4"), ("b", "<i4")]), None),
+    (np.zeros(2, "V4"), None),
+    (np.array([1, 2], np.longdouble), None),
+    (np.array([b"a"]), None),
+    (np.array([1.0, 3.0], ml_dtypes.float8_e4m3fn), [1.0, 3.0]),
+    (np.array([1.0, 3.0], ml_dtypes.float8_e5m2), [1.0, 3.0]),
+    (np.array([-3, 5], ml_dtypes.int4), [-3, 5]),
+    (np.array([-np.inf, 1.0, np.inf], np.float32), [-np.inf, np.inf]),
+])
+def test_value_range_of_every_kind_never_raises(data: np.ndarray, expected: list[object] | None) -> None:
+    found = value_range(data)
+    assert found == expected
+    assert found is None or all(type(value) in (int, float) for value in found)
+
+
+def test_strict_json_names_what_json_cannot_hold() -> None:
+    record = {"value_range": [-np.inf, np.inf], "nested": {"x": (np.nan, 1.5)}, "n": 3, "ok": True, "none": None}
+    text = strict_json(record)
+    assert text == ('{"value_range": ["-Infinity", "Infinity"], "nested": {"x": ["NaN", 1.5]}, "n": 3, '
+                    '"ok": true, "none": null}')
+    # the strings read back as the numbers with float() (JavaScript's Number() reads them too)
+    back = json.loads(text, parse_constant=pytest.fail)
+    assert [float(value) for value in back["value_range"]] == [-math.inf, math.inf]
+    assert math.isnan(float(back["nested"]["x"][0]))
+
+
+def test_strict_json_maps_numpy_scalars_too() -> None:
+    assert strict_json({"a": np.float32(np.inf), "b": np.float64(-np.inf), "c": np.int64(7), "d": np.float32(0.5)}) == (
+        '{"a": "Infinity", "b": "-Infinity", "c": 7, "d": 0.5}')
+
+
+def test_report_json_is_strict() -> None:
+    record = Report("info", "inf.npy", None, value_range=[-math.inf, math.nan], parameters={"fill": math.inf})
+    text = record.to_json()
+    assert text == strict_json(dataclasses.asdict(record))
+    back = json.loads(text, parse_constant=pytest.fail)
+    assert back["value_range"] == ["-Infinity", "NaN"] and back["parameters"] == {"fill": "Infinity"}
