@@ -141,8 +141,8 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
     Applied under ``common_options``."""
 
     @click.option("--no-auto-orient", is_flag=True,
-                  help="Keep an image's pixels as stored instead of turning them upright by its EXIF "
-                       "orientation; the EXIF is then written as found.")
+                  help="Keep an image's pixels as stored instead of turning them upright by its EXIF (or "
+                       "TIFF) orientation; the EXIF is then written as found.")
     @click.option("--strip", is_flag=True,
                   help="Write no metadata: no ICC profile, DPI/resolution, EXIF or TIFF axes (and no "
                        "warnings about them). Without it, each is kept where the output format holds "

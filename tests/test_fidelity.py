@@ -18,6 +18,7 @@ from geomcli import io
 from geomcli.cli import cli
 from geomcli.errors import GeomError
 from geomcli.io import Metadata
+from geomcli.io import _base as io_base
 
 PHOTO = Path(__file__).resolve().parents[1] / "samples" / "photo.png"
 
@@ -779,3 +780,53 @@ def test_a_colour_key_that_is_not_kept_is_noted(tmp_path: Path, mode: str, key: 
     loaded = io.read_array(str(tmp_path / "keyed.png"))
     assert loaded.notes == (f"its transparent colour {key} is not kept (no alpha channel is made)",)
     assert loaded.data.shape == ((4, 6) if mode == "L" else (4, 6, 3))
+
+
+# --- TIFF orientation and descriptive tags ------------------------------------------------
+
+
+def _oriented_tiff(path: Path, data: np.ndarray, orientation: int) -> None:
+    import tifffile
+
+    tifffile.imwrite(path, data, photometric="rgb" if data.ndim == 3 and data.shape[-1] == 3 else "minisblack",
+                     extratags=[(274, "H", 1, orientation, True), (271, "s", 0, "geomcli camera", True)])
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("shape", [(4, 6), (4, 6, 3)])
+def test_a_tiff_is_turned_upright_by_its_orientation_as_png_and_jpeg_are(
+    tmp_path: Path, rng: np.random.Generator, orientation: int, shape: tuple[int, ...]
+) -> None:
+    from PIL import Image, ImageOps
+
+    data = rng.integers(0, 256, shape).astype(np.uint8)
+    path = tmp_path / "a.tiff"
+    _oriented_tiff(path, data, orientation)
+    loaded = io.read_array(str(path))
+    image = Image.fromarray(data)
+    image.getexif()[0x0112] = orientation
+    expected = np.asarray(ImageOps.exif_transpose(image))  # what Pillow does for an EXIF orientation
+    assert np.array_equal(loaded.data, expected)
+    assert io.read_header(str(path)).shape == expected.shape
+    turned = [note for note in loaded.notes if "TIFF orientation" in note]
+    assert turned == ([] if orientation == 1 else [f"{io_base.ORIENTATIONS[orientation]} by its TIFF orientation "
+                                                  f"{orientation}"])
+    as_stored = io.read_array(str(path), auto_orient=False)
+    assert np.array_equal(as_stored.data, data) and io.read_header(str(path), auto_orient=False).shape == shape
+
+
+def test_a_tiff_orientation_not_applied_and_descriptive_tags_are_warned_about(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    stack = rng.integers(0, 256, (3, 4, 6)).astype(np.uint8)  # ZYX: the orientation is not applied
+    _oriented_tiff(tmp_path / "stack.tiff", stack, 6)
+    result = CliRunner().invoke(cli, ["crop-pad", str(tmp_path / "stack.tiff"), "-o", str(tmp_path / "out.tiff"),
+                                      "--shape", "3,2,2"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "the TIFF orientation 6 (rotated 90 degrees clockwise to be upright) cannot be carried" in result.output
+    assert "the TIFF tags Make cannot be carried; dropped" in result.output
+    _oriented_tiff(tmp_path / "image.tiff", stack[0], 6)
+    result = CliRunner().invoke(cli, ["crop-pad", str(tmp_path / "image.tiff"), "-o", str(tmp_path / "out.tiff"),
+                                      "--shape", "2,2"], catch_exceptions=False)
+    assert "TIFF orientation 6 (" not in result.output  # applied, so nothing is lost
+    assert "rotated 90 degrees clockwise by its TIFF orientation 6" in result.output

@@ -1082,7 +1082,7 @@ def test_a_bug_in_our_tiff_code_keeps_its_traceback(tiff_file: FileFactory, monk
     """Only tifffile's exceptions mean a bad file; the same types from geomcli's code are bugs."""
     from geomcli.io import _tiff
 
-    def broken(*args: Any) -> Any:
+    def broken(*args: Any, **kwargs: Any) -> Any:
         raise error("a bug in geomcli")
 
     path, _ = tiff_file((8, 10), np.uint8)

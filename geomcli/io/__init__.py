@@ -170,7 +170,7 @@ def read_header(
         elif fmt == "tiff":
             from geomcli.io import _tiff
 
-            header = _tiff.read_header(source, name, series, page)
+            header = _tiff.read_header(source, name, series, page, auto_orient)
         else:
             from geomcli.io import _pillow
 
@@ -252,7 +252,7 @@ def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orien
         elif fmt == "tiff":
             from geomcli.io import _tiff
 
-            loaded = _tiff.read(source, name, max_pixels, mmap, series, page)
+            loaded = _tiff.read(source, name, max_pixels, mmap, series, page, auto_orient)
         else:
             from geomcli.io import _pillow
 

@@ -227,3 +227,36 @@ def raised_in(exc: BaseException, package: str) -> bool:
 
 # the folder of the geomcli package, as raised_in compares frame file names
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\", "/") + "/"
+
+
+# EXIF/TIFF orientation -> what turning the pixels upright does
+ORIENTATIONS = {
+    2: "mirrored left-right",
+    3: "rotated 180 degrees",
+    4: "flipped top-bottom",
+    5: "transposed",
+    6: "rotated 90 degrees clockwise",
+    7: "transversed",
+    8: "rotated 90 degrees counter-clockwise",
+}
+
+
+def orient(data: np.ndarray, orientation: int) -> np.ndarray:
+    """Turn an HW(C) array upright the way ImageOps.exif_transpose turns an image."""
+    import numpy as np
+
+    if orientation == 2:
+        return data[:, ::-1]
+    if orientation == 3:
+        return data[::-1, ::-1]
+    if orientation == 4:
+        return data[::-1]
+    if orientation == 5:
+        return data.swapaxes(0, 1)
+    if orientation == 6:
+        return np.rot90(data, -1)
+    if orientation == 7:
+        return data[::-1, ::-1].swapaxes(0, 1)
+    if orientation == 8:
+        return np.rot90(data, 1)
+    return data

@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 from geomcli.errors import GeomError
 from geomcli.io import _png
 from geomcli.io._base import (
+    ORIENTATIONS,
     Header,
     Loaded,
     Metadata,
@@ -23,6 +24,7 @@ from geomcli.io._base import (
     check_size,
     image_layout,
     one_line,
+    orient,
     raised_in,
 )
 
@@ -59,16 +61,6 @@ _KEPT = {
 }
 # the modes read_picture keeps as Pillow images: their arrays are uint8 HW or HWC
 _PICTURE_MODES = {"L", "LA", "RGB", "RGBA"}
-
-_ORIENTATIONS = {
-    2: "mirrored left-right",
-    3: "rotated 180 degrees",
-    4: "flipped top-bottom",
-    5: "transposed",
-    6: "rotated 90 degrees clockwise",
-    7: "transversed",
-    8: "rotated 90 degrees counter-clockwise",
-}
 
 
 def read_header(
@@ -153,11 +145,11 @@ def read(
         metadata = _metadata(im.info, orientation)
         try:
             im.load()
-            if orientation in _ORIENTATIONS:
+            if orientation in ORIENTATIONS:
                 from PIL import ImageOps
 
                 im = ImageOps.exif_transpose(im)
-                notes.append(f"{_ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
+                notes.append(f"{ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
             if note:
                 im = im.convert(mode)
                 notes.append(note)
@@ -229,7 +221,7 @@ def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
         if orientation in (5, 6, 7, 8):
             resolution = resolution[::-1]
     exif = info.get("exif") or None
-    if isinstance(exif, bytes) and orientation in _ORIENTATIONS:
+    if isinstance(exif, bytes) and orientation in ORIENTATIONS:
         exif = _upright_exif(exif)
     return Metadata(
         icc=icc if isinstance(icc, bytes) else None,
@@ -289,36 +281,15 @@ def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> 
     data = _png.decode_16bit(chunks, name)
     notes: list[str] = []
     value = exif_orientation(chunks.exif) if auto_orient else 1
-    if value in _ORIENTATIONS:
+    if value in ORIENTATIONS:
         data = orient(data, value)
-        notes.append(f"{_ORIENTATIONS[value]} by its EXIF orientation {value}")
+        notes.append(f"{ORIENTATIONS[value]} by its EXIF orientation {value}")
     info: dict[str, Any] = {"icc_profile": chunks.icc}
     if chunks.exif:
         info["exif"] = b"Exif\0\0" + chunks.exif.removeprefix(b"Exif\0\0")
     if chunks.ppm:
         info["dpi"] = (chunks.ppm[0] * 0.0254, chunks.ppm[1] * 0.0254)
     return Loaded(data, "png", image_layout(data.shape), src, tuple(notes), _metadata(info, value))
-
-
-def orient(data: np.ndarray, orientation: int) -> np.ndarray:
-    """Turn an HW(C) array upright the way ImageOps.exif_transpose turns an image."""
-    import numpy as np
-
-    if orientation == 2:
-        return data[:, ::-1]
-    if orientation == 3:
-        return data[::-1, ::-1]
-    if orientation == 4:
-        return data[::-1]
-    if orientation == 5:
-        return data.swapaxes(0, 1)
-    if orientation == 6:
-        return np.rot90(data, -1)
-    if orientation == 7:
-        return data[::-1, ::-1].swapaxes(0, 1)
-    if orientation == 8:
-        return np.rot90(data, 1)
-    return data
 
 
 @contextmanager
@@ -430,7 +401,7 @@ def exif_orientation(exif: bytes | None) -> int:
             value = int(tags.get(0x0112, 1))
     except (*_DECODE_ERRORS, TypeError):  # a crafted tag of another type: the pixels still count
         return 1
-    return value if value in _ORIENTATIONS else 1
+    return value if value in ORIENTATIONS else 1
 
 
 def _target_mode(im: Any) -> tuple[str, str | None]:

@@ -17,7 +17,17 @@ from typing import IO, Any
 import numpy as np
 
 from geomcli.errors import GeomError
-from geomcli.io._base import Header, Loaded, Metadata, WriteOptions, check_size, one_line, raised_in
+from geomcli.io._base import (
+    ORIENTATIONS,
+    Header,
+    Loaded,
+    Metadata,
+    WriteOptions,
+    check_size,
+    one_line,
+    orient,
+    raised_in,
+)
 
 # tifffile raises its own TiffFileError (a ValueError), and on odd files also these; a crafted tag
 # of the wrong type trips its own code (TypeError, AttributeError, ...). Caught only when raised
@@ -82,7 +92,7 @@ class _Choice:
 
 
 def read_header(
-    source: str | bytes, name: str, series: int | None = None, page: int | None = None
+    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True
 ) -> Header:
     """The shape, dtype and layout :func:`read` returns (a palette expanded), from the tags."""
     with _tiff(source, name) as (tif, _):
@@ -93,6 +103,8 @@ def read_header(
         if colormap is not None:
             shape, dtype = (*shape, 3), colormap.dtype
             layout = _expanded_layout(layout, len(shape))
+        if _turned(choice, layout, auto_orient) in (5, 6, 7, 8):
+            shape = (shape[1], shape[0], *shape[2:])
         size = None if isinstance(source, bytes) else int(tif.filehandle.size)
         return Header("tiff", shape, dtype, len(tif.pages), size, layout)
 
@@ -104,6 +116,7 @@ def read(
     mmap: bool,
     series: int | None = None,
     page: int | None = None,
+    auto_orient: bool = True,
 ) -> Loaded:
     with _tiff(source, name) as (tif, notes):
         choice = _choose(tif, name, series, page)
@@ -125,7 +138,11 @@ def read(
         if layout_note:
             notes.append(layout_note)
         data, layout = _photometric(data, layout, choice, notes)
-        metadata = _metadata(tif, choice)
+        turned = _turned(choice, layout, auto_orient)
+        if turned:
+            data = orient(data, turned)
+            notes.append(f"{ORIENTATIONS[turned]} by its TIFF orientation {turned}")
+        metadata = _metadata(tif, choice, kept_orientation=not turned)
         pages = len(tif.pages)
     src = "-" if isinstance(source, bytes) else source
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
@@ -261,8 +278,22 @@ def _kind(tif: Any, index: int, series: Any) -> str | None:
     return None
 
 
-def _metadata(tif: Any, choice: _Choice) -> Metadata:
-    """ICC profile, resolution, axes and compression of what was read."""
+def _orientation(choice: _Choice) -> int:
+    """The Orientation tag (274) of what is read: 1 (as stored) when absent or unknown."""
+    tag = choice.keyframe.tags.get(274)
+    value = _int(tag.value) if tag is not None else 1
+    return value if value in ORIENTATIONS else 1
+
+
+def _turned(choice: _Choice, layout: str | None, auto_orient: bool) -> int:
+    """The orientation read turns a single image (HW or HWC) upright by; 0 for none."""
+    orientation = _orientation(choice)
+    return orientation if auto_orient and orientation != 1 and layout in ("HW", "HWC") else 0
+
+
+def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metadata:
+    """ICC profile, resolution, axes and compression of what was read; ``kept_orientation``:
+    the pixels are as stored, so an Orientation tag other than 1 is named among the dropped."""
     page = choice.keyframe
     tags = page.tags
     icc = tags.get(34675)
@@ -288,7 +319,7 @@ def _metadata(tif: Any, choice: _Choice) -> Metadata:
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
     return Metadata(icc=icc_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=_not_carried(tif, info))
+                    dropped=_not_carried(tif, info, choice, kept_orientation))
 
 
 # ImageJ entries written anew from the result (sizes, axes) or carried (spacing, unit, ...)
@@ -300,9 +331,22 @@ _OME_EXTRAS = (("physical sizes", re.compile(r"PhysicalSize[XYZ]=")),
                ("annotations", re.compile(r"<(?:\w+:)?StructuredAnnotations\b")))
 
 
-def _not_carried(tif: Any, imagej: dict[str, Any]) -> tuple[str, ...]:
+# Tags that describe an image rather than encode it, which geomcli's outputs do not keep
+_DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageName", 306: "DateTime",
+                     315: "Artist", 316: "HostComputer", 700: "XMP", 33432: "Copyright", 33723: "IPTC",
+                     34665: "EXIF", 34853: "GPS"}
+
+
+def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orientation: bool) -> tuple[str, ...]:
     """The metadata of this file that no output keeps, named for a warning."""
     dropped = []
+    orientation = _orientation(choice)
+    if kept_orientation and orientation != 1:
+        dropped.append(f"the TIFF orientation {orientation} ({ORIENTATIONS[orientation]} to be upright)")
+    tags = choice.keyframe.tags
+    described = [label for code, label in _DESCRIPTIVE_TAGS.items() if code in tags]
+    if described:
+        dropped.append(f"the TIFF tags {', '.join(described)}")
     others = sorted(str(key) for key in imagej if key not in _IMAGEJ_REWRITTEN)
     if others:
         dropped.append(f"the ImageJ metadata {', '.join(others)}")
