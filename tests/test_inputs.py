@@ -10,9 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
+import pytest
 from click.testing import CliRunner, Result
 
+from geomcli import io
 from geomcli.cli import cli
 
 GEOMCLI = [sys.executable, "-m", "geomcli"]
@@ -40,6 +43,48 @@ def json_strictly(text: str) -> Any:
         raise AssertionError(f"not strict JSON: {constant}")
 
     return json.loads(text, parse_constant=refuse)
+
+
+# --- the dtypes a .npy may hold ------------------------------------------------------------------
+
+
+REFUSED = [
+    np.dtype("datetime64[D]"), np.dtype("timedelta64[s]"), np.dtype(np.longdouble), np.dtype(np.clongdouble),
+    np.dtype("V4"), np.dtype([("a", "<f4"), ("b", "<i4")]),
+]
+if np.dtype(np.longdouble).itemsize == 8:  # where long double is double, it is float64 and read
+    REFUSED = REFUSED[:2] + REFUSED[4:]
+
+
+@pytest.mark.parametrize("dtype", REFUSED, ids=str)
+@pytest.mark.parametrize("command", [["info"], ["info", "--json"], ["crop-pad", "--shape", "1", "-o", "OUT"],
+                                     ["crop-pad", "--shape", "1", "--out-dir", "OUT", "--dry-run"]],
+                         ids=["info", "info-json", "crop-pad", "dry-run"])
+def test_npy_of_a_type_geomcli_does_not_take_is_one_error_line(tmp_path: Path, dtype: np.dtype,
+                                                                command: list[str]) -> None:
+    source = tmp_path / "odd.npy"
+    np.save(source, np.zeros(2, dtype))
+    args = [str(tmp_path / "out.npy") if arg == "OUT" else arg for arg in command]
+    result = run(*args, source)
+    assert result.exit_code == 1
+    (line,) = error_lines(result.stderr)
+    assert line == (f"Error: {source}: dtype {dtype} is not an ONNX tensor type geomcli reads; it takes bool, "
+                    "int8-int64, uint8-uint64, float16/32/64, bfloat16 (and ml_dtypes' float8 and int4 types), "
+                    "complex64/128 and strings")
+    if "--json" in command:
+        assert json_strictly(result.stdout)["status"] == "error"
+
+
+@pytest.mark.parametrize("data", [
+    np.array([1, 2], ">f8"), np.array(["ab"], "<U2"), np.array([b"ab"], "S2"), np.array([1 + 1j], np.complex128),
+    np.arange(4).astype(ml_dtypes.bfloat16), np.array([True]),
+], ids=lambda data: str(data.dtype))
+def test_info_shows_the_types_it_takes(tmp_path: Path, data: np.ndarray) -> None:
+    source = tmp_path / "ok.npy"
+    io.write_array(data, str(source))  # np.save would write bfloat16 as raw bytes, '<V2'
+    result = run("info", "--json", source)
+    assert result.exit_code == 0 and result.stderr == ""
+    assert json_strictly(result.stdout)["dtype"] == str(data.dtype)
 
 
 # --- JSON ---------------------------------------------------------------------------------------

@@ -56,11 +56,29 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
             f"{name}: holds Python objects (dtype {dtype}), which only pickle can read; "
             "geomcli never unpickles"
         )
+    if not _is_tensor_type(dtype):
+        raise GeomError(f"{name}: dtype {dtype} is not an ONNX tensor type geomcli reads; it takes {_TAKES}")
     if any(n < 0 for n in shape):
         raise GeomError(
             f"{name}: not a readable NPY (malformed header: negative dimension in {shape})"
         )
     return tuple(int(n) for n in shape), bool(fortran), dtype, f.tell()
+
+
+_TAKES = ("bool, int8-int64, uint8-uint64, float16/32/64, bfloat16 (and ml_dtypes' float8 and int4 types), "
+          "complex64/128 and strings")
+
+
+def _is_tensor_type(dtype: np.dtype) -> bool:
+    """Whether geomcli reads a .npy of this dtype: the ONNX tensor types. Refused: dates and
+    durations, long double and its complex (float128, complex256: no ONNX type), raw bytes
+    and structured records (void); objects are refused before, as pickle."""
+    element = dtype.base  # a sub-array dtype's element type; its shape becomes axes
+    if element.kind in "biuUS":
+        return True
+    if element.kind in "fc":  # ml_dtypes' float8_e5m2 too, which calls itself "f"
+        return element.itemsize <= (8 if element.kind == "f" else 16)
+    return _is_extension(element)
 
 
 def _elements(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
