@@ -1,4 +1,10 @@
-"""Affine matrices for AffineGrid from what a user types: numbers or transform flags."""
+"""Affine matrices for AffineGrid from what a user types: numbers or transform flags.
+
+Every number typed is finite, and so is every matrix entry it makes, in float64 and in the
+grid dtype: Inf, NaN, or a number that overflows, is a usage error naming its option (exit 2).
+A theta file may hold Inf and NaN (the kernel takes them); a finite value it holds that the
+grid dtype cannot is that file's error.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,15 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import click
 import numpy as np
 from numpy.typing import DTypeLike
 
 from geomcli.errors import GeomError
+
+_FLAGS = ("rotate", "scale", "translate", "shear")
+# from_transforms' defaults, by which a flag counts as given
+_IDENTITY: tuple[Any, ...] = (0.0, (1.0,), (0.0, 0.0), (0.0, 0.0))
 
 
 def as_batch(theta: np.ndarray, spatial: int, source: str) -> np.ndarray:
@@ -37,8 +48,35 @@ def from_numbers(numbers: Sequence[float], spatial: int, batch: int, *, dtype: D
     """Inline matrices, row by row: one matrix for every N (a read-only broadcast view, one
     matrix in memory), or one per N; in ``dtype``."""
     check_count(numbers, spatial, batch)
-    matrices = np.array(numbers, dtype=np.float64).reshape(-1, spatial, spatial + 1).astype(dtype)
+    matrices = cast(np.array(numbers, dtype=np.float64).reshape(-1, spatial, spatial + 1), np.dtype(dtype))
     return np.broadcast_to(matrices, (batch, spatial, spatial + 1))
+
+
+def cast(matrices: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``matrices`` in ``dtype``, refusing a finite value that would become Inf there; Inf and
+    NaN stay as they are. No numpy warning."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = matrices.astype(dtype)
+        lost = np.isfinite(matrices.astype(np.float64)) & ~np.isfinite(result.astype(np.float64))
+    if lost.any():
+        import ml_dtypes  # its finfo knows bfloat16 as well as numpy's floats
+
+        value = float(matrices[lost].flat[0])
+        largest = float(ml_dtypes.finfo(dtype).max)  # type: ignore[no-untyped-call]
+        raise GeomError(f"theta value {value:g} does not fit the {dtype} grid (largest ±{largest:g})")
+    return result
+
+
+def check_numbers(numbers: Sequence[float] | None, flags: tuple[Any, ...]) -> None:
+    """Refuse, as usage errors naming the option, inline --theta numbers or transform flags
+    that are not finite (Inf, NaN, or typed past ±1.8e308, which reads as Inf)."""
+    given = [("theta", tuple(numbers))] if numbers is not None else []
+    given += [(name, _as_tuple(value)) for name, value in zip(_FLAGS, flags, strict=True)]
+    for name, values in given:
+        for value in values:
+            if not math.isfinite(value):
+                overflow = " (a number past ±1.8e308 reads as inf)" if math.isinf(value) else ""
+                raise _usage(f"every number must be finite, found {value}{overflow}", [name])
 
 
 def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), translate: Sequence[float] = (0.0, 0.0),
@@ -56,10 +94,28 @@ def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), transl
     shearing = np.array([[1.0, shear[0], 0.0], [shear[1], 1.0, 0.0], [0.0, 0.0, 1.0]])
     rotation = np.array([[cos, -sin, 0.0], [sin, cos, 0.0], [0.0, 0.0, 1.0]])
     translation = np.array([[1.0, 0.0, translate[0]], [0.0, 1.0, translate[1]], [0.0, 0.0, 1.0]])
-    matrix = translation @ rotation @ shearing @ scaling
-    # Exact zeros and ones for the common angles, not 6e-17.
-    exact: np.ndarray = np.round(matrix[:2], 15) + 0.0
+    # Finite flags may still overflow here (scale 1e200 by shear 1e200): the caller checks.
+    with np.errstate(over="ignore", invalid="ignore"):
+        matrix = (translation @ rotation @ shearing @ scaling)[:2]
+        # Exact zeros and ones for the common angles, not 6e-17; rounding multiplies by 1e15,
+        # which overflows past 1.8e293, where a float has no fraction left to round anyway.
+        rounded = np.round(matrix, 15)
+    exact: np.ndarray = np.where(np.isfinite(rounded), rounded, matrix) + 0.0
     return exact
+
+
+def _usage(message: str, options: Sequence[str]) -> click.BadParameter:
+    return click.BadParameter(message, param_hint=[f"--{name}" for name in options])  # click quotes each
+
+
+def _as_tuple(value: float | Sequence[float]) -> tuple[float, ...]:
+    return tuple(value) if isinstance(value, Sequence) else (value,)
+
+
+def _given(flags: tuple[Any, ...]) -> list[str]:
+    """The names of the transform flags that are not the identity's."""
+    return [name for name, value, default in zip(_FLAGS, flags, _IDENTITY, strict=True)
+            if _as_tuple(value) != _as_tuple(default)]
 
 
 GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -83,6 +139,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     from geomcli import io, kernels
     from geomcli import layout as layouts
 
+    check_numbers(numbers, flags)
+    # what a matrix that overflows is made of: --theta, or the transform flags given
+    options = ["theta"] if numbers is not None else _given(flags)
     if like is not None:
         header = io.read_header(like, frames="first")  # an animation's size is its frames' size
         try:
@@ -110,6 +169,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
                 batch = max(1, len(numbers) // (spatial * (spatial + 1)))
         elif spatial == 2:
             numbers = tuple(from_transforms(*flags).ravel().tolist())
+            if not all(map(math.isfinite, numbers)):
+                raise _usage("the matrix they make overflows float64 (an entry past ±1.8e308)", options)
         elif from_transforms(*flags).tolist() != from_transforms().tolist():
             raise GeomError(f"{like}: a rank-5 file makes a 3-D grid, and --rotate, --scale, --shear and "
                             "--translate make 2-D matrices; give --theta")
@@ -122,8 +183,14 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     if matrices is None:
         assert numbers is not None
         # one matrix broadcast to N stays one matrix in memory, in the grid dtype
-        return from_numbers(numbers, spatial, batch, dtype=grid_dtype(dtype or "float32")), grid_size
-    return matrices.astype(grid_dtype(dtype or "float32")), grid_size
+        try:
+            return from_numbers(numbers, spatial, batch, dtype=grid_dtype(dtype or "float32")), grid_size
+        except GeomError as error:  # a float64 number that the grid dtype cannot hold
+            raise _usage(f"{error}; --dtype float64 holds it", options) from error
+    try:
+        return cast(matrices, grid_dtype(dtype or "float32")), grid_size
+    except GeomError as error:
+        raise GeomError(f"{theta_file}: {error}") from error
 
 
 def grid_dtype(name: str) -> np.dtype:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,89 @@ def json_strictly(text: str) -> Any:
         raise AssertionError(f"not strict JSON: {constant}")
 
     return json.loads(text, parse_constant=refuse)
+
+
+# --- affine-grid: every number that builds theta is finite and fits the grid dtype -------------
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400", "-1e400"])
+@pytest.mark.parametrize("option, spelled", [
+    ("--rotate", "{}"), ("--scale", "{}"), ("--scale", "1,{}"), ("--translate", "{},0"),
+    ("--shear", "0,{}"), ("--theta", "1,0,0,0,1,{}"),
+])
+def test_affine_grid_refuses_numbers_that_are_not_finite(tmp_path: Path, option: str, spelled: str,
+                                                         value: str) -> None:
+    out = tmp_path / "g.npy"
+    result = run("affine-grid", "--size", "1,1,2,2", option, spelled.format(value), "-o", out)
+    assert_usage_error(result, option, "finite")
+    assert not out.exists()
+
+
+def test_affine_grid_refuses_a_non_finite_theta_with_like_too(tmp_path: Path) -> None:
+    like = tmp_path / "like.npy"
+    np.save(like, np.zeros((2, 3, 4), np.float32))
+    result = run("affine-grid", "--like", like, "--layout", "CHW", "--theta", "1,0,0,0,1,nan", "-o", tmp_path / "g.npy")
+    assert_usage_error(result, "--theta", "finite")
+
+
+def test_affine_grid_refuses_flags_whose_matrix_overflows(tmp_path: Path) -> None:
+    # each finite, but scale · shear is 1e400
+    result = run("affine-grid", "--size", "1,1,2,2", "--scale", "1e200", "--shear", "1e200,0", "-o", tmp_path / "g.npy")
+    assert_usage_error(result, "--scale", "overflow")
+    assert "'--shear'" in result.stderr
+
+
+@pytest.mark.parametrize("dtype, value", [("float32", "1e39"), ("float32", "-3.5e38"), ("float16", "65520"),
+                                          ("bfloat16", "3.4e38"), ("float16", "1e300")])
+def test_affine_grid_refuses_a_theta_number_beyond_the_grid_dtype(tmp_path: Path, dtype: str, value: str) -> None:
+    out = tmp_path / "g.npy"
+    result = run("affine-grid", "--size", "1,1,2,2", "--dtype", dtype, "--theta", f"{value},0,0,0,1,0", "-o", out)
+    assert_usage_error(result, "--theta", dtype)
+    assert not out.exists()
+
+
+def test_affine_grid_refuses_a_flag_beyond_the_grid_dtype(tmp_path: Path) -> None:
+    result = run("affine-grid", "--size", "1,1,2,2", "--translate", "1e39,0", "-o", tmp_path / "g.npy")
+    assert_usage_error(result, "--translate", "float32")
+
+
+def test_affine_grid_takes_the_largest_numbers_that_fit(tmp_path: Path) -> None:
+    out = tmp_path / "g.npy"
+    result = run("affine-grid", "--size", "1,1,1,1", "--dtype", "float16", "--theta", "65504,0,0,0,1,0", "-o", out)
+    assert result.exit_code == 0 and "Warning" not in result.stderr
+    big = run("affine-grid", "--size", "1,1,2,2", "--dtype", "float64", "--scale", "1e300", "-o", out)
+    assert big.exit_code == 0 and "Warning" not in big.stderr
+    assert np.load(out)[0, 1, 1].tolist() == [0.5e300, 0.5e300]
+
+
+def test_affine_grid_theta_file_beyond_the_grid_dtype_is_that_files_error(tmp_path: Path) -> None:
+    theta = tmp_path / "theta.npy"
+    np.save(theta, np.array([[1e39, 0, 0], [0, 1, 0]]))
+    result = run("affine-grid", "--size", "1,1,2,2", "--theta", theta, "--dtype", "float32", "-o", tmp_path / "g.npy")
+    assert result.exit_code == 1
+    assert error_lines(result.stderr) == [f"Error: {theta}: theta value 1e+39 does not fit the float32 grid "
+                                          "(largest ±3.40282e+38)"]
+
+
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+def test_affine_grid_theta_file_may_hold_inf_and_nan(tmp_path: Path, value: float) -> None:
+    # the kernel takes NaN and Inf in theta (the ONNX reference does): only a finite value turned Inf is refused
+    theta, out = tmp_path / "theta.npy", tmp_path / "g.npy"
+    np.save(theta, np.array([[value, 0, 0], [0, 1, 0]]))
+    result = run("affine-grid", "--size", "1,1,2,2", "--theta", theta, "--dtype", "float32", "-o", out)
+    assert result.exit_code == 0 and "NaN or Inf" in result.stderr
+    assert not np.isfinite(np.load(out)[..., 0]).any()
+
+
+@pytest.mark.parametrize("args", [
+    ["--rotate", "inf"], ["--scale", "1e400"], ["--scale", "1e300"], ["--theta", "1e39,0,0,0,1,0"],
+    ["--dtype", "float16", "--translate", "70000,0"],
+])
+def test_affine_grid_no_traceback_or_numpy_warning_in_a_real_run(tmp_path: Path, args: list[str]) -> None:
+    result = subprocess.run([*GEOMCLI, "affine-grid", "--size", "1,1,2,2", *args, "-o", str(tmp_path / "g.npy")],
+                            capture_output=True, text=True)
+    assert "Traceback" not in result.stderr and "RuntimeWarning" not in result.stderr, result.stderr
+    assert result.returncode in (0, 2) and len(error_lines(result.stderr)) == (result.returncode == 2)
 
 
 # --- the dtypes a .npy may hold ------------------------------------------------------------------

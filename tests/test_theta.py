@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import re
 
+import click
+import ml_dtypes
 import numpy as np
 import pytest
 
 from geomcli.errors import GeomError
-from geomcli.theta import as_batch, from_numbers, from_transforms
+from geomcli.theta import as_batch, cast, check_numbers, from_numbers, from_transforms
 
 
 def test_identity_by_default() -> None:
@@ -50,3 +53,49 @@ def test_as_batch() -> None:
     assert as_batch(np.zeros((5, 3, 4)), 3, "t.npy").shape == (5, 3, 4)
     with pytest.raises(GeomError, match=r"t\.npy: theta must have shape \(N, 2, 3\) or \(2, 3\) .* found \(3, 4\)"):
         as_batch(np.zeros((3, 4)), 2, "t.npy")
+
+
+def test_huge_flags_keep_their_value_without_a_warning() -> None:
+    # rounding to 15 decimals multiplies by 1e15: past 1.8e293 that overflowed to inf
+    assert from_transforms(scale=(1e300,)).tolist() == [[1e300, 0.0, 0.0], [0.0, 1e300, 0.0]]
+    assert from_transforms(translate=(-1e308, 0.0)).tolist() == [[1.0, 0.0, -1e308], [0.0, 1.0, 0.0]]
+
+
+def test_flags_that_overflow_make_inf_silently_for_the_caller_to_refuse() -> None:
+    assert not np.isfinite(from_transforms(scale=(1e200,), shear=(1e200, 0.0))).all()
+
+
+@pytest.mark.parametrize("dtype, largest, over", [
+    (np.float16, 65504.0, 65520.0), (np.float32, 3.4028234663852886e38, 3.5e38),
+    (ml_dtypes.bfloat16, 3.3895313892515355e38, 3.4e38),
+])
+def test_cast_refuses_a_finite_value_the_grid_dtype_turns_inf(dtype: type, largest: float, over: float) -> None:
+    fits = cast(np.array([[largest, -largest, np.inf], [-np.inf, np.nan, 0.5]]), np.dtype(dtype))
+    assert fits.dtype == np.dtype(dtype) and fits.astype(np.float64)[0, :2].tolist() == [largest, -largest]
+    for value in (over, -over):
+        message = f"theta value {value:g} does not fit the {np.dtype(dtype)} grid (largest ±{largest:g})"
+        with pytest.raises(GeomError, match=f"^{re.escape(message)}$"):
+            cast(np.array([[1.0, value]]), np.dtype(dtype))
+
+
+def test_from_numbers_refuses_what_the_grid_dtype_cannot_hold() -> None:
+    with pytest.raises(GeomError, match=r"^theta value 1e\+39 does not fit the float32 grid"):
+        from_numbers([1e39, 0, 0, 0, 1, 0], 2, 4, dtype=np.float32)
+
+
+@pytest.mark.parametrize("numbers, flags, option, found", [
+    ((1, 0, 0, 0, 1, math.inf), (0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)), "--theta", "inf"),
+    (None, (math.nan, (1.0,), (0.0, 0.0), (0.0, 0.0)), "--rotate", "nan"),
+    (None, (0.0, (1.0, -math.inf), (0.0, 0.0), (0.0, 0.0)), "--scale", "-inf"),
+    (None, (0.0, (1.0,), (0.0, math.inf), (0.0, 0.0)), "--translate", "inf"),
+    (None, (0.0, (1.0,), (0.0, 0.0), (math.nan, 0.0)), "--shear", "nan"),
+])
+def test_check_numbers_names_the_option(numbers: tuple[float, ...] | None, flags: tuple[object, ...], option: str,
+                                        found: str) -> None:
+    with pytest.raises(click.BadParameter, match=rf"^every number must be finite, found {found}\b") as caught:
+        check_numbers(numbers, flags)
+    assert caught.value.param_hint == [option]
+
+
+def test_check_numbers_takes_finite_numbers() -> None:
+    check_numbers((1e308, -1e308, 0, 0, 1, 0), (1e308, (1e308, -1e308), (0.0, 0.0), (0.0, 0.0)))
