@@ -516,20 +516,22 @@ def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> bytes
     row_bytes = im.width * _KEPT[im.mode][1] + 1
     im.load()  # here, not lazily in the parts' threads at once
     if len(_png.part_rows(im.height, row_bytes)) == 1:
-        whole = io.BytesIO()
-        im.save(whole, format="PNG", **saving)
-        return whole.getvalue()
+        return _png_bytes(im, **saving)
 
     def rows(first: int, stop: int) -> memoryview:
         seed = 1 if first else 0  # Pillow filters a save's first row against black: one more, dropped
-        part = io.BytesIO()
-        crop(im, (0, first - seed, im.width, stop)).save(part, format="PNG", compress_level=0)
-        return memoryview(_png.stored(_png.split_idat(part.getvalue())[1]))[seed * row_bytes :]
+        part = _png_bytes(crop(im, (0, first - seed, im.width, stop)), compress_level=0)
+        return memoryview(_png.stored(_png.split_idat(part)[1]))[seed * row_bytes :]
 
     stream = _png.deflate_parts(rows, im.height, row_bytes, saving["compress_level"], threads)
-    frame = io.BytesIO()
-    crop(im, (0, 0, im.width, 1)).save(frame, format="PNG", **saving)
-    return _png.with_image_data(frame.getvalue(), im.height, stream)
+    return _png.with_image_data(_png_bytes(crop(im, (0, 0, im.width, 1)), **saving), im.height, stream)
+
+
+def _png_bytes(im: Any, **saving: Any) -> bytes:
+    """Pillow's PNG of ``im``."""
+    buffer = io.BytesIO()
+    im.save(buffer, format="PNG", **saving)
+    return buffer.getvalue()
 
 
 def _kept(
