@@ -322,7 +322,7 @@ class CropPad:
 
         chosen, shape = self._axes_and_shape(loaded.data.shape, loaded.layout, common)
         out = None if allocate is None else allocate(shape, loaded.data.dtype)
-        value = None if self.fill is None else parse_fill(self.fill)
+        value = None if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
         if out is None:
             return kernels.center_crop_pad(loaded.data, self.target, chosen, fill=value, threads=common.threads)
         from geomcli import slabs
@@ -339,7 +339,7 @@ class CropPad:
         if self.fill is not None:
             import numpy as np
 
-            kernels.center_crop_pad(np.zeros(1, header.dtype), [1], fill=parse_fill(self.fill))
+            kernels.center_crop_pad(np.zeros(1, header.dtype), [1], fill=parse_fill(self.fill, header.dtype))
         return shape
 
     def _axes_and_shape(self, shape: tuple[int, ...], layout: str | None,
@@ -379,15 +379,43 @@ def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape:
     return layouts.spatial_axes(layouts.resolve_layout(shape, given, from_file))
 
 
-def parse_fill(text: str) -> int | float | str:
-    """--fill as the number it spells, else the text (for string tensors)."""
+def parse_fill(text: str, dtype: np.dtype) -> bool | int | float | complex | str:
+    """--fill read as a value of ``dtype``, for the kernel to judge whether it fits
+    (kernels._as_fill is the one place that does): for a string dtype the text itself; for
+    bool, true or false in any case, else a number (1, 0); for the other types the number the
+    text spells, an int when it is one (exact past 2**53), else a float, or for complex types a
+    complex. Text that spells no number stays text, which the kernel refuses for a numeric dtype.
+
+    Raises
+    ------
+    GeomError
+        If a finite spelling overflows to infinity when read (1e400): the kernel could not tell
+        it from an intended inf, -inf or nan, which are allowed for float types.
+    """
+    import math
+
+    if dtype.kind in "US":
+        return text
+    if dtype.kind == "b" and text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
     try:
         return int(text)
     except ValueError:
+        pass
+    value: float | complex
+    try:
+        value = float(text)
+    except ValueError:
+        if dtype.kind != "c":
+            return text
         try:
-            return float(text)
+            value = complex(text)
         except ValueError:
             return text
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+    if any(math.isinf(part) for part in parts) and "inf" not in text.lower():
+        raise GeomError(f"fill value {text!r} overflows to infinity; write inf or -inf for an infinite pad value")
+    return value
 
 
 def blocks(loaded: Loaded, *, kernel_name: str, blocksize: int, mode: str, common: Common,

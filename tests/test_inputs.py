@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from geomcli import io
+from geomcli import io, kernels
 from geomcli.cli import cli
+from geomcli.errors import GeomError
+from geomcli.transform import parse_fill
 
 GEOMCLI = [sys.executable, "-m", "geomcli"]
 
@@ -127,6 +129,96 @@ def test_affine_grid_no_traceback_or_numpy_warning_in_a_real_run(tmp_path: Path,
                             capture_output=True, text=True)
     assert "Traceback" not in result.stderr and "RuntimeWarning" not in result.stderr, result.stderr
     assert result.returncode in (0, 2) and len(error_lines(result.stderr)) == (result.returncode == 2)
+
+
+# --- crop-pad --fill, read in the light of the input's dtype -----------------------------------
+
+
+@pytest.mark.parametrize("dtype, text, expected", [
+    ("float32", "1.5", 1.5), ("float32", "inf", math.inf), ("float16", "-Infinity", -math.inf),
+    ("uint8", "255", 255), ("int64", "-9223372036854775808", -(2**63)),
+    ("bool", "true", True), ("bool", "FALSE", False), ("bool", "True", True), ("bool", "1", 1), ("bool", "0", 0),
+    ("<U2", "7", "7"), ("<U2", "ab", "ab"), ("|S2", "7", "7"), ("<U3", "inf", "inf"), ("<U5", "1e400", "1e400"),
+    ("complex64", "1+2j", 1 + 2j), ("complex128", "3", 3),
+])
+def test_parse_fill(dtype: str, text: str, expected: object) -> None:
+    value = parse_fill(text, np.dtype(dtype))
+    assert value == expected and type(value) is type(expected)
+
+
+def test_parse_fill_nan_stays_nan() -> None:
+    value = parse_fill("nan", np.dtype(np.float32))
+    assert isinstance(value, float) and math.isnan(value)
+
+
+@pytest.mark.parametrize("text, dtype", [
+    *((text, dtype) for text in ("1e400", "-1e400", "1" + "0" * 5000)
+      for dtype in ("float16", "float32", "float64", "int8", "bool", "complex64")),
+    ("1e400+1j", "complex64"), ("1-1e400j", "complex128"),
+], ids=lambda value: value[:8])
+def test_parse_fill_refuses_a_finite_spelling_that_overflows(text: str, dtype: str) -> None:
+    with pytest.raises(GeomError, match=r"^fill value '.*' overflows to infinity; write inf or -inf for an infinite "
+                                        r"pad value$"):
+        parse_fill(text, np.dtype(dtype))
+
+
+@pytest.mark.parametrize("dtype, text", [
+    ("float32", "1.5"), ("float32", "-inf"), ("float32", "nan"), ("float16", "65504"), ("uint8", "255"),
+    ("bool", "true"), ("bool", "0"), ("<U2", "7"), ("<U2", "ab"), ("|S2", "xy"), ("complex64", "1-1j"),
+])
+def test_what_parse_fill_reads_the_kernel_takes(dtype: str, text: str) -> None:
+    padded = kernels.center_crop_pad(np.zeros(1, dtype), [2], fill=parse_fill(text, np.dtype(dtype)))
+    assert padded.dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("dtype, text", [
+    ("float16", "65520"), ("float32", "1e39"), ("uint8", "256"), ("uint8", "0.5"), ("bool", "2"), ("bool", "yes"),
+    ("<U2", "abc"), ("int8", "x"),
+])
+def test_what_does_not_fit_the_kernel_refuses(dtype: str, text: str) -> None:
+    with pytest.raises(GeomError, match=r"^center_crop_pad: fill value .* does not fit dtype"):
+        kernels.center_crop_pad(np.zeros(1, dtype), [2], fill=parse_fill(text, np.dtype(dtype)))
+
+
+def _fill_run(tmp_path: Path, data: np.ndarray, fill: str, dry_run: bool) -> tuple[Result, Path]:
+    source = tmp_path / "in.npy"
+    np.save(source, data)
+    if dry_run:
+        return run("crop-pad", source, "--out-dir", tmp_path / "out", "--dry-run", "--shape", "3",
+                   "--fill", fill), source
+    out = tmp_path / "out.npy"
+    return run("crop-pad", source, "-o", out, "--shape", "3", "--fill", fill), out
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+@pytest.mark.parametrize("dtype, fill, padded", [
+    ("<U2", "7", "7"), ("|S2", "7", b"7"), ("bool", "true", True), ("bool", "False", False), ("bool", "1", True),
+    ("float16", "inf", math.inf), ("float32", "-inf", -math.inf), ("complex64", "2-1j", 2 - 1j),
+])
+def test_crop_pad_fill_in_the_inputs_dtype(tmp_path: Path, dry_run: bool, dtype: str, fill: str,
+                                           padded: object) -> None:
+    data = np.zeros(2, dtype)
+    result, out = _fill_run(tmp_path, data, fill, dry_run)
+    assert result.exit_code == 0 and error_lines(result.stderr) == [], result.output
+    if not dry_run:
+        assert np.load(out).tolist()[-1] == padded
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+@pytest.mark.parametrize("dtype, fill, reason", [
+    ("float16", "1e400", "fill value '1e400' overflows to infinity; write inf or -inf for an infinite pad value"),
+    ("float32", "1e400", "fill value '1e400' overflows to infinity; write inf or -inf for an infinite pad value"),
+    ("float16", "65520", "center_crop_pad: fill value 65520 does not fit dtype float16"),
+    ("float32", "1e39", "center_crop_pad: fill value 1e+39 does not fit dtype float32"),
+    ("<U2", "abc", "center_crop_pad: fill value 'abc' does not fit dtype <U2"),
+    ("bool", "yes", "center_crop_pad: fill value 'yes' does not fit dtype bool"),
+])
+def test_crop_pad_refuses_a_fill_the_same_way_with_and_without_dry_run(tmp_path: Path, dry_run: bool, dtype: str,
+                                                                      fill: str, reason: str) -> None:
+    result, out = _fill_run(tmp_path, np.zeros(2, dtype), fill, dry_run)
+    assert result.exit_code == 1
+    assert error_lines(result.stderr) == [f"Error: {tmp_path / 'in.npy'}: {reason}"]
+    assert dry_run or not out.exists()
 
 
 # --- the dtypes a .npy may hold ------------------------------------------------------------------
