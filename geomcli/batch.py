@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
 import os
 import re
 import signal
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from geomcli import cpus
+from geomcli import cpus, summary
 from geomcli import transform as transforms
 from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
 from geomcli.errors import GeomError
@@ -312,8 +311,6 @@ def _skip_reason(job: Job, options: BatchOptions) -> str | None:
 
 
 def _report(task: Task, job: Job, **fields: Any) -> Report:
-    from geomcli import summary
-
     return summary.Report(task.command, job.input, job.output, parameters=task.parameters, **fields)
 
 
@@ -575,7 +572,7 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, _terminated)
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
-    from geomcli import io, summary  # noqa: F401
+    from geomcli import io  # noqa: F401
     from geomcli.io import _atomic
 
     committer = _Committer(connection, under_way)
@@ -751,7 +748,7 @@ class _Outcomes:
         ok, failed, skipped = self.counts["ok"], self.counts["error"], self.counts["skipped"]
         not_run = self.total - ok - failed - skipped
         if self.task.common.json:
-            transforms.echo_stdout(json.dumps({"command": self.task.command, "status": "summary", "ok": ok,
+            transforms.echo_stdout(summary.strict_json({"command": self.task.command, "status": "summary", "ok": ok,
                                                "failed": failed, "skipped": skipped, "not_run": not_run,
                                                "total": self.total, "seconds": round(seconds, 3)}))
         elif not self.task.common.quiet:
@@ -816,7 +813,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
             skipped = f" (skip: {report.notes[-1]})" if report.status == "skipped" else ""
             transforms.echo_stdout(f"{job.input} → {job.output}: {shape_text} {report.output_dtype}{skipped}")
     if task.common.json:
-        transforms.echo_stdout(json.dumps({"command": task.command, "status": "summary", "dry_run": True,
+        transforms.echo_stdout(summary.strict_json({"command": task.command, "status": "summary", "dry_run": True,
                                            "ok": counts["ok"], "failed": counts["error"],
                                            "skipped": counts["skipped"], "not_run": 0, "total": len(jobs)}))
     elif not task.common.quiet:

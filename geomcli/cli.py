@@ -380,7 +380,8 @@ def cli() -> None:
               help="The axes --shape refers to; negative values count from the end.  [default: all, or H "
                    "and W for two values on an image or a tensor in a known --layout]")
 @click.option("--fill", type=str, default=None,
-              help="Pad value (must fit the dtype).  [default: the dtype's zero]")
+              help="Pad value, in the input's dtype (must fit it exactly): a number, inf/-inf/nan, "
+                   "true/false, or text for string tensors.  [default: the dtype's zero]")
 @files_options
 @common_options
 @fidelity_options
@@ -561,9 +562,7 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
 
     Example: geomcli info samples/photo.png samples/tensor.npy
     """
-    import json
-
-    from geomcli import transform
+    from geomcli import summary, transform
 
     failed = 0
     for path in inputs:
@@ -572,7 +571,7 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
             failed += 1
             click.echo(f"Error: {record['error']}", err=True)
         if as_json:
-            transform.echo_stdout(json.dumps(record))
+            transform.echo_stdout(summary.strict_json(record))
         elif record["status"] == "ok":
             transform.echo_stdout(_info_line(record))
     if failed:

@@ -578,10 +578,15 @@ def test_affine_grid_2d_flags_with_a_3d_size_or_like(tmp_path: Path) -> None:
     assert sorted(tmp_path.iterdir()) == [volume]
 
 
-def test_affine_grid_nan_theta_is_allowed_and_reported(tmp_path: Path) -> None:
-    result = run("affine-grid", "--size", "1,1,2,2", "--theta", "nan,0,0,0,1,0", "-o", tmp_path / "g.npy")
+def test_affine_grid_nan_theta_from_a_file_is_allowed_and_reported_typed_it_is_refused(tmp_path: Path) -> None:
+    np.save(tmp_path / "theta.npy", np.array([[[np.nan, 0, 0], [0, 1, 0]]]))
+    result = run("affine-grid", "--size", "1,1,2,2", "--theta", tmp_path / "theta.npy", "-o", tmp_path / "g.npy")
     assert result.exit_code == 0 and "NaN or Inf" in result.stderr
     assert np.isnan(np.load(tmp_path / "g.npy")[..., 0]).all()
+    # typed numbers must be finite: NaN and Inf come from data, not from a flag
+    typed = run("affine-grid", "--size", "1,1,2,2", "--theta", "nan,0,0,0,1,0", "-o", tmp_path / "typed.npy")
+    assert typed.exit_code == 2 and "every number must be finite, found nan" in typed.stderr
+    assert not (tmp_path / "typed.npy").exists()
 
 
 # --- info -------------------------------------------------------------------------------

@@ -464,7 +464,7 @@ GOOD_IMAGE = np.ones((8, 8), np.uint8)
      None, "{stem}.npy"),
     (["space-to-depth", "{strings}", "--blocksize", "1", "--layout", "HW"], "PNG cannot hold <U2 data",
      GOOD_IMAGE, "{stem}.png"),
-    (["crop-pad", "{strings}", "--shape", "2,2", "--fill", "0"], "fill value 0 does not fit dtype <U2",
+    (["crop-pad", "{strings}", "--shape", "2,2", "--fill", "100"], "fill value '100' does not fit dtype <U2",
      GOOD_IMAGE, "{stem}.png"),
     (["crop-pad", "{complex}", "--shape", "2,2", "--axes", "0,1"],
      "PNG cannot hold complex64 data; write .npy or .tiff",
@@ -508,11 +508,16 @@ def test_the_shape_limit_says_how_to_raise_it_and_the_environment_raises_it(tmp_
                env={"GEOMCLI_MAX_PIXELS": "10000"}).exit_code == 1
 
 
-@pytest.mark.parametrize("theta", ["nan,0,0,0,1,0", "1,0,inf,0,1,0", "{file}"])
-def test_nan_and_inf_theta_are_allowed_and_reported_in_text_and_json(theta: str, tmp_path: Path) -> None:
-    theta_file = tmp_path / "theta.npy"
-    np.save(theta_file, np.array([[[1, 0, np.nan], [0, -np.inf, 0]]], np.float32))
-    theta = theta.format(file=theta_file)
+@pytest.mark.parametrize("typed", ["nan,0,0,0,1,0", "1,0,inf,0,1,0"])
+def test_typed_nan_and_inf_theta_are_a_usage_error(typed: str, tmp_path: Path) -> None:
+    result = run("affine-grid", "--size", "1,1,3,4", "--theta", typed, "-o", tmp_path / "grid.npy")
+    assert result.exit_code == 2 and "every number must be finite" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "grid.npy").exists()
+
+
+def test_nan_and_inf_theta_from_a_file_are_allowed_and_reported_in_text_and_json(tmp_path: Path) -> None:
+    theta = tmp_path / "theta.npy"
+    np.save(theta, np.array([[[1, 0, np.nan], [0, -np.inf, 0]]], np.float32))
     out = tmp_path / "grid.npy"
     text = run("affine-grid", "--size", "1,1,3,4", "--theta", theta, "-o", out)
     assert text.exit_code == 0 and "Traceback" not in text.stderr
