@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import cmath
 import itertools
+import math
 import sys
-from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias
+from collections.abc import Sequence, Sized
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 from geomcli.cpus import available_cpus, share
 from geomcli.errors import GeomError
@@ -73,9 +77,19 @@ def _as_int(value: Any, name: str, func: str) -> int:
 
 
 def _as_ints(values: Any, name: str, func: str) -> Shape:
-    """A tuple of ints from a sequence of ints or a 1-D integer array."""
+    """A tuple of ints from a sequence of ints or a 1-D integer array.
+
+    A list or tuple of ints is taken as it is, so Python ints past int64 stay themselves (numpy
+    would make them objects, or floats next to a negative value) for the callers' range checks.
+    """
     if isinstance(values, (str, bytes)) or values is None:
         raise GeomError(f"{func}: {name} must be a 1-D list of integers, found {values!r}")
+    if isinstance(values, (list, tuple)):
+        for value in values:
+            if isinstance(value, (bool, np.bool_)):
+                raise GeomError(f"{func}: {name} must hold integers, found {value!r}")
+        if all(isinstance(value, (int, np.integer)) for value in values):
+            return tuple(int(value) for value in values)
     try:
         array = np.asarray(values)
     except (ValueError, TypeError) as error:
@@ -87,6 +101,75 @@ def _as_ints(values: Any, name: str, func: str) -> Shape:
     if array.dtype.kind not in "iu":
         raise GeomError(f"{func}: {name} must hold integers, found dtype {array.dtype}")
     return tuple(int(value) for value in array.tolist())
+
+
+def _as_shape(values: Any, name: str, func: str) -> Shape:
+    """An array's shape: a 1-D list of integers >= 0."""
+    shape = _as_ints(values, name, func)
+    if any(length < 0 for length in shape):
+        raise GeomError(f"{func}: {name} must not hold negative lengths, found {shape}")
+    return shape
+
+
+def _itemsize(dtype: Any, func: str) -> int:
+    """The item size of ``dtype``: 1 for None, so that a check counts elements."""
+    if dtype is None:
+        return 1
+    try:
+        return int(np.dtype(dtype).itemsize)
+    except (TypeError, ValueError) as error:
+        raise GeomError(f"{func}: dtype {dtype!r} is not a numpy dtype") from error
+
+
+def _check_addressable(output: Shape, dtype: Any, func: str, where: str) -> None:
+    """Refuse an output shape no numpy array can have, before anything is allocated.
+
+    numpy refuses an array whose lengths other than 0, times the item size, pass the largest
+    intp ("array is too big", "Maximum allowed dimension exceeded"): empty arrays included. With
+    ``dtype`` None the lengths alone are counted (no dtype has items of less than a byte).
+    """
+    span = _itemsize(dtype, func)
+    for length in output:
+        span *= length or 1
+    if span <= sys.maxsize:
+        return
+    if dtype is None:
+        of_dtype, verb, amount, factors = "", "has", f"{span} elements", "its lengths other than 0"
+    else:
+        of_dtype, verb, amount = f" of {_dtype_text(np.dtype(dtype))}", "would take", _bytes_text(span)
+        factors = "its lengths other than 0 times the item size"
+    taken = f"counts as {amount}: {factors}" if 0 in output else f"{verb} {amount}"
+    raise GeomError(
+        f"{func}: the output shape {output}{of_dtype} {taken}; numpy addresses at most {sys.maxsize} ({where})"
+    )
+
+
+def _bytes_text(count: int) -> str:
+    """``count`` bytes, exact and in binary units: ``6917529027641081856 bytes (6.0 EiB)``."""
+    if count < 1024:
+        return f"{count} bytes"
+    size = float(count)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"):
+        size /= 1024
+        if size < 1024:
+            return f"{count} bytes ({size:.1f} {unit})"
+    return f"{count} bytes ({size / 1024:.1f} YiB)"
+
+
+def _new_output(
+    shape: Shape, dtype: np.dtype, func: str, where: str, *, zeroed: bool = False, value: np.ndarray | None = None
+) -> np.ndarray:
+    """``np.empty`` (``np.zeros`` if ``zeroed``, ``np.full`` with a ``value``) of an output whose
+    shape passed _check_addressable; a MemoryError becomes a GeomError that names the bytes."""
+    try:
+        if value is not None:
+            return np.full(shape, value, dtype=dtype)
+        return np.zeros(shape, dtype=dtype) if zeroed else np.empty(shape, dtype=dtype)
+    except MemoryError as error:
+        raise GeomError(
+            f"{func}: could not allocate {_bytes_text(math.prod(shape) * dtype.itemsize)} "
+            f"for the output of shape {shape} and dtype {_dtype_text(dtype)} ({where})"
+        ) from error
 
 
 def _as_mode(mode: Any, func: str) -> Mode:
@@ -176,14 +259,19 @@ def _split(length: int, parts: int) -> list[slice]:
 # --- CenterCropPad ------------------------------------------------------------------
 
 
-def center_crop_pad_output_shape(input_shape: Sequence[int], shape: Ints, axes: Ints | None = None) -> Shape:
+def center_crop_pad_output_shape(
+    input_shape: Sequence[int], shape: Ints, axes: Ints | None = None, *, dtype: DTypeLike | None = None
+) -> Shape:
     """The shape :func:`center_crop_pad` returns, after validating its arguments.
+
+    A shape no numpy array can have (more elements, or with ``dtype`` more bytes, than numpy
+    can address) is refused with a GeomError.
 
     >>> center_crop_pad_output_shape((20, 8, 3), [10, 9], axes=[0, 1])
     (10, 9, 3)
     """
     func = "center_crop_pad"
-    input_shape = tuple(int(d) for d in input_shape)
+    input_shape = _as_shape(input_shape, "input shape", func)
     rank = len(input_shape)
     targets = _as_ints(shape, "shape", func)
     chosen = tuple(range(rank)) if axes is None else _normalize_axes(axes, rank, input_shape, func)
@@ -197,29 +285,47 @@ def center_crop_pad_output_shape(input_shape: Sequence[int], shape: Ints, axes: 
         if target < 0:
             raise GeomError(f"{func}: target size {target} for axis {axis} is negative (input shape {input_shape})")
         output[axis] = target
+    _check_addressable(tuple(output), dtype, func, f"input shape {input_shape}")
     return tuple(output)
 
 
 def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
     """``fill`` as a 0-d array of ``dtype``, refusing values the dtype cannot hold: integers out
     of range or with a fraction, numbers that overflow a float type to Inf, strings that would be
-    cut short, and a string for a numeric dtype or a number for a string dtype."""
+    cut short, and a string for a numeric dtype or a number for a string dtype.
+
+    ``fill`` is one value: a Python or numpy scalar, or a 0-d array (taken as its scalar).
+    Dates, durations, objects and records are not values of a tensor type, though numpy would
+    make numbers of them.
+    """
+    if isinstance(fill, np.ndarray) and fill.ndim == 0:
+        fill = fill[()]
+    if isinstance(fill, np.ndarray) or (isinstance(fill, Sized) and not isinstance(fill, (str, bytes, np.generic))):
+        if isinstance(fill, np.ndarray):
+            found = f"an array of shape {fill.shape}"
+        elif isinstance(fill, (list, tuple)):
+            found = f"a {type(fill).__name__} of {len(fill)} value{'' if len(fill) == 1 else 's'}"
+        else:
+            found = f"a {type(fill).__name__}"
+        raise GeomError(f"{func}: fill must be a scalar, found {found}")
+    if isinstance(fill, np.generic) and fill.dtype.kind in "mMOV" and fill.dtype.name != "bfloat16":
+        raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype} ({fill.dtype} is no tensor type)")
     is_text = isinstance(fill, (str, bytes))
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             value = np.array(fill, dtype=dtype)
+        if dtype.kind in "US":
+            stored = value.item()
+            fits = is_text and (stored == fill or isinstance(stored, bytes) and stored.decode("latin-1") == fill)
+        elif is_text:
+            fits = False
+        elif dtype.kind in "fcV":  # float types round, but a finite value must not become Inf
+            as_number = value.astype(np.complex128 if dtype.kind == "c" else np.float64)
+            fits = bool(np.isfinite(as_number)) or not cmath.isfinite(complex(fill))
+        else:
+            fits = bool(value.item() == fill)
     except (ValueError, TypeError, OverflowError) as error:
         raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype} ({error})") from error
-    if dtype.kind in "US":
-        stored = value.item()
-        fits = is_text and (stored == fill or isinstance(stored, bytes) and stored.decode("latin-1") == fill)
-    elif is_text:
-        fits = False
-    elif dtype.kind in "fcV":  # float types round, but a finite value must not become Inf
-        as_number = value.astype(np.complex128 if dtype.kind == "c" else np.float64)
-        fits = bool(np.isfinite(as_number)) or not cmath.isfinite(complex(fill))
-    else:
-        fits = value.item() == fill
     if not fits:
         raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype}")
     return value
@@ -248,8 +354,9 @@ def center_crop_pad(
         The axes ``shape`` refers to; negative values count from the end. Defaults
         to all axes, in which case ``len(shape)`` must equal ``data.ndim``.
     fill : scalar, optional, keyword-only
-        A pad value other than the dtype's zero (an extension of ONNX, for images);
-        it must fit the dtype exactly (no 300 in uint8, no 0.5 in an integer type).
+        A pad value other than the dtype's zero (an extension of ONNX, for images): one
+        value (a Python or numpy scalar, or a 0-d array) that fits the dtype exactly (no
+        300 in uint8, no 0.5 in an integer type).
     threads : int, optional, keyword-only
         Threads that share the copy of a large output (4 MiB and more). ``None`` uses
         every CPU this process may run on. The result is the same for any count.
@@ -269,9 +376,10 @@ def center_crop_pad(
     GeomError
         If an axis is out of ``[-r, r-1]`` or repeated, ``shape`` is not 1-D, holds
         non-integers or negative values, or its length differs from the number of
-        axes; if ``data`` is not of a tensor type; if ``fill`` does not fit its dtype;
-        if ``threads`` is not an integer >= 1; or if ``out`` is not a writable array of
-        the output's shape and dtype (byte order included), or overlaps ``data``.
+        axes; if ``data`` is not of a tensor type; if ``fill`` is not one value that fits
+        its dtype; if ``threads`` is not an integer >= 1; if ``out`` is not a writable
+        array of the output's shape and dtype (byte order included), or overlaps ``data``;
+        if the output would be bigger than numpy can address, or cannot be allocated.
 
     Notes
     -----
@@ -289,11 +397,13 @@ def center_crop_pad(
     >>> center_crop_pad(np.array([["a", "b"]]), [1, 3])
     array([['a', 'b', '']], dtype='<U1')
     """
-    array = _as_array(data, "center_crop_pad")
-    output_shape = center_crop_pad_output_shape(array.shape, shape, axes)
-    pad_value = None if fill is None else _as_fill(fill, array.dtype, "center_crop_pad")
-    workers = _as_threads(threads, "center_crop_pad")
-    given = None if out is None else _as_out(out, output_shape, array.dtype, array, "center_crop_pad")
+    func = "center_crop_pad"
+    array = _as_array(data, func)
+    output_shape = center_crop_pad_output_shape(array.shape, shape, axes, dtype=array.dtype)
+    pad_value = None if fill is None else _as_fill(fill, array.dtype, func)
+    workers = _as_threads(threads, func)
+    given = None if out is None else _as_out(out, output_shape, array.dtype, array, func)
+    where = f"input shape {array.shape}"
     windows = [center_crop_pad_window(d, t) for d, t in zip(array.shape, output_shape, strict=True)]
     source = [kept for kept, _ in windows]
     target = [placed for _, placed in windows]
@@ -305,11 +415,9 @@ def center_crop_pad(
         result = given
         _fill_border(result, target, np.zeros((), array.dtype) if pad_value is None else pad_value)
     elif all(wanted <= length for length, wanted in zip(array.shape, output_shape, strict=True)):
-        result = np.empty(output_shape, dtype=array.dtype)
-    elif pad_value is None:
-        result = np.zeros(output_shape, dtype=array.dtype)
+        result = _new_output(output_shape, array.dtype, func, where)
     else:
-        result = np.full(output_shape, pad_value, dtype=array.dtype)
+        result = _new_output(output_shape, array.dtype, func, where, zeroed=pad_value is None, value=pad_value)
     # The trailing Ellipsis keeps rank 0 a (0-d) view rather than a scalar.
     into: Any = (*target, ...)
     taken: Any = (*source, ...)
@@ -354,14 +462,17 @@ def _copy(target: np.ndarray, source: np.ndarray, threads: int) -> None:
 # --- AffineGrid ---------------------------------------------------------------------
 
 
-def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints) -> Shape:
+def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: DTypeLike | None = None) -> Shape:
     """The grid shape :func:`affine_grid` returns, after validating ``theta``'s shape and ``size``.
+
+    A shape no numpy array can have (more elements, or with ``dtype`` more bytes, than numpy
+    can address) is refused with a GeomError.
 
     >>> affine_grid_output_shape((2, 2, 3), [2, 3, 5, 6])
     (2, 5, 6, 2)
     """
     func = "affine_grid"
-    theta_shape = tuple(int(d) for d in theta_shape)
+    theta_shape = _as_shape(theta_shape, "theta shape", func)
     sizes = _as_ints(size, "size", func)
     if len(sizes) not in (4, 5):
         raise GeomError(f"{func}: size must have 4 values (N, C, H, W) or 5 (N, C, D, H, W), found {list(sizes)}")
@@ -380,7 +491,9 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints) -> Shape:
         raise GeomError(f"{func}: the channel count size[1] must not be negative, found size {list(sizes)}")
     if min(sizes[2:]) < 1:
         raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)}")
-    return (sizes[0], *sizes[2:], spatial)
+    output = (sizes[0], *sizes[2:], spatial)
+    _check_addressable(output, dtype, func, f"theta shape {theta_shape}")
+    return output
 
 
 def _base_coordinates(length: int, align_corners: bool) -> np.ndarray:
@@ -429,9 +542,10 @@ def affine_grid(
     GeomError
         If theta's dtype is not a float type, its shape does not fit ``size``,
         ``size[0]`` differs from theta's batch, a spatial size is below 1,
-        ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer >= 1, or
+        ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer >= 1,
         ``out`` is not a writable array of the grid's shape and dtype (byte order
-        included), or overlaps theta.
+        included) or overlaps theta, or if the grid would be bigger than numpy can
+        address, or it or its float64 work arrays cannot be allocated.
 
     Notes
     -----
@@ -458,26 +572,36 @@ def affine_grid(
         )
     if isinstance(align_corners, (np.bool_, np.integer)):
         align_corners = align_corners.item()
-    if align_corners not in (0, 1) or not isinstance(align_corners, int):
+    # the type first: an array of flags would make `in` ambiguous
+    if not isinstance(align_corners, int) or align_corners not in (0, 1):
         raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {align_corners!r}")
-    output_shape = affine_grid_output_shape(matrices.shape, size)
     grid_dtype = matrices.dtype.newbyteorder("=")
-    # (n, d?, h, w) spatial lengths in output order; the coordinates come reversed: x, y, z.
-    lengths = output_shape[1:-1]
-    axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(lengths)]
-    weights = matrices.astype(np.float64)
+    output_shape = affine_grid_output_shape(matrices.shape, size, dtype=grid_dtype)
     workers = _as_threads(threads, func)
+    where = f"theta shape {matrices.shape}"
     if out is None:
-        result = np.empty(output_shape, dtype=grid_dtype)
+        result = _new_output(output_shape, grid_dtype, func, where)
     else:
         result = _as_out(out, output_shape, grid_dtype, matrices, func)
+    if result.size == 0:  # no grids: not even the coordinates of their huge axes are made
+        return result
     workers = workers if result.nbytes >= _PARALLEL_BYTES else 1
-    if _grid_rows(result, axes_xyz) is not None:
-        _affine_grid_rows(weights, axes_xyz, result, workers)
-    elif len(axes_xyz) == 2 and _complex_pairs(result) is not None:
-        _affine_grid_pairs(weights, axes_xyz, result, workers)
-    else:
-        _affine_grid_plain(weights, axes_xyz, result, workers)
+    try:
+        # (n, d?, h, w) spatial lengths in output order; the coordinates come reversed: x, y, z.
+        axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(output_shape[1:-1])]
+        weights = matrices.astype(np.float64)
+        if _grid_rows(result, axes_xyz) is not None:
+            _affine_grid_rows(weights, axes_xyz, result, workers)
+        elif len(axes_xyz) == 2 and _complex_pairs(result) is not None:
+            _affine_grid_pairs(weights, axes_xyz, result, workers)
+        else:
+            _affine_grid_plain(weights, axes_xyz, result, workers)
+    except MemoryError as error:
+        # the float64 coordinates and sums can outgrow a float16 grid (a long row, say)
+        raise GeomError(
+            f"{func}: not enough memory for the float64 work arrays of the grid of shape {output_shape} "
+            f"and dtype {_dtype_text(grid_dtype)} ({where})"
+        ) from error
     return result
 
 
@@ -646,15 +770,20 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
 
 def _nchw_shape(input_shape: Any, blocksize: Any, func: str) -> tuple[Shape, int]:
     """The input shape, checked to be rank 4, and the blocksize, checked to be an integer >= 1."""
-    shape = _as_ints(input_shape, "input shape", func)
+    shape = _as_shape(input_shape, "input shape", func)
     b = _as_blocksize(blocksize, func)
     if len(shape) != 4:
         raise GeomError(f"{func}: input must have rank 4 (N, C, H, W), found rank {len(shape)} (shape {shape})")
     return shape, b
 
 
-def space_to_depth_output_shape(input_shape: Sequence[int], blocksize: int) -> Shape:
+def space_to_depth_output_shape(
+    input_shape: Sequence[int], blocksize: int, *, dtype: DTypeLike | None = None
+) -> Shape:
     """The shape :func:`space_to_depth` returns, after validating its arguments.
+
+    A shape no numpy array can have (more elements, or with ``dtype`` more bytes, than numpy
+    can address) is refused with a GeomError: an empty input with a huge blocksize, say.
 
     >>> space_to_depth_output_shape((1, 3, 4, 6), 2)
     (1, 12, 2, 3)
@@ -665,11 +794,18 @@ def space_to_depth_output_shape(input_shape: Sequence[int], blocksize: int) -> S
     for name, length in (("height", h), ("width", w)):
         if length % b:
             raise GeomError(f"{func}: {name} {length} is not divisible by blocksize {b} (input shape {shape})")
-    return (n, c * b * b, h // b, w // b)
+    output = (n, c * b * b, h // b, w // b)
+    _check_addressable(output, dtype, func, f"input shape {shape}")
+    return output
 
 
-def depth_to_space_output_shape(input_shape: Sequence[int], blocksize: int) -> Shape:
+def depth_to_space_output_shape(
+    input_shape: Sequence[int], blocksize: int, *, dtype: DTypeLike | None = None
+) -> Shape:
     """The shape :func:`depth_to_space` returns, after validating its arguments.
+
+    A shape no numpy array can have (more elements, or with ``dtype`` more bytes, than numpy
+    can address) is refused with a GeomError: an empty input with a huge blocksize, say.
 
     >>> depth_to_space_output_shape((1, 12, 2, 3), 2)
     (1, 3, 4, 6)
@@ -679,7 +815,9 @@ def depth_to_space_output_shape(input_shape: Sequence[int], blocksize: int) -> S
     n, c, h, w = shape
     if c % (b * b):
         raise GeomError(f"{func}: channels {c} are not divisible by blocksize² {b * b} (input shape {shape})")
-    return (n, c // (b * b), h * b, w * b)
+    output = (n, c // (b * b), h * b, w * b)
+    _check_addressable(output, dtype, func, f"input shape {shape}")
+    return output
 
 
 def space_to_depth(
@@ -713,8 +851,8 @@ def space_to_depth(
     GeomError
         If ``data`` is not rank 4, H or W is not divisible by b, b is not an integer
         >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an integer >= 1,
-        or ``out`` is not a writable array of the output's shape and dtype (byte order
-        included), or overlaps ``data``.
+        ``out`` is not a writable array of the output's shape and dtype (byte order
+        included) or overlaps ``data``, or the output cannot be allocated.
 
     Notes
     -----
@@ -738,15 +876,22 @@ def _rearrange(func: str, data: Any, blocksize: Any, mode: Any, threads: Any, ou
     array = _as_array(data, func)
     checked_mode = _as_mode(mode, func)
     to_space = func == "depth_to_space"
-    output_shape = (depth_to_space_output_shape if to_space else space_to_depth_output_shape)(array.shape, blocksize)
+    output_shape = (depth_to_space_output_shape if to_space else space_to_depth_output_shape)(
+        array.shape, blocksize, dtype=array.dtype
+    )
     b = int(blocksize)
     workers = _as_threads(threads, func)
-    given = None if out is None else _as_out(out, output_shape, array.dtype, array, func)
+    if out is None:
+        result = _new_output(output_shape, array.dtype, func, f"input shape {array.shape}")
+    else:
+        result = _as_out(out, output_shape, array.dtype, array, func)
+    if result.size == 0:  # nothing to move; the 6-D views of a huge blocksize could not even be made
+        return result
     if b > 1 and array.nbytes >= _BLOCK_BYTES and _plain_memory(array) and array.flags.c_contiguous:
         blocked = _depth_to_space_blocked if to_space else _space_to_depth_blocked
-        return blocked(array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1, out=given)
+        return blocked(array, b, checked_mode, workers if array.nbytes >= _PARALLEL_BYTES else 1, out=result)
     plain = _depth_to_space_plain if to_space else _space_to_depth_plain
-    return plain(array, b, checked_mode, out=given)
+    return plain(array, b, checked_mode, out=result)
 
 
 def _space_to_depth_plain(array: np.ndarray, b: int, mode: Mode, *, out: np.ndarray | None = None) -> np.ndarray:
@@ -891,8 +1036,8 @@ def depth_to_space(
     GeomError
         If ``data`` is not rank 4, its channels are not divisible by b², b is not an
         integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an
-        integer >= 1, or ``out`` is not a writable array of the output's shape and dtype
-        (byte order included), or overlaps ``data``.
+        integer >= 1, ``out`` is not a writable array of the output's shape and dtype
+        (byte order included) or overlaps ``data``, or the output cannot be allocated.
 
     Notes
     -----

@@ -127,3 +127,214 @@ def test_rearranging_kernels_keep_a_non_native_dtype(
             assert same_bits(out, found)
             with pytest.raises(GeomError, match=r": out must have shape .* \(the byte order must match too\)$"):
                 call(data, out=np.zeros(expected.shape, swapped(data.dtype)))
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Outputs too big to exist or to allocate; shapes, fills and flags of the wrong kind
+# --------------------------------------------------------------------------------------------------
+
+X = np.zeros((1, 1, 3, 3), np.float32)
+THETA = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
+# numpy addresses at most this many bytes (2**63 - 1 on 64-bit machines)
+LIMIT = str(np.iinfo(np.intp).max)
+NO_ARRAY = rf"; numpy addresses at most {LIMIT} \((input|theta) shape \([0-9, ]*\)\)$"
+
+TOO_BIG: dict[str, tuple[Callable[[], object], str]] = {
+    # the QA report's cases: numpy's "array is too big" and "Maximum allowed dimension exceeded"
+    "ccp-2**62": (lambda: kernels.center_crop_pad(X, [1, 1, 3, 2**62]),
+                  r"^center_crop_pad: the output shape \(1, 1, 3, 4611686018427387904\) of float32 would take "
+                  r"55340232221128654848 bytes \(48\.0 EiB\)"),
+    "ccp-uint64-2**63": (lambda: kernels.center_crop_pad(X, np.array([1, 1, 2, 2**63], np.uint64)),
+                         r"^center_crop_pad: the output shape \(1, 1, 2, 9223372036854775808\) of float32"),
+    "ag-2**62": (lambda: kernels.affine_grid(THETA, [1, 1, 3, 2**62]),
+                 r"^affine_grid: the output shape \(1, 3, 4611686018427387904, 2\) of float32"),
+    "ag-uint64-2**63": (lambda: kernels.affine_grid(THETA, np.array([1, 1, 2, 2**63], np.uint64)),
+                        r"^affine_grid: the output shape \(1, 2, 9223372036854775808, 2\) of float32"),
+    # was a MemoryError for the 8 TiB of x coordinates, before the 8 ZiB grid was even tried
+    "ag-2**40-squared": (lambda: kernels.affine_grid(THETA, [1, 1, 2**40, 2**40]),
+                         r"^affine_grid: the output shape \(1, 1099511627776, 1099511627776, 2\) of float32"),
+    "ccp-huge-python-int": (lambda: kernels.center_crop_pad(X, [1, 1, 3, 10**30]),
+                            r"^center_crop_pad: the output shape \(1, 1, 3, 10{30}\) of float32"),
+    # empty, but numpy multiplies the lengths other than 0 and refuses it all the same
+    "s2d-empty-huge-blocksize": (lambda: kernels.space_to_depth(np.zeros((1, 1, 0, 0), np.uint8), 2**40),
+                                 r"^space_to_depth: the output shape \(1, 1208925819614629174706176, 0, 0\) of uint8 "
+                                 r"counts as 1208925819614629174706176 bytes \(1\.0 YiB\): "
+                                 r"its lengths other than 0 times the item size"),
+    "d2s-empty-huge-blocksize": (lambda: kernels.depth_to_space(np.zeros((1, 0, 2, 2), np.uint8), 2**40),
+                                 r"^depth_to_space: the output shape \(1, 0, 2199023255552, 2199023255552\) of uint8 "
+                                 r"counts as"),
+    "ccp-shape-function": (lambda: kernels.center_crop_pad_output_shape((1, 1, 3, 3), [1, 1, 3, 2**62], dtype="f4"),
+                           r"^center_crop_pad: the output shape \(1, 1, 3, 4611686018427387904\) of float32"),
+    "ag-shape-function": (lambda: kernels.affine_grid_output_shape((1, 2, 3), [1, 1, 2**40, 2**40], dtype="f2"),
+                          r"^affine_grid: the output shape \(1, 1099511627776, 1099511627776, 2\) of float16"),
+}
+
+
+@pytest.mark.parametrize("name", list(TOO_BIG))
+def test_outputs_that_cannot_exist_are_refused(name: str) -> None:
+    call, message = TOO_BIG[name]
+    with pytest.raises(GeomError, match=message + ".*" + NO_ARRAY):
+        call()
+
+
+@pytest.mark.parametrize(
+    ("call", "shape"),
+    [
+        (lambda: kernels.center_crop_pad_output_shape((3,), [2**63]),
+         r"\(9223372036854775808,\) has 9223372036854775808 elements"),
+        (lambda: kernels.space_to_depth_output_shape((1, 2**62, 4, 4), 2), r"\(1, 18446744073709551616, 2, 2\) has"),
+        (lambda: kernels.depth_to_space_output_shape((1, 4, 2**62, 2**62), 2),
+         r"\(1, 1, 9223372036854775808, 9223372036854775808\) has"),
+        (lambda: kernels.affine_grid_output_shape((0, 2, 3), [0, 1, 2**62, 2**62]),
+         r"\(0, 4611686018427387904, 4611686018427387904, 2\) counts as 42535295865117307932921825928971026432 "
+         r"elements: its lengths other than 0"),
+    ],
+)
+def test_output_shape_functions_refuse_shapes_no_array_can_have(call: Callable[[], object], shape: str) -> None:
+    """Without a dtype they count elements: no array has more than numpy can address."""
+    with pytest.raises(GeomError, match=rf"the output shape {shape}.*; numpy addresses at most {LIMIT} \("):
+        call()
+
+
+def huge_view(shape: tuple[int, ...]) -> np.ndarray:
+    """One byte seen as an array of ``shape`` (np.broadcast_to stops at 2**62 elements)."""
+    return np.lib.stride_tricks.as_strided(np.ones(1, np.uint8), shape=shape, strides=(0,) * len(shape))
+
+
+@pytest.mark.parametrize(
+    ("call", "shape"),
+    [
+        # 6 EiB: numpy could address it, but no machine maps it (more than any virtual address space)
+        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 2**59]),
+         r"6917529027641081856 bytes \(6\.0 EiB\) for the output of shape \(1, 1, 3, 576460752303423488\) "
+         r"and dtype float32 \(input shape \(1, 1, 3, 3\)\)"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 2**59], fill=1.0),
+         r"6917529027641081856 bytes \(6\.0 EiB\) for the output"),
+        (lambda: kernels.affine_grid(THETA, [1, 1, 2**30, 2**29]),
+         r"4611686018427387904 bytes \(4\.0 EiB\) for the output of shape \(1, 1073741824, 536870912, 2\) "
+         r"and dtype float32 \(theta shape \(1, 2, 3\)\)"),
+        # a view with strides 0 is a real input of 2**62 elements that takes no memory
+        (lambda: kernels.space_to_depth(huge_view((1, 4, 2**30, 2**30)), 2),
+         r"4611686018427387904 bytes \(4\.0 EiB\) for the output of shape \(1, 16, 536870912, 536870912\) "
+         r"and dtype uint8 \(input shape \(1, 4, 1073741824, 1073741824\)\)"),
+        (lambda: kernels.depth_to_space(huge_view((1, 4, 2**30, 2**30)), 2),
+         r"4611686018427387904 bytes \(4\.0 EiB\) for the output of shape \(1, 1, 2147483648, 2147483648\)"),
+    ],
+)
+def test_a_failed_allocation_of_the_output_is_a_geom_error(call: Callable[[], object], shape: str) -> None:
+    """A MemoryError from numpy becomes a GeomError that says how much could not be allocated."""
+    with pytest.raises(GeomError, match=r"^[a-z_]+: could not allocate " + shape):
+        call()
+
+
+def test_affine_grid_out_of_memory_for_its_work_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The float64 coordinates can take more than a float16 grid: out of memory there is a GeomError too."""
+
+    def no_memory(length: int, align_corners: bool) -> np.ndarray:
+        raise MemoryError(f"Unable to allocate {8 * length} bytes")
+
+    monkeypatch.setattr(kernels, "_base_coordinates", no_memory)
+    with pytest.raises(GeomError, match=r"^affine_grid: not enough memory for the float64 work arrays of the grid "
+                                        r"of shape \(1, 3, 4, 2\) and dtype float16 \(theta shape \(1, 2, 3\)\)$"):
+        kernels.affine_grid(THETA.astype(np.float16), [1, 1, 3, 4])
+
+
+@pytest.mark.parametrize(
+    ("call", "shape"),
+    [
+        (lambda: kernels.center_crop_pad(np.zeros((0, 3), np.float32), [0, 2**40]), (0, 2**40)),
+        (lambda: kernels.center_crop_pad(np.broadcast_to(np.float32(1), (2**40, 2**20)), [2, 3]), (2, 3)),
+        (lambda: kernels.space_to_depth(np.zeros((1, 0, 0, 0), np.uint8), 2**40), (1, 0, 0, 0)),
+        (lambda: kernels.space_to_depth(np.zeros((1, 1, 0, 0), np.uint8), 2**20), (1, 2**40, 0, 0)),
+        (lambda: kernels.depth_to_space(np.zeros((1, 0, 0, 0), np.uint8), 2**40), (1, 0, 0, 0)),
+        (lambda: kernels.depth_to_space(np.zeros((0, 4, 2**20, 2**20), np.uint8)[:, :, :0], 2), (0, 1, 0, 2**21)),
+        (lambda: kernels.affine_grid(np.zeros((0, 2, 3), np.float32), [0, 1, 2**28, 2**28]), (0, 2**28, 2**28, 2)),
+        (lambda: kernels.affine_grid(np.zeros((0, 3, 4), np.float64), [0, 1, 2**18, 2**18, 2**18]),
+         (0, 2**18, 2**18, 2**18, 3)),
+    ],
+    ids=["ccp-empty", "ccp-broadcast", "s2d-b-2**40", "s2d-b-2**20", "d2s-b-2**40", "d2s-empty", "ag-2d", "ag-3d"],
+)
+def test_huge_lengths_that_numpy_can_hold_work(call: Callable[[], np.ndarray], shape: tuple[int, ...]) -> None:
+    """Empty outputs with huge lengths and crops of huge broadcast views are real arrays: they are made."""
+    assert call().shape == shape
+
+
+@pytest.mark.parametrize(
+    ("fill", "found"),
+    [
+        ([1, 2], "a list of 2 values"),
+        ((1,), "a tuple of 1 value"),
+        (np.array([1.0, 2.0]), r"an array of shape \(2,\)"),
+        (np.array([[1]]), r"an array of shape \(1, 1\)"),
+        ({1, 2}, "a set"),
+    ],
+)
+def test_fill_must_be_a_scalar(fill: object, found: str) -> None:
+    """The QA report: a list gave numpy's ValueError, an array its 'truth value ... is ambiguous'."""
+    with pytest.raises(GeomError, match=rf"^center_crop_pad: fill must be a scalar, found {found}$"):
+        kernels.center_crop_pad(X, [1, 1, 5, 5], fill=fill)
+
+
+@pytest.mark.parametrize(
+    "fill", [np.array(2.0), np.float32(2.0), np.array(2, np.uint8), np.int64(2), 2, 2.0, np.array([2.0])[0]]
+)
+def test_fill_may_be_a_0d_array_or_numpy_scalar(fill: object) -> None:
+    padded = kernels.center_crop_pad(np.ones((1, 1), np.float32), [1, 3], fill=fill)
+    assert padded.tolist() == [[2.0, 1.0, 2.0]] and padded.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fill"),
+    [
+        ("float32", np.array("1.5")),  # a string for a number, if a 0-d array
+        ("float32", np.datetime64("2020-01-01")),
+        ("int32", np.timedelta64(1, "s")),
+        ("float64", np.array(None, dtype=object)),
+        ("complex64", object()),
+        ("<U2", np.array(1.5)),
+        ("float32", 10**400),
+    ],
+    ids=["str-array-for-float", "datetime", "timedelta", "none-object", "object", "number-array-for-str", "huge-int"],
+)
+def test_fills_of_another_kind_are_refused(dtype: str, fill: object) -> None:
+    with pytest.raises(GeomError, match=r"^center_crop_pad: fill value .* does not fit dtype"):
+        kernels.center_crop_pad(np.zeros(1, dtype), [3], fill=fill)
+
+
+@pytest.mark.parametrize(
+    "align_corners", [np.array([1, 0]), np.array([]), [1], (True,), None, 1.0, np.float64(1), "1"], ids=repr
+)
+def test_align_corners_that_is_not_one_flag_is_refused(align_corners: object) -> None:
+    """An array of flags gave numpy's 'truth value ... is ambiguous'."""
+    with pytest.raises(GeomError, match=r"^affine_grid: align_corners must be a bool or 0/1, found "):
+        kernels.affine_grid(THETA, [1, 1, 2, 2], align_corners)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: kernels.center_crop_pad_output_shape(None, [1]), r"^center_crop_pad: input shape must be a 1-D list"),
+        (lambda: kernels.center_crop_pad_output_shape((2.5,), [1]),
+         r"^center_crop_pad: input shape must hold integers"),
+        (lambda: kernels.center_crop_pad_output_shape((-1, 3), [1, 1]),
+         r"^center_crop_pad: input shape must not hold negative lengths, found \(-1, 3\)$"),
+        (lambda: kernels.center_crop_pad_output_shape((3,), [1], dtype="no such type"),
+         r"^center_crop_pad: dtype 'no such type' is not a numpy dtype$"),
+        (lambda: kernels.affine_grid_output_shape(None, [1, 1, 2, 2]), r"^affine_grid: theta shape must be a 1-D list"),
+        (lambda: kernels.affine_grid_output_shape((-1, 2, 3), [-1, 1, 2, 2]),
+         r"^affine_grid: theta shape must not hold negative lengths, found \(-1, 2, 3\)$"),
+        (lambda: kernels.affine_grid(THETA, [-1, 1, 2, 2]), r"^affine_grid: size\[0\] = -1 does not match"),
+        (lambda: kernels.space_to_depth_output_shape((1, -4, 2, 2), 2),
+         r"^space_to_depth: input shape must not hold negative lengths, found \(1, -4, 2, 2\)$"),
+        (lambda: kernels.depth_to_space_output_shape((1, -4, 2, 2), 2), r"^depth_to_space: input shape must not"),
+        (lambda: kernels.depth_to_space_output_shape((1, True, 2, 2), 2),
+         r"^depth_to_space: input shape must hold integers, found True$"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 3], axes=[0, 1, 10**30]),
+         r"^center_crop_pad: axis 10{30} is out of range \[-4, 3\] \(input shape \(1, 1, 3, 3\)\)$"),
+        (lambda: kernels.center_crop_pad(X, [-1, 2**63], axes=[0, 1]),
+         r"^center_crop_pad: target size -1 for axis 0 is negative \(input shape \(1, 1, 3, 3\)\)$"),
+    ],
+)
+def test_shapes_of_the_wrong_kind_are_named(call: Callable[[], object], message: str) -> None:
+    with pytest.raises(GeomError, match=message):
+        call()
