@@ -45,7 +45,18 @@ Mode: TypeAlias = Literal["DCR", "CRD"]
 Shape: TypeAlias = tuple[int, ...]
 
 _MODES = ("DCR", "CRD")
-_GRID_DTYPES = ("float16", "float32", "float64", "bfloat16")
+# The dtype policy (used by _as_array): the types these operators take in ONNX (CenterCropPad-18,
+# SpaceToDepth-28: "all tensor types" of that list, so no float8 or int4), by numpy's name in any
+# byte order; strings by kind, str or bytes (ONNX keeps its strings as bytes). Refused: float128
+# and complex256, dates, durations, objects, records and raw bytes (void).
+_TENSOR_DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    + ["float16", "float32", "float64", "bfloat16", "complex64", "complex128"]
+)
+_TENSOR_TEXT = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str or bytes"
+# AffineGrid-20's T1: theta and the grid.
+_GRID_DTYPES = frozenset(["float16", "float32", "float64", "bfloat16"])
+_GRID_TEXT = "float16, float32, float64 or bfloat16"
 
 # The fast paths work on ~1 MiB pieces: small enough to stay in cache while a piece is
 # rearranged, big enough that Python's per-piece cost is lost in the copying.
@@ -57,15 +68,24 @@ _PARALLEL_BYTES = 4 << 20
 # --- validation helpers -------------------------------------------------------------
 
 
-def _as_array(data: Any, func: str, name: str = "input") -> np.ndarray:
-    """The input as an ndarray of an ONNX tensor type (memory maps stay maps)."""
+def _is_tensor_type(dtype: np.dtype) -> bool:
+    """Whether the rearranging kernels take ``dtype``: see _TENSOR_DTYPES."""
+    return dtype.name in _TENSOR_DTYPES or dtype.kind in "US"
+
+
+def _as_array(data: Any, func: str, name: str = "input", *, grid: bool = False) -> np.ndarray:
+    """The input as an ndarray of a type the operator takes (memory maps stay maps): a tensor
+    type, or with ``grid`` a float type of AffineGrid. The one place of the dtype policy."""
     try:
         array = data if isinstance(data, np.ndarray) else np.asarray(data)
     except (ValueError, TypeError) as error:
         raise GeomError(f"{func}: {name} is not an array ({error})") from error
-    # bool, integers, floats, complex, strings, and bfloat16 (an ml_dtypes type numpy calls "V").
-    if array.dtype.kind not in "biufcUS" and array.dtype.name != "bfloat16":
-        raise GeomError(f"{func}: dtype {array.dtype} is not a tensor type ({name} shape {array.shape})")
+    takes = array.dtype.name in _GRID_DTYPES if grid else _is_tensor_type(array.dtype)
+    if not takes:
+        raise GeomError(
+            f"{func}: {name} must be {_GRID_TEXT if grid else _TENSOR_TEXT}, found dtype {_dtype_text(array.dtype)} "
+            f"({name} shape {array.shape})"
+        )
     return array
 
 
@@ -308,7 +328,7 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
         else:
             found = f"a {type(fill).__name__}"
         raise GeomError(f"{func}: fill must be a scalar, found {found}")
-    if isinstance(fill, np.generic) and fill.dtype.kind in "mMOV" and fill.dtype.name != "bfloat16":
+    if isinstance(fill, np.generic) and fill.dtype.kind in "mMOV" and not _is_tensor_type(fill.dtype):
         raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype} ({fill.dtype} is no tensor type)")
     is_text = isinstance(fill, (str, bytes))
     try:
@@ -345,9 +365,10 @@ def center_crop_pad(
     Parameters
     ----------
     data : array_like
-        Input of any ONNX tensor type: bool, signed and unsigned integers, float16/32/64,
-        bfloat16, complex64/128, or strings. A memory map is read only where it lands
-        in the output.
+        Input of a type CenterCropPad takes: bool, int8-int64, uint8-uint64,
+        float16/32/64, bfloat16 (ml_dtypes), complex64/128, or strings (numpy str or
+        bytes arrays); either byte order, any strides. A memory map is read only where
+        it lands in the output.
     shape : sequence of int or 1-D int32/int64 array
         Target length of each axis in ``axes``; every value >= 0.
     axes : sequence of int or 1-D int array, optional
@@ -376,10 +397,11 @@ def center_crop_pad(
     GeomError
         If an axis is out of ``[-r, r-1]`` or repeated, ``shape`` is not 1-D, holds
         non-integers or negative values, or its length differs from the number of
-        axes; if ``data`` is not of a tensor type; if ``fill`` is not one value that fits
-        its dtype; if ``threads`` is not an integer >= 1; if ``out`` is not a writable
-        array of the output's shape and dtype (byte order included), or overlaps ``data``;
-        if the output would be bigger than numpy can address, or cannot be allocated.
+        axes; if ``data`` is of another type (float128, datetime64, object, float8, ...);
+        if ``fill`` is not one value that fits its dtype; if ``threads`` is not an
+        integer >= 1; if ``out`` is not a writable array of the output's shape and dtype
+        (byte order included), or overlaps ``data``; if the output would be bigger than
+        numpy can address, or cannot be allocated.
 
     Notes
     -----
@@ -564,12 +586,7 @@ def affine_grid(
     array([-0.5,  0.5])
     """
     func = "affine_grid"
-    matrices = _as_array(theta, func, "theta")
-    if matrices.dtype.name not in _GRID_DTYPES:
-        raise GeomError(
-            f"{func}: theta must be float16, float32, float64 or bfloat16, found {_dtype_text(matrices.dtype)} "
-            f"(theta shape {matrices.shape})"
-        )
+    matrices = _as_array(theta, func, "theta", grid=True)
     if isinstance(align_corners, (np.bool_, np.integer)):
         align_corners = align_corners.item()
     # the type first: an array of flags would make `in` ambiguous
@@ -828,7 +845,7 @@ def space_to_depth(
     Parameters
     ----------
     data : array_like
-        Rank 4, (N, C, H, W), of any ONNX tensor type.
+        Rank 4, (N, C, H, W), of a type :func:`center_crop_pad` takes.
     blocksize : int
         Block edge b >= 1; H and W must be multiples of it (1 is the identity).
     mode : {"DCR", "CRD"}
@@ -849,10 +866,10 @@ def space_to_depth(
     Raises
     ------
     GeomError
-        If ``data`` is not rank 4, H or W is not divisible by b, b is not an integer
-        >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an integer >= 1,
-        ``out`` is not a writable array of the output's shape and dtype (byte order
-        included) or overlaps ``data``, or the output cannot be allocated.
+        If ``data`` is not rank 4 or of another type, H or W is not divisible by b, b is
+        not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not
+        an integer >= 1, ``out`` is not a writable array of the output's shape and dtype
+        (byte order included) or overlaps ``data``, or the output cannot be allocated.
 
     Notes
     -----
@@ -1017,7 +1034,7 @@ def depth_to_space(
     Parameters
     ----------
     data : array_like
-        Rank 4, (N, C·b², H, W), of any ONNX tensor type.
+        Rank 4, (N, C·b², H, W), of a type :func:`center_crop_pad` takes.
     blocksize : int
         Block edge b >= 1; the channel count must be a multiple of b².
     mode : {"DCR", "CRD"}
@@ -1034,10 +1051,10 @@ def depth_to_space(
     Raises
     ------
     GeomError
-        If ``data`` is not rank 4, its channels are not divisible by b², b is not an
-        integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not an
-        integer >= 1, ``out`` is not a writable array of the output's shape and dtype
-        (byte order included) or overlaps ``data``, or the output cannot be allocated.
+        If ``data`` is not rank 4 or of another type, its channels are not divisible by
+        b², b is not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads``
+        is not an integer >= 1, ``out`` is not a writable array of the output's shape and
+        dtype (byte order included) or overlaps ``data``, or the output cannot be allocated.
 
     Notes
     -----

@@ -7,8 +7,10 @@ The fast paths only take inputs of a few MiB and more, so their thresholds are s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -338,3 +340,55 @@ def test_align_corners_that_is_not_one_flag_is_refused(align_corners: object) ->
 def test_shapes_of_the_wrong_kind_are_named(call: Callable[[], object], message: str) -> None:
     with pytest.raises(GeomError, match=message):
         call()
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. The dtype policy: ONNX's types for these operators, and bytes; nothing else
+# --------------------------------------------------------------------------------------------------
+
+TAKES = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str or bytes"
+# long double is float64 on some machines (Windows, macOS on Apple silicon): a tensor type there
+LONG_DOUBLES = [np.dtype(np.longdouble), np.dtype(np.clongdouble)] if np.dtype(np.longdouble).itemsize > 8 else []
+REFUSED = [
+    *LONG_DOUBLES,
+    np.dtype("datetime64[D]"), np.dtype("timedelta64[s]"), np.dtype(object), np.dtype([("a", "<i4")]),
+    np.dtype("V4"),
+    # ONNX types since opset 19/21, but not among the types these operators take
+    np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2), np.dtype(ml_dtypes.int4),
+]
+
+
+def _kernel_calls() -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    return {
+        "center_crop_pad": lambda data: kernels.center_crop_pad(data, [1, 1, 3, 3]),
+        "space_to_depth": lambda data: kernels.space_to_depth(data, 2),
+        "depth_to_space": lambda data: kernels.depth_to_space(data, 1),
+    }
+
+
+@pytest.mark.parametrize("dtype", REFUSED, ids=str)
+@pytest.mark.parametrize("func", list(_kernel_calls()))
+def test_types_these_operators_do_not_take_are_refused(dtype: np.dtype, func: str) -> None:
+    """The QA report: float128 was cropped and padded as if it were an ONNX type."""
+    message = rf"^{func}: input must be {TAKES}, found dtype {re.escape(str(dtype))} \(input shape \(1, 1, 2, 2\)\)$"
+    with pytest.raises(GeomError, match=message):
+        _kernel_calls()[func](np.zeros((1, 1, 2, 2), dtype))
+
+
+@pytest.mark.parametrize("dtype", [*REFUSED, np.dtype("int32"), np.dtype("complex64"), np.dtype("<U3")], ids=str)
+def test_affine_grid_takes_its_four_float_types_only(dtype: np.dtype) -> None:
+    message = (r"^affine_grid: theta must be float16, float32, float64 or bfloat16, "
+               rf"found dtype {re.escape(str(dtype))} \(theta shape \(1, 2, 3\)\)$")
+    with pytest.raises(GeomError, match=message):
+        kernels.affine_grid(np.zeros((1, 2, 3), dtype), [1, 1, 2, 2])
+
+
+@pytest.mark.parametrize("dtype", [np.dtype("S3"), np.dtype("<U5"), np.dtype(">U5")], ids=str)
+@pytest.mark.parametrize("func", list(_kernel_calls()))
+def test_strings_and_bytes_are_taken(dtype: np.dtype, func: str) -> None:
+    """numpy str arrays are ONNX strings; bytes arrays were taken before and stay taken (the
+    fill tests pad them), as ONNX keeps its strings as bytes."""
+    data = np.array([["ab", "c"], ["", "xyz"]], dtype).reshape(1, 1, 2, 2)
+    found = _kernel_calls()[func](data)
+    assert found.dtype == dtype
+    assert sorted(filter(None, found.reshape(-1).tolist())) == sorted(filter(None, data.reshape(-1).tolist()))
