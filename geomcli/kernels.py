@@ -79,7 +79,7 @@ def _as_array(data: Any, func: str, name: str = "input", *, grid: bool = False) 
     try:
         array = data if isinstance(data, np.ndarray) else np.asarray(data)
     except (ValueError, TypeError) as error:
-        raise GeomError(f"{func}: {name} is not an array ({error})") from error
+        raise GeomError(f"{func}: {name} is not an array ({_one_line(str(error))})") from error
     takes = array.dtype.name in _GRID_DTYPES if grid else _is_tensor_type(array.dtype)
     if not takes:
         raise GeomError(
@@ -89,10 +89,22 @@ def _as_array(data: Any, func: str, name: str = "input", *, grid: bool = False) 
     return array
 
 
+def _shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` fit for a one-line message: a multi-line repr (an array's, a masked
+    array's) on one line, and a long one cut short."""
+    return _one_line(repr(value), limit)
+
+
+def _one_line(text: str, limit: int | None = None) -> str:
+    if "\n" in text:
+        text = " ".join(text.split())
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _as_int(value: Any, name: str, func: str) -> int:
     """A Python int from an int or numpy integer; bools and floats are refused."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise GeomError(f"{func}: {name} must be an integer, found {value!r}")
+        raise GeomError(f"{func}: {name} must be an integer, found {_shown(value)}")
     return int(value)
 
 
@@ -103,17 +115,17 @@ def _as_ints(values: Any, name: str, func: str) -> Shape:
     would make them objects, or floats next to a negative value) for the callers' range checks.
     """
     if isinstance(values, (str, bytes)) or values is None:
-        raise GeomError(f"{func}: {name} must be a 1-D list of integers, found {values!r}")
+        raise GeomError(f"{func}: {name} must be a 1-D list of integers, found {_shown(values)}")
     if isinstance(values, (list, tuple)):
         for value in values:
             if isinstance(value, (bool, np.bool_)):
-                raise GeomError(f"{func}: {name} must hold integers, found {value!r}")
+                raise GeomError(f"{func}: {name} must hold integers, found {_shown(value)}")
         if all(isinstance(value, (int, np.integer)) for value in values):
             return tuple(int(value) for value in values)
     try:
         array = np.asarray(values)
     except (ValueError, TypeError) as error:
-        raise GeomError(f"{func}: {name} must be a 1-D list of integers ({error})") from error
+        raise GeomError(f"{func}: {name} must be a 1-D list of integers ({_one_line(str(error))})") from error
     if array.ndim != 1:
         raise GeomError(f"{func}: {name} must be 1-D, found shape {array.shape}")
     if array.size == 0:
@@ -138,7 +150,7 @@ def _itemsize(dtype: Any, func: str) -> int:
     try:
         return int(np.dtype(dtype).itemsize)
     except (TypeError, ValueError) as error:
-        raise GeomError(f"{func}: dtype {dtype!r} is not a numpy dtype") from error
+        raise GeomError(f"{func}: dtype {_shown(dtype)} is not a numpy dtype") from error
 
 
 def _check_addressable(output: Shape, dtype: Any, func: str, where: str) -> None:
@@ -194,7 +206,7 @@ def _new_output(
 
 def _as_mode(mode: Any, func: str) -> Mode:
     if not isinstance(mode, str) or mode not in _MODES:
-        raise GeomError(f"{func}: mode must be 'DCR' or 'CRD', found {mode!r}")
+        raise GeomError(f"{func}: mode must be 'DCR' or 'CRD', found {_shown(mode)}")
     return mode  # type: ignore[return-value]
 
 
@@ -328,8 +340,9 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
         else:
             found = f"a {type(fill).__name__}"
         raise GeomError(f"{func}: fill must be a scalar, found {found}")
+    refusal = f"{func}: fill value {_shown(fill)} does not fit dtype {dtype}"
     if isinstance(fill, np.generic) and fill.dtype.kind in "mMOV" and not _is_tensor_type(fill.dtype):
-        raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype} ({fill.dtype} is no tensor type)")
+        raise GeomError(f"{refusal} ({fill.dtype} is no tensor type)")
     is_text = isinstance(fill, (str, bytes))
     try:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -345,9 +358,9 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
         else:
             fits = bool(value.item() == fill)
     except (ValueError, TypeError, OverflowError) as error:
-        raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype} ({error})") from error
+        raise GeomError(f"{refusal} ({_one_line(str(error))})") from error
     if not fits:
-        raise GeomError(f"{func}: fill value {fill!r} does not fit dtype {dtype}")
+        raise GeomError(refusal)
     return value
 
 
@@ -591,7 +604,7 @@ def affine_grid(
         align_corners = align_corners.item()
     # the type first: an array of flags would make `in` ambiguous
     if not isinstance(align_corners, int) or align_corners not in (0, 1):
-        raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {align_corners!r}")
+        raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {_shown(align_corners)}")
     grid_dtype = matrices.dtype.newbyteorder("=")
     output_shape = affine_grid_output_shape(matrices.shape, size, dtype=grid_dtype)
     workers = _as_threads(threads, func)

@@ -1,3 +1,5 @@
+# The tables of odd inputs pass wrong types on purpose.
+# mypy: disable-error-code="arg-type"
 """The kernels on inputs a caller could pass that are neither small nor plain: non-native byte
 order, outputs too big to exist or to allocate, array-valued fills, and dtypes outside ONNX.
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Literal
 
 import ml_dtypes
 import numpy as np
@@ -102,7 +105,7 @@ def test_complex_pairs_take_native_grids_only() -> None:
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast"])
 def test_rearranging_kernels_keep_a_non_native_dtype(
-    dtype: np.dtype, order: str, fast: bool, monkeypatch: pytest.MonkeyPatch
+    dtype: np.dtype, order: Literal["C", "F"], fast: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """center_crop_pad, space_to_depth and depth_to_space copy elements bit for bit: a
     non-native input (C or Fortran order) gives its own dtype back, byte order kept, with the
@@ -392,3 +395,33 @@ def test_strings_and_bytes_are_taken(dtype: np.dtype, func: str) -> None:
     found = _kernel_calls()[func](data)
     assert found.dtype == dtype
     assert sorted(filter(None, found.reshape(-1).tolist())) == sorted(filter(None, data.reshape(-1).tolist()))
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. Messages stay one line whatever was passed
+# --------------------------------------------------------------------------------------------------
+
+MATRIX = np.arange(4).reshape(2, 2)  # its repr takes two lines
+
+
+class TwoLines:
+    def __repr__(self) -> str:
+        return "TwoLines(\n    1,\n)"
+
+
+ODD_ARGUMENTS: dict[str, Callable[[], object]] = {
+    "blocksize": lambda: kernels.space_to_depth(X, MATRIX),
+    "mode": lambda: kernels.depth_to_space(X, 1, MATRIX),
+    "threads": lambda: kernels.center_crop_pad(X, [1, 1, 3, 3], threads=MATRIX),
+    "align_corners": lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], MATRIX),
+    "fill": lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=TwoLines()),
+    "dtype": lambda: kernels.center_crop_pad_output_shape((3,), [3], dtype=MATRIX),
+    "long-mode": lambda: kernels.space_to_depth(X, 1, "DCR" * 1000),
+}
+
+
+@pytest.mark.parametrize("name", list(ODD_ARGUMENTS))
+def test_messages_name_odd_arguments_on_one_short_line(name: str) -> None:
+    with pytest.raises(GeomError) as caught:
+        ODD_ARGUMENTS[name]()
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 300, str(caught.value)
