@@ -333,8 +333,8 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
     if isinstance(fill, np.ndarray) and fill.ndim == 0:
         fill = fill[()]
     if isinstance(fill, np.ndarray) or (isinstance(fill, Sized) and not isinstance(fill, (str, bytes, np.generic))):
-        if isinstance(fill, np.ndarray):
-            found = f"an array of shape {fill.shape}"
+        if isinstance(fill, np.ndarray):  # a 0-d one here is masked (np.ma.masked): it has no value
+            found = f"an array of shape {fill.shape}" if fill.ndim else f"a {type(fill).__name__}"
         elif isinstance(fill, (list, tuple)):
             found = f"a {type(fill).__name__} of {len(fill)} value{'' if len(fill) == 1 else 's'}"
         else:

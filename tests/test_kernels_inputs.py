@@ -272,6 +272,7 @@ def test_huge_lengths_that_numpy_can_hold_work(call: Callable[[], np.ndarray], s
         (np.array([1.0, 2.0]), r"an array of shape \(2,\)"),
         (np.array([[1]]), r"an array of shape \(1, 1\)"),
         ({1, 2}, "a set"),
+        (np.ma.masked, "a MaskedConstant"),
     ],
 )
 def test_fill_must_be_a_scalar(fill: object, found: str) -> None:
