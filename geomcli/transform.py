@@ -459,7 +459,8 @@ def affine_grid(report: Report, theta: np.ndarray, size: tuple[int, ...], align_
     report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
     shape = kernels.affine_grid_output_shape(theta.shape, size)
     with ExitStack() as outputs:
-        grid = mapped_output(outputs, output, shape, theta.dtype, output_format)
+        # the kernel's grid is theta's type in native byte order
+        grid = mapped_output(outputs, output, shape, theta.dtype.newbyteorder("="), output_format)
         if grid is None:
             grid = kernels.affine_grid(theta, size, align_corners, threads=common.threads)
             io.write_array(grid, output, format=output_format)

@@ -296,6 +296,20 @@ def test_affine_grid_mapped_equals_in_ram(suffix: str, size: str, tmp_path: Path
     _both(tmp_path, mapped_outputs, monkeypatch, args, suffix)
 
 
+@pytest.mark.parametrize("suffix", [".npy", ".tiff"])
+def test_affine_grid_of_a_big_endian_theta_file_is_mapped_in_native_order(
+    suffix: str, tmp_path: Path, mapped_outputs: list[str]
+) -> None:
+    theta = tmp_path / "theta.npy"
+    np.save(theta, np.array([[[0.9, 0.1, 0.2], [-0.1, 1.1, 0.3]]], ">f4"))
+    result = run("affine-grid", "--size", "1,1,5,6", "--theta", theta, "-o", tmp_path / f"grid{suffix}", "-q")
+    assert result.exit_code == 0, result.output
+    assert mapped_outputs  # the mapped path, where the output's dtype is chosen before the kernel runs
+    grid = read(tmp_path / f"grid{suffix}")[0]
+    expected = kernels.affine_grid(np.load(theta).astype("<f4"), [1, 1, 5, 6])
+    assert grid.dtype == np.float32 and np.array_equal(grid, expected)
+
+
 def test_the_summary_of_a_mapped_output_is_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     rng: np.random.Generator) -> None:
     import json
