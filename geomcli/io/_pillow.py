@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any
 
+from geomcli.cpus import available_cpus
 from geomcli.errors import GeomError
 from geomcli.io import _png
 from geomcli.io._base import (
@@ -503,27 +504,33 @@ def save(
         saving["dpi"] = dpi
     if exif is not None:
         saving["exif"] = exif
-    if fmt == "png" and im.mode in _PICTURE_MODES:
+    if fmt == "png" and im.mode in _PICTURE_MODES and _png.part_rows(im.height, _row_bytes(im))[1:]:
         f.write(_png_in_parts(im, saving, options.threads))
-    else:
+    else:  # one part is Pillow's own save, to the byte
         im.save(f, format=_SAVE_AS[fmt], **saving)
+
+
+def _row_bytes(im: Any) -> int:
+    """A filtered PNG row of an 8-bit image: its samples and the filter type byte."""
+    return int(im.width * _KEPT[im.mode][1] + 1)
 
 
 def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> bytes:
     """Pillow's PNG of an 8-bit image, its image data compressed in parts side by side
     (_png.deflate_parts): Pillow filters each part's rows in an uncompressed save, and writes
-    the other chunks in a save of one row. One part is Pillow's own save, to the byte."""
-    row_bytes = im.width * _KEPT[im.mode][1] + 1
+    the other chunks in a save of one row."""
+    row_bytes = _row_bytes(im)
     im.load()  # here, not lazily in the parts' threads at once
-    if len(_png.part_rows(im.height, row_bytes)) == 1:
-        return _png_bytes(im, **saving)
 
     def rows(first: int, stop: int) -> memoryview:
         seed = 1 if first else 0  # Pillow filters a save's first row against black: one more, dropped
         part = _png_bytes(crop(im, (0, first - seed, im.width, stop)), compress_level=0)
         return memoryview(_png.stored(_png.split_idat(part)[1]))[seed * row_bytes :]
 
-    stream = _png.deflate_parts(rows, im.height, row_bytes, saving["compress_level"], threads)
+    workers = threads or available_cpus()
+    # one thread filters the same rows in one pass: no crops, no priming rows filtered twice
+    filtered = rows if workers > 1 else _png.rows_of(rows(0, im.height), row_bytes)
+    stream = _png.deflate_parts(filtered, im.height, row_bytes, saving["compress_level"], workers)
     return _png.with_image_data(_png_bytes(crop(im, (0, 0, im.width, 1)), **saving), im.height, stream)
 
 

@@ -255,9 +255,7 @@ def encode(
         stream = _deflate(bytes(body), level)
     else:
         row_bytes = width * bpp + 1
-        filtered = memoryview(body)
-        stream = deflate_parts(lambda first, stop: filtered[first * row_bytes : stop * row_bytes], height,
-                               row_bytes, level, threads)
+        stream = deflate_parts(rows_of(body, row_bytes), height, row_bytes, level, threads)
     header = struct.pack(
         ">IIBBBBB", width, height, depth, _COLOUR_TYPE[channels], 0, 0, int(interlace)
     )
@@ -343,6 +341,12 @@ def deflate_parts(
     share(range(len(parts)), compress, threads or available_cpus())
     checksum = functools.reduce(adler32_combine, checksums)[0]
     return _deflate(b"", level)[:2] + b"".join(compressed) + struct.pack(">I", checksum)
+
+
+def rows_of(filtered: bytes | bytearray | memoryview, row_bytes: int) -> Callable[[int, int], memoryview]:
+    """:func:`deflate_parts`' ``rows`` for an image's filtered rows held whole."""
+    view = memoryview(filtered)
+    return lambda first, stop: view[first * row_bytes : stop * row_bytes]
 
 
 def adler32_combine(first: tuple[int, int], second: tuple[int, int]) -> tuple[int, int]:
