@@ -96,9 +96,7 @@ def test_parts_inflate_to_the_rows_and_do_not_depend_on_the_thread_count(
     data = (motif * (height * row_bytes // len(motif) + 1))[: height * row_bytes]
     assert len(_png.part_rows(height, row_bytes)) > 1
     streams = {
-        threads: _png.deflate_parts(
-            lambda first, stop: data[first * row_bytes : stop * row_bytes], height, row_bytes, 7, threads
-        )
+        threads: b"".join(_png.deflate_parts(_png.rows_of(data, row_bytes), height, row_bytes, 7, threads))
         for threads in (1, 2, 3, 8)
     }
     assert zlib.decompress(streams[1]) == data
@@ -109,7 +107,7 @@ def test_parts_cost_almost_nothing_in_size(rng: np.random.Generator) -> None:
     rows = photo_like(rng, 512, 512, 3)
     filtered = b"".join(b"\1" + row.tobytes() for row in rows)  # any filter will do
     one = _png._deflate(filtered, 7)
-    parts = _png.deflate_parts(lambda first, stop: filtered[first * 1537 : stop * 1537], 512, 1537, 7, 2)
+    parts = b"".join(_png.deflate_parts(_png.rows_of(filtered, 1537), 512, 1537, 7, 2))
     assert len(_png.part_rows(512, 1537)) == 2
     assert zlib.decompress(parts) == filtered
     assert len(parts) <= len(one) * 1.002
@@ -222,3 +220,31 @@ def test_pillows_bomb_limit_comes_back_when_threads_lift_it_at_once() -> None:
         thread.join()
     assert seen == [None, None]
     assert Image.MAX_IMAGE_PIXELS == limit is not None
+
+
+@pytest.mark.usefixtures("small_parts")
+def test_image_data_is_cut_into_idat_chunks_of_at_most_the_set_size(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One IDAT for all the data once made chunks past 2**31 bytes possible (which PNG forbids)."""
+    monkeypatch.setattr(_png, "_IDAT_BYTES", 1000)
+    im = Image.fromarray(photo_like(rng, 90, 70, 3))
+    png = ours(im, Metadata(), 2)
+    sizes = [len(body) for kind, body in chunks(png) if kind == b"IDAT"]
+    assert len(sizes) > 3 and max(sizes) <= 1000
+    assert np.array_equal(np.asarray(Image.open(bytes_io.BytesIO(png))), np.asarray(im))
+    sixteen = rng.integers(0, 65536, (60, 50, 3)).astype(np.uint16)
+    path = tmp_path / "a.png"
+    path.write_bytes(_png.encode(sixteen))
+    assert max(len(body) for kind, body in chunks(path.read_bytes()) if kind == b"IDAT") <= 1000
+    assert np.array_equal(io.read_array(str(path)).data, sixteen)
+
+
+@pytest.mark.usefixtures("small_parts")
+def test_one_thread_filters_in_one_pass_or_part_by_part_to_the_same_bytes(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    im = Image.fromarray(photo_like(rng, 90, 70, 4), "RGBA")
+    one_pass = ours(im, Metadata(), 1)
+    monkeypatch.setattr(_pillow, "_ONE_PASS_BYTES", 0)  # a big image's way: bounded copies
+    assert ours(im, Metadata(), 1) == one_pass == ours(im, Metadata(), 2)

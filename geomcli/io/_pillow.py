@@ -505,7 +505,8 @@ def save(
     if exif is not None:
         saving["exif"] = exif
     if fmt == "png" and im.mode in _PICTURE_MODES and _png.part_rows(im.height, _row_bytes(im))[1:]:
-        f.write(_png_in_parts(im, saving, options.threads))
+        for piece in _png_in_parts(im, saving, options.threads):
+            f.write(piece)
     else:  # one part is Pillow's own save, to the byte
         im.save(f, format=_SAVE_AS[fmt], **saving)
 
@@ -515,7 +516,7 @@ def _row_bytes(im: Any) -> int:
     return int(im.width * _KEPT[im.mode][1] + 1)
 
 
-def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> bytes:
+def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> Iterator[bytes]:
     """Pillow's PNG of an 8-bit image, its image data compressed in parts side by side
     (_png.deflate_parts): Pillow filters each part's rows in an uncompressed save, and writes
     the other chunks in a save of one row."""
@@ -528,10 +529,15 @@ def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> bytes
         return memoryview(_png.stored(_png.split_idat(part)[1]))[seed * row_bytes :]
 
     workers = threads or available_cpus()
-    # one thread filters the same rows in one pass: no crops, no priming rows filtered twice
-    filtered = rows if workers > 1 else _png.rows_of(rows(0, im.height), row_bytes)
-    stream = _png.deflate_parts(filtered, im.height, row_bytes, saving["compress_level"], workers)
-    return _png.with_image_data(_png_bytes(crop(im, (0, 0, im.width, 1)), **saving), im.height, stream)
+    # one thread filters a small image's rows in one pass (no priming rows filtered twice); a big
+    # one part by part, so the copies made on the way stay the size of a part
+    one_pass = workers == 1 and im.height * row_bytes <= _ONE_PASS_BYTES
+    filtered = _png.rows_of(rows(0, im.height), row_bytes) if one_pass else rows
+    pieces = _png.deflate_parts(filtered, im.height, row_bytes, saving["compress_level"], workers)
+    return _png.with_image_data(_png_bytes(crop(im, (0, 0, im.width, 1)), **saving), im.height, pieces)
+
+
+_ONE_PASS_BYTES = 8 << 20
 
 
 def _png_bytes(im: Any, **saving: Any) -> bytes:

@@ -12,7 +12,7 @@ import functools
 import itertools
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -252,10 +252,10 @@ def encode(
             rows = np.ascontiguousarray(sub, dtype=sub.dtype.newbyteorder(">")).view(np.uint8)
             body += _filter_rows(rows.reshape(sub.shape[0], -1), bpp, filters)
     if interlace:
-        stream = _deflate(bytes(body), level)
+        pieces = [_deflate(bytes(body), level)]
     else:
         row_bytes = width * bpp + 1
-        stream = deflate_parts(rows_of(body, row_bytes), height, row_bytes, level, threads)
+        pieces = deflate_parts(rows_of(body, row_bytes), height, row_bytes, level, threads)
     header = struct.pack(
         ">IIBBBBB", width, height, depth, _COLOUR_TYPE[channels], 0, 0, int(interlace)
     )
@@ -266,13 +266,7 @@ def encode(
         extra += _chunk(b"pHYs", struct.pack(">IIB", ppm[0], ppm[1], 1))
     if exif is not None:
         extra += _chunk(b"eXIf", exif.removeprefix(b"Exif\0\0"))
-    return (
-        SIGNATURE
-        + _chunk(b"IHDR", header)
-        + extra
-        + _chunk(b"IDAT", stream)
-        + _chunk(b"IEND", b"")
-    )
+    return b"".join([SIGNATURE, _chunk(b"IHDR", header), extra, *idat_chunks(pieces), _chunk(b"IEND", b"")])
 
 
 # Adam7 passes: first row, first column, row step, column step
@@ -315,12 +309,12 @@ def part_rows(height: int, row_bytes: int) -> list[tuple[int, int]]:
 
 def deflate_parts(
     rows: Callable[[int, int], bytes | memoryview], height: int, row_bytes: int, level: int, threads: int | None
-) -> bytes:
+) -> list[bytes]:
     """The zlib stream of an image's ``height`` filtered rows of ``row_bytes`` (filter type
     byte included), compressed part by part (:func:`part_rows`) on up to ``threads`` threads
-    (None: every CPU this process may run on);
-    ``rows(first, stop)`` gives the filtered rows ``first`` to ``stop``, as filtered in the
-    whole image."""
+    (None: every CPU this process may run on), in pieces to write one after the other (one a
+    part, the zlib header in the first, the checksum in the last); ``rows(first, stop)`` gives
+    the filtered rows ``first`` to ``stop``, as filtered in the whole image."""
     parts = part_rows(height, row_bytes)
     primer = -(-_WINDOW // row_bytes)  # rows that fill the window
     compressed = [b""] * len(parts)
@@ -339,8 +333,22 @@ def deflate_parts(
         checksums[k] = (zlib.adler32(body), len(body))
 
     share(range(len(parts)), compress, threads or available_cpus())
-    checksum = functools.reduce(adler32_combine, checksums)[0]
-    return _deflate(b"", level)[:2] + b"".join(compressed) + struct.pack(">I", checksum)
+    compressed[0] = _deflate(b"", level)[:2] + compressed[0]
+    compressed[-1] += struct.pack(">I", functools.reduce(adler32_combine, checksums)[0])
+    return compressed
+
+
+# IDAT chunks are cut at this size: a chunk's length must stay below 2**31, and a reader's
+# buffers small (libpng writes 8 KiB, Pillow 64 KiB)
+_IDAT_BYTES = 1 << 20
+
+
+def idat_chunks(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The IDAT chunks holding a zlib stream given in pieces, none over _IDAT_BYTES."""
+    for piece in pieces:
+        view = memoryview(piece)
+        for start in range(0, len(view), _IDAT_BYTES):
+            yield _chunk(b"IDAT", view[start : start + _IDAT_BYTES])
 
 
 def rows_of(filtered: bytes | bytearray | memoryview, row_bytes: int) -> Callable[[int, int], memoryview]:
@@ -389,17 +397,20 @@ def stored(stream: bytes) -> bytes:
             return b"".join(data)
 
 
-def with_image_data(png: bytes, height: int, stream: bytes) -> bytes:
-    """A PNG (our encoder's) with ``stream`` as its image data, for an image ``height`` rows high:
-    its other chunks are kept."""
+def with_image_data(png: bytes, height: int, pieces: list[bytes]) -> Iterator[bytes]:
+    """A PNG (our encoder's), in pieces to write, with the zlib stream in ``pieces`` as its
+    image data, for an image ``height`` rows high: its other chunks are kept."""
     before, _, after = split_idat(png)
     ihdr = bytearray(before[16:29])  # IHDR is the first chunk, 13 bytes
     ihdr[4:8] = struct.pack(">I", height)
-    return before[:8] + _chunk(b"IHDR", bytes(ihdr)) + before[33:] + _chunk(b"IDAT", stream) + after
+    yield before[:8] + _chunk(b"IHDR", bytes(ihdr)) + before[33:]
+    yield from idat_chunks(pieces)
+    yield after
 
 
-def _chunk(kind: bytes, body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+def _chunk(kind: bytes, body: bytes | memoryview) -> bytes:
+    crc = zlib.crc32(body, zlib.crc32(kind))
+    return b"".join((struct.pack(">I", len(body)), kind, body, struct.pack(">I", crc)))
 
 
 def _filter_rows(rows: np.ndarray, bpp: int, filters: int | list[int] | None) -> bytes:
