@@ -1111,3 +1111,56 @@ def test_text_for_a_closed_or_full_stdout_is_one_error(tmp_path: Path, command: 
         done = subprocess.run(argv, cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 1
     assert one_error(done.stderr, "<stdout>").endswith("cannot write (No space left on device)")
+
+
+def test_dev_stdout_is_this_process_stdout_even_when_it_is_a_file(tmp_path: Path) -> None:
+    """-o /dev/stdout > file (a link to /proc/self/fd/1, which resolves to that plain file) writes
+    through descriptor 1, appending where it was opened to append; the link is never replaced."""
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    command = [*GEOMCLI, "crop-pad", ROOT / "samples" / "tensor.npy", "--shape", "1,3,2,2", "--format", "npy", "-q"]
+    with open(tmp_path / "out.npy", "ab") as sink:
+        for output in (link, "/dev/stdout"):
+            done = subprocess.run([*command, "-o", output], stdout=sink, stderr=subprocess.PIPE, text=True)
+            assert (done.returncode, done.stderr) == (0, "")
+    assert os.readlink(link) == "/proc/self/fd/1"
+    with open(tmp_path / "out.npy", "rb") as written:
+        assert np.load(written).shape == np.load(written).shape == (1, 3, 2, 2)
+
+
+def test_a_link_swapped_to_a_plain_file_meanwhile_is_not_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the output is a stream is decided on the opened descriptor, not on an earlier look."""
+    from geomcli.io import _atomic
+
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious")
+    link = tmp_path / "out.png"
+    link.symlink_to("/dev/null")
+    looked = _atomic._own_descriptor
+
+    def swapped_after_looking(path: str) -> int | None:
+        answer = looked(path)
+        link.unlink()
+        link.symlink_to(victim)  # the race won
+        return answer
+
+    monkeypatch.setattr(_atomic, "_own_descriptor", swapped_after_looking)
+    io.write_array(np.zeros((4, 4), np.uint8), str(link))
+    assert victim.read_bytes() == b"precious"
+    assert not link.is_symlink() and link.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_terminal_named_as_the_output_is_refused(tmp_path: Path) -> None:
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run([*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", os.ttyname(terminal),
+                               "--format", "png", "--shape", "8,8"], capture_output=True, text=True)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert done.returncode == 1
+    assert one_error(done.stderr).endswith("refusing to write binary data to a terminal")

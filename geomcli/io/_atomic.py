@@ -40,8 +40,9 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     Inside :func:`deferred_commits`, the last step (sync and rename) is left to its caller.
     """
-    if is_special(path):
-        with _written_in_place(path) as f:
+    stream = _open_stream(path)
+    if stream is not None:
+        with _into_stream(stream, path) as f:
             yield f
         return
     with _replacing(path, defer=_commits.pending is not None) as (fd, tmp):
@@ -52,10 +53,33 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
             yield f
 
 
+# /proc/self/fd/N, /proc/<this pid>/fd/N, /dev/fd/N: an open descriptor of this process
+_DESCRIPTOR_PATH = re.compile(r"/proc/(self|thread-self|\d+)/fd/(\d+)|/dev/fd/(\d+)")
+
+
+def _own_descriptor(path: str) -> int | None:
+    """N when ``path`` names, itself or through its links, this process's descriptor N
+    (/dev/stdout is a link to /proc/self/fd/1); else None."""
+    for _ in range(40):  # the kernel's own limit on links followed
+        match = _DESCRIPTOR_PATH.fullmatch(os.path.normpath(os.path.abspath(path)))
+        if match is not None:
+            process, number, dev_number = match.groups()
+            if process in (None, "self", "thread-self") or int(process) == os.getpid():
+                return int(number or dev_number)
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return None
+        path = os.path.join(os.path.dirname(path), target)
+    return None
+
+
 def is_special(path: str) -> bool:
-    """Whether ``path`` is, or links to, a device, FIFO or socket (/dev/null, /dev/stdout, a named
-    pipe): a stream to write into, which no file may replace. (A link to a plain file is
-    replaced by the new file, never written through.)"""
+    """Whether ``path`` is, or links to, a device, FIFO or socket (/dev/null, a named pipe) or
+    one of this process's descriptors (/dev/stdout): a stream to write into, which no file may
+    replace. (A link to a plain file is replaced by the new file, never written through.)"""
+    if _own_descriptor(path) is not None:
+        return True
     try:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
@@ -63,15 +87,46 @@ def is_special(path: str) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def _open_stream(path: str) -> int | None:
+    """A descriptor to write into when ``path`` is a stream (see is_special); None for a file
+    (new, plain or through a link), which is replaced instead. The test is made on the opened
+    descriptor, so a link swapped meanwhile cannot have a plain file written through."""
+    own = _own_descriptor(path)
+    if own is not None:
+        try:
+            return os.dup(own)
+        except OSError as e:
+            raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+    try:  # neither created nor truncated here: a plain file found is closed untouched
+        descriptor = os.open(path, os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    mode = os.fstat(descriptor).st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
 @contextmanager
-def _written_in_place(path: str) -> Iterator[IO[bytes]]:
-    """``path`` itself opened for writing, as the shell's ``>`` would: no temp file, rename or
-    fsync (a stream cannot take them back); an OSError becomes a GeomError naming ``path``."""
+def _into_stream(descriptor: int, path: str) -> Iterator[IO[bytes]]:
+    """Yield a buffer; at normal exit its bytes go to the open stream ``descriptor`` (as the
+    shell's ``>`` would write them: no temp file, rename or fsync), which is closed either way.
+    Made whole first, so a failed encoding sends nothing; binary data is never sent to a
+    terminal; an OSError in the writing becomes a GeomError naming ``path``."""
     try:
-        with open(path, "wb") as f:
-            yield f
-    except OSError as e:
-        raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+        if os.isatty(descriptor):
+            raise GeomError(f"{path}: refusing to write binary data to a terminal")
+        buffer = io.BytesIO()
+        yield buffer
+        view = memoryview(buffer.getbuffer())
+        try:
+            while view:
+                view = view[os.write(descriptor, view) :]
+        except OSError as e:
+            raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+    finally:
+        os.close(descriptor)
 
 
 class _Commits(threading.local):
