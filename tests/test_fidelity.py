@@ -830,3 +830,15 @@ def test_a_tiff_orientation_not_applied_and_descriptive_tags_are_warned_about(
                                       "--shape", "2,2"], catch_exceptions=False)
     assert "TIFF orientation 6 (" not in result.output  # applied, so nothing is lost
     assert "rotated 90 degrees clockwise by its TIFF orientation 6" in result.output
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_a_tiff_turned_upright_has_its_resolution_turned_too(tmp_path: Path, orientation: int) -> None:
+    import tifffile
+
+    path = tmp_path / "a.tiff"
+    tifffile.imwrite(path, np.zeros((4, 6), np.uint8), resolution=(300, 150), resolutionunit="INCH",
+                     extratags=[(274, "H", 1, orientation, True)])
+    expected = (150.0, 300.0) if orientation in (5, 6, 7, 8) else (300.0, 150.0)
+    assert io.read_array(str(path)).metadata.resolution == pytest.approx(expected)
+    assert io.read_array(str(path), auto_orient=False).metadata.resolution == pytest.approx((300.0, 150.0))

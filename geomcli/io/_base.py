@@ -65,6 +65,12 @@ class Metadata:
             return self
         return replace(self, resolution=(self.resolution[0] * factor, self.resolution[1] * factor))
 
+    def upright(self, orientation: int) -> Metadata:
+        """The same, for pixels turned upright by EXIF/TIFF ``orientation``: 5 to 8 swap x and y."""
+        if self.resolution is None or orientation not in (5, 6, 7, 8):
+            return self
+        return replace(self, resolution=self.resolution[::-1])
+
     def kept(self) -> Metadata:
         """What ``--strip`` leaves: the TIFF compression, which is no metadata but an encoding."""
         return Metadata(compression=self.compression)

@@ -219,8 +219,6 @@ def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
     resolution = None
     if isinstance(dpi, tuple) and len(dpi) == 2 and all(_number(d) and 0 < float(d) < 1e9 for d in dpi):
         resolution = (float(dpi[0]), float(dpi[1]))
-        if orientation in (5, 6, 7, 8):
-            resolution = resolution[::-1]
     exif = info.get("exif") or None
     if isinstance(exif, bytes) and orientation in ORIENTATIONS:
         exif = _upright_exif(exif)
@@ -229,7 +227,7 @@ def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
         resolution=resolution,
         unit="inch" if resolution else None,
         exif=exif if isinstance(exif, bytes) else None,
-    )
+    ).upright(orientation)
 
 
 def _number(value: Any) -> bool:

@@ -142,7 +142,7 @@ def read(
         if turned:
             data = orient(data, turned)
             notes.append(f"{ORIENTATIONS[turned]} by its TIFF orientation {turned}")
-        metadata = _metadata(tif, choice, kept_orientation=not turned)
+        metadata = _metadata(tif, choice, kept_orientation=not turned).upright(turned)
         pages = len(tif.pages)
     src = "-" if isinstance(source, bytes) else source
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
