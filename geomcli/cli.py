@@ -287,8 +287,12 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         _signalled.clear()
         _hold_standard_descriptors()
-        signal.signal(signal.SIGTERM, _terminate)
-        signal.signal(signal.SIGINT, _interrupt)
+        # a signal the caller ignores (SIG_IGN: `geomcli ... &` in a script) stays ignored
+        previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+        if previous[signal.SIGINT] is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _interrupt)
+        if previous[signal.SIGTERM] == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _terminate)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -301,14 +305,17 @@ class _Group(click.Group):
         except StdoutError as error:
             click.echo(f"Error: {error}", err=True)
             ctx.exit(EXIT_FAILED)
-        except Exception:
-            # An import the signal broke into can end in another error (numpy raises ImportError)
+        except ImportError:
+            # numpy turns a signal that breaks into its import into an ImportError
             if _signalled == [signal.SIGINT]:
                 click.echo("Interrupted", err=True)
                 ctx.exit(EXIT_INTERRUPTED)
             if _signalled == [signal.SIGTERM]:
                 ctx.exit(EXIT_TERMINATED)
             raise
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
 
 
 def _hold_standard_descriptors() -> None:
@@ -323,6 +330,7 @@ def _hold_standard_descriptors() -> None:
             if opened != descriptor:
                 os.dup2(opened, descriptor)
                 os.close(opened)
+            os.set_inheritable(descriptor, True)  # held for child processes too
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
 

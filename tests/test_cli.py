@@ -821,3 +821,27 @@ def test_an_impossible_shape_is_a_usage_error_before_any_file_is_read(photo: Pat
         result = run("crop-pad", photo, *where, "--shape", shape)
         assert result.exit_code == 2 and f"Error: Invalid value for '--shape': {message}" in result.stderr
     assert sorted(os.listdir(tmp_path)) == ["photo.png"]  # nothing written, no --out-dir made
+
+
+def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path: Path) -> None:
+    """`geomcli ... &` in a script starts with SIGINT ignored: Ctrl-C at the terminal is not for it."""
+    out = tmp_path / "out.npy"
+    process = subprocess.Popen([*GEOMCLI, "crop-pad", "-", "-o", str(out), "--shape", "2,2", "-q"],
+                               stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    time.sleep(1.0)  # mid-read of stdin
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    assert process.poll() is None
+    payload = bytes_io.BytesIO()
+    np.save(payload, np.ones((3, 3), np.uint8))
+    _, stderr = process.communicate(payload.getvalue(), timeout=30)
+    assert (process.returncode, stderr) == (0, b"")
+    assert np.load(out).shape == (2, 2)
+
+
+def test_a_closed_standard_descriptor_is_held_for_child_processes_too() -> None:
+    code = ("import os; os.close(2); from geomcli.cli import _hold_standard_descriptors; "
+            "_hold_standard_descriptors(); print(os.get_inheritable(2), os.path.realpath('/proc/self/fd/2'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split() == ["True", os.devnull]
