@@ -41,11 +41,23 @@ def share(pieces: Sequence[_Piece], work: Callable[[_Piece], None], threads: int
         except BaseException as error:  # handed to the caller's thread
             failures.append(error)
 
-    helpers = [threading.Thread(target=run, args=(part,), name="geomcli", daemon=True) for part in others]
-    for helper in helpers:
-        helper.start()
-    for piece in first:
-        work(piece)
+    helpers, here = [], [first]
+    for part in others:
+        helper = threading.Thread(target=run, args=(part,), name="geomcli", daemon=True)
+        try:
+            helper.start()
+        except RuntimeError:  # no thread to be had (the process's limit): this one takes the part
+            here.append(part)
+        else:
+            helpers.append(helper)
+    try:
+        for part in here:
+            for piece in part:
+                work(piece)
+    except Exception:
+        for helper in helpers:  # none of this call's work goes on after it has failed
+            helper.join()
+        raise
     for helper in helpers:
         helper.join()
     if failures:
