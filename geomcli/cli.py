@@ -130,6 +130,8 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
                 max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
+        if as_json and kwargs.get("output") != "-":
+            _check_stdout()  # before any file is written, not at the first record
         common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads)
         return command(common=common, **kwargs)
 
@@ -316,6 +318,12 @@ class _Group(click.Group):
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
+
+
+def _check_stdout() -> None:
+    """Text is asked for on stdout: a closed one ends the run before it starts."""
+    if sys.stdout is None:
+        raise StdoutError("<stdout>: standard output is closed")
 
 
 def _hold_standard_descriptors() -> None:
@@ -572,6 +580,7 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
     """
     from geomcli import summary, transform
 
+    _check_stdout()
     failed = 0
     for path in inputs:
         record = transform.info(path, max_pixels=max_pixels, frames=frames)

@@ -1107,6 +1107,7 @@ def test_text_for_a_closed_or_full_stdout_is_one_error(tmp_path: Path, command: 
     closed = subprocess.run(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, preexec_fn=_closing(1))
     assert closed.returncode == 1
     assert one_error(closed.stderr, "<stdout>").endswith("standard output is closed")
+    assert os.listdir(tmp_path) == []  # found before any file was written
     with open("/dev/full", "wb") as full:
         done = subprocess.run(argv, cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 1
