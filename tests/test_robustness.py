@@ -1139,15 +1139,16 @@ def test_a_link_swapped_to_a_plain_file_meanwhile_is_not_written_through(
     victim.write_bytes(b"precious")
     link = tmp_path / "out.png"
     link.symlink_to("/dev/null")
-    looked = _atomic._own_descriptor
+    looked = _atomic._is_stream
 
-    def swapped_after_looking(path: str) -> int | None:
-        answer = looked(path)
-        link.unlink()
-        link.symlink_to(victim)  # the race won
+    def swapped_after_looking(where: str | int) -> bool:
+        answer = looked(where)
+        if isinstance(where, str):  # the look at the path: then the race is won
+            link.unlink()
+            link.symlink_to(victim)
         return answer
 
-    monkeypatch.setattr(_atomic, "_own_descriptor", swapped_after_looking)
+    monkeypatch.setattr(_atomic, "_is_stream", swapped_after_looking)
     io.write_array(np.zeros((4, 4), np.uint8), str(link))
     assert victim.read_bytes() == b"precious"
     assert not link.is_symlink() and link.read_bytes().startswith(b"\x89PNG")

@@ -78,34 +78,38 @@ def is_special(path: str) -> bool:
     """Whether ``path`` is, or links to, a device, FIFO or socket (/dev/null, a named pipe) or
     one of this process's descriptors (/dev/stdout): a stream to write into, which no file may
     replace. (A link to a plain file is replaced by the new file, never written through.)"""
-    if _own_descriptor(path) is not None:
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return _own_descriptor(path) is not None or _is_stream(path)
 
 
 def _open_stream(path: str) -> int | None:
     """A descriptor to write into when ``path`` is a stream (see is_special); None for a file
-    (new, plain or through a link), which is replaced instead. The test is made on the opened
-    descriptor, so a link swapped meanwhile cannot have a plain file written through."""
+    (new, plain or through a link), which is replaced instead. The test is made again on the
+    opened descriptor, so a link swapped meanwhile cannot have a plain file written through."""
     own = _own_descriptor(path)
     if own is not None:
         try:
             return os.dup(own)
         except OSError as e:
             raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
-    try:  # neither created nor truncated here: a plain file found is closed untouched
+    if not _is_stream(path):
+        return None  # a file, new or plain: never opened here (a watcher would see it written)
+    try:  # neither created nor truncated
         descriptor = os.open(path, os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except (OSError, ValueError):
-        return None
-    mode = os.fstat(descriptor).st_mode
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+    except OSError as e:
+        raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+    if not _is_stream(descriptor):  # a link swapped since the look: the file is replaced instead
         os.close(descriptor)
         return None
     return descriptor
+
+
+def _is_stream(where: str | int) -> bool:
+    """Whether the path or descriptor ``where`` is a device, FIFO or socket (False if it is not there)."""
+    try:
+        mode = os.stat(where).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 @contextmanager
