@@ -130,7 +130,7 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
                 max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
-        if as_json and kwargs.get("output") != "-":
+        if as_json and not _is_stdout(kwargs.get("output")):
             _check_stdout()  # before any file is written, not at the first record
         common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads)
         return command(common=common, **kwargs)
@@ -278,7 +278,7 @@ def run_transform(command: str, input_path: str, output: str, common: Common, pa
 
     output_format = _output_format(output, common)
     report = transform.transform_file(command, input_path, output, output_format, common, parameters, operate)
-    code = transform.finish(report, common, data_on_stdout=output == "-")
+    code = transform.finish(report, common, data_on_stdout=_is_stdout(output))
     if code:
         raise SystemExit(code)
 
@@ -318,6 +318,13 @@ class _Group(click.Group):
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
+
+
+def _is_stdout(output: str | None) -> bool:
+    """Whether the data goes to standard output (``-``, /dev/stdout, ...): JSON then goes to stderr."""
+    from geomcli import io
+
+    return output is not None and io.is_stdout(output)
 
 
 def _check_stdout() -> None:
@@ -537,7 +544,7 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
         theta, grid_size = thetas.resolve(size, like, theta_file, numbers, (rotate, scale, translate, shear), dtype,
                                           common.layout, common.max_pixels)
         transform.affine_grid(report, theta, grid_size, align_corners, output, output_format, common)
-    code = transform.finish(report, common, data_on_stdout=output == "-")
+    code = transform.finish(report, common, data_on_stdout=_is_stdout(output))
     if code:
         raise SystemExit(code)
 

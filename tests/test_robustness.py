@@ -1166,3 +1166,46 @@ def test_a_terminal_named_as_the_output_is_refused(tmp_path: Path) -> None:
         os.close(controller)
     assert done.returncode == 1
     assert one_error(done.stderr).endswith("refusing to write binary data to a terminal")
+
+
+@pytest.mark.parametrize("output", ["-", "/dev/stdout"])
+def test_a_non_blocking_stdout_pipe_gets_every_byte(tmp_path: Path, output: str) -> None:
+    """A parent may hand over a pipe in O_NONBLOCK mode (Node, some CI runners): a full pipe is
+    waited on, not an error after its first 64 KiB."""
+    import fcntl
+    import threading
+
+    source = tmp_path / "a.npy"
+    np.save(source, np.ones((1, 3, 300, 300), np.float32))
+    reader, writer = os.pipe()
+    fcntl.fcntl(writer, fcntl.F_SETFL, fcntl.fcntl(writer, fcntl.F_GETFL) | os.O_NONBLOCK)
+    received = bytearray()
+
+    def read_slowly() -> None:
+        time.sleep(0.5)
+        with os.fdopen(reader, "rb") as pipe:
+            received.extend(pipe.read())
+
+    thread = threading.Thread(target=read_slowly)
+    thread.start()
+    done = subprocess.run([*GEOMCLI, "crop-pad", source, "-o", output, "--format", "npy", "--shape", "1,3,300,300",
+                           "-q"], stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(writer)
+    thread.join(timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert np.array_equal(np.load(bytes_io.BytesIO(bytes(received))), np.ones((1, 3, 300, 300), np.float32))
+
+
+def test_dev_stdout_as_the_output_is_stdout_for_json_closing_and_broken_pipes(tmp_path: Path) -> None:
+    command = [*GEOMCLI, "crop-pad", ROOT / "samples" / "photo.png", "-o", "/dev/stdout", "--format", "png",
+               "--shape", "8,8"]
+    both = subprocess.run([*command, "--json"], capture_output=True)
+    assert both.returncode == 0 and both.stdout.endswith(b"IEND\xaeB`\x82")  # the data alone
+    assert json.loads(both.stderr)["status"] == "ok"  # the record went to stderr, as with -o -
+    closed = subprocess.run([*command, "-q"], stderr=subprocess.PIPE, text=True, preexec_fn=_closing(1))
+    assert closed.returncode == 1
+    assert one_error(closed.stderr, "/dev/stdout").endswith("standard output is closed")
+    big = f"{' '.join(GEOMCLI)} crop-pad {ROOT / 'samples' / 'photo.png'} -o /dev/stdout --format npy --shape 3000,3000"
+    gone = subprocess.run(["bash", "-c", big + " -q | head -c 1 > /dev/null; echo ${PIPESTATUS[0]}"],
+                          capture_output=True, text=True)
+    assert (gone.stdout.strip(), gone.stderr) == ("141", "")  # as with -o -: its reader left, quietly

@@ -354,6 +354,13 @@ def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = N
     return said
 
 
+def is_stdout(path: str, /) -> bool:
+    """Whether an output path is standard output: ``-``, or /dev/stdout, /dev/fd/1 and the like."""
+    from geomcli.io import _atomic
+
+    return _atomic.is_stdout(path)
+
+
 def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None) -> bool:
     """Whether :func:`open_output` writes this output through a memory map: a file (not ``-``)
     of a format that stores it in one piece (.npy, .tiff), of ``_mapped.MAP_OUTPUT_BYTES`` or more."""

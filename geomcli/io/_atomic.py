@@ -74,6 +74,11 @@ def _own_descriptor(path: str) -> int | None:
     return None
 
 
+def is_stdout(path: str) -> bool:
+    """Whether an output ``path`` is standard output: ``-``, /dev/stdout, /dev/fd/1 and the like."""
+    return path == "-" or _own_descriptor(path) == 1
+
+
 def is_special(path: str) -> bool:
     """Whether ``path`` is, or links to, a device, FIFO or socket (/dev/null, a named pipe) or
     one of this process's descriptors (/dev/stdout): a stream to write into, which no file may
@@ -86,6 +91,8 @@ def _open_stream(path: str) -> int | None:
     (new, plain or through a link), which is replaced instead. The test is made again on the
     opened descriptor, so a link swapped meanwhile cannot have a plain file written through."""
     own = _own_descriptor(path)
+    if own == 1 and sys.stdout is None:  # closed when we started: /dev/null holds its number
+        raise GeomError(f"{path}: standard output is closed")
     if own is not None:
         try:
             return os.dup(own)
@@ -123,14 +130,27 @@ def _into_stream(descriptor: int, path: str) -> Iterator[IO[bytes]]:
             raise GeomError(f"{path}: refusing to write binary data to a terminal")
         buffer = io.BytesIO()
         yield buffer
-        view = memoryview(buffer.getbuffer())
         try:
-            while view:
-                view = view[os.write(descriptor, view) :]
+            write_all(descriptor, buffer.getbuffer())
+        except BrokenPipeError:
+            raise  # its reader has gone: the run ends quietly, as with -o -
         except OSError as e:
             raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
     finally:
         os.close(descriptor)
+
+
+def write_all(descriptor: int, data: bytes | memoryview) -> None:
+    """Every byte of ``data`` to ``descriptor``, waiting whenever it is a full non-blocking pipe
+    (a parent may have set O_NONBLOCK on the pipe it gave us: os.write then raises EAGAIN)."""
+    import select
+
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(descriptor, view) :]
+        except BlockingIOError:
+            select.select([], [descriptor], [])
 
 
 class _Commits(threading.local):
@@ -344,10 +364,8 @@ def to_stdout(payload: bytes) -> None:
         return
     # os.write, not the buffered stream: a large buffered write into a pipe whose reader has
     # gone can report success, and the caller must see the BrokenPipeError.
-    view = memoryview(payload)
     try:
-        while view:
-            view = view[os.write(descriptor, view) :]
+        write_all(descriptor, payload)
     except BrokenPipeError:
         raise
     except OSError as e:
