@@ -131,7 +131,9 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
                 max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
         if as_json and not _is_stdout(kwargs.get("output")):
-            _check_stdout()  # before any file is written, not at the first record
+            from geomcli import transform
+
+            transform.check_stdout()  # before any file is written, not at the first record
         common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads)
         return command(common=common, **kwargs)
 
@@ -325,12 +327,6 @@ def _is_stdout(output: str | None) -> bool:
     from geomcli import io
 
     return output is not None and io.is_stdout(output)
-
-
-def _check_stdout() -> None:
-    """Text is asked for on stdout: a closed one ends the run before it starts."""
-    if sys.stdout is None:
-        raise StdoutError("<stdout>: standard output is closed")
 
 
 def _hold_standard_descriptors() -> None:
@@ -587,7 +583,7 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
     """
     from geomcli import summary, transform
 
-    _check_stdout()
+    transform.check_stdout()
     failed = 0
     for path in inputs:
         record = transform.info(path, max_pixels=max_pixels, frames=frames)

@@ -111,13 +111,18 @@ def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
     return 0 if report.status == "ok" else EXIT_FAILED
 
 
-def echo_stdout(text: str) -> None:
-    """A line of text on standard output (info lines, JSON records): a closed or failing stdout
-    ends the run with an error, never loses the text in silence."""
+def check_stdout() -> None:
+    """Text is asked for on stdout: a closed one ends the run (callers check before any work)."""
     import sys
 
     if sys.stdout is None:
         raise StdoutError("<stdout>: standard output is closed")
+
+
+def echo_stdout(text: str) -> None:
+    """A line of text on standard output (info lines, JSON records): a closed or failing stdout
+    ends the run with an error, never loses the text in silence."""
+    check_stdout()
     try:
         click.echo(text)
     except BrokenPipeError:

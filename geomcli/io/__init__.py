@@ -304,11 +304,11 @@ def write_array(
     if options is not None and options.compression not in (None, "none") and fmt != "tiff":
         raise GeomError(f"{name}: --compression is for TIFF output, not {fmt.upper()}")
     said = unkept(metadata, fmt, options)
-    if path == "-":
-        _atomic.refuse_terminal(fmt.upper())
+    if _atomic.is_stdout(path):  # "-", /dev/stdout, /dev/fd/1: one way for all
+        _atomic.refuse_terminal(fmt.upper(), name)
         buffer = io.BytesIO()
         said += _encode(data, buffer, fmt, metadata, options, name)
-        _atomic.to_stdout(buffer.getvalue())
+        _atomic.to_stdout(buffer.getvalue(), name)
         return tuple(said)
     with _atomic.atomic_file(path) as f:
         said += _encode(data, f, fmt, metadata, options, name)

@@ -90,9 +90,7 @@ def _open_stream(path: str) -> int | None:
     """A descriptor to write into when ``path`` is a stream (see is_special); None for a file
     (new, plain or through a link), which is replaced instead. The test is made again on the
     opened descriptor, so a link swapped meanwhile cannot have a plain file written through."""
-    own = _own_descriptor(path)
-    if own == 1 and sys.stdout is None:  # closed when we started: /dev/null holds its number
-        raise GeomError(f"{path}: standard output is closed")
+    own = _own_descriptor(path)  # standard output itself takes write_array's way for "-"
     if own is not None:
         try:
             return os.dup(own)
@@ -353,8 +351,9 @@ def remove_leftovers(path: str) -> list[str]:
     return removed
 
 
-def to_stdout(payload: bytes) -> None:
-    """Write bytes to standard output; a BrokenPipeError is left to the caller (ends quietly)."""
+def to_stdout(payload: bytes, name: str = "<stdout>") -> None:
+    """Write bytes to standard output (``name``: how the user named it, ``-`` or /dev/stdout); a
+    BrokenPipeError is left to the caller (ends quietly)."""
     sys.stdout.flush()
     try:
         descriptor = sys.stdout.fileno()
@@ -369,15 +368,15 @@ def to_stdout(payload: bytes) -> None:
     except BrokenPipeError:
         raise
     except OSError as e:
-        raise GeomError(f"<stdout>: cannot write ({e.strerror or e})") from e
+        raise GeomError(f"{name}: cannot write ({e.strerror or e})") from e
 
 
-def refuse_terminal(what: str) -> None:
+def refuse_terminal(what: str, name: str = "<stdout>") -> None:
     """Refuse binary data for a terminal, or for a standard output that is closed."""
     if sys.stdout is None:
-        raise GeomError("<stdout>: standard output is closed; give -o FILE")
+        raise GeomError(f"{name}: standard output is closed" + ("; give -o FILE" if name == "<stdout>" else ""))
     if sys.stdout.isatty():
         raise GeomError(
-            f"<stdout>: refusing to write binary {what} data to a terminal; "
+            f"{name}: refusing to write binary {what} data to a terminal; "
             "redirect it (> file, | command) or give -o FILE"
         )
