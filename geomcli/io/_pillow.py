@@ -502,10 +502,10 @@ def save(
         saving["dpi"] = dpi
     if exif is not None:
         saving["exif"] = exif
-    if fmt == "png" and im.mode in _PICTURE_MODES and _png.part_rows(im.height, _row_bytes(im))[1:]:
+    if fmt == "png" and im.mode in _PICTURE_MODES:
         for piece in _png_in_parts(im, saving, options.threads):
             f.write(piece)
-    else:  # one part is Pillow's own save, to the byte
+    else:
         im.save(f, format=_SAVE_AS[fmt], **saving)
 
 
