@@ -149,6 +149,28 @@ def test_a_screenshots_rows_keep_string_matching(rng: np.random.Generator) -> No
     assert len(ours) < 0.9 * len(deflated(rows, 7, zlib.Z_RLE))
 
 
+def widened(pixels: np.ndarray) -> bytes:
+    """The filtered rows of 8-bit RGB pixels widened to 16 bits (v * 257), as the 16-bit writer filters them."""
+    rows = np.ascontiguousarray(pixels.astype(np.uint16) * 257, dtype=">u2").view(np.uint8)
+    return _png._filter_rows(rows.reshape(pixels.shape[0], -1), 6, None)
+
+
+def test_a_photo_widened_to_16_bits_keeps_string_matching(rng: np.random.Generator) -> None:
+    rows = widened(photo_like(rng, 256, 256, 3))
+    ours = _png._deflate(rows, 7)
+    assert ours == deflated(rows, 7, zlib.Z_FILTERED)
+    assert len(ours) < 0.9 * len(deflated(rows, 7, zlib.Z_RLE))  # run-length coding keeps over a quarter
+
+
+def test_run_length_coding_is_kept_where_it_is_smaller() -> None:
+    ramp = np.linspace(0, 255, 256).astype(np.uint8)
+    rows = widened(np.broadcast_to(ramp[None, :, None], (256, 256, 3)))
+    quick, matched = deflated(rows, 7, zlib.Z_RLE), deflated(rows, 7, zlib.Z_FILTERED)
+    assert 4 * len(quick) < len(rows)  # not taken for a photograph's: both were made
+    assert len(quick) < len(matched)
+    assert _png._deflate(rows, 7) == quick
+
+
 def test_level_0_stores_the_rows(rng: np.random.Generator) -> None:
     rows = _png._filter_rows(photo_like(rng, 64, 64, 3).reshape(64, -1), 3, None)
     assert _png.stored(_png._deflate(rows, 0)) == rows
