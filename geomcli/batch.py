@@ -111,7 +111,7 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
             workers = 1  # starting workers costs about what 8 MB of images take to do
         if workers > 1 and not task.common.debug:
             if task.common.threads is None:  # the workers share the cores: one kernel thread each
-                task = dataclasses.replace(task, common=dataclasses.replace(task.common, threads=1))
+                task = dataclasses.replace(task, common=task.common._replace(threads=1))
             _in_workers(task, todo, workers, outcomes, options.fail_fast)
         else:
             _in_process(task, todo, outcomes, options.fail_fast)

@@ -6,14 +6,12 @@ and usage errors stay fast; numpy and the file backends load inside the commands
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -81,8 +79,9 @@ class FloatList(click.ParamType):  # type: ignore[type-arg]
         return numbers
 
 
-@dataclass(frozen=True)
-class Fidelity:
+# The options' records are NamedTuples: a frozen dataclass would take half a millisecond to
+# define, at every start-up.
+class Fidelity(NamedTuple):
     """What a transform keeps of a file besides its values, and how it encodes the output."""
 
     auto_orient: bool = True
@@ -95,8 +94,7 @@ class Fidelity:
     compression: str | None = None
 
 
-@dataclass(frozen=True)
-class Common:
+class Common(NamedTuple):
     """The options every transform takes."""
 
     layout: str | None
@@ -175,7 +173,7 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
         if series is not None and page is not None:
             raise click.UsageError("give --series or --page, not both", click.get_current_context())
         fidelity = Fidelity(not no_auto_orient, strip, frames, series, page, compress_level, quality, compression)
-        return command(common=dataclasses.replace(common, fidelity=fidelity), **kwargs)
+        return command(common=common._replace(fidelity=fidelity), **kwargs)
 
     return wrapper
 
@@ -186,8 +184,7 @@ def output_option(command: Callable[..., Any]) -> Callable[..., Any]:
                         help="Where to write the result; - for stdout.")(command)
 
 
-@dataclass(frozen=True)
-class BatchOptions:
+class BatchOptions(NamedTuple):
     """The options of a run over many files (``--out-dir`` and what goes with it)."""
 
     out_dir: str | None

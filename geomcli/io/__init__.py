@@ -19,7 +19,6 @@ geomcli.errors.GeomError: ...a.png: PNG cannot hold float32 data; write .npy or 
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import io
 import os
@@ -177,7 +176,7 @@ def read_header(
             header = _pillow.read_header(source, name, fmt, auto_orient, frames)
     except OSError as e:
         raise _read_error(name, e) from e
-    return dataclasses.replace(header, file_size=file_size)
+    return header._replace(file_size=file_size)
 
 
 def read_array(
@@ -237,7 +236,7 @@ def crop_picture(picture: Picture, box: tuple[int, int, int, int]) -> Picture:
     checked by the caller, is the limit."""
     from geomcli.io import _pillow
 
-    return dataclasses.replace(picture, image=_pillow.crop(picture.image, box))
+    return picture._replace(image=_pillow.crop(picture.image, box))
 
 
 def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orient: bool, frames: str | None,
@@ -257,7 +256,7 @@ def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orien
             from geomcli.io import _pillow
 
             loaded = _pillow.read(source, name, fmt, max_pixels, auto_orient, frames, picture=picture)
-        return dataclasses.replace(loaded, file_size=file_size)
+        return loaded._replace(file_size=file_size)
     except OSError as e:
         raise _read_error(name, e) from e
     except MemoryError as e:

@@ -1,12 +1,17 @@
-"""What every format backend shares: the result types, the size limit, error helpers."""
+"""What every format backend shares: the result types, the size limit, error helpers.
+
+The result types are NamedTuples, not dataclasses: a frozen dataclass takes half a millisecond
+to define (its methods are generated and compiled), a NamedTuple a tenth of that, and these are
+defined at every start-up. Being tuples, they compare equal to tuples of the same values; no
+code compares them with tuples, and ``_replace`` is their ``dataclasses.replace``.
+"""
 
 from __future__ import annotations
 
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from geomcli.errors import GeomError
 
@@ -23,21 +28,20 @@ SNIFF_BYTES = 16
 _INCHES = {"inch": 1.0, "centimeter": 1 / 2.54, "millimeter": 1 / 25.4, "micron": 1 / 25400}
 
 
-@dataclass(frozen=True)
-class Metadata:
+class Metadata(NamedTuple):
     """What a file says about its pixels besides their values, carried from read to write.
 
     The writer fits it to the array it writes: sizes (ImageJ/OME, EXIF) come from the data, so
     they are never stale. A field the output format cannot hold becomes one warning.
     """
 
-    icc: bytes | None = field(default=None, repr=False)
+    icc: bytes | None = None
     """The ICC colour profile, byte for byte."""
     resolution: tuple[float, float] | None = None
     """Pixels per ``unit`` along x and y (DPI when the unit is inch)."""
     unit: str | None = None
     """``inch``, ``centimeter``, ``millimeter``, ``micron``, or None (a ratio without a unit)."""
-    exif: bytes | None = field(default=None, repr=False)
+    exif: bytes | None = None
     """The EXIF block; its orientation is 1 once the pixels have been turned upright."""
     axes: str | None = None
     """The TIFF's axes as its ImageJ/OME/shaped metadata names them, e.g. ``ZCYX``."""
@@ -63,21 +67,26 @@ class Metadata:
         """The same, for pixels ``factor`` times as many per unit (space-to-depth: 1/b)."""
         if self.resolution is None:
             return self
-        return replace(self, resolution=(self.resolution[0] * factor, self.resolution[1] * factor))
+        return self._replace(resolution=(self.resolution[0] * factor, self.resolution[1] * factor))
 
     def upright(self, orientation: int) -> Metadata:
         """The same, for pixels turned upright by EXIF/TIFF ``orientation``: 5 to 8 swap x and y."""
         if self.resolution is None or orientation not in (5, 6, 7, 8):
             return self
-        return replace(self, resolution=self.resolution[::-1])
+        return self._replace(resolution=self.resolution[::-1])
 
     def kept(self) -> Metadata:
         """What ``--strip`` leaves: the TIFF compression, which is no metadata but an encoding."""
         return Metadata(compression=self.compression)
 
+    def __repr__(self) -> str:
+        # the ICC profile and the EXIF block are kilobytes of bytes, of no use to read
+        shown = (f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)
+                 if name not in ("icc", "exif"))
+        return f"Metadata({', '.join(shown)})"
 
-@dataclass(frozen=True)
-class WriteOptions:
+
+class WriteOptions(NamedTuple):
     """How an encoder writes; None means the format's documented default."""
 
     compress_level: int | None = None
@@ -91,8 +100,7 @@ class WriteOptions:
     count); default: every CPU this process may run on."""
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(NamedTuple):
     """An array read from a file, with what is known about it."""
 
     data: np.ndarray
@@ -100,7 +108,7 @@ class Loaded:
     layout: str | None
     source: str
     notes: tuple[str, ...] = ()
-    metadata: Metadata = field(default_factory=Metadata)
+    metadata: Metadata = Metadata()
     pages: int = 1
     """The pages (TIFF) or frames (GIF, WebP, APNG) the file holds, as :class:`Header` says."""
     file_size: int | None = None
@@ -115,8 +123,7 @@ class Loaded:
         return self.data.dtype
 
 
-@dataclass(frozen=True)
-class Picture:
+class Picture(NamedTuple):
     """An 8-bit image (Pillow mode L, LA, RGB or RGBA) read from a file and kept as a Pillow image:
     the array it stands for is ``shape``, uint8. Plain images take this way through crop-pad,
     so a one-shot run never imports numpy (see io.read_picture)."""
@@ -125,7 +132,7 @@ class Picture:
     format: str
     source: str
     notes: tuple[str, ...] = ()
-    metadata: Metadata = field(default_factory=Metadata)
+    metadata: Metadata = Metadata()
     pages: int = 1
     file_size: int | None = None
 
@@ -157,8 +164,7 @@ class Picture:
         return [present[0], present[-1]]
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     """What a file declares, read without decoding its pixels: the shape, dtype and layout
     :func:`read_array` returns with the same options (a palette TIFF expanded, one frame or
     the stacked frames of an animation)."""

@@ -9,7 +9,6 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any
 
 from geomcli.cpus import available_cpus
@@ -124,7 +123,7 @@ def read(
         if chunks.ihdr.depth == 16:
             if chunks.frames > 1 and frames == "all":
                 raise GeomError(_NO_16BIT_FRAMES.format(name=name))
-            return replace(_read_png16(chunks, name, src, auto_orient), pages=chunks.frames)
+            return _read_png16(chunks, name, src, auto_orient)._replace(pages=chunks.frames)
     notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
         pages = _frames(im, name)
@@ -167,7 +166,7 @@ def read(
                 raise
             raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     if kept is not None:
-        return replace(kept, notes=tuple(notes))  # with the notes Pillow's warnings added on closing
+        return kept._replace(notes=tuple(notes))  # with the notes Pillow's warnings added on closing
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
     return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages)
@@ -208,7 +207,7 @@ def _read_frames(
     layout = "NHWC" if data.ndim == 4 else None
     # the axes a TIFF of these frames records: T for time, S for colour samples
     axes = "TYXS" if data.ndim == 4 else "TYX"
-    metadata = replace(_metadata(im.info, 1), axes=axes, axes_kind="shaped")
+    metadata = _metadata(im.info, 1)._replace(axes=axes, axes_kind="shaped")
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count)
 
 
