@@ -13,31 +13,42 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 
-@dataclass
 class Report:
-    """One file's outcome; the JSON keys are these field names."""
+    """One file's outcome; the JSON keys are these attributes, in this order.
 
-    command: str
-    input: str | None
-    output: str | None
-    input_shape: list[int] | None = None
-    input_dtype: str | None = None
-    output_shape: list[int] | None = None
-    output_dtype: str | None = None
-    status: str = "ok"
-    error: str | None = None
-    parameters: dict[str, Any] = field(default_factory=dict)
-    value_range: list[Any] | None = None
-    seconds: float | None = None
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    A plain class: a dataclass would take a millisecond to define at every start-up, and
+    importing dataclasses another (nothing else on a one-file run needs it).
+    """
+
+    def __init__(self, command: str, input: str | None, output: str | None, input_shape: list[int] | None = None,
+                 input_dtype: str | None = None, output_shape: list[int] | None = None,
+                 output_dtype: str | None = None, status: str = "ok", error: str | None = None,
+                 parameters: dict[str, Any] | None = None, value_range: list[Any] | None = None,
+                 seconds: float | None = None, notes: list[str] | None = None,
+                 warnings: list[str] | None = None) -> None:
+        self.command = command
+        self.input = input
+        self.output = output
+        self.input_shape = input_shape
+        self.input_dtype = input_dtype
+        self.output_shape = output_shape
+        self.output_dtype = output_dtype
+        self.status = status
+        self.error = error
+        self.parameters: dict[str, Any] = {} if parameters is None else parameters
+        self.value_range = value_range
+        self.seconds = seconds
+        self.notes: list[str] = [] if notes is None else notes
+        self.warnings: list[str] = [] if warnings is None else warnings
+
+    def __repr__(self) -> str:
+        return f"Report({', '.join(f'{key}={value!r}' for key, value in vars(self).items())})"
 
     def to_json(self) -> str:
-        return strict_json(asdict(self))
+        return strict_json(vars(self))
 
 
 def strict_json(record: Mapping[str, Any]) -> str:

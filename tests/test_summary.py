@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import math
@@ -54,10 +53,19 @@ def test_colour_on_a_terminal_unless_no_color(monkeypatch: pytest.MonkeyPatch) -
 
 def test_json_keys() -> None:
     record = json.loads(report().to_json())
-    for key in ("command", "input", "output", "input_shape", "input_dtype", "output_shape",
-                "output_dtype", "status", "error"):
-        assert key in record
+    assert list(record) == ["command", "input", "output", "input_shape", "input_dtype", "output_shape",
+                            "output_dtype", "status", "error", "parameters", "value_range", "seconds", "notes",
+                            "warnings"]
     assert record["status"] == "ok" and record["error"] is None
+    assert record["parameters"] == {"shape": [2, 2]} and record["notes"] == record["warnings"] == []
+
+
+def test_reports_do_not_share_their_lists() -> None:
+    first, second = Report("crop-pad", "a.png", "b.png"), Report("crop-pad", "c.png", "d.png")
+    first.notes.append("a note")
+    first.parameters["shape"] = [1, 1]
+    assert second.notes == [] and second.parameters == {}
+    assert repr(second).startswith("Report(command='crop-pad', input='c.png', output='d.png', input_shape=None")
 
 
 @pytest.mark.parametrize("data, expected", [
@@ -111,6 +119,6 @@ def test_strict_json_maps_numpy_scalars_too() -> None:
 def test_report_json_is_strict() -> None:
     record = Report("info", "inf.npy", None, value_range=[-math.inf, math.nan], parameters={"fill": math.inf})
     text = record.to_json()
-    assert text == strict_json(dataclasses.asdict(record))
+    assert text == strict_json(vars(record))
     back = json.loads(text, parse_constant=pytest.fail)
     assert back["value_range"] == ["-Infinity", "NaN"] and back["parameters"] == {"fill": "Infinity"}
