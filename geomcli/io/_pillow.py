@@ -290,6 +290,38 @@ def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> 
     return Loaded(data, "png", image_layout(data.shape), src, tuple(notes), _metadata(info, value))
 
 
+# Pillow's plugin module for each format
+_MODULES = {
+    "png": "PngImagePlugin",
+    "jpeg": "JpegImagePlugin",
+    "bmp": "BmpImagePlugin",
+    "gif": "GifImagePlugin",
+    "webp": "WebPImagePlugin",
+}
+
+
+def _plugin_alone(fmt: str) -> None:
+    """Import Pillow's plugin for ``fmt``, and only that one.
+
+    Image.open of a buffer and Image.save with a format call Image.preinit(), which imports the
+    BMP, GIF, JPEG, PPM and PNG plugins whatever the format: 5 ms at every start-up. Once
+    ``Image._initialized`` is 1, preinit() does nothing. That stays safe for every format, in
+    our code and in any other: open and save call Image.init(), which imports every plugin,
+    whenever a format is asked for whose plugin is not registered yet (open's ``if i not in OPEN:
+    init()``, save's ``if format.upper() not in SAVE: init()``). A private global, hence one place;
+    tests/test_io.py checks both halves.
+    """
+    from importlib import import_module
+
+    from PIL import Image
+
+    try:
+        import_module(f"PIL.{_MODULES[fmt]}")
+    except ImportError:
+        return  # (WebP without its library) Pillow's own way then says what is missing
+    Image._initialized = max(Image._initialized, 1)
+
+
 @contextmanager
 def _opened(
     source: str | bytes, name: str, fmt: str, notes: list[str] | None = None
@@ -299,6 +331,7 @@ def _opened(
     metadata ("Corrupt EXIF data", "Invalid APNG") kept as notes rather than printed."""
     from PIL import Image
 
+    _plugin_alone(fmt)
     try:
         with _unbounded(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -477,6 +510,7 @@ def save(
     options: WriteOptions | None = None,
 ) -> None:
     """Write a Pillow image of a mode this format holds, as :func:`write` writes its array."""
+    _plugin_alone(fmt)
     options = options or WriteOptions()
     level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, *im.size)
     saving: dict[str, Any] = {}
