@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import os
-import signal
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -287,6 +286,8 @@ class _Group(click.Group):
     """Ctrl-C exits 130, SIGTERM 143 and a closed stdout pipe 141, all without a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        import signal  # here, not at start-up: geomcli --version and --help never get this far
+
         _signalled.clear()
         _hold_standard_descriptors()
         # a signal the caller ignores (SIG_IGN: `geomcli ... &` in a script) stays ignored
