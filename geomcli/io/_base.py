@@ -1,8 +1,8 @@
 """What every format backend shares: the result types, the size limit, error helpers.
 
 The result types are NamedTuples, not dataclasses: a frozen dataclass takes half a millisecond
-to define (its methods are generated and compiled), a NamedTuple a tenth of that, and these are
-defined at every start-up. Being tuples, they compare equal to tuples of the same values; no
+or more to define (its methods are generated and compiled), a NamedTuple a fifth of that, and
+these are defined at every start-up. Being tuples, they compare equal to tuples of the same values; no
 code compares them with tuples, and ``_replace`` is their ``dataclasses.replace``.
 """
 

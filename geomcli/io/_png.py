@@ -33,7 +33,7 @@ _MAX_CHUNK = 2**31 - 1
 LEVEL = 7
 
 
-class Ihdr(NamedTuple):  # a NamedTuple: 0.5 ms less at start-up than a frozen dataclass
+class Ihdr(NamedTuple):  # a NamedTuple: 0.4 ms less at start-up than a frozen dataclass
     width: int
     height: int
     depth: int
