@@ -1,6 +1,6 @@
 """``python -m geomcli``: the same command line as ``geomcli``."""
 
 if __name__ == "__main__":
-    from geomcli.cli import main
+    from geomcli.cli import run
 
-    main(prog_name="geomcli")
+    run()

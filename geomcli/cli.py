@@ -598,5 +598,28 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
 
 
 def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:
-    """The console script."""
+    """The command line, as a function: it always ends in SystemExit (click's standalone mode)."""
     cli.main(args=args, prog_name=prog_name)
+
+
+def run() -> None:
+    """The console script and ``python -m geomcli``: :func:`main`, then an exit that skips the
+    interpreter's teardown, which frees every module and object one by one: 10-12 ms of a
+    105 ms one-shot crop. By then every output is written, closed and renamed and every thread
+    joined; only the standard streams' buffers are left, flushed here."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as stop:
+        code = stop.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # as Python's own exit does with SystemExit("message")
+        code = EXIT_FAILED
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            if stream is sys.stdout and not code:
+                code = EXIT_FAILED  # what was written did not all arrive
+    os._exit(code or 0)

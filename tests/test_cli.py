@@ -655,6 +655,45 @@ def test_info_takes_a_mapped_inputs_range_slab_by_slab(tensor: Path, monkeypatch
 GEOMCLI = [sys.executable, "-m", "geomcli"]
 
 
+RUN_WITH_AN_EXIT_HANDLER = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write("teardown ran"))
+sys.argv = ["geomcli", *sys.argv[1:]]
+from geomcli.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize("args, code", [(["--version"], 0), (["info", "missing.png"], 1), (["crop-pad"], 2)])
+def test_the_console_script_exits_with_mains_code_and_skips_the_teardown(
+    tmp_path: Path, args: list[str], code: int
+) -> None:
+    result = subprocess.run([sys.executable, "-c", RUN_WITH_AN_EXIT_HANDLER, *args], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert result.returncode == code
+    assert "teardown ran" not in result.stderr
+    if code == 0:
+        assert result.stdout.startswith("geomcli ")
+
+
+def test_the_console_script_flushes_what_main_left_in_stdouts_buffer(tmp_path: Path) -> None:
+    script = ("import sys\nfrom geomcli import cli\n"
+              "def main(): sys.stdout.write('unflushed'); raise SystemExit(0)\n"
+              "cli.main = main\ncli.run()\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "unflushed")
+    with open("/dev/full", "w") as full:  # the flush fails: what was written did not arrive
+        result = subprocess.run([sys.executable, "-c", script], stdout=full, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert result.returncode == 1
+
+
+def test_the_console_script_is_run() -> None:
+    from importlib import metadata
+
+    (script,) = [entry for entry in metadata.entry_points(group="console_scripts") if entry.name == "geomcli"]
+    assert script.value == "geomcli.cli:run"
+
+
 def test_pipeline_through_stdin_and_stdout(tensor: Path, tmp_path: Path) -> None:
     back = tmp_path / "back.npy"
     command = (f"cat {tensor} | {' '.join(GEOMCLI)} space-to-depth - -o - --blocksize 2 -q"
