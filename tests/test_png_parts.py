@@ -132,13 +132,16 @@ def deflated(body: bytes, level: int, strategy: int) -> bytes:
     return compressor.compress(body) + compressor.flush()
 
 
-def test_a_photos_rows_are_run_length_coded_as_small_as_string_matching_makes_them(rng: np.random.Generator) -> None:
-    rows = _png._filter_rows(photo_like(rng, 256, 512, 3).reshape(256, -1), 3, None)
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+def test_a_photos_rows_are_run_length_coded_as_small_as_string_matching_makes_them(
+    rng: np.random.Generator, channels: int
+) -> None:
+    rows = _png._filter_rows(photo_like(rng, 256, 512, channels).reshape(256, -1), channels, None)
     for level in (1, 7, 9):
         ours = _png._deflate(rows, level)
         assert ours == deflated(rows, level, zlib.Z_RLE)
         assert zlib.decompress(ours) == rows
-        assert len(ours) <= 1.01 * len(deflated(rows, level, zlib.Z_FILTERED))
+        assert len(ours) <= len(deflated(rows, level, zlib.Z_FILTERED))
 
 
 def test_a_screenshots_rows_keep_string_matching(rng: np.random.Generator) -> None:
@@ -162,13 +165,16 @@ def test_a_photo_widened_to_16_bits_keeps_string_matching(rng: np.random.Generat
     assert len(ours) < 0.9 * len(deflated(rows, 7, zlib.Z_RLE))  # run-length coding keeps over a quarter
 
 
-def test_run_length_coding_is_kept_where_it_is_smaller() -> None:
-    ramp = np.linspace(0, 255, 256).astype(np.uint8)
-    rows = widened(np.broadcast_to(ramp[None, :, None], (256, 256, 3)))
-    quick, matched = deflated(rows, 7, zlib.Z_RLE), deflated(rows, 7, zlib.Z_FILTERED)
-    assert 4 * len(quick) < len(rows)  # not taken for a photograph's: both were made
-    assert len(quick) < len(matched)
-    assert _png._deflate(rows, 7) == quick
+def test_grey_and_opaque_alpha_keep_string_matching() -> None:
+    """A noisy grey ramp with an opaque alpha: on 8 KiB slices run-length coding loses by a
+    hair, on the whole rows by 5% (a reviewer's case: it was taken, and the file grew 2-3%)."""
+    rng = np.random.default_rng(1)
+    x = np.mgrid[0:600, 0:800][1]
+    grey = np.clip(x / 800 * 255 + rng.normal(0, 6, x.shape), 0, 255).astype(np.uint8)
+    rows = _png._filter_rows(np.stack([grey, np.full_like(grey, 255)], -1).reshape(600, -1), 2, None)
+    ours = _png._deflate(rows, 7)
+    assert ours == deflated(rows, 7, zlib.Z_FILTERED)
+    assert len(deflated(rows, 7, zlib.Z_RLE)) > 1.03 * len(ours)
 
 
 def test_level_0_stores_the_rows(rng: np.random.Generator) -> None:

@@ -548,9 +548,9 @@ def _row_bytes(im: Any) -> int:
 
 
 def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> Iterator[bytes]:
-    """Pillow's PNG of an 8-bit image, its image data compressed in parts side by side
-    (_png.deflate_parts): Pillow filters each part's rows in an uncompressed save, and writes
-    the other chunks in a save of one row."""
+    """The PNG of an 8-bit image: Pillow's chunks (from a save of one row) and filtered rows
+    (from an uncompressed save of each part), the rows compressed by _png.deflate_parts, in
+    parts side by side when the image is big enough to have more than one."""
     row_bytes = _row_bytes(im)
     im.load()  # here, not lazily in the parts' threads at once
 

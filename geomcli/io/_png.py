@@ -279,30 +279,31 @@ _ADAM7 = (
 
 
 def _deflate(
-    body: bytes | memoryview, level: int, primer: bytes | memoryview = b"", ending: int = zlib.Z_FINISH, wbits: int = 15
+    body: bytes | memoryview, level: int, *, primer: bytes | memoryview = b"", ending: int = zlib.Z_FINISH,
+    wbits: int = 15
 ) -> bytes:
-    """Filtered rows compressed as libpng (so ImageMagick) sets zlib for them: Z_FILTERED,
-    memLevel 9; or run-length coded (Z_RLE), five times faster, where that is as small.
+    """Filtered rows compressed as libpng (so ImageMagick) sets zlib for them, Z_FILTERED and
+    memLevel 9, or run-length coded (Z_RLE) where that is as small (:func:`_runs_suffice`):
+    five times faster at the default level."""
+    strategy = zlib.Z_RLE if level and _runs_suffice(body, level) else zlib.Z_FILTERED
+    compressor = zlib.compressobj(level, zlib.DEFLATED, wbits, 9, strategy, primer)
+    return compressor.compress(body) + compressor.flush(ending)
 
-    Photographs' rows, where string matching finds next to nothing, are taken run-length coded
-    when that keeps over a quarter of their bytes and, on slices across the rows, comes within
-    1% of string matching; 8-bit pictures widened to 16 bits fail the second test (matching
-    wins 20-45%), screenshots, plots and text the first. Otherwise both are made and the
-    smaller kept: for those, run-length coding is cheap, and at times 40% smaller."""
 
-    def compressed(data: bytes | memoryview, strategy: int, primer: bytes | memoryview = b"",
-                   ending: int = zlib.Z_FINISH) -> bytes:
-        compressor = zlib.compressobj(level, zlib.DEFLATED, wbits, 9, strategy, primer)
-        return compressor.compress(data) + compressor.flush(ending)
+def _runs_suffice(body: bytes | memoryview, level: int) -> bool:
+    """Whether run-length coding compresses these filtered rows as well as string matching,
+    judged on slices spread over them (:func:`_slices`): no bigger there, and keeping over a
+    quarter of their bytes. A photograph's rows, where string matching finds next to nothing,
+    pass; screenshots, plots and text keep under a seventh, and their distant repeats, which
+    the slices miss, make string matching 3-50% smaller."""
+    sample = _slices(body)
 
-    if not level:
-        return compressed(body, zlib.Z_DEFAULT_STRATEGY, primer, ending)
-    quick = compressed(body, zlib.Z_RLE, primer, ending)
-    if 4 * len(quick) > len(body):
-        sample = _slices(body)
-        if len(compressed(sample, zlib.Z_RLE)) <= 1.01 * len(compressed(sample, zlib.Z_FILTERED)):
-            return quick
-    return min(compressed(body, zlib.Z_FILTERED, primer, ending), quick, key=len)
+    def size(strategy: int) -> int:
+        compressor = zlib.compressobj(level, zlib.DEFLATED, -15, 9, strategy)
+        return len(compressor.compress(sample) + compressor.flush())
+
+    runs = size(zlib.Z_RLE)
+    return 4 * runs > len(sample) and runs <= size(zlib.Z_FILTERED)
 
 
 def _slices(body: bytes | memoryview, count: int = 4, size: int = 1 << 13) -> bytes:
@@ -355,11 +356,11 @@ def deflate_parts(
         body = data[split:]
         # a sync flush ends a part on a byte boundary, with no final block: the parts concatenate
         ending = zlib.Z_FINISH if k == len(parts) - 1 else zlib.Z_SYNC_FLUSH
-        compressed[k] = _deflate(body, level, data[:split][-_WINDOW:], ending, wbits=-15)
+        compressed[k] = _deflate(body, level, primer=data[:split][-_WINDOW:], ending=ending, wbits=-15)
         checksums[k] = (zlib.adler32(body), len(body))
 
     share(range(len(parts)), compress, threads or available_cpus())
-    compressed[0] = _deflate(b"", level)[:2] + compressed[0]
+    compressed[0] = zlib.compressobj(level).flush()[:2] + compressed[0]  # the zlib header: it names the level
     compressed[-1] += struct.pack(">I", functools.reduce(adler32_combine, checksums)[0])
     return compressed
 
