@@ -6,6 +6,7 @@ and usage errors stay fast; numpy and the file backends load inside the commands
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -157,8 +158,9 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--page", type=click.IntRange(min=0), default=None, metavar="N",
                   help="TIFF: read page N (from 0) only.")
     @click.option("--compress-level", type=click.IntRange(0, 9), default=None, metavar="0-9",
-                  help="PNG output: zlib level; 0 stores. Rows like a photograph's are run-length "
-                       "coded at any other level: as small, five times faster.  [default: 7]")
+                  help="PNG output: zlib level; 0 stores. Rows like a photograph's are run-length coded "
+                       "instead where a sample of them shows that is as small (five times faster).  "
+                       "[default: 7]")
     @click.option("--quality", type=click.IntRange(1, 100), default=None, metavar="1-100",
                   help="JPEG output: quality (default 95). WebP output: lossy at this quality "
                        "(default: lossless).")
@@ -599,27 +601,42 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
 
 def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:
     """The command line, as a function: it always ends in SystemExit (click's standalone mode)."""
-    cli.main(args=args, prog_name=prog_name)
+    try:
+        cli.main(args=args, prog_name=prog_name)
+    except OSError as error:
+        # --help and --version write before any command runs, out of _Group.invoke's reach
+        if error.errno not in _STDOUT_FULL:
+            raise
+        click.echo(f"Error: <stdout>: cannot write ({error.strerror})", err=True)
+        raise SystemExit(EXIT_FAILED) from None
+
+
+_STDOUT_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)
 
 
 def run() -> None:
     """The console script and ``python -m geomcli``: :func:`main`, then an exit that skips the
     interpreter's teardown, which frees every module and object one by one: 10-12 ms of a
-    105 ms one-shot crop. By then every output is written, closed and renamed and every thread
-    joined; only the standard streams' buffers are left, flushed here."""
+    105 ms one-shot crop. By then every output is written, closed and renamed; only the
+    standard streams' buffers are left, flushed here. A run that started worker processes
+    (multiprocessing removes its temp folder at exit) or runs under a profiler or coverage
+    (they write at exit) ends the usual way."""
     try:
         main()
-        code: object = 0
+        code: str | int | None = 0
     except SystemExit as stop:
         code = stop.code
+    if "multiprocessing" in sys.modules or sys.gettrace() or sys.getprofile():
+        sys.exit(code)
     if code is not None and not isinstance(code, int):
-        print(code, file=sys.stderr)  # as Python's own exit does with SystemExit("message")
+        if sys.stderr is not None:
+            print(code, file=sys.stderr)  # as Python's own exit does with SystemExit("message")
         code = EXIT_FAILED
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
-        except (OSError, ValueError):
-            if stream is sys.stdout and not code:
-                code = EXIT_FAILED  # what was written did not all arrive
+        except OSError as error:
+            if stream is sys.stdout and not code:  # what was written did not all arrive
+                code = EXIT_BROKEN_PIPE if isinstance(error, BrokenPipeError) else EXIT_FAILED
     os._exit(code or 0)

@@ -7,6 +7,7 @@ import io as bytes_io
 import json
 import os
 import pty
+import shutil
 import signal
 import subprocess
 import sys
@@ -662,6 +663,36 @@ sys.argv = ["geomcli", *sys.argv[1:]]
 from geomcli.cli import run
 run()
 """
+
+
+def test_a_profiled_run_ends_the_usual_way(tmp_path: Path) -> None:
+    """Profilers and coverage write their data at exit: under them, no shortcut."""
+    profiled = RUN_WITH_AN_EXIT_HANDLER.replace("from geomcli", "sys.setprofile(lambda *args: None)\nfrom geomcli")
+    result = subprocess.run([sys.executable, "-c", profiled, "--version"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0
+    assert "teardown ran" in result.stderr
+
+
+def test_worker_processes_leave_no_temp_folder(tmp_path: Path, photo: Path) -> None:
+    """multiprocessing removes its temp folder (the forkserver's socket) at exit."""
+    inputs, temp = tmp_path / "in", tmp_path / "tmp"
+    inputs.mkdir(), temp.mkdir()
+    for k in range(3):
+        shutil.copy(photo, inputs / f"p{k}.png")
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(tmp_path / "out"), "--shape", "8,8",
+                             "-j", "2", "-q"], capture_output=True, text=True, env={**os.environ, "TMPDIR": str(temp)})
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["p0.png", "p1.png", "p2.png"]
+    assert list(temp.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["crop-pad", "--help"]])
+def test_help_and_version_on_a_full_stdout_are_one_error(args: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([*GEOMCLI, *args], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 1
+    assert result.stderr == "Error: <stdout>: cannot write (No space left on device)\n"
 
 
 @pytest.mark.parametrize("args, code", [(["--version"], 0), (["info", "missing.png"], 1), (["crop-pad"], 2)])
