@@ -31,15 +31,15 @@ from geomcli.io._base import (
 if TYPE_CHECKING:
     import numpy as np
 
-# Pillow's plugin name(s) for each format: Image.open tries only these, so content and name agree
+# Pillow's plugin module and format names for each format: Image.open tries only these names,
+# so content and name agree; the first is the one saved
 _PLUGINS = {
-    "png": ("PNG",),
-    "jpeg": ("JPEG",),  # its factory hands back an MPO image itself when there is one
-    "bmp": ("BMP", "DIB"),
-    "gif": ("GIF",),
-    "webp": ("WEBP",),
+    "png": ("PngImagePlugin", ("PNG",)),
+    "jpeg": ("JpegImagePlugin", ("JPEG",)),  # its factory hands back an MPO image itself when there is one
+    "bmp": ("BmpImagePlugin", ("BMP", "DIB")),
+    "gif": ("GifImagePlugin", ("GIF",)),
+    "webp": ("WebPImagePlugin", ("WEBP",)),
 }
-_SAVE_AS = {"png": "PNG", "jpeg": "JPEG", "bmp": "BMP", "gif": "GIF", "webp": "WEBP"}
 # Formats whose extra frames are an animation (a JPEG's MPO frames are previews: ignored)
 _ANIMATED = {"png", "gif", "webp"}
 # What Pillow raises on broken files, besides UnidentifiedImageError (an OSError); caught only
@@ -290,15 +290,6 @@ def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> 
     return Loaded(data, "png", image_layout(data.shape), src, tuple(notes), _metadata(info, value))
 
 
-# Pillow's plugin module for each format
-_MODULES = {
-    "png": "PngImagePlugin",
-    "jpeg": "JpegImagePlugin",
-    "bmp": "BmpImagePlugin",
-    "gif": "GifImagePlugin",
-    "webp": "WebPImagePlugin",
-}
-
 
 def _plugin_alone(fmt: str) -> None:
     """Import Pillow's plugin for ``fmt``, and only that one.
@@ -316,7 +307,8 @@ def _plugin_alone(fmt: str) -> None:
     from PIL import Image
 
     try:
-        import_module(f"PIL.{_MODULES[fmt]}")
+        module, _ = _PLUGINS[fmt]
+        import_module(f"PIL.{module}")
     except ImportError:
         return  # (WebP without its library) Pillow's own way then says what is missing
     Image._initialized = max(Image._initialized, 1)
@@ -337,7 +329,7 @@ def _opened(
             warnings.simplefilter("always")
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             fp = io.BytesIO(source) if isinstance(source, bytes) else source
-            with Image.open(fp, formats=_PLUGINS[fmt]) as im:
+            with Image.open(fp, formats=_PLUGINS[fmt][1]) as im:
                 yield im
         for warning in caught:
             if "/PIL/" not in warning.filename.replace("\\", "/"):
@@ -539,7 +531,8 @@ def save(
         for piece in _png_in_parts(im, saving, options.threads):
             f.write(piece)
     else:
-        im.save(f, format=_SAVE_AS[fmt], **saving)
+        _, (name, *_) = _PLUGINS[fmt]
+        im.save(f, format=name, **saving)
 
 
 def _row_bytes(im: Any) -> int:
