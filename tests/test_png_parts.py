@@ -177,6 +177,21 @@ def test_grey_and_opaque_alpha_keep_string_matching() -> None:
     assert len(deflated(rows, 7, zlib.Z_RLE)) > 1.03 * len(ours)
 
 
+def test_level_9_and_rows_smaller_than_a_sample_keep_the_smaller_coding(rng: np.random.Generator) -> None:
+    x = np.mgrid[0:600, 0:800][1]
+    grey = np.clip(x / 800 * 255 + rng.normal(0, 6, x.shape), 0, 255).astype(np.uint8)
+    images = {
+        "photo": (photo_like(rng, 256, 512, 3), 3),
+        "screenshot": (screenshot_like(rng, 256, 512), 3),
+        "grey and alpha": (np.stack([grey, np.full_like(grey, 255)], -1), 2),
+    }
+    for pixels, bpp in images.values():
+        rows = _png._filter_rows(pixels.reshape(pixels.shape[0], -1), bpp, None)
+        for level, body in ((9, rows), (7, rows[: _png._SAMPLE_BYTES])):
+            codings = [deflated(body, level, strategy) for strategy in (zlib.Z_FILTERED, zlib.Z_RLE)]
+            assert _png._deflate(body, level) == min(codings, key=len)
+
+
 def test_level_0_stores_the_rows(rng: np.random.Generator) -> None:
     rows = _png._filter_rows(photo_like(rng, 64, 64, 3).reshape(64, -1), 3, None)
     assert _png.stored(_png._deflate(rows, 0)) == rows

@@ -290,7 +290,6 @@ def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> 
     return Loaded(data, "png", image_layout(data.shape), src, tuple(notes), _metadata(info, value))
 
 
-
 def _plugin_alone(fmt: str) -> None:
     """Import Pillow's plugin for ``fmt``, and only that one.
 

@@ -283,11 +283,20 @@ def _deflate(
     wbits: int = 15
 ) -> bytes:
     """Filtered rows compressed as libpng (so ImageMagick) sets zlib for them, Z_FILTERED and
-    memLevel 9, or run-length coded (Z_RLE) where that is as small (:func:`_runs_suffice`):
-    five times faster at the default level."""
-    strategy = zlib.Z_RLE if level and _runs_suffice(body, level) else zlib.Z_FILTERED
-    compressor = zlib.compressobj(level, zlib.DEFLATED, wbits, 9, strategy, primer)
-    return compressor.compress(body) + compressor.flush(ending)
+    memLevel 9, or run-length coded (Z_RLE). Level 9, and rows no bigger than a sample, are
+    coded both ways and the smaller kept; at levels 1-8 run-length coding is taken where a
+    sample shows it as small (:func:`_runs_suffice`): five times faster, and on the whole rows
+    at most 1.6% bigger in our measures."""
+
+    def coded(strategy: int) -> bytes:
+        compressor = zlib.compressobj(level, zlib.DEFLATED, wbits, 9, strategy, primer)
+        return compressor.compress(body) + compressor.flush(ending)
+
+    if not level:
+        return coded(zlib.Z_FILTERED)  # stored
+    if level == 9 or len(body) <= _SAMPLE_BYTES:
+        return min(coded(zlib.Z_FILTERED), coded(zlib.Z_RLE), key=len)
+    return coded(zlib.Z_RLE if _runs_suffice(body, level) else zlib.Z_FILTERED)
 
 
 def _runs_suffice(body: bytes | memoryview, level: int) -> bool:
@@ -306,13 +315,15 @@ def _runs_suffice(body: bytes | memoryview, level: int) -> bool:
     return 4 * runs > len(sample) and runs <= size(zlib.Z_FILTERED)
 
 
-def _slices(body: bytes | memoryview, count: int = 4, size: int = 1 << 13) -> bytes:
-    """``count`` slices of ``size`` bytes spread evenly over ``body`` (all of it when it is
-    no bigger), joined: a sample of its rows."""
-    if len(body) <= count * size:
-        return bytes(body)
-    step = (len(body) - size) // (count - 1)
-    return b"".join(body[k * step : k * step + size] for k in range(count))
+# The sample of :func:`_runs_suffice`: four slices of 8 KiB
+_SLICES, _SLICE_BYTES = 4, 1 << 13
+_SAMPLE_BYTES = _SLICES * _SLICE_BYTES
+
+
+def _slices(body: bytes | memoryview) -> bytes:
+    """Slices of ``body`` spread evenly over it, joined: a sample of its rows (it is bigger)."""
+    step = (len(body) - _SLICE_BYTES) // (_SLICES - 1)
+    return b"".join(body[k * step : k * step + _SLICE_BYTES] for k in range(_SLICES))
 
 
 # --- the image data compressed in parts, side by side -----------------------------------
