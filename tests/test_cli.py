@@ -687,6 +687,21 @@ def test_worker_processes_leave_no_temp_folder(tmp_path: Path, photo: Path) -> N
     assert list(temp.iterdir()) == []
 
 
+def test_a_batch_with_workers_on_a_full_stdout_is_one_error(tmp_path: Path, photo: Path) -> None:
+    """The records left in stdout's buffer are dropped, not flushed again at exit (exit 120)."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for k in range(3):
+        shutil.copy(photo, inputs / f"p{k}.png")
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(tmp_path / "out"), "--shape",
+                                 "8,8", "-j", "2", "--json"], stdout=full, stderr=subprocess.PIPE, text=True,
+                                env=environment)
+    assert result.returncode == 1
+    assert result.stderr == "Error: <stdout>: cannot write (No space left on device)\n"
+
+
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["crop-pad", "--help"]])
 def test_help_and_version_on_a_full_stdout_are_one_error(args: list[str]) -> None:
     with open("/dev/full", "w") as full:
