@@ -754,6 +754,13 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     count). The plain path's strided, cast output and broadcast operand make slower loops
     (3-D: 7.8 -> 5.5 ms per 128³ grid on one thread). The rows of all grids are shared among
     ``threads`` threads in contiguous runs; each run needs two buffers only.
+
+    A 3-D block is one matrix product instead, ``[rest, 1] @ [selectors; x terms]``, whose
+    selector rows are 1 where a column holds their coordinate, else 0: every element is
+    ``rest + x_term`` plus exact zeros, so the same bits, in half the time of the strided copies
+    and the add (28 against 68 µs a block). Not for a grid whose terms are not all finite
+    (0 × Inf is NaN) or where a coordinate's rest and x terms both hold -0.0 (the product's
+    sums start from +0.0): see _exact_product. For 2-D the product is slower than the pairs.
     """
     rows = _grid_rows(result, axes_xyz)
     assert rows is not None
@@ -764,12 +771,17 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     def work(part: slice) -> None:
         block = np.empty((step, width, spatial))
         block_rows = block.reshape(step, spatial * width)
-        x_terms = np.empty((step, width, spatial))  # the same x terms in every row
-        x_rows = x_terms.reshape(step, spatial * width)
-        rest = np.empty((per_grid, spatial))  # (row, coordinate): the y[, z] terms of one grid
+        x_rows = np.empty((step, spatial * width))  # the same x terms in every row
+        x_row = np.empty(spatial * width)
+        # (row, coordinate): the y[, z] terms of one grid; 3-D: and a 1, for the matrix product
+        homogeneous = np.ones((per_grid, spatial + 1))
+        rest = homogeneous[:, :spatial] if spatial == 3 else np.empty((per_grid, spatial))
         # 2-D: a row's (x, y) rest pair as one complex number, copied along the row at once.
         pairs = block.view(np.complex128)[..., 0] if spatial == 2 else None
         rest_pairs = rest.view(np.complex128)[:, 0] if spatial == 2 else None
+        selectors = np.zeros((spatial + 1, spatial * width))  # 3-D: and the x terms, last
+        for k in range(spatial):
+            selectors[k, k::spatial] = 1
         start = part.start
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf theta: see _affine_grid_plain
             while start < part.stop:
@@ -778,21 +790,41 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
                 for k in range(spatial):
                     rest_k, x_k = _grid_terms(weights[grid : grid + 1, k], axes_xyz)
                     rest[:, k] = rest_k.reshape(-1)
-                    x_terms[:, :, k] = x_k.reshape(-1)
+                    x_row[k::spatial] = x_k.reshape(-1)
+                product = spatial == 3 and _exact_product(rest, x_row)
+                if product:
+                    selectors[spatial] = x_row
+                else:
+                    x_rows[:] = x_row
                 for low in range(first, stop, step):
                     high = min(stop, low + step)
                     size = high - low
-                    if pairs is not None and rest_pairs is not None:
-                        np.copyto(pairs[:size], rest_pairs[low:high, None])
+                    if product:
+                        np.matmul(homogeneous[low:high], selectors, out=block_rows[:size])
                     else:
-                        for k in range(spatial):
-                            np.copyto(block[:size, :, k], rest[low:high, k, None])
-                    np.add(block_rows[:size], x_rows[:size], out=block_rows[:size])
+                        if pairs is not None and rest_pairs is not None:
+                            np.copyto(pairs[:size], rest_pairs[low:high, None])
+                        else:
+                            for k in range(spatial):
+                                np.copyto(block[:size, :, k], rest[low:high, k, None])
+                        np.add(block_rows[:size], x_rows[:size], out=block_rows[:size])
                     offset = grid * per_grid
                     np.copyto(rows[offset + low : offset + high], block_rows[:size], casting="unsafe")
                 start = grid * per_grid + stop
 
     share(_split(rows.shape[0], threads), work, threads)
+
+
+def _exact_product(rest: np.ndarray, x_row: np.ndarray) -> bool:
+    """Whether the matrix product of _affine_grid_rows gives ``rest + x_term`` bit for bit for
+    these (row, coordinate) rest terms and this row of x terms (coordinates interleaved): every
+    term is finite (a finite sum says so), and no coordinate has -0.0 among both its rest and
+    its x terms (-0.0 + -0.0 is -0.0, but the product's sums start from +0.0)."""
+    if not (np.isfinite(rest.sum()) and np.isfinite(x_row.sum())):
+        return False
+    x_terms = x_row.reshape(-1, rest.shape[1])
+    signed = ((x_terms == 0) & np.signbit(x_terms)).any(axis=0)  # the short side first
+    return not (signed.any() and ((rest[:, signed] == 0) & np.signbit(rest[:, signed])).any())
 
 
 # --- SpaceToDepth / DepthToSpace ----------------------------------------------------

@@ -266,6 +266,33 @@ def test_affine_grid_rows_equal_the_plain_sums(
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_3d_row_blocks_by_a_matrix_product_keep_the_bits(
+    dtype: np.dtype, align_corners: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[rest, 1] @ [selectors; x terms] is rest + x exactly where every term is finite; where
+    a coordinate's rest and x terms both hold -0.0, or a term is Inf, the blocks are summed."""
+    size = [3, 1, 4, 6, 10]
+    rng = np.random.default_rng(11)
+    products: list[bool] = []
+    exact_product = kernels._exact_product
+    monkeypatch.setattr(kernels, "_exact_product", lambda *args: products.append(exact_product(*args)) or products[-1])
+    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 8 * 3 * 10 * 7)  # blocks of 7 rows: runs that end inside a grid
+    finite = (rng.standard_normal((3, 3, 4)) * 10.0 ** rng.integers(-3, 4, (3, 1, 1))).astype(dtype)
+    negative_zeros = np.full((3, 3, 4), -0.0, dtype)  # every term -0.0 where x, y, z > 0: the sum is -0.0
+    infinite = finite.copy()
+    infinite[1, 2, 0] = np.inf
+    for theta, taken in ((finite, [True] * 3), (negative_zeros, [False] * 3), (infinite, [True, False, True])):
+        products.clear()
+        found = kernels.affine_grid(theta, size, align_corners, threads=1)
+        assert products == taken
+        assert same_bits(found, _plain_grid(theta, size, align_corners))
+    zeros = kernels.affine_grid(negative_zeros, size, align_corners, threads=1)
+    assert (zeros == 0).all() and np.signbit(zeros).any() and not np.signbit(zeros).all()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("size", [[2, 1, 3, 5], [2, 1, 3, 4, 5]], ids=str)
 def test_affine_grid_rows_fall_back_for_strided_and_small_grids(
     dtype: np.dtype, size: list[int], monkeypatch: pytest.MonkeyPatch
