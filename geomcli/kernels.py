@@ -817,14 +817,25 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
 
 def _exact_product(rest: np.ndarray, x_row: np.ndarray) -> bool:
     """Whether the matrix product of _affine_grid_rows gives ``rest + x_term`` bit for bit for
-    these (row, coordinate) rest terms and this row of x terms (coordinates interleaved): every
-    term is finite (a finite sum says so), and no coordinate has -0.0 among both its rest and
-    its x terms (-0.0 + -0.0 is -0.0, but the product's sums start from +0.0)."""
+    these (row, coordinate) rest terms and this row of x terms (coordinates interleaved):
+    - every term is finite (a finite sum says so): 0 × Inf is NaN;
+    - no nonzero term is below 2**-969, so a sum is 0 or at least 2**-1021, never subnormal: a
+      thread that flushes subnormals (FTZ/DAZ, which other libraries may set) flushes the two
+      paths alike only there, as the product scales its sums once more;
+    - no coordinate has -0.0 among both its rest and its x terms: -0.0 + -0.0 is -0.0, but the
+      product's sums start from +0.0."""
     if not (np.isfinite(rest.sum()) and np.isfinite(x_row.sum())):
         return False
+    for terms in (x_row, rest):
+        magnitudes = np.abs(terms)
+        if ((magnitudes < _SMALLEST_TERM) & (magnitudes > 0)).any():
+            return False
     x_terms = x_row.reshape(-1, rest.shape[1])
     signed = ((x_terms == 0) & np.signbit(x_terms)).any(axis=0)  # the short side first
     return not (signed.any() and ((rest[:, signed] == 0) & np.signbit(rest[:, signed])).any())
+
+
+_SMALLEST_TERM = 2.0**-969
 
 
 # --- SpaceToDepth / DepthToSpace ----------------------------------------------------

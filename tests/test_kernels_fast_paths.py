@@ -8,6 +8,9 @@ Every comparison is bit for bit (``tobytes``), for every dtype, both modes, b in
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -284,8 +287,8 @@ def test_3d_row_blocks_by_a_matrix_product_keep_the_bits(
     infinite = finite.copy()
     infinite[1, 2, 0] = np.inf
     cases = [(finite, [True] * 3), (negative_zeros, [False] * 3), (infinite, [True, False, True])]
-    if np.dtype(dtype) == np.float64:  # terms below the normal range: not flushed to zero
-        cases.append((finite * 1e-310, [True] * 3))
+    if np.dtype(dtype) == np.float64:  # terms near the subnormal range: summed, not multiplied
+        cases.append((finite * 1e-300, [False] * 3))
     for theta, taken in cases:
         products.clear()
         found = kernels.affine_grid(theta, size, align_corners, threads=1)
@@ -293,6 +296,38 @@ def test_3d_row_blocks_by_a_matrix_product_keep_the_bits(
         assert same_bits(found, _plain_grid(theta, size, align_corners))
     zeros = kernels.affine_grid(negative_zeros, size, align_corners, threads=1)
     assert (zeros == 0).all() and np.signbit(zeros).any() and not np.signbit(zeros).all()
+
+
+FLUSHING_THREAD = """
+import numpy as np, onnx, onnxruntime
+from geomcli import kernels
+# An onnxruntime session made with this option leaves the thread flushing subnormals (FTZ/DAZ).
+graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["x"], ["y"])], "g",
+                               [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+                               [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
+model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 20)])
+model.ir_version = 10
+options = onnxruntime.SessionOptions()
+options.add_session_config_entry("session.set_denormal_as_zero", "1")
+onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+assert np.float64(2.2250738585072014e-308) * np.float64(0.5) == 0  # flushing, for this test to mean anything
+# x terms 3e-308 + x * 6.00002e-308: sums below the normal range, flushed to -0.0 by a sum
+theta = np.array([[[6.00002e-308, 0.0, 0.0, 3e-308], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]])
+size = [1, 1, 2, 3, 30000]
+plain = np.zeros(kernels.affine_grid_output_shape(theta.shape, size))
+kernels._affine_grid_plain(theta, [kernels._base_coordinates(n, False) for n in reversed(size[2:])], plain)
+assert kernels.affine_grid(theta, size, threads=1).tobytes() == plain.tobytes()
+print("same bits")
+"""
+
+
+def test_3d_grid_rows_keep_the_bits_on_a_thread_that_flushes_subnormals() -> None:
+    """A QA pass's case: with FTZ on, the matrix product turned -0.0 into +0.0 (its sums are
+    scaled once more, from +0.0); terms near the subnormal range are now summed."""
+    pytest.importorskip("onnxruntime")
+    result = subprocess.run([sys.executable, "-c", FLUSHING_THREAD], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "same bits\n"
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
