@@ -753,14 +753,15 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     leave to the SIMD body or its tail (the plain path's choice too varies with the thread
     count). The plain path's strided, cast output and broadcast operand make slower loops
     (3-D: 7.8 -> 5.5 ms per 128³ grid on one thread). The rows of all grids are shared among
-    ``threads`` threads in contiguous runs; each run needs two buffers only.
+    ``threads`` threads in contiguous runs; each run needs a few buffers of a block or a grid's
+    rest terms.
 
     A 3-D block is one matrix product instead, ``[rest, 1] @ [selectors; x terms]``, whose
     selector rows are 1 where a column holds their coordinate, else 0: every element is
     ``rest + x_term`` plus exact zeros, so the same bits, in half the time of the strided copies
-    and the add (28 against 68 µs a block). Not for a grid whose terms are not all finite
-    (0 × Inf is NaN) or where a coordinate's rest and x terms both hold -0.0 (the product's
-    sums start from +0.0): see _exact_product. For 2-D the product is slower than the pairs.
+    and the add (28 against 68 µs a block). Not for a grid with a term that is not finite or
+    near the subnormal range, or where a coordinate's rest and x terms both hold -0.0: see
+    _exact_product. For 2-D the product is slower than the pairs.
     """
     rows = _grid_rows(result, axes_xyz)
     assert rows is not None
@@ -819,9 +820,9 @@ def _exact_product(rest: np.ndarray, x_row: np.ndarray) -> bool:
     """Whether the matrix product of _affine_grid_rows gives ``rest + x_term`` bit for bit for
     these (row, coordinate) rest terms and this row of x terms (coordinates interleaved):
     - every term is finite (a finite sum says so): 0 × Inf is NaN;
-    - no nonzero term is below 2**-969, so a sum is 0 or at least 2**-1021, never subnormal: a
-      thread that flushes subnormals (FTZ/DAZ, which other libraries may set) flushes the two
-      paths alike only there, as the product scales its sums once more;
+    - no nonzero term is below 2**-969, so a sum is 0 or at least 2**-1021, never subnormal: on
+      a thread that flushes subnormals (FTZ/DAZ, which other libraries may set), the product,
+      which scales its sums once more, would flush them otherwise than one add;
     - no coordinate has -0.0 among both its rest and its x terms: -0.0 + -0.0 is -0.0, but the
       product's sums start from +0.0."""
     if not (np.isfinite(rest.sum()) and np.isfinite(x_row.sum())):
