@@ -122,33 +122,35 @@ def _into_stream(descriptor: int, path: str) -> Iterator[IO[bytes]]:
     """Yield a buffer; at normal exit its bytes go to the open stream ``descriptor`` (as the
     shell's ``>`` would write them: no temp file, rename or fsync), which is closed either way.
     Made whole first, so a failed encoding sends nothing; binary data is never sent to a
-    terminal; an OSError in the writing becomes a GeomError naming ``path``."""
+    terminal; a failed write is :func:`write_all`'s."""
     try:
         if os.isatty(descriptor):
             raise GeomError(f"{path}: refusing to write binary data to a terminal")
         buffer = io.BytesIO()
         yield buffer
-        try:
-            write_all(descriptor, buffer.getbuffer())
-        except BrokenPipeError:
-            raise  # its reader has gone: the run ends quietly, as with -o -
-        except OSError as e:
-            raise GeomError(f"{path}: cannot write ({e.strerror or e})") from e
+        write_all(descriptor, buffer.getbuffer(), path)
     finally:
         os.close(descriptor)
 
 
-def write_all(descriptor: int, data: bytes | memoryview) -> None:
+def write_all(descriptor: int, data: bytes | memoryview, name: str) -> None:
     """Every byte of ``data`` to ``descriptor``, waiting whenever it is a full non-blocking pipe
-    (a parent may have set O_NONBLOCK on the pipe it gave us: os.write then raises EAGAIN)."""
+    (a parent may have set O_NONBLOCK on the pipe it gave us: os.write then raises EAGAIN).
+    A reader gone (BrokenPipeError) is left to the caller: the run ends quietly, as with -o -;
+    any other OSError becomes a GeomError naming ``name``, the output as the user named it."""
     import select
 
     view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(descriptor, view) :]
-        except BlockingIOError:
-            select.select([], [descriptor], [])
+    try:
+        while view:
+            try:
+                view = view[os.write(descriptor, view) :]
+            except BlockingIOError:
+                select.select([], [descriptor], [])
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise GeomError(f"{name}: cannot write ({e.strerror or e})") from e
 
 
 class _Commits(threading.local):
@@ -363,12 +365,7 @@ def to_stdout(payload: bytes, name: str = "<stdout>") -> None:
         return
     # os.write, not the buffered stream: a large buffered write into a pipe whose reader has
     # gone can report success, and the caller must see the BrokenPipeError.
-    try:
-        write_all(descriptor, payload)
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        raise GeomError(f"{name}: cannot write ({e.strerror or e})") from e
+    write_all(descriptor, payload, name)
 
 
 def refuse_terminal(what: str, name: str = "<stdout>") -> None:
