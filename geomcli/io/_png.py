@@ -321,7 +321,8 @@ _SAMPLE_BYTES = _SLICES * _SLICE_BYTES
 
 
 def _slices(body: bytes | memoryview) -> bytes:
-    """Slices of ``body`` spread evenly over it, joined: a sample of its rows (it is bigger)."""
+    """Slices of ``body`` spread evenly over it, joined: a sample of its rows (``body`` is
+    longer than the sample: shorter rows are coded both ways whole, see :func:`_deflate`)."""
     step = (len(body) - _SLICE_BYTES) // (_SLICES - 1)
     return b"".join(body[k * step : k * step + _SLICE_BYTES] for k in range(_SLICES))
 
