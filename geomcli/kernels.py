@@ -5,8 +5,11 @@ CenterCropPad (opset 18), AffineGrid (opset 20), SpaceToDepth and DepthToSpace
 validates its arguments first and raises :class:`GeomError` with a one-line
 message; after validation numpy does the work and must not raise.
 
-This module imports numpy only (and geomcli's own numpy-free window arithmetic and CPU count):
-no I/O, no printing, no CLI.
+A new output of 32 MiB or more that is not padded takes the memory of one of the same size the
+caller has let go, if geomcli.reuse kept it: new pages cost the kernel's zeroing first.
+
+This module imports numpy only (and geomcli's own numpy-free window arithmetic, CPU count and
+kept memory): no I/O, no printing, no CLI.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
+from geomcli import reuse
 from geomcli.cpus import available_cpus, share
 from geomcli.errors import GeomError
 from geomcli.window import center_crop_pad_window
@@ -192,11 +196,12 @@ def _new_output(
     shape: Shape, dtype: np.dtype, func: str, where: str, *, zeroed: bool = False, value: np.ndarray | None = None
 ) -> np.ndarray:
     """``np.empty`` (``np.zeros`` if ``zeroed``, ``np.full`` with a ``value``) of an output whose
-    shape passed _check_addressable; a MemoryError becomes a GeomError that names the bytes."""
+    shape passed _check_addressable; a MemoryError becomes a GeomError that names the bytes. An
+    empty output reuses the memory of a big output the caller has let go (see geomcli.reuse)."""
     try:
         if value is not None:
             return np.full(shape, value, dtype=dtype)
-        return np.zeros(shape, dtype=dtype) if zeroed else np.empty(shape, dtype=dtype)
+        return np.zeros(shape, dtype=dtype) if zeroed else reuse.empty(shape, dtype)
     except MemoryError as error:
         raise GeomError(
             f"{func}: could not allocate {_bytes_text(math.prod(shape) * dtype.itemsize)} "

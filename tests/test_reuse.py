@@ -1,0 +1,203 @@
+"""geomcli.reuse: big outputs' memory given to the next output of the same size, and only then."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import ALL_DTYPES, make_array
+
+from geomcli import kernels, reuse
+
+SMALL = 1 << 12  # the tests' threshold: outputs of 4 KiB and more are kept
+
+
+@pytest.fixture
+def small_outputs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Keep outputs from 4 KiB, at most two and 1 MiB in all, in a pool of this test's own."""
+    monkeypatch.setattr(reuse, "SMALLEST", SMALL)
+    monkeypatch.setattr(reuse, "KEPT_BYTES", 1 << 20)
+    monkeypatch.setattr(reuse, "_kept", [])
+    yield
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+def _junk(array: np.ndarray) -> None:
+    """Every byte 0xA5: what a let-go output leaves for the next one to overwrite."""
+    array.view(np.uint8).reshape(-1)[:] = 0xA5
+
+
+def test_a_let_go_output_is_given_to_the_next_of_its_size(small_outputs: None) -> None:
+    first = reuse.empty((32, 64), np.dtype(np.float32))
+    address = _address(first)
+    del first
+    second = reuse.empty((64, 16, 2), np.dtype(np.float32))  # another shape, the same bytes
+    assert _address(second) == address
+    assert second.shape == (64, 16, 2) and second.dtype == np.float32
+    assert second.flags.writeable and second.flags.c_contiguous and second.flags.aligned
+
+
+def test_memory_is_not_given_while_a_view_of_it_is_left(small_outputs: None) -> None:
+    first = reuse.empty((32, 64), np.dtype(np.float32))
+    first[:] = 7
+    view = first[::3, 1:]
+    del first
+    gc.collect()
+    second = reuse.empty((32, 64), np.dtype(np.float32))
+    assert not np.shares_memory(second, view)
+    second[:] = 1
+    assert (view == 7).all()
+    address = _address(view.base if view.base is not None else view)
+    del view
+    third = reuse.empty((32, 64), np.dtype(np.float32))
+    assert _address(third) <= address < _address(third) + third.nbytes  # the first's memory, at last
+
+
+def test_an_output_of_another_size_lets_the_kept_memory_go(small_outputs: None) -> None:
+    reuse.empty((1024,), np.dtype(np.float64))  # let go at once
+    assert [buffer.nbytes for buffer in reuse._kept] == [8192]
+    other = reuse.empty((2048,), np.dtype(np.float64))
+    assert reuse._kept == []
+    del other
+    assert [buffer.nbytes for buffer in reuse._kept] == [16384]
+
+
+def test_at_most_two_buffers_and_the_byte_bound_are_kept(small_outputs: None) -> None:
+    outputs = [reuse.empty((1024,), np.dtype(np.float64)) for _ in range(3)]
+    addresses = {_address(output) for output in outputs}
+    assert len(addresses) == 3  # live outputs never share memory
+    del outputs
+    assert len(reuse._kept) == reuse.KEPT == 2
+    big = [reuse.empty((384 << 10,), np.dtype(np.uint8)) for _ in range(3)]  # 2 fit in 1 MiB
+    del big
+    assert [buffer.nbytes for buffer in reuse._kept] == [384 << 10, 384 << 10]
+    biggest = reuse.empty((600 << 10,), np.dtype(np.uint8))  # alone more than half: kept alone
+    another = reuse.empty((600 << 10,), np.dtype(np.uint8))
+    del biggest, another
+    assert [buffer.nbytes for buffer in reuse._kept] == [600 << 10]
+    past = reuse.empty(((1 << 20) + 1,), np.dtype(np.uint8))  # past the bound: never kept, and
+    assert past.flags.owndata and reuse._kept == []  # another size, so the kept one goes
+
+
+def test_small_and_object_outputs_are_plain_arrays(small_outputs: None) -> None:
+    small = reuse.empty((SMALL - 1,), np.dtype(np.uint8))
+    assert small.flags.owndata
+    objects = reuse.empty((SMALL,), np.dtype(object))
+    assert objects.flags.owndata and objects[0] is None
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES + [np.dtype(">f8"), np.dtype(ml_dtypes.bfloat16)], ids=str)
+def test_every_dtype_in_kept_memory(small_outputs: None, dtype: np.dtype) -> None:
+    first = reuse.empty((8, 512), dtype)
+    _junk(first)
+    address = _address(first)
+    del first
+    second = reuse.empty((8, 512), dtype)
+    assert _address(second) == address and second.dtype == dtype and second.flags.aligned
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_the_kernels_overwrite_every_byte_of_kept_memory(
+    small_outputs: None, rng: np.random.Generator, dtype: np.dtype
+) -> None:
+    data = make_array(rng, (2, 12, 18, 24), dtype)
+
+    def in_junk(kernel: Callable[..., np.ndarray], expected: np.ndarray, *args: Any) -> None:
+        for threads in (1, 2):
+            _junk(reuse.empty(expected.shape, expected.dtype))  # let go at once, full of 0xA5
+            found = kernel(*args, threads=threads)
+            assert not found.flags.owndata  # in the kept memory
+            np.testing.assert_array_equal(found, expected)
+
+    for mode in ("DCR", "CRD"):
+        moved = kernels.space_to_depth(data, 3, mode, threads=1)
+        in_junk(kernels.space_to_depth, moved, data, 3, mode)
+        in_junk(kernels.depth_to_space, data, moved, 3, mode)
+    in_junk(kernels.center_crop_pad, data[:, 1:11, 1:16, 3:20], data, [10, 15, 17], [1, 2, 3])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("size", [[3, 1, 40, 48], [2, 1, 6, 20, 48]], ids=["2-D", "3-D"])
+def test_affine_grids_in_kept_memory_keep_their_bits(
+    small_outputs: None, rng: np.random.Generator, dtype: type, size: list[int]
+) -> None:
+    spatial = len(size) - 2
+    theta = rng.uniform(-2, 2, (size[0], spatial, spatial + 1)).astype(dtype)
+    expected = np.ones(kernels.affine_grid_output_shape(theta.shape, size), theta.dtype)
+    kernels.affine_grid(theta, size, True, out=expected)  # into memory of its own
+    for threads in (1, 2):
+        _junk(reuse.empty(expected.shape, expected.dtype))
+        found = kernels.affine_grid(theta, size, True, threads=threads)
+        assert not found.flags.owndata
+        assert found.tobytes() == expected.tobytes()
+
+
+def test_threads_at_once_never_share_an_output(small_outputs: None) -> None:
+    clashes: list[int] = []
+
+    def work(mark: int) -> None:
+        for _ in range(300):
+            output = reuse.empty((1024,), np.dtype(np.int64))
+            output[:] = mark
+            if not (output == mark).all():
+                clashes.append(mark)
+
+    threads = [threading.Thread(target=work, args=(mark,)) for mark in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert clashes == []
+    assert len(reuse._kept) <= reuse.KEPT
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_is_not_held_by_a_lock_another_thread_had(small_outputs: None) -> None:
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with reuse._lock:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child's exit status is the assertion
+            signal.alarm(10)
+            output = reuse.empty((1024,), np.dtype(np.float64))
+            os._exit(0 if output.nbytes == 8192 else 3)
+    finally:
+        release.set()
+        holder.join()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_real_threshold_is_glibc_s_largest_mmap_threshold() -> None:
+    """32 MiB: below it glibc's heap hands freed memory back by itself."""
+    assert reuse.SMALLEST == 32 << 20
+    if sys.maxsize < 1 << 32:
+        pytest.skip("a 32 MiB output on a 32-bit build")
+    grid_shape = (1, 1, 2048, 2048)  # a (1, 2048, 2048, 2) float32 grid: 32 MiB
+    theta = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
+    first = kernels.affine_grid(theta, grid_shape)
+    address = _address(first)
+    expected = first.copy()
+    del first
+    second = kernels.affine_grid(theta, grid_shape)
+    assert _address(second) == address
+    np.testing.assert_array_equal(second, expected)
