@@ -10,11 +10,13 @@ Every case is timed for each engine: the first call on its own (fresh output mem
 caches, lazy set-up), then the median of several more calls (the steady state). The floor is
 the memory bandwidth the operator cannot beat: ``np.copyto`` of the output's size into a
 preallocated array (for affine-grid, filling a preallocated array of the output shape).
-"fresh" is the same into a new array each call: what any call that returns a new array pays
-first; past glibc's mmap threshold (32 MiB) a new array is new pages, which the kernel faults
-in and zeroes, below it the memory of the last call comes back. "out=" times geomcli writing into one
-preallocated output (the ``out=`` argument), the work alone: onnxruntime's arena hands its
-outputs the same memory call after call, so this is the like-for-like comparison with it.
+"fresh" is the same into a new array each call: what a call that returns an array in new memory
+pays first; past glibc's mmap threshold (32 MiB) a new array is new pages, which the kernel faults
+in and zeroes, below it the memory of the last call comes back. Each timed result is let go at
+once, so from the second call on geomcli's new output takes the memory of the one before
+(geomcli.reuse), as onnxruntime's arena hands its outputs the same memory call after call; the
+first call, in the "(1st)" column, pays for new pages. "out=" times geomcli writing into one
+preallocated output (the ``out=`` argument): the work alone.
 Each geomcli result is checked once per case against onnxruntime and the reference.
 
 Cases and targets are those of issue 2, section 5. Nothing here is imported by ``geomcli``;
