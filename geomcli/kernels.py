@@ -196,15 +196,30 @@ def _new_output(
     shape: Shape, dtype: np.dtype, func: str, where: str, *, zeroed: bool = False, value: np.ndarray | None = None
 ) -> np.ndarray:
     """``np.empty`` (``np.zeros`` if ``zeroed``, ``np.full`` with a ``value``) of an output whose
-    shape passed _check_addressable; a MemoryError becomes a GeomError that names the bytes. An
-    empty output reuses the memory of a big output the caller has let go (see geomcli.reuse)."""
-    try:
+    shape passed _check_addressable; a MemoryError becomes a GeomError that names the bytes.
+
+    An empty output takes the memory of a big output of its size that the caller has let go
+    (geomcli.reuse). A big padded one lets that kept memory go, as it cannot use it: np.zeros
+    leaves pure padding on the kernel's zero pages. So does a first MemoryError, before one retry.
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+
+    def allocate() -> np.ndarray:
         if value is not None:
             return np.full(shape, value, dtype=dtype)
         return np.zeros(shape, dtype=dtype) if zeroed else reuse.empty(shape, dtype)
+
+    if (zeroed or value is not None) and nbytes >= reuse.SMALLEST:
+        reuse.release()
+    try:
+        try:
+            return allocate()
+        except MemoryError:
+            reuse.release()  # what is kept may be what is missing
+            return allocate()
     except MemoryError as error:
         raise GeomError(
-            f"{func}: could not allocate {_bytes_text(math.prod(shape) * dtype.itemsize)} "
+            f"{func}: could not allocate {_bytes_text(nbytes)} "
             f"for the output of shape {shape} and dtype {_dtype_text(dtype)} ({where})"
         ) from error
 

@@ -2,14 +2,13 @@
 output of the same size: what onnxruntime's arena does for its outputs, for kernels called in a loop.
 
 A new array past glibc's mmap threshold (32 MiB at most) is new pages, which the kernel faults in
-and zeroes before any work. On the 2-core VM of issue 2, filling a new 64 MiB array took 7.2 ms
-and refilling one 2.1 ms, so a 64 MiB affine grid cost 8-14 ms in a new array and 6-10 ms in a
-reused one. Below the threshold glibc's heap already gives freed memory back to the next call.
+and zeroes before any work: on the 2-core VM of issue 2, filling a new 64 MiB array took 7.2 ms
+and refilling one 2.1 ms. Below the threshold glibc's heap already gives freed memory back.
 
-What is kept is bounded: at most ``KEPT`` buffers and ``KEPT_BYTES`` in all, and an output of
-another size lets them all go, so memory stays kept only while the same size is asked for again.
-Two buffers serve ``grid = affine_grid(...)`` in a loop, where the last grid is let go only after
-the next one is made.
+What is kept is bounded: only buffers of the size last asked for, at most ``KEPT`` of them and
+``KEPT_BYTES`` in all. Asking for an output of another size (a padded one included) lets them
+go, and so does :func:`release`, or running short of memory. Two buffers serve
+``grid = affine_grid(...)`` in a loop, where the last grid is let go after the next one is made.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ KEPT = 2
 KEPT_BYTES = 1 << 30
 
 _kept: list[np.ndarray] = []
+_wanted = 0  # the size of the last big output asked for: the only size kept
 # Re-entrant: a garbage collection inside `empty` may let go of an output, whose finalizer keeps it.
 _lock = threading.RLock()
 
@@ -33,35 +33,53 @@ _lock = threading.RLock()
 def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """``np.empty(shape, dtype)``, in the memory of a let-go output of the same size if one is kept.
 
-    The array does not own its memory: its base is a ``ctypes`` array over a kept buffer, whose
+    A big array does not own its memory: its base is a ``ctypes`` array over a kept buffer, whose
     finalizer keeps the buffer again once neither the array nor any view of it is left. Its
     values are those of the earlier output, as any ``np.empty`` may be.
     """
     size = math.prod(shape) * dtype.itemsize
-    if size < SMALLEST or dtype.hasobject:
+    if size < SMALLEST or dtype.hasobject or dtype.subdtype is not None:
         return np.empty(shape, dtype)
-    with _lock:
-        found = next((i for i, buffer in enumerate(_kept) if buffer.nbytes == size), None)
-        if found is None:
-            _kept.clear()  # another size: what was kept goes back to the system
-        else:
-            buffer = _kept.pop(found)
-    if found is None:
+    buffer = _take(size)
+    if buffer is None:
         if size > KEPT_BYTES:  # never kept
             return np.empty(shape, dtype)
         buffer = np.empty(size, np.uint8)
-    import ctypes  # 2 ms, paid only with the first big output
-
+    try:
+        import ctypes  # 2 ms, paid with the first big output
+    except ImportError:  # a Python built without libffi
+        return buffer.view(dtype).reshape(shape)
     lease = (ctypes.c_char * size).from_buffer(buffer.data)
     weakref.finalize(lease, _keep, buffer).atexit = False
-    output: np.ndarray = np.frombuffer(memoryview(lease), dtype).reshape(shape)
+    output: np.ndarray = np.frombuffer(lease, dtype).reshape(shape)  # type: ignore[call-overload]
     return output
+
+
+def release() -> None:
+    """Let go of every kept buffer now (the memory of outputs still in use is not touched)."""
+    _take(0)
+
+
+def _take(size: int) -> np.ndarray | None:
+    """A kept buffer of ``size`` bytes, or None; from now on only that size is kept."""
+    global _wanted
+    with _lock:
+        _wanted = size
+        found = next((i for i, buffer in enumerate(_kept) if buffer.nbytes == size), None)
+        if found is None:
+            _kept.clear()
+            return None
+        return _kept.pop(found)
 
 
 def _keep(buffer: np.ndarray) -> None:
     with _lock:
-        if len(_kept) < KEPT and sum(kept.nbytes for kept in _kept) + buffer.nbytes <= KEPT_BYTES:
-            _kept.append(buffer)
+        if buffer.nbytes != _wanted:
+            return
+        _kept.append(buffer)
+        # Trimmed after the append: a collection inside this call that keeps another buffer
+        # cannot push the count past the bound.
+        del _kept[: -min(KEPT, KEPT_BYTES // buffer.nbytes)]
 
 
 def _forget_in_child() -> None:

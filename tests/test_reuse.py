@@ -16,6 +16,7 @@ import pytest
 from conftest import ALL_DTYPES, make_array
 
 from geomcli import kernels, reuse
+from geomcli.errors import GeomError
 
 SMALL = 1 << 12  # the tests' threshold: outputs of 4 KiB and more are kept
 
@@ -26,6 +27,7 @@ def small_outputs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(reuse, "SMALLEST", SMALL)
     monkeypatch.setattr(reuse, "KEPT_BYTES", 1 << 20)
     monkeypatch.setattr(reuse, "_kept", [])
+    monkeypatch.setattr(reuse, "_wanted", 0)
     yield
 
 
@@ -67,10 +69,73 @@ def test_memory_is_not_given_while_a_view_of_it_is_left(small_outputs: None) -> 
 def test_an_output_of_another_size_lets_the_kept_memory_go(small_outputs: None) -> None:
     reuse.empty((1024,), np.dtype(np.float64))  # let go at once
     assert [buffer.nbytes for buffer in reuse._kept] == [8192]
+    earlier = reuse.empty((1024,), np.dtype(np.float64))
     other = reuse.empty((2048,), np.dtype(np.float64))
+    assert reuse._kept == []
+    del earlier  # of a size no longer asked for: not kept
     assert reuse._kept == []
     del other
     assert [buffer.nbytes for buffer in reuse._kept] == [16384]
+    reuse.release()
+    assert reuse._kept == []
+
+
+def test_a_big_padded_output_lets_the_kept_memory_go(small_outputs: None) -> None:
+    data = np.ones((4, 40, 40), np.float32)
+    reuse.empty((4, 48, 48), np.dtype(np.float32))
+    assert len(reuse._kept) == 1
+    kernels.center_crop_pad(data, [40, 40], [1, 2])  # the identity: an empty output, kept again
+    assert len(reuse._kept) == 1
+    padded = kernels.center_crop_pad(data, [48, 48], [1, 2])  # np.zeros, of the same size even
+    assert padded.flags.owndata and reuse._kept == []
+
+
+def test_a_memory_error_lets_the_kept_memory_go_before_one_retry(
+    small_outputs: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reuse.empty((1024,), np.dtype(np.float64))
+    assert len(reuse._kept) == 1
+    calls: list[int] = []
+    zeros = np.zeros
+
+    def short_once(*args: Any, **kwargs: Any) -> np.ndarray:
+        calls.append(len(reuse._kept))
+        if len(calls) == 1:
+            raise MemoryError
+        return zeros(*args, **kwargs)
+
+    monkeypatch.setattr(np, "zeros", short_once)
+    padded = kernels.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])  # small: nothing let go first
+    assert calls == [1, 0] and padded.shape == (2, 5)
+    monkeypatch.setattr(np, "zeros", lambda *args, **kwargs: (_ for _ in ()).throw(MemoryError))
+    with pytest.raises(GeomError, match=r"center_crop_pad: could not allocate 10 bytes for the output"):
+        kernels.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])
+
+
+def test_a_collection_inside_keep_cannot_pass_the_bound(small_outputs: None) -> None:
+    others = [np.empty(8192, np.uint8) for _ in range(3)]
+
+    class Collecting(list[np.ndarray]):
+        def append(self, buffer: np.ndarray) -> None:
+            super().append(buffer)
+            if others:  # as if a collection let go of another output right here
+                reuse._keep(others.pop())
+
+    reuse._kept = Collecting()
+    reuse.empty((1024,), np.dtype(np.float64))
+    assert len(reuse._kept) == reuse.KEPT
+
+
+def test_without_ctypes_big_outputs_are_plain(small_outputs: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ctypes", None)  # a Python built without libffi
+    output = reuse.empty((1024,), np.dtype(np.float64))
+    output[:] = 1
+    assert output.sum() == 1024 and reuse._kept == []
+
+
+def test_sub_array_dtypes_are_as_np_empty_makes_them(small_outputs: None) -> None:
+    dtype = np.dtype((np.float64, (2, 2)))
+    assert reuse.empty((512,), dtype).shape == np.empty((512,), dtype).shape == (512, 2, 2)
 
 
 def test_at_most_two_buffers_and_the_byte_bound_are_kept(small_outputs: None) -> None:
