@@ -12,10 +12,11 @@ the memory bandwidth the operator cannot beat: ``np.copyto`` of the output's siz
 preallocated array (for affine-grid, filling a preallocated array of the output shape).
 "fresh" is the same into a new array each call: what a call that returns an array in new memory
 pays first; past glibc's mmap threshold (32 MiB) a new array is new pages, which the kernel faults
-in and zeroes, below it the memory of the last call comes back. Each timed result is let go at
-once, so from the second call on geomcli's new output takes the memory of the one before
-(geomcli.reuse), as onnxruntime's arena hands its outputs the same memory call after call; the
-first call, in the "(1st)" column, pays for new pages. "out=" times geomcli writing into one
+in and zeroes, below it the memory of the last call comes back. Each case starts with nothing
+kept (``reuse.release()``), and each timed result but the first is let go at once, so from the
+third call on geomcli's new output takes the memory of the one before (geomcli.reuse), as
+onnxruntime's arena hands its outputs the same memory call after call; the first call, in the
+"(1st)" column, pays for new pages. "out=" times geomcli writing into one
 preallocated output (the ``out=`` argument): the work alone.
 Each geomcli result is checked once per case against onnxruntime and the reference.
 
@@ -48,7 +49,7 @@ import onnxruntime as ort  # noqa: E402
 from onnx import helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-from geomcli import kernels  # noqa: E402
+from geomcli import kernels, reuse  # noqa: E402
 
 Inputs = dict[str, np.ndarray]
 
@@ -199,8 +200,8 @@ def reference_runner(case: Case, inputs: Inputs) -> Callable[[], np.ndarray]:
 def floor_runner(case: Case, output_shape: tuple[int, ...], dtype: np.dtype,
                  fresh: bool = False) -> Callable[[], None]:
     """The memory floor: a copy of the output's size, or a fill of the output, into touched memory;
-    ``fresh``: into a new array each call, which the kernel must fault in (and zero) first, as
-    every call that returns a new array does."""
+    ``fresh``: into a new array each call, which the OS must fault in (and zero) first, as a
+    call that returns an array in new memory does."""
     target = np.ones(output_shape, dtype=dtype)
 
     def into() -> np.ndarray:
@@ -280,6 +281,7 @@ class Result:
 
 
 def run_case(case: Case, repeats: int, budget: float, log: Callable[[str], None]) -> Result:
+    reuse.release()  # the first call pays for new memory, not the last case's kept outputs
     inputs = case.make_inputs()
     notes: list[str] = []
     engines: dict[str, Timing | None] = {}

@@ -6,7 +6,7 @@ validates its arguments first and raises :class:`GeomError` with a one-line
 message; after validation numpy does the work and must not raise.
 
 A new output of 32 MiB or more that is not padded takes the memory of one of the same size the
-caller has let go, if geomcli.reuse kept it: new pages cost the kernel's zeroing first.
+caller has let go, if geomcli.reuse kept it: new pages cost the OS's zeroing first.
 
 This module imports numpy only (and geomcli's own numpy-free window arithmetic, CPU count and
 kept memory): no I/O, no printing, no CLI.
@@ -196,30 +196,13 @@ def _new_output(
     shape: Shape, dtype: np.dtype, func: str, where: str, *, zeroed: bool = False, value: np.ndarray | None = None
 ) -> np.ndarray:
     """``np.empty`` (``np.zeros`` if ``zeroed``, ``np.full`` with a ``value``) of an output whose
-    shape passed _check_addressable; a MemoryError becomes a GeomError that names the bytes.
-
-    An empty output takes the memory of a big output of its size that the caller has let go
-    (geomcli.reuse). A big padded one lets that kept memory go, as it cannot use it: np.zeros
-    leaves pure padding on the kernel's zero pages. So does a first MemoryError, before one retry.
-    """
-    nbytes = math.prod(shape) * dtype.itemsize
-
-    def allocate() -> np.ndarray:
-        if value is not None:
-            return np.full(shape, value, dtype=dtype)
-        return np.zeros(shape, dtype=dtype) if zeroed else reuse.empty(shape, dtype)
-
-    if (zeroed or value is not None) and nbytes >= reuse.SMALLEST:
-        reuse.release()
+    shape passed _check_addressable, made by geomcli.reuse (a big empty one may be in memory kept
+    from an earlier output); a MemoryError becomes a GeomError that names the bytes."""
     try:
-        try:
-            return allocate()
-        except MemoryError:
-            reuse.release()  # what is kept may be what is missing
-            return allocate()
+        return reuse.new(shape, dtype, zeroed=zeroed, value=value)
     except MemoryError as error:
         raise GeomError(
-            f"{func}: could not allocate {_bytes_text(nbytes)} "
+            f"{func}: could not allocate {_bytes_text(math.prod(shape) * dtype.itemsize)} "
             f"for the output of shape {shape} and dtype {_dtype_text(dtype)} ({where})"
         ) from error
 
@@ -424,6 +407,8 @@ def center_crop_pad(
     numpy.ndarray
         A new array of ``data``'s dtype, byte order included (``out`` itself when given);
         the unlisted axes keep their length.
+        A new output of 32 MiB or more may take the memory of one let go before, and then
+        does not own it (see geomcli.reuse).
 
     Raises
     ------
@@ -591,6 +576,8 @@ def affine_grid(
         Shape (N, H, W, 2) or (N, D, H, W, 3), of ``theta``'s type in native byte order
         (``out`` itself when given): the grid holds new values, not theta's bytes. The last
         axis is (x, y[, z]): x runs along W, y along H, z along D.
+        A new output of 32 MiB or more may take the memory of one let go before, and then
+        does not own it (see geomcli.reuse).
 
     Raises
     ------
@@ -939,6 +926,8 @@ def space_to_depth(
     numpy.ndarray
         (N, C·b², H/b, W/b), of ``data``'s dtype, byte order included (``out`` itself
         when given).
+        A new output of 32 MiB or more may take the memory of one let go before, and then
+        does not own it (see geomcli.reuse).
 
     Raises
     ------
@@ -1124,6 +1113,8 @@ def depth_to_space(
     numpy.ndarray
         (N, C, H·b, W·b), of ``data``'s dtype, byte order included (``out`` itself when
         given).
+        A new output of 32 MiB or more may take the memory of one let go before, and then
+        does not own it (see geomcli.reuse).
 
     Raises
     ------

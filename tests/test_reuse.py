@@ -24,8 +24,8 @@ SMALL = 1 << 12  # the tests' threshold: outputs of 4 KiB and more are kept
 @pytest.fixture
 def small_outputs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Keep outputs from 4 KiB, at most two and 1 MiB in all, in a pool of this test's own."""
-    monkeypatch.setattr(reuse, "SMALLEST", SMALL)
-    monkeypatch.setattr(reuse, "KEPT_BYTES", 1 << 20)
+    monkeypatch.setattr(reuse, "MIN_BYTES", SMALL)
+    monkeypatch.setattr(reuse, "MAX_KEPT_BYTES", 1 << 20)
     monkeypatch.setattr(reuse, "_kept", [])
     monkeypatch.setattr(reuse, "_wanted", 0)
     yield
@@ -40,60 +40,75 @@ def _junk(array: np.ndarray) -> None:
     array.view(np.uint8).reshape(-1)[:] = 0xA5
 
 
+def _held_junk(array: np.ndarray) -> bool:
+    """Whether every byte is still 0xA5: the memory came from the let-go output."""
+    return bool((array.view(np.uint8).reshape(-1) == 0xA5).all())
+
+
 def test_a_let_go_output_is_given_to_the_next_of_its_size(small_outputs: None) -> None:
-    first = reuse.empty((32, 64), np.dtype(np.float32))
+    first = reuse.new((32, 64), np.dtype(np.float32))
+    assert not first.flags.owndata
+    _junk(first)
     address = _address(first)
     del first
-    second = reuse.empty((64, 16, 2), np.dtype(np.float32))  # another shape, the same bytes
-    assert _address(second) == address
+    second = reuse.new((64, 16, 2), np.dtype(np.float32))  # another shape, the same bytes
+    assert _address(second) == address and _held_junk(second) and not second.flags.owndata
     assert second.shape == (64, 16, 2) and second.dtype == np.float32
     assert second.flags.writeable and second.flags.c_contiguous and second.flags.aligned
 
 
 def test_memory_is_not_given_while_a_view_of_it_is_left(small_outputs: None) -> None:
-    first = reuse.empty((32, 64), np.dtype(np.float32))
+    first = reuse.new((32, 64), np.dtype(np.float32))
     first[:] = 7
     view = first[::3, 1:]
     del first
     gc.collect()
-    second = reuse.empty((32, 64), np.dtype(np.float32))
+    second = reuse.new((32, 64), np.dtype(np.float32))
     assert not np.shares_memory(second, view)
     second[:] = 1
     assert (view == 7).all()
-    address = _address(view.base if view.base is not None else view)
     del view
-    third = reuse.empty((32, 64), np.dtype(np.float32))
-    assert _address(third) <= address < _address(third) + third.nbytes  # the first's memory, at last
+    third = reuse.new((32, 64), np.dtype(np.float32))
+    assert (third == 7).all()  # the first's memory, at last
 
 
 def test_an_output_of_another_size_lets_the_kept_memory_go(small_outputs: None) -> None:
-    reuse.empty((1024,), np.dtype(np.float64))  # let go at once
+    reuse.new((1024,), np.dtype(np.float64))  # let go at once
     assert [buffer.nbytes for buffer in reuse._kept] == [8192]
-    earlier = reuse.empty((1024,), np.dtype(np.float64))
-    other = reuse.empty((2048,), np.dtype(np.float64))
+    earlier = reuse.new((1024,), np.dtype(np.float64))
+    other = reuse.new((2048,), np.dtype(np.float64))
     assert reuse._kept == []
     del earlier  # of a size no longer asked for: not kept
     assert reuse._kept == []
     del other
     assert [buffer.nbytes for buffer in reuse._kept] == [16384]
+    in_use = reuse.new((2048,), np.dtype(np.float64))
     reuse.release()
     assert reuse._kept == []
+    del in_use  # nothing is kept until a big output is asked for again
+    assert reuse._kept == []
+
+
+def test_small_outputs_leave_the_kept_memory_alone(small_outputs: None) -> None:
+    reuse.new((1024,), np.dtype(np.float64))
+    reuse.new((SMALL - 1,), np.dtype(np.uint8))
+    reuse.new((SMALL - 1,), np.dtype(np.uint8), zeroed=True)
+    assert [buffer.nbytes for buffer in reuse._kept] == [8192]
 
 
 def test_a_big_padded_output_lets_the_kept_memory_go(small_outputs: None) -> None:
     data = np.ones((4, 40, 40), np.float32)
-    reuse.empty((4, 48, 48), np.dtype(np.float32))
-    assert len(reuse._kept) == 1
-    kernels.center_crop_pad(data, [40, 40], [1, 2])  # the identity: an empty output, kept again
-    assert len(reuse._kept) == 1
-    padded = kernels.center_crop_pad(data, [48, 48], [1, 2])  # np.zeros, of the same size even
+    reuse.new((4, 48, 48), np.dtype(np.float32))
+    assert [buffer.nbytes for buffer in reuse._kept] == [4 * 48 * 48 * 4]
+    padded = kernels.center_crop_pad(data, [48, 48], [1, 2])  # np.zeros of the kept size itself
     assert padded.flags.owndata and reuse._kept == []
+    assert (padded[:, 4:44, 4:44] == 1).all() and padded.sum() == data.sum()
 
 
 def test_a_memory_error_lets_the_kept_memory_go_before_one_retry(
     small_outputs: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reuse.empty((1024,), np.dtype(np.float64))
+    reuse.new((1024,), np.dtype(np.float64))
     assert len(reuse._kept) == 1
     calls: list[int] = []
     zeros = np.zeros
@@ -107,80 +122,112 @@ def test_a_memory_error_lets_the_kept_memory_go_before_one_retry(
     monkeypatch.setattr(np, "zeros", short_once)
     padded = kernels.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])  # small: nothing let go first
     assert calls == [1, 0] and padded.shape == (2, 5)
-    monkeypatch.setattr(np, "zeros", lambda *args, **kwargs: (_ for _ in ()).throw(MemoryError))
+
+    def always_short(*args: Any, **kwargs: Any) -> np.ndarray:
+        raise MemoryError
+
+    monkeypatch.setattr(np, "zeros", always_short)
     with pytest.raises(GeomError, match=r"center_crop_pad: could not allocate 10 bytes for the output"):
         kernels.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])
 
 
 def test_a_collection_inside_keep_cannot_pass_the_bound(small_outputs: None) -> None:
-    others = [np.empty(8192, np.uint8) for _ in range(3)]
+    others = [np.empty(8192, np.uint8) for _ in range(6)]
 
     class Collecting(list[np.ndarray]):
-        def append(self, buffer: np.ndarray) -> None:
-            super().append(buffer)
-            if others:  # as if a collection let go of another output right here
+        """Keeps another let-go buffer while _keep appends to it or looks through it, as a
+        collection could (a bound checked before the append would be passed)."""
+
+        def _collect(self) -> None:
+            if others:
                 reuse._keep(others.pop())
 
+        def append(self, buffer: np.ndarray) -> None:
+            self._collect()
+            super().append(buffer)
+            self._collect()
+
+        def __iter__(self) -> Iterator[np.ndarray]:
+            self._collect()
+            return super().__iter__()
+
     reuse._kept = Collecting()
-    reuse.empty((1024,), np.dtype(np.float64))
-    assert len(reuse._kept) == reuse.KEPT
+    reuse.new((1024,), np.dtype(np.float64))
+    assert others == [] and list.__len__(reuse._kept) == reuse.MAX_KEPT
+
+
+def test_max_kept_zero_keeps_nothing(small_outputs: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reuse, "MAX_KEPT", 0)
+    outputs = [reuse.new((1024,), np.dtype(np.float64)) for _ in range(3)]
+    assert all(output.flags.owndata for output in outputs)
+    del outputs
+    assert reuse._kept == []
 
 
 def test_without_ctypes_big_outputs_are_plain(small_outputs: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ctypes", None)  # a Python built without libffi
-    output = reuse.empty((1024,), np.dtype(np.float64))
-    output[:] = 1
-    assert output.sum() == 1024 and reuse._kept == []
+    output = reuse.new((1024,), np.dtype(np.float64))
+    assert output.flags.owndata and output.shape == (1024,)
+    del output
+    assert reuse._kept == []
 
 
 def test_sub_array_dtypes_are_as_np_empty_makes_them(small_outputs: None) -> None:
     dtype = np.dtype((np.float64, (2, 2)))
-    assert reuse.empty((512,), dtype).shape == np.empty((512,), dtype).shape == (512, 2, 2)
+    assert reuse.new((512,), dtype).shape == np.empty((512,), dtype).shape == (512, 2, 2)
 
 
 def test_at_most_two_buffers_and_the_byte_bound_are_kept(small_outputs: None) -> None:
-    outputs = [reuse.empty((1024,), np.dtype(np.float64)) for _ in range(3)]
+    outputs = [reuse.new((1024,), np.dtype(np.float64)) for _ in range(3)]
     addresses = {_address(output) for output in outputs}
     assert len(addresses) == 3  # live outputs never share memory
     del outputs
-    assert len(reuse._kept) == reuse.KEPT == 2
-    big = [reuse.empty((384 << 10,), np.dtype(np.uint8)) for _ in range(3)]  # 2 fit in 1 MiB
+    assert len(reuse._kept) == reuse.MAX_KEPT == 2
+    big = [reuse.new((384 << 10,), np.dtype(np.uint8)) for _ in range(3)]  # 2 fit in 1 MiB
     del big
     assert [buffer.nbytes for buffer in reuse._kept] == [384 << 10, 384 << 10]
-    biggest = reuse.empty((600 << 10,), np.dtype(np.uint8))  # alone more than half: kept alone
-    another = reuse.empty((600 << 10,), np.dtype(np.uint8))
+    biggest = reuse.new((600 << 10,), np.dtype(np.uint8))  # alone more than half: kept alone
+    another = reuse.new((600 << 10,), np.dtype(np.uint8))
     del biggest, another
     assert [buffer.nbytes for buffer in reuse._kept] == [600 << 10]
-    past = reuse.empty(((1 << 20) + 1,), np.dtype(np.uint8))  # past the bound: never kept, and
+    past = reuse.new(((1 << 20) + 1,), np.dtype(np.uint8))  # past the bound: never kept, and
     assert past.flags.owndata and reuse._kept == []  # another size, so the kept one goes
 
 
-def test_small_and_object_outputs_are_plain_arrays(small_outputs: None) -> None:
-    small = reuse.empty((SMALL - 1,), np.dtype(np.uint8))
-    assert small.flags.owndata
-    objects = reuse.empty((SMALL,), np.dtype(object))
+def test_the_threshold_and_object_outputs(small_outputs: None) -> None:
+    assert reuse.new((SMALL - 1,), np.dtype(np.uint8)).flags.owndata
+    assert not reuse.new((SMALL,), np.dtype(np.uint8)).flags.owndata
+    objects = reuse.new((SMALL,), np.dtype(object))
     assert objects.flags.owndata and objects[0] is None
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES + [np.dtype(">f8"), np.dtype(ml_dtypes.bfloat16)], ids=str)
+@pytest.mark.parametrize("dtype", [*ALL_DTYPES, np.dtype(">f8"), np.dtype("S3")], ids=str)
 def test_every_dtype_in_kept_memory(small_outputs: None, dtype: np.dtype) -> None:
-    first = reuse.empty((8, 512), dtype)
+    first = reuse.new((8, 512), dtype)
     _junk(first)
-    address = _address(first)
     del first
-    second = reuse.empty((8, 512), dtype)
-    assert _address(second) == address and second.dtype == dtype and second.flags.aligned
+    second = reuse.new((8, 512), dtype)
+    assert _held_junk(second) and second.dtype == dtype and second.flags.aligned and second.flags.writeable
+
+
+@pytest.fixture
+def small_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocked, threaded and row-block paths of big outputs, for small ones."""
+    monkeypatch.setattr(kernels, "_BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1 << 10)
+    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1 << 6)
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 1 << 12)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_the_kernels_overwrite_every_byte_of_kept_memory(
-    small_outputs: None, rng: np.random.Generator, dtype: np.dtype
+    small_outputs: None, small_fast_paths: None, rng: np.random.Generator, dtype: np.dtype
 ) -> None:
     data = make_array(rng, (2, 12, 18, 24), dtype)
 
     def in_junk(kernel: Callable[..., np.ndarray], expected: np.ndarray, *args: Any) -> None:
         for threads in (1, 2):
-            _junk(reuse.empty(expected.shape, expected.dtype))  # let go at once, full of 0xA5
+            _junk(reuse.new(expected.shape, expected.dtype))  # let go at once, full of 0xA5
             found = kernel(*args, threads=threads)
             assert not found.flags.owndata  # in the kept memory
             np.testing.assert_array_equal(found, expected)
@@ -195,25 +242,25 @@ def test_the_kernels_overwrite_every_byte_of_kept_memory(
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16], ids=str)
 @pytest.mark.parametrize("size", [[3, 1, 40, 48], [2, 1, 6, 20, 48]], ids=["2-D", "3-D"])
 def test_affine_grids_in_kept_memory_keep_their_bits(
-    small_outputs: None, rng: np.random.Generator, dtype: type, size: list[int]
+    small_outputs: None, small_fast_paths: None, rng: np.random.Generator, dtype: type, size: list[int]
 ) -> None:
     spatial = len(size) - 2
     theta = rng.uniform(-2, 2, (size[0], spatial, spatial + 1)).astype(dtype)
     expected = np.ones(kernels.affine_grid_output_shape(theta.shape, size), theta.dtype)
-    kernels.affine_grid(theta, size, True, out=expected)  # into memory of its own
+    kernels.affine_grid(theta, size, True, threads=1, out=expected)  # into memory of its own
     for threads in (1, 2):
-        _junk(reuse.empty(expected.shape, expected.dtype))
+        _junk(reuse.new(expected.shape, expected.dtype))
         found = kernels.affine_grid(theta, size, True, threads=threads)
         assert not found.flags.owndata
         assert found.tobytes() == expected.tobytes()
 
 
-def test_threads_at_once_never_share_an_output(small_outputs: None) -> None:
+def test_threads_at_once_get_outputs_of_their_own(small_outputs: None) -> None:
     clashes: list[int] = []
 
     def work(mark: int) -> None:
         for _ in range(300):
-            output = reuse.empty((1024,), np.dtype(np.int64))
+            output = reuse.new((1024,), np.dtype(np.int64))
             output[:] = mark
             if not (output == mark).all():
                 clashes.append(mark)
@@ -224,7 +271,7 @@ def test_threads_at_once_never_share_an_output(small_outputs: None) -> None:
     for thread in threads:
         thread.join()
     assert clashes == []
-    assert len(reuse._kept) <= reuse.KEPT
+    assert len(reuse._kept) <= reuse.MAX_KEPT
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
@@ -242,9 +289,12 @@ def test_a_forked_child_is_not_held_by_a_lock_another_thread_had(small_outputs: 
     try:
         child = os.fork()
         if child == 0:  # pragma: no cover - the child's exit status is the assertion
-            signal.alarm(10)
-            output = reuse.empty((1024,), np.dtype(np.float64))
-            os._exit(0 if output.nbytes == 8192 else 3)
+            code = 3
+            try:
+                signal.alarm(10)
+                code = 0 if reuse.new((1024,), np.dtype(np.float64)).nbytes == 8192 else 4
+            finally:
+                os._exit(code)
     finally:
         release.set()
         holder.join()
@@ -252,17 +302,20 @@ def test_a_forked_child_is_not_held_by_a_lock_another_thread_had(small_outputs: 
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_the_real_threshold_is_glibc_s_largest_mmap_threshold() -> None:
-    """32 MiB: below it glibc's heap hands freed memory back by itself."""
-    assert reuse.SMALLEST == 32 << 20
-    if sys.maxsize < 1 << 32:
-        pytest.skip("a 32 MiB output on a 32-bit build")
-    grid_shape = (1, 1, 2048, 2048)  # a (1, 2048, 2048, 2) float32 grid: 32 MiB
+def test_outputs_from_32_mib_are_kept() -> None:
+    """The real threshold: glibc's largest mmap threshold, below which its heap hands freed memory
+    back by itself."""
     theta = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
-    first = kernels.affine_grid(theta, grid_shape)
-    address = _address(first)
-    expected = first.copy()
-    del first
-    second = kernels.affine_grid(theta, grid_shape)
-    assert _address(second) == address
-    np.testing.assert_array_equal(second, expected)
+    try:
+        below = kernels.affine_grid(theta, (1, 1, 2048, 2047))  # 32 MiB less 16 KiB
+        assert below.flags.owndata
+        first = kernels.affine_grid(theta, (1, 1, 2048, 2048))  # (1, 2048, 2048, 2) float32: 32 MiB
+        assert first.nbytes == reuse.MIN_BYTES and not first.flags.owndata
+        expected = first.copy()
+        _junk(first)
+        del first
+        second = kernels.affine_grid(theta, (1, 1, 2048, 2048))
+        assert not second.flags.owndata
+        np.testing.assert_array_equal(second, expected)
+    finally:
+        reuse.release()
