@@ -29,9 +29,9 @@ def test_without_threads_to_be_had_the_caller_does_the_work(monkeypatch: pytest.
         raise RuntimeError("can't start new thread")
 
     monkeypatch.setattr(threading.Thread, "start", refused)
-    done: list[int] = []
-    cpus.share(range(6), done.append, 3)
-    assert done == list(range(6))
+    done: list[tuple[int, int]] = []
+    cpus.share(range(6), lambda piece: done.append((piece, threading.get_ident())), 3)
+    assert sorted(done) == [(piece, threading.get_ident()) for piece in range(6)]
 
 
 def test_a_helpers_failure_is_raised_in_the_caller() -> None:
@@ -55,3 +55,34 @@ def test_the_callers_failure_waits_for_the_helpers() -> None:
     with pytest.raises(ValueError, match="piece 0"):
         cpus.share(range(2), work, 2)
     assert finished == [1]  # done before share raised: nothing of the call runs on after it
+
+
+def test_no_piece_is_begun_after_one_has_failed() -> None:
+    begun: list[int] = []
+
+    def work(piece: int) -> None:
+        begun.append(piece)
+        if piece == 0:
+            raise ValueError("piece 0")
+        time.sleep(0.01)
+
+    with pytest.raises(ValueError, match="piece 0"):
+        cpus.share(range(50), work, 2)
+    assert 0 in begun and len(begun) <= 3  # the other thread ends with the piece it has
+
+
+def test_a_thread_held_back_leaves_its_pieces_to_the_others() -> None:
+    done: list[int] = []
+    lock = threading.Lock()
+    others_done = threading.Event()
+
+    def work(piece: int) -> None:
+        if piece == 0:  # held back until every other piece is done, the rest of its run included
+            assert others_done.wait(2), "the pieces after 0 in its run waited for it"
+        with lock:
+            done.append(piece)
+            if len(done) == 7 and 0 not in done:
+                others_done.set()
+
+    cpus.share(range(8), work, 2)
+    assert sorted(done) == list(range(8))
