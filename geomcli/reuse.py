@@ -88,15 +88,14 @@ def _empty(shape: tuple[int, ...], dtype: np.dtype, size: int) -> np.ndarray:
 
 
 def _take(size: int) -> np.ndarray | None:
-    """A kept buffer of ``size`` bytes, or None; from now on only that size is kept."""
+    """A kept buffer of ``size`` bytes, or None; from now on only that size is kept (every kept
+    buffer is of the size wanted, so another size lets them all go)."""
     global _wanted
     with _lock:
-        _wanted = size
-        found = next((i for i, buffer in enumerate(_kept) if buffer.nbytes == size), None)
-        if found is None:
+        if size != _wanted:
+            _wanted = size
             _kept.clear()
-            return None
-        return _kept.pop(found)
+        return _kept.pop() if _kept else None
 
 
 def _keep(buffer: np.ndarray) -> None:
