@@ -286,8 +286,31 @@ def run_transform(command: str, input_path: str, output: str, common: Common, pa
         raise SystemExit(code)
 
 
-class _Group(click.Group):
+def _drop_stdout() -> None:
+    """Whoever read our stdout has gone: what is left for it goes to /dev/null, not to an error."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class _Command(click.Command):
+    """--help and --version print while the arguments are parsed, then stop: their text for a
+    closed stdout is an error (exit 1) and for a reader gone exit 141, as for any command's text."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.Exit as stop:
+            if stop.exit_code == 0 and sys.stdout is None:  # click.echo wrote nowhere
+                raise StdoutError("<stdout>: standard output is closed") from None
+            raise
+        except BrokenPipeError:  # before click's main, which would exit 1
+            _drop_stdout()
+            raise SystemExit(EXIT_BROKEN_PIPE) from None
+
+
+class _Group(_Command, click.Group):
     """Ctrl-C exits 130, SIGTERM 143 and a closed stdout pipe 141, all without a traceback."""
+
+    command_class = _Command
 
     def invoke(self, ctx: click.Context) -> Any:
         import signal  # here, not at start-up: geomcli --version and --help never get this far
@@ -306,8 +329,7 @@ class _Group(click.Group):
             click.echo("Interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
-            # Whoever read our stdout has gone; say nothing more to it.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _drop_stdout()
             ctx.exit(EXIT_BROKEN_PIPE)
         except StdoutError as error:
             click.echo(f"Error: {error}", err=True)
@@ -605,6 +627,9 @@ def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:
     """The command line, as a function: it always ends in SystemExit (click's standalone mode)."""
     try:
         cli.main(args=args, prog_name=prog_name)
+    except StdoutError as error:  # --help or --version for a closed stdout
+        click.echo(f"Error: {error}", err=True)
+        raise SystemExit(EXIT_FAILED) from None
     except OSError as error:
         # --help, --version and usage errors write before any command runs, out of _Group.invoke's reach
         if error.errno not in _STREAM_FULL:

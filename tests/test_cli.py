@@ -710,6 +710,19 @@ def test_help_and_version_on_a_full_stdout_are_one_error(args: list[str]) -> Non
     assert result.stderr == "Error: <stdout>: cannot write (No space left on device)\n"
 
 
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["crop-pad", "--help"], ["info", "-h"]])
+def test_help_and_version_for_a_closed_stdout_or_a_reader_gone(args: list[str]) -> None:
+    closed = subprocess.run([*GEOMCLI, *args], stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1))
+    assert (closed.returncode, closed.stderr) == (1, "Error: <stdout>: standard output is closed\n")
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader has gone before a byte was written: as `| head -0`, always
+    try:
+        gone = subprocess.run([*GEOMCLI, *args], stdout=writer, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(writer)
+    assert (gone.returncode, gone.stderr) == (141, "")
+
+
 @pytest.mark.parametrize("args, code", [(["--version"], 0), (["info", "missing.png"], 1), (["crop-pad"], 2)])
 def test_the_console_script_exits_with_mains_code_and_skips_the_teardown(
     tmp_path: Path, args: list[str], code: int
