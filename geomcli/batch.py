@@ -15,14 +15,14 @@ at once; the parent then sweeps the same names again, so only complete outputs r
 from __future__ import annotations
 
 import dataclasses
-import glob
+import fnmatch
 import os
 import re
 import signal
 import string
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ FIELDS = ("stem", "suffix", "name", "parent", "index")
 # Without -j, inputs smaller than this in total are done in this process: no worker start-up.
 SMALL_BATCH = 8 * 2**20
 _GLOB_MAGIC = re.compile(r"[*?[]")
+NAME_MAX = 255  # bytes in one file name, on Linux's file systems
 # What the forkserver imports once for every worker: what a worker's first plain image would
 # import (Pillow's Image.open loads its five common plugins); a name that is gone is skipped.
 _PRELOAD = ("geomcli.batch", "geomcli.io", "geomcli.io._atomic", "geomcli.io._pillow", "geomcli.io._png",
@@ -73,10 +74,12 @@ class Task:
 
 @dataclass(frozen=True)
 class Source:
-    """An input file and its folder relative to the folder or glob that found it ("" at the top)."""
+    """An input file and its folder relative to the folder or glob that found it ("" at the top);
+    or, with ``error``, a folder that could not be listed: one failure of the run."""
 
     path: str
     parent: str
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class Job:
     input: str
     output: str
     format: str
+    error: str | None = None  # the input was never found: a folder that could not be listed
 
 
 def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
@@ -102,7 +106,9 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
     with _Outcomes(task, len(jobs)) as outcomes:
         for job in jobs:
             reason = _skip_reason(job, options)
-            if reason is None:
+            if job.error is not None:
+                outcomes.add(job.index, _report(task, job, status="error", error=job.error))
+            elif reason is None:
                 todo.append(job)
             else:
                 outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason]))
@@ -123,24 +129,40 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
 
 def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> list[Job]:
     """Every input with its output path and format; usage errors for names that cannot work."""
+    from geomcli import io
+
     assert options.out_dir is not None
+    if not options.out_dir or (os.path.exists(options.out_dir) and not os.path.isdir(options.out_dir)):
+        raise click.BadParameter(f"{options.out_dir!r} is not a folder", param_hint="'--out-dir'")
     fields = check_template(options.name)
     sources = expand(arguments, options.recursive)
-    inputs = {_key(source.path): source.path for source in sources}
+    # An input is its name and, through links, the file read: an output landing on either would
+    # change what is read.
+    inputs: dict[str, str] = {}
+    for source in sources:
+        if source.error is None:
+            inputs.setdefault(_landing(source.path), source.path)
+            inputs.setdefault(_real(source.path), source.path)
     writers: dict[str, str] = {}
     jobs = []
     for index, source in enumerate(sources):
+        if source.error is not None:
+            jobs.append(Job(index, source.path, "", "", source.error))
+            continue
         parts = render(options.name, source, index)
         if "parent" not in fields and source.parent:
             parts = source.parent.split(os.sep) + parts
         output = os.path.join(options.out_dir, *parts)
-        key = _key(output)
+        key = _landing(output)
         if key in writers:
             raise click.UsageError(f"{writers[key]} and {source.path} would both be written to {output}; "
                                    "put {parent} or {index} in --name")
         if inputs.get(key, source.path) != source.path:
             raise click.UsageError(f"{output} would replace the input {inputs[key]} during the run; "
                                    "choose another --out-dir or --name")
+        if io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
+            raise click.UsageError(f"{output} is a device, FIFO or socket, or a link to one; "
+                                   "--out-dir writes files only: remove it or choose another --name")
         writers[key] = source.path
         jobs.append(Job(index, source.path, output, _format(output, common, options.name)))
     _check_inside(jobs, options.out_dir)
@@ -167,7 +189,7 @@ def expand(arguments: Sequence[str], recursive: bool) -> list[Source]:
         if not found:
             raise click.UsageError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff)")
         for source in found:
-            key = _key(source.path)
+            key = _real(source.path)
             if key not in seen:
                 seen.add(key)
                 sources.append(source)
@@ -175,21 +197,26 @@ def expand(arguments: Sequence[str], recursive: bool) -> list[Source]:
 
 
 def _folder(root: str, recursive: bool) -> list[Source]:
-    def refuse(error: OSError) -> None:
-        raise click.ClickException(f"{error.filename}: cannot list the folder ({error.strerror or error})")
-
+    """The readable files of ``root`` (-r: and of its subfolders, links to folders not followed),
+    and a failing Source for each folder that could not be listed."""
     found = []
-    for folder, subfolders, names in os.walk(root, onerror=refuse):
+
+    def unlisted(error: OSError) -> None:
+        found.append(_unlisted(error.filename, root, error))
+
+    for folder, subfolders, names in os.walk(root, onerror=unlisted):
         subfolders[:] = [name for name in subfolders if not name.startswith(".")] if recursive else []
-        parent = os.path.relpath(folder, root)
         for name in names:
             path = os.path.join(folder, name)
             if not name.startswith(".") and _readable(name) and os.path.isfile(path):
-                found.append(Source(path, "" if parent == "." else parent))
-    return sorted(found, key=lambda source: os.path.relpath(source.path, root).split(os.sep))
+                found.append(Source(path, _parent(path, root)))
+    return _in_order(found, root)
 
 
 def _glob(pattern: str) -> list[Source]:
+    """The readable files a pattern matches, as glob.glob(recursive=True) finds them, but for
+    ``**``, which never follows a link to a folder (a link to ``.`` would repeat the tree without
+    end), and a failing Source for each folder that could not be listed."""
     parts = pattern.split("/")
     fixed = []
     for part in parts[:-1]:
@@ -197,11 +224,58 @@ def _glob(pattern: str) -> list[Source]:
             break
         fixed.append(part)
     root = "/".join(fixed) or ("/" if pattern.startswith("/") else ".")
-    found = []
-    for path in glob.glob(pattern, recursive=True):
+    found: list[Source] = []
+
+    def entries(folder: str) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(folder or ".") as listing:
+                return list(listing)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as error:
+            found.append(_unlisted(folder, root, error))
+            return []
+
+    def matches(folder: str, rest: list[str]) -> Iterator[str]:
+        head, tail = rest[0], rest[1:]
+        if head == "**":  # any depth, this folder's included
+            yield from matches(folder, tail) if tail else ()
+            for entry in entries(folder):
+                if not entry.name.startswith("."):
+                    path = os.path.join(folder, entry.name)
+                    if entry.is_dir(follow_symlinks=False):
+                        yield from matches(path, rest)
+                    elif not tail:
+                        yield path
+            return
+        if _GLOB_MAGIC.search(head):
+            names = [entry.name for entry in entries(folder)
+                     if fnmatch.fnmatch(entry.name, head) and (head.startswith(".") or not entry.name.startswith("."))]
+        else:
+            names = [head]
+        for name in names:
+            path = os.path.join(folder, name)
+            if tail:
+                yield from matches(path, tail) if os.path.isdir(path) else ()
+            elif os.path.lexists(path):
+                yield path
+
+    for path in matches("/" if pattern.startswith("/") else "", [part for part in parts if part]):
         if _readable(path) and os.path.isfile(path):
-            parent = os.path.relpath(os.path.dirname(path) or ".", root)
-            found.append(Source(path, "" if parent == "." else parent))
+            found.append(Source(path, _parent(path, root)))
+    return _in_order(found, root)
+
+
+def _parent(path: str, root: str) -> str:
+    parent = os.path.relpath(os.path.dirname(path) or ".", root)
+    return "" if parent == "." else parent
+
+
+def _unlisted(folder: str, root: str, error: OSError) -> Source:
+    return Source(folder, _parent(folder, root), f"{folder}: cannot list the folder ({error.strerror or error})")
+
+
+def _in_order(found: list[Source], root: str) -> list[Source]:
     return sorted(found, key=lambda source: os.path.relpath(source.path, root).split(os.sep))
 
 
@@ -228,6 +302,10 @@ def check_template(template: str) -> set[str]:
         if name not in FIELDS or conversion or "{" in (spec or ""):
             raise click.BadParameter(f"{template!r}: unknown field {{{name}}}; use "
                                      + " ".join(f"{{{known}}}" for known in FIELDS), param_hint="'--name'")
+        if any(int(number) > NAME_MAX for number in re.findall(r"\d+", spec or "")):
+            # caught before a name of that width is made: {index:0500000000d} would take gigabytes
+            raise click.BadParameter(f"{template!r}: {{{name}:{spec}}} is wider than a file name can be "
+                                     f"({NAME_MAX} bytes)", param_hint="'--name'")
         fields.add(name)
     if os.path.isabs(template):
         raise click.BadParameter(f"{template!r} is an absolute path; names are relative to --out-dir",
@@ -255,6 +333,10 @@ def render(template: str, source: Source, index: int) -> list[str]:
                                  param_hint="'--name'")
     if not parts:
         raise click.BadParameter(f"{template!r} gives an empty name for {source.path}", param_hint="'--name'")
+    for part in parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise click.BadParameter(f"{template!r} names {part[:40]!r}... for {source.path}, longer than a file "
+                                     f"name can be ({NAME_MAX} bytes)", param_hint="'--name'")
     return parts
 
 
@@ -277,7 +359,7 @@ def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:
     checked: set[str] = set()
     for job in jobs:
         folder = os.path.dirname(job.output)
-        if folder in checked:
+        if job.error is not None or folder in checked:
             continue
         checked.add(folder)
         real = os.path.realpath(folder)
@@ -286,8 +368,16 @@ def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:
                                    "(through a symbolic link)")
 
 
-def _key(path: str) -> str:
-    return os.path.normcase(os.path.abspath(path))
+def _real(path: str) -> str:
+    """The file a path reads, through every link."""
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _landing(path: str) -> str:
+    """Where a file written to ``path`` lands: it replaces a link there, so only the folder's
+    links are followed."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.normcase(os.path.join(os.path.realpath(folder), name))
 
 
 def _skip_reason(job: Job, options: BatchOptions) -> str | None:
@@ -311,7 +401,7 @@ def _skip_reason(job: Job, options: BatchOptions) -> str | None:
 
 
 def _report(task: Task, job: Job, **fields: Any) -> Report:
-    return summary.Report(task.command, job.input, job.output, parameters=task.parameters, **fields)
+    return summary.Report(task.command, job.input, job.output or None, parameters=task.parameters, **fields)
 
 
 def transform(task: Task, job: Job) -> Report:
@@ -787,6 +877,8 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
         report = _report(task, job)
         reason = _skip_reason(job, options)
         with transforms.reporting(report, task.common):
+            if job.error is not None:
+                raise GeomError(job.error)
             fidelity = task.common.fidelity
             header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                     page=fidelity.page, frames=fidelity.frames)

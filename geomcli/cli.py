@@ -208,7 +208,7 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """INPUT..., -o for one file, or --out-dir and the batch options for many; the command gets
     ``inputs``, ``output`` and one ``BatchOptions`` as ``batch``."""
 
-    @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", type=click.Path(allow_dash=True))
+    @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", type=click.Path(allow_dash=True, readable=False))
     @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(dir_okay=False, allow_dash=True),
                   help="Where to write the result of one INPUT; - for stdout.")
     @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False),

@@ -228,6 +228,126 @@ def test_a_symlinked_folder_cannot_lead_out_of_out_dir(shots: Path, tmp_path: Pa
     assert list(elsewhere.iterdir()) == []
 
 
+def test_an_out_dir_reached_through_a_link_still_protects_the_inputs(tmp_path: Path, rng: np.random.Generator) -> None:
+    folder = tmp_path / "shots"
+    first, other = png(folder / "q.png", rng), png(folder / "0.png", rng, (9, 12, 4))
+    before = other.read_bytes()
+    (tmp_path / "alias").symlink_to(folder)
+    result = run("crop-pad", first, other, "--out-dir", tmp_path / "alias", "--name", "{index}.png", "--shape", "4,4")
+    assert result.exit_code == 2 and "would replace the input" in result.stderr
+    assert other.read_bytes() == before and not (folder / "1.png").exists()
+    (tmp_path / "link.png").symlink_to(other)  # the same input, read through a link elsewhere
+    result = run("crop-pad", first, tmp_path / "link.png", "--out-dir", folder, "--name", "{index}.png",
+                 "--shape", "4,4")
+    assert result.exit_code == 2 and "would replace the input" in result.stderr
+    assert other.read_bytes() == before
+
+
+def test_two_outputs_landing_on_one_file_through_a_linked_folder_are_refused(
+        tmp_path: Path, rng: np.random.Generator) -> None:
+    png(tmp_path / "in" / "a" / "x.png", rng)
+    png(tmp_path / "in" / "b" / "x.png", rng)
+    (tmp_path / "out" / "b").mkdir(parents=True)
+    (tmp_path / "out" / "a").symlink_to("b")
+    result = run("crop-pad", tmp_path / "in", "-r", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 2 and "would both be written to" in result.stderr
+    assert files(tmp_path / "out") == []
+
+
+def test_a_glob_never_follows_a_linked_folder_so_a_loop_ends(tmp_path: Path, rng: np.random.Generator) -> None:
+    png(tmp_path / "in" / "a.png", rng)
+    png(tmp_path / "in" / "sub" / "b.png", rng)
+    for name in ("loop", "again"):  # two links to . would make 2**40 paths
+        (tmp_path / "in" / name).symlink_to(".")
+    (tmp_path / "in" / "sub" / "up").symlink_to("..")
+    result = run("crop-pad", f"{tmp_path}/in/**/*.png", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert files(tmp_path / "out") == ["a.png", "sub/b.png"]
+
+
+@pytest.mark.parametrize("pattern", ["*.png", "**/*.png", "**", "a/**", "*/**/*.png", "**/b/*.png", "[ad]/**/*.*",
+                                     "a/?/*.png", ".hid/*.png", "a/.*.png", "**/**/*.png", "./a//b/*.png"])
+def test_glob_finds_what_python_glob_finds_without_links(
+        pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import glob
+
+    for name in ("x.png", "a/y.png", "a/b/z.png", "a/b/c/w.npy", "d/e/v.tiff", ".hid/h.png", "a/.hb/q.png",
+                 "a/.dot.png", "d/e/u.png", "a/notes.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    monkeypatch.chdir(tmp_path)
+    expected = {os.path.normpath(path) for path in glob.glob(pattern, recursive=True)
+                if batch._readable(path) and os.path.isfile(path)}
+    assert {os.path.normpath(source.path) for source in batch._glob(pattern)} == expected
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to a device"])
+def test_a_stream_at_an_output_name_is_refused_before_writing(kind: str, shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    if kind == "fifo":
+        os.mkfifo(out / "b.png")  # opening it would wait for a reader forever
+    else:
+        (out / "b.png").symlink_to("/dev/null")
+    result = run("crop-pad", shots / "a.png", shots / "b.png", "--out-dir", out, "--shape", "4,4")
+    assert result.exit_code == 2 and "is a device, FIFO or socket" in result.stderr
+    assert sorted(os.listdir(out)) == ["b.png"]
+
+
+@pytest.mark.parametrize(("template", "message"), [
+    ("{index:0500000000d}.png", "is wider than a file name can be"),
+    ("{stem:x<300}.png", "is wider than a file name can be"),
+    ("{stem:x<200}{stem:x<200}.png", "longer than a file name can be"),
+])
+def test_names_longer_than_a_file_name_are_usage_errors(template: str, message: str, shots: Path,
+                                                        tmp_path: Path) -> None:
+    result = run("crop-pad", shots / "a.png", "--out-dir", tmp_path / "out", "--name", template, "--shape", "4,4")
+    assert result.exit_code == 2 and message in result.stderr
+    assert len(result.stderr) < 1000 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("out_dir", ["", "/dev/null"])
+def test_an_out_dir_that_cannot_be_a_folder_is_a_usage_error(out_dir: str, shots: Path) -> None:
+    result = run("crop-pad", shots / "a.png", "--out-dir", out_dir, "--shape", "4,4")
+    assert result.exit_code == 2 and "is not a folder" in result.stderr
+
+
+@pytest.mark.parametrize("how", [["-r"], ["glob"], ["-r", "--dry-run"], ["glob", "--json"]])
+def test_a_folder_that_cannot_be_listed_fails_alone(how: list[str], shots: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = str(shots / "day")
+    scandir = os.scandir
+
+    def refusing(path: Any = ".") -> Any:
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    inputs = [f"{shots}/**/*.png"] if how[0] == "glob" else [str(shots), "-r"]
+    out = tmp_path / "out"
+    result = run("crop-pad", *inputs, *how[1:], "--out-dir", out, "--shape", "4,4")
+    assert result.exit_code == 1
+    assert f"Error: {locked}: cannot list the folder (Permission denied)" in result.stderr.splitlines()
+    if "--dry-run" not in how:
+        assert {"a.png", "b.png"} <= set(files(out)) and not any(name.startswith("day") for name in files(out))
+    if "--json" in how:
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        assert [(r["input"], r["output"], r["status"]) for r in records if r.get("input") == locked] == [
+            (locked, None, "error")]
+        assert records[-1]["failed"] == 1
+
+
+def test_a_named_input_is_found_unreadable_by_reading_it(shots: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not by os.access first (click's check, a usage error): an unreadable input is one failed
+    file, exit 1, and the batch goes on."""
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
+    result = run("crop-pad", shots / "a.png", shots / "b.png", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert files(tmp_path / "out") == ["a.png", "b.png"]
+
+
 @pytest.mark.parametrize(("template", "message"), [
     ("{stem}{ext}", "unknown field {ext}"),
     ("{0}.png", "unknown field {0}"),

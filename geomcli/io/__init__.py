@@ -59,6 +59,8 @@ __all__ = [
     "crop_picture",
     "display_name",
     "format_for_path",
+    "is_stdout",
+    "is_stream",
     "maps_output",
     "open_output",
     "read_array",
@@ -358,6 +360,14 @@ def is_stdout(path: str, /) -> bool:
     from geomcli.io import _atomic
 
     return _atomic.is_stdout(path)
+
+
+def is_stream(path: str, /) -> bool:
+    """Whether an output path is, or links to, a device, FIFO, socket or one of this process's
+    descriptors: a stream written into, not a file replaced."""
+    from geomcli.io import _atomic
+
+    return _atomic.is_special(path)
 
 
 def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None) -> bool:
