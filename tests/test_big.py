@@ -296,6 +296,24 @@ def test_affine_grid_mapped_equals_in_ram(suffix: str, size: str, tmp_path: Path
     _both(tmp_path, mapped_outputs, monkeypatch, args, suffix)
 
 
+def test_mapped_affine_grids_go_as_many_a_call_as_fit_a_slab(monkeypatch: pytest.MonkeyPatch,
+                                                             rng: np.random.Generator) -> None:
+    theta = rng.standard_normal((10, 2, 3)).astype(np.float32)
+    calls: list[int] = []
+    kernel = kernels.affine_grid
+
+    def counted(matrices: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
+        calls.append(len(matrices))
+        return kernel(matrices, *args, **kwargs)
+
+    monkeypatch.setattr(kernels, "affine_grid", counted)
+    monkeypatch.setattr(slabs, "SLAB_BYTES", 4 * 3 * 5 * 2 * 4)  # four grids of 3x5
+    out = np.full((10, 3, 5, 2), np.nan, np.float32)
+    slabs.affine_grid(theta, (10, 1, 3, 5), False, threads=1, out=out)
+    assert calls == [4, 4, 2]
+    assert np.array_equal(out, kernel(theta, [10, 1, 3, 5]))
+
+
 @pytest.mark.parametrize("suffix", [".npy", ".tiff"])
 def test_affine_grid_of_a_big_endian_theta_file_is_mapped_in_native_order(
     suffix: str, tmp_path: Path, mapped_outputs: list[str]
