@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import logging
 import re
@@ -29,17 +30,30 @@ from geomcli.io._base import (
     raised_in,
 )
 
+
+def _codec_errors() -> tuple[type[Exception], ...]:
+    """The standard library codecs' exceptions that this Python has (a build can lack lzma;
+    compression.zstd is new in 3.14). imagecodecs' own are RuntimeErrors."""
+    found: list[type[Exception]] = [zlib.error]
+    for module, name in (("lzma", "LZMAError"), ("compression.zstd", "ZstdError")):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except ImportError:
+            pass
+    return tuple(found)
+
+
 # tifffile raises its own TiffFileError (a ValueError), and on odd files also these; a crafted tag
 # of the wrong type trips its own code (TypeError, AttributeError, ...). Caught only when raised
 # in tifffile's code (raised_in): from ours they are bugs.
-_DECODE_ERRORS = (
+_DECODE_ERRORS: tuple[type[Exception], ...] = (
     ValueError,
     KeyError,
     IndexError,
     OSError,
     EOFError,
     struct.error,
-    zlib.error,
+    *_codec_errors(),
     ZeroDivisionError,
     OverflowError,
     TypeError,
@@ -380,6 +394,7 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     """Open with tifffile; its log lines become notes, its exceptions GeomErrors."""
     import tifffile
 
+    _bound_decoders()
     notes: list[str] = []
     handler = _Collect(notes)
     log = logging.getLogger("tifffile")
@@ -400,11 +415,13 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
             raise GeomError(f"{name}: not a readable TIFF ({handler.damage[0]})")
     except GeomError:
         raise
+    except _SegmentError as e:
+        raise GeomError(f"{name}: not a readable TIFF ({e})") from e
     except MemoryError as e:
         raise GeomError(
             f"{name}: not a readable TIFF (declares more data than fits in memory)"
         ) from e
-    except (*_DECODE_ERRORS, ImportError) as e:
+    except _DECODE_ERRORS + (ImportError,) as e:
         if not raised_in(e, "tifffile"):
             # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
             raise
@@ -430,6 +447,107 @@ class _Collect(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         text = "tifffile: " + " ".join(record.getMessage().split())[:200]
         (self.damage if record.levelno >= logging.ERROR else self.notes).append(text)
+
+
+class _SegmentError(Exception):
+    """A strip or tile that geomcli's decoders refuse: the reason, without the file's name."""
+
+
+@functools.cache
+def _bound_decoders() -> None:
+    """tifffile (for every user in this process) decodes with ours where, without imagecodecs, it
+    falls back to the standard library: zlib.decompress and lzma.decompress ignore the size tifffile
+    asks for, so one strip of a 2 MB file inflated to 2 GiB whatever --max-pixels said, and PackBits
+    grew a list of 8 bytes an element. imagecodecs' decoders keep to that size and stay."""
+    import tifffile
+
+    decoders = tifffile.TIFF.DECOMPRESSORS
+    table = getattr(decoders, "_codecs", None)  # tifffile's cache of resolved decoders
+    if not isinstance(table, dict):
+        return
+    ours = {"zlib_decode": _inflate, "packbits_decode": _unpack_bits}
+    for module, name, decoder in (("lzma", "lzma_decode", _unlzma), ("compression.zstd", "zstd_decode", _unzstd)):
+        try:
+            importlib.import_module(module)
+            ours[name] = decoder
+        except ImportError:
+            pass  # tifffile's own fallback raises the ImportError that says which codec is missing
+    for code in (8, 32946, 50013, 34925, 34926, 50000, 32773):  # Deflate (3 codes), LZMA, ZSTD (2), PackBits
+        codec = decoders.get(code)
+        name = getattr(codec, "__name__", "")
+        if getattr(codec, "__module__", None) in ("tifffile._imagecodecs", "_imagecodecs") and name in ours:
+            table[code] = ours[name]
+
+
+def _limit(out: Any) -> int | None:
+    """The bytes tifffile wants from a strip or tile, which it passes as ``out``; None: no bound."""
+    return int(out) if isinstance(out, (int, np.integer)) and out > 0 else None
+
+
+def _too_long(limit: int) -> _SegmentError:
+    return _SegmentError(f"a strip or tile holds more than the {limit} bytes it should")
+
+
+def _inflate(data: bytes, /, *, out: Any = None) -> bytes:
+    """Deflate data, refused once it inflates past ``out`` bytes."""
+    limit = _limit(out)
+    inflater = zlib.decompressobj()
+    try:
+        result = inflater.decompress(data, limit or 0)
+        # one byte more shows the stream goes on; what is left may also be just its end
+        if limit is not None and inflater.decompress(inflater.unconsumed_tail, 1):
+            raise _too_long(limit)
+    except zlib.error as e:
+        raise _SegmentError(f"damaged Deflate data: {one_line(e)}") from e
+    if not inflater.eof:
+        raise _SegmentError("Deflate data cut short")
+    return result
+
+
+def _unlzma(data: bytes, /, *, out: Any = None) -> bytes:
+    import lzma
+
+    return _decompress(lzma.LZMADecompressor(), lzma.LZMAError, "LZMA", data, out)
+
+
+def _unzstd(data: bytes, /, *, out: Any = None) -> bytes:
+    zstd = importlib.import_module("compression.zstd")  # Python 3.14 and later
+    return _decompress(zstd.ZstdDecompressor(), zstd.ZstdError, "Zstandard", data, out)
+
+
+def _decompress(decompressor: Any, error: type[Exception], codec: str, data: bytes, out: Any) -> bytes:
+    """LZMA or Zstandard data (their decompressors share an API), refused past ``out`` bytes."""
+    limit = _limit(out)
+    try:
+        result: bytes = decompressor.decompress(data, -1 if limit is None else limit)
+        if limit is not None and not decompressor.eof and decompressor.decompress(b"", 1):
+            raise _too_long(limit)
+    except error as e:
+        raise _SegmentError(f"damaged {codec} data: {one_line(e)}") from e
+    if not decompressor.eof:
+        raise _SegmentError(f"{codec} data cut short")
+    return result
+
+
+def _unpack_bits(data: bytes, /, *, out: Any = None) -> bytes:
+    """PackBits data, refused past ``out`` bytes; a header byte 0-127 copies the next 1-128 bytes,
+    129-255 repeats the next byte 128-2 times, 128 does nothing."""
+    limit = _limit(out)
+    result = bytearray()
+    at = 0
+    while at < len(data):
+        header = data[at]
+        if header == 128:
+            at += 1
+            continue
+        if header > 128:
+            run, at = data[at + 1 : at + 2] * (257 - header), at + 2
+        else:
+            run, at = data[at + 1 : at + 2 + header], at + 2 + header
+        if limit is not None and len(result) + len(run) > limit:
+            raise _too_long(limit)
+        result += run
+    return bytes(result)
 
 
 def _check_codecs(pages: tuple[Any, ...], name: str) -> None:

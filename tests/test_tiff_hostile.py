@@ -1,0 +1,189 @@
+"""Hostile and unusual TIFFs: strips that inflate past their page, codec errors."""
+
+from __future__ import annotations
+
+import lzma
+import resource
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from geomcli import io
+from geomcli.cli import cli
+from geomcli.errors import GeomError
+
+DEFLATE, ADOBE_DEFLATE, PACKBITS, LZMA = 8, 32946, 32773, 34925
+SIDE = 16  # a 16 x 16 uint8 page needs 256 bytes
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def one_error(result: Result, name: str | Path) -> str:
+    """The one ``Error: <name>: ...`` line of a failed run, checked; the line."""
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {name}: "), result.stderr
+    return lines[0]
+
+
+def grey_tiff(path: Path, segment: bytes, compression: int, *, tiled: bool = False) -> Path:
+    """A little-endian 16 x 16 uint8 TIFF whose one strip (or tile) holds ``segment`` as is."""
+    if tiled:
+        layout = [(322, 3, SIDE), (323, 3, SIDE), (324, 4, 0), (325, 4, len(segment))]
+    else:
+        layout = [(273, 4, 0), (278, 3, SIDE), (279, 4, len(segment))]
+    tags = sorted([(256, 3, SIDE), (257, 3, SIDE), (258, 3, 8), (259, 3, compression), (262, 3, 1),
+                   (277, 3, 1), *layout])
+    data_at = 8 + 2 + 12 * len(tags) + 4
+    entries = b"".join(
+        struct.pack("<HHII", tag, kind, 1, data_at if tag in (273, 324) else value) if kind == 4
+        else struct.pack("<HHIHH", tag, kind, 1, value, 0)
+        for tag, kind, value in tags
+    )
+    path.write_bytes(b"II*\0" + struct.pack("<I", 8) + struct.pack("<H", len(tags)) + entries
+                     + struct.pack("<I", 0) + segment)
+    return path
+
+
+def deflated_zeros(mebibytes: int) -> bytes:
+    """A zlib stream of that many MiB of zeros, made in milliseconds: after a full flush the
+    compressor starts afresh, so each further MiB compresses to the same bytes."""
+    block = bytes(1 << 20)
+    compressor = zlib.compressobj(9)
+    first = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    again = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    # the final empty block, then the Adler-32 of the whole: for n zeros it is (n mod 65521) << 16 | 1
+    end = compressor.flush()[:-4]
+    checksum = ((mebibytes << 20) % 65521) << 16 | 1
+    return first + again * (mebibytes - 1) + end + struct.pack(">I", checksum)
+
+
+def lzma_zeros(mebibytes: int) -> bytes:
+    compressor = lzma.LZMACompressor(preset=0)
+    block = bytes(1 << 20)
+    return b"".join(compressor.compress(block) for _ in range(mebibytes)) + compressor.flush()
+
+
+def packbits_zeros(mebibytes: int) -> bytes:
+    return b"\x81\x00" * (mebibytes << 13)  # each pair repeats a zero 128 times
+
+
+def test_deflated_zeros_is_the_stream_it_claims() -> None:
+    assert zlib.decompress(deflated_zeros(3)) == bytes(3 << 20)
+
+
+# ---- 1. a strip or tile that inflates past what its page needs -------------------------------------
+
+
+BOMBS = {
+    "deflate": (DEFLATE, lambda: deflated_zeros(64)),
+    "adobe-deflate": (ADOBE_DEFLATE, lambda: deflated_zeros(64)),
+    "lzma": (LZMA, lambda: lzma_zeros(16)),
+    "packbits": (PACKBITS, lambda: packbits_zeros(2)),
+}
+
+
+@pytest.mark.parametrize("tiled", [False, True], ids=["strip", "tile"])
+@pytest.mark.parametrize("codec", BOMBS)
+def test_a_segment_inflating_past_its_page_is_refused(tmp_path: Path, codec: str, tiled: bool) -> None:
+    compression, make = BOMBS[codec]
+    path = grey_tiff(tmp_path / "bomb.tif", make(), compression, tiled=tiled)
+    with pytest.raises(GeomError, match=r"bomb\.tif: not a readable TIFF \(a strip or tile holds more than "
+                                        r"the 256 bytes it should\)"):
+        io.read_array(str(path))
+    assert one_error(run("crop-pad", path, "-o", tmp_path / "o.tif", "--shape", "8,8"), path)
+    assert not (tmp_path / "o.tif").exists()
+
+
+@pytest.mark.parametrize("codec", BOMBS)
+def test_a_segment_of_exactly_its_page_is_read(tmp_path: Path, codec: str) -> None:
+    compression, _ = BOMBS[codec]
+    values = np.arange(256, dtype=np.uint8)
+    encoded = {DEFLATE: zlib.compress, ADOBE_DEFLATE: zlib.compress, LZMA: lzma.compress,
+               PACKBITS: lambda raw: b"".join(b"\x7f" + raw[i:i + 128] for i in range(0, 256, 128)) + b"\x80"}
+    path = grey_tiff(tmp_path / "ok.tif", encoded[compression](values.tobytes()), compression)
+    assert np.array_equal(io.read_array(str(path)).data, values.reshape(SIDE, SIDE))
+
+
+@pytest.mark.parametrize("compression", ["zlib", "lzma"])
+@pytest.mark.parametrize("tiled", [False, True], ids=["strips", "tiles"])
+def test_compressed_files_of_several_segments_read_whole(tmp_path: Path, rng: np.random.Generator,
+                                                         compression: str, tiled: bool) -> None:
+    """The last strip (3 of 10 rows) and the edge tiles (padded to 16 x 16) are no bombs."""
+    import tifffile
+
+    data = rng.integers(0, 60000, (37, 45), dtype=np.uint16)
+    layout: dict[str, Any] = {"tile": (16, 16)} if tiled else {"rowsperstrip": 10}
+    path = tmp_path / "several.tif"
+    tifffile.imwrite(path, data, compression=compression, predictor=compression == "zlib", **layout)
+    assert np.array_equal(io.read_array(str(path)).data, data)
+
+
+def test_pillow_compressed_tiffs_read_whole(tmp_path: Path, rng: np.random.Generator) -> None:
+    from PIL import Image
+
+    data = rng.integers(0, 256, (37, 45, 3), dtype=np.uint8)
+    for compression in ("tiff_adobe_deflate", "packbits"):
+        path = tmp_path / f"{compression}.tif"
+        Image.fromarray(data).save(path, compression=compression, strip_size=45 * 3 * 10)
+        assert np.array_equal(io.read_array(str(path)).data, data)
+
+
+def peak_rss(command: list[str]) -> tuple[int, int]:
+    """Exit code and peak resident memory (bytes) of ``command``, run by a fresh process whose only
+    child it is (RUSAGE_CHILDREN of this test process would count every earlier child)."""
+    measure = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:], capture_output=True).returncode;"
+               " print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", measure, *command], capture_output=True, text=True, check=True)
+    code, kib = out.stdout.split()
+    return int(code), int(kib) * 1024
+
+
+def test_a_bomb_costs_no_more_memory_than_a_plain_file(tmp_path: Path) -> None:
+    """512 MiB of zeros in one Deflate strip (514 KB) of a 16 x 16 page: refused, and the run's
+    peak memory stays within 64 MiB of a plain 16 x 16 TIFF's (zlib.decompress took 1 GiB)."""
+    assert resource.RUSAGE_CHILDREN  # Unix
+    bomb = grey_tiff(tmp_path / "bomb.tif", deflated_zeros(512), DEFLATE)
+    plain = grey_tiff(tmp_path / "plain.tif", zlib.compress(bytes(256)), DEFLATE)
+    geomcli = [sys.executable, "-m", "geomcli", "crop-pad", "-q", "--shape", "8,8", "--max-pixels", "1000"]
+    plain_code, plain_peak = peak_rss([*geomcli, str(plain), "-o", str(tmp_path / "plain-out.tif")])
+    bomb_code, bomb_peak = peak_rss([*geomcli, str(bomb), "-o", str(tmp_path / "bomb-out.tif")])
+    assert (plain_code, bomb_code) == (0, 1)
+    assert bomb_peak < plain_peak + (64 << 20), (plain_peak, bomb_peak)
+
+
+# ---- 2. a damaged compressed segment is one error line -------------------------------------------
+
+
+@pytest.mark.parametrize("compression", ["lzma", "zlib"])
+def test_a_damaged_compressed_strip_is_one_error(tmp_path: Path, compression: str) -> None:
+    import tifffile
+
+    path = tmp_path / "damaged.tif"
+    tifffile.imwrite(path, np.arange(1200, dtype=np.uint16).reshape(30, 40), compression=compression)
+    with tifffile.TiffFile(path) as tif:
+        at = tif.pages[0].dataoffsets[0]
+    raw = bytearray(path.read_bytes())
+    raw[at] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    line = one_error(run("info", path), path)
+    assert "not a readable TIFF" in line
+    with pytest.raises(GeomError, match=r"damaged\.tif: not a readable TIFF"):
+        io.read_array(str(path))
+
+
+def test_a_cut_lzma_strip_is_one_error(tmp_path: Path) -> None:
+    stream = lzma.compress(bytes(256))
+    path = grey_tiff(tmp_path / "cut.tif", stream[: len(stream) - 8], LZMA)
+    with pytest.raises(GeomError, match=r"cut\.tif: not a readable TIFF \(.*LZMA.*\)"):
+        io.read_array(str(path))
