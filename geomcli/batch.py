@@ -70,6 +70,7 @@ class Task:
     operate: Operation
     shape_of: Callable[[Header], tuple[int, ...]]
     common: Common
+    no_clobber: bool = False  # -n: no output replaces a file, even one made during the run
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
     started = time.perf_counter()
     assert options.out_dir is not None
     jobs = plan(arguments, options, task.common)
+    task = dataclasses.replace(task, no_clobber=options.no_clobber)
     if options.dry_run:
         return _dry_run(task, jobs, options)
     try:
@@ -388,7 +390,7 @@ def _skip_reason(job: Job, options: BatchOptions) -> str | None:
     except OSError:
         return None
     if options.no_clobber:
-        return "the output exists (--no-clobber)"
+        return transforms.OUTPUT_EXISTS
     try:
         changed = os.stat(job.input).st_mtime_ns
     except OSError:
@@ -405,14 +407,21 @@ def _report(task: Task, job: Job, **fields: Any) -> Report:
 
 
 def transform(task: Task, job: Job) -> Report:
-    """One file: its output folder, then read, transform, write (in a worker or in-process)."""
+    """One file: its output folder, then read, transform, write (in a worker or in-process).
+    With -n the output is placed only where no file is: checked once more as it is placed, since
+    the plan's look, another process may have made one (the file is then skipped)."""
+    from contextlib import nullcontext
+
+    from geomcli.io import _atomic
+
     report = _report(task, job)
     with transforms.reporting(report, task.common):
         os.makedirs(os.path.dirname(job.output), exist_ok=True)
     if report.status != "ok":
         return report
-    return transforms.transform_file(task.command, job.input, job.output, job.format, task.common, task.parameters,
-                              task.operate)
+    with _atomic.no_replace() if task.no_clobber else nullcontext():
+        return transforms.transform_file(task.command, job.input, job.output, job.format, task.common,
+                                         task.parameters, task.operate)
 
 
 def _in_process(task: Task, todo: Sequence[Job], outcomes: _Outcomes, fail_fast: bool) -> None:
@@ -734,9 +743,14 @@ class _Committer:
 
     @staticmethod
     def _commit(report: Report, commits: list[Callable[[], None]]) -> None:
+        from geomcli.io import _atomic
+
         for commit in commits:
             try:
                 commit()
+            except _atomic.OutputExistsError:  # -n, and a file was made there meanwhile: left as it is
+                if report.status == "ok":
+                    transforms.skipped(report, transforms.OUTPUT_EXISTS)
             except GeomError as error:  # the sync or rename failed: that temp file is gone
                 if report.status == "ok":
                     report.status, report.error = "error", transforms.describe(error)

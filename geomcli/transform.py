@@ -76,20 +76,42 @@ def describe(error: GeomError | OSError) -> str:
     return str(error)
 
 
+# why a batch skips an input whose output exists, found when planned or when the output was placed
+OUTPUT_EXISTS = "the output exists (--no-clobber)"
+
+
 @contextmanager
 def reporting(report: Report, common: Common) -> Iterator[Report]:
-    """Time the work on one file and record a failure in its report instead of raising."""
+    """Time the work on one file and record a failure in its report instead of raising; an output
+    that no_replace (-n) found made meanwhile marks it skipped (see :func:`skipped`)."""
     started = time.perf_counter()
     try:
         yield report
     except BrokenPipeError:
         raise  # the reader of stdout has gone: not this file's failure (see cli._Group)
     except (GeomError, OSError) as error:
-        if common.debug:
+        if _output_existed(error):
+            skipped(report, OUTPUT_EXISTS)
+        elif common.debug:
             raise
-        report.status, report.error = "error", describe(error)
+        else:
+            report.status, report.error = "error", describe(error)
     finally:
         report.seconds = time.perf_counter() - started
+
+
+def _output_existed(error: BaseException) -> bool:
+    from geomcli.io._atomic import OutputExistsError
+
+    return isinstance(error, OutputExistsError)
+
+
+def skipped(report: Report, reason: str) -> None:
+    """Mark a file skipped when its output was found made, after it was read and transformed:
+    nothing was written, so no warning about what was written stays (as a skip when planned)."""
+    report.status, report.error, report.value_range = "skipped", None, None
+    report.warnings.clear()
+    report.notes.append(reason)
 
 
 def finish(report: Report, common: Common, data_on_stdout: bool) -> int:

@@ -39,13 +39,14 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     destination folder, so the final os.replace is a rename within one filesystem: readers see
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     Inside :func:`deferred_commits`, the last step (sync and rename) is left to its caller.
+    Inside :func:`no_replace`, a file (or device, or pipe) at ``path`` is never replaced.
     """
-    stream = _open_stream(path)
+    stream = _open_stream(path) if _here.replace else None
     if stream is not None:
         with _into_stream(stream, path) as f:
             yield f
         return
-    with _replacing(path, defer=_commits.pending is not None) as (fd, tmp):
+    with _replacing(path, defer=_here.pending is not None) as (fd, tmp):
         raw = io.FileIO(fd, "wb")
         # the temp path, not the fd number, as the name: tifffile takes the folder from it
         raw.name = tmp
@@ -153,11 +154,17 @@ def write_all(descriptor: int, data: bytes | memoryview, name: str) -> None:
         raise GeomError(f"{name}: cannot write ({e.strerror or e})") from e
 
 
-class _Commits(threading.local):
-    pending: list[Callable[[], None]] | None = None
+class OutputExistsError(GeomError):
+    """Inside :func:`no_replace`: a file was found at the output's name when the output was
+    complete (made after the caller last looked); it was left as it was, the temp file removed."""
 
 
-_commits = _Commits()
+class _ThisThread(threading.local):
+    pending: list[Callable[[], None]] | None = None  # deferred_commits' list
+    replace = True  # False inside no_replace
+
+
+_here = _ThisThread()
 
 
 @contextmanager
@@ -167,11 +174,25 @@ def deferred_commits() -> Iterator[list[Callable[[], None]]]:
     (or removes it and raises GeomError, as atomic_file would have). A batch worker runs that
     step on another thread while it reads its next file. Until the step has run, the temp file
     is a leftover as after a kill: remove_leftovers clears it."""
-    _commits.pending = []
+    _here.pending = []
     try:
-        yield _commits.pending
+        yield _here.pending
     finally:
-        _commits.pending = None
+        _here.pending = None
+
+
+@contextmanager
+def no_replace() -> Iterator[None]:
+    """While open (in this thread), :func:`atomic_file` and :func:`atomic_path` never replace a
+    file: one found at the destination when the output is complete, even one made a moment
+    before, is left as it is, and OutputExistsError is raised (after the temp file is removed).
+    Their deferred commits keep this rule wherever they run. See :func:`_place_new` for file
+    systems without hard links."""
+    previous, _here.replace = _here.replace, False
+    try:
+        yield
+    finally:
+        _here.replace = previous
 
 
 # Temp files are made as mkstemp makes them, without its 4 ms import: a new name (8 random
@@ -261,6 +282,7 @@ def _replacing(path: str, defer: bool = False) -> Iterator[tuple[int, str]]:
     it is removed, and an OSError becomes a GeomError naming ``path``. A signal that comes while
     the file is being made waits until its cleanup is in place, so an interrupt never leaves it
     behind."""
+    replace = _here.replace  # the rule when the output was begun, wherever its commit runs
     release = _hold_signals()
     try:
         fd, tmp = _temp_beside(path)
@@ -270,20 +292,21 @@ def _replacing(path: str, defer: bool = False) -> Iterator[tuple[int, str]]:
     with _removed_on_error(tmp, path):  # one block: no moment without the cleanup in place
         release()
         yield fd, tmp
-        if defer and _commits.pending is not None:
-            _commits.pending.append(lambda: _commit(tmp, path))
+        if defer and _here.pending is not None:
+            _here.pending.append(lambda: _commit(tmp, path, replace))
         else:
-            _place(tmp, path)
+            _place(tmp, path, replace)
 
 
-def _commit(tmp: str, path: str) -> None:
+def _commit(tmp: str, path: str, replace: bool) -> None:
     """A deferred :func:`_place`, with the cleanup atomic_file would have given it."""
     with _removed_on_error(tmp, path):
-        _place(tmp, path)
+        _place(tmp, path, replace)
 
 
-def _place(tmp: str, path: str) -> None:
-    """The complete temp file ``tmp`` replaces ``path``: its final permissions, synced, renamed."""
+def _place(tmp: str, path: str, replace: bool = True) -> None:
+    """The complete temp file ``tmp`` becomes ``path``: its final permissions, synced, renamed
+    (``replace`` False: placed only where no file is, see :func:`_place_new`)."""
     descriptor = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
         # the final mode only now: the temp file's 0600 lets a writer reopen it by name, even when it
@@ -293,7 +316,34 @@ def _place(tmp: str, path: str) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-    os.replace(tmp, path)
+    if replace:
+        os.replace(tmp, path)
+    else:
+        _place_new(tmp, path)
+
+
+_APPEARED = "a file appeared at the output's name while the output was made; it was not replaced"
+# errnos of a file system that makes no hard links (FAT, exFAT, some network and FUSE mounts)
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.ENOSYS)
+
+
+def _place_new(tmp: str, path: str) -> None:
+    """``tmp`` becomes ``path`` only if no file (nor link, device, pipe) is there: a hard link
+    fails with EEXIST where a rename would replace, then the temp name goes. On a file system
+    without hard links, a last look is taken just before a plain rename: a file made between
+    the two is replaced (the window is microseconds, not the run's length)."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)
+    except FileExistsError as error:
+        raise OutputExistsError(f"{path}: {_APPEARED}") from error
+    except OSError as error:
+        if error.errno not in _NO_HARD_LINKS:
+            raise
+        if os.path.lexists(path):
+            raise OutputExistsError(f"{path}: {_APPEARED}") from error
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 @contextmanager

@@ -1,0 +1,143 @@
+"""Batch safety under races and odd environments: -n against files made during the run."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, PngImagePlugin
+
+from geomcli import batch
+from geomcli.errors import GeomError
+from geomcli.io import _atomic, _mapped
+from geomcli.summary import Report
+
+GEOMCLI = [sys.executable, "-m", "geomcli"]
+
+
+def temp_files(folder: Path) -> list[str]:
+    return [name for name in os.listdir(folder) if name.endswith(".tmp")]
+
+
+# --- -n/--no-clobber: a file made at the output's name after the plan is never replaced ------------
+
+# Loaded by every interpreter of a subprocess run (on PYTHONPATH): the process that opens an image
+# whose text says "plant" writes "precious" at GEOMCLI_TEST_PLANT first, after the run was planned.
+_PLANTING = """
+import os
+import PIL.Image
+_open = PIL.Image.open
+def plant_then_open(fp, *args, **kwargs):
+    if b"plant" in getattr(fp, "getvalue", bytes)():
+        with open(os.environ["GEOMCLI_TEST_PLANT"], "w") as f:
+            f.write("precious")
+    return _open(fp, *args, **kwargs)
+PIL.Image.open = plant_then_open
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_no_clobber_skips_an_output_made_during_the_run(tmp_path: Path, jobs: str) -> None:
+    folder, out, hooks = tmp_path / "in", tmp_path / "out", tmp_path / "hooks"
+    folder.mkdir()
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_PLANTING)
+    rng = np.random.default_rng(3)
+    for index in range(12):
+        info = PngImagePlugin.PngInfo()
+        info.add_text("Comment", "plant" if index == 9 else "fine")
+        Image.fromarray(rng.integers(0, 256, (40, 50, 3), np.uint8)).save(folder / f"n{index:02d}.png", pnginfo=info)
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(folder), "--out-dir", str(out), "--shape", "8,8", "-n",
+                             "-j", jobs, "--json"], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(hooks), "GEOMCLI_TEST_PLANT": str(out / "n09.png")})
+    assert result.returncode == 0, result.stderr
+    import json
+
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    planted = [record for record in records if record.get("input", "").endswith("n09.png")]
+    assert [(r["status"], r["error"], r["notes"]) for r in planted] == [
+        ("skipped", None, ["the output exists (--no-clobber)"])]
+    assert (records[-1]["ok"], records[-1]["skipped"], records[-1]["failed"]) == (11, 1, 0)
+    assert (out / "n09.png").read_text() == "precious"
+    assert sorted(os.listdir(out)) == [f"n{index:02d}.png" for index in range(12)]  # no temp file
+
+
+def test_no_replace_leaves_a_file_made_while_the_output_was_written(tmp_path: Path) -> None:
+    target = tmp_path / "o.png"
+    with pytest.raises(_atomic.OutputExistsError, match=r"o\.png: a file appeared at the output's name while"):
+        with _atomic.no_replace(), _atomic.atomic_file(str(target)) as f:
+            f.write(b"new")
+            target.write_text("precious")
+    assert target.read_text() == "precious" and temp_files(tmp_path) == []
+    with _atomic.no_replace(), _atomic.atomic_file(str(target.with_name("fresh.png"))) as f:
+        f.write(b"new")
+    assert (tmp_path / "fresh.png").read_bytes() == b"new" and temp_files(tmp_path) == []
+
+
+def test_no_replace_holds_for_a_commit_deferred_to_another_thread(tmp_path: Path) -> None:
+    target = tmp_path / "o.png"
+    with _atomic.no_replace(), _atomic.deferred_commits() as commits, _atomic.atomic_file(str(target)) as f:
+        f.write(b"new")
+    target.write_text("precious")  # after the worker made it, before its committer places it
+    committer = batch._Committer(_Sent(), None)  # type: ignore[arg-type]
+    job = batch.Job(0, "in.png", str(target), "png")
+    batch._jobs_under_way.append(job)
+    try:
+        committer.put(job, Report("crop-pad", job.input, job.output, warnings=["JPEG is lossy"]), commits)
+        committer.close()
+    finally:
+        batch._jobs_under_way.clear()
+    (report,) = committer.connection.sent  # type: ignore[attr-defined]
+    assert (report.status, report.error, report.notes, report.warnings) == (
+        "skipped", None, ["the output exists (--no-clobber)"], [])
+    assert target.read_text() == "precious" and temp_files(tmp_path) == []
+
+
+class _Sent:
+    def __init__(self) -> None:
+        self.sent: list[Report] = []
+
+    def send(self, report: Report) -> None:
+        self.sent.append(report)
+
+
+def test_no_replace_holds_for_a_memory_mapped_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    target = tmp_path / "o.npy"
+    with pytest.raises(_atomic.OutputExistsError):
+        with _atomic.no_replace(), _mapped.open_output(str(target), (4, 4), np.dtype(np.float32), "npy") as out:
+            assert isinstance(out, np.memmap)
+            target.write_text("precious")
+    assert target.read_text() == "precious" and temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("code", [errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV])
+def test_no_replace_without_hard_links_looks_once_more_before_the_rename(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    def no_links(source: str, destination: str, **options: bool) -> None:
+        raise OSError(code, os.strerror(code), source)
+
+    monkeypatch.setattr(os, "link", no_links)
+    with _atomic.no_replace(), _atomic.atomic_file(str(tmp_path / "new.png")) as f:
+        f.write(b"new")
+    assert (tmp_path / "new.png").read_bytes() == b"new"
+    with pytest.raises(_atomic.OutputExistsError):
+        with _atomic.no_replace(), _atomic.atomic_file(str(tmp_path / "new.png")) as f:
+            f.write(b"newer")
+    assert (tmp_path / "new.png").read_bytes() == b"new" and temp_files(tmp_path) == []
+
+
+def test_no_replace_is_off_by_default_and_ends_with_its_block(tmp_path: Path) -> None:
+    target = tmp_path / "o.png"
+    target.write_text("old")
+    with _atomic.no_replace():
+        pass
+    with _atomic.atomic_file(str(target)) as f:
+        f.write(b"new")
+    assert target.read_bytes() == b"new"
+    assert issubclass(_atomic.OutputExistsError, GeomError)
