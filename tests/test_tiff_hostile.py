@@ -1,4 +1,5 @@
-"""Hostile and unusual TIFFs: strips that inflate past their page, codec errors."""
+"""Hostile and unusual TIFFs: strips that inflate past their page, codec errors, sample formats
+tifffile cannot decode, palettes past --max-pixels, 8-bit palettes stored as v*256."""
 
 from __future__ import annotations
 
@@ -187,3 +188,69 @@ def test_a_cut_lzma_strip_is_one_error(tmp_path: Path) -> None:
     path = grey_tiff(tmp_path / "cut.tif", stream[: len(stream) - 8], LZMA)
     with pytest.raises(GeomError, match=r"cut\.tif: not a readable TIFF \(.*LZMA.*\)"):
         io.read_array(str(path))
+
+
+# ---- 3. a sample format tifffile cannot decode ---------------------------------------------------
+
+
+def test_a_sample_format_tifffile_cannot_decode_is_refused(tmp_path: Path) -> None:
+    """8 x 1 signed 3-bit integers: tifffile names the series float64 but has no page dtype."""
+    tags = [(256, 4, 8), (257, 4, 1), (258, 3, 3), (259, 3, 1), (262, 3, 1), (273, 4, 8 + 2 + 12 * 10 + 4),
+            (277, 3, 1), (278, 4, 1), (279, 4, 3), (339, 3, 2)]
+    entries = b"".join(struct.pack("<HHIHH", tag, kind, 1, value, 0) if kind == 3
+                       else struct.pack("<HHII", tag, kind, 1, value) for tag, kind, value in tags)
+    path = tmp_path / "int3.tif"
+    path.write_bytes(b"II*\0" + struct.pack("<IH", 8, len(tags)) + entries + struct.pack("<I", 0) + b"\xff" * 3)
+    reason = r"int3\.tif: not a readable TIFF \(unsupported sample format: 3-bit INT\)"
+    with pytest.raises(GeomError, match=reason):
+        io.read_array(str(path))
+    with pytest.raises(GeomError, match=reason):
+        io.read_header(str(path))
+    assert one_error(run("info", path), path)
+    assert one_error(run("crop-pad", path, "-o", tmp_path / "o.tif", "--shape", "1,4"), path)
+
+
+# ---- 4. a palette is checked against --max-pixels as it is expanded -----------------------------
+
+
+def test_a_palette_is_expanded_within_max_pixels(tmp_path: Path) -> None:
+    """2000 x 2000 indices (4e6) expand to 1.2e7 values: a limit of 5e6 refuses the file."""
+    import tifffile
+
+    colormap = (np.arange(3 * 256, dtype=np.uint16).reshape(3, 256) * 85)
+    path = tmp_path / "pal.tif"
+    tifffile.imwrite(path, np.zeros((2000, 2000), np.uint8), photometric="palette", colormap=colormap,
+                     compression="zlib")
+    with pytest.raises(GeomError, match=r"pal\.tif: 12000000 elements exceed the limit of 5000000"):
+        io.read_array(str(path), max_pixels=5_000_000)
+    assert io.read_array(str(path), max_pixels=12_000_000).data.shape == (2000, 2000, 3)
+
+
+# ---- 5. an 8-bit palette stored as v * 256 (libtiff, Pillow) ------------------------------------
+
+
+def test_a_palette_saved_by_pillow_reads_as_8_bit(tmp_path: Path) -> None:
+    from PIL import Image
+
+    image = Image.fromarray(np.array([[0, 1], [1, 0]], np.uint8), mode="P")
+    image.putpalette([0, 0, 0, 255, 255, 255])
+    image.save(tmp_path / "pal.tif")
+    loaded = io.read_array(str(tmp_path / "pal.tif"))
+    assert loaded.data.dtype == np.uint8
+    assert np.array_equal(loaded.data, np.asarray(Image.open(tmp_path / "pal.tif").convert("RGB")))
+    assert loaded.data[0, 1].tolist() == [255, 255, 255]
+
+
+def test_a_colormap_of_multiples_of_256_is_8_bit_and_others_stay_16_bit(tmp_path: Path) -> None:
+    import tifffile
+
+    indices = np.array([[0, 1], [2, 3]], np.uint8)
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :4] = np.array([[0, 10, 20, 255], [1, 11, 21, 31], [2, 12, 22, 32]]) * 256
+    tifffile.imwrite(tmp_path / "x256.tif", indices, photometric="palette", colormap=colormap)
+    loaded = io.read_array(str(tmp_path / "x256.tif"))
+    assert loaded.data.dtype == np.uint8 and loaded.data[1, 1].tolist() == [255, 31, 32]
+    colormap[0, 5] = 1  # one entry with a low byte: a real 16-bit palette
+    tifffile.imwrite(tmp_path / "wide.tif", indices, photometric="palette", colormap=colormap)
+    loaded = io.read_array(str(tmp_path / "wide.tif"))
+    assert loaded.data.dtype == np.uint16 and loaded.data[1, 1].tolist() == [255 * 256, 31 * 256, 32 * 256]

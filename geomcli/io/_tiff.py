@@ -112,10 +112,8 @@ def read_header(
     with _tiff(source, name) as (tif, _):
         choice = _choose(tif, name, series, page)
         layout, _ = _layout(choice)
-        shape, dtype = choice.shape, choice.dtype
-        colormap = _palette(choice)
-        if colormap is not None:
-            shape, dtype = (*shape, 3), colormap.dtype
+        shape, dtype = _expanded(choice)
+        if shape != choice.shape:
             layout = _expanded_layout(layout, len(shape))
         if _turned(choice, layout, auto_orient) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
@@ -135,7 +133,7 @@ def read(
     with _tiff(source, name) as (tif, notes):
         choice = _choose(tif, name, series, page)
         layout, layout_note = _layout(choice)
-        check_size(choice.shape, max_pixels, name)
+        check_size(_expanded(choice)[0], max_pixels, name)
         _check_codecs(choice.pages or (choice.keyframe,), name)
         _check_extent(tif, choice.pages, name)
         data: np.ndarray | None = None
@@ -185,17 +183,27 @@ def _photometric(
     return data, layout
 
 
+def _expanded(choice: _Choice) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype of what is read once a palette is expanded to RGB."""
+    colormap = _palette(choice)
+    if colormap is None:
+        return choice.shape, choice.dtype
+    return (*choice.shape, 3), colormap.dtype
+
+
 def _palette(choice: _Choice) -> np.ndarray | None:
     """The (3, 2**bits) colormap a palette image's indices expand through, as uint8 when it holds
-    8-bit values stored 16-bit; None when there is none to apply (not palette, or a crafted map)."""
+    8-bit values stored 16-bit (v * 257, or v * 256 as libtiff and Pillow write them, whose readers
+    take the high byte); None when there is none to apply (not palette, or a crafted map)."""
     page = choice.keyframe
     if _enum_name(page.photometric) != "PALETTE" or page.colormap is None or choice.dtype.kind != "u":
         return None
     colormap = np.asarray(page.colormap)
     if colormap.ndim != 2 or colormap.shape[0] != 3 or colormap.dtype.kind != "u":
         return None  # a crafted colormap: left as indices
-    if not (colormap % 257).any():
-        colormap = (colormap // 257).astype(np.uint8)  # an 8-bit palette stored 16-bit
+    for scale in (257, 256):
+        if not (colormap % scale).any():
+            return (colormap // scale).astype(np.uint8)
     return colormap
 
 
@@ -211,7 +219,7 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
             raise GeomError(f"{name}: --page {page} is out of range (pages 0 to {len(tif.pages) - 1})")
         one = tif.pages[page]
         if one.dtype is None:
-            raise GeomError(f"{name}: not a readable TIFF (unsupported sample format)")
+            raise GeomError(_unsupported(name, one))
         return _choice(one, one.axes, None, (one,), one.asarray, None, f"page {page} of {len(tif.pages)}")
     found = tif.series
     if not found:
@@ -245,9 +253,16 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
 
 
 def _checked(series: Any, name: str) -> Any:
-    if series.dtype is None:
-        raise GeomError(f"{name}: not a readable TIFF (unsupported sample format)")
+    # tifffile can name a dtype for the series (float64) when its pages have none
+    if series.dtype is None or series.keyframe is None or series.keyframe.dtype is None:
+        raise GeomError(_unsupported(name, series.keyframe))
     return series
+
+
+def _unsupported(name: str, page: Any) -> str:
+    """The error for a page whose samples tifffile cannot decode (3-bit signed integers, say)."""
+    found = f": {page.bitspersample}-bit {_enum_name(page.sampleformat)}" if page is not None else ""
+    return f"{name}: not a readable TIFF (unsupported sample format{found})"
 
 
 def _choice(
