@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from geomcli.errors import GeomError
+from geomcli.kernels import round_once
 
 _FLAGS = ("rotate", "scale", "translate", "shear")
 # from_transforms' defaults, by which a flag counts as given
@@ -56,7 +57,7 @@ def cast(matrices: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``matrices`` in ``dtype``, refusing a finite value that would become Inf there; Inf and
     NaN stay as they are. No numpy warning."""
     with np.errstate(over="ignore", invalid="ignore"):
-        result = matrices.astype(dtype)
+        result = round_once(matrices, dtype).astype(dtype)
         lost = np.isfinite(matrices.astype(np.float64)) & ~np.isfinite(result.astype(np.float64))
     if lost.any():
         import ml_dtypes  # its finfo knows bfloat16 as well as numpy's floats

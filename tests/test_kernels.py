@@ -14,6 +14,7 @@ Sections, in order:
 
 from __future__ import annotations
 
+import bisect
 import functools
 import inspect
 import itertools
@@ -21,6 +22,7 @@ import math
 import subprocess
 import sys
 import warnings
+from fractions import Fraction
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +39,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import geomcli
+from geomcli import kernels
 from geomcli.kernels import (
     GeomError,
     affine_grid,
@@ -1553,3 +1556,91 @@ def test_fill_that_fits_pads_with_it(dtype: type, fill: object) -> None:
 def test_odd_mode_and_shape_arguments_raise_geom_error(call: Callable[[], object]) -> None:
     with pytest.raises(GeomError, match=r"(space_to_depth|depth_to_space): (mode must be|input shape must)"):
         call()
+
+
+# --- bfloat16: rounded once -------------------------------------------------------------
+
+@functools.cache
+def _bfloat16_magnitudes() -> list[Fraction]:
+    with np.errstate(invalid="ignore"):  # the NaNs among the bit patterns
+        numbers = np.arange(0x8000, dtype=np.uint16).view(BFLOAT16).astype(np.float64)
+    return [Fraction(float(n)) for n in numbers[np.isfinite(numbers)]] + [Fraction(2) ** 128]
+
+
+def _bfloat16_nearest(value: float) -> float:
+    """The oracle: ``value`` rounded once to bfloat16, to nearest, ties to even, in exact
+    arithmetic over every finite bfloat16 number (2**128 standing for Inf, as IEEE rounds)."""
+    if math.isnan(value) or math.isinf(value):
+        return value
+    candidates = _bfloat16_magnitudes()
+    exact, magnitude = Fraction(value), abs(Fraction(value))
+    if magnitude >= candidates[-1]:
+        return math.copysign(math.inf, value)
+    above = candidates[bisect.bisect_left(candidates, magnitude)]
+    below = candidates[bisect.bisect_right(candidates, magnitude) - 1]
+    if magnitude - below != above - magnitude:
+        nearest = below if magnitude - below < above - magnitude else above
+    else:  # a tie: the one whose last significand bit is 0
+        nearest = below if int(np.array(float(below), BFLOAT16).view(np.uint16)) % 2 == 0 else above
+    result = math.inf if nearest == 2**128 else float(nearest)
+    return math.copysign(result, value) if exact != 0 or math.copysign(1, value) < 0 else result
+
+
+def test_round_once_to_bfloat16_is_one_rounding(rng: np.random.Generator) -> None:
+    # just past the middle of two bfloat16 numbers, where float32 first lands on the middle
+    middles = [float(np.array(v, np.float32)) for v in (1.00390625, -0.6640625 - 2**-9, 3.0 + 2**-7)]
+    values = [m + d for m in middles for d in (2**-40, -(2**-40), 0.0)]
+    values += [3.396177428211476e38, 3.3961775e38, -3.39617742e38, 3.4e38, 1e39, 2.0**-133 * 1.5, -(2.0**-140),
+               -0.0, 0.0, 9.2e-41, 1e-300, math.inf, -math.inf]
+    values += list(rng.standard_normal(200) * 10.0 ** rng.integers(-40, 38, 200))
+    found = kernels.round_once(np.array(values), BFLOAT16).astype(np.float64)
+    expected = [_bfloat16_nearest(v) for v in values]
+    assert [float(f) for f in found] == expected
+    assert all(math.copysign(1, f) == math.copysign(1, e) for f, e in zip(found, expected, strict=True))
+    nan = kernels.round_once(np.array([math.nan]), BFLOAT16)
+    assert nan.dtype == BFLOAT16 and np.isnan(nan.astype(np.float64)).all()
+
+
+def test_bfloat16_grids_are_the_float64_grid_rounded_once() -> None:
+    """ml_dtypes' float64 -> bfloat16 cast goes through float32, rounding twice: the grids may not
+    use it (x = 2*10944+1)/65539 - 1 lands on a tie in float32, then on the farther neighbour)."""
+    identity = np.array([[[1, 0, 0], [0, 1, 0]]], BFLOAT16)
+    grid = kernels.affine_grid(identity, [1, 1, 1, 65539])
+    assert float(grid[0, 0, 10944, 0]) == _bfloat16_nearest((2 * 10944 + 1) / 65539 - 1) == -0.66796875
+    huge = np.array([[[-(2.0**127), 0, 2.0**127], [0, 1, 0]]], BFLOAT16)  # finite in float64: not Inf
+    assert float(kernels.affine_grid(huge, [1, 1, 1, 65791])[0, 0, 128, 0]) == float(ml_dtypes.finfo(BFLOAT16).max)
+    for size in ([2, 1, 300, 301], [1, 1, 5, 7]):  # the row-block path and the plain one
+        theta = np.array([[[0.7, -0.3, 0.1], [0.2, 1.3, -0.4]]] * size[0], BFLOAT16)
+        found = kernels.affine_grid(theta, size, True).astype(np.float64)
+        exact = kernels.affine_grid(theta.astype(np.float64), size, True)
+        step = max(1, exact.size // 3000)
+        assert [float(v) for v in found.flat[::step]] == [_bfloat16_nearest(float(v)) for v in exact.flat[::step]]
+
+
+def test_a_bfloat16_fill_is_rounded_once_and_kept_in_either_byte_order() -> None:
+    data = np.arange(4, dtype=np.float32).astype(BFLOAT16.newbyteorder(">"))
+    padded = kernels.center_crop_pad(data, [6], fill=1.5)
+    assert padded.dtype == data.dtype
+    assert padded.astype(np.float32).tolist() == [1.5, 0, 1, 2, 3, 1.5]
+    signed = kernels.center_crop_pad(data, [6], fill=-0.0).astype(np.float32)
+    assert math.copysign(1, signed[0]) == -1 and signed[0] == 0
+    near_largest = kernels.center_crop_pad(np.zeros(1, BFLOAT16), [2], fill=3.396177428211476e38)
+    assert float(near_largest[1]) == float(ml_dtypes.finfo(BFLOAT16).max)
+
+
+def test_threads_are_capped_by_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[int] = []
+    share = kernels.share
+
+    def counted(pieces: Sequence[Any], work: Callable[[Any], None], threads: int) -> None:
+        started.append(threads)
+        share(pieces, work, threads)
+
+    monkeypatch.setattr(kernels, "share", counted)
+    data = np.ones((300000, 8), np.float32)
+    assert np.array_equal(kernels.center_crop_pad(data, [300000, 6], threads=100000), data[:, 1:7])
+    grid = kernels.affine_grid(np.eye(2, 3)[None], [1, 1, 1024, 1024], threads=100000)
+    assert np.array_equal(grid, kernels.affine_grid(np.eye(2, 3)[None], [1, 1, 1024, 1024], threads=1))
+    blocks = np.ones((1, 4, 512, 512), np.float32)
+    assert kernels.space_to_depth(blocks, 2, threads=100000).shape == (1, 16, 256, 256)
+    assert started and max(started) <= 16  # at most one thread a MiB of output
