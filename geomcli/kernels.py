@@ -14,7 +14,6 @@ kept memory): no I/O, no printing, no CLI.
 
 from __future__ import annotations
 
-import cmath
 import itertools
 import math
 import sys
@@ -368,9 +367,10 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
             fits = is_text and (stored == fill or isinstance(stored, bytes) and stored.decode("latin-1") == fill)
         elif is_text:
             fits = False
-        elif dtype.kind in "fcV":  # float types round, but a finite value must not become Inf
-            as_number = value.astype(np.complex128 if dtype.kind == "c" else np.float64)
-            fits = bool(np.isfinite(as_number)) or not cmath.isfinite(complex(fill))
+        elif dtype.kind in "fcV":  # float types round, but a finite part must not become Inf
+            stored, asked = complex(value.astype(np.complex128 if dtype.kind == "c" else np.float64)), complex(fill)
+            fits = all(math.isfinite(kept) or not math.isfinite(wanted)
+                       for kept, wanted in ((stored.real, asked.real), (stored.imag, asked.imag)))
         else:
             fits = bool(value.item() == fill)
     except (ValueError, TypeError, OverflowError) as error:

@@ -1529,7 +1529,8 @@ def test_ragged_theta_is_named_theta() -> None:
 @pytest.mark.parametrize("dtype, fill", [
     (np.float16, 1e10), (np.float32, 1e39), (np.dtype(ml_dtypes.bfloat16), 1e39), (np.complex64, 1e39 + 1j),
     (np.dtype("<U1"), "zz"), (np.dtype("S1"), "zz"), (np.uint8, 256), (np.int8, 1.5), (np.dtype(bool), 2),
-    (np.float32, "1"), (np.dtype("<U2"), 0),
+    (np.float32, "1"), (np.dtype("<U2"), 0), (np.complex64, complex(math.nan, 1e39)),
+    (np.complex64, complex(math.inf, 1e39)),
 ])
 def test_fill_that_does_not_fit_is_refused(dtype: type, fill: object) -> None:
     """Not a silent Inf, a cut string or a wrapped integer."""
@@ -1540,7 +1541,7 @@ def test_fill_that_does_not_fit_is_refused(dtype: type, fill: object) -> None:
 
 @pytest.mark.parametrize("dtype, fill", [
     (np.float16, np.inf), (np.float32, 0.1), (np.dtype(ml_dtypes.bfloat16), 2.5), (np.dtype("<U2"), "z"),
-    (np.dtype("S2"), "z"), (np.uint8, 255), (np.dtype(bool), True),
+    (np.dtype("S2"), "z"), (np.uint8, 255), (np.dtype(bool), True), (np.complex64, complex(math.inf, 2.5)),
 ])
 def test_fill_that_fits_pads_with_it(dtype: type, fill: object) -> None:
     data = np.zeros(1, dtype=dtype)
