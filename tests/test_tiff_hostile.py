@@ -1,5 +1,6 @@
 """Hostile and unusual TIFFs: strips that inflate past their page, codec errors, sample formats
-tifffile cannot decode, palettes past --max-pixels, 8-bit palettes stored as v*256."""
+tifffile cannot decode, palettes past --max-pixels, 8-bit palettes stored as v*256, min-is-white
+data, and image-like results whose channels must survive a round trip through geomcli's writer."""
 
 from __future__ import annotations
 
@@ -254,3 +255,102 @@ def test_a_colormap_of_multiples_of_256_is_8_bit_and_others_stay_16_bit(tmp_path
     tifffile.imwrite(tmp_path / "wide.tif", indices, photometric="palette", colormap=colormap)
     loaded = io.read_array(str(tmp_path / "wide.tif"))
     assert loaded.data.dtype == np.uint16 and loaded.data[1, 1].tolist() == [255 * 256, 31 * 256, 32 * 256]
+
+
+# ---- 6. min-is-white: inverted where exact, else kept and said ----------------------------------
+
+
+@pytest.mark.parametrize(("dtype", "inverted"), [(np.uint8, [[255, 254], [253, 0]]), (np.uint16, [[65535, 65534],
+                                                  [65533, 0]]), (bool, [[True, False], [False, True]])])
+def test_min_is_white_unsigned_and_bilevel_are_inverted(tmp_path: Path, dtype: Any, inverted: Any) -> None:
+    import tifffile
+
+    stored = np.array([[0, 1], [2, -1]]).astype(dtype) if dtype is not bool else np.array([[0, 1], [1, 0]], bool)
+    tifffile.imwrite(tmp_path / "white.tif", stored, photometric="miniswhite")
+    loaded = io.read_array(str(tmp_path / "white.tif"))
+    assert loaded.data.tolist() == inverted
+    assert "min-is-white values inverted (0 is black)" in loaded.notes
+    assert loaded.metadata.dropped == ()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16])
+def test_min_is_white_float_and_signed_are_kept_and_a_warning_says_so(tmp_path: Path, dtype: Any) -> None:
+    import tifffile
+
+    stored = np.array([[0.0, 0.25], [-3, 7]]).astype(dtype)
+    tifffile.imwrite(tmp_path / "white.tif", stored, photometric="miniswhite")
+    loaded = io.read_array(str(tmp_path / "white.tif"))
+    assert np.array_equal(loaded.data, stored)
+    result = run("crop-pad", tmp_path / "white.tif", "-o", tmp_path / "out.tif", "--shape", "2,2")
+    assert result.exit_code == 0, result.output
+    name = np.dtype(dtype).name
+    said = (f"the TIFF min-is-white photometric ({name} values kept as stored, so a viewer shows the output "
+            "inverted) cannot be carried; dropped")
+    assert f"Warning: {tmp_path / 'out.tif'}: {said}" in result.stderr.splitlines()
+    assert np.array_equal(io.read_array(str(tmp_path / "out.tif")).data, stored)
+
+
+# ---- 7. image-like results of any channel count read back as one image ---------------------------
+
+
+def test_space_to_depth_of_an_rgb_tiff_is_undone_exactly(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "rgb.tiff", data, photometric="rgb")
+    assert run("space-to-depth", tmp_path / "rgb.tiff", "-o", tmp_path / "s.tiff", "--blocksize", "2").exit_code == 0
+    header = io.read_header(str(tmp_path / "s.tiff"))
+    assert (header.shape, header.layout, header.pages) == ((4, 4, 12), "HWC", 1)
+    result = run("depth-to-space", tmp_path / "s.tiff", "-o", tmp_path / "back.tiff", "--blocksize", "2")
+    assert result.exit_code == 0, result.output
+    assert np.array_equal(io.read_array(str(tmp_path / "back.tiff")).data, data)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int16])
+@pytest.mark.parametrize("channels", [2, 3, 5])
+def test_an_image_tiff_of_any_channels_crops_to_an_image_twice(tmp_path: Path, rng: np.random.Generator,
+                                                               dtype: Any, channels: int) -> None:
+    import tifffile
+
+    data = rng.integers(0, 100, (8, 8, channels)).astype(dtype)
+    tifffile.imwrite(tmp_path / "in.tiff", data, photometric="minisblack", planarconfig="contig")
+    assert run("crop-pad", tmp_path / "in.tiff", "-o", tmp_path / "c.tiff", "--shape", "6,6").exit_code == 0
+    once = io.read_array(str(tmp_path / "c.tiff"))
+    assert (once.layout, once.pages) == ("HWC", 1)
+    assert np.array_equal(once.data, data[1:7, 1:7])
+    assert run("crop-pad", tmp_path / "c.tiff", "-o", tmp_path / "cc.tiff", "--shape", "4,4").exit_code == 0
+    assert np.array_equal(io.read_array(str(tmp_path / "cc.tiff")).data, data[2:6, 2:6])
+
+
+def test_a_channel_cropped_to_one_is_still_read_whole(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "rgb.tiff", data, photometric="rgb")
+    result = run("crop-pad", tmp_path / "rgb.tiff", "-o", tmp_path / "one.tiff", "--shape", "8,8,1")
+    assert result.exit_code == 0, result.output
+    assert np.array_equal(io.read_array(str(tmp_path / "one.tiff")).data.reshape(8, 8, 1), data[:, :, 1:2])
+
+
+def test_grey_and_alpha_from_a_png_or_stripped_is_one_tiff_image(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+    from PIL import Image
+
+    data = rng.integers(0, 256, (8, 8, 2), dtype=np.uint8)
+    Image.fromarray(data, mode="LA").save(tmp_path / "la.png")
+    tifffile.imwrite(tmp_path / "la.tiff", data, photometric="minisblack", planarconfig="contig")
+    for source, flags in ((tmp_path / "la.png", ()), (tmp_path / "la.tiff", ("--strip",))):
+        out = tmp_path / f"la{len(flags)}.tiff"
+        assert run("crop-pad", source, "-o", out, "--shape", "6,6", *flags).exit_code == 0
+        loaded = io.read_array(str(out))
+        assert (loaded.layout, loaded.pages) == ("HWC", 1) and np.array_equal(loaded.data, data[1:7, 1:7])
+        with Image.open(out) as image:
+            assert image.mode == "LA" and np.array_equal(np.asarray(image), data[1:7, 1:7])
+
+
+def test_a_tensor_of_three_axes_stays_pages(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Without an image's axes, (3, 8, 10) float32 is three pages, not 3 x 8 pixels of 10 channels."""
+    data = rng.random((3, 8, 10), dtype=np.float32)
+    io.write_array(data, str(tmp_path / "t.tiff"))
+    loaded = io.read_array(str(tmp_path / "t.tiff"))
+    assert loaded.pages == 3 and loaded.layout is None and np.array_equal(loaded.data, data)

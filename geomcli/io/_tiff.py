@@ -163,7 +163,14 @@ def read(
 def _photometric(
     data: np.ndarray, layout: str | None, choice: _Choice, notes: list[str]
 ) -> tuple[np.ndarray, str | None]:
-    """Values as the viewer sees them: min-is-white inverted, palette indices expanded to RGB."""
+    """Values as the viewer sees them: min-is-white inverted, palette indices expanded to RGB.
+
+    Min-is-white is inverted only where that is exact and 0 is black after it: bilevel (bool) and
+    unsigned data, as max - v (max of the stored bits), so every output, min-is-black, shows what
+    the input showed. Float and signed data have no fixed white to invert about: their values are
+    kept as stored, and _not_carried names the photometric in a warning (the output shows them
+    inverted). A bool mask written by tifffile, min-is-white by default, so reads inverted.
+    """
     page = choice.keyframe
     photometric = _enum_name(page.photometric)
     if photometric == "MINISWHITE" and data.dtype.kind in "bu":
@@ -344,7 +351,9 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         resolution = None  # what libtiff and tifffile write when nobody set a resolution
     if choice.kind == "imagej":
         imagej = tuple((key, info[key]) for key in _IMAGEJ_KEPT if isinstance(info.get(key), (int, float)))
-    axes = choice.axes if choice.kind is not None else None
+    # a plain image's channels (YXS, without axes metadata) are named too, so that 2 or 12 of them
+    # are written back as one image's channels (kind None: no metadata is written for them)
+    axes = choice.axes if choice.kind is not None or choice.axes == "YXS" else None
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
     return Metadata(icc=icc_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
@@ -369,6 +378,9 @@ _DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageN
 def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orientation: bool) -> tuple[str, ...]:
     """The metadata of this file that no output keeps, named for a warning."""
     dropped = []
+    if _enum_name(choice.keyframe.photometric) == "MINISWHITE" and choice.dtype.kind not in "bu":
+        dropped.append(f"the TIFF min-is-white photometric ({choice.dtype} values kept as stored, "
+                       "so a viewer shows the output inverted)")
     orientation = _orientation(choice)
     if kept_orientation and orientation != 1:
         dropped.append(f"the TIFF orientation {orientation} ({ORIENTATIONS[orientation]} to be upright)")
@@ -674,11 +686,16 @@ def write(
     warnings: list[str] = []
     axes = metadata.axes
     if axes is not None and len(axes) != data.ndim:
-        warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
+        if metadata.axes_kind is not None:  # (a plain image's YXS is no metadata of the file's)
+            warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
         axes = None
-    rgb = data.dtype in (np.uint8, np.uint16) and data.ndim >= 3 and data.shape[-1] in (3, 4) and (
-        axes.endswith("S") if axes else data.ndim == 3
-    )
+    channels = data.shape[-1] if data.ndim >= 3 else 1
+    # an 8- or 16-bit H x W x 2, 3 or 4 array without axes is taken for an image (grey and alpha,
+    # RGB, RGBA), as Pillow's modes are; else only pages that held samples (YXS) give samples,
+    # however many there are now
+    image = axes is None and data.ndim == 3 and channels in (2, 3, 4) and data.dtype in (np.uint8, np.uint16)
+    samples = image or (bool(axes and axes.endswith("S")) and channels > 1)
+    rgb = samples and channels in (3, 4) and data.dtype.kind in "iuf"
     kind = metadata.axes_kind if axes else None
     if kind == "imagej" and not _imagej_fits(data, axes or ""):
         warnings.append(f"ImageJ metadata cannot describe {data.dtype} data with axes {axes}; "
@@ -688,8 +705,12 @@ def write(
         # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
         "photometric": "rgb" if rgb else "minisblack",
         "bigtiff": data.nbytes >= BIGTIFF_BYTES,
-        "metadata": {"axes": axes} if axes else {},
+        "metadata": {"axes": axes} if kind else {},
     }
+    if samples and not rgb:
+        write_args["planarconfig"] = "contig"  # one page of channels, not a page per row
+        if channels == 2 and data.dtype in (np.uint8, np.uint16):
+            write_args["extrasamples"] = ("unassalpha",)  # grey and alpha, as PNG's and Pillow's LA
     if kind == "imagej":
         write_args["imagej"] = True
         write_args["metadata"].update(metadata.imagej)
