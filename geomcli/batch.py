@@ -570,8 +570,8 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
     if failed:  # even if this process did every job meanwhile
         raise failed[0]
     if unstarted:
-        click.echo(f"Warning: only {len(workers_started)} of {count} worker processes could start "
-                   f"({unstarted[0].strerror or unstarted[0]}); the others took their files", err=True)
+        transforms.echo_stderr(f"Warning: only {len(workers_started)} of {count} worker processes could start "
+                               f"({unstarted[0].strerror or unstarted[0]}); the others took their files")
 
 
 def _takes_another(held: int, pending: int, count: int, fail_fast: bool) -> bool:
@@ -841,9 +841,9 @@ class _Outcomes:
 
     def _say(self, line: str) -> None:
         if self.progress is not None:
-            self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self.progress.console.print(summary.printable(line), markup=False, highlight=False, soft_wrap=True)
         else:
-            click.echo(line, err=True)
+            transforms.echo_stderr(line)
 
     def finish(self, seconds: float) -> int:
         """Show what is left (after --fail-fast) and the summary; the exit code."""
@@ -858,7 +858,7 @@ class _Outcomes:
         elif not self.task.common.quiet:
             line = f"{self.task.command}: {ok} ok, {failed} failed, {skipped} skipped"
             line += f", {not_run} not run (--fail-fast)" if not_run else ""
-            click.echo(f"{line} in {seconds:.1f} s", err=True)
+            transforms.echo_stderr(f"{line} in {seconds:.1f} s")
         return EXIT_FAILED if failed else 0
 
 
@@ -911,7 +911,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
             report.notes.append(reason)
         counts[report.status] += 1
         if report.status == "error":
-            click.echo(f"Error: {report.error}", err=True)
+            transforms.echo_stderr(f"Error: {report.error}")
         if task.common.json:
             transforms.echo_stdout(report.to_json())
         elif report.status != "error":
@@ -923,6 +923,6 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
                                            "ok": counts["ok"], "failed": counts["error"],
                                            "skipped": counts["skipped"], "not_run": 0, "total": len(jobs)}))
     elif not task.common.quiet:
-        click.echo(f"{task.command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
-                   f"{counts['skipped']} skipped", err=True)
+        transforms.echo_stderr(f"{task.command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
+                               f"{counts['skipped']} skipped")
     return EXIT_FAILED if counts["error"] else 0

@@ -208,7 +208,8 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """INPUT..., -o for one file, or --out-dir and the batch options for many; the command gets
     ``inputs``, ``output`` and one ``BatchOptions`` as ``batch``."""
 
-    @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", type=click.Path(allow_dash=True, readable=False))
+    @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
+                    type=click.Path(allow_dash=True, readable=False))
     @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(dir_okay=False, allow_dash=True),
                   help="Where to write the result of one INPUT; - for stdout.")
     @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False),
@@ -298,6 +299,9 @@ class _Command(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
+        except click.ClickException as error:
+            _escape_message(error)
+            raise
         except click.exceptions.Exit as stop:
             if stop.exit_code == 0 and sys.stdout is None:  # click.echo wrote nowhere
                 raise StdoutError("<stdout>: standard output is closed") from None
@@ -325,6 +329,9 @@ class _Group(_Command, click.Group):
             signal.signal(signal.SIGTERM, _terminate)
         try:
             return super().invoke(ctx)
+        except click.ClickException as error:
+            _escape_message(error)
+            raise
         except KeyboardInterrupt:
             click.echo("Interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
@@ -345,6 +352,16 @@ class _Group(_Command, click.Group):
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
+
+
+def _escape_message(error: click.ClickException) -> None:
+    """Escape the control characters of the message click is to show for ``error`` (a path in it
+    must not break the line), as every other line geomcli prints has them escaped. Not the help
+    text that click (8.2+) shows for a command given no arguments."""
+    from geomcli.summary import printable
+
+    if not isinstance(error, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        error.message = printable(error.message)  # type: ignore[misc]  # Final to type checkers only
 
 
 def _is_stdout(output: str | None) -> bool:
@@ -614,7 +631,7 @@ def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -
         record = transform.info(path, max_pixels=max_pixels, frames=frames)
         if record["status"] != "ok":
             failed += 1
-            click.echo(f"Error: {record['error']}", err=True)
+            transform.echo_stderr(f"Error: {record['error']}")
         if as_json:
             transform.echo_stdout(summary.strict_json(record))
         elif record["status"] == "ok":

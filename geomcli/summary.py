@@ -11,9 +11,27 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from typing import IO, Any
+
+# What would end a line or drive the terminal if printed as it is: C0 and C1 controls (ESC, CSI,
+# NEL), DEL, the line and paragraph separators, bidirectional overrides that reorder what
+# follows; and lone surrogates, the bytes of a name that is not UTF-8, which a strict stream
+# could not encode at all.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` as one line a terminal shows as it is: each character of ``_UNPRINTABLE``
+    written as a Python escape. Applied to every line geomcli prints (transform.echo_stdout,
+    echo_stderr, the summary line, click's usage errors), so a file name cannot break a line.
+
+    >>> print(printable("x\ny\x1b[31m.png"), printable("a\udcff.png"))
+    x\ny\x1b[31m.png a\udcff.png
+    """
+    return _UNPRINTABLE.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 class Report:
@@ -118,7 +136,7 @@ def _shape(shape: list[int] | None) -> str:
 def _plain_line(report: Report) -> str:
     arrow = f"{report.input or '-'} → {report.output or '-'}"
     if report.status != "ok":
-        return f"{report.command}: {arrow}: {report.status}: {report.error}"
+        return printable(f"{report.command}: {arrow}: {report.status}: {report.error}")
     if report.input_shape is None:
         shapes = f"{_shape(report.output_shape)} {report.output_dtype}"
     else:
@@ -130,7 +148,7 @@ def _plain_line(report: Report) -> str:
     parts.extend(f"{key}={value}" for key, value in report.parameters.items())
     if report.seconds is not None:
         parts.append(f"in {report.seconds * 1000:.0f} ms")
-    return " ".join(parts) + "".join(f"\n  note: {note}" for note in report.notes)
+    return printable(" ".join(parts)) + "".join(f"\n  note: {printable(note)}" for note in report.notes)
 
 
 def wants_colour(stream: IO[str]) -> bool:

@@ -119,10 +119,10 @@ def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
     from geomcli import summary
 
     if report.status != "ok":
-        click.echo(f"Error: {report.error}", err=True)
+        echo_stderr(f"Error: {report.error}")
     elif not common.quiet and not common.json:
         for warning in report.warnings:
-            click.echo(f"Warning: {report.output}: {warning}", err=True)
+            echo_stderr(f"Warning: {report.output}: {warning}")
         summary.show(report)
     if common.json:
         if data_on_stdout:
@@ -141,15 +141,26 @@ def check_stdout() -> None:
 
 
 def echo_stdout(text: str) -> None:
-    """A line of text on standard output (info lines, JSON records): a closed or failing stdout
-    ends the run with an error, never loses the text in silence."""
+    """A line of text on standard output (info lines, JSON records), control characters escaped
+    (summary.printable): a closed or failing stdout ends the run with an error, never loses the
+    text in silence."""
+    from geomcli.summary import printable
+
     check_stdout()
     try:
-        click.echo(text)
+        click.echo(printable(text))
     except BrokenPipeError:
         raise
     except OSError as error:
         raise StdoutError(f"<stdout>: cannot write ({error.strerror or error})") from error
+
+
+def echo_stderr(line: str) -> None:
+    """A message line on standard error (Error:, Warning:, a batch's counts), control characters
+    escaped (summary.printable): a file name in it cannot break the line or drive the terminal."""
+    from geomcli.summary import printable
+
+    click.echo(printable(line), err=True)
 
 
 # ---- one file ---------------------------------------------------------------------------------

@@ -1,18 +1,23 @@
-"""Batch safety under races and odd environments: -n against files made during the run."""
+"""Safety under races and hostile names: -n against files made during the run; control
+characters in file names, which must not break a message line or drive the terminal."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner, Result
 from PIL import Image, PngImagePlugin
 
-from geomcli import batch
+from geomcli import batch, summary
+from geomcli.cli import cli
 from geomcli.errors import GeomError
 from geomcli.io import _atomic, _mapped
 from geomcli.summary import Report
@@ -56,8 +61,6 @@ def test_no_clobber_skips_an_output_made_during_the_run(tmp_path: Path, jobs: st
                              "-j", jobs, "--json"], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(hooks), "GEOMCLI_TEST_PLANT": str(out / "n09.png")})
     assert result.returncode == 0, result.stderr
-    import json
-
     records = [json.loads(line) for line in result.stdout.splitlines()]
     planted = [record for record in records if record.get("input", "").endswith("n09.png")]
     assert [(r["status"], r["error"], r["notes"]) for r in planted] == [
@@ -141,3 +144,94 @@ def test_no_replace_is_off_by_default_and_ends_with_its_block(tmp_path: Path) ->
         f.write(b"new")
     assert target.read_bytes() == b"new"
     assert issubclass(_atomic.OutputExistsError, GeomError)
+
+
+# --- control characters in file names: every line geomcli prints stays one line ------------------
+
+# What a terminal acts on: C0 controls but the line's own end, DEL, C1 controls (CSI is \x9b)
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def lines(text: str) -> list[str]:
+    assert not RAW_CONTROL.search(text), repr(text)
+    return text.splitlines()
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """names/: a junk file named with a newline, a picture named with an ANSI colour sequence."""
+    folder = tmp_path / "names"
+    folder.mkdir()
+    (folder / "x\ny.png").write_bytes(b"junk")
+    Image.new("RGB", (12, 10), (9, 9, 9)).save(folder / "c\x1b[31mred\x9b2J.png", format="PNG")
+    return folder
+
+
+def test_a_newline_in_a_name_keeps_a_one_file_error_on_one_line(hostile: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", hostile / "x\ny.png", "-o", tmp_path / "o.png", "--shape", "8,8")
+    assert result.exit_code == 1
+    assert lines(result.stderr) == [f"Error: {hostile}/x\\ny.png: not a readable PNG (unrecognised content)"]
+
+
+def test_control_characters_in_names_are_escaped_in_the_summary_and_warnings(hostile: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", hostile / "c\x1b[31mred\x9b2J.png", "-o", tmp_path / "o\tut\x1b[0m.jpg", "--shape", "8,8")
+    assert result.exit_code == 0, result.stderr
+    warning, summary = lines(result.stderr)
+    assert warning.startswith(f"Warning: {tmp_path}/o\\tut\\x1b[0m.jpg: JPEG is lossy")
+    assert summary.startswith(f"crop-pad {hostile}/c\\x1b[31mred\\x9b2J.png → {tmp_path}/o\\tut\\x1b[0m.jpg: ")
+
+
+def test_control_characters_in_names_are_escaped_in_a_batch_and_its_dry_run(hostile: Path, tmp_path: Path) -> None:
+    common = ("crop-pad", hostile, "--out-dir", tmp_path / "out", "--shape", "8,8")
+    dry = run(*common, "--dry-run")
+    assert dry.exit_code == 1
+    assert lines(dry.stdout) == [f"{hostile}/c\\x1b[31mred\\x9b2J.png → {tmp_path}/out/c\\x1b[31mred\\x9b2J.png: "
+                                 "8×8×3 uint8"]
+    assert lines(dry.stderr)[0] == f"Error: {hostile}/x\\ny.png: not a readable PNG (unrecognised content)"
+    result = run(*common)
+    assert result.exit_code == 1
+    assert lines(result.stderr)[0] == f"Error: {hostile}/x\\ny.png: not a readable PNG (unrecognised content)"
+    assert len(lines(result.stderr)) == 2  # and the count
+    assert (tmp_path / "out" / "c\x1b[31mred\x9b2J.png").is_file()  # the file itself keeps its name
+    records = run(*common, "--json").stdout.splitlines()  # JSON escapes by itself: the name read back whole
+    assert json.loads(records[1])["input"] == str(hostile / "x\ny.png")
+
+
+def test_control_characters_in_names_are_escaped_in_info_and_usage_errors(hostile: Path, tmp_path: Path) -> None:
+    result = run("info", hostile / "c\x1b[31mred\x9b2J.png", hostile / "x\ny.png")
+    assert result.exit_code == 1
+    assert lines(result.stdout)[0].startswith(f"{hostile}/c\\x1b[31mred\\x9b2J.png: png 10×12×3 uint8")
+    assert lines(result.stderr) == [f"Error: {hostile}/x\\ny.png: not a readable PNG (unrecognised content)"]
+    (tmp_path / "fold\ner").mkdir()
+    usage = run("crop-pad", tmp_path / "fold\ner", "-o", tmp_path / "o.png", "--shape", "8,8")
+    assert usage.exit_code == 2
+    assert lines(usage.stderr)[-1] == f"Error: {tmp_path}/fold\\ner is a folder; give --out-dir DIR for the files in it"
+    bare = run()  # click's help for no arguments is its own text, its lines kept
+    assert "\n  crop-pad " in bare.stdout + bare.stderr
+
+
+def test_a_name_that_is_not_utf8_is_escaped_on_a_strict_stdout(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    Image.new("L", (6, 6)).save(os.fsdecode(bytes(folder) + b"/a\xff.png"), format="PNG")
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(folder), "--out-dir", str(tmp_path / "out"), "--shape", "4,4",
+                             "--dry-run"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONIOENCODING": "utf-8"})  # stdout errors="strict"
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{folder}/a\\udcff.png → {tmp_path}/out/a\\udcff.png: 4×4 uint8\n"
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("plain ünïcode ✓ 画像.png", "plain ünïcode ✓ 画像.png"),
+    ("a\nb\r\tc\x00", "a\\nb\\r\\tc\\x00"),
+    ("\x1b[2J\x9b31m\x7f", "\\x1b[2J\\x9b31m\\x7f"),
+    ("line\u2028sep\u202eevil", "line\\u2028sep\\u202eevil"),
+    ("a\udcffb", "a\\udcffb"),
+])
+def test_printable_escapes_what_would_break_or_drive_a_line(text: str, shown: str) -> None:
+    assert summary.printable(text) == shown
+    assert summary.printable(shown) == shown
