@@ -22,9 +22,9 @@ import math
 import subprocess
 import sys
 import warnings
-from fractions import Fraction
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
