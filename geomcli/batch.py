@@ -117,7 +117,11 @@ def run(task: Task, arguments: Sequence[str], options: BatchOptions) -> int:
         workers = min(options.jobs or cpus.available_cpus(), len(todo))
         if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
             workers = 1  # starting workers costs about what 8 MB of images take to do
-        if workers > 1 and not task.common.debug:
+        if task.common.debug:
+            workers = 1  # an error raises, with its traceback, from this process
+        elif workers > 1:
+            workers = _workers_allowed(workers)
+        if workers > 1:
             if task.common.threads is None:  # the workers share the cores: one kernel thread each
                 task = dataclasses.replace(task, common=task.common._replace(threads=1))
             _in_workers(task, todo, workers, outcomes, options.fail_fast)
@@ -572,6 +576,44 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: _Outcomes
     if unstarted:
         transforms.echo_stderr(f"Warning: only {len(workers_started)} of {count} worker processes could start "
                                f"({unstarted[0].strerror or unstarted[0]}); the others took their files")
+
+
+# The descriptors a run with workers needs besides those open when it begins: the forkserver's,
+# the resource tracker's and the wake pipes, the shared memory, a file done here while workers
+# start (16); and for each worker its pipe, its sentinel and the forkserver's end of it, with a
+# share of those a start holds for a moment (4). The forkserver, under the same limit, needs fewer.
+_DESCRIPTORS_FIXED, _DESCRIPTORS_PER_WORKER = 16, 4
+
+
+def _workers_allowed(count: int) -> int:
+    """How many of ``count`` worker processes the open-file limit (ulimit -n) has room for; 1,
+    this process doing every file, for fewer than two. Past the limit a start fails, with a
+    traceback from multiprocessing's forkserver that no handler of ours can catch, and a file
+    opened here meanwhile fails too. A warning says when there are fewer."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return count
+    room = (limit - _descriptors_open() - _DESCRIPTORS_FIXED) // _DESCRIPTORS_PER_WORKER
+    if room >= count:
+        return count
+    if room < 2:
+        transforms.echo_stderr(f"Warning: the open-file limit (ulimit -n {limit}) leaves no room for worker "
+                               "processes; this process does every file")
+        return 1
+    transforms.echo_stderr(f"Warning: the open-file limit (ulimit -n {limit}) leaves room for {room} of {count} "
+                           "worker processes")
+    return room
+
+
+def _descriptors_open() -> int:
+    for listing in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(listing)) - 1  # less the one that lists them
+        except OSError:
+            pass
+    return 3  # the standard streams
 
 
 def _takes_another(held: int, pending: int, count: int, fail_fast: bool) -> bool:

@@ -235,3 +235,41 @@ def test_a_name_that_is_not_utf8_is_escaped_on_a_strict_stdout(tmp_path: Path) -
 def test_printable_escapes_what_would_break_or_drive_a_line(text: str, shown: str) -> None:
     assert summary.printable(text) == shown
     assert summary.printable(shown) == shown
+
+
+# --- a low open-file limit (ulimit -n): fewer workers, or none, and never a traceback --------------
+
+
+def test_a_low_open_file_limit_takes_fewer_workers_without_a_traceback_or_a_failed_file(tmp_path: Path) -> None:
+    import resource
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for index in range(300):
+        Image.new("RGB", (8, 8), (index % 256, 0, 0)).save(folder / f"t{index:03d}.png")
+    for limit in (14, 16, 18, 20):
+        out = tmp_path / f"out{limit}"
+        result = subprocess.run([*GEOMCLI, "crop-pad", str(folder), "--out-dir", str(out), "--shape", "4,4", "-j", "2"],
+                                capture_output=True, text=True, timeout=60,
+                                preexec_fn=lambda limit=limit: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                                   (limit, limit)))
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.splitlines()[:-1] == [
+            f"Warning: the open-file limit (ulimit -n {limit}) leaves no room for worker processes; "
+            "this process does every file"], result.stderr
+        assert len(os.listdir(out)) == 300
+
+
+def test_the_open_file_limit_bounds_the_worker_count(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import resource
+
+    monkeypatch.setattr(batch, "_descriptors_open", lambda: 10)
+    limit = 10 + batch._DESCRIPTORS_FIXED + 5 * batch._DESCRIPTORS_PER_WORKER + 1
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (limit, resource.RLIM_INFINITY))
+    assert batch._workers_allowed(4) == 4 and capsys.readouterr().err == ""
+    assert batch._workers_allowed(8) == 5
+    assert capsys.readouterr().err == (f"Warning: the open-file limit (ulimit -n {limit}) leaves room for 5 of 8 "
+                                       "worker processes\n")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert batch._workers_allowed(64) == 64
