@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import click
+
 from geomcli.constants import (
     DEFAULT_MAX_PIXELS,
     EXIT_BROKEN_PIPE,
@@ -25,15 +27,6 @@ from geomcli.constants import (
     TIFF_COMPRESSIONS,
 )
 from geomcli.errors import GeomError, StdoutError
-
-# click's import is the longest step of start-up (20 of some 60 ms): Ctrl-C there ends as it does
-# once a command runs (_Group.invoke), not in a traceback. Nothing is written yet.
-try:
-    import click
-except KeyboardInterrupt:
-    with contextlib.suppress(AttributeError, OSError):  # no stderr, or a full one
-        sys.stderr.write("Interrupted\n")
-    raise SystemExit(EXIT_INTERRUPTED) from None
 
 if TYPE_CHECKING:
     from geomcli.io import Header

@@ -277,29 +277,6 @@ def test_the_open_file_limit_bounds_the_worker_count(monkeypatch: pytest.MonkeyP
 
 # --- Ctrl-C while the command starts ------------------------------------------------------------
 
-# Loaded at start-up (on PYTHONPATH): Ctrl-C arrives while click, most of start-up, is imported.
-_INTERRUPTING_CLICK_IMPORT = """
-import os, signal, sys
-
-class InterruptClick:
-    def find_spec(self, name, path=None, target=None):
-        if name == "click":
-            sys.meta_path.remove(self)
-            os.kill(os.getpid(), signal.SIGINT)
-        return None
-
-sys.meta_path.insert(0, InterruptClick())
-"""
-
-
-def test_ctrl_c_while_click_is_imported_is_interrupted_not_a_traceback(tmp_path: Path) -> None:
-    (tmp_path / "sitecustomize.py").write_text(_INTERRUPTING_CLICK_IMPORT)
-    script = Path(sys.executable).with_name("geomcli")
-    for command in [GEOMCLI, [str(script)]] if script.exists() else [GEOMCLI]:
-        result = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60,
-                                env={**os.environ, "PYTHONPATH": str(tmp_path)})
-        assert (result.returncode, result.stdout, result.stderr) == (130, "", "Interrupted\n"), command
-
 
 def test_ctrl_c_while_the_command_line_is_parsed_is_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
     import click
