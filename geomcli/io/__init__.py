@@ -531,8 +531,9 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
     """(what the backend reads: a path or the bytes, the name for messages, the format, the
     file's size: None for stdin and pipes).
 
-    Streams (stdin, a FIFO) are read whole, at most as many bytes as ``max_pixels`` elements of
-    the widest dtype could take; devices are refused: /dev/zero named x.npy is not read forever.
+    Streams (stdin, a FIFO) are sniffed from their first bytes, then read as far as their header
+    declares (.npy, PNG) or else at most as many bytes as ``max_pixels`` elements of the widest
+    dtype could take; devices are refused: /dev/zero named x.npy is not read forever.
     """
     name = display_name(path)
     if path == "-":
@@ -543,19 +544,11 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         if isatty is not None and isatty():
             # reading would wait for binary data typed at the keyboard
             raise GeomError(f"{name}: is a terminal; pipe data in (cat photo.png | geomcli ... -)")
-        data = _read_stream(stdin.buffer, name, max_pixels)
-        if not data:
-            raise GeomError(f"{name}: empty input")
-        found = sniff_format(data[:SNIFF_BYTES])
-        if format is None:
-            if found is None:
-                raise GeomError(
-                    f"{name}: unrecognised content (expected one of {', '.join(FORMATS)})"
-                )
-            return data, name, found, None
-        fmt = format_for_path(path, format)
-        _agree(name, fmt, found)
-        return data, name, fmt, None
+        stream = _Stream(stdin.buffer, name, max_pixels)
+        head = stream.peek(0, SNIFF_BYTES)
+        fmt = _content_format(name, head, None if format is None else format_for_path(path, format),
+                              empty=not head, stdin=True)
+        return stream.whole(fmt), name, fmt, None
     # a name without an extension (/dev/stdin, process substitution's /dev/fd/63): the content
     # decides, as for "-"; an extension geomcli does not know stays an error
     named: str | None = format_for_path(path, format) if format is not None or os.path.splitext(path)[1] else None
@@ -570,30 +563,34 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
                 # /dev/zero or a terminal: endless or interactive, never an image
                 raise GeomError(f"{name}: is a device, not a file or a pipe")
             if stat.S_ISREG(info.st_mode):
-                head = f.read(SNIFF_BYTES)
-                source: str | bytes = path
-                size = info.st_size
-                file_size: int | None = size
-            else:
-                # a FIFO (process substitution, /dev/stdin): no size, no seeking, no mmap; read
-                # to its end, waiting for data once a writer has it open
-                os.set_blocking(descriptor, True)
-                source = _read_stream(f, name, max_pixels, stat.S_ISFIFO(info.st_mode))
-                head, size, file_size = source[:SNIFF_BYTES], len(source), None
+                fmt = _content_format(name, f.read(SNIFF_BYTES), named, empty=info.st_size == 0, stdin=False)
+                return path, name, fmt, info.st_size
+            # a FIFO (process substitution, /dev/stdin): no size, no seeking, no mmap; read
+            # to its end, waiting for data once a writer has it open
+            os.set_blocking(descriptor, True)
+            stream = _Stream(f, name, max_pixels, stat.S_ISFIFO(info.st_mode))
+            head = stream.peek(0, SNIFF_BYTES)
+            fmt = _content_format(name, head, named, empty=not head, stdin=False)
+            return stream.whole(fmt), name, fmt, None
     except OSError as e:
         raise _read_error(name, e) from e
-    if size == 0:
-        raise GeomError(f"{name}: empty file")
+
+
+def _content_format(name: str, head: bytes, named: str | None, *, empty: bool, stdin: bool) -> str:
+    """The format of an input from its first bytes: the one ``named`` (by an extension or
+    ``format``), which they must show, or else the one they show."""
+    if empty:
+        raise GeomError(f"{name}: empty input" if stdin else f"{name}: empty file")
     found = sniff_format(head)
-    if named is None:
-        if found is None:
-            raise GeomError(
-                f"{name}: no file extension and unrecognised content "
-                f"(expected one of {', '.join(FORMATS)}; or give --format)"
-            )
-        return source, name, found, file_size
-    _agree(name, named, found)
-    return source, name, named, file_size
+    if named is not None:
+        _agree(name, named, found)
+        return named
+    if found is None:
+        expected = f"expected one of {', '.join(FORMATS)}"
+        if stdin:
+            raise GeomError(f"{name}: unrecognised content ({expected})")
+        raise GeomError(f"{name}: no file extension and unrecognised content ({expected}; or give --format)")
+    return found
 
 
 # the widest element (complex128), so a limit in elements bounds a stream's bytes; plus room for
@@ -602,35 +599,80 @@ _STREAM_BYTES_PER_ELEMENT = 16
 _STREAM_SLACK = 1 << 20
 # how long a named FIFO may stay without a writer before it counts as empty
 _WRITER_GRACE = 2.0
+_STREAM_CHUNK = 1 << 22
 
 
-def _read_stream(f: IO[bytes], name: str, max_pixels: int, fifo: bool = False) -> bytes:
-    """All of a stream, in chunks (never one allocation of the whole limit), or a GeomError once
-    it holds more than ``max_pixels`` elements could need.
+class _Stream:
+    """A stream read into one buffer that grows as needed, never past ``limit`` bytes (what
+    ``max_pixels`` elements could need) and, once the format is known, never past the size its
+    header declares: junk after a .npy or a PNG's IEND is not read.
+
+    The buffer is a BytesIO, whose getvalue() hands over the bytes it holds without a copy: a
+    list of pieces joined at the end held everything twice (2 GB of zeros took 4.2 GB).
 
     ``fifo``: a read of a FIFO that no writer has open ends at once, empty; one whose writer is
     about to open it gets ``_WRITER_GRACE`` seconds to do so (one already waiting in open() is
     there already). A FIFO nobody ever writes to is an empty input, not a hung run.
     """
-    import time
 
-    limit = max_pixels * _STREAM_BYTES_PER_ELEMENT + _STREAM_SLACK
-    chunks: list[bytes] = []
-    total = 0
-    deadline = time.monotonic() + _WRITER_GRACE
-    while True:
-        chunk = f.read(min(1 << 24, limit + 1 - total))
-        if not chunk and fifo and not chunks and time.monotonic() < deadline:
-            time.sleep(0.05)
-            continue
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > limit:
+    def __init__(self, f: IO[bytes], name: str, max_pixels: int, fifo: bool = False) -> None:
+        import time
+
+        self._f = f
+        self._name = name
+        self._max_pixels = max_pixels
+        self._limit = max_pixels * _STREAM_BYTES_PER_ELEMENT + _STREAM_SLACK
+        self._fifo = fifo
+        self._deadline = time.monotonic() + _WRITER_GRACE
+        self._buffer = io.BytesIO()
+        self._ended = False
+
+    def peek(self, start: int, size: int) -> bytes:
+        """Bytes ``start`` to ``start + size`` of the stream; fewer where it ends before."""
+        self._fill(start + size)
+        self._buffer.seek(start)
+        part = self._buffer.read(size)
+        self._buffer.seek(0, io.SEEK_END)
+        return part
+
+    def whole(self, fmt: str) -> bytes:
+        """The stream to its end, or to the end its ``fmt`` header declares (checked against
+        ``max_pixels`` before the data is read). The stream is not to be used after this."""
+        if fmt == "npy":
+            from geomcli.io import _npy
+
+            end = _npy.stream_size(self.peek, self._name, self._max_pixels)
+            # exact, its elements checked against max_pixels: wide strings may take more bytes
+            self._limit = max(self._limit, end)
+        elif fmt == "png":
+            from geomcli.io import _png
+
+            end = _png.stream_size(self.peek, self._name, self._max_pixels)
+        else:
+            end = self._limit + 1
+        self._fill(end)
+        self._buffer.truncate(end)
+        return self._buffer.getvalue()
+
+    def _fill(self, size: int) -> None:
+        """Read until the buffer holds ``size`` bytes or the stream ends; a GeomError once it
+        holds more than the limit."""
+        import time
+
+        held = self._buffer.tell()
+        target = min(size, self._limit + 1)
+        while held < target and not self._ended:
+            piece = self._f.read(min(_STREAM_CHUNK, target - held))
+            if not piece and self._fifo and not held and time.monotonic() < self._deadline:
+                time.sleep(0.05)
+                continue
+            self._ended = not piece
+            self._buffer.write(piece)
+            held += len(piece)
+        if held > self._limit:
             raise GeomError(
-                f"{name}: more than {limit} bytes, more than {max_pixels} elements could need; "
-                "raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS"
+                f"{self._name}: more than {self._limit} bytes, more than {self._max_pixels} elements could "
+                "need; raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS"
             )
 
 

@@ -6,6 +6,7 @@ import io
 import math
 import os
 import tokenize
+from collections.abc import Callable
 from typing import IO
 
 import ml_dtypes  # noqa: F401  (registers "bfloat16" and co. by name, so their headers parse)
@@ -56,13 +57,27 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
             f"{name}: holds Python objects (dtype {dtype}), which only pickle can read; "
             "geomcli never unpickles"
         )
+    if _is_raw_bytes(dtype) and dtype.itemsize in _SAVED_AS_RAW_BYTES:
+        raise GeomError(
+            f"{name}: dtype {dtype} is raw bytes of no type geomcli can tell (np.save writes ml_dtypes' "
+            f"{_SAVED_AS_RAW_BYTES[dtype.itemsize]} so, dropping the type's name); save a.astype(np.float32), "
+            f"which holds each value exactly, or a.view(np.uint{8 * dtype.itemsize}), the same bits"
+        )
     if not _is_tensor_type(dtype):
         raise GeomError(f"{name}: dtype {dtype} is not an ONNX tensor type geomcli reads; it takes {_TAKES}")
-    if any(n < 0 for n in shape):
-        raise GeomError(
-            f"{name}: not a readable NPY (malformed header: negative dimension in {shape})"
-        )
-    return tuple(int(n) for n in shape), bool(fortran), dtype, f.tell()
+    _check_shape(shape, dtype, name)
+    return tuple(shape), bool(fortran), dtype, f.tell()
+
+
+def _check_shape(shape: tuple[int, ...], dtype: np.dtype, name: str) -> None:
+    """Refuse a shape numpy's header check lets through but no array can have: a bool (True is an
+    int to that check) or a dimension past int64 broke np.load with a traceback."""
+    for n in shape:
+        if type(n) is not int or not 0 <= n < 2**63:
+            raise GeomError(f"{name}: not a readable NPY (malformed header: dimension {n!r} in shape {shape})")
+    # numpy's own bound, which holds even when another dimension is 0
+    if math.prod(n for n in shape if n) * dtype.itemsize >= 2**63:
+        raise GeomError(f"{name}: not a readable NPY (malformed header: no array can have shape {shape} of {dtype})")
 
 
 _TAKES = ("bool, int8-int64, uint8-uint64, float16/32/64, bfloat16 (and ml_dtypes' float8 and int4 types), "
@@ -104,6 +119,20 @@ def _check(
         )
 
 
+def stream_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int:
+    """The bytes a .npy at the start of a stream takes, header and data, as its header declares,
+    once its elements are checked against ``max_pixels``: a pipe is read that far and no further.
+    ``peek(start, size)`` gives bytes of the stream, reading it as far as they go."""
+    start = peek(0, 12)
+    # the header's length: 2 bytes after the version in 1.0, 4 in 2.0 and 3.0
+    prefix = 10 if start[6:7] == b"\x01" else 12
+    length = int.from_bytes(start[8:prefix], "little")
+    # a longer header is refused by _parse_header; more than that is not read to tell
+    shape, _, dtype, offset = _parse_header(io.BytesIO(peek(0, prefix + min(length, _MAX_HEADER + 1))), name)
+    check_size(_elements(shape, dtype), max_pixels, name)
+    return offset + math.prod(shape) * dtype.itemsize
+
+
 def read_header(source: str | bytes, name: str) -> Header:
     f, size = _open(source, name)
     with f:
@@ -116,8 +145,13 @@ def read_header(source: str | bytes, name: str) -> Header:
 def read(source: str | bytes, name: str, max_pixels: int, mmap: bool) -> Loaded:
     f, size = _open(source, name)
     with f:
-        shape, _, dtype, offset = _parse_header(f, name)
+        shape, fortran, dtype, offset = _parse_header(f, name)
     _check(shape, dtype, offset, size, name, max_pixels)
+    if isinstance(source, bytes) and dtype.itemsize and dtype.subdtype is None:
+        # the array is a view of the bytes read from the pipe: np.load would copy them
+        flat = np.frombuffer(source, dtype, math.prod(shape), offset)
+        data = flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+        return Loaded(data, "npy", None, "-")
     # np.memmap cannot map zero bytes; such arrays are read the plain way
     use_mmap = mmap and isinstance(source, str) and math.prod(shape) * dtype.itemsize > 0
     try:
@@ -158,6 +192,15 @@ def write(data: np.ndarray, f: IO[bytes]) -> None:
 class _WriteOnly:
     def __init__(self, f: IO[bytes]) -> None:
         self.write = f.write
+
+
+# the widths of ml_dtypes' types, which np.save writes as raw bytes ('<V2'): their names, for the
+# message that refuses such a file
+_SAVED_AS_RAW_BYTES = {1: "float8 and int4 types", 2: "bfloat16"}
+
+
+def _is_raw_bytes(dtype: np.dtype) -> bool:
+    return dtype.type is np.void and dtype.names is None and dtype.subdtype is None
 
 
 def _is_extension(dtype: np.dtype) -> bool:

@@ -124,6 +124,9 @@ def read(
             if chunks.frames > 1 and frames == "all":
                 raise GeomError(_NO_16BIT_FRAMES.format(name=name))
             return _read_png16(chunks, name, src, auto_orient)._replace(pages=chunks.frames)
+    elif fmt == "jpeg":
+        source = source if isinstance(source, bytes) else _read_all(source)
+        _check_jpeg_data(source, name)
     notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
         pages = _frames(im, name)
@@ -137,7 +140,7 @@ def read(
         mode, note = _target_mode(im)
         if mode == im.mode and "transparency" in im.info:
             # a colour key (PNG tRNS on grey or RGB): the values are kept, the key is not
-            notes.append(f"its transparent colour {im.info['transparency']} is not kept (no alpha channel is made)")
+            notes.append(_colour_key_note(im.info["transparency"]))
         _, channels = _KEPT[mode]
         width, height = im.size
         check_size((height, width, channels), max_pixels, name)
@@ -170,6 +173,84 @@ def read(
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
     return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages)
+
+
+# SOF markers -> the fewest bits of entropy-coded data that code one unit (an 8x8 block of one
+# component; a sample for lossless): no Huffman code is shorter than 1 bit, and a sequential
+# block has two (its DC difference, then an end-of-block or AC code); a progressive block has at
+# least its DC code in the first DC scan; a lossless sample its difference code. Arithmetic
+# coding (SOF9-11) can code a block in far less than a bit, so it has no such bound
+_LEAST_BITS = {0xC0: 2, 0xC1: 2, 0xC2: 1, 0xC3: 1}
+_LOSSLESS = 0xC3
+_START_OF_SCAN, _END_OF_IMAGE = 0xDA, 0xD9
+# markers that stand alone, without a length: TEM, RST0-7, SOI, EOI
+_NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
+
+
+def _check_jpeg_data(data: bytes, name: str) -> None:
+    """Refuse a JPEG whose entropy-coded data is too short for the frame its SOF declares, before
+    it is decoded: libjpeg fills what is missing with grey and only warns, which Pillow does not
+    pass on (a 335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey).
+
+    The data of every scan up to the first EOI is counted (an MPO's later images, and anything
+    after, are not), with its restart markers and stuffed bytes: more than it holds, never less.
+    """
+    import re
+
+    # the end of a scan's data: the next marker other than RSTn (FF 00 is a stuffed FF)
+    next_marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
+    least_bits, size = 0, (0, 0)
+    coded = 0
+    at = 2  # after SOI
+    while at + 4 <= len(data):
+        if data[at] != 0xFF:  # junk between segments, which libjpeg skips too
+            at = data.find(b"\xff", at)
+            if at < 0:
+                break
+            continue
+        marker = data[at + 1]
+        if marker == _END_OF_IMAGE:
+            break
+        if marker == 0xFF:  # a fill byte before a marker
+            at += 1
+            continue
+        if marker in _NO_LENGTH:
+            at += 2
+            continue
+        end = at + 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+        if marker in _LEAST_BITS and not least_bits:
+            least_bits, size = _frame_bits(marker, data[at + 4 : end])
+        at = end
+        if marker == _START_OF_SCAN:
+            found = next_marker.search(data, at)
+            end = len(data) if found is None else found.start()
+            coded += end - at
+            at = end
+    if 8 * coded < least_bits:
+        height, width = size
+        raise GeomError(f"{name}: not a readable JPEG (truncated: too little image data for {width}x{height})")
+
+
+def _frame_bits(marker: int, frame: bytes) -> tuple[int, tuple[int, int]]:
+    """The fewest bits of entropy-coded data that can code this frame (a SOF segment's body: see
+    _LEAST_BITS), and its (height, width); 0 bits when the frame is malformed, for Pillow to say so."""
+    if len(frame) < 6 or len(frame) < 6 + 3 * frame[5]:
+        return 0, (0, 0)
+    height, width = int.from_bytes(frame[1:3], "big"), int.from_bytes(frame[3:5], "big")
+    sampling = [(frame[7 + 3 * i] >> 4, frame[7 + 3 * i] & 15) for i in range(frame[5])]
+    if not sampling or min(min(pair) for pair in sampling) == 0:
+        return 0, (height, width)
+    most_h, most_v = max(h for h, _ in sampling), max(v for _, v in sampling)
+    units = 0
+    for h, v in sampling:
+        # a component's size, from the frame's and its sampling factors (T.81 A.1.1)
+        columns, rows = -(-width * h // most_h), -(-height * v // most_v)
+        units += columns * rows if marker == _LOSSLESS else -(-columns // 8) * -(-rows // 8)
+    return _LEAST_BITS[marker] * units, (height, width)
+
+
+def _colour_key_note(key: object) -> str:
+    return f"its transparent colour {key} is not kept (no alpha channel is made)"
 
 
 def _animated(name: str, frames: int) -> str:
@@ -277,7 +358,7 @@ def fitted_exif(exif: bytes, width: int, height: int) -> bytes | None:
 def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> Loaded:
     """Pillow would hand back 8 bits of these; our decoder keeps all 16."""
     data = _png.decode_16bit(chunks, name)
-    notes: list[str] = []
+    notes = [] if chunks.colour_key is None else [_colour_key_note(chunks.colour_key)]
     value = exif_orientation(chunks.exif) if auto_orient else 1
     if value in ORIENTATIONS:
         data = orient(data, value)

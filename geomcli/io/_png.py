@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from geomcli.cpus import available_cpus, share
 from geomcli.errors import GeomError
+from geomcli.io._base import check_size
 
 if TYPE_CHECKING:
     import numpy as np
@@ -96,6 +97,7 @@ class Chunks(NamedTuple):
     frames: int  # from an APNG's acTL; 1 for a plain PNG
     icc: bytes | None = None  # the iCCP profile, inflated
     ppm: tuple[int, int] | None = None  # pHYs in pixels per metre (unit 1 only)
+    colour_key: int | tuple[int, ...] | None = None  # tRNS of a grey or RGB image: its transparent value
 
 
 def read_chunks(data: bytes, name: str) -> Chunks:
@@ -107,6 +109,7 @@ def read_chunks(data: bytes, name: str) -> Chunks:
     exif: bytes | None = None
     icc: bytes | None = None
     ppm: tuple[int, int] | None = None
+    colour_key: int | tuple[int, ...] | None = None
     frames = 1
     while True:
         if at + 8 > len(data):
@@ -130,12 +133,48 @@ def read_chunks(data: bytes, name: str) -> Chunks:
             icc = _inflate_profile(bytes(body))
         elif kind == b"pHYs" and len(body) == 9 and body[8] == 1:
             ppm = struct.unpack(">II", body[:8])
+        elif kind == b"tRNS" and ihdr.colour_type in (0, 2) and len(body) == 2 * ihdr.channels:
+            key = struct.unpack(f">{ihdr.channels}H", body)
+            colour_key = key[0] if ihdr.channels == 1 else key
         elif kind == b"IEND":
             break
         at = end
     if not idat:
         raise GeomError(f"{name}: not a readable PNG (no image data)")
-    return Chunks(ihdr, tuple(idat), exif, frames, icc, ppm)
+    return Chunks(ihdr, tuple(idat), exif, frames, icc, ppm, colour_key)
+
+
+# what a stream's PNG may hold besides its image data (text, ICC profile, EXIF, chunk headers)
+_STREAM_METADATA = 64 << 20
+
+
+def stream_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int:
+    """The bytes a PNG at the start of a stream takes, to the end of its IEND chunk: a pipe is read
+    that far and no further. ``peek(start, size)`` gives bytes of the stream, reading it as far as
+    they go. The IHDR's size is checked against ``max_pixels`` first, and a chunk that would end
+    past what such an image can need (twice its rows a frame, stored deflate being barely more,
+    and _STREAM_METADATA) is refused before it is read. Where a chunk is damaged or the stream
+    ends, the walk stops: read_chunks says what is wrong."""
+    ihdr = parse_ihdr(peek(0, 33), name)
+    check_size(ihdr.shape, max_pixels, name)
+    at, frames = 33, 1
+    while True:
+        head = peek(at, 8)
+        if len(head) < 8:
+            return at + len(head)
+        length, kind = int.from_bytes(head[:4], "big"), head[4:]
+        if length > _MAX_CHUNK or not kind.isalpha():
+            return at + 8
+        end = at + 12 + length
+        if kind == b"IEND":
+            return end
+        if kind == b"acTL" and length == 8:
+            frames = max(frames, int.from_bytes(peek(at + 8, 4), "big"))
+        most = 33 + frames * 2 * ihdr.filtered_bytes + _STREAM_METADATA
+        if end > most:
+            raise GeomError(f"{name}: not a readable PNG (chunks run past {most} bytes, more than a "
+                            f"{ihdr.width}x{ihdr.height} image can need)")
+        at = end
 
 
 # Deflate makes at most 258 bytes of 2 bits (a longest match, one bit each for its length and

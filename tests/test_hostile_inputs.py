@@ -1,0 +1,316 @@
+"""Inputs crafted to cost memory or a traceback: pipes of junk, headers that claim more than the
+file holds, header values numpy's own check lets through. Each case is one error line (or a
+plain read), in bounded memory, measured on a real process where memory is the point.
+"""
+
+from __future__ import annotations
+
+import io as bytes_io
+import shlex
+import struct
+import subprocess
+import sys
+import textwrap
+import types
+import zlib
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from geomcli import io
+from geomcli.cli import cli
+from geomcli.errors import GeomError
+
+GEOMCLI = shlex.join([sys.executable, "-m", "geomcli"])
+# a few times what `geomcli info` of a small file takes (about 33 MiB)
+SMALL_RUN_MIB = 100
+JUNK_BYTES = 300 << 20
+
+
+def run(*args: str | Path, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
+
+
+def one_error(stderr: str, name: str | Path) -> str:
+    """The reason of the single ``Error: <name>: <reason>`` line ``stderr`` holds (besides a batch's
+    count)."""
+    assert "Traceback" not in stderr, stderr
+    (line,) = [line for line in stderr.splitlines() if not line.startswith("crop-pad: dry run")]
+    prefix = f"Error: {name}: "
+    assert line.startswith(prefix), stderr
+    return line[len(prefix):]
+
+
+def peak_run(shell: str) -> tuple[int, str, float]:
+    """Run a bash command line; its exit status, stderr, and the peak resident memory in MiB of the
+    biggest process it ran (ru_maxrss of a fresh parent's children, so no earlier test counts)."""
+    parent = textwrap.dedent("""
+        import resource, subprocess, sys
+        done = subprocess.run(["bash", "-c", sys.argv[1]], capture_output=True, text=True)
+        sys.stderr.write(done.stderr)
+        print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    """)
+    done = subprocess.run([sys.executable, "-c", parent, shell], capture_output=True, text=True, timeout=120)
+    code, peak = done.stdout.split()
+    return int(code), done.stderr, float(peak)
+
+
+def chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def png(width: int, height: int, depth: int, colour_type: int, rows: bytes, *extra: bytes) -> bytes:
+    """A PNG of ``rows`` (each with its filter byte), with ``extra`` chunks before its image data."""
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, colour_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + b"".join(extra) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+def npy_with_shape(shape: str, data: bytes) -> bytes:
+    """A version 1.0 .npy of float32 whose header says ``'shape': <shape>``, as written."""
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".encode()
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + data
+
+
+# ---- 1. pipes: sniffed first, read no further than the header declares, held once ----------------
+
+
+@pytest.mark.parametrize(("source", "reason"), [
+    ("-", "unrecognised content (expected one of png, jpeg, bmp, gif, webp, npy, tiff)"),
+    (f"<(head -c {JUNK_BYTES} /dev/zero)", "no file extension and unrecognised content"),
+])
+def test_zeros_in_a_pipe_are_refused_from_their_first_bytes(source: str, reason: str) -> None:
+    code, stderr, peak = peak_run(f"head -c {JUNK_BYTES} /dev/zero | {GEOMCLI} info {source}")
+    assert code == 1
+    assert one_error(stderr, "<stdin>" if source == "-" else "/dev/fd/63").startswith(reason)
+    assert peak < SMALL_RUN_MIB, peak  # it was 2 x the 300 MiB
+
+
+def test_a_fifo_whose_content_disagrees_with_its_name_is_refused_before_the_rest_is_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "named.npy"
+    code, stderr, peak = peak_run(f"mkfifo {fifo}; (printf '\\x89PNG\\r\\n\\x1a\\n'; head -c {JUNK_BYTES} /dev/zero)"
+                                  f" > {fifo} & {GEOMCLI} info {fifo}; status=$?; wait; exit $status")
+    assert code == 1
+    assert one_error(stderr, fifo) == "content is PNG, not NPY"
+    assert peak < SMALL_RUN_MIB, peak
+
+
+@pytest.mark.parametrize("fmt", ["npy", "png"])
+def test_a_pipe_is_read_no_further_than_its_header_declares(tmp_path: Path, fmt: str) -> None:
+    small = tmp_path / f"small.{fmt}"
+    io.write_array(np.arange(12, dtype=np.uint8).reshape(3, 4), str(small))
+    code, stderr, peak = peak_run(f"(cat {small}; head -c {JUNK_BYTES} /dev/zero) | {GEOMCLI} info -")
+    assert (code, stderr) == (0, ""), stderr
+    assert peak < SMALL_RUN_MIB, peak
+
+
+def test_a_png_chunk_longer_than_its_image_can_need_is_refused_before_it_is_read() -> None:
+    start = png(1, 1, 8, 0, b"\0\0")[:33]  # signature and IHDR of a 1x1 grey image
+    idat = struct.pack(">I", 2**31 - 1) + b"IDAT"
+    stdin = bytes_io.BytesIO(start + idat + bytes(4 << 20))
+    with pytest.raises(GeomError, match=r"^<stdin>: not a readable PNG \(chunks run past \d+ bytes, more than a "
+                                        r"1x1 image can need\)$"):
+        _read_stdin(stdin)
+    assert stdin.tell() < 1 << 20
+
+
+def test_a_npy_header_over_the_limit_is_refused_before_its_data_is_read() -> None:
+    stdin = bytes_io.BytesIO(npy_with_shape("(1000, 1000)", bytes(4 << 20)))
+    with pytest.raises(GeomError, match=r"^<stdin>: 1000000 elements exceed the limit of 1000; raise it"):
+        _read_stdin(stdin, max_pixels=1000)
+    assert stdin.tell() < 1 << 20
+
+
+def _read_stdin(stdin: bytes_io.BytesIO, max_pixels: int = io.DEFAULT_MAX_PIXELS,
+                frames: str | None = None) -> io.Loaded:
+    saved = sys.stdin
+    sys.stdin = types.SimpleNamespace(buffer=stdin)  # type: ignore[assignment]
+    try:
+        return io.read_array("-", max_pixels=max_pixels, frames=frames)
+    finally:
+        sys.stdin = saved
+
+
+def test_a_pipe_of_a_format_that_declares_no_size_is_read_up_to_the_limit() -> None:
+    stdin = bytes_io.BytesIO(b"\xff\xd8\xff" + bytes(4 << 20))
+    with pytest.raises(GeomError, match=r"^<stdin>: more than 1112576 bytes, more than 4000 elements could need; "
+                                        r"raise the limit with --max-pixels"):
+        _read_stdin(stdin, max_pixels=4000)
+    assert stdin.tell() == 1112577  # the limit and one byte
+
+
+def test_a_npy_in_a_pipe_may_take_more_bytes_than_its_elements_at_16_each() -> None:
+    """The byte limit is for formats that declare no size; a .npy's header is exact."""
+    data = np.array(["x" * 100_000])  # 400 kB in one element
+    buffer = bytes_io.BytesIO()
+    np.save(buffer, data)
+    assert _read_stdin(bytes_io.BytesIO(buffer.getvalue()), max_pixels=1).data[0] == data[0]
+
+
+def test_an_animated_png_in_a_pipe_is_read_to_its_last_frame() -> None:
+    from PIL import Image
+
+    frames = [Image.new("RGB", (40, 30), (index * 60, 0, 0)) for index in range(4)]
+    buffer = bytes_io.BytesIO()
+    frames[0].save(buffer, format="PNG", save_all=True, append_images=frames[1:])
+    loaded = _read_stdin(bytes_io.BytesIO(buffer.getvalue()), frames="all")
+    assert loaded.data.shape == (4, 30, 40, 3)
+    assert loaded.data[:, 0, 0, 0].tolist() == [0, 60, 120, 180]
+
+
+def test_a_npy_in_a_pipe_is_held_once(tmp_path: Path) -> None:
+    source = tmp_path / "big.npy"
+    np.lib.format.open_memmap(source, mode="w+", dtype=np.uint8, shape=(200 << 20,))
+    code, stderr, peak = peak_run(f"{GEOMCLI} info - < <(cat {source})")
+    assert (code, stderr) == (0, ""), stderr
+    # its bytes once, as they came; it was twice (431 MiB): the pieces joined, then np.load's copy
+    assert peak < 200 + SMALL_RUN_MIB, peak
+
+
+def test_a_npy_read_from_a_pipe_equals_the_file(tmp_path: Path) -> None:
+    for data in (np.arange(24, dtype=">i4").reshape(2, 3, 4), np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+                 np.array(3.5), np.zeros((0, 3), np.float32), np.array(["ab", "c"]), np.array([True, False]),
+                 np.arange(5).astype(ml_dtypes.bfloat16)):
+        path = tmp_path / "a.npy"
+        io.write_array(data, str(path))
+        loaded = _read_stdin(bytes_io.BytesIO(path.read_bytes()))
+        assert loaded.data.dtype == data.dtype
+        np.testing.assert_array_equal(loaded.data, data)
+
+
+# ---- 2. a JPEG frame bigger than its data --------------------------------------------------------
+
+
+def jpeg(height: int, width: int, *, declared: tuple[int, int] | None = None, **save: object) -> bytes:
+    """A grey JPEG by Pillow; ``declared``: its SOF's height and width patched to these."""
+    from PIL import Image
+
+    values = np.random.default_rng(42).integers(0, 256, (height, width), dtype=np.uint8)
+    buffer = bytes_io.BytesIO()
+    Image.fromarray(values).save(buffer, format="JPEG", **save)
+    data = bytearray(buffer.getvalue())
+    if declared is not None:
+        sof = next(data.find(marker) for marker in (b"\xff\xc0", b"\xff\xc2") if data.find(marker) > 0)
+        struct.pack_into(">HH", data, sof + 5, *declared)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("save", [{}, {"progressive": True}], ids=["baseline", "progressive"])
+def test_a_jpeg_frame_its_data_cannot_cover_is_refused(tmp_path: Path, save: dict[str, object]) -> None:
+    source = tmp_path / "liar.jpg"
+    source.write_bytes(jpeg(16, 16, declared=(1000, 1000), **save))
+    result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "8,8")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == "not a readable JPEG (truncated: too little image data for 1000x1000)"
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_a_tiny_jpeg_declaring_a_big_frame_is_refused_in_little_memory(tmp_path: Path) -> None:
+    source = tmp_path / "liar.jpg"
+    source.write_bytes(jpeg(16, 16, declared=(12000, 12000)))
+    code, stderr, peak = peak_run(f"{GEOMCLI} info {source}")
+    assert code == 1
+    assert "truncated: too little image data for 12000x12000" in one_error(stderr, source)
+    assert peak < SMALL_RUN_MIB, peak  # 144 MB of made-up grey before
+
+
+@pytest.mark.parametrize("save", [{"optimize": True}, {"optimize": True, "progressive": True},
+                                  {"subsampling": 2}, {"progressive": True, "subsampling": 2}],
+                         ids=["optimized", "progressive", "420", "progressive-420"])
+def test_jpegs_at_the_least_data_per_block_are_read(tmp_path: Path, save: dict[str, object]) -> None:
+    """One flat colour, optimised Huffman tables: each block codes to a bit or two, the bound itself."""
+    from PIL import Image
+
+    source = tmp_path / "flat.jpg"
+    mode, colour = ("RGB", (90, 90, 90)) if "subsampling" in save else ("L", 90)
+    Image.new(mode, (1003, 997), colour).save(source, format="JPEG", **save)
+    loaded = io.read_array(str(source))
+    assert loaded.data.shape[:2] == (997, 1003)
+    assert abs(int(loaded.data.mean()) - 90) <= 1
+
+
+def test_a_jpeg_with_restart_markers_and_a_thumbnail_is_read(tmp_path: Path) -> None:
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x0112] = 1
+    source = tmp_path / "restarts.jpg"
+    source.write_bytes(jpeg(64, 48, restart_marker_blocks=1, exif=exif.tobytes()))
+    assert io.read_array(str(source)).data.shape == (64, 48)
+
+
+# ---- 3. npy header values numpy's own check lets through -------------------------------------------
+
+
+NPY_SHAPES = [
+    ("(18446744073709551616, 0)", b"", "dimension 18446744073709551616"),
+    ("(True, 2)", bytes(8), "dimension True"),
+    ("(4611686018427387904, 0, 4611686018427387904)", b"", "no array can have shape"),
+]
+
+
+@pytest.mark.parametrize(("shape", "data", "reason"), NPY_SHAPES, ids=["2**64", "bool", "product"])
+def test_a_npy_shape_that_is_no_array_shape_is_one_error_line(tmp_path: Path, shape: str, data: bytes,
+                                                              reason: str) -> None:
+    source = tmp_path / "odd.npy"
+    source.write_bytes(npy_with_shape(shape, data))
+    expected = f"not a readable NPY (malformed header: {reason}"
+    for command in (["info", source], ["crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "1,1"],
+                    ["crop-pad", source, "--out-dir", tmp_path / "dry", "--shape", "1,1", "--dry-run"]):
+        result = run(*command)
+        assert result.exit_code == 1, result.stderr
+        assert one_error(result.stderr, source).startswith(expected)
+    result = run("info", "-", stdin=source.read_bytes())
+    assert one_error(result.stderr, "<stdin>").startswith(expected)
+    with pytest.raises(GeomError, match=r"malformed header"):
+        io.read_header(str(source))
+
+
+def test_npy_shapes_that_are_no_array_shapes_fail_alone_in_workers(tmp_path: Path) -> None:
+    for index, (shape, data, _) in enumerate(NPY_SHAPES):
+        (tmp_path / f"odd{index}.npy").write_bytes(npy_with_shape(shape, data))
+    np.save(tmp_path / "good.npy", np.zeros((2, 2), np.float32))
+    done = subprocess.run([sys.executable, "-m", "geomcli", "crop-pad", str(tmp_path / "*.npy"), "--out-dir",
+                           str(tmp_path / "out"), "--shape", "1,1", "-j", "2", "-q"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 3 and all("malformed header" in line for line in errors), done.stderr
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["good.npy"]
+
+
+# ---- 4. a 16-bit PNG's colour key --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("colour_type", "key"), [(0, 4660), (2, (1, 2, 770))], ids=["grey", "rgb"])
+def test_a_16_bit_colour_key_that_is_not_kept_is_noted(tmp_path: Path, colour_type: int, key: object) -> None:
+    channels = 1 if colour_type == 0 else 3
+    rows = b"".join(b"\0" + bytes(range(2 * channels * 3)) for _ in range(2))
+    trns = struct.pack(">H", key) if colour_type == 0 else struct.pack(">3H", *key)  # type: ignore[arg-type]
+    source = tmp_path / "keyed.png"
+    source.write_bytes(png(3, 2, 16, colour_type, rows, chunk(b"tRNS", trns)))
+    loaded = io.read_array(str(source))
+    assert loaded.data.dtype == np.uint16
+    assert loaded.notes == (f"its transparent colour {key} is not kept (no alpha channel is made)",)
+
+
+# ---- 5. raw-bytes .npy (np.save of ml_dtypes' types) -------------------------------------------------
+
+
+def test_a_bfloat16_array_saved_by_numpy_gets_a_message_that_says_what_to_do(tmp_path: Path) -> None:
+    source = tmp_path / "bf16.npy"
+    np.save(source, np.arange(4).astype(ml_dtypes.bfloat16))  # written as raw bytes: descr '<V2'
+    result = run("info", source)
+    assert result.exit_code == 1
+    reason = one_error(result.stderr, source)
+    assert reason == ("dtype |V2 is raw bytes of no type geomcli can tell (np.save writes ml_dtypes' bfloat16 "
+                      "so, dropping the type's name); save a.astype(np.float32), which holds each value exactly, "
+                      "or a.view(np.uint16), the same bits")
+    converted = tmp_path / "f32.npy"
+    np.save(converted, np.arange(4).astype(ml_dtypes.bfloat16).astype(np.float32))
+    assert run("info", converted).exit_code == 0
