@@ -413,9 +413,8 @@ def _report(task: Task, job: Job, **fields: Any) -> Report:
 def transform(task: Task, job: Job) -> Report:
     """One file: its output folder, then read, transform, write (in a worker or in-process).
     With -n the output is placed only where no file is: checked once more as it is placed, since
-    the plan's look, another process may have made one (the file is then skipped)."""
-    from contextlib import nullcontext
-
+    the plan's look, another process may have made one (the file is then skipped). A pipe or
+    device made at its name since the plan is replaced, never written into (it could hang)."""
     from geomcli.io import _atomic
 
     report = _report(task, job)
@@ -423,7 +422,7 @@ def transform(task: Task, job: Job) -> Report:
         os.makedirs(os.path.dirname(job.output), exist_ok=True)
     if report.status != "ok":
         return report
-    with _atomic.no_replace() if task.no_clobber else nullcontext():
+    with _atomic.no_replace() if task.no_clobber else _atomic.files_only():
         return transforms.transform_file(task.command, job.input, job.output, job.format, task.common,
                                          task.parameters, task.operate)
 

@@ -287,3 +287,19 @@ def test_ctrl_c_while_the_command_line_is_parsed_is_interrupted(monkeypatch: pyt
     monkeypatch.setattr(click.Group, "parse_args", interrupted)
     result = CliRunner().invoke(cli, ["--version"])
     assert (result.exit_code, result.stdout, result.stderr) == (130, "", "Interrupted\n")
+
+
+def test_a_pipe_made_at_an_output_name_after_the_plan_is_replaced_not_written_into(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli import io
+
+    source = tmp_path / "a.png"
+    Image.new("RGB", (8, 8), "red").save(source)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "a.png")  # no reader: writing into it would wait forever
+    monkeypatch.setattr(io, "is_stream", lambda path: False)  # as if made after the plan looked
+    result = CliRunner().invoke(cli, ["crop-pad", str(source), "--out-dir", str(out),
+                                      "--shape", "4,4", "-j", "1"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert (out / "a.png").is_file() and (out / "a.png").read_bytes().startswith(b"\x89PNG")

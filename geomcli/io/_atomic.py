@@ -39,9 +39,10 @@ def atomic_file(path: str) -> Iterator[IO[bytes]]:
     destination folder, so the final os.replace is a rename within one filesystem: readers see
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     Inside :func:`deferred_commits`, the last step (sync and rename) is left to its caller.
-    Inside :func:`no_replace`, a file (or device, or pipe) at ``path`` is never replaced.
+    Inside :func:`no_replace`, a file (or device, or pipe) at ``path`` is never replaced; inside
+    it or :func:`files_only`, a device or pipe there is never written into.
     """
-    stream = _open_stream(path) if _here.replace else None
+    stream = _open_stream(path) if _here.into_streams else None
     if stream is not None:
         with _into_stream(stream, path) as f:
             yield f
@@ -162,6 +163,7 @@ class OutputExistsError(GeomError):
 class _ThisThread(threading.local):
     pending: list[Callable[[], None]] | None = None  # deferred_commits' list
     replace = True  # False inside no_replace
+    into_streams = True  # False inside no_replace and files_only
 
 
 _here = _ThisThread()
@@ -190,9 +192,22 @@ def no_replace() -> Iterator[None]:
     systems without hard links."""
     previous, _here.replace = _here.replace, False
     try:
-        yield
+        with files_only():
+            yield
     finally:
         _here.replace = previous
+
+
+@contextmanager
+def files_only() -> Iterator[None]:
+    """While open (in this thread), :func:`atomic_file` replaces a device, pipe or socket found at
+    the destination, or a link to one, with the new file instead of writing into it: in a folder
+    of outputs, a pipe made there after the caller looked would wait for a reader forever."""
+    previous, _here.into_streams = _here.into_streams, False
+    try:
+        yield
+    finally:
+        _here.into_streams = previous
 
 
 # Temp files are made as mkstemp makes them, without its 4 ms import: a new name (8 random
