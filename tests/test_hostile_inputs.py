@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from PIL import Image
 
 from geomcli import io
 from geomcli.cli import cli
@@ -314,3 +315,15 @@ def test_a_bfloat16_array_saved_by_numpy_gets_a_message_that_says_what_to_do(tmp
     converted = tmp_path / "f32.npy"
     np.save(converted, np.arange(4).astype(ml_dtypes.bfloat16).astype(np.float32))
     assert run("info", converted).exit_code == 0
+
+
+def test_a_jpeg_file_is_checked_without_reading_past_its_end_marker(tmp_path: Path) -> None:
+    """The frame check maps the file: a JPEG with a gigabyte after its end (a sparse file here)
+    costs what a plain one does."""
+    source = tmp_path / "long.jpg"
+    Image.new("L", (16, 16), 7).save(source)
+    with open(source, "r+b") as f:
+        f.truncate(1 << 30)
+    code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {source} -o {tmp_path / 'o.png'} --shape 8,8 -q")
+    assert (code, stderr) == (0, "")
+    assert peak < 200, f"{peak:.0f} MiB"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import struct
 import threading
 import warnings
@@ -29,6 +30,8 @@ from geomcli.io._base import (
 )
 
 if TYPE_CHECKING:
+    import mmap
+
     import numpy as np
 
 # Pillow's plugin module and format names for each format: Image.open tries only these names,
@@ -125,8 +128,11 @@ def read(
                 raise GeomError(_NO_16BIT_FRAMES.format(name=name))
             return _read_png16(chunks, name, src, auto_orient)._replace(pages=chunks.frames)
     elif fmt == "jpeg":
-        source = source if isinstance(source, bytes) else _read_all(source)
-        _check_jpeg_data(source, name)
+        if isinstance(source, bytes):
+            _check_jpeg_data(source, name)
+        else:
+            with _mapped(source) as mapped:  # pages past the first EOI are never read
+                _check_jpeg_data(mapped, name)
     notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
         pages = _frames(im, name)
@@ -187,7 +193,7 @@ _START_OF_SCAN, _END_OF_IMAGE = 0xDA, 0xD9
 _NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
 
 
-def _check_jpeg_data(data: bytes, name: str) -> None:
+def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> None:
     """Refuse a JPEG whose entropy-coded data is too short for the frame its SOF declares, before
     it is decoded: libjpeg fills what is missing with grey and only warns, which Pillow does not
     pass on (a 335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey).
@@ -528,14 +534,25 @@ def _head_bytes(source: str | bytes, fmt: str) -> bytes | None:
         return f.read(33)
 
 
+@contextmanager
+def _mapped(path: str) -> Iterator[bytes | mmap.mmap]:
+    """The file's bytes as a read-only memory map (b"" for an empty file, which cannot be mapped)."""
+    import mmap
+
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            yield data
+
+
 def _read_all(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
 
 def _size(path: str) -> int:
-    import os
-
     return os.stat(path).st_size
 
 
