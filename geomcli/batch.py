@@ -195,7 +195,7 @@ def expand(arguments: Sequence[str], recursive: bool) -> list[Source]:
         if not found:
             raise click.UsageError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff)")
         for source in found:
-            key = _real(source.path)
+            key = os.path.normcase(os.path.abspath(source.path))  # links to one file are each an input
             if key not in seen:
                 seen.add(key)
                 sources.append(source)
@@ -223,6 +223,8 @@ def _glob(pattern: str) -> list[Source]:
     """The readable files a pattern matches, as glob.glob(recursive=True) finds them, but for
     ``**``, which never follows a link to a folder (a link to ``.`` would repeat the tree without
     end), and a failing Source for each folder that could not be listed."""
+    if pattern.endswith("/"):  # folders only: no file
+        return []
     parts = pattern.split("/")
     fixed = []
     for part in parts[:-1]:

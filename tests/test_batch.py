@@ -850,3 +850,17 @@ def test_a_dry_run_refuses_a_fill_the_dtype_cannot_hold(tmp_path: Path) -> None:
     errors = [[line for line in result.stderr.splitlines() if line.startswith("Error:")] for result in (dry, real)]
     assert errors[0] == errors[1] and len(errors[0]) == 1 and "fill value 300 does not fit dtype uint8" in errors[0][0]
     assert "1 to write, 1 failed" in dry.stderr
+
+
+def test_links_to_one_file_are_each_an_input(tmp_path: Path, rng: np.random.Generator) -> None:
+    real = png(tmp_path / "in" / "c.png", rng)
+    for name in ("a.png", "b.png"):
+        (tmp_path / "in" / name).symlink_to(real.name)
+    result = run("crop-pad", tmp_path / "in", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert files(tmp_path / "out") == ["a.png", "b.png", "c.png"]
+
+
+def test_a_glob_ending_in_a_slash_names_folders_so_no_input(shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", f"{shots}/*/", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 2 and "has no file geomcli reads" in result.stderr
