@@ -511,22 +511,16 @@ def _limit(out: Any) -> int | None:
     return int(out) if isinstance(out, (int, np.integer)) and out > 0 else None
 
 
-def _too_long(limit: int) -> _SegmentError:
-    return _SegmentError(f"a strip or tile holds more than the {limit} bytes it should")
-
-
 def _inflate(data: bytes, /, *, out: Any = None) -> bytes:
-    """Deflate data, refused once it inflates past ``out`` bytes."""
+    """Deflate data, inflated no further than ``out`` bytes (what the page needs: the rest, as
+    tifffile and libtiff would drop it, is never made)."""
     limit = _limit(out)
     inflater = zlib.decompressobj()
     try:
         result = inflater.decompress(data, limit or 0)
-        # one byte more shows the stream goes on; what is left may also be just its end
-        if limit is not None and inflater.decompress(inflater.unconsumed_tail, 1):
-            raise _too_long(limit)
     except zlib.error as e:
         raise _SegmentError(f"damaged Deflate data: {one_line(e)}") from e
-    if not inflater.eof:
+    if not inflater.eof and (limit is None or len(result) < limit):
         raise _SegmentError("Deflate data cut short")
     return result
 
@@ -543,22 +537,20 @@ def _unzstd(data: bytes, /, *, out: Any = None) -> bytes:
 
 
 def _decompress(decompressor: Any, error: type[Exception], codec: str, data: bytes, out: Any) -> bytes:
-    """LZMA or Zstandard data (their decompressors share an API), refused past ``out`` bytes."""
+    """LZMA or Zstandard data (their decompressors share an API), no further than ``out`` bytes."""
     limit = _limit(out)
     try:
         result: bytes = decompressor.decompress(data, -1 if limit is None else limit)
-        if limit is not None and not decompressor.eof and decompressor.decompress(b"", 1):
-            raise _too_long(limit)
     except error as e:
         raise _SegmentError(f"damaged {codec} data: {one_line(e)}") from e
-    if not decompressor.eof:
+    if not decompressor.eof and (limit is None or len(result) < limit):
         raise _SegmentError(f"{codec} data cut short")
     return result
 
 
 def _unpack_bits(data: bytes, /, *, out: Any = None) -> bytes:
-    """PackBits data, refused past ``out`` bytes; a header byte 0-127 copies the next 1-128 bytes,
-    129-255 repeats the next byte 128-2 times, 128 does nothing."""
+    """PackBits data, no further than ``out`` bytes; a header byte 0-127 copies the next 1-128
+    bytes, 129-255 repeats the next byte 128-2 times, 128 does nothing."""
     limit = _limit(out)
     result = bytearray()
     at = 0
@@ -571,8 +563,9 @@ def _unpack_bits(data: bytes, /, *, out: Any = None) -> bytes:
             run, at = data[at + 1 : at + 2] * (257 - header), at + 2
         else:
             run, at = data[at + 1 : at + 2 + header], at + 2 + header
-        if limit is not None and len(result) + len(run) > limit:
-            raise _too_long(limit)
+        if limit is not None and len(result) + len(run) >= limit:
+            result += run[: limit - len(result)]
+            break
         result += run
     return bytes(result)
 
