@@ -416,7 +416,8 @@ def transform(task: Task, job: Job) -> Report:
     """One file: its output folder, then read, transform, write (in a worker or in-process).
     With -n the output is placed only where no file is: checked once more as it is placed, since
     the plan's look, another process may have made one (the file is then skipped). A pipe or
-    device made at its name since the plan is replaced, never written into (it could hang)."""
+    device made at its name since the plan is never written into (it could hang): replaced, or
+    for an output written through a memory map, that file fails."""
     from geomcli.io import _atomic
 
     report = _report(task, job)
