@@ -31,15 +31,23 @@ from geomcli.io._base import (
 )
 
 
+def _optional_codec(module: str) -> Any | None:
+    """A standard-library codec module if this Python has it (a build can lack lzma;
+    compression.zstd is new in 3.14), else None."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
 def _codec_errors() -> tuple[type[Exception], ...]:
-    """The standard library codecs' exceptions that this Python has (a build can lack lzma;
-    compression.zstd is new in 3.14). imagecodecs' own are RuntimeErrors."""
+    """The standard library codecs' exceptions that this Python has. imagecodecs' own are
+    RuntimeErrors."""
     found: list[type[Exception]] = [zlib.error]
     for module, name in (("lzma", "LZMAError"), ("compression.zstd", "ZstdError")):
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except ImportError:
-            pass
+        codec = _optional_codec(module)
+        if codec is not None:
+            found.append(getattr(codec, name))
     return tuple(found)
 
 
@@ -494,11 +502,9 @@ def _bound_decoders() -> None:
         return
     ours = {"zlib_decode": _inflate, "packbits_decode": _unpack_bits}
     for module, name, decoder in (("lzma", "lzma_decode", _unlzma), ("compression.zstd", "zstd_decode", _unzstd)):
-        try:
-            importlib.import_module(module)
+        # where one is missing, tifffile's own fallback raises the ImportError that names it
+        if _optional_codec(module) is not None:
             ours[name] = decoder
-        except ImportError:
-            pass  # tifffile's own fallback raises the ImportError that says which codec is missing
     for code in (8, 32946, 50013, 34925, 34926, 50000, 32773):  # Deflate (3 codes), LZMA, ZSTD (2), PackBits
         codec = decoders.get(code)
         name = getattr(codec, "__name__", "")
