@@ -1,0 +1,74 @@
+"""The public kernels on inputs found by a QA pass: each test shows one defect that was fixed.
+
+Every call here is one a caller could make; each must give the right values or raise a
+GeomError with one line, never another exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import as_strided
+
+from geomcli import kernels
+from geomcli.errors import GeomError
+
+# --------------------------------------------------------------------------------------------------
+# out= between the input's items
+# --------------------------------------------------------------------------------------------------
+
+
+def _interleaved(input_shape: tuple[int, ...], output_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """An input on the even items of one buffer and an output on its odd items: no shared byte."""
+    size = max(np.prod(input_shape), np.prod(output_shape))
+    buffer = np.zeros(2 * int(size), np.float32)
+    data = buffer[0::2][: int(np.prod(input_shape))].reshape(input_shape)
+    data[...] = np.arange(data.size).reshape(input_shape)
+    return data, buffer[1::2][: int(np.prod(output_shape))].reshape(output_shape)
+
+
+INTERLEAVED: dict[str, tuple[Callable[..., np.ndarray], tuple[int, ...], tuple[int, ...], tuple[object, ...]]] = {
+    "center_crop_pad": (kernels.center_crop_pad, (3, 5), (4, 4), ([4, 4],)),
+    "space_to_depth": (kernels.space_to_depth, (1, 2, 4, 6), (1, 8, 2, 3), (2, "CRD")),
+    "depth_to_space": (kernels.depth_to_space, (1, 8, 2, 3), (1, 2, 4, 6), (2, "DCR")),
+}
+
+
+@pytest.mark.parametrize("name", list(INTERLEAVED))
+def test_an_out_between_the_inputs_items_is_taken(name: str) -> None:
+    kernel, input_shape, output_shape, args = INTERLEAVED[name]
+    data, out = _interleaved(input_shape, output_shape)
+    expected = kernel(data.copy(), *args)
+    before = data.copy()
+    assert kernel(data, *args, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(data, before)
+
+
+def test_an_out_between_thetas_items_is_taken() -> None:
+    buffer = np.zeros(24, np.float32)
+    theta, out = buffer[0::2][:6].reshape(1, 2, 3), buffer[1::2].reshape(1, 2, 3, 2)
+    theta[...] = [[[1, 0, 0], [0, 1, 0]]]
+    expected = kernels.affine_grid(theta.copy(), [1, 1, 2, 3])
+    assert kernels.affine_grid(theta, [1, 1, 2, 3], out=out) is out
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_an_out_that_shares_one_byte_is_still_refused() -> None:
+    buffer = np.zeros(64, np.uint8)
+    data = buffer[0::2][:16].reshape(1, 1, 4, 4)
+    out = buffer[30:46].reshape(1, 4, 2, 2)  # buffer[30] is data's last item
+    with pytest.raises(GeomError, match=r"^space_to_depth: out overlaps the input \(shape \(1, 4, 2, 2\)\)"):
+        kernels.space_to_depth(data, 2, out=out)
+
+
+def test_an_out_too_costly_to_tell_from_the_input_is_refused() -> None:
+    buffer = np.zeros(1 << 22, np.uint8)
+    primes = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]
+    data = as_strided(buffer, (2,) * 24, [p * 1009 for p in primes], writeable=False)
+    out = as_strided(buffer[1:], (2,) * 24, [p * 1013 for p in primes])
+    message = r"^center_crop_pad: out may overlap the input: its strides .* \(shape \(2, 2, .*\)\); give a"
+    with pytest.raises(GeomError, match=message):
+        kernels.center_crop_pad(data, [2] * 24, out=out)
