@@ -371,9 +371,13 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
         else:
             found = f"a {type(fill).__name__}"
         raise GeomError(f"{func}: fill must be a scalar, found {found}")
-    refusal = f"{func}: fill value {_shown(fill)} does not fit dtype {dtype}"
+    refusal = f"{func}: fill value {_shown(fill)} does not fit dtype {_dtype_text(dtype)}"
     if isinstance(fill, np.generic) and fill.dtype.kind in "mMOV" and not _is_tensor_type(fill.dtype):
         raise GeomError(f"{refusal} ({fill.dtype} is no tensor type)")
+    # numpy would drop the imaginary part of a numpy complex (with a ComplexWarning), as it
+    # refuses a Python complex: both are refused, whatever their imaginary part
+    if isinstance(fill, (complex, np.complexfloating)) and dtype.kind in "biufV":
+        raise GeomError(f"{refusal} (a complex value for a real type)")
     is_text = isinstance(fill, (str, bytes))
     try:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -395,7 +399,7 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
                        for kept, wanted in ((stored.real, asked.real), (stored.imag, asked.imag)))
         else:
             fits = bool(value.item() == fill)
-    except (ValueError, TypeError, OverflowError) as error:
+    except (ValueError, TypeError, ArithmeticError) as error:  # decimal's signalling NaN: InvalidOperation
         raise GeomError(f"{refusal} ({_one_line(str(error))})") from error
     if not fits:
         raise GeomError(refusal)

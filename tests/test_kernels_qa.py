@@ -6,8 +6,10 @@ GeomError with one line, never another exception.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
@@ -72,3 +74,22 @@ def test_an_out_too_costly_to_tell_from_the_input_is_refused() -> None:
     message = r"^center_crop_pad: out may overlap the input: its strides .* \(shape \(2, 2, .*\)\); give a"
     with pytest.raises(GeomError, match=message):
         kernels.center_crop_pad(data, [2] * 24, out=out)
+
+
+# --------------------------------------------------------------------------------------------------
+# fill
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "bool"])
+@pytest.mark.parametrize("fill", [np.complex128(1 + 2j), np.complex64(3), 1 + 2j], ids=repr)
+def test_a_complex_fill_for_a_real_type_is_refused(dtype: str, fill: object) -> None:
+    # a numpy complex lost its imaginary part (float32 padded with 1.0, and a ComplexWarning)
+    with pytest.raises(GeomError, match=r"^center_crop_pad: fill value .* does not fit dtype \w+ \(a complex value"):
+        kernels.center_crop_pad(np.zeros(1, ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype), [3], fill=fill)
+
+
+def test_a_signalling_decimal_nan_fill_is_refused() -> None:
+    # bool compared False with Decimal("sNaN"), which raises decimal.InvalidOperation
+    with pytest.raises(GeomError, match=r"^center_crop_pad: fill value Decimal\('sNaN'\) does not fit dtype bool"):
+        kernels.center_crop_pad(np.zeros(1, bool), [3], fill=decimal.Decimal("sNaN"))
