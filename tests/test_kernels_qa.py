@@ -93,3 +93,9 @@ def test_a_signalling_decimal_nan_fill_is_refused() -> None:
     # bool compared False with Decimal("sNaN"), which raises decimal.InvalidOperation
     with pytest.raises(GeomError, match=r"^center_crop_pad: fill value Decimal\('sNaN'\) does not fit dtype bool"):
         kernels.center_crop_pad(np.zeros(1, bool), [3], fill=decimal.Decimal("sNaN"))
+
+
+def test_a_fill_message_names_a_big_endian_bfloat16_as_such() -> None:
+    big_endian = np.dtype(ml_dtypes.bfloat16).newbyteorder(">")
+    with pytest.raises(GeomError, match=r"^center_crop_pad: fill value 'a' does not fit dtype >bfloat16 "):
+        kernels.center_crop_pad(np.zeros(1, big_endian), [3], fill="a")
