@@ -796,6 +796,10 @@ def _affine_grid_pairs(weights: np.ndarray, axes_xyz: list[np.ndarray], result: 
 _GRID_ROWS_ELEMENTS = 1 << 16
 # The float64 row blocks of _affine_grid_rows: measured best at 1 MiB (256 KiB: 15% slower).
 _GRID_BLOCK_BYTES = 1 << 20
+# The rows whose y[, z] terms _affine_grid_rows keeps at once: all of a grid's up to this many
+# (1024² or 128³ grids: 1024 or 16384 rows), so a tall, narrow grid needs no float64 arrays of
+# its whole height (a 64 MiB float16 grid of 2**24 x 1 took 1.9 GB of them on two threads).
+_GRID_REST_ROWS = 1 << 16
 
 
 def _grid_rows(result: np.ndarray, axes_xyz: list[np.ndarray]) -> np.ndarray | None:
@@ -825,8 +829,8 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     leave to the SIMD body or its tail (the plain path's choice too varies with the thread
     count). The plain path's strided, cast output and broadcast operand make slower loops
     (3-D: 7.8 -> 5.5 ms per 128³ grid on one thread). The rows of all grids are shared among
-    ``threads`` threads in contiguous runs; each run needs a few buffers of a block or a grid's
-    rest terms.
+    ``threads`` threads in contiguous runs; each run needs a few buffers of a block or of the
+    rest terms of up to _GRID_REST_ROWS rows, made for those rows only (_grid_row_terms).
 
     A 3-D block is one matrix product instead, ``[rest, 1] @ [selectors; x terms]``, whose
     selector rows are 1 where a column holds their coordinate, else 0: every element is
@@ -841,14 +845,17 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     per_grid = rows.shape[0] // result.shape[0]
     step = max(1, _GRID_BLOCK_BYTES // (8 * spatial * width))
 
+    # rows of rest terms at a time: a whole grid, or whole blocks of one
+    chunk = min(per_grid, max(step, _GRID_REST_ROWS // step * step))
+
     def work(part: slice) -> None:
         block = np.empty((step, width, spatial))
         block_rows = block.reshape(step, spatial * width)
         x_rows = np.empty((step, spatial * width))  # the same x terms in every row
         x_row = np.empty(spatial * width)
-        # (row, coordinate): the y[, z] terms of one grid; 3-D: and a 1, for the matrix product
-        homogeneous = np.ones((per_grid, spatial + 1))
-        rest = homogeneous[:, :spatial] if spatial == 3 else np.empty((per_grid, spatial))
+        # (row, coordinate): the y[, z] terms of a chunk of rows; 3-D: and a 1, for the matrix product
+        homogeneous = np.ones((chunk, spatial + 1))
+        rest = homogeneous[:, :spatial] if spatial == 3 else np.empty((chunk, spatial))
         # 2-D: a row's (x, y) rest pair as one complex number, copied along the row at once.
         pairs = block.view(np.complex128)[..., 0] if spatial == 2 else None
         rest_pairs = rest.view(np.complex128)[:, 0] if spatial == 2 else None
@@ -859,12 +866,11 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf theta: see _affine_grid_plain
             while start < part.stop:
                 grid, first = divmod(start, per_grid)
-                stop = min(part.stop - grid * per_grid, per_grid)
+                stop = min(part.stop - grid * per_grid, per_grid, first + chunk)  # rows [first, stop) of it
                 for k in range(spatial):
-                    rest_k, x_k = _grid_terms(weights[grid : grid + 1, k], axes_xyz)
-                    rest[:, k] = rest_k.reshape(-1)
-                    x_row[k::spatial] = x_k.reshape(-1)
-                product = spatial == 3 and _exact_product(rest, x_row)
+                    terms = _grid_row_terms(weights[grid, k], axes_xyz, first, stop)
+                    rest[: stop - first, k], x_row[k::spatial] = terms
+                product = spatial == 3 and _exact_product(rest[: stop - first], x_row)
                 if product:
                     selectors[spatial] = x_row
                 else:
@@ -873,13 +879,13 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
                     high = min(stop, low + step)
                     size = high - low
                     if product:
-                        np.matmul(homogeneous[low:high], selectors, out=block_rows[:size])
+                        np.matmul(homogeneous[low - first : high - first], selectors, out=block_rows[:size])
                     else:
                         if pairs is not None and rest_pairs is not None:
-                            np.copyto(pairs[:size], rest_pairs[low:high, None])
+                            np.copyto(pairs[:size], rest_pairs[low - first : high - first, None])
                         else:
                             for k in range(spatial):
-                                np.copyto(block[:size, :, k], rest[low:high, k, None])
+                                np.copyto(block[:size, :, k], rest[low - first : high - first, k, None])
                         np.add(block_rows[:size], x_rows[:size], out=block_rows[:size])
                     offset = grid * per_grid
                     np.copyto(rows[offset + low : offset + high], round_once(block_rows[:size], rows.dtype),
@@ -887,6 +893,20 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
                 start = grid * per_grid + stop
 
     share(_split(rows.shape[0], threads), work, threads)
+
+
+def _grid_row_terms(row: np.ndarray, axes_xyz: list[np.ndarray], low: int, high: int) -> tuple[np.ndarray, np.ndarray]:
+    """_grid_terms of one grid's theta ``row`` (s+1,) for its rows [low, high) only (a row is one
+    (d, h)): the rest terms (high - low,) and the x terms (w,), by the same operations in the same
+    order, so the same bits."""
+    height = len(axes_xyz[1])
+    if len(axes_xyz) == 2:
+        rest = row[2] + axes_xyz[1][low:high] * row[1]
+    else:  # the planes (d) that hold the rows, then the rows of them
+        first, last = low // height, -(-high // height)
+        planes = (row[3] + axes_xyz[1] * row[1]) + (axes_xyz[2][first:last] * row[2])[:, None]
+        rest = planes.reshape(-1)[low - first * height : high - first * height]
+    return rest, axes_xyz[0] * row[0]
 
 
 def _exact_product(rest: np.ndarray, x_row: np.ndarray) -> bool:

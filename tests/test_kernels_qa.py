@@ -7,6 +7,7 @@ GeomError with one line, never another exception.
 from __future__ import annotations
 
 import decimal
+import tracemalloc
 from collections.abc import Callable
 
 import ml_dtypes
@@ -99,3 +100,57 @@ def test_a_fill_message_names_a_big_endian_bfloat16_as_such() -> None:
     big_endian = np.dtype(ml_dtypes.bfloat16).newbyteorder(">")
     with pytest.raises(GeomError, match=r"^center_crop_pad: fill value 'a' does not fit dtype >bfloat16 "):
         kernels.center_crop_pad(np.zeros(1, big_endian), [3], fill="a")
+
+
+# --------------------------------------------------------------------------------------------------
+# affine_grid: tall, narrow grids
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("spatial", "size"), [(2, [1, 1, 1 << 20, 1]), (3, [1, 1, 1 << 10, 1 << 10, 1])], ids=str)
+def test_a_tall_narrow_grid_needs_no_float64_arrays_of_its_height(spatial: int, size: list[int]) -> None:
+    # Each thread kept float64 rest terms, and ones, for every row of the grid: a 4 MiB float16
+    # grid of 2**20 x 1 peaked at 132 MiB on two threads (2**24 x 1: 1.9 GB); now its one float64
+    # coordinate axis (8 MiB) and its work.
+    theta = np.zeros((1, spatial, spatial + 1), np.float16)
+    out = np.empty(kernels.affine_grid_output_shape(theta.shape, size), np.float16)
+    tracemalloc.start()
+    try:
+        kernels.affine_grid(theta, size, threads=2, out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20, peak
+
+
+GRID_SIZES = [[1, 1, 13, 1], [3, 2, 5, 7], [2, 1, 3, 4, 5], [1, 1, 5, 1, 3], [2, 1, 3, 7, 2]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64", "bfloat16"])
+@pytest.mark.parametrize("size", GRID_SIZES, ids=str)
+@pytest.mark.parametrize("threads", [1, 3])
+def test_grid_rows_in_chunks_of_rest_terms_keep_the_bits(
+    dtype: str, size: list[int], threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of rest terms that start and end inside a plane (3-D) and a grid, NaN, Inf and -0.0
+    in theta: the bits of _affine_grid_plain (a NaN may stand for any NaN: see
+    test_affine_grid_rows_equal_the_plain_sums)."""
+    grid_dtype = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    rng = np.random.default_rng(sum(size) + threads)
+    spatial = len(size) - 2
+    theta = (rng.standard_normal((size[0], spatial, spatial + 1)) * 10.0 ** rng.integers(-3, 4)).astype(grid_dtype)
+    theta.reshape(-1)[::5] = -0.0
+    theta.reshape(-1)[rng.integers(0, theta.size, 3)] = [np.nan, np.inf, -np.inf]
+    for align_corners in (False, True):
+        expected = np.empty(kernels.affine_grid_output_shape(theta.shape, size), grid_dtype)
+        axes = [kernels._base_coordinates(n, align_corners) for n in reversed(expected.shape[1:-1])]
+        kernels._affine_grid_plain(theta.astype(np.float64), axes, expected, 1)
+        monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
+        monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
+        for rows_per_block, rows_per_chunk in ((1, 1), (1, 3), (2, 5), (3, 3)):
+            monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 8 * spatial * size[-1] * rows_per_block)
+            monkeypatch.setattr(kernels, "_GRID_REST_ROWS", rows_per_chunk)
+            found = kernels.affine_grid(theta, size, align_corners, threads=threads)
+            bits = kernels._UINTS[grid_dtype.itemsize]
+            both_nan = np.isnan(found.astype(np.float64)) & np.isnan(expected.astype(np.float64))
+            assert ((found.view(bits) == expected.view(bits)) | both_nan).all()
