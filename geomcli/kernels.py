@@ -741,12 +741,37 @@ def _affine_grid_plain(weights: np.ndarray, axes_xyz: list[np.ndarray], result: 
         # RuntimeWarning on stderr. In here, as numpy's error state does not follow into threads.
         with np.errstate(invalid="ignore", over="ignore"):
             rest, x_term = _grid_terms(weights[batch, k], axes_xyz)
+            target = result[batch, ..., k]
             if result.dtype.name == "bfloat16":
-                np.copyto(result[batch, ..., k], round_once(rest + x_term, result.dtype))
+                # round_once takes the float64 sums: made a block at a time, not the whole slice's
+                # (a 64 MiB grid in a strided output took 1.2 GB of them)
+                if target.size > _BLOCK_BYTES // 8:
+                    rest, x_term = np.broadcast_arrays(rest, x_term)
+                for block in _sum_blocks(target.shape, _BLOCK_BYTES // 8):
+                    np.copyto(target[block], round_once(rest[block] + x_term[block], result.dtype))
             else:
-                np.add(rest, x_term, out=result[batch, ..., k], casting="unsafe")
+                np.add(rest, x_term, out=target, casting="unsafe")
 
     share([(batch, k) for batch in _split(result.shape[0], threads) for k in range(len(axes_xyz))], work, threads)
+
+
+def _sum_blocks(shape: Shape, limit: int) -> list[tuple[Any, ...]]:
+    """Indices that cut an array of ``shape`` into blocks of at most ``limit`` elements (one
+    element at least), each contiguous in index order: the inner axes whole, the first one that
+    does not fit in slices."""
+    if math.prod(shape) <= limit:
+        return [(...,)]
+    inner = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        if inner * shape[axis] > limit:
+            step = max(1, limit // inner)
+            return [
+                (*index, slice(start, start + step), ...)
+                for index in np.ndindex(*shape[:axis])
+                for start in range(0, shape[axis], step)
+            ]
+        inner *= shape[axis]
+    return [(...,)]
 
 
 def _complex_pairs(result: np.ndarray) -> np.ndarray | None:

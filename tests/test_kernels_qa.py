@@ -154,3 +154,43 @@ def test_grid_rows_in_chunks_of_rest_terms_keep_the_bits(
             bits = kernels._UINTS[grid_dtype.itemsize]
             both_nan = np.isnan(found.astype(np.float64)) & np.isnan(expected.astype(np.float64))
             assert ((found.view(bits) == expected.view(bits)) | both_nan).all()
+
+
+def _strided_grid(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An output whose coordinates are not adjacent rows: the plain path's."""
+    return np.empty((*shape[:-1], shape[-1] + 1), dtype)[..., :-1]
+
+
+def test_a_bfloat16_grid_on_the_plain_path_is_rounded_a_block_at_a_time() -> None:
+    # round_once took the float64 sums of a whole batch slice: a 64 MiB grid in a strided output
+    # peaked at 1.2 GB (4 MiB here: 75 MiB)
+    theta = np.array([[[1.0, 0.5, 0.25], [0.125, 1.0, -0.5]]], ml_dtypes.bfloat16)
+    out = _strided_grid((1, 1024, 1024, 2), theta.dtype)
+    tracemalloc.start()
+    try:
+        kernels.affine_grid(theta, [1, 1, 1024, 1024], threads=2, out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+
+
+@pytest.mark.parametrize("size", [[3, 1, 4, 7], [2, 1, 3, 4, 5], [1, 1, 1, 1], [40, 1, 1, 2]], ids=str)
+@pytest.mark.parametrize("block", [1, 5, 7, 64])
+def test_bfloat16_blocks_of_the_plain_path_keep_the_bits(
+    size: list[int], block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(sum(size) + block)
+    spatial = len(size) - 2
+    theta = (rng.standard_normal((size[0], spatial, spatial + 1)) * 100).astype(ml_dtypes.bfloat16)
+    theta.reshape(-1)[::4] = -0.0
+    theta.reshape(-1)[rng.integers(0, theta.size)] = np.inf
+    sums = np.empty(kernels.affine_grid_output_shape(theta.shape, size))
+    axes = [kernels._base_coordinates(n, True) for n in reversed(sums.shape[1:-1])]
+    kernels._affine_grid_plain(theta.astype(np.float64), axes, sums, 1)
+    expected = kernels.round_once(sums, theta.dtype)
+    monkeypatch.setattr(kernels, "_BLOCK_BYTES", 8 * block)
+    for threads in (1, 3):
+        out = _strided_grid(sums.shape, theta.dtype)
+        kernels.affine_grid(theta, size, True, threads=threads, out=out)
+        assert out.astype(np.float32).tobytes() == expected.astype(np.float32).tobytes()
