@@ -34,20 +34,31 @@ if TYPE_CHECKING:
 
 
 
+def _plain_number(text: str) -> bool:
+    """Whether ``text`` spells a number as typed in ASCII: int() and float() also take other
+    scripts' digits (``２``, ``٣``) and digit-group underscores (``1_0``), which no one means."""
+    return text.isascii() and "_" not in text
+
+
 class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
     """Comma-separated integers, ``224,224``; ``224x224`` is accepted too. Each fits an int64;
-    ``sizes``: none is negative."""
+    ``sizes``: none is negative; ``empty``: no integers at all (``''``) are allowed."""
 
     name = "DIMS"
 
-    def __init__(self, sizes: bool = False) -> None:
+    def __init__(self, sizes: bool = False, empty: bool = False) -> None:
         self.sizes = sizes
+        self.empty = empty
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
         if isinstance(value, tuple):
             return value
         text = str(value).strip().lower().replace("x", ",")
+        if not text and not self.empty:
+            self.fail(f"{value!r}: give one or more comma-separated integers", param, ctx)
         try:
+            if not _plain_number(text):
+                raise ValueError(text)
             numbers = tuple(int(part) for part in text.split(",")) if text else ()
         except ValueError:
             self.fail(f"{value!r} is not a comma-separated list of integers", param, ctx)
@@ -71,6 +82,8 @@ class FloatList(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, tuple):
             return value
         try:
+            if not _plain_number(str(value)):
+                raise ValueError(value)
             numbers = tuple(float(part) for part in str(value).split(","))
         except ValueError:
             self.fail(f"{value!r} is not a comma-separated list of numbers", param, ctx)
@@ -78,6 +91,24 @@ class FloatList(click.ParamType):  # type: ignore[type-arg]
             wanted = " or ".join(map(str, self.counts))
             self.fail(f"{value!r} has {len(numbers)} numbers, expected {wanted}", param, ctx)
         return numbers
+
+
+class Int(click.IntRange):
+    """click's IntRange, refusing what :func:`_plain_number` refuses (``--blocksize ２``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _plain_number(value):
+            self.fail(f"{value!r} is not a valid integer", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Float(click.types.FloatParamType):
+    """click's float, refusing what :func:`_plain_number` refuses (``--rotate ９０``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _plain_number(value):
+            self.fail(f"{value!r} is not a valid float", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 # The options' records are NamedTuples: a frozen dataclass would take half a millisecond to
@@ -120,10 +151,10 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--json", "as_json", is_flag=True,
                   help="One JSON object per file on stdout (on stderr when stdout carries the data).")
     @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
-    @click.option("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
+    @click.option("--max-pixels", type=Int(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
                   envvar="GEOMCLI_MAX_PIXELS", show_envvar=True,
                   help="Refuse inputs and outputs with more elements than this, before allocating them.")
-    @click.option("--threads", type=click.IntRange(min=1), default=None, envvar="GEOMCLI_THREADS",
+    @click.option("--threads", type=Int(min=1), default=None, envvar="GEOMCLI_THREADS",
                   show_envvar=True, help="Threads for large arrays and PNG compression; results (and files) are "
                   "the same for any count.  [default: every CPU]")
     @functools.wraps(command)
@@ -153,17 +184,17 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--frames", type=click.Choice(["all", "first"]), default=None,
                   help="An animated GIF, WebP or PNG: all stacks its frames on a leading axis (write "
                        ".tiff or .npy), first takes frame 1.  [default: refuse animations]")
-    @click.option("--series", type=click.IntRange(min=0), default=None, metavar="N",
+    @click.option("--series", type=Int(min=0), default=None, metavar="N",
                   help="TIFF: read series N (from 0) only.  [default: every page, and every series of "
                        "one shape, stacked on the leading axis]")
-    @click.option("--page", type=click.IntRange(min=0), default=None, metavar="N",
+    @click.option("--page", type=Int(min=0), default=None, metavar="N",
                   help="TIFF: read page N (from 0) only.")
-    @click.option("--compress-level", type=click.IntRange(0, 9), default=None, metavar="0-9",
+    @click.option("--compress-level", type=Int(0, 9), default=None, metavar="0-9",
                   help="PNG output: zlib level; 0 stores, 9 codes the rows both ways and keeps the "
                        "smaller. At 1-8, rows like a photograph's are run-length coded where a sample "
                        "of them shows that is as small: five times faster, at most 1.6% bigger in our "
                        "tests.  [default: 7]")
-    @click.option("--quality", type=click.IntRange(1, 100), default=None, metavar="1-100",
+    @click.option("--quality", type=Int(1, 100), default=None, metavar="1-100",
                   help="JPEG output: quality (default 95). WebP output: lossy at this quality "
                        "(default: lossless).")
     @click.option("--compression", type=click.Choice(TIFF_COMPRESSIONS), default=None,
@@ -219,7 +250,7 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
                   help="Output name under --out-dir from {stem} {suffix} {name} {parent} {index} "
                        "(format specs allowed: {index:05d}); its extension picks the format.")
     @click.option("-r", "--recursive", is_flag=True, help="Take folders' subfolders too, mirrored under --out-dir.")
-    @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+    @click.option("-j", "--jobs", type=Int(min=1), default=None, metavar="N",
                   help="Worker processes.  [default: the number of CPUs; 1 for under 8 MB of input]")
     @click.option("--keep-going/--fail-fast", default=True, show_default=True,
                   help="After a file fails, go on with the rest, or stop.")
@@ -476,7 +507,7 @@ def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = files_options(command)
     command = click.option("--mode", type=click.Choice(["DCR", "CRD"]), default="DCR", show_default=True,
                            help="Channel order: depth-column-row (DCR) or column-row-depth (CRD).")(command)
-    command = click.option("--blocksize", type=click.IntRange(min=1), required=True,
+    command = click.option("--blocksize", type=Int(min=1), required=True,
                            help="Block edge b; 1 is the identity.")(command)
     return command
 
@@ -526,14 +557,14 @@ def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
 
 @cli.command("affine-grid", short_help="Sampling grids from affine matrices (ONNX AffineGrid).")
 @output_option
-@click.option("--size", type=IntList(), default=None,
+@click.option("--size", type=IntList(empty=True), default=None,
               help="N,C,H,W for a 2-D grid or N,C,D,H,W for a 3-D grid.")
 @click.option("--like", type=click.Path(dir_okay=False, allow_dash=False), default=None,
               help="Take C,H,W (C,D,H,W from a rank-5 tensor) from this file; N is theta's batch.")
 @click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
               help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file, or inline: 6 (2-D) or 12 (3-D) "
                    "comma-separated numbers per matrix, row by row.  [default: the transform flags]")
-@click.option("--rotate", type=float, default=0.0, show_default=True, help="Rotation in degrees (2-D).")
+@click.option("--rotate", type=Float(), default=0.0, show_default=True, help="Rotation in degrees (2-D).")
 @click.option("--scale", type=FloatList((1, 2)), default="1", show_default=True, metavar="S[,SY]",
               help="Scale of x and y (2-D).")
 @click.option("--translate", type=FloatList((2,)), default="0,0", show_default=True, metavar="TX,TY",
@@ -573,7 +604,8 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
     from geomcli import theta as thetas
 
     theta_file = theta_text if thetas.is_file(theta_text) else None
-    numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, None, ctx)
+    theta_option = next(param for param in ctx.command.params if param.name == "theta_text")
+    numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, theta_option, ctx)
     if numbers is not None and size is not None:
         try:
             thetas.check_count(numbers, len(size) - 2, size[0])
@@ -619,7 +651,7 @@ def _info_line(record: dict[str, Any]) -> str:
 @click.option("--frames", type=click.Choice(["all", "first"]), default="all", show_default=True,
               help="An animated GIF, WebP or PNG: all shows its frames stacked on a leading axis, first "
                    "the first frame.")
-@click.option("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
+@click.option("--max-pixels", type=Int(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
               envvar="GEOMCLI_MAX_PIXELS", show_envvar=True, help="Refuse files with more elements than this.")
 def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -> None:
     """Show format, shape, dtype, pages, value range and size of files.

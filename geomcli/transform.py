@@ -440,6 +440,8 @@ def parse_fill(text: str, dtype: np.dtype) -> bool | int | float | complex | str
         return text
     if dtype.kind == "b" and text.strip().lower() in ("true", "false"):
         return text.strip().lower() == "true"
+    if not text.isascii() or "_" in text:
+        return text  # int() and float() take '１' and '1_0'; as text, the kernel refuses it
     try:
         return int(text)
     except ValueError:

@@ -1,0 +1,98 @@
+"""A demanding user of the one-file commands: typed values, layouts, round trips through TIFF,
+and the messages each gets (CliRunner, as tests/test_cli.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from PIL import Image
+
+from geomcli.cli import cli
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def tensor(tmp_path: Path, rng: np.random.Generator) -> Path:
+    path = tmp_path / "tensor.npy"
+    np.save(path, rng.standard_normal((1, 3, 8, 12)).astype(np.float32))
+    return path
+
+
+def usage_error(result: Result, option: str, message: str) -> None:
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"Error: Invalid value for '{option}'" in result.stderr and message in result.stderr
+
+
+# --- typed numbers: other scripts' digits, underscores and empty lists are usage errors -------
+
+
+@pytest.mark.parametrize("command, option, value", [
+    (["crop-pad", "--shape", "1,3,4,4"], "--axes", "２,3"),
+    (["crop-pad"], "--shape", "1,3,4,٤"),
+    (["crop-pad"], "--shape", "1,3,4_0,4"),
+    (["space-to-depth"], "--blocksize", "２"),
+    (["space-to-depth"], "--blocksize", "1_0"),
+    (["crop-pad", "--shape", "1,3,4,4"], "--threads", "٣"),
+    (["crop-pad", "--shape", "1,3,4,4"], "--max-pixels", "１０００"),
+    (["crop-pad", "--shape", "1,3,4,4"], "--compress-level", "５"),
+])
+def test_a_number_in_other_digits_is_a_usage_error(tensor: Path, tmp_path: Path, command: list[str], option: str,
+                                                   value: str) -> None:
+    name, *rest = command
+    result = run(name, tensor, "-o", tmp_path / "out.npy", *rest, option, value)
+    usage_error(result, option, repr(value))
+    assert not (tmp_path / "out.npy").exists()
+
+
+@pytest.mark.parametrize("option, value", [("--size", "１,3,4,6"), ("--rotate", "９０"), ("--rotate", "1_0"),
+                                           ("--scale", "２"), ("--theta", "１,0,0,0,1,0")])
+def test_affine_grid_numbers_in_other_digits_are_usage_errors(tmp_path: Path, option: str, value: str) -> None:
+    size = [] if option == "--size" else ["--size", "1,3,4,6"]
+    result = run("affine-grid", *size, option, value, "-o", tmp_path / "g.npy")
+    usage_error(result, option, repr(value))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--shape", "--axes"])
+def test_an_empty_list_is_a_usage_error(tensor: Path, tmp_path: Path, option: str) -> None:
+    shape = [] if option == "--shape" else ["--shape", "1,3,4,4"]
+    result = run("crop-pad", tensor, "-o", tmp_path / "out.npy", *shape, option, "")
+    usage_error(result, option, "'': give one or more comma-separated integers")
+
+
+def test_the_max_pixels_variable_in_other_digits_is_a_usage_error(tensor: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", tensor, "-o", tmp_path / "out.npy", "--shape", "1,3,4,4",
+                 env={"GEOMCLI_MAX_PIXELS": "１０００"})
+    usage_error(result, "--max-pixels", "'１０００' is not a valid integer")
+
+
+@pytest.mark.parametrize("fill", ["２", "2_5"])
+def test_a_fill_in_other_digits_is_refused_not_read_as_a_number(tmp_path: Path, fill: str) -> None:
+    source = tmp_path / "in.png"
+    Image.fromarray(np.zeros((4, 4), np.uint8)).save(source)
+    result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "6,6", "--fill", fill)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {source}: center_crop_pad: fill value {fill!r} does not fit dtype uint8\n"
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_a_fill_in_other_digits_is_text_for_a_string_tensor(tmp_path: Path) -> None:
+    source, out = tmp_path / "words.npy", tmp_path / "out.npy"
+    np.save(source, np.array(["a"]))
+    assert run("crop-pad", source, "-o", out, "--shape", "2", "--fill", "２").exit_code == 0
+    assert np.load(out).tolist() == ["a", "２"]
+
+
+# --- affine-grid --theta ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theta", ["", "-", "1,0,0,0,1,0,"])
+def test_inline_theta_that_is_no_list_names_the_option(tmp_path: Path, theta: str) -> None:
+    result = run("affine-grid", "--size", "1,3,4,6", "--theta", theta, "-o", tmp_path / "g.npy")
+    usage_error(result, "--theta", f"{theta!r} is not a comma-separated list of numbers")
