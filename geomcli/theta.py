@@ -146,6 +146,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     if like is not None:
         header = io.read_header(like, frames="first")  # an animation's size is its frames' size
         try:
+            if len(header.shape) == 5 and layout is not None:
+                raise GeomError(f"a rank-5 tensor {header.shape} is read as N, C, D, H, W; --layout {layout} "
+                                "names rank 4 or less")
             chosen = layouts.resolve_layout(header.shape, layout, header.layout) if len(header.shape) != 5 else "NCDHW"
         except GeomError as error:
             raise GeomError(f"{like}: {error}") from error
@@ -177,7 +180,10 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
                             "--translate make 2-D matrices; give --theta")
         else:
             numbers = tuple(1.0 if row == col else 0.0 for row in range(3) for col in range(4))
-        check_count(numbers, spatial, batch)
+        try:
+            check_count(numbers, spatial, batch)
+        except GeomError as error:  # typed numbers that do not fit --like's file: a usage error too
+            raise _usage(str(error).removeprefix("--theta: "), ["theta"]) from error
     grid_size = tuple(size) if size is not None else (batch, *spatial_sizes)
     shape = kernels.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
     io.check_size(shape, max_pixels, f"the output {shape}")

@@ -96,3 +96,26 @@ def test_a_fill_in_other_digits_is_text_for_a_string_tensor(tmp_path: Path) -> N
 def test_inline_theta_that_is_no_list_names_the_option(tmp_path: Path, theta: str) -> None:
     result = run("affine-grid", "--size", "1,3,4,6", "--theta", theta, "-o", tmp_path / "g.npy")
     usage_error(result, "--theta", f"{theta!r} is not a comma-separated list of numbers")
+
+
+@pytest.mark.parametrize("like, theta, message", [
+    ((8, 12), "1,0,0", "a 2-D grid takes 6 numbers per matrix: 6 for one matrix; found 3"),
+    ((1, 2, 2, 4, 4), "1,0,0,0,1,0", "a 3-D grid takes 12 numbers per matrix: 12 for one matrix; found 6"),
+])
+def test_inline_theta_of_the_wrong_count_with_like_is_a_usage_error(tmp_path: Path, like: tuple[int, ...],
+                                                                   theta: str, message: str) -> None:
+    """As it is with --size (tests/test_cli.py), not a failed file (exit 1)."""
+    source = tmp_path / "like.npy"
+    np.save(source, np.zeros(like, np.float32))
+    result = run("affine-grid", "--like", source, "--theta", theta, "-o", tmp_path / "g.npy")
+    usage_error(result, "--theta", message)
+    assert not (tmp_path / "g.npy").exists()
+
+
+def test_a_layout_for_a_rank5_like_file_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "volume.npy"
+    np.save(source, np.zeros((1, 2, 2, 4, 4), np.float32))
+    result = run("affine-grid", "--like", source, "--layout", "NCHW", "-o", tmp_path / "g.npy")
+    assert result.exit_code == 1 and not (tmp_path / "g.npy").exists()
+    assert result.stderr == (f"Error: {source}: a rank-5 tensor (1, 2, 2, 4, 4) is read as N, C, D, H, W; "
+                             "--layout NCHW names rank 4 or less\n")
