@@ -414,10 +414,12 @@ def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape:
     """--axes, or the H and W axes when a two-value --shape meets an array of higher rank whose
     layout --layout or its file names (an image with channels, a TIFF's ImageJ/OME axes,
     stacked frames); else None: every axis."""
-    if axes is not None or len(target) != 2 or len(shape) <= 2 or (given or from_file) is None:
-        return axes
     from geomcli import layout as layouts
 
+    if given is not None:
+        layouts.resolve_layout(shape, given, from_file)  # a --layout of another rank is refused, as elsewhere
+    if axes is not None or len(target) != 2 or len(shape) <= 2 or (given or from_file) is None:
+        return axes
     return layouts.spatial_axes(layouts.resolve_layout(shape, given, from_file))
 
 

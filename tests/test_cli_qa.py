@@ -119,3 +119,17 @@ def test_a_layout_for_a_rank5_like_file_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 1 and not (tmp_path / "g.npy").exists()
     assert result.stderr == (f"Error: {source}: a rank-5 tensor (1, 2, 2, 4, 4) is read as N, C, D, H, W; "
                              "--layout NCHW names rank 4 or less\n")
+
+
+# --- crop-pad --layout -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, layout", [((8, 12), "NCHW"), ((8, 12), "HWC"), ((8,), "HW")])
+def test_crop_pad_layout_of_another_rank_is_refused_at_any_rank(tmp_path: Path, shape: tuple[int, ...],
+                                                               layout: str) -> None:
+    source = tmp_path / "in.npy"
+    np.save(source, np.zeros(shape, np.uint8))
+    result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", ",".join("4" * len(shape)),
+                 "--layout", layout)
+    assert result.exit_code == 1 and not (tmp_path / "out.npy").exists()
+    assert result.stderr == f"Error: {source}: layout {layout} needs rank {len(layout)}, found shape {shape}\n"
