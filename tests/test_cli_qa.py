@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 from PIL import Image
 
+from geomcli import io
 from geomcli.cli import cli
 
 
@@ -133,3 +134,18 @@ def test_crop_pad_layout_of_another_rank_is_refused_at_any_rank(tmp_path: Path, 
                  "--layout", layout)
     assert result.exit_code == 1 and not (tmp_path / "out.npy").exists()
     assert result.stderr == f"Error: {source}: layout {layout} needs rank {len(layout)}, found shape {shape}\n"
+
+
+# --- 1-bit images round trip -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output", ["back.png", "back.bmp"])
+def test_one_bit_image_round_trip_through_npy(tmp_path: Path, rng: np.random.Generator, output: str) -> None:
+    """depth-to-space gives H×W×1 bool, which a 1-bit PNG or BMP holds as it holds H×W×1 uint8."""
+    source = tmp_path / "bits.png"
+    Image.fromarray(rng.integers(0, 2, (8, 12)).astype(bool)).save(source)
+    blocks, back = tmp_path / "blocks.npy", tmp_path / output
+    assert run("space-to-depth", source, "-o", blocks, "--blocksize", "2").exit_code == 0
+    result = run("depth-to-space", blocks, "--layout", "HWC", "-o", back, "--blocksize", "2")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(io.read_array(str(back)).data, io.read_array(str(source)).data)

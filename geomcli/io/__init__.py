@@ -482,7 +482,7 @@ def _image_refusal(fmt: str, dtype: str, shape: tuple[int, ...]) -> str | None:
     if len(shape) not in (2, 3) or 0 in shape:
         return f"holds HW or HWC images, not shape {shape}"
     c = 1 if len(shape) == 2 else shape[2]
-    if dtype == "bool" and len(shape) != 2:
+    if dtype == "bool" and len(shape) == 3 and shape[2] != 1:  # (H, W, 1) is written as (H, W), as for uint8
         return f"holds 1-bit images as HW only, not shape {shape}"
     if c not in channels:
         counts = {(1, 2, 3, 4): "1 to 4 channels", (1,): "1 channel"}.get(
