@@ -130,7 +130,9 @@ def value_range(data: Any) -> list[Any] | None:
 
 
 def _shape(shape: list[int] | None) -> str:
-    return "×".join(map(str, shape)) if shape is not None else "?"
+    if shape is None:
+        return "?"
+    return "×".join(map(str, shape)) or "()"  # a 0-d array's empty shape, which would show as nothing
 
 
 def _plain_line(report: Report) -> str:

@@ -149,3 +149,13 @@ def test_one_bit_image_round_trip_through_npy(tmp_path: Path, rng: np.random.Gen
     result = run("depth-to-space", blocks, "--layout", "HWC", "-o", back, "--blocksize", "2")
     assert result.exit_code == 0, result.stderr
     assert np.array_equal(io.read_array(str(back)).data, io.read_array(str(source)).data)
+
+
+# --- the summary and the output name ---------------------------------------------------------
+
+
+def test_a_0d_tensor_shows_its_shape_in_the_summary() -> None:
+    from geomcli import summary
+
+    report = summary.Report("crop-pad", "in.npy", "out.npy", [], "float64", [], "float64")
+    assert summary._plain_line(report).startswith("crop-pad in.npy → out.npy: () float64 → () float64")
