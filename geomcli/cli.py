@@ -297,6 +297,8 @@ def _output_format(output: str, common: Common) -> str:
     """The output's format, or a usage error (exit 2) for an unknown extension or one --format contradicts."""
     from geomcli import transform
 
+    if not output:
+        raise click.BadParameter("an empty name; give a file name, or - for stdout", param_hint="'-o' / '--output'")
     try:
         return transform.output_format(output, common.format)
     except transform.FormatConflictError as error:

@@ -159,3 +159,9 @@ def test_a_0d_tensor_shows_its_shape_in_the_summary() -> None:
 
     report = summary.Report("crop-pad", "in.npy", "out.npy", [], "float64", [], "float64")
     assert summary._plain_line(report).startswith("crop-pad in.npy → out.npy: () float64 → () float64")
+
+
+@pytest.mark.parametrize("command", [["crop-pad", "IN", "--shape", "4,4"], ["affine-grid", "--size", "1,1,4,4"]])
+def test_an_empty_output_name_is_a_usage_error(tensor: Path, command: list[str]) -> None:
+    result = run(*[str(tensor) if part == "IN" else part for part in command], "-o", "")
+    usage_error(result, "-o' / '--output", "an empty name; give a file name, or - for stdout")
