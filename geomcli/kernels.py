@@ -104,37 +104,45 @@ def _one_line(text: str, limit: int | None = None) -> str:
     return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _as_int(value: Any, name: str, func: str) -> int:
-    """A Python int from an int or numpy integer; bools and floats are refused."""
+def _about(where: str) -> str:
+    """The end of a message: `` (input shape (1, 3, 4, 4))``, say; nothing for no ``where``."""
+    return f" ({where})" if where else ""
+
+
+def _as_int(value: Any, name: str, func: str, where: str) -> int:
+    """A Python int from an int or numpy integer; bools and floats are refused. ``where``, the
+    shape of the input the value is for, ends the messages of these checks."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise GeomError(f"{func}: {name} must be an integer, found {_shown(value)}")
+        raise GeomError(f"{func}: {name} must be an integer, found {_shown(value)}{_about(where)}")
     return int(value)
 
 
-def _as_ints(values: Any, name: str, func: str) -> Shape:
+def _as_ints(values: Any, name: str, func: str, where: str = "") -> Shape:
     """A tuple of ints from a sequence of ints or a 1-D integer array.
 
     A list or tuple of ints is taken as it is, so Python ints past int64 stay themselves (numpy
     would make them objects, or floats next to a negative value) for the callers' range checks.
     """
     if isinstance(values, (str, bytes)) or values is None:
-        raise GeomError(f"{func}: {name} must be a 1-D list of integers, found {_shown(values)}")
+        raise GeomError(f"{func}: {name} must be a 1-D list of integers, found {_shown(values)}{_about(where)}")
     if isinstance(values, (list, tuple)):
         for value in values:
             if isinstance(value, (bool, np.bool_)):
-                raise GeomError(f"{func}: {name} must hold integers, found {_shown(value)}")
+                raise GeomError(f"{func}: {name} must hold integers, found {_shown(value)}{_about(where)}")
         if all(isinstance(value, (int, np.integer)) for value in values):
             return tuple(int(value) for value in values)
     try:
         array = np.asarray(values)
     except (ValueError, TypeError) as error:
-        raise GeomError(f"{func}: {name} must be a 1-D list of integers ({_one_line(str(error))})") from error
+        raise GeomError(
+            f"{func}: {name} must be a 1-D list of integers ({_one_line(str(error))}){_about(where)}"
+        ) from error
     if array.ndim != 1:
-        raise GeomError(f"{func}: {name} must be 1-D, found shape {array.shape}")
+        raise GeomError(f"{func}: {name} must be 1-D, found shape {array.shape}{_about(where)}")
     if array.size == 0:
         return ()
     if array.dtype.kind not in "iu":
-        raise GeomError(f"{func}: {name} must hold integers, found dtype {array.dtype}")
+        raise GeomError(f"{func}: {name} must hold integers, found dtype {array.dtype}{_about(where)}")
     return tuple(int(value) for value in array.tolist())
 
 
@@ -146,14 +154,14 @@ def _as_shape(values: Any, name: str, func: str) -> Shape:
     return shape
 
 
-def _itemsize(dtype: Any, func: str) -> int:
+def _itemsize(dtype: Any, func: str, where: str) -> int:
     """The item size of ``dtype``: 1 for None, so that a check counts elements."""
     if dtype is None:
         return 1
     try:
         return int(np.dtype(dtype).itemsize)
     except (TypeError, ValueError) as error:
-        raise GeomError(f"{func}: dtype {_shown(dtype)} is not a numpy dtype") from error
+        raise GeomError(f"{func}: dtype {_shown(dtype)} is not a numpy dtype ({where})") from error
 
 
 def _check_addressable(output: Shape, dtype: Any, func: str, where: str) -> None:
@@ -163,7 +171,7 @@ def _check_addressable(output: Shape, dtype: Any, func: str, where: str) -> None
     intp ("array is too big", "Maximum allowed dimension exceeded"): empty arrays included. With
     ``dtype`` None the lengths alone are counted (no dtype has items of less than a byte).
     """
-    span = _itemsize(dtype, func)
+    span = _itemsize(dtype, func, where)
     for length in output:
         span *= length or 1
     if span <= sys.maxsize:
@@ -206,21 +214,21 @@ def _new_output(
         ) from error
 
 
-def _as_mode(mode: Any, func: str) -> Mode:
+def _as_mode(mode: Any, func: str, where: str) -> Mode:
     if not isinstance(mode, str) or mode not in _MODES:
-        raise GeomError(f"{func}: mode must be 'DCR' or 'CRD', found {_shown(mode)}")
+        raise GeomError(f"{func}: mode must be 'DCR' or 'CRD', found {_shown(mode)} ({where})")
     return mode  # type: ignore[return-value]
 
 
-def _as_blocksize(blocksize: Any, func: str) -> int:
-    size = _as_int(blocksize, "blocksize", func)
+def _as_blocksize(blocksize: Any, func: str, where: str) -> int:
+    size = _as_int(blocksize, "blocksize", func, where)
     if size < 1:
-        raise GeomError(f"{func}: blocksize must be at least 1, found {size}")
+        raise GeomError(f"{func}: blocksize must be at least 1, found {size} ({where})")
     return size
 
 
 def _normalize_axes(axes: Any, rank: int, input_shape: Shape, func: str) -> Shape:
-    found = _as_ints(axes, "axes", func)
+    found = _as_ints(axes, "axes", func, f"input shape {input_shape}")
     normalized = []
     for axis in found:
         if not -rank <= axis < rank:
@@ -233,25 +241,25 @@ def _normalize_axes(axes: Any, rank: int, input_shape: Shape, func: str) -> Shap
     return tuple(normalized)
 
 
-def _as_out(out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str) -> np.ndarray:
+def _as_out(out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str, where: str) -> np.ndarray:
     """``out`` checked to take a result of exactly ``shape`` and ``dtype`` without touching ``data``.
 
     The byte order must match too: the fast paths move raw bytes into ``out`` (the pairs of
     _space_to_depth_blocked), and a result's byte order is the kernel's one rule, not the caller's.
     """
     if not isinstance(out, np.ndarray):
-        raise GeomError(f"{func}: out must be a numpy array, found {type(out).__name__}")
+        raise GeomError(f"{func}: out must be a numpy array, found {type(out).__name__} ({where})")
     if out.shape != shape or out.dtype != dtype:
-        order = " (the byte order must match too)" if out.dtype.newbyteorder("=") == dtype.newbyteorder("=") else ""
+        order = "the byte order must match too; " if out.dtype.newbyteorder("=") == dtype.newbyteorder("=") else ""
         raise GeomError(
             f"{func}: out must have shape {shape} and dtype {_dtype_text(dtype)}, "
-            f"found shape {out.shape} and dtype {_dtype_text(out.dtype)}{order}"
+            f"found shape {out.shape} and dtype {_dtype_text(out.dtype)} ({order}{where})"
         )
     if not out.flags.writeable:
-        raise GeomError(f"{func}: out is read-only (shape {out.shape})")
+        raise GeomError(f"{func}: out is read-only ({where})")
     overlap = _overlap(out, data)
     if overlap is not None:
-        raise GeomError(f"{func}: out {overlap} (shape {out.shape}); give a separate array")
+        raise GeomError(f"{func}: out {overlap}; give a separate array ({where})")
     return out
 
 
@@ -290,13 +298,13 @@ def _split_axes(array: np.ndarray, shape: Shape) -> np.ndarray:
     return array.reshape(shape, copy=False)
 
 
-def _as_threads(threads: Any, func: str) -> int:
+def _as_threads(threads: Any, func: str, where: str) -> int:
     """The number of threads to use: ``None`` means every CPU this process may run on."""
     if threads is None:
         return available_cpus()
-    count = _as_int(threads, "threads", func)
+    count = _as_int(threads, "threads", func, where)
     if count < 1:
-        raise GeomError(f"{func}: threads must be at least 1, found {count}")
+        raise GeomError(f"{func}: threads must be at least 1, found {count} ({where})")
     return count
 
 
@@ -336,7 +344,7 @@ def center_crop_pad_output_shape(
     func = "center_crop_pad"
     input_shape = _as_shape(input_shape, "input shape", func)
     rank = len(input_shape)
-    targets = _as_ints(shape, "shape", func)
+    targets = _as_ints(shape, "shape", func, f"input shape {input_shape}")
     chosen = tuple(range(rank)) if axes is None else _normalize_axes(axes, rank, input_shape, func)
     if len(targets) != len(chosen):
         what = "the input's rank" if axes is None else "the number of axes"
@@ -352,7 +360,7 @@ def center_crop_pad_output_shape(
     return tuple(output)
 
 
-def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
+def _as_fill(fill: Any, dtype: np.dtype, func: str, where: str) -> np.ndarray:
     """``fill`` as a 0-d array of ``dtype``, refusing values the dtype cannot hold: integers out
     of range or with a fraction, numbers that overflow a float type to Inf, strings that would be
     cut short, and a string for a numeric dtype or a number for a string dtype.
@@ -370,14 +378,14 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
             found = f"a {type(fill).__name__} of {len(fill)} value{'' if len(fill) == 1 else 's'}"
         else:
             found = f"a {type(fill).__name__}"
-        raise GeomError(f"{func}: fill must be a scalar, found {found}")
+        raise GeomError(f"{func}: fill must be a scalar, found {found} ({where})")
     refusal = f"{func}: fill value {_shown(fill)} does not fit dtype {_dtype_text(dtype)}"
     if isinstance(fill, np.generic) and fill.dtype.kind in "mMOV" and not _is_tensor_type(fill.dtype):
-        raise GeomError(f"{refusal} ({fill.dtype} is no tensor type)")
+        raise GeomError(f"{refusal} ({fill.dtype} is no tensor type; {where})")
     # numpy would drop the imaginary part of a numpy complex (with a ComplexWarning), as it
     # refuses a Python complex: both are refused, whatever their imaginary part
     if isinstance(fill, (complex, np.complexfloating)) and dtype.kind in "biufV":
-        raise GeomError(f"{refusal} (a complex value for a real type)")
+        raise GeomError(f"{refusal} (a complex value for a real type; {where})")
     is_text = isinstance(fill, (str, bytes))
     try:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -400,9 +408,9 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str) -> np.ndarray:
         else:
             fits = bool(value.item() == fill)
     except (ValueError, TypeError, ArithmeticError) as error:  # decimal's signalling NaN: InvalidOperation
-        raise GeomError(f"{refusal} ({_one_line(str(error))})") from error
+        raise GeomError(f"{refusal} ({_one_line(str(error))}; {where})") from error
     if not fits:
-        raise GeomError(refusal)
+        raise GeomError(f"{refusal} ({where})")
     return value
 
 
@@ -478,11 +486,11 @@ def center_crop_pad(
     """
     func = "center_crop_pad"
     array = _as_array(data, func)
-    output_shape = center_crop_pad_output_shape(array.shape, shape, axes, dtype=array.dtype)
-    pad_value = None if fill is None else _as_fill(fill, array.dtype, func)
-    workers = _as_threads(threads, func)
-    given = None if out is None else _as_out(out, output_shape, array.dtype, array, func)
     where = f"input shape {array.shape}"
+    output_shape = center_crop_pad_output_shape(array.shape, shape, axes, dtype=array.dtype)
+    pad_value = None if fill is None else _as_fill(fill, array.dtype, func, where)
+    workers = _as_threads(threads, func, where)
+    given = None if out is None else _as_out(out, output_shape, array.dtype, array, func, where)
     windows = [center_crop_pad_window(d, t) for d, t in zip(array.shape, output_shape, strict=True)]
     source = [kept for kept, _ in windows]
     target = [placed for _, placed in windows]
@@ -553,9 +561,12 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: D
     """
     func = "affine_grid"
     theta_shape = _as_shape(theta_shape, "theta shape", func)
-    sizes = _as_ints(size, "size", func)
+    where = f"theta shape {theta_shape}"
+    sizes = _as_ints(size, "size", func, where)
     if len(sizes) not in (4, 5):
-        raise GeomError(f"{func}: size must have 4 values (N, C, H, W) or 5 (N, C, D, H, W), found {list(sizes)}")
+        raise GeomError(
+            f"{func}: size must have 4 values (N, C, H, W) or 5 (N, C, D, H, W), found {list(sizes)} ({where})"
+        )
     spatial = len(sizes) - 2
     expected = (spatial, spatial + 1)
     if len(theta_shape) != 3 or theta_shape[1:] != expected:
@@ -564,15 +575,13 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: D
             f"found {theta_shape}"
         )
     if sizes[0] != theta_shape[0]:
-        raise GeomError(
-            f"{func}: size[0] = {sizes[0]} does not match theta's batch of {theta_shape[0]} (theta shape {theta_shape})"
-        )
+        raise GeomError(f"{func}: size[0] = {sizes[0]} does not match theta's batch of {theta_shape[0]} ({where})")
     if sizes[1] < 0:
-        raise GeomError(f"{func}: the channel count size[1] must not be negative, found size {list(sizes)}")
+        raise GeomError(f"{func}: the channel count size[1] must not be negative, found size {list(sizes)} ({where})")
     if min(sizes[2:]) < 1:
-        raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)}")
+        raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)} ({where})")
     output = (sizes[0], *sizes[2:], spatial)
-    _check_addressable(output, dtype, func, f"theta shape {theta_shape}")
+    _check_addressable(output, dtype, func, where)
     return output
 
 
@@ -669,19 +678,19 @@ def affine_grid(
     """
     func = "affine_grid"
     matrices = _as_array(theta, func, "theta", grid=True)
+    where = f"theta shape {matrices.shape}"
     if isinstance(align_corners, (np.bool_, np.integer)):
         align_corners = align_corners.item()
     # the type first: an array of flags would make `in` ambiguous
     if not isinstance(align_corners, int) or align_corners not in (0, 1):
-        raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {_shown(align_corners)}")
+        raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {_shown(align_corners)} ({where})")
     grid_dtype = matrices.dtype.newbyteorder("=")
     output_shape = affine_grid_output_shape(matrices.shape, size, dtype=grid_dtype)
-    workers = _as_threads(threads, func)
-    where = f"theta shape {matrices.shape}"
+    workers = _as_threads(threads, func, where)
     if out is None:
         result = _new_output(output_shape, grid_dtype, func, where)
     else:
-        result = _as_out(out, output_shape, grid_dtype, matrices, func)
+        result = _as_out(out, output_shape, grid_dtype, matrices, func, where)
     if result.size == 0:  # no grids: not even the coordinates of their huge axes are made
         return result
     workers = _threads_for(workers, result.nbytes)
@@ -963,7 +972,7 @@ _SMALLEST_TERM = 2.0**-969
 def _nchw_shape(input_shape: Any, blocksize: Any, func: str) -> tuple[Shape, int]:
     """The input shape, checked to be rank 4, and the blocksize, checked to be an integer >= 1."""
     shape = _as_shape(input_shape, "input shape", func)
-    b = _as_blocksize(blocksize, func)
+    b = _as_blocksize(blocksize, func, f"input shape {shape}")
     if len(shape) != 4:
         raise GeomError(f"{func}: input must have rank 4 (N, C, H, W), found rank {len(shape)} (shape {shape})")
     return shape, b
@@ -1068,17 +1077,18 @@ def space_to_depth(
 def _rearrange(func: str, data: Any, blocksize: Any, mode: Any, threads: Any, out: Any) -> np.ndarray:
     """Validate, then move the blocks: cache-blocked for large in-memory arrays, else one transpose."""
     array = _as_array(data, func)
-    checked_mode = _as_mode(mode, func)
+    where = f"input shape {array.shape}"
+    checked_mode = _as_mode(mode, func, where)
     to_space = func == "depth_to_space"
     output_shape = (depth_to_space_output_shape if to_space else space_to_depth_output_shape)(
         array.shape, blocksize, dtype=array.dtype
     )
     b = int(blocksize)
-    workers = _as_threads(threads, func)
+    workers = _as_threads(threads, func, where)
     if out is None:
-        result = _new_output(output_shape, array.dtype, func, f"input shape {array.shape}")
+        result = _new_output(output_shape, array.dtype, func, where)
     else:
-        result = _as_out(out, output_shape, array.dtype, array, func)
+        result = _as_out(out, output_shape, array.dtype, array, func, where)
     if result.size == 0:  # nothing to move; the 6-D views of a huge blocksize could not even be made
         return result
     if b > 1 and array.nbytes >= _BLOCK_BYTES and _plain_memory(array) and array.flags.c_contiguous:

@@ -374,14 +374,16 @@ class CropPad:
 
     def output_shape(self, header: Header, *, common: Common) -> tuple[int, ...]:
         """What this makes of a file with this header, or refuses (a --fill its dtype cannot
-        hold, checked by the kernel itself on one element of that dtype): for --dry-run."""
+        hold, checked by the kernel itself on a stand-in of the file's shape and dtype, one
+        element seen everywhere, cropped to nothing): for --dry-run."""
         from geomcli import kernels
 
         _, shape = self._axes_and_shape(header.shape, header.layout, common)
         if self.fill is not None:
             import numpy as np
 
-            kernels.center_crop_pad(np.zeros(1, header.dtype), [1], fill=parse_fill(self.fill, header.dtype))
+            stand_in = np.broadcast_to(np.zeros((), header.dtype), header.shape)
+            kernels.center_crop_pad(stand_in, [0] * stand_in.ndim, fill=parse_fill(self.fill, header.dtype))
         return shape
 
     def _axes_and_shape(self, shape: tuple[int, ...], layout: str | None,

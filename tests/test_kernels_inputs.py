@@ -91,7 +91,8 @@ def test_affine_grid_non_native_theta(
     out = np.full(expected.shape, 7, dtype)
     assert kernels.affine_grid(big_endian, size, threads=2, out=out) is out
     assert same_bits(out, expected)
-    with pytest.raises(GeomError, match=r"^affine_grid: out must have shape .* \(the byte order must match too\)$"):
+    order = r"\(the byte order must match too; theta shape .*\)$"
+    with pytest.raises(GeomError, match=r"^affine_grid: out must have shape .* " + order):
         kernels.affine_grid(theta, size, out=np.zeros(expected.shape, swapped(dtype)))
 
 
@@ -130,7 +131,8 @@ def test_rearranging_kernels_keep_a_non_native_dtype(
             out = np.zeros(expected.shape, data.dtype)
             assert call(data, threads=2, out=out) is out
             assert same_bits(out, found)
-            with pytest.raises(GeomError, match=r": out must have shape .* \(the byte order must match too\)$"):
+            byte_order = r"\(the byte order must match too; input shape .*\)$"
+            with pytest.raises(GeomError, match=r": out must have shape .* " + byte_order):
                 call(data, out=np.zeros(expected.shape, swapped(data.dtype)))
 
 
@@ -277,7 +279,8 @@ def test_huge_lengths_that_numpy_can_hold_work(call: Callable[[], np.ndarray], s
 )
 def test_fill_must_be_a_scalar(fill: object, found: str) -> None:
     """The QA report: a list gave numpy's ValueError, an array its 'truth value ... is ambiguous'."""
-    with pytest.raises(GeomError, match=rf"^center_crop_pad: fill must be a scalar, found {found}$"):
+    shape = r" \(input shape \(1, 1, 3, 3\)\)$"
+    with pytest.raises(GeomError, match=rf"^center_crop_pad: fill must be a scalar, found {found}" + shape):
         kernels.center_crop_pad(X, [1, 1, 5, 5], fill=fill)
 
 
@@ -325,7 +328,7 @@ def test_align_corners_that_is_not_one_flag_is_refused(align_corners: object) ->
         (lambda: kernels.center_crop_pad_output_shape((-1, 3), [1, 1]),
          r"^center_crop_pad: input shape must not hold negative lengths, found \(-1, 3\)$"),
         (lambda: kernels.center_crop_pad_output_shape((3,), [1], dtype="no such type"),
-         r"^center_crop_pad: dtype 'no such type' is not a numpy dtype$"),
+         r"^center_crop_pad: dtype 'no such type' is not a numpy dtype \(input shape \(3,\)\)$"),
         (lambda: kernels.affine_grid_output_shape(None, [1, 1, 2, 2]), r"^affine_grid: theta shape must be a 1-D list"),
         (lambda: kernels.affine_grid_output_shape((-1, 2, 3), [-1, 1, 2, 2]),
          r"^affine_grid: theta shape must not hold negative lengths, found \(-1, 2, 3\)$"),
@@ -344,6 +347,55 @@ def test_align_corners_that_is_not_one_flag_is_refused(align_corners: object) ->
 def test_shapes_of_the_wrong_kind_are_named(call: Callable[[], object], message: str) -> None:
     with pytest.raises(GeomError, match=message):
         call()
+
+
+S2D = np.zeros((1, 4, 2, 2), np.uint8)
+READ_ONLY = np.zeros((1, 1, 3, 3), np.float32)
+READ_ONLY.flags.writeable = False
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        (lambda: kernels.space_to_depth(S2D, 2.0), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.space_to_depth(S2D, True), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.space_to_depth(S2D, 0), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.space_to_depth(S2D, 2, "crd"), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.depth_to_space(S2D, 2, None), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.depth_to_space(S2D, 2, threads="2"), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.depth_to_space(S2D, 2, out=[0]), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.depth_to_space(S2D, 2, out=np.zeros((1, 1, 4, 4))), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.space_to_depth(S2D, 2, out=S2D.reshape(1, 16, 1, 1)), "input shape (1, 4, 2, 2)"),
+        (lambda: kernels.center_crop_pad(X, "11"), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [[1, 1]]), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1.0, 1.0], axes=[2, 3]), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1], axes=[True]), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1], axes=np.array([0.5])), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill="a"), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=1e39), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=1j), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=np.datetime64(1, "s")), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 3], out=READ_ONLY), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 3], threads=0), "input shape (1, 1, 3, 3)"),
+        (lambda: kernels.center_crop_pad_output_shape((1, 2), [1, 1], dtype="no such type"), "input shape (1, 2)"),
+        (lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], align_corners=2), "theta shape (1, 2, 3)"),
+        (lambda: kernels.affine_grid(THETA, [1, 1, 2]), "theta shape (1, 2, 3)"),
+        (lambda: kernels.affine_grid(THETA, "1122"), "theta shape (1, 2, 3)"),
+        (lambda: kernels.affine_grid(THETA, [1, -1, 2, 2]), "theta shape (1, 2, 3)"),
+        (lambda: kernels.affine_grid(THETA, [1, 1, 0, 2]), "theta shape (1, 2, 3)"),
+        (lambda: kernels.affine_grid(THETA, [2, 1, 2, 2]), "theta shape (1, 2, 3)"),
+        (lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], threads=1.0), "theta shape (1, 2, 3)"),
+        (lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], out=np.zeros((1, 2, 2, 2))), "theta shape (1, 2, 3)"),
+    ],
+)
+def test_every_error_about_an_input_names_its_shape(call: Callable[[], object], where: str) -> None:
+    """Issue 2's rule: a message names the function, what was expected, what was found, and the
+    input shape (the QA report: blocksize, mode, threads, fill, out and the types of shape, axes
+    and size did not say it)."""
+    with pytest.raises(GeomError) as raised:
+        call()
+    message = str(raised.value)
+    assert message.endswith(f"{where})") and "\n" not in message, message
 
 
 # --------------------------------------------------------------------------------------------------

@@ -63,7 +63,8 @@ def test_an_out_that_shares_one_byte_is_still_refused() -> None:
     buffer = np.zeros(64, np.uint8)
     data = buffer[0::2][:16].reshape(1, 1, 4, 4)
     out = buffer[30:46].reshape(1, 4, 2, 2)  # buffer[30] is data's last item
-    with pytest.raises(GeomError, match=r"^space_to_depth: out overlaps the input \(shape \(1, 4, 2, 2\)\)"):
+    message = r"^space_to_depth: out overlaps the input; give a separate array \(input shape \(1, 1, 4, 4\)\)$"
+    with pytest.raises(GeomError, match=message):
         kernels.space_to_depth(data, 2, out=out)
 
 
@@ -72,7 +73,7 @@ def test_an_out_too_costly_to_tell_from_the_input_is_refused() -> None:
     primes = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]
     data = as_strided(buffer, (2,) * 24, [p * 1009 for p in primes], writeable=False)
     out = as_strided(buffer[1:], (2,) * 24, [p * 1013 for p in primes])
-    message = r"^center_crop_pad: out may overlap the input: its strides .* \(shape \(2, 2, .*\)\); give a"
+    message = r"^center_crop_pad: out may overlap the input: its strides .*; give a separate array \(input shape \(2, "
     with pytest.raises(GeomError, match=message):
         kernels.center_crop_pad(data, [2] * 24, out=out)
 
