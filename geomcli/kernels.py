@@ -76,19 +76,35 @@ def _is_tensor_type(dtype: np.dtype) -> bool:
     return dtype.name in _TENSOR_DTYPES or dtype.kind in "US"
 
 
+def _refused_type(dtype: np.dtype, func: str, name: str, where: str, *, grid: bool = False) -> GeomError | None:
+    """The error for a ``dtype`` the operator does not take, or None: a tensor type, or with
+    ``grid`` a float type of AffineGrid. The one place of the dtype policy."""
+    if dtype.name in _GRID_DTYPES if grid else _is_tensor_type(dtype):
+        return None
+    types = _GRID_TEXT if grid else _TENSOR_TEXT
+    return GeomError(f"{func}: {name} must be {types}, found dtype {_dtype_text(dtype)} ({where})")
+
+
+def _is_masked(array: Any) -> bool:
+    ma = sys.modules.get("numpy.ma")  # not imported: no masked array can exist
+    return ma is not None and isinstance(array, ma.MaskedArray)
+
+
 def _as_array(data: Any, func: str, name: str = "input", *, grid: bool = False) -> np.ndarray:
-    """The input as an ndarray of a type the operator takes (memory maps stay maps): a tensor
-    type, or with ``grid`` a float type of AffineGrid. The one place of the dtype policy."""
+    """The input as an ndarray of a type the operator takes (memory maps stay maps). A masked
+    array is refused: its mask would be dropped, and the result hold what lies under it."""
     try:
         array = data if isinstance(data, np.ndarray) else np.asarray(data)
     except (ValueError, TypeError) as error:
         raise GeomError(f"{func}: {name} is not an array ({_one_line(str(error))})") from error
-    takes = array.dtype.name in _GRID_DTYPES if grid else _is_tensor_type(array.dtype)
-    if not takes:
+    if _is_masked(array):
         raise GeomError(
-            f"{func}: {name} must be {_GRID_TEXT if grid else _TENSOR_TEXT}, found dtype {_dtype_text(array.dtype)} "
+            f"{func}: {name} is a masked array, whose mask would be lost; give its .filled(value) "
             f"({name} shape {array.shape})"
         )
+    refusal = _refused_type(array.dtype, func, name, f"{name} shape {array.shape}", grid=grid)
+    if refusal is not None:
+        raise refusal
     return array
 
 
@@ -154,24 +170,29 @@ def _as_shape(values: Any, name: str, func: str) -> Shape:
     return shape
 
 
-def _itemsize(dtype: Any, func: str, where: str) -> int:
-    """The item size of ``dtype``: 1 for None, so that a check counts elements."""
+def _itemsize(dtype: Any, func: str, where: str, grid: bool) -> int:
+    """The item size of ``dtype``, a type the operator takes: 1 for None, so that a check
+    counts elements."""
     if dtype is None:
         return 1
     try:
-        return int(np.dtype(dtype).itemsize)
+        found = np.dtype(dtype)
     except (TypeError, ValueError) as error:
         raise GeomError(f"{func}: dtype {_shown(dtype)} is not a numpy dtype ({where})") from error
+    refusal = _refused_type(found, func, "the output", where, grid=grid)
+    if refusal is not None:
+        raise refusal
+    return int(found.itemsize)
 
 
-def _check_addressable(output: Shape, dtype: Any, func: str, where: str) -> None:
+def _check_addressable(output: Shape, dtype: Any, func: str, where: str, *, grid: bool = False) -> None:
     """Refuse an output shape no numpy array can have, before anything is allocated.
 
     numpy refuses an array whose lengths other than 0, times the item size, pass the largest
     intp ("array is too big", "Maximum allowed dimension exceeded"): empty arrays included. With
     ``dtype`` None the lengths alone are counted (no dtype has items of less than a byte).
     """
-    span = _itemsize(dtype, func, where)
+    span = _itemsize(dtype, func, where, grid)
     for length in output:
         span *= length or 1
     if span <= sys.maxsize:
@@ -257,10 +278,25 @@ def _as_out(out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str
         )
     if not out.flags.writeable:
         raise GeomError(f"{func}: out is read-only ({where})")
+    if _is_masked(out):
+        raise GeomError(f"{func}: out is a masked array, whose mask would not follow the values ({where})")
+    if _overlaps_itself(out):
+        raise GeomError(f"{func}: out has elements that share memory (strides {out.strides}) ({where})")
     overlap = _overlap(out, data)
     if overlap is not None:
         raise GeomError(f"{func}: out {overlap}; give a separate array ({where})")
     return out
+
+
+def _overlaps_itself(array: np.ndarray) -> bool:
+    """Whether elements of ``array`` may share memory (a zero stride, say), by a sufficient test:
+    its axes of length > 1, innermost first by stride, each step past all the ones inside it."""
+    span = array.itemsize
+    for stride, length in sorted((abs(s), n) for n, s in zip(array.shape, array.strides) if n > 1):
+        if stride < span:
+            return True
+        span += stride * (length - 1)
+    return False
 
 
 # The effort np.shares_memory may spend on an out= whose bounds meet the input's: a few ms at
@@ -387,6 +423,8 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str, where: str) -> np.ndarray:
     if isinstance(fill, (complex, np.complexfloating)) and dtype.kind in "biufV":
         raise GeomError(f"{refusal} (a complex value for a real type; {where})")
     is_text = isinstance(fill, (str, bytes))
+    if is_text and dtype.kind not in "US":
+        raise GeomError(f"{refusal} (text for a {'bool' if dtype.kind == 'b' else 'numeric'} type; {where})")
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             native = dtype.newbyteorder("=")
@@ -462,11 +500,11 @@ def center_crop_pad(
     GeomError
         If an axis is out of ``[-r, r-1]`` or repeated, ``shape`` is not 1-D, holds
         non-integers or negative values, or its length differs from the number of
-        axes; if ``data`` is of another type (float128, datetime64, object, float8, ...);
-        if ``fill`` is not one value that fits its dtype; if ``threads`` is not an
-        integer >= 1; if ``out`` is not a writable array of the output's shape and dtype
-        (byte order included), or overlaps ``data``; if the output would be bigger than
-        numpy can address, or cannot be allocated.
+        axes; if ``data`` is of another type (float128, datetime64, object, float8, ...)
+        or a masked array; if ``fill`` is not one value that fits its dtype; if
+        ``threads`` is not an integer >= 1; if ``out`` is not a writable, unmasked array of
+        the output's shape and dtype (byte order included), or overlaps ``data`` or itself;
+        if the output would be bigger than numpy can address, or cannot be allocated.
 
     Notes
     -----
@@ -581,7 +619,7 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: D
     if min(sizes[2:]) < 1:
         raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)} ({where})")
     output = (sizes[0], *sizes[2:], spatial)
-    _check_addressable(output, dtype, func, where)
+    _check_addressable(output, dtype, func, where, grid=True)
     return output
 
 
@@ -653,11 +691,11 @@ def affine_grid(
     Raises
     ------
     GeomError
-        If theta's dtype is not a float type, its shape does not fit ``size``,
-        ``size[0]`` differs from theta's batch, a spatial size is below 1,
-        ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer >= 1,
-        ``out`` is not a writable array of the grid's shape and dtype (byte order
-        included) or overlaps theta, or if the grid would be bigger than numpy can
+        If theta's dtype is not a float type or theta is a masked array, its shape does
+        not fit ``size``, ``size[0]`` differs from theta's batch, a spatial size is below
+        1, ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer >= 1,
+        ``out`` is not a writable, unmasked array of the grid's shape and dtype (byte order
+        included) or overlaps theta or itself, or if the grid would be bigger than numpy can
         address, or it or its float64 work arrays cannot be allocated.
 
     Notes
@@ -1052,10 +1090,11 @@ def space_to_depth(
     Raises
     ------
     GeomError
-        If ``data`` is not rank 4 or of another type, H or W is not divisible by b, b is
-        not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is not
-        an integer >= 1, ``out`` is not a writable array of the output's shape and dtype
-        (byte order included) or overlaps ``data``, or the output cannot be allocated.
+        If ``data`` is not rank 4, of another type or masked, H or W is not divisible by b,
+        b is not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is
+        not an integer >= 1, ``out`` is not a writable, unmasked array of the output's shape
+        and dtype (byte order included) or overlaps ``data`` or itself, or the output
+        cannot be allocated.
 
     Notes
     -----
@@ -1240,10 +1279,11 @@ def depth_to_space(
     Raises
     ------
     GeomError
-        If ``data`` is not rank 4 or of another type, its channels are not divisible by
-        b², b is not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads``
-        is not an integer >= 1, ``out`` is not a writable array of the output's shape and
-        dtype (byte order included) or overlaps ``data``, or the output cannot be allocated.
+        If ``data`` is not rank 4, of another type or masked, its channels are not divisible
+        by b², b is not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads``
+        is not an integer >= 1, ``out`` is not a writable, unmasked array of the output's
+        shape and dtype (byte order included) or overlaps ``data`` or itself, or the output
+        cannot be allocated.
 
     Notes
     -----

@@ -211,7 +211,8 @@ def test_crop_pad_fill_in_the_inputs_dtype(tmp_path: Path, dry_run: bool, dtype:
     ("float16", "65520", "center_crop_pad: fill value 65520 does not fit dtype float16 (input shape (2,))"),
     ("float32", "1e39", "center_crop_pad: fill value 1e+39 does not fit dtype float32 (input shape (2,))"),
     ("<U2", "abc", "center_crop_pad: fill value 'abc' does not fit dtype <U2 (input shape (2,))"),
-    ("bool", "yes", "center_crop_pad: fill value 'yes' does not fit dtype bool (input shape (2,))"),
+    ("bool", "yes",
+     "center_crop_pad: fill value 'yes' does not fit dtype bool (text for a bool type; input shape (2,))"),
 ])
 def test_crop_pad_refuses_a_fill_the_same_way_with_and_without_dry_run(tmp_path: Path, dry_run: bool, dtype: str,
                                                                       fill: str, reason: str) -> None:

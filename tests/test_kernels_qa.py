@@ -71,11 +71,11 @@ def test_an_out_that_shares_one_byte_is_still_refused() -> None:
 def test_an_out_too_costly_to_tell_from_the_input_is_refused() -> None:
     buffer = np.zeros(1 << 22, np.uint8)
     primes = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]
-    data = as_strided(buffer, (2,) * 24, [p * 1009 for p in primes], writeable=False)
-    out = as_strided(buffer[1:], (2,) * 24, [p * 1013 for p in primes])
+    data = as_strided(buffer, (2,) * 20, [p * 1009 for p in primes[:20]], writeable=False)
+    out = as_strided(buffer[1:], (2,) * 20, [2 << i for i in range(20)])  # no two of its items meet
     message = r"^center_crop_pad: out may overlap the input: its strides .*; give a separate array \(input shape \(2, "
     with pytest.raises(GeomError, match=message):
-        kernels.center_crop_pad(data, [2] * 24, out=out)
+        kernels.center_crop_pad(data, [2] * 20, out=out)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -195,3 +195,75 @@ def test_bfloat16_blocks_of_the_plain_path_keep_the_bits(
         out = _strided_grid(sums.shape, theta.dtype)
         kernels.affine_grid(theta, size, True, threads=threads, out=out)
         assert out.astype(np.float32).tobytes() == expected.astype(np.float32).tobytes()
+
+
+# --- masked arrays, outputs whose items meet, dtypes of the shape helpers --------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: kernels.center_crop_pad(x, [1, 1, 5, 5]),
+        lambda x: kernels.space_to_depth(x, 1),
+        lambda x: kernels.depth_to_space(x, 1),
+    ],
+    ids=["crop-pad", "space-to-depth", "depth-to-space"],
+)
+def test_a_masked_input_is_refused_not_stripped_of_its_mask(call: Callable[[np.ndarray], object]) -> None:
+    """The QA report: the mask was dropped in silence, and the result held what lay under it."""
+    masked = np.ma.masked_array(np.arange(9.0).reshape(1, 1, 3, 3), mask=np.eye(3, dtype=bool)[None, None])
+    with pytest.raises(GeomError, match=r": input is a masked array, whose mask would be lost; give its \.filled"):
+        call(masked)
+
+
+def test_a_masked_theta_or_out_is_refused() -> None:
+    theta = np.ma.masked_array([[[1.0, 0, 0], [0, 1, 0]]], mask=False)
+    with pytest.raises(GeomError, match=r"^affine_grid: theta is a masked array"):
+        kernels.affine_grid(theta, [1, 1, 2, 2])
+    out = np.ma.masked_array(np.zeros((1, 1, 2, 2)), mask=True)
+    with pytest.raises(GeomError, match=r"^center_crop_pad: out is a masked array, whose mask would not follow"):
+        kernels.center_crop_pad(np.ones((1, 1, 2, 2)), [1, 1, 2, 2], out=out)
+    assert out.mask.all()
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides"),
+    [((1, 4, 2, 2), (0, 0, 8, 4)), ((1, 4, 2, 2), (64, 4, 8, 4)), ((1, 4, 2, 2), (64, 16, 4, 12))],
+    ids=["zero-stride", "rows-over-channels", "columns-over-rows"],
+)
+def test_an_out_whose_items_share_memory_is_refused(shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+    """The QA report: a writable out with a zero stride was taken, and threads wrote one element twice."""
+    out = as_strided(np.zeros(64, np.float32), shape, strides)
+    with pytest.raises(GeomError, match=r"^space_to_depth: out has elements that share memory \(strides "):
+        kernels.space_to_depth(np.ones((1, 1, 4, 4), np.float32), 2, out=out)
+
+
+def test_an_out_whose_items_interleave_without_meeting_is_taken() -> None:
+    buffer = np.zeros(64, np.float32)
+    out = as_strided(buffer, (1, 4, 2, 2), (256, 4, 32, 16))  # channels between the columns
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    assert kernels.space_to_depth(x, 2, out=out) is out
+    np.testing.assert_array_equal(out, kernels.space_to_depth(x, 2))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: kernels.center_crop_pad_output_shape((3,), [1], dtype=object),
+        lambda: kernels.space_to_depth_output_shape((1, 1, 2, 2), 2, dtype="datetime64[s]"),
+        lambda: kernels.depth_to_space_output_shape((1, 4, 1, 1), 2, dtype=[("a", "<f4")]),
+        lambda: kernels.affine_grid_output_shape((1, 2, 3), [1, 1, 2, 2], dtype=np.int32),
+    ],
+    ids=["object", "datetime", "record", "int-grid"],
+)
+def test_the_shape_helpers_refuse_a_dtype_their_kernel_refuses(call: Callable[[], object]) -> None:
+    """The QA report: only the item size was used, so an object dtype was sized as 8 bytes."""
+    with pytest.raises(GeomError, match=r"^\w+: the output must be .*, found dtype .* \((input|theta) shape "):
+        call()
+
+
+@pytest.mark.parametrize(("dtype", "kind"), [("uint8", "numeric"), ("complex64", "numeric"), ("bool", "bool")])
+def test_a_text_fill_for_a_number_says_so_not_pythons_parse_error(dtype: str, kind: str) -> None:
+    with pytest.raises(GeomError, match=rf"^center_crop_pad: fill value '' does not fit dtype {dtype} "
+                                        rf"\(text for a {kind} type; input shape \(1,\)\)$"):
+        kernels.center_crop_pad(np.zeros(1, dtype), [3], fill="")
