@@ -50,13 +50,14 @@ Shape: TypeAlias = tuple[int, ...]
 _MODES = ("DCR", "CRD")
 # The dtype policy (used by _as_array): the types these operators take in ONNX (CenterCropPad-18,
 # SpaceToDepth-28: "all tensor types" of that list, so no float8 or int4), by numpy's name in any
-# byte order; strings by kind, str or bytes (ONNX keeps its strings as bytes). Refused: float128
+# byte order; strings by kind, str, bytes (ONNX keeps its strings as bytes) or numpy 2's StringDType
+# (variable width: the plain paths only, never kept memory). Refused: float128
 # and complex256, dates, durations, objects, records and raw bytes (void).
 _TENSOR_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
     + ["float16", "float32", "float64", "bfloat16", "complex64", "complex128"]
 )
-_TENSOR_TEXT = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str or bytes"
+_TENSOR_TEXT = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str, bytes or StringDType"
 # AffineGrid-20's T1: theta and the grid.
 _GRID_DTYPES = frozenset(["float16", "float32", "float64", "bfloat16"])
 _GRID_TEXT = "float16, float32, float64 or bfloat16"
@@ -72,8 +73,14 @@ _PARALLEL_BYTES = 4 << 20
 
 
 def _is_tensor_type(dtype: np.dtype) -> bool:
-    """Whether the rearranging kernels take ``dtype``: see _TENSOR_DTYPES."""
-    return dtype.name in _TENSOR_DTYPES or dtype.kind in "US"
+    """Whether the rearranging kernels take ``dtype``: see _TENSOR_DTYPES; strings are numpy's
+    fixed-width str and bytes, and numpy 2's variable-width StringDType (kind T)."""
+    return dtype.name in _TENSOR_DTYPES or dtype.kind in "UST"
+
+
+def _in_native_order(dtype: np.dtype) -> np.dtype:
+    """``dtype`` in this machine's byte order (StringDType has none, and refuses to be asked)."""
+    return dtype if dtype.kind == "T" else dtype.newbyteorder("=")
 
 
 def _refused_type(dtype: np.dtype, func: str, name: str, where: str, *, grid: bool = False) -> GeomError | None:
@@ -271,7 +278,8 @@ def _as_out(out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str
     if not isinstance(out, np.ndarray):
         raise GeomError(f"{func}: out must be a numpy array, found {type(out).__name__} ({where})")
     if out.shape != shape or out.dtype != dtype:
-        order = "the byte order must match too; " if out.dtype.newbyteorder("=") == dtype.newbyteorder("=") else ""
+        same_type = _in_native_order(out.dtype) == _in_native_order(dtype)
+        order = "the byte order must match too; " if same_type else ""
         raise GeomError(
             f"{func}: out must have shape {shape} and dtype {_dtype_text(dtype)}, "
             f"found shape {out.shape} and dtype {_dtype_text(out.dtype)} ({order}{where})"
@@ -423,18 +431,18 @@ def _as_fill(fill: Any, dtype: np.dtype, func: str, where: str) -> np.ndarray:
     if isinstance(fill, (complex, np.complexfloating)) and dtype.kind in "biufV":
         raise GeomError(f"{refusal} (a complex value for a real type; {where})")
     is_text = isinstance(fill, (str, bytes))
-    if is_text and dtype.kind not in "US":
+    if is_text and dtype.kind not in "UST":
         raise GeomError(f"{refusal} (text for a {'bool' if dtype.kind == 'b' else 'numeric'} type; {where})")
     try:
         with np.errstate(over="ignore", invalid="ignore"):
-            native = dtype.newbyteorder("=")
+            native = _in_native_order(dtype)
             if native.name == "bfloat16" and not is_text:
                 value = round_once(np.array(fill, dtype=np.float64), native)
             else:
                 value = np.array(fill, dtype=native)
             # after the value: ml_dtypes ignores a byte order when assigning, not when casting
             value = value.astype(dtype)
-        if dtype.kind in "US":
+        if dtype.kind in "UST":
             stored = value.item()
             fits = is_text and (stored == fill or isinstance(stored, bytes) and stored.decode("latin-1") == fill)
         elif is_text:
@@ -468,8 +476,8 @@ def center_crop_pad(
     data : array_like
         Input of a type CenterCropPad takes: bool, int8-int64, uint8-uint64,
         float16/32/64, bfloat16 (ml_dtypes), complex64/128, or strings (numpy str or
-        bytes arrays); either byte order, any strides. A memory map is read only where
-        it lands in the output.
+        bytes arrays, or numpy 2's StringDType); either byte order, any strides. A memory
+        map is read only where it lands in the output.
     shape : sequence of int or 1-D int32/int64 array
         Target length of each axis in ``axes``; every value >= 0.
     axes : sequence of int or 1-D int array, optional
@@ -570,7 +578,7 @@ def _plain_memory(array: np.ndarray) -> bool:
 
     Memory maps and other subclasses, strings and anything unusual take the plain path.
     """
-    return type(array) is np.ndarray and array.dtype.kind not in "OSU"
+    return type(array) is np.ndarray and array.dtype.kind not in "OSUT"
 
 
 def _copy(target: np.ndarray, source: np.ndarray, threads: int) -> None:

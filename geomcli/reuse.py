@@ -71,7 +71,8 @@ def release() -> None:
 
 
 def _empty(shape: tuple[int, ...], dtype: np.dtype, size: int) -> np.ndarray:
-    if size < MIN_BYTES or dtype.hasobject or dtype.subdtype is not None:
+    # objects and StringDType (kind T) items refer to memory their array owns: raw bytes are none
+    if size < MIN_BYTES or dtype.hasobject or dtype.subdtype is not None or dtype.kind == "T":
         return np.empty(shape, dtype)
     buffer = _take(size)
     if buffer is None:

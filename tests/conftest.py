@@ -21,6 +21,7 @@ ALL_DTYPES = [
     np.dtype(ml_dtypes.bfloat16),
     *map(np.dtype, ["complex64", "complex128"]),
     np.dtype("<U4"),
+    np.dtype(np.dtypes.StringDType()),
 ]
 FLOAT_DTYPES = [np.dtype("float16"), np.dtype("float32"), np.dtype("float64"), np.dtype(ml_dtypes.bfloat16)]
 
@@ -33,7 +34,7 @@ def rng() -> np.random.Generator:
 def make_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """Distinct-ish values of any supported dtype, so misplaced elements show."""
     values = rng.integers(1, 100, size=shape)
-    if dtype.kind == "U":
+    if dtype.kind in "UT":
         return values.astype(str).astype(dtype)
     if dtype.kind == "b":
         return values % 2 == 1

@@ -42,8 +42,9 @@ def same_values(found: np.ndarray, expected: np.ndarray) -> bool:
     return same_bits(found.astype(native(found.dtype)), expected.astype(native(expected.dtype)))
 
 
-# The dtypes whose items have a byte order: all but bool, int8, uint8 (bfloat16 has one too).
-ORDERED_DTYPES = [dtype for dtype in ALL_DTYPES if swapped(dtype) != dtype]
+# The dtypes whose items have a byte order: all but bool, int8, uint8 and StringDType (bfloat16
+# has one too).
+ORDERED_DTYPES = [dtype for dtype in ALL_DTYPES if dtype.kind != "T" and swapped(dtype) != dtype]
 
 
 def all_paths(monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
@@ -402,7 +403,7 @@ def test_every_error_about_an_input_names_its_shape(call: Callable[[], object], 
 # 3. The dtype policy: ONNX's types for these operators, and bytes; nothing else
 # --------------------------------------------------------------------------------------------------
 
-TAKES = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str or bytes"
+TAKES = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str, bytes or StringDType"
 # long double is float64 on some machines (Windows, macOS on Apple silicon): a tensor type there
 LONG_DOUBLES = [np.dtype(np.longdouble), np.dtype(np.clongdouble)] if np.dtype(np.longdouble).itemsize > 8 else []
 REFUSED = [

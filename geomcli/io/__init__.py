@@ -510,6 +510,8 @@ def check_writable(dtype: np.dtype, shape: tuple[int, ...], fmt: str, name: str)
     reason = _refusal(fmt, dtype, shape)
     if reason is None:
         return
+    if dtype.kind == "T":
+        raise GeomError(f"{name}: {dtype} strings have no file form without pickling; give them as .astype(str)")
     if dtype.hasobject:
         raise GeomError(f"{name}: {dtype} arrays hold Python objects; geomcli never pickles")
     others = [_SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, dtype, shape) is None]
