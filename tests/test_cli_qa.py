@@ -166,3 +166,30 @@ def test_a_0d_tensor_shows_its_shape_in_the_summary() -> None:
 def test_an_empty_output_name_is_a_usage_error(tensor: Path, command: list[str]) -> None:
     result = run(*[str(tensor) if part == "IN" else part for part in command], "-o", "")
     usage_error(result, "-o' / '--output", "an empty name; give a file name, or - for stdout")
+
+
+# --- inputs of an unknown extension ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["info"], ["crop-pad", "--shape", "4,4", "-o", "OUT"]], ids=["info", "crop-pad"])
+@pytest.mark.parametrize("name", ["photo.weird", "photo"])
+def test_an_input_geomcli_cannot_name_does_not_point_to_an_option_it_lacks(
+    tmp_path: Path, command: list[str], name: str
+) -> None:
+    """The QA report: 'unknown extension ... (or give --format)', but --format is the output's
+    (and info has none): no option makes an input's format."""
+    source = tmp_path / name
+    source.write_bytes(b"no image at all, " * 8)
+    args = [str(tmp_path / "out.png") if arg == "OUT" else arg for arg in command]
+    result = run(*args[:1], source, *args[1:])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {source}: ") and "--format" not in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_an_output_of_an_unknown_extension_still_points_to_format(tmp_path: Path) -> None:
+    source = tmp_path / "in.png"
+    Image.fromarray(np.zeros((4, 4), np.uint8)).save(source)
+    result = run("crop-pad", source, "--shape", "2,2", "-o", tmp_path / "out.weird")
+    assert result.exit_code == 2
+    assert "unknown extension '.weird'" in result.stderr and "(or give --format)" in result.stderr

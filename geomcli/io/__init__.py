@@ -98,10 +98,11 @@ _SUFFIX = {
 }
 
 
-def format_for_path(path: str, override: str | None = None) -> str:
+def format_for_path(path: str, override: str | None = None, *, hint: str = " (or give --format)") -> str:
     """The format named by ``override`` (validated) or else by the path's extension.
 
-    ``-`` (stdout) defaults to ``npy``. An unknown or missing extension is an error, never a guess.
+    ``-`` (stdout) defaults to ``npy``. An unknown or missing extension is an error, never a guess;
+    its message ends with ``hint`` (inputs have no --format to give).
 
     >>> format_for_path("scan.TIF"), format_for_path("x.bin", "jpg")
     ('tiff', 'jpeg')
@@ -118,7 +119,7 @@ def format_for_path(path: str, override: str | None = None) -> str:
         return _EXTENSIONS[ext]
     known = ", ".join(_EXTENSIONS)
     found = f"unknown extension {ext!r}" if ext else "no file extension"
-    raise GeomError(f"{path}: {found}; expected one of {known} (or give --format)")
+    raise GeomError(f"{path}: {found}; expected one of {known}{hint}")
 
 
 def sniff_format(head: bytes) -> str | None:
@@ -553,7 +554,7 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         return stream.whole(fmt), name, fmt, None
     # a name without an extension (/dev/stdin, process substitution's /dev/fd/63): the content
     # decides, as for "-"; an extension geomcli does not know stays an error
-    named: str | None = format_for_path(path, format) if format is not None or os.path.splitext(path)[1] else None
+    named = format_for_path(path, format, hint="") if format is not None or os.path.splitext(path)[1] else None
     try:
         # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one forever
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -591,7 +592,7 @@ def _content_format(name: str, head: bytes, named: str | None, *, empty: bool, s
         expected = f"expected one of {', '.join(FORMATS)}"
         if stdin:
             raise GeomError(f"{name}: unrecognised content ({expected})")
-        raise GeomError(f"{name}: no file extension and unrecognised content ({expected}; or give --format)")
+        raise GeomError(f"{name}: no file extension and unrecognised content ({expected})")
     return found
 
 
