@@ -564,8 +564,9 @@ def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
 @click.option("--like", type=click.Path(dir_okay=False, allow_dash=False), default=None,
               help="Take C,H,W (C,D,H,W from a rank-5 tensor) from this file; N is theta's batch.")
 @click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
-              help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file, or inline: 6 (2-D) or 12 (3-D) "
-                   "comma-separated numbers per matrix, row by row.  [default: the transform flags]")
+              help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file (- reads one from stdin), or inline: "
+                   "6 (2-D) or 12 (3-D) comma-separated numbers per matrix, row by row.  "
+                   "[default: the transform flags]")
 @click.option("--rotate", type=Float(), default=0.0, show_default=True, help="Rotation in degrees (2-D).")
 @click.option("--scale", type=FloatList((1, 2)), default="1", show_default=True, metavar="S[,SY]",
               help="Scale of x and y (2-D).")

@@ -123,8 +123,9 @@ GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def is_file(text: str | None) -> bool:
-    """Whether --theta names a file (.npy/.tiff, or any path that exists) rather than numbers."""
-    return text is not None and (os.path.splitext(text)[1].lower() in (".npy", ".tif", ".tiff")
+    """Whether --theta names a file (.npy/.tiff, any path that exists, or - for stdin) rather
+    than numbers."""
+    return text is not None and (text == "-" or os.path.splitext(text)[1].lower() in (".npy", ".tif", ".tiff")
                                  or os.path.exists(text))
 
 

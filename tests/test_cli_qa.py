@@ -94,7 +94,7 @@ def test_a_fill_in_other_digits_is_text_for_a_string_tensor(tmp_path: Path) -> N
 # --- affine-grid --theta ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("theta", ["", "-", "1,0,0,0,1,0,"])
+@pytest.mark.parametrize("theta", ["", "1,0,0,0,1,0,"])  # - reads stdin: see below
 def test_inline_theta_that_is_no_list_names_the_option(tmp_path: Path, theta: str) -> None:
     result = run("affine-grid", "--size", "1,3,4,6", "--theta", theta, "-o", tmp_path / "g.npy")
     usage_error(result, "--theta", f"{theta!r} is not a comma-separated list of numbers")
@@ -193,3 +193,27 @@ def test_an_output_of_an_unknown_extension_still_points_to_format(tmp_path: Path
     result = run("crop-pad", source, "--shape", "2,2", "-o", tmp_path / "out.weird")
     assert result.exit_code == 2
     assert "unknown extension '.weird'" in result.stderr and "(or give --format)" in result.stderr
+
+
+# --- affine-grid --theta - ---------------------------------------------------------------------
+
+
+def test_theta_from_stdin_is_the_theta_of_its_file(tmp_path: Path) -> None:
+    """The QA report: --like - read stdin, --theta - was a list of numbers that was no list."""
+    theta = np.array([[[1.0, 0.25, 0.1], [-0.5, 1.0, 0.0]], [[0.5, 0, 0], [0, 2, -1]]], np.float64)
+    np.save(tmp_path / "theta.npy", theta)
+    from_file = run("affine-grid", "--theta", tmp_path / "theta.npy", "--size", "2,1,3,5", "-o", tmp_path / "a.npy")
+    piped = CliRunner().invoke(cli, ["affine-grid", "--theta", "-", "--size", "2,1,3,5", "-o", str(tmp_path / "b.npy")],
+                               input=(tmp_path / "theta.npy").read_bytes())
+    assert from_file.exit_code == piped.exit_code == 0, piped.stderr
+    found = np.load(tmp_path / "b.npy")
+    assert found.dtype == np.float64 and np.array_equal(found, np.load(tmp_path / "a.npy"))
+
+
+def test_theta_from_stdin_that_is_no_array_is_one_error_line(tmp_path: Path) -> None:
+    args = ["affine-grid", "--theta", "-", "--size", "1,1,2,2", "-o", str(tmp_path / "g.npy")]
+    result = CliRunner().invoke(cli, args, input=b"1,0,0,0,1,0\n")
+    assert result.exit_code == 1
+    expected = "expected one of png, jpeg, bmp, gif, webp, npy, tiff"
+    assert result.stderr == f"Error: <stdin>: unrecognised content ({expected})\n"
+    assert not (tmp_path / "g.npy").exists()
