@@ -289,7 +289,7 @@ def _as_out(out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str
     if _is_masked(out):
         raise GeomError(f"{func}: out is a masked array, whose mask would not follow the values ({where})")
     if _overlaps_itself(out):
-        raise GeomError(f"{func}: out has elements that share memory (strides {out.strides}) ({where})")
+        raise GeomError(f"{func}: out has elements that share memory (strides {out.strides}; {where})")
     overlap = _overlap(out, data)
     if overlap is not None:
         raise GeomError(f"{func}: out {overlap}; give a separate array ({where})")
