@@ -177,15 +177,15 @@ class _OutputError(GeomError):
 
 
 def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
-                  output_format: str) -> np.ndarray | None:
-    """A memory-mapped output for a big result, open until ``outputs`` closes (then renamed into
-    place); None for a result that is written from RAM."""
+                  output_format: str, layout: str | None = None) -> np.ndarray | None:
+    """A memory-mapped output for a big result in ``layout`` (None: unknown), open until
+    ``outputs`` closes (then renamed into place); None for a result that is written from RAM."""
     from geomcli import io
 
     if not io.maps_output(output, shape, dtype, format=output_format):
         return None
     try:
-        return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format))
+        return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout))
     except GeomError as error:
         raise _OutputError(str(error)) from error  # it names the output already
 
@@ -214,7 +214,8 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
             if _compresses(output_format, fidelity, loaded.metadata):
                 return None  # a map holds raw bytes: a compressed output is encoded from RAM
-            out = mapped_output(outputs, output, shape, dtype, output_format)
+            layout = written_layout(loaded.shape, shape, common.layout, loaded.layout)
+            out = mapped_output(outputs, output, shape, dtype, output_format, layout)
             mapped.extend([] if out is None else [out])
             return out
 
@@ -240,10 +241,28 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads)
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=options,
-                metadata=_output_metadata(command, parameters, loaded.metadata, fidelity)))
+                metadata=_output_metadata(command, parameters, loaded.metadata, fidelity),
+                layout=written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))
             report.value_range = (result.value_range() if isinstance(result, io.Picture)
                                   else summary.value_range(result))
     return report
+
+
+def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,
+                   from_file: str | None) -> str | None:
+    """The layout an operation's result is in: the input's (--layout, else the file's, else HW for
+    rank 2), an HW input grown to HWC where the result has channels (layout.output_layout); None
+    when no layout of the result's rank is known (a rank-3 tensor of no named layout, say).
+
+    >>> written_layout((8, 12), (4, 6, 4), None, None), written_layout((8, 12, 3), (4, 6, 12), None, "HWC")
+    ('HWC', 'HWC')
+    >>> written_layout((2, 8, 12), (2, 4, 6), None, None) is None
+    True
+    """
+    layout = given or from_file or ("HW" if len(input_shape) == 2 else None)
+    if layout == "HW" and len(output_shape) == 3:
+        layout = "HWC"
+    return layout if layout is not None and len(layout) == len(output_shape) else None
 
 
 def _output_metadata(command: str, parameters: dict[str, Any], metadata: Metadata, fidelity: Fidelity) -> Metadata:

@@ -276,6 +276,7 @@ def write_array(
     format: str | None = None,
     metadata: Metadata | None = None,
     options: WriteOptions | None = None,
+    layout: str | None = None,
 ) -> tuple[str, ...]:
     """Write ``data`` to ``path`` atomically (``-``: stdout, npy unless ``format`` says else).
 
@@ -290,6 +291,8 @@ def write_array(
     cannot hold (naming it), a lossy encoding, a compression that had to change.
     ``data`` may be a :class:`Picture` (from :func:`read_picture`): an image format that holds
     it is written straight from Pillow, byte for byte as from its array.
+    ``layout``: the layout ``data`` is in, where known (``HWC``...); a TIFF records an HWC image's
+    channels as such, so it reads back in that layout.
     """
     from geomcli.io import _atomic
 
@@ -309,11 +312,11 @@ def write_array(
     if _atomic.is_stdout(path):  # "-", /dev/stdout, /dev/fd/1: one way for all
         _atomic.refuse_terminal(fmt.upper(), name)
         buffer = io.BytesIO()
-        said += _encode(data, buffer, fmt, metadata, options, name)
+        said += _encode(data, buffer, fmt, metadata, options, name, layout)
         _atomic.to_stdout(buffer.getvalue(), name)
         return tuple(said)
     with _atomic.atomic_file(path) as f:
-        said += _encode(data, f, fmt, metadata, options, name)
+        said += _encode(data, f, fmt, metadata, options, name, layout)
     return tuple(said)
 
 
@@ -382,7 +385,7 @@ def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format:
 
 
 def open_output(
-    path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None
+    path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None, layout: str | None = None
 ) -> AbstractContextManager[np.ndarray]:
     """A context manager yielding a zero-filled, writable array for the output at ``path``.
 
@@ -390,7 +393,8 @@ def open_output(
     folder, renamed into place at normal exit: data larger than memory is never built in RAM.
     Others are an array in RAM, given to :func:`write_array` at exit. Either way the write is
     atomic: on any exception, KeyboardInterrupt and SystemExit included, no temp file remains
-    and an existing file is untouched.
+    and an existing file is untouched. ``layout`` is as for :func:`write_array`: a mapped TIFF
+    is laid out as one written from RAM.
 
     >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "big.npy")
@@ -403,7 +407,7 @@ def open_output(
 
     from geomcli.io import _mapped
 
-    return _mapped.open_output(path, shape, np.dtype(dtype), format_for_path(path, format))
+    return _mapped.open_output(path, shape, np.dtype(dtype), format_for_path(path, format), layout)
 
 
 def release(array: np.ndarray, /) -> None:
@@ -417,7 +421,7 @@ def release(array: np.ndarray, /) -> None:
 
 def _encode(
     data: np.ndarray | Picture, f: IO[bytes], fmt: str, metadata: Metadata | None, options: WriteOptions | None,
-    name: str,
+    name: str, layout: str | None,
 ) -> list[str]:
     if isinstance(data, Picture):  # an image format that holds it: see write_array
         from geomcli.io import _pillow
@@ -430,7 +434,7 @@ def _encode(
     elif fmt == "tiff":
         from geomcli.io import _tiff
 
-        return _tiff.write(data, f, metadata, options, name)
+        return _tiff.write(data, f, metadata, options, name, layout)
     else:
         from geomcli.io import _pillow
 

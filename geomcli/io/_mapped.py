@@ -37,18 +37,21 @@ def maps_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> b
 
 
 @contextmanager
-def open_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> Iterator[np.ndarray]:
-    """Yield a zero-filled writable array; at normal exit its contents are at ``path``, atomically."""
+def open_output(
+    path: str, shape: Sequence[int], dtype: np.dtype, fmt: str, layout: str | None = None
+) -> Iterator[np.ndarray]:
+    """Yield a zero-filled writable array; at normal exit its contents are at ``path``, atomically.
+    ``layout``: the layout of what is written, for the formats that record it (TIFF)."""
     from geomcli.io import write_array
 
     shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
     if not maps_output(path, shape, dtype, fmt):
         data = np.zeros(shape, dtype)
         yield data
-        write_array(data, path, format=fmt)
+        write_array(data, path, format=fmt, layout=layout)
         return
     with _atomic.atomic_path(path) as tmp:
-        mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else _map_tiff(tmp, shape, dtype)
+        mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else _map_tiff(tmp, shape, dtype, layout)
         _reserve(tmp)
         yield mapped
         mapped.flush()  # msync: the pages reach the file before atomic_path syncs and renames it
@@ -93,12 +96,13 @@ def _write_header(f: IO[bytes], header: dict[str, Any]) -> None:
         np.lib.format.write_array_header_2_0(f, header)
 
 
-def _map_tiff(tmp: str, shape: tuple[int, ...], dtype: np.dtype) -> np.memmap:
+def _map_tiff(tmp: str, shape: tuple[int, ...], dtype: np.dtype, layout: str | None) -> np.memmap:
     import tifffile
 
-    # the photometric _tiff.write gives the same array, so both paths read back alike
-    rgb = len(shape) == 3 and shape[-1] in (3, 4) and dtype in (np.uint8, np.uint16)
-    mapped: np.memmap = tifffile.memmap(tmp, shape=shape, dtype=dtype, photometric="rgb" if rgb else "minisblack")
+    from geomcli.io import _tiff
+
+    # the pages _tiff.write lays the same array out in, so both paths read back alike
+    mapped: np.memmap = tifffile.memmap(tmp, shape=shape, dtype=dtype, **_tiff.pages(shape, dtype, layout))
     return mapped
 
 

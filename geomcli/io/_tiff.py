@@ -676,9 +676,12 @@ def write(
     metadata: Metadata | None = None,
     options: WriteOptions | None = None,
     name: str = "<output>",
+    layout: str | None = None,
 ) -> list[str]:
     """Write ``data`` with axes (ImageJ, OME or tifffile's shaped JSON), resolution, ICC profile
-    and compression from ``metadata`` fitted to its shape; what could not be kept, as warnings."""
+    and compression from ``metadata`` fitted to its shape; what could not be kept, as warnings.
+    ``layout``: the layout the data is in, where known; an HWC image is written as one
+    (see :func:`pages`), whatever axes ``metadata`` names."""
     import tifffile
 
     metadata = metadata or Metadata()
@@ -688,28 +691,15 @@ def write(
         if metadata.axes_kind is not None:  # (a plain image's YXS is no metadata of the file's)
             warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
         axes = None
-    channels = data.shape[-1] if data.ndim >= 3 else 1
-    # an 8- or 16-bit H x W x 2, 3 or 4 array without axes is taken for an image (grey and alpha,
-    # RGB, RGBA), as Pillow's modes are; else only pages that held samples (YXS) give samples,
-    # however many there are now
-    image = axes is None and data.ndim == 3 and channels in (2, 3, 4) and data.dtype in (np.uint8, np.uint16)
-    samples = image or (bool(axes and axes.endswith("S")) and channels > 1)
-    rgb = samples and channels in (3, 4) and data.dtype.kind in "iuf"
     kind = metadata.axes_kind if axes else None
+    if layout == "HWC" and data.ndim == 3 and _LAYOUTS.get(axes or "") != "HWC":
+        axes, kind = "YXS", None
     if kind == "imagej" and not _imagej_fits(data, axes or ""):
         warnings.append(f"ImageJ metadata cannot describe {data.dtype} data with axes {axes}; "
                         "written as tifffile metadata with the same axes")
         kind = "shaped"
-    write_args: dict[str, Any] = {
-        # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
-        "photometric": "rgb" if rgb else "minisblack",
-        "bigtiff": data.nbytes >= BIGTIFF_BYTES,
-        "metadata": {"axes": axes} if kind else {},
-    }
-    if samples and not rgb:
-        write_args["planarconfig"] = "contig"  # one page of channels, not a page per row
-        if channels == 2 and data.dtype in (np.uint8, np.uint16):
-            write_args["extrasamples"] = ("unassalpha",)  # grey and alpha, as PNG's and Pillow's LA
+    write_args = _pages(data.shape, data.dtype, axes, kind)
+    write_args["bigtiff"] = data.nbytes >= BIGTIFF_BYTES
     if kind == "imagej":
         write_args["imagej"] = True
         write_args["metadata"].update(metadata.imagej)
@@ -735,6 +725,48 @@ def write(
             f"{name}: compression {str(compression).upper()} is not available (pip install imagecodecs)"
         ) from e
     return warnings
+
+
+def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None) -> dict[str, Any]:
+    """tifffile's arguments that lay out an array of this shape and dtype, in ``layout``, in pages
+    as :func:`write` does without metadata: so a memory-mapped output (tifffile.memmap) reads back
+    as the same array, in the same layout, as one written from RAM.
+
+    An HWC image is one page of C samples a pixel (an RGB or RGBA image for 3 or 4 channels of
+    numbers); where the pages cannot say so (1 channel: tifffile stores a plain grey page; bool:
+    a page a row, as tifffile's 1-bit samples do not read back), tifffile's JSON names its axes YXS.
+
+    >>> pages((6, 4, 12), np.dtype(np.uint8), "HWC")
+    {'photometric': 'minisblack', 'metadata': {}, 'planarconfig': 'contig'}
+    >>> pages((6, 4, 1), np.dtype(np.uint16), "HWC")
+    {'photometric': 'minisblack', 'metadata': {'axes': 'YXS'}}
+    """
+    channels_last = layout == "HWC" and len(shape) == 3
+    return _pages(shape, dtype, "YXS" if channels_last else None, None)
+
+
+def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None) -> dict[str, Any]:
+    """tifffile's photometric, planar config, extra samples and axes metadata for an array of
+    this shape and dtype with these axes (``kind`` None: none written unless needed)."""
+    channels = shape[-1] if len(shape) >= 3 else 1
+    # an 8- or 16-bit H x W x 2, 3 or 4 array without axes is taken for an image (grey and alpha,
+    # RGB, RGBA), as Pillow's modes are; else only samples (YXS) give samples, however many there
+    # are now. tifffile writes bool samples as bits it reads back wrong: those stay a page a row.
+    image = axes is None and len(shape) == 3 and channels in (2, 3, 4) and dtype in (np.uint8, np.uint16)
+    samples = (image or (bool(axes and axes.endswith("S")) and channels > 1)) and dtype.kind != "b"
+    rgb = samples and channels in (3, 4) and dtype.kind in "iuf"
+    if axes == "YXS" and kind is None and not samples:
+        kind = "shaped"  # one channel, or bool: the pages do not show the samples, the JSON names them
+    write_args: dict[str, Any] = {
+        # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
+        "photometric": "rgb" if rgb else "minisblack",
+        "metadata": {"axes": axes} if kind else {},
+    }
+    if samples and not rgb:
+        write_args["planarconfig"] = "contig"  # one page of channels, not a page per row
+        if channels == 2 and dtype in (np.uint8, np.uint16):
+            write_args["extrasamples"] = ("unassalpha",)  # grey and alpha, as PNG's and Pillow's LA
+    return write_args
 
 
 def _imagej_fits(data: np.ndarray, axes: str) -> bool:

@@ -1,0 +1,157 @@
+"""A TIFF output records an image's layout: space-to-depth blocks of an H×W×C image, and an
+H×W×1 grey image, read back as HWC, whether written from RAM or through a memory map."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from conftest import FileFactory
+
+from geomcli import io, slabs
+from geomcli.cli import cli
+from geomcli.io import _mapped
+
+# (shape, dtype) of PNG inputs: RGB, RGBA, grey, 16-bit grey, 1-bit
+IMAGES = [((12, 18, 3), np.uint8), ((12, 18, 4), np.uint8), ((12, 18), np.uint8), ((12, 18), np.uint16),
+          ((12, 18), np.bool_)]
+
+
+def run(*args: str | Path | int) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(params=["ram", "mapped"])
+def maps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Outputs written from RAM, or every output that can be memory-mapped so; the maps made."""
+    made: list[str] = []
+    if request.param == "mapped":
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+        monkeypatch.setattr(slabs, "SLAB_BYTES", 64)
+        original = _mapped._map_tiff
+
+        def spy(tmp: str, *args: Any) -> np.memmap:
+            made.append(tmp)
+            return original(tmp, *args)
+
+        monkeypatch.setattr(_mapped, "_map_tiff", spy)
+    made.append(request.param)
+    return made
+
+
+def _tags(path: Path) -> dict[str, Any]:
+    """A TIFF's pages' tags, but where the data lies (a map aligns it to a page of memory)."""
+    import tifffile
+
+    with tifffile.TiffFile(path) as tif:
+        return {f"{i}:{tag.name}": tag.value for i in range(len(tif.pages)) for tag in tif.pages[i].aspage().tags
+                if tag.name != "StripOffsets"}
+
+
+@pytest.mark.parametrize(("shape", "dtype"), IMAGES)
+@pytest.mark.parametrize("blocksize", [2, 3])
+def test_space_to_depth_through_a_tiff_and_back_needs_no_layout(
+        shape: tuple[int, ...], dtype: Any, blocksize: int, maps: list[str], png_file: FileFactory,
+        tmp_path: Path) -> None:
+    source, _ = png_file(shape, dtype)
+    original = io.read_array(source).data
+    blocks, back = tmp_path / "b.tiff", tmp_path / "back.png"
+    result = run("space-to-depth", source, "--blocksize", blocksize, "-o", blocks, "-q")
+    assert result.exit_code == 0, result.output
+    channels = (shape[2] if len(shape) == 3 else 1) * blocksize**2
+    loaded = io.read_array(str(blocks))
+    assert loaded.layout == "HWC" and loaded.data.shape == (12 // blocksize, 18 // blocksize, channels)
+    if maps[-1] == "mapped" and dtype != np.bool_:  # (a bool TIFF is never mapped: its samples are bits)
+        assert len(maps) == 2
+    result = run("depth-to-space", blocks, "--blocksize", blocksize, "-o", back, "-q")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    restored = io.read_array(str(back)).data
+    assert restored.dtype == original.dtype and np.array_equal(restored, original)
+
+
+@pytest.mark.parametrize(("shape", "dtype"), IMAGES[2:])
+def test_a_grey_hwc_image_in_a_tiff_reads_back_as_hwc(shape: tuple[int, ...], dtype: Any, maps: list[str],
+                                                     png_file: FileFactory, tmp_path: Path) -> None:
+    source, _ = png_file(shape, dtype)
+    blocks, grey = tmp_path / "b.tiff", tmp_path / "grey.tiff"
+    assert run("space-to-depth", source, "--blocksize", "2", "-o", blocks, "-q").exit_code == 0
+    # depth-to-space of an HWC image: H×W×1, as PNG stores it, but in a TIFF
+    assert run("depth-to-space", blocks, "--blocksize", "2", "-o", grey, "-q").exit_code == 0
+    loaded = io.read_array(str(grey))
+    assert loaded.layout == "HWC" and loaded.data.shape == (*shape, 1)
+    assert np.array_equal(loaded.data[..., 0], io.read_array(source).data)
+    again = tmp_path / "again.tiff"
+    assert run("space-to-depth", grey, "--blocksize", "2", "-o", again, "-q").exit_code == 0
+    assert np.array_equal(io.read_array(str(again)).data, io.read_array(str(blocks)).data)
+
+
+def test_info_names_the_layout_of_blocks_in_a_tiff(png_file: FileFactory, tmp_path: Path) -> None:
+    source, _ = png_file((12, 18, 3))
+    blocks = tmp_path / "b.tiff"
+    assert run("space-to-depth", source, "--blocksize", "2", "-o", blocks, "-q").exit_code == 0
+    result = run("info", blocks)
+    assert result.exit_code == 0 and "6×9×12 uint8, layout HWC, 1 page(s)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [((6, 4, 12), np.uint8), ((6, 4, 1), np.uint16), ((6, 4, 4), np.float32), ((6, 4, 3), np.uint8),
+     ((6, 4, 2), np.uint8), ((6, 4, 5), np.int16)],
+)
+def test_a_mapped_hwc_tiff_is_laid_out_as_one_from_ram(shape: tuple[int, ...], dtype: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       rng: np.random.Generator) -> None:
+    data = rng.integers(0, 100, shape).astype(dtype)
+    ram, mapped = tmp_path / "ram.tiff", tmp_path / "mapped.tiff"
+    io.write_array(data, str(ram), layout="HWC")
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    with io.open_output(str(mapped), shape, dtype, layout="HWC") as out:
+        assert isinstance(out, np.memmap)
+        out[...] = data
+    assert _tags(mapped) == _tags(ram)
+    for path in (ram, mapped):
+        loaded = io.read_array(str(path))
+        assert loaded.layout == "HWC" and np.array_equal(loaded.data, data)
+
+
+def test_a_mapped_grey_and_alpha_crop_is_the_tiff_written_from_ram(png_file: FileFactory, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2 channels were a page a row through a map, one grey-and-alpha page from RAM
+    source, _ = png_file((12, 18, 2))
+    ram, mapped = tmp_path / "ram.tiff", tmp_path / "mapped.tiff"
+    assert run("crop-pad", source, "--shape", "8,8", "-o", ram, "-q").exit_code == 0
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    assert run("crop-pad", source, "--shape", "8,8", "-o", mapped, "-q").exit_code == 0
+    assert _tags(mapped) == _tags(ram)
+    assert io.read_array(str(mapped)).layout == io.read_array(str(ram)).layout == "HWC"
+
+
+def test_blocks_in_a_tiff_stay_readable_by_other_tools(png_file: FileFactory, tmp_path: Path) -> None:
+    import tifffile
+    from PIL import Image
+
+    source, _ = png_file((12, 18))
+    blocks, grey = tmp_path / "b.tiff", tmp_path / "grey.tiff"
+    assert run("space-to-depth", source, "--blocksize", "2", "-o", blocks, "-q").exit_code == 0
+    assert run("depth-to-space", blocks, "--blocksize", "2", "-o", grey, "-q").exit_code == 0
+    assert np.array_equal(tifffile.imread(blocks), io.read_array(str(blocks)).data)
+    assert tifffile.imread(grey).shape == (12, 18, 1)
+    with Image.open(blocks) as four, Image.open(grey) as one:
+        assert (four.mode, one.mode) == ("RGBA", "L")
+        assert np.array_equal(np.asarray(one), io.read_array(source).data)
+
+
+def test_a_bool_hwc_tiff_keeps_a_page_a_row(tmp_path: Path, rng: np.random.Generator) -> None:
+    # tifffile writes 1-bit samples that read back otherwise: bool channels are not samples
+    import tifffile
+
+    data = rng.integers(0, 2, (6, 4, 4)).astype(bool)
+    path = tmp_path / "b.tiff"
+    io.write_array(data, str(path), layout="HWC")
+    with tifffile.TiffFile(path) as tif:
+        assert len(tif.pages) == 6 and tif.pages.first.samplesperpixel == 1
+    loaded = io.read_array(str(path))
+    assert loaded.layout == "HWC" and np.array_equal(loaded.data, data)
