@@ -355,7 +355,10 @@ class _Group(_Command, click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         import signal  # here, not at start-up: geomcli --version and --help never get this far
 
+        from geomcli.io import _atomic
+
         _signalled.clear()
+        _atomic.signals_taken = _signalled
         _hold_standard_descriptors()
         # a signal the caller ignores (SIG_IGN: `geomcli ... &` in a script) stays ignored
         previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
@@ -364,7 +367,9 @@ class _Group(_Command, click.Group):
         if previous[signal.SIGTERM] == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _terminate)
         try:
-            return super().invoke(ctx)
+            done = super().invoke(ctx)
+            _atomic.refuse_after_signal()  # one whose exception vanished (see signals_taken)
+            return done
         except click.ClickException as error:
             _escape_message(error)
             raise

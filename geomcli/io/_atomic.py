@@ -271,6 +271,22 @@ def _take_over(fd: int, path: str) -> None:
     os.fchmod(fd, stat.S_IMODE(replaced.st_mode) & 0o777)
 
 
+# The signals (SIGINT, SIGTERM) the command line's handlers have taken (geomcli.cli sets this to
+# its own list). A handler raises, but Python can run it where its exception vanishes: inside an
+# import's compile(), for one (seen: SIGTERM mid-write, then exit 0 and the new output in place,
+# 1 run in 4 on a busy machine; batch workers exit at once for that reason). So no output is
+# placed once one has come, whatever became of its exception.
+signals_taken: list[int] = []
+
+
+def refuse_after_signal() -> None:
+    """Raise what a signal taken (see signals_taken) should have raised: KeyboardInterrupt for
+    SIGINT, SystemExit(128 + n) for another."""
+    if signals_taken:
+        taken = signals_taken[-1]
+        raise KeyboardInterrupt if taken == signal.SIGINT else SystemExit(128 + taken)
+
+
 def _hold_signals() -> Callable[[], None]:
     """Hold SIGINT and SIGTERM back (in the main thread, where Python runs their handlers); the
     function returned restores the handlers and delivers what came meanwhile."""
@@ -331,6 +347,7 @@ def _place(tmp: str, path: str, replace: bool = True) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+    refuse_after_signal()
     if replace:
         os.replace(tmp, path)
     else:
