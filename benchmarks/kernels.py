@@ -7,19 +7,18 @@ Run from the repository root::
     python benchmarks/kernels.py --case s2d # only the cases whose name contains "s2d"
 
 Every case is timed for each engine: the first call on its own (fresh output memory, cold
-caches, lazy set-up), then the median of several more calls (the steady state), made in rounds
-of one call of each engine in turn, so the VM's drift (a third within a minute) falls on the
-floor and the engines alike. The floor is the memory bandwidth the operator cannot beat:
-``np.copyto`` of the output's size into a preallocated array (for affine-grid, filling a
-preallocated array of the output shape). "fresh" is the same into a new array each call: what a
-call that returns an array in new memory pays first; past glibc's mmap threshold (32 MiB) a new
-array is new pages, which the kernel faults in and zeroes, below it the memory of the last call
-comes back. Each case starts with nothing kept (``reuse.release()``), and every result is let go
-before the rounds and at once in them, so there geomcli's new output takes the memory of the one
-before (geomcli.reuse), as onnxruntime's arena hands its outputs the same memory call after call;
-the first call, in the "(1st)" column, pays for new pages. "out=" times geomcli writing into one
-preallocated output (the ``out=`` argument): the work alone. Each geomcli result is checked once
-per case against onnxruntime and the reference.
+caches, lazy set-up), then the median of several more calls (the steady state). The floor is
+the memory bandwidth the operator cannot beat: ``np.copyto`` of the output's size into a
+preallocated array (for affine-grid, filling a preallocated array of the output shape).
+"fresh" is the same into a new array each call: what a call that returns an array in new memory
+pays first; past glibc's mmap threshold (32 MiB) a new array is new pages, which the kernel faults
+in and zeroes, below it the memory of the last call comes back. Each case starts with nothing
+kept (``reuse.release()``), and each timed result but the first is let go at once, so from the
+third call on geomcli's new output takes the memory of the one before (geomcli.reuse), as
+onnxruntime's arena hands its outputs the same memory call after call; the first call, in the
+"(1st)" column, pays for new pages. "out=" times geomcli writing into one
+preallocated output (the ``out=`` argument): the work alone.
+Each geomcli result is checked once per case against onnxruntime and the reference.
 
 Cases and targets are those of issue 2, section 5. Nothing here is imported by ``geomcli``;
 it needs numpy, onnx and onnxruntime only. The pieces (``CASES``, ``run_case``, ``render``)
@@ -224,34 +223,26 @@ class Timing:
     repeats: int
 
 
-def first_call(call: Callable[[], Any]) -> tuple[float, Any]:
-    """The seconds one call takes, and its result."""
+def measure(call: Callable[[], Any], repeats: int, budget: float) -> tuple[Timing, Any]:
+    """Time the first call, then at most ``repeats`` more, stopping early once past ``budget`` seconds.
+
+    Returns the first call's result too (for the correctness check); later results are
+    dropped at once so no more than two outputs are alive.
+    """
     gc.collect()
     start = time.perf_counter()
-    result = call()
-    return time.perf_counter() - start, result
-
-
-def rounds(calls: dict[str, Callable[[], Any]], repeats: int, budget: float) -> dict[str, list[float]]:
-    """The seconds of at most ``repeats`` rounds in which every call runs once, each round in
-    a turn one place on (no call always follows the same one); stops early after three rounds
-    once a call has had ``budget`` seconds. Each result is dropped at once.
-
-    Rounds, not one call repeated and then the next: this VM's speed drifts by a third within
-    a minute, and a floor timed seconds before the kernel moved the ratio with the drift.
-    """
-    names = list(calls)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    done = 0
-    while done < repeats and (done < 3 or max(map(sum, times.values())) < budget):
-        for name in names[done % len(names):] + names[: done % len(names)]:
-            start = time.perf_counter()
-            result = calls[name]()
-            elapsed = time.perf_counter() - start
-            del result
-            times[name].append(elapsed)
-        done += 1
-    return times
+    first_result = call()
+    first = time.perf_counter() - start
+    times: list[float] = []
+    spent = 0.0
+    while len(times) < repeats and (len(times) < 3 or spent < budget):
+        start = time.perf_counter()
+        result = call()
+        elapsed = time.perf_counter() - start
+        del result
+        times.append(elapsed)
+        spent += elapsed
+    return Timing(first, statistics.median(times), len(times)), first_result
 
 
 def same(case: Case, expected: np.ndarray, found: Any) -> bool:
@@ -293,42 +284,48 @@ def run_case(case: Case, repeats: int, budget: float, log: Callable[[str], None]
     reuse.release()  # the first call pays for new memory, not the last case's kept outputs
     inputs = case.make_inputs()
     notes: list[str] = []
+    engines: dict[str, Timing | None] = {}
     checks: dict[str, bool | None] = {}
-    calls: dict[str, Callable[[], Any]] = {"geomcli": lambda: case.geomcli(inputs)}
-    firsts: dict[str, float] = {}
-    firsts["geomcli"], expected = first_call(calls["geomcli"])
+
+    timing, expected = measure(lambda: case.geomcli(inputs), repeats, budget)
+    engines["geomcli"] = timing
+    log(f"  geomcli     {timing.median * 1e3:9.1f} ms")
 
     # into one output, touched once and reused by every call: the cost of the work alone
-    calls["geomcli out="] = functools.partial(case.geomcli, inputs, out=np.ones_like(expected))
-    firsts["geomcli out="], found = first_call(calls["geomcli out="])
+    into = functools.partial(case.geomcli, inputs, out=np.ones_like(expected))
+    timing, found = measure(into, repeats, budget)
+    engines["geomcli out="] = timing
     if not np.array_equal(found, expected, equal_nan=True):
         notes.append(f"{case.name}: geomcli with out= differs from geomcli")
-    calls["floor"] = floor_runner(case, expected.shape, expected.dtype)
-    calls["fresh"] = floor_runner(case, expected.shape, expected.dtype, fresh=True)
-    firsts["floor"], _ = first_call(calls["floor"])
-    firsts["fresh"], _ = first_call(calls["fresh"])
+    del into, found
+    log(f"  geomcli out={timing.median * 1e3:9.1f} ms")
 
-    ort_call, note = ort_runner(case, inputs)
-    if case.op == "SpaceToDepth" or ort_call is None:
+    floor = floor_runner(case, expected.shape, expected.dtype)
+    floor_timing, _ = measure(floor, repeats, budget)
+    fresh = floor_runner(case, expected.shape, expected.dtype, fresh=True)
+    fresh_timing, _ = measure(fresh, repeats, budget)
+    del floor, fresh
+    log(f"  floor       {floor_timing.median * 1e3:9.1f} ms, fresh {fresh_timing.median * 1e3:.1f} ms")
+
+    call, note = ort_runner(case, inputs)
+    if case.op == "SpaceToDepth" or call is None:
         notes.append(f"onnxruntime: {note}")
-    others = {"reference": reference_runner(case, inputs)}
-    if ort_call is None:
-        checks["onnxruntime"] = None
+    if call is None:
+        engines["onnxruntime"] = checks["onnxruntime"] = None
     else:
-        others = {"onnxruntime": ort_call, **others}
-    for name, call in others.items():
-        calls[name] = call
-        firsts[name], found = first_call(call)
-        checks[name] = same(case, expected, found)
-    del found, expected
+        timing, found = measure(call, repeats, budget)
+        engines["onnxruntime"] = timing
+        checks["onnxruntime"] = same(case, expected, found)
+        del found, call
+        log(f"  onnxruntime {timing.median * 1e3:9.1f} ms")
 
-    times = rounds(calls, repeats, budget)
-    timings = {name: Timing(firsts[name], statistics.median(spans), len(spans)) for name, spans in times.items()}
-    for name, timing in timings.items():
-        log(f"  {name:<12}{timing.median * 1e3:9.1f} ms")
-    engines: dict[str, Timing | None] = {"onnxruntime": None}  # None: cannot run
-    engines.update((name, timing) for name, timing in timings.items() if name not in ("floor", "fresh"))
-    return Result(case, timings["floor"], timings["fresh"], engines, checks, notes)
+    reference = reference_runner(case, inputs)
+    timing, found = measure(reference, repeats, budget)
+    engines["reference"] = timing
+    checks["reference"] = same(case, expected, found)
+    del found, reference
+    log(f"  reference   {timing.median * 1e3:9.1f} ms")
+    return Result(case, floor_timing, fresh_timing, engines, checks, notes)
 
 
 # --- the table ----------------------------------------------------------------------
@@ -442,8 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"# {environment()}")
     print(
-        f"# medians of up to {repeats} calls after the first ({'--quick' if args.quick else 'full run'}; in rounds, "
-        "one call of each engine in turn), in ms; "
+        f"# medians of up to {repeats} calls after the first ({'--quick' if args.quick else 'full run'}), in ms; "
         "(1st) = the first call; fresh = the floor into a new array; out= = geomcli into a preallocated output; "
         "x/fl = median / floor; ort/geo, ref/geo > 1 means geomcli is faster"
     )

@@ -285,9 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           "ratio = geomcli / the other (memory: peak / limit)")
     print(render(rows))
     print()
-    print("# kernels: medians in ms (rounds of one call per engine), (1st) = first call; fresh = the floor into"
-          " a new array; out= = geomcli into a preallocated output;"
-          " x/fl = median / memory floor; ort/geo, ref/geo > 1: geomcli faster")
+    print("# kernels: medians in ms, (1st) = first call; fresh = the floor into a new array; out= = geomcli into a"
+          " preallocated output; x/fl = median / memory floor; ort/geo, ref/geo > 1: geomcli faster")
     print(kernel_bench.render(results))
     met = sum(r.met is True for r in rows) + sum(r.target_met for r in results)
     total = sum(r.met is not None for r in rows) + len(results)

@@ -36,16 +36,3 @@ def test_the_start_up_and_one_shot_rows_are_measured(tmp_path: Path) -> None:
     one_shot = [row for row in rows if row.section == "one-shot"]
     assert any(row.against.startswith("script: python+click+Pillow") and row.ratio for row in one_shot)
     assert all(row.geomcli.endswith(" ms") for row in rows)
-
-
-def test_kernel_timings_come_in_rounds_that_take_turns() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import kernels as bench  # benchmarks/kernels.py
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    order: list[str] = []
-    calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
-    times = bench.rounds(calls, repeats=4, budget=60.0)
-    assert order == list("abc" "bca" "cab" "abc")
-    assert {name: len(spans) for name, spans in times.items()} == {"a": 4, "b": 4, "c": 4}
