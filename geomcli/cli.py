@@ -393,6 +393,7 @@ class _Group(_Command, click.Group):
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
+            _signalled.clear()  # a library write later in this process is not this run's to stop
 
 
 def _escape_message(error: click.ClickException) -> None:
@@ -602,6 +603,8 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
                   if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
     if theta_text is not None and flags_used:
         raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
+    if theta_text == "-" and like == "-":
+        raise click.UsageError("--theta - and --like - cannot both read stdin", ctx)
     if size is not None:
         _check_grid_size(size)
         if len(size) == 5 and flags_used:

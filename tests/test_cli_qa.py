@@ -217,3 +217,9 @@ def test_theta_from_stdin_that_is_no_array_is_one_error_line(tmp_path: Path) -> 
     expected = "expected one of png, jpeg, bmp, gif, webp, npy, tiff"
     assert result.stderr == f"Error: <stdin>: unrecognised content ({expected})\n"
     assert not (tmp_path / "g.npy").exists()
+
+
+def test_theta_and_like_cannot_both_read_stdin(tmp_path: Path) -> None:
+    result = run("affine-grid", "--theta", "-", "--like", "-", "-o", tmp_path / "g.npy")
+    assert result.exit_code == 2 and "--theta - and --like - cannot both read stdin" in result.stderr
+    assert not (tmp_path / "g.npy").exists()
