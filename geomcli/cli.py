@@ -367,8 +367,14 @@ class _Group(_Command, click.Group):
         if previous[signal.SIGTERM] == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _terminate)
         try:
-            done = super().invoke(ctx)
-            _atomic.refuse_after_signal()  # one whose exception vanished (see signals_taken)
+            try:
+                done = super().invoke(ctx)
+            except ImportError:
+                if not _signalled:
+                    raise
+                done = None  # numpy turns a signal that breaks into its import into an ImportError
+            # a signal taken whose exception became that, or vanished (see _atomic.signals_taken)
+            _atomic.refuse_after_signal()
             return done
         except click.ClickException as error:
             _escape_message(error)
@@ -382,14 +388,6 @@ class _Group(_Command, click.Group):
         except StdoutError as error:
             click.echo(f"Error: {error}", err=True)
             ctx.exit(EXIT_FAILED)
-        except ImportError:
-            # numpy turns a signal that breaks into its import into an ImportError
-            if _signalled == [signal.SIGINT]:
-                click.echo("Interrupted", err=True)
-                ctx.exit(EXIT_INTERRUPTED)
-            if _signalled == [signal.SIGTERM]:
-                ctx.exit(EXIT_TERMINATED)
-            raise
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
