@@ -885,8 +885,12 @@ def _affine_grid_pairs(weights: np.ndarray, axes_xyz: list[np.ndarray], result: 
 # Grids of at least this many output elements each go row block by row block; smaller ones
 # are summed a batch slice at a time, as a per-grid Python loop would cost more than the sums.
 _GRID_ROWS_ELEMENTS = 1 << 16
-# The float64 row blocks of _affine_grid_rows: measured best at 1 MiB (256 KiB: 15% slower).
-_GRID_BLOCK_BYTES = 1 << 20
+# The float64 row blocks of _affine_grid_rows, by the number of coordinates. Each block is a few
+# numpy calls, and each call waits for the GIL the other thread may hold, so small blocks lose
+# on two threads (2-D blocks of 16 rows: slower than one thread); 2-D gained 4-8% going from 1 to
+# 2 MiB. A 3-D block of 2 MiB is a matrix product big enough for OpenBLAS's own threads: 2-4x
+# slower on two of ours.
+_GRID_BLOCK_BYTES = {2: 2 << 20, 3: 1 << 20}
 # The rows whose y[, z] terms _affine_grid_rows keeps at once: all of a grid's up to this many
 # (1024² or 128³ grids: 1024 or 16384 rows), so a tall, narrow grid needs no float64 arrays of
 # its whole height (a 64 MiB float16 grid of 2**24 x 1 took 1.9 GB of them on two threads).
@@ -902,14 +906,14 @@ def _grid_rows(result: np.ndarray, axes_xyz: list[np.ndarray]) -> np.ndarray | N
         not result.flags.c_contiguous
         or result.size == 0
         or result.size // result.shape[0] < _GRID_ROWS_ELEMENTS
-        or 8 * row_items > _GRID_BLOCK_BYTES
+        or 8 * row_items > _GRID_BLOCK_BYTES[spatial]
     ):
         return None
     return result.reshape(-1, row_items)
 
 
 def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: np.ndarray, threads: int) -> None:
-    """Big grids in ~1 MiB blocks of rows, each made with contiguous passes only.
+    """Big grids in blocks of rows of 1-2 MiB, each made with contiguous passes only.
 
     A block of rows (r, w, s) in float64 is filled with each row's y[, z] term (one broadcast
     copy of complex pairs for 2-D, s strided copies for 3-D), then the x terms, a block
@@ -934,10 +938,12 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     assert rows is not None
     spatial, width = len(axes_xyz), len(axes_xyz[0])
     per_grid = rows.shape[0] // result.shape[0]
-    step = max(1, _GRID_BLOCK_BYTES // (8 * spatial * width))
+    step = max(1, _GRID_BLOCK_BYTES[spatial] // (8 * spatial * width))
 
     # rows of rest terms at a time: a whole grid, or whole blocks of one
     chunk = min(per_grid, max(step, _GRID_REST_ROWS // step * step))
+    # decided once: each Python step of the block loop holds the GIL the other thread waits for
+    rounded = functools.partial(round_once, dtype=rows.dtype) if rows.dtype.name == "bfloat16" else None
 
     def work(part: slice) -> None:
         block = np.empty((step, width, spatial))
@@ -945,8 +951,8 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
         x_rows = np.empty((step, spatial * width))  # the same x terms in every row
         x_row = np.empty(spatial * width)
         # (row, coordinate): the y[, z] terms of a chunk of rows; 3-D: and a 1, for the matrix product
-        homogeneous = np.ones((chunk, spatial + 1))
-        rest = homogeneous[:, :spatial] if spatial == 3 else np.empty((chunk, spatial))
+        homogeneous = np.ones((chunk, spatial + 1)) if spatial == 3 else None
+        rest = np.empty((chunk, spatial)) if homogeneous is None else homogeneous[:, :spatial]
         # 2-D: a row's (x, y) rest pair as one complex number, copied along the row at once.
         pairs = block.view(np.complex128)[..., 0] if spatial == 2 else None
         rest_pairs = rest.view(np.complex128)[:, 0] if spatial == 2 else None
@@ -966,21 +972,21 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
                     selectors[spatial] = x_row
                 else:
                     x_rows[:] = x_row
+                offset = grid * per_grid
                 for low in range(first, stop, step):
                     high = min(stop, low + step)
                     size = high - low
-                    if product:
-                        np.matmul(homogeneous[low - first : high - first], selectors, out=block_rows[:size])
+                    sums = block_rows[:size]
+                    if product and homogeneous is not None:
+                        np.matmul(homogeneous[low - first : high - first], selectors, out=sums)
                     else:
                         if pairs is not None and rest_pairs is not None:
                             np.copyto(pairs[:size], rest_pairs[low - first : high - first, None])
                         else:
                             for k in range(spatial):
                                 np.copyto(block[:size, :, k], rest[low - first : high - first, k, None])
-                        np.add(block_rows[:size], x_rows[:size], out=block_rows[:size])
-                    offset = grid * per_grid
-                    np.copyto(rows[offset + low : offset + high], round_once(block_rows[:size], rows.dtype),
-                              casting="unsafe")
+                        np.add(sums, x_rows[:size], out=sums)
+                    np.copyto(rows[offset + low : offset + high], rounded(sums) if rounded else sums, casting="unsafe")
                 start = grid * per_grid + stop
 
     share(_split(rows.shape[0], threads), work, threads)

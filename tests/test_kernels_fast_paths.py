@@ -254,7 +254,7 @@ def test_affine_grid_rows_equal_the_plain_sums(
     monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
     row_bytes = 8 * spatial * size[-1]
     for rows_per_block in (1, 2, 3, 1000):
-        monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", row_bytes * rows_per_block)
+        monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), row_bytes * rows_per_block))
         found = kernels.affine_grid(theta, size, align_corners, threads=threads)
         assert same_bits_or_both_nan(found, expected)
         out = np.full(expected.shape, 7, dtype)
@@ -282,7 +282,8 @@ def test_3d_row_blocks_by_a_matrix_product_keep_the_bits(
     exact_product = kernels._exact_product
     monkeypatch.setattr(kernels, "_exact_product", lambda *args: products.append(exact_product(*args)) or products[-1])
     monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 8 * 3 * 10 * 7)  # blocks of 7 rows: runs that end inside a grid
+    # blocks of 7 rows: runs that end inside a grid
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 8 * 3 * 10 * 7))
     finite = (rng.standard_normal((3, 3, 4)) * 10.0 ** rng.integers(-3, 4, (3, 1, 1))).astype(dtype)
     negative_zeros = np.full((3, 3, 4), -0.0, dtype)  # every term -0.0 where x, y, z > 0: the sum is -0.0
     infinite = finite.copy()
@@ -344,9 +345,10 @@ def test_affine_grid_rows_fall_back_for_strided_and_small_grids(
     monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
     axes = [np.zeros(n) for n in reversed(size[2:])]
     assert kernels._grid_rows(grid, axes) is not None
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 8 * spatial * size[-1] - 1)  # a row would not fit a block
+    row_bytes = 8 * spatial * size[-1]  # a row would not fit a block of one byte less
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), row_bytes - 1))
     assert kernels._grid_rows(grid, axes) is None
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 1 << 20)
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 1 << 20))
     # Odd strides: every other element of the last two axes, and the batch reversed.
     wide = np.zeros((*expected.shape[:-2], 2 * expected.shape[-2], 2 * spatial), dtype)
     out = wide[::-1, ..., ::2, ::2]

@@ -112,7 +112,7 @@ def test_a_fill_message_names_a_big_endian_bfloat16_as_such() -> None:
 def test_a_tall_narrow_grid_needs_no_float64_arrays_of_its_height(spatial: int, size: list[int]) -> None:
     # Each thread kept float64 rest terms, and ones, for every row of the grid: a 4 MiB float16
     # grid of 2**20 x 1 peaked at 132 MiB on two threads (2**24 x 1: 1.9 GB); now its one float64
-    # coordinate axis (8 MiB) and its work.
+    # coordinate axis (8 MiB) and its work (2 MiB blocks of sums, x and rest terms per thread).
     theta = np.zeros((1, spatial, spatial + 1), np.float16)
     out = np.empty(kernels.affine_grid_output_shape(theta.shape, size), np.float16)
     tracemalloc.start()
@@ -121,7 +121,7 @@ def test_a_tall_narrow_grid_needs_no_float64_arrays_of_its_height(spatial: int, 
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 24 << 20, peak
+    assert peak < 32 << 20, peak
 
 
 GRID_SIZES = [[1, 1, 13, 1], [3, 2, 5, 7], [2, 1, 3, 4, 5], [1, 1, 5, 1, 3], [2, 1, 3, 7, 2]]
@@ -149,7 +149,8 @@ def test_grid_rows_in_chunks_of_rest_terms_keep_the_bits(
         monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
         monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
         for rows_per_block, rows_per_chunk in ((1, 1), (1, 3), (2, 5), (3, 3)):
-            monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 8 * spatial * size[-1] * rows_per_block)
+            block_bytes = 8 * spatial * size[-1] * rows_per_block
+            monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), block_bytes))
             monkeypatch.setattr(kernels, "_GRID_REST_ROWS", rows_per_chunk)
             found = kernels.affine_grid(theta, size, align_corners, threads=threads)
             bits = kernels._UINTS[grid_dtype.itemsize]

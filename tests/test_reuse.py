@@ -226,7 +226,7 @@ def small_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernels, "_BLOCK_BYTES", 1 << 10)
     monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1 << 10)
     monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1 << 6)
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", 1 << 12)
+    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 1 << 12))
 
 
 @pytest.mark.parametrize("dtype", KEPT_DTYPES, ids=str)
