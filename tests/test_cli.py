@@ -750,7 +750,24 @@ def test_the_console_script_is_run() -> None:
     from importlib import metadata
 
     (script,) = [entry for entry in metadata.entry_points(group="console_scripts") if entry.name == "geomcli"]
-    assert script.value == "geomcli.cli:run"
+    assert script.value == "geomcli.__main__:main"
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130() -> None:
+    # The console script imported geomcli.cli itself: a Ctrl-C in its ~30 ms of imports gave
+    # Python's traceback.
+    script = (
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'click':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from geomcli.__main__ import main\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "Interrupted\n")
 
 
 def test_pipeline_through_stdin_and_stdout(tensor: Path, tmp_path: Path) -> None:
