@@ -1,5 +1,6 @@
 """A TIFF output records an image's layout: space-to-depth blocks of an H×W×C image, and an
-H×W×1 grey image, read back as HWC, whether written from RAM or through a memory map."""
+H×W×1 grey image, read back as HWC, whether written from RAM or through a memory map; a tensor
+given --layout NHWC, NCHW or CHW reads back in that layout."""
 
 from __future__ import annotations
 
@@ -155,3 +156,87 @@ def test_a_bool_hwc_tiff_keeps_a_page_a_row(tmp_path: Path, rng: np.random.Gener
         assert len(tif.pages) == 6 and tif.pages.first.samplesperpixel == 1
     loaded = io.read_array(str(path))
     assert loaded.layout == "HWC" and np.array_equal(loaded.data, data)
+
+
+# (layout, shape) of .npy tensors given --layout
+TENSORS = [("NHWC", (2, 12, 18, 3)), ("NHWC", (1, 12, 18, 1)), ("NCHW", (2, 3, 12, 18)), ("CHW", (2, 12, 18))]
+
+
+@pytest.mark.parametrize(("layout", "shape"), TENSORS)
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.bool_])
+def test_a_tensor_through_a_tiff_and_back_needs_no_layout(
+        layout: str, shape: tuple[int, ...], dtype: Any, maps: list[str], npy_file: FileFactory,
+        tmp_path: Path) -> None:
+    source, original = npy_file(shape, dtype)
+    blocks, back = tmp_path / "b.tiff", tmp_path / "back.npy"
+    result = run("space-to-depth", source, "--layout", layout, "--blocksize", 2, "-o", blocks, "-q")
+    assert (result.exit_code, result.stderr) == (0, "")
+    loaded = io.read_array(str(blocks))
+    assert loaded.layout == layout
+    result = run("depth-to-space", blocks, "--blocksize", 2, "-o", back, "-q")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    restored = np.load(back)
+    assert restored.dtype == original.dtype and np.array_equal(restored, original)
+
+
+def test_info_names_the_layout_of_a_tensor_in_a_tiff(npy_file: FileFactory, tmp_path: Path) -> None:
+    source, _ = npy_file((2, 12, 18, 3), np.uint8)
+    for layout in ("NHWC", "NCHW"):
+        cropped = tmp_path / f"{layout}.tiff"
+        assert run("crop-pad", source, "--layout", layout, "--shape", "2,2", "-o", cropped, "-q").exit_code == 0
+        assert f"layout {layout}, " in run("info", cropped).stdout
+
+
+def test_a_rank_4_tensor_of_no_given_layout_is_written_without_one(npy_file: FileFactory,
+                                                                   tmp_path: Path) -> None:
+    # rank 4 defaults to NCHW for space-to-depth, but crop-pad takes it as axes of no meaning:
+    # the file records only a layout that was named
+    source, _ = npy_file((2, 3, 12, 18), np.uint8)
+    blocks = tmp_path / "b.tiff"
+    assert run("space-to-depth", source, "--blocksize", 2, "-o", blocks, "-q").exit_code == 0
+    assert io.read_array(str(blocks)).layout is None
+
+
+@pytest.mark.parametrize(
+    ("layout", "shape", "dtype"),
+    [("NHWC", (2, 6, 4, 12), np.uint8), ("NHWC", (2, 6, 4, 3), np.uint16), ("NHWC", (2, 6, 4, 1), np.float32),
+     ("NCHW", (2, 5, 6, 4), np.int16), ("CHW", (5, 6, 4), np.float64)],
+)
+def test_a_mapped_tensor_tiff_is_laid_out_as_one_from_ram(layout: str, shape: tuple[int, ...], dtype: Any,
+                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          rng: np.random.Generator) -> None:
+    data = rng.integers(0, 100, shape).astype(dtype)
+    ram, mapped = tmp_path / "ram.tiff", tmp_path / "mapped.tiff"
+    io.write_array(data, str(ram), layout=layout)
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    with io.open_output(str(mapped), shape, dtype, layout=layout) as out:
+        assert isinstance(out, np.memmap)
+        out[...] = data
+    assert _tags(mapped) == _tags(ram)
+    for path in (ram, mapped):
+        loaded = io.read_array(str(path))
+        assert loaded.layout == layout and np.array_equal(loaded.data, data)
+
+
+def test_axes_that_do_not_read_back_as_the_given_layout_are_replaced(tiff_file: FileFactory,
+                                                                     tmp_path: Path) -> None:
+    # a ZYX stack named CHW by --layout: its blocks read back as CHW, and a warning says so
+    source, data = tiff_file((2, 12, 18), np.uint8, metadata={"axes": "ZYX"})
+    assert io.read_array(source).layout is None
+    blocks = tmp_path / "b.tiff"
+    result = run("space-to-depth", source, "--layout", "CHW", "--blocksize", 2, "-o", blocks)
+    assert result.exit_code == 0
+    assert f"Warning: {blocks}: the TIFF axes ZYX do not fit the result's layout CHW; written as CYX\n" in result.stderr
+    assert io.read_array(str(blocks)).layout == "CHW"
+
+
+def test_imagej_axes_that_read_back_as_the_layout_are_kept(tiff_file: FileFactory, tmp_path: Path) -> None:
+    import tifffile
+
+    source, _ = tiff_file((2, 3, 12, 18), np.uint8, imagej=True, metadata={"axes": "ZCYX"})
+    blocks = tmp_path / "b.tiff"
+    result = run("space-to-depth", source, "--blocksize", 2, "-o", blocks)
+    assert result.exit_code == 0 and "Warning" not in result.stderr
+    with tifffile.TiffFile(blocks) as tif:
+        assert tif.is_imagej and tif.series[0].axes == "ZCYX"
+    assert io.read_array(str(blocks)).layout == "NCHW"

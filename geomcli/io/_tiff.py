@@ -95,6 +95,8 @@ _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "
 _IMAGEJ_KEPT = ("spacing", "finterval", "fps")
 # our layouts for TIFF axes (after planar samples moved last); one leading axis becomes N
 _LAYOUTS = {"YX": "HW", "YXS": "HWC", "CYX": "CHW"}
+# the axes a written TIFF names each layout by; N is tifffile's Q (other), as for stacked series
+_AXES = {"HW": "YX", "HWC": "YXS", "CHW": "CYX", "NCHW": "QCYX", "NHWC": "QYXS"}
 
 
 @dataclass(frozen=True)
@@ -298,9 +300,7 @@ def _layout(choice: _Choice) -> tuple[str | None, str | None]:
     axes, kind = choice.axes, choice.kind
     source = {"imagej": "ImageJ", "ome": "OME", "shaped": "tifffile"}.get(kind or "", "")
     described = kind is not None
-    layout = _LAYOUTS.get(axes)
-    if layout is None and len(axes) == 4 and axes[1:] in ("CYX", "YXS") and axes[0] not in "CYXS":
-        layout = "NCHW" if axes[1:] == "CYX" else "NHWC"
+    layout = _layout_of(axes)
     if not described:
         return (layout if axes in ("YX", "YXS") else None), None
     where = f"axes {axes} from {source} metadata"
@@ -309,6 +309,20 @@ def _layout(choice: _Choice) -> tuple[str | None, str | None]:
     if len(axes) == 4:
         return layout, f"{where}: layout {layout}, {axes[0]} as N"
     return layout, f"{where}: layout {layout}"
+
+
+def _layout_of(axes: str | None) -> str | None:
+    """geomcli's layout for these TIFF axes, any one leading axis but C, Y, X or S as N; else None.
+
+    >>> _layout_of("YXS"), _layout_of("ZCYX"), _layout_of("QYXS"), _layout_of("TZYX")
+    ('HWC', 'NCHW', 'NHWC', None)
+    """
+    if axes is None:
+        return None
+    layout = _LAYOUTS.get(axes)
+    if layout is None and len(axes) == 4 and axes[1:] in ("CYX", "YXS") and axes[0] not in "CYXS":
+        layout = "NCHW" if axes[1:] == "CYX" else "NHWC"
+    return layout
 
 
 def _kind(tif: Any, index: int, series: Any) -> str | None:
@@ -680,8 +694,8 @@ def write(
 ) -> list[str]:
     """Write ``data`` with axes (ImageJ, OME or tifffile's shaped JSON), resolution, ICC profile
     and compression from ``metadata`` fitted to its shape; what could not be kept, as warnings.
-    ``layout``: the layout the data is in, where known; an HWC image is written as one
-    (see :func:`pages`), whatever axes ``metadata`` names."""
+    ``layout``: the layout the data is in, where known; the file names it (see :func:`pages`),
+    keeping ``metadata``'s axes only where they read back as that layout."""
     import tifffile
 
     metadata = metadata or Metadata()
@@ -692,8 +706,10 @@ def write(
             warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
         axes = None
     kind = metadata.axes_kind if axes else None
-    if layout == "HWC" and data.ndim == 3 and _LAYOUTS.get(axes or "") != "HWC":
-        axes, kind = "YXS", None
+    if layout is not None and len(layout) == data.ndim and _layout_of(axes) != layout:
+        if kind is not None:
+            warnings.append(f"the TIFF axes {axes} do not fit the result's layout {layout}; written as {_AXES[layout]}")
+        axes, kind = _AXES[layout], None
     if kind == "imagej" and not _imagej_fits(data, axes or ""):
         warnings.append(f"ImageJ metadata cannot describe {data.dtype} data with axes {axes}; "
                         "written as tifffile metadata with the same axes")
@@ -733,16 +749,20 @@ def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None) ->
     as the same array, in the same layout, as one written from RAM.
 
     An HWC image is one page of C samples a pixel (an RGB or RGBA image for 3 or 4 channels of
-    numbers); where the pages cannot say so (1 channel: tifffile stores a plain grey page; bool:
-    a page a row, as tifffile's 1-bit samples do not read back), tifffile's JSON names its axes YXS.
+    numbers), an NHWC tensor N such pages; where the pages cannot say so (1 channel: tifffile
+    stores a plain grey page; bool: a page a row, as tifffile's 1-bit samples do not read back; a
+    leading N; channels as pages, CHW and NCHW), tifffile's JSON names the axes (YXS, QYXS, CYX,
+    QCYX: Q is N). An HW image, or an array of no known layout, is plain pages.
 
     >>> pages((6, 4, 12), np.dtype(np.uint8), "HWC")
     {'photometric': 'minisblack', 'metadata': {}, 'planarconfig': 'contig'}
     >>> pages((6, 4, 1), np.dtype(np.uint16), "HWC")
     {'photometric': 'minisblack', 'metadata': {'axes': 'YXS'}}
+    >>> pages((2, 12, 6, 4), np.dtype(np.float32), "NCHW")
+    {'photometric': 'minisblack', 'metadata': {'axes': 'QCYX'}}
     """
-    channels_last = layout == "HWC" and len(shape) == 3
-    return _pages(shape, dtype, "YXS" if channels_last else None, None)
+    axes = _AXES[layout] if layout is not None and len(layout) == len(shape) else None
+    return _pages(shape, dtype, axes, None)
 
 
 def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None) -> dict[str, Any]:
@@ -755,8 +775,8 @@ def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str 
     image = axes is None and len(shape) == 3 and channels in (2, 3, 4) and dtype in (np.uint8, np.uint16)
     samples = (image or (bool(axes and axes.endswith("S")) and channels > 1)) and dtype.kind != "b"
     rgb = samples and channels in (3, 4) and dtype.kind in "iuf"
-    if axes == "YXS" and kind is None and not samples:
-        kind = "shaped"  # one channel, or bool: the pages do not show the samples, the JSON names them
+    if kind is None and axes not in (None, "YX") and not (axes == "YXS" and samples):
+        kind = "shaped"  # the pages do not show these axes (one channel, bool, N or C): the JSON names them
     write_args: dict[str, Any] = {
         # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
         "photometric": "rgb" if rgb else "minisblack",
