@@ -349,8 +349,11 @@ def render(template: str, source: Source, index: int) -> list[str]:
 
 
 def _format(output: str, common: Common, template: str) -> str:
+    """The output's format, or a usage error as for -o (cli._output_format)."""
+    from geomcli import io
+
     try:
-        return transforms.output_format(output, common.format)
+        output_format = transforms.output_format(output, common.format)
     except transforms.FormatConflictError as error:
         base = template.removesuffix("{suffix}")
         root, extension = os.path.splitext(base)
@@ -359,6 +362,10 @@ def _format(output: str, common: Common, template: str) -> str:
                                  "--format", param_hint="'--name'") from error
     except GeomError as error:
         raise click.BadParameter(str(error), param_hint="'--name'") from error
+    refusal = io.refused_option(transforms.write_options(common), output_format)
+    if refusal is not None:
+        raise click.UsageError(f"{refusal} ({output}, named by --name {template!r})")
+    return output_format
 
 
 def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:

@@ -294,18 +294,23 @@ def run_files(command: str, inputs: tuple[str, ...], output: str | None, batch: 
 
 
 def _output_format(output: str, common: Common) -> str:
-    """The output's format, or a usage error (exit 2) for an unknown extension or one --format contradicts."""
-    from geomcli import transform
+    """The output's format, or a usage error (exit 2) for an unknown extension, one --format
+    contradicts, or one an encoder option is not for (--compression to a PNG): before any input is read."""
+    from geomcli import io, transform
 
     if not output:
         raise click.BadParameter("an empty name; give a file name, or - for stdout", param_hint="'-o' / '--output'")
     try:
-        return transform.output_format(output, common.format)
+        output_format = transform.output_format(output, common.format)
     except transform.FormatConflictError as error:
         raise click.BadParameter(f"{error}; drop --format or change the extension",
                                  param_hint="'-o' / '--output'") from error
     except GeomError as error:
         raise click.BadParameter(str(error), param_hint="'-o' / '--output'") from error
+    refusal = io.refused_option(transform.write_options(common), output_format)
+    if refusal is not None:
+        raise click.UsageError(f"{refusal} (-o {output})", click.get_current_context())
+    return output_format
 
 
 def run_transform(command: str, input_path: str, output: str, common: Common, parameters: dict[str, Any],

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from geomcli.cli import Common, Fidelity
-    from geomcli.io import Header, Loaded, Metadata, Picture
+    from geomcli.io import Header, Loaded, Metadata, Picture, WriteOptions
     from geomcli.summary import Report
 
     # (loaded, *, common, allocate) -> the result: an array, or a Picture for a Picture (CropPad)
@@ -57,6 +57,14 @@ def output_format(path: str, given: str | None) -> str:
     if named != fmt:
         raise FormatConflictError(f"--format {fmt} contradicts the extension of {path} ({named})")
     return fmt
+
+
+def write_options(common: Common) -> WriteOptions:
+    """How the output is encoded: --compress-level, --quality, --compression, --threads."""
+    from geomcli import io
+
+    fidelity = common.fidelity
+    return io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads)
 
 
 def check_size(shape: tuple[int, ...], common: Common) -> None:
@@ -238,9 +246,8 @@ def transform_file(command: str, input_path: str, output: str, output_format: st
             if kept._replace(compression=None) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
-            options = io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads)
             report.warnings.extend(io.write_array(
-                result, output, format=output_format, options=options,
+                result, output, format=output_format, options=write_options(common),
                 metadata=_output_metadata(command, parameters, loaded.metadata, fidelity),
                 layout=written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))
             report.value_range = (result.value_range() if isinstance(result, io.Picture)
@@ -279,7 +286,7 @@ def _output_metadata(command: str, parameters: dict[str, Any], metadata: Metadat
 
 def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
     """One warning for each encoder or reader option this file's formats do not use.
-    (--compression on output other than TIFF is an error, from io.write_array.)"""
+    (--compression on output other than TIFF is a usage error: io.refused_option.)"""
     unused = []
     if fidelity.quality is not None and output_format not in ("jpeg", "webp"):
         unused.append(f"--quality is for JPEG and WebP output, not {output_format.upper()}; ignored")
@@ -293,7 +300,7 @@ def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -
 
 def _compresses(output_format: str, fidelity: Fidelity, metadata: Metadata) -> bool:
     """Whether the output is to be compressed: --compression, or else a TIFF's own compression
-    carried to a TIFF output. (--compression on another format is refused by io.write_array.)"""
+    carried to a TIFF output. (--compression on another format is refused: io.refused_option.)"""
     if fidelity.compression is not None:
         return fidelity.compression != "none"
     return output_format == "tiff" and metadata.compression not in (None, "none")

@@ -223,3 +223,60 @@ def test_theta_and_like_cannot_both_read_stdin(tmp_path: Path) -> None:
     result = run("affine-grid", "--theta", "-", "--like", "-", "-o", tmp_path / "g.npy")
     assert result.exit_code == 2 and "--theta - and --like - cannot both read stdin" in result.stderr
     assert not (tmp_path / "g.npy").exists()
+
+
+# --- --compression for an output that takes none: a usage error before any input is read -----
+
+
+@pytest.fixture
+def unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any read of an input fails the test."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an input was read")
+
+    for name in ("read_array", "read_picture", "read_header"):
+        monkeypatch.setattr(io, name, refuse)
+
+
+@pytest.mark.parametrize("command", [["crop-pad", "--shape", "4,4"], ["space-to-depth", "--blocksize", "2"]])
+@pytest.mark.parametrize("output, options, found", [
+    ("out.png", [], "PNG"), ("out.npy", [], "NPY"), ("-", ["--format", "png"], "PNG"), ("-", [], "NPY"),
+])
+def test_compression_for_an_output_of_another_format_is_a_usage_error(
+        tmp_path: Path, unread: None, command: list[str], output: str, options: list[str], found: str) -> None:
+    source = tmp_path / "in.png"
+    io.write_array(np.zeros((8, 8, 3), np.uint8), str(source))
+    out = output if output == "-" else str(tmp_path / output)
+    name, *rest = command
+    result = run(name, source, "-o", out, *options, *rest, "--compression", "zlib")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.endswith(f"\nError: --compression is for TIFF output, not {found} (-o {out})\n")
+    assert list(tmp_path.iterdir()) == [source]
+
+
+def test_compression_for_a_batch_output_of_another_format_is_a_usage_error(tmp_path: Path, unread: None) -> None:
+    sources = [tmp_path / "a.png", tmp_path / "b.tiff"]
+    for source in sources:
+        io.write_array(np.zeros((8, 8, 3), np.uint8), str(source))
+    out_dir = tmp_path / "out"
+    for extra in ([], ["--dry-run"]):
+        result = run("crop-pad", *sources, "--out-dir", out_dir, "--shape", "4,4", "--compression", "zlib", *extra)
+        assert result.exit_code == 2 and result.stdout == ""
+        assert result.stderr.endswith(f"\nError: --compression is for TIFF output, not PNG ({out_dir / 'a.png'}, "
+                                      "named by --name '{stem}{suffix}')\n")
+        assert not out_dir.exists()
+
+
+def test_compression_for_batch_outputs_all_tiff_is_taken(tmp_path: Path) -> None:
+    import tifffile
+
+    sources = [tmp_path / "a.png", tmp_path / "b.tiff"]
+    for source in sources:
+        io.write_array(np.zeros((8, 8, 3), np.uint8), str(source))
+    out_dir = tmp_path / "out"
+    result = run("crop-pad", *sources, "--out-dir", out_dir, "--name", "{stem}.tiff", "--shape", "4,4",
+                 "--compression", "zlib", "-q")
+    assert (result.exit_code, result.stderr) == (0, "")
+    for stem in ("a", "b"):
+        with tifffile.TiffFile(out_dir / f"{stem}.tiff") as tif:
+            assert tif.pages.first.compression.name == "ADOBE_DEFLATE"

@@ -550,7 +550,7 @@ def test_compress_level_and_quality(tmp_path: Path, rng: np.random.Generator) ->
     assert warnings_of(result) == [f"Warning: {tmp_path / 'q.webp'}: WebP with --quality is lossy: "
                                    "the written values differ from the result"]
     result = run("crop-pad", source, "-o", str(tmp_path / "x.png"), "--shape", "4,4", "--compression", "zlib")
-    assert result.exit_code == 1 and "--compression is for TIFF output, not PNG" in result.stderr
+    assert result.exit_code == 2 and "--compression is for TIFF output, not PNG" in result.stderr
 
 
 # ---- every warning path --------------------------------------------------------------------------

@@ -66,6 +66,7 @@ __all__ = [
     "read_array",
     "read_header",
     "read_picture",
+    "refused_option",
     "release",
     "sniff_format",
     "write_array",
@@ -306,8 +307,9 @@ def write_array(
         if isinstance(data, np.generic):
             data = np.asarray(data)  # a numpy scalar (e.g. from a 0-d reduction) is a 0-d array
         _check_writable(data, fmt, name)
-    if options is not None and options.compression not in (None, "none") and fmt != "tiff":
-        raise GeomError(f"{name}: --compression is for TIFF output, not {fmt.upper()}")
+    refusal = refused_option(options, fmt)
+    if refusal is not None:
+        raise GeomError(f"{name}: {refusal}")
     said = unkept(metadata, fmt, options)
     if _atomic.is_stdout(path):  # "-", /dev/stdout, /dev/fd/1: one way for all
         _atomic.refuse_terminal(fmt.upper(), name)
@@ -318,6 +320,19 @@ def write_array(
     with _atomic.atomic_file(path) as f:
         said += _encode(data, f, fmt, metadata, options, name, layout)
     return tuple(said)
+
+
+def refused_option(options: WriteOptions | None, fmt: str, /) -> str | None:
+    """Why ``fmt`` cannot be written with ``options``, or None: a TIFF compression asked of
+    another format. (A PNG level or a JPEG quality elsewhere changes nothing written: the command
+    line warns that it is ignored.) The command line asks this before it reads any input.
+
+    >>> refused_option(WriteOptions(compression="zlib"), "png")
+    '--compression is for TIFF output, not PNG'
+    """
+    if options is not None and options.compression not in (None, "none") and fmt != "tiff":
+        return f"--compression is for TIFF output, not {fmt.upper()}"
+    return None
 
 
 def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = None) -> list[str]:
