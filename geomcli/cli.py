@@ -25,19 +25,13 @@ from geomcli.constants import (
     FORMATS,
     LAYOUTS,
     TIFF_COMPRESSIONS,
+    plain_number,
 )
 from geomcli.errors import GeomError, StdoutError
 
 if TYPE_CHECKING:
     from geomcli.io import Header
     from geomcli.transform import Operation
-
-
-
-def _plain_number(text: str) -> bool:
-    """Whether ``text`` spells a number as typed in ASCII: int() and float() also take other
-    scripts' digits (``２``, ``٣``) and digit-group underscores (``1_0``), which no one means."""
-    return text.isascii() and "_" not in text
 
 
 class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
@@ -57,7 +51,7 @@ class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from c
         if not text and not self.empty:
             self.fail(f"{value!r}: give one or more comma-separated integers", param, ctx)
         try:
-            if not _plain_number(text):
+            if not plain_number(text):
                 raise ValueError(text)
             numbers = tuple(int(part) for part in text.split(",")) if text else ()
         except ValueError:
@@ -82,7 +76,7 @@ class FloatList(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, tuple):
             return value
         try:
-            if not _plain_number(str(value)):
+            if not plain_number(str(value)):
                 raise ValueError(value)
             numbers = tuple(float(part) for part in str(value).split(","))
         except ValueError:
@@ -94,19 +88,19 @@ class FloatList(click.ParamType):  # type: ignore[type-arg]
 
 
 class Int(click.IntRange):
-    """click's IntRange, refusing what :func:`_plain_number` refuses (``--blocksize ２``)."""
+    """click's IntRange, refusing what :func:`plain_number` refuses (``--blocksize ２``)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not _plain_number(value):
+        if isinstance(value, str) and not plain_number(value):
             self.fail(f"{value!r} is not a valid integer", param, ctx)
         return super().convert(value, param, ctx)
 
 
 class Float(click.types.FloatParamType):
-    """click's float, refusing what :func:`_plain_number` refuses (``--rotate ９０``)."""
+    """click's float, refusing what :func:`plain_number` refuses (``--rotate ９０``)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not _plain_number(value):
+        if isinstance(value, str) and not plain_number(value):
             self.fail(f"{value!r} is not a valid float", param, ctx)
         return super().convert(value, param, ctx)
 

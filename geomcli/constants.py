@@ -1,5 +1,6 @@
-"""The small constants the command line, io, layout and batch share; the standard library only, so
-the command line can import them at start-up (help text, Click choices) for free."""
+"""The small constants the command line, io, layout and batch share, and the rule for typed numbers;
+the standard library only, so the command line can import them at start-up (help text, Click
+choices) for free."""
 
 FORMATS = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
 """The formats read and written, as --format names them."""
@@ -15,3 +16,14 @@ DEFAULT_MAX_PIXELS = 2**31
 
 EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 1, 130, 143, 141
 """Exit codes: a file failed; Ctrl-C; SIGTERM; stdout's reader went away (as a shell reports SIGPIPE)."""
+
+
+def plain_number(text: str) -> bool:
+    """Whether ``text`` may spell a number as typed in ASCII: int() and float() also take other
+    scripts' digits (``２``, ``٣``) and digit-group underscores (``1_0``), which no one means.
+    The command line's numeric options and --fill (transform.parse_fill) both keep to it.
+
+    >>> plain_number("1.5e3"), plain_number("２"), plain_number("1_0")
+    (True, False, False)
+    """
+    return text.isascii() and "_" not in text

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import click
 
-from geomcli.constants import EXIT_FAILED
+from geomcli.constants import EXIT_FAILED, plain_number
 from geomcli.errors import GeomError, StdoutError
 
 if TYPE_CHECKING:
@@ -470,8 +470,8 @@ def parse_fill(text: str, dtype: np.dtype) -> bool | int | float | complex | str
         return text
     if dtype.kind == "b" and text.strip().lower() in ("true", "false"):
         return text.strip().lower() == "true"
-    if not text.isascii() or "_" in text:
-        return text  # int() and float() take '１' and '1_0'; as text, the kernel refuses it
+    if not plain_number(text):
+        return text  # as text, the kernel refuses it
     try:
         return int(text)
     except ValueError:
