@@ -100,10 +100,11 @@ def test_a_fifo_whose_content_disagrees_with_its_name_is_refused_before_the_rest
     assert peak < SMALL_RUN_MIB, peak
 
 
-@pytest.mark.parametrize("fmt", ["npy", "png"])
+@pytest.mark.parametrize("fmt", ["npy", "png", "bmp", "gif", "webp"])  # BMP, GIF, WebP took 2 x the 300 MiB
 def test_a_pipe_is_read_no_further_than_its_header_declares(tmp_path: Path, fmt: str) -> None:
     small = tmp_path / f"small.{fmt}"
-    io.write_array(np.arange(12, dtype=np.uint8).reshape(3, 4), str(small))
+    shape = (3, 4) if fmt == "gif" else (3, 4, 3)
+    io.write_array(np.arange(np.prod(shape), dtype=np.uint8).reshape(shape), str(small))
     code, stderr, peak = peak_run(f"(cat {small}; head -c {JUNK_BYTES} /dev/zero) | {GEOMCLI} info -")
     assert (code, stderr) == (0, ""), stderr
     assert peak < SMALL_RUN_MIB, peak
@@ -327,3 +328,120 @@ def test_a_jpeg_file_is_checked_without_reading_past_its_end_marker(tmp_path: Pa
     code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {source} -o {tmp_path / 'o.png'} --shape 8,8 -q")
     assert (code, stderr) == (0, "")
     assert peak < 200, f"{peak:.0f} MiB"
+
+
+# ---- 6. a JPEG cut in its scans, an EOI appended: libjpeg fills the rest with grey and only warns ----
+
+
+def cut_with_eoi(whole: bytes, fraction: float) -> bytes:
+    """``whole`` cut ``fraction`` of the way through its scans (first SOS to EOI), an EOI appended."""
+    first_scan, end = whole.index(b"\xff\xda"), whole.rindex(b"\xff\xd9")
+    return whole[: first_scan + int((end - first_scan) * fraction)] + b"\xff\xd9"
+
+
+def picture_jpeg(mode: str, **save: object) -> bytes:
+    values = np.random.default_rng(42).integers(0, 256, (61, 83, 4), dtype=np.uint8)
+    im = Image.fromarray(values, "CMYK") if mode == "CMYK" else Image.fromarray(values[..., :3]).convert(mode)
+    buffer = bytes_io.BytesIO()
+    im.save(buffer, format="JPEG", **save)
+    return buffer.getvalue()
+
+
+GOOD_JPEGS: dict[str, tuple[str, dict[str, object]]] = {
+    f"{mode}-{kind}": (mode, save) for mode in ("L", "RGB", "CMYK") for kind, save in (
+        ("baseline", {}), ("progressive", {"progressive": True}), ("restarts", {"restart_marker_blocks": 2}),
+        ("420", {"subsampling": 2}), ("optimized", {"optimize": True}))}
+
+
+def good_jpeg(case: str) -> bytes:
+    mode, save = GOOD_JPEGS[case]
+    return picture_jpeg(mode, **save)
+
+
+@pytest.mark.parametrize("case", [case for case in GOOD_JPEGS if "progressive" not in case])
+@pytest.mark.parametrize("fraction", [0.3, 0.9])
+def test_a_sequential_jpeg_cut_mid_scan_with_an_eoi_appended_is_refused(tmp_path: Path, case: str,
+                                                                        fraction: float) -> None:
+    """It was read, grey from the cut on (exit 0)."""
+    source = tmp_path / "cut.jpg"
+    source.write_bytes(cut_with_eoi(good_jpeg(case), fraction))
+    result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "8,8")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == "not a readable JPEG (truncated)"
+    assert not (tmp_path / "out.png").exists()
+    result = run("crop-pad", "-", "-o", tmp_path / "out.png", "--shape", "8,8", stdin=source.read_bytes())
+    assert one_error(result.stderr, "<stdin>") == "not a readable JPEG (truncated)"
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB", "CMYK"])
+def test_a_progressive_jpeg_cut_before_its_last_scan_with_an_eoi_appended_is_refused(tmp_path: Path,
+                                                                                     mode: str) -> None:
+    source = tmp_path / "cut.jpg"
+    source.write_bytes(cut_with_eoi(picture_jpeg(mode, progressive=True), 0.2))
+    result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "8,8")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == ("not a readable JPEG (truncated: its scans stop before the "
+                                                "whole 83x61 frame is coded)")
+
+
+@pytest.mark.parametrize("case", GOOD_JPEGS)
+def test_whole_jpegs_read_as_pillow_decodes_them(tmp_path: Path, case: str) -> None:
+    """From a file and from stdin."""
+    whole = good_jpeg(case)
+    with Image.open(bytes_io.BytesIO(whole)) as im:
+        expected = np.asarray(im.convert("RGB") if im.mode == "CMYK" else im)
+    source = tmp_path / "whole.jpg"
+    source.write_bytes(whole)
+    np.testing.assert_array_equal(io.read_array(str(source)).data, expected)
+    np.testing.assert_array_equal(_read_stdin(bytes_io.BytesIO(whole)).data, expected)
+
+
+def test_an_mpo_reads_its_first_image(tmp_path: Path) -> None:
+    source = tmp_path / "pair.mpo.jpg"
+    first, second = Image.new("RGB", (40, 24), (200, 10, 10)), Image.new("RGB", (40, 24), (10, 10, 200))
+    first.save(source, format="MPO", save_all=True, append_images=[second])
+    loaded = io.read_array(str(source))
+    assert loaded.pages == 2
+    assert abs(loaded.data[..., 0].mean() - 200) < 2
+
+
+def arithmetic_jpeg(height: int, width: int, data: bytes) -> bytes:
+    """A grey SOF9 (arithmetic-coded) JPEG of ``data`` as its one scan: the arithmetic decoder
+    takes any bytes (zeros too), and stuffs zeros where they end, without a warning."""
+    def segment(marker: int, body: bytes) -> bytes:
+        return struct.pack(">BBH", 0xFF, marker, len(body) + 2) + body
+
+    return (b"\xff\xd8" + segment(0xDB, bytes(65)) + segment(0xC9, struct.pack(">BHHB3B", 8, height, width, 1, 1,
+                                                                              0x11, 0))
+            + segment(0xDA, bytes([1, 1, 0, 0, 63, 0])) + data + b"\xff\xd9")
+
+
+def test_an_arithmetic_coded_jpeg_declaring_a_big_frame_is_refused_in_little_memory(tmp_path: Path) -> None:
+    """196 bytes decoded as a 20000x20000 picture: 1.2 GB and 1.1 s; --max-pixels allowed 46000x46000."""
+    source = tmp_path / "arith.jpg"
+    source.write_bytes(arithmetic_jpeg(20000, 20000, bytes(100)))
+    code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {source} -o {tmp_path / 'o.npy'} --shape 8,8")
+    assert code == 1
+    assert one_error(stderr, source) == ("arithmetic-coded JPEG with 100 bytes of image data for 20000x20000, fewer "
+                                         "than geomcli reads (1562500): arithmetic coding bounds no frame by its data")
+    assert peak < SMALL_RUN_MIB, peak
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_an_arithmetic_coded_jpeg_with_as_much_data_as_huffman_coding_needs_is_read(tmp_path: Path) -> None:
+    source = tmp_path / "arith.jpg"
+    source.write_bytes(arithmetic_jpeg(64, 64, bytes(16)))  # 64 blocks at 2 bits
+    assert io.read_array(str(source)).data.shape == (64, 64)
+    source.write_bytes(arithmetic_jpeg(64, 64, bytes(15)))
+    with pytest.raises(GeomError, match=r"arithmetic-coded JPEG with 15 bytes of image data for 64x64"):
+        io.read_array(str(source))
+
+
+@pytest.mark.parametrize("fmt", ["bmp", "gif"])
+def test_a_piped_bmp_or_gif_declaring_more_than_the_limit_is_refused_before_its_data_is_read(fmt: str) -> None:
+    buffer = bytes_io.BytesIO()
+    Image.new("L", (2000, 1000)).save(buffer, format=fmt.upper())
+    stdin = bytes_io.BytesIO(buffer.getvalue() + bytes(4 << 20))
+    with pytest.raises(GeomError, match=r"^<stdin>: 2000000 elements exceed the limit of 1000000; raise it"):
+        _read_stdin(stdin, max_pixels=1_000_000)
+    assert stdin.tell() < 1 << 20  # it read the 20 MB the limit allows, then failed on the pixels

@@ -670,6 +670,10 @@ class _Stream:
             from geomcli.io import _png
 
             end = _png.stream_size(self.peek, self._name, self._max_pixels)
+        elif fmt in ("bmp", "gif", "webp"):
+            from geomcli.io import _pillow
+
+            end = _pillow.stream_size(fmt, self.peek, self._name, self._max_pixels) or self._limit + 1
         else:
             end = self._limit + 1
         self._fill(end)

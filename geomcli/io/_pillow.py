@@ -8,8 +8,8 @@ import struct
 import threading
 import warnings
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from geomcli.cpus import available_cpus
@@ -127,13 +127,26 @@ def read(
             if chunks.frames > 1 and frames == "all":
                 raise GeomError(_NO_16BIT_FRAMES.format(name=name))
             return _read_png16(chunks, name, src, auto_orient)._replace(pages=chunks.frames)
-    elif fmt == "jpeg":
+    scan_end = None
+    if fmt == "jpeg":
         if isinstance(source, bytes):
-            _check_jpeg_data(source, name)
+            scan_end = _check_jpeg_data(source, name)
         else:
             with _mapped(source) as mapped:  # pages past the first EOI are never read
-                _check_jpeg_data(mapped, name)
+                scan_end = _check_jpeg_data(mapped, name)
     notes: list[str] = []
+    with ExitStack() as stack:
+        decoded: str | bytes | IO[bytes] = source
+        if scan_end is not None:
+            decoded = stack.enter_context(_ended_jpeg(source, scan_end))
+        return _decoded(decoded, name, fmt, src, max_pixels, auto_orient, frames, picture, notes)
+
+
+def _decoded(
+    source: str | bytes | IO[bytes], name: str, fmt: str, src: str, max_pixels: int, auto_orient: bool,
+    frames: str | None, picture: bool, notes: list[str],
+) -> Loaded | Picture:
+    """:func:`read`'s decoding, once the PNG's chunks or the JPEG's scans are checked."""
     with _opened(source, name, fmt, notes) as im:
         pages = _frames(im, name)
         count = pages if fmt in _ANIMATED else 1
@@ -185,30 +198,42 @@ def read(
 # component; a sample for lossless): no Huffman code is shorter than 1 bit, and a sequential
 # block has two (its DC difference, then an end-of-block or AC code); a progressive block has at
 # least its DC code in the first DC scan; a lossless sample its difference code. Arithmetic
-# coding (SOF9-11) can code a block in far less than a bit, so it has no such bound
-_LEAST_BITS = {0xC0: 2, 0xC1: 2, 0xC2: 1, 0xC3: 1}
-_LOSSLESS = 0xC3
+# coding (SOF9-11) can code a block in far less than a bit (196 bytes of zeros decode as a
+# 20000x20000 frame: 1.2 GB, 1.1 s), so no size of file bounds its frame: it is held to the same
+# figures as Huffman coding, which real pictures exceed many times (1-2 bits a pixel)
+_LEAST_BITS = {0xC0: 2, 0xC1: 2, 0xC2: 1, 0xC3: 1, 0xC9: 2, 0xCA: 1, 0xCB: 1}
+_ARITHMETIC = {0xC9, 0xCA, 0xCB}
+_LOSSLESS = {0xC3, 0xCB}
+# one-scan Huffman frames, whose data Pillow is given without its EOI (see _ended_jpeg)
+_SEQUENTIAL_HUFFMAN = {0xC0, 0xC1}
 _START_OF_SCAN, _END_OF_IMAGE = 0xDA, 0xD9
 # markers that stand alone, without a length: TEM, RST0-7, SOI, EOI
 _NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
 
 
-def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> None:
-    """Refuse a JPEG whose entropy-coded data is too short for the frame its SOF declares, before
-    it is decoded: libjpeg fills what is missing with grey and only warns, which Pillow does not
-    pass on (a 335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey).
+def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> int | None:
+    """Refuse a JPEG whose entropy-coded data is too short for the frame its SOF declares, or
+    whose scans stop before every component and coefficient is coded, before it is decoded:
+    libjpeg fills what is missing with grey and only warns, which Pillow does not pass on (a
+    335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey; a file cut in its
+    scans with an EOI appended was read as a picture grey from the cut on).
 
     The data of every scan up to the first EOI is counted (an MPO's later images, and anything
     after, are not), with its restart markers and stuffed bytes: more than it holds, never less.
+    Returns where the data of a one-scan Huffman frame that has its EOI ends (for _ended_jpeg),
+    else None.
     """
     import re
 
     # the end of a scan's data: the next marker other than RSTn (FF 00 is a stuffed FF)
     next_marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
-    least_bits, size = 0, (0, 0)
+    least_bits, size, sof = 0, (0, 0), 0
+    components: tuple[int, ...] = ()
     coded = 0
+    scans: list[tuple[bytes, int, int, int]] = []
+    scan_end, ended = 0, False
     at = 2  # after SOI
-    while at + 4 <= len(data):
+    while at + 2 <= len(data):
         if data[at] != 0xFF:  # junk between segments, which libjpeg skips too
             at = data.find(b"\xff", at)
             if at < 0:
@@ -216,6 +241,7 @@ def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> None:
             continue
         marker = data[at + 1]
         if marker == _END_OF_IMAGE:
+            ended = True
             break
         if marker == 0xFF:  # a fill byte before a marker
             at += 1
@@ -223,36 +249,220 @@ def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> None:
         if marker in _NO_LENGTH:
             at += 2
             continue
+        if at + 4 > len(data):
+            break
         end = at + 2 + int.from_bytes(data[at + 2 : at + 4], "big")
         if marker in _LEAST_BITS and not least_bits:
-            least_bits, size = _frame_bits(marker, data[at + 4 : end])
+            least_bits, size, components = _frame_bits(marker, data[at + 4 : end])
+            sof = marker
+        if marker == _START_OF_SCAN:
+            scans.append(_scan(data[at + 4 : end]))
         at = end
         if marker == _START_OF_SCAN:
             found = next_marker.search(data, at)
             end = len(data) if found is None else found.start()
             coded += end - at
-            at = end
+            at = scan_end = end
+    height, width = size
     if 8 * coded < least_bits:
-        height, width = size
+        if sof in _ARITHMETIC:
+            raise GeomError(
+                f"{name}: arithmetic-coded JPEG with {coded} bytes of image data for {width}x{height}, fewer "
+                f"than geomcli reads ({-(-least_bits // 8)}): arithmetic coding bounds no frame by its data"
+            )
         raise GeomError(f"{name}: not a readable JPEG (truncated: too little image data for {width}x{height})")
+    if least_bits and not _complete(scans, components, sof in _LOSSLESS):
+        raise GeomError(f"{name}: not a readable JPEG (truncated: its scans stop before the whole "
+                        f"{width}x{height} frame is coded)")
+    # (a file without its EOI is left to Pillow, which says it is truncated)
+    return scan_end if ended and sof in _SEQUENTIAL_HUFFMAN and len(scans) == 1 else None
 
 
-def _frame_bits(marker: int, frame: bytes) -> tuple[int, tuple[int, int]]:
+def _scan(header: bytes) -> tuple[bytes, int, int, int]:
+    """A SOS segment's body: (its component ids, Ss, Se, Al); no ids when it is malformed."""
+    count = header[0] if header else 0
+    if len(header) < 4 + 2 * count:
+        return b"", 0, 0, 0
+    ss, se, approximation = header[1 + 2 * count : 4 + 2 * count]
+    return bytes(header[1 : 1 + 2 * count : 2]), ss, se, approximation & 15
+
+
+def _complete(scans: list[tuple[bytes, int, int, int]], components: tuple[int, ...], lossless: bool) -> bool:
+    """Whether the scans code every coefficient (0-63) of every component to its last bit
+    (a scan of it with Al 0): a file cut in its scans, an EOI appended, leaves some uncoded
+    (every encoder's progressive script, and each component's scan of a sequential frame, codes
+    them all). A lossless frame's scans need only name each component."""
+    coefficients = range(1) if lossless else range(64)
+    for component in components:
+        done = [False] * len(coefficients)
+        for ids, ss, se, al in scans:
+            if component in ids and (lossless or al == 0):
+                for k in range(ss, min(se, 63) + 1) if not lossless else coefficients:
+                    done[k] = True
+        if not all(done):
+            return False
+    return True
+
+
+def _frame_bits(marker: int, frame: bytes) -> tuple[int, tuple[int, int], tuple[int, ...]]:
     """The fewest bits of entropy-coded data that can code this frame (a SOF segment's body: see
-    _LEAST_BITS), and its (height, width); 0 bits when the frame is malformed, for Pillow to say so."""
+    _LEAST_BITS), its (height, width) and component ids; 0 bits when the frame is malformed, for
+    Pillow to say so."""
     if len(frame) < 6 or len(frame) < 6 + 3 * frame[5]:
-        return 0, (0, 0)
+        return 0, (0, 0), ()
     height, width = int.from_bytes(frame[1:3], "big"), int.from_bytes(frame[3:5], "big")
     sampling = [(frame[7 + 3 * i] >> 4, frame[7 + 3 * i] & 15) for i in range(frame[5])]
+    components = tuple(frame[6 + 3 * i] for i in range(frame[5]))
     if not sampling or min(min(pair) for pair in sampling) == 0:
-        return 0, (height, width)
+        return 0, (height, width), components
     most_h, most_v = max(h for h, _ in sampling), max(v for _, v in sampling)
     units = 0
     for h, v in sampling:
         # a component's size, from the frame's and its sampling factors (T.81 A.1.1)
         columns, rows = -(-width * h // most_h), -(-height * v // most_v)
-        units += columns * rows if marker == _LOSSLESS else -(-columns // 8) * -(-rows // 8)
-    return _LEAST_BITS[marker] * units, (height, width)
+        units += columns * rows if marker in _LOSSLESS else -(-columns // 8) * -(-rows // 8)
+    return _LEAST_BITS[marker] * units, (height, width), components
+
+
+# after a one-scan frame's data: 8 bytes of 1 bits (FF 00 is a stuffed FF), no marker. Never used
+# by a whole scan (libjpeg looks at most 57 bits ahead), and no Huffman code: libjpeg takes each 17
+# bits of them as a bad code (a warning) and runs out after at most two blocks more
+_SCAN_RUNOUT = b"\xff\x00" * 8
+
+
+def _ended_jpeg(source: str | bytes, scan_end: int) -> IO[bytes]:
+    """The JPEG Pillow decodes: its bytes to the end of its one scan's data, then _SCAN_RUNOUT.
+
+    libjpeg meeting a marker (the EOI appended to a cut file) while blocks remain fills them
+    with grey and only warns, which Pillow ignores. Without a marker it waits for more data
+    instead, and Pillow then says "image file is truncated". A whole scan never reaches the
+    end: libjpeg looks for its EOI, finds no more data, and Pillow, which has every row,
+    accepts the image.
+    """
+    if isinstance(source, bytes):
+        return io.BytesIO(source[:scan_end] + _SCAN_RUNOUT)
+    return io.BufferedReader(_EndedFile(source, scan_end, _SCAN_RUNOUT))
+
+
+class _EndedFile(io.RawIOBase):
+    """A file's first ``end`` bytes, then ``tail``: read, never copied."""
+
+    def __init__(self, path: str, end: int, tail: bytes) -> None:
+        self._f = open(path, "rb")  # noqa: SIM115 (closed with this object)
+        self._end, self._tail, self._at = end, tail, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        out = memoryview(buffer).cast("B")
+        if self._at < self._end:
+            self._f.seek(self._at)
+            count = self._f.readinto(out[: self._end - self._at]) or 0
+        else:
+            part = self._tail[self._at - self._end : self._at - self._end + len(out)]
+            out[: len(part)] = part
+            count = len(part)
+        self._at += count
+        return count
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: self._end + len(self._tail)}[whence]
+        self._at = max(0, base + offset)
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+# what a BMP's header may declare beyond its pixels (an ICC profile after them), read from a pipe
+_BMP_SLACK = 1 << 20
+
+
+def stream_size(fmt: str, peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int | None:
+    """The bytes a BMP, GIF or WebP at the start of a stream takes, as its header declares: a
+    pipe is read that far and no further (junk after it was read up to what ``max_pixels``
+    elements could need: a 334-byte BMP and 300 MB of zeros took 330 MB). The declared size is
+    checked against ``max_pixels`` first. None where the header cannot tell (it is damaged, or
+    another compression): the stream is then read to its end, as before, for Pillow to judge."""
+    if fmt == "webp":
+        head = peek(0, 12)
+        if len(head) < 12 or head[8:12] != b"WEBP":
+            return None
+        size = int.from_bytes(head[4:8], "little")
+        return 8 + size + (size & 1)
+    if fmt == "bmp":
+        return _bmp_size(peek(0, 54), name, max_pixels)
+    if fmt == "gif":
+        return _gif_size(peek, name, max_pixels)
+    return None
+
+
+def _bmp_size(head: bytes, name: str, max_pixels: int) -> int | None:
+    """Its header, palette and pixels: rows of 4-byte multiples, or RLE's 2 bytes a pixel at most
+    and 2 a row for its ends; with a declared file size up to _BMP_SLACK more."""
+    if len(head) < 30:
+        return None
+    declared, offset, info = (int.from_bytes(head[at : at + 4], "little") for at in (2, 10, 14))
+    if info == 12:
+        width, height = int.from_bytes(head[18:20], "little"), int.from_bytes(head[20:22], "little")
+        bits, compression = int.from_bytes(head[24:26], "little"), 0
+    elif info >= 40 and len(head) >= 34:
+        width = int.from_bytes(head[18:22], "little", signed=True)
+        height = abs(int.from_bytes(head[22:26], "little", signed=True))
+        bits, compression = int.from_bytes(head[28:30], "little"), int.from_bytes(head[30:34], "little")
+    else:
+        return None
+    if width <= 0 or not 0 < bits <= 64:
+        return None
+    check_size((height, width), max_pixels, name)
+    if compression in (0, 3, 6):
+        pixels = -(-width * bits // 32) * 4 * height
+    elif compression in (1, 2):
+        pixels = 2 * width * height + 2 * height + 2
+    else:
+        return None
+    end = offset + pixels
+    return max(end, min(declared, end + _BMP_SLACK))
+
+
+def _gif_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int | None:
+    """To its trailer, walking its blocks: a colour table's size is in its flags, sub-blocks carry
+    their lengths. Where it is damaged or ends first, the bytes seen so far (and one more)."""
+    head = peek(0, 13)
+    if len(head) < 13:
+        return len(head)
+    width, height = int.from_bytes(head[6:8], "little"), int.from_bytes(head[8:10], "little")
+    check_size((height, width), max_pixels, name)
+    at = 13 + (3 << ((head[10] & 7) + 1) if head[10] & 0x80 else 0)
+    while True:
+        kind = peek(at, 1)
+        if kind == b";":
+            return at + 1
+        if kind == b"!":
+            at += 2
+        elif kind == b",":
+            descriptor = peek(at, 10)
+            if len(descriptor) < 10:
+                return at + len(descriptor)
+            flags = descriptor[9]
+            at += 10 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0) + 1  # and the LZW code size
+        else:
+            return at + len(kind)  # junk or the end: Pillow says what is wrong
+        while True:  # sub-blocks, to an empty one
+            length = peek(at, 1)
+            if not length:
+                return at
+            at += 1 + length[0]
+            if not length[0]:
+                break
 
 
 def _colour_key_note(key: object) -> str:
@@ -402,7 +612,7 @@ def _plugin_alone(fmt: str) -> None:
 
 @contextmanager
 def _opened(
-    source: str | bytes, name: str, fmt: str, notes: list[str] | None = None
+    source: str | bytes | IO[bytes], name: str, fmt: str, notes: list[str] | None = None
 ) -> Iterator[Any]:
     """Image.open with Pillow's own bomb check off (geomcli's check_size is the limit), every
     decoder failure turned into a GeomError naming the file, and Pillow's warnings about damaged
