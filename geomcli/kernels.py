@@ -945,18 +945,27 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     # decided once: each Python step of the block loop holds the GIL the other thread waits for
     rounded = functools.partial(round_once, dtype=rows.dtype) if rows.dtype.name == "bfloat16" else None
 
+    # float64 work arrays of each thread: the block; the same x terms in every row of it; one row
+    # of them; (row, coordinate) the y[, z] terms of a chunk of rows (3-D: and a 1, for the matrix
+    # product); 3-D: the selectors, and the x terms last
+    shapes = [(step, width, spatial), (step, spatial * width), (spatial * width,),
+              (chunk, spatial + (spatial == 3)), (spatial + 1, spatial * width)]
+
     def work(part: slice) -> None:
-        block = np.empty((step, width, spatial))
+        with reuse.work_memory(_carved_bytes(shapes)) as memory:
+            work_in(part, *_carve(memory, shapes))
+
+    def work_in(part: slice, block: np.ndarray, x_rows: np.ndarray, x_row: np.ndarray, terms_of_rows: np.ndarray,
+                selectors: np.ndarray) -> None:
         block_rows = block.reshape(step, spatial * width)
-        x_rows = np.empty((step, spatial * width))  # the same x terms in every row
-        x_row = np.empty(spatial * width)
-        # (row, coordinate): the y[, z] terms of a chunk of rows; 3-D: and a 1, for the matrix product
-        homogeneous = np.ones((chunk, spatial + 1)) if spatial == 3 else None
-        rest = np.empty((chunk, spatial)) if homogeneous is None else homogeneous[:, :spatial]
+        homogeneous = terms_of_rows if spatial == 3 else None
+        if homogeneous is not None:
+            homogeneous[:, spatial] = 1
+        rest = terms_of_rows[:, :spatial]
         # 2-D: a row's (x, y) rest pair as one complex number, copied along the row at once.
         pairs = block.view(np.complex128)[..., 0] if spatial == 2 else None
         rest_pairs = rest.view(np.complex128)[:, 0] if spatial == 2 else None
-        selectors = np.zeros((spatial + 1, spatial * width))  # 3-D: and the x terms, last
+        selectors[:] = 0
         for k in range(spatial):
             selectors[k, k::spatial] = 1
         start = part.start
@@ -990,6 +999,25 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
                 start = grid * per_grid + stop
 
     share(_split(rows.shape[0], threads), work, threads)
+
+
+def _carved_bytes(shapes: list[tuple[int, ...]]) -> int:
+    """The bytes _carve takes for float64 arrays of these shapes."""
+    return sum(_ALIGNED * -(-8 * math.prod(shape) // _ALIGNED) for shape in shapes)
+
+
+def _carve(memory: np.ndarray, shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
+    """float64 arrays of these shapes, one after another in ``memory`` (uint8, _carved_bytes
+    long), each starting on a cache line."""
+    arrays, offset = [], 0
+    for shape in shapes:
+        size = 8 * math.prod(shape)
+        arrays.append(memory[offset : offset + size].view(np.float64).reshape(shape))
+        offset += _ALIGNED * -(-size // _ALIGNED)
+    return arrays
+
+
+_ALIGNED = 64
 
 
 def _grid_row_terms(row: np.ndarray, axes_xyz: list[np.ndarray], low: int, high: int) -> tuple[np.ndarray, np.ndarray]:
