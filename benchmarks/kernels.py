@@ -205,10 +205,10 @@ def floor_runner(case: Case, output_shape: tuple[int, ...], dtype: np.dtype,
     """The memory floor: a copy of the output's size, or a fill of the output, into touched memory;
     ``fresh``: into a new array each call, which the OS must fault in (and zero) first, as a
     call that returns an array in new memory does."""
-    target = np.ones(output_shape, dtype=dtype)
+    target = None if fresh else np.ones(output_shape, dtype=dtype)
 
     def into() -> np.ndarray:
-        return np.empty(output_shape, dtype=dtype) if fresh else target
+        return np.empty(output_shape, dtype=dtype) if target is None else target
 
     if FLOOR_KIND[case.group] == "write":
         return lambda: into().fill(0.5)

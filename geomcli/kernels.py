@@ -949,7 +949,7 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     # of them; (row, coordinate) the y[, z] terms of a chunk of rows (3-D: and a 1, for the matrix
     # product); 3-D: the selectors, and the x terms last
     shapes = [(step, width, spatial), (step, spatial * width), (spatial * width,),
-              (chunk, spatial + (spatial == 3)), (spatial + 1, spatial * width)]
+              (chunk, spatial + (spatial == 3)), (spatial + 1, spatial * width) if spatial == 3 else (0,)]
 
     def work(part: slice) -> None:
         with reuse.work_memory(_carved_bytes(shapes)) as memory:
@@ -961,13 +961,13 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
         homogeneous = terms_of_rows if spatial == 3 else None
         if homogeneous is not None:
             homogeneous[:, spatial] = 1
+            selectors[:] = 0
+            for k in range(spatial):
+                selectors[k, k::spatial] = 1
         rest = terms_of_rows[:, :spatial]
         # 2-D: a row's (x, y) rest pair as one complex number, copied along the row at once.
         pairs = block.view(np.complex128)[..., 0] if spatial == 2 else None
         rest_pairs = rest.view(np.complex128)[:, 0] if spatial == 2 else None
-        selectors[:] = 0
-        for k in range(spatial):
-            selectors[k, k::spatial] = 1
         start = part.start
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf theta: see _affine_grid_plain
             while start < part.stop:
@@ -1002,14 +1002,14 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
 
 
 def _carved_bytes(shapes: list[tuple[int, ...]]) -> int:
-    """The bytes _carve takes for float64 arrays of these shapes."""
-    return sum(_ALIGNED * -(-8 * math.prod(shape) // _ALIGNED) for shape in shapes)
+    """The bytes _carve takes for float64 arrays of these shapes, wherever the memory starts."""
+    return _ALIGNED + sum(_ALIGNED * -(-8 * math.prod(shape) // _ALIGNED) for shape in shapes)
 
 
 def _carve(memory: np.ndarray, shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
     """float64 arrays of these shapes, one after another in ``memory`` (uint8, _carved_bytes
     long), each starting on a cache line."""
-    arrays, offset = [], 0
+    arrays, offset = [], -memory.__array_interface__["data"][0] % _ALIGNED
     for shape in shapes:
         size = 8 * math.prod(shape)
         arrays.append(memory[offset : offset + size].view(np.float64).reshape(shape))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import signal
 import subprocess
@@ -415,3 +416,21 @@ def test_a_2d_grid_in_a_new_process_faults_in_its_work_memory_once() -> None:
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert int(result.stdout) < 300, result.stdout
+
+
+@pytest.mark.parametrize("start", [0, 1, 8, 40])
+def test_carved_work_arrays_start_on_cache_lines_apart_inside_their_memory(start: int) -> None:
+    shapes = [(3, 5, 2), (7,), (0,), (2, 9)]
+    memory = np.empty(kernels._carved_bytes(shapes) + start, np.uint8)[start:]
+    arrays = kernels._carve(memory, shapes)
+    low, high = _address(memory), _address(memory) + memory.nbytes
+    spans = []
+    for array, shape in zip(arrays, shapes, strict=True):
+        assert array.shape == shape and array.dtype == np.float64 and array.base is not None
+        if array.size == 0:  # no memory: its address is numpy's to choose
+            continue
+        assert _address(array) % 64 == 0
+        spans.append((_address(array), _address(array) + array.nbytes))
+        assert low <= spans[-1][0] and spans[-1][1] <= high
+    spans.sort()
+    assert all(end <= begin for (_, end), (begin, _) in itertools.pairwise(spans))
