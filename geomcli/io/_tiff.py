@@ -93,10 +93,10 @@ _ENUM_OF = {"zlib": "ADOBE_DEFLATE", "lzma": "LZMA", "zstd": "ZSTD", "lzw": "LZW
 _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "micron",
           "cm": "centimeter", "mm": "millimeter", "inch": "inch"}
 _IMAGEJ_KEPT = ("spacing", "finterval", "fps")
-# our layouts for TIFF axes (after planar samples moved last); one leading axis becomes N
-_LAYOUTS = {"YX": "HW", "YXS": "HWC", "CYX": "CHW"}
 # the axes a written TIFF names each layout by; N is tifffile's Q (other), as for stacked series
 _AXES = {"HW": "YX", "HWC": "YXS", "CHW": "CYX", "NCHW": "QCYX", "NHWC": "QYXS"}
+# our layouts for TIFF axes of rank 2-3 (after planar samples moved last); see _layout_of for N
+_LAYOUTS = {axes: layout for layout, axes in _AXES.items() if "N" not in layout}
 
 
 @dataclass(frozen=True)
