@@ -197,13 +197,19 @@ def _decoded(
 # SOF markers -> the fewest bits of entropy-coded data that code one unit (an 8x8 block of one
 # component; a sample for lossless): no Huffman code is shorter than 1 bit, and a sequential
 # block has two (its DC difference, then an end-of-block or AC code); a progressive block has at
-# least its DC code in the first DC scan; a lossless sample its difference code. Arithmetic
-# coding (SOF9-11) can code a block in far less than a bit (196 bytes of zeros decode as a
-# 20000x20000 frame: 1.2 GB, 1.1 s), so no size of file bounds its frame: it is held to the same
-# figures as Huffman coding, which real pictures exceed many times (1-2 bits a pixel)
+# least its DC code in the first DC scan; a lossless sample its difference code
 _LEAST_BITS = {0xC0: 2, 0xC1: 2, 0xC2: 1, 0xC3: 1, 0xC9: 2, 0xCA: 1, 0xCB: 1}
+# Arithmetic coding (SOF9-11) can code a block in far less than a bit (196 bytes of zeros decode
+# as a 20000x20000 frame: 1.2 GB, 1.1 s), so no size of file bounds its frame. A frame of more
+# than this many pixels is held to the Huffman figures above, which real pictures exceed many
+# times (1-2 bits a pixel); a smaller one is read whatever its data (a flat page codes to a few
+# bytes), costing at most what a real picture of its size does
+_ARITHMETIC_UNBOUNDED_PIXELS = 1 << 24
 _ARITHMETIC = {0xC9, 0xCA, 0xCB}
 _LOSSLESS = {0xC3, 0xCB}
+_PROGRESSIVE = {0xC2, 0xCA}
+# libjpeg's MAX_COMPONENTS: it refuses a frame of more
+_MOST_COMPONENTS = 10
 # one-scan Huffman frames, whose data Pillow is given without its EOI (see _ended_jpeg)
 _SEQUENTIAL_HUFFMAN = {0xC0, 0xC1}
 _START_OF_SCAN, _END_OF_IMAGE = 0xDA, 0xD9
@@ -213,10 +219,14 @@ _NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
 
 def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> int | None:
     """Refuse a JPEG whose entropy-coded data is too short for the frame its SOF declares, or
-    whose scans stop before every component and coefficient is coded, before it is decoded:
-    libjpeg fills what is missing with grey and only warns, which Pillow does not pass on (a
-    335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey; a file cut in its
-    scans with an EOI appended was read as a picture grey from the cut on).
+    whose scans stop before every component (and, progressive, every coefficient) is coded,
+    before it is decoded: libjpeg fills what is missing with grey and only warns, which Pillow
+    does not pass on (a 335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey;
+    a file cut in its scans with an EOI appended was read as a picture grey from the cut on).
+
+    What this cannot see: a progressive file cut inside one of its last scans (their headers
+    are all there; libjpeg leaves the rest of that scan's refinement out), and a one-scan file
+    cut within its last blocks (see _SCAN_RUNOUT). Both are read with those blocks wrong.
 
     The data of every scan up to the first EOI is counted (an MPO's later images, and anything
     after, are not), with its restart markers and stuffed bytes: more than it holds, never less.
@@ -228,9 +238,10 @@ def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> int | None:
     # the end of a scan's data: the next marker other than RSTn (FF 00 is a stuffed FF)
     next_marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
     least_bits, size, sof = 0, (0, 0), 0
-    components: tuple[int, ...] = ()
-    coded = 0
-    scans: list[tuple[bytes, int, int, int]] = []
+    # component id -> the coefficients its scans code to the last bit, one bit each (bit k for
+    # coefficient k; bit 0 alone for a sequential or lossless frame, whose scans code them all)
+    coded_bits: dict[int, int] = {}
+    coded, scans = 0, 0
     scan_end, ended = 0, False
     at = 2  # after SOI
     while at + 2 <= len(data):
@@ -254,9 +265,14 @@ def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> int | None:
         end = at + 2 + int.from_bytes(data[at + 2 : at + 4], "big")
         if marker in _LEAST_BITS and not least_bits:
             least_bits, size, components = _frame_bits(marker, data[at + 4 : end])
+            if len(components) > _MOST_COMPONENTS:
+                raise GeomError(f"{name}: not a readable JPEG (its frame has {len(components)} components; "
+                                f"libjpeg reads at most {_MOST_COMPONENTS})")
             sof = marker
+            coded_bits = dict.fromkeys(components, 0)
         if marker == _START_OF_SCAN:
-            scans.append(_scan(data[at + 4 : end]))
+            scans += 1
+            _note_scan(data[at + 4 : end], coded_bits, sof in _PROGRESSIVE)
         at = end
         if marker == _START_OF_SCAN:
             found = next_marker.search(data, at)
@@ -266,42 +282,38 @@ def _check_jpeg_data(data: bytes | mmap.mmap, name: str) -> int | None:
     height, width = size
     if 8 * coded < least_bits:
         if sof in _ARITHMETIC:
-            raise GeomError(
-                f"{name}: arithmetic-coded JPEG with {coded} bytes of image data for {width}x{height}, fewer "
-                f"than geomcli reads ({-(-least_bits // 8)}): arithmetic coding bounds no frame by its data"
-            )
-        raise GeomError(f"{name}: not a readable JPEG (truncated: too little image data for {width}x{height})")
-    if least_bits and not _complete(scans, components, sof in _LOSSLESS):
+            if height * width > _ARITHMETIC_UNBOUNDED_PIXELS:
+                raise GeomError(
+                    f"{name}: arithmetic-coded JPEG with {coded} bytes of image data for {width}x{height}, fewer "
+                    f"than geomcli reads for a frame over {_ARITHMETIC_UNBOUNDED_PIXELS} pixels "
+                    f"({-(-least_bits // 8)}): arithmetic coding bounds no frame by its data"
+                )
+        else:
+            raise GeomError(f"{name}: not a readable JPEG (truncated: too little image data for {width}x{height})")
+    whole = (1 << 64) - 1 if sof in _PROGRESSIVE else 1
+    if least_bits and any(bits != whole for bits in coded_bits.values()):
         raise GeomError(f"{name}: not a readable JPEG (truncated: its scans stop before the whole "
                         f"{width}x{height} frame is coded)")
     # (a file without its EOI is left to Pillow, which says it is truncated)
-    return scan_end if ended and sof in _SEQUENTIAL_HUFFMAN and len(scans) == 1 else None
+    return scan_end if ended and sof in _SEQUENTIAL_HUFFMAN and scans == 1 else None
 
 
-def _scan(header: bytes) -> tuple[bytes, int, int, int]:
-    """A SOS segment's body: (its component ids, Ss, Se, Al); no ids when it is malformed."""
+def _note_scan(header: bytes, coded_bits: dict[int, int], progressive: bool) -> None:
+    """Mark in ``coded_bits`` what a scan (a SOS segment's body) codes to the last bit: in a
+    progressive frame, coefficients Ss to Se of its components when Al is 0 (each encoder's
+    script ends every coefficient so); in another, that it names them (its Ss, Se and Al are
+    fixed by the standard, but baseline files with all three 0 exist, and libjpeg reads them).
+    A malformed header marks nothing."""
     count = header[0] if header else 0
     if len(header) < 4 + 2 * count:
-        return b"", 0, 0, 0
+        return
     ss, se, approximation = header[1 + 2 * count : 4 + 2 * count]
-    return bytes(header[1 : 1 + 2 * count : 2]), ss, se, approximation & 15
-
-
-def _complete(scans: list[tuple[bytes, int, int, int]], components: tuple[int, ...], lossless: bool) -> bool:
-    """Whether the scans code every coefficient (0-63) of every component to its last bit
-    (a scan of it with Al 0): a file cut in its scans, an EOI appended, leaves some uncoded
-    (every encoder's progressive script, and each component's scan of a sequential frame, codes
-    them all). A lossless frame's scans need only name each component."""
-    coefficients = range(1) if lossless else range(64)
-    for component in components:
-        done = [False] * len(coefficients)
-        for ids, ss, se, al in scans:
-            if component in ids and (lossless or al == 0):
-                for k in range(ss, min(se, 63) + 1) if not lossless else coefficients:
-                    done[k] = True
-        if not all(done):
-            return False
-    return True
+    if progressive and (approximation & 15 or ss > se):
+        return
+    bits = (1 << (min(se, 63) + 1)) - (1 << ss) if progressive else 1
+    for component in header[1 : 1 + 2 * count : 2]:
+        if component in coded_bits:
+            coded_bits[component] |= bits
 
 
 def _frame_bits(marker: int, frame: bytes) -> tuple[int, tuple[int, int], tuple[int, ...]]:
@@ -324,10 +336,15 @@ def _frame_bits(marker: int, frame: bytes) -> tuple[int, tuple[int, int], tuple[
     return _LEAST_BITS[marker] * units, (height, width), components
 
 
-# after a one-scan frame's data: 8 bytes of 1 bits (FF 00 is a stuffed FF), no marker. Never used
-# by a whole scan (libjpeg looks at most 57 bits ahead), and no Huffman code: libjpeg takes each 17
-# bits of them as a bad code (a warning) and runs out after at most two blocks more
-_SCAN_RUNOUT = b"\xff\x00" * 8
+# after a one-scan frame's data: 7 bytes of 1 bits (FF 00 is a stuffed FF), no marker. libjpeg
+# (64-bit) fills its bit buffer to 57 bits or suspends for more data, so a whole scan's last code
+# can need 7 bytes past the data (with 6, 148 of 1500 small good files were refused); it never
+# decodes them. A cut scan decodes them as bad codes (a warning), each 17 bits read as a zero DC
+# difference or an end of block, then runs out (Pillow: "truncated"). So 56 bits complete at most
+# the block cut in and one more (three codes): a file cut within its last two blocks' data (a
+# 4:2:0 MCU's Cb and Cr; a few bytes of a picture, more of a flat one) is read, those blocks
+# flat. libjpeg takes any bits as some code, so no runout can prevent that
+_SCAN_RUNOUT = b"\xff\x00" * 7
 
 
 def _ended_jpeg(source: str | bytes, scan_end: int) -> IO[bytes]:
@@ -337,7 +354,7 @@ def _ended_jpeg(source: str | bytes, scan_end: int) -> IO[bytes]:
     with grey and only warns, which Pillow ignores. Without a marker it waits for more data
     instead, and Pillow then says "image file is truncated". A whole scan never reaches the
     end: libjpeg looks for its EOI, finds no more data, and Pillow, which has every row,
-    accepts the image.
+    accepts the image. (A cut within the last two blocks is not seen: see _SCAN_RUNOUT.)
     """
     if isinstance(source, bytes):
         return io.BytesIO(source[:scan_end] + _SCAN_RUNOUT)
@@ -389,19 +406,39 @@ _BMP_SLACK = 1 << 20
 def stream_size(fmt: str, peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int | None:
     """The bytes a BMP, GIF or WebP at the start of a stream takes, as its header declares: a
     pipe is read that far and no further (junk after it was read up to what ``max_pixels``
-    elements could need: a 334-byte BMP and 300 MB of zeros took 330 MB). The declared size is
-    checked against ``max_pixels`` first. None where the header cannot tell (it is damaged, or
+    elements could need: a 334-byte BMP and 300 MB of zeros took 330 MB). The declared size in
+    pixels (BMP's, GIF's screen, WebP's canvas or first frame) is checked against ``max_pixels``
+    first. None where the header cannot tell (it is damaged, or
     another compression): the stream is then read to its end, as before, for Pillow to judge."""
     if fmt == "webp":
-        head = peek(0, 12)
+        head = peek(0, 30)
         if len(head) < 12 or head[8:12] != b"WEBP":
             return None
+        canvas = _webp_canvas(head)
+        if canvas is not None:
+            check_size(canvas, max_pixels, name)
         size = int.from_bytes(head[4:8], "little")
         return 8 + size + (size & 1)
     if fmt == "bmp":
         return _bmp_size(peek(0, 54), name, max_pixels)
     if fmt == "gif":
         return _gif_size(peek, name, max_pixels)
+    return None
+
+
+def _webp_canvas(head: bytes) -> tuple[int, int] | None:
+    """The (height, width) a WebP's first chunk declares: VP8X's canvas, a VP8L or VP8 frame's
+    size (RFC 9649); None where it is none of them."""
+    kind, data = head[12:16], head[20:30]
+    if len(data) < 10:
+        return None
+    if kind == b"VP8X":
+        return 1 + int.from_bytes(data[7:10], "little"), 1 + int.from_bytes(data[4:7], "little")
+    if kind == b"VP8L" and data[0] == 0x2F:
+        bits = int.from_bytes(data[1:5], "little")
+        return 1 + (bits >> 14 & 0x3FFF), 1 + (bits & 0x3FFF)
+    if kind == b"VP8 " and data[3:6] == b"\x9d\x01\x2a":
+        return int.from_bytes(data[8:10], "little") & 0x3FFF, int.from_bytes(data[6:8], "little") & 0x3FFF
     return None
 
 
@@ -433,6 +470,9 @@ def _bmp_size(head: bytes, name: str, max_pixels: int) -> int | None:
     return max(end, min(declared, end + _BMP_SLACK))
 
 
+_GIF_WINDOW = 1 << 16
+
+
 def _gif_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int | None:
     """To its trailer, walking its blocks: a colour table's size is in its flags, sub-blocks carry
     their lengths. Where it is damaged or ends first, the bytes seen so far (and one more)."""
@@ -456,13 +496,18 @@ def _gif_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> 
             at += 10 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0) + 1  # and the LZW code size
         else:
             return at + len(kind)  # junk or the end: Pillow says what is wrong
-        while True:  # sub-blocks, to an empty one
-            length = peek(at, 1)
-            if not length:
-                return at
-            at += 1 + length[0]
-            if not length[0]:
+        while True:  # sub-blocks, to an empty one, walked a window at a time (one peek per
+            # sub-block took 0.85 s for 2 MB of 1-byte sub-blocks; it reads up to 64 KiB ahead)
+            window = peek(at, _GIF_WINDOW)
+            step = 0
+            while step < len(window) and window[step]:
+                step += 1 + window[step]
+            if step < len(window):  # the empty one
+                at += step + 1
                 break
+            at += step
+            if len(window) < _GIF_WINDOW:  # the stream ends first
+                return at
 
 
 def _colour_key_note(key: object) -> str:
