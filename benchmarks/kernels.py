@@ -232,37 +232,28 @@ def measure(call: Callable[[], Any], repeats: int, budget: float) -> tuple[Timin
     Returns the first call's result too (for the correctness check); later results are
     dropped at once so no more than two outputs are alive.
     """
-    gc.collect()
-    start = time.perf_counter()
-    first_result = call()
-    first = time.perf_counter() - start
-    times: list[float] = []
-    spent = 0.0
-    while len(times) < repeats and (len(times) < 3 or spent < budget):
-        start = time.perf_counter()
-        result = call()
-        elapsed = time.perf_counter() - start
-        del result
-        times.append(elapsed)
-        spent += elapsed
-    return Timing(first, statistics.median(times), len(times)), first_result
+    timings, firsts = measure_alongside({"call": call}, repeats, budget)
+    return timings["call"], firsts["call"]
 
 
-def measure_alongside(calls: dict[str, Callable[[], Any]], repeats: int, budget: float) -> dict[str, Timing]:
+def measure_alongside(
+    calls: dict[str, Callable[[], Any]], repeats: int, budget: float
+) -> tuple[dict[str, Timing], dict[str, Any]]:
     """Time each call's first run, in turn, then rounds of one run of each, at most ``repeats``
     rounds, stopping early once past ``budget`` seconds: the VM's drift over the seconds this
     takes falls on all of them alike, so their ratios hold better than those of medians taken
     one after another (the floor of a case moved 1.4-2.5 ms from run to run). Only for calls
-    that leave no threads spinning behind them: onnxruntime's slowed the call after it."""
+    that leave no threads spinning behind them: onnxruntime's slowed the call after it.
+    Returns the timings and each call's first result; later results are dropped at once."""
     gc.collect()
-    firsts = {}
+    firsts, first_times = {}, {}
     for name, call in calls.items():
         start = time.perf_counter()
-        call()
-        firsts[name] = time.perf_counter() - start
+        firsts[name] = call()
+        first_times[name] = time.perf_counter() - start
     times: dict[str, list[float]] = {name: [] for name in calls}
-    spent = 0.0
-    while len(times[next(iter(calls))]) < repeats and (len(times[next(iter(calls))]) < 3 or spent < budget):
+    spent, rounds = 0.0, 0
+    while rounds < repeats and (rounds < 3 or spent < budget):
         for name, call in calls.items():
             start = time.perf_counter()
             result = call()
@@ -270,7 +261,9 @@ def measure_alongside(calls: dict[str, Callable[[], Any]], repeats: int, budget:
             del result
             times[name].append(elapsed)
             spent += elapsed
-    return {name: Timing(firsts[name], statistics.median(times[name]), len(times[name])) for name in calls}
+        rounds += 1
+    timings = {name: Timing(first_times[name], statistics.median(times[name]), rounds) for name in calls}
+    return timings, firsts
 
 
 def same(case: Case, expected: np.ndarray, found: Any) -> bool:
@@ -329,7 +322,7 @@ def run_case(case: Case, repeats: int, budget: float, log: Callable[[str], None]
         },
         repeats,
         budget,
-    )
+    )[0]  # their first results are not kept: geomcli's first, above, is the one checked
     engines["geomcli"] = Timing(first, timings["geomcli"].median, timings["geomcli"].repeats)
     engines["geomcli out="] = timings["geomcli out="]
     floor_timing, fresh_timing = timings["floor"], timings["fresh"]
