@@ -9,7 +9,7 @@ import threading
 import warnings
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
 from geomcli.cpus import available_cpus
@@ -134,19 +134,18 @@ def read(
         else:
             with _mapped(source) as mapped:  # pages past the first EOI are never read
                 scan_end = _check_jpeg_data(mapped, name)
-    notes: list[str] = []
-    with ExitStack() as stack:
-        decoded: str | bytes | IO[bytes] = source
-        if scan_end is not None:
-            decoded = stack.enter_context(_ended_jpeg(source, scan_end))
-        return _decoded(decoded, name, fmt, src, max_pixels, auto_orient, frames, picture, notes)
+    decoded: AbstractContextManager[str | bytes | IO[bytes]]
+    decoded = nullcontext(source) if scan_end is None else _ended_jpeg(source, scan_end)
+    with decoded as opened:
+        return _decoded(opened, name, fmt, src, max_pixels, auto_orient, frames, picture)
 
 
 def _decoded(
     source: str | bytes | IO[bytes], name: str, fmt: str, src: str, max_pixels: int, auto_orient: bool,
-    frames: str | None, picture: bool, notes: list[str],
+    frames: str | None, picture: bool,
 ) -> Loaded | Picture:
     """:func:`read`'s decoding, once the PNG's chunks or the JPEG's scans are checked."""
+    notes: list[str] = []
     with _opened(source, name, fmt, notes) as im:
         pages = _frames(im, name)
         count = pages if fmt in _ANIMATED else 1
