@@ -1001,6 +1001,9 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
     share(_split(rows.shape[0], threads), work, threads)
 
 
+_ALIGNED = 64  # the cache line _carve starts each work array on
+
+
 def _carved_bytes(shapes: list[tuple[int, ...]]) -> int:
     """The bytes _carve takes for float64 arrays of these shapes, wherever the memory starts."""
     return _ALIGNED + sum(_ALIGNED * -(-8 * math.prod(shape) // _ALIGNED) for shape in shapes)
@@ -1015,9 +1018,6 @@ def _carve(memory: np.ndarray, shapes: list[tuple[int, ...]]) -> list[np.ndarray
         arrays.append(memory[offset : offset + size].view(np.float64).reshape(shape))
         offset += _ALIGNED * -(-size // _ALIGNED)
     return arrays
-
-
-_ALIGNED = 64
 
 
 def _grid_row_terms(row: np.ndarray, axes_xyz: list[np.ndarray], low: int, high: int) -> tuple[np.ndarray, np.ndarray]:

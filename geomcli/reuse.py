@@ -92,7 +92,8 @@ def work_memory(nbytes: int) -> Iterator[np.ndarray]:
     with _lock:
         fitting = [index for index, spare in enumerate(_spare) if spare.nbytes >= nbytes]
         best = min(fitting, key=lambda index: _spare[index].nbytes, default=None)
-        memory = np.empty(nbytes, np.uint8) if best is None else _spare.pop(best)
+        spare = None if best is None else _spare.pop(best)
+    memory = np.empty(nbytes, np.uint8) if spare is None else spare  # not allocated under the lock
     try:
         yield memory[:nbytes]
     finally:
