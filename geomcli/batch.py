@@ -142,13 +142,16 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
         raise click.BadParameter(f"{options.out_dir!r} is not a folder", param_hint="'--out-dir'")
     fields = check_template(options.name)
     sources = expand(arguments, options.recursive)
-    # An input is its name and, through links, the file read: an output landing on either would
-    # change what is read.
-    inputs: dict[str, str] = {}
+    # An input is its name, the file read through its links, and that file's device and inode (a
+    # hard link): an output landing on any of them would destroy an input, its own included.
+    inputs: dict[str | tuple[int, int], str] = {}
     for source in sources:
         if source.error is None:
             inputs.setdefault(_landing(source.path), source.path)
             inputs.setdefault(_real(source.path), source.path)
+            identity = _identity(source.path)
+            if identity is not None:
+                inputs.setdefault(identity, source.path)
     writers: dict[str, str] = {}
     jobs = []
     for index, source in enumerate(sources):
@@ -163,9 +166,10 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
         if key in writers:
             raise click.UsageError(f"{writers[key]} and {source.path} would both be written to {output}; "
                                    "put {parent} or {index} in --name")
-        if inputs.get(key, source.path) != source.path:
-            raise click.UsageError(f"{output} would replace the input {inputs[key]} during the run; "
-                                   "choose another --out-dir or --name")
+        replaced = inputs.get(key) or inputs.get(_identity(output) or key)
+        if replaced is not None:
+            raise click.UsageError(f"{output} would replace the input {replaced}; a batch never writes over "
+                                   "its inputs: choose another --out-dir or --name")
         if io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
             raise click.UsageError(f"{output} is a device, FIFO or socket, or a link to one; "
                                    "--out-dir writes files only: remove it or choose another --name")
@@ -386,6 +390,15 @@ def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:
 def _real(path: str) -> str:
     """The file a path reads, through every link."""
     return os.path.normcase(os.path.realpath(path))
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (through links), None where there is none."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def _landing(path: str) -> str:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 from geomcli import reuse
 from geomcli.cpus import available_cpus, share
 from geomcli.errors import GeomError
+from geomcli.ops._numeric import round_once
 from geomcli.window import center_crop_pad_window
 
 __all__ = [
@@ -648,28 +649,6 @@ def _base_coordinates(length: int, align_corners: bool) -> np.ndarray:
     if align_corners:
         return 2 * index / (length - 1) - 1 if length > 1 else np.zeros(1)
     return (2 * index + 1) / length - 1
-
-
-def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``values`` rounded once to ``dtype`` if it is bfloat16 and they are float64; else ``values``
-    (a cast does it once).
-
-    ml_dtypes casts float64 to bfloat16 through float32, rounding twice: a value just past the
-    middle of two bfloat16 numbers can land on the middle first, then go to the even one (the
-    farther), and a finite value near the largest can become Inf. Rounded to float32 toward zero,
-    with the last bit set where that dropped anything (round to odd), the second rounding is
-    exact: float32 keeps 16 more bits than bfloat16.
-    """
-    if dtype.name != "bfloat16" or values.dtype != np.float64:
-        return values
-    with np.errstate(over="ignore", invalid="ignore"):
-        odd = np.asarray(values.astype(np.float32))
-        widened = odd.astype(np.float64)
-        inexact = (widened != values) & ~np.isnan(values)
-        past = inexact & (np.abs(widened) > np.abs(values))
-        odd[past] = np.nextafter(odd[past], np.float32(0))
-    odd.view(np.uint32)[inexact] |= 1
-    return odd.astype(dtype)
 
 
 def affine_grid(

@@ -200,12 +200,54 @@ def test_an_output_that_is_another_input_is_refused(tmp_path: Path, rng: np.rand
     one, other = png(tmp_path / "1.png", rng), png(tmp_path / "a.png", rng)
     result = run("crop-pad", tmp_path, "--out-dir", tmp_path, "--name", "{index}.png", "--shape", "4,4")
     assert result.exit_code == 2
-    assert f"{tmp_path / '1.png'} would replace the input {one} during the run" in result.stderr
+    assert f"{tmp_path / '1.png'} would replace the input {one}" in result.stderr
     assert one.read_bytes() != b"" and other.exists() and not (tmp_path / "0.png").exists()
 
 
-def test_an_output_in_place_of_its_own_input_is_allowed(shots: Path) -> None:
+def _unchanged(*paths: Path) -> Callable[[], bool]:
+    before = {path: path.read_bytes() for path in paths}
+    return lambda: all(path.read_bytes() == data for path, data in before.items())
+
+
+def test_an_output_in_place_of_its_own_input_is_refused(shots: Path) -> None:
+    kept = _unchanged(shots / "a.png", shots / "b.png")
     result = run("crop-pad", shots / "a.png", shots / "b.png", "--out-dir", shots, "--shape", "4,4")
+    assert result.exit_code == 2
+    assert f"{shots / 'a.png'} would replace the input {shots / 'a.png'}; a batch never writes over its inputs" \
+        in result.stderr
+    assert kept()
+
+
+def test_a_folder_written_into_itself_is_refused(shots: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = _unchanged(shots / "a.png", shots / "b.png")
+    assert run("crop-pad", shots, "--out-dir", shots, "--shape", "8,8").exit_code == 2
+    monkeypatch.chdir(shots)
+    result = run("crop-pad", ".", "--out-dir", ".", "--shape", "32,32")
+    assert result.exit_code == 2 and "would replace the input" in result.stderr
+    assert kept()
+
+
+def test_an_output_on_a_hard_link_of_an_input_is_refused(shots: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    os.link(shots / "a.png", out / "a.png")  # another name, the same device and inode
+    kept = _unchanged(shots / "a.png")
+    result = run("crop-pad", shots / "a.png", "--out-dir", out, "--shape", "4,4")
+    assert result.exit_code == 2 and f"would replace the input {shots / 'a.png'}" in result.stderr
+    assert kept()
+
+
+def test_a_name_that_lands_on_an_input_is_refused(shots: Path) -> None:
+    kept = _unchanged(shots / "a.png")
+    result = run("crop-pad", shots / "a.png", "--out-dir", shots / "day", "--name", "../a.png", "--shape", "4,4")
+    assert result.exit_code == 2
+    result = run("crop-pad", shots / "a.png", "--out-dir", shots, "--name", "{stem}.png", "--shape", "4,4")
+    assert result.exit_code == 2 and "would replace the input" in result.stderr
+    assert kept()
+
+
+def test_minus_o_may_still_name_its_own_input(shots: Path) -> None:
+    result = run("crop-pad", shots / "a.png", "-o", shots / "a.png", "--shape", "4,4")
     assert result.exit_code == 0, result.stderr
     with Image.open(shots / "a.png") as image:
         assert image.size == (4, 4)
