@@ -1,0 +1,9 @@
+"""Each operator in its defining few lines, as the spec and ``shared/spec/NOTES.md`` write it:
+readable, slow, and the oracle the tests hold the fast kernels to.
+
+Nothing here validates its arguments: the public kernels do that first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
