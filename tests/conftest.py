@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +117,51 @@ def fifo_feeding(fifo: Path, payload: bytes) -> Iterator[Path]:
         yield fifo
     finally:
         writer.join(timeout=10)
+
+
+# ---- the official ONNX backend cases, generated from the installed onnx --------------------------
+
+
+@dataclass(frozen=True)
+class OnnxCase:
+    """One backend node case: its op, attributes (strings decoded) and (inputs, outputs) pairs."""
+
+    name: str
+    op_type: str
+    attributes: dict[str, Any]
+    data_sets: list[tuple[list[np.ndarray], list[np.ndarray]]]
+
+
+@functools.cache
+def onnx_cases(op_type: str) -> dict[str, OnnxCase]:
+    """Every backend node case of ``op_type`` (expanded function bodies left out), by name. The
+    generators all run on the first call (seconds), once per session."""
+    import onnx
+
+    def as_array(value: Any) -> np.ndarray:
+        return onnx.numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
+
+    found: dict[str, OnnxCase] = {}
+    for case in _all_onnx_cases():
+        assert case.model is not None and case.data_sets is not None
+        node = case.model.graph.node[0]
+        if node.op_type != op_type or "_expanded" in case.name:
+            continue
+        attributes = {}
+        for attribute in node.attribute:
+            value = onnx.helper.get_attribute_value(attribute)
+            attributes[attribute.name] = value.decode() if isinstance(value, bytes) else value
+        data_sets = [([as_array(v) for v in inputs], [as_array(v) for v in outputs])
+                     for inputs, outputs in case.data_sets]
+        found[case.name] = OnnxCase(case.name, op_type, attributes, data_sets)
+    return found
+
+
+@functools.cache
+def _all_onnx_cases() -> list[Any]:
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        # Importing the generators runs all of them; the Cast cases overflow on purpose.
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"onnx\.backend\.test\.case\.node\.")
+        return list(collect_testcases(None))

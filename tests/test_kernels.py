@@ -33,7 +33,8 @@ import onnx
 import onnx.helper
 import onnx.numpy_helper
 import pytest
-from conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, OnnxCase, make_array
+from conftest import onnx_cases as onnx_cases_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -257,45 +258,9 @@ ONNX_CASE_NAMES = [
 ]
 
 
-@dataclass(frozen=True)
-class OnnxCase:
-    name: str
-    op_type: str
-    attributes: dict[str, Any]
-    data_sets: list[tuple[list[np.ndarray], list[np.ndarray]]]
-
-
-def _to_array(value: Any) -> np.ndarray:
-    if isinstance(value, onnx.TensorProto):
-        return onnx.numpy_helper.to_array(value)
-    return np.asarray(value)
-
-
-@functools.cache
 def onnx_cases() -> dict[str, OnnxCase]:
-    """Every backend node case for our four ops, generated once per session (takes seconds)."""
-    from onnx.backend.test.case.node import collect_testcases
-
-    with warnings.catch_warnings():
-        # Importing the generators runs all of them; the Cast cases overflow on purpose. The
-        # filter here (not only pyproject's) keeps this working under `pytest -W error`.
-        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"onnx\.backend\.test\.case\.node\.")
-        cases = collect_testcases(None)
-    found: dict[str, OnnxCase] = {}
-    for case in cases:
-        assert case.model is not None and case.data_sets is not None
-        node = case.model.graph.node[0]
-        if node.op_type not in OUR_OPS or "_expanded" in case.name:
-            continue
-        attributes = {}
-        for attribute in node.attribute:
-            value = onnx.helper.get_attribute_value(attribute)
-            attributes[attribute.name] = value.decode() if isinstance(value, bytes) else value
-        data_sets = [
-            ([_to_array(v) for v in inputs], [_to_array(v) for v in outputs]) for inputs, outputs in case.data_sets
-        ]
-        found[case.name] = OnnxCase(case.name, node.op_type, attributes, data_sets)
-    return found
+    """Every backend node case for our four ops."""
+    return {name: case for op in OUR_OPS for name, case in onnx_cases_of(op).items()}
 
 
 def run_kernel(op_type: str, attributes: dict[str, Any], inputs: list[np.ndarray]) -> np.ndarray:

@@ -4,6 +4,3 @@ readable, slow, and the oracle the tests hold the fast kernels to.
 Nothing here validates its arguments: the public kernels do that first.
 """
 
-from __future__ import annotations
-
-import numpy as np
