@@ -100,18 +100,18 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
     check, read with its chunk checks and metadata, size check, atomic write with fsync, report
     with value range).
     """
-    from functools import partial
 
-    from geomcli import batch, cli, constants, io, transform
+    from geomcli import io
+    from geomcli.engine import operations, plan, workers
+    from geomcli.engine.options import Common
     from geomcli.io import _pillow  # the encoder write_array uses, here to memory
 
-    common = cli.Common(layout=None, format=None, quiet=True, json=False, debug=False,
-                        max_pixels=constants.DEFAULT_MAX_PIXELS, threads=None)
+    common = Common(quiet=True)
     target = (CROP, CROP)
-    crop = transform.CropPad(target)
-    task = batch.Task("crop-pad", {}, crop, partial(crop.output_shape, common=common), common)
+    crop = operations.CropPad(target)
+    task = plan.Task(crop, common)
     out.mkdir(parents=True, exist_ok=True)
-    batch.transform(task, batch.Job(0, str(paths[0]), str(out / "warm-up.png"), "png"))  # imports, once
+    workers._transform(task, plan.Job(0, str(paths[0]), str(out / "warm-up.png"), "png"))  # imports, once
     bare = whole = 0.0
     for index, path in enumerate(paths):
         # alternate which goes first, so neither always meets the file cold in the page cache
@@ -120,10 +120,10 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
             if which == "bare":
                 picture = io.read_picture(str(path))  # a plain RGB PNG: cropped by Pillow, as in the batch
                 assert isinstance(picture, io.Picture)
-                _pillow.save(crop(picture, common=common).image, bytes_io.BytesIO(), "png")
+                _pillow.save(crop.apply_picture(picture, common).image, bytes_io.BytesIO(), "png")
                 bare += time.perf_counter() - started
             else:
-                report = batch.transform(task, batch.Job(index, str(path), str(out / path.name), "png"))
+                report = workers._transform(task, plan.Job(index, str(path), str(out / path.name), "png"))
                 whole += time.perf_counter() - started
                 assert report.status == "ok", report.error
     return bare / len(paths), (whole - bare) / len(paths)

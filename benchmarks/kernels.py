@@ -14,7 +14,7 @@ preallocated array (for affine-grid, filling a preallocated array of the output 
 pays first; past glibc's mmap threshold (32 MiB) a new array is new pages, which the kernel faults
 in and zeroes, below it the memory of the last call comes back. Each case starts with nothing
 kept (``reuse.release()``), and each timed result but the first is let go at once, so from the
-third call on geomcli's new output takes the memory of the one before (geomcli.reuse), as
+third call on geomcli's new output takes the memory of the one before (geomcli.ops.reuse), as
 onnxruntime's arena hands its outputs the same memory call after call; the first call, in the
 "(1st)" column, pays for new pages. "out=" times geomcli writing into one
 preallocated output (the ``out=`` argument): the work alone. geomcli, out=, the floor and fresh
@@ -52,7 +52,10 @@ import onnxruntime as ort  # noqa: E402
 from onnx import helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-from geomcli import kernels, reuse  # noqa: E402
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
+from geomcli.ops import reuse
 
 Inputs = dict[str, np.ndarray]
 
@@ -88,7 +91,7 @@ def _crop_case(name: str, shape: tuple[int, ...], dtype: str, target: list[int],
         name,
         "crop-pad",
         make_inputs,
-        lambda x, out=None: kernels.center_crop_pad(x["data"], x["shape"], axes, out=out),
+        lambda x, out=None: crop_ops.center_crop_pad(x["data"], x["shape"], axes, out=out),
         "CenterCropPad",
         18,
         {"axes": axes},
@@ -109,7 +112,7 @@ def _grid_case(name: str, theta_shape: tuple[int, ...], size: list[int], align_c
         name,
         "affine-grid",
         make_inputs,
-        lambda x, out=None: kernels.affine_grid(x["theta"], x["size"], align_corners=bool(align_corners), out=out),
+        lambda x, out=None: grid_ops.affine_grid(x["theta"], x["size"], align_corners=bool(align_corners), out=out),
         "AffineGrid",
         20,
         {"align_corners": align_corners},
@@ -126,7 +129,7 @@ def _s2d_case(name: str, shape: tuple[int, ...], dtype: str, blocksize: int, mod
         name,
         "space-to-depth",
         make_inputs,
-        lambda x, out=None: kernels.space_to_depth(x["data"], blocksize, mode, out=out),  # type: ignore[arg-type]
+        lambda x, out=None: space_depth_ops.space_to_depth(x["data"], blocksize, mode, out=out),  # type: ignore[arg-type]
         "SpaceToDepth",
         28,
         {"blocksize": blocksize, "mode": mode},

@@ -9,13 +9,19 @@ from typing import Any
 
 from geomcli.errors import GeomError
 
-_KERNELS = ("center_crop_pad", "affine_grid", "space_to_depth", "depth_to_space")
+# each operator and the module it lives in, imported on first use
+_KERNELS = {
+    "center_crop_pad": "geomcli.ops.center_crop_pad",
+    "affine_grid": "geomcli.ops.affine_grid",
+    "space_to_depth": "geomcli.ops.space_depth",
+    "depth_to_space": "geomcli.ops.space_depth",
+}
 __all__ = ["GeomError", "__version__", *_KERNELS]
 
 
 def __getattr__(name: str) -> Any:
     if name in _KERNELS:
-        return getattr(import_module("geomcli.kernels"), name)
+        return getattr(import_module(_KERNELS[name]), name)
     if name == "__version__":
         from importlib.metadata import version
 

@@ -5,6 +5,16 @@ class GeomError(ValueError):
     """A one-line message: what was expected, what was found, and where."""
 
 
+class PlanError(GeomError):
+    """A run that cannot be done as asked, found before anything is read or written (two inputs
+    for one output, an output over an input, a name that leaves --out-dir): a usage fault, exit 2.
+    ``options`` names the options at fault, where there are some."""
+
+    def __init__(self, message: str, options: str | list[str] | None = None) -> None:
+        super().__init__(message)
+        self.options = [options] if isinstance(options, str) else options
+
+
 class StdoutError(Exception):
     """Standard output cannot take the text asked of it (closed, full, failing): the whole run
     ends with this one error, exit 1. Not a GeomError, so no file's handler takes it for its own."""

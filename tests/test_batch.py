@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,9 @@ import pytest
 from click.testing import CliRunner, Result
 from PIL import Image
 
-from geomcli import batch, kernels, transform
+import geomcli.ops.center_crop_pad as crop_ops
 from geomcli.cli import cli
+from geomcli.engine import operations, plan, workers
 
 ROOT = Path(__file__).resolve().parent.parent
 GEOMCLI = [sys.executable, "-m", "geomcli"]
@@ -71,7 +71,7 @@ def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
     assert result.stderr.splitlines()[-1].startswith("crop-pad: 2 ok, 1 failed, 0 skipped in ")
     assert files(out) == ["a.png", "b.png"]
     with Image.open(shots / "a.png") as image:
-        expected = kernels.center_crop_pad(np.asarray(image), [4, 4], [0, 1])
+        expected = crop_ops.center_crop_pad(np.asarray(image), [4, 4], [0, 1])
     with Image.open(out / "a.png") as image:
         assert np.array_equal(np.asarray(image), expected)
 
@@ -141,7 +141,7 @@ def test_batch_options_and_folders_go_with_out_dir(shots: Path, tmp_path: Path) 
 
 def test_one_file_runs_never_import_the_batch_module(shots: Path, tmp_path: Path) -> None:
     probe = ("import sys\nfrom geomcli.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
-             "    pass\nprint('geomcli.batch' in sys.modules)")
+             "    pass\nprint('geomcli.engine.workers' in sys.modules)")
     one = [sys.executable, "-c", probe, "crop-pad", str(shots / "a.png"), "-o", str(tmp_path / "x.png"),
            "--shape", "4,4", "-q"]
     assert subprocess.run(one, capture_output=True, text=True).stdout == "False\n"
@@ -319,8 +319,8 @@ def test_glob_finds_what_python_glob_finds_without_links(
         (tmp_path / name).touch()
     monkeypatch.chdir(tmp_path)
     expected = {os.path.normpath(path) for path in glob.glob(pattern, recursive=True)
-                if batch._readable(path) and os.path.isfile(path)}
-    assert {os.path.normpath(source.path) for source in batch._glob(pattern)} == expected
+                if plan._readable(path) and os.path.isfile(path)}
+    assert {os.path.normpath(source.path) for source in plan._glob(pattern)} == expected
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link to a device"])
@@ -404,8 +404,8 @@ def test_bad_templates_are_usage_errors(template: str, message: str, shots: Path
 
 
 def test_render_examples() -> None:
-    assert batch.render("{stem}_{index:02d}{suffix}", batch.Source("x/a.b.png", ""), 3) == ["a.b_03.png"]
-    assert batch.render("{parent}/{name}", batch.Source("x/y/a.png", ""), 0) == ["a.png"]
+    assert plan.render("{stem}_{index:02d}{suffix}", plan.Source("x/a.b.png", ""), 3) == ["a.b_03.png"]
+    assert plan.render("{parent}/{name}", plan.Source("x/y/a.png", ""), 0) == ["a.png"]
 
 
 # --- existing outputs -----------------------------------------------------------------
@@ -506,7 +506,7 @@ def test_fail_fast_stops_at_the_first_failure(mixed: Path, tmp_path: Path) -> No
 
 def test_an_interrupted_in_process_run_clears_a_writer_killed_in_mkstemp(
         shots: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from geomcli import transform as transform_module
+    from geomcli.engine import workers as transform_module
 
     out = tmp_path / "out"
 
@@ -641,7 +641,7 @@ def test_the_samples_makefile_rebuilds_only_what_changed(tmp_path: Path) -> None
 def test_workers_get_one_kernel_thread_each_unless_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """-j N workers share the cores: N processes of all-core kernels would oversubscribe them."""
     seen: list[int | None] = []
-    monkeypatch.setattr(batch, "_in_workers", lambda task, *rest: seen.append(task.common.threads))
+    monkeypatch.setattr(workers, "_in_workers", lambda task, *rest: seen.append(task.common.threads))
     for index in range(3):
         np.save(tmp_path / f"in{index}.npy", np.zeros((1, 1, 2, 2), np.uint8))
     inputs = [str(tmp_path / f"in{index}.npy") for index in range(3)]
@@ -723,8 +723,8 @@ def test_jobs_of_workers_that_end_before_starting_them_are_done_here(
     """A worker that ends before its "ready" never began its jobs: this process does them."""
     args = ("space-to-depth", mixed, "--name", "{stem}.npy", "--blocksize", "2")
     expected = run(*args, "--out-dir", tmp_path / "one", "-j", "1")
-    real = batch._forkserver()
-    monkeypatch.setattr(batch, "_forkserver", lambda arrays=True: _Context(real, exit_code=3))
+    real = workers._forkserver()
+    monkeypatch.setattr(workers, "_forkserver", lambda arrays=True: _Context(real, exit_code=3))
     result = run(*args, "--out-dir", tmp_path / "two", "-j", "2")
     assert result.exit_code == expected.exit_code == 0, result.stderr
     assert result.stderr.startswith("space-to-depth: 5 ok, 0 failed, 0 skipped in ")
@@ -736,8 +736,9 @@ def test_workers_that_cannot_start_leave_their_files_to_this_process(
     """Out of processes (EAGAIN from fork): every file is still done, and one warning says why."""
     args = ("space-to-depth", mixed, "--name", "{stem}.npy", "--blocksize", "2")
     expected = run(*args, "--out-dir", tmp_path / "one", "-j", "1")
-    real = batch._forkserver()
-    monkeypatch.setattr(batch, "_forkserver", lambda arrays=True: _Context(real, error=BlockingIOError(11, "no fork")))
+    real = workers._forkserver()
+    monkeypatch.setattr(workers, "_forkserver",
+                        lambda arrays=True: _Context(real, error=BlockingIOError(11, "no fork")))
     result = run(*args, "--out-dir", tmp_path / "two", "-j", "2")
     assert result.exit_code == expected.exit_code == 0, result.stderr
     assert "Warning: only 0 of 2 worker processes could start (no fork); the others took their files" in result.stderr
@@ -746,30 +747,29 @@ def test_workers_that_cannot_start_leave_their_files_to_this_process(
 
 
 def test_numpy_is_preloaded_for_the_workers_only_when_a_job_needs_arrays(tmp_path: Path) -> None:
-    from geomcli.cli import Common
+    from geomcli.engine.options import Common
 
-    common = Common(layout=None, format=None, quiet=True, json=False, debug=False, max_pixels=2**31, threads=None)
-    crop = batch.Task("crop-pad", {}, transform.CropPad((4, 4)), lambda header: (4, 4), common)
-    blocks = batch.Task("space-to-depth", {}, partial(transform.blocks, kernel_name="space_to_depth", blocksize=2,
-                                                      mode="DCR"), lambda header: (4, 4), common)
-    images = [batch.Job(0, "a.png", "o/a.png", "png"), batch.Job(1, "b.jpg", "o/b.webp", "webp")]
-    assert not batch._needs_arrays(crop, images)
-    assert batch._needs_arrays(crop, [*images, batch.Job(2, "c.npy", "o/c.npy", "npy")])
-    assert batch._needs_arrays(crop, [batch.Job(0, "a.png", "o/a.tiff", "tiff")])
-    assert batch._needs_arrays(blocks, images)
+    common = Common(quiet=True)
+    crop = plan.Task(operations.CropPad((4, 4)), common)
+    blocks = plan.Task(operations.SpaceToDepth(2), common)
+    images = [plan.Job(0, "a.png", "o/a.png", "png"), plan.Job(1, "b.jpg", "o/b.webp", "webp")]
+    assert not workers._needs_arrays(crop, images)
+    assert workers._needs_arrays(crop, [*images, plan.Job(2, "c.npy", "o/c.npy", "npy")])
+    assert workers._needs_arrays(crop, [plan.Job(0, "a.png", "o/a.tiff", "tiff")])
+    assert workers._needs_arrays(blocks, images)
 
 
 def test_a_worker_holds_a_second_job_only_while_every_worker_can_have_one() -> None:
-    assert [batch._takes_another(held, 4, 2, False) for held in (0, 1, 2)] == [True, True, False]
-    assert [batch._takes_another(1, pending, 2, False) for pending in (0, 1, 2)] == [False, False, True]
-    assert [batch._takes_another(held, 4, 2, True) for held in (0, 1)] == [True, False]  # --fail-fast
+    assert [workers._takes_another(held, 4, 2, False) for held in (0, 1, 2)] == [True, True, False]
+    assert [workers._takes_another(1, pending, 2, False) for pending in (0, 1, 2)] == [False, False, True]
+    assert [workers._takes_another(held, 4, 2, True) for held in (0, 1)] == [True, False]  # --fail-fast
 
 
 def test_a_worker_sends_each_report_once_its_output_is_in_place_in_job_order() -> None:
     """The committer thread runs each job's sync-and-rename, then sends its report: in order,
     never before the output is placed, a failed commit turning the report into an error."""
+    from geomcli.engine.summary import Report
     from geomcli.errors import GeomError
-    from geomcli.summary import Report
 
     sent: list[Report] = []
     placed: list[str] = []
@@ -787,16 +787,16 @@ def test_a_worker_sends_each_report_once_its_output_is_in_place_in_job_order() -
             placed.append(name)
         return run
 
-    committer = batch._Committer(Connection(), None)  # type: ignore[arg-type]
-    jobs = [batch.Job(i, f"in{i}.png", name, "png") for i, name in enumerate(["a", "bad", "c", "d"])]
+    committer = workers._Committer(Connection(), None)  # type: ignore[arg-type]
+    jobs = [plan.Job(i, f"in{i}.png", name, "png") for i, name in enumerate(["a", "bad", "c", "d"])]
     try:
         for job in jobs:
-            batch._jobs_under_way.append(job)
+            workers._jobs_under_way.append(job)
             committer.put(job, Report("crop-pad", job.input, job.output),
                           [commit(job.output)] if job.output != "d" else [])
         committer.close()
     finally:
-        batch._jobs_under_way.clear()
+        workers._jobs_under_way.clear()
     assert [r.output for r in sent] == ["a", "bad", "c", "d"] and placed == ["a", "c"]
     assert [r.status for r in sent] == ["ok", "error", "ok", "ok"]
     assert sent[1].error == "bad: cannot write (No space left on device)"
@@ -843,25 +843,25 @@ def test_a_worker_killed_on_a_file_fails_that_file_only(tmp_path: Path) -> None:
 
 
 def test_a_worker_whose_parent_has_gone_places_no_more_outputs_and_leaves_no_temp(tmp_path: Path) -> None:
+    from geomcli.engine.summary import Report
     from geomcli.io import _atomic
-    from geomcli.summary import Report
 
     class Gone:
         def send(self, report: Report) -> None:
             raise BrokenPipeError(32, "Broken pipe")
 
-    committer = batch._Committer(Gone(), None)  # type: ignore[arg-type]
+    committer = workers._Committer(Gone(), None)  # type: ignore[arg-type]
     try:
         for index in range(3):
-            job = batch.Job(index, f"in{index}.png", str(tmp_path / f"out{index}.png"), "png")
-            batch._jobs_under_way.append(job)
+            job = plan.Job(index, f"in{index}.png", str(tmp_path / f"out{index}.png"), "png")
+            workers._jobs_under_way.append(job)
             with _atomic.deferred_commits() as commits:
                 with _atomic.atomic_file(job.output) as f:
                     f.write(b"data")
             committer.put(job, Report("crop-pad", job.input, job.output), commits)
         committer.close()
     finally:
-        batch._jobs_under_way.clear()
+        workers._jobs_under_way.clear()
     assert os.listdir(tmp_path) == ["out0.png"]  # placed before its report found the parent gone
 
 

@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner, Result
 from PIL import Image, PngImagePlugin
 
-from geomcli import batch, summary
 from geomcli.cli import cli
+from geomcli.engine import plan, summary, workers
+from geomcli.engine.summary import Report
 from geomcli.errors import GeomError
 from geomcli.io import _atomic, _mapped
-from geomcli.summary import Report
 
 GEOMCLI = [sys.executable, "-m", "geomcli"]
 
@@ -87,14 +87,14 @@ def test_no_replace_holds_for_a_commit_deferred_to_another_thread(tmp_path: Path
     with _atomic.no_replace(), _atomic.deferred_commits() as commits, _atomic.atomic_file(str(target)) as f:
         f.write(b"new")
     target.write_text("precious")  # after the worker made it, before its committer places it
-    committer = batch._Committer(_Sent(), None)  # type: ignore[arg-type]
-    job = batch.Job(0, "in.png", str(target), "png")
-    batch._jobs_under_way.append(job)
+    committer = workers._Committer(_Sent(), None)  # type: ignore[arg-type]
+    job = plan.Job(0, "in.png", str(target), "png")
+    workers._jobs_under_way.append(job)
     try:
         committer.put(job, Report("crop-pad", job.input, job.output, warnings=["JPEG is lossy"]), commits)
         committer.close()
     finally:
-        batch._jobs_under_way.clear()
+        workers._jobs_under_way.clear()
     (report,) = committer.connection.sent  # type: ignore[attr-defined]
     assert (report.status, report.error, report.notes, report.warnings) == (
         "skipped", None, ["the output exists (--no-clobber)"], [])
@@ -264,15 +264,15 @@ def test_the_open_file_limit_bounds_the_worker_count(monkeypatch: pytest.MonkeyP
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     import resource
 
-    monkeypatch.setattr(batch, "_descriptors_open", lambda: 10)
-    limit = 10 + batch._DESCRIPTORS_FIXED + 5 * batch._DESCRIPTORS_PER_WORKER + 1
+    monkeypatch.setattr(workers, "_descriptors_open", lambda: 10)
+    limit = 10 + workers._DESCRIPTORS_FIXED + 5 * workers._DESCRIPTORS_PER_WORKER + 1
     monkeypatch.setattr(resource, "getrlimit", lambda which: (limit, resource.RLIM_INFINITY))
-    assert batch._workers_allowed(4) == 4 and capsys.readouterr().err == ""
-    assert batch._workers_allowed(8) == 5
+    assert workers._workers_allowed(4) == 4 and capsys.readouterr().err == ""
+    assert workers._workers_allowed(8) == 5
     assert capsys.readouterr().err == (f"Warning: the open-file limit (ulimit -n {limit}) leaves room for 5 of 8 "
                                        "worker processes\n")
     monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    assert batch._workers_allowed(64) == 64
+    assert workers._workers_allowed(64) == 64
 
 
 # --- Ctrl-C while the command starts ------------------------------------------------------------

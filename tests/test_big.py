@@ -18,8 +18,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from geomcli import io, kernels, slabs
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
+from geomcli import io
 from geomcli.cli import cli
+from geomcli.engine import slabs
 from geomcli.errors import GeomError
 from geomcli.io import _mapped
 from tests.conftest import ALL_DTYPES, make_array
@@ -62,19 +66,19 @@ def leftovers(folder: Path) -> list[str]:
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_crop_pad_into_a_dirty_strided_out_equals_a_new_array(dtype: np.dtype, rng: np.random.Generator) -> None:
     data = make_array(rng, (5, 6, 3), dtype)
-    expected = kernels.center_crop_pad(data, [3, 9], [0, 1])
+    expected = crop_ops.center_crop_pad(data, [3, 9], [0, 1])
     # a strided view of an array full of other values: the padding must be written too
     backing = make_array(rng, (3, 9, 6), dtype)
     out = backing[:, :, ::2]
-    found = kernels.center_crop_pad(data, [3, 9], [0, 1], out=out)
+    found = crop_ops.center_crop_pad(data, [3, 9], [0, 1], out=out)
     assert found is out and np.array_equal(found, expected)
 
 
 def test_crop_pad_into_out_with_a_fill(rng: np.random.Generator) -> None:
     data = rng.integers(0, 9, (4, 4), dtype=np.uint8)
     out = np.full((7, 2), 99, np.uint8)
-    kernels.center_crop_pad(data, [7, 2], fill=5, out=out)
-    assert np.array_equal(out, kernels.center_crop_pad(data, [7, 2], fill=5))
+    crop_ops.center_crop_pad(data, [7, 2], fill=5, out=out)
+    assert np.array_equal(out, crop_ops.center_crop_pad(data, [7, 2], fill=5))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -83,10 +87,10 @@ def test_space_depth_into_out_equal_new_arrays(dtype: np.dtype, mode: str, rng: 
     data = make_array(rng, (2, 3, 6, 9), dtype)
     # an NHWC-backed, non-contiguous out, as the CLI hands over for an image layout
     out = np.zeros((2, 2, 3, 27), dtype).transpose(0, 3, 1, 2)
-    assert kernels.space_to_depth(data, 3, mode, out=out) is out  # type: ignore[arg-type]
-    assert np.array_equal(out, kernels.space_to_depth(data, 3, mode))  # type: ignore[arg-type]
+    assert space_depth_ops.space_to_depth(data, 3, mode, out=out) is out  # type: ignore[arg-type]
+    assert np.array_equal(out, space_depth_ops.space_to_depth(data, 3, mode))  # type: ignore[arg-type]
     back = np.zeros((2, 6, 9, 3), dtype).transpose(0, 3, 1, 2)
-    kernels.depth_to_space(out, 3, mode, out=back)  # type: ignore[arg-type]
+    space_depth_ops.depth_to_space(out, 3, mode, out=back)  # type: ignore[arg-type]
     assert np.array_equal(back, data)
 
 
@@ -94,10 +98,10 @@ def test_space_depth_into_out_equal_new_arrays(dtype: np.dtype, mode: str, rng: 
 def test_space_depth_fast_paths_into_out(dtype: Any, rng: np.random.Generator) -> None:
     data = make_array(rng, (1, 4, 512, 512), np.dtype(dtype))  # past the fast paths' 1 MiB
     out = np.empty((1, 16, 256, 256), dtype)
-    kernels.space_to_depth(data, 2, out=out, threads=2)
-    assert np.array_equal(out.view(np.uint8), kernels.space_to_depth(data, 2, threads=1).view(np.uint8))
+    space_depth_ops.space_to_depth(data, 2, out=out, threads=2)
+    assert np.array_equal(out.view(np.uint8), space_depth_ops.space_to_depth(data, 2, threads=1).view(np.uint8))
     back = np.empty_like(data)
-    kernels.depth_to_space(out, 2, out=back, threads=2)
+    space_depth_ops.depth_to_space(out, 2, out=back, threads=2)
     assert np.array_equal(back.view(np.uint8), data.view(np.uint8))
 
 
@@ -105,30 +109,30 @@ def test_space_depth_fast_paths_into_out(dtype: Any, rng: np.random.Generator) -
 def test_affine_grid_into_out(align_corners: bool, rng: np.random.Generator) -> None:
     theta = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
     out = np.full((2, 3, 4, 5, 3), np.nan, np.float32)
-    kernels.affine_grid(theta, [2, 1, 3, 4, 5], align_corners, out=out)
-    assert np.array_equal(out, kernels.affine_grid(theta, [2, 1, 3, 4, 5], align_corners))
+    grid_ops.affine_grid(theta, [2, 1, 3, 4, 5], align_corners, out=out)
+    assert np.array_equal(out, grid_ops.affine_grid(theta, [2, 1, 3, 4, 5], align_corners))
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda x: kernels.center_crop_pad(x, [2, 2], out=np.zeros((2, 3), np.float32)),
+        (lambda x: crop_ops.center_crop_pad(x, [2, 2], out=np.zeros((2, 3), np.float32)),
          r"center_crop_pad: out must have shape \(2, 2\) and dtype float32, found shape \(2, 3\)"),
-        (lambda x: kernels.center_crop_pad(x, [2, 2], out=np.zeros((2, 2), np.float64)),
+        (lambda x: crop_ops.center_crop_pad(x, [2, 2], out=np.zeros((2, 2), np.float64)),
          r"out must have shape \(2, 2\) and dtype float32, found shape \(2, 2\) and dtype float64"),
-        (lambda x: kernels.center_crop_pad(x, [2, 2], out=np.zeros((2, 2), ">f4")),
+        (lambda x: crop_ops.center_crop_pad(x, [2, 2], out=np.zeros((2, 2), ">f4")),
          r"dtype float32, found shape \(2, 2\) and dtype >f4"),
-        (lambda x: kernels.center_crop_pad(x, [2, 2], out=[[0.0, 0.0], [0.0, 0.0]]),  # type: ignore[arg-type]
+        (lambda x: crop_ops.center_crop_pad(x, [2, 2], out=[[0.0, 0.0], [0.0, 0.0]]),  # type: ignore[arg-type]
          r"center_crop_pad: out must be a numpy array, found list"),
-        (lambda x: kernels.center_crop_pad(x, [2, 2], out=np.broadcast_to(np.float32(0), (2, 2))),
+        (lambda x: crop_ops.center_crop_pad(x, [2, 2], out=np.broadcast_to(np.float32(0), (2, 2))),
          r"center_crop_pad: out is read-only"),
-        (lambda x: kernels.center_crop_pad(x, [4, 2], out=x[:, :2]),
+        (lambda x: crop_ops.center_crop_pad(x, [4, 2], out=x[:, :2]),
          r"center_crop_pad: out overlaps the input"),
-        (lambda x: kernels.space_to_depth(x[None, None], 2, out=np.zeros((1, 4, 2, 2), np.float32)),
+        (lambda x: space_depth_ops.space_to_depth(x[None, None], 2, out=np.zeros((1, 4, 2, 2), np.float32)),
          r"space_to_depth: out must have shape \(1, 4, 2, 1\)"),
-        (lambda x: kernels.depth_to_space(x[None, None], 1, out=np.zeros((1, 1, 4, 2), np.int32)),
+        (lambda x: space_depth_ops.depth_to_space(x[None, None], 1, out=np.zeros((1, 1, 4, 2), np.int32)),
          r"depth_to_space: out must have shape \(1, 1, 4, 2\) and dtype float32, found .* dtype int32"),
-        (lambda x: kernels.affine_grid(np.zeros((1, 2, 3), np.float32), [1, 1, 2, 2], out=np.zeros((1, 2, 2, 3))),
+        (lambda x: grid_ops.affine_grid(np.zeros((1, 2, 3), np.float32), [1, 1, 2, 2], out=np.zeros((1, 2, 2, 3))),
          r"affine_grid: out must have shape \(1, 2, 2, 2\) and dtype float32"),
     ],
 )
@@ -300,13 +304,13 @@ def test_mapped_affine_grids_go_as_many_a_call_as_fit_a_slab(monkeypatch: pytest
                                                              rng: np.random.Generator) -> None:
     theta = rng.standard_normal((10, 2, 3)).astype(np.float32)
     calls: list[int] = []
-    kernel = kernels.affine_grid
+    kernel = grid_ops.affine_grid
 
     def counted(matrices: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
         calls.append(len(matrices))
         return kernel(matrices, *args, **kwargs)
 
-    monkeypatch.setattr(kernels, "affine_grid", counted)
+    monkeypatch.setattr(grid_ops, "affine_grid", counted)
     monkeypatch.setattr(slabs, "SLAB_BYTES", 4 * 3 * 5 * 2 * 4)  # four grids of 3x5
     out = np.full((10, 3, 5, 2), np.nan, np.float32)
     slabs.affine_grid(theta, (10, 1, 3, 5), False, threads=1, out=out)
@@ -324,7 +328,7 @@ def test_affine_grid_of_a_big_endian_theta_file_is_mapped_in_native_order(
     assert result.exit_code == 0, result.output
     assert mapped_outputs  # the mapped path, where the output's dtype is chosen before the kernel runs
     grid = read(tmp_path / f"grid{suffix}")[0]
-    expected = kernels.affine_grid(np.load(theta).astype("<f4"), [1, 1, 5, 6])
+    expected = grid_ops.affine_grid(np.load(theta).astype("<f4"), [1, 1, 5, 6])
     assert grid.dtype == np.float32 and np.array_equal(grid, expected)
 
 
@@ -357,7 +361,8 @@ def test_a_failure_inside_the_slab_loop_leaves_no_temp_file(stop: BaseException,
     output = tmp_path / "out.npy"
     output.write_bytes(b"the old output")
     name = {"space-to-depth": "space_to_depth", "crop-pad": "center_crop_pad"}[command]
-    kernel = getattr(kernels, name)
+    module = space_depth_ops if command == "space-to-depth" else crop_ops
+    kernel = getattr(module, name)
     calls = []
 
     def failing(*args: Any, **kwargs: Any) -> np.ndarray:
@@ -366,7 +371,7 @@ def test_a_failure_inside_the_slab_loop_leaves_no_temp_file(stop: BaseException,
             raise stop
         return kernel(*args, **kwargs)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(kernels, name, failing)
+    monkeypatch.setattr(module, name, failing)
     parameters = ["--blocksize", "2"] if command == "space-to-depth" else ["--shape", "4,2,6,6"]
     result = run(command, source, "-o", output, *parameters)
     assert len(calls) == 3 and len(mapped_outputs) == 1
@@ -384,17 +389,20 @@ def test_sigterm_during_a_mapped_write_leaves_no_temp_file(tmp_path: Path) -> No
     np.lib.format.open_memmap(source, mode="w+", dtype=np.float32, shape=(64, 4, 64, 64))  # sparse
     script = textwrap.dedent(f"""
         import os, signal, sys
-        from geomcli import kernels, slabs
+        from geomcli.engine import slabs
+        import geomcli.ops.center_crop_pad as crop_ops
+        import geomcli.ops.affine_grid as grid_ops
+        import geomcli.ops.space_depth as space_depth_ops
         from geomcli.io import _mapped
         from geomcli.cli import main
         _mapped.MAP_OUTPUT_BYTES, slabs.SLAB_BYTES = 1, 4096
-        original, calls = kernels.space_to_depth, []
+        original, calls = space_depth_ops.space_to_depth, []
         def slow(*args, **kwargs):
             calls.append(1)
             if len(calls) == 5:
                 os.kill(os.getpid(), signal.SIGTERM)
             return original(*args, **kwargs)
-        kernels.space_to_depth = slow
+        space_depth_ops.space_to_depth = slow
         main(["space-to-depth", {str(source)!r}, "-o", {str(tmp_path / "out.npy")!r}, "--blocksize", "2"])
     """)
     done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
@@ -443,7 +451,7 @@ def test_a_mapped_output_is_written_in_bounded_memory(tmp_path: Path) -> None:
     source = tmp_path / "big.npy"
     np.lib.format.open_memmap(source, mode="w+", dtype=np.float32, shape=(100, 1000, 1000))
     # a 100 MB output, both files mapped, 8 MiB slabs
-    setup = "from geomcli import slabs; slabs.SLAB_BYTES = 8 << 20"
+    setup = "from geomcli.engine import slabs; slabs.SLAB_BYTES = 8 << 20"
     peak = _peak_rss_mib(["crop-pad", str(source), "-o", str(tmp_path / "out.npy"), "--shape", "100,500,500", "-q"],
                          setup)
     assert (tmp_path / "out.npy").stat().st_size > 100_000_000

@@ -22,7 +22,10 @@ from click.testing import CliRunner, Result
 from conftest import fifo_feeding
 from PIL import Image
 
-from geomcli import io, kernels
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
+from geomcli import io
 from geomcli.cli import cli
 
 
@@ -84,20 +87,20 @@ def test_crop_pad_tensor_equals_kernel(tensor: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     assert "crop-pad" in result.stderr and "1×5×4×11 float32" in result.stderr
-    assert np.array_equal(np.load(out), kernels.center_crop_pad(np.load(tensor), [1, 5, 4, 11]))
+    assert np.array_equal(np.load(out), crop_ops.center_crop_pad(np.load(tensor), [1, 5, 4, 11]))
 
 
 def test_crop_pad_tensor_axes_negative(tensor: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.npy"
     assert run("crop-pad", tensor, "-o", out, "--shape", "3x9", "--axes", "-2,-1").exit_code == 0
-    assert np.array_equal(np.load(out), kernels.center_crop_pad(np.load(tensor), [3, 9], [-2, -1]))
+    assert np.array_equal(np.load(out), crop_ops.center_crop_pad(np.load(tensor), [3, 9], [-2, -1]))
 
 
 def test_crop_pad_image_shape_hw_keeps_channels(photo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.png"
     result = run("crop-pad", photo, "-o", out, "--shape", "6,15")
     assert result.exit_code == 0, result.stderr
-    expected = kernels.center_crop_pad(read_png(photo), [6, 15], [0, 1])
+    expected = crop_ops.center_crop_pad(read_png(photo), [6, 15], [0, 1])
     assert np.array_equal(read_png(out), expected)
 
 
@@ -124,13 +127,13 @@ def test_crop_pad_string_tensor_pads_with_the_empty_string_or_fill(tmp_path: Pat
 def test_crop_pad_without_fill_takes_the_kernels_zero_fill(photo: Path, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[object] = []
-    real = kernels.center_crop_pad
+    real = crop_ops.center_crop_pad
 
     def spy(*args: object, fill: object = None, **kwargs: object) -> np.ndarray:
         seen.append(fill)
         return real(*args, fill=fill, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(kernels, "center_crop_pad", spy)
+    monkeypatch.setattr(crop_ops, "center_crop_pad", spy)
     # --axes: the array path (a plain image cropped on its own H and W stays a Pillow image)
     result = run("crop-pad", photo, "-o", tmp_path / "out.png", "--shape", "12,12", "--axes", "0,1")
     assert result.exit_code == 0 and result.stdout == "" and "fill=" not in result.stderr
@@ -163,7 +166,7 @@ def test_crop_pad_two_values_are_h_and_w_of_the_layout(tmp_path: Path, rng: np.r
     np.save(source, data)
     result = run("crop-pad", source, "-o", out, "--shape", "4,8", "--layout", layout, "--json")
     assert result.exit_code == 0 and result.stderr == ""
-    expected = kernels.center_crop_pad(data, [4, 8], list(axes))
+    expected = crop_ops.center_crop_pad(data, [4, 8], list(axes))
     assert json.loads(result.stdout)["output_shape"] == list(expected.shape)
     assert np.array_equal(np.load(out), expected)
     dry = run("crop-pad", source, "--out-dir", tmp_path / "dry", "--shape", "4,8", "--layout", layout, "--dry-run")
@@ -275,7 +278,7 @@ def test_a_big_output_is_compressed_as_asked(tmp_path: Path, every_output_mapped
     assert result.stdout == "" and "Warning" not in result.stderr
     assert tiff_compression(out) == expected
     assert len(every_output_mapped) == (0 if args else 1)  # compressed: encoded from RAM
-    assert np.array_equal(tifffile.imread(out), kernels.center_crop_pad(data, [2, 6, 6]))
+    assert np.array_equal(tifffile.imread(out), crop_ops.center_crop_pad(data, [2, 6, 6]))
 
 
 def test_a_big_output_keeps_the_input_tiffs_compression(tmp_path: Path, every_output_mapped: list[str]) -> None:
@@ -339,7 +342,7 @@ def test_fail_fast_goes_with_out_dir(photo: Path, tmp_path: Path) -> None:
 def test_space_to_depth_tensor_and_back(tensor: Path, tmp_path: Path, mode: str) -> None:
     blocks, back = tmp_path / "blocks.npy", tmp_path / "back.npy"
     assert run("space-to-depth", tensor, "-o", blocks, "--blocksize", "2", "--mode", mode).exit_code == 0
-    assert np.array_equal(np.load(blocks), kernels.space_to_depth(np.load(tensor), 2, mode))
+    assert np.array_equal(np.load(blocks), space_depth_ops.space_to_depth(np.load(tensor), 2, mode))
     assert run("depth-to-space", blocks, "-o", back, "--blocksize", "2", "--mode", mode).exit_code == 0
     assert np.array_equal(np.load(back), np.load(tensor))
 
@@ -353,7 +356,7 @@ def test_space_to_depth_image_channel_order(tmp_path: Path, rng: np.random.Gener
                "--layout", "HWC").exit_code == 0
     result = np.load(out)
     assert result.shape == (2, 3, 27)
-    onnx = kernels.space_to_depth(image.transpose(2, 0, 1)[None], 3, mode)[0]
+    onnx = space_depth_ops.space_to_depth(image.transpose(2, 0, 1)[None], 3, mode)[0]
     for k in range(27):
         assert np.array_equal(result[..., k], onnx[k])
     b, c = 3, 3
@@ -367,7 +370,7 @@ def test_space_to_depth_nhwc_layout(tmp_path: Path, rng: np.random.Generator) ->
     source, out = tmp_path / "in.npy", tmp_path / "out.npy"
     np.save(source, data)
     assert run("space-to-depth", source, "-o", out, "--blocksize", "2", "--layout", "NHWC").exit_code == 0
-    expected = kernels.space_to_depth(data.transpose(0, 3, 1, 2), 2).transpose(0, 2, 3, 1)
+    expected = space_depth_ops.space_to_depth(data.transpose(0, 3, 1, 2), 2).transpose(0, 2, 3, 1)
     assert np.array_equal(np.load(out), expected)
 
 
@@ -414,7 +417,7 @@ def test_stdin_to_stdout(tensor: Path) -> None:
     result = run("space-to-depth", "-", "-o", "-", "--blocksize", "2", stdin=tensor.read_bytes())
     assert result.exit_code == 0, result.stderr
     data = np.load(bytes_io.BytesIO(result.stdout_bytes), allow_pickle=False)
-    assert np.array_equal(data, kernels.space_to_depth(np.load(tensor), 2))
+    assert np.array_equal(data, space_depth_ops.space_to_depth(np.load(tensor), 2))
     assert "space-to-depth" in result.stderr
 
 
@@ -461,7 +464,7 @@ def test_affine_grid_inline_theta_equals_kernel(tmp_path: Path) -> None:
     result = run("affine-grid", "--size", "2,3,5,6", "--theta", numbers, "-o", out, "--align-corners")
     assert result.exit_code == 0, result.stderr
     theta = np.array([float(v) for v in numbers.split(",")], np.float32).reshape(1, 2, 3).repeat(2, 0)
-    assert np.array_equal(np.load(out), kernels.affine_grid(theta, [2, 3, 5, 6], True))
+    assert np.array_equal(np.load(out), grid_ops.affine_grid(theta, [2, 3, 5, 6], True))
 
 
 def test_affine_grid_theta_file_keeps_its_dtype(tmp_path: Path) -> None:
@@ -471,7 +474,7 @@ def test_affine_grid_theta_file_keeps_its_dtype(tmp_path: Path) -> None:
     assert run("affine-grid", "--size", "1,1,2,3,4", "--theta", tmp_path / "t.npy", "-o", out).exit_code == 0
     grid = np.load(out)
     assert grid.dtype == np.float64 and grid.shape == (1, 2, 3, 4, 3)
-    assert np.array_equal(grid, kernels.affine_grid(theta, [1, 1, 2, 3, 4]))
+    assert np.array_equal(grid, grid_ops.affine_grid(theta, [1, 1, 2, 3, 4]))
 
 
 def test_affine_grid_like_an_image_with_flags(photo: Path, tmp_path: Path) -> None:
@@ -479,7 +482,7 @@ def test_affine_grid_like_an_image_with_flags(photo: Path, tmp_path: Path) -> No
     result = run("affine-grid", "--like", photo, "--rotate", "90", "-o", out, "--dtype", "float64")
     assert result.exit_code == 0, result.stderr
     grid = np.load(out)
-    base = kernels.affine_grid(np.array([[[1.0, 0, 0], [0, 1, 0]]]), [1, 3, 9, 12])
+    base = grid_ops.affine_grid(np.array([[[1.0, 0, 0], [0, 1, 0]]]), [1, 3, 9, 12])
     # A quarter turn maps (x, y) to (-y, x).
     assert np.array_equal(grid[..., 0], -base[..., 1]) and np.array_equal(grid[..., 1], base[..., 0])
 
@@ -520,7 +523,7 @@ def test_affine_grid_bad_size_is_a_usage_error(tmp_path: Path, size: str, messag
 @pytest.mark.parametrize("theta", [[], ["--theta", "1,0,0,0,1,0"]])
 def test_affine_grid_size_is_checked_before_theta_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           theta: list[str]) -> None:
-    from geomcli import theta as thetas
+    from geomcli.engine import theta as thetas
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("theta built before the size check")
@@ -533,16 +536,16 @@ def test_affine_grid_size_is_checked_before_theta_is_built(tmp_path: Path, monke
 
 
 def test_affine_grid_theta_for_every_n_stays_one_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from geomcli import kernels as kernel_module
+    import geomcli.ops.affine_grid as grid_ops
 
     seen: list[np.ndarray] = []
-    real = kernel_module.affine_grid
+    real = grid_ops.affine_grid
 
     def spy(theta: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
         seen.append(theta)
         return real(theta, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(kernel_module, "affine_grid", spy)
+    monkeypatch.setattr(grid_ops, "affine_grid", spy)
     out = tmp_path / "g.npy"
     result = run("affine-grid", "--size", "1000,1,2,2", "--rotate", "90", "--dtype", "float16", "-o", out)
     assert result.exit_code == 0, result.stderr
@@ -631,9 +634,9 @@ def test_info_on_an_animation_shows_its_frames(tmp_path: Path) -> None:
 
 
 def test_info_takes_a_mapped_inputs_range_slab_by_slab(tensor: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from geomcli import slabs, summary, transform
+    from geomcli.engine import one_file, slabs, summary
 
-    monkeypatch.setattr(transform, "MAP_INPUT_BYTES", 0)
+    monkeypatch.setattr(one_file, "MAP_INPUT_BYTES", 0)
     monkeypatch.setattr(slabs, "SLAB_BYTES", 64)
     parts: list[int] = []
     real = summary.value_range
@@ -736,7 +739,7 @@ def test_the_console_script_exits_with_mains_code_and_skips_the_teardown(
 
 
 def test_the_console_script_flushes_what_main_left_in_stdouts_buffer(tmp_path: Path) -> None:
-    script = ("import sys\nfrom geomcli import cli\n"
+    script = ("import sys\nfrom geomcli.cli import group as cli\n"
               "def main(): sys.stdout.write('unflushed'); raise SystemExit(0)\n"
               "cli.main = main\ncli.run()\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
@@ -806,7 +809,7 @@ def test_a_signal_that_breaks_an_import_still_exits_as_the_signal(
 ) -> None:
     """numpy turns a KeyboardInterrupt in its import into an ImportError: a signal's exit code
     and no traceback all the same (a real Ctrl-C hit this about one run in ten)."""
-    from geomcli import transform
+    from geomcli.engine import one_file as transform
 
     def import_broken_by_the_signal(*args: Any, **kwargs: Any) -> None:
         try:
@@ -906,8 +909,8 @@ def test_thread_count_does_not_change_the_result(tmp_path: Path, threads: str) -
         result = CliRunner(env={"GEOMCLI_THREADS": threads}).invoke(
             cli, [command, str(tmp_path / "in.npy"), "-o", str(out), *args], catch_exceptions=False)
         assert result.exit_code == 0, result.stderr
-        expected = (kernels.space_to_depth(data, 2, threads=1) if command == "space-to-depth"
-                    else kernels.center_crop_pad(data, [2, 3, 700, 700], threads=1))
+        expected = (space_depth_ops.space_to_depth(data, 2, threads=1) if command == "space-to-depth"
+                    else crop_ops.center_crop_pad(data, [2, 3, 700, 700], threads=1))
         assert np.array_equal(np.load(out), expected)
 
 
@@ -956,7 +959,7 @@ def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path: Path) -> None:
 
 
 def test_a_closed_standard_descriptor_is_held_for_child_processes_too() -> None:
-    code = ("import os; os.close(2); from geomcli.cli import _hold_standard_descriptors; "
+    code = ("import os; os.close(2); from geomcli.cli.group import _hold_standard_descriptors; "
             "_hold_standard_descriptors(); print(os.get_inheritable(2), os.path.realpath('/proc/self/fd/2'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.split() == ["True", os.devnull]

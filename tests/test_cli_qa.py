@@ -156,7 +156,7 @@ def test_one_bit_image_round_trip_through_npy(tmp_path: Path, rng: np.random.Gen
 
 
 def test_a_0d_tensor_shows_its_shape_in_the_summary() -> None:
-    from geomcli import summary
+    from geomcli.engine import summary
 
     report = summary.Report("crop-pad", "in.npy", "out.npy", [], "float64", [], "float64")
     assert summary._plain_line(report).startswith("crop-pad in.npy → out.npy: () float64 → () float64")

@@ -99,7 +99,7 @@ def test_help_example_runs_on_a_copy_of_the_samples(command: str, tmp_path: Path
 def test_readme_worked_space_to_depth_example() -> None:
     import numpy as np
 
-    from geomcli.kernels import space_to_depth
+    from geomcli import space_to_depth
 
     x = np.array([[f"{c}{i}" for i in range(16)] for c in "ab"]).reshape(1, 2, 4, 4)
     for mode in ("DCR", "CRD"):

@@ -354,14 +354,14 @@ def test_space_to_depth_finds_c_h_w_of_a_hyperstack_without_layout(tmp_path: Pat
                                                                   hyperstack: tuple[str, np.ndarray]) -> None:
     import tifffile
 
-    from geomcli import kernels
+    import geomcli.ops.space_depth as space_depth_ops
 
     path, data = hyperstack
     out = str(tmp_path / "blocks.tif")
     result = run("space-to-depth", path, "-o", out, "--blocksize", "2")
     assert result.exit_code == 0, result.stderr
     with tifffile.TiffFile(out) as tif:
-        assert np.array_equal(tif.asarray(), kernels.space_to_depth(data, 2))
+        assert np.array_equal(tif.asarray(), space_depth_ops.space_to_depth(data, 2))
         meta = tif.imagej_metadata
         assert (meta["channels"], meta["slices"]) == (8, 3)
         assert tif.pages[0].resolution == (2.0, 2.0)  # pixels twice as big

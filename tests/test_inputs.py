@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from geomcli import io, kernels
+import geomcli.ops.center_crop_pad as crop_ops
+from geomcli import io
 from geomcli.cli import cli
+from geomcli.engine.operations import parse_fill
 from geomcli.errors import GeomError
-from geomcli.transform import parse_fill
 
 GEOMCLI = [sys.executable, "-m", "geomcli"]
 
@@ -167,7 +168,7 @@ def test_parse_fill_refuses_a_finite_spelling_that_overflows(text: str, dtype: s
     ("bool", "true"), ("bool", "0"), ("<U2", "7"), ("<U2", "ab"), ("|S2", "xy"), ("complex64", "1-1j"),
 ])
 def test_what_parse_fill_reads_the_kernel_takes(dtype: str, text: str) -> None:
-    padded = kernels.center_crop_pad(np.zeros(1, dtype), [2], fill=parse_fill(text, np.dtype(dtype)))
+    padded = crop_ops.center_crop_pad(np.zeros(1, dtype), [2], fill=parse_fill(text, np.dtype(dtype)))
     assert padded.dtype == np.dtype(dtype)
 
 
@@ -177,7 +178,7 @@ def test_what_parse_fill_reads_the_kernel_takes(dtype: str, text: str) -> None:
 ])
 def test_what_does_not_fit_the_kernel_refuses(dtype: str, text: str) -> None:
     with pytest.raises(GeomError, match=r"^center_crop_pad: fill value .* does not fit dtype"):
-        kernels.center_crop_pad(np.zeros(1, dtype), [2], fill=parse_fill(text, np.dtype(dtype)))
+        crop_ops.center_crop_pad(np.zeros(1, dtype), [2], fill=parse_fill(text, np.dtype(dtype)))
 
 
 def _fill_run(tmp_path: Path, data: np.ndarray, fill: str, dry_run: bool) -> tuple[Result, Path]:

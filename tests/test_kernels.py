@@ -40,13 +40,15 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import geomcli
-from geomcli import kernels
-from geomcli.kernels import (
-    GeomError,
-    affine_grid,
-    affine_grid_output_shape,
-    center_crop_pad,
-    center_crop_pad_output_shape,
+import geomcli.ops._numeric as numeric
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
+from geomcli import cpus
+from geomcli.errors import GeomError
+from geomcli.ops.affine_grid import affine_grid, affine_grid_output_shape
+from geomcli.ops.center_crop_pad import center_crop_pad, center_crop_pad_output_shape
+from geomcli.ops.space_depth import (
     depth_to_space,
     depth_to_space_output_shape,
     space_to_depth,
@@ -1391,10 +1393,10 @@ def test_affine_grid_matches_onnxruntime(rng: np.random.Generator, align_corners
 
 
 def test_importing_kernels_loads_no_cli_or_io_libraries() -> None:
-    """geomcli.kernels imports numpy only: no click, rich, PIL or tifffile (nor the test oracles)."""
+    """geomcli.ops imports numpy only: no click, rich, PIL or tifffile (nor the test oracles)."""
     heavy = ["click", "rich", "PIL", "tifffile", "onnx", "onnxruntime", "hypothesis"]
     code = (
-        "import sys, geomcli.kernels\n"
+        "import sys, geomcli.ops.center_crop_pad, geomcli.ops.affine_grid, geomcli.ops.space_depth\n"
         f"print(sorted({{name.split('.')[0] for name in sys.modules}} & set({heavy!r})))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
@@ -1559,11 +1561,11 @@ def test_round_once_to_bfloat16_is_one_rounding(rng: np.random.Generator) -> Non
     values += [3.396177428211476e38, 3.3961775e38, -3.39617742e38, 3.4e38, 1e39, 2.0**-133 * 1.5, -(2.0**-140),
                -0.0, 0.0, 9.2e-41, 1e-300, math.inf, -math.inf]
     values += list(rng.standard_normal(200) * 10.0 ** rng.integers(-40, 38, 200))
-    found = kernels.round_once(np.array(values), BFLOAT16).astype(np.float64)
+    found = numeric.round_once(np.array(values), BFLOAT16).astype(np.float64)
     expected = [_bfloat16_nearest(v) for v in values]
     assert [float(f) for f in found] == expected
     assert all(math.copysign(1, f) == math.copysign(1, e) for f, e in zip(found, expected, strict=True))
-    nan = kernels.round_once(np.array([math.nan]), BFLOAT16)
+    nan = numeric.round_once(np.array([math.nan]), BFLOAT16)
     assert nan.dtype == BFLOAT16 and np.isnan(nan.astype(np.float64)).all()
 
 
@@ -1571,42 +1573,43 @@ def test_bfloat16_grids_are_the_float64_grid_rounded_once() -> None:
     """ml_dtypes' float64 -> bfloat16 cast goes through float32, rounding twice: the grids may not
     use it (x = 2*10944+1)/65539 - 1 lands on a tie in float32, then on the farther neighbour)."""
     identity = np.array([[[1, 0, 0], [0, 1, 0]]], BFLOAT16)
-    grid = kernels.affine_grid(identity, [1, 1, 1, 65539])
+    grid = grid_ops.affine_grid(identity, [1, 1, 1, 65539])
     assert float(grid[0, 0, 10944, 0]) == _bfloat16_nearest((2 * 10944 + 1) / 65539 - 1) == -0.66796875
     huge = np.array([[[-(2.0**127), 0, 2.0**127], [0, 1, 0]]], BFLOAT16)  # finite in float64: not Inf
-    assert float(kernels.affine_grid(huge, [1, 1, 1, 65791])[0, 0, 128, 0]) == float(ml_dtypes.finfo(BFLOAT16).max)
+    assert float(grid_ops.affine_grid(huge, [1, 1, 1, 65791])[0, 0, 128, 0]) == float(ml_dtypes.finfo(BFLOAT16).max)
     for size in ([2, 1, 300, 301], [1, 1, 5, 7]):  # the row-block path and the plain one
         theta = np.array([[[0.7, -0.3, 0.1], [0.2, 1.3, -0.4]]] * size[0], BFLOAT16)
-        found = kernels.affine_grid(theta, size, True).astype(np.float64)
-        exact = kernels.affine_grid(theta.astype(np.float64), size, True)
+        found = grid_ops.affine_grid(theta, size, True).astype(np.float64)
+        exact = grid_ops.affine_grid(theta.astype(np.float64), size, True)
         step = max(1, exact.size // 3000)
         assert [float(v) for v in found.flat[::step]] == [_bfloat16_nearest(float(v)) for v in exact.flat[::step]]
 
 
 def test_a_bfloat16_fill_is_rounded_once_and_kept_in_either_byte_order() -> None:
     data = np.arange(4, dtype=np.float32).astype(BFLOAT16.newbyteorder(">"))
-    padded = kernels.center_crop_pad(data, [6], fill=1.5)
+    padded = crop_ops.center_crop_pad(data, [6], fill=1.5)
     assert padded.dtype == data.dtype
     assert padded.astype(np.float32).tolist() == [1.5, 0, 1, 2, 3, 1.5]
-    signed = kernels.center_crop_pad(data, [6], fill=-0.0).astype(np.float32)
+    signed = crop_ops.center_crop_pad(data, [6], fill=-0.0).astype(np.float32)
     assert math.copysign(1, signed[0]) == -1 and signed[0] == 0
-    near_largest = kernels.center_crop_pad(np.zeros(1, BFLOAT16), [2], fill=3.396177428211476e38)
+    near_largest = crop_ops.center_crop_pad(np.zeros(1, BFLOAT16), [2], fill=3.396177428211476e38)
     assert float(near_largest[1]) == float(ml_dtypes.finfo(BFLOAT16).max)
 
 
 def test_threads_are_capped_by_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[int] = []
-    share = kernels.share
+    share = cpus.share
 
     def counted(pieces: Sequence[Any], work: Callable[[Any], None], threads: int) -> None:
         started.append(threads)
         share(pieces, work, threads)
 
-    monkeypatch.setattr(kernels, "share", counted)
+    for module in (crop_ops, grid_ops, space_depth_ops):
+        monkeypatch.setattr(module, "share", counted)
     data = np.ones((300000, 8), np.float32)
-    assert np.array_equal(kernels.center_crop_pad(data, [300000, 6], threads=100000), data[:, 1:7])
-    grid = kernels.affine_grid(np.eye(2, 3)[None], [1, 1, 1024, 1024], threads=100000)
-    assert np.array_equal(grid, kernels.affine_grid(np.eye(2, 3)[None], [1, 1, 1024, 1024], threads=1))
+    assert np.array_equal(crop_ops.center_crop_pad(data, [300000, 6], threads=100000), data[:, 1:7])
+    grid = grid_ops.affine_grid(np.eye(2, 3)[None], [1, 1, 1024, 1024], threads=100000)
+    assert np.array_equal(grid, grid_ops.affine_grid(np.eye(2, 3)[None], [1, 1, 1024, 1024], threads=1))
     blocks = np.ones((1, 4, 512, 512), np.float32)
-    assert kernels.space_to_depth(blocks, 2, threads=100000).shape == (1, 16, 256, 256)
+    assert space_depth_ops.space_to_depth(blocks, 2, threads=100000).shape == (1, 16, 256, 256)
     assert started and max(started) <= 16  # at most one thread a MiB of output

@@ -15,7 +15,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from geomcli import kernels
+import geomcli.ops._checks as checks
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
 from tests.conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
 
@@ -32,7 +35,7 @@ def same_bits_or_both_nan(found: np.ndarray, expected: np.ndarray) -> bool:
     """Bit for bit, except that a NaN may stand for any NaN."""
     if found.dtype != expected.dtype or found.shape != expected.shape:
         return False
-    bits = kernels._UINTS[found.dtype.itemsize]
+    bits = space_depth_ops._UINTS[found.dtype.itemsize]
     both_nan = np.isnan(found.astype(np.float64)) & np.isnan(expected.astype(np.float64))
     return bool(((found.view(bits) == expected.view(bits)) | both_nan).all())
 
@@ -42,7 +45,7 @@ def with_nan_payloads(array: np.ndarray) -> np.ndarray:
     if array.dtype.kind != "f" and array.dtype != np.dtype(ml_dtypes.bfloat16):
         return array
     flat = array.reshape(-1)
-    bits = flat.view(kernels._UINTS[array.dtype.itemsize])
+    bits = flat.view(space_depth_ops._UINTS[array.dtype.itemsize])
     flat[::7] = -0.0
     bits[3::11] = ~np.zeros(1, dtype=bits.dtype)[0] - 5  # an all-ones NaN pattern, minus a little
     return array
@@ -65,13 +68,13 @@ def test_space_to_depth_blocked_equals_plain(
 ) -> None:
     n, c, hb, wb = blocks
     x = with_nan_payloads(make_array(rng, (n, c, hb * b, wb * b), dtype))
-    expected = kernels._space_to_depth_plain(x, b, mode)  # type: ignore[arg-type]
-    found = kernels._space_to_depth_blocked(x, b, mode, threads, block_bytes)  # type: ignore[arg-type]
+    expected = space_depth_ops._space_to_depth_plain(x, b, mode)  # type: ignore[arg-type]
+    found = space_depth_ops._space_to_depth_blocked(x, b, mode, threads, block_bytes)  # type: ignore[arg-type]
     assert same_bits(found, expected)
     # And the inverse, blocked, gives the input back bit for bit.
-    back = kernels._depth_to_space_blocked(found, b, mode, threads, block_bytes)  # type: ignore[arg-type]
+    back = space_depth_ops._depth_to_space_blocked(found, b, mode, threads, block_bytes)  # type: ignore[arg-type]
     assert same_bits(back, x)
-    assert same_bits(back, kernels._depth_to_space_plain(found, b, mode))  # type: ignore[arg-type]
+    assert same_bits(back, space_depth_ops._depth_to_space_plain(found, b, mode))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -81,35 +84,35 @@ def test_public_kernels_take_the_fast_path_on_large_inputs(
     rng: np.random.Generator, dtype: np.dtype, mode: str, b: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Shrink the thresholds so a small array goes through the blocked, threaded route.
-    monkeypatch.setattr(kernels, "_BLOCK_BYTES", 64)
-    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 64)
+    monkeypatch.setattr(checks, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(checks, "PARALLEL_BYTES", 64)
     x = make_array(rng, (2, 3, 4 * b, 3 * b), dtype)
     for threads in (None, 1, 2):
-        y = kernels.space_to_depth(x, b, mode, threads=threads)  # type: ignore[arg-type]
-        assert same_bits(y, kernels._space_to_depth_plain(x, b, mode))  # type: ignore[arg-type]
-        assert same_bits(kernels.depth_to_space(y, b, mode, threads=threads), x)  # type: ignore[arg-type]
+        y = space_depth_ops.space_to_depth(x, b, mode, threads=threads)  # type: ignore[arg-type]
+        assert same_bits(y, space_depth_ops._space_to_depth_plain(x, b, mode))  # type: ignore[arg-type]
+        assert same_bits(space_depth_ops.depth_to_space(y, b, mode, threads=threads), x)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "bool"])
 def test_space_to_depth_fast_path_falls_back_for_views_and_maps(
     rng: np.random.Generator, dtype: str, tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(kernels, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(checks, "BLOCK_BYTES", 64)
     x = make_array(rng, (2, 3, 8, 12), np.dtype(dtype))
-    expected = kernels._space_to_depth_plain(x, 2, "DCR")
+    expected = space_depth_ops._space_to_depth_plain(x, 2, "DCR")
     # Non-contiguous: every other column of a wider array; reversed rows (negative strides).
     wider = np.zeros((2, 3, 8, 24), dtype=x.dtype)
     wider[..., ::2] = x
-    assert same_bits(kernels.space_to_depth(wider[..., ::2], 2), expected)
-    assert same_bits(kernels.space_to_depth(x[:, :, ::-1][:, :, ::-1], 2), expected)
+    assert same_bits(space_depth_ops.space_to_depth(wider[..., ::2], 2), expected)
+    assert same_bits(space_depth_ops.space_to_depth(x[:, :, ::-1][:, :, ::-1], 2), expected)
     # An unaligned buffer: the item starts one byte into a bytes object.
     raw = np.frombuffer(b"\0" + x.tobytes(), dtype=x.dtype, offset=1).reshape(x.shape)
-    assert same_bits(kernels.space_to_depth(raw, 2), expected)
+    assert same_bits(space_depth_ops.space_to_depth(raw, 2), expected)
     # A memory map.
     path = str(tmp_path / "x.npy")  # type: ignore[operator]
     np.save(path, x)
     mapped = np.load(path, mmap_mode="r")
-    assert same_bits(kernels.space_to_depth(mapped, 2), expected)
+    assert same_bits(space_depth_ops.space_to_depth(mapped, 2), expected)
 
 
 def test_threads_must_be_a_positive_integer() -> None:
@@ -117,13 +120,13 @@ def test_threads_must_be_a_positive_integer() -> None:
     theta = np.zeros((1, 2, 3))
     shape = r" \(input shape \(1, 1, 2, 2\)\)$"
     with pytest.raises(GeomError, match=r"^space_to_depth: threads must be at least 1, found 0" + shape):
-        kernels.space_to_depth(x, 2, threads=0)
+        space_depth_ops.space_to_depth(x, 2, threads=0)
     with pytest.raises(GeomError, match=r"^depth_to_space: threads must be an integer, found 1.5 \(input shape "):
-        kernels.depth_to_space(np.zeros((1, 4, 1, 1)), 2, threads=1.5)  # type: ignore[arg-type]
+        space_depth_ops.depth_to_space(np.zeros((1, 4, 1, 1)), 2, threads=1.5)  # type: ignore[arg-type]
     with pytest.raises(GeomError, match=r"^center_crop_pad: threads must be an integer, found True" + shape):
-        kernels.center_crop_pad(x, [1, 1, 1, 1], threads=True)
+        crop_ops.center_crop_pad(x, [1, 1, 1, 1], threads=True)
     with pytest.raises(GeomError, match=r"^affine_grid: threads must be at least 1, found -2 \(theta shape \(1, 2, 3"):
-        kernels.affine_grid(theta, [1, 1, 2, 2], threads=-2)
+        grid_ops.affine_grid(theta, [1, 1, 2, 2], threads=-2)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -148,9 +151,9 @@ def test_center_crop_pad_threaded_equals_single(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     x = np.asarray(make_array(rng, in_shape, dtype), dtype=dtype)
-    expected = kernels.center_crop_pad(x, shape, axes, threads=1)
-    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
-    assert same_bits(kernels.center_crop_pad(x, shape, axes, threads=threads), expected)
+    expected = crop_ops.center_crop_pad(x, shape, axes, threads=1)
+    monkeypatch.setattr(checks, "PARALLEL_BYTES", 1)
+    assert same_bits(crop_ops.center_crop_pad(x, shape, axes, threads=threads), expected)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
@@ -168,15 +171,15 @@ def test_affine_grid_threaded_equals_single(
     spatial = len(size) - 2
     theta = rng.uniform(-3, 3, size=(size[0], spatial, spatial + 1)).astype(dtype)
     theta.reshape(-1)[::5] = -0.0
-    expected = kernels.affine_grid(theta, size, align_corners, threads=1)
-    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
-    assert same_bits(kernels.affine_grid(theta, size, align_corners, threads=threads), expected)
+    expected = grid_ops.affine_grid(theta, size, align_corners, threads=1)
+    monkeypatch.setattr(checks, "PARALLEL_BYTES", 1)
+    assert same_bits(grid_ops.affine_grid(theta, size, align_corners, threads=threads), expected)
 
 
 def _plain_grid(theta: np.ndarray, size: list[int], align_corners: bool) -> np.ndarray:
-    result = np.empty(kernels.affine_grid_output_shape(theta.shape, size), theta.dtype)
-    axes = [kernels._base_coordinates(n, align_corners) for n in reversed(result.shape[1:-1])]
-    kernels._affine_grid_plain(theta.astype(np.float64), axes, result, 1)
+    result = np.empty(grid_ops.affine_grid_output_shape(theta.shape, size), theta.dtype)
+    axes = [grid_ops._base_coordinates(n, align_corners) for n in reversed(result.shape[1:-1])]
+    grid_ops._affine_grid_plain(theta.astype(np.float64), axes, result, 1)
     return result
 
 
@@ -192,8 +195,8 @@ def test_affine_grid_complex_pairs_equal_the_plain_sums(dtype: type, threads: in
         if trial % 4 == 0:
             theta.flat[rng.integers(0, theta.size)] = rng.choice([np.nan, np.inf, -np.inf])
         align = bool(trial % 2)
-        assert kernels._complex_pairs(np.empty((n, h, w, 2), dtype)) is not None
-        fast = kernels.affine_grid(theta, [n, 1, h, w], align, threads=threads)
+        assert grid_ops._complex_pairs(np.empty((n, h, w, 2), dtype)) is not None
+        fast = grid_ops.affine_grid(theta, [n, 1, h, w], align, threads=threads)
         assert fast.tobytes() == _plain_grid(theta, [n, 1, h, w], align).tobytes()
 
 
@@ -201,8 +204,8 @@ def test_affine_grid_pairs_fall_back_for_strided_outputs() -> None:
     theta = np.array([[[1.5, 0.25, 0.1], [-0.5, 2.0, 0.3]]], np.float32)
     wide = np.zeros((1, 4, 5, 4), np.float32)
     out = wide[..., ::2]  # the pairs are not adjacent: the plain path writes them
-    assert kernels._complex_pairs(out) is None
-    kernels.affine_grid(theta, [1, 1, 4, 5], out=out)
+    assert grid_ops._complex_pairs(out) is None
+    grid_ops.affine_grid(theta, [1, 1, 4, 5], out=out)
     assert out.tobytes() == _plain_grid(theta, [1, 1, 4, 5], False).tobytes()
     assert (wide[..., 1::2] == 0).all()
 
@@ -211,7 +214,7 @@ def test_affine_grid_many_tiny_grids_in_one_sum() -> None:
     """A batch is summed slice by slice, not grid by grid: a million 1x2 grids are quick and exact."""
     theta = np.tile(np.array([[[2.0, 0.0, 0.5], [0.0, 1.0, -0.25]]], np.float32), (1_000_000, 1, 1))
     theta[::7, 0, 2] = np.inf
-    grid = kernels.affine_grid(theta, [1_000_000, 1, 1, 2], align_corners=True, threads=2)
+    grid = grid_ops.affine_grid(theta, [1_000_000, 1, 1, 2], align_corners=True, threads=2)
     assert grid.shape == (1_000_000, 1, 2, 2)
     assert grid[1, 0].tolist() == [[-1.5, -0.25], [2.5, -0.25]]
     assert np.isinf(grid[::7, ..., 0]).all() and (grid[::7, ..., 1] == -0.25).all()
@@ -248,23 +251,23 @@ def test_affine_grid_rows_equal_the_plain_sums(
     theta.reshape(-1)[rng.integers(0, theta.size)] = -np.inf
     expected = _plain_grid(theta, size, align_corners)
     taken: list[int] = []
-    rows_path = kernels._affine_grid_rows
-    monkeypatch.setattr(kernels, "_affine_grid_rows", lambda *args: taken.append(1) or rows_path(*args))
-    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
-    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1)
+    rows_path = grid_ops._affine_grid_rows
+    monkeypatch.setattr(grid_ops, "_affine_grid_rows", lambda *args: taken.append(1) or rows_path(*args))
+    monkeypatch.setattr(grid_ops, "_GRID_ROWS_ELEMENTS", 1)
+    monkeypatch.setattr(checks, "PARALLEL_BYTES", 1)
     row_bytes = 8 * spatial * size[-1]
     for rows_per_block in (1, 2, 3, 1000):
-        monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), row_bytes * rows_per_block))
-        found = kernels.affine_grid(theta, size, align_corners, threads=threads)
+        monkeypatch.setattr(grid_ops, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), row_bytes * rows_per_block))
+        found = grid_ops.affine_grid(theta, size, align_corners, threads=threads)
         assert same_bits_or_both_nan(found, expected)
         out = np.full(expected.shape, 7, dtype)
-        assert kernels.affine_grid(theta, size, align_corners, threads=threads, out=out) is out
+        assert grid_ops.affine_grid(theta, size, align_corners, threads=threads, out=out) is out
         assert same_bits(out, found)
     # One NaN or Inf alone: no sum of two NaNs, so every bit is defined.
     for special in (np.nan, np.inf):
         alone = np.where(np.isfinite(theta.astype(np.float64)), theta, 0.5).astype(dtype)
         alone.reshape(-1)[rng.integers(0, alone.size)] = special
-        assert same_bits(kernels.affine_grid(alone, size, align_corners, threads=threads),
+        assert same_bits(grid_ops.affine_grid(alone, size, align_corners, threads=threads),
                          _plain_grid(alone, size, align_corners))
     assert len(taken) == 10
 
@@ -279,11 +282,11 @@ def test_3d_row_blocks_by_a_matrix_product_keep_the_bits(
     size = [3, 1, 4, 6, 10]
     rng = np.random.default_rng(11)
     products: list[bool] = []
-    exact_product = kernels._exact_product
-    monkeypatch.setattr(kernels, "_exact_product", lambda *args: products.append(exact_product(*args)) or products[-1])
-    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
+    exact_product = grid_ops._exact_product
+    monkeypatch.setattr(grid_ops, "_exact_product", lambda *args: products.append(exact_product(*args)) or products[-1])
+    monkeypatch.setattr(grid_ops, "_GRID_ROWS_ELEMENTS", 1)
     # blocks of 7 rows: runs that end inside a grid
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 8 * 3 * 10 * 7))
+    monkeypatch.setattr(grid_ops, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 8 * 3 * 10 * 7))
     finite = (rng.standard_normal((3, 3, 4)) * 10.0 ** rng.integers(-3, 4, (3, 1, 1))).astype(dtype)
     negative_zeros = np.full((3, 3, 4), -0.0, dtype)  # every term -0.0 where x, y, z > 0: the sum is -0.0
     infinite = finite.copy()
@@ -293,16 +296,18 @@ def test_3d_row_blocks_by_a_matrix_product_keep_the_bits(
         cases.append((finite * 1e-300, [False] * 3))
     for theta, taken in cases:
         products.clear()
-        found = kernels.affine_grid(theta, size, align_corners, threads=1)
+        found = grid_ops.affine_grid(theta, size, align_corners, threads=1)
         assert products == taken
         assert same_bits(found, _plain_grid(theta, size, align_corners))
-    zeros = kernels.affine_grid(negative_zeros, size, align_corners, threads=1)
+    zeros = grid_ops.affine_grid(negative_zeros, size, align_corners, threads=1)
     assert (zeros == 0).all() and np.signbit(zeros).any() and not np.signbit(zeros).all()
 
 
 FLUSHING_THREAD = """
 import numpy as np, onnx, onnxruntime
-from geomcli import kernels
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.space_depth as space_depth_ops
 # An onnxruntime session made with this option leaves the thread flushing subnormals (FTZ/DAZ).
 graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["x"], ["y"])], "g",
                                [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
@@ -316,9 +321,9 @@ assert np.float64(2.2250738585072014e-308) * np.float64(0.5) == 0  # flushing, f
 # x terms 3e-308 + x * 6.00002e-308: sums below the normal range, flushed to -0.0 by a sum
 theta = np.array([[[6.00002e-308, 0.0, 0.0, 3e-308], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]])
 size = [1, 1, 2, 3, 30000]
-plain = np.zeros(kernels.affine_grid_output_shape(theta.shape, size))
-kernels._affine_grid_plain(theta, [kernels._base_coordinates(n, False) for n in reversed(size[2:])], plain)
-assert kernels.affine_grid(theta, size, threads=1).tobytes() == plain.tobytes()
+plain = np.zeros(grid_ops.affine_grid_output_shape(theta.shape, size))
+grid_ops._affine_grid_plain(theta, [grid_ops._base_coordinates(n, False) for n in reversed(size[2:])], plain)
+assert grid_ops.affine_grid(theta, size, threads=1).tobytes() == plain.tobytes()
 print("same bits")
 """
 
@@ -341,19 +346,19 @@ def test_affine_grid_rows_fall_back_for_strided_and_small_grids(
     theta = np.random.default_rng(7).uniform(-2, 2, (size[0], spatial, spatial + 1)).astype(dtype)
     expected = _plain_grid(theta, size, False)
     grid = np.empty(expected.shape, dtype)
-    assert kernels._grid_rows(grid, [np.zeros(n) for n in reversed(size[2:])]) is None  # too small a grid
-    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1)
+    assert grid_ops._grid_rows(grid, [np.zeros(n) for n in reversed(size[2:])]) is None  # too small a grid
+    monkeypatch.setattr(grid_ops, "_GRID_ROWS_ELEMENTS", 1)
     axes = [np.zeros(n) for n in reversed(size[2:])]
-    assert kernels._grid_rows(grid, axes) is not None
+    assert grid_ops._grid_rows(grid, axes) is not None
     row_bytes = 8 * spatial * size[-1]  # a row would not fit a block of one byte less
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), row_bytes - 1))
-    assert kernels._grid_rows(grid, axes) is None
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 1 << 20))
+    monkeypatch.setattr(grid_ops, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), row_bytes - 1))
+    assert grid_ops._grid_rows(grid, axes) is None
+    monkeypatch.setattr(grid_ops, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 1 << 20))
     # Odd strides: every other element of the last two axes, and the batch reversed.
     wide = np.zeros((*expected.shape[:-2], 2 * expected.shape[-2], 2 * spatial), dtype)
     out = wide[::-1, ..., ::2, ::2]
-    assert kernels._grid_rows(out, axes) is None
-    assert kernels.affine_grid(theta[::-1], size, out=out) is out
+    assert grid_ops._grid_rows(out, axes) is None
+    assert grid_ops.affine_grid(theta[::-1], size, out=out) is out
     assert same_bits(out[::-1].copy(), expected)
     assert not wide[..., 1::2, :].any() and not wide[..., 1::2].any()
 
@@ -372,6 +377,6 @@ def test_space_to_depth_right_items_by_the_shifted_cast(
     for mode in MODES:
         for block_bytes in (1, 40, 1 << 20):
             shifts.clear()
-            found = kernels._space_to_depth_blocked(x, 2, mode, 2, block_bytes)  # type: ignore[arg-type]
-            assert same_bits(found, kernels._space_to_depth_plain(x, 2, mode))  # type: ignore[arg-type]
+            found = space_depth_ops._space_to_depth_blocked(x, 2, mode, 2, block_bytes)  # type: ignore[arg-type]
+            assert same_bits(found, space_depth_ops._space_to_depth_plain(x, 2, mode))  # type: ignore[arg-type]
             assert len(shifts) == 1

@@ -17,7 +17,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from geomcli import kernels
+import geomcli.ops._checks as checks
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
 from tests.conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
 
@@ -50,8 +53,9 @@ ORDERED_DTYPES = [dtype for dtype in ALL_DTYPES if dtype.kind != "T" and swapped
 def all_paths(monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
     """With ``fast``, thresholds so small that tiny arrays take the blocked, threaded paths."""
     if fast:
-        for name in ("_BLOCK_BYTES", "_PARALLEL_BYTES", "_GRID_ROWS_ELEMENTS"):
-            monkeypatch.setattr(kernels, name, 1)
+        monkeypatch.setattr(checks, "BLOCK_BYTES", 1)
+        monkeypatch.setattr(checks, "PARALLEL_BYTES", 1)
+        monkeypatch.setattr(grid_ops, "_GRID_ROWS_ELEMENTS", 1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -69,7 +73,7 @@ def test_ordered_dtypes_are_the_ones_with_a_byte_order() -> None:
 @pytest.mark.parametrize("dtype", [np.dtype(">f4"), np.dtype(">f8")], ids=str)
 def test_affine_grid_of_a_big_endian_theta_reported(dtype: np.dtype) -> None:
     """The QA report: x came out as 2.68e-43 instead of -0.5, 0.5."""
-    grid = kernels.affine_grid(np.array([[[1, 0, 0], [0, 1, 0]]], dtype), [1, 1, 1, 2])
+    grid = grid_ops.affine_grid(np.array([[[1, 0, 0], [0, 1, 0]]], dtype), [1, 1, 1, 2])
     assert grid.dtype == native(dtype) and grid.dtype.isnative
     assert grid[0, 0, :, 0].tolist() == [-0.5, 0.5] and grid[0, 0, :, 1].tolist() == [0.0, 0.0]
 
@@ -86,21 +90,21 @@ def test_affine_grid_non_native_theta(
     all_paths(monkeypatch, fast)
     spatial = len(size) - 2
     theta = np.random.default_rng(5).uniform(-2, 2, (size[0], spatial, spatial + 1)).astype(dtype)
-    expected = kernels.affine_grid(theta, size, threads=2)
+    expected = grid_ops.affine_grid(theta, size, threads=2)
     big_endian = theta.astype(swapped(dtype))
-    assert same_bits(kernels.affine_grid(big_endian, size, threads=2), expected)
+    assert same_bits(grid_ops.affine_grid(big_endian, size, threads=2), expected)
     out = np.full(expected.shape, 7, dtype)
-    assert kernels.affine_grid(big_endian, size, threads=2, out=out) is out
+    assert grid_ops.affine_grid(big_endian, size, threads=2, out=out) is out
     assert same_bits(out, expected)
     order = r"\(the byte order must match too; theta shape .*\)$"
     with pytest.raises(GeomError, match=r"^affine_grid: out must have shape .* " + order):
-        kernels.affine_grid(theta, size, out=np.zeros(expected.shape, swapped(dtype)))
+        grid_ops.affine_grid(theta, size, out=np.zeros(expected.shape, swapped(dtype)))
 
 
 def test_complex_pairs_take_native_grids_only() -> None:
     """The pairs view reinterprets bytes: the cause of the QA report's 2.68e-43."""
-    assert kernels._complex_pairs(np.zeros((1, 2, 2, 2), "=f4")) is not None
-    assert kernels._complex_pairs(np.zeros((1, 2, 2, 2), swapped(np.dtype("f4")))) is None
+    assert grid_ops._complex_pairs(np.zeros((1, 2, 2, 2), "=f4")) is not None
+    assert grid_ops._complex_pairs(np.zeros((1, 2, 2, 2), swapped(np.dtype("f4")))) is None
 
 
 @pytest.mark.parametrize("dtype", ORDERED_DTYPES, ids=str)
@@ -117,11 +121,11 @@ def test_rearranging_kernels_keep_a_non_native_dtype(
     x = make_array(rng, (2, 3, 4, 6), dtype)
     y = make_array(rng, (2, 8, 3, 2), dtype)
     cases: list[tuple[np.ndarray, Callable[..., np.ndarray]]] = [
-        (x, lambda data, **kw: kernels.center_crop_pad(data, [3, 5, 7], [1, 2, 3], **kw)),
-        (x, lambda data, **kw: kernels.center_crop_pad(data, [1, 2, 2, 4], fill=data.reshape(-1)[0], **kw)),
-        *((x, lambda data, mode=mode, b=b, **kw: kernels.space_to_depth(data, b, mode, **kw))
+        (x, lambda data, **kw: crop_ops.center_crop_pad(data, [3, 5, 7], [1, 2, 3], **kw)),
+        (x, lambda data, **kw: crop_ops.center_crop_pad(data, [1, 2, 2, 4], fill=data.reshape(-1)[0], **kw)),
+        *((x, lambda data, mode=mode, b=b, **kw: space_depth_ops.space_to_depth(data, b, mode, **kw))
           for mode in MODES for b in (1, 2)),
-        *((y, lambda data, mode=mode, **kw: kernels.depth_to_space(data, 2, mode, **kw)) for mode in MODES),
+        *((y, lambda data, mode=mode, **kw: space_depth_ops.depth_to_space(data, 2, mode, **kw)) for mode in MODES),
     ]
     for given, call in cases:
         expected = call(given, threads=2)
@@ -149,31 +153,31 @@ NO_ARRAY = rf"; numpy addresses at most {LIMIT} \((input|theta) shape \([0-9, ]*
 
 TOO_BIG: dict[str, tuple[Callable[[], object], str]] = {
     # the QA report's cases: numpy's "array is too big" and "Maximum allowed dimension exceeded"
-    "ccp-2**62": (lambda: kernels.center_crop_pad(X, [1, 1, 3, 2**62]),
+    "ccp-2**62": (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 2**62]),
                   r"^center_crop_pad: the output shape \(1, 1, 3, 4611686018427387904\) of float32 would take "
                   r"55340232221128654848 bytes \(48\.0 EiB\)"),
-    "ccp-uint64-2**63": (lambda: kernels.center_crop_pad(X, np.array([1, 1, 2, 2**63], np.uint64)),
+    "ccp-uint64-2**63": (lambda: crop_ops.center_crop_pad(X, np.array([1, 1, 2, 2**63], np.uint64)),
                          r"^center_crop_pad: the output shape \(1, 1, 2, 9223372036854775808\) of float32"),
-    "ag-2**62": (lambda: kernels.affine_grid(THETA, [1, 1, 3, 2**62]),
+    "ag-2**62": (lambda: grid_ops.affine_grid(THETA, [1, 1, 3, 2**62]),
                  r"^affine_grid: the output shape \(1, 3, 4611686018427387904, 2\) of float32"),
-    "ag-uint64-2**63": (lambda: kernels.affine_grid(THETA, np.array([1, 1, 2, 2**63], np.uint64)),
+    "ag-uint64-2**63": (lambda: grid_ops.affine_grid(THETA, np.array([1, 1, 2, 2**63], np.uint64)),
                         r"^affine_grid: the output shape \(1, 2, 9223372036854775808, 2\) of float32"),
     # was a MemoryError for the 8 TiB of x coordinates, before the 8 ZiB grid was even tried
-    "ag-2**40-squared": (lambda: kernels.affine_grid(THETA, [1, 1, 2**40, 2**40]),
+    "ag-2**40-squared": (lambda: grid_ops.affine_grid(THETA, [1, 1, 2**40, 2**40]),
                          r"^affine_grid: the output shape \(1, 1099511627776, 1099511627776, 2\) of float32"),
-    "ccp-huge-python-int": (lambda: kernels.center_crop_pad(X, [1, 1, 3, 10**30]),
+    "ccp-huge-python-int": (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 10**30]),
                             r"^center_crop_pad: the output shape \(1, 1, 3, 10{30}\) of float32"),
     # empty, but numpy multiplies the lengths other than 0 and refuses it all the same
-    "s2d-empty-huge-blocksize": (lambda: kernels.space_to_depth(np.zeros((1, 1, 0, 0), np.uint8), 2**40),
+    "s2d-empty-huge-blocksize": (lambda: space_depth_ops.space_to_depth(np.zeros((1, 1, 0, 0), np.uint8), 2**40),
                                  r"^space_to_depth: the output shape \(1, 1208925819614629174706176, 0, 0\) of uint8 "
                                  r"counts as 1208925819614629174706176 bytes \(1\.0 YiB\): "
                                  r"its lengths other than 0 times the item size"),
-    "d2s-empty-huge-blocksize": (lambda: kernels.depth_to_space(np.zeros((1, 0, 2, 2), np.uint8), 2**40),
+    "d2s-empty-huge-blocksize": (lambda: space_depth_ops.depth_to_space(np.zeros((1, 0, 2, 2), np.uint8), 2**40),
                                  r"^depth_to_space: the output shape \(1, 0, 2199023255552, 2199023255552\) of uint8 "
                                  r"counts as"),
-    "ccp-shape-function": (lambda: kernels.center_crop_pad_output_shape((1, 1, 3, 3), [1, 1, 3, 2**62], dtype="f4"),
+    "ccp-shape-function": (lambda: crop_ops.center_crop_pad_output_shape((1, 1, 3, 3), [1, 1, 3, 2**62], dtype="f4"),
                            r"^center_crop_pad: the output shape \(1, 1, 3, 4611686018427387904\) of float32"),
-    "ag-shape-function": (lambda: kernels.affine_grid_output_shape((1, 2, 3), [1, 1, 2**40, 2**40], dtype="f2"),
+    "ag-shape-function": (lambda: grid_ops.affine_grid_output_shape((1, 2, 3), [1, 1, 2**40, 2**40], dtype="f2"),
                           r"^affine_grid: the output shape \(1, 1099511627776, 1099511627776, 2\) of float16"),
 }
 
@@ -188,12 +192,12 @@ def test_outputs_that_cannot_exist_are_refused(name: str) -> None:
 @pytest.mark.parametrize(
     ("call", "shape"),
     [
-        (lambda: kernels.center_crop_pad_output_shape((3,), [2**63]),
+        (lambda: crop_ops.center_crop_pad_output_shape((3,), [2**63]),
          r"\(9223372036854775808,\) has 9223372036854775808 elements"),
-        (lambda: kernels.space_to_depth_output_shape((1, 2**62, 4, 4), 2), r"\(1, 18446744073709551616, 2, 2\) has"),
-        (lambda: kernels.depth_to_space_output_shape((1, 4, 2**62, 2**62), 2),
+        (lambda: space_depth_ops.space_to_depth_output_shape((1, 2**62, 4, 4), 2), r"\(1, 18446744073709551616, 2, 2\) has"),
+        (lambda: space_depth_ops.depth_to_space_output_shape((1, 4, 2**62, 2**62), 2),
          r"\(1, 1, 9223372036854775808, 9223372036854775808\) has"),
-        (lambda: kernels.affine_grid_output_shape((0, 2, 3), [0, 1, 2**62, 2**62]),
+        (lambda: grid_ops.affine_grid_output_shape((0, 2, 3), [0, 1, 2**62, 2**62]),
          r"\(0, 4611686018427387904, 4611686018427387904, 2\) counts as 42535295865117307932921825928971026432 "
          r"elements: its lengths other than 0"),
     ],
@@ -213,19 +217,19 @@ def huge_view(shape: tuple[int, ...]) -> np.ndarray:
     ("call", "shape"),
     [
         # 6 EiB: numpy could address it, but no machine maps it (more than any virtual address space)
-        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 2**59]),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 2**59]),
          r"6917529027641081856 bytes \(6\.0 EiB\) for the output of shape \(1, 1, 3, 576460752303423488\) "
          r"and dtype float32 \(input shape \(1, 1, 3, 3\)\)"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 2**59], fill=1.0),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 2**59], fill=1.0),
          r"6917529027641081856 bytes \(6\.0 EiB\) for the output"),
-        (lambda: kernels.affine_grid(THETA, [1, 1, 2**30, 2**29]),
+        (lambda: grid_ops.affine_grid(THETA, [1, 1, 2**30, 2**29]),
          r"4611686018427387904 bytes \(4\.0 EiB\) for the output of shape \(1, 1073741824, 536870912, 2\) "
          r"and dtype float32 \(theta shape \(1, 2, 3\)\)"),
         # a view with strides 0 is a real input of 2**62 elements that takes no memory
-        (lambda: kernels.space_to_depth(huge_view((1, 4, 2**30, 2**30)), 2),
+        (lambda: space_depth_ops.space_to_depth(huge_view((1, 4, 2**30, 2**30)), 2),
          r"4611686018427387904 bytes \(4\.0 EiB\) for the output of shape \(1, 16, 536870912, 536870912\) "
          r"and dtype uint8 \(input shape \(1, 4, 1073741824, 1073741824\)\)"),
-        (lambda: kernels.depth_to_space(huge_view((1, 4, 2**30, 2**30)), 2),
+        (lambda: space_depth_ops.depth_to_space(huge_view((1, 4, 2**30, 2**30)), 2),
          r"4611686018427387904 bytes \(4\.0 EiB\) for the output of shape \(1, 1, 2147483648, 2147483648\)"),
     ],
 )
@@ -241,23 +245,23 @@ def test_affine_grid_out_of_memory_for_its_work_arrays(monkeypatch: pytest.Monke
     def no_memory(length: int, align_corners: bool) -> np.ndarray:
         raise MemoryError(f"Unable to allocate {8 * length} bytes")
 
-    monkeypatch.setattr(kernels, "_base_coordinates", no_memory)
+    monkeypatch.setattr(grid_ops, "_base_coordinates", no_memory)
     with pytest.raises(GeomError, match=r"^affine_grid: not enough memory for the float64 work arrays of the grid "
                                         r"of shape \(1, 3, 4, 2\) and dtype float16 \(theta shape \(1, 2, 3\)\)$"):
-        kernels.affine_grid(THETA.astype(np.float16), [1, 1, 3, 4])
+        grid_ops.affine_grid(THETA.astype(np.float16), [1, 1, 3, 4])
 
 
 @pytest.mark.parametrize(
     ("call", "shape"),
     [
-        (lambda: kernels.center_crop_pad(np.zeros((0, 3), np.float32), [0, 2**40]), (0, 2**40)),
-        (lambda: kernels.center_crop_pad(np.broadcast_to(np.float32(1), (2**40, 2**20)), [2, 3]), (2, 3)),
-        (lambda: kernels.space_to_depth(np.zeros((1, 0, 0, 0), np.uint8), 2**40), (1, 0, 0, 0)),
-        (lambda: kernels.space_to_depth(np.zeros((1, 1, 0, 0), np.uint8), 2**20), (1, 2**40, 0, 0)),
-        (lambda: kernels.depth_to_space(np.zeros((1, 0, 0, 0), np.uint8), 2**40), (1, 0, 0, 0)),
-        (lambda: kernels.depth_to_space(np.zeros((0, 4, 2**20, 2**20), np.uint8)[:, :, :0], 2), (0, 1, 0, 2**21)),
-        (lambda: kernels.affine_grid(np.zeros((0, 2, 3), np.float32), [0, 1, 2**28, 2**28]), (0, 2**28, 2**28, 2)),
-        (lambda: kernels.affine_grid(np.zeros((0, 3, 4), np.float64), [0, 1, 2**18, 2**18, 2**18]),
+        (lambda: crop_ops.center_crop_pad(np.zeros((0, 3), np.float32), [0, 2**40]), (0, 2**40)),
+        (lambda: crop_ops.center_crop_pad(np.broadcast_to(np.float32(1), (2**40, 2**20)), [2, 3]), (2, 3)),
+        (lambda: space_depth_ops.space_to_depth(np.zeros((1, 0, 0, 0), np.uint8), 2**40), (1, 0, 0, 0)),
+        (lambda: space_depth_ops.space_to_depth(np.zeros((1, 1, 0, 0), np.uint8), 2**20), (1, 2**40, 0, 0)),
+        (lambda: space_depth_ops.depth_to_space(np.zeros((1, 0, 0, 0), np.uint8), 2**40), (1, 0, 0, 0)),
+        (lambda: space_depth_ops.depth_to_space(np.zeros((0, 4, 2**20, 2**20), np.uint8)[:, :, :0], 2), (0, 1, 0, 2**21)),
+        (lambda: grid_ops.affine_grid(np.zeros((0, 2, 3), np.float32), [0, 1, 2**28, 2**28]), (0, 2**28, 2**28, 2)),
+        (lambda: grid_ops.affine_grid(np.zeros((0, 3, 4), np.float64), [0, 1, 2**18, 2**18, 2**18]),
          (0, 2**18, 2**18, 2**18, 3)),
     ],
     ids=["ccp-empty", "ccp-broadcast", "s2d-b-2**40", "s2d-b-2**20", "d2s-b-2**40", "d2s-empty", "ag-2d", "ag-3d"],
@@ -282,14 +286,14 @@ def test_fill_must_be_a_scalar(fill: object, found: str) -> None:
     """The QA report: a list gave numpy's ValueError, an array its 'truth value ... is ambiguous'."""
     shape = r" \(input shape \(1, 1, 3, 3\)\)$"
     with pytest.raises(GeomError, match=rf"^center_crop_pad: fill must be a scalar, found {found}" + shape):
-        kernels.center_crop_pad(X, [1, 1, 5, 5], fill=fill)
+        crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill=fill)
 
 
 @pytest.mark.parametrize(
     "fill", [np.array(2.0), np.float32(2.0), np.array(2, np.uint8), np.int64(2), 2, 2.0, np.array([2.0])[0]]
 )
 def test_fill_may_be_a_0d_array_or_numpy_scalar(fill: object) -> None:
-    padded = kernels.center_crop_pad(np.ones((1, 1), np.float32), [1, 3], fill=fill)
+    padded = crop_ops.center_crop_pad(np.ones((1, 1), np.float32), [1, 3], fill=fill)
     assert padded.tolist() == [[2.0, 1.0, 2.0]] and padded.dtype == np.float32
 
 
@@ -308,7 +312,7 @@ def test_fill_may_be_a_0d_array_or_numpy_scalar(fill: object) -> None:
 )
 def test_fills_of_another_kind_are_refused(dtype: str, fill: object) -> None:
     with pytest.raises(GeomError, match=r"^center_crop_pad: fill value .* does not fit dtype"):
-        kernels.center_crop_pad(np.zeros(1, dtype), [3], fill=fill)
+        crop_ops.center_crop_pad(np.zeros(1, dtype), [3], fill=fill)
 
 
 @pytest.mark.parametrize(
@@ -317,31 +321,31 @@ def test_fills_of_another_kind_are_refused(dtype: str, fill: object) -> None:
 def test_align_corners_that_is_not_one_flag_is_refused(align_corners: object) -> None:
     """An array of flags gave numpy's 'truth value ... is ambiguous'."""
     with pytest.raises(GeomError, match=r"^affine_grid: align_corners must be a bool or 0/1, found "):
-        kernels.affine_grid(THETA, [1, 1, 2, 2], align_corners)
+        grid_ops.affine_grid(THETA, [1, 1, 2, 2], align_corners)
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: kernels.center_crop_pad_output_shape(None, [1]), r"^center_crop_pad: input shape must be a 1-D list"),
-        (lambda: kernels.center_crop_pad_output_shape((2.5,), [1]),
+        (lambda: crop_ops.center_crop_pad_output_shape(None, [1]), r"^center_crop_pad: input shape must be a 1-D list"),
+        (lambda: crop_ops.center_crop_pad_output_shape((2.5,), [1]),
          r"^center_crop_pad: input shape must hold integers"),
-        (lambda: kernels.center_crop_pad_output_shape((-1, 3), [1, 1]),
+        (lambda: crop_ops.center_crop_pad_output_shape((-1, 3), [1, 1]),
          r"^center_crop_pad: input shape must not hold negative lengths, found \(-1, 3\)$"),
-        (lambda: kernels.center_crop_pad_output_shape((3,), [1], dtype="no such type"),
+        (lambda: crop_ops.center_crop_pad_output_shape((3,), [1], dtype="no such type"),
          r"^center_crop_pad: dtype 'no such type' is not a numpy dtype \(input shape \(3,\)\)$"),
-        (lambda: kernels.affine_grid_output_shape(None, [1, 1, 2, 2]), r"^affine_grid: theta shape must be a 1-D list"),
-        (lambda: kernels.affine_grid_output_shape((-1, 2, 3), [-1, 1, 2, 2]),
+        (lambda: grid_ops.affine_grid_output_shape(None, [1, 1, 2, 2]), r"^affine_grid: theta shape must be a 1-D list"),
+        (lambda: grid_ops.affine_grid_output_shape((-1, 2, 3), [-1, 1, 2, 2]),
          r"^affine_grid: theta shape must not hold negative lengths, found \(-1, 2, 3\)$"),
-        (lambda: kernels.affine_grid(THETA, [-1, 1, 2, 2]), r"^affine_grid: size\[0\] = -1 does not match"),
-        (lambda: kernels.space_to_depth_output_shape((1, -4, 2, 2), 2),
+        (lambda: grid_ops.affine_grid(THETA, [-1, 1, 2, 2]), r"^affine_grid: size\[0\] = -1 does not match"),
+        (lambda: space_depth_ops.space_to_depth_output_shape((1, -4, 2, 2), 2),
          r"^space_to_depth: input shape must not hold negative lengths, found \(1, -4, 2, 2\)$"),
-        (lambda: kernels.depth_to_space_output_shape((1, -4, 2, 2), 2), r"^depth_to_space: input shape must not"),
-        (lambda: kernels.depth_to_space_output_shape((1, True, 2, 2), 2),
+        (lambda: space_depth_ops.depth_to_space_output_shape((1, -4, 2, 2), 2), r"^depth_to_space: input shape must not"),
+        (lambda: space_depth_ops.depth_to_space_output_shape((1, True, 2, 2), 2),
          r"^depth_to_space: input shape must hold integers, found True$"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 3], axes=[0, 1, 10**30]),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 3], axes=[0, 1, 10**30]),
          r"^center_crop_pad: axis 10{30} is out of range \[-4, 3\] \(input shape \(1, 1, 3, 3\)\)$"),
-        (lambda: kernels.center_crop_pad(X, [-1, 2**63], axes=[0, 1]),
+        (lambda: crop_ops.center_crop_pad(X, [-1, 2**63], axes=[0, 1]),
          r"^center_crop_pad: target size -1 for axis 0 is negative \(input shape \(1, 1, 3, 3\)\)$"),
     ],
 )
@@ -358,35 +362,35 @@ READ_ONLY.flags.writeable = False
 @pytest.mark.parametrize(
     ("call", "where"),
     [
-        (lambda: kernels.space_to_depth(S2D, 2.0), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.space_to_depth(S2D, True), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.space_to_depth(S2D, 0), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.space_to_depth(S2D, 2, "crd"), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.depth_to_space(S2D, 2, None), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.depth_to_space(S2D, 2, threads="2"), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.depth_to_space(S2D, 2, out=[0]), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.depth_to_space(S2D, 2, out=np.zeros((1, 1, 4, 4))), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.space_to_depth(S2D, 2, out=S2D.reshape(1, 16, 1, 1)), "input shape (1, 4, 2, 2)"),
-        (lambda: kernels.center_crop_pad(X, "11"), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [[1, 1]]), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1.0, 1.0], axes=[2, 3]), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1], axes=[True]), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1], axes=np.array([0.5])), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill="a"), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=1e39), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=1j), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=np.datetime64(1, "s")), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 3], out=READ_ONLY), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad(X, [1, 1, 3, 3], threads=0), "input shape (1, 1, 3, 3)"),
-        (lambda: kernels.center_crop_pad_output_shape((1, 2), [1, 1], dtype="no such type"), "input shape (1, 2)"),
-        (lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], align_corners=2), "theta shape (1, 2, 3)"),
-        (lambda: kernels.affine_grid(THETA, [1, 1, 2]), "theta shape (1, 2, 3)"),
-        (lambda: kernels.affine_grid(THETA, "1122"), "theta shape (1, 2, 3)"),
-        (lambda: kernels.affine_grid(THETA, [1, -1, 2, 2]), "theta shape (1, 2, 3)"),
-        (lambda: kernels.affine_grid(THETA, [1, 1, 0, 2]), "theta shape (1, 2, 3)"),
-        (lambda: kernels.affine_grid(THETA, [2, 1, 2, 2]), "theta shape (1, 2, 3)"),
-        (lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], threads=1.0), "theta shape (1, 2, 3)"),
-        (lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], out=np.zeros((1, 2, 2, 2))), "theta shape (1, 2, 3)"),
+        (lambda: space_depth_ops.space_to_depth(S2D, 2.0), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.space_to_depth(S2D, True), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.space_to_depth(S2D, 0), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.space_to_depth(S2D, 2, "crd"), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.depth_to_space(S2D, 2, None), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.depth_to_space(S2D, 2, threads="2"), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.depth_to_space(S2D, 2, out=[0]), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.depth_to_space(S2D, 2, out=np.zeros((1, 1, 4, 4))), "input shape (1, 4, 2, 2)"),
+        (lambda: space_depth_ops.space_to_depth(S2D, 2, out=S2D.reshape(1, 16, 1, 1)), "input shape (1, 4, 2, 2)"),
+        (lambda: crop_ops.center_crop_pad(X, "11"), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [[1, 1]]), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1.0, 1.0], axes=[2, 3]), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1], axes=[True]), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1], axes=np.array([0.5])), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill="a"), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill=1e39), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill=1j), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill=np.datetime64(1, "s")), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 3], out=READ_ONLY), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 3], threads=0), "input shape (1, 1, 3, 3)"),
+        (lambda: crop_ops.center_crop_pad_output_shape((1, 2), [1, 1], dtype="no such type"), "input shape (1, 2)"),
+        (lambda: grid_ops.affine_grid(THETA, [1, 1, 2, 2], align_corners=2), "theta shape (1, 2, 3)"),
+        (lambda: grid_ops.affine_grid(THETA, [1, 1, 2]), "theta shape (1, 2, 3)"),
+        (lambda: grid_ops.affine_grid(THETA, "1122"), "theta shape (1, 2, 3)"),
+        (lambda: grid_ops.affine_grid(THETA, [1, -1, 2, 2]), "theta shape (1, 2, 3)"),
+        (lambda: grid_ops.affine_grid(THETA, [1, 1, 0, 2]), "theta shape (1, 2, 3)"),
+        (lambda: grid_ops.affine_grid(THETA, [2, 1, 2, 2]), "theta shape (1, 2, 3)"),
+        (lambda: grid_ops.affine_grid(THETA, [1, 1, 2, 2], threads=1.0), "theta shape (1, 2, 3)"),
+        (lambda: grid_ops.affine_grid(THETA, [1, 1, 2, 2], out=np.zeros((1, 2, 2, 2))), "theta shape (1, 2, 3)"),
     ],
 )
 def test_every_error_about_an_input_names_its_shape(call: Callable[[], object], where: str) -> None:
@@ -417,9 +421,9 @@ REFUSED = [
 
 def _kernel_calls() -> dict[str, Callable[[np.ndarray], np.ndarray]]:
     return {
-        "center_crop_pad": lambda data: kernels.center_crop_pad(data, [1, 1, 3, 3]),
-        "space_to_depth": lambda data: kernels.space_to_depth(data, 2),
-        "depth_to_space": lambda data: kernels.depth_to_space(data, 1),
+        "center_crop_pad": lambda data: crop_ops.center_crop_pad(data, [1, 1, 3, 3]),
+        "space_to_depth": lambda data: space_depth_ops.space_to_depth(data, 2),
+        "depth_to_space": lambda data: space_depth_ops.depth_to_space(data, 1),
     }
 
 
@@ -437,7 +441,7 @@ def test_affine_grid_takes_its_four_float_types_only(dtype: np.dtype) -> None:
     message = (r"^affine_grid: theta must be float16, float32, float64 or bfloat16, "
                rf"found dtype {re.escape(str(dtype))} \(theta shape \(1, 2, 3\)\)$")
     with pytest.raises(GeomError, match=message):
-        kernels.affine_grid(np.zeros((1, 2, 3), dtype), [1, 1, 2, 2])
+        grid_ops.affine_grid(np.zeros((1, 2, 3), dtype), [1, 1, 2, 2])
 
 
 @pytest.mark.parametrize("dtype", [np.dtype("S3"), np.dtype("<U5"), np.dtype(">U5")], ids=str)
@@ -464,13 +468,13 @@ class TwoLines:
 
 
 ODD_ARGUMENTS: dict[str, Callable[[], object]] = {
-    "blocksize": lambda: kernels.space_to_depth(X, MATRIX),
-    "mode": lambda: kernels.depth_to_space(X, 1, MATRIX),
-    "threads": lambda: kernels.center_crop_pad(X, [1, 1, 3, 3], threads=MATRIX),
-    "align_corners": lambda: kernels.affine_grid(THETA, [1, 1, 2, 2], MATRIX),
-    "fill": lambda: kernels.center_crop_pad(X, [1, 1, 5, 5], fill=TwoLines()),
-    "dtype": lambda: kernels.center_crop_pad_output_shape((3,), [3], dtype=MATRIX),
-    "long-mode": lambda: kernels.space_to_depth(X, 1, "DCR" * 1000),
+    "blocksize": lambda: space_depth_ops.space_to_depth(X, MATRIX),
+    "mode": lambda: space_depth_ops.depth_to_space(X, 1, MATRIX),
+    "threads": lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 3], threads=MATRIX),
+    "align_corners": lambda: grid_ops.affine_grid(THETA, [1, 1, 2, 2], MATRIX),
+    "fill": lambda: crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill=TwoLines()),
+    "dtype": lambda: crop_ops.center_crop_pad_output_shape((3,), [3], dtype=MATRIX),
+    "long-mode": lambda: space_depth_ops.space_to_depth(X, 1, "DCR" * 1000),
 }
 
 

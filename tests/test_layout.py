@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from geomcli.engine.layout import (
+    LAYOUTS,
+    from_nchw,
+    from_nchw_shape,
+    output_layout,
+    resolve_layout,
+    to_nchw,
+    to_nchw_shape,
+)
 from geomcli.errors import GeomError
-from geomcli.layout import LAYOUTS, from_nchw, from_nchw_shape, output_layout, resolve_layout, to_nchw, to_nchw_shape
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

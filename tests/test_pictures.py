@@ -19,9 +19,10 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from geomcli import io, transform
+from geomcli import io
 from geomcli.cli import cli
-from geomcli.window import center_crop_pad_window
+from geomcli.engine import operations
+from geomcli.ops.window import center_crop_pad_window
 
 
 def _icc() -> bytes:
@@ -110,13 +111,13 @@ def test_a_picture_gives_what_its_array_gives(tmp_path: Path, monkeypatch: pytes
     source = tmp_path / name
     MAKERS[name](source)
     taken = []
-    crop_pad_picture = transform.CropPad._crop_pad_picture
+    crop_pad_picture = operations.CropPad.apply_picture
 
-    def spy(self: transform.CropPad, picture: io.Picture, common: Any) -> io.Picture:
+    def spy(self: operations.CropPad, picture: io.Picture, common: Any) -> io.Picture:
         taken.append(picture.image.mode)
         return crop_pad_picture(self, picture, common)
 
-    monkeypatch.setattr(transform.CropPad, "_crop_pad_picture", spy)
+    monkeypatch.setattr(operations.CropPad, "apply_picture", spy)
     out = tmp_path / f"out{suffix}"  # one name for both: reports and messages name it
     args = ["crop-pad", str(source), "-o", str(out), "--shape", target, "--json", *OPTIONS.get(name, [])]
     by_picture = run(*args)
@@ -131,7 +132,7 @@ def test_a_picture_gives_what_its_array_gives(tmp_path: Path, monkeypatch: pytes
 
 
 def test_the_picture_path_is_taken_only_where_it_gives_the_same(tmp_path: Path) -> None:
-    crop = transform.CropPad((4, 4))
+    crop = operations.CropPad((4, 4))
 
     class Common:
         layout: str | None = None
@@ -139,8 +140,8 @@ def test_the_picture_path_is_taken_only_where_it_gives_the_same(tmp_path: Path) 
     assert crop.takes_pictures(Common(), "png")  # type: ignore[arg-type]
     assert not crop.takes_pictures(Common(), "npy")  # type: ignore[arg-type]
     assert not crop.takes_pictures(Common(), "tiff")  # type: ignore[arg-type]
-    for other in (transform.CropPad((4, 4), axes=(0, 1)), transform.CropPad((4, 4), fill="0"),
-                  transform.CropPad((4, 4, 3)), transform.CropPad((0, 4))):
+    for other in (operations.CropPad((4, 4), axes=(0, 1)), operations.CropPad((4, 4), fill="0"),
+                  operations.CropPad((4, 4, 3)), operations.CropPad((0, 4))):
         assert not other.takes_pictures(Common(), "png")  # type: ignore[arg-type]
     Common.layout = "HWC"
     assert not crop.takes_pictures(Common(), "png")  # type: ignore[arg-type]
@@ -150,10 +151,10 @@ def test_the_picture_path_is_taken_only_where_it_gives_the_same(tmp_path: Path) 
 @pytest.mark.parametrize("target", range(1, 9))
 def test_pillow_pads_where_the_kernel_pads(length: int, target: int) -> None:
     """Image.crop past the edges fills zeros: the same as center_crop_pad on every offset."""
-    from geomcli import kernels
+    import geomcli.ops.center_crop_pad as crop_ops
 
     data = _pixels((3, length, 2))
-    expected = kernels.center_crop_pad(data, [3, target], [0, 1])
+    expected = crop_ops.center_crop_pad(data, [3, target], [0, 1])
     kept, placed = center_crop_pad_window(length, target)
     left = kept.start - placed.start
     found = np.asarray(Image.fromarray(data, "LA").crop((left, 0, left + target, 3)))

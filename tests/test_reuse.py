@@ -1,4 +1,4 @@
-"""geomcli.reuse: big outputs' memory given to the next output of the same size, and only then."""
+"""geomcli.ops.reuse: big outputs' memory given to the next output of the same size, and only then."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ import numpy as np
 import pytest
 from conftest import ALL_DTYPES, make_array
 
-from geomcli import kernels, reuse
+import geomcli.ops._checks as checks
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
+from geomcli.ops import reuse
 
 SMALL = 1 << 12  # the tests' threshold: outputs of 4 KiB and more are kept
 
@@ -102,7 +106,7 @@ def test_a_big_padded_output_lets_the_kept_memory_go(small_outputs: None) -> Non
     data = np.ones((4, 40, 40), np.float32)
     reuse.new((4, 48, 48), np.dtype(np.float32))
     assert [buffer.nbytes for buffer in reuse._kept] == [4 * 48 * 48 * 4]
-    padded = kernels.center_crop_pad(data, [48, 48], [1, 2])  # np.zeros of the kept size itself
+    padded = crop_ops.center_crop_pad(data, [48, 48], [1, 2])  # np.zeros of the kept size itself
     assert padded.flags.owndata and reuse._kept == []
     assert (padded[:, 4:44, 4:44] == 1).all() and padded.sum() == data.sum()
 
@@ -122,7 +126,7 @@ def test_a_memory_error_lets_the_kept_memory_go_before_one_retry(
         return zeros(*args, **kwargs)
 
     monkeypatch.setattr(np, "zeros", short_once)
-    padded = kernels.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])  # small: nothing let go first
+    padded = crop_ops.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])  # small: nothing let go first
     assert calls == [1, 0] and padded.shape == (2, 5)
 
     def always_short(*args: Any, **kwargs: Any) -> np.ndarray:
@@ -130,7 +134,7 @@ def test_a_memory_error_lets_the_kept_memory_go_before_one_retry(
 
     monkeypatch.setattr(np, "zeros", always_short)
     with pytest.raises(GeomError, match=r"center_crop_pad: could not allocate 10 bytes for the output"):
-        kernels.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])
+        crop_ops.center_crop_pad(np.ones((3, 3), np.uint8), [2, 5])
 
 
 def test_a_collection_inside_keep_cannot_pass_the_bound(small_outputs: None) -> None:
@@ -225,10 +229,10 @@ def test_every_dtype_in_kept_memory(small_outputs: None, dtype: np.dtype) -> Non
 @pytest.fixture
 def small_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     """The blocked, threaded and row-block paths of big outputs, for small ones."""
-    monkeypatch.setattr(kernels, "_BLOCK_BYTES", 1 << 10)
-    monkeypatch.setattr(kernels, "_PARALLEL_BYTES", 1 << 10)
-    monkeypatch.setattr(kernels, "_GRID_ROWS_ELEMENTS", 1 << 6)
-    monkeypatch.setattr(kernels, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 1 << 12))
+    monkeypatch.setattr(checks, "BLOCK_BYTES", 1 << 10)
+    monkeypatch.setattr(checks, "PARALLEL_BYTES", 1 << 10)
+    monkeypatch.setattr(grid_ops, "_GRID_ROWS_ELEMENTS", 1 << 6)
+    monkeypatch.setattr(grid_ops, "_GRID_BLOCK_BYTES", dict.fromkeys((2, 3), 1 << 12))
 
 
 @pytest.mark.parametrize("dtype", KEPT_DTYPES, ids=str)
@@ -245,10 +249,10 @@ def test_the_kernels_overwrite_every_byte_of_kept_memory(
             np.testing.assert_array_equal(found, expected)
 
     for mode in ("DCR", "CRD"):
-        moved = kernels.space_to_depth(data, 3, mode, threads=1)
-        in_junk(kernels.space_to_depth, moved, data, 3, mode)
-        in_junk(kernels.depth_to_space, data, moved, 3, mode)
-    in_junk(kernels.center_crop_pad, data[:, 1:11, 1:16, 3:20], data, [10, 15, 17], [1, 2, 3])
+        moved = space_depth_ops.space_to_depth(data, 3, mode, threads=1)
+        in_junk(space_depth_ops.space_to_depth, moved, data, 3, mode)
+        in_junk(space_depth_ops.depth_to_space, data, moved, 3, mode)
+    in_junk(crop_ops.center_crop_pad, data[:, 1:11, 1:16, 3:20], data, [10, 15, 17], [1, 2, 3])
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16], ids=str)
@@ -258,11 +262,11 @@ def test_affine_grids_in_kept_memory_keep_their_bits(
 ) -> None:
     spatial = len(size) - 2
     theta = rng.uniform(-2, 2, (size[0], spatial, spatial + 1)).astype(dtype)
-    expected = np.ones(kernels.affine_grid_output_shape(theta.shape, size), theta.dtype)
-    kernels.affine_grid(theta, size, True, threads=1, out=expected)  # into memory of its own
+    expected = np.ones(grid_ops.affine_grid_output_shape(theta.shape, size), theta.dtype)
+    grid_ops.affine_grid(theta, size, True, threads=1, out=expected)  # into memory of its own
     for threads in (1, 2):
         _junk(reuse.new(expected.shape, expected.dtype))
-        found = kernels.affine_grid(theta, size, True, threads=threads)
+        found = grid_ops.affine_grid(theta, size, True, threads=threads)
         assert not found.flags.owndata
         assert found.tobytes() == expected.tobytes()
 
@@ -319,14 +323,14 @@ def test_outputs_from_32_mib_are_kept() -> None:
     back by itself."""
     theta = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
     try:
-        below = kernels.affine_grid(theta, (1, 1, 2048, 2047))  # 32 MiB less 16 KiB
+        below = grid_ops.affine_grid(theta, (1, 1, 2048, 2047))  # 32 MiB less 16 KiB
         assert below.flags.owndata
-        first = kernels.affine_grid(theta, (1, 1, 2048, 2048))  # (1, 2048, 2048, 2) float32: 32 MiB
+        first = grid_ops.affine_grid(theta, (1, 1, 2048, 2048))  # (1, 2048, 2048, 2) float32: 32 MiB
         assert first.nbytes == reuse.MIN_BYTES and not first.flags.owndata
         expected = first.copy()
         _junk(first)
         del first
-        second = kernels.affine_grid(theta, (1, 1, 2048, 2048))
+        second = grid_ops.affine_grid(theta, (1, 1, 2048, 2048))
         assert not second.flags.owndata
         np.testing.assert_array_equal(second, expected)
     finally:
@@ -387,15 +391,15 @@ def test_grids_made_in_work_memory_full_of_junk_keep_their_bits(
     product and every term must be set anew, whatever the memory held (NaN here)."""
     spatial = len(size) - 2
     theta = rng.uniform(-2, 2, (size[0], spatial, spatial + 1)).astype(np.float32)
-    expected = np.zeros(kernels.affine_grid_output_shape(theta.shape, size), theta.dtype)
-    kernels._affine_grid_plain(theta.astype(np.float64), [kernels._base_coordinates(n, False) for n in size[:1:-1]],
+    expected = np.zeros(grid_ops.affine_grid_output_shape(theta.shape, size), theta.dtype)
+    grid_ops._affine_grid_plain(theta.astype(np.float64), [grid_ops._base_coordinates(n, False) for n in size[:1:-1]],
                                expected)
     for threads in (1, 2):
         for _ in range(2):
             with reuse.work_memory(1 << 20) as junk, reuse.work_memory(1 << 20) as more:
                 junk.view(np.float64)[:] = np.nan
                 more[:] = 0xA5
-            found = kernels.affine_grid(theta, size, threads=threads)
+            found = grid_ops.affine_grid(theta, size, threads=threads)
             assert found.tobytes() == expected.tobytes()
             assert len(reuse._spare) == 2  # the calls took the junk and gave it back
 
@@ -405,13 +409,13 @@ def test_a_2d_grid_in_a_new_process_faults_in_its_work_memory_once() -> None:
     page faults a call (8.6 ms, against 6.1 ms with the memory kept)."""
     script = (
         "import resource, numpy as np\n"
-        "from geomcli import kernels\n"
+        "import geomcli.ops.affine_grid as grid_ops\n"
         "theta = np.tile(np.array([[0.9, 0.1, 0.05], [-0.1, 0.8, 0.0]], np.float32), (8, 1, 1))\n"
         "out = np.ones((8, 1024, 1024, 2), np.float32)\n"
-        "kernels.affine_grid(theta, (8, 1, 1024, 1024), threads=2, out=out)\n"
+        "grid_ops.affine_grid(theta, (8, 1, 1024, 1024), threads=2, out=out)\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
         "for _ in range(5):\n"
-        "    kernels.affine_grid(theta, (8, 1, 1024, 1024), threads=2, out=out)\n"
+        "    grid_ops.affine_grid(theta, (8, 1, 1024, 1024), threads=2, out=out)\n"
         "print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) // 5)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -421,8 +425,8 @@ def test_a_2d_grid_in_a_new_process_faults_in_its_work_memory_once() -> None:
 @pytest.mark.parametrize("start", [0, 1, 8, 40])
 def test_carved_work_arrays_start_on_cache_lines_apart_inside_their_memory(start: int) -> None:
     shapes = [(3, 5, 2), (7,), (0,), (2, 9)]
-    memory = np.empty(kernels._carved_bytes(shapes) + start, np.uint8)[start:]
-    arrays = kernels._carve(memory, shapes)
+    memory = np.empty(grid_ops._carved_bytes(shapes) + start, np.uint8)[start:]
+    arrays = grid_ops._carve(memory, shapes)
     low, high = _address(memory), _address(memory) + memory.nbytes
     spans = []
     for array, shape in zip(arrays, shapes, strict=True):

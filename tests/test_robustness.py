@@ -710,18 +710,17 @@ def test_no_output_is_placed_once_a_signal_has_come(
 def test_a_signal_whose_exception_vanished_still_ends_the_run(
     signum: int, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from geomcli import cli as cli_module
-    from geomcli import transform
+    from geomcli.engine import operations
 
     source, out = _small_input(tmp_path), tmp_path / "out.npy"
     out.write_bytes(b"the old output")
-    crop = transform.CropPad.__call__
+    crop = operations.CropPad.apply
 
     def crop_then_lose_a_signal(*args: Any, **kwargs: Any) -> Any:
-        cli_module._signalled[:] = [signum]  # as a handler whose exception vanished leaves it
+        io.note_signal(signum)  # as a handler whose exception vanished leaves it
         return crop(*args, **kwargs)
 
-    monkeypatch.setattr(transform.CropPad, "__call__", crop_then_lose_a_signal)
+    monkeypatch.setattr(operations.CropPad, "apply", crop_then_lose_a_signal)
     result = run("crop-pad", source, "-o", out, "--shape", "1,1,2,2")
     assert result.exit_code == code
     assert out.read_bytes() == b"the old output" and temps(tmp_path) == []
@@ -783,7 +782,7 @@ def test_a_stdin_that_ends_early(fmt: str, tmp_path: Path) -> None:
 
 def test_an_input_truncated_after_its_header_was_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process cuts the file between the header check and the data read: a clean error,
-    mapped or not (inputs under transform.MAP_INPUT_BYTES are read into memory, so later cuts are harmless)."""
+    mapped or not (inputs under one_file.MAP_INPUT_BYTES are read into memory, so later cuts are harmless)."""
     from geomcli.io import _npy
 
     check = _npy._check
@@ -796,7 +795,7 @@ def test_an_input_truncated_after_its_header_was_checked(tmp_path: Path, monkeyp
     monkeypatch.setattr(_npy, "_check", check_then_cut)
     for map_all in (False, True):
         if map_all:
-            monkeypatch.setattr("geomcli.transform.MAP_INPUT_BYTES", 0)
+            monkeypatch.setattr("geomcli.engine.one_file.MAP_INPUT_BYTES", 0)
         np.save(path, np.ones((1, 3, 16, 20), np.float32))
         result = run("crop-pad", path, "-o", tmp_path / "o.npy", "--shape", "1,1,2,2")
         assert result.exit_code == 1
@@ -807,17 +806,17 @@ def test_an_input_truncated_after_its_header_was_checked(tmp_path: Path, monkeyp
 def test_a_small_input_cut_while_it_is_transformed_costs_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from geomcli import kernels
+    import geomcli.ops.center_crop_pad as crop_ops
 
     path = tmp_path / "a.npy"
     np.save(path, np.arange(4 * 6, dtype=np.float32).reshape(1, 1, 4, 6))
-    crop = kernels.center_crop_pad
+    crop = crop_ops.center_crop_pad
 
     def cut_then_crop(data: Any, *args: Any, **kwargs: Any) -> Any:
         os.truncate(path, 0)  # a mapped input would now raise SIGBUS on its next page
         return crop(data, *args, **kwargs)
 
-    monkeypatch.setattr(kernels, "center_crop_pad", cut_then_crop)
+    monkeypatch.setattr(crop_ops, "center_crop_pad", cut_then_crop)
     assert run("crop-pad", path, "-o", tmp_path / "o.npy", "--shape", "1,1,2,2", "-q").exit_code == 0
     assert np.load(tmp_path / "o.npy").ravel().tolist() == [8, 9, 14, 15]
 

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from geomcli.summary import Report, show, strict_json, value_range
+from geomcli.engine.summary import Report, show, strict_json, value_range
 
 
 def report() -> Report:

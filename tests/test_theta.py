@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 import re
 
-import click
 import ml_dtypes
 import numpy as np
 import pytest
 
-from geomcli.errors import GeomError
-from geomcli.theta import as_batch, cast, check_numbers, from_numbers, from_transforms
+from geomcli.engine.theta import as_batch, cast, check_numbers, from_numbers, from_transforms
+from geomcli.errors import GeomError, PlanError
 
 
 def test_identity_by_default() -> None:
@@ -92,9 +91,9 @@ def test_from_numbers_refuses_what_the_grid_dtype_cannot_hold() -> None:
 ])
 def test_check_numbers_names_the_option(numbers: tuple[float, ...] | None, flags: tuple[object, ...], option: str,
                                         found: str) -> None:
-    with pytest.raises(click.BadParameter, match=rf"^every number must be finite, found {found}\b") as caught:
+    with pytest.raises(PlanError, match=rf"^every number must be finite, found {found}\b") as caught:
         check_numbers(numbers, flags)
-    assert caught.value.param_hint == [option]
+    assert caught.value.options == [option]
 
 
 def test_check_numbers_takes_finite_numbers() -> None:

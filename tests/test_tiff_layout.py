@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner, Result
 from conftest import FileFactory
 
-from geomcli import io, slabs
+from geomcli import io
 from geomcli.cli import cli
+from geomcli.engine import slabs
 from geomcli.io import _mapped
 
 # (shape, dtype) of PNG inputs: RGB, RGBA, grey, 16-bit grey, 1-bit

@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING
 
 from geomcli.errors import GeomError
+from geomcli.io._atomic import clear_signals, note_signal, refuse_after_signal, signal_taken
 from geomcli.io._base import (
     DEFAULT_MAX_PIXELS,
     SNIFF_BYTES,
@@ -56,18 +57,22 @@ __all__ = [
     "WriteOptions",
     "check_size",
     "check_writable",
+    "clear_signals",
     "crop_picture",
     "display_name",
     "format_for_path",
     "is_stdout",
     "is_stream",
     "maps_output",
+    "note_signal",
     "open_output",
     "read_array",
     "read_header",
     "read_picture",
+    "refuse_after_signal",
     "refused_option",
     "release",
+    "signal_taken",
     "sniff_format",
     "write_array",
 ]

@@ -271,12 +271,27 @@ def _take_over(fd: int, path: str) -> None:
     os.fchmod(fd, stat.S_IMODE(replaced.st_mode) & 0o777)
 
 
-# The signals (SIGINT, SIGTERM) the command line's handlers have taken (geomcli.cli sets this to
-# its own list). A handler raises, but Python can run it where its exception vanishes: inside an
-# import's compile(), for one (seen: SIGTERM mid-write, then exit 0 and the new output in place,
-# 1 run in 4 on a busy machine; batch workers exit at once for that reason). So no output is
-# placed once one has come, whatever became of its exception.
+# The signals (SIGINT, SIGTERM) the command line's handlers have taken (note_signal). A handler
+# raises, but Python can run it where its exception vanishes: inside an import's compile(), for
+# one (seen: SIGTERM mid-write, then exit 0 and the new output in place, 1 run in 4 on a busy
+# machine; batch workers exit at once for that reason). So no output is placed once one has
+# come, whatever became of its exception.
 signals_taken: list[int] = []
+
+
+def note_signal(signum: int) -> None:
+    """A handler of the command line's took ``signum``: no output is placed from now on."""
+    signals_taken[:] = [signum]
+
+
+def clear_signals() -> None:
+    """A new command starts (or one has ended): outputs may be placed again."""
+    signals_taken.clear()
+
+
+def signal_taken() -> int | None:
+    """The signal that stopped the run, once one has."""
+    return signals_taken[-1] if signals_taken else None
 
 
 def refuse_after_signal() -> None:

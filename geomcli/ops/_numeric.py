@@ -21,15 +21,17 @@ def to_dtype(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     and saturated to their range (NaN becomes 0), bfloat16 rounded once, other types by a cast."""
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        rounded = np.rint(values)
+        rounded: np.ndarray = np.rint(values)
         # float64 cannot hold int64's and uint64's largest values: the clip bound is the largest
         # float64 below 2**63 (2**64), which casts in range
         high = float(info.max) if info.bits < 64 else np.nextafter(float(info.max), 0.0)
         np.clip(rounded, float(info.min), high, out=rounded)
         np.nan_to_num(rounded, copy=False, nan=0.0)
-        return rounded.astype(dtype)
+        result: np.ndarray = rounded.astype(dtype)
+        return result
     with np.errstate(over="ignore", invalid="ignore"):
-        return round_once(values, dtype).astype(dtype, copy=False)
+        result = round_once(values, dtype).astype(dtype, copy=False)
+    return result
 
 
 def round_once(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

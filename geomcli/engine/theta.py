@@ -13,12 +13,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import click
 import numpy as np
 from numpy.typing import DTypeLike
 
-from geomcli.errors import GeomError
-from geomcli.kernels import round_once
+from geomcli.errors import GeomError, PlanError
+from geomcli.ops._numeric import round_once
 
 _FLAGS = ("rotate", "scale", "translate", "shear")
 # from_transforms' defaults, by which a flag counts as given
@@ -105,8 +104,8 @@ def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), transl
     return exact
 
 
-def _usage(message: str, options: Sequence[str]) -> click.BadParameter:
-    return click.BadParameter(message, param_hint=[f"--{name}" for name in options])  # click quotes each
+def _usage(message: str, options: Sequence[str]) -> PlanError:
+    return PlanError(message, [f"--{name}" for name in options])
 
 
 def _as_tuple(value: float | Sequence[float]) -> tuple[float, ...]:
@@ -138,8 +137,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``. The grid's size is
     checked against ``max_pixels`` before theta is built: N matrices could be gigabytes themselves.
     """
-    from geomcli import io, kernels
-    from geomcli import layout as layouts
+    import geomcli.ops.affine_grid as grid_ops
+    from geomcli import io
+    from geomcli.engine import layout as layouts
 
     check_numbers(numbers, flags)
     # what a matrix that overflows is made of: --theta, or the transform flags given
@@ -186,7 +186,7 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
         except GeomError as error:  # typed numbers that do not fit --like's file: a usage error too
             raise _usage(str(error).removeprefix("--theta: "), ["theta"]) from error
     grid_size = tuple(size) if size is not None else (batch, *spatial_sizes)
-    shape = kernels.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
+    shape = grid_ops.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
     io.check_size(shape, max_pixels, f"the output {shape}")
     if matrices is None:
         assert numbers is not None

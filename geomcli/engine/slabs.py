@@ -14,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from geomcli import io, kernels, summary
+import geomcli.ops.affine_grid as grid_ops
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
+from geomcli import io
+from geomcli.engine import summary
+from geomcli.ops import window
 
 # About this much output per kernel call: big enough for the kernels' threads and fast paths,
 # small next to the memory targets (an input slab and an output slab are resident at once).
@@ -23,24 +28,24 @@ SLAB_BYTES = 32 << 20
 
 def center_crop_pad(data: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...] | None, *, fill: Any,
                     threads: int | None, out: np.ndarray) -> None:
-    """``kernels.center_crop_pad(data, shape, axes, fill=fill, out=out)``, slab by slab.
+    """``crop_ops.center_crop_pad(data, shape, axes, fill=fill, out=out)``, slab by slab.
 
     The leading axes are walked; per slab only the input rows that land in the output are read.
     """
-    full = kernels.center_crop_pad_output_shape(data.shape, shape, axes)
+    full = crop_ops.center_crop_pad_output_shape(data.shape, shape, axes)
     # the pad value as the kernel validates and converts it: one element padded onto nothing
-    value = kernels.center_crop_pad(np.zeros(1, data.dtype)[:0], [1], fill=fill)[0]
+    value = crop_ops.center_crop_pad(np.zeros(1, data.dtype)[:0], [1], fill=fill)[0]
     _crop_pad_into(data, full, value, threads, out)
 
 
 def _crop_pad_into(data: np.ndarray, shape: tuple[int, ...], value: Any, threads: int | None,
                    out: np.ndarray) -> None:
     if out.nbytes <= SLAB_BYTES or out.ndim == 0:
-        kernels.center_crop_pad(data, shape, fill=value, threads=threads, out=out)
+        crop_ops.center_crop_pad(data, shape, fill=value, threads=threads, out=out)
         io.release(data)
         io.release(out)
         return
-    kept, placed = kernels.center_crop_pad_window(data.shape[0], shape[0])
+    kept, placed = window.center_crop_pad_window(data.shape[0], shape[0])
     _fill(out[: placed.start], value)
     _fill(out[placed.stop :], value)
     count = placed.stop - placed.start
@@ -51,7 +56,7 @@ def _crop_pad_into(data: np.ndarray, shape: tuple[int, ...], value: Any, threads
     for rows in _steps(count, SLAB_BYTES // max(out[0].nbytes, 1)):
         source = data[kept.start + rows.start : kept.start + rows.stop]
         target = out[placed.start + rows.start : placed.start + rows.stop]
-        kernels.center_crop_pad(source, target.shape, fill=value, threads=threads, out=target)
+        crop_ops.center_crop_pad(source, target.shape, fill=value, threads=threads, out=target)
         io.release(source)
         io.release(target)
 
@@ -65,18 +70,18 @@ def _fill(region: np.ndarray, value: Any) -> None:
 
 def space_to_depth(data: np.ndarray, blocksize: int, mode: str, *, threads: int | None,
                    out: np.ndarray) -> None:
-    """``kernels.space_to_depth(data, blocksize, mode, out=out)`` on NCHW views, slab by slab:
+    """``space_depth_ops.space_to_depth(data, blocksize, mode, out=out)`` on NCHW views, slab by slab:
     whole batch items while they fit, else bands of b·k input rows, which fill k output rows."""
-    kernels.space_to_depth_output_shape(data.shape, blocksize)
-    _blocks(kernels.space_to_depth, data, blocksize, mode, threads, out, rows_in=blocksize, rows_out=1)
+    space_depth_ops.space_to_depth_output_shape(data.shape, blocksize)
+    _blocks(space_depth_ops.space_to_depth, data, blocksize, mode, threads, out, rows_in=blocksize, rows_out=1)
 
 
 def depth_to_space(data: np.ndarray, blocksize: int, mode: str, *, threads: int | None,
                    out: np.ndarray) -> None:
-    """``kernels.depth_to_space(data, blocksize, mode, out=out)`` on NCHW views, slab by slab:
+    """``space_depth_ops.depth_to_space(data, blocksize, mode, out=out)`` on NCHW views, slab by slab:
     whole batch items while they fit, else bands of k input rows, which fill b·k output rows."""
-    kernels.depth_to_space_output_shape(data.shape, blocksize)
-    _blocks(kernels.depth_to_space, data, blocksize, mode, threads, out, rows_in=1, rows_out=blocksize)
+    space_depth_ops.depth_to_space_output_shape(data.shape, blocksize)
+    _blocks(space_depth_ops.depth_to_space, data, blocksize, mode, threads, out, rows_in=1, rows_out=blocksize)
 
 
 def _blocks(kernel: Any, data: np.ndarray, blocksize: int, mode: str, threads: int | None, out: np.ndarray,
@@ -104,14 +109,14 @@ def _blocks(kernel: Any, data: np.ndarray, blocksize: int, mode: str, threads: i
 
 def affine_grid(theta: np.ndarray, size: tuple[int, ...], align_corners: bool, *, threads: int | None,
                 out: np.ndarray) -> None:
-    """``kernels.affine_grid(theta, size, align_corners, out=out)``, whole grids (n) at a time, as
+    """``grid_ops.affine_grid(theta, size, align_corners, out=out)``, whole grids (n) at a time, as
     many as fit a slab (one grid a call took 50 µs each: a million tiny grids, 100 s)."""
-    kernels.affine_grid_output_shape(theta.shape, size)
+    grid_ops.affine_grid_output_shape(theta.shape, size)
     n = theta.shape[0]
     for grids in _steps(n, SLAB_BYTES // max(out[0].nbytes if n else 0, 1)):
         target = out[grids]
         count = grids.stop - grids.start
-        kernels.affine_grid(theta[grids], (count, *size[1:]), align_corners, threads=threads, out=target)
+        grid_ops.affine_grid(theta[grids], (count, *size[1:]), align_corners, threads=threads, out=target)
         io.release(target)
 
 

@@ -1,0 +1,91 @@
+"""geomcli affine-grid: ONNX AffineGrid, from matrices in a file, inline or built from flags."""
+
+from __future__ import annotations
+
+import click
+
+from geomcli.cli.base import Command
+from geomcli.cli.options import common_options, is_stdout, output_option
+from geomcli.cli.params import Float, FloatList, IntList
+from geomcli.cli.running import output_format, usage_errors
+from geomcli.engine.options import Common
+from geomcli.errors import GeomError
+
+
+@click.command("affine-grid", cls=Command, short_help="Sampling grids from affine matrices (ONNX AffineGrid).")
+@output_option
+@click.option("--size", type=IntList(empty=True), default=None,
+              help="N,C,H,W for a 2-D grid or N,C,D,H,W for a 3-D grid.")
+@click.option("--like", type=click.Path(dir_okay=False, allow_dash=False), default=None,
+              help="Take C,H,W (C,D,H,W from a rank-5 tensor) from this file; N is theta's batch.")
+@click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
+              help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file (- reads one from stdin), or inline: "
+                   "6 (2-D) or 12 (3-D) comma-separated numbers per matrix, row by row.  "
+                   "[default: the transform flags]")
+@click.option("--rotate", type=Float(), default=0.0, show_default=True, help="Rotation in degrees (2-D).")
+@click.option("--scale", type=FloatList((1, 2)), default="1", show_default=True, metavar="S[,SY]",
+              help="Scale of x and y (2-D).")
+@click.option("--translate", type=FloatList((2,)), default="0,0", show_default=True, metavar="TX,TY",
+              help="Translation in grid units, where the image spans -1..1 (2-D).")
+@click.option("--shear", type=FloatList((2,)), default="0,0", show_default=True, metavar="SX,SY",
+              help="Shear factors of x by y and of y by x (2-D).")
+@click.option("--align-corners", is_flag=True, help="-1 and 1 are the centres of the corner pixels, not their edges.")
+@click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
+              help="Grid dtype.  [default: a theta file's float dtype, else float32]")
+@common_options
+def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, theta_text: str | None,
+                rotate: float, scale: tuple[float, ...], translate: tuple[float, ...], shear: tuple[float, ...],
+                align_corners: bool, dtype: str | None, common: Common) -> None:
+    """Sampling grids from affine matrices (ONNX AffineGrid, opset 20).
+
+    Writes (N,H,W,2) or (N,D,H,W,3) grids of (x, y[, z]) positions in -1..1 units, x
+    along W, as GridSample reads them. Without --theta the matrix is built from the
+    flags as translate · rotate · shear · scale (scale applies first); theta maps
+    output positions to the positions sampled.
+
+    Example: geomcli affine-grid --like samples/photo.png --rotate 30 -o grid.npy
+    """
+    ctx = click.get_current_context()
+    if (size is None) == (like is None):
+        raise click.UsageError("give exactly one of --size and --like", ctx)
+    flags_used = [name for name in ("rotate", "scale", "translate", "shear")
+                  if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
+    if theta_text is not None and flags_used:
+        raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
+    if theta_text == "-" and like == "-":
+        raise click.UsageError("--theta - and --like - cannot both read stdin", ctx)
+    if size is not None:
+        _check_grid_size(size)
+        if len(size) == 5 and flags_used:
+            raise click.UsageError(f"--{', --'.join(flags_used)} make 2-D matrices; a 3-D grid (5 --size values) "
+                                   "takes --theta", ctx)
+    found = output_format(output, common)
+    from geomcli.engine import one_file, report
+    from geomcli.engine import theta as thetas
+
+    theta_file = theta_text if thetas.is_file(theta_text) else None
+    theta_option = next(param for param in ctx.command.params if param.name == "theta_text")
+    numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, theta_option, ctx)
+    if numbers is not None and size is not None:
+        try:
+            thetas.check_count(numbers, len(size) - 2, size[0])
+        except GeomError as error:
+            raise click.BadParameter(str(error).removeprefix("--theta: "), param_hint="'--theta'") from error
+    with usage_errors():
+        flags = (rotate, scale, translate, shear)
+        outcome = one_file.affine_grid_file(theta_text, theta_file, numbers, size, like, flags, dtype, align_corners,
+                                            output, found, common)
+    code = report.finish(outcome, common, data_on_stdout=is_stdout(output))
+    if code:
+        raise SystemExit(code)
+
+
+def _check_grid_size(size: tuple[int, ...]) -> None:
+    """--size as a usage error (exit 2), before anything is read or allocated."""
+    found = "none" if not size else f"{len(size)} ({','.join(map(str, size))})"
+    if len(size) not in (4, 5):
+        raise click.BadParameter(f"give N,C,H,W or N,C,D,H,W: 4 or 5 values, found {found}",
+                                 param_hint="'--size'")
+    if min(size[:2]) < 0 or min(size[2:]) < 1:
+        raise click.BadParameter(f"N and C must not be negative and the spatial sizes must be at least 1, "
+                                 f"found {','.join(map(str, size))}", param_hint="'--size'")

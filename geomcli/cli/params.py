@@ -1,0 +1,81 @@
+"""The command line's value types: lists of integers and numbers, and numbers typed in ASCII
+(constants.plain_number), each one click ParamType."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from geomcli.constants import plain_number
+
+
+class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
+    """Comma-separated integers, ``224,224``; ``224x224`` is accepted too. Each fits an int64;
+    ``sizes``: none is negative; ``empty``: no integers at all (``''``) are allowed."""
+
+    name = "DIMS"
+
+    def __init__(self, sizes: bool = False, empty: bool = False) -> None:
+        self.sizes = sizes
+        self.empty = empty
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        text = str(value).strip().lower().replace("x", ",")
+        if not text and not self.empty:
+            self.fail(f"{value!r}: give one or more comma-separated integers", param, ctx)
+        try:
+            if not plain_number(text):
+                raise ValueError(text)
+            numbers = tuple(int(part) for part in text.split(",")) if text else ()
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of integers", param, ctx)
+        for number in numbers:
+            if not -(2**63) <= number < 2**63:
+                self.fail(f"{number} does not fit a 64-bit integer", param, ctx)
+            if self.sizes and number < 0:
+                self.fail(f"{value!r}: a length cannot be negative", param, ctx)
+        return numbers
+
+
+class FloatList(click.ParamType):  # type: ignore[type-arg]
+    """Comma-separated numbers, ``1.5,-2``."""
+
+    name = "NUMBERS"
+
+    def __init__(self, counts: tuple[int, ...] = ()) -> None:
+        self.counts = counts
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[float, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            if not plain_number(str(value)):
+                raise ValueError(value)
+            numbers = tuple(float(part) for part in str(value).split(","))
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of numbers", param, ctx)
+        if self.counts and len(numbers) not in self.counts:
+            wanted = " or ".join(map(str, self.counts))
+            self.fail(f"{value!r} has {len(numbers)} numbers, expected {wanted}", param, ctx)
+        return numbers
+
+
+class Int(click.IntRange):
+    """click's IntRange, refusing what :func:`plain_number` refuses (``--blocksize ２``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not plain_number(value):
+            self.fail(f"{value!r} is not a valid integer", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Float(click.types.FloatParamType):
+    """click's float, refusing what :func:`plain_number` refuses (``--rotate ９０``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not plain_number(value):
+            self.fail(f"{value!r} is not a valid float", param, ctx)
+        return super().convert(value, param, ctx)

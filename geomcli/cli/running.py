@@ -1,0 +1,92 @@
+"""From a command's parsed options to a run of the engine, and from the engine's outcome to an
+exit code: a PlanError is click's usage error (exit 2), another GeomError one line and exit 1."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import click
+
+from geomcli.cli.options import _BATCH_ONLY, is_stdout
+from geomcli.errors import GeomError, PlanError
+
+if TYPE_CHECKING:
+    from geomcli.engine.operations import Operation
+    from geomcli.engine.options import BatchOptions, Common
+
+
+@contextmanager
+def usage_errors() -> Iterator[None]:
+    """The engine's plan faults as click's usage errors (exit 2), naming the option at fault."""
+    try:
+        yield
+    except PlanError as error:
+        if error.options:
+            raise click.BadParameter(str(error), param_hint=error.options) from error  # click quotes each
+        raise click.UsageError(str(error), click.get_current_context(silent=True)) from error
+
+
+def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None,
+              common: Common) -> None:
+    """One file with -o, or many with --out-dir (geomcli.engine.workers, imported only then)."""
+    ctx = click.get_current_context()
+    if batch is None:
+        if output is None:
+            raise click.UsageError("give -o OUTPUT for one INPUT, or --out-dir DIR", ctx)
+        if len(inputs) > 1:
+            raise click.UsageError(f"-o takes one INPUT, found {len(inputs)}; give --out-dir DIR for several", ctx)
+        if os.path.isdir(inputs[0]):
+            raise click.UsageError(f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
+        for name, flag in _BATCH_ONLY.items():
+            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+                raise click.UsageError(f"{flag} goes with --out-dir, not -o", ctx)
+        run_transform(operation, inputs[0], output, common)
+        return
+    if output is not None:
+        raise click.UsageError("-o and --out-dir cannot be combined: -o names one output, --out-dir a folder", ctx)
+    from geomcli.engine import workers
+
+    with usage_errors():
+        try:
+            code = workers.run(operation, common, inputs, batch)
+        except PlanError:
+            raise
+        except GeomError as error:
+            raise click.ClickException(str(error)) from error
+    if code:
+        raise SystemExit(code)
+
+
+def output_format(output: str, common: Common) -> str:
+    """The output's format, or a usage error (exit 2) for an unknown extension, one --format
+    contradicts, or one an encoder option is not for (--compression to a PNG): before any input is read."""
+    from geomcli import io
+    from geomcli.engine import one_file
+
+    if not output:
+        raise click.BadParameter("an empty name; give a file name, or - for stdout", param_hint="'-o' / '--output'")
+    try:
+        found = one_file.output_format(output, common.format)
+    except one_file.FormatConflictError as error:
+        raise click.BadParameter(f"{error}; drop --format or change the extension",
+                                 param_hint="'-o' / '--output'") from error
+    except GeomError as error:
+        raise click.BadParameter(str(error), param_hint="'-o' / '--output'") from error
+    refusal = io.refused_option(one_file.write_options(common), found)
+    if refusal is not None:
+        raise click.UsageError(f"{refusal} (-o {output})", click.get_current_context())
+    return found
+
+
+def run_transform(operation: Operation, input_path: str, output: str, common: Common) -> None:
+    """One file from the command line: exit 2 for a bad output name, 1 if the file failed."""
+    from geomcli.engine import one_file, report
+
+    found = output_format(output, common)
+    outcome = one_file.transform_file(operation, input_path, output, found, common)
+    code = report.finish(outcome, common, data_on_stdout=is_stdout(output))
+    if code:
+        raise SystemExit(code)

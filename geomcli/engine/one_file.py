@@ -1,0 +1,278 @@
+"""One file through an operation: read, run the operation, write, report; and the other
+one-file jobs (``info``, an affine grid). For a one-file ``-o`` run and for every file of a batch
+(in worker processes too). Failures a user can cause end up in the file's ``Report``
+(geomcli.engine.report shows it and gives the exit code); bugs keep their traceback.
+
+Big results go slab by slab into a memory-mapped output that ``allocate`` gives. Only the
+standard library loads at import time; numpy and the backends load when a file is done.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from geomcli.engine.report import describe, reporting
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from geomcli.engine.operations import Operation
+    from geomcli.engine.options import Common, Fidelity
+    from geomcli.engine.summary import Report
+    from geomcli.io import Metadata, WriteOptions
+
+
+class FormatConflictError(GeomError):
+    """--format names another format than the output's extension."""
+
+
+def output_format(path: str, given: str | None) -> str:
+    """The format of the output ``path``: its extension's, or ``given`` (--format) for ``-``, a name
+    without an extension or one geomcli does not know; a GeomError when the two disagree."""
+    from geomcli import io
+
+    fmt = io.format_for_path(path, given)
+    if given is None or path == "-" or not os.path.splitext(path)[1]:
+        return fmt
+    try:
+        named = io.format_for_path(path)
+    except GeomError:
+        return fmt  # an extension of no format: --format decides
+    if named != fmt:
+        raise FormatConflictError(f"--format {fmt} contradicts the extension of {path} ({named})")
+    return fmt
+
+
+def write_options(common: Common) -> WriteOptions:
+    """How the output is encoded: --compress-level, --quality, --compression, --threads."""
+    from geomcli import io
+
+    fidelity = common.fidelity
+    return io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads)
+
+
+class _OutputError(GeomError):
+    """A failure to open the output, raised from inside an operation: its message names the output."""
+
+
+def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
+                  output_format: str, layout: str | None = None) -> np.ndarray | None:
+    """A memory-mapped output for a big result in ``layout`` (None: unknown), open until
+    ``outputs`` closes (then renamed into place); None for a result that is written from RAM."""
+    from geomcli import io
+
+    if not io.maps_output(output, shape, dtype, format=output_format):
+        return None
+    try:
+        return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout))
+    except GeomError as error:
+        raise _OutputError(str(error)) from error  # it names the output already
+
+
+def transform_file(operation: Operation, input_path: str, output: str, output_format: str,
+                   common: Common) -> Report:
+    """Read, transform and write one file; its report, with any failure in it.
+
+    ``operation.apply`` makes the result; for a big output, ``allocate(shape, dtype)`` gives it a
+    memory-mapped destination to write slab by slab (else None: in RAM).
+    """
+    from geomcli import io
+    from geomcli.engine import summary
+
+    report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
+    with reporting(report, common), ExitStack() as outputs:
+        fidelity = common.fidelity
+        pictures = operation.takes_pictures(common, output_format)
+        loaded = (io.read_picture if pictures else io.read_array)(
+            input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
+            series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
+        report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
+        report.notes.extend(loaded.notes)
+        report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
+        mapped: list[np.ndarray] = []
+
+        def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
+            if _compresses(output_format, fidelity, loaded.metadata):
+                return None  # a map holds raw bytes: a compressed output is encoded from RAM
+            layout = written_layout(loaded.shape, shape, common.layout, loaded.layout)
+            out = mapped_output(outputs, output, shape, dtype, output_format, layout)
+            mapped.extend([] if out is None else [out])
+            return out
+
+        try:
+            result = (operation.apply_picture(loaded, common) if isinstance(loaded, io.Picture)
+                      else operation.apply(loaded, common, allocate))
+        except _OutputError:
+            raise
+        except GeomError as error:
+            raise GeomError(f"{io.display_name(input_path)}: {error}") from error
+        report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        if mapped:
+            # renamed into place as the ExitStack closes
+            from geomcli.engine import slabs
+
+            assert not isinstance(result, io.Picture)  # only an array asks allocate for a map
+
+            report.value_range = slabs.value_range(result)
+            # (the compression is not compared: a compressed output is never mapped, see allocate)
+            kept = _output_metadata(operation, loaded.metadata, fidelity)
+            if kept._replace(compression=None) != io.Metadata():
+                report.warnings.append("a big output is written through a memory map, without metadata")
+        else:
+            report.warnings.extend(io.write_array(
+                result, output, format=output_format, options=write_options(common),
+                metadata=_output_metadata(operation, loaded.metadata, fidelity),
+                layout=written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))
+            report.value_range = (result.value_range() if isinstance(result, io.Picture)
+                                  else summary.value_range(result))
+    return report
+
+
+def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,
+                   from_file: str | None) -> str | None:
+    """The layout an operation's result is in: the input's (--layout, else the file's, else HW for
+    rank 2), an HW input grown to HWC where the result has channels (layout.output_layout); None
+    when no layout of the result's rank is known (a rank-3 tensor of no named layout, say).
+
+    >>> written_layout((8, 12), (4, 6, 4), None, None), written_layout((8, 12, 3), (4, 6, 12), None, "HWC")
+    ('HWC', 'HWC')
+    >>> written_layout((2, 8, 12), (2, 4, 6), None, None) is None
+    True
+    """
+    layout = given or from_file or ("HW" if len(input_shape) == 2 else None)
+    if layout == "HW" and len(output_shape) == 3:
+        layout = "HWC"
+    return layout if layout is not None and len(layout) == len(output_shape) else None
+
+
+def _output_metadata(operation: Operation, metadata: Metadata, fidelity: Fidelity) -> Metadata:
+    """The input's metadata as the output's: nothing but the compression with --strip, else as
+    the operation makes it."""
+    return metadata.kept() if fidelity.strip else operation.metadata(metadata)
+
+
+def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
+    """One warning for each encoder or reader option this file's formats do not use.
+    (--compression on output other than TIFF is a usage error: io.refused_option.)"""
+    unused = []
+    if fidelity.quality is not None and output_format not in ("jpeg", "webp"):
+        unused.append(f"--quality is for JPEG and WebP output, not {output_format.upper()}; ignored")
+    if fidelity.compress_level is not None and output_format != "png":
+        unused.append(f"--compress-level is for PNG output, not {output_format.upper()}; ignored")
+    for name, value in (("--series", fidelity.series), ("--page", fidelity.page)):
+        if value is not None and input_format != "tiff":
+            unused.append(f"{name} is for TIFF input, not {input_format.upper()}; ignored")
+    return unused
+
+
+def _compresses(output_format: str, fidelity: Fidelity, metadata: Metadata) -> bool:
+    """Whether the output is to be compressed: --compression, or else a TIFF's own compression
+    carried to a TIFF output. (--compression on another format is refused: io.refused_option.)"""
+    if fidelity.compression is not None:
+        return fidelity.compression != "none"
+    return output_format == "tiff" and metadata.compression not in (None, "none")
+
+
+# Inputs smaller than this are read into memory, not mapped: a small file truncated by another
+# process while it is being transformed then costs nothing, where a mapped one would raise SIGBUS.
+MAP_INPUT_BYTES = 64 << 20
+
+
+def maps_input(path: str) -> bool:
+    """Whether to let io map ``path`` (a big uncompressed .npy/.tiff), not read it into memory."""
+    try:
+        return path != "-" and os.stat(path).st_size >= MAP_INPUT_BYTES
+    except OSError:
+        return False  # the read says why
+
+
+def info_files(paths: Sequence[str], *, as_json: bool, frames: str | None, max_pixels: int) -> int:
+    """``geomcli info``: each file read and shown in turn; the exit code (1 if any failed)."""
+    from geomcli.engine import report
+
+    report.check_stdout()
+    codes = [report.show_info(info(path, max_pixels=max_pixels, frames=frames), as_json) for path in paths]
+    return max(codes, default=0)
+
+
+def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
+    """What ``geomcli info`` says of one file, as a JSON-ready record (status ``error`` on failure).
+
+    The file is read once (a FIFO has nothing left for a second read): the read tells its page count
+    and size too. A mapped input's value range is taken slab by slab.
+    """
+    import numpy as np
+
+    from geomcli import io
+    from geomcli.engine import summary
+
+    try:
+        loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
+        data = loaded.data
+        if isinstance(data, np.memmap):
+            from geomcli.engine import slabs
+
+            value_range = slabs.value_range(data)
+        else:
+            value_range = summary.value_range(data)
+        return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
+                "layout": loaded.layout, "pages": loaded.pages, "value_range": value_range,
+                "file_size": loaded.file_size, "status": "ok", "error": None}
+    except (GeomError, OSError) as error:
+        return {"input": path, "status": "error", "error": describe(error)}
+
+
+def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tuple[float, ...] | None,
+                     size: tuple[int, ...] | None, like: str | None, flags: tuple[Any, ...], dtype: str | None,
+                     align_corners: bool, output: str, output_format: str, common: Common) -> Report:
+    """``geomcli affine-grid``: theta from a file, inline ``numbers`` or the transform ``flags``
+    (geomcli.engine.theta), the grid's size from ``size`` or ``like``; the grids written to
+    ``output``. Its report, with any failure in it."""
+    from geomcli.engine import summary
+    from geomcli.engine import theta as thetas
+
+    report = summary.Report("affine-grid", theta_text or "(flags)", output,
+                            parameters={"align_corners": align_corners, "theta": theta_text or "flags"})
+    with reporting(report, common):
+        theta, grid_size = thetas.resolve(size, like, theta_file, numbers, flags, dtype, common.layout,
+                                          common.max_pixels)
+        _write_grid(report, theta, grid_size, align_corners, output, output_format, common)
+    return report
+
+
+def _write_grid(report: Report, theta: np.ndarray, size: tuple[int, ...], align_corners: bool, output: str,
+                output_format: str, common: Common) -> None:
+    """Make the grids and write them to ``output`` (memory-mapped when big), filling ``report``."""
+    import geomcli.ops.affine_grid as grid_ops
+    from geomcli import io
+    from geomcli.engine import summary
+
+    report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
+    shape = grid_ops.affine_grid_output_shape(theta.shape, size)
+    with ExitStack() as outputs:
+        # the kernel's grid is theta's type in native byte order
+        grid = mapped_output(outputs, output, shape, theta.dtype.newbyteorder("="), output_format)
+        if grid is None:
+            grid = grid_ops.affine_grid(theta, size, align_corners, threads=common.threads)
+            io.write_array(grid, output, format=output_format)
+            report.value_range = summary.value_range(grid)
+        else:
+            from geomcli.engine import slabs
+
+            slabs.affine_grid(theta, size, align_corners, threads=common.threads, out=grid)
+            report.value_range = slabs.value_range(grid)
+    report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
+    if not _all_finite(theta):
+        report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
+
+
+def _all_finite(theta: np.ndarray) -> bool:
+    """Whether theta holds no NaN or Inf; a broadcast theta (one matrix for every N) is checked once."""
+    import numpy as np
+
+    distinct = theta[:1] if theta.ndim and theta.strides[0] == 0 else theta
+    return bool(np.isfinite(distinct).all())

@@ -1,0 +1,262 @@
+"""One object per operation: its parameters, the output shape it makes from a file's header
+alone (for --dry-run and the plan), ``apply`` to a file's array, and what it does to metadata.
+
+A batch's task is (operation, options); nothing elsewhere branches on a command's name. Adding
+an operation is an ops module, a class here and a command in geomcli.cli.
+
+Only the standard library loads at import time; numpy and the kernels load when a file is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from geomcli.constants import plain_number
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from geomcli.engine.options import Common
+    from geomcli.io import Header, Loaded, Metadata, Picture
+
+
+class Allocate(Protocol):
+    """Where a big result goes: a memory-mapped output of this shape and dtype, or None (in RAM)."""
+
+    def __call__(self, shape: tuple[int, ...], dtype: np.dtype, /) -> np.ndarray | None: ...
+
+
+def check_size(shape: tuple[int, ...], common: Common) -> None:
+    """Refuse an output of more elements than --max-pixels, before it is allocated."""
+    from geomcli import io
+
+    io.check_size(shape, common.max_pixels, f"the output {shape}")
+
+
+class Operation:
+    """What every operation answers. ``command`` is its name on the command line and in reports."""
+
+    command: ClassVar[str]
+
+    def parameters(self) -> dict[str, Any]:
+        """The operation's parameters as its report and JSON record show them."""
+        raise NotImplementedError
+
+    def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        """What this makes of a file with this header, or a GeomError for what it refuses."""
+        raise NotImplementedError
+
+    def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        """The result in the file's layout; a big one written into ``allocate``'s memory map."""
+        raise NotImplementedError
+
+    def metadata(self, metadata: Metadata) -> Metadata:
+        """The input's metadata as the output's (most operations keep it as it is)."""
+        return metadata
+
+    def takes_pictures(self, common: Common, output_format: str) -> bool:
+        """Whether a plain 8-bit image may stay a Pillow image (io.Picture) through this operation
+        (``apply_picture``), read and written without numpy."""
+        return False
+
+    def apply_picture(self, picture: Picture, common: Common) -> Picture:
+        """The result of a Pillow image, where ``takes_pictures`` says it may stay one."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class CropPad(Operation):
+    """CenterCropPad on a file; --shape H,W works on the H and W axes of an image, or of a tensor
+    in --layout or the layout its file names. The pad value is --fill, else the dtype's zero.
+
+    A plain 8-bit image (io.Picture) is cropped and padded by Pillow itself, without numpy: the
+    same window (geomcli.ops.window), zero padding, the same bytes written (tests/test_pictures.py).
+    """
+
+    target: tuple[int, ...]
+    axes: tuple[int, ...] | None = None
+    fill: str | None = None
+    command: ClassVar[str] = "crop-pad"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"shape": list(self.target), "axes": None if self.axes is None else list(self.axes),
+                **({} if self.fill is None else {"fill": self.fill})}
+
+    def takes_pictures(self, common: Common, output_format: str) -> bool:
+        """Whether an 8-bit image may stay a Pillow image through this crop-pad to ``output_format``:
+        two sizes, both positive, on the image's own H and W, with zero padding."""
+        from geomcli.io import IMAGE_FORMATS
+
+        return (len(self.target) == 2 and min(self.target) > 0 and self.axes is None and self.fill is None
+                and common.layout is None and output_format in IMAGE_FORMATS)
+
+    def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        import geomcli.ops.center_crop_pad as crop_ops
+
+        chosen, shape = self._axes_and_shape(loaded.data.shape, loaded.layout, common)
+        out = None if allocate is None else allocate(shape, loaded.data.dtype)
+        value = None if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
+        if out is None:
+            return crop_ops.center_crop_pad(loaded.data, self.target, chosen, fill=value, threads=common.threads)
+        from geomcli.engine import slabs
+
+        slabs.center_crop_pad(loaded.data, self.target, chosen, fill=value, threads=common.threads, out=out)
+        return out
+
+    def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        """What this makes of a file with this header, or refuses (a --fill its dtype cannot
+        hold, checked by the kernel itself on a stand-in of the file's shape and dtype, one
+        element seen everywhere, cropped to nothing): for --dry-run."""
+        import geomcli.ops.center_crop_pad as crop_ops
+
+        _, shape = self._axes_and_shape(header.shape, header.layout, common)
+        if self.fill is not None:
+            import numpy as np
+
+            stand_in = np.broadcast_to(np.zeros((), header.dtype), header.shape)
+            crop_ops.center_crop_pad(stand_in, [0] * stand_in.ndim, fill=parse_fill(self.fill, header.dtype))
+        return shape
+
+    def _axes_and_shape(self, shape: tuple[int, ...], layout: str | None,
+                        common: Common) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+        """The axes --shape refers to, and the output's shape, checked against --max-pixels."""
+        import geomcli.ops.center_crop_pad as crop_ops
+
+        chosen = _crop_pad_axes(self.target, self.axes, shape, common.layout, layout)
+        output = crop_ops.center_crop_pad_output_shape(shape, self.target, chosen)
+        check_size(output, common)
+        return chosen, output
+
+    def apply_picture(self, picture: Picture, common: Common) -> Picture:
+        """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros.
+        (The output's shape is the target's H and W and the picture's channels: what
+        crop_ops.center_crop_pad_output_shape says of a valid target on the H and W axes.)"""
+        from geomcli import io
+        from geomcli.ops.window import center_crop_pad_window
+
+        height, width = self.target
+        check_size((height, width, *picture.shape[2:]), common)
+        (rows, rows_placed), (columns, columns_placed) = (
+            center_crop_pad_window(length, size) for length, size in zip(picture.shape, self.target, strict=False))
+        top, left = rows.start - rows_placed.start, columns.start - columns_placed.start
+        return io.crop_picture(picture, (left, top, left + width, top + height))
+
+
+def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
+                   given: str | None, from_file: str | None) -> tuple[int, ...] | None:
+    """--axes, or the H and W axes when a two-value --shape meets an array of higher rank whose
+    layout --layout or its file names (an image with channels, a TIFF's ImageJ/OME axes,
+    stacked frames); else None: every axis."""
+    from geomcli.engine import layout as layouts
+
+    if given is not None:
+        layouts.resolve_layout(shape, given, from_file)  # a --layout of another rank is refused, as elsewhere
+    if axes is not None or len(target) != 2 or len(shape) <= 2 or (given or from_file) is None:
+        return axes
+    return layouts.spatial_axes(layouts.resolve_layout(shape, given, from_file))
+
+
+def parse_fill(text: str, dtype: np.dtype) -> bool | int | float | complex | str:
+    """--fill read as a value of ``dtype``, for the kernel to judge whether it fits
+    (crop_ops._as_fill is the one place that does): for a string dtype the text itself; for
+    bool, true or false in any case, else a number (1, 0); for the other types the number the
+    text spells, an int when it is one (exact past 2**53), else a float, or for complex types a
+    complex. Text that spells no number stays text, which the kernel refuses for a numeric dtype.
+
+    Raises
+    ------
+    GeomError
+        If a finite spelling overflows to infinity when read (1e400): the kernel could not tell
+        it from an intended inf, -inf or nan, which are allowed for float types.
+    """
+    import math
+
+    if dtype.kind in "US":
+        return text
+    if dtype.kind == "b" and text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
+    if not plain_number(text):
+        return text  # as text, the kernel refuses it
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    value: float | complex
+    try:
+        value = float(text)
+    except ValueError:
+        if dtype.kind != "c":
+            return text
+        try:
+            value = complex(text)
+        except ValueError:
+            return text
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+    if any(math.isinf(part) for part in parts) and "inf" not in text.lower():
+        raise GeomError(f"fill value {text!r} overflows to infinity; write inf or -inf for an infinite pad value")
+    return value
+
+
+@dataclass(frozen=True)
+class _Blocks(Operation):
+    """SpaceToDepth or DepthToSpace on a file in any layout (NCHW for rank 4 unless --layout); the
+    result in that layout. Metadata: b times fewer pixels per unit (depth-to-space: b times more)."""
+
+    blocksize: int
+    mode: str = "DCR"
+    kernel: ClassVar[str]
+
+    def parameters(self) -> dict[str, Any]:
+        return {"blocksize": self.blocksize, "mode": self.mode}
+
+    def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        from geomcli.engine import layout as layouts
+
+        chosen = layouts.resolve_layout(header.shape, common.layout, header.layout)
+        shape = self._nchw_output_shape(layouts.to_nchw_shape(header.shape, chosen))
+        check_size(shape, common)
+        return layouts.from_nchw_shape(shape, chosen)
+
+    def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        import geomcli.ops.space_depth as space_depth_ops
+        from geomcli.engine import layout as layouts
+
+        chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
+        data = layouts.to_nchw(loaded.data, chosen)
+        shape = self._nchw_output_shape(data.shape)
+        check_size(shape, common)
+        out = None if allocate is None else allocate(layouts.from_nchw_shape(shape, chosen), data.dtype)
+        if out is None:
+            result = getattr(space_depth_ops, self.kernel)(data, self.blocksize, self.mode, threads=common.threads)
+            return layouts.from_nchw(result, chosen)
+        from geomcli.engine import slabs
+
+        nchw_out = layouts.to_nchw(out, layouts.output_layout(chosen, shape[1]))
+        getattr(slabs, self.kernel)(data, self.blocksize, self.mode, threads=common.threads, out=nchw_out)
+        return out
+
+    def _nchw_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        import geomcli.ops.space_depth as space_depth_ops
+
+        result: tuple[int, ...] = getattr(space_depth_ops, f"{self.kernel}_output_shape")(shape, self.blocksize)
+        return result
+
+
+@dataclass(frozen=True)
+class SpaceToDepth(_Blocks):
+    command: ClassVar[str] = "space-to-depth"
+    kernel: ClassVar[str] = "space_to_depth"
+
+    def metadata(self, metadata: Metadata) -> Metadata:
+        return metadata.scaled(1 / self.blocksize)
+
+
+@dataclass(frozen=True)
+class DepthToSpace(_Blocks):
+    command: ClassVar[str] = "depth-to-space"
+    kernel: ClassVar[str] = "depth_to_space"
+
+    def metadata(self, metadata: Metadata) -> Metadata:
+        return metadata.scaled(self.blocksize)

@@ -1,0 +1,52 @@
+"""Plain records of what a run was asked: what every operation takes (``Common``), what it keeps
+of a file and how it encodes the output (``Fidelity``), and a run over many files (``BatchOptions``).
+Frozen and picklable: a batch sends them to its workers once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from geomcli.constants import DEFAULT_MAX_PIXELS
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """What a transform keeps of a file besides its values, and how it encodes the output."""
+
+    auto_orient: bool = True
+    strip: bool = False
+    frames: str | None = None
+    series: int | None = None
+    page: int | None = None
+    compress_level: int | None = None
+    quality: int | None = None
+    compression: str | None = None
+
+
+@dataclass(frozen=True)
+class Common:
+    """The options every operation takes: the input's layout, the output's format, what is shown,
+    the size limit and the threads."""
+
+    layout: str | None = None
+    format: str | None = None
+    quiet: bool = False
+    json: bool = False
+    debug: bool = False
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    threads: int | None = None
+    fidelity: Fidelity = field(default_factory=Fidelity)
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """A run over many files: ``--out-dir`` and what goes with it."""
+
+    out_dir: str
+    name: str = "{stem}{suffix}"
+    recursive: bool = False
+    jobs: int | None = None
+    fail_fast: bool = False
+    skip_existing: bool = False
+    no_clobber: bool = False
+    dry_run: bool = False

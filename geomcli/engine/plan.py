@@ -1,0 +1,379 @@
+"""The plan of a run over many files, made and checked before anything is written: inputs from
+files, folders and globs; output names from a template; and every fault the names show (two
+inputs for one output, an output over any input, a name that leaves --out-dir) as a PlanError,
+a usage fault (exit 2), with no file touched. ``--dry-run`` is the plan with each output's shape
+read from the headers alone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import string
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from geomcli.engine import summary
+from geomcli.engine.one_file import FormatConflictError, output_format, write_options
+from geomcli.engine.report import OUTPUT_EXISTS, reporting
+from geomcli.errors import GeomError, PlanError
+
+if TYPE_CHECKING:
+    from geomcli.engine.operations import Operation
+    from geomcli.engine.options import BatchOptions, Common
+    from geomcli.engine.summary import Report
+
+FIELDS = ("stem", "suffix", "name", "parent", "index")
+_GLOB_MAGIC = re.compile(r"[*?[]")
+NAME_MAX = 255  # bytes in one file name, on Linux's file systems
+
+
+@dataclass(frozen=True)
+class Task:
+    """What is done to every file of a run; picklable, so each worker receives it once."""
+
+    operation: Operation
+    common: Common
+    no_clobber: bool = False  # -n: no output replaces a file, even one made during the run
+
+
+@dataclass(frozen=True)
+class Source:
+    """An input file and its folder relative to the folder or glob that found it ("" at the top);
+    or, with ``error``, a folder that could not be listed: one failure of the run."""
+
+    path: str
+    parent: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    index: int
+    input: str
+    output: str
+    format: str
+    error: str | None = None  # the input was never found: a folder that could not be listed
+
+
+def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> list[Job]:
+    """Every input with its output path and format; usage errors for names that cannot work."""
+    from geomcli import io
+
+    if not options.out_dir or (os.path.exists(options.out_dir) and not os.path.isdir(options.out_dir)):
+        raise PlanError(f"{options.out_dir!r} is not a folder", options="--out-dir")
+    fields = check_template(options.name)
+    sources = expand(arguments, options.recursive)
+    # An input is its name, the file read through its links, and that file's device and inode (a
+    # hard link): an output landing on any of them would destroy an input, its own included.
+    inputs: dict[str | tuple[int, int], str] = {}
+    for source in sources:
+        if source.error is None:
+            inputs.setdefault(_landing(source.path), source.path)
+            inputs.setdefault(_real(source.path), source.path)
+            identity = _identity(source.path)
+            if identity is not None:
+                inputs.setdefault(identity, source.path)
+    writers: dict[str, str] = {}
+    jobs = []
+    for index, source in enumerate(sources):
+        if source.error is not None:
+            jobs.append(Job(index, source.path, "", "", source.error))
+            continue
+        parts = render(options.name, source, index)
+        if "parent" not in fields and source.parent:
+            parts = source.parent.split(os.sep) + parts
+        output = os.path.join(options.out_dir, *parts)
+        key = _landing(output)
+        if key in writers:
+            raise PlanError(f"{writers[key]} and {source.path} would both be written to {output}; "
+                            "put {parent} or {index} in --name")
+        replaced = inputs.get(key) or inputs.get(_identity(output) or key)
+        if replaced is not None:
+            raise PlanError(f"{output} would replace the input {replaced}; a batch never writes over "
+                            "its inputs: choose another --out-dir or --name")
+        if io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
+            raise PlanError(f"{output} is a device, FIFO or socket, or a link to one; "
+                            "--out-dir writes files only: remove it or choose another --name")
+        writers[key] = source.path
+        jobs.append(Job(index, source.path, output, _format(output, common, options.name)))
+    _check_inside(jobs, options.out_dir)
+    return jobs
+
+
+def expand(arguments: Sequence[str], recursive: bool) -> list[Source]:
+    """Files, folders (their readable files; -r: and their subfolders') and globs, in order.
+
+    A glob is expanded here, ``**`` included, so a huge folder never meets the shell's argument
+    limit. Hidden files are left out of folders and globs; a file named twice is taken once.
+    """
+    sources: list[Source] = []
+    seen: set[str] = set()
+    for argument in arguments:
+        if argument == "-":
+            raise PlanError("- (stdin) is one input: give -o OUTPUT, not --out-dir")
+        if os.path.isdir(argument):
+            found, what = _folder(argument, recursive), f"the folder {argument}"
+        elif os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
+            found, what = [Source(argument, "")], argument
+        else:
+            found, what = _glob(argument), f"the pattern {argument!r}"
+        if not found:
+            raise PlanError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff)")
+        for source in found:
+            key = os.path.normcase(os.path.abspath(source.path))  # links to one file are each an input
+            if key not in seen:
+                seen.add(key)
+                sources.append(source)
+    return sources
+
+
+def _folder(root: str, recursive: bool) -> list[Source]:
+    """The readable files of ``root`` (-r: and of its subfolders, links to folders not followed),
+    and a failing Source for each folder that could not be listed."""
+    found = []
+
+    def unlisted(error: OSError) -> None:
+        found.append(_unlisted(error.filename, root, error))
+
+    for folder, subfolders, names in os.walk(root, onerror=unlisted):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")] if recursive else []
+        for name in names:
+            path = os.path.join(folder, name)
+            if not name.startswith(".") and _readable(name) and os.path.isfile(path):
+                found.append(Source(path, _parent(path, root)))
+    return _in_order(found, root)
+
+
+def _glob(pattern: str) -> list[Source]:
+    """The readable files a pattern matches, as glob.glob(recursive=True) finds them, but for
+    ``**``, which never follows a link to a folder (a link to ``.`` would repeat the tree without
+    end), and a failing Source for each folder that could not be listed."""
+    if pattern.endswith("/"):  # folders only: no file
+        return []
+    parts = pattern.split("/")
+    fixed = []
+    for part in parts[:-1]:
+        if _GLOB_MAGIC.search(part):
+            break
+        fixed.append(part)
+    root = "/".join(fixed) or ("/" if pattern.startswith("/") else ".")
+    found: list[Source] = []
+
+    def entries(folder: str) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(folder or ".") as listing:
+                return list(listing)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as error:
+            found.append(_unlisted(folder, root, error))
+            return []
+
+    def matches(folder: str, rest: list[str]) -> Iterator[str]:
+        head, tail = rest[0], rest[1:]
+        if head == "**":  # any depth, this folder's included
+            yield from matches(folder, tail) if tail else ()
+            for entry in entries(folder):
+                if not entry.name.startswith("."):
+                    path = os.path.join(folder, entry.name)
+                    if entry.is_dir(follow_symlinks=False):
+                        yield from matches(path, rest)
+                    elif not tail:
+                        yield path
+            return
+        if _GLOB_MAGIC.search(head):
+            names = [entry.name for entry in entries(folder)
+                     if fnmatch.fnmatch(entry.name, head) and (head.startswith(".") or not entry.name.startswith("."))]
+        else:
+            names = [head]
+        for name in names:
+            path = os.path.join(folder, name)
+            if tail:
+                yield from matches(path, tail) if os.path.isdir(path) else ()
+            elif os.path.lexists(path):
+                yield path
+
+    for path in matches("/" if pattern.startswith("/") else "", [part for part in parts if part]):
+        if _readable(path) and os.path.isfile(path):
+            found.append(Source(path, _parent(path, root)))
+    return _in_order(found, root)
+
+
+def _parent(path: str, root: str) -> str:
+    parent = os.path.relpath(os.path.dirname(path) or ".", root)
+    return "" if parent == "." else parent
+
+
+def _unlisted(folder: str, root: str, error: OSError) -> Source:
+    return Source(folder, _parent(folder, root), f"{folder}: cannot list the folder ({error.strerror or error})")
+
+
+def _in_order(found: list[Source], root: str) -> list[Source]:
+    return sorted(found, key=lambda source: os.path.relpath(source.path, root).split(os.sep))
+
+
+def _readable(name: str) -> bool:
+    from geomcli import io
+
+    try:
+        io.format_for_path(name)
+    except GeomError:
+        return False
+    return True
+
+
+def check_template(template: str) -> set[str]:
+    """The fields --name uses; usage errors for unknown fields and absolute templates."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as error:
+        raise PlanError(f"{template!r}: {error}", options="--name") from error
+    fields = set()
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in FIELDS or conversion or "{" in (spec or ""):
+            raise PlanError(f"{template!r}: unknown field {{{name}}}; use "
+                            + " ".join(f"{{{known}}}" for known in FIELDS), options="--name")
+        if any(int(number) > NAME_MAX for number in re.findall(r"\d+", spec or "")):
+            # caught before a name of that width is made: {index:0500000000d} would take gigabytes
+            raise PlanError(f"{template!r}: {{{name}:{spec}}} is wider than a file name can be "
+                            f"({NAME_MAX} bytes)", options="--name")
+        fields.add(name)
+    if os.path.isabs(template):
+        raise PlanError(f"{template!r} is an absolute path; names are relative to --out-dir", options="--name")
+    return fields
+
+
+def render(template: str, source: Source, index: int) -> list[str]:
+    """The output path under --out-dir as a list of names; ``..`` and empty names are refused.
+
+    >>> render("{parent}/{index:03d}_{stem}.npy", Source("shots/a/b.png", "a"), 7)
+    ['a', '007_b.npy']
+    >>> render("{stem}{suffix}", Source("b.png", ""), 0)
+    ['b.png']
+    """
+    name = os.path.basename(source.path)
+    stem, suffix = os.path.splitext(name)
+    try:
+        text = template.format(stem=stem, suffix=suffix, name=name, parent=source.parent, index=index)
+    except (ValueError, TypeError) as error:
+        raise PlanError(f"{template!r}: {error}", options="--name") from error
+    parts = [part for part in text.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise PlanError(f"{template!r} names {text!r} for {source.path}, outside --out-dir", options="--name")
+    if not parts:
+        raise PlanError(f"{template!r} gives an empty name for {source.path}", options="--name")
+    for part in parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise PlanError(f"{template!r} names {part[:40]!r}... for {source.path}, longer than a file "
+                            f"name can be ({NAME_MAX} bytes)", options="--name")
+    return parts
+
+
+def _format(output: str, common: Common, template: str) -> str:
+    """The output's format, or a usage error as for -o (cli._output_format)."""
+    from geomcli import io
+
+    try:
+        found = output_format(output, common.format)
+    except FormatConflictError as error:
+        base = template.removesuffix("{suffix}")
+        root, extension = os.path.splitext(base)
+        base = root if extension and "}" not in extension else base
+        raise PlanError(f"{error}, named by {template!r}; give --name '{base}.{common.format}' or drop "
+                        "--format", options="--name") from error
+    except GeomError as error:
+        raise PlanError(str(error), options="--name") from error
+    refusal = io.refused_option(write_options(common), found)
+    if refusal is not None:
+        raise PlanError(f"{refusal} ({output}, named by --name {template!r})")
+    return found
+
+
+def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:
+    """A symlinked folder under --out-dir must not lead outside it."""
+    root = os.path.realpath(out_dir)
+    checked: set[str] = set()
+    for job in jobs:
+        folder = os.path.dirname(job.output)
+        if job.error is not None or folder in checked:
+            continue
+        checked.add(folder)
+        real = os.path.realpath(folder)
+        if os.path.commonpath([root, real]) != root:
+            raise PlanError(f"{job.output} would be written to {real}, outside --out-dir {out_dir} "
+                            "(through a symbolic link)")
+
+
+def _real(path: str) -> str:
+    """The file a path reads, through every link."""
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (through links), None where there is none."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _landing(path: str) -> str:
+    """Where a file written to ``path`` lands: it replaces a link there, so only the folder's
+    links are followed."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.normcase(os.path.join(os.path.realpath(folder), name))
+
+
+def skip_reason(job: Job, options: BatchOptions) -> str | None:
+    if not (options.skip_existing or options.no_clobber):
+        return None
+    try:
+        made = os.stat(job.output).st_mtime_ns
+    except OSError:
+        return None
+    if options.no_clobber:
+        return OUTPUT_EXISTS
+    try:
+        changed = os.stat(job.input).st_mtime_ns
+    except OSError:
+        return None  # the read reports it
+    # as make judges: an output not older than its input is up to date
+    return "the output is up to date (--skip-existing)" if made >= changed else None
+
+
+
+
+def planned(task: Task, job: Job, options: BatchOptions) -> Report:
+    """What the run would do to ``job``, from its input's header alone (--dry-run): the output's
+    shape and dtype, or the failure the header shows; nothing is written."""
+    from geomcli import io
+
+    report = summary.Report(task.operation.command, job.input, job.output or None,
+                            parameters=task.operation.parameters())
+    reason = skip_reason(job, options)
+    with reporting(report, task.common):
+        if job.error is not None:
+            raise GeomError(job.error)
+        fidelity = task.common.fidelity
+        header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
+                                page=fidelity.page, frames=fidelity.frames)
+        report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
+        # the limits the run would apply: the input's here, the output's in output_shape
+        io.check_size(header.shape, task.common.max_pixels, io.display_name(job.input))
+        try:
+            shape = task.operation.output_shape(header, task.common)
+        except GeomError as error:
+            raise GeomError(f"{job.input}: {error}") from error
+        report.output_shape, report.output_dtype = list(shape), str(header.dtype)
+        io.check_writable(header.dtype, shape, job.format, io.display_name(job.output, output=True))
+    if reason is not None:
+        # the run would not read this file: whatever the header says, it is not a failure
+        report.status, report.error = "skipped", None
+        report.notes.append(reason)
+    return report

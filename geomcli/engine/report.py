@@ -1,0 +1,227 @@
+"""What the user sees of a run, and the one exit code: each file's report becomes an error line,
+warnings, a summary line or a JSON record; a batch's reports are shown in input order with a
+progress bar and a closing count. Every error line and exit code of a transform is made here.
+
+Data goes to files or stdout; this text goes to stderr, JSON records to stdout (to stderr when
+stdout carries the data). A closed or failing stdout is an error, never a silent loss.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from geomcli.constants import EXIT_FAILED
+from geomcli.engine import summary
+from geomcli.errors import GeomError, PlanError, StdoutError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+    from rich.progress import Task as ProgressTask
+
+    from geomcli.engine.options import Common
+    from geomcli.engine.summary import Report
+
+
+def describe(error: GeomError | OSError) -> str:
+    """``<path>: <reason>``: our messages name their file; an OSError names it apart."""
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{error.filename}: {error.strerror or error}"
+    return str(error)
+
+
+# why a batch skips an input whose output exists, found when planned or when the output was placed
+OUTPUT_EXISTS = "the output exists (--no-clobber)"
+
+
+@contextmanager
+def reporting(report: Report, common: Common) -> Iterator[Report]:
+    """Time the work on one file and record a failure in its report instead of raising; an output
+    that no_replace (-n) found made meanwhile marks it skipped (see :func:`skipped`)."""
+    started = time.perf_counter()
+    try:
+        yield report
+    except (BrokenPipeError, PlanError):
+        raise  # the reader of stdout has gone, or the run was asked wrong: not this file's failure
+    except (GeomError, OSError) as error:
+        if _output_existed(error):
+            skipped(report, OUTPUT_EXISTS)
+        elif common.debug:
+            raise
+        else:
+            report.status, report.error = "error", describe(error)
+    finally:
+        report.seconds = time.perf_counter() - started
+
+
+def _output_existed(error: BaseException) -> bool:
+    from geomcli.io._atomic import OutputExistsError
+
+    return isinstance(error, OutputExistsError)
+
+
+def skipped(report: Report, reason: str) -> None:
+    """Mark a file skipped when its output was found made, after it was read and transformed:
+    nothing was written, so no warning about what was written stays (as a skip when planned)."""
+    report.status, report.error, report.value_range = "skipped", None, None
+    report.warnings.clear()
+    report.notes.append(reason)
+
+
+def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
+    """Show one file's outcome; the exit code it asks for."""
+    if report.status != "ok":
+        echo_stderr(f"Error: {report.error}")
+    elif not common.quiet and not common.json:
+        for warning in report.warnings:
+            echo_stderr(f"Warning: {report.output}: {warning}")
+        summary.show(report)
+    if common.json:
+        if data_on_stdout:
+            echo_stderr(report.to_json())
+        else:
+            echo_stdout(report.to_json())
+    return 0 if report.status == "ok" else EXIT_FAILED
+
+
+def check_stdout() -> None:
+    """Text is asked for on stdout: a closed one ends the run (callers check before any work)."""
+    if sys.stdout is None:
+        raise StdoutError("<stdout>: standard output is closed")
+
+
+def echo_stdout(text: str) -> None:
+    """A line of text on standard output (info lines, JSON records), control characters escaped
+    (summary.printable): a closed or failing stdout ends the run with an error, never loses the
+    text in silence."""
+    check_stdout()
+    try:
+        print(summary.printable(text), file=sys.stdout, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise StdoutError(f"<stdout>: cannot write ({error.strerror or error})") from error
+
+
+def echo_stderr(line: str) -> None:
+    """A message line on standard error (Error:, Warning:, a batch's counts), control characters
+    escaped (summary.printable): a file name in it cannot break the line or drive the terminal."""
+    if sys.stderr is not None:
+        print(summary.printable(line), file=sys.stderr, flush=True)
+
+
+def show_info(record: dict[str, Any], as_json: bool) -> int:
+    """What ``geomcli info`` says of one file: a line, or its JSON record; the exit code it asks for."""
+    if record["status"] != "ok":
+        echo_stderr(f"Error: {record['error']}")
+    if as_json:
+        echo_stdout(summary.strict_json(record))
+    elif record["status"] == "ok":
+        echo_stdout(_info_line(record))
+    return 0 if record["status"] == "ok" else EXIT_FAILED
+
+
+def _info_line(record: dict[str, Any]) -> str:
+    parts = [f"{record['format']} {'×'.join(map(str, record['shape']))} {record['dtype']}",
+             f"layout {record['layout'] or '-'}", f"{record['pages']} page(s)"]
+    if record["value_range"]:
+        low, high = record["value_range"]
+        parts.append(f"range [{low:g}, {high:g}]")
+    if record["file_size"] is not None:
+        parts.append(f"{record['file_size']} bytes")
+    return f"{record['input']}: " + ", ".join(parts)
+
+
+@dataclass
+class Outcomes:
+    """Reports in, shown in input order (so -j N prints what -j 1 prints); counts; the summary."""
+
+    command: str
+    common: Common
+    total: int
+    waiting: dict[int, Report] = field(default_factory=dict)
+    shown: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "error": 0, "skipped": 0})
+    progress: Progress | None = None
+    # each warning is shown once per run (the first file that gets it is named)
+    warned: set[str] = field(default_factory=set)
+
+    def __enter__(self) -> Outcomes:
+        if not self.common.quiet and sys.stderr.isatty():
+            self.progress = _progress_bar()
+            self.progress.start()
+            self.progress.add_task(self.command, total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def add(self, index: int, report: Report) -> None:
+        self.counts[report.status] += 1
+        self.waiting[index] = report
+        if self.progress is not None:
+            self.progress.advance(self.progress.task_ids[0])
+        while self.waiting and min(self.waiting) <= self.shown:
+            index = min(self.waiting)
+            self._show(self.waiting.pop(index))
+            self.shown = index + 1
+
+    def _show(self, report: Report) -> None:
+        if report.status == "error":
+            self._say(f"Error: {report.error}")
+        if not self.common.quiet and not self.common.json:
+            for warning in report.warnings:
+                if warning not in self.warned:
+                    self.warned.add(warning)
+                    self._say(f"Warning: {report.output}: {warning}")
+        if self.common.json:
+            echo_stdout(report.to_json())
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(summary.printable(line), markup=False, highlight=False, soft_wrap=True)
+        else:
+            echo_stderr(line)
+
+    def finish(self, seconds: float) -> int:
+        """Show what is left (after --fail-fast) and the summary; the exit code."""
+        for index in sorted(self.waiting):
+            self._show(self.waiting.pop(index))
+        ok, failed, skipped = self.counts["ok"], self.counts["error"], self.counts["skipped"]
+        not_run = self.total - ok - failed - skipped
+        if self.common.json:
+            echo_stdout(summary.strict_json({"command": self.command, "status": "summary", "ok": ok,
+                                               "failed": failed, "skipped": skipped, "not_run": not_run,
+                                               "total": self.total, "seconds": round(seconds, 3)}))
+        elif not self.common.quiet:
+            line = f"{self.command}: {ok} ok, {failed} failed, {skipped} skipped"
+            line += f", {not_run} not run (--fail-fast)" if not_run else ""
+            echo_stderr(f"{line} in {seconds:.1f} s")
+        return EXIT_FAILED if failed else 0
+
+
+def _progress_bar() -> Progress:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: ProgressTask) -> Text:
+            return Text(f"{task.speed:.1f} files/s" if task.speed else "", style="progress.data.speed")
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
+                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+
+
