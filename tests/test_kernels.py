@@ -46,6 +46,7 @@ import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli import cpus
 from geomcli.errors import GeomError
+from geomcli.ops import reference
 from geomcli.ops.affine_grid import affine_grid, affine_grid_output_shape
 from geomcli.ops.center_crop_pad import center_crop_pad, center_crop_pad_output_shape
 from geomcli.ops.space_depth import (
@@ -117,24 +118,6 @@ def crop_pad_oracle(data: np.ndarray, shape: Sequence[int], axes: Sequence[int] 
     return out
 
 
-def crop_pad_by_slices(data: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """The same rule with one slice per axis; fast enough for the large-array tests."""
-    out = np.zeros(tuple(shape), dtype=data.dtype)
-    src: list[slice] = []
-    dst: list[slice] = []
-    for d, t in zip(data.shape, shape, strict=True):
-        if t <= d:
-            start = (d - t) // 2
-            src.append(slice(start, start + t))
-            dst.append(slice(0, t))
-        else:
-            before = (t - d) // 2
-            src.append(slice(0, d))
-            dst.append(slice(before, before + d))
-    out[tuple(dst)] = data[tuple(src)]
-    return out
-
-
 def _depth_index(c: int, bh: int, bw: int, channels: int, b: int, mode: str) -> int:
     if mode == "DCR":
         return (bh * b + bw) * channels + c
@@ -160,26 +143,6 @@ def depth_to_space_oracle(data: np.ndarray, b: int, mode: str) -> np.ndarray:
     for ni, ci, hi, wi, bh, bw in itertools.product(range(n), range(c), range(h), range(w), range(b), range(b)):
         out[ni, ci, hi * b + bh, wi * b + bw] = data[ni, _depth_index(ci, bh, bw, c, b, mode), hi, wi]
     return out
-
-
-def space_to_depth_by_transpose(data: np.ndarray, b: int, mode: str) -> np.ndarray:
-    """NOTES.md's reshape/transpose form, for arrays too large for the loops."""
-    n, c, h, w = data.shape
-    blocks = data.reshape(n, c, h // b, b, w // b, b)
-    order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
-    return blocks.transpose(order).reshape(n, c * b * b, h // b, w // b)
-
-
-def depth_to_space_by_transpose(data: np.ndarray, b: int, mode: str) -> np.ndarray:
-    n, depth, h, w = data.shape
-    c = depth // (b * b)
-    if mode == "DCR":
-        # (n, bh, bw, c, h, w) -> (n, c, h, bh, w, bw)
-        blocks = data.reshape(n, b, b, c, h, w).transpose(0, 3, 4, 1, 5, 2)
-    else:
-        # (n, c, bh, bw, h, w) -> (n, c, h, bh, w, bw)
-        blocks = data.reshape(n, c, b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
-    return blocks.reshape(n, c, h * b, w * b)
 
 
 def base_coordinates(n: int, align_corners: bool) -> list[float]:
@@ -223,13 +186,18 @@ def test_the_oracles_agree_with_each_other() -> None:
     """The loop oracles and the reshape/transpose forms are two independent readings of NOTES.md."""
     x = distinct((2, 3, 6, 9), np.dtype("int32"))
     for b, mode in itertools.product([1, 3], MODES):
-        assert_identical(space_to_depth_oracle(x, b, mode), space_to_depth_by_transpose(x, b, mode))
+        assert_identical(space_to_depth_oracle(x, b, mode), reference.space_to_depth(x, b, mode))
         y = space_to_depth_oracle(x, b, mode)
         assert_identical(depth_to_space_oracle(y, b, mode), x)
-        assert_identical(depth_to_space_by_transpose(y, b, mode), x)
+        assert_identical(reference.depth_to_space(y, b, mode), x)
     z = distinct((5, 8, 3), np.dtype("int16"))
     for shape in [(3, 8, 3), (8, 5, 2), (0, 11, 3), (5, 8, 3)]:
-        assert_identical(crop_pad_oracle(z, shape), crop_pad_by_slices(z, shape))
+        assert_identical(crop_pad_oracle(z, shape), reference.center_crop_pad(z, shape))
+    theta = np.array([[[0.5, -1.25, 0.1], [2.0, 0.75, -0.3]]])
+    for size, align_corners in itertools.product([(1, 1, 3, 5), (1, 1, 1, 4)], [False, True]):
+        # float64 sums in another order: equal to the last bit or two
+        np.testing.assert_allclose(reference.affine_grid(theta, size, align_corners),
+                                   affine_grid_oracle(theta, size, align_corners), rtol=1e-15, atol=1e-15)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -661,7 +629,7 @@ def test_affine_grid_last_axis_is_x_then_y_then_z() -> None:
 def test_large_space_to_depth_round_trip(shape: tuple[int, ...], dtype: str, b: int) -> None:
     x = np.random.default_rng(7).integers(0, 255, size=shape).astype(dtype)
     for mode in MODES:
-        expected = space_to_depth_by_transpose(x, b, mode)
+        expected = reference.space_to_depth(x, b, mode)
         y = space_to_depth(x, b, mode=mode)
         assert_identical(y, expected)
         assert_identical(depth_to_space(y, b, mode=mode), x)
@@ -689,7 +657,7 @@ def test_large_space_to_depth_keeps_every_bit(dtype: str, offset: int, mode: str
     elements as one wider integer: every bit pattern must survive, aligned or not."""
     x = random_bits((1, 2, 1030, 1030), dtype, offset)
     y = space_to_depth(x, 2, mode=mode)
-    assert_identical(y, space_to_depth_by_transpose(x, 2, mode))
+    assert_identical(y, reference.space_to_depth(x, 2, mode))
     assert_identical(depth_to_space(y, 2, mode=mode), np.ascontiguousarray(x))
 
 
@@ -701,10 +669,10 @@ def test_memory_mapped_inputs(tmp_path: Any) -> None:
     mapped.flush()
     readonly = np.load(tmp_path / "x.npy", mmap_mode="r")
     for mode in MODES:
-        assert np.array_equal(space_to_depth(readonly, 2, mode=mode), space_to_depth_by_transpose(x, 2, mode))
-    assert np.array_equal(center_crop_pad(readonly, [1, 3, 500, 900]), crop_pad_by_slices(x, [1, 3, 500, 900]))
+        assert np.array_equal(space_to_depth(readonly, 2, mode=mode), reference.space_to_depth(x, 2, mode))
+    assert np.array_equal(center_crop_pad(readonly, [1, 3, 500, 900]), reference.center_crop_pad(x, [1, 3, 500, 900]))
     y = depth_to_space(readonly.reshape(1, 12, 350, 400), 2)
-    assert np.array_equal(y, depth_to_space_by_transpose(x.reshape(1, 12, 350, 400), 2, "DCR"))
+    assert np.array_equal(y, reference.depth_to_space(x.reshape(1, 12, 350, 400), 2, "DCR"))
 
 
 @pytest.mark.slow
@@ -718,7 +686,7 @@ def test_memory_mapped_inputs(tmp_path: Any) -> None:
 )
 def test_large_center_crop_pad(in_shape: tuple[int, ...], target: tuple[int, ...], dtype: str) -> None:
     x = np.random.default_rng(7).integers(1, 255, size=in_shape).astype(dtype)
-    assert_identical(center_crop_pad(x, target), crop_pad_by_slices(x, target))
+    assert_identical(center_crop_pad(x, target), reference.center_crop_pad(x, target))
 
 
 def affine_grid_by_einsum(theta: np.ndarray, size: Sequence[int], align_corners: bool) -> np.ndarray:
@@ -1425,15 +1393,15 @@ def _threaded_calls() -> dict[str, tuple[Callable[..., np.ndarray], Callable[[],
     candidates: dict[str, tuple[Callable[..., np.ndarray], Callable[[], np.ndarray]]] = {
         "center_crop_pad": (
             lambda **kw: center_crop_pad(data()["image"], [3, 1201, 901], **kw),
-            lambda: crop_pad_by_slices(data()["image"], [3, 1201, 901]),
+            lambda: reference.center_crop_pad(data()["image"], [3, 1201, 901]),
         ),
         "space_to_depth": (
             lambda **kw: space_to_depth(data()["nchw"], 2, mode="CRD", **kw),
-            lambda: space_to_depth_by_transpose(data()["nchw"], 2, "CRD"),
+            lambda: reference.space_to_depth(data()["nchw"], 2, "CRD"),
         ),
         "depth_to_space": (
             lambda **kw: depth_to_space(data()["depth"], 2, mode="DCR", **kw),
-            lambda: depth_to_space_by_transpose(data()["depth"], 2, "DCR"),
+            lambda: reference.depth_to_space(data()["depth"], 2, "DCR"),
         ),
         "affine_grid": (
             lambda **kw: affine_grid(data()["theta"], [2, 1, 700, 801], align_corners=True, **kw),
