@@ -1581,3 +1581,27 @@ def test_threads_are_capped_by_the_work(monkeypatch: pytest.MonkeyPatch) -> None
     blocks = np.ones((1, 4, 512, 512), np.float32)
     assert space_depth_ops.space_to_depth(blocks, 2, threads=100000).shape == (1, 16, 256, 256)
     assert started and max(started) <= 16  # at most one thread a MiB of output
+
+
+# ---- rows= (not part of ONNX): a grid made slab by slab, as warp makes it ------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("size", [(2, 1, 37, 29), (1, 1, 3, 11, 7), (1, 1, 1100, 700)])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_rows_of_a_grid_are_the_whole_grids_rows_bit_for_bit(
+    rng: np.random.Generator, dtype: np.dtype, size: tuple[int, ...], align_corners: bool
+) -> None:
+    spatial = len(size) - 2
+    theta = rng.normal(size=(size[0], spatial, spatial + 1)).astype(dtype)
+    whole = affine_grid(theta, size, align_corners)
+    height = size[-2]
+    for rows in (slice(0, 1), slice(3, height // 2), slice(height // 2, height), slice(5, 5), slice(height - 1, None)):
+        part = affine_grid(theta, size, align_corners, rows=rows)
+        expected = whole[:, rows] if spatial == 2 else whole[:, :, rows]
+        assert part.shape == expected.shape and part.tobytes() == expected.tobytes()
+
+
+def test_rows_must_be_a_slice_of_step_one() -> None:
+    with pytest.raises(GeomError, match=r"^affine_grid: rows must be a slice of step 1, found slice\(0, 4, 2\)"):
+        affine_grid(np.eye(2, 3)[None], (1, 1, 4, 4), rows=slice(0, 4, 2))

@@ -83,6 +83,7 @@ def affine_grid(
     *,
     threads: int | None = None,
     out: np.ndarray | None = None,
+    rows: slice | None = None,
 ) -> np.ndarray:
     """Sampling grids for a batch of affine matrices, as torch's ``affine_grid``.
 
@@ -101,6 +102,10 @@ def affine_grid(
     out : numpy.ndarray, optional, keyword-only
         Where to write the grid (a memory-mapped file, say), of exactly its shape and
         dtype (theta's type in native byte order); any strides.
+    rows : slice, optional, keyword-only
+        Only these rows (positions along H) of each grid, exactly as the whole grid's
+        ``[:, rows]`` (3-D: ``[:, :, rows]``) would hold them: a big grid made slab by slab.
+        A step other than 1 is refused.
 
     Returns
     -------
@@ -147,6 +152,13 @@ def affine_grid(
         raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {shown(align_corners)} ({where})")
     grid_dtype = matrices.dtype.newbyteorder("=")
     output_shape = affine_grid_output_shape(matrices.shape, size, dtype=grid_dtype)
+    height = output_shape[-3]
+    if rows is None:
+        rows = slice(0, height)
+    if not isinstance(rows, slice) or rows.step not in (None, 1):
+        raise GeomError(f"{func}: rows must be a slice of step 1, found {shown(rows)} ({where})")
+    rows = slice(*rows.indices(height)[:2])
+    output_shape = (*output_shape[:-3], max(0, rows.stop - rows.start), *output_shape[-2:])
     workers = as_threads(threads, func, where)
     if out is None:
         result = new_output(output_shape, grid_dtype, func, where)
@@ -157,7 +169,9 @@ def affine_grid(
     workers = threads_for(workers, result.nbytes)
     try:
         # (n, d?, h, w) spatial lengths in output order; the coordinates come reversed: x, y, z.
-        axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(output_shape[1:-1])]
+        full = affine_grid_output_shape(matrices.shape, size)
+        axes_xyz = [_base_coordinates(n, bool(align_corners)) for n in reversed(full[1:-1])]
+        axes_xyz[1] = axes_xyz[1][rows]
         weights = matrices.astype(np.float64)
         if _grid_rows(result, axes_xyz) is not None:
             _affine_grid_rows(weights, axes_xyz, result, workers)
