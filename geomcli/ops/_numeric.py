@@ -27,7 +27,8 @@ def to_dtype(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         high = float(info.max) if info.bits < 64 else np.nextafter(float(info.max), 0.0)
         np.clip(rounded, float(info.min), high, out=rounded)
         np.nan_to_num(rounded, copy=False, nan=0.0)
-        return rounded.astype(dtype)
+        integers: np.ndarray = rounded.astype(dtype)
+        return integers
     with np.errstate(over="ignore", invalid="ignore"):
         return round_once(values, dtype).astype(dtype, copy=False)
 
