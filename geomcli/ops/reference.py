@@ -6,9 +6,14 @@ Nothing here validates its arguments: the public kernels do that first.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from geomcli.ops import _numeric
 
 # ---- CenterCropPad ------------------------------------------------------------------------------
 
@@ -77,3 +82,160 @@ def depth_to_space(data: np.ndarray, blocksize: int, mode: str = "DCR") -> np.nd
         # (n, c, bh, bw, h, w) -> (n, c, h, bh, w, bw)
         blocks = data.reshape(n, c, b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
     return blocks.reshape(n, c, h * b, w * b)
+
+
+# --- GridSample (opset 22) -----------------------------------------------------------
+# One output point at a time, one tap at a time, in Python floats (float64): the kernel in
+# geomcli.ops.grid_sample must give the same bits. The tap values of a point form a lattice of
+# 1, 2 or 4 taps per axis; it is contracted innermost axis first, each sum taken left to right,
+# as onnxruntime and the ONNX reference nest their 1-D interpolations.
+
+CUBIC_A = -0.75  # Keys' parameter, as onnxruntime and PyTorch
+
+
+def unnormalize(g: float, length: int, align_corners: bool) -> float:
+    """A normalised coordinate in [-1, 1] as a position in pixels of an axis of ``length``."""
+    if align_corners:
+        return (g + 1) / 2 * (length - 1)
+    return ((g + 1) * length - 1) / 2
+
+
+def borders(length: int, align_corners: bool) -> tuple[float, float]:
+    """The two ends reflection mirrors at: the corner pixels' centres, or their outer edges."""
+    return (0.0, length - 1.0) if align_corners else (-0.5, length - 0.5)
+
+
+def reflect(x: float, low: float, high: float) -> float:
+    """``x`` mirrored at ``low`` and ``high`` until it lies between them (the spec's "keeps being
+    reflected until becoming in bound"), as one exact fmod of its distance from ``low`` by the
+    period, twice the span."""
+    span = high - low
+    if span == 0:
+        return low
+    d = math.fmod(abs(x - low), 2 * span)
+    return low + (2 * span - d if d > span else d)
+
+
+def mirror_index(i: int, length: int, align_corners: bool) -> int:
+    """An integer tap index mirrored into [0, length): at the corner pixels' centres (period
+    2(L - 1); a length-1 axis has its one pixel) or at their outer edges (period 2L), in exact
+    integer arithmetic: the tap index a float reflection of ``i`` would give."""
+    if align_corners:
+        if length == 1:
+            return 0
+        period = 2 * (length - 1)
+        m = i % period
+        return period - m if m > length - 1 else m
+    period = 2 * length
+    m = i % period
+    return period - 1 - m if m >= length else m
+
+
+def pad_index(i: int, length: int, padding_mode: str, align_corners: bool) -> int | None:
+    """The pixel tap ``i`` reads on an axis of ``length``: None for ``fill`` (zeros)."""
+    if 0 <= i < length:
+        return i
+    if padding_mode == "zeros":
+        return None
+    if padding_mode == "border":
+        return min(max(i, 0), length - 1)
+    return mirror_index(i, length, align_corners)
+
+
+def cubic_near(d: float) -> float:
+    """Keys' kernel for 0 <= d < 1."""
+    return ((CUBIC_A + 2) * d - (CUBIC_A + 3)) * d * d + 1
+
+
+def cubic_far(d: float) -> float:
+    """Keys' kernel for 1 <= d < 2."""
+    return ((CUBIC_A * d - 5 * CUBIC_A) * d + 8 * CUBIC_A) * d - 4 * CUBIC_A
+
+
+def axis_taps(x: float, length: int, mode: str, padding_mode: str,
+              align_corners: bool) -> tuple[list[int | None], list[float]]:
+    """The taps (pixel index, or None for ``fill``) of a position ``x`` on one axis, and their weights.
+
+    - nearest: ``rint(x)`` (half to even), then the padding on that index;
+    - linear: border clamps ``x`` to [0, L - 1] and reflection mirrors it into the borders first;
+      taps ``floor(x)`` and ``floor(x) + 1`` with weights ``1 - t`` and ``t``, each tap padded;
+    - cubic: ``x`` as it is; taps ``floor(x) - 1 .. floor(x) + 2``, each padded, weighted
+      ``far(t + 1), near(t), near(1 - t), far(2 - t)``.
+    """
+    if mode == "nearest":
+        return [pad_index(int(np.rint(x)), length, padding_mode, align_corners)], [1.0]
+    if mode == "linear":
+        if padding_mode == "border":
+            x = min(max(x, 0.0), length - 1.0)
+        elif padding_mode == "reflection":
+            low, high = borders(length, align_corners)
+            if x < low or x > high:
+                x = reflect(x, low, high)
+    f = math.floor(x)
+    t = x - f
+    if mode == "linear":
+        first, weights = f, [1 - t, t]
+    else:
+        first, weights = f - 1, [cubic_far(t + 1), cubic_near(t), cubic_near(1 - t), cubic_far(2 - t)]
+    taps = [pad_index(first + k, length, padding_mode, align_corners) for k in range(len(weights))]
+    return taps, weights
+
+
+def scaled(weight: float, values: np.ndarray) -> np.ndarray:
+    """``weight * values``, a complex value part by part (numpy's complex product would also take
+    0 × the other part: an infinite imaginary part would make the real part NaN)."""
+    if values.dtype.kind != "c":
+        return weight * values
+    result = np.empty_like(values)
+    result.real, result.imag = weight * values.real, weight * values.imag
+    return result
+
+
+def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str = "linear", padding_mode: str = "zeros",
+                align_corners: bool = False, fill: Any = 0) -> np.ndarray:
+    """GridSample-22 by its definition: (N, C, D1..Dr) sampled at grid (N, D1out..Drout, r).
+
+    Each point's coordinates (x innermost) are unnormalised in float64; a point with a position
+    that is not finite (or over data with an empty spatial axis) reads ``fill``. Otherwise
+    :func:`axis_taps` gives each axis's taps and weights, every tap of the lattice reads its
+    pixel (``fill`` where any index is None), and the lattice is contracted innermost axis
+    first. Linear and cubic work in ``_numeric.working_dtype`` and end in
+    ``_numeric.to_dtype``; nearest copies data's values.
+    """
+    batch, channels, *lengths = data.shape
+    rank = len(lengths)
+    points = grid.shape[1:-1]
+    numeric = mode != "nearest"
+    work = _numeric.working_dtype(data.dtype) if numeric else data.dtype
+    fill_value = np.array("" if fill == 0 and data.dtype.kind in "UST" else fill, dtype=data.dtype)
+    if data.dtype.name == "bfloat16":
+        fill_value = _numeric.round_once(np.array(fill, dtype=np.float64), data.dtype)
+    values = data.astype(work) if numeric else data
+    fill_work = np.full(channels, fill_value.astype(work) if numeric else fill_value, dtype=work)
+    result = np.empty((batch, channels, *points), dtype=work)
+    for n in range(batch):
+        for point in np.ndindex(*points):
+            g = [float(v) for v in grid[(n, *point)].astype(np.float64)][::-1]  # outermost axis first
+            x = [unnormalize(v, length, align_corners) for v, length in zip(g, lengths)]
+            if 0 in lengths or not all(math.isfinite(v) for v in x):  # no pixel, or no position
+                result[(n, slice(None), *point)] = fill_work
+                continue
+            per_axis = [axis_taps(v, length, mode, padding_mode, align_corners) for v, length in zip(x, lengths)]
+            # the lattice of tap values, (C, k1, ..., kr)
+            lattice = np.empty((channels, *(len(taps) for taps, _ in per_axis)), dtype=work)
+            for combo in itertools.product(*(range(len(taps)) for taps, _ in per_axis)):
+                index = [per_axis[a][0][k] for a, k in enumerate(combo)]
+                read = fill_work if None in index else values[(n, slice(None), *index)]
+                at: tuple[Any, ...] = (slice(None), *combo)
+                lattice[at] = read
+            if not numeric:
+                result[(n, slice(None), *point)] = lattice.reshape(channels)
+                continue
+            for axis in reversed(range(rank)):  # innermost first: (C, k1, .., ka) -> (C, k1, .., k(a-1))
+                weights = per_axis[axis][1]
+                total = scaled(weights[0], lattice[..., 0])
+                for k in range(1, len(weights)):
+                    total = total + scaled(weights[k], lattice[..., k])
+                lattice = total
+            result[(n, slice(None), *point)] = lattice
+    return _numeric.to_dtype(result, data.dtype) if numeric else result

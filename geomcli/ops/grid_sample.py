@@ -1,0 +1,709 @@
+"""GridSample (opset 22): sample data at the positions a grid gives, in 1, 2, 3 or more
+spatial dimensions, with nearest, N-linear or N-cubic interpolation.
+
+Validation first (shapes, dtypes, attributes, ``fill``, ``out``), then the compute in slabs of
+output points: for each slab the taps' flat indices and weights are made once, in float64, and
+every channel is gathered at once. The slabs' float64 work arrays take a few MiB whatever the
+output's size, so a caller can also hand the kernel one slab of a grid and of an ``out`` array
+at a time. :func:`geomcli.ops.reference.grid_sample` is the same arithmetic one point at a
+time; the tests hold the two to the same bits.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from geomcli.errors import GeomError
+from geomcli.ops import _numeric
+
+__all__ = ["grid_sample", "grid_sample_output_shape"]
+
+Shape = tuple[int, ...]
+
+_FUNC = "grid_sample"
+_MODES = ("linear", "nearest", "cubic")
+_OPSET16_MODES = {"bilinear": "linear", "bicubic": "cubic"}
+_PADDINGS = ("zeros", "border", "reflection")
+# GridSample-22's T1 (every tensor type) by numpy's name, strings by kind; T2 for the grid.
+_DATA_DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    + ["float16", "float32", "float64", "bfloat16", "complex64", "complex128"]
+)
+_DATA_TEXT = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str, bytes or StringDType"
+_GRID_DTYPES = frozenset(["float16", "float32", "float64", "bfloat16"])
+_GRID_TEXT = "float16, float32, float64 or bfloat16"
+_STRING_KINDS = "UST"
+_CUBIC_A = -0.75  # Keys' parameter, as onnxruntime and PyTorch
+
+# The float64 work arrays of one slab of output points, per thread: small enough to stay in the
+# caches between the passes over them, big enough that numpy's per-call cost is lost.
+_SLAB_BYTES = 1 << 20
+# Below this many output values (points x channels) the calling thread does it all.
+_PARALLEL_VALUES = 1 << 16
+
+
+# --- validation -----------------------------------------------------------------------
+
+
+def _where(data_shape: Shape, grid_shape: Shape) -> str:
+    return f"data shape {data_shape}, grid shape {grid_shape}"
+
+
+def _as_shape(values: Any, name: str) -> Shape:
+    """A shape: a sequence of integers >= 0."""
+    try:
+        shape = tuple(values)
+    except TypeError as error:
+        raise GeomError(f"{_FUNC}: {name} must be a sequence of integers, found {values!r}") from error
+    for length in shape:
+        if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)) or length < 0:
+            raise GeomError(f"{_FUNC}: {name} must hold integers >= 0, found {shape}")
+    return tuple(int(length) for length in shape)
+
+
+def grid_sample_output_shape(data_shape: Sequence[int], grid_shape: Sequence[int]) -> Shape:
+    """The shape :func:`grid_sample` returns for these shapes, after validating them.
+
+    Data (N, C, D1, ..., Dr) and a grid (N, D1_out, ..., Dr_out, r) give (N, C, D1_out, ...,
+    Dr_out), for any r >= 1. A shape no numpy array can have is refused.
+
+    >>> grid_sample_output_shape((2, 3, 10, 20), (2, 5, 6, 2))
+    (2, 3, 5, 6)
+    >>> grid_sample_output_shape((1, 1, 7), (1, 4, 1))
+    (1, 1, 4)
+    """
+    data = _as_shape(data_shape, "data shape")
+    grid = _as_shape(grid_shape, "grid shape")
+    where = _where(data, grid)
+    if len(data) < 3:
+        raise GeomError(f"{_FUNC}: data must have rank >= 3 (N, C, D1, ..., Dr), found rank {len(data)} ({where})")
+    rank = len(data) - 2
+    if len(grid) != rank + 2:
+        raise GeomError(
+            f"{_FUNC}: grid must have rank {rank + 2} (N, {rank} output lengths, {rank}) for data of rank "
+            f"{rank + 2}, found rank {len(grid)} ({where})"
+        )
+    if grid[-1] != rank:
+        raise GeomError(
+            f"{_FUNC}: grid's last axis must hold {rank} coordinates (x first: innermost axis first) for "
+            f"{rank} spatial axes, found {grid[-1]} ({where})"
+        )
+    if grid[0] != data[0]:
+        raise GeomError(f"{_FUNC}: grid's batch N = {grid[0]} does not match data's N = {data[0]} ({where})")
+    output = (data[0], data[1], *grid[1:-1])
+    if math.prod(length or 1 for length in output) > sys.maxsize:
+        raise GeomError(f"{_FUNC}: the output shape {output} has more elements than numpy can address ({where})")
+    return output
+
+
+def _is_masked(array: Any) -> bool:
+    ma = sys.modules.get("numpy.ma")  # not imported: no masked array can exist
+    return ma is not None and isinstance(array, ma.MaskedArray)
+
+
+def _as_array(value: Any, name: str) -> np.ndarray:
+    try:
+        array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    except (ValueError, TypeError) as error:
+        raise GeomError(f"{_FUNC}: {name} is not an array ({' '.join(str(error).split())})") from error
+    if _is_masked(array):
+        raise GeomError(f"{_FUNC}: {name} is a masked array, whose mask would be lost; give its .filled(value) "
+                        f"({name} shape {array.shape})")
+    return array
+
+
+def _dtype_text(dtype: np.dtype) -> str:
+    if dtype.name == "bfloat16" and not dtype.isnative:
+        return f"{dtype.byteorder}bfloat16"
+    return str(dtype)
+
+
+def _check_dtypes(data: np.ndarray, grid: np.ndarray) -> None:
+    where = _where(data.shape, grid.shape)
+    if data.dtype.name not in _DATA_DTYPES and data.dtype.kind not in _STRING_KINDS:
+        raise GeomError(f"{_FUNC}: data must be {_DATA_TEXT}, found dtype {_dtype_text(data.dtype)} ({where})")
+    if grid.dtype.name not in _GRID_DTYPES:
+        raise GeomError(f"{_FUNC}: grid must be {_GRID_TEXT}, found dtype {_dtype_text(grid.dtype)} ({where})")
+
+
+def _as_mode(mode: Any, where: str) -> str:
+    if isinstance(mode, str) and mode in _OPSET16_MODES:
+        raise GeomError(
+            f"{_FUNC}: mode {mode!r} is opset 16's name; use {_OPSET16_MODES[mode]!r} "
+            f"(mode must be 'linear', 'nearest' or 'cubic'; {where})"
+        )
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise GeomError(f"{_FUNC}: mode must be 'linear', 'nearest' or 'cubic', found {mode!r} ({where})")
+    return mode
+
+
+def _as_padding(padding_mode: Any, where: str) -> str:
+    if not isinstance(padding_mode, str) or padding_mode not in _PADDINGS:
+        raise GeomError(
+            f"{_FUNC}: padding_mode must be 'zeros', 'border' or 'reflection', found {padding_mode!r} ({where})"
+        )
+    return padding_mode
+
+
+def _as_flag(align_corners: Any, where: str) -> bool:
+    if isinstance(align_corners, (np.bool_, np.integer)):
+        align_corners = align_corners.item()
+    if not isinstance(align_corners, int) or align_corners not in (0, 1):
+        raise GeomError(f"{_FUNC}: align_corners must be a bool or 0/1, found {align_corners!r} ({where})")
+    return bool(align_corners)
+
+
+def _as_threads(threads: Any, where: str) -> int:
+    """The threads to use: ``None`` means every CPU this process may run on."""
+    if threads is None:
+        return max(1, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise GeomError(f"{_FUNC}: threads must be an integer >= 1, found {threads!r} ({where})")
+    return int(threads)
+
+
+def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
+    """``fill`` as a 0-d array of ``dtype``, refused unless the dtype holds it: an integer in
+    range (a float only if whole), a real or complex number that stays finite if it was, True/False
+    (0/1) for bool, text that fits for strings. 0, the default, is "" for strings."""
+    if isinstance(fill, np.ndarray) and fill.ndim == 0 and not _is_masked(fill):
+        fill = fill[()]
+    refusal = f"{_FUNC}: fill {fill!r} does not fit data's dtype {_dtype_text(dtype)}"
+    is_text = isinstance(fill, (str, bytes, np.str_, np.bytes_))
+    is_number = isinstance(fill, (int, float, complex, np.number, np.bool_))
+    if not (is_text or is_number):
+        raise GeomError(f"{refusal}: fill must be one number or string ({where})")
+    if dtype.kind in _STRING_KINDS:
+        if is_number and not isinstance(fill, (bool, np.bool_)) and fill == 0:
+            fill = b"" if dtype.kind == "S" else ""
+        elif not is_text:
+            raise GeomError(f"{refusal}: a number for string data ({where})")
+        try:
+            value = np.array(fill, dtype=dtype)
+        except (ValueError, TypeError) as error:  # text that bytes cannot encode, say
+            raise GeomError(f"{refusal} ({' '.join(str(error).split())}; {where})") from error
+        kept = value.item()
+        if kept != fill and not (isinstance(kept, bytes) and isinstance(fill, str) and kept.decode("latin-1") == fill):
+            raise GeomError(f"{refusal}: it would be cut to {kept!r} ({where})")
+        return value
+    if is_text:
+        raise GeomError(f"{refusal}: text for numeric data ({where})")
+    if isinstance(fill, (complex, np.complexfloating)) and dtype.kind != "c":
+        raise GeomError(f"{refusal}: a complex value for real data ({where})")
+    if dtype.kind in "biu":
+        whole = isinstance(fill, (int, np.integer, np.bool_)) or (math.isfinite(fill) and float(fill).is_integer())
+        low, high = (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+        if not whole or not low <= int(fill) <= high:
+            raise GeomError(f"{refusal}: not a whole number in [{low}, {high}] ({where})")
+        return np.array(int(fill), dtype=dtype)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if dtype.name == "bfloat16":
+                value = _numeric.round_once(np.array(float(fill), dtype=np.float64), dtype.newbyteorder("="))
+                value = value.astype(dtype)
+            else:
+                value = np.array(fill, dtype=dtype)
+        asked = complex(fill)
+        kept = complex(value.astype(np.complex128)) if dtype.kind == "c" else complex(float(value.astype(np.float64)))
+    except (OverflowError, ValueError, TypeError) as error:
+        raise GeomError(f"{refusal} ({' '.join(str(error).split())}; {where})") from error
+    for wanted, stored in ((asked.real, kept.real), (asked.imag, kept.imag)):
+        if math.isfinite(wanted) and not math.isfinite(stored):
+            raise GeomError(f"{refusal}: it overflows to {kept} ({where})")
+    return value
+
+
+def _as_out(out: Any, shape: Shape, dtype: np.dtype, inputs: Sequence[np.ndarray], where: str) -> np.ndarray:
+    if not isinstance(out, np.ndarray):
+        raise GeomError(f"{_FUNC}: out must be a numpy array, found {type(out).__name__} ({where})")
+    if out.shape != shape or out.dtype != dtype:
+        raise GeomError(
+            f"{_FUNC}: out must have shape {shape} and dtype {_dtype_text(dtype)}, found shape {out.shape} "
+            f"and dtype {_dtype_text(out.dtype)} ({where})"
+        )
+    if not out.flags.writeable:
+        raise GeomError(f"{_FUNC}: out is read-only ({where})")
+    if _is_masked(out):
+        raise GeomError(f"{_FUNC}: out is a masked array, whose mask would not follow the values ({where})")
+    for name, array in zip(("data", "grid"), inputs):
+        if np.may_share_memory(out, array):
+            raise GeomError(f"{_FUNC}: out may overlap {name}; give a separate array ({where})")
+    return out
+
+
+# --- the compute ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every slab needs: the validated attributes, the axes and the values a tap outside reads."""
+
+    mode: str
+    padding: str
+    align_corners: bool
+    lengths: Shape  # spatial lengths, outermost first
+    strides: Shape  # of each spatial axis in a flattened (C, D1·...·Dr) plane, in elements
+    dtype: np.dtype  # data's, byte order included
+    fill: np.ndarray  # 0-d, of data's dtype
+    numeric: bool  # linear or cubic
+    work: np.dtype  # what linear and cubic compute in: _numeric.working_dtype
+
+
+def grid_sample(
+    data: Any,
+    grid: Any,
+    mode: str = "linear",
+    padding_mode: str = "zeros",
+    align_corners: bool | int = False,
+    *,
+    fill: Any = 0,
+    threads: int | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Sample ``data`` at the normalised positions of ``grid``.
+
+    Parameters
+    ----------
+    data : array_like
+        (N, C, D1, ..., Dr), r >= 1, of any ONNX tensor type: bool, int8-int64,
+        uint8-uint64, float16/32/64, bfloat16 (ml_dtypes), complex64/128, or strings
+        (str, bytes, StringDType); either byte order, any strides.
+    grid : array_like, float16, float32, float64 or bfloat16
+        (N, D1_out, ..., Dr_out, r): positions in [-1, 1] (outside is padding), the last
+        axis ordered (x, y[, z]): innermost spatial axis first.
+    mode : {"linear", "nearest", "cubic"}
+        N-linear (2**r taps), nearest, or N-cubic (4**r taps, Keys' kernel, A = -0.75).
+    padding_mode : {"zeros", "border", "reflection"}
+        What a tap outside the data reads: ``fill``, the nearest edge pixel, or the pixel
+        mirrored at the borders (several times if need be).
+    align_corners : bool or 0/1
+        If true, -1 and 1 are the centres of the corner pixels; otherwise their outer edges.
+    fill : scalar, optional, keyword-only
+        What a tap outside reads with ``padding_mode="zeros"``, and what a point with a
+        coordinate that is not finite gives in every padding mode: one value data's dtype
+        holds (no 300 in uint8, no 0.5 in an integer type). 0 (the spec's value) is False for
+        bool and "" for strings.
+    threads : int, optional, keyword-only
+        Threads that share the slabs of a large output. ``None`` uses every CPU this process
+        may run on. The result is the same for any count.
+    out : numpy.ndarray, optional, keyword-only
+        Where to write the result (a slab of a memory-mapped file, say): exactly the output's
+        shape and data's dtype, byte order included; any strides.
+
+    Returns
+    -------
+    numpy.ndarray
+        (N, C, D1_out, ..., Dr_out) of data's dtype (``out`` itself when given).
+
+    Raises
+    ------
+    GeomError
+        If data has rank < 3 or is of another type (float128, object, datetime64, ...); if
+        the grid is not a float type, its rank is not data's, its N differs from data's, or
+        its last axis does not hold r coordinates; if a mode is not one of the three (the
+        opset-16 names ``bilinear``/``bicubic`` with a hint), ``padding_mode`` neither,
+        ``align_corners`` is not a bool or 0/1; if linear or cubic is asked of bool or string
+        data; if ``fill`` does not fit data's dtype; if ``padding_mode`` is border or
+        reflection and a spatial axis of data is empty while the output is not; if
+        ``threads`` is not an integer >= 1; if ``out`` is not a writable, unmasked array of the
+        output's shape and dtype or may overlap data or the grid; or if either is masked.
+
+    Notes
+    -----
+    ONNX GridSample, opset 22 (opset 20's N-D form; 16's 4-D names are refused). Where the
+    spec is silent, this kernel decides, as ``shared/spec/NOTES.md`` records:
+
+    - Coordinates are unnormalised in float64: ``x = (g + 1) / 2 * (L - 1)`` with
+      align_corners, else ``x = ((g + 1) * L - 1) / 2``.
+    - nearest: ``rint(x)`` (half to even), then the padding on that index.
+    - linear: border clamps x to [0, L - 1], reflection mirrors it into [0, L - 1] (with
+      align_corners) or [-0.5, L - 0.5] where it lies outside; then taps ``floor(x)``,
+      ``floor(x) + 1``, weights ``1 - t``, ``t``, each tap padded by its index.
+    - cubic: x is not padded; taps ``floor(x) - 1 .. floor(x) + 2``, each padded by its
+      index, weights ``far(t + 1), near(t), near(1 - t), far(2 - t)`` of Keys' kernel with
+      A = -0.75 (as onnxruntime and PyTorch; the ONNX reference clamps x first for border).
+    - A tap index past an end is clamped (border) or mirrored (reflection: about the edge
+      pixels' centres with align_corners, their outer edges without); a reflected axis of
+      length 1 reads its only pixel.
+    - The taps' values are combined innermost axis first, each sum in tap order, as
+      onnxruntime and the ONNX reference nest their 1-D interpolations.
+    - Linear and cubic compute in float64 (complex128 for complex data, both parts
+      interpolated alike) and round once to data's dtype: integers half to even and
+      saturated to their range, bfloat16 without double rounding. int64/uint64 values past
+      2**53 are rounded to float64 first. bool and string data take nearest only.
+    - Nearest copies data's values (any dtype, exactly).
+    - A point whose coordinates are not all finite reads ``fill``, in every padding mode.
+    - A tap of weight 0 still takes part: an Inf or NaN beside a point spreads to it (as in
+      onnxruntime and PyTorch).
+    - With zeros padding, data with an empty spatial axis gives ``fill`` wherever the output
+      has points (the interpolation of taps that all read ``fill``).
+
+    Examples
+    --------
+    >>> row = np.arange(4.0).reshape(1, 1, 1, 4)  # one row of four pixels: 0, 1, 2, 3
+    >>> grid = np.array([[[[-1.0, 0.0], [0.0, 0.0], [1.0, 0.0]]]])  # its left end, centre, right end
+    >>> grid_sample(row, grid, align_corners=True)
+    array([[[[0. , 1.5, 3. ]]]])
+    >>> grid_sample(row, grid)  # -1 and 1 are the outer edges: half of each end tap reads fill 0
+    array([[[[0. , 1.5, 1.5]]]])
+    >>> grid_sample(row, grid, padding_mode="border")
+    array([[[[0. , 1.5, 3. ]]]])
+    >>> grid_sample(row.astype(np.uint8), grid, mode="nearest", fill=9)  # x = -0.5 -> 0, 1.5 -> 2, 3.5 -> 4
+    array([[[[0, 2, 9]]]], dtype=uint8)
+    """
+    array = _as_array(data, "data")
+    points = _as_array(grid, "grid")
+    _check_dtypes(array, points)
+    where = _where(array.shape, points.shape)
+    output_shape = grid_sample_output_shape(array.shape, points.shape)
+    chosen_mode = _as_mode(mode, where)
+    padding = _as_padding(padding_mode, where)
+    corners = _as_flag(align_corners, where)
+    if chosen_mode != "nearest" and array.dtype.kind in "b" + _STRING_KINDS:
+        raise GeomError(
+            f"{_FUNC}: mode {chosen_mode!r} interpolates numbers; {_dtype_text(array.dtype)} data takes mode "
+            f"'nearest' only ({where})"
+        )
+    fill_value = _as_fill(fill, array.dtype, where)
+    workers = _as_threads(threads, where)
+    lengths = array.shape[2:]
+    result = np.empty(output_shape, array.dtype) if out is None else _as_out(
+        out, output_shape, array.dtype, (array, points), where)
+    if result.size == 0:
+        return result
+    if 0 in lengths:
+        if padding != "zeros":
+            raise GeomError(
+                f"{_FUNC}: padding_mode {padding!r} repeats data's pixels, but a spatial axis of data is empty "
+                f"({where})"
+            )
+        result[...] = fill_value  # no pixel to interpolate: every point reads fill
+        return result
+    strides = tuple(math.prod(lengths[axis + 1:]) for axis in range(len(lengths)))
+    numeric = chosen_mode != "nearest"
+    plan = _Plan(chosen_mode, padding, corners, lengths, strides, array.dtype, fill_value, numeric,
+                 _numeric.working_dtype(array.dtype))
+    _run(array, points, result, plan, workers)
+    return result
+
+
+def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, threads: int) -> None:
+    """The output in slabs of points, each slab of each batch item a piece of work."""
+    batch, channels = data.shape[:2]
+    rank = len(plan.lengths)
+    # (N, C, D1, ..., Dr) -> (N, C, D1·...·Dr): np.take gathers from a C-contiguous plane (it would
+    # copy a strided one on every call), so strided data is copied once here.
+    planes = np.ascontiguousarray(data).reshape(batch, channels, -1)
+    coordinates = grid.reshape(batch, -1, rank)  # a view for any contiguous grid
+    count = coordinates.shape[1]
+    points = result.shape[2:]
+    try:
+        target: np.ndarray | None = result.reshape(batch, channels, count, copy=False)
+    except ValueError:  # an out= whose output axes do not merge: each slab is put in by its indices
+        target = None
+    slab = _slab_points(plan, channels)
+    pieces = [(n, start, min(count, start + slab)) for n in range(batch) for start in range(0, count, slab)]
+
+    def work(piece: tuple[int, int, int]) -> None:
+        n, start, stop = piece
+        into = target[n, :, start:stop] if target is not None else np.empty((channels, stop - start), result.dtype)
+        # numpy's error state is per thread: NaN/Inf and huge coordinates are handled, not warned of
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            _sample_slab(planes[n], coordinates[n, start:stop], into, plan)
+        if target is None:
+            at: tuple[Any, ...] = (slice(None), *np.unravel_index(np.arange(start, stop), points))
+            result[n][at] = into
+
+    if threads > 1 and batch * channels * count >= _PARALLEL_VALUES and len(pieces) > 1:
+        _share(pieces, work, threads)
+    else:
+        for piece in pieces:
+            work(piece)
+
+
+def _slab_points(plan: _Plan, channels: int) -> int:
+    """Points per slab: ~_SLAB_BYTES of float64 work arrays (per channel: an accumulator per axis,
+    a term and a gathered value; per point: each axis's taps, weights and masks)."""
+    rank = len(plan.lengths)
+    taps = 1 if plan.mode == "nearest" else 2 if plan.mode == "linear" else 4
+    itemsize = 16 if plan.work.kind == "c" else 8
+    per_point = channels * itemsize * (rank + 2) + rank * taps * 25 + 16
+    return max(256, _SLAB_BYTES // per_point)
+
+
+def _share(pieces: list[tuple[int, int, int]], work: Callable[[tuple[int, int, int]], None], threads: int) -> None:
+    """``work(piece)`` for every piece on ``threads`` threads, each taking the next piece left; the
+    pieces write disjoint parts of the output, so the result does not depend on who does which."""
+    lock = threading.Lock()
+    remaining = iter(pieces)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        while True:
+            with lock:
+                piece = None if failures else next(remaining, None)
+            if piece is None:
+                return
+            try:
+                work(piece)
+            except BaseException as error:  # handed to the caller's thread
+                with lock:
+                    failures.append(error)
+                return
+
+    helpers = [threading.Thread(target=run, name="geomcli-grid-sample", daemon=True)
+               for _ in range(min(threads, len(pieces)) - 1)]
+    for helper in helpers:
+        helper.start()
+    run()
+    for helper in helpers:
+        helper.join()
+    if failures:
+        raise failures[0]
+
+
+@dataclass
+class _Axis:
+    """One spatial axis of a slab: each tap's index on the axis, whether it lies outside (zeros
+    padding; None when no tap of the slab does), and its weight (None for nearest)."""
+
+    index: list[np.ndarray]
+    outside: list[np.ndarray | None]
+    weights: list[np.ndarray] | None
+
+
+def _sample_slab(plane: np.ndarray, coordinates: np.ndarray, target: np.ndarray, plan: _Plan) -> None:
+    """Output points [start, stop) of one batch item: ``plane`` (C, D1·...·Dr), ``coordinates``
+    (S, r) with x first, ``target`` (C, S) of data's dtype."""
+    rank = len(plan.lengths)
+    # outermost axis first: the grid's last coordinate is the outermost axis's
+    positions = [coordinates[:, rank - 1 - axis].astype(np.float64) for axis in range(rank)]
+    for x, length in zip(positions, plan.lengths):
+        _unnormalize(x, length, plan.align_corners)
+    # not finite: NaN or Inf in the grid, or a coordinate so large its position overflows
+    unfinite = None
+    for x in positions:
+        if not math.isfinite(float(np.add.reduce(x))):  # one fast pass; a huge sum only looks closer
+            bad = ~np.isfinite(x)
+            unfinite = bad if unfinite is None else unfinite | bad
+    if unfinite is not None:
+        if not unfinite.any():
+            unfinite = None
+        else:
+            for x in positions:
+                x[unfinite] = 0.0  # any finite position: these points are given fill below
+    axes = [_axis(x, length, plan) for x, length in zip(positions, plan.lengths)]
+    if plan.numeric:
+        values = _interpolate(plane, axes, plan, 0, None, None)
+        _store(values, target, plan.dtype)
+    else:
+        flat = None
+        outside = None
+        for axis, stride in zip(axes, plan.strides):
+            term = axis.index[0] if stride == 1 else axis.index[0] * stride
+            flat = term if flat is None else flat + term
+            outside = _either(outside, axis.outside[0])
+        assert flat is not None
+        gathered = _gather(plane, flat, outside, plan)
+        np.copyto(target, gathered)
+    if unfinite is not None:
+        target[:, unfinite] = plan.fill
+
+
+def _either(first: np.ndarray | None, second: np.ndarray | None) -> np.ndarray | None:
+    if first is None:
+        return second
+    if second is None:
+        return first
+    both: np.ndarray = first | second
+    return both
+
+
+def _unnormalize(x: np.ndarray, length: int, align_corners: bool) -> None:
+    """Normalised coordinates as positions in pixels, in place, in the reference's operations (a
+    folded form, (g + 1)·(L/2) - 0.5, overflows for other g)."""
+    np.add(x, 1.0, out=x)
+    if align_corners:  # (g + 1) / 2 * (L - 1)
+        np.multiply(x, 0.5, out=x)  # the same bits as / 2
+        np.multiply(x, length - 1, out=x)
+    else:  # ((g + 1) * L - 1) / 2
+        np.multiply(x, length, out=x)
+        np.subtract(x, 1.0, out=x)
+        np.multiply(x, 0.5, out=x)
+
+
+def _axis(x: np.ndarray, length: int, plan: _Plan) -> _Axis:
+    """The taps of finite positions ``x`` on an axis of ``length`` (``x`` is overwritten)."""
+    if plan.mode == "nearest":
+        np.rint(x, out=x)
+        return _Axis(*_pad_taps(x, 0, 1, length, plan), None)
+    if plan.mode == "linear":
+        if plan.padding == "border":
+            np.clip(x, 0.0, length - 1.0, out=x)
+        elif plan.padding == "reflection":
+            _reflect(x, length, plan.align_corners)
+    first = np.floor(x)
+    t = np.subtract(x, first, out=x)
+    if plan.mode == "linear":
+        weights = [np.subtract(1.0, t), t]
+    else:
+        weights = [_far(t + 1.0), _near(t), _near(1.0 - t), _far(2.0 - t)]
+    index, outside = _pad_taps(first, -1 if plan.mode == "cubic" else 0, len(weights), length, plan)
+    return _Axis(index, outside, weights)
+
+
+def _near(d: np.ndarray) -> np.ndarray:
+    """Keys' kernel for 0 <= d < 1, in place: ((A + 2)·d - (A + 3))·d·d + 1."""
+    result: np.ndarray = np.multiply(d, _CUBIC_A + 2)
+    np.subtract(result, _CUBIC_A + 3, out=result)
+    np.multiply(result, d, out=result)
+    np.multiply(result, d, out=result)
+    np.add(result, 1.0, out=result)
+    return result
+
+
+def _far(d: np.ndarray) -> np.ndarray:
+    """Keys' kernel for 1 <= d < 2, in place on ``d`` (a temporary): ((A·d - 5A)·d + 8A)·d - 4A."""
+    result: np.ndarray = np.multiply(d, _CUBIC_A)
+    np.subtract(result, 5 * _CUBIC_A, out=result)
+    np.multiply(result, d, out=result)
+    np.add(result, 8 * _CUBIC_A, out=result)
+    np.multiply(result, d, out=result)
+    np.subtract(result, 4 * _CUBIC_A, out=result)
+    return result
+
+
+def _reflect(x: np.ndarray, length: int, align_corners: bool) -> None:
+    """Positions outside the borders mirrored into them, in place (reference.reflect's arithmetic)."""
+    low, high = (0.0, length - 1.0) if align_corners else (-0.5, length - 0.5)
+    outside = (x < low) | (x > high)
+    if not outside.any():
+        return
+    span = high - low
+    if span == 0:
+        x[outside] = low
+        return
+    d = np.fmod(np.abs(x[outside] - low), 2 * span)
+    np.subtract(2 * span, d, out=d, where=d > span)
+    x[outside] = low + d
+
+
+def _pad_taps(floor: np.ndarray, offset: int, taps: int, length: int,
+              plan: _Plan) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
+    """The indices of taps ``floor + offset``, ``floor + offset + 1``, ... (``floor``: float64
+    whole numbers, any size) after the padding, and for zeros padding where each lies outside
+    (None if nowhere in the slab)."""
+    if plan.padding == "reflection":
+        period = 2 * (length - 1) if plan.align_corners else 2 * length
+        if period == 0:  # a length-1 axis with align_corners: its only pixel
+            zero = np.zeros(floor.shape, np.intp)
+            return [zero] * taps, [None] * taps
+        # exact (floor - 1 would not be, past 2**53), and keeps the taps' indices modulo the
+        # period, which is all a mirror looks at
+        base = np.fmod(floor, period).astype(np.intp)
+        if offset:
+            base += offset
+    else:
+        # past these bounds every tap lies outside (zeros) or clamps to the same edge (border)
+        base = np.clip(floor + offset if offset else floor, -taps, length).astype(np.intp)
+    index: list[np.ndarray] = []
+    outside: list[np.ndarray | None] = []
+    for k in range(taps):
+        tap = base + k if k else base
+        low, high = int(tap.min()), int(tap.max())
+        if low >= 0 and high < length:
+            index.append(tap)
+            outside.append(None)
+            continue
+        if plan.padding == "zeros":
+            # negative indices look huge as unsigned: one comparison finds both ends
+            outside.append(tap.view(np.uintp) >= length)
+            index.append(np.clip(tap, 0, length - 1))
+        elif plan.padding == "border":
+            outside.append(None)
+            index.append(np.clip(tap, 0, length - 1))
+        else:
+            outside.append(None)
+            index.append(_mirror(tap, length, plan.align_corners))
+    return index, outside
+
+
+def _mirror(tap: np.ndarray, length: int, align_corners: bool) -> np.ndarray:
+    """Integer tap indices mirrored into [0, length) (reference.mirror_index), as a new array."""
+    m: np.ndarray
+    if align_corners:
+        period = 2 * (length - 1)
+        m = np.mod(tap, period)
+        np.subtract(period, m, out=m, where=m > length - 1)
+    else:
+        period = 2 * length
+        m = np.mod(tap, period)
+        np.subtract(period - 1, m, out=m, where=m >= length)
+    return m
+
+
+def _gather(plane: np.ndarray, flat: np.ndarray, outside: np.ndarray | None, plan: _Plan,
+            into: np.ndarray | None = None) -> np.ndarray:
+    """The (C, S) values of ``plane`` at flat indices ``flat``, ``fill`` where ``outside``."""
+    gathered = np.take(plane, flat, axis=1, mode="clip", out=into)
+    if outside is not None:
+        np.copyto(gathered, plan.fill, where=outside)
+    return gathered
+
+
+def _weighted(values: np.ndarray, weight: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``values * weight`` (weight (S,) along the last axis) into ``out``: complex part by part."""
+    if out.dtype.kind == "c":
+        parts = values.view(values.real.dtype).reshape(*values.shape, 2)
+        np.multiply(parts, weight[:, None], out=out.view(np.float64).reshape(*out.shape, 2))
+    else:
+        np.multiply(values, weight, out=out)
+    return out
+
+
+def _interpolate(plane: np.ndarray, axes: list[_Axis], plan: _Plan, level: int, base: np.ndarray | None,
+                 outside: np.ndarray | None) -> np.ndarray:
+    """The interpolation over axes ``level`` .. r-1 of the taps whose flat offset over the axes
+    before is ``base`` (None at the top), as a new (C, S) array of the working dtype: each tap's
+    value times its weight, summed in tap order."""
+    axis = axes[level]
+    weights = axis.weights
+    assert weights is not None
+    stride = plan.strides[level]
+    innermost = level == len(axes) - 1
+    total: np.ndarray | None = None
+    term: np.ndarray | None = None
+    for index, tap_outside, weight in zip(axis.index, axis.outside, weights):
+        flat = index if stride == 1 else index * stride
+        if base is not None:
+            flat = flat + base
+        where_outside = _either(outside, tap_outside)
+        if innermost:
+            values = _gather(plane, flat, where_outside, plan)
+        else:
+            values = _interpolate(plane, axes, plan, level + 1, flat, where_outside)
+        if total is None:
+            total = _weighted(values, weight, np.empty(values.shape, plan.work))
+            continue
+        if term is None:
+            term = np.empty(values.shape, plan.work)
+        np.add(total, _weighted(values, weight, term), out=total)
+    assert total is not None
+    return total
+
+
+def _store(values: np.ndarray, target: np.ndarray, dtype: np.dtype) -> None:
+    """Interpolated ``values`` into ``target`` of data's dtype by _numeric's rule: a plain cast for
+    float16/32/64 and complex (what _numeric.to_dtype does for them), without its new array."""
+    if dtype.kind in "fc" and dtype.name != "bfloat16":
+        np.copyto(target, values, casting="unsafe")
+    else:
+        np.copyto(target, _numeric.to_dtype(values, dtype))
