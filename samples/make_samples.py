@@ -90,6 +90,13 @@ def theta() -> np.ndarray:
     return np.array([[[cos, -sin, 0.0], [sin, cos, 0.0]]], dtype=np.float32)
 
 
+def grid() -> np.ndarray:
+    """(1, 60, 80, 2) float32: theta.npy's sampling grid at half the photo's size, for grid-sample."""
+    from geomcli import affine_grid
+
+    return affine_grid(theta(), (1, 3, 60, 80))  # type: ignore[no-any-return]
+
+
 def main(folder: str) -> None:
     rng = np.random.default_rng(42)
     t = tensor(rng)
@@ -101,6 +108,7 @@ def main(folder: str) -> None:
         "blocks.npy": blocks(t),
         "stack.tiff": stack(rng),
         "theta.npy": theta(),
+        "grid.npy": grid(),
     }
     for name, data in files.items():
         io.write_array(data, os.path.join(folder, name))

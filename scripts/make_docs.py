@@ -48,6 +48,20 @@ DESCRIPTIONS = {
         "Follows ONNX DepthToSpace, opset 13, the exact inverse of SpaceToDepth in the same mode: "
         "(N, C\\(mub\\(S2, H, W) becomes (N, C, H\\(mub, W\\(mub)."
     ),
+    "grid-sample": (
+        "Follows ONNX GridSample, opset 22. Data (N, C, D1..Dr) and a grid (N, D1out..Drout, r) give "
+        "(N, C, D1out..Drout); the grid's last axis is (x, y[, z]), innermost axis first, in -1..1 "
+        "units. A coordinate g on an axis of length L is the position ((g + 1)\\(muL - 1)/2, or "
+        "(g + 1)/2\\(mu(L - 1) with \\fB\\-\\-align\\-corners\\fR, in double precision. nearest rounds "
+        "half to even; linear and cubic (Keys, A = -0.75) follow onnxruntime and PyTorch. Integer "
+        "data is computed in double precision, rounded half to even and saturated to its type."
+    ),
+    "warp": (
+        "GridSample of the grid AffineGrid makes from theta for the output's size, made a slab of "
+        "rows at a time: the same bits as \\fBgeomcli\\-grid\\-sample\\fR(1) of "
+        "\\fBgeomcli\\-affine\\-grid\\fR(1)'s grid, without holding the grid. theta maps output "
+        "positions to the input positions sampled."
+    ),
     "info": "Reads each file as the transforms would and prints one line (or one JSON object) for it.",
 }
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from geomcli.cli.base import Command
-from geomcli.cli.options import common_options, is_stdout, output_option
-from geomcli.cli.params import Float, FloatList, IntList
+from geomcli.cli.options import common_options, is_stdout, output_option, transform_options
+from geomcli.cli.params import FloatList, IntList
 from geomcli.cli.running import output_format, usage_errors
 from geomcli.engine.options import Common
 from geomcli.errors import GeomError
@@ -18,17 +18,7 @@ from geomcli.errors import GeomError
               help="N,C,H,W for a 2-D grid or N,C,D,H,W for a 3-D grid.")
 @click.option("--like", type=click.Path(dir_okay=False, allow_dash=False), default=None,
               help="Take C,H,W (C,D,H,W from a rank-5 tensor) from this file; N is theta's batch.")
-@click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
-              help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file (- reads one from stdin), or inline: "
-                   "6 (2-D) or 12 (3-D) comma-separated numbers per matrix, row by row.  "
-                   "[default: the transform flags]")
-@click.option("--rotate", type=Float(), default=0.0, show_default=True, help="Rotation in degrees (2-D).")
-@click.option("--scale", type=FloatList((1, 2)), default="1", show_default=True, metavar="S[,SY]",
-              help="Scale of x and y (2-D).")
-@click.option("--translate", type=FloatList((2,)), default="0,0", show_default=True, metavar="TX,TY",
-              help="Translation in grid units, where the image spans -1..1 (2-D).")
-@click.option("--shear", type=FloatList((2,)), default="0,0", show_default=True, metavar="SX,SY",
-              help="Shear factors of x by y and of y by x (2-D).")
+@transform_options
 @click.option("--align-corners", is_flag=True, help="-1 and 1 are the centres of the corner pixels, not their edges.")
 @click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
               help="Grid dtype.  [default: a theta file's float dtype, else float32]")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from geomcli.cli.params import Int
+from geomcli.cli.params import Float, FloatList, Int
 from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
@@ -136,3 +136,60 @@ def is_stdout(output: str | None) -> bool:
     from geomcli import io
 
     return output is not None and io.is_stdout(output)
+
+
+def transform_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """theta from a file, inline numbers, or the transform flags: one vocabulary for affine-grid
+    and warp. The command gets ``theta_text``, ``rotate``, ``scale``, ``translate`` and ``shear``."""
+    for option in reversed([
+        click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
+                      help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file (- reads one from stdin), or inline: "
+                           "6 (2-D) or 12 (3-D) comma-separated numbers per matrix, row by row.  "
+                           "[default: the transform flags]"),
+        click.option("--rotate", type=Float(), default=0.0, show_default=True, help="Rotation in degrees (2-D)."),
+        click.option("--scale", type=FloatList((1, 2)), default="1", show_default=True, metavar="S[,SY]",
+                      help="Scale of x and y (2-D)."),
+        click.option("--translate", type=FloatList((2,)), default="0,0", show_default=True, metavar="TX,TY",
+                      help="Translation in grid units, where the image spans -1..1 (2-D)."),
+        click.option("--shear", type=FloatList((2,)), default="0,0", show_default=True, metavar="SX,SY",
+                      help="Shear factors of x by y and of y by x (2-D)."),
+    ]):
+        command = option(command)
+    return command
+
+
+def flags_given() -> list[str]:
+    """The transform flags typed on the command line (not left at their identity defaults)."""
+    ctx = click.get_current_context()
+    return [name for name in ("rotate", "scale", "translate", "shear")
+            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
+
+
+def sampling_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """GridSample's attributes, shared by grid-sample and warp: --mode, --padding-mode,
+    --align-corners and --fill."""
+    for option in reversed([
+        click.option("--mode", default="linear", show_default=True, callback=_sampling_mode,
+                      metavar="[linear|nearest|cubic]", help="Interpolation: N-linear, nearest (half to even) or "
+                      "N-cubic (Keys, A = -0.75)."),
+        click.option("--padding-mode", type=click.Choice(["zeros", "border", "reflection"]), default="zeros",
+                      show_default=True, help="What a position outside the input reads: --fill (0), the nearest "
+                      "border pixel, or the input mirrored at its borders."),
+        click.option("--align-corners", is_flag=True,
+                      help="-1 and 1 are the centres of the corner pixels, not their outer edges."),
+        click.option("--fill", type=str, default=None,
+                      help="What a tap outside reads with --padding-mode zeros, in the input's dtype (must fit it "
+                           "exactly).  [default: 0]"),
+    ]):
+        command = option(command)
+    return command
+
+
+def _sampling_mode(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    renamed = {"bilinear": "linear", "bicubic": "cubic"}
+    if value in renamed:
+        raise click.BadParameter(f"{value!r} is GridSample-16's name; opset 20 and later call it "
+                                 f"{renamed[value]!r}", ctx, param)
+    if value not in ("linear", "nearest", "cubic"):
+        raise click.BadParameter(f"{value!r} is not one of 'linear', 'nearest', 'cubic'", ctx, param)
+    return value

@@ -29,6 +29,21 @@ def usage_errors() -> Iterator[None]:
         raise click.UsageError(str(error), click.get_current_context(silent=True)) from error
 
 
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """Work the command does before any file (reading a grid, building theta): a plan fault is a
+    usage error (exit 2), any other failure one error line (exit 1)."""
+    from geomcli.engine.report import describe
+
+    with usage_errors():
+        try:
+            yield
+        except PlanError:
+            raise
+        except (GeomError, OSError) as error:
+            raise click.ClickException(describe(error)) from error
+
+
 def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None,
               common: Common) -> None:
     """One file with -o, or many with --out-dir (geomcli.engine.workers, imported only then)."""

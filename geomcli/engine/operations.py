@@ -9,7 +9,7 @@ Only the standard library loads at import time; numpy and the kernels load when 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from geomcli.constants import plain_number
@@ -260,3 +260,168 @@ class DepthToSpace(_Blocks):
 
     def metadata(self, metadata: Metadata) -> Metadata:
         return metadata.scaled(self.blocksize)
+
+
+def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None) -> str | None:
+    """The layout an interpolating operation reads an array in: --layout, the file's, HW or NCHW by
+    rank; None for a tensor of another rank named by no layout, taken as (N, C, D1, ..., Dr)."""
+    from geomcli.engine import layout as layouts
+
+    if common.layout is None and from_file is None and len(shape) not in (2, 4):
+        return None
+    return layouts.resolve_layout(shape, common.layout, from_file)
+
+
+def _to_onnx(data: np.ndarray, layout: str | None) -> np.ndarray:
+    from geomcli.engine import layout as layouts
+
+    return data if layout is None else layouts.to_nchw(data, layout)
+
+
+def _from_onnx_shape(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
+    from geomcli.engine import layout as layouts
+
+    return shape if layout is None else layouts.from_nchw_shape(shape, layout)
+
+
+def _onnx_view(out: np.ndarray, layout: str | None, channels: int) -> np.ndarray:
+    """``out``, allocated in the file's layout, as the (N, C, ...) array the kernel writes."""
+    from geomcli.engine import layout as layouts
+
+    return out if layout is None else layouts.to_nchw(out, layouts.output_layout(layout, channels))
+
+
+@dataclass(frozen=True)
+class GridSample(Operation):
+    """GridSample on a file: an H×W×C image is data (1, C, H, W), a tensor is read in its layout
+    (a rank-3 or rank-5 one of no named layout as (N, C, D1, ..., Dr)); one grid for every file.
+    The result is in the input's layout and dtype; metadata is kept as crop-pad keeps it."""
+
+    grid: np.ndarray = field(compare=False, repr=False)
+    grid_name: str = "-"
+    mode: str = "linear"
+    padding_mode: str = "zeros"
+    align_corners: bool = False
+    fill: str | None = None
+    command: ClassVar[str] = "grid-sample"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"grid": self.grid_name, "mode": self.mode, "padding_mode": self.padding_mode,
+                "align_corners": self.align_corners, **({} if self.fill is None else {"fill": self.fill})}
+
+    def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        layout = _as_tensor(header.shape, common, header.layout)
+        shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
+        check_size(shape, common)
+        if self.fill is not None:
+            _check_fill(self.fill, header.dtype)
+        return _from_onnx_shape(shape, layout)
+
+    def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        from geomcli.ops.grid_sample import grid_sample
+
+        layout = _as_tensor(loaded.data.shape, common, loaded.layout)
+        data = _to_onnx(loaded.data, layout)
+        shape = self._onnx_output_shape(data.shape)
+        check_size(shape, common)
+        fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
+        out = None if allocate is None else allocate(_from_onnx_shape(shape, layout), data.dtype)
+        result = grid_sample(data, self.grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
+                             threads=common.threads, out=None if out is None else _onnx_view(out, layout, shape[1]))
+        if out is not None:
+            return out
+        return result if layout is None else _from_onnx(result, layout)
+
+    def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        from geomcli.ops.grid_sample import grid_sample_output_shape
+
+        return grid_sample_output_shape(shape, self.grid.shape)
+
+
+@dataclass(frozen=True)
+class Warp(Operation):
+    """An affine warp: GridSample of the grid AffineGrid makes from ``theta`` for an output of
+    ``size`` (H, W; the input's by default), made a slab of output rows at a time so that no
+    whole grid is ever held. Bit for bit what grid-sample of affine-grid's grid gives."""
+
+    theta: np.ndarray = field(compare=False, repr=False)
+    theta_name: str = "flags"
+    size: tuple[int, int] | None = None
+    mode: str = "linear"
+    padding_mode: str = "zeros"
+    align_corners: bool = False
+    fill: str | None = None
+    command: ClassVar[str] = "warp"
+    # the grid of one slab of output rows: about this many bytes
+    SLAB_GRID_BYTES: ClassVar[int] = 8 << 20
+
+    def parameters(self) -> dict[str, Any]:
+        return {"theta": self.theta_name, "size": None if self.size is None else list(self.size), "mode": self.mode,
+                "padding_mode": self.padding_mode, "align_corners": self.align_corners,
+                **({} if self.fill is None else {"fill": self.fill})}
+
+    def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        from geomcli.engine import layout as layouts
+
+        layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
+        shape = self._onnx_output_shape(layouts.to_nchw_shape(header.shape, layout))
+        check_size(shape, common)
+        if self.fill is not None:
+            _check_fill(self.fill, header.dtype)
+        return layouts.from_nchw_shape(shape, layout)
+
+    def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        import numpy as np
+
+        from geomcli.engine import layout as layouts
+        from geomcli.ops.affine_grid import affine_grid
+        from geomcli.ops.grid_sample import grid_sample
+
+        layout = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
+        data = layouts.to_nchw(loaded.data, layout)
+        shape = self._onnx_output_shape(data.shape)
+        check_size(shape, common)
+        n, channels, height, width = shape
+        fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
+        out = None if allocate is None else allocate(layouts.from_nchw_shape(shape, layout), data.dtype)
+        result = np.empty(shape, data.dtype) if out is None else _onnx_view(out, layout, channels)
+        theta = np.broadcast_to(self.theta, (n, *self.theta.shape[1:])) if self.theta.shape[0] == 1 else self.theta
+        step = max(1, self.SLAB_GRID_BYTES // max(1, n * width * 2 * theta.dtype.itemsize))
+        for start in range(0, height, step):
+            rows = slice(start, min(height, start + step))
+            grid = affine_grid(theta, shape, self.align_corners, threads=common.threads, rows=rows)
+            part = grid_sample(data, grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
+                               threads=common.threads)
+            result[:, :, rows] = part
+        return out if out is not None else layouts.from_nchw(result, layout)
+
+    def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+        from geomcli.ops.affine_grid import affine_grid_output_shape
+
+        n, channels, height, width = shape
+        if self.theta.shape[0] not in (1, n):
+            raise GeomError(f"theta holds {self.theta.shape[0]} matrices for {n} images; give one, or one per image")
+        out_height, out_width = self.size or (height, width)
+        affine_grid_output_shape((n, *self.theta.shape[1:]), (n, channels, out_height, out_width))
+        return n, channels, out_height, out_width
+
+
+def _onnx_shape(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
+    from geomcli.engine import layout as layouts
+
+    return shape if layout is None else layouts.to_nchw_shape(shape, layout)
+
+
+def _from_onnx(result: np.ndarray, layout: str) -> np.ndarray:
+    from geomcli.engine import layout as layouts
+
+    return layouts.from_nchw(result, layout)
+
+
+def _check_fill(text: str, dtype: np.dtype) -> None:
+    """A --fill the file's dtype cannot hold, found from its header (as crop-pad finds it)."""
+    import numpy as np
+
+    import geomcli.ops.center_crop_pad as crop_ops
+
+    crop_ops.center_crop_pad(np.zeros((0,), dtype), [0], fill=parse_fill(text, dtype))

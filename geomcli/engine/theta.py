@@ -209,3 +209,43 @@ def grid_dtype(name: str) -> np.dtype:
         bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
         return bfloat16
     return np.dtype(name)
+
+
+def for_warp(theta_file: str | None, numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None,
+             max_pixels: int) -> np.ndarray:
+    """theta for ``geomcli warp``, as :func:`resolve` builds it for affine-grid from the same
+    flags, numbers or file: (1 or N, 2, 3) matrices in ``dtype`` (the file's float type, else
+    float32)."""
+    from geomcli import io
+
+    check_numbers(numbers, flags)
+    if theta_file is not None:
+        loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
+        if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
+            raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
+        matrices = as_batch(loaded.data, 2, theta_file)
+        try:
+            return cast(matrices, grid_dtype(dtype or str(matrices.dtype)))
+        except GeomError as error:
+            raise GeomError(f"{theta_file}: {error}") from error
+    options = ["theta"] if numbers is not None else _given(flags)
+    if numbers is None:
+        numbers = tuple(from_transforms(*flags).ravel().tolist())
+        if not all(map(math.isfinite, numbers)):
+            raise _usage("the matrix they make overflows float64 (an entry past ±1.8e308)", options)
+    if len(numbers) % 6:
+        raise _usage(f"a 2-D warp takes 6 numbers per matrix, found {len(numbers)}", ["theta"])
+    try:
+        return from_numbers(numbers, 2, len(numbers) // 6, dtype=grid_dtype(dtype or "float32"))
+    except GeomError as error:  # a float64 number that the grid dtype cannot hold
+        raise _usage(f"{error}; --dtype float64 holds it", options) from error
+
+
+def read_grid(path: str, max_pixels: int) -> np.ndarray:
+    """A sampling grid from a file (``-``: stdin), for grid-sample: it must hold floats."""
+    from geomcli import io
+
+    loaded = io.read_array(path, max_pixels=max_pixels, mmap=False)
+    if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
+        raise GeomError(f"{io.display_name(path)}: a grid must hold floats, found {loaded.data.dtype}")
+    return loaded.data

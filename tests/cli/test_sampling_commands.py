@@ -1,0 +1,212 @@
+"""grid-sample and warp on files: what the kernel gives on the same arrays, warp equal to
+grid-sample of affine-grid's grid bit for bit, pipes, batches, and one clear line for mistakes."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from PIL import Image
+
+from geomcli import affine_grid
+from geomcli.cli import cli
+from geomcli.engine.theta import from_transforms
+from geomcli.ops.grid_sample import grid_sample
+
+
+def run(*args: str | Path, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
+
+
+@pytest.fixture
+def photo(tmp_path: Path, rng: np.random.Generator) -> tuple[Path, np.ndarray]:
+    pixels = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    path = tmp_path / "photo.png"
+    Image.fromarray(pixels).save(path)
+    return path, pixels
+
+
+def rotation_grid(height: int, width: int, degrees: float = 30.0) -> np.ndarray:
+    theta = from_transforms(rotate=degrees)[None].astype(np.float32)
+    return affine_grid(theta, (1, 1, height, width))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_of_an_image_is_the_kernel_on_1_c_h_w(photo: tuple[Path, np.ndarray], tmp_path: Path,
+                                                           mode: str, padding_mode: str) -> None:
+    path, pixels = photo
+    grid = rotation_grid(20, 28)
+    np.save(tmp_path / "grid.npy", grid)
+    out = tmp_path / "out.npy"
+    result = run("grid-sample", path, "--grid", tmp_path / "grid.npy", "-o", out, "--mode", mode,
+                 "--padding-mode", padding_mode, "-q")
+    assert result.exit_code == 0, result.stderr
+    expected = grid_sample(pixels.transpose(2, 0, 1)[None], grid, mode, padding_mode)[0].transpose(1, 2, 0)
+    found = np.load(out)
+    assert found.dtype == np.uint8 and found.shape == (20, 28, 3)
+    assert np.array_equal(found, expected)
+
+
+@pytest.mark.parametrize(("flags", "dtype"), [
+    (["--rotate", "30"], "float32"),
+    (["--scale", "2"], "float32"),
+    (["--shear", "0.3,-0.2", "--translate", "0.25,0.1"], "float32"),
+    (["--rotate", "-45", "--scale", "0.7,1.3"], "float64"),
+    (["--theta", "0.9,0.1,0.05,-0.2,1.1,0"], "float16"),
+])
+@pytest.mark.parametrize(("mode", "padding_mode", "align"),
+                         list(itertools.product(["linear", "nearest", "cubic"], ["zeros", "border", "reflection"],
+                                                [[], ["--align-corners"]]))[::4])
+def test_warp_is_grid_sample_of_affine_grids_grid_bit_for_bit(
+        photo: tuple[Path, np.ndarray], tmp_path: Path, flags: list[str], dtype: str, mode: str,
+        padding_mode: str, align: list[str]) -> None:
+    path, _ = photo
+    sampling = ["--mode", mode, "--padding-mode", padding_mode, *align]
+    grid = tmp_path / "grid.npy"
+    assert run("affine-grid", "--like", path, *flags, "--dtype", dtype, *align, "-o", grid, "-q").exit_code == 0
+    assert run("grid-sample", path, "--grid", grid, *sampling, "-o", tmp_path / "a.npy", "-q").exit_code == 0
+    result = run("warp", path, *flags, "--dtype", dtype, *sampling, "-o", tmp_path / "b.npy", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
+def test_warp_in_slabs_is_the_whole_grid_bit_for_bit(photo: tuple[Path, np.ndarray], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli.engine.operations import Warp
+
+    path, _ = photo
+    whole = run("warp", path, "--rotate", "17", "--mode", "cubic", "--size", "40,50", "-o", tmp_path / "a.npy", "-q")
+    monkeypatch.setattr(Warp, "SLAB_GRID_BYTES", 1)  # one output row a slab
+    slabs = run("warp", path, "--rotate", "17", "--mode", "cubic", "--size", "40,50", "-o", tmp_path / "b.npy", "-q")
+    assert whole.exit_code == slabs.exit_code == 0
+    assert np.load(tmp_path / "b.npy").shape == (40, 50, 3)
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
+def test_rotate_turns_the_picture_counter_clockwise_as_a_viewer_sees_it(tmp_path: Path) -> None:
+    dot = np.zeros((101, 101), np.uint8)
+    dot[50, 80] = 255  # right of the centre
+    Image.fromarray(dot).save(tmp_path / "dot.png")
+    assert run("warp", tmp_path / "dot.png", "--rotate", "90", "--mode", "nearest", "-o", tmp_path / "r.npy",
+               "-q").exit_code == 0
+    # a quarter turn counter-clockwise takes 3 o'clock to 12 o'clock
+    assert np.argwhere(np.load(tmp_path / "r.npy")).tolist() == [[20, 50]]
+
+
+def test_scale_2_shows_twice_the_area(tmp_path: Path) -> None:
+    ramp = np.tile(np.arange(0, 200, 2, dtype=np.uint8), (10, 1))  # 10 x 100, value 2x
+    Image.fromarray(ramp).save(tmp_path / "ramp.png")
+    assert run("warp", tmp_path / "ramp.png", "--scale", "2", "-o", tmp_path / "s.npy", "-q").exit_code == 0
+    row = np.load(tmp_path / "s.npy")[5].astype(int)
+    # the middle half of the output shows the whole input, half as wide; the rest lies outside it
+    assert row[:24].max() == 0 and row[76:].max() == 0
+    assert (np.diff(row[26:74]) == 4).all()  # two input pixels (2 apart in value) per output pixel
+
+
+def test_a_grid_from_a_pipe(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    exe = Path(sys.executable).parent / "geomcli"
+    command = (f"{exe} affine-grid --like {path} --rotate 30 -o - | "
+               f"{exe} grid-sample {path} --grid - -o {tmp_path / 'turned.png'} -q")
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert run("warp", path, "--rotate", "30", "-o", tmp_path / "warped.png", "-q").exit_code == 0
+    assert (tmp_path / "turned.png").read_bytes() == (tmp_path / "warped.png").read_bytes()
+
+
+def test_a_batch_applies_the_one_grid_to_every_input(tmp_path: Path, rng: np.random.Generator) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        Image.fromarray(rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)).save(folder / f"{name}.png")
+    np.save(tmp_path / "grid.npy", rotation_grid(12, 16))
+    dry = run("grid-sample", folder, "--grid", tmp_path / "grid.npy", "--out-dir", tmp_path / "out", "--dry-run")
+    assert dry.exit_code == 0 and dry.stdout.count("12×16×3 uint8") == 3
+    result = run("grid-sample", folder, "--grid", tmp_path / "grid.npy", "--out-dir", tmp_path / "out", "-j", "2")
+    assert result.exit_code == 0, result.stderr
+    assert "grid-sample: 3 ok, 0 failed, 0 skipped" in result.stderr
+    for name in ("a", "b", "c"):
+        with Image.open(tmp_path / "out" / f"{name}.png") as image:
+            assert image.size == (16, 12)
+
+
+def test_tensors_in_their_layout_and_3d_tensors(tmp_path: Path, rng: np.random.Generator) -> None:
+    nhwc = rng.normal(size=(2, 6, 7, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", nhwc)
+    grid = rng.uniform(-1.2, 1.2, size=(2, 4, 5, 2)).astype(np.float32)
+    np.save(tmp_path / "g.npy", grid)
+    assert run("grid-sample", tmp_path / "x.npy", "--grid", tmp_path / "g.npy", "--layout", "NHWC",
+               "-o", tmp_path / "y.npy", "-q").exit_code == 0
+    expected = grid_sample(nhwc.transpose(0, 3, 1, 2), grid).transpose(0, 2, 3, 1)
+    assert np.array_equal(np.load(tmp_path / "y.npy"), expected)
+    volume = rng.normal(size=(1, 2, 4, 5, 6))
+    grid3 = rng.uniform(-1, 1, size=(1, 3, 3, 3, 3))
+    np.save(tmp_path / "v.npy", volume)
+    np.save(tmp_path / "g3.npy", grid3)
+    result = run("grid-sample", tmp_path / "v.npy", "--grid", tmp_path / "g3.npy", "--mode", "cubic",
+                 "-o", tmp_path / "w.npy", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "w.npy"), grid_sample(volume, grid3, "cubic"))
+
+
+def test_mistakes_are_one_line(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    np.save(tmp_path / "grid.npy", rotation_grid(4, 4))
+    np.save(tmp_path / "ints.npy", np.zeros((1, 4, 4, 2), np.int32))
+    np.save(tmp_path / "two.npy", np.zeros((2, 4, 4, 2), np.float32))
+    old = run("grid-sample", path, "--grid", tmp_path / "grid.npy", "--mode", "bilinear", "-o", tmp_path / "o.png")
+    assert old.exit_code == 2
+    assert "'bilinear' is GridSample-16's name; opset 20 and later call it 'linear'" in old.stderr
+    both = run("grid-sample", "-", "--grid", "-", "-o", tmp_path / "o.png")
+    assert both.exit_code == 2 and "cannot both read stdin" in both.stderr
+    ints = run("grid-sample", path, "--grid", tmp_path / "ints.npy", "-o", tmp_path / "o.png")
+    assert ints.exit_code == 1
+    assert ints.stderr == f"Error: {tmp_path / 'ints.npy'}: a grid must hold floats, found int32\n"
+    batch = run("grid-sample", path, "--grid", tmp_path / "two.npy", "-o", tmp_path / "o.png")
+    assert batch.exit_code == 1
+    assert batch.stderr.startswith(f"Error: {path}: grid_sample: grid's batch N = 2 does not match data's N = 1")
+    fill = run("warp", path, "--rotate", "10", "--fill", "300", "-o", tmp_path / "o.png")
+    assert fill.exit_code == 1 and "300" in fill.stderr and fill.stderr.count("\n") == 1
+    size = run("warp", path, "--size", "3,0", "-o", tmp_path / "o.png")
+    assert size.exit_code == 2 and "give H,W: two lengths of at least 1" in size.stderr
+    theta = run("warp", path, "--theta", "1,0,0,0,1", "-o", tmp_path / "o.png")
+    assert theta.exit_code == 2 and "a 2-D warp takes 6 numbers per matrix, found 5" in theta.stderr
+    assert not (tmp_path / "o.png").exists()
+
+
+def test_fill_is_what_an_outside_tap_reads(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    assert run("warp", path, "--scale", "3", "--fill", "255", "--mode", "nearest", "-o", tmp_path / "f.npy",
+               "-q").exit_code == 0
+    out = np.load(tmp_path / "f.npy")
+    assert (out[0, 0] == 255).all() and (out[-1, -1] == 255).all()
+
+
+@pytest.mark.slow
+def test_a_big_warp_never_holds_its_grid(tmp_path: Path) -> None:
+    """8000 x 8000 grey (64 MB in, 64 MB out): the whole grid would be 512 MB of float32."""
+    source = np.lib.format.open_memmap(tmp_path / "big.npy", mode="w+", dtype=np.uint8, shape=(8000, 8000))
+    source[::7] = 200
+    source.flush()
+    del source
+    script = textwrap.dedent(f"""
+        import resource
+        from geomcli.cli import main
+        try:
+            main(["warp", {str(tmp_path / 'big.npy')!r}, "--rotate", "30", "-o", {str(tmp_path / 'out.npy')!r}, "-q"])
+        except SystemExit as stop:
+            if stop.code:
+                raise
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    peak_mib = float(done.stdout)
+    assert peak_mib < 64 + 64 + 200, peak_mib  # input and output pages, and the bounded work
