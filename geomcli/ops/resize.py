@@ -1,0 +1,642 @@
+"""ONNX Resize (opset 19): nearest, linear and cubic resampling of any axes of a tensor.
+
+Resize is separable: per resized axis, each output index reads a few input indices (its taps)
+with weights. They are worked out once per axis, in exact rational arithmetic where a decision is
+taken (which tap is nearest, whether a point lies outside the roi), then applied axis by axis.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+
+from geomcli.errors import GeomError
+from geomcli.ops import _numeric
+
+__all__ = ["resize", "resize_output_shape"]
+
+Mode: TypeAlias = Literal["nearest", "linear", "cubic"]
+Transform: TypeAlias = Literal[
+    "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"
+]
+NearestMode: TypeAlias = Literal["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+Policy: TypeAlias = Literal["stretch", "not_larger", "not_smaller"]
+Shape: TypeAlias = tuple[int, ...]
+
+_FUNC = "resize"
+_MODES = ("nearest", "linear", "cubic")
+_TRANSFORMS = (
+    "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"
+)
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_POLICIES = ("stretch", "not_larger", "not_smaller")
+# Resize-19's T1 is every tensor type; strings by kind (str, bytes, StringDType).
+_NUMERIC = frozenset(
+    ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    + ["float16", "float32", "float64", "bfloat16", "complex64", "complex128"]
+)
+_TYPES_TEXT = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str, bytes or StringDType"
+_HALF = Fraction(1, 2)
+# Beyond this the per-axis index arithmetic leaves int64 for Python ints (object arrays).
+_INT64_SAFE = 1 << 62
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def _where(shape: Shape) -> str:
+    return f"input shape {shape}"
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _choice(value: Any, name: str, choices: tuple[str, ...], where: str) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise GeomError(f"{_FUNC}: {name} must be one of {', '.join(choices)}; found {_shown(value)} ({where})")
+    return value
+
+
+def _flag(value: Any, name: str, where: str) -> bool:
+    # ONNX keeps these as int attributes: 0 and 1 are taken beside False and True
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and int(value) in (0, 1)):
+        return bool(value)
+    raise GeomError(f"{_FUNC}: {name} must be 0, 1, False or True; found {_shown(value)} ({where})")
+
+
+def _float32_attribute(value: Any, name: str, where: str, *, finite: bool) -> float:
+    """An ONNX float attribute: a real number, as the float32 it is stored as."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise GeomError(f"{_FUNC}: {name} must be a real number, found {_shown(value)} ({where})")
+    with np.errstate(over="ignore"):
+        stored = float(np.float32(value))
+    if finite and not math.isfinite(stored):
+        raise GeomError(f"{_FUNC}: {name} must be finite in float32, found {_shown(value)} ({where})")
+    return stored
+
+
+def _as_data(data: Any) -> np.ndarray:
+    masked = sys.modules.get("numpy.ma")
+    if masked is not None and isinstance(data, masked.MaskedArray):
+        raise GeomError(f"{_FUNC}: data is a masked array, whose mask would be lost; give its .filled(value) "
+                        f"(input shape {data.shape})")
+    try:
+        array = data if isinstance(data, np.ndarray) else np.asarray(data)
+    except (TypeError, ValueError) as error:
+        raise GeomError(f"{_FUNC}: data is not an array ({' '.join(str(error).split())})") from error
+    dtype = array.dtype
+    if not (dtype.kind == "b" or dtype.kind in "UST" or dtype.name in _NUMERIC):
+        raise GeomError(f"{_FUNC}: data must be {_TYPES_TEXT}; found dtype {dtype} ({_where(array.shape)})")
+    return array
+
+
+def _as_list(values: Any, name: str, where: str, what: str = "numbers") -> list[Any]:
+    """The values of a 1-D sequence or array of numbers (each checked by the caller)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise GeomError(f"{_FUNC}: {name} must be a 1-D list of {what}, found {_shown(values)} ({where})")
+    array = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if array.ndim != 1:
+        raise GeomError(f"{_FUNC}: {name} must be 1-D, found shape {array.shape} ({where})")
+    if array.size and array.dtype.kind not in "iuf":
+        raise GeomError(f"{_FUNC}: {name} must hold numbers, found dtype {array.dtype} ({where})")
+    # A list keeps its Python ints, however big, for the range checks; an array its numpy
+    # scalars, whose precision _decimal reads.
+    return list(values)
+
+
+def _as_axes(axes: Any, rank: int, where: str) -> tuple[int, ...]:
+    if axes is None:
+        return tuple(range(rank))
+    found = _as_list(axes, "axes", where, "integers")
+    normalised = []
+    for value in found:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise GeomError(f"{_FUNC}: axes must hold integers, found {_shown(value)} ({where})")
+        if not -rank <= value < rank:
+            raise GeomError(f"{_FUNC}: axes must be in [{-rank}, {rank - 1}], found {value} ({where})")
+        axis = int(value) % rank
+        if axis in normalised:
+            raise GeomError(f"{_FUNC}: axes repeats axis {axis} (axes {list(found)}, {where})")
+        normalised.append(axis)
+    return tuple(normalised)
+
+
+def _decimal(value: float | np.floating[Any]) -> Fraction:
+    """The number a float stands for: the shortest decimal that reads back as it (in its own
+    precision), exactly. float32 0.7 is 7/10, not 0.699999988079071."""
+    return Fraction(np.format_float_positional(value, unique=True, trim="-"))
+
+
+def _as_scales(scales: Any, where: str) -> list[Fraction]:
+    """Scales as ONNX holds them, float32, each read as its decimal (see _decimal)."""
+    found = _as_list(scales, "scales", where)
+    exact = []
+    for index, value in enumerate(found):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise GeomError(f"{_FUNC}: scales must hold numbers, found {_shown(value)} at index {index} ({where})")
+        with np.errstate(over="ignore"):
+            stored = np.float32(value)
+        if not (np.isfinite(stored) and stored > 0):
+            raise GeomError(
+                f"{_FUNC}: scales must be > 0 and finite in float32, found {_shown(value)} at index {index} ({where})"
+            )
+        exact.append(_decimal(stored))
+    return exact
+
+
+def _as_sizes(sizes: Any, where: str) -> list[int]:
+    found = _as_list(sizes, "sizes", where, "integers")
+    for index, value in enumerate(found):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise GeomError(f"{_FUNC}: sizes must hold integers, found {_shown(value)} at index {index} ({where})")
+        if value < 1:
+            raise GeomError(f"{_FUNC}: sizes must be >= 1, found {value} at index {index} ({where})")
+    return [int(value) for value in found]
+
+
+def _as_shape(data_shape: Any) -> Shape:
+    if isinstance(data_shape, (str, bytes)) or not isinstance(data_shape, (Sequence, np.ndarray)):
+        raise GeomError(f"{_FUNC}: data_shape must be a 1-D list of integers, found {_shown(data_shape)}")
+    shape = []
+    for value in np.asarray(data_shape).tolist() if isinstance(data_shape, np.ndarray) else data_shape:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise GeomError(f"{_FUNC}: data_shape must hold integers >= 0, found {_shown(value)}")
+        shape.append(int(value))
+    return tuple(shape)
+
+
+def _is_empty(values: Any) -> bool:
+    if isinstance(values, np.ndarray):
+        return values.size == 0
+    return isinstance(values, Sequence) and not isinstance(values, (str, bytes)) and len(values) == 0
+
+
+def _given(values: Any, other: Any) -> bool:
+    """Whether an optional input is given. As in ONNX graphs, an empty list beside a given other
+    input stands for an absent one."""
+    return values is not None and not (other is not None and _is_empty(values))
+
+
+@dataclass(frozen=True)
+class _Sizing:
+    """The resized axes in the order given, and per axis its output length and the scale of the
+    coordinate formulas (exact; its product with the input length is ``output_width``)."""
+
+    axes: tuple[int, ...]
+    output_shape: Shape
+    scales: tuple[Fraction, ...]
+
+
+def _sizing(shape: Shape, scales: Any, sizes: Any, axes: Any, policy: Any) -> _Sizing:
+    where = _where(shape)
+    policy = _choice(policy, "keep_aspect_ratio_policy", _POLICIES, where)
+    has_scales, has_sizes = _given(scales, sizes), _given(sizes, scales)
+    if has_scales and has_sizes:
+        raise GeomError(f"{_FUNC}: give scales or sizes, not both ({where})")
+    if not (has_scales or has_sizes):
+        raise GeomError(f"{_FUNC}: give scales or sizes, found neither ({where})")
+    name = "scales" if has_scales else "sizes"
+    factors = _as_scales(scales, where) if has_scales else []
+    lengths = [] if has_scales else _as_sizes(sizes, where)
+    count = len(factors) + len(lengths)
+    listed = _as_axes(axes, len(shape), where)
+    if count != len(listed):
+        target = f"axes {list(listed)}" if axes is not None else f"rank {len(shape)}"
+        raise GeomError(f"{_FUNC}: {name} has {count} values for {target} ({where})")
+    output = list(shape)
+    if has_scales:
+        for axis, factor in zip(listed, factors):
+            output[axis] = math.floor(shape[axis] * factor)
+        return _Sizing(listed, tuple(output), tuple(factors))
+    for axis, size in zip(listed, lengths):
+        if shape[axis] == 0:
+            raise GeomError(f"{_FUNC}: cannot resize axis {axis} of length 0 to {size} ({where})")
+    ratios = [Fraction(size, shape[axis]) for axis, size in zip(listed, lengths)]
+    if policy != "stretch" and ratios:
+        common = min(ratios) if policy == "not_larger" else max(ratios)
+        ratios = [common] * len(ratios)
+        for axis in listed:
+            # round_int of the spec: halfway cases up, exactly
+            output[axis] = math.floor(common * shape[axis] + _HALF)
+    else:
+        for axis, size in zip(listed, lengths):
+            output[axis] = size
+    return _Sizing(listed, tuple(output), tuple(ratios))
+
+
+def resize_output_shape(
+    data_shape: Sequence[int] | np.ndarray,
+    scales: Sequence[float] | np.ndarray | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    *,
+    axes: Sequence[int] | np.ndarray | None = None,
+    keep_aspect_ratio_policy: Policy = "stretch",
+) -> Shape:
+    """The shape :func:`resize` gives an input of shape ``data_shape``, without data.
+
+    Parameters
+    ----------
+    data_shape : sequence of int
+        The input's shape, every length >= 0.
+    scales, sizes, axes, keep_aspect_ratio_policy
+        As for :func:`resize`: exactly one of ``scales`` and ``sizes``.
+
+    Returns
+    -------
+    tuple of int
+        The output shape; the axes not listed keep their length.
+
+    Raises
+    ------
+    GeomError
+        For the shape and sizing errors of :func:`resize`, or a ``data_shape`` that is
+        not a list of integers >= 0.
+
+    Examples
+    --------
+    >>> resize_output_shape((1, 3, 300, 451), sizes=[256, 256], axes=[2, 3],
+    ...                     keep_aspect_ratio_policy="not_smaller")
+    (1, 3, 256, 385)
+    >>> resize_output_shape((10,), scales=[0.7])
+    (7,)
+    """
+    shape = _as_shape(data_shape)
+    return _sizing(shape, scales, sizes, axes, keep_aspect_ratio_policy).output_shape
+
+
+def _as_roi(roi: Any, sizing: _Sizing, shape: Shape, needed: bool) -> list[tuple[Fraction, Fraction]] | None:
+    """(start, end) per resized axis, exactly, or None when no roi is given."""
+    where = _where(shape)
+    if roi is None or _is_empty(roi):
+        if needed:
+            raise GeomError(
+                f"{_FUNC}: coordinate_transformation_mode tf_crop_and_resize needs roi, found none ({where})"
+            )
+        return None
+    found = _as_list(roi, "roi", where)
+    count = len(sizing.axes)
+    if len(found) != 2 * count:
+        raise GeomError(
+            f"{_FUNC}: roi must hold {2 * count} values (the starts, then the ends, of axes {list(sizing.axes)}), "
+            f"found {len(found)} ({where})"
+        )
+    exact = []
+    for index, value in enumerate(found):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise GeomError(f"{_FUNC}: roi must hold numbers, found {_shown(value)} at index {index} ({where})")
+        if not isinstance(value, (int, np.integer)) and not np.isfinite(value):
+            raise GeomError(f"{_FUNC}: roi must hold finite numbers, found {_shown(value)} at index {index} ({where})")
+        exact.append(Fraction(int(value)) if isinstance(value, (int, np.integer)) else _decimal(value))
+    return [(exact[i], exact[count + i]) for i in range(count)]
+
+
+# --- per-axis plans -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one axis does: output index i reads ``taps[i, k]`` with weight ``weights[i, k]``
+    (nearest: one tap, no weights), or the extrapolation value where ``outside[i]``."""
+
+    axis: int
+    in_len: int
+    out_len: int
+    taps: np.ndarray  # (out_len, k) intp, clamped into [0, in_len)
+    weights: np.ndarray | None  # (out_len, k) float64
+    outside: np.ndarray | None  # (out_len,) bool, tf_crop_and_resize only
+
+    def is_identity(self) -> bool:
+        if self.out_len != self.in_len or (self.outside is not None and self.outside.any()):
+            return False
+        own = np.arange(self.out_len)[:, None] == self.taps
+        if self.weights is None:
+            return bool(own.all())
+        return bool(np.all(np.where(own, self.weights, 0.0).sum(axis=1) == 1.0)
+                    and np.all(self.weights[~own] == 0.0))
+
+
+def _line(transform: str, in_len: int, out_len: int, scale: Fraction,
+          roi: tuple[Fraction, Fraction] | None) -> tuple[Fraction, Fraction]:
+    """(a, b) with ``x_original = a * x_resized + b``: every coordinate transformation is affine."""
+    if transform in ("half_pixel", "pytorch_half_pixel"):
+        if transform == "pytorch_half_pixel" and out_len <= 1:
+            return Fraction(0), Fraction(0)
+        return 1 / scale, _HALF / scale - _HALF
+    if transform == "half_pixel_symmetric":
+        # offset = center * (1 - adjustment), adjustment = output_width_int / output_width
+        width = scale * in_len
+        offset = Fraction(in_len, 2) * (1 - out_len / width)
+        return 1 / scale, offset + _HALF / scale - _HALF
+    if transform == "asymmetric":
+        return 1 / scale, Fraction(0)
+    if transform == "align_corners":
+        # length_resized is the output's integer length (see resize's Notes)
+        if out_len <= 1:
+            return Fraction(0), Fraction(0)
+        return Fraction(in_len - 1, out_len - 1), Fraction(0)
+    start, end = roi if roi is not None else (Fraction(0), Fraction(1))
+    if out_len <= 1:
+        return Fraction(0), (start + end) * (in_len - 1) / 2
+    return (end - start) * (in_len - 1) / (out_len - 1), start * (in_len - 1)
+
+
+def _exact_coordinates(a: Fraction, b: Fraction, out_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(floor, rest, den)`` with ``a*i + b = floor[i] + rest[i] / den`` and
+    ``0 <= rest[i] < den`` for every output index i: integers, exact."""
+    den = math.lcm(a.denominator, b.denominator)
+    slope, offset = int(a * den), int(b * den)
+    if abs(slope) * max(out_len - 1, 0) + abs(offset) < _INT64_SAFE and den < _INT64_SAFE:
+        numer = slope * np.arange(out_len, dtype=np.int64) + offset
+    else:
+        # a tiny scale or a roi of many digits: Python ints, slower but still exact
+        numer = np.array([slope * i + offset for i in range(out_len)], dtype=object)
+    floor = numer // den
+    return floor, numer - floor * den, den
+
+
+def _keys(distance: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic kernel (Keys 1981, eq. 4) with coefficient ``a``, of |distance|."""
+    d = np.abs(distance)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _plan(axis: int, in_len: int, out_len: int, scale: Fraction, roi: tuple[Fraction, Fraction] | None, *,
+          mode: str, transform: str, nearest_mode: str, cubic_coeff_a: float, exclude_outside: bool,
+          antialias: bool) -> _Plan:
+    a, b = _line(transform, in_len, out_len, scale, roi)
+    floor, rest, den = _exact_coordinates(a, b, out_len)
+    outside = None
+    if transform == "tf_crop_and_resize":
+        # x < 0 or x > in_len - 1, compared exactly
+        outside = np.asarray((floor < 0) | (floor > in_len - 1) | ((floor == in_len - 1) & (rest > 0)), dtype=bool)
+    last = in_len - 1
+    if mode == "nearest":
+        if nearest_mode == "round_prefer_floor":
+            index = floor + (2 * rest > den)
+        elif nearest_mode == "round_prefer_ceil":
+            index = floor + (2 * rest >= den)
+        elif nearest_mode == "floor":
+            index = floor
+        else:
+            index = floor + (rest > 0)
+        taps = np.minimum(np.maximum(index, 0), last).astype(np.intp)
+        return _Plan(axis, in_len, out_len, taps[:, None], None, outside)
+    if den < 1 << 53:
+        frac = rest.astype(np.float64) / float(den)
+    else:
+        frac = np.array([r / den for r in rest.tolist()], dtype=np.float64)
+    stretch = min(scale, Fraction(1)) if antialias else Fraction(1)
+    support = 1 if mode == "linear" else 2
+    half_width = math.ceil(support / stretch)
+    # taps floor(x) - half_width + 1 .. floor(x) + half_width cover every j with
+    # |j - x| * stretch < support
+    offsets = np.arange(1 - half_width, half_width + 1)
+    # a point far outside (which tf_crop_and_resize extrapolates) gets taps near the input
+    start = np.minimum(np.maximum(floor, -2 * half_width), in_len + 2 * half_width).astype(np.int64)
+    taps = start[:, None] + offsets[None, :]
+    distance = (offsets[None, :] - frac[:, None]) * float(stretch)
+    weights = np.maximum(1.0 - np.abs(distance), 0.0) if mode == "linear" else _keys(distance, cubic_coeff_a)
+    if exclude_outside:
+        weights[(taps < 0) | (taps > last)] = 0.0
+    if antialias or exclude_outside:
+        total = weights.sum(axis=1, keepdims=True)
+        # a point whose taps all weigh 0 keeps its zero weights (it reads 0) rather than 0/0
+        np.divide(weights, total, out=weights, where=total != 0)
+    clamped = np.clip(taps, 0, last).astype(np.intp)
+    return _Plan(axis, in_len, out_len, clamped, weights, outside)
+
+
+# --- applying the plans ----------------------------------------------------------------------
+
+
+def _gather(values: np.ndarray, plan: _Plan) -> np.ndarray:
+    return np.take(values, plan.taps[:, 0], axis=plan.axis)
+
+
+def _weigh(values: np.ndarray, plan: _Plan) -> np.ndarray:
+    """The weighted sum of ``values``' taps along the plan's axis, in values' (working) dtype."""
+    assert plan.weights is not None
+    broadcast = (1,) * plan.axis + (plan.out_len,) + (1,) * (values.ndim - plan.axis - 1)
+    total: np.ndarray | None = None
+    for k in range(plan.taps.shape[1]):
+        term = np.take(values, plan.taps[:, k], axis=plan.axis)
+        term *= plan.weights[:, k].reshape(broadcast)
+        if total is None:
+            total = term
+        else:
+            total += term
+    assert total is not None
+    return total
+
+
+def _fill_outside(result: np.ndarray, plans: list[_Plan], value: Any) -> None:
+    for plan in plans:
+        if plan.outside is not None and plan.outside.any():
+            result[(slice(None),) * plan.axis + (plan.outside,)] = value
+
+
+def resize(
+    data: Any,
+    roi: Sequence[float] | np.ndarray | None = None,
+    scales: Sequence[float] | np.ndarray | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    *,
+    mode: Mode = "nearest",
+    coordinate_transformation_mode: Transform = "half_pixel",
+    cubic_coeff_a: float = -0.75,
+    exclude_outside: bool = False,
+    extrapolation_value: float = 0.0,
+    keep_aspect_ratio_policy: Policy = "stretch",
+    nearest_mode: NearestMode = "round_prefer_floor",
+    antialias: bool = False,
+    axes: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
+    """Resize ``data`` on ``axes`` to ``sizes`` or by ``scales``, as ONNX Resize-19 does.
+
+    Parameters
+    ----------
+    data : array_like
+        Any tensor type: bool, int8-int64, uint8-uint64, float16/32/64, bfloat16
+        (ml_dtypes), complex64/128, strings (str, bytes, StringDType). Bool and strings
+        take ``mode="nearest"`` only.
+    roi : sequence of float, optional
+        ``[start_1, ..., start_n, end_1, ..., end_n]`` for the n resized axes, normalised
+        to the input's coordinates. Needed by ``tf_crop_and_resize``, ignored by the other
+        transformations (checked for length and finiteness when given). Empty is absent.
+    scales : sequence of float, optional
+        One scale > 0 per resized axis, taken as float32 (ONNX's type for it).
+    sizes : sequence of int, optional
+        One target length >= 1 per resized axis, read per ``keep_aspect_ratio_policy``.
+        Exactly one of ``scales`` and ``sizes``; an empty one beside the other is absent.
+    mode : {"nearest", "linear", "cubic"}
+    coordinate_transformation_mode : {"half_pixel", "half_pixel_symmetric", \
+"pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"}
+    cubic_coeff_a : float
+        Keys' coefficient of the cubic kernel (taken as float32); cubic only.
+    exclude_outside : bool or {0, 1}
+        Weigh taps outside the input 0 and renormalise; linear and cubic only.
+    extrapolation_value : float
+        What ``tf_crop_and_resize`` gives points outside the input (taken as float32,
+        then converted to data's dtype as interpolated values are).
+    keep_aspect_ratio_policy : {"stretch", "not_larger", "not_smaller"}
+        How ``sizes`` is read; not applicable to (and ignored with) ``scales``.
+    nearest_mode : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
+        Nearest only.
+    antialias : bool or {0, 1}
+        On a downscale, widen the linear or cubic filter by ``1/scale`` and normalise.
+    axes : sequence of int, optional
+        The axes ``roi``, ``scales`` and ``sizes`` refer to (negative count from the end);
+        every axis by default.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array of data's dtype; the unlisted axes keep their length.
+
+    Raises
+    ------
+    GeomError
+        If both or neither of ``scales`` and ``sizes`` are given; their length differs
+        from the number of axes; a scale is not > 0 and finite in float32, a size not an
+        integer >= 1, or a size is asked of an axis of length 0; an axis is out of
+        ``[-r, r-1]`` or repeated; a mode, transformation, nearest mode or policy is not
+        one of its names; ``tf_crop_and_resize`` has no roi, or a roi has the wrong length
+        or a non-finite value; ``cubic_coeff_a`` is not finite, ``extrapolation_value`` not
+        a real number, ``exclude_outside`` or ``antialias`` not 0/1; ``exclude_outside`` or
+        ``antialias`` is asked of nearest; bool or string data is asked for linear or
+        cubic, or string data for a point outside the input (there is no string
+        extrapolation value); data is of another type or a masked array.
+
+    Notes
+    -----
+    ONNX Resize, opset 19. Per resized axis of input length ``n``, output index ``i``
+    maps to ``x = a*i + b`` by the coordinate transformation, computed exactly (as
+    fractions) wherever a decision hangs on it; linear taps ``floor(x), floor(x)+1``,
+    cubic ``floor(x)-1 .. floor(x)+2`` with Keys' kernel; taps outside read the edge
+    (unless ``exclude_outside``). Data is computed in float64 (complex128 for complex)
+    and converted once: integers rounded half to even and saturated, floats rounded once.
+    Nearest copies elements: exact for every type.
+
+    Where the ONNX reference (onnx 1.23) and onnxruntime (1.32) differ, we do this:
+
+    - A scale (float32, as ONNX holds it) and a roi value are read as the decimal they
+      print as, exactly: float32 0.7 is 7/10, not 0.699999988... So ``scales=[0.7]`` on
+      length 10 gives ``floor(10 * 7/10) = 7``, as onnxruntime (float32 arithmetic) and
+      Python floats do; the reference and ONNX's shape inference take the binary value
+      and give 6. Ties stay ties (asymmetric 0.4: x = 2.5 exactly, so round_prefer_ceil
+      reads 3, as onnxruntime; the reference 2) and a roi of [0.6, 1.1] on length 4 ends
+      exactly at 3, inside (the reference: 3.00000007, outside). ``roi`` does not change
+      the output length (the spec's summary line multiplies by ``roi_end - roi_start``;
+      the reference, onnxruntime and shape inference do not).
+    - ``align_corners`` and ``tf_crop_and_resize`` divide by the integer output length
+      less one, as the text's "length of the resized tensor" says (onnxruntime, PyTorch,
+      TensorFlow); the reference, and the official cases
+      ``test_resize_downsample_scales_*_align_corners``, divide by ``scale*n - 1``.
+      A length-1 output reads ``x = 0`` (``tf_crop_and_resize``: the roi's centre).
+    - ``pytorch_half_pixel`` with an output length of 1 reads ``x = 0`` (the text and
+      onnxruntime); the reference reads -0.5.
+    - An axis kept at its length by a scale != 1 (1.25 on length 3) is resampled with
+      that scale, as the formulas and the reference say; onnxruntime copies it when the
+      whole shape is unchanged or under antialias. ``tf_crop_and_resize`` with an
+      unchanged length samples its roi (onnxruntime copies). An axis whose every output
+      reads its own index with weight 1 is copied (so NaN and inf there stay themselves).
+    - Integers are rounded half to even and saturated once (as the reference);
+      onnxruntime truncates (0.75 -> 0), has no uint8 cubic, and rounds half up between
+      its two antialias passes.
+    - ``exclude_outside`` and ``antialias`` with nearest are undefined in the text
+      (onnxruntime refuses the first, the reference the second): both are refused.
+      onnxruntime also refuses exclude_outside for linear without antialias; we take it
+      (it can only renormalise the two taps at the edge, which then reads the edge).
+    - Coordinates are exact where they decide a tap. The reference works in float64, and
+      a coordinate one rounding error off an integer shifts its tap window by one (a cubic
+      at x = 2 reads pixel 1 there); onnxruntime works in float32, so a near-tie can move.
+
+    A policy other than ``stretch`` scales every listed axis by one scale (the smallest or
+    largest ``sizes[i] / n``), used by the coordinate formulas too, and rounds each length
+    half up: 300x451 ``not_smaller`` 256 gives 256x385. Antialias uses the same scale per
+    axis (``sizes[i] / n`` under ``stretch``). With exclude_outside, a point whose inside
+    taps weigh 0 in total reads 0. ``cubic_coeff_a`` and ``extrapolation_value`` are
+    float32 attributes in ONNX and are taken as their float32 values.
+
+    Examples
+    --------
+    >>> resize(np.array([[1, 2], [3, 4]]), scales=[2, 2])
+    array([[1, 1, 2, 2],
+           [1, 1, 2, 2],
+           [3, 3, 4, 4],
+           [3, 3, 4, 4]])
+    >>> resize(np.array([0.0, 10.0, 20.0, 30.0]), sizes=[2], mode="linear")
+    array([ 5., 25.])
+    >>> resize(np.array([0, 10], dtype=np.uint8), sizes=[4], mode="linear")
+    array([ 0,  2,  8, 10], dtype=uint8)
+    """
+    array = _as_data(data)
+    shape = array.shape
+    where = _where(shape)
+    mode = _choice(mode, "mode", _MODES, where)  # type: ignore[assignment]
+    transform = _choice(coordinate_transformation_mode, "coordinate_transformation_mode", _TRANSFORMS, where)
+    nearest = _choice(nearest_mode, "nearest_mode", _NEAREST_MODES, where)
+    a = _float32_attribute(cubic_coeff_a, "cubic_coeff_a", where, finite=True)
+    fill = _float32_attribute(extrapolation_value, "extrapolation_value", where, finite=False)
+    exclude = _flag(exclude_outside, "exclude_outside", where)
+    widen = _flag(antialias, "antialias", where)
+    sizing = _sizing(shape, scales, sizes, axes, keep_aspect_ratio_policy)
+    rois = _as_roi(roi, sizing, shape, transform == "tf_crop_and_resize")
+    if mode == "nearest" and (exclude or widen):
+        name = "exclude_outside" if exclude else "antialias"
+        raise GeomError(f"{_FUNC}: {name} is undefined for mode nearest; use linear or cubic ({where})")
+    kind = array.dtype.kind
+    if mode != "nearest" and (kind == "b" or kind in "UST"):
+        what = "bool" if kind == "b" else "string"
+        raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {mode} ({where})")
+    plans = []
+    for position, axis in enumerate(sizing.axes):
+        axis_roi = None if rois is None else rois[position]
+        plan = _plan(axis, shape[axis], sizing.output_shape[axis], sizing.scales[position], axis_roi,
+                     mode=mode, transform=transform, nearest_mode=nearest, cubic_coeff_a=a,
+                     exclude_outside=exclude, antialias=widen)
+        if kind in "UST" and plan.outside is not None and plan.outside.any():
+            assert axis_roi is not None
+            raise GeomError(
+                f"{_FUNC}: string data has no extrapolation value, and tf_crop_and_resize reads outside "
+                f"axis {axis} (its roi {float(axis_roi[0])} to {float(axis_roi[1])}, {where})"
+            )
+        if plan.out_len == 0 or not plan.is_identity():
+            plans.append(plan)
+    return _apply(array, sizing.output_shape, plans, fill)
+
+
+def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float) -> np.ndarray:
+    dtype = array.dtype
+    if math.prod(output_shape) == 0:
+        return np.empty(output_shape, dtype=dtype)
+    if not plans:
+        return array.copy()
+    # the shrinking axes first: every later pass then works on less
+    order = sorted(plans, key=lambda plan: plan.out_len / plan.in_len)
+    if plans[0].weights is None:
+        result = array
+        for plan in order:
+            result = _gather(result, plan)
+        if any(plan.outside is not None for plan in plans):
+            if dtype.kind == "b":
+                value: Any = bool(fill)
+            else:
+                value = _numeric.to_dtype(np.array([fill]), dtype)[0]
+            _fill_outside(result, plans, value)
+        return result
+    values = array.astype(_numeric.working_dtype(dtype))
+    for plan in order:
+        values = _weigh(values, plan)
+    _fill_outside(values, plans, fill)
+    return _numeric.to_dtype(values, dtype)

@@ -1,0 +1,718 @@
+"""Resize-19 (geomcli.ops.resize) against the official backend cases, onnxruntime and the ONNX
+reference where they agree, our readable reference (geomcli.ops.reference), and cases worked out
+by hand from the spec's formulas wherever they disagree (the Notes of ``resize``)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import ALL_DTYPES, FLOAT_DTYPES, make_array, onnx_cases
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geomcli.errors import GeomError
+from geomcli.ops import _numeric, reference
+from geomcli.ops import resize as resize_module
+from geomcli.ops.resize import resize, resize_output_shape
+
+MODES = ["nearest", "linear", "cubic"]
+TRANSFORMS = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+              "tf_crop_and_resize"]
+NEAREST_MODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+F32 = np.float32
+
+
+def f32(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float32)
+
+
+# --- oracles -------------------------------------------------------------------------------------
+
+
+def by_reference(data: np.ndarray, roi: Any = None, scales: Any = None, sizes: Any = None, *,
+                 axes: Any = None, keep_aspect_ratio_policy: str = "stretch", **attributes: Any) -> np.ndarray:
+    """geomcli.ops.reference.resize with the public arguments (read by the kernel's parsers)."""
+    sizing = resize_module._sizing(data.shape, scales, sizes, axes, keep_aspect_ratio_policy)
+    rois = resize_module._as_roi(roi, sizing, data.shape, False)
+    every_scale = [Fraction(1)] * data.ndim
+    every_roi = [(Fraction(0), Fraction(1))] * data.ndim
+    for position, axis in enumerate(sizing.axes):
+        every_scale[axis] = sizing.scales[position]
+        if rois is not None:
+            every_roi[axis] = rois[position]
+    options = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75,
+               "exclude_outside": False, "extrapolation_value": 0.0, "nearest_mode": "round_prefer_floor",
+               "antialias": False, **attributes}
+    options["cubic_coeff_a"] = float(F32(options["cubic_coeff_a"]))
+    options["extrapolation_value"] = float(F32(options["extrapolation_value"]))
+    return reference.resize(data, sizing.output_shape, every_scale, every_roi, **options)
+
+
+def onnx_model(data: np.ndarray, roi: Any, scales: Any, sizes: Any, attributes: dict[str, Any]) -> Any:
+    """A one-node opset-19 model, roi/scales/sizes as initialisers."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    names = ["X", "roi" if roi is not None else "", "scales" if scales is not None else "",
+             "sizes" if sizes is not None else ""]
+    while names[-1] == "":
+        names.pop()
+    constants = []
+    for name, value, dtype in (("roi", roi, np.float32), ("scales", scales, np.float32), ("sizes", sizes, np.int64)):
+        if value is not None:
+            constants.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+    node = helper.make_node("Resize", names, ["Y"], **attributes)
+    element = helper.np_dtype_to_tensor_dtype(data.dtype)
+    graph = helper.make_graph([node], "resize", [helper.make_tensor_value_info("X", element, None)],
+                              [helper.make_tensor_value_info("Y", element, None)], constants)
+    return helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 19)])
+
+
+def by_onnxruntime(data: np.ndarray, roi: Any = None, scales: Any = None, sizes: Any = None,
+                   **attributes: Any) -> np.ndarray:
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 4
+    session = ort.InferenceSession(onnx_model(data, roi, scales, sizes, attributes).SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    return np.asarray(session.run(None, {"X": data})[0])
+
+
+def by_onnx_reference(data: np.ndarray, roi: Any = None, scales: Any = None, sizes: Any = None,
+                      **attributes: Any) -> np.ndarray:
+    from onnx.reference import ReferenceEvaluator
+
+    return np.asarray(ReferenceEvaluator(onnx_model(data, roi, scales, sizes, attributes)).run(None, {"X": data})[0])
+
+
+def exact_coordinates(shape: tuple[int, ...], roi: Any, scales: Any, sizes: Any, axes: Any, attributes: dict[str, Any]
+                      ) -> list[tuple[int, list[Fraction]]]:
+    """(input length, every output coordinate) per resized axis, exactly."""
+    policy = attributes.get("keep_aspect_ratio_policy", "stretch")
+    sizing = resize_module._sizing(shape, scales, sizes, axes, policy)
+    rois = resize_module._as_roi(roi, sizing, shape, False)
+    transform = attributes.get("coordinate_transformation_mode", "half_pixel")
+    found = []
+    for position, axis in enumerate(sizing.axes):
+        n, out = shape[axis], sizing.output_shape[axis]
+        box = rois[position] if rois is not None else (Fraction(0), Fraction(1))
+        found.append((n, [reference.resize_coordinate(i, n, out, sizing.scales[position], transform, box)
+                          for i in range(out)]))
+    return found
+
+
+def near_a_boundary(shape: tuple[int, ...], roi: Any, scales: Any, sizes: Any, axes: Any,
+                    attributes: dict[str, Any], within: float, *, taps_matter: bool) -> bool:
+    """Whether a coordinate lies within ``within`` of where a float32 (onnxruntime) or float64
+    (the reference) evaluation can decide otherwise than the exact one: a rounding boundary of
+    nearest (a half-integer, or an integer for floor/ceil), an integer for the reference's
+    linear and cubic (which taps), or the edges of tf_crop_and_resize. x == 0 is exact
+    everywhere and not counted."""
+    mode = attributes.get("mode", "nearest")
+    nearest_mode = attributes.get("nearest_mode", "round_prefer_floor")
+    for n, coordinates in exact_coordinates(shape, roi, scales, sizes, axes, attributes):
+        for x in coordinates:
+            if x == 0:
+                continue
+            marks = []
+            if mode == "nearest" and nearest_mode.startswith("round"):
+                marks += [Fraction(math.floor(x)) + Fraction(1, 2)]
+            elif mode == "nearest" or taps_matter:
+                marks += [Fraction(math.floor(x)), Fraction(math.ceil(x))]
+            if attributes.get("coordinate_transformation_mode") == "tf_crop_and_resize":
+                marks += [Fraction(0), Fraction(n - 1)]
+            if any(abs(x - mark) < within for mark in marks):
+                return True
+    return False
+
+
+# --- the official backend cases ------------------------------------------------------------------
+
+# The conformance data of these two encode the reference's align_corners, which divides by the
+# fractional scale * n - 1; we divide by the output's integer length - 1 (see test below).
+REFERENCE_ALIGN_CORNERS = {"test_resize_downsample_scales_linear_align_corners",
+                           "test_resize_downsample_scales_cubic_align_corners"}
+
+
+def official(name: str) -> tuple[np.ndarray, dict[str, Any], np.ndarray]:
+    """(data, resize's keywords, expected) of one official case. Its inputs come without names:
+    roi is the first of three, scales are floats and sizes integers."""
+    case = onnx_cases("Resize")[name]
+    inputs, outputs = case.data_sets[0]
+    data, rest = inputs[0], list(inputs[1:])
+    keywords: dict[str, Any] = dict(case.attributes)
+    if len(rest) == 2:
+        keywords["roi"] = rest.pop(0)
+    keywords["scales" if rest[0].dtype.kind == "f" else "sizes"] = rest[0]
+    return data, keywords, outputs[0]
+
+
+def test_official_cases_are_all_there() -> None:
+    assert len(onnx_cases("Resize")) == 39
+
+
+@pytest.mark.parametrize("name", sorted(set(onnx_cases("Resize")) - REFERENCE_ALIGN_CORNERS))
+def test_official_case(name: str) -> None:
+    data, keywords, expected = official(name)
+    got = resize(data, **keywords)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if keywords.get("mode", "nearest") == "nearest":
+        np.testing.assert_array_equal(got, expected)
+    else:
+        # Both compute in float64 and round once to float32; another order of the same sums can
+        # land one float32 step away (all 37 match exactly today).
+        np.testing.assert_array_max_ulp(got, expected, maxulp=1)
+
+
+def test_official_align_corners_downsamples_encode_the_references_fractional_length() -> None:
+    # linear: 2x4 by 0.6 -> 1x2. The text's length_resized is 2: x = i * 3 / 1 = 0, 3.
+    data, keywords, expected = official("test_resize_downsample_scales_linear_align_corners")
+    np.testing.assert_allclose(expected, [[[[1, 3.142857]]]], rtol=1e-6)  # the reference: x = 3 / 1.4
+    np.testing.assert_array_equal(resize(data, **keywords), [[[[1, 4]]]])
+    np.testing.assert_array_equal(by_onnxruntime(data, **keywords), [[[[1, 4]]]])
+    # cubic: 4x4 (1..16) by 0.8 -> 3x3, x = 0, 1.5, 3 per axis. At 1.5 Keys' weights (A=-0.75) are
+    # -3/32, 19/32, 19/32, -3/32: 2.5 on a row 1..4, and the data are linear, so 4*row + col + 1.
+    data, keywords, expected = official("test_resize_downsample_scales_cubic_align_corners")
+    assert abs(expected[0, 0, 0, 1] - 2.395190) < 1e-5  # the reference: x = 3 / 2.2
+    by_hand = np.array([[1, 2.5, 4], [7, 8.5, 10], [13, 14.5, 16]], dtype=np.float32)
+    np.testing.assert_array_equal(resize(data, **keywords)[0, 0], by_hand)
+    np.testing.assert_allclose(by_onnxruntime(data, **keywords)[0, 0], by_hand, rtol=1e-6)
+
+
+# --- onnxruntime and the ONNX reference as oracles, where they agree ----------------------------
+
+
+def random_case(seed: int, *, for_onnxruntime: bool) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+    """A small random float32 case: (data, roi/scales/sizes/axes, attributes). For onnxruntime
+    the layouts its linear and cubic take: 2-D, or 4-D resized on H and W."""
+    rng = np.random.default_rng(seed)
+    mode = MODES[seed % 3]
+    transform = TRANSFORMS[(seed // 3) % 6]
+    attributes: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": transform}
+    if mode == "nearest":
+        attributes["nearest_mode"] = NEAREST_MODES[(seed // 18) % 4]
+    else:
+        attributes["antialias"] = int(rng.random() < 0.5)
+        # onnxruntime takes exclude_outside for linear only with antialias
+        if mode == "cubic" or attributes["antialias"]:
+            attributes["exclude_outside"] = int(rng.random() < 0.4)
+        if mode == "cubic" and rng.random() < 0.3:
+            attributes["cubic_coeff_a"] = -0.5
+    four_d = not for_onnxruntime or rng.random() < 0.7
+    shape = (1, 2, *map(int, rng.integers(1, 8, 2))) if four_d else tuple(map(int, rng.integers(1, 8, 2)))
+    inputs: dict[str, Any] = {"axes": [2, 3] if four_d else [0, 1]}
+    if not for_onnxruntime and rng.random() < 0.5:
+        inputs["axes"] = [-1] if rng.random() < 0.5 else [3, 1]
+    count = len(inputs["axes"])
+    if rng.random() < 0.5:
+        inputs["scales"] = np.round(rng.uniform(0.3, 3.0, count), 1).astype(np.float32)
+    else:
+        inputs["sizes"] = rng.integers(1, 12, count)
+        if rng.random() < 0.3:
+            attributes["keep_aspect_ratio_policy"] = ["not_larger", "not_smaller"][seed % 2]
+    if transform == "tf_crop_and_resize":
+        start = np.round(rng.uniform(-0.3, 0.6, count), 2)
+        inputs["roi"] = np.concatenate([start, np.round(start + rng.uniform(0.2, 1.0, count), 2)]).astype(np.float32)
+        attributes["extrapolation_value"] = float(rng.choice([0.0, 7.0]))
+    return rng.random(shape, dtype=np.float32), inputs, attributes
+
+
+def where_onnxruntime_differs(data: np.ndarray, inputs: dict[str, Any], attributes: dict[str, Any]) -> str:
+    """Why onnxruntime may differ on this case (the Notes of resize), or ""."""
+    sizing = resize_module._sizing(data.shape, inputs.get("scales"), inputs.get("sizes"), inputs["axes"],
+                                   attributes.get("keep_aspect_ratio_policy", "stretch"))
+    kept = [sizing.output_shape[axis] == data.shape[axis] for axis in sizing.axes]
+    transform = attributes["coordinate_transformation_mode"]
+    if sizing.output_shape == data.shape:
+        return "copies an unchanged shape"
+    if any(k and scale != 1 for k, scale in zip(kept, sizing.scales)) and attributes.get("antialias"):
+        return "copies an axis kept by a scale != 1 under antialias"
+    if transform == "tf_crop_and_resize" and any(kept):
+        return "copies an axis of unchanged length under tf_crop_and_resize"
+    if near_a_boundary(data.shape, inputs.get("roi"), inputs.get("scales"), inputs.get("sizes"), inputs["axes"],
+                       attributes, 1e-4, taps_matter=False):
+        return "works in float32 near a rounding boundary"
+    return ""
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_onnxruntime_agrees(seed: int) -> None:
+    data, inputs, attributes = random_case(seed, for_onnxruntime=True)
+    if where_onnxruntime_differs(data, inputs, attributes):
+        return
+    ours = resize(data, **inputs, **attributes)
+    theirs = by_onnxruntime(data, inputs.get("roi"), inputs.get("scales"), inputs.get("sizes"),
+                            axes=inputs["axes"], **attributes)
+    assert ours.shape == theirs.shape
+    # onnxruntime works in float32: coordinates and weights to ~1e-7, sums of ~10 taps
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-5)
+
+
+def test_the_oracles_run_on_most_cases() -> None:
+    runs = [seed for seed in range(150) if not where_onnxruntime_differs(*random_case(seed, for_onnxruntime=True))]
+    assert len(runs) >= 100
+    runs = [seed for seed in range(150)
+            if not where_the_reference_differs(*random_case(seed + 1000, for_onnxruntime=False))]
+    assert len(runs) >= 45
+
+
+def where_the_reference_differs(data: np.ndarray, inputs: dict[str, Any], attributes: dict[str, Any]) -> str:
+    transform = attributes["coordinate_transformation_mode"]
+    sizing = resize_module._sizing(data.shape, inputs.get("scales"), inputs.get("sizes"), inputs.get("axes"),
+                                   attributes.get("keep_aspect_ratio_policy", "stretch"))
+    fractional = any(scale * data.shape[axis] != sizing.output_shape[axis]
+                     for scale, axis in zip(sizing.scales, sizing.axes))
+    if transform in ("align_corners", "tf_crop_and_resize") and fractional:
+        return "divides by the fractional scale * n - 1"
+    if transform == "pytorch_half_pixel" and any(sizing.output_shape[axis] == 1 for axis in sizing.axes):
+        return "reads -0.5 at an output length of 1"
+    if inputs.get("scales") is not None and any(
+            math.floor(data.shape[axis] * float(F32(scale))) != sizing.output_shape[axis]
+            for scale, axis in zip(inputs["scales"], sizing.axes)):
+        return "takes the binary value of a float32 scale for the length"
+    if near_a_boundary(data.shape, inputs.get("roi"), inputs.get("scales"), inputs.get("sizes"), inputs.get("axes"),
+                       attributes, 1e-6, taps_matter=True):
+        return "takes float64 (and its float32 roi and scales) for exact near a boundary"
+    return ""
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_onnx_reference_agrees(seed: int) -> None:
+    data, inputs, attributes = random_case(seed + 1000, for_onnxruntime=False)
+    if where_the_reference_differs(data, inputs, attributes):
+        return
+    ours = resize(data, **inputs, **attributes)
+    # the reference's axes must come sorted and positive (else numpy's transpose fails in it)
+    axes = [axis % data.ndim for axis in inputs["axes"]]
+    order = np.argsort(axes)
+    given = {name: np.asarray(inputs[name])[order] for name in ("scales", "sizes") if name in inputs}
+    if "roi" in inputs:
+        given["roi"] = np.concatenate([inputs["roi"][: len(axes)][order], inputs["roi"][len(axes):][order]])
+    theirs = by_onnx_reference(data, given.get("roi"), given.get("scales"), given.get("sizes"),
+                               axes=sorted(axes), **attributes)
+    assert ours.shape == theirs.shape
+    # the reference's cubic weights come out to ~1e-7 (float32 somewhere in its arithmetic)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+# --- the fast kernel against the readable reference ----------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_kernel_matches_readable_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    data, inputs, attributes = random_case(seed + 5000, for_onnxruntime=False)
+    dtype = [np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.uint8), np.dtype(np.int16)][seed % 4]
+    if dtype.kind == "f":
+        data = data.astype(dtype)
+    else:
+        data = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, size=data.shape, endpoint=True).astype(dtype)
+    ours = resize(data, **inputs, **attributes)
+    slow = by_reference(data, **inputs, **attributes)
+    assert ours.dtype == slow.dtype == dtype
+    if attributes["mode"] == "nearest":
+        np.testing.assert_array_equal(ours, slow)  # a gather
+    elif dtype.kind in "iu":
+        assert_rounded_from(ours, by_reference(data.astype(np.float64), **inputs, **attributes))
+    elif dtype == np.float32:
+        np.testing.assert_array_max_ulp(ours, slow, maxulp=1)
+    else:
+        np.testing.assert_allclose(ours, slow, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_dtype(dtype: np.dtype, mode: str, rng: np.random.Generator) -> None:
+    data = make_array(rng, (2, 3, 4), dtype)
+    kwargs: dict[str, Any] = {"sizes": [5, 2], "axes": [1, 2], "mode": mode}
+    if mode != "nearest" and (dtype.kind == "b" or dtype.kind in "UST"):
+        what = "bool" if dtype.kind == "b" else "string"
+        with pytest.raises(GeomError, match=f"^resize: {what} data takes mode nearest only, found mode {mode}"):
+            resize(data, **kwargs)
+        return
+    ours = resize(data, **kwargs)
+    assert ours.dtype == dtype and ours.shape == (2, 5, 2)
+    if mode == "nearest":
+        np.testing.assert_array_equal(ours, by_reference(data, **kwargs))
+        # half_pixel, round_prefer_floor: x = -0.2, 0.4, 1, 1.6, 2.2 and 0.5, 2.5
+        rows, cols = np.array([0, 0, 1, 2, 2]), np.array([0, 2])
+        np.testing.assert_array_equal(ours, data[:, rows][:, :, cols])
+        return
+    wide = by_reference(data.astype(_numeric.working_dtype(dtype)), **kwargs)
+    assert_rounded_from(ours, wide)
+
+
+def assert_rounded_from(ours: np.ndarray, wide: np.ndarray) -> None:
+    """``ours`` is ``wide`` (float64 or complex128, the same sums in another order) converted once
+    to ours' dtype: equal, except one step off where ``wide`` sits on a rounding tie of that dtype
+    (the other order's float64 sum can land on either side of it)."""
+    if ours.dtype.kind == "c":
+        assert_rounded_from(ours.real, wide.real)
+        assert_rounded_from(ours.imag, wide.imag)
+        return
+    wide = np.real(wide)
+    if ours.dtype == np.float64:
+        np.testing.assert_allclose(ours, wide, rtol=1e-12, atol=1e-12)
+        return
+    expected = _numeric.to_dtype(wide, ours.dtype)
+    differ = ours != expected
+    midpoint = (ours.astype(np.float64) + expected.astype(np.float64)) / 2
+    on_a_tie = np.abs(wide - midpoint) <= 1e-12 * np.maximum(np.abs(wide), 1)
+    assert np.all(on_a_tie[differ]), (ours[differ], expected[differ], wide[differ])
+
+
+def test_complex_interpolates_both_parts() -> None:
+    data = np.array([1 + 10j, 3 - 10j], dtype=np.complex64)
+    expected = np.array([1 + 10j, 1.5 + 5j, 2.5 - 5j, 3 - 10j], dtype=np.complex64)  # x = -0.25, 0.25, 0.75, 1.25
+    np.testing.assert_array_equal(resize(data, sizes=[4], mode="linear"), expected)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_floats_are_computed_in_float64_and_rounded_once(dtype: np.dtype, mode: str, rng: np.random.Generator) -> None:
+    data = rng.normal(size=(6, 7)).astype(dtype)
+    got = resize(data, sizes=[9, 4], mode=mode, antialias=True)
+    assert got.dtype == dtype
+    assert_rounded_from(got, by_reference(data.astype(np.float64), sizes=[9, 4], mode=mode, antialias=True))
+
+
+# --- the disagreements, worked out by hand -------------------------------------------------------
+
+
+def test_align_corners_and_tf_crop_divide_by_the_integer_length() -> None:
+    # tf_crop_and_resize, length 4 by 0.6 -> 2, roi [0.25, 0.75]: x = 0.75 + i * 0.5 * 3 / (2 - 1)
+    data = f32(0, 10, 20, 30)
+    keywords: dict[str, Any] = {"roi": f32(0.25, 0.75), "scales": f32(0.6), "mode": "linear",
+                                "coordinate_transformation_mode": "tf_crop_and_resize"}
+    np.testing.assert_array_equal(resize(data, **keywords), [7.5, 22.5])
+    assert by_onnx_reference(data[None], roi=f32(0, 0.25, 1, 0.75), scales=f32(1, 0.6), mode="linear",
+                             coordinate_transformation_mode="tf_crop_and_resize")[0, 1] == pytest.approx(18.214285)
+    # a length-1 output reads x = 0 (align_corners) or the roi's centre (tf_crop_and_resize)
+    assert resize(data, sizes=[1], mode="linear", coordinate_transformation_mode="align_corners").tolist() == [0]
+    assert resize(data, roi=[0.25, 0.75], sizes=[1], mode="linear",
+                  coordinate_transformation_mode="tf_crop_and_resize").tolist() == [15]
+
+
+def test_pytorch_half_pixel_at_length_1_reads_0() -> None:
+    data = f32(0, 10, 20, 30)
+    keywords: dict[str, Any] = {"sizes": [1], "mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel"}
+    assert resize(data, **keywords).tolist() == [0]
+    assert by_onnxruntime(data[None], sizes=[1, 1], mode="cubic",
+                          coordinate_transformation_mode="pytorch_half_pixel").tolist() == [[0]]
+    # the reference reads x = -0.5: taps -2..1 clamp to 0 0 0 1, weights -3/32 19/32 19/32 -3/32
+    assert by_onnx_reference(data, **keywords).tolist() == [-0.9375]
+
+
+def test_an_axis_kept_by_a_scale_other_than_1_is_resampled() -> None:
+    # length 3 by 1.25 stays 3; x = (i + 0.5) / 1.25 - 0.5 = -0.1, 0.7, 1.5
+    data = f32(0, 10, 20)
+    assert resize(data, scales=[1.25], mode="linear").tolist() == [0, 7, 15]
+    assert by_onnx_reference(data, scales=f32(1.25), mode="linear").tolist() == [0, 7, 15]
+    assert by_onnxruntime(data[None], scales=f32(1, 1.25), mode="linear").tolist() == [[0, 10, 20]]  # copied
+
+
+def test_tf_crop_and_resize_samples_its_roi_at_an_unchanged_length() -> None:
+    # roi [0.5, 1] on length 3 -> 3: x = 0.5 * 2 + i * 0.5 * 2 / 2 = 1, 1.5, 2
+    data = f32(0, 10, 20)
+    keywords: dict[str, Any] = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    assert resize(data, roi=[0.5, 1.0], sizes=[3], **keywords).tolist() == [10, 15, 20]
+    assert by_onnxruntime(data[None], roi=f32(0, 0.5, 1, 1), sizes=[1, 3], **keywords).tolist() == [[0, 10, 20]]
+
+
+def test_integers_round_half_to_even_and_saturate() -> None:
+    linear: dict[str, Any] = {"sizes": [4], "mode": "linear"}  # x = -0.25, 0.25, 0.75, 1.25
+    assert resize(np.array([0, 1], dtype=np.uint8), **linear).tolist() == [0, 0, 1, 1]  # 0.25 -> 0, 0.75 -> 1
+    assert resize(np.array([0, 10], dtype=np.uint8), **linear).tolist() == [0, 2, 8, 10]  # 2.5 -> 2, 7.5 -> 8
+    # onnxruntime truncates: 0.75 -> 0 and 7.5 -> 7
+    assert by_onnxruntime(np.array([[0, 1]], dtype=np.uint8), sizes=[1, 4], mode="linear").tolist() == [[0, 0, 0, 1]]
+    assert by_onnxruntime(np.array([[0, 10]], dtype=np.uint8), sizes=[1, 4], mode="linear").tolist() == [[0, 2, 7, 10]]
+    # cubic overshoots past the range; the result saturates
+    cubic = resize(np.array([0, 127, 127, -128], dtype=np.int8), sizes=[8], mode="cubic")
+    wide = resize(np.array([0, 127, 127, -128], dtype=np.float64), sizes=[8], mode="cubic")
+    assert wide.max() > 127 and wide.min() < -128
+    np.testing.assert_array_equal(cubic, np.clip(np.rint(wide), -128, 127))
+    for dtype in ("int64", "uint64"):
+        big = np.array([np.iinfo(dtype).max, np.iinfo(dtype).max - 1000], dtype=dtype)
+        assert resize(big, sizes=[4], mode="cubic").dtype == dtype  # saturates in range, no overflow
+
+
+def test_a_float32_scale_is_read_as_its_decimal() -> None:
+    # 10 * 0.7 = 7, as onnxruntime; the reference and ONNX's shape inference multiply the binary
+    # value 0.699999988... and give 6
+    assert resize_output_shape((10,), scales=[0.7]) == (7,)
+    assert resize_output_shape((10,), scales=f32(0.7)) == (7,)
+    data = np.arange(10, dtype=np.float32)[None]
+    assert by_onnxruntime(data, scales=f32(1, 0.7)).shape == (1, 7)
+    assert by_onnx_reference(data, scales=f32(1, 0.7)).shape == (1, 6)
+    # ties are ties: asymmetric 0.4 puts output 1 at x = 2.5 exactly
+    data = np.arange(0, 80, 10, dtype=np.float32)
+    keywords: dict[str, Any] = {"scales": [0.4], "coordinate_transformation_mode": "asymmetric"}
+    assert resize(data, nearest_mode="round_prefer_ceil", **keywords).tolist() == [0, 30, 50]
+    assert resize(data, nearest_mode="round_prefer_floor", **keywords).tolist() == [0, 20, 50]
+    assert by_onnxruntime(data[None], scales=f32(1, 0.4), nearest_mode="round_prefer_ceil",
+                          coordinate_transformation_mode="asymmetric").tolist() == [[0, 30, 50]]
+    assert by_onnx_reference(data, scales=f32(0.4), nearest_mode="round_prefer_ceil",
+                             coordinate_transformation_mode="asymmetric").tolist() == [0, 20, 50]
+
+
+def test_a_roi_is_read_as_its_decimal() -> None:
+    # roi [0.6, 1.1] on length 4 -> 6: x = 1.8 + 0.3 i, and x = 3 at i = 4 is inside
+    data = f32(0, 10, 20, 30)
+    keywords: dict[str, Any] = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                                "extrapolation_value": -1.0}
+    assert resize(data, roi=f32(0.6, 1.1), sizes=[6], **keywords).tolist() == [18, 21, 24, 27, 30, -1]
+    np.testing.assert_allclose(by_onnxruntime(data[None], roi=f32(0, 0.6, 1, 1.1), sizes=[1, 6], **keywords),
+                               [[18, 21, 24, 27, 30, -1]], rtol=1e-6)
+    # the reference takes 3.00000007 (float32 0.6 and 1.1) for outside
+    assert by_onnx_reference(data, roi=f32(0.6, 1.1), sizes=[6], **keywords).tolist()[4] == -1
+
+
+def test_coordinates_are_exact() -> None:
+    # not_smaller 4x5 -> 9x11: scale 9/4, width 11.25; column 5 reads
+    # x = 2.5 * (1 - 11/11.25) + 5.5 / 2.25 - 0.5 = 2 exactly
+    data = np.tile(f32(0, 10, 20, 30, 40), (4, 1))
+    keywords: dict[str, Any] = {"sizes": [9, 9], "coordinate_transformation_mode": "half_pixel_symmetric",
+                                "keep_aspect_ratio_policy": "not_smaller"}
+    assert resize(data, mode="cubic", **keywords)[0, 5] == 20  # a cubic at an integer reads the pixel
+    assert by_onnxruntime(data, mode="cubic", **keywords)[0, 5] == 20
+    assert by_onnx_reference(data, mode="cubic", **keywords)[0, 5] == pytest.approx(10, abs=1e-5)  # wrong taps
+
+
+def test_keep_aspect_ratio_rounds_half_up() -> None:
+    assert resize_output_shape((300, 451), sizes=[256, 256], keep_aspect_ratio_policy="not_smaller") == (256, 385)
+    assert resize_output_shape((200, 301), sizes=[100, 1000], keep_aspect_ratio_policy="not_larger") == (100, 151)
+    assert resize_output_shape((1, 3, 2, 4), sizes=[1, 3], axes=[2, 3], keep_aspect_ratio_policy="not_larger") == (
+        1, 3, 1, 2)
+    # scales ignore the policy (not applicable); a scale's length is floor(n * scale)
+    assert resize_output_shape((5,), scales=[0.5], keep_aspect_ratio_policy="not_smaller") == (2,)
+    # the policy's one scale drives the coordinates: 3x5 not_smaller 4x4 -> scale 4/3 on both axes
+    data = np.arange(5, dtype=np.float64)[None].repeat(3, axis=0)
+    got = resize(data, sizes=[4, 4], mode="linear", keep_aspect_ratio_policy="not_smaller")
+    assert got.shape == (4, 7)
+    np.testing.assert_allclose(got[0], [0, 0.625, 1.375, 2.125, 2.875, 3.625, 4])  # x = (i + .5) * 3/4 - .5
+
+
+def test_antialias_by_hand() -> None:
+    # scale 1/2: x0 = 0.5; the triangle stretched to width 2 weighs taps -1..2 as 1 3 3 1 (/8);
+    # tap -1 reads the edge. exclude_outside drops it: (3/8) / (7/8) of 10.
+    data = f32(10, 0, 0, 0, 0, 0, 0, 0)
+    assert resize(data, scales=[0.5], mode="linear", antialias=True).tolist() == [5, 0, 0, 0]
+    assert resize(data, scales=[0.5], mode="linear", antialias=1, exclude_outside=1)[0] == F32(30 / 7)
+    # Keys (A = -0.75) stretched to width 4: taps -3..4 at distances 1.75 .. 0.25 (weights sum 2);
+    # output 1 reads 10 through taps -1 and 0 only: (far(1.75) + far(1.25)) / 2 = -45/640 of 10
+    assert resize(data, scales=[0.5], mode="cubic", antialias=True).tolist() == [5, -0.703125, 0, 0]
+
+
+def test_nearest_modes_by_hand() -> None:
+    data = np.array([0, 1, 2])
+    # asymmetric by 2: x = 0, 0.5, 1, 1.5, 2, 2.5 (the last clamped to 2)
+    expected = {"round_prefer_floor": [0, 0, 1, 1, 2, 2], "round_prefer_ceil": [0, 1, 1, 2, 2, 2],
+                "floor": [0, 0, 1, 1, 2, 2], "ceil": [0, 1, 1, 2, 2, 2]}
+    for nearest_mode, indices in expected.items():
+        got = resize(data, scales=[2], coordinate_transformation_mode="asymmetric", nearest_mode=nearest_mode)
+        assert got.tolist() == indices, nearest_mode
+
+
+def test_extrapolation_value_takes_the_dtype() -> None:
+    # roi [-1, 2] on length 2 -> 4: x = -1 + i = -1, 0, 1, 2; the first and last are outside
+    keywords: dict[str, Any] = {"roi": [-1.0, 2.0], "sizes": [4],
+                                "coordinate_transformation_mode": "tf_crop_and_resize"}
+    assert resize(np.array([1, 2], dtype=np.uint8), extrapolation_value=300.0, **keywords).tolist() == [255, 1, 2, 255]
+    assert resize(np.array([1, 2], dtype=np.int8), extrapolation_value=-2.5, **keywords).tolist() == [-2, 1, 2, -2]
+    assert resize(np.array([True, True]), extrapolation_value=0.0, **keywords).tolist() == [False, True, True, False]
+    assert resize(np.array([1, 2], dtype=np.float16), extrapolation_value=0.1, mode="linear", **keywords).tolist() == [
+        float(np.float16(np.float32(0.1))), 1, 2, float(np.float16(np.float32(0.1)))]
+    inside = resize(np.array([1.0, 2.0]), roi=[0.0, 2.0], sizes=[3], mode="linear", extrapolation_value=9,
+                    coordinate_transformation_mode="tf_crop_and_resize")
+    assert inside.tolist() == [1.0, 2.0, 9.0]  # x = 0, 1, 2
+    # x = 0, 0.5, 1: strings need no extrapolation value while every point is inside
+    assert resize(np.array(["a", "b"]), roi=[0.0, 1.0], sizes=[3],
+                  coordinate_transformation_mode="tf_crop_and_resize").tolist() == ["a", "a", "b"]
+
+
+# --- properties --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("mode", MODES)
+def test_scale_1_is_the_identity(mode: str, transform: str, rng: np.random.Generator) -> None:
+    data = rng.random((3, 4, 5))
+    data[0, 0, 0], data[1, 2, 3] = np.inf, np.nan  # an unchanged axis is copied, not weighed
+    options: list[dict[str, Any]] = [{}]
+    if mode != "nearest":
+        options += [{"antialias": True}, {"exclude_outside": True}, {"antialias": 1, "exclude_outside": 1}]
+    for extra in options:
+        keywords: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": transform, **extra}
+        if transform == "tf_crop_and_resize":
+            keywords["roi"] = [0, 0, 0, 1, 1, 1]
+        np.testing.assert_array_equal(resize(data, scales=[1, 1, 1], **keywords), data)
+        np.testing.assert_array_equal(resize(data, sizes=[3, 4, 5], **keywords), data)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_antialias_only_changes_a_downscale(mode: str, rng: np.random.Generator) -> None:
+    data = rng.random((5, 6))
+    for scales in ([2.0, 1.5], [1.0, 3.0]):
+        np.testing.assert_allclose(resize(data, scales=scales, mode=mode, antialias=True),
+                                   resize(data, scales=scales, mode=mode), rtol=1e-13, atol=1e-13)
+    assert not np.allclose(resize(data, scales=[0.5, 0.5], mode=mode, antialias=True),
+                           resize(data, scales=[0.5, 0.5], mode=mode))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_nearest_integer_upscale_repeats(dtype: np.dtype, rng: np.random.Generator) -> None:
+    data = make_array(rng, (2, 3, 2), dtype)
+    repeated = np.repeat(np.repeat(data, 3, axis=1), 2, axis=2)
+    for transform, nearest_mode in [("half_pixel", "round_prefer_floor"), ("half_pixel", "round_prefer_ceil"),
+                                    ("asymmetric", "floor"), ("pytorch_half_pixel", "round_prefer_floor")]:
+        got = resize(data, scales=[3, 2], axes=[1, -1], coordinate_transformation_mode=transform,
+                     nearest_mode=nearest_mode)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, repeated)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(0, 6), min_size=1, max_size=3),
+       factors=st.lists(st.sampled_from([0.25, 0.5, 0.7, 1.0, 1.3, 2.0, 2.5]), min_size=3, max_size=3),
+       lengths=st.lists(st.integers(1, 7), min_size=3, max_size=3),
+       use_scales=st.booleans(),
+       policy=st.sampled_from(["stretch", "not_larger", "not_smaller"]),
+       mode=st.sampled_from(MODES))
+def test_output_shape_is_resize_output_shape(shape: list[int], factors: list[float], lengths: list[int],
+                                             use_scales: bool, policy: str, mode: str) -> None:
+    data = np.zeros(shape)
+    rank = len(shape)
+    if not use_scales and 0 in shape:
+        return
+    keywords: dict[str, Any] = ({"scales": factors[:rank]} if use_scales else {"sizes": lengths[:rank]})
+    expected = resize_output_shape(shape, keep_aspect_ratio_policy=policy, **keywords)
+    assert resize(data, mode=mode, keep_aspect_ratio_policy=policy, **keywords).shape == expected
+    if use_scales:
+        assert expected == tuple(math.floor(n * Fraction(str(s))) for n, s in zip(shape, factors))
+
+
+def test_empty_output_and_empty_input() -> None:
+    assert resize(np.arange(3.0), scales=[0.25], mode="linear").shape == (0,)
+    assert resize(np.zeros((0, 4)), scales=[1, 0.5], mode="cubic").shape == (0, 2)
+    assert resize(np.zeros((3, 0), dtype=np.uint8), sizes=[5], axes=[0]).shape == (5, 0)
+
+
+def test_bfloat16_and_big_coordinates() -> None:
+    data = np.array([1, 2, 3], dtype=ml_dtypes.bfloat16)
+    assert resize(data, sizes=[5], mode="linear").dtype == data.dtype
+    # a tiny scale makes denominators past int64: the coordinate arithmetic goes to Python ints
+    tiny = float(np.float32(1e-30))
+    assert resize(np.arange(4.0), scales=[tiny], axes=[0]).shape == (0,)
+    far = resize(np.arange(4.0), roi=[1e-30, 1 - 1e-17], sizes=[3], mode="linear",
+                 coordinate_transformation_mode="tf_crop_and_resize")
+    np.testing.assert_allclose(far, [0, 1.5, 3])
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+X = np.zeros((1, 3, 4, 4), dtype=np.float32)
+WHERE = r"\(input shape \(1, 3, 4, 4\)\)"
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"scales": [1, 1, 2, 2], "sizes": [1, 3, 8, 8]}, r"^resize: give scales or sizes, not both " + WHERE + "$"),
+        ({}, r"^resize: give scales or sizes, found neither " + WHERE + "$"),
+        ({"scales": [], "sizes": []}, r"^resize: give scales or sizes, found neither"),
+        ({"scales": [2, 2]}, r"^resize: scales has 2 values for rank 4 " + WHERE + "$"),
+        ({"sizes": [8, 8, 8], "axes": [2, 3]}, r"^resize: sizes has 3 values for axes \[2, 3\]"),
+        ({"scales": [1, 1, 0, 2]}, r"^resize: scales must be > 0 and finite in float32, found 0 at index 2"),
+        ({"scales": [1, 1, -2.0, 2]}, r"must be > 0 and finite in float32, found -2.0 at index 2"),
+        ({"scales": [1, 1, 1e-50, 2]}, r"must be > 0 and finite in float32, found 1e-50 at index 2"),
+        ({"scales": [1, 1, 1e39, 2]}, r"must be > 0 and finite in float32, found 1e\+39"),
+        ({"scales": [1, 1, float("nan"), 2]}, r"found nan at index 2"),
+        ({"scales": [1, 1, True, 2]}, r"^resize: scales must hold numbers, found True at index 2"),
+        ({"scales": "2"}, r"^resize: scales must be a 1-D list of numbers, found '2'"),
+        ({"scales": np.ones((2, 2))}, r"^resize: scales must be 1-D, found shape \(2, 2\)"),
+        ({"scales": ["a", "b", "c", "d"]}, r"^resize: scales must hold numbers, found dtype <U1"),
+        ({"sizes": [1, 3, 0, 8]}, r"^resize: sizes must be >= 1, found 0 at index 2"),
+        ({"sizes": [1, 3, -4, 8]}, r"^resize: sizes must be >= 1, found -4 at index 2"),
+        ({"sizes": [1, 3, 4.0, 8]}, r"^resize: sizes must hold integers, found 4.0 at index 2"),
+        ({"sizes": [8], "axes": [4]}, r"^resize: axes must be in \[-4, 3\], found 4 " + WHERE),
+        ({"sizes": [8], "axes": [-5]}, r"^resize: axes must be in \[-4, 3\], found -5"),
+        ({"sizes": [8, 8], "axes": [2, -2]}, r"^resize: axes repeats axis 2 \(axes \[2, -2\], input shape"),
+        ({"sizes": [8], "axes": [2.0]}, r"^resize: axes must hold integers, found 2.0"),
+        ({"sizes": [8], "axes": 2}, r"^resize: axes must be a 1-D list of integers, found 2"),
+        ({"sizes": [8, 8], "axes": [2, 3], "mode": "bilinear"},
+         r"^resize: mode must be one of nearest, linear, cubic; found 'bilinear' " + WHERE + "$"),
+        ({"sizes": [8, 8], "axes": [2, 3], "coordinate_transformation_mode": "tf_half_pixel_for_nn"},
+         r"^resize: coordinate_transformation_mode must be one of half_pixel, .*; found 'tf_half_pixel_for_nn'"),
+        ({"sizes": [8, 8], "axes": [2, 3], "nearest_mode": "round"},
+         r"^resize: nearest_mode must be one of round_prefer_floor, .*; found 'round'"),
+        ({"sizes": [8, 8], "axes": [2, 3], "keep_aspect_ratio_policy": "fit"},
+         r"^resize: keep_aspect_ratio_policy must be one of stretch, not_larger, not_smaller; found 'fit'"),
+        ({"sizes": [8, 8], "axes": [2, 3], "coordinate_transformation_mode": "tf_crop_and_resize"},
+         r"^resize: coordinate_transformation_mode tf_crop_and_resize needs roi, found none " + WHERE + "$"),
+        ({"sizes": [8, 8], "axes": [2, 3], "roi": [0, 0, 1], "coordinate_transformation_mode": "tf_crop_and_resize"},
+         r"^resize: roi must hold 4 values \(the starts, then the ends, of axes \[2, 3\]\), found 3 " + WHERE),
+        ({"sizes": [8, 8], "axes": [2, 3], "roi": [0, 0, 1, 1, 1], "mode": "linear"},
+         r"^resize: roi must hold 4 values"),
+        ({"sizes": [8, 8], "axes": [2, 3], "roi": [0, float("inf"), 1, 1]},
+         r"^resize: roi must hold finite numbers, found inf at index 1"),
+        ({"sizes": [8, 8], "axes": [2, 3], "roi": [0, None, 1, 1]},
+         r"^resize: roi must hold numbers, found dtype object"),
+        ({"sizes": [8, 8], "axes": [2, 3], "roi": [0, True, 1, 1]},
+         r"^resize: roi must hold numbers, found True at index 1"),
+        ({"sizes": [8, 8], "axes": [2, 3], "cubic_coeff_a": float("nan")},
+         r"^resize: cubic_coeff_a must be finite in float32, found nan"),
+        ({"sizes": [8, 8], "axes": [2, 3], "cubic_coeff_a": "-0.5"},
+         r"^resize: cubic_coeff_a must be a real number, found '-0.5'"),
+        ({"sizes": [8, 8], "axes": [2, 3], "extrapolation_value": None},
+         r"^resize: extrapolation_value must be a real number, found None"),
+        ({"sizes": [8, 8], "axes": [2, 3], "exclude_outside": 2, "mode": "cubic"},
+         r"^resize: exclude_outside must be 0, 1, False or True; found 2"),
+        ({"sizes": [8, 8], "axes": [2, 3], "antialias": "yes", "mode": "linear"},
+         r"^resize: antialias must be 0, 1, False or True; found 'yes'"),
+        ({"sizes": [8, 8], "axes": [2, 3], "exclude_outside": True},
+         r"^resize: exclude_outside is undefined for mode nearest; use linear or cubic " + WHERE + "$"),
+        ({"sizes": [2, 2], "axes": [2, 3], "antialias": 1},
+         r"^resize: antialias is undefined for mode nearest; use linear or cubic " + WHERE + "$"),
+    ],
+)
+def test_errors(keywords: dict[str, Any], message: str) -> None:
+    with pytest.raises(GeomError, match=message):
+        resize(X, **keywords)
+
+
+def test_data_errors() -> None:
+    with pytest.raises(GeomError, match=r"^resize: data must be bool, .*; found dtype object \(input shape \(2,\)\)$"):
+        resize(np.array([1, None]), scales=[2])
+    with pytest.raises(GeomError, match=r"^resize: data must be .*; found dtype datetime64\[s\]"):
+        resize(np.array(["2020-01-01"], dtype="datetime64[s]"), scales=[2])
+    with pytest.raises(GeomError, match=r"^resize: data is a masked array, whose mask would be lost"):
+        resize(np.ma.masked_array([1.0, 2.0], mask=[0, 1]), scales=[2])
+    with pytest.raises(GeomError, match=r"^resize: data is not an array"):
+        resize([[1, 2], [3]], scales=[2])
+    with pytest.raises(GeomError, match=r"^resize: cannot resize axis 1 of length 0 to 3 \(input shape \(2, 0\)\)$"):
+        resize(np.zeros((2, 0)), sizes=[3], axes=[1])
+    with pytest.raises(GeomError, match=r"^resize: string data has no extrapolation value, and tf_crop_and_resize "
+                                        r"reads outside axis 0 \(its roi -0.5 to 1.0, input shape \(2,\)\)$"):
+        resize(np.array(["a", "b"]), roi=[-0.5, 1.0], sizes=[3], coordinate_transformation_mode="tf_crop_and_resize")
+
+
+def test_output_shape_errors() -> None:
+    with pytest.raises(GeomError, match=r"^resize: data_shape must hold integers >= 0, found -1$"):
+        resize_output_shape((2, -1), scales=[1, 1])
+    with pytest.raises(GeomError, match=r"^resize: data_shape must be a 1-D list of integers, found 3$"):
+        resize_output_shape(3, scales=[1])
+    with pytest.raises(GeomError, match=r"^resize: give scales or sizes, not both \(input shape \(2,\)\)$"):
+        resize_output_shape((2,), scales=[1], sizes=[2])
+
+
+def test_empty_inputs_beside_the_other_are_absent() -> None:
+    data = np.arange(4.0)
+    np.testing.assert_array_equal(resize(data, roi=[], scales=[], sizes=[2]), resize(data, sizes=[2]))
+    np.testing.assert_array_equal(resize(data, scales=np.array([2.0]), sizes=np.array([], dtype=np.int64)),
+                                  resize(data, scales=[2]))
