@@ -15,6 +15,8 @@ _KERNELS = {
     "affine_grid": "geomcli.ops.affine_grid",
     "space_to_depth": "geomcli.ops.space_depth",
     "depth_to_space": "geomcli.ops.space_depth",
+    "grid_sample": "geomcli.ops.grid_sample",
+    "resize": "geomcli.ops.resize",
 }
 __all__ = ["GeomError", "__version__", *_KERNELS]
 

@@ -62,6 +62,19 @@ DESCRIPTIONS = {
         "\\fBgeomcli\\-affine\\-grid\\fR(1)'s grid, without holding the grid. theta maps output "
         "positions to the input positions sampled."
     ),
+    "resize": (
+        "Follows ONNX Resize, opset 19, every attribute: nearest, linear and cubic; the six coordinate "
+        "transformations; antialias, which widens the filter by 1/scale on a downscale; "
+        "keep_aspect_ratio_policy, whose sizes are rounded half up. Integer data is computed in double "
+        "precision, rounded half to even and saturated to its type; scales are read as the decimals they "
+        "print as (0.7 on length 10 gives 7)."
+    ),
+    "chain": (
+        "Each STEP is an operation's name followed by its own options: crop-pad, resize, "
+        "space-to-depth, depth-to-space, grid-sample and warp. Per file: one read, the steps in "
+        "memory, one write; metadata is carried through every step. An unknown step or an option of "
+        "the wrong step is a usage error before anything is read."
+    ),
     "info": "Reads each file as the transforms would and prints one line (or one JSON object) for it.",
 }
 

@@ -16,8 +16,7 @@ from geomcli.engine.options import BatchOptions, Common
 
 
 def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """INPUT..., -o/--out-dir, --blocksize and --mode, shared by space-to-depth and depth-to-space."""
-    command = files_options(command)
+    """--blocksize and --mode, shared by space-to-depth and depth-to-space and their chain steps."""
     command = click.option("--mode", type=click.Choice(["DCR", "CRD"]), default="DCR", show_default=True,
                            help="Channel order: depth-column-row (DCR) or column-row-depth (CRD).")(command)
     command = click.option("--blocksize", type=Int(min=1), required=True,
@@ -25,8 +24,17 @@ def blocks_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def space_to_depth_operation(common: Common, blocksize: int, mode: str) -> SpaceToDepth:
+    return SpaceToDepth(blocksize, mode)
+
+
+def depth_to_space_operation(common: Common, blocksize: int, mode: str) -> DepthToSpace:
+    return DepthToSpace(blocksize, mode)
+
+
 @click.command("space-to-depth", cls=Command, short_help="Blocks of space into channels (ONNX SpaceToDepth).")
 @blocks_options
+@files_options
 @common_options
 @fidelity_options
 def space_to_depth(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, blocksize: int, mode: str,
@@ -45,6 +53,7 @@ def space_to_depth(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
 
 @click.command("depth-to-space", cls=Command, short_help="Channels into blocks of space (ONNX DepthToSpace).")
 @blocks_options
+@files_options
 @common_options
 @fidelity_options
 def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, blocksize: int, mode: str,

@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from geomcli.cli.base import Command
 from geomcli.cli.options import common_options, fidelity_options, files_options, sampling_options
 from geomcli.cli.running import engine_errors, run_files
+from geomcli.engine.operations import GridSample
 from geomcli.engine.options import BatchOptions, Common
 
 
+def grid_sample_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--grid and GridSample's attributes, for ``geomcli grid-sample`` and a chain's step."""
+    command = sampling_options(command)
+    return click.option("--grid", "grid_path", required=True, metavar="FILE|-",
+                        help="The grid, (N, Hout, Wout, 2) for images and 2-D tensors ((N, Dout..., r) for r "
+                             "spatial axes), x first, in -1..1 units: a .npy or TIFF file, or - for stdin.")(command)
+
+
+def grid_sample_operation(common: Common, grid_path: str, mode: str, padding_mode: str, align_corners: bool,
+                          fill: str | None) -> GridSample:
+    """The operation, with its grid read (before any input)."""
+    from geomcli.engine.theta import read_grid
+
+    with engine_errors():
+        grid = read_grid(grid_path, common.max_pixels)
+    return GridSample(grid, grid_path, mode, padding_mode, align_corners, fill)
+
+
 @click.command("grid-sample", cls=Command, short_help="Sample inputs at a grid's positions (ONNX GridSample).")
-@click.option("--grid", "grid_path", required=True, metavar="FILE|-",
-              help="The grid, (N, Hout, Wout, 2) for images and 2-D tensors ((N, Dout..., r) for r spatial "
-                   "axes), x first, in -1..1 units: a .npy or TIFF file, or - for stdin.")
-@sampling_options
+@grid_sample_options
 @files_options
 @common_options
 @fidelity_options
-def grid_sample(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, grid_path: str,
-                mode: str, padding_mode: str, align_corners: bool, fill: str | None, common: Common) -> None:
+def grid_sample(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, common: Common,
+                **options: Any) -> None:
     """Sample each input at the positions a grid gives (ONNX GridSample, opset 22).
 
     An H×W×C image is data (1, C, H, W): a grid (1, Ho, Wo, 2) gives an Ho×Wo×C image of
@@ -28,12 +47,6 @@ def grid_sample(inputs: tuple[str, ...], output: str | None, batch: BatchOptions
 
     Example: geomcli grid-sample samples/photo.png --grid samples/grid.npy -o turned.png
     """
-    if grid_path == "-" and "-" in inputs:
+    if options["grid_path"] == "-" and "-" in inputs:
         raise click.UsageError("--grid - and the input - cannot both read stdin")
-    from geomcli.engine.operations import GridSample
-    from geomcli.engine.theta import read_grid
-
-    with engine_errors():
-        grid = read_grid(grid_path, common.max_pixels)
-    operation = GridSample(grid, grid_path, mode, padding_mode, align_corners, fill)
-    run_files(operation, inputs, output, batch, common)
+    run_files(grid_sample_operation(common, **options), inputs, output, batch, common)

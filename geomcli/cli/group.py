@@ -18,9 +18,11 @@ import click
 from geomcli.cli.affine_grid import affine_grid
 from geomcli.cli.base import Command, drop_stdout, escape_message
 from geomcli.cli.blocks import depth_to_space, space_to_depth
+from geomcli.cli.chain import chain
 from geomcli.cli.crop_pad import crop_pad
 from geomcli.cli.grid_sample import grid_sample
 from geomcli.cli.info import info
+from geomcli.cli.resize import resize
 from geomcli.cli.warp import warp
 from geomcli.constants import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
 from geomcli.errors import StdoutError
@@ -125,7 +127,7 @@ def cli() -> None:
     Inputs: PNG, JPEG, BMP, GIF, WebP (Pillow), .npy, .tif/.tiff, or - for stdin.
     """
 
-for command in (crop_pad, space_to_depth, depth_to_space, affine_grid, grid_sample, warp, info):
+for command in (crop_pad, space_to_depth, depth_to_space, resize, affine_grid, grid_sample, warp, chain, info):
     cli.add_command(command)
 
 

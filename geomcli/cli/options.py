@@ -101,9 +101,13 @@ _BATCH_ONLY = {"name": "--name", "recursive": "-r/--recursive", "jobs": "-j/--jo
 def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """INPUT..., -o for one file, or --out-dir and the batch options for many; the command gets
     ``inputs``, ``output`` and, with --out-dir, one ``BatchOptions`` as ``batch`` (else None)."""
+    return click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
+                          type=click.Path(allow_dash=True, readable=False))(outputs_options(command))
 
-    @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
-                    type=click.Path(allow_dash=True, readable=False))
+
+def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """-o, or --out-dir and the batch options: the command gets ``output`` and ``batch``."""
+
     @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(dir_okay=False, allow_dash=True),
                   help="Where to write the result of one INPUT; - for stdout.")
     @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from geomcli.cli.base import Command
@@ -15,23 +18,50 @@ from geomcli.cli.options import (
 )
 from geomcli.cli.params import FloatList, IntList
 from geomcli.cli.running import engine_errors, run_files
+from geomcli.engine.operations import Warp
 from geomcli.engine.options import BatchOptions, Common
 
 
+def warp_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """theta, the output's size and GridSample's attributes, for ``geomcli warp`` and a chain's step."""
+    command = sampling_options(command)
+    command = click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
+                           help="theta's and the grid's dtype.  [default: a theta file's float dtype, else "
+                                "float32]")(command)
+    command = click.option("--size", type=IntList(sizes=True), default=None, metavar="H,W",
+                           help="The output's height and width.  [default: the input's]")(command)
+    return transform_options(command)
+
+
+def warp_operation(common: Common, theta_text: str | None, rotate: float, scale: tuple[float, ...],
+                   translate: tuple[float, ...], shear: tuple[float, ...], size: tuple[int, ...] | None,
+                   dtype: str | None, mode: str, padding_mode: str, align_corners: bool, fill: str | None) -> Warp:
+    """The operation, with theta built (and a theta file read) before any input."""
+    from geomcli.engine import theta as thetas
+
+    ctx = click.get_current_context()
+    flags = flags_given()
+    if theta_text is not None and flags:
+        raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags)}", ctx)
+    if size is not None and (len(size) != 2 or min(size) < 1):
+        raise click.BadParameter(f"give H,W: two lengths of at least 1, found {','.join(map(str, size))}",
+                                 param_hint="'--size'")
+    theta_file = theta_text if thetas.is_file(theta_text) else None
+    theta_option = next(param for param in ctx.command.params if param.name == "theta_text")
+    numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, theta_option, ctx)
+    with engine_errors():
+        theta = thetas.for_warp(theta_file, numbers, (rotate, scale, translate, shear), dtype, common.max_pixels)
+    return Warp(theta, theta_text or "flags", None if size is None else (size[0], size[1]), mode, padding_mode,
+                align_corners, fill)
+
+
 @click.command("warp", cls=Command, short_help="Turn, scale, shear or move images (AffineGrid + GridSample).")
-@transform_options
-@click.option("--size", type=IntList(sizes=True), default=None, metavar="H,W",
-              help="The output's height and width.  [default: the input's]")
-@click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
-              help="theta's and the grid's dtype.  [default: a theta file's float dtype, else float32]")
-@sampling_options
+@warp_options
 @files_options
 @common_options
 @fidelity_options
-def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, theta_text: str | None,
-         rotate: float, scale: tuple[float, ...], translate: tuple[float, ...], shear: tuple[float, ...],
-         size: tuple[int, ...] | None, dtype: str | None, mode: str, padding_mode: str, align_corners: bool,
-         fill: str | None, common: Common) -> None:
+def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, common: Common,
+         **options: Any) -> None:
     """Warp images and tensors by an affine matrix: what grid-sample gives for the grid
     affine-grid makes from the same flags, bit for bit, without holding that grid.
 
@@ -43,23 +73,6 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """
-    ctx = click.get_current_context()
-    flags = flags_given()
-    if theta_text is not None and flags:
-        raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags)}", ctx)
-    if theta_text == "-" and "-" in inputs:
-        raise click.UsageError("--theta - and the input - cannot both read stdin", ctx)
-    if size is not None and (len(size) != 2 or min(size) < 1):
-        raise click.BadParameter(f"give H,W: two lengths of at least 1, found {','.join(map(str, size))}",
-                                 param_hint="'--size'")
-    from geomcli.engine import theta as thetas
-    from geomcli.engine.operations import Warp
-
-    theta_file = theta_text if thetas.is_file(theta_text) else None
-    theta_option = next(param for param in ctx.command.params if param.name == "theta_text")
-    numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, theta_option, ctx)
-    with engine_errors():
-        theta = thetas.for_warp(theta_file, numbers, (rotate, scale, translate, shear), dtype, common.max_pixels)
-    operation = Warp(theta, theta_text or "flags", None if size is None else (size[0], size[1]), mode, padding_mode,
-                     align_corners, fill)
-    run_files(operation, inputs, output, batch, common)
+    if options["theta_text"] == "-" and "-" in inputs:
+        raise click.UsageError("--theta - and the input - cannot both read stdin")
+    run_files(warp_operation(common, **options), inputs, output, batch, common)

@@ -9,7 +9,7 @@ from geomcli.constants import LAYOUTS
 from geomcli.errors import GeomError
 
 __all__ = ["LAYOUTS", "from_nchw", "from_nchw_shape", "output_layout", "resolve_layout", "spatial_axes",
-           "to_nchw", "to_nchw_shape"]
+           "to_nchw", "to_nchw_shape", "written_layout"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 
@@ -76,3 +76,20 @@ def from_nchw_shape(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
 def spatial_axes(layout: str) -> tuple[int, int]:
     """The positions of H and W in ``layout``."""
     return layout.index("H"), layout.index("W")
+
+
+def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,
+                   from_file: str | None) -> str | None:
+    """The layout an operation's result is in: the input's (--layout, else the file's, else HW for
+    rank 2), an HW input grown to HWC where the result has channels (layout.output_layout); None
+    when no layout of the result's rank is known (a rank-3 tensor of no named layout, say).
+
+    >>> written_layout((8, 12), (4, 6, 4), None, None), written_layout((8, 12, 3), (4, 6, 12), None, "HWC")
+    ('HWC', 'HWC')
+    >>> written_layout((2, 8, 12), (2, 4, 6), None, None) is None
+    True
+    """
+    layout = given or from_file or ("HW" if len(input_shape) == 2 else None)
+    if layout == "HW" and len(output_shape) == 3:
+        layout = "HWC"
+    return layout if layout is not None and len(layout) == len(output_shape) else None

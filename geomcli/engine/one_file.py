@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common, Fidelity
     from geomcli.engine.summary import Report
-    from geomcli.io import Metadata, WriteOptions
+    from geomcli.io import Loaded, Metadata, Picture, WriteOptions
 
 
 class FormatConflictError(GeomError):
@@ -81,6 +81,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     memory-mapped destination to write slab by slab (else None: in RAM).
     """
     from geomcli import io
+    from geomcli.engine import layout as layouts
     from geomcli.engine import summary
 
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
@@ -98,7 +99,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
             if _compresses(output_format, fidelity, loaded.metadata):
                 return None  # a map holds raw bytes: a compressed output is encoded from RAM
-            layout = written_layout(loaded.shape, shape, common.layout, loaded.layout)
+            layout = layouts.written_layout(loaded.shape, shape, common.layout, loaded.layout)
             out = mapped_output(outputs, output, shape, dtype, output_format, layout)
             mapped.extend([] if out is None else [out])
             return out
@@ -111,6 +112,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         except GeomError as error:
             raise GeomError(f"{io.display_name(input_path)}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        _add_steps(report, operation, loaded, common)
         if mapped:
             # renamed into place as the ExitStack closes
             from geomcli.engine import slabs
@@ -119,40 +121,36 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
 
             report.value_range = slabs.value_range(result)
             # (the compression is not compared: a compressed output is never mapped, see allocate)
-            kept = _output_metadata(operation, loaded.metadata, fidelity)
+            kept = _output_metadata(operation, loaded, common)
             if kept._replace(compression=None) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common),
-                metadata=_output_metadata(operation, loaded.metadata, fidelity),
-                layout=written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))
+                metadata=_output_metadata(operation, loaded, common),
+                layout=layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))
             report.value_range = (result.value_range() if isinstance(result, io.Picture)
                                   else summary.value_range(result))
     return report
 
 
-def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,
-                   from_file: str | None) -> str | None:
-    """The layout an operation's result is in: the input's (--layout, else the file's, else HW for
-    rank 2), an HW input grown to HWC where the result has channels (layout.output_layout); None
-    when no layout of the result's rank is known (a rank-3 tensor of no named layout, say).
+def _add_steps(report: Report, operation: Operation, loaded: Loaded | Picture, common: Common) -> None:
+    """An operation of several steps (chain) reports each step's shape (``steps`` in its JSON)."""
+    from geomcli.engine.operations import header_of
 
-    >>> written_layout((8, 12), (4, 6, 4), None, None), written_layout((8, 12, 3), (4, 6, 12), None, "HWC")
-    ('HWC', 'HWC')
-    >>> written_layout((2, 8, 12), (2, 4, 6), None, None) is None
-    True
-    """
-    layout = given or from_file or ("HW" if len(input_shape) == 2 else None)
-    if layout == "HW" and len(output_shape) == 3:
-        layout = "HWC"
-    return layout if layout is not None and len(layout) == len(output_shape) else None
+    steps = operation.trace(header_of(loaded), common)
+    if steps:
+        report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
 
 
-def _output_metadata(operation: Operation, metadata: Metadata, fidelity: Fidelity) -> Metadata:
+def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Common) -> Metadata:
     """The input's metadata as the output's: nothing but the compression with --strip, else as
     the operation makes it."""
-    return metadata.kept() if fidelity.strip else operation.metadata(metadata)
+    from geomcli.engine.operations import header_of
+
+    if common.fidelity.strip:
+        return loaded.metadata.kept()
+    return operation.metadata(loaded.metadata, header_of(loaded), common)
 
 
 def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:

@@ -52,9 +52,14 @@ class Operation:
         """The result in the file's layout; a big one written into ``allocate``'s memory map."""
         raise NotImplementedError
 
-    def metadata(self, metadata: Metadata) -> Metadata:
-        """The input's metadata as the output's (most operations keep it as it is)."""
+    def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
+        """The input's metadata as the output's, for an input of this header (most operations
+        keep it as it is)."""
         return metadata
+
+    def trace(self, header: Header, common: Common) -> list[dict[str, Any]]:
+        """The steps an operation of several makes, for its report (``steps``); none for one."""
+        return []
 
     def takes_pictures(self, common: Common, output_format: str) -> bool:
         """Whether a plain 8-bit image may stay a Pillow image (io.Picture) through this operation
@@ -249,7 +254,7 @@ class SpaceToDepth(_Blocks):
     command: ClassVar[str] = "space-to-depth"
     kernel: ClassVar[str] = "space_to_depth"
 
-    def metadata(self, metadata: Metadata) -> Metadata:
+    def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         return metadata.scaled(1 / self.blocksize)
 
 
@@ -258,7 +263,7 @@ class DepthToSpace(_Blocks):
     command: ClassVar[str] = "depth-to-space"
     kernel: ClassVar[str] = "depth_to_space"
 
-    def metadata(self, metadata: Metadata) -> Metadata:
+    def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         return metadata.scaled(self.blocksize)
 
 
@@ -425,3 +430,146 @@ def _check_fill(text: str, dtype: np.dtype) -> None:
     import geomcli.ops.center_crop_pad as crop_ops
 
     crop_ops.center_crop_pad(np.zeros((0,), dtype), [0], fill=parse_fill(text, dtype))
+
+
+@dataclass(frozen=True)
+class Resize(Operation):
+    """Resize on a file, in the file's own layout: on an image (or a tensor whose layout names H
+    and W) two --sizes or --scales name H and W, as crop-pad's --shape does; on a tensor they
+    name every axis unless --axes. An image's DPI follows its pixels: twice as many per inch when
+    W doubles."""
+
+    sizes: tuple[int, ...] | None = None
+    scales: tuple[float, ...] | None = None
+    axes: tuple[int, ...] | None = None
+    roi: tuple[float, ...] | None = None
+    mode: str = "nearest"
+    coordinate_transformation_mode: str = "half_pixel"
+    cubic_coeff_a: float = -0.75
+    exclude_outside: bool = False
+    extrapolation_value: float = 0.0
+    keep_aspect_ratio_policy: str = "stretch"
+    nearest_mode: str = "round_prefer_floor"
+    antialias: bool = False
+    command: ClassVar[str] = "resize"
+
+    def parameters(self) -> dict[str, Any]:
+        given = {"sizes": self.sizes, "scales": self.scales, "axes": self.axes, "roi": self.roi}
+        return {**{name: list(value) for name, value in given.items() if value is not None}, "mode": self.mode,
+                "coordinate_transformation_mode": self.coordinate_transformation_mode,
+                "cubic_coeff_a": self.cubic_coeff_a, "exclude_outside": self.exclude_outside,
+                "extrapolation_value": self.extrapolation_value,
+                "keep_aspect_ratio_policy": self.keep_aspect_ratio_policy, "nearest_mode": self.nearest_mode,
+                "antialias": self.antialias}
+
+    def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        from geomcli.ops.resize import resize_output_shape
+
+        axes = self._axes(header.shape, common, header.layout)
+        shape = resize_output_shape(header.shape, self.scales, self.sizes, axes=axes,
+                                    keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)  # type: ignore[arg-type]
+        check_size(shape, common)
+        return shape
+
+    def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        from geomcli.ops.resize import resize
+
+        self.output_shape(header_of(loaded), common)  # --max-pixels, before the work
+        axes = self._axes(loaded.data.shape, common, loaded.layout)
+        return resize(loaded.data, self.roi, self.scales, self.sizes, mode=self.mode,  # type: ignore[arg-type]
+                      coordinate_transformation_mode=self.coordinate_transformation_mode,  # type: ignore[arg-type]
+                      cubic_coeff_a=self.cubic_coeff_a, exclude_outside=self.exclude_outside,
+                      extrapolation_value=self.extrapolation_value,
+                      keep_aspect_ratio_policy=self.keep_aspect_ratio_policy,  # type: ignore[arg-type]
+                      nearest_mode=self.nearest_mode, antialias=self.antialias, axes=axes)  # type: ignore[arg-type]
+
+    def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
+        input_shape = header.shape
+        if metadata.resolution is None or len(input_shape) < 2:
+            return metadata
+        output_shape = self.output_shape(header, common)
+        height, width = (0, 1) if len(input_shape) <= 3 else (-2, -1)
+        if not (input_shape[height] and input_shape[width]):
+            return metadata
+        x, y = metadata.resolution
+        return metadata._replace(resolution=(x * output_shape[width] / input_shape[width],
+                                             y * output_shape[height] / input_shape[height]))
+
+    def _axes(self, shape: tuple[int, ...], common: Common, from_file: str | None) -> tuple[int, ...] | None:
+        given = self.sizes if self.sizes is not None else self.scales
+        count = 0 if given is None else len(given)
+        return _crop_pad_axes((0,) * count, self.axes, shape, common.layout, from_file)
+
+
+def header_of(loaded: Loaded | Picture) -> Header:
+    """What a file's header would say of what was read from it."""
+    from geomcli.io import Header
+
+    return Header(loaded.format, tuple(loaded.shape), loaded.dtype, loaded.pages,  # type: ignore[arg-type]
+                  loaded.file_size, loaded.layout)
+
+
+@dataclass(frozen=True)
+class Chain(Operation):
+    """Several operations on one file: one read, the steps in memory, one write; metadata carried
+    through every step. Each step reads the one before it in that step's output layout; only the
+    last may write into a memory-mapped output."""
+
+    steps: tuple[Operation, ...]
+    command: ClassVar[str] = "chain"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"steps": [{"command": step.command, **step.parameters()} for step in self.steps]}
+
+    def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        for step, step_header, step_common in self._walk(header, common):
+            shape = step.output_shape(step_header, step_common)
+        return shape
+
+    def trace(self, header: Header, common: Common) -> list[dict[str, Any]]:
+        """Every step's command, parameters and output shape, for the file's report."""
+        return [{"command": step.command, **step.parameters(), "output_shape": list(after.shape)}
+                for (step, _, _), after in zip(self._walk(header, common), self._headers(header, common)[1:])]
+
+    def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        from geomcli.engine import layout as layouts
+
+        for index, step in enumerate(self.steps):
+            last = index == len(self.steps) - 1
+            result = step.apply(loaded, common, allocate if last else None)
+            layout = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
+            loaded = loaded._replace(data=result, layout=layout)
+            common = _next_common(common)
+        return result
+
+    def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
+        for step, step_header, step_common in self._walk(header, common):
+            metadata = step.metadata(metadata, step_header, step_common)
+        return metadata
+
+    def _walk(self, header: Header, common: Common) -> list[tuple[Operation, Header, Common]]:
+        """Each step with the header of what it reads and the options it runs with."""
+        headers = self._headers(header, common)
+        commons = [common] + [_next_common(common)] * (len(self.steps) - 1)
+        return list(zip(self.steps, headers, commons))
+
+    def _headers(self, header: Header, common: Common) -> list[Header]:
+        """The header of the input, then of each step's result."""
+        from geomcli.engine import layout as layouts
+
+        headers = [header]
+        for step in self.steps:
+            shape = step.output_shape(header, common)
+            layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
+            header = header._replace(shape=shape, layout=layout)
+            headers.append(header)
+            common = _next_common(common)
+        return headers
+
+
+def _next_common(common: Common) -> Common:
+    """The options a later step of a chain runs with: --layout named the input's axes, and the
+    step before has said its result's."""
+    import dataclasses
+
+    return dataclasses.replace(common, layout=None) if common.layout is not None else common

@@ -371,6 +371,9 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         except GeomError as error:
             raise GeomError(f"{job.input}: {error}") from error
         report.output_shape, report.output_dtype = list(shape), str(header.dtype)
+        steps = task.operation.trace(header, task.common)
+        if steps:
+            report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         io.check_writable(header.dtype, shape, job.format, io.display_name(job.output, output=True))
     if reason is not None:
         # the run would not read this file: whatever the header says, it is not a failure

@@ -147,7 +147,10 @@ def _plain_line(report: Report) -> str:
     parts = [f"{report.command} {arrow}: {shapes}"]
     if report.value_range is not None:
         parts.append(f"range [{report.value_range[0]:g}, {report.value_range[1]:g}]")
-    parts.extend(f"{key}={value}" for key, value in report.parameters.items())
+    for key, value in report.parameters.items():
+        # a chain's steps by name (every step's parameters are in its JSON record)
+        shown = " → ".join(step["command"] for step in value) if key == "steps" else value
+        parts.append(f"{key}={shown}")
     if report.seconds is not None:
         parts.append(f"in {report.seconds * 1000:.0f} ms")
     return printable(" ".join(parts)) + "".join(f"\n  note: {printable(note)}" for note in report.notes)

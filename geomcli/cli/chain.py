@@ -1,0 +1,82 @@
+"""geomcli chain: several operations per file, one read and one write, as click's chained
+subcommands: each STEP is an operation's name and that operation's own options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import click
+
+from geomcli.cli.base import Command
+from geomcli.cli.blocks import blocks_options, depth_to_space_operation, space_to_depth_operation
+from geomcli.cli.crop_pad import crop_pad_operation, crop_pad_options
+from geomcli.cli.grid_sample import grid_sample_operation, grid_sample_options
+from geomcli.cli.options import common_options, fidelity_options, outputs_options
+from geomcli.cli.resize import resize_operation, resize_options
+from geomcli.cli.running import run_files
+from geomcli.cli.warp import warp_operation, warp_options
+from geomcli.engine.operations import Chain, Operation
+from geomcli.engine.options import BatchOptions, Common
+
+# name, its options, what makes its operation from them, and its help line
+_STEPS: list[tuple[str, Callable[..., Any], Callable[..., Operation], str]] = [
+    ("crop-pad", crop_pad_options, crop_pad_operation, "Centre-crop or zero-pad (ONNX CenterCropPad)."),
+    ("resize", resize_options, resize_operation, "Resize (ONNX Resize)."),
+    ("space-to-depth", blocks_options, space_to_depth_operation, "Blocks of space into channels (SpaceToDepth)."),
+    ("depth-to-space", blocks_options, depth_to_space_operation, "Channels into blocks of space (DepthToSpace)."),
+    ("grid-sample", grid_sample_options, grid_sample_operation, "Sample at a grid's positions (GridSample)."),
+    ("warp", warp_options, warp_operation, "An affine warp (AffineGrid + GridSample)."),
+]
+
+
+class _ChainGroup(Command, click.Group):
+    """A chained group whose --help and errors are handled as every command's."""
+
+
+@click.group("chain", cls=_ChainGroup, chain=True, short_help="Several operations per file, one read and one write.")
+@click.option("-i", "--input", "inputs", multiple=True, required=True, metavar="INPUT",
+              type=click.Path(allow_dash=True, readable=False),
+              help="A file, folder or quoted glob to read, as the other commands' INPUT (repeat for more).")
+@outputs_options
+@common_options
+@fidelity_options
+def chain(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, common: Common) -> None:
+    """Run several operations on each input: one read, the steps in memory, one write.
+
+    Each STEP is an operation's name followed by its own options; metadata is carried
+    through every step, and --dry-run shows the shape after each step from the headers.
+    The ImageNet recipe (shorter side to 256, centre 224):
+
+    The chain's own options (-i, -o, --out-dir, --json, ...) come before the first STEP.
+
+    Example: geomcli chain -i samples/photo.png -o crop.png resize --sizes 96,96 --mode linear crop-pad --shape 80,80
+    """
+    # for the steps (which read their grids and thetas now) and for the run, once every step is made
+    click.get_current_context().obj = _Run(inputs, output, batch, common)
+
+
+class _Run(NamedTuple):
+    inputs: tuple[str, ...]
+    output: str | None
+    batch: BatchOptions | None
+    common: Common
+
+
+@chain.result_callback()
+def _run(steps: list[Operation], **_: Any) -> None:
+    run = click.get_current_context().obj
+    if not steps:
+        raise click.UsageError("give one or more STEPs after the options: " + ", ".join(name for name, *_ in _STEPS))
+    run_files(Chain(tuple(steps)), run.inputs, run.output, run.batch, run.common)
+
+
+def _step(name: str, options: Callable[..., Any], build: Callable[..., Operation], help_text: str) -> click.Command:
+    def callback(**kwargs: Any) -> Operation:
+        return build(click.get_current_context().find_object(_Run).common, **kwargs)
+
+    return options(click.command(name, cls=Command, help=help_text)(callback))  # type: ignore[no-any-return]
+
+
+for _name, _options, _build, _help in _STEPS:
+    chain.add_command(_step(_name, _options, _build, _help))

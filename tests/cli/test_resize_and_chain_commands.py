@@ -1,0 +1,146 @@
+"""resize and chain on files: what the kernels give on the same arrays, the ImageNet recipe as a
+chain equal to its steps run one after another, and usage errors before anything is read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from PIL import Image
+
+from geomcli.cli import cli
+from geomcli.ops.center_crop_pad import center_crop_pad
+from geomcli.ops.resize import resize
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def photo(tmp_path: Path, rng: np.random.Generator) -> tuple[Path, np.ndarray]:
+    pixels = rng.integers(0, 256, (30, 45, 3), dtype=np.uint8)
+    path = tmp_path / "photo.png"
+    Image.fromarray(pixels).save(path, dpi=(72, 72))
+    return path, pixels
+
+
+RECIPE = ["resize", "--sizes", "24,24", "--keep-aspect-ratio-policy", "not_smaller", "--mode", "linear",
+          "--antialias", "crop-pad", "--shape", "20,20"]
+
+
+def test_resize_of_an_image_names_h_and_w(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, pixels = photo
+    result = run("resize", path, "-o", tmp_path / "o.npy", "--sizes", "17,61", "--mode", "cubic", "-q")
+    assert result.exit_code == 0, result.stderr
+    expected = resize(pixels, sizes=[17, 61], mode="cubic", axes=[0, 1])
+    found = np.load(tmp_path / "o.npy")
+    assert found.shape == (17, 61, 3) and found.dtype == np.uint8 and np.array_equal(found, expected)
+
+
+def test_resize_of_a_tensor_names_every_axis_or_its_axes(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = rng.normal(size=(1, 3, 8, 12)).astype(np.float32)
+    np.save(tmp_path / "t.npy", data)
+    assert run("resize", tmp_path / "t.npy", "-o", tmp_path / "a.npy", "--scales", "1,1,0.5,1.5", "--mode", "linear",
+               "-q").exit_code == 0
+    assert np.array_equal(np.load(tmp_path / "a.npy"), resize(data, scales=[1, 1, 0.5, 1.5], mode="linear"))
+    assert run("resize", tmp_path / "t.npy", "-o", tmp_path / "b.npy", "--sizes", "5,7", "--axes", "-2,-1",
+               "-q").exit_code == 0
+    assert np.array_equal(np.load(tmp_path / "b.npy"), resize(data, sizes=[5, 7], axes=[-2, -1]))
+    assert run("resize", tmp_path / "t.npy", "-o", tmp_path / "c.npy", "--sizes", "5,7", "--layout", "NCHW",
+               "-q").exit_code == 0
+    assert np.load(tmp_path / "c.npy").shape == (1, 3, 5, 7)
+
+
+def test_not_smaller_rounds_half_up_as_onnx(tmp_path: Path) -> None:
+    Image.fromarray(np.zeros((300, 451, 3), np.uint8)).save(tmp_path / "wide.png")
+    result = run("resize", tmp_path / "wide.png", "-o", tmp_path / "o.png", "--sizes", "256,256",
+                 "--keep-aspect-ratio-policy", "not_smaller", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["output_shape"] == [256, 385, 3]
+
+
+def test_dpi_follows_the_pixels(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    assert run("resize", path, "-o", tmp_path / "o.png", "--scales", "2,3", "-q").exit_code == 0
+    with Image.open(tmp_path / "o.png") as image:
+        assert image.size == (135, 60)
+        assert [round(value) for value in image.info["dpi"]] == [216, 144]
+
+
+def test_resize_usage_errors(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    neither = run("resize", path, "-o", tmp_path / "o.png")
+    both = run("resize", path, "-o", tmp_path / "o.png", "--sizes", "4,4", "--scales", "2,2")
+    assert neither.exit_code == both.exit_code == 2 and "give exactly one of --sizes and --scales" in both.stderr
+    bad = run("resize", path, "-o", tmp_path / "o.png", "--scales", "0,2")
+    assert bad.exit_code == 1 and bad.stderr.count("\n") == 1 and "scale" in bad.stderr
+    assert not (tmp_path / "o.png").exists()
+
+
+def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path, np.ndarray],
+                                                               tmp_path: Path) -> None:
+    path, pixels = photo
+    result = run("chain", "-i", path, "-o", tmp_path / "chained.npy", *RECIPE)
+    assert result.exit_code == 0, result.stderr
+    assert run("resize", path, "-o", tmp_path / "step1.npy", *RECIPE[1:8], "-q").exit_code == 0
+    assert run("crop-pad", tmp_path / "step1.npy", "--layout", "HWC", "-o", tmp_path / "step2.npy", *RECIPE[9:],
+               "-q").exit_code == 0
+    chained, stepwise = np.load(tmp_path / "chained.npy"), np.load(tmp_path / "step2.npy")
+    assert chained.shape == (20, 20, 3) and np.array_equal(chained, stepwise)
+    direct = center_crop_pad(resize(pixels, sizes=[24, 24], mode="linear", antialias=True, axes=[0, 1],
+                                    keep_aspect_ratio_policy="not_smaller"), [20, 20], axes=[0, 1])
+    assert np.array_equal(chained, direct)
+
+
+def test_a_chain_reports_every_steps_shape(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    result = run("chain", "-i", path, "-o", tmp_path / "o.png", "--json", *RECIPE)
+    record = json.loads(result.stdout)
+    assert [(step["command"], step["output_shape"]) for step in record["steps"]] == [
+        ("resize", [24, 36, 3]), ("crop-pad", [20, 20, 3])]
+    planned = run("chain", "-i", tmp_path, "--out-dir", tmp_path / "out", "--dry-run", "--json", *RECIPE)
+    first = json.loads(planned.stdout.splitlines()[0])
+    assert first["output_shape"] == [20, 20, 3] and len(first["steps"]) == 2
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_chain_carries_metadata_through_every_step(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    assert run("chain", "-i", path, "-o", tmp_path / "o.png", "-q", "resize", "--scales", "2,2", "crop-pad",
+               "--shape", "10,10").exit_code == 0
+    with Image.open(tmp_path / "o.png") as image:
+        assert [round(value) for value in image.info["dpi"]] == [144, 144]
+
+
+def test_a_chain_over_a_folder_with_workers(tmp_path: Path, rng: np.random.Generator) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for index in range(5):
+        Image.fromarray(rng.integers(0, 256, (30 + index, 40, 3), dtype=np.uint8)).save(folder / f"{index}.jpg")
+    one = run("chain", "-i", folder, "--out-dir", tmp_path / "one", "-j", "1", *RECIPE)
+    two = run("chain", "-i", f"{folder}/*.jpg", "--out-dir", tmp_path / "two", "-j", "2", *RECIPE)
+    assert one.exit_code == two.exit_code == 0, two.stderr
+    assert "chain: 5 ok, 0 failed, 0 skipped" in two.stderr
+    for index in range(5):
+        assert (tmp_path / "one" / f"{index}.jpg").read_bytes() == (tmp_path / "two" / f"{index}.jpg").read_bytes()
+
+
+def test_a_chain_with_sampling_steps(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    assert run("chain", "-i", path, "-o", tmp_path / "a.npy", "-q", "warp", "--rotate", "30", "space-to-depth",
+               "--blocksize", "3").exit_code == 0
+    assert run("warp", path, "--rotate", "30", "-o", tmp_path / "w.npy", "-q").exit_code == 0
+    assert run("space-to-depth", tmp_path / "w.npy", "--layout", "HWC", "--blocksize", "3", "-o", tmp_path / "b.npy",
+               "-q").exit_code == 0
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+
+
+@pytest.mark.parametrize("steps", [[], ["rotate", "--degrees", "3"], ["crop-pad", "--sizes", "4,4"],
+                                   ["resize", "--sizes", "4,4", "--json"]])
+def test_chain_usage_errors_come_before_anything_is_read(tmp_path: Path, steps: list[str]) -> None:
+    result = run("chain", "-i", tmp_path / "missing.png", "-o", tmp_path / "o.png", *steps)
+    assert result.exit_code == 2, result.stderr
+    assert "missing.png" not in result.stderr and not (tmp_path / "o.png").exists()
