@@ -56,6 +56,16 @@ def test_generated_docs_are_fresh() -> None:
     assert result.returncode == 0, result.stderr
 
 
+def test_readme_pictures_are_fresh() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_pictures.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_readme_is_short() -> None:
+    assert len(README.splitlines()) <= 200
+
+
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
 @pytest.mark.parametrize("page", sorted((ROOT / "man").glob("*.1")), ids=lambda path: path.name)
 def test_man_page_renders_without_warnings(page: Path) -> None:

@@ -432,6 +432,13 @@ def _check_fill(text: str, dtype: np.dtype) -> None:
     crop_ops.center_crop_pad(np.zeros((0,), dtype), [0], fill=parse_fill(text, dtype))
 
 
+_RESIZE_DEFAULTS: dict[str, Any] = {
+    "mode": "nearest", "coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75,
+    "exclude_outside": False, "extrapolation_value": 0.0, "keep_aspect_ratio_policy": "stretch",
+    "nearest_mode": "round_prefer_floor", "antialias": False,
+}
+
+
 @dataclass(frozen=True)
 class Resize(Operation):
     """Resize on a file, in the file's own layout: on an image (or a tensor whose layout names H
@@ -454,13 +461,11 @@ class Resize(Operation):
     command: ClassVar[str] = "resize"
 
     def parameters(self) -> dict[str, Any]:
+        """What was given, and the attributes not at the spec's defaults (ONNX Resize-19's)."""
         given = {"sizes": self.sizes, "scales": self.scales, "axes": self.axes, "roi": self.roi}
-        return {**{name: list(value) for name, value in given.items() if value is not None}, "mode": self.mode,
-                "coordinate_transformation_mode": self.coordinate_transformation_mode,
-                "cubic_coeff_a": self.cubic_coeff_a, "exclude_outside": self.exclude_outside,
-                "extrapolation_value": self.extrapolation_value,
-                "keep_aspect_ratio_policy": self.keep_aspect_ratio_policy, "nearest_mode": self.nearest_mode,
-                "antialias": self.antialias}
+        attributes = {name: getattr(self, name) for name in _RESIZE_DEFAULTS
+                      if getattr(self, name) != _RESIZE_DEFAULTS[name] or name == "mode"}
+        return {**{name: list(value) for name, value in given.items() if value is not None}, **attributes}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         from geomcli.ops.resize import resize_output_shape
