@@ -314,6 +314,28 @@ def test_kernel_equals_reference_float32_grid(mode: str, padding: str, align_cor
     assert_same(grid_sample(data, grid, mode, padding, align_corners), expected)
 
 
+@pytest.mark.parametrize(("mode", "padding", "align_corners"), COMBOS)
+@pytest.mark.parametrize("dtype", ["float64", "uint8", "complex64"])
+def test_fast_paths_equal_reference(mode: str, padding: str, align_corners: bool, dtype: str) -> None:
+    """Data longer than the taps: points whose taps all lie inside go by flat offsets, the others
+    (a band along the edges, and the points wholly outside, which read only fill) are kept and
+    done together after several slabs, across batch items. The same bits as the reference, 2-D
+    and 3-D, with a fill that is not 0 (NaN in a pixel, too, where the dtype has it)."""
+    rng = np.random.default_rng(21)
+    for shape, points in [((3, 2, 9, 11), (3, 5, 7)), ((2, 1, 5, 6, 5), (2, 3, 2, 4))]:
+        data = (rng.normal(size=shape) * 60 + 100).astype(dtype)
+        if dtype != "uint8":
+            data.flat[7] = np.nan
+        grid = rng.uniform(-1.7, 1.7, size=(*points, len(shape) - 2))
+        grid[0, 0, 0] = np.nan
+        expected = reference.grid_sample(data, grid, mode, padding, align_corners, 3)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(module, "_PARALLEL_VALUES", 1)
+            patch.setattr(module, "_slab_points", lambda plan, channels: 4)  # many slabs per batch item
+            actual = grid_sample(data, grid, mode, padding, align_corners, fill=3, threads=2)
+        assert_same(actual, expected)
+
+
 def test_reference_reflection_agrees_with_the_spec_words() -> None:
     """reference.reflect (one fmod) and reference.mirror_index (integer arithmetic) against the
     spec's "reflected again and again until in bound", and mirror_index against onnxruntime's
