@@ -405,9 +405,19 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
     # (N, C, D1, ..., Dr) -> (N, C, D1·...·Dr): np.take gathers from a C-contiguous plane (it would
     # copy a strided one on every call), so strided data is copied once here.
     planes = np.ascontiguousarray(data).reshape(batch, channels, -1)
-    coordinates = grid.reshape(batch, -1, rank)  # a view for any contiguous grid
-    count = coordinates.shape[1]
     points = result.shape[2:]
+    count = math.prod(points)
+    try:
+        merged: np.ndarray | None = grid.reshape(batch, count, rank, copy=False)
+    except ValueError:  # a grid whose point axes do not merge (broadcast, say): each slab taken by its indices
+        merged = None
+
+    def coordinates(n: int, start: int, stop: int) -> np.ndarray:
+        """(stop - start, r) coordinates of points [start, stop) of batch item ``n``."""
+        if merged is not None:
+            return merged[n, start:stop]
+        picked: np.ndarray = grid[n][np.unravel_index(np.arange(start, stop), points)]
+        return picked
     try:
         target: np.ndarray | None = result.reshape(batch, channels, count, copy=False)
     except ValueError:  # an out= whose output axes do not merge: each slab is put in by its indices
@@ -454,7 +464,7 @@ class _Worker:
     per slab cost more in numpy's per-call time than in work.
     """
 
-    def __init__(self, planes: np.ndarray, coordinates: np.ndarray, plan: _Plan, points: int,
+    def __init__(self, planes: np.ndarray, coordinates: Callable[[int, int, int], np.ndarray], plan: _Plan, points: int,
                  view: Callable[[int, int, int], np.ndarray | None],
                  put: Callable[[int, np.ndarray | slice, np.ndarray], None]) -> None:
         self.planes, self.coordinates, self.plan, self.view, self.put = planes, coordinates, plan, view, put
@@ -480,7 +490,7 @@ class _Worker:
         into = np.empty((self.channels, stop - start), self.plan.dtype) if in_place is None else in_place
         # numpy's error state is per thread: NaN/Inf and huge coordinates are handled, not warned of
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            outside = _sample_slab(self.planes[n], self.coordinates[n, start:stop], into, self.plan, self)
+            outside = _sample_slab(self.planes[n], self.coordinates(n, start, stop), into, self.plan, self)
         if in_place is None:
             self.put(n, slice(start, stop), into)
         if outside is not None:
@@ -755,35 +765,53 @@ def _gather_interior(plane: np.ndarray, interior: _Interior, plan: _Plan, worker
     if not plan.numeric:
         gathered: np.ndarray = np.take(plane, flat, axis=1, mode="clip")
         return gathered
-    rank = len(plan.lengths)
     taps = len(interior.weights[0])
     # the innermost axis's taps are neighbours: all of them in one take, (taps, S) -> (C, taps, S)
-    index = worker.index[: taps * count].reshape(taps, count)
-    gathered = worker.gathered[: channels * taps * count].reshape(channels, taps, count)
-    steps = np.arange(taps, dtype=np.intp)[:, None]
-    sums = [worker.shaped(total, count) for total in worker.sums]
-    term = worker.shaped(worker.term, count)
+    contraction = _Contraction(
+        plane, flat, interior.weights, plan.strides,
+        index=worker.index[: taps * count].reshape(taps, count),
+        gathered=worker.gathered[: channels * taps * count].reshape(channels, taps, count),
+        steps=np.arange(taps, dtype=np.intp)[:, None],
+        sums=[worker.shaped(total, count) for total in worker.sums],
+        term=worker.shaped(worker.term, count),
+    )
+    return contraction.at(0, 0)
 
-    def contract(level: int, offset: int) -> np.ndarray:
-        total = sums[level]
-        if level == rank - 1:
-            np.add(flat, steps + offset, out=index)
-            np.take(plane, index, axis=1, out=gathered, mode="clip")
-            for k, weight in enumerate(interior.weights[level]):
+
+@dataclass
+class _Contraction:
+    """The taps of _gather_interior and its work arrays (a class, not a recursive closure: that
+    would be a reference cycle holding a slab's arrays until the garbage collector runs)."""
+
+    plane: np.ndarray
+    flat: np.ndarray
+    weights: list[list[np.ndarray]]
+    strides: Shape
+    index: np.ndarray
+    gathered: np.ndarray
+    steps: np.ndarray
+    sums: list[np.ndarray]
+    term: np.ndarray
+
+    def at(self, level: int, offset: int) -> np.ndarray:
+        """The interpolation over axes ``level`` .. r-1 of the taps ``offset`` from each point's first."""
+        total = self.sums[level]
+        if level == len(self.weights) - 1:
+            np.add(self.flat, self.steps + offset, out=self.index)
+            np.take(self.plane, self.index, axis=1, out=self.gathered, mode="clip")
+            for k, weight in enumerate(self.weights[level]):
                 if k == 0:
-                    _weighted(gathered[:, 0], weight, total)
+                    _weighted(self.gathered[:, 0], weight, total)
                 else:
-                    np.add(total, _weighted(gathered[:, k], weight, term), out=total)
+                    np.add(total, _weighted(self.gathered[:, k], weight, self.term), out=total)
             return total
-        for k, weight in enumerate(interior.weights[level]):
-            inner = contract(level + 1, offset + k * plan.strides[level])
+        for k, weight in enumerate(self.weights[level]):
+            inner = self.at(level + 1, offset + k * self.strides[level])
             if k == 0:
                 _weighted(inner, weight, total)
             else:
                 np.add(total, _weighted(inner, weight, inner), out=total)
         return total
-
-    return contract(0, 0)
 
 
 def _general(plane: np.ndarray, positions: list[np.ndarray], plan: _Plan) -> np.ndarray:

@@ -599,6 +599,26 @@ def test_strided_byte_swapped_and_list_inputs() -> None:
     assert grid_sample([[[1.0, 3.0]]], [[[0.0]]], align_corners=True).tolist() == [[[2.0]]]
 
 
+def test_work_memory_is_bounded_by_slabs() -> None:
+    """4M output points (nearest and linear over a broadcast grid, which owns no memory): what
+    the kernel allocates besides the output stays within a few slabs' work arrays (4 MiB each),
+    not the ~300 MiB of float64 arrays over every point."""
+    import tracemalloc
+
+    data = np.arange(600 * 800, dtype=np.uint8).reshape(1, 1, 600, 800)
+    row = np.random.default_rng(15).uniform(-1.1, 1.1, size=(1, 1, 2000, 2))
+    grid = np.broadcast_to(row, (1, 2000, 2000, 2))
+    out = np.empty((1, 1, 2000, 2000), np.uint8)
+    for mode in ("nearest", "linear"):
+        tracemalloc.start()
+        try:
+            grid_sample(data, grid, mode, out=out, threads=2)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 24 << 20, f"{mode}: {peak / 2**20:.1f} MiB"
+
+
 def test_four_spatial_axes() -> None:
     """Any r >= 1: a 4-D (rank-6) case against the reference."""
     rng = np.random.default_rng(14)
