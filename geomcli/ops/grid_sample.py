@@ -278,7 +278,8 @@ def grid_sample(
     data : array_like
         (N, C, D1, ..., Dr), r >= 1, of any ONNX tensor type: bool, int8-int64,
         uint8-uint64, float16/32/64, bfloat16 (ml_dtypes), complex64/128, or strings
-        (str, bytes, StringDType); either byte order, any strides.
+        (str, bytes, StringDType); either byte order, any strides (data that is not
+        C-contiguous is copied once: the gathers need it so).
     grid : array_like, float16, float32, float64 or bfloat16
         (N, D1_out, ..., Dr_out, r): positions in [-1, 1] (outside is padding), the last
         axis ordered (x, y[, z]): innermost spatial axis first.
@@ -299,7 +300,10 @@ def grid_sample(
         may run on. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the result (a slab of a memory-mapped file, say): exactly the output's
-        shape and data's dtype, byte order included; any strides.
+        shape and data's dtype, byte order included; any strides. Besides data, the grid and
+        the output, the kernel's work arrays take a few MiB per thread whatever the sizes, so
+        an output can be made slab by slab: a slab of the grid's rows into the same rows of
+        ``out``.
 
     Returns
     -------
@@ -629,10 +633,10 @@ class _Interior:
     """A slab's taps computed as if every one lay inside: per axis the first tap's index (clipped
     so that all taps are pixels) and the floor of the (padded) position, its fraction and the
     weights; and where the taps truly all lie inside (None: everywhere). The values of points
-    elsewhere are redone by _redo_outside."""
+    elsewhere are made later by _outside, from :meth:`positions`."""
 
     first: list[np.ndarray]  # intp, per axis
-    floor: list[np.ndarray]  # float64 whole numbers, each clipped to a few taps past the ends
+    floor: list[np.ndarray]  # float64 whole numbers, clipped to a few taps past the ends (not for reflection)
     fraction: list[np.ndarray | None]  # None for nearest
     weights: list[list[np.ndarray]]  # [] for nearest
     inside: np.ndarray | None
@@ -663,10 +667,7 @@ def _interior(positions: list[np.ndarray], plan: _Plan) -> _Interior | None:
                 _reflect(x, length, plan.align_corners)
             f = np.floor(x)
             t = np.subtract(x, f, out=x)
-            if plan.mode == "linear":
-                weights.append([np.subtract(1.0, t), t])
-            else:
-                weights.append([_far(t + 1.0), _near(t), _near(1.0 - t), _far(2.0 - t)])
+            weights.append(_weights_of(t, plan.mode))
         if plan.padding == "reflection":
             # a mirror sees floors modulo its period: kept exact for _general, not clipped
             floors.append(f)
@@ -721,7 +722,12 @@ def _outside(plane: np.ndarray, positions: list[np.ndarray], plan: _Plan) -> np.
 
 def _weights(x: np.ndarray, mode: str) -> list[np.ndarray]:
     """The linear or cubic weights of the taps of positions ``x`` (overwritten)."""
-    t = np.subtract(x, np.floor(x), out=x)
+    return _weights_of(np.subtract(x, np.floor(x), out=x), mode)
+
+
+def _weights_of(t: np.ndarray, mode: str) -> list[np.ndarray]:
+    """The taps' weights for fractions ``t``: ``1 - t, t`` (linear; ``t`` itself is the second), or
+    Keys' ``far(t + 1), near(t), near(1 - t), far(2 - t)`` (cubic)."""
     if mode == "linear":
         return [np.subtract(1.0, t), t]
     return [_far(t + 1.0), _near(t), _near(1.0 - t), _far(2.0 - t)]
@@ -864,10 +870,7 @@ def _axis(x: np.ndarray, length: int, plan: _Plan) -> _Axis:
             _reflect(x, length, plan.align_corners)
     first = np.floor(x)
     t = np.subtract(x, first, out=x)
-    if plan.mode == "linear":
-        weights = [np.subtract(1.0, t), t]
-    else:
-        weights = [_far(t + 1.0), _near(t), _near(1.0 - t), _far(2.0 - t)]
+    weights = _weights_of(t, plan.mode)
     index, outside = _pad_taps(first, -1 if plan.mode == "cubic" else 0, len(weights), length, plan)
     return _Axis(index, outside, weights)
 
