@@ -600,15 +600,15 @@ def test_strided_byte_swapped_and_list_inputs() -> None:
 
 
 def test_work_memory_is_bounded_by_slabs() -> None:
-    """4M output points (nearest and linear over a broadcast grid, which owns no memory): what
+    """2.25M output points (nearest and linear over a broadcast grid, which owns no memory): what
     the kernel allocates besides the output stays within a few slabs' work arrays (4 MiB each),
-    not the ~300 MiB of float64 arrays over every point."""
+    not the ~200 MiB of float64 arrays over every point."""
     import tracemalloc
 
     data = np.arange(600 * 800, dtype=np.uint8).reshape(1, 1, 600, 800)
-    row = np.random.default_rng(15).uniform(-1.1, 1.1, size=(1, 1, 2000, 2))
-    grid = np.broadcast_to(row, (1, 2000, 2000, 2))
-    out = np.empty((1, 1, 2000, 2000), np.uint8)
+    row = np.random.default_rng(15).uniform(-1.1, 1.1, size=(1, 1, 1500, 2))
+    grid = np.broadcast_to(row, (1, 1500, 1500, 2))
+    out = np.empty((1, 1, 1500, 1500), np.uint8)
     for mode in ("nearest", "linear"):
         tracemalloc.start()
         try:
