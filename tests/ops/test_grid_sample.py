@@ -272,7 +272,7 @@ def test_closed_form_nd(rank: int, mode: str, padding: str, align_corners: bool)
 _SMALL_DTYPES = [np.dtype(n) for n in ("float64", "float32", "float16", "int16", "uint8", "complex128")]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_kernel_equals_reference(draw: st.DataObject) -> None:
     """The vectorised kernel and reference.grid_sample make the same operations in the same
@@ -322,7 +322,7 @@ def test_fast_paths_equal_reference(mode: str, padding: str, align_corners: bool
     done together after several slabs, across batch items. The same bits as the reference, 2-D
     and 3-D, with a fill that is not 0 (NaN in a pixel, too, where the dtype has it)."""
     rng = np.random.default_rng(21)
-    for shape, points in [((3, 2, 9, 11), (3, 5, 7)), ((2, 1, 5, 6, 5), (2, 3, 2, 4))]:
+    for shape, points in [((3, 2, 9, 11), (3, 4, 5)), ((2, 1, 5, 6, 5), (2, 2, 2, 3))]:
         data = (rng.normal(size=shape) * 60 + 100).astype(dtype)
         if dtype != "uint8":
             data.flat[7] = np.nan
@@ -332,7 +332,8 @@ def test_fast_paths_equal_reference(mode: str, padding: str, align_corners: bool
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(module, "_PARALLEL_VALUES", 1)
             patch.setattr(module, "_slab_points", lambda plan, channels: 4)  # many slabs per batch item
-            actual = grid_sample(data, grid, mode, padding, align_corners, fill=3, threads=2)
+            threads = 2 if dtype == "float64" else 1  # two threads on tiny slabs mostly wait for each other
+            actual = grid_sample(data, grid, mode, padding, align_corners, fill=3, threads=threads)
         assert_same(actual, expected)
 
 
