@@ -2,10 +2,13 @@
 spatial dimensions, with nearest, N-linear or N-cubic interpolation.
 
 Validation first (shapes, dtypes, attributes, ``fill``, ``out``), then the compute in slabs of
-output points: for each slab the taps' flat indices and weights are made once, in float64, and
-every channel is gathered at once. The slabs' float64 work arrays take a few MiB whatever the
-output's size, so a caller can also hand the kernel one slab of a grid and of an ``out`` array
-at a time. :func:`geomcli.ops.reference.grid_sample` is the same arithmetic one point at a
+output points, each slab's work arrays a few MiB whatever the output's size (so a caller can
+also hand the kernel one slab of a grid and of an ``out`` array at a time). In a slab the
+positions, the weights and one flat index per point are made once, in float64; the points whose
+taps all lie inside the data (most of them) take every channel's taps with one ``np.take`` per
+row of taps at fixed offsets from that index. The others (a band along the edges, and points
+wholly outside) are kept until a slab's worth has gathered and done tap by tap, each tap padded
+on its own. :func:`geomcli.ops.reference.grid_sample` is the same arithmetic one point at a
 time; the tests hold the two to the same bits.
 """
 
@@ -45,7 +48,7 @@ _CUBIC_A = -0.75  # Keys' parameter, as onnxruntime and PyTorch
 
 # The float64 work arrays of one slab of output points, per thread: small enough to stay in the
 # caches between the passes over them, big enough that numpy's per-call cost is lost.
-_SLAB_BYTES = 1 << 20
+_SLAB_BYTES = 1 << 22
 # Below this many output values (points x channels) the calling thread does it all.
 _PARALLEL_VALUES = 1 << 16
 
@@ -275,7 +278,8 @@ def grid_sample(
     data : array_like
         (N, C, D1, ..., Dr), r >= 1, of any ONNX tensor type: bool, int8-int64,
         uint8-uint64, float16/32/64, bfloat16 (ml_dtypes), complex64/128, or strings
-        (str, bytes, StringDType); either byte order, any strides.
+        (str, bytes, StringDType); either byte order, any strides (data that is not
+        C-contiguous is copied once: the gathers need it so).
     grid : array_like, float16, float32, float64 or bfloat16
         (N, D1_out, ..., Dr_out, r): positions in [-1, 1] (outside is padding), the last
         axis ordered (x, y[, z]): innermost spatial axis first.
@@ -296,7 +300,10 @@ def grid_sample(
         may run on. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the result (a slab of a memory-mapped file, say): exactly the output's
-        shape and data's dtype, byte order included; any strides.
+        shape and data's dtype, byte order included; any strides. Besides data, the grid and
+        the output, the kernel's work arrays take a few MiB per thread whatever the sizes, so
+        an output can be made slab by slab: a slab of the grid's rows into the same rows of
+        ``out``.
 
     Returns
     -------
@@ -402,9 +409,19 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
     # (N, C, D1, ..., Dr) -> (N, C, D1·...·Dr): np.take gathers from a C-contiguous plane (it would
     # copy a strided one on every call), so strided data is copied once here.
     planes = np.ascontiguousarray(data).reshape(batch, channels, -1)
-    coordinates = grid.reshape(batch, -1, rank)  # a view for any contiguous grid
-    count = coordinates.shape[1]
     points = result.shape[2:]
+    count = math.prod(points)
+    try:
+        merged: np.ndarray | None = grid.reshape(batch, count, rank, copy=False)
+    except ValueError:  # a grid whose point axes do not merge (broadcast, say): each slab taken by its indices
+        merged = None
+
+    def coordinates(n: int, start: int, stop: int) -> np.ndarray:
+        """(stop - start, r) coordinates of points [start, stop) of batch item ``n``."""
+        if merged is not None:
+            return merged[n, start:stop]
+        picked: np.ndarray = grid[n][np.unravel_index(np.arange(start, stop), points)]
+        return picked
     try:
         target: np.ndarray | None = result.reshape(batch, channels, count, copy=False)
     except ValueError:  # an out= whose output axes do not merge: each slab is put in by its indices
@@ -412,52 +429,139 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
     slab = _slab_points(plan, channels)
     pieces = [(n, start, min(count, start + slab)) for n in range(batch) for start in range(0, count, slab)]
 
-    def work(piece: tuple[int, int, int]) -> None:
-        n, start, stop = piece
-        into = target[n, :, start:stop] if target is not None else np.empty((channels, stop - start), result.dtype)
-        # numpy's error state is per thread: NaN/Inf and huge coordinates are handled, not warned of
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            _sample_slab(planes[n], coordinates[n, start:stop], into, plan)
-        if target is None:
-            at: tuple[Any, ...] = (slice(None), *np.unravel_index(np.arange(start, stop), points))
-            result[n][at] = into
+    def put(n: int, where: np.ndarray | slice, values: np.ndarray) -> None:
+        """Values (C, k) of data's dtype into output points ``where`` (flat) of batch item ``n``."""
+        if target is not None:
+            if isinstance(where, slice):
+                target[n, :, where] = values
+            else:
+                for row, part in zip(target[n], values):  # row by row: numpy's fast 1-D scatter
+                    row[where] = part
+            return
+        flat = np.arange(count)[where]
+        at: tuple[Any, ...] = (slice(None), *np.unravel_index(flat, points))
+        result[n][at] = values
+
+    def view(n: int, start: int, stop: int) -> np.ndarray | None:
+        """Where a slab's values go, if the output can take them in place."""
+        return None if target is None else target[n, :, start:stop]
+
+    def worker() -> _Worker:
+        return _Worker(planes, coordinates, plan, min(slab, count), view, put)
 
     if threads > 1 and batch * channels * count >= _PARALLEL_VALUES and len(pieces) > 1:
-        _share(pieces, work, threads)
+        _share(pieces, worker, threads)
     else:
+        only = worker()
         for piece in pieces:
-            work(piece)
+            only.work(piece)
+        only.finish()
+
+
+class _Worker:
+    """One thread's share of the slabs.
+
+    Its (C, S) work arrays are made once and used by each slab in turn: new ones per slab would
+    be new pages each time (the allocator gives memory of this size back to the system when it
+    is freed, and the next slab's first writes fault it in again). The points with taps outside
+    the data are kept until there are a slab's worth of them, then done in one go: a few hundred
+    per slab cost more in numpy's per-call time than in work.
+    """
+
+    def __init__(self, planes: np.ndarray, coordinates: Callable[[int, int, int], np.ndarray], plan: _Plan, points: int,
+                 view: Callable[[int, int, int], np.ndarray | None],
+                 put: Callable[[int, np.ndarray | slice, np.ndarray], None]) -> None:
+        self.planes, self.coordinates, self.plan, self.view, self.put = planes, coordinates, plan, view, put
+        self.channels = channels = planes.shape[1]
+        taps = _taps(plan.mode)
+        self.index = np.empty(taps * points, np.intp)
+        self.gathered = np.empty(channels * taps * points, plan.dtype)
+        self.sums = [np.empty(channels * points, plan.work) for _ in plan.lengths]
+        self.term = np.empty(channels * points, plan.work)
+        self.capacity = points
+        self.pending_n = -1
+        self.pending_where: list[np.ndarray] = []
+        self.pending_positions: list[list[np.ndarray]] = []
+        self.pending_count = 0
+
+    def shaped(self, array: np.ndarray, count: int) -> np.ndarray:
+        """The first (C, count) of one of the (C·S,) work arrays, contiguous."""
+        return array[: self.channels * count].reshape(self.channels, count)
+
+    def work(self, piece: tuple[int, int, int]) -> None:
+        n, start, stop = piece
+        in_place = self.view(n, start, stop)
+        into = np.empty((self.channels, stop - start), self.plan.dtype) if in_place is None else in_place
+        # numpy's error state is per thread: NaN/Inf and huge coordinates are handled, not warned of
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            outside = _sample_slab(self.planes[n], self.coordinates(n, start, stop), into, self.plan, self)
+        if in_place is None:
+            self.put(n, slice(start, stop), into)
+        if outside is not None:
+            where, positions = outside
+            if n != self.pending_n:
+                self.finish()
+                self.pending_n = n
+            self.pending_where.append(where + start)
+            self.pending_positions.append(positions)
+            self.pending_count += where.size
+            if self.pending_count >= self.capacity:
+                self.finish()
+
+    def finish(self) -> None:
+        """The values of the points kept, put in place of what their slabs made of them."""
+        if not self.pending_count:
+            return
+        where = np.concatenate(self.pending_where)
+        positions = [np.concatenate(axis) for axis in zip(*self.pending_positions)]
+        self.pending_where, self.pending_positions, self.pending_count = [], [], 0
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            values = _outside(self.planes[self.pending_n], positions, self.plan)
+            stored = np.empty(values.shape, self.plan.dtype)
+            if self.plan.numeric:
+                _store(values, stored, self.plan.dtype)
+            else:
+                stored[...] = values
+        self.put(self.pending_n, where, stored)
+
+
+def _taps(mode: str) -> int:
+    """Taps per axis."""
+    return 1 if mode == "nearest" else 2 if mode == "linear" else 4
 
 
 def _slab_points(plan: _Plan, channels: int) -> int:
-    """Points per slab: ~_SLAB_BYTES of float64 work arrays (per channel: an accumulator per axis,
-    a term and a gathered value; per point: each axis's taps, weights and masks)."""
+    """Points per slab: ~_SLAB_BYTES of work arrays. Per point and channel: an accumulator per
+    axis, a term and a gathered value per innermost tap; per point: each axis's position,
+    weights, indices and masks."""
     rank = len(plan.lengths)
-    taps = 1 if plan.mode == "nearest" else 2 if plan.mode == "linear" else 4
-    itemsize = 16 if plan.work.kind == "c" else 8
-    per_point = channels * itemsize * (rank + 2) + rank * taps * 25 + 16
+    taps = _taps(plan.mode)
+    per_point = channels * (plan.work.itemsize * (rank + 1) + taps * plan.dtype.itemsize) + rank * taps * 25 + 16
     return max(256, _SLAB_BYTES // per_point)
 
 
-def _share(pieces: list[tuple[int, int, int]], work: Callable[[tuple[int, int, int]], None], threads: int) -> None:
-    """``work(piece)`` for every piece on ``threads`` threads, each taking the next piece left; the
-    pieces write disjoint parts of the output, so the result does not depend on who does which."""
+def _share(pieces: list[tuple[int, int, int]], worker: Callable[[], _Worker], threads: int) -> None:
+    """Every piece done by one of ``threads`` workers (each on its thread, taking the next piece
+    left, then finishing); the pieces write disjoint parts of the output, so the result does not
+    depend on who does which."""
     lock = threading.Lock()
     remaining = iter(pieces)
     failures: list[BaseException] = []
 
     def run() -> None:
-        while True:
-            with lock:
-                piece = None if failures else next(remaining, None)
-            if piece is None:
-                return
-            try:
-                work(piece)
-            except BaseException as error:  # handed to the caller's thread
+        try:
+            mine = worker()
+            while True:
                 with lock:
-                    failures.append(error)
-                return
+                    piece = None if failures else next(remaining, None)
+                if piece is None:
+                    break
+                mine.work(piece)
+            if not failures:
+                mine.finish()
+        except BaseException as error:  # handed to the caller's thread
+            with lock:
+                failures.append(error)
 
     helpers = [threading.Thread(target=run, name="geomcli-grid-sample", daemon=True)
                for _ in range(min(threads, len(pieces)) - 1)]
@@ -480,9 +584,12 @@ class _Axis:
     weights: list[np.ndarray] | None
 
 
-def _sample_slab(plane: np.ndarray, coordinates: np.ndarray, target: np.ndarray, plan: _Plan) -> None:
+def _sample_slab(plane: np.ndarray, coordinates: np.ndarray, target: np.ndarray, plan: _Plan,
+                 worker: _Worker) -> tuple[np.ndarray, list[np.ndarray]] | None:
     """Output points [start, stop) of one batch item: ``plane`` (C, D1·...·Dr), ``coordinates``
-    (S, r) with x first, ``target`` (C, S) of data's dtype."""
+    (S, r) with x first, ``target`` (C, S) of data's dtype. Returns the points with taps outside
+    the data, if any, and their positions: their values in ``target`` are still to be made
+    (by :func:`_outside`)."""
     rank = len(plan.lengths)
     # outermost axis first: the grid's last coordinate is the outermost axis's
     positions = [coordinates[:, rank - 1 - axis].astype(np.float64) for axis in range(rank)]
@@ -500,22 +607,233 @@ def _sample_slab(plane: np.ndarray, coordinates: np.ndarray, target: np.ndarray,
         else:
             for x in positions:
                 x[unfinite] = 0.0  # any finite position: these points are given fill below
-    axes = [_axis(x, length, plan) for x, length in zip(positions, plan.lengths)]
+    interior = _interior(positions, plan)
+    outside = None
+    if interior is None:
+        values = _general(plane, positions, plan)
+    else:
+        values = _gather_interior(plane, interior, plan, worker)
+        if interior.inside is not None:
+            if unfinite is not None:  # they are given fill here
+                np.logical_or(interior.inside, unfinite, out=interior.inside)
+            where = np.flatnonzero(~interior.inside)
+            if where.size:
+                outside = where, interior.positions(where)
     if plan.numeric:
-        values = _interpolate(plane, axes, plan, 0, None, None)
         _store(values, target, plan.dtype)
     else:
-        flat = None
-        outside = None
-        for axis, stride in zip(axes, plan.strides):
-            term = axis.index[0] if stride == 1 else axis.index[0] * stride
-            flat = term if flat is None else flat + term
-            outside = _either(outside, axis.outside[0])
-        assert flat is not None
-        gathered = _gather(plane, flat, outside, plan)
-        np.copyto(target, gathered)
+        np.copyto(target, values)
     if unfinite is not None:
         target[:, unfinite] = plan.fill
+    return outside
+
+
+@dataclass
+class _Interior:
+    """A slab's taps computed as if every one lay inside: per axis the first tap's index (clipped
+    so that all taps are pixels) and the floor of the (padded) position, its fraction and the
+    weights; and where the taps truly all lie inside (None: everywhere). The values of points
+    elsewhere are made later by _outside, from :meth:`positions`."""
+
+    first: list[np.ndarray]  # intp, per axis
+    floor: list[np.ndarray]  # float64 whole numbers, clipped to a few taps past the ends (not for reflection)
+    fraction: list[np.ndarray | None]  # None for nearest
+    weights: list[list[np.ndarray]]  # [] for nearest
+    inside: np.ndarray | None
+
+    def positions(self, rest: np.ndarray) -> list[np.ndarray]:
+        """The padded positions of points ``rest``: floor + fraction is the position exactly."""
+        return [f[rest] if t is None else f[rest] + t[rest] for f, t in zip(self.floor, self.fraction)]
+
+
+def _interior(positions: list[np.ndarray], plan: _Plan) -> _Interior | None:
+    """The taps of finite positions (overwritten), for the points whose taps all lie inside the
+    data, the common case: no padding to apply tap by tap, one flat index per point and fixed
+    offsets for the taps. None if an axis is shorter than the taps."""
+    taps = _taps(plan.mode)
+    if min(plan.lengths) < taps:
+        return None
+    offset = -1 if plan.mode == "cubic" else 0
+    first, floors, fractions, weights = [], [], [], []
+    inside: np.ndarray | None = None
+    for x, length in zip(positions, plan.lengths):
+        if plan.mode == "nearest":
+            f = np.rint(x, out=x)
+            t = None
+        else:
+            if plan.mode == "linear" and plan.padding == "border":
+                np.minimum(np.maximum(x, 0.0, out=x), length - 1.0, out=x)
+            elif plan.mode == "linear" and plan.padding == "reflection":
+                _reflect(x, length, plan.align_corners)
+            f = np.floor(x)
+            t = np.subtract(x, f, out=x)
+            weights.append(_weights_of(t, plan.mode))
+        if plan.padding == "reflection":
+            # a mirror sees floors modulo its period: kept exact for _general, not clipped
+            floors.append(f)
+            f = f.copy()
+        # floors a few taps past an end are all alike here (wholly outside); clipped, they cast
+        np.minimum(np.maximum(f, -2.0 - taps, out=f), length + 1.0, out=f)
+        index = f.astype(np.intp)
+        if offset:
+            index += offset
+        # the first tap's index as unsigned: a negative one is huge, so one comparison finds both ends
+        unsigned = index.view(np.uintp)
+        fits = unsigned <= length - taps
+        inside = fits if inside is None else np.logical_and(inside, fits, out=inside)
+        first.append(np.minimum(unsigned, length - taps, out=unsigned).view(np.intp))  # a pixel everywhere
+        if plan.padding != "reflection":
+            floors.append(f)
+        fractions.append(t)
+    assert inside is not None
+    return _Interior(first, floors, fractions, weights, None if inside.all() else inside)
+
+
+def _outside(plane: np.ndarray, positions: list[np.ndarray], plan: _Plan) -> np.ndarray:
+    """(C, S) values at finite (padded) positions with taps outside the data.
+
+    With zeros padding a point one of whose axes has all its taps outside reads only ``fill``:
+    its value is the interpolation of ``fill`` by its weights, the same for every channel (the
+    same operations as _interpolate's on taps that all read fill). The others (a band along the
+    edges, and with border or reflection padding all of them) are done tap by tap by _general.
+    """
+    channels = plane.shape[0]
+    values = np.empty((channels, positions[0].size), plan.work if plan.numeric else plan.dtype)
+    rest = np.arange(positions[0].size)
+    if plan.padding == "zeros":
+        taps = _taps(plan.mode)
+        offset = -1 if plan.mode == "cubic" else 0
+        away = np.zeros(rest.size, bool)
+        for x, length in zip(positions, plan.lengths):
+            start = np.floor(x) + offset
+            away |= (start + (taps - 1) < 0) | (start > length - 1)
+        if away.any():
+            weights = [] if not plan.numeric else [_weights(x[away], plan.mode) for x in positions]
+            filled = _interpolated_fill(weights, plan)
+            for row in values:
+                row[away] = filled
+            rest = rest[~away]
+    if rest.size:
+        redone = _general(plane, [x[rest] for x in positions], plan)
+        for row, part in zip(values, redone):  # row by row: numpy's fast 1-D scatter
+            row[rest] = part
+    return values
+
+
+def _weights(x: np.ndarray, mode: str) -> list[np.ndarray]:
+    """The linear or cubic weights of the taps of positions ``x`` (overwritten)."""
+    return _weights_of(np.subtract(x, np.floor(x), out=x), mode)
+
+
+def _weights_of(t: np.ndarray, mode: str) -> list[np.ndarray]:
+    """The taps' weights for fractions ``t``: ``1 - t, t`` (linear; ``t`` itself is the second), or
+    Keys' ``far(t + 1), near(t), near(1 - t), far(2 - t)`` (cubic)."""
+    if mode == "linear":
+        return [np.subtract(1.0, t), t]
+    return [_far(t + 1.0), _near(t), _near(1.0 - t), _far(2.0 - t)]
+
+
+def _interpolated_fill(weights: list[list[np.ndarray]], plan: _Plan) -> np.ndarray | Any:
+    """``fill`` interpolated by these weights (per axis, per tap; none for nearest), innermost axis
+    first, each sum in tap order: what a point all of whose taps read fill gives."""
+    if not plan.numeric:
+        return plan.fill
+    fill = plan.fill.astype(plan.work)
+    if plan.work.kind == "c":
+        parts = [_interpolated_fill_of(float(part), weights) for part in (fill.real, fill.imag)]
+        both = np.empty(parts[0].shape, plan.work)
+        both.real, both.imag = parts
+        return both
+    return _interpolated_fill_of(float(fill), weights)
+
+
+def _interpolated_fill_of(fill: float, weights: list[list[np.ndarray]]) -> np.ndarray:
+    level: np.ndarray | float = fill
+    for axis in reversed(weights):
+        total = axis[0] * level
+        for weight in axis[1:]:
+            total = total + weight * level
+        level = total
+    assert isinstance(level, np.ndarray)
+    return level
+
+
+def _gather_interior(plane: np.ndarray, interior: _Interior, plan: _Plan, worker: _Worker) -> np.ndarray:
+    """(C, S) values from taps that all lie inside: the flat index of each point's first tap once,
+    each tap a fixed offset from it; the same operations as _interpolate otherwise, in the same
+    order (innermost axis first, each sum in tap order)."""
+    flat = None
+    for index, stride in zip(interior.first, plan.strides):
+        term = index if stride == 1 else np.multiply(index, stride)
+        flat = term if flat is None else np.add(flat, term, out=flat)
+    assert flat is not None
+    channels, count = plane.shape[0], flat.shape[0]
+    if not plan.numeric:
+        gathered: np.ndarray = np.take(plane, flat, axis=1, mode="clip")
+        return gathered
+    taps = len(interior.weights[0])
+    # the innermost axis's taps are neighbours: all of them in one take, (taps, S) -> (C, taps, S)
+    contraction = _Contraction(
+        plane, flat, interior.weights, plan.strides,
+        index=worker.index[: taps * count].reshape(taps, count),
+        gathered=worker.gathered[: channels * taps * count].reshape(channels, taps, count),
+        steps=np.arange(taps, dtype=np.intp)[:, None],
+        sums=[worker.shaped(total, count) for total in worker.sums],
+        term=worker.shaped(worker.term, count),
+    )
+    return contraction.at(0, 0)
+
+
+@dataclass
+class _Contraction:
+    """The taps of _gather_interior and its work arrays (a class, not a recursive closure: that
+    would be a reference cycle holding a slab's arrays until the garbage collector runs)."""
+
+    plane: np.ndarray
+    flat: np.ndarray
+    weights: list[list[np.ndarray]]
+    strides: Shape
+    index: np.ndarray
+    gathered: np.ndarray
+    steps: np.ndarray
+    sums: list[np.ndarray]
+    term: np.ndarray
+
+    def at(self, level: int, offset: int) -> np.ndarray:
+        """The interpolation over axes ``level`` .. r-1 of the taps ``offset`` from each point's first."""
+        total = self.sums[level]
+        if level == len(self.weights) - 1:
+            np.add(self.flat, self.steps + offset, out=self.index)
+            np.take(self.plane, self.index, axis=1, out=self.gathered, mode="clip")
+            for k, weight in enumerate(self.weights[level]):
+                if k == 0:
+                    _weighted(self.gathered[:, 0], weight, total)
+                else:
+                    np.add(total, _weighted(self.gathered[:, k], weight, self.term), out=total)
+            return total
+        for k, weight in enumerate(self.weights[level]):
+            inner = self.at(level + 1, offset + k * self.strides[level])
+            if k == 0:
+                _weighted(inner, weight, total)
+            else:
+                np.add(total, _weighted(inner, weight, inner), out=total)
+        return total
+
+
+def _general(plane: np.ndarray, positions: list[np.ndarray], plan: _Plan) -> np.ndarray:
+    """(C, S) values at finite positions (overwritten), every tap padded on its own: the form of
+    the reference, for points with taps outside the data (and data shorter than the taps)."""
+    axes = [_axis(x, length, plan) for x, length in zip(positions, plan.lengths)]
+    if plan.numeric:
+        return _interpolate(plane, axes, plan, 0, None, None)
+    flat = None
+    outside = None
+    for axis, stride in zip(axes, plan.strides):
+        term = axis.index[0] if stride == 1 else axis.index[0] * stride
+        flat = term if flat is None else flat + term
+        outside = _either(outside, axis.outside[0])
+    assert flat is not None
+    return _gather(plane, flat, outside, plan)
 
 
 def _either(first: np.ndarray | None, second: np.ndarray | None) -> np.ndarray | None:
@@ -552,10 +870,7 @@ def _axis(x: np.ndarray, length: int, plan: _Plan) -> _Axis:
             _reflect(x, length, plan.align_corners)
     first = np.floor(x)
     t = np.subtract(x, first, out=x)
-    if plan.mode == "linear":
-        weights = [np.subtract(1.0, t), t]
-    else:
-        weights = [_far(t + 1.0), _near(t), _near(1.0 - t), _far(2.0 - t)]
+    weights = _weights_of(t, plan.mode)
     index, outside = _pad_taps(first, -1 if plan.mode == "cubic" else 0, len(weights), length, plan)
     return _Axis(index, outside, weights)
 
