@@ -66,9 +66,17 @@ def shots(tmp_path: Path, rng: np.random.Generator) -> Path:
 def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4")
-    assert result.exit_code == 1  # c.npy is a rank-4 tensor: --shape 4,4 does not fit it
-    assert result.stderr.splitlines()[0].startswith(f"Error: {shots / 'c.npy'}: ")
-    assert result.stderr.splitlines()[-1].startswith("crop-pad: 2 ok, 1 failed, 0 skipped in ")
+    # c.npy is a rank-4 tensor: its header shows --shape 4,4 does not fit it, before anything is written
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0].startswith(f"Error: {shots / 'c.npy'}: center_crop_pad: shape has 2 values")
+    assert "1 of 3 inputs cannot take these options (each named above); nothing was written" in result.stderr
+    assert not out.exists()
+    result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4", "--name", "{stem}.npy", "--layout", "NCHW")
+    assert result.exit_code == 2 and "layout NCHW needs rank 4" in result.stderr
+    (shots / "c.npy").unlink()
+    result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4")
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[-1].startswith("crop-pad: 2 ok, 0 failed, 0 skipped in ")
     assert files(out) == ["a.png", "b.png"]
     with Image.open(shots / "a.png") as image:
         expected = crop_ops.center_crop_pad(np.asarray(image), [4, 4], [0, 1])
@@ -366,6 +374,7 @@ def test_a_folder_that_cannot_be_listed_fails_alone(how: list[str], shots: Path,
         return scandir(path)
 
     monkeypatch.setattr(os, "scandir", refusing)
+    (shots / "c.npy").unlink()  # a rank-4 tensor --shape 4,4 does not fit: the plan would refuse the run
     inputs = [f"{shots}/**/*.png"] if how[0] == "glob" else [str(shots), "-r"]
     out = tmp_path / "out"
     result = run("crop-pad", *inputs, *how[1:], "--out-dir", out, "--shape", "4,4")
@@ -579,7 +588,7 @@ def test_dry_run_predicts_failures_and_skips(mixed: Path, tmp_path: Path) -> Non
     (out / "t.npy").write_bytes(b"x")
     result = run("space-to-depth", mixed, "--out-dir", out, "--name", "{stem}.npy", "--blocksize", "3",
                  "--dry-run", "-n", "--json")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # blocksize 3 does not divide two of them: a usage fault, found from headers
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [record["status"] for record in records[:-1]] == ["ok", "error", "error", "ok", "skipped"]
     assert "not divisible by blocksize 3" in records[1]["error"]
@@ -654,23 +663,26 @@ def test_workers_get_one_kernel_thread_each_unless_told(tmp_path: Path, monkeypa
 def test_a_dry_run_layout_error_names_the_file_once(tmp_path: Path) -> None:
     np.save(tmp_path / "r3.npy", np.zeros((3, 4, 4), np.uint8))
     result = run("space-to-depth", tmp_path / "r3.npy", "--out-dir", tmp_path / "out", "--blocksize", "2", "--dry-run")
-    assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr == (f"Error: {tmp_path / 'r3.npy'}: a rank-3 tensor (3, 4, 4) has no default layout; give "
-                             "--layout (CHW, HWC)\nspace-to-depth: dry run, 0 to write, 1 failed, 0 skipped\n")
+    assert result.exit_code == 2 and result.stdout == ""  # --layout is missing: the options' fault
+    assert result.stderr.startswith(f"Error: {tmp_path / 'r3.npy'}: a rank-3 tensor (3, 4, 4) has no default "
+                                    "layout; give --layout (CHW, HWC)\nspace-to-depth: dry run, 0 to write, 1 "
+                                    "failed, 0 skipped\n")
+    assert result.stderr.count(str(tmp_path / "r3.npy")) == 1
 
 
-@pytest.mark.parametrize("args, limit, message", [
-    (["crop-pad", "--shape", "20,20"], "1000", "the output (20, 20, 3): 1200 elements exceed the limit of 1000"),
-    (["crop-pad", "--shape", "2,2"], "300", "360 elements exceed the limit of 300"),
-    (["space-to-depth", "--blocksize", "2"], "300", "360 elements exceed the limit of 300"),
+@pytest.mark.parametrize("args, limit, message, code", [
+    # an output over the limit is the options' fault (exit 2); an input over it, the file's (exit 1)
+    (["crop-pad", "--shape", "20,20"], "1000", "the output (20, 20, 3): 1200 elements exceed the limit of 1000", 2),
+    (["crop-pad", "--shape", "2,2"], "300", "360 elements exceed the limit of 300", 1),
+    (["space-to-depth", "--blocksize", "2"], "300", "360 elements exceed the limit of 300", 1),
 ])
 def test_a_dry_run_refuses_what_the_run_refuses(shots: Path, tmp_path: Path, args: list[str], limit: str,
-                                               message: str) -> None:
+                                               message: str, code: int) -> None:
     command, *rest = args
     common = [shots / "a.png", "--out-dir", tmp_path / "out", *rest, "--max-pixels", limit]
     dry = run(command, *common, "--dry-run")
     real = run(command, *common)
-    assert dry.exit_code == real.exit_code == 1 and dry.stdout == real.stdout == ""
+    assert dry.exit_code == real.exit_code == code and dry.stdout == real.stdout == ""
     expected = f"Error: {shots / 'a.png'}: {message}; raise it with --max-pixels or GEOMCLI_MAX_PIXELS"
     assert dry.stderr.splitlines()[0] == real.stderr.splitlines()[0] == expected
 
@@ -874,9 +886,9 @@ def test_a_dry_run_refuses_an_output_its_format_cannot_hold(tmp_path: Path) -> N
     Image.new("RGB", (30, 20), (9, 9, 9)).save(tmp_path / "fine.png")
     common = [tmp_path / "still.gif", tmp_path / "fine.png", "--out-dir", tmp_path / "out", "--shape", "16,16"]
     dry, real = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
-    assert dry.exit_code == real.exit_code == 1
+    assert dry.exit_code == real.exit_code == 2 and not (tmp_path / "out").exists()
     errors = [[line for line in result.stderr.splitlines() if line.startswith("Error:")] for result in (dry, real)]
-    assert errors[0] == errors[1] and len(errors[0]) == 1 and "GIF holds 1 channel, not 3" in errors[0][0]
+    assert errors[0] == errors[1] and len(errors[0]) == 2 and "GIF holds 1 channel, not 3" in errors[0][0]
     assert "1 to write, 1 failed" in dry.stderr
 
 
@@ -888,9 +900,10 @@ def test_a_dry_run_refuses_a_fill_the_dtype_cannot_hold(tmp_path: Path) -> None:
     common = [tmp_path / "a.png", tmp_path / "b.npy", "--out-dir", tmp_path / "out", "--shape", "16,16",
               "--name", "{stem}.npy", "--fill", "300"]
     dry, real = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
-    assert dry.exit_code == real.exit_code == 1
+    assert dry.exit_code == real.exit_code == 2 and not (tmp_path / "out").exists()
     errors = [[line for line in result.stderr.splitlines() if line.startswith("Error:")] for result in (dry, real)]
-    assert errors[0] == errors[1] and len(errors[0]) == 1 and "fill value 300 does not fit dtype uint8" in errors[0][0]
+    assert errors[0] == errors[1] and len(errors[0]) == 2 and "fill value 300 does not fit dtype uint8" in errors[0][0]
+    assert errors[0][1] == "Error: 1 of 2 inputs cannot take these options (each named above); nothing was written"
     assert "1 to write, 1 failed" in dry.stderr
 
 

@@ -380,3 +380,37 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         report.status, report.error = "skipped", None
         report.notes.append(reason)
     return report
+
+
+def option_faults(task: Task, jobs: Sequence[Job], options: BatchOptions) -> list[str]:
+    """What the inputs' headers alone show they cannot take (a --fill their dtype cannot hold, a
+    blocksize that does not divide them, a shape on more axes than they have, no layout, an output
+    over --max-pixels or that its format cannot hold), one line each, found before anything is
+    written. A file whose header cannot be read, or declares more elements than --max-pixels, is
+    left to the run: that is a bad file, the file's own failure."""
+    from geomcli import io
+
+    faults = []
+    fidelity = task.common.fidelity
+    for job in jobs:
+        if job.error is not None or skip_reason(job, options) is not None:
+            continue
+        try:
+            header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
+                                    page=fidelity.page, frames=fidelity.frames)
+        except (GeomError, OSError):
+            continue
+        try:
+            io.check_size(header.shape, task.common.max_pixels, io.display_name(job.input))
+        except GeomError:
+            continue  # a file declaring too many elements (a bomb, say) is a bad file, not the options'
+        try:
+            shape = task.operation.output_shape(header, task.common)
+        except GeomError as error:
+            faults.append(f"{job.input}: {error}")
+            continue
+        try:
+            io.check_writable(header.dtype, shape, job.format, io.display_name(job.output, output=True))
+        except GeomError as error:
+            faults.append(str(error))  # it names the output
+    return faults

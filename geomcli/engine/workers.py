@@ -29,9 +29,9 @@ from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
 from geomcli.engine import summary
 from geomcli.engine.one_file import transform_file
 from geomcli.engine.operations import CropPad
-from geomcli.engine.plan import Job, Task, plan, planned, skip_reason
+from geomcli.engine.plan import Job, Task, option_faults, plan, planned, skip_reason
 from geomcli.engine.report import OUTPUT_EXISTS, Outcomes, describe, echo_stderr, echo_stdout, reporting, skipped
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -62,6 +62,12 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
     task = Task(operation, common, no_clobber=options.no_clobber)
     if options.dry_run:
         return _dry_run(task, jobs, options)
+    faults = option_faults(task, jobs, options)
+    if faults:
+        for fault in faults:
+            echo_stderr(f"Error: {fault}")
+        raise PlanError(f"{len(faults)} of {len(jobs)} inputs cannot take these options (each named above); "
+                        "nothing was written")
     try:
         os.makedirs(options.out_dir, exist_ok=True)
     except OSError as error:
@@ -93,7 +99,9 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
 
 
 def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
-    """Each input -> output with the output's shape, from headers only; nothing is written."""
+    """Each input -> output with the output's shape, from headers only; nothing is written. An
+    input that cannot take the options makes it a usage fault (exit 2), as it makes the run."""
+    faults = option_faults(task, jobs, options)
     counts = {"ok": 0, "error": 0, "skipped": 0}
     for job in jobs:
         report = planned(task, job, options)
@@ -114,6 +122,9 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     elif not task.common.quiet:
         echo_stderr(f"{command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
                     f"{counts['skipped']} skipped")
+    if faults:
+        raise PlanError(f"{len(faults)} of {len(jobs)} inputs cannot take these options (each named above); "
+                        "nothing was written")
     return EXIT_FAILED if counts["error"] else 0
 
 
