@@ -5,7 +5,7 @@ choices) for free."""
 FORMATS = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
 """The formats read and written, as --format names them."""
 
-LAYOUTS = ("NCHW", "NHWC", "CHW", "HWC", "HW")
+LAYOUTS = ("NCHW", "NHWC", "CHW", "HWC", "NHW", "HW")
 """The layouts --layout names."""
 
 TIFF_COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg", "packbits")

@@ -665,7 +665,7 @@ def test_a_dry_run_layout_error_names_the_file_once(tmp_path: Path) -> None:
     result = run("space-to-depth", tmp_path / "r3.npy", "--out-dir", tmp_path / "out", "--blocksize", "2", "--dry-run")
     assert result.exit_code == 2 and result.stdout == ""  # --layout is missing: the options' fault
     assert result.stderr.startswith(f"Error: {tmp_path / 'r3.npy'}: a rank-3 tensor (3, 4, 4) has no default "
-                                    "layout; give --layout (CHW, HWC)\nspace-to-depth: dry run, 0 to write, 1 "
+                                    "layout; give --layout (CHW, HWC, NHW)\nspace-to-depth: dry run, 0 to write, 1 "
                                     "failed, 0 skipped\n")
     assert result.stderr.count(str(tmp_path / "r3.npy")) == 1
 

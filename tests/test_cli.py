@@ -396,7 +396,7 @@ def test_rank3_tensor_needs_a_layout(tmp_path: Path) -> None:
     result = run("space-to-depth", source, "-o", tmp_path / "o.npy", "--blocksize", "2")
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr == (f"Error: {source}: a rank-3 tensor (3, 4, 4) has no default layout; give --layout "
-                             "(CHW, HWC)\n")
+                             "(CHW, HWC, NHW)\n")
 
 
 @pytest.mark.parametrize("command", [["space-to-depth", "--blocksize", "2"], ["affine-grid"]])
@@ -859,7 +859,7 @@ def test_bash_completion_script_and_mode_values() -> None:
     assert values == ["plain,DCR", "plain,CRD"]
     env.update(COMP_WORDS="geomcli crop-pad x.npy --layout ", COMP_CWORD="4")
     layouts = subprocess.run([*GEOMCLI], capture_output=True, text=True, env=env).stdout.split()
-    assert layouts == [f"plain,{name}" for name in ("NCHW", "NHWC", "CHW", "HWC", "HW")]
+    assert layouts == [f"plain,{name}" for name in ("NCHW", "NHWC", "CHW", "HWC", "NHW", "HW")]
 
 
 HEAVY = ("numpy", "PIL", "tifffile", "rich", "ml_dtypes")

@@ -55,7 +55,7 @@ def test_resolve_layout_order_and_errors() -> None:
     assert resolve_layout((4, 4, 3), None, "HWC") == "HWC"
     assert resolve_layout((3, 4, 4), "CHW", "HWC") == "CHW"
     with pytest.raises(GeomError,
-                       match=r"^a rank-3 tensor \(3, 4, 4\) has no default layout; give --layout \(CHW, HWC\)$"):
+                       match=r"^a rank-3 tensor \(3, 4, 4\) has no default layout; give --layout \(CHW, HWC, NHW\)$"):
         resolve_layout((3, 4, 4), None, None)
     with pytest.raises(GeomError, match=r"^layout NCHW needs rank 4, found shape \(3, 4\)$"):
         resolve_layout((3, 4), "NCHW", None)

@@ -48,12 +48,15 @@ def from_nchw(data: np.ndarray, layout: str) -> np.ndarray:
 
 
 def output_layout(layout: str, channels: int) -> str:
-    """The layout a result in ``layout`` is written in: HW grows to HWC when it has channels.
+    """The layout a result in ``layout`` is written in: HW grows to HWC when it has channels, and a
+    grey stack NHW to NCHW.
 
-    >>> output_layout("HW", 4), output_layout("HW", 1), output_layout("CHW", 4)
-    ('HWC', 'HW', 'CHW')
+    >>> output_layout("HW", 4), output_layout("HW", 1), output_layout("CHW", 4), output_layout("NHW", 4)
+    ('HWC', 'HW', 'CHW', 'NCHW')
     """
-    return "HWC" if layout == "HW" and channels != 1 else layout
+    if channels == 1:
+        return layout
+    return {"HW": "HWC", "NHW": "NCHW"}.get(layout, layout)
 
 
 def to_nchw_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
@@ -84,7 +87,7 @@ def spatial_axes(layout: str) -> tuple[int, int]:
 def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,
                    from_file: str | None) -> str | None:
     """The layout an operation's result is in: the input's (--layout, else the file's, else HW for
-    rank 2), an HW input grown to HWC where the result has channels (layout.output_layout); None
+    rank 2), an HW input grown to HWC (NHW to NCHW) where the result has channels; None
     when no layout of the result's rank is known (a rank-3 tensor of no named layout, say).
 
     >>> written_layout((8, 12), (4, 6, 4), None, None), written_layout((8, 12, 3), (4, 6, 12), None, "HWC")
@@ -95,4 +98,6 @@ def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], 
     layout = given or from_file or ("HW" if len(input_shape) == 2 else None)
     if layout == "HW" and len(output_shape) == 3:
         layout = "HWC"
+    if layout == "NHW" and len(output_shape) == 4:
+        layout = "NCHW"
     return layout if layout is not None and len(layout) == len(output_shape) else None

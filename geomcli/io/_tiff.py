@@ -94,7 +94,7 @@ _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "
           "cm": "centimeter", "mm": "millimeter", "inch": "inch"}
 _IMAGEJ_KEPT = ("spacing", "finterval", "fps")
 # the axes a written TIFF names each layout by; N is tifffile's Q (other), as for stacked series
-_AXES = {"HW": "YX", "HWC": "YXS", "CHW": "CYX", "NCHW": "QCYX", "NHWC": "QYXS"}
+_AXES = {"HW": "YX", "HWC": "YXS", "CHW": "CYX", "NCHW": "QCYX", "NHWC": "QYXS", "NHW": "QYX"}
 # our layouts for TIFF axes of rank 2-3 (after planar samples moved last); see _layout_of for N
 _LAYOUTS = {axes: layout for layout, axes in _AXES.items() if "N" not in layout}
 
@@ -322,6 +322,8 @@ def _layout_of(axes: str | None) -> str | None:
     layout = _LAYOUTS.get(axes)
     if layout is None and len(axes) == 4 and axes[1:] in ("CYX", "YXS") and axes[0] not in "CYXS":
         layout = "NCHW" if axes[1:] == "CYX" else "NHWC"
+    if axes == "QYX":  # a grey stack geomcli wrote as NHW
+        layout = "NHW"
     return layout
 
 

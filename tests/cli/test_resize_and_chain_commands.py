@@ -144,3 +144,19 @@ def test_chain_usage_errors_come_before_anything_is_read(tmp_path: Path, steps: 
     result = run("chain", "-i", tmp_path / "missing.png", "-o", tmp_path / "o.png", *steps)
     assert result.exit_code == 2, result.stderr
     assert "missing.png" not in result.stderr and not (tmp_path / "o.png").exists()
+
+
+def test_a_grey_stack_named_nhw(tmp_path: Path, rng: np.random.Generator) -> None:
+    """N×H×W: crop-pad works on H and W; space-to-depth takes it as N×1×H×W and writes N×b²×H/b×W/b
+    (NCHW: an NHW stack cannot hold channels); a TIFF written from NHW reads back as NHW."""
+    from geomcli.ops.space_depth import space_to_depth
+
+    stack = rng.normal(size=(3, 8, 12)).astype(np.float32)
+    np.save(tmp_path / "s.npy", stack)
+    assert run("crop-pad", tmp_path / "s.npy", "--layout", "NHW", "--shape", "4,6", "-o", tmp_path / "c.tiff",
+               "-q").exit_code == 0
+    assert run("crop-pad", tmp_path / "c.tiff", "--shape", "2,2", "-o", tmp_path / "c2.npy", "-q").exit_code == 0
+    assert np.array_equal(np.load(tmp_path / "c2.npy"), center_crop_pad(stack, [2, 2], axes=[1, 2]))
+    assert run("space-to-depth", tmp_path / "s.npy", "--layout", "NHW", "--blocksize", "2", "-o",
+               tmp_path / "b.npy", "-q").exit_code == 0
+    assert np.array_equal(np.load(tmp_path / "b.npy"), space_to_depth(stack[:, None], 2))
