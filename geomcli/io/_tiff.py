@@ -431,6 +431,9 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     """Open with tifffile; its log lines become notes, its exceptions GeomErrors."""
     import tifffile
 
+    from geomcli.io import _tiff_padded
+
+    _tiff_padded.install()
     notes: list[str] = []
     handler = _Collect(notes)
     log = logging.getLogger("tifffile")
@@ -451,6 +454,8 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
             raise GeomError(f"{name}: not a readable TIFF ({handler.damage[0]})")
     except GeomError:
         raise
+    except _tiff_padded.SegmentError as e:
+        raise GeomError(f"{name}: not a readable TIFF ({e})") from e
     except MemoryError as e:
         raise GeomError(
             f"{name}: not a readable TIFF (declares more data than fits in memory)"
