@@ -666,11 +666,7 @@ class _Stream:
             end = _npy.stream_size(self.peek, self._name, self._max_pixels)
             # exact, its elements checked against max_pixels: wide strings may take more bytes
             self._limit = max(self._limit, end)
-        elif fmt == "png":
-            from geomcli.io import _png
-
-            end = _png.stream_size(self.peek, self._name, self._max_pixels)
-        elif fmt in ("bmp", "gif", "webp"):
+        elif fmt in ("png", "bmp", "gif", "webp"):
             from geomcli.io import _pillow
 
             end = _pillow.stream_size(fmt, self.peek, self._name, self._max_pixels) or self._limit + 1

@@ -1,4 +1,5 @@
-"""PNG, JPEG, BMP, GIF and WebP through Pillow (imported here only), 16-bit PNG through _png."""
+"""PNG, JPEG, BMP, GIF and WebP through Pillow (imported here only); the samples of a 16-bit PNG,
+which Pillow reads as 8-bit, through imagecodecs (_png)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
-from geomcli.cpus import available_cpus
 from geomcli.errors import GeomError
 from geomcli.io import _png
 from geomcli.io._base import (
@@ -78,22 +78,23 @@ def read_header(
 
     file_size = None if isinstance(source, bytes) else _size(source)
     head = _head_bytes(source, fmt)
-    ihdr = _png.parse_ihdr(head, name) if head is not None else None
     with _opened(source, name, fmt) as im:
         count = _frames(im, name)
         if fmt in _ANIMATED and count > 1 and frames is None:
             raise GeomError(_animated(name, count))
         stacked = fmt in _ANIMATED and count > 1 and frames == "all"
         dtype: np.dtype
-        if ihdr is not None and ihdr.depth == 16:
+        width, height = im.size
+        if head is not None and _png.sixteen_bit(head):
             if stacked:
                 raise GeomError(_NO_16BIT_FRAMES.format(name=name))
-            shape, dtype = ihdr.shape, np.dtype(np.uint16)
+            channels = _png.channels(head)
+            shape = (height, width) if channels == 1 else (height, width, channels)
+            dtype = np.dtype(np.uint16)
         else:
             mode, _ = _target_mode(im)
             name_of_dtype, channels = _KEPT[mode]
             dtype = np.dtype(name_of_dtype)
-            width, height = im.size
             shape = (height, width) if channels == 1 else (height, width, channels)
         if stacked:
             shape = (count, *shape)
@@ -115,18 +116,15 @@ def read(
     as a Picture, without numpy; any other as a Loaded array."""
     src = "-" if isinstance(source, bytes) else source
     if fmt == "png":
-        # every chunk is checked first (Pillow stops at the last IDAT and would accept a file cut
-        # after it); the bytes read then go to the decoder
+        # Pillow's decoder stops at the last IDAT and would accept a file cut after it: its
+        # verify() reads every chunk to IEND and checks each CRC first. The bytes read once go to
+        # the decoder (imagecodecs', for 16 bits, takes bytes)
         source = source if isinstance(source, bytes) else _read_all(source)
-        chunks = _png.read_chunks(source, name)
-        if chunks.frames > 1 and frames is None:
-            raise GeomError(_animated(name, chunks.frames))
-        check_size(chunks.ihdr.shape, max_pixels, name)
-        _png.check_image_data(chunks, name)
-        if chunks.ihdr.depth == 16:
-            if chunks.frames > 1 and frames == "all":
-                raise GeomError(_NO_16BIT_FRAMES.format(name=name))
-            return _read_png16(chunks, name, src, auto_orient)._replace(pages=chunks.frames)
+        with _opened(source, name, fmt) as im:
+            im.verify()
+        # verify() stops at IEND's type: a file cut within the 4 bytes of its CRC gets past it
+        if any(source.endswith(b"IEND" + b"\xaeB`\x82"[:kept]) for kept in range(4)):
+            raise GeomError(f"{name}: not a readable PNG (truncated)")
     scan_end = None
     if fmt == "jpeg":
         if isinstance(source, bytes):
@@ -146,6 +144,7 @@ def _decoded(
 ) -> Loaded | Picture:
     """:func:`read`'s decoding, once the PNG's chunks or the JPEG's scans are checked."""
     notes: list[str] = []
+    sixteen_bit = fmt == "png" and isinstance(source, bytes) and _png.sixteen_bit(source)
     with _opened(source, name, fmt, notes) as im:
         pages = _frames(im, name)
         count = pages if fmt in _ANIMATED else 1
@@ -153,8 +152,13 @@ def _decoded(
             if frames is None:
                 raise GeomError(_animated(name, count))
             if frames == "all":
+                if sixteen_bit:
+                    raise GeomError(_NO_16BIT_FRAMES.format(name=name))
                 return _read_frames(im, name, fmt, src, count, max_pixels, notes)
             notes.append(f"frame 1 of {count} (--frames first)")
+        if sixteen_bit:
+            assert isinstance(source, bytes)
+            return _read_png16(im, source, name, src, max_pixels, auto_orient, notes, pages)
         mode, note = _target_mode(im)
         if mode == im.mode and "transparency" in im.info:
             # a colour key (PNG tRNS on grey or RGB): the values are kept, the key is not
@@ -403,12 +407,14 @@ _BMP_SLACK = 1 << 20
 
 
 def stream_size(fmt: str, peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int | None:
-    """The bytes a BMP, GIF or WebP at the start of a stream takes, as its header declares: a
+    """The bytes a PNG, BMP, GIF or WebP at the start of a stream takes, as its header declares: a
     pipe is read that far and no further (junk after it was read up to what ``max_pixels``
     elements could need: a 334-byte BMP and 300 MB of zeros took 330 MB). The declared size in
-    pixels (BMP's, GIF's screen, WebP's canvas or first frame) is checked against ``max_pixels``
-    first. None where the header cannot tell (it is damaged, or
+    pixels (PNG's IHDR, BMP's, GIF's screen, WebP's canvas or first frame) is checked against
+    ``max_pixels`` first. None where the header cannot tell (it is damaged, or
     another compression): the stream is then read to its end, as before, for Pillow to judge."""
+    if fmt == "png":
+        return _png_size(peek, name, max_pixels)
     if fmt == "webp":
         head = peek(0, 30)
         if len(head) < 12 or head[8:12] != b"WEBP":
@@ -423,6 +429,43 @@ def stream_size(fmt: str, peek: Callable[[int, int], bytes], name: str, max_pixe
     if fmt == "gif":
         return _gif_size(peek, name, max_pixels)
     return None
+
+
+# what a piped PNG may hold besides its image data (text, ICC profile, EXIF, chunk headers)
+_PNG_METADATA = 64 << 20
+
+
+def _png_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int:
+    """To the end of its IEND chunk, walking its chunks. A chunk that would end past what an image
+    of its IHDR's size can need (twice its rows a frame, Adam7's or not, stored deflate being
+    barely more, and _PNG_METADATA) is refused before it is read. Where a chunk is damaged or the
+    stream ends, the walk stops: Pillow says what is wrong."""
+    head = peek(0, 33)
+    if len(head) < 33 or head[12:16] != b"IHDR":
+        return len(head)
+    width, height, depth, colour = struct.unpack(">IIBB", head[16:26])
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(colour, 4)
+    check_size((height, width) if channels == 1 else (height, width, channels), max_pixels, name)
+    # each row and its filter byte; Adam7's passes have fewer than 2 rows an image row, none wider
+    rows = (2 * height + 7) * (-(-width * depth * channels // 8) + 1)
+    at, frames = 33, 1
+    while True:
+        chunk = peek(at, 8)
+        if len(chunk) < 8:
+            return at + len(chunk)
+        length, kind = int.from_bytes(chunk[:4], "big"), chunk[4:]
+        if length > 2**31 - 1 or not kind.isalpha():
+            return at + 8
+        end = at + 12 + length
+        if kind == b"IEND":
+            return end
+        if kind == b"acTL" and length == 8:
+            frames = max(frames, int.from_bytes(peek(at + 8, 4), "big"))
+        most = 33 + frames * 2 * rows + _PNG_METADATA
+        if end > most:
+            raise GeomError(f"{name}: not a readable PNG (chunks run past {most} bytes, more than a "
+                            f"{width}x{height} image can need)")
+        at = end
 
 
 def _webp_canvas(head: bytes) -> tuple[int, int] | None:
@@ -615,20 +658,24 @@ def fitted_exif(exif: bytes, width: int, height: int) -> bytes | None:
         return None
 
 
-def _read_png16(chunks: _png.Chunks, name: str, src: str, auto_orient: bool) -> Loaded:
-    """Pillow would hand back 8 bits of these; our decoder keeps all 16."""
-    data = _png.decode_16bit(chunks, name)
-    notes = [] if chunks.colour_key is None else [_colour_key_note(chunks.colour_key)]
-    value = exif_orientation(chunks.exif) if auto_orient else 1
-    if value in ORIENTATIONS:
-        data = orient(data, value)
-        notes.append(f"{ORIENTATIONS[value]} by its EXIF orientation {value}")
-    info: dict[str, Any] = {"icc_profile": chunks.icc}
-    if chunks.exif:
-        info["exif"] = b"Exif\0\0" + chunks.exif.removeprefix(b"Exif\0\0")
-    if chunks.ppm:
-        info["dpi"] = (chunks.ppm[0] * 0.0254, chunks.ppm[1] * 0.0254)
-    return Loaded(data, "png", image_layout(data.shape), src, tuple(notes), _metadata(info, value))
+def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto_orient: bool, notes: list[str],
+                pages: int) -> Loaded:
+    """A 16-bit PNG that Pillow has opened (and would decode as 8 bits), its samples decoded by
+    imagecodecs."""
+    width, height = im.size
+    channels = _png.channels(data)
+    check_size((height, width, channels), max_pixels, name)
+    if "transparency" in im.info:
+        notes.append(_colour_key_note(im.info["transparency"]))
+    try:
+        array = _png.decode(data)
+    except RuntimeError as e:  # imagecodecs' PngError
+        raise GeomError(f"{name}: not a readable PNG ({_reason(e)})") from e
+    orientation = _orientation(im, name) if auto_orient else 1
+    if orientation in ORIENTATIONS:
+        array = orient(array, orientation)
+        notes.append(f"{ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
+    return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), _metadata(im.info, orientation), pages)
 
 
 def _plugin_alone(fmt: str) -> None:
@@ -734,7 +781,9 @@ def crop(im: Any, box: tuple[int, int, int, int]) -> Any:
 
 def _reason(e: BaseException) -> str:
     text = one_line(e)
-    if "truncated" in text or isinstance(e, EOFError):
+    # Pillow: "image file is truncated", "truncated PNG file", "Truncated File Read"; libpng: "Not
+    # enough image data"
+    if any(cut in text.lower() for cut in ("truncated", "not enough image data")) or isinstance(e, EOFError):
         return "truncated"
     if text.startswith("cannot identify image file"):
         return "unrecognised content"
@@ -819,6 +868,8 @@ HOLDS = {
     "gif": set(),
 }
 JPEG_QUALITY = 95
+# ImageMagick's zlib level for PNG (its quality 75)
+PNG_LEVEL = 7
 
 
 def write(
@@ -836,7 +887,7 @@ def write(
     if fmt == "png" and data.dtype == np.uint16:
         level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, data.shape[1], data.shape[0])
         ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
-        f.write(_png.encode(data, level=level, icc=icc, ppm=ppm, exif=exif, threads=options.threads))
+        f.write(_png.encode(data, level, icc=icc, ppm=ppm, exif=exif))
         return
     from PIL import Image
 
@@ -858,8 +909,6 @@ def save(
     level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, *im.size)
     saving: dict[str, Any] = {}
     if fmt == "png":
-        # ImageMagick's zlib level. Pillow's C filtering is 15% faster than our numpy encoder,
-        # for files 4% larger than libpng's (measured by benchmarks/batch.py)
         saving = {"compress_level": level}
     elif fmt == "jpeg":
         saving = {"quality": options.quality or JPEG_QUALITY}
@@ -878,48 +927,8 @@ def save(
         saving["dpi"] = dpi
     if exif is not None:
         saving["exif"] = exif
-    if fmt == "png" and im.mode in _PICTURE_MODES:
-        for piece in _png_in_parts(im, saving, options.threads):
-            f.write(piece)
-    else:
-        _, (name, *_) = _PLUGINS[fmt]
-        im.save(f, format=name, **saving)
-
-
-def _row_bytes(im: Any) -> int:
-    """A filtered PNG row of an 8-bit image: its samples and the filter type byte."""
-    return int(im.width * _KEPT[im.mode][1] + 1)
-
-
-def _png_in_parts(im: Any, saving: dict[str, Any], threads: int | None) -> Iterator[bytes]:
-    """The PNG of an 8-bit image: Pillow's chunks (from a save of one row) and filtered rows
-    (from an uncompressed save of each part), the rows compressed by _png.deflate_parts, in
-    parts side by side when the image is big enough to have more than one."""
-    row_bytes = _row_bytes(im)
-    im.load()  # here, not lazily in the parts' threads at once
-
-    def rows(first: int, stop: int) -> memoryview:
-        seed = 1 if first else 0  # Pillow filters a save's first row against black: one more, dropped
-        part = _png_bytes(crop(im, (0, first - seed, im.width, stop)), compress_level=0)
-        return memoryview(_png.stored(_png.split_idat(part)[1]))[seed * row_bytes :]
-
-    workers = threads or available_cpus()
-    # one thread filters a small image's rows in one pass (no priming rows filtered twice); a big
-    # one part by part, so the copies made on the way stay the size of a part
-    one_pass = workers == 1 and im.height * row_bytes <= _ONE_PASS_BYTES
-    filtered = _png.rows_of(rows(0, im.height), row_bytes) if one_pass else rows
-    pieces = _png.deflate_parts(filtered, im.height, row_bytes, saving["compress_level"], workers)
-    return _png.with_image_data(_png_bytes(crop(im, (0, 0, im.width, 1)), **saving), im.height, pieces)
-
-
-_ONE_PASS_BYTES = 8 << 20
-
-
-def _png_bytes(im: Any, **saving: Any) -> bytes:
-    """Pillow's PNG of ``im``."""
-    buffer = io.BytesIO()
-    im.save(buffer, format="PNG", **saving)
-    return buffer.getvalue()
+    _, (name, *_) = _PLUGINS[fmt]
+    im.save(f, format=name, **saving)
 
 
 def _kept(
@@ -927,7 +936,7 @@ def _kept(
 ) -> tuple[int, bytes | None, tuple[float, float] | None, bytes | None]:
     """The PNG level, and the ICC profile, DPI and EXIF (fitted to width x height) this format holds."""
     holds = HOLDS[fmt]
-    level = _png.LEVEL if options.compress_level is None else options.compress_level
+    level = PNG_LEVEL if options.compress_level is None else options.compress_level
     icc = metadata.icc if "icc" in holds else None
     dpi = metadata.dpi if "dpi" in holds else None
     exif = None
