@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import importlib.util
 import io as bytes_io
-import json
 import os
 import pickle
 import shutil
@@ -1579,108 +1578,6 @@ def test_backends_are_imported_only_when_needed(
         check=False,
     )
     assert result.returncode == 0, result.stderr
-
-
-# A fresh interpreter runs the command line's arguments in argv[1] (JSON), then the script after
-# this; ``plugins`` are the Pillow plugins the job imported, ``more`` the arguments after the job.
-PNG_JOB = """
-import json, sys
-from geomcli.cli import main
-try:
-    main(json.loads(sys.argv[1]))
-except SystemExit as exit:
-    assert not exit.code, exit.code
-plugins = sorted(name for name in sys.modules if name.startswith("PIL.") and name.endswith("Plugin"))
-more = sys.argv[2:]
-"""
-
-
-def _png_job(job: list[str], then: str, *more: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PNG_JOB + then, json.dumps(job), *more], capture_output=True,
-                          text=True, timeout=60, cwd=REPO, check=False)
-
-
-@pytest.mark.parametrize(("args", "shape"), [(["crop-pad", "--shape", "5,7"], (5, 7)),
-                                             (["crop-pad", "--shape", "5,7", "--fill", "3"], (5, 7)),
-                                             (["space-to-depth", "--blocksize", "2"], (6, 8, 4))])
-def test_a_png_job_imports_pillows_png_plugin_alone(tmp_path: Path, png_file: FileFactory, args: list[str],
-                                                    shape: tuple[int, ...]) -> None:
-    """A Pillow image (crop-pad) or an array (the others) read from and written to PNG: Pillow's
-    preinit(), which imports the BMP, GIF, JPEG and PPM plugins too, is skipped (_pillow._plugin_alone)."""
-    png, _ = png_file((12, 16))  # grey: space-to-depth makes 4 channels of it, which PNG holds
-    result = _png_job([*args, png, "-o", str(tmp_path / "o.png")], "print(json.dumps(plugins))")
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == ["PIL.PngImagePlugin"]
-    assert io.read_array(str(tmp_path / "o.png")).data.shape == shape
-
-
-OPEN_WITH_PILLOW = """
-from io import BytesIO
-from PIL import Image
-assert plugins == ["PIL.PngImagePlugin"], plugins  # so what follows loads the others
-found = []
-for path in more:
-    with open(path, "rb") as f, Image.open(BytesIO(f.read())) as im:  # no name, no formats: Pillow finds it
-        found.append([im.format, list(im.size), list(im.convert("RGB").getpixel((1, 2)))])
-print(json.dumps(found))
-"""
-SAVE_WITH_PILLOW = """
-from io import BytesIO
-from PIL import Image
-from geomcli.io import sniff_format
-assert plugins == ["PIL.PngImagePlugin"], plugins  # so what follows loads the others
-found = []
-for fmt in ("JPEG", "BMP", "GIF", "WEBP"):
-    buffer = BytesIO()
-    Image.new("RGB", (7, 5), (40, 80, 120)).save(buffer, format=fmt)
-    found.append(sniff_format(buffer.getvalue()[:16]))
-print(json.dumps(found))
-"""
-ROUND_TRIP_WITH_GEOMCLI = """
-import numpy as np
-from geomcli import io
-assert plugins == ["PIL.PngImagePlugin"], plugins  # so what follows loads the others
-found = []
-for name in ("a.jpg", "a.bmp", "a.webp", "a.gif"):
-    data = np.full((6, 10) if name == "a.gif" else (6, 10, 3), 100, np.uint8)
-    io.write_array(data, more[0] + "/" + name)
-    found.append(io.read_array(more[0] + "/" + name).data.tolist() == data.tolist())
-print(json.dumps(found))
-"""
-
-
-def test_after_a_png_job_pillow_still_opens_every_format(tmp_path: Path, png_file: FileFactory) -> None:
-    """Pillow's own open of a buffer, by its content alone, in the process a PNG job ran in (which
-    skipped preinit): a format whose plugin is not loaded makes Pillow load them all (Image.init)."""
-    from PIL import Image
-
-    png, _ = png_file((12, 16, 3))
-    files = []
-    for fmt, suffix in (("JPEG", "jpg"), ("BMP", "bmp"), ("GIF", "gif"), ("WEBP", "webp")):
-        path = tmp_path / f"in.{suffix}"
-        colour = (0, 0, 0) if fmt == "JPEG" else (255, 0, 0)  # black stays black through JPEG
-        Image.new("RGB", (9, 4), colour).save(path, format=fmt, **({"lossless": True} if fmt == "WEBP" else {}))
-        files.append(str(path))
-    result = _png_job(["crop-pad", png, "-o", str(tmp_path / "o.png"), "--shape", "5,7"], OPEN_WITH_PILLOW, *files)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [["JPEG", [9, 4], [0, 0, 0]], ["BMP", [9, 4], [255, 0, 0]],
-                                         ["GIF", [9, 4], [255, 0, 0]], ["WEBP", [9, 4], [255, 0, 0]]]
-
-
-def test_after_a_png_job_pillow_still_saves_every_format(tmp_path: Path, png_file: FileFactory) -> None:
-    """Pillow's own save with format= in the process a PNG job ran in: the plugin loads on demand."""
-    png, _ = png_file((12, 16, 3))
-    result = _png_job(["crop-pad", png, "-o", str(tmp_path / "o.png"), "--shape", "5,7"], SAVE_WITH_PILLOW)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == ["jpeg", "bmp", "gif", "webp"]
-
-
-def test_after_a_png_job_geomcli_still_writes_and_reads_every_format(tmp_path: Path, png_file: FileFactory) -> None:
-    png, _ = png_file((12, 16, 3))
-    result = _png_job(["crop-pad", png, "-o", str(tmp_path / "o.png"), "--shape", "5,7"], ROUND_TRIP_WITH_GEOMCLI,
-                      str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [True, True, True, True]
 
 
 def _load_generator() -> types.ModuleType:

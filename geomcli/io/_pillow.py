@@ -34,14 +34,14 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-# Pillow's plugin module and format names for each format: Image.open tries only these names,
-# so content and name agree; the first is the one saved
-_PLUGINS = {
-    "png": ("PngImagePlugin", ("PNG",)),
-    "jpeg": ("JpegImagePlugin", ("JPEG",)),  # its factory hands back an MPO image itself when there is one
-    "bmp": ("BmpImagePlugin", ("BMP", "DIB")),
-    "gif": ("GifImagePlugin", ("GIF",)),
-    "webp": ("WebPImagePlugin", ("WEBP",)),
+# Pillow's format names for each format: Image.open tries only these, so content and name agree;
+# the first is the one saved
+_PILLOW_FORMATS = {
+    "png": ("PNG",),
+    "jpeg": ("JPEG",),  # its factory hands back an MPO image itself when there is one
+    "bmp": ("BMP", "DIB"),
+    "gif": ("GIF",),
+    "webp": ("WEBP",),
 }
 # Formats whose extra frames are an animation (a JPEG's MPO frames are previews: ignored)
 _ANIMATED = {"png", "gif", "webp"}
@@ -678,29 +678,6 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
     return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), _metadata(im.info, orientation), pages)
 
 
-def _plugin_alone(fmt: str) -> None:
-    """Import Pillow's plugin for ``fmt``, and only that one.
-
-    Image.open of a buffer and Image.save with a format call Image.preinit(), which imports the
-    BMP, GIF, JPEG, PPM and PNG plugins whatever the format: 5 ms at every start-up. Once
-    ``Image._initialized`` is 1, preinit() does nothing. That stays safe for every format, in
-    our code and in any other: open and save call Image.init(), which imports every plugin,
-    whenever a format is asked for whose plugin is not registered yet (open's ``if i not in OPEN:
-    init()``, save's ``if format.upper() not in SAVE: init()``). A private global, hence one place;
-    tests/test_io.py checks both halves.
-    """
-    from importlib import import_module
-
-    from PIL import Image
-
-    try:
-        module, _ = _PLUGINS[fmt]
-        import_module(f"PIL.{module}")
-    except ImportError:
-        return  # (WebP without its library) Pillow's own way then says what is missing
-    Image._initialized = max(Image._initialized, 1)
-
-
 @contextmanager
 def _opened(
     source: str | bytes | IO[bytes], name: str, fmt: str, notes: list[str] | None = None
@@ -710,13 +687,12 @@ def _opened(
     metadata ("Corrupt EXIF data", "Invalid APNG") kept as notes rather than printed."""
     from PIL import Image
 
-    _plugin_alone(fmt)
     try:
         with _unbounded(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             fp = io.BytesIO(source) if isinstance(source, bytes) else source
-            with Image.open(fp, formats=_PLUGINS[fmt][1]) as im:
+            with Image.open(fp, formats=_PILLOW_FORMATS[fmt]) as im:
                 yield im
         for warning in caught:
             if "/PIL/" not in warning.filename.replace("\\", "/"):
@@ -904,7 +880,6 @@ def save(
     options: WriteOptions | None = None,
 ) -> None:
     """Write a Pillow image of a mode this format holds, as :func:`write` writes its array."""
-    _plugin_alone(fmt)
     options = options or WriteOptions()
     level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, *im.size)
     saving: dict[str, Any] = {}
@@ -927,8 +902,7 @@ def save(
         saving["dpi"] = dpi
     if exif is not None:
         saving["exif"] = exif
-    _, (name, *_) = _PLUGINS[fmt]
-    im.save(f, format=name, **saving)
+    im.save(f, format=_PILLOW_FORMATS[fmt][0], **saving)
 
 
 def _kept(
