@@ -270,7 +270,7 @@ def commands(fmt: str, path: Path, out: Path) -> list[list[str]]:
 @pytest.fixture
 def quick_fifo(monkeypatch: pytest.MonkeyPatch) -> None:
     """A FIFO that never gets a writer is empty after 0.05 s instead of 2."""
-    monkeypatch.setattr("geomcli.io._WRITER_GRACE", 0.05)
+    monkeypatch.setattr("geomcli.io._stream._WRITER_GRACE", 0.05)
 
 
 TALLY: dict[str, int] = {}
