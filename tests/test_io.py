@@ -1580,6 +1580,27 @@ def test_backends_are_imported_only_when_needed(
     assert result.returncode == 0, result.stderr
 
 
+def test_ml_dtypes_is_imported_only_for_a_bfloat16(tmp_path: Path, npy_file: FileFactory) -> None:
+    """It takes half a second to import: a .npy, PNG or TIFF of numpy's types never asks for it; a
+    header naming bfloat16 imports it, and the file reads as written."""
+    npy, _ = npy_file()
+    bf16 = tmp_path / "bf16.npy"
+    io.write_array(np.arange(5, dtype=np.float32).astype(BF16), str(bf16))
+    script = textwrap.dedent(f"""
+        import sys
+        from geomcli import io
+        for path in ({npy!r}, {str(SAMPLES / "gray16.png")!r}, {str(SAMPLES / "stack.tiff")!r}):
+            io.read_header(path); io.write_array(io.read_array(path).data, {str(tmp_path / "out.npy")!r})
+        assert "ml_dtypes" not in sys.modules
+        loaded = io.read_array({str(bf16)!r})
+        assert "ml_dtypes" in sys.modules and loaded.data.dtype.name == "bfloat16", loaded.data.dtype
+        assert loaded.data.astype("float32").tolist() == [0, 1, 2, 3, 4]
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=REPO,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+
+
 def _load_generator() -> types.ModuleType:
     spec = importlib.util.spec_from_file_location("make_samples", SAMPLES / "make_samples.py")
     assert spec is not None and spec.loader is not None
