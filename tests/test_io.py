@@ -824,6 +824,42 @@ def test_png_at_deflates_highest_ratio_is_read(tmp_path: Path, shape: tuple[int,
     assert np.array_equal(io.read_array(path).data, data)
 
 
+def test_pillows_bomb_limit_comes_back_when_threads_lift_it_at_once() -> None:
+    """Pillow's limit is one process-wide number; geomcli lifts it while it decodes (its own
+    --max-pixels is checked first) and the last thread out puts it back."""
+    import threading
+
+    from PIL import Image
+
+    from geomcli.io import _pillow
+
+    limit = Image.MAX_IMAGE_PIXELS
+    both_inside, first_out = threading.Barrier(2), threading.Event()
+    seen = []
+
+    def lift(last_out: bool) -> None:
+        with _pillow._unbounded():
+            both_inside.wait()
+            seen.append(Image.MAX_IMAGE_PIXELS)
+            if last_out:
+                first_out.wait()
+        if not last_out:
+            first_out.set()
+
+    # the first in leaves first: with a save and restore per thread, the second in would
+    # restore the limit it found, None
+    threads = [threading.Thread(target=lift, args=(False,))]
+    threads[0].start()
+    while Image.MAX_IMAGE_PIXELS is not None:
+        time.sleep(0.001)
+    threads.append(threading.Thread(target=lift, args=(True,)))
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert seen == [None, None]
+    assert Image.MAX_IMAGE_PIXELS == limit is not None
+
+
 def test_image_over_a_low_limit_and_over_pillows_own(tmp_path: Path, png_file: FileFactory) -> None:
     path, _ = png_file((10, 10, 3))
     with pytest.raises(GeomError, match="300 elements exceed the limit of 299"):

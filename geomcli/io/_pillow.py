@@ -360,8 +360,12 @@ def _opened(
 
 @contextmanager
 def _unbounded() -> Iterator[None]:
-    """Pillow's own decompression-bomb check off: geomcli's check_size is the limit. Pillow's
-    limit is one global: threads inside at once share one change, undone by the last out."""
+    """Pillow's own decompression-bomb check off while geomcli opens, decodes or crops: geomcli's
+    check_size (--max-pixels, on the declared size, before decoding) is the limit. Pillow's limit
+    is Image.MAX_IMAGE_PIXELS, one number for the process, as Pillow documents it; geomcli's is
+    per call. So it is lifted here and put back, leaving the value a host program set (Pillow's
+    default, 89 Mpx, would refuse what --max-pixels allows). Threads inside at once share one
+    change, undone by the last out."""
     from PIL import Image
 
     with _bomb_check.lock:
