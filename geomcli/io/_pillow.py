@@ -30,7 +30,6 @@ from geomcli.io._base import (
 )
 
 if TYPE_CHECKING:
-
     import numpy as np
 
 # Pillow's format names for each format: Image.open tries only these, so content and name agree;
