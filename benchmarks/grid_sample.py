@@ -7,7 +7,7 @@ Run from the repository root::
     python benchmarks/grid_sample.py --size 256   # smaller images
 
 The cases: float32 (1, 3, S, S) sampled with a 30° rotation grid (made by
-``geomcli.kernels.affine_grid``, not timed) in linear, cubic and nearest mode with zeros padding;
+``geomcli.ops.affine_grid``, not timed) in linear, cubic and nearest mode with zeros padding;
 and a uint8 S×S×3 warp by the same rotation (affine_grid + grid_sample, both timed, as the warp
 command will do it), against ``cv2.warpAffine`` with the same matrix. Each engine runs at 1 and 2
 threads; the engines take turns, one call each per round, and each cell is the median of the
@@ -30,7 +30,7 @@ import numpy as np
 # Run from a clone without installing: make `import geomcli` find the package beside us.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
-from geomcli.kernels import affine_grid  # noqa: E402
+from geomcli.ops.affine_grid import affine_grid  # noqa: E402
 from geomcli.ops.grid_sample import grid_sample  # noqa: E402
 
 TURN = 30.0  # degrees

@@ -528,13 +528,13 @@ def test_a_jpeg_of_many_tiny_scans_is_checked_in_little_memory(tmp_path: Path) -
     (4.8 MB) held 34 MiB; the 1000000 of a 16 MB file 112 MiB and 31 s (now 2 s)."""
     import tracemalloc
 
-    from geomcli.io import _pillow
+    from geomcli.io import _jpeg_check
 
     data = progressive_scans_jpeg(10, 300_000)
     tracemalloc.start()
     try:
         with pytest.raises(GeomError, match=r"^x: not a readable JPEG \(truncated: its scans stop before the whole"):
-            _pillow._check_jpeg_data(data, "x")
+            _jpeg_check.check_data(data, "x")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -566,7 +566,7 @@ def test_a_piped_image_declaring_more_than_the_limit_is_refused_before_its_data_
 
 def test_a_piped_gifs_sub_blocks_are_walked_a_window_at_a_time() -> None:
     """One peek per sub-block took 0.43 us a byte of 1-byte sub-blocks (0.85 s for 2 MB)."""
-    from geomcli.io import _pillow
+    from geomcli.io import _stream
 
     screen = b"GIF89a" + struct.pack("<HHBBB", 8, 8, 0, 0, 0)
     data = screen + b"," + bytes(8) + b"\x00" + b"\x02" + b"\x01\x00" * 200_000 + b"\x00;"
@@ -576,5 +576,5 @@ def test_a_piped_gifs_sub_blocks_are_walked_a_window_at_a_time() -> None:
         peeks.append(start)
         return data[start : start + size]
 
-    assert _pillow.stream_size("gif", peek, "x", 1 << 20) == len(data)
+    assert _stream.image_size("gif", peek, "x", 1 << 20) == len(data)
     assert len(peeks) < 20, len(peeks)

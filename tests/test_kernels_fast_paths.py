@@ -8,6 +8,7 @@ Every comparison is bit for bit (``tobytes``), for every dtype, both modes, b in
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -52,29 +53,20 @@ def with_nan_payloads(array: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("b", [1, 2, 3, 4])
-@pytest.mark.parametrize("blocks", BLOCK_SHAPES, ids=str)
-@pytest.mark.parametrize("threads", [1, 3])
-@pytest.mark.parametrize("block_bytes", [1, 40, 1 << 20])
-def test_space_to_depth_blocked_equals_plain(
-    rng: np.random.Generator,
-    dtype: np.dtype,
-    mode: str,
-    b: int,
-    blocks: tuple[int, int, int, int],
-    threads: int,
-    block_bytes: int,
-) -> None:
-    n, c, hb, wb = blocks
-    x = with_nan_payloads(make_array(rng, (n, c, hb * b, wb * b), dtype))
-    expected = space_depth_ops._space_to_depth_plain(x, b, mode)  # type: ignore[arg-type]
-    found = space_depth_ops._space_to_depth_blocked(x, b, mode, threads, block_bytes)  # type: ignore[arg-type]
-    assert same_bits(found, expected)
-    # And the inverse, blocked, gives the input back bit for bit.
-    back = space_depth_ops._depth_to_space_blocked(found, b, mode, threads, block_bytes)  # type: ignore[arg-type]
-    assert same_bits(back, x)
-    assert same_bits(back, space_depth_ops._depth_to_space_plain(found, b, mode))  # type: ignore[arg-type]
+def test_space_to_depth_blocked_equals_plain(rng: np.random.Generator, dtype: np.dtype) -> None:
+    """Every mode, blocksize, odd block shape, thread count and block size (one block of 1 byte,
+    a few rows, whole planes) on one dtype: a small grid in one test, not 192 copies of it."""
+    grid = itertools.product(MODES, [1, 2, 3, 4], BLOCK_SHAPES, [1, 3], [1, 40, 1 << 20])
+    for mode, b, (n, c, hb, wb), threads, block_bytes in grid:
+        x = with_nan_payloads(make_array(rng, (n, c, hb * b, wb * b), dtype))
+        case = (mode, b, (n, c, hb, wb), threads, block_bytes)
+        expected = space_depth_ops._space_to_depth_plain(x, b, mode)  # type: ignore[arg-type]
+        found = space_depth_ops._space_to_depth_blocked(x, b, mode, threads, block_bytes)  # type: ignore[arg-type]
+        assert same_bits(found, expected), case
+        # And the inverse, blocked, gives the input back bit for bit.
+        back = space_depth_ops._depth_to_space_blocked(found, b, mode, threads, block_bytes)  # type: ignore[arg-type]
+        assert same_bits(back, x), case
+        assert same_bits(back, space_depth_ops._depth_to_space_plain(found, b, mode)), case  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)

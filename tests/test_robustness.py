@@ -270,7 +270,7 @@ def commands(fmt: str, path: Path, out: Path) -> list[list[str]]:
 @pytest.fixture
 def quick_fifo(monkeypatch: pytest.MonkeyPatch) -> None:
     """A FIFO that never gets a writer is empty after 0.05 s instead of 2."""
-    monkeypatch.setattr("geomcli.io._WRITER_GRACE", 0.05)
+    monkeypatch.setattr("geomcli.io._stream._WRITER_GRACE", 0.05)
 
 
 TALLY: dict[str, int] = {}
@@ -898,13 +898,13 @@ def test_a_symlink_planted_at_a_temp_name_is_not_written_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """O_EXCL: a temp name that exists, a symlink to a victim included, is skipped, never opened."""
-    from geomcli.io import _atomic
+    import tempfile
 
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
-    # the random bytes that spell these names, the first one taken twice
-    names = iter([bytes(map(_atomic._NAME_CHARACTERS.index, name)) for name in ("planted0", "planted0", "fresh001")])
-    monkeypatch.setattr(os, "urandom", lambda count: next(names))
+    # the random names mkstemp tries, the first one twice
+    names = iter(["planted0", "planted0", "fresh001"])
+    monkeypatch.setattr(tempfile, "_get_candidate_names", lambda: names)
     os.symlink(victim, tmp_path / ".out.npy.planted0.tmp")
     source = _small_input(tmp_path)
     assert run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "1,1,2,2", "-q").exit_code == 0

@@ -571,7 +571,9 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         if isatty is not None and isatty():
             # reading would wait for binary data typed at the keyboard
             raise GeomError(f"{name}: is a terminal; pipe data in (cat photo.png | geomcli ... -)")
-        stream = _Stream(stdin.buffer, name, max_pixels)
+        from geomcli.io._stream import Stream
+
+        stream = Stream(stdin.buffer, name, max_pixels)
         head = stream.peek(0, SNIFF_BYTES)
         fmt = _content_format(name, head, None if format is None else format_for_path(path, format),
                               empty=not head, stdin=True)
@@ -595,7 +597,9 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
             # a FIFO (process substitution, /dev/stdin): no size, no seeking, no mmap; read
             # to its end, waiting for data once a writer has it open
             os.set_blocking(descriptor, True)
-            stream = _Stream(f, name, max_pixels, stat.S_ISFIFO(info.st_mode))
+            from geomcli.io._stream import Stream
+
+            stream = Stream(f, name, max_pixels, stat.S_ISFIFO(info.st_mode))
             head = stream.peek(0, SNIFF_BYTES)
             fmt = _content_format(name, head, named, empty=not head, stdin=False)
             return stream.whole(fmt), name, fmt, None
@@ -618,93 +622,6 @@ def _content_format(name: str, head: bytes, named: str | None, *, empty: bool, s
             raise GeomError(f"{name}: unrecognised content ({expected})")
         raise GeomError(f"{name}: no file extension and unrecognised content ({expected})")
     return found
-
-
-# the widest element (complex128), so a limit in elements bounds a stream's bytes; plus room for
-# headers and metadata
-_STREAM_BYTES_PER_ELEMENT = 16
-_STREAM_SLACK = 1 << 20
-# how long a named FIFO may stay without a writer before it counts as empty
-_WRITER_GRACE = 2.0
-_STREAM_CHUNK = 1 << 22
-
-
-class _Stream:
-    """A stream read into one buffer that grows as needed, never past ``limit`` bytes (what
-    ``max_pixels`` elements could need) and, once the format is known, never past the size its
-    header declares: junk after a .npy or a PNG's IEND is not read.
-
-    The buffer is a BytesIO, whose getvalue() hands over the bytes it holds without a copy: a
-    list of pieces joined at the end held everything twice (2 GB of zeros took 4.2 GB).
-
-    ``fifo``: a read of a FIFO that no writer has open ends at once, empty; one whose writer is
-    about to open it gets ``_WRITER_GRACE`` seconds to do so (one already waiting in open() is
-    there already). A FIFO nobody ever writes to is an empty input, not a hung run.
-    """
-
-    def __init__(self, f: IO[bytes], name: str, max_pixels: int, fifo: bool = False) -> None:
-        import time
-
-        self._f = f
-        self._name = name
-        self._max_pixels = max_pixels
-        self._limit = max_pixels * _STREAM_BYTES_PER_ELEMENT + _STREAM_SLACK
-        self._fifo = fifo
-        self._deadline = time.monotonic() + _WRITER_GRACE
-        self._buffer = io.BytesIO()
-        self._ended = False
-
-    def peek(self, start: int, size: int) -> bytes:
-        """Bytes ``start`` to ``start + size`` of the stream; fewer where it ends before."""
-        self._fill(start + size)
-        self._buffer.seek(start)
-        part = self._buffer.read(size)
-        self._buffer.seek(0, io.SEEK_END)
-        return part
-
-    def whole(self, fmt: str) -> bytes:
-        """The stream to its end, or to the end its ``fmt`` header declares (checked against
-        ``max_pixels`` before the data is read). The stream is not to be used after this."""
-        if fmt == "npy":
-            from geomcli.io import _npy
-
-            end = _npy.stream_size(self.peek, self._name, self._max_pixels)
-            # exact, its elements checked against max_pixels: wide strings may take more bytes
-            self._limit = max(self._limit, end)
-        elif fmt == "png":
-            from geomcli.io import _png
-
-            end = _png.stream_size(self.peek, self._name, self._max_pixels)
-        elif fmt in ("bmp", "gif", "webp"):
-            from geomcli.io import _pillow
-
-            end = _pillow.stream_size(fmt, self.peek, self._name, self._max_pixels) or self._limit + 1
-        else:
-            end = self._limit + 1
-        self._fill(end)
-        self._buffer.truncate(end)
-        return self._buffer.getvalue()
-
-    def _fill(self, size: int) -> None:
-        """Read until the buffer holds ``size`` bytes or the stream ends; a GeomError once it
-        holds more than the limit."""
-        import time
-
-        held = self._buffer.tell()
-        target = min(size, self._limit + 1)
-        while held < target and not self._ended:
-            piece = self._f.read(min(_STREAM_CHUNK, target - held))
-            if not piece and self._fifo and not held and time.monotonic() < self._deadline:
-                time.sleep(0.05)
-                continue
-            self._ended = not piece
-            self._buffer.write(piece)
-            held += len(piece)
-        if held > self._limit:
-            raise GeomError(
-                f"{self._name}: more than {self._limit} bytes, more than {self._max_pixels} elements could "
-                "need; raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS"
-            )
 
 
 def _agree(name: str, fmt: str, found: str | None) -> None:

@@ -11,7 +11,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import IO
 
 from geomcli.errors import GeomError
@@ -35,7 +35,7 @@ def _umask() -> int:
 def atomic_file(path: str) -> Iterator[IO[bytes]]:
     """Yield a binary file; on normal exit it replaces ``path``, on any exception it vanishes.
 
-    The temp file is made as mkstemp would (O_CREAT | O_EXCL, so never through a symlink) in the
+    The temp file is made by tempfile.mkstemp (O_CREAT | O_EXCL, so never through a symlink) in the
     destination folder, so the final os.replace is a rename within one filesystem: readers see
     the old file or the new one, never a part. KeyboardInterrupt and SystemExit clean up too.
     Inside :func:`deferred_commits`, the last step (sync and rename) is left to its caller.
@@ -210,24 +210,19 @@ def files_only() -> Iterator[None]:
         _here.into_streams = previous
 
 
-# Temp files are made as mkstemp makes them, without its 4 ms import: a new name (8 random
-# characters of these) opened O_CREAT | O_EXCL, never through a symlink, mode 0600.
-_NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
-_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
 def _temp_beside(path: str) -> tuple[int, str]:
-    """A new temp file (O_CREAT | O_EXCL) in ``path``'s folder, named as remove_leftovers expects."""
+    """A new temp file in ``path``'s folder (tempfile.mkstemp: O_CREAT | O_EXCL, never through a
+    symlink, mode 0600), named as remove_leftovers expects."""
+    import tempfile
+
     folder = os.path.dirname(path) or "."
     if os.path.isdir(path):
         raise GeomError(f"{path}: is a directory")
     try:
-        for _ in range(100):
-            tail = "".join(_NAME_CHARACTERS[byte % len(_NAME_CHARACTERS)] for byte in os.urandom(8))
-            tmp = os.path.abspath(os.path.join(folder, f".{os.path.basename(path)}.{tail}.tmp"))
-            with suppress(FileExistsError):
-                return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
-        raise GeomError(f"{path}: cannot make a temp file in {folder} (every name tried exists)")
+        fd, tmp = tempfile.mkstemp(".tmp", f".{os.path.basename(path)}.", folder)
+        return fd, os.path.abspath(tmp)
+    except FileExistsError as e:
+        raise GeomError(f"{path}: cannot make a temp file in {folder} (every name tried exists)") from e
     except FileNotFoundError as e:
         if os.path.isdir(folder):  # /proc/self and the like: a folder that takes no new files
             raise GeomError(f"{path}: cannot create a file in {folder}") from e
@@ -433,7 +428,7 @@ def remove_leftovers(path: str) -> list[str]:
     For a caller that stopped a writer of ``path`` and knows no other writer of it is running.
     """
     folder = os.path.dirname(path) or "."
-    # the temp names: the prefix, 8 random characters, the suffix
+    # the temp names: the prefix, mkstemp's 8 random characters, the suffix
     pattern = re.compile(re.escape(f".{os.path.basename(path)}.") + r"[a-z0-9_]{8}\.tmp")
     try:
         names = os.listdir(folder)

@@ -1,9 +1,8 @@
 """What every format backend shares: the result types, the size limit, error helpers.
 
-The result types are NamedTuples, not dataclasses: a frozen dataclass takes half a millisecond
-or more to define (its methods are generated and compiled), a NamedTuple a fifth of that, and
-these are defined at every start-up. Being tuples, they compare equal to tuples of the same values; no
-code compares them with tuples, and ``_replace`` is their ``dataclasses.replace``.
+The result types are NamedTuples: callers update them with ``_replace`` (their
+``dataclasses.replace``). Being tuples, they compare equal to tuples of the same values; no code
+compares them with tuples.
 """
 
 from __future__ import annotations
@@ -94,10 +93,9 @@ class WriteOptions(NamedTuple):
     quality: int | None = None
     """JPEG quality 1-100 (default 95); WebP is lossless unless a quality is given."""
     compression: str | None = None
-    """TIFF compression (none, zlib, lzma, zstd, lzw, jpeg); default: the input's, else none."""
+    """TIFF compression (none, zlib, lzma, zstd, lzw, jpeg, packbits); default: the input's, else none."""
     threads: int | None = None
-    """Threads that share the compression of a PNG (the bytes written are the same for any
-    count); default: every CPU this process may run on."""
+    """Kept for callers; no encoder uses it (Pillow's and libpng's PNG encoders take one thread)."""
 
 
 class Loaded(NamedTuple):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
+import sys
 import tokenize
 from collections.abc import Callable
 from typing import IO
 
-import ml_dtypes  # noqa: F401  (registers "bfloat16" and co. by name, so their headers parse)
 import numpy as np
 
 from geomcli.errors import GeomError
@@ -21,6 +22,29 @@ _MAX_HEADER = 10000
 
 def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     """shape, fortran_order, dtype and data offset of the .npy open in ``f``."""
+    start = f.tell()
+    for attempt in range(2):
+        try:
+            shape, fortran, dtype = _read_header(f, name)
+            break
+        except ValueError as e:
+            # a dtype numpy knows by name only once ml_dtypes is imported (it registers bfloat16
+            # and co.): imported here, when a header names one, not at start-up (it takes 0.5 s)
+            if attempt or "ml_dtypes" in sys.modules or _ML_DTYPE_NAME.search(str(e)) is None:
+                raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
+            import ml_dtypes  # noqa: F401
+
+            f.seek(start)
+    return _checked_header(shape, fortran, dtype, f.tell(), name)
+
+
+# numpy's message for a descr it does not know, naming one of ml_dtypes' types
+_ML_DTYPE_NAME = re.compile(r"descriptor: '(bfloat16|float[864]_\w+|u?int[24])'")
+
+
+def _read_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """numpy's reading of the header, as (shape, fortran_order, dtype); a ValueError for a descr
+    numpy does not know, a GeomError for anything else wrong."""
     fmt = np.lib.format
     try:
         version = fmt.read_magic(f)
@@ -39,19 +63,19 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
             raise GeomError(
                 f"{name}: not a readable NPY (unknown version {version[0]}.{version[1]})"
             )
-    except (
-        ValueError,
-        TypeError,
-        SyntaxError,
-        EOFError,
-        OSError,
-        UnicodeDecodeError,
-        tokenize.TokenError,
-    ) as e:
+    except ValueError as e:
         # GeomError is a ValueError: ours pass through unchanged
-        if isinstance(e, GeomError):
-            raise
+        if isinstance(e, GeomError) or isinstance(e.__cause__, TypeError):
+            raise  # (numpy's "descr is not a valid dtype descriptor": see _parse_header)
         raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
+    except (TypeError, SyntaxError, EOFError, OSError, UnicodeDecodeError, tokenize.TokenError) as e:
+        raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
+    return tuple(shape), bool(fortran), dtype
+
+
+def _checked_header(shape: tuple[int, ...], fortran: bool, dtype: np.dtype, offset: int,
+                    name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """The header, refused if it holds what geomcli never reads (objects, raw bytes, no ONNX type)."""
     if dtype.hasobject:
         raise GeomError(
             f"{name}: holds Python objects (dtype {dtype}), which only pickle can read; "
@@ -66,7 +90,7 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
     if not _is_tensor_type(dtype):
         raise GeomError(f"{name}: dtype {dtype} is not an ONNX tensor type geomcli reads; it takes {_TAKES}")
     _check_shape(shape, dtype, name)
-    return tuple(shape), bool(fortran), dtype, f.tell()
+    return shape, fortran, dtype, offset
 
 
 def _check_shape(shape: tuple[int, ...], dtype: np.dtype, name: str) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
 import io
 import logging
 import re
@@ -30,30 +28,9 @@ from geomcli.io._base import (
     raised_in,
 )
 
-
-def _optional_codec(module: str) -> Any | None:
-    """A standard-library codec module if this Python has it (a build can lack lzma;
-    compression.zstd is new in 3.14), else None."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
-
-
-def _codec_errors() -> tuple[type[Exception], ...]:
-    """The standard library codecs' exceptions that this Python has. imagecodecs' own are
-    RuntimeErrors."""
-    found: list[type[Exception]] = [zlib.error]
-    for module, name in (("lzma", "LZMAError"), ("compression.zstd", "ZstdError")):
-        codec = _optional_codec(module)
-        if codec is not None:
-            found.append(getattr(codec, name))
-    return tuple(found)
-
-
-# tifffile raises its own TiffFileError (a ValueError), and on odd files also these; a crafted tag
-# of the wrong type trips its own code (TypeError, AttributeError, ...). Caught only when raised
-# in tifffile's code (raised_in): from ours they are bugs.
+# tifffile raises its own TiffFileError (a ValueError), and on odd files also these; imagecodecs'
+# decoders raise RuntimeErrors; a crafted tag of the wrong type trips tifffile's own code (TypeError,
+# AttributeError, ...). Caught only when raised in tifffile's code (raised_in): from ours they are bugs.
 _DECODE_ERRORS: tuple[type[Exception], ...] = (
     ValueError,
     KeyError,
@@ -61,7 +38,7 @@ _DECODE_ERRORS: tuple[type[Exception], ...] = (
     OSError,
     EOFError,
     struct.error,
-    *_codec_errors(),
+    zlib.error,
     ZeroDivisionError,
     OverflowError,
     TypeError,
@@ -150,7 +127,7 @@ def read(
         if mmap and isinstance(source, str) and choice.series is not None:
             data = _memmap(tif, choice.series, source)
         if data is None:
-            data = choice.load()
+            data = _load(choice, name)
         if choice.note:
             notes.append(choice.note)
         if choice.planar:
@@ -168,6 +145,17 @@ def read(
         pages = len(tif.pages)
     src = "-" if isinstance(source, bytes) else source
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
+
+
+def _load(choice: _Choice, name: str) -> np.ndarray:
+    """``choice.load()``; a strip or tile its codec refuses is a GeomError naming the compression."""
+    try:
+        return choice.load()
+    except _DECODE_ERRORS as e:
+        if not raised_in(e, "tifffile"):
+            raise
+        codec = _enum_name(choice.keyframe.compression)
+        raise GeomError(f"{name}: not a readable TIFF ({codec} data: {one_line(e)})") from e
 
 
 def _photometric(
@@ -445,7 +433,9 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     """Open with tifffile; its log lines become notes, its exceptions GeomErrors."""
     import tifffile
 
-    _bound_decoders()
+    from geomcli.io import _tiff_padded
+
+    _tiff_padded.install()
     notes: list[str] = []
     handler = _Collect(notes)
     log = logging.getLogger("tifffile")
@@ -466,21 +456,16 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
             raise GeomError(f"{name}: not a readable TIFF ({handler.damage[0]})")
     except GeomError:
         raise
-    except _SegmentError as e:
+    except _tiff_padded.SegmentError as e:
         raise GeomError(f"{name}: not a readable TIFF ({e})") from e
     except MemoryError as e:
         raise GeomError(
             f"{name}: not a readable TIFF (declares more data than fits in memory)"
         ) from e
-    except _DECODE_ERRORS + (ImportError,) as e:
+    except _DECODE_ERRORS as e:
         if not raised_in(e, "tifffile"):
             # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
             raise
-        if isinstance(e, ImportError):
-            # a codec tifffile lists but cannot load, that _check_codecs did not try
-            raise GeomError(
-                f"{name}: a compression codec is not available ({one_line(e)}; pip install imagecodecs)"
-            ) from e
         raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
     finally:
         log.removeHandler(handler)
@@ -500,100 +485,9 @@ class _Collect(logging.Handler):
         (self.damage if record.levelno >= logging.ERROR else self.notes).append(text)
 
 
-class _SegmentError(Exception):
-    """A strip or tile that geomcli's decoders refuse: the reason, without the file's name."""
-
-
-@functools.cache
-def _bound_decoders() -> None:
-    """tifffile (for every user in this process) decodes with ours where, without imagecodecs, it
-    falls back to the standard library: zlib.decompress and lzma.decompress ignore the size tifffile
-    asks for, so one strip of a 2 MB file inflated to 2 GiB whatever --max-pixels said, and PackBits
-    grew a list of 8 bytes an element. imagecodecs' decoders keep to that size and stay."""
-    import tifffile
-
-    decoders = tifffile.TIFF.DECOMPRESSORS
-    table = getattr(decoders, "_codecs", None)  # tifffile's cache of resolved decoders
-    if not isinstance(table, dict):
-        return
-    ours = {"zlib_decode": _inflate, "packbits_decode": _unpack_bits}
-    for module, name, decoder in (("lzma", "lzma_decode", _unlzma), ("compression.zstd", "zstd_decode", _unzstd)):
-        # where one is missing, tifffile's own fallback raises the ImportError that names it
-        if _optional_codec(module) is not None:
-            ours[name] = decoder
-    for code in (8, 32946, 50013, 34925, 34926, 50000, 32773):  # Deflate (3 codes), LZMA, ZSTD (2), PackBits
-        codec = decoders.get(code)
-        name = getattr(codec, "__name__", "")
-        if getattr(codec, "__module__", None) in ("tifffile._imagecodecs", "_imagecodecs") and name in ours:
-            table[code] = ours[name]
-
-
-def _limit(out: Any) -> int | None:
-    """The bytes tifffile wants from a strip or tile, which it passes as ``out``; None: no bound."""
-    return int(out) if isinstance(out, (int, np.integer)) and out > 0 else None
-
-
-def _inflate(data: bytes, /, *, out: Any = None) -> bytes:
-    """Deflate data, inflated no further than ``out`` bytes (what the page needs: the rest, as
-    tifffile and libtiff would drop it, is never made)."""
-    limit = _limit(out)
-    inflater = zlib.decompressobj()
-    try:
-        result = inflater.decompress(data, limit or 0)
-    except zlib.error as e:
-        raise _SegmentError(f"damaged Deflate data: {one_line(e)}") from e
-    if not inflater.eof and (limit is None or len(result) < limit):
-        raise _SegmentError("Deflate data cut short")
-    return result
-
-
-def _unlzma(data: bytes, /, *, out: Any = None) -> bytes:
-    import lzma
-
-    return _decompress(lzma.LZMADecompressor(), lzma.LZMAError, "LZMA", data, out)
-
-
-def _unzstd(data: bytes, /, *, out: Any = None) -> bytes:
-    zstd = importlib.import_module("compression.zstd")  # Python 3.14 and later
-    return _decompress(zstd.ZstdDecompressor(), zstd.ZstdError, "Zstandard", data, out)
-
-
-def _decompress(decompressor: Any, error: type[Exception], codec: str, data: bytes, out: Any) -> bytes:
-    """LZMA or Zstandard data (their decompressors share an API), no further than ``out`` bytes."""
-    limit = _limit(out)
-    try:
-        result: bytes = decompressor.decompress(data, -1 if limit is None else limit)
-    except error as e:
-        raise _SegmentError(f"damaged {codec} data: {one_line(e)}") from e
-    if not decompressor.eof and (limit is None or len(result) < limit):
-        raise _SegmentError(f"{codec} data cut short")
-    return result
-
-
-def _unpack_bits(data: bytes, /, *, out: Any = None) -> bytes:
-    """PackBits data, no further than ``out`` bytes; a header byte 0-127 copies the next 1-128
-    bytes, 129-255 repeats the next byte 128-2 times, 128 does nothing."""
-    limit = _limit(out)
-    result = bytearray()
-    at = 0
-    while at < len(data):
-        header = data[at]
-        if header == 128:
-            at += 1
-            continue
-        if header > 128:
-            run, at = data[at + 1 : at + 2] * (257 - header), at + 2
-        else:
-            run, at = data[at + 1 : at + 2 + header], at + 2 + header
-        if limit is not None and len(result) + len(run) >= limit:
-            result += run[: limit - len(result)]
-            break
-        result += run
-    return bytes(result)
-
-
 def _check_codecs(pages: tuple[Any, ...], name: str) -> None:
-    """Every compression and predictor of these pages can really be decoded, or a GeomError."""
+    """Every compression and predictor of these pages is one tifffile (with imagecodecs) decodes, or
+    a GeomError naming it, before any strip is read."""
     import tifffile
 
     seen: set[tuple[Any, Any]] = set()
@@ -608,44 +502,14 @@ def _check_codecs(pages: tuple[Any, ...], name: str) -> None:
         if (compression, predictor) in seen:
             continue
         seen.add((compression, predictor))
-        if not _codec_works(int(compression), encode=False):
+        if compression not in tifffile.TIFF.DECOMPRESSORS:
             raise GeomError(_unavailable(name, compression))
         if predictor not in tifffile.TIFF.PREDICTORS:
-            raise GeomError(
-                f"{name}: predictor {_enum_name(predictor)} is not available "
-                "(pip install imagecodecs)"
-            )
+            raise GeomError(f"{name}: predictor {_enum_name(predictor)} is not available")
 
 
 def _unavailable(name: str, compression: Any) -> str:
-    return f"{name}: compression {_enum_name(compression)} is not available (pip install imagecodecs)"
-
-
-# The byte-stream codecs a few bytes can try. tifffile lists these even when they cannot load:
-# without imagecodecs it falls back to the standard library, and ZSTD's fallback
-# (compression.zstd) exists only from Python 3.14; lzma and zlib can be missing from a build.
-_TRIED = frozenset({5, 8, 32946, 50013, 32773, 34925, 34926, 50000})
-
-
-@functools.cache
-def _codec_works(code: int, *, encode: bool) -> bool:
-    """Whether tifffile can encode (or decode) TIFF compression ``code``: listed, and loading."""
-    import tifffile
-
-    listed = tifffile.TIFF.COMPRESSORS if encode else tifffile.TIFF.DECOMPRESSORS
-    if code not in listed:
-        return False
-    if code not in _TRIED or (not encode and code not in tifffile.TIFF.COMPRESSORS):
-        # no encoder to make a sample with (PackBits decodes in pure Python): listed is enough,
-        # and an ImportError while decoding is still caught where tifffile is called
-        return True
-    try:
-        sample = tifffile.TIFF.COMPRESSORS[code](b"geomcli")
-        if not encode:
-            tifffile.TIFF.DECOMPRESSORS[code](sample)
-    except ImportError:
-        return False
-    return True
+    return f"{name}: compression {_enum_name(compression)} is not available (imagecodecs has no codec for it)"
 
 
 def _enum_name(value: Any) -> str:
@@ -733,15 +597,7 @@ def write(
         resolution = _resolution(metadata, kind)
         write_args["metadata"].update(resolution.pop("metadata", {}))
         write_args.update(resolution)
-    try:
-        tifffile.imwrite(f, data, **write_args)
-    except ImportError as e:
-        # a codec tifffile lists but cannot load, that _codec_works did not try
-        if not raised_in(e, "tifffile"):
-            raise
-        raise GeomError(
-            f"{name}: compression {str(compression).upper()} is not available (pip install imagecodecs)"
-        ) from e
+    tifffile.imwrite(f, data, **write_args)
     return warnings
 
 
@@ -830,10 +686,10 @@ def _compression(
     assert wanted is not None
     warnings: list[str] = []
     code = tifffile.COMPRESSION[_ENUM_OF[wanted]]
-    if not _codec_works(int(code), encode=True):
+    if code not in tifffile.TIFF.COMPRESSORS:  # an imagecodecs built without it
         if asked:
             raise GeomError(_unavailable(name, code))
-        return "zlib", [f"the TIFF compression {wanted} cannot be written without imagecodecs; wrote zlib"]
+        return "zlib", [f"the TIFF compression {wanted} cannot be written (no codec for it); wrote zlib"]
     if wanted == "jpeg":
         rgb_or_grey = data.ndim == 2 or data.shape[-1] in (1, 3)
         if data.dtype != np.uint8 or not rgb_or_grey:

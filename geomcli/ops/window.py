@@ -1,5 +1,5 @@
 """Where CenterCropPad's window lies on one axis: integer arithmetic only, no numpy, so the
-kernels and the numpy-free image path (geomcli.transform) place it by one rule."""
+kernels and the numpy-free image path (geomcli.engine.operations) place it by one rule."""
 
 from __future__ import annotations
 
