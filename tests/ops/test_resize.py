@@ -5,6 +5,7 @@ by hand from the spec's formulas wherever they disagree (the Notes of ``resize``
 from __future__ import annotations
 
 import math
+import os
 from fractions import Fraction
 from typing import Any
 
@@ -324,6 +325,50 @@ def test_kernel_matches_readable_reference(seed: int) -> None:
         np.testing.assert_array_max_ulp(ours, slow, maxulp=1)
     else:
         np.testing.assert_allclose(ours, slow, rtol=1e-12, atol=1e-12)
+
+
+LAYOUTS = [  # (shape, sizes, axes): each way the kernel goes
+    ((2, 9, 11), [5, 7], [1, 2]),  # two passes at once, the second axis last
+    ((9, 11, 3), [4, 17], [0, 1]),  # two at once, channels after the second (its run transposed)
+    ((6, 11, 20), [3, 5], [0, 1]),  # two at once, many values after the second
+    ((9, 11, 3), [7, 3], [1, 0]),  # the later axis shrinks more, so goes first: one pass each
+    ((5, 6, 7), [3, 9, 4], None),  # three passes
+    ((40, 3), [13], [0]),  # one pass, few values after it
+    ((4, 50), [21], [1]),  # one pass along a last axis
+    ((30, 20), [11], [0]),  # one pass with many values after it
+]
+
+
+@pytest.mark.parametrize(("shape", "sizes", "axes"), LAYOUTS)
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float64", "complex64"])
+def test_every_path_of_the_kernel(shape: tuple[int, ...], sizes: list[int], axes: list[int] | None, dtype: str,
+                                  rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    # tiny pieces and products, and two threads, make small arrays take every branch: runs of
+    # bands, split products, column chunks, threaded jobs
+    monkeypatch.setattr(resize_module, "_PIECE", 64)
+    monkeypatch.setattr(resize_module, "_PRODUCT", 300)
+    monkeypatch.setattr(resize_module, "_workers", lambda: 2)
+    data = make_array(rng, shape, np.dtype(dtype))
+    for keywords in ({"mode": "linear", "antialias": True}, {"mode": "cubic", "exclude_outside": True},
+                     {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                      "roi": [-0.1] * len(sizes) + [0.9] * len(sizes), "extrapolation_value": 3.0}):
+        ours = resize(data, sizes=sizes, axes=axes, **keywords)
+        assert ours.dtype == data.dtype
+        assert_rounded_from(ours, by_reference(data.astype(_numeric.working_dtype(data.dtype)), sizes=sizes, axes=axes,
+                                               **keywords))
+
+
+def test_workers_are_this_process_cpus() -> None:
+    assert 1 <= resize_module._workers() <= (os.cpu_count() or 1)
+
+
+def test_matmul_stays_below_the_product_size(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
+    monkeypatch.setattr(resize_module, "_PRODUCT", 50)
+    for left_shape, right_shape in [((7, 3), (3, 2)), ((2, 3), (3, 9)), ((1, 60), (60, 1))]:
+        left, right = rng.random(left_shape), rng.random(right_shape)
+        out = np.empty((left_shape[0], right_shape[1]))
+        resize_module._matmul(left, right, out)
+        np.testing.assert_allclose(out, left @ right, rtol=1e-14)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
