@@ -1,8 +1,13 @@
 """ONNX Resize (opset 19): nearest, linear and cubic resampling of any axes of a tensor.
 
 Resize is separable: per resized axis, each output index reads a few input indices (its taps)
-with weights. They are worked out once per axis, in exact rational arithmetic where a decision is
-taken (which tap is nearest, whether a point lies outside the roi), then applied axis by axis.
+with weights. They are worked out once per axis (a plan), in exact rational arithmetic where a
+decision is taken (which tap is nearest, whether a point lies outside the roi), then applied
+axis by axis, the shrinking axes first. Nearest is a gather. The weighted passes are products
+of small dense matrices (runs of an axis's weights, "bands") with cache-sized pieces of the data
+in float64; two passes whose second axis follows the first run together, a run of the first
+one's outputs at a time, with no intermediate array. ``geomcli.ops.reference.resize`` is the same
+in its readable form, and the tests hold this module to it.
 """
 
 from __future__ import annotations
@@ -91,7 +96,8 @@ def _as_data(data: Any) -> np.ndarray:
         raise GeomError(f"{_FUNC}: data is a masked array, whose mask would be lost; give its .filled(value) "
                         f"(input shape {data.shape})")
     try:
-        array = data if isinstance(data, np.ndarray) else np.asarray(data)
+        # a plain ndarray view of subclasses too (memory maps, matrices)
+        array = np.asarray(data)
     except (TypeError, ValueError) as error:
         raise GeomError(f"{_FUNC}: data is not an array ({' '.join(str(error).split())})") from error
     dtype = array.dtype
@@ -467,12 +473,14 @@ def _bands(plan: _Plan, rows: int) -> list[_Band]:
 def _band_rows(plan: _Plan, last: bool) -> int:
     """Outputs per band. A band of b outputs spans about b / ratio + k inputs for k taps: a
     longer band multiplies more zeros, a shorter one makes products too thin to be fast, the
-    more so along a last axis (where a band's outputs are a product's narrow side)."""
+    more so along a last axis (where a band's outputs are a product's narrow side). A band's
+    matrix stays within a piece (a steep antialiased shrink has many taps)."""
     taps = int(plan.taps.shape[1])
     ratio = plan.out_len / plan.in_len
-    if last:
-        return max(16, min(64, round(8 * taps * ratio)))
-    return max(8, min(64, round(2 * taps * ratio)))
+    rows = max(16, min(64, round(8 * taps * ratio))) if last else max(8, min(64, round(2 * taps * ratio)))
+    while rows > 1 and rows * (rows / ratio + taps) > _PIECE:
+        rows //= 2
+    return rows
 
 
 class _Scratch:
@@ -518,10 +526,11 @@ def _workers() -> int:
         return os.cpu_count() or 1
 
 
-def _run(jobs: list[Job], work: np.dtype, size: int) -> None:
+def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
     """Every job, each worker thread taking a run of them with its own scratch. numpy's products
-    and copies let go of the GIL; below a few MiB of output one thread is faster."""
-    workers = min(_workers(), len(jobs)) if size * work.itemsize >= 4 * _PIECE * 8 else 1
+    and copies let go of the GIL; below a few MiB of values read and written (``values``, in the
+    working dtype) one thread is faster."""
+    workers = min(_workers(), len(jobs)) if values * work.itemsize >= 4 * _PIECE * 8 else 1
     if workers <= 1:
         scratch = _Scratch(work)
         for job in jobs:
@@ -616,7 +625,7 @@ def _weigh(values: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> 
         jobs = _wide_jobs(source, plan, out, final)
     else:
         jobs = [job for j in range(after) for job in _last_jobs(source[:, :, j], plan, out[:, :, j], final)]
-    _run(jobs, work, target.size)
+    _run(jobs, work, values.size + target.size)
 
 
 def _pair_jobs(source: np.ndarray, first: _Plan, second: _Plan, target: np.ndarray) -> list[Job]:
@@ -841,12 +850,27 @@ def resize(
     if mode != "nearest" and (kind == "b" or kind in "UST"):
         what = "bool" if kind == "b" else "string"
         raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {mode} ({where})")
+    output = sizing.output_shape
+    if math.prod(output) * max(array.dtype.itemsize, 8) > sys.maxsize:
+        raise GeomError(f"{_FUNC}: the output of shape {output} is bigger than numpy can address ({where})")
+    try:
+        return _planned(array, sizing, rois, mode=mode, transform=transform, nearest_mode=nearest,
+                        cubic_coeff_a=a, exclude_outside=exclude, antialias=widen, fill=fill)
+    except MemoryError as error:
+        raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
+
+
+def _planned(array: np.ndarray, sizing: _Sizing, rois: list[tuple[Fraction, Fraction]] | None, *, mode: str,
+             transform: str, nearest_mode: str, cubic_coeff_a: float, exclude_outside: bool, antialias: bool,
+             fill: float) -> np.ndarray:
+    """resize after validation: the plans, a refusal of string extrapolation, then the work."""
+    shape, where, kind = array.shape, _where(array.shape), array.dtype.kind
     plans = []
     for position, axis in enumerate(sizing.axes):
         axis_roi = None if rois is None else rois[position]
         plan = _plan(axis, shape[axis], sizing.output_shape[axis], sizing.scales[position], axis_roi,
-                     mode=mode, transform=transform, nearest_mode=nearest, cubic_coeff_a=a,
-                     exclude_outside=exclude, antialias=widen)
+                     mode=mode, transform=transform, nearest_mode=nearest_mode, cubic_coeff_a=cubic_coeff_a,
+                     exclude_outside=exclude_outside, antialias=antialias)
         if kind in "UST" and plan.outside is not None and plan.outside.any():
             assert axis_roi is not None
             raise GeomError(
@@ -859,35 +883,42 @@ def resize(
 
 
 def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float) -> np.ndarray:
+    """The plans applied to ``array``: a gather for nearest, weighted passes for the others;
+    then the points outside the input (tf_crop_and_resize) take ``fill``."""
     dtype = array.dtype
     if math.prod(output_shape) == 0:
         return np.empty(output_shape, dtype=dtype)
     if not plans:
-        return array.copy()
+        return np.array(array, copy=True)
     # the shrinking axes first: every later pass then works on less
     order = sorted(plans, key=lambda plan: plan.out_len / plan.in_len)
-    if plans[0].weights is None:
+    if order[0].weights is None:
         result = array
         for plan in order:
             result = _gather(result, plan)
-        if any(plan.outside is not None for plan in plans):
-            if dtype.kind == "b":
-                value: Any = bool(fill)
-            else:
-                value = _numeric.to_dtype(np.array([fill]), dtype)[0]
-            _fill_outside(result, plans, value)
-        return result
-    if len(order) == 2 and order[0].axis < order[1].axis and \
-            math.prod(array.shape[order[0].axis + 1:]) >= _NARROW:
+        value: Any = bool(fill) if dtype.kind == "b" else None
+    else:
+        result = _weigh_all(array, output_shape, order)
+        value = None
+    if any(plan.outside is not None for plan in plans):
+        if value is None:
+            value = _numeric.to_dtype(np.array([fill]), dtype)[0]
+        _fill_outside(result, plans, value)
+    return result
+
+
+def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np.ndarray:
+    """The weighted passes in ``order``, into a new array of array's dtype."""
+    dtype = array.dtype
+    work = _numeric.working_dtype(dtype)
+    result = np.empty(output_shape, dtype=dtype)
+    if len(order) == 2 and order[0].axis < order[1].axis and math.prod(array.shape[order[0].axis + 1:]) >= _NARROW:
         first, second = order
-        result = np.empty(output_shape, dtype=dtype)
-        grouped = (math.prod(array.shape[: first.axis]), first.in_len,
-                   math.prod(array.shape[first.axis + 1: second.axis]), second.in_len,
+        grouped = (math.prod(array.shape[:first.axis]), first.in_len,
+                   math.prod(array.shape[first.axis + 1:second.axis]), second.in_len,
                    math.prod(array.shape[second.axis + 1:]))
         target = result.reshape(grouped[0], first.out_len, grouped[2], second.out_len, grouped[4])
-        _run(_pair_jobs(array.reshape(grouped), first, second, target), _numeric.working_dtype(dtype), result.size)
-        if any(plan.outside is not None for plan in plans):
-            _fill_outside(result, plans, _numeric.to_dtype(np.array([fill]), dtype)[0])
+        _run(_pair_jobs(array.reshape(grouped), first, second, target), work, array.size + result.size)
         return result
     # every pass but the last makes a working-dtype array; the last converts into the result
     values = array
@@ -895,9 +926,7 @@ def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: flo
     for position, plan in enumerate(order):
         shape[plan.axis] = plan.out_len
         final = position == len(order) - 1
-        target = np.empty(shape, dtype=dtype if final else _numeric.working_dtype(dtype))
+        target = result if final else np.empty(shape, dtype=work)
         _weigh(values, plan, target, final)
         values = target
-    if any(plan.outside is not None for plan in plans):
-        _fill_outside(values, plans, _numeric.to_dtype(np.array([fill]), dtype)[0])
-    return values
+    return result

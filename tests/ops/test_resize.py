@@ -747,6 +747,25 @@ def test_data_errors() -> None:
         resize(np.array(["a", "b"]), roi=[-0.5, 1.0], sizes=[3], coordinate_transformation_mode="tf_crop_and_resize")
 
 
+def test_outputs_too_big() -> None:
+    with pytest.raises(GeomError, match=r"^resize: the output of shape \(1099511627776, 1099511627776\) is bigger than "
+                                        r"numpy can address \(input shape \(2, 2\)\)$"):
+        resize(np.zeros((2, 2)), sizes=[2**40, 2**40])
+    with pytest.raises(GeomError, match=r"^resize: the output of shape \(35184372088832,\) does not fit in memory"):
+        resize(np.zeros(1), sizes=[2**45], mode="linear")
+
+
+def test_a_steep_antialiased_shrink_keeps_its_bands_small() -> None:
+    data = np.sin(np.arange(20000) / 300.0)
+    got = resize(data, sizes=[3], mode="linear", antialias=True)  # 13334 taps per output
+    slow = by_reference(data, sizes=[3], mode="linear", antialias=True)
+    np.testing.assert_allclose(got, slow, rtol=1e-12, atol=1e-14)
+    assert resize_module._band_rows(resize_module._plan(0, 20000, 3, Fraction(3, 20000), None, mode="linear",
+                                                        transform="half_pixel", nearest_mode="floor",
+                                                        cubic_coeff_a=-0.75, exclude_outside=False,
+                                                        antialias=True), last=False) == 2
+
+
 def test_output_shape_errors() -> None:
     with pytest.raises(GeomError, match=r"^resize: data_shape must hold integers >= 0, found -1$"):
         resize_output_shape((2, -1), scales=[1, 1])
