@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/resize.py              # medians of 10 calls per engine
     python benchmarks/resize.py --repeat 3   # quicker
+    python benchmarks/resize.py --small      # every size / 8: that the script runs, not a result
 
 Cases and targets are those of issue 21, section 4: float32 (1, 3, 1024, 1024) to 512x512,
 linear with antialias, and to 2048x2048, cubic, faster than onnxruntime; a uint8 1024x1024x3
@@ -38,11 +39,19 @@ from geomcli.ops.resize import resize  # noqa: E402
 @dataclass(frozen=True)
 class Case:
     name: str
-    data: Callable[[], np.ndarray]
+    shape: tuple[int, ...]  # the data's, made by _photo_like (NCHW: made HWC, then moved)
+    dtype: Any
     sizes: tuple[int, ...]
     axes: tuple[int, ...]
     attributes: dict[str, Any]
-    pillow: tuple[int, int] | None = None  # Pillow's (width, height) for an HWC uint8 image
+    pillow: bool = False  # an HWC uint8 image Pillow resizes too
+
+    def data(self, shrink: int = 1) -> np.ndarray:
+        shape = tuple(n // shrink if n > 3 else n for n in self.shape)
+        if len(shape) == 4:  # (1, c, h, w) from (h, w, c)
+            image = _photo_like((shape[2], shape[3], shape[1]), self.dtype)
+            return np.ascontiguousarray(image.transpose(2, 0, 1)[None])
+        return _photo_like(shape, self.dtype)
 
 
 def _photo_like(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -57,14 +66,11 @@ def _photo_like(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
 
 
 CASES = [
-    Case("f32 1x3x1024² -> 512² linear aa", lambda: np.ascontiguousarray(
-        _photo_like((1024, 1024, 3), np.float32).transpose(2, 0, 1)[None]),
-         (512, 512), (2, 3), {"mode": "linear", "antialias": 1}),
-    Case("f32 1x3x1024² -> 2048² cubic", lambda: np.ascontiguousarray(
-        _photo_like((1024, 1024, 3), np.float32).transpose(2, 0, 1)[None]),
-         (2048, 2048), (2, 3), {"mode": "cubic"}),
-    Case("u8 1024²x3 HWC -> 224² linear aa", lambda: _photo_like((1024, 1024, 3), np.uint8),
-         (224, 224), (0, 1), {"mode": "linear", "antialias": 1}, pillow=(224, 224)),
+    Case("f32 1x3x1024² -> 512² linear aa", (1, 3, 1024, 1024), np.float32, (512, 512), (2, 3),
+         {"mode": "linear", "antialias": 1}),
+    Case("f32 1x3x1024² -> 2048² cubic", (1, 3, 1024, 1024), np.float32, (2048, 2048), (2, 3), {"mode": "cubic"}),
+    Case("u8 1024²x3 HWC -> 224² linear aa", (1024, 1024, 3), np.uint8, (224, 224), (0, 1),
+         {"mode": "linear", "antialias": 1}, pillow=True),
 ]
 
 
@@ -78,7 +84,7 @@ def median_ms(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def onnxruntime_call(case: Case, data: np.ndarray) -> Callable[[], np.ndarray]:
+def onnxruntime_call(case: Case, data: np.ndarray, sizes: tuple[int, ...]) -> Callable[[], np.ndarray]:
     import onnx
     import onnxruntime as ort
     from onnx import helper, numpy_helper
@@ -88,36 +94,37 @@ def onnxruntime_call(case: Case, data: np.ndarray) -> Callable[[], np.ndarray]:
     graph = helper.make_graph(
         [node], "resize", [helper.make_tensor_value_info("X", element, list(data.shape))],
         [helper.make_tensor_value_info("Y", element, None)],
-        [numpy_helper.from_array(np.array(case.sizes, dtype=np.int64), "sizes")])
+        [numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")])
     model = helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 19)])
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return lambda: np.asarray(session.run(None, {"X": data})[0])
 
 
-def pillow_call(case: Case, data: np.ndarray) -> Callable[[], object] | None:
-    size = case.pillow
-    if size is None:
+def pillow_call(case: Case, data: np.ndarray, sizes: tuple[int, ...]) -> Callable[[], object] | None:
+    if not case.pillow:
         return None
     from PIL import Image
 
     image = Image.fromarray(data)
-    return lambda: image.resize(size, Image.Resampling.BILINEAR)
+    width_height = (sizes[1], sizes[0])
+    return lambda: image.resize(width_height, Image.Resampling.BILINEAR)
 
 
-def run(repeat: int) -> list[str]:
+def run(repeat: int, shrink: int = 1) -> list[str]:
     lines = [f"{'case':36} {'geomcli':>10} {'onnxruntime':>12} {'ratio':>6} {'Pillow':>9} {'ratio':>6}  check"]
     for case in CASES:
-        data = case.data()
+        data = case.data(shrink)
+        sizes = tuple(n // shrink for n in case.sizes)
 
-        def ours(data: np.ndarray = data, case: Case = case) -> np.ndarray:
-            return resize(data, sizes=list(case.sizes), axes=list(case.axes), **case.attributes)
+        def ours(data: np.ndarray = data, case: Case = case, sizes: tuple[int, ...] = sizes) -> np.ndarray:
+            return resize(data, sizes=list(sizes), axes=list(case.axes), **case.attributes)
 
-        theirs = onnxruntime_call(case, data)
+        theirs = onnxruntime_call(case, data, sizes)
         difference = np.abs(ours().astype(np.float64) - theirs().astype(np.float64)).max()
         check = f"max |geomcli - ort| {difference:.2g}"
         geomcli_ms = median_ms(ours, repeat)
         ort_ms = median_ms(theirs, repeat)
-        pillow = pillow_call(case, data)
+        pillow = pillow_call(case, data, sizes)
         pillow_ms = median_ms(pillow, repeat) if pillow is not None else None
         pillow_text = f"{pillow_ms:7.1f}ms {geomcli_ms / pillow_ms:5.2f}x" if pillow_ms else f"{'-':>9} {'-':>6}"
         lines.append(f"{case.name:36} {geomcli_ms:8.1f}ms {ort_ms:10.1f}ms {geomcli_ms / ort_ms:5.2f}x "
@@ -130,8 +137,9 @@ def run(repeat: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=10, help="timed calls per engine (default 10)")
+    parser.add_argument("--small", action="store_true", help="every size divided by 8 (a check that it runs)")
     options = parser.parse_args(argv)
-    for line in run(options.repeat):
+    for line in run(options.repeat, 8 if options.small else 1):
         print(line, flush=True)
     return 0
 

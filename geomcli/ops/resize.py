@@ -766,7 +766,8 @@ def resize(
         a real number, ``exclude_outside`` or ``antialias`` not 0/1; ``exclude_outside`` or
         ``antialias`` is asked of nearest; bool or string data is asked for linear or
         cubic, or string data for a point outside the input (there is no string
-        extrapolation value); data is of another type or a masked array.
+        extrapolation value); data is of another type or a masked array; the output is
+        bigger than numpy can address, or does not fit in memory.
 
     Notes
     -----

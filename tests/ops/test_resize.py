@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -356,6 +359,14 @@ def test_every_path_of_the_kernel(shape: tuple[int, ...], sizes: list[int], axes
         assert ours.dtype == data.dtype
         assert_rounded_from(ours, by_reference(data.astype(_numeric.working_dtype(data.dtype)), sizes=sizes, axes=axes,
                                                **keywords))
+
+
+def test_the_benchmark_runs_small() -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "benchmarks/resize.py", "--small", "--repeat", "1"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("max |geomcli - ort|") == 3 and "Pillow" in done.stdout
 
 
 def test_workers_are_this_process_cpus() -> None:
