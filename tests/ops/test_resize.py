@@ -245,7 +245,10 @@ def where_onnxruntime_differs(data: np.ndarray, inputs: dict[str, Any], attribut
     return ""
 
 
-@pytest.mark.parametrize("seed", range(150))
+ORACLE_SEEDS = range(100)
+
+
+@pytest.mark.parametrize("seed", ORACLE_SEEDS)
 def test_onnxruntime_agrees(seed: int) -> None:
     data, inputs, attributes = random_case(seed, for_onnxruntime=True)
     if where_onnxruntime_differs(data, inputs, attributes):
@@ -259,11 +262,11 @@ def test_onnxruntime_agrees(seed: int) -> None:
 
 
 def test_the_oracles_run_on_most_cases() -> None:
-    runs = [seed for seed in range(150) if not where_onnxruntime_differs(*random_case(seed, for_onnxruntime=True))]
-    assert len(runs) >= 100
-    runs = [seed for seed in range(150)
+    runs = [seed for seed in ORACLE_SEEDS if not where_onnxruntime_differs(*random_case(seed, for_onnxruntime=True))]
+    assert len(runs) >= 65
+    runs = [seed for seed in ORACLE_SEEDS
             if not where_the_reference_differs(*random_case(seed + 1000, for_onnxruntime=False))]
-    assert len(runs) >= 45
+    assert len(runs) >= 30
 
 
 def where_the_reference_differs(data: np.ndarray, inputs: dict[str, Any], attributes: dict[str, Any]) -> str:
@@ -286,7 +289,7 @@ def where_the_reference_differs(data: np.ndarray, inputs: dict[str, Any], attrib
     return ""
 
 
-@pytest.mark.parametrize("seed", range(150))
+@pytest.mark.parametrize("seed", ORACLE_SEEDS)
 def test_onnx_reference_agrees(seed: int) -> None:
     data, inputs, attributes = random_case(seed + 1000, for_onnxruntime=False)
     if where_the_reference_differs(data, inputs, attributes):
@@ -308,7 +311,7 @@ def test_onnx_reference_agrees(seed: int) -> None:
 # --- the fast kernel against the readable reference ----------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(120))
+@pytest.mark.parametrize("seed", range(100))
 def test_kernel_matches_readable_reference(seed: int) -> None:
     rng = np.random.default_rng(seed)
     data, inputs, attributes = random_case(seed + 5000, for_onnxruntime=False)
