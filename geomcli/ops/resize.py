@@ -527,9 +527,9 @@ def _workers() -> int:
 
 
 def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
-    """Every job, each worker thread taking a run of them with its own scratch. numpy's products
-    and copies let go of the GIL; below a few MiB of values read and written (``values``, in the
-    working dtype) one thread is faster."""
+    """Every job, each worker thread taking a run of them with its own scratch (numpy's products
+    and copies let go of the GIL). Threads only for ``values`` (the output's, in the working
+    dtype) of 4 MiB or more: below, measured, one thread is faster."""
     workers = min(_workers(), len(jobs)) if values * work.itemsize >= 4 * _PIECE * 8 else 1
     if workers <= 1:
         scratch = _Scratch(work)
@@ -625,7 +625,7 @@ def _weigh(values: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> 
         jobs = _wide_jobs(source, plan, out, final)
     else:
         jobs = [job for j in range(after) for job in _last_jobs(source[:, :, j], plan, out[:, :, j], final)]
-    _run(jobs, work, values.size + target.size)
+    _run(jobs, work, target.size)
 
 
 def _pair_jobs(source: np.ndarray, first: _Plan, second: _Plan, target: np.ndarray) -> list[Job]:
@@ -919,7 +919,7 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np
                    math.prod(array.shape[first.axis + 1:second.axis]), second.in_len,
                    math.prod(array.shape[second.axis + 1:]))
         target = result.reshape(grouped[0], first.out_len, grouped[2], second.out_len, grouped[4])
-        _run(_pair_jobs(array.reshape(grouped), first, second, target), work, array.size + result.size)
+        _run(_pair_jobs(array.reshape(grouped), first, second, target), work, result.size)
         return result
     # every pass but the last makes a working-dtype array; the last converts into the result
     values = array
