@@ -568,6 +568,15 @@ def test_antialias_by_hand() -> None:
     assert resize(data, scales=[0.5], mode="cubic", antialias=True).tolist() == [5, -0.703125, 0, 0]
 
 
+def test_linear_exclude_outside_without_antialias_reads_the_edge() -> None:
+    # onnxruntime refuses this combination; the text defines it: x = -0.25 reads taps -1 and 0
+    # with weights 1/4 and 3/4, tap -1 weighs 0 and the rest renormalise to the edge pixel
+    data = f32(0, 10, 20)
+    got = resize(data, sizes=[6], mode="linear", exclude_outside=True)
+    np.testing.assert_array_equal(got, resize(data, sizes=[6], mode="linear"))
+    assert got.tolist() == [0, 2.5, 7.5, 12.5, 17.5, 20]
+
+
 def test_nearest_modes_by_hand() -> None:
     data = np.array([0, 1, 2])
     # asymmetric by 2: x = 0, 0.5, 1, 1.5, 2, 2.5 (the last clamped to 2)
