@@ -1,15 +1,22 @@
 """ONNX Resize (opset 19): nearest, linear and cubic resampling of any axes of a tensor.
 
 Resize is separable: per resized axis, each output index reads a few input indices (its taps)
-with weights. They are worked out once per axis, in exact rational arithmetic where a decision is
-taken (which tap is nearest, whether a point lies outside the roi), then applied axis by axis.
+with weights. They are worked out once per axis (a plan), in exact rational arithmetic where a
+decision is taken (which tap is nearest, whether a point lies outside the roi), then applied
+axis by axis, the shrinking axes first. Nearest is a gather. The weighted passes are products
+of small dense matrices (runs of an axis's weights, "bands") with cache-sized pieces of the data
+in float64; two passes whose second axis follows the first run together, a run of the first
+one's outputs at a time, with no intermediate array. ``geomcli.ops.reference.resize`` is the same
+in its readable form, and the tests hold this module to it.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
@@ -89,7 +96,8 @@ def _as_data(data: Any) -> np.ndarray:
         raise GeomError(f"{_FUNC}: data is a masked array, whose mask would be lost; give its .filled(value) "
                         f"(input shape {data.shape})")
     try:
-        array = data if isinstance(data, np.ndarray) else np.asarray(data)
+        # a plain ndarray view of subclasses too (memory maps, matrices)
+        array = np.asarray(data)
     except (TypeError, ValueError) as error:
         raise GeomError(f"{_FUNC}: data is not an array ({' '.join(str(error).split())})") from error
     dtype = array.dtype
@@ -423,20 +431,263 @@ def _gather(values: np.ndarray, plan: _Plan) -> np.ndarray:
     return np.take(values, plan.taps[:, 0], axis=plan.axis)
 
 
-def _weigh(values: np.ndarray, plan: _Plan) -> np.ndarray:
-    """The weighted sum of ``values``' taps along the plan's axis, in values' (working) dtype."""
+# The weighted passes work in pieces of about this many float64 values (1 MiB): a piece is
+# converted and weighed while it stays in cache.
+_PIECE = 1 << 17
+# Each matrix product is at most this many multiply-adds: cache-sized, and small enough that
+# OpenBLAS runs it on the calling thread (from about twice this it starts threads of its own,
+# which spin, and on a busy machine wait a scheduler tick each: 100x slower). Our threads share
+# the products instead.
+_PRODUCT = 1 << 18
+# An axis followed by fewer values than this (an image's channels) is weighed as a last axis,
+# one value after it at a time; with more, as rows of many values.
+_NARROW = 16
+
+
+@dataclass(frozen=True)
+class _Band:
+    """Outputs ``[start, stop)`` read inputs ``[low, high)`` through the dense ``weights``
+    (stop - start, high - low): a run of an axis's outputs as one small matrix."""
+
+    start: int
+    stop: int
+    low: int
+    high: int
+    weights: np.ndarray
+
+
+def _bands(plan: _Plan, rows: int) -> list[_Band]:
+    """The plan's weights in runs of ``rows`` outputs (taps clamped to an edge add up)."""
     assert plan.weights is not None
-    broadcast = (1,) * plan.axis + (plan.out_len,) + (1,) * (values.ndim - plan.axis - 1)
-    total: np.ndarray | None = None
-    for k in range(plan.taps.shape[1]):
-        term = np.take(values, plan.taps[:, k], axis=plan.axis)
-        term *= plan.weights[:, k].reshape(broadcast)
-        if total is None:
-            total = term
+    found = []
+    for start in range(0, plan.out_len, rows):
+        stop = min(start + rows, plan.out_len)
+        taps, weights = plan.taps[start:stop], plan.weights[start:stop]
+        low, high = int(taps.min()), int(taps.max()) + 1
+        dense = np.zeros((stop - start, high - low))
+        np.add.at(dense, (np.arange(stop - start)[:, None], taps - low), weights)
+        found.append(_Band(start, stop, low, high, dense))
+    return found
+
+
+def _band_rows(plan: _Plan, last: bool) -> int:
+    """Outputs per band. A band of b outputs spans about b / ratio + k inputs for k taps: a
+    longer band multiplies more zeros, a shorter one makes products too thin to be fast, the
+    more so along a last axis (where a band's outputs are a product's narrow side). A band's
+    matrix stays within a piece (a steep antialiased shrink has many taps)."""
+    taps = int(plan.taps.shape[1])
+    ratio = plan.out_len / plan.in_len
+    rows = max(16, min(64, round(8 * taps * ratio))) if last else max(8, min(64, round(2 * taps * ratio)))
+    while rows > 1 and rows * (rows / ratio + taps) > _PIECE:
+        rows //= 2
+    return rows
+
+
+class _Scratch:
+    """One worker's buffers, reused piece after piece: new memory costs the OS's zeroing of its
+    pages first, which is more than the work on a piece."""
+
+    def __init__(self, dtype: np.dtype) -> None:
+        self.dtype = dtype
+        self.buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        size = math.prod(shape)
+        buffer = self.buffers.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = self.buffers[name] = np.empty(max(size, 1), dtype=self.dtype)
+        return buffer[:size].reshape(shape)
+
+
+Job: TypeAlias = "Callable[[_Scratch], None]"
+
+
+def _matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
+    """``out = left @ right``, split into products of at most _PRODUCT multiply-adds (by rows of
+    ``left``, else by columns of ``right``) so that none starts OpenBLAS's threads."""
+    rows, inner = left.shape
+    columns = right.shape[1]
+    if rows * inner * columns <= _PRODUCT:
+        np.matmul(left, right, out=out)
+    elif rows >= columns:
+        step = max(1, _PRODUCT // (inner * columns))
+        for first in range(0, rows, step):
+            np.matmul(left[first:first + step], right, out=out[first:first + step])
+    else:
+        step = max(1, _PRODUCT // (inner * rows))
+        for first in range(0, columns, step):
+            np.matmul(left, right[:, first:first + step], out=out[:, first:first + step])
+
+
+def _workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
+    """Every job, each worker thread taking a run of them with its own scratch (numpy's products
+    and copies let go of the GIL). Threads only for ``values`` (the output's, in the working
+    dtype) of 4 MiB or more: below, measured, one thread is faster."""
+    workers = min(_workers(), len(jobs)) if values * work.itemsize >= 4 * _PIECE * 8 else 1
+    if workers <= 1:
+        scratch = _Scratch(work)
+        for job in jobs:
+            job(scratch)
+        return
+    share = -(-len(jobs) // workers)
+
+    def run_share(first: int) -> None:
+        scratch = _Scratch(work)
+        for job in jobs[first:first + share]:
+            job(scratch)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for done in [pool.submit(run_share, first) for first in range(0, len(jobs), share)]:
+            done.result()
+
+
+def _wide_jobs(source: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> list[Job]:
+    """The pass of an axis with many values after it, ``source`` (p, n, q) -> ``target``
+    (p, m, q): per band ``weights @ source[i, low:high, columns]``, in float64."""
+    bands = _bands(plan, _band_rows(plan, last=False))
+    width = source.shape[2]
+    columns = max(1, min(width, _PRODUCT // max(band.weights.size for band in bands)))
+    # straight into the target when it is the working dtype and a product fills whole rows
+    direct = not final and columns == width
+    groups: list[list[_Band]] = []  # runs of bands whose inputs, converted once, fit a piece
+    for band in bands:
+        if groups and (band.high - groups[-1][0].low) * columns <= _PIECE:
+            groups[-1].append(band)
         else:
-            total += term
-    assert total is not None
-    return total
+            groups.append([band])
+
+    def job(i: int, first: int, last: int, group: list[_Band]) -> Job:
+        low, high = group[0].low, max(band.high for band in group)
+        start, stop = group[0].start, group[-1].stop
+
+        def run(scratch: _Scratch) -> None:
+            if source.dtype == scratch.dtype:
+                piece = source[i, low:high, first:last]
+            else:
+                piece = scratch.get("piece", (high - low, last - first))
+                np.copyto(piece, source[i, low:high, first:last], casting="unsafe")
+            result = target[i, start:stop] if direct else scratch.get("result", (stop - start, last - first))
+            for band in group:
+                _matmul(band.weights, piece[band.low - low:band.high - low],
+                        out=result[band.start - start:band.stop - start])
+            if not direct:
+                target[i, start:stop, first:last] = _numeric.to_dtype(result, target.dtype) if final else result
+
+        return run
+
+    return [job(i, first, min(first + columns, width), group)
+            for i in range(source.shape[0]) for first in range(0, width, columns) for group in groups]
+
+
+def _last_jobs(source: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> list[Job]:
+    """The pass of a last axis, ``source`` (p, n) -> ``target`` (p, m) (either may be a strided
+    view): per band ``source[rows, low:high] @ weights.T``, in float64, a few hundred rows at a
+    time (their inputs stay in cache)."""
+    bands = _bands(plan, _band_rows(plan, last=True))
+    transposed = [np.ascontiguousarray(band.weights.T) for band in bands]
+    rows = max(1, min(_PRODUCT // max(band.weights.size for band in bands), 2 * _PIECE // plan.in_len))
+    # a product needs rows of adjacent values: other views are copied, piece by piece
+    adjacent = source.strides[1] == source.itemsize
+
+    def job(first: int, last: int) -> Job:
+        def run(scratch: _Scratch) -> None:
+            if source.dtype == scratch.dtype and adjacent:
+                piece = source[first:last]
+            else:
+                piece = scratch.get("piece", (last - first, plan.in_len))
+                np.copyto(piece, source[first:last], casting="unsafe")
+            result = scratch.get("result", (last - first, plan.out_len))
+            for band, weights in zip(bands, transposed):
+                _matmul(piece[:, band.low:band.high], weights, out=result[:, band.start:band.stop])
+            target[first:last] = _numeric.to_dtype(result, target.dtype) if final else result
+
+        return run
+
+    return [job(first, min(first + rows, source.shape[0])) for first in range(0, source.shape[0], rows)]
+
+
+def _weigh(values: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> None:
+    """One axis's weighted pass from ``values`` into ``target`` (of the pass's output shape):
+    ``final``, converted to target's dtype piece by piece; else target is the working dtype."""
+    before = math.prod(values.shape[: plan.axis])
+    after = math.prod(values.shape[plan.axis + 1:])
+    work = _numeric.working_dtype(values.dtype)
+    source = values.reshape(before, plan.in_len, after)
+    out = target.reshape(before, plan.out_len, after)
+    if after >= _NARROW:
+        jobs = _wide_jobs(source, plan, out, final)
+    else:
+        jobs = [job for j in range(after) for job in _last_jobs(source[:, :, j], plan, out[:, :, j], final)]
+    _run(jobs, work, target.size)
+
+
+def _pair_jobs(source: np.ndarray, first: _Plan, second: _Plan, target: np.ndarray) -> list[Job]:
+    """Two passes at once, ``first``'s axis before ``second``'s: ``source`` (p, n1, a, n2, b)
+    -> ``target`` (p, m1, a, m2, b), a run of the first axis's outputs at a time. The run never
+    leaves cache and no intermediate array is made; the result goes into the target converted.
+
+    With values after the second axis (b > 1, an image's channels) the run is made transposed,
+    (a, n2, b, rows), by products ``piece.T @ weights.T``, so that the second axis comes first
+    for products ``weights @ run[j, low:high]``, and goes into the target transposed back.
+    Without (a last axis), the run is (rows, a, n2) and the second products are
+    ``run[:, low:high] @ weights.T``."""
+    p, n1, a, n2, b = source.shape
+    rest = a * n2 * b
+    flip = b > 1
+    bands = _bands(first, _band_rows(first, last=False))
+    seconds = _bands(second, _band_rows(second, last=not flip))
+    size = bands[0].stop - bands[0].start
+    # a run of whole bands, about a piece
+    rows = max(size, min(first.out_len, (_PIECE // rest) // size * size))
+    columns = max(1, min(rest, _PRODUCT // max(band.weights.size for band in bands)))
+    if flip:
+        columns = max(1, min(columns, _PIECE // rows))
+    weights_t = [np.ascontiguousarray(band.weights.T) for band in bands]
+    seconds_t = [np.ascontiguousarray(band.weights.T) for band in seconds]
+
+    def job(i: int, start: int, stop: int) -> Job:
+        mine = [(band, weights) for band, weights in zip(bands, weights_t) if start <= band.start < stop]
+        low, high = mine[0][0].low, max(band.high for band, _ in mine)
+        count = stop - start
+
+        def run(scratch: _Scratch) -> None:
+            made = scratch.get("run", (rest, count) if flip else (count, rest))
+            for begin in range(0, rest, columns):
+                end = min(begin + columns, rest)
+                piece = scratch.get("piece", (high - low, end - begin))
+                np.copyto(piece, source[i, low:high].reshape(high - low, rest)[:, begin:end], casting="unsafe")
+                for band, weights in mine:
+                    inputs = piece[band.low - low:band.high - low]
+                    if flip:
+                        _matmul(inputs.T, weights, out=made[begin:end, band.start - start:band.stop - start])
+                    else:
+                        _matmul(band.weights, inputs, out=made[band.start - start:band.stop - start, begin:end])
+            if flip:
+                stacked = made.reshape(a, n2, b * count)
+                result = scratch.get("result", (second.out_len, b * count))
+                for j in range(a):
+                    for band in seconds:
+                        _matmul(band.weights, stacked[j, band.low:band.high], out=result[band.start:band.stop])
+                    done = _numeric.to_dtype(result, target.dtype).reshape(second.out_len, b, count)
+                    target[i, start:stop, j] = done.transpose(2, 0, 1)
+            else:
+                lines = made.reshape(count * a, n2)
+                result = scratch.get("result", (count * a, second.out_len))
+                for band, weights in zip(seconds, seconds_t):
+                    _matmul(lines[:, band.low:band.high], weights, out=result[:, band.start:band.stop])
+                target[i, start:stop] = _numeric.to_dtype(result, target.dtype).reshape(count, a, second.out_len, 1)
+
+        return run
+
+    return [job(i, start, min(start + rows, first.out_len))
+            for i in range(p) for start in range(0, first.out_len, rows)]
 
 
 def _fill_outside(result: np.ndarray, plans: list[_Plan], value: Any) -> None:
@@ -515,7 +766,8 @@ def resize(
         a real number, ``exclude_outside`` or ``antialias`` not 0/1; ``exclude_outside`` or
         ``antialias`` is asked of nearest; bool or string data is asked for linear or
         cubic, or string data for a point outside the input (there is no string
-        extrapolation value); data is of another type or a masked array.
+        extrapolation value); data is of another type or a masked array; the output is
+        bigger than numpy can address, or does not fit in memory.
 
     Notes
     -----
@@ -599,12 +851,27 @@ def resize(
     if mode != "nearest" and (kind == "b" or kind in "UST"):
         what = "bool" if kind == "b" else "string"
         raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {mode} ({where})")
+    output = sizing.output_shape
+    if math.prod(output) * max(array.dtype.itemsize, 8) > sys.maxsize:
+        raise GeomError(f"{_FUNC}: the output of shape {output} is bigger than numpy can address ({where})")
+    try:
+        return _planned(array, sizing, rois, mode=mode, transform=transform, nearest_mode=nearest,
+                        cubic_coeff_a=a, exclude_outside=exclude, antialias=widen, fill=fill)
+    except MemoryError as error:
+        raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
+
+
+def _planned(array: np.ndarray, sizing: _Sizing, rois: list[tuple[Fraction, Fraction]] | None, *, mode: str,
+             transform: str, nearest_mode: str, cubic_coeff_a: float, exclude_outside: bool, antialias: bool,
+             fill: float) -> np.ndarray:
+    """resize after validation: the plans, a refusal of string extrapolation, then the work."""
+    shape, where, kind = array.shape, _where(array.shape), array.dtype.kind
     plans = []
     for position, axis in enumerate(sizing.axes):
         axis_roi = None if rois is None else rois[position]
         plan = _plan(axis, shape[axis], sizing.output_shape[axis], sizing.scales[position], axis_roi,
-                     mode=mode, transform=transform, nearest_mode=nearest, cubic_coeff_a=a,
-                     exclude_outside=exclude, antialias=widen)
+                     mode=mode, transform=transform, nearest_mode=nearest_mode, cubic_coeff_a=cubic_coeff_a,
+                     exclude_outside=exclude_outside, antialias=antialias)
         if kind in "UST" and plan.outside is not None and plan.outside.any():
             assert axis_roi is not None
             raise GeomError(
@@ -617,26 +884,50 @@ def resize(
 
 
 def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float) -> np.ndarray:
+    """The plans applied to ``array``: a gather for nearest, weighted passes for the others;
+    then the points outside the input (tf_crop_and_resize) take ``fill``."""
     dtype = array.dtype
     if math.prod(output_shape) == 0:
         return np.empty(output_shape, dtype=dtype)
     if not plans:
-        return array.copy()
+        return np.array(array, copy=True)
     # the shrinking axes first: every later pass then works on less
     order = sorted(plans, key=lambda plan: plan.out_len / plan.in_len)
-    if plans[0].weights is None:
+    if order[0].weights is None:
         result = array
         for plan in order:
             result = _gather(result, plan)
-        if any(plan.outside is not None for plan in plans):
-            if dtype.kind == "b":
-                value: Any = bool(fill)
-            else:
-                value = _numeric.to_dtype(np.array([fill]), dtype)[0]
-            _fill_outside(result, plans, value)
+        value: Any = bool(fill) if dtype.kind == "b" else None
+    else:
+        result = _weigh_all(array, output_shape, order)
+        value = None
+    if any(plan.outside is not None for plan in plans):
+        if value is None:
+            value = _numeric.to_dtype(np.array([fill]), dtype)[0]
+        _fill_outside(result, plans, value)
+    return result
+
+
+def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np.ndarray:
+    """The weighted passes in ``order``, into a new array of array's dtype."""
+    dtype = array.dtype
+    work = _numeric.working_dtype(dtype)
+    result = np.empty(output_shape, dtype=dtype)
+    if len(order) == 2 and order[0].axis < order[1].axis and math.prod(array.shape[order[0].axis + 1:]) >= _NARROW:
+        first, second = order
+        grouped = (math.prod(array.shape[:first.axis]), first.in_len,
+                   math.prod(array.shape[first.axis + 1:second.axis]), second.in_len,
+                   math.prod(array.shape[second.axis + 1:]))
+        target = result.reshape(grouped[0], first.out_len, grouped[2], second.out_len, grouped[4])
+        _run(_pair_jobs(array.reshape(grouped), first, second, target), work, result.size)
         return result
-    values = array.astype(_numeric.working_dtype(dtype))
-    for plan in order:
-        values = _weigh(values, plan)
-    _fill_outside(values, plans, fill)
-    return _numeric.to_dtype(values, dtype)
+    # every pass but the last makes a working-dtype array; the last converts into the result
+    values = array
+    shape = list(array.shape)
+    for position, plan in enumerate(order):
+        shape[plan.axis] = plan.out_len
+        final = position == len(order) - 1
+        target = result if final else np.empty(shape, dtype=work)
+        _weigh(values, plan, target, final)
+        values = target
+    return result

@@ -5,7 +5,11 @@ by hand from the spec's formulas wherever they disagree (the Notes of ``resize``
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -241,7 +245,10 @@ def where_onnxruntime_differs(data: np.ndarray, inputs: dict[str, Any], attribut
     return ""
 
 
-@pytest.mark.parametrize("seed", range(150))
+ORACLE_SEEDS = range(100)
+
+
+@pytest.mark.parametrize("seed", ORACLE_SEEDS)
 def test_onnxruntime_agrees(seed: int) -> None:
     data, inputs, attributes = random_case(seed, for_onnxruntime=True)
     if where_onnxruntime_differs(data, inputs, attributes):
@@ -255,11 +262,11 @@ def test_onnxruntime_agrees(seed: int) -> None:
 
 
 def test_the_oracles_run_on_most_cases() -> None:
-    runs = [seed for seed in range(150) if not where_onnxruntime_differs(*random_case(seed, for_onnxruntime=True))]
-    assert len(runs) >= 100
-    runs = [seed for seed in range(150)
+    runs = [seed for seed in ORACLE_SEEDS if not where_onnxruntime_differs(*random_case(seed, for_onnxruntime=True))]
+    assert len(runs) >= 65
+    runs = [seed for seed in ORACLE_SEEDS
             if not where_the_reference_differs(*random_case(seed + 1000, for_onnxruntime=False))]
-    assert len(runs) >= 45
+    assert len(runs) >= 30
 
 
 def where_the_reference_differs(data: np.ndarray, inputs: dict[str, Any], attributes: dict[str, Any]) -> str:
@@ -282,7 +289,7 @@ def where_the_reference_differs(data: np.ndarray, inputs: dict[str, Any], attrib
     return ""
 
 
-@pytest.mark.parametrize("seed", range(150))
+@pytest.mark.parametrize("seed", ORACLE_SEEDS)
 def test_onnx_reference_agrees(seed: int) -> None:
     data, inputs, attributes = random_case(seed + 1000, for_onnxruntime=False)
     if where_the_reference_differs(data, inputs, attributes):
@@ -304,7 +311,7 @@ def test_onnx_reference_agrees(seed: int) -> None:
 # --- the fast kernel against the readable reference ----------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(120))
+@pytest.mark.parametrize("seed", range(100))
 def test_kernel_matches_readable_reference(seed: int) -> None:
     rng = np.random.default_rng(seed)
     data, inputs, attributes = random_case(seed + 5000, for_onnxruntime=False)
@@ -324,6 +331,58 @@ def test_kernel_matches_readable_reference(seed: int) -> None:
         np.testing.assert_array_max_ulp(ours, slow, maxulp=1)
     else:
         np.testing.assert_allclose(ours, slow, rtol=1e-12, atol=1e-12)
+
+
+LAYOUTS = [  # (shape, sizes, axes): each way the kernel goes
+    ((2, 9, 11), [5, 7], [1, 2]),  # two passes at once, the second axis last
+    ((9, 11, 3), [4, 17], [0, 1]),  # two at once, channels after the second (its run transposed)
+    ((6, 11, 20), [3, 5], [0, 1]),  # two at once, many values after the second
+    ((9, 11, 3), [7, 3], [1, 0]),  # the later axis shrinks more, so goes first: one pass each
+    ((5, 6, 7), [3, 9, 4], None),  # three passes
+    ((40, 3), [13], [0]),  # one pass, few values after it
+    ((4, 50), [21], [1]),  # one pass along a last axis
+    ((30, 20), [11], [0]),  # one pass with many values after it
+]
+
+
+@pytest.mark.parametrize(("shape", "sizes", "axes"), LAYOUTS)
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float64", "complex64"])
+def test_every_path_of_the_kernel(shape: tuple[int, ...], sizes: list[int], axes: list[int] | None, dtype: str,
+                                  rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    # tiny pieces and products, and two threads, make small arrays take every branch: runs of
+    # bands, split products, column chunks, threaded jobs
+    monkeypatch.setattr(resize_module, "_PIECE", 64)
+    monkeypatch.setattr(resize_module, "_PRODUCT", 300)
+    monkeypatch.setattr(resize_module, "_workers", lambda: 2)
+    data = make_array(rng, shape, np.dtype(dtype))
+    for keywords in ({"mode": "linear", "antialias": True}, {"mode": "cubic", "exclude_outside": True},
+                     {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                      "roi": [-0.1] * len(sizes) + [0.9] * len(sizes), "extrapolation_value": 3.0}):
+        ours = resize(data, sizes=sizes, axes=axes, **keywords)
+        assert ours.dtype == data.dtype
+        assert_rounded_from(ours, by_reference(data.astype(_numeric.working_dtype(data.dtype)), sizes=sizes, axes=axes,
+                                               **keywords))
+
+
+def test_the_benchmark_runs_small() -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "benchmarks/resize.py", "--small", "--repeat", "1"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("max |geomcli - ort|") == 3 and "Pillow" in done.stdout
+
+
+def test_workers_are_this_process_cpus() -> None:
+    assert 1 <= resize_module._workers() <= (os.cpu_count() or 1)
+
+
+def test_matmul_stays_below_the_product_size(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
+    monkeypatch.setattr(resize_module, "_PRODUCT", 50)
+    for left_shape, right_shape in [((7, 3), (3, 2)), ((2, 3), (3, 9)), ((1, 60), (60, 1))]:
+        left, right = rng.random(left_shape), rng.random(right_shape)
+        out = np.empty((left_shape[0], right_shape[1]))
+        resize_module._matmul(left, right, out)
+        np.testing.assert_allclose(out, left @ right, rtol=1e-14)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -507,6 +566,15 @@ def test_antialias_by_hand() -> None:
     # Keys (A = -0.75) stretched to width 4: taps -3..4 at distances 1.75 .. 0.25 (weights sum 2);
     # output 1 reads 10 through taps -1 and 0 only: (far(1.75) + far(1.25)) / 2 = -45/640 of 10
     assert resize(data, scales=[0.5], mode="cubic", antialias=True).tolist() == [5, -0.703125, 0, 0]
+
+
+def test_linear_exclude_outside_without_antialias_reads_the_edge() -> None:
+    # onnxruntime refuses this combination; the text defines it: x = -0.25 reads taps -1 and 0
+    # with weights 1/4 and 3/4, tap -1 weighs 0 and the rest renormalise to the edge pixel
+    data = f32(0, 10, 20)
+    got = resize(data, sizes=[6], mode="linear", exclude_outside=True)
+    np.testing.assert_array_equal(got, resize(data, sizes=[6], mode="linear"))
+    assert got.tolist() == [0, 2.5, 7.5, 12.5, 17.5, 20]
 
 
 def test_nearest_modes_by_hand() -> None:
@@ -700,6 +768,25 @@ def test_data_errors() -> None:
     with pytest.raises(GeomError, match=r"^resize: string data has no extrapolation value, and tf_crop_and_resize "
                                         r"reads outside axis 0 \(its roi -0.5 to 1.0, input shape \(2,\)\)$"):
         resize(np.array(["a", "b"]), roi=[-0.5, 1.0], sizes=[3], coordinate_transformation_mode="tf_crop_and_resize")
+
+
+def test_outputs_too_big() -> None:
+    with pytest.raises(GeomError, match=r"^resize: the output of shape \(1099511627776, 1099511627776\) is bigger than "
+                                        r"numpy can address \(input shape \(2, 2\)\)$"):
+        resize(np.zeros((2, 2)), sizes=[2**40, 2**40])
+    with pytest.raises(GeomError, match=r"^resize: the output of shape \(35184372088832,\) does not fit in memory"):
+        resize(np.zeros(1), sizes=[2**45], mode="linear")
+
+
+def test_a_steep_antialiased_shrink_keeps_its_bands_small() -> None:
+    data = np.sin(np.arange(20000) / 300.0)
+    got = resize(data, sizes=[3], mode="linear", antialias=True)  # 13334 taps per output
+    slow = by_reference(data, sizes=[3], mode="linear", antialias=True)
+    np.testing.assert_allclose(got, slow, rtol=1e-12, atol=1e-14)
+    assert resize_module._band_rows(resize_module._plan(0, 20000, 3, Fraction(3, 20000), None, mode="linear",
+                                                        transform="half_pixel", nearest_mode="floor",
+                                                        cubic_coeff_a=-0.75, exclude_outside=False,
+                                                        antialias=True), last=False) == 2
 
 
 def test_output_shape_errors() -> None:
