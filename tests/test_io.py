@@ -1653,6 +1653,7 @@ SAMPLE_FILES = {
     "blocks.npy": ((1, 12, 4, 6), np.float32),
     "stack.tiff": ((4, 32, 48), np.uint16),
     "theta.npy": ((1, 2, 3), np.float32),
+    "grid.npy": ((1, 60, 80, 2), np.float32),
 }
 
 
