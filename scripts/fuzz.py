@@ -3,7 +3,7 @@ space-to-depth, info and affine-grid --like, for as long as asked.
 
     python scripts/fuzz.py --minutes 10 [--seed N]
 
-The same targets and checks as tests/test_robustness.py (exit 0, or exit 1 with one line
+The same targets and checks as tests/cli/test_robustness.py (exit 0, or exit 1 with one line
 ``Error: <path>: <reason>``, no temp file left). A failing input is saved as
 tests/data/fuzz/<sha1>.<ext>, which test_fuzz_regressions then runs on every test run.
 """

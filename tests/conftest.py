@@ -29,6 +29,16 @@ ALL_DTYPES = [
 FLOAT_DTYPES = [np.dtype("float16"), np.dtype("float32"), np.dtype("float64"), np.dtype(ml_dtypes.bfloat16)]
 
 
+def run(*args: Any, stdin: bytes | None = None, env: dict[str, str] | None = None) -> Any:
+    """geomcli's command line in this process (click's CliRunner), as the tests' one way to run it:
+    exceptions are not caught, so a bug shows its traceback; stdout and stderr come apart."""
+    from click.testing import CliRunner
+
+    from geomcli.cli import cli
+
+    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, env=env, catch_exceptions=False)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(42)

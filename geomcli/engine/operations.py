@@ -77,7 +77,7 @@ class CropPad(Operation):
     in --layout or the layout its file names. The pad value is --fill, else the dtype's zero.
 
     A plain 8-bit image (io.Picture) is cropped and padded by Pillow itself, without numpy: the
-    same window (geomcli.ops.window), zero padding, the same bytes written (tests/test_pictures.py).
+    same window (geomcli.ops.window), zero padding, the same bytes written (tests/engine/test_pictures.py).
     """
 
     target: tuple[int, ...]

@@ -8,16 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from conftest import run
 from PIL import Image
 
-from geomcli.cli import cli
 from geomcli.ops.center_crop_pad import center_crop_pad
 from geomcli.ops.resize import resize
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
 
 
 @pytest.fixture

@@ -11,17 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from conftest import run
 from PIL import Image
 
 from geomcli import affine_grid
-from geomcli.cli import cli
 from geomcli.engine.theta import from_transforms
 from geomcli.ops.grid_sample import grid_sample
-
-
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
 
 
 @pytest.fixture

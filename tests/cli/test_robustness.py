@@ -26,23 +26,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from conftest import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from geomcli import io
-from geomcli.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / "data"
 GEOMCLI = [sys.executable, "-m", "geomcli"]
 # the temp names of geomcli/io/_atomic.py: .NAME.<8 characters>.tmp
 TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 FUZZ_EXAMPLES = int(os.environ.get("GEOMCLI_FUZZ_EXAMPLES", "60"))
-
-
-def run(*args: str | Path, stdin: bytes | None = None, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, env=env, catch_exceptions=False)
 
 
 def one_error(stderr: str, name: str | Path | None = None) -> str:

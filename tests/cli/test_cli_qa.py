@@ -8,14 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from conftest import run
 from PIL import Image
 
 from geomcli import io
 from geomcli.cli import cli
-
-
-def run(*args: str | Path, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], env=env, catch_exceptions=False)
 
 
 @pytest.fixture

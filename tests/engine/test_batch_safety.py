@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
+from conftest import run
 from PIL import Image, PngImagePlugin
 
 from geomcli.cli import cli
@@ -150,10 +151,6 @@ def test_no_replace_is_off_by_default_and_ends_with_its_block(tmp_path: Path) ->
 
 # What a terminal acts on: C0 controls but the line's own end, DEL, C1 controls (CSI is \x9b)
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
 
 
 def lines(text: str) -> list[str]:

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from geomcli import io
 from geomcli.errors import GeomError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from conftest import run
 
 from geomcli import io
 from geomcli.cli import cli
@@ -20,11 +21,7 @@ from geomcli.errors import GeomError
 from geomcli.io import Metadata
 from geomcli.io import _base as io_base
 
-PHOTO = Path(__file__).resolve().parents[1] / "samples" / "photo.png"
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+PHOTO = Path(__file__).resolve().parents[2] / "samples" / "photo.png"
 
 
 def warnings_of(result: Result) -> list[str]:

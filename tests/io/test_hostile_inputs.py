@@ -18,21 +18,16 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from conftest import run
 from PIL import Image
 
 from geomcli import io
-from geomcli.cli import cli
 from geomcli.errors import GeomError
 
 GEOMCLI = shlex.join([sys.executable, "-m", "geomcli"])
 # a few times what `geomcli info` of a small file takes (about 33 MiB)
 SMALL_RUN_MIB = 100
 JUNK_BYTES = 300 << 20
-
-
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
 
 
 def one_error(stderr: str, name: str | Path) -> str:

@@ -15,18 +15,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from conftest import run
 
 from geomcli import io
-from geomcli.cli import cli
 from geomcli.errors import GeomError
 
 DEFLATE, ADOBE_DEFLATE, PACKBITS, LZMA = 8, 32946, 32773, 34925
 SIDE = 16  # a 16 x 16 uint8 page needs 256 bytes
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
 
 
 def one_error(result: Result, name: str | Path) -> str:

@@ -16,13 +16,13 @@ from typing import Literal
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
 
 import geomcli.ops._checks as checks
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
-from tests.conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
 
 MODES = ["DCR", "CRD"]
 

@@ -17,18 +17,15 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from conftest import run
 from PIL import Image
 
 import geomcli.ops.center_crop_pad as crop_ops
 from geomcli.cli import cli
 from geomcli.engine import operations, plan, workers
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GEOMCLI = [sys.executable, "-m", "geomcli"]
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
 
 
 def png(path: Path, rng: np.random.Generator, shape: tuple[int, ...] = (9, 12, 3)) -> Path:
@@ -541,18 +538,23 @@ def slow_inputs(folder: Path, count: int) -> None:
         Image.fromarray(np.roll(frame, index, axis=1)).save(folder / f"{index:03d}.png", compress_level=0)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_mid_batch_leaves_only_complete_files(sent: int, code: int, tmp_path: Path) -> None:
+    """The signal lands mid-batch on a busy machine too: the run is held (SIGSTOP) the moment its
+    first output appears, signalled, then let go, so it cannot have finished meanwhile."""
     slow_inputs(tmp_path / "in", 60)
     out = tmp_path / "out"
     process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out),
                                 "--shape", "390,590", "-j", "2"], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while not any(name.endswith(".png") and not name.startswith(".") for name in os.listdir(out)
                   if out.exists()) if out.exists() else True:
         assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.02)
+        time.sleep(0.01)
+    process.send_signal(signal.SIGSTOP)
     process.send_signal(sent)
+    process.send_signal(signal.SIGCONT)
     stderr = process.communicate(timeout=20)[1]
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr

@@ -14,19 +14,15 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from conftest import run
 
 import geomcli.ops.center_crop_pad as crop_ops
 from geomcli import io
-from geomcli.cli import cli
 from geomcli.engine.operations import parse_fill
 from geomcli.errors import GeomError
 
 GEOMCLI = [sys.executable, "-m", "geomcli"]
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
 
 
 def error_lines(stderr: str) -> list[str]:

@@ -9,21 +9,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
-from conftest import FileFactory
+from conftest import FileFactory, run
 
 from geomcli import io
-from geomcli.cli import cli
 from geomcli.engine import slabs
 from geomcli.io import _mapped
 
 # (shape, dtype) of PNG inputs: RGB, RGBA, grey, 16-bit grey, 1-bit
 IMAGES = [((12, 18, 3), np.uint8), ((12, 18, 4), np.uint8), ((12, 18), np.uint8), ((12, 18), np.uint16),
           ((12, 18), np.bool_)]
-
-
-def run(*args: str | Path | int) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture(params=["ram", "mapped"])

@@ -16,21 +16,15 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from conftest import ALL_DTYPES, make_array, run
 
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli import io
-from geomcli.cli import cli
 from geomcli.engine import slabs
 from geomcli.errors import GeomError
 from geomcli.io import _mapped
-from tests.conftest import ALL_DTYPES, make_array
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
 
 
 @pytest.fixture

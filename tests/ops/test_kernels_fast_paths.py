@@ -15,13 +15,13 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
 
 import geomcli.ops._checks as checks
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
-from tests.conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
 
 MODES = ["DCR", "CRD"]
 # (n, c, h/b, w/b): odd sizes, N > 1 and C >= 2 (DCR and CRD coincide when C == 1).

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
-from conftest import fifo_feeding
+from click.testing import CliRunner
+from conftest import fifo_feeding, run
 from PIL import Image
 
 import geomcli.ops.affine_grid as grid_ops
@@ -27,10 +27,6 @@ import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli import io
 from geomcli.cli import cli
-
-
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
 
 
 @pytest.fixture
