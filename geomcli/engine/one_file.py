@@ -93,6 +93,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
         report.notes.extend(loaded.notes)
+        report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         mapped: list[np.ndarray] = []
 

@@ -64,6 +64,7 @@ __all__ = [
     "is_stdout",
     "is_stream",
     "maps_output",
+    "mislabelled",
     "note_signal",
     "open_output",
     "read_array",
@@ -592,7 +593,8 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
                 # /dev/zero or a terminal: endless or interactive, never an image
                 raise GeomError(f"{name}: is a device, not a file or a pipe")
             if stat.S_ISREG(info.st_mode):
-                fmt = _content_format(name, f.read(SNIFF_BYTES), named, empty=info.st_size == 0, stdin=False)
+                fmt = _content_format(name, f.read(SNIFF_BYTES), named, empty=info.st_size == 0, stdin=False,
+                                      by_content=format is None)
                 return path, name, fmt, info.st_size
             # a FIFO (process substitution, /dev/stdin): no size, no seeking, no mmap; read
             # to its end, waiting for data once a writer has it open
@@ -607,13 +609,20 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         raise _read_error(name, e) from e
 
 
-def _content_format(name: str, head: bytes, named: str | None, *, empty: bool, stdin: bool) -> str:
+def _content_format(name: str, head: bytes, named: str | None, *, empty: bool, stdin: bool,
+                    by_content: bool = False) -> str:
     """The format of an input from its first bytes: the one ``named`` (by an extension or
-    ``format``), which they must show, or else the one they show."""
+    ``format``), which they must show, or else the one they show. With ``by_content``, a file whose
+    extension names another format than its content shows (a JPEG saved as .png: mislabelled
+    downloads are common) is read as its content, as Pillow and ImageMagick read it;
+    :func:`mislabelled` says so. Pipes keep to their names: their bytes are read once, bounded by
+    the format the name promised."""
     if empty:
         raise GeomError(f"{name}: empty input" if stdin else f"{name}: empty file")
     found = sniff_format(head)
     if named is not None:
+        if by_content and found is not None and found != named:
+            return found
         _agree(name, named, found)
         return named
     if found is None:
@@ -622,6 +631,18 @@ def _content_format(name: str, head: bytes, named: str | None, *, empty: bool, s
             raise GeomError(f"{name}: unrecognised content ({expected})")
         raise GeomError(f"{name}: no file extension and unrecognised content ({expected})")
     return found
+
+
+def mislabelled(path: str, fmt: str, /) -> str | None:
+    """The warning for a file read as ``fmt`` whose extension names another format, or None."""
+    try:
+        named = format_for_path(path)
+    except GeomError:
+        return None
+    if path == "-" or named == fmt:
+        return None
+    extension = os.path.splitext(path)[1]
+    return f"the input {display_name(path)} is {fmt.upper()} content named {extension}; read as {fmt.upper()}"
 
 
 def _agree(name: str, fmt: str, found: str | None) -> None:

@@ -3,6 +3,7 @@ and the messages each gets (CliRunner, as tests/test_cli.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -277,3 +278,23 @@ def test_compression_for_batch_outputs_all_tiff_is_taken(tmp_path: Path) -> None
     for stem in ("a", "b"):
         with tifffile.TiffFile(out_dir / f"{stem}.tiff") as tif:
             assert tif.pages.first.compression.name == "ADOBE_DEFLATE"
+
+
+def test_a_jpeg_named_png_is_read_by_its_content_with_one_warning(tmp_path: Path) -> None:
+    from PIL import Image
+
+    pixels = np.zeros((20, 30, 3), np.uint8)
+    pixels[5:15, 10:20] = (200, 40, 40)
+    Image.fromarray(pixels).save(tmp_path / "download.png", format="JPEG", quality=95)
+    result = run("crop-pad", tmp_path / "download.png", "-o", tmp_path / "o.npy", "--shape", "10,10")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[0] == (f"Warning: {tmp_path / 'o.npy'}: the input {tmp_path / 'download.png'} "
+                                             "is JPEG content named .png; read as JPEG")
+    assert np.load(tmp_path / "o.npy").shape == (10, 10, 3)
+    record = json.loads(run("crop-pad", tmp_path / "download.png", "-o", tmp_path / "o.npy", "--shape", "10,10",
+                            "--json").stdout)
+    assert record["warnings"] == ["the input " + str(tmp_path / "download.png") + " is JPEG content named .png; "
+                                  "read as JPEG"]
+    (tmp_path / "junk.png").write_bytes(b"not an image at all")
+    refused = run("crop-pad", tmp_path / "junk.png", "-o", tmp_path / "o.npy", "--shape", "10,10")
+    assert refused.exit_code == 1 and "not a readable PNG (unrecognised content)" in refused.stderr

@@ -1163,14 +1163,20 @@ def test_empty_files(tmp_path: Path, fmt: str) -> None:
         ("webp", "x.bmp", "content is WEBP, not BMP"),
     ],
 )
-def test_extension_lies_are_clean_errors(
+def test_a_file_is_read_by_its_content_when_its_extension_lies(
     tmp_path: Path, content: str, name: str, message: str
 ) -> None:
+    """Mislabelled downloads are common: read as their content, as Pillow and ImageMagick read
+    them, with one warning naming both; an explicit format must still agree with the content."""
     path = _put(tmp_path / name, _valid_bytes(tmp_path, content))
+    assert io.read_array(path).format == content == io.read_header(path).format
+    suffix = os.path.splitext(name)[1]
+    assert io.mislabelled(path, content) == (f"the input {path} is {content.upper()} content named {suffix}; "
+                                             f"read as {content.upper()}")
+    assert io.mislabelled(path, io.format_for_path(path)) is None
+    named = io.format_for_path(path)
     with pytest.raises(GeomError, match=rf"^{path}: {message}$"):
-        io.read_array(path)
-    # an explicit format is believed over the extension, and the content still has to agree
-    assert io.read_array(path, format=content).format == content
+        io.read_array(path, format=named)
 
 
 def test_missing_directory_and_not_a_directory(tmp_path: Path) -> None:
