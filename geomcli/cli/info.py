@@ -11,20 +11,25 @@ from geomcli.constants import DEFAULT_MAX_PIXELS
 
 @click.command("info", cls=Command, short_help="Format, shape, dtype and value range of files.")
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
-                type=click.Path(dir_okay=False, allow_dash=True))
+                type=click.Path(allow_dash=True, readable=False))
+@click.option("-r", "--recursive", is_flag=True, help="Take folders' subfolders too.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file instead of a line.")
 @click.option("--frames", type=click.Choice(["all", "first"]), default="all", show_default=True,
               help="An animated GIF, WebP or PNG: all shows its frames stacked on a leading axis, first "
                    "the first frame.")
 @click.option("--max-pixels", type=Int(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
               envvar="GEOMCLI_MAX_PIXELS", show_envvar=True, help="Refuse files with more elements than this.")
-def info(inputs: tuple[str, ...], as_json: bool, frames: str, max_pixels: int) -> None:
-    """Show format, shape, dtype, pages, value range and size of files.
+def info(inputs: tuple[str, ...], recursive: bool, as_json: bool, frames: str, max_pixels: int) -> None:
+    """Show what geomcli reads from files: format, shape, dtype, layout, pages, value range, size,
+    and the ICC profile, DPI, EXIF orientation and compression where a file has them. Takes
+    files, folders (-r for their subfolders), quoted globs and - as the transforms do.
 
     Example: geomcli info samples/photo.png samples/tensor.npy
     """
-    from geomcli.engine import one_file
+    from geomcli.cli.running import usage_errors
+    from geomcli.engine.info import info_files
 
-    code = one_file.info_files(inputs, as_json=as_json, frames=frames, max_pixels=max_pixels)
+    with usage_errors():
+        code = info_files(inputs, recursive=recursive, as_json=as_json, frames=frames, max_pixels=max_pixels)
     if code:
         raise SystemExit(code)

@@ -10,11 +10,10 @@ standard library loads at import time; numpy and the backends load when a file i
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from geomcli.engine.report import describe, reporting
+from geomcli.engine.report import reporting
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
@@ -187,42 +186,6 @@ def maps_input(path: str) -> bool:
         return path != "-" and os.stat(path).st_size >= MAP_INPUT_BYTES
     except OSError:
         return False  # the read says why
-
-
-def info_files(paths: Sequence[str], *, as_json: bool, frames: str | None, max_pixels: int) -> int:
-    """``geomcli info``: each file read and shown in turn; the exit code (1 if any failed)."""
-    from geomcli.engine import report
-
-    report.check_stdout()
-    codes = [report.show_info(info(path, max_pixels=max_pixels, frames=frames), as_json) for path in paths]
-    return max(codes, default=0)
-
-
-def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
-    """What ``geomcli info`` says of one file, as a JSON-ready record (status ``error`` on failure).
-
-    The file is read once (a FIFO has nothing left for a second read): the read tells its page count
-    and size too. A mapped input's value range is taken slab by slab.
-    """
-    import numpy as np
-
-    from geomcli import io
-    from geomcli.engine import summary
-
-    try:
-        loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
-        data = loaded.data
-        if isinstance(data, np.memmap):
-            from geomcli.engine import slabs
-
-            value_range = slabs.value_range(data)
-        else:
-            value_range = summary.value_range(data)
-        return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
-                "layout": loaded.layout, "pages": loaded.pages, "value_range": value_range,
-                "file_size": loaded.file_size, "status": "ok", "error": None}
-    except (GeomError, OSError) as error:
-        return {"input": path, "status": "error", "error": describe(error)}
 
 
 def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tuple[float, ...] | None,

@@ -133,6 +133,14 @@ def _info_line(record: dict[str, Any]) -> str:
         parts.append(f"range [{low:g}, {high:g}]")
     if record["file_size"] is not None:
         parts.append(f"{record['file_size']} bytes")
+    if record.get("icc") is not None:
+        parts.append(f"ICC profile {record['icc']!r}")
+    if record.get("dpi") is not None:
+        parts.append(f"{record['dpi'][0]:g}×{record['dpi'][1]:g} dpi")
+    if record.get("orientation") not in (None, 1):
+        parts.append(f"EXIF orientation {record['orientation']} (the shape shown is upright)")
+    if record.get("compression") not in (None, "none"):
+        parts.append(f"compression {record['compression']}")
     return f"{record['input']}: " + ", ".join(parts)
 
 

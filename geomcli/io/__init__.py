@@ -61,6 +61,7 @@ __all__ = [
     "crop_picture",
     "display_name",
     "format_for_path",
+    "icc_description",
     "is_stdout",
     "is_stream",
     "maps_output",
@@ -75,6 +76,7 @@ __all__ = [
     "release",
     "signal_taken",
     "sniff_format",
+    "stored_orientation",
     "write_array",
 ]
 
@@ -631,6 +633,22 @@ def _content_format(name: str, head: bytes, named: str | None, *, empty: bool, s
             raise GeomError(f"{name}: unrecognised content ({expected})")
         raise GeomError(f"{name}: no file extension and unrecognised content ({expected})")
     return found
+
+
+def icc_description(icc: bytes, /) -> str:
+    """An ICC profile's description, or ``present`` when it names none."""
+    from geomcli.io import _pillow
+
+    return _pillow.icc_description(icc)
+
+
+def stored_orientation(path: str, /) -> int | None:
+    """The EXIF orientation an image file stores, None where it has none (stdin: None)."""
+    if path == "-" or is_stream(path):
+        return None
+    from geomcli.io import _pillow
+
+    return _pillow.stored_orientation(path)
 
 
 def mislabelled(path: str, fmt: str, /) -> str | None:

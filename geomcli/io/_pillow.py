@@ -571,3 +571,27 @@ def _kept(
     if metadata.exif is not None and "exif" in holds:
         exif = fitted_exif(metadata.exif, width, height)
     return level, icc, dpi, exif
+
+
+def icc_description(icc: bytes) -> str:
+    """An ICC profile's description (its ``desc`` tag, as Pillow's littlecms reads it), or
+    ``present`` when it has none Pillow can read."""
+    try:
+        from PIL import ImageCms
+
+        description = ImageCms.ImageCmsProfile(io.BytesIO(icc)).profile.profile_description
+    except (ImportError, OSError, ValueError, TypeError, AttributeError):
+        return "present"
+    return description.strip() if isinstance(description, str) and description.strip() else "present"
+
+
+def stored_orientation(path: str) -> int | None:
+    """The EXIF orientation an image file stores (1 to 8), None where it has none or cannot be read."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            exif = im.info.get("exif")
+    except (OSError, UnidentifiedImageError, ValueError):
+        return None
+    return exif_orientation(exif) if exif else None

@@ -298,3 +298,29 @@ def test_a_jpeg_named_png_is_read_by_its_content_with_one_warning(tmp_path: Path
     (tmp_path / "junk.png").write_bytes(b"not an image at all")
     refused = run("crop-pad", tmp_path / "junk.png", "-o", tmp_path / "o.npy", "--shape", "10,10")
     assert refused.exit_code == 1 and "not a readable PNG (unrecognised content)" in refused.stderr
+
+
+def test_info_takes_folders_globs_and_shows_what_a_photo_carries(tmp_path: Path) -> None:
+    from PIL import Image, ImageCms
+
+    exif = Image.Exif()
+    exif[0x0112] = 6  # stored on its side: shown turned upright
+    profile = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    folder = tmp_path / "shots"
+    (folder / "day").mkdir(parents=True)
+    Image.fromarray(np.zeros((20, 30, 3), np.uint8)).save(folder / "a.jpg", exif=exif.tobytes(), dpi=(300, 300),
+                                                          icc_profile=profile)
+    np.save(folder / "day" / "b.npy", np.zeros((2, 3), np.uint16))
+    flat = run("info", folder)
+    assert flat.exit_code == 0 and len(flat.stdout.splitlines()) == 1
+    line = flat.stdout.splitlines()[0]
+    assert line.startswith(f"{folder / 'a.jpg'}: jpeg 30×20×3 uint8")
+    assert "ICC profile 'sRGB built-in'" in line and "300×300 dpi" in line
+    assert "EXIF orientation 6 (the shape shown is upright)" in line
+    records = [json.loads(text) for text in run("info", folder, "-r", "--json").stdout.splitlines()]
+    assert [Path(record["input"]).name for record in records] == ["a.jpg", "b.npy"]
+    assert records[0]["orientation"] == 6 and records[0]["upright"] and records[0]["bit_depth"] == 8
+    assert records[1]["bit_depth"] == 16 and records[1]["icc"] is None and records[1]["orientation"] is None
+    globbed = run("info", f"{folder}/**/*.npy", "--json")
+    assert [json.loads(text)["input"] for text in globbed.stdout.splitlines()] == [str(folder / "day" / "b.npy")]
+    assert run("info", tmp_path / "empty-pattern-*.png").exit_code == 2

@@ -1,0 +1,64 @@
+"""``geomcli info``: what geomcli reads from files, taking the inputs the transforms take (files,
+folders, ``-r``, quoted globs, ``-``): format, shape, dtype, bit depth, layout, pages, ICC
+profile, DPI, EXIF orientation, compression and value range, per file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from geomcli.engine.one_file import maps_input
+from geomcli.engine.plan import expand
+from geomcli.engine.report import check_stdout, describe, show_info
+from geomcli.errors import GeomError
+
+
+def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, frames: str | None,
+               max_pixels: int) -> int:
+    """Each input read and shown in turn; the exit code (1 if any failed)."""
+    check_stdout()
+    code = 0
+    for argument in arguments:
+        sources = [None] if argument == "-" else expand([argument], recursive)
+        for source in sources:
+            if source is not None and source.error is not None:
+                record: dict[str, Any] = {"input": source.path, "status": "error", "error": source.error}
+            else:
+                record = info(argument if source is None else source.path, max_pixels=max_pixels, frames=frames)
+            code = max(code, show_info(record, as_json))
+    return code
+
+
+def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
+    """What ``geomcli info`` says of one file, as a JSON-ready record (status ``error`` on failure).
+
+    The file is read once (a FIFO has nothing left for a second read): the read tells its page count
+    and size too. A mapped input's value range is taken slab by slab. The shape is the one the
+    transforms read: turned upright by an EXIF orientation, which ``orientation`` and a note say.
+    """
+    import numpy as np
+
+    from geomcli import io
+    from geomcli.engine import summary
+
+    try:
+        loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
+        data = loaded.data
+        if isinstance(data, np.memmap):
+            from geomcli.engine import slabs
+
+            value_range = slabs.value_range(data)
+        else:
+            value_range = summary.value_range(data)
+        metadata = loaded.metadata
+        orientation = io.stored_orientation(path) if loaded.format in io.IMAGE_FORMATS else None
+        return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
+                "bit_depth": 1 if data.dtype.kind == "b" else data.dtype.itemsize * 8,
+                "layout": loaded.layout, "pages": loaded.pages,
+                "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
+                "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
+                "orientation": orientation, "upright": orientation not in (None, 1),
+                "compression": metadata.compression, "value_range": value_range, "file_size": loaded.file_size,
+                "notes": list(loaded.notes), "status": "ok", "error": None}
+    except (GeomError, OSError) as error:
+        return {"input": path, "status": "error", "error": describe(error)}
