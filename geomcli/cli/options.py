@@ -66,23 +66,25 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--page", type=Int(min=0), default=None, metavar="N",
                   help="TIFF: read page N (from 0) only.")
     @click.option("--compress-level", type=Int(0, 9), default=None, metavar="0-9",
-                  help="PNG output: zlib level; 0 stores, 9 codes the rows both ways and keeps the "
-                       "smaller. At 1-8, rows like a photograph's are run-length coded where a sample "
-                       "of them shows that is as small: five times faster, at most 1.6% bigger in our "
-                       "tests.  [default: 7]")
+                  help="PNG output: zlib level; 0 stores, 9 is the smallest. At 1-8 a photograph's rows "
+                       "are run-length coded where a band of them shows that is no bigger: a few times "
+                       "faster.  [default: 7]")
     @click.option("--quality", type=Int(1, 100), default=None, metavar="1-100",
-                  help="JPEG output: quality (default 95). WebP output: lossy at this quality "
-                       "(default: lossless).")
+                  help="JPEG output: quality.  [default: a JPEG input's own quantisation tables, else "
+                       "95] WebP output: lossy at this quality (default: lossless).")
+    @click.option("--subsampling", type=click.Choice(["4:4:4", "4:2:2", "4:2:0"]), default=None,
+                  help="JPEG output: chroma subsampling.  [default: a JPEG input's, else 4:2:0]")
     @click.option("--compression", type=click.Choice(TIFF_COMPRESSIONS), default=None,
-                  help="TIFF output: compression; zlib and lzma always work, lzw, jpeg, packbits and zstd "
-                       "need imagecodecs.  [default: the input TIFF's, else none]")
+                  help="TIFF output: compression (through imagecodecs).  [default: the input TIFF's, "
+                       "else none]")
     @functools.wraps(command)
     def wrapper(no_auto_orient: bool, strip: bool, frames: str | None, series: int | None, page: int | None,
-                compress_level: int | None, quality: int | None, compression: str | None, common: Common,
-                **kwargs: Any) -> Any:
+                compress_level: int | None, quality: int | None, subsampling: str | None, compression: str | None,
+                common: Common, **kwargs: Any) -> Any:
         if series is not None and page is not None:
             raise click.UsageError("give --series or --page, not both", click.get_current_context())
-        fidelity = Fidelity(not no_auto_orient, strip, frames, series, page, compress_level, quality, compression)
+        fidelity = Fidelity(not no_auto_orient, strip, frames, series, page, compress_level, quality, compression,
+                            subsampling)
         return command(common=dataclasses.replace(common, fidelity=fidelity), **kwargs)
 
     return wrapper

@@ -51,7 +51,8 @@ def write_options(common: Common) -> WriteOptions:
     from geomcli import io
 
     fidelity = common.fidelity
-    return io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads)
+    return io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads,
+                           fidelity.subsampling)
 
 
 class _OutputError(GeomError):
@@ -159,6 +160,8 @@ def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -
     unused = []
     if fidelity.quality is not None and output_format not in ("jpeg", "webp"):
         unused.append(f"--quality is for JPEG and WebP output, not {output_format.upper()}; ignored")
+    if fidelity.subsampling is not None and output_format != "jpeg":
+        unused.append(f"--subsampling is for JPEG output, not {output_format.upper()}; ignored")
     if fidelity.compress_level is not None and output_format != "png":
         unused.append(f"--compress-level is for PNG output, not {output_format.upper()}; ignored")
     for name, value in (("--series", fidelity.series), ("--page", fidelity.page)):

@@ -21,6 +21,7 @@ class Fidelity:
     compress_level: int | None = None
     quality: int | None = None
     compression: str | None = None
+    subsampling: str | None = None
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,9 @@ class Metadata(NamedTuple):
     """ImageJ entries that stay true through a crop: spacing, finterval, unit."""
     compression: str | None = None
     """The TIFF compression, by tifffile's name: ``zlib``, ``lzma``, ``lzw``, ``jpeg``, ``zstd``."""
+    jpeg: tuple[int, tuple[tuple[int, ...], ...]] | None = None
+    """A JPEG input's coding: its chroma subsampling (Pillow's 0 = 4:4:4, 1 = 4:2:2, 2 = 4:2:0) and
+    its quantisation tables, which a JPEG output keeps unless --quality or --subsampling says."""
     dropped: tuple[str, ...] = ()
     """What the file said that no output carries (OME-XML channel names, ImageJ display ranges...),
     each named in one warning when a file is written from it."""
@@ -96,6 +99,8 @@ class WriteOptions(NamedTuple):
     """TIFF compression (none, zlib, lzma, zstd, lzw, jpeg, packbits); default: the input's, else none."""
     threads: int | None = None
     """Kept for callers; no encoder uses it (Pillow's and libpng's PNG encoders take one thread)."""
+    subsampling: str | None = None
+    """JPEG chroma subsampling, 4:4:4, 4:2:2 or 4:2:0; default: a JPEG input's, else 4:2:0."""
 
 
 class Loaded(NamedTuple):
