@@ -126,10 +126,13 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if kept._replace(compression=None) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
+            metadata = _output_metadata(operation, loaded, common)
             report.warnings.extend(io.write_array(
-                result, output, format=output_format, options=write_options(common),
-                metadata=_output_metadata(operation, loaded, common),
+                result, output, format=output_format, options=write_options(common), metadata=metadata,
                 layout=layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))
+            if output_format == "npy" and io.dropped(metadata, output_format):
+                # .npy holds no metadata: no warning for its nature, the record says what it left
+                report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
             report.value_range = (result.value_range() if isinstance(result, io.Picture)
                                   else summary.value_range(result))
     return report

@@ -60,6 +60,7 @@ __all__ = [
     "clear_signals",
     "crop_picture",
     "display_name",
+    "dropped",
     "format_for_path",
     "icc_description",
     "is_stdout",
@@ -344,42 +345,64 @@ def refused_option(options: WriteOptions | None, fmt: str, /) -> str | None:
 
 
 def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = None) -> list[str]:
-    """Warnings for the fields of ``metadata`` that ``fmt`` cannot hold, and for lossy output.
+    """Warnings for the fields of ``metadata`` that ``fmt`` could hold but cannot take, and for
+    lossy output. A format that holds no metadata at all (``.npy``) drops it by its nature: no
+    warning there (:func:`dropped` names what was not kept).
 
     >>> unkept(Metadata(icc=b"...", resolution=(300.0, 300.0), unit="inch"), "webp")
     ['WebP cannot hold the DPI (300 x 300); dropped']
+    >>> unkept(Metadata(icc=b"...", resolution=(300.0, 300.0), unit="inch"), "npy")
+    []
     """
     said: list[str] = []
-    label = {"jpeg": "JPEG", "webp": "WebP", "tiff": "TIFF", "npy": "NPY"}.get(fmt, fmt.upper())
     if fmt == "jpeg":
         said.append("JPEG is lossy: the written values differ from the result (write .png or .tiff to keep them)")
     elif fmt == "webp" and options is not None and options.quality is not None:
         said.append("WebP with --quality is lossy: the written values differ from the result")
-    if metadata is None:
+    if metadata is None or fmt == "npy":
         return said
+    label = {"jpeg": "JPEG", "webp": "WebP", "tiff": "TIFF"}.get(fmt, fmt.upper())
+    return said + [f"{label} cannot hold the {what}; dropped" if held else f"{what} cannot be carried; dropped"
+                   for what, held in _unheld(metadata, fmt)]
+
+
+def dropped(metadata: Metadata | None, fmt: str, /) -> list[str]:
+    """What of ``metadata`` an output of ``fmt`` does not keep, by name: for ``--json``'s
+    ``dropped`` where no warning says it (``.npy``).
+
+    >>> dropped(Metadata(icc=b"...", resolution=(300.0, 300.0), unit="inch"), "npy")
+    ['ICC profile', 'DPI (300 x 300)']
+    """
+    return [] if metadata is None else [what for what, _ in _unheld(metadata, fmt)]
+
+
+def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
+    """Each field of ``metadata`` ``fmt`` does not keep, and whether the format could hold such a
+    field (False: nothing carries it, as OME channel names)."""
     if fmt in IMAGE_FORMATS:
         from geomcli.io._pillow import HOLDS
 
         holds = HOLDS[fmt]
     else:
         holds = {"icc", "dpi", "resolution"} if fmt == "tiff" else set()
+    fields: list[tuple[str, bool]] = []
     if metadata.icc is not None and "icc" not in holds:
-        said.append(f"{label} cannot hold the ICC profile; dropped")
+        fields.append(("ICC profile", True))
     if metadata.resolution is not None and "resolution" not in holds:
         dpi = metadata.dpi
         if dpi is not None and "dpi" not in holds:
-            said.append(f"{label} cannot hold the DPI ({dpi[0]:g} x {dpi[1]:g}); dropped")
+            fields.append((f"DPI ({dpi[0]:g} x {dpi[1]:g})", True))
         elif dpi is None:
             x, y = metadata.resolution
             per = f" per {metadata.unit}" if metadata.unit else " (no unit)"
-            said.append(f"{label} cannot hold the resolution ({x:g} x {y:g} pixels{per}); dropped")
+            fields.append((f"resolution ({x:g} x {y:g} pixels{per})", True))
     if metadata.exif is not None and "exif" not in holds:
-        said.append(f"{label} cannot hold the EXIF data; dropped")
-    said.extend(f"{name} cannot be carried; dropped" for name in metadata.dropped)
+        fields.append(("EXIF data", True))
+    fields.extend((name, False) for name in metadata.dropped)
     if metadata.axes_kind in ("imagej", "ome") and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
         kind = {"imagej": "ImageJ", "ome": "OME"}[metadata.axes_kind or ""]
-        said.append(f"{label} cannot hold the {kind} axes metadata ({metadata.axes}); dropped")
-    return said
+        fields.append((f"{kind} axes metadata ({metadata.axes})", True))
+    return fields
 
 
 def is_stdout(path: str, /) -> bool:

@@ -580,22 +580,41 @@ def test_json_carries_the_warnings(tmp_path: Path, rng: np.random.Generator) -> 
 WARNINGS: list[tuple[Metadata, str, str]] = [
     (Metadata(icc=b"profile"), "bmp", "BMP cannot hold the ICC profile; dropped"),
     (Metadata(icc=b"profile"), "gif", "GIF cannot hold the ICC profile; dropped"),
-    (Metadata(icc=b"profile"), "npy", "NPY cannot hold the ICC profile; dropped"),
     (Metadata(resolution=(300.0, 300.0), unit="inch"), "webp", "WebP cannot hold the DPI (300 x 300); dropped"),
-    (Metadata(resolution=(2.0, 2.0), unit="centimeter"), "npy", "NPY cannot hold the DPI (5.08 x 5.08); dropped"),
     (Metadata(resolution=(2.0, 3.0)), "png", "PNG cannot hold the resolution (2 x 3 pixels (no unit)); dropped"),
     (Metadata(resolution=(2.0, 3.0), unit="pixel"), "jpeg",
      "JPEG cannot hold the resolution (2 x 3 pixels per pixel); dropped"),
     (Metadata(exif=b"Exif\0\0MM\0*\0\0\0\x08\0\0"), "tiff", "TIFF cannot hold the EXIF data; dropped"),
     (Metadata(exif=b"Exif\0\0MM\0*\0\0\0\x08\0\0"), "bmp", "BMP cannot hold the EXIF data; dropped"),
-    (Metadata(axes="ZYX", axes_kind="imagej"), "npy", "NPY cannot hold the ImageJ axes metadata (ZYX); dropped"),
-    (Metadata(axes="ZYX", axes_kind="ome"), "npy", "NPY cannot hold the OME axes metadata (ZYX); dropped"),
     (Metadata(axes="ZCYX", axes_kind="imagej"), "tiff",
      "the TIFF axes ZCYX do not fit the result's shape (4, 6, 3); written without axes"),
     (Metadata(axes="YXS", axes_kind="imagej"), "tiff",
      "ImageJ metadata cannot describe int32 data with axes YXS; written as tifffile metadata with the same axes"),
     (Metadata(compression="jpeg"), "tiff", "the TIFF compression jpeg cannot hold int32 shape (4, 6, 3); wrote zlib"),
 ]
+
+
+@pytest.mark.parametrize(("metadata", "named"), [
+    (Metadata(icc=b"profile"), ["ICC profile"]),
+    (Metadata(resolution=(2.0, 2.0), unit="centimeter"), ["DPI (5.08 x 5.08)"]),
+    (Metadata(axes="ZYX", axes_kind="imagej"), ["ImageJ axes metadata (ZYX)"]),
+    (Metadata(axes="ZYX", axes_kind="ome"), ["OME axes metadata (ZYX)"]),
+])
+def test_npy_holds_no_metadata_by_its_nature_no_warning_and_json_names_it(
+        tmp_path: Path, metadata: Metadata, named: list[str]) -> None:
+    assert io.write_array(np.zeros((4, 6, 3), np.uint8), str(tmp_path / "o.npy"), metadata=metadata) == []
+    assert io.dropped(metadata, "npy") == named
+
+
+def test_a_photo_to_npy_says_nothing_and_its_record_lists_what_was_dropped(tmp_path: Path) -> None:
+    from PIL import Image
+
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / "a.jpg", dpi=(300, 300))
+    result = run("crop-pad", tmp_path / "a.jpg", "-o", tmp_path / "o.npy", "--shape", "4,4")
+    assert result.exit_code == 0 and "Warning" not in result.stderr
+    record = json.loads(run("crop-pad", tmp_path / "a.jpg", "-o", tmp_path / "o.npy", "--shape", "4,4",
+                            "--json").stdout)
+    assert record["warnings"] == [] and record["dropped"] == ["DPI (300 x 300)"]
 
 
 @pytest.mark.parametrize(("metadata", "fmt", "warning"), WARNINGS)
