@@ -1,5 +1,6 @@
 """Every benchmark of issue 5 in one run: start-up, one-shot crop-pad against ImageMagick and vips,
-the kernels (benchmarks/kernels.py), and peak memory on 4 GiB tensors.
+the one-shots against the plain scripts (benchmarks/oneshot.py), the kernels (benchmarks/kernels.py),
+and peak memory on 4 GiB tensors.
 
 Run from the repository root, with geomcli installed (its console script on PATH or beside
 this Python)::
@@ -107,7 +108,7 @@ def start_up(repeats: int) -> list[Row]:
 # --- one-shot crop-pad of a PNG --------------------------------------------------------
 
 
-def _photo(path: str) -> None:
+def photo(path: str) -> None:
     """A 1024×768 RGB PNG that compresses like a photo: smooth gradients and a little noise."""
     from PIL import Image
 
@@ -133,8 +134,8 @@ def _imagemagick() -> str | None:
 
 
 def one_shot(folder: str, repeats: int) -> list[Row]:
-    photo = os.path.join(folder, "in.png")
-    _photo(photo)
+    source = os.path.join(folder, "in.png")
+    photo(source)
     case = "crop-pad 1024x768 PNG -> 512² PNG"
     commands = {"geomcli": [*geomcli_command(), "crop-pad", "in.png", "-o", "geomcli.png", "--shape", "512,512", "-q"]}
     convert = _imagemagick()
@@ -160,6 +161,20 @@ def one_shot(folder: str, repeats: int) -> list[Row]:
         rows.append(Row("one-shot", case, _ms(ours), f"{name} {_ms(theirs)}", ours / theirs, target, met))
     if vips is None:
         rows.append(Row("one-shot", case, _ms(ours), "vips: not installed", None, "", None))
+    return rows
+
+
+# --- one-shots against the plain script (benchmarks/oneshot.py) -------------------------------
+
+
+def plain_scripts(folder: str, repeats: int) -> list[Row]:
+    import oneshot  # benchmarks/oneshot.py: its cases, inputs and rounds
+
+    rows = []
+    for result in oneshot.run(folder, repeats):
+        ours, theirs = statistics.median(result.geomcli), statistics.median(result.plain)
+        rows.append(Row("one-shot", result.case.name, _ms(ours), f"plain script {_ms(theirs)}", result.ratio,
+                        f"<= {oneshot.TARGET}x", result.ratio <= oneshot.TARGET))
     return rows
 
 
@@ -266,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += start_up(repeats)
         log("one-shot crop-pad")
         rows += one_shot(folder, repeats)
+        log("one-shots against the plain scripts")
+        rows += plain_scripts(folder, repeats)
         log(f"memory ({size / GIB:g} GiB tensors)")
         rows += memory(folder, size)
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from geomcli.cpus import share
 from geomcli.errors import GeomError
-from geomcli.ops import _checks, reuse
+from geomcli.ops import _checks
 from geomcli.ops._checks import (
     Ints,
     Shape,
@@ -370,8 +370,8 @@ def _affine_grid_rows(weights: np.ndarray, axes_xyz: list[np.ndarray], result: n
               (chunk, spatial + (spatial == 3)), (spatial + 1, spatial * width) if spatial == 3 else (0,)]
 
     def work(part: slice) -> None:
-        with reuse.work_memory(_carved_bytes(shapes)) as memory:
-            work_in(part, *_carve(memory, shapes))
+        # one allocation a thread a call: keeping it for the next call measured no faster (see benchmarks/README.md)
+        work_in(part, *_carve(np.empty(_carved_bytes(shapes), np.uint8), shapes))
 
     def work_in(part: slice, block: np.ndarray, x_rows: np.ndarray, x_row: np.ndarray, terms_of_rows: np.ndarray,
                 selectors: np.ndarray) -> None:

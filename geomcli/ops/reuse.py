@@ -12,29 +12,22 @@ more of another size lets them go, and so does a padded one (np.zeros leaves pur
 OS's zero pages, so it cannot use them), :func:`release`, and a MemoryError while an output is
 made, before one retry. Two buffers serve ``grid = affine_grid(...)`` in a loop, where the last
 grid is let go after the next one is made.
-
-The kernels' threads take their work arrays from :func:`work_memory`, which keeps what they give
-back (up to ``MAX_SPARE_BYTES``) for the next call.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import threading
 import weakref
-from collections.abc import Iterator
 
 import numpy as np
 
 MIN_BYTES = 32 << 20  # below this, glibc's heap reuses freed memory already, once it has adapted
 MAX_KEPT = 2
 MAX_KEPT_BYTES = 1 << 30
-MAX_SPARE_BYTES = 64 << 20  # the work memory kept for the next call (work_memory), in all
 
 _kept: list[np.ndarray] = []
-_spare: list[np.ndarray] = []  # work memory given back
 _wanted = 0  # the size of the last big output asked for: the only size kept
 # Re-entrant: a garbage collection inside `new` may let go of an output, whose finalizer keeps it.
 _lock = threading.RLock()
@@ -69,39 +62,12 @@ def new(
 
 
 def release() -> None:
-    """Let go of every kept buffer and of the spare work memory now, and keep no buffer until the
-    next big output is asked for; outputs in use are not touched, but are not kept when they are
-    let go."""
+    """Let go of every kept buffer now, and keep none until the next big output is asked for;
+    outputs in use are not touched, but are not kept when they are let go."""
     global _wanted
     with _lock:
         _wanted = 0
         _kept.clear()
-        _spare.clear()
-
-
-@contextlib.contextmanager
-def work_memory(nbytes: int) -> Iterator[np.ndarray]:
-    """``nbytes`` of memory (uint8) for one thread's work arrays in a kernel call: memory an
-    earlier call gave back if it fits, given back in turn (up to ``MAX_SPARE_BYTES`` in all; none
-    with ``MAX_KEPT = 0``).
-
-    glibc maps an allocation of a MiB or more anew each time until a freed chunk of its own has
-    raised its threshold, and each time the OS faults it in anew: in a new process, a 2-D grid of
-    8x1024² on two threads (4 MiB of work arrays each) took 1600-1900 page faults a call, 8.6 ms
-    instead of 5.9."""
-    with _lock:
-        fitting = [index for index, spare in enumerate(_spare) if spare.nbytes >= nbytes]
-        best = min(fitting, key=lambda index: _spare[index].nbytes, default=None)
-        spare = None if best is None else _spare.pop(best)
-    memory = np.empty(nbytes, np.uint8) if spare is None else spare  # not allocated under the lock
-    try:
-        yield memory[:nbytes]
-    finally:
-        with _lock:
-            if MAX_KEPT and memory.nbytes <= MAX_SPARE_BYTES:
-                _spare.append(memory)
-                while sum(spare.nbytes for spare in _spare) > MAX_SPARE_BYTES:
-                    del _spare[0]  # the longest unused
 
 
 def _empty(shape: tuple[int, ...], dtype: np.dtype, size: int) -> np.ndarray:
@@ -150,7 +116,6 @@ def _forget_in_child() -> None:
     global _lock
     _lock = threading.RLock()
     _kept.clear()
-    _spare.clear()
 
 
 if hasattr(os, "register_at_fork"):

@@ -36,3 +36,12 @@ def test_the_start_up_and_one_shot_rows_are_measured(tmp_path: Path) -> None:
     one_shot = [row for row in rows if row.section == "one-shot"]
     assert any(row.against.startswith("script: python+click+Pillow") and row.ratio for row in one_shot)
     assert all(row.geomcli.endswith(" ms") for row in rows)
+
+
+def test_the_one_shots_against_plain_scripts_run_once_each() -> None:
+    # python -m geomcli: the tree under test, installed or not; one round, no warm-up (a few seconds)
+    result = run("benchmarks/oneshot.py", "--repeats", "1", "--warm-up", "0", "--module")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "<= 1.5x" in line]
+    assert len(rows) == 4, result.stdout
+    assert all("DIFFERENT" not in row for row in rows), result.stdout

@@ -21,7 +21,6 @@ import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
-from geomcli.ops import reuse
 
 # --------------------------------------------------------------------------------------------------
 # out= between the input's items
@@ -120,7 +119,6 @@ def test_a_tall_narrow_grid_needs_no_float64_arrays_of_its_height(spatial: int, 
     # coordinate axis (8 MiB) and its work (2 MiB blocks of sums, x and rest terms per thread).
     theta = np.zeros((1, spatial, spatial + 1), np.float16)
     out = np.empty(grid_ops.affine_grid_output_shape(theta.shape, size), np.float16)
-    reuse.release()  # work memory kept from an earlier test would not be counted
     tracemalloc.start()
     try:
         grid_ops.affine_grid(theta, size, threads=2, out=out)
