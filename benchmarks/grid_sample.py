@@ -30,7 +30,7 @@ import numpy as np
 # Run from a clone without installing: make `import geomcli` find the package beside us.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
-from geomcli.kernels import affine_grid  # noqa: E402
+from geomcli.ops.affine_grid import affine_grid  # noqa: E402
 from geomcli.ops.grid_sample import grid_sample  # noqa: E402
 
 TURN = 30.0  # degrees
