@@ -7,11 +7,15 @@ Run from the repository root::
     python benchmarks/grid_sample.py --size 256   # smaller images
 
 The cases: float32 (1, 3, S, S) sampled with a 30° rotation grid (made by
-``geomcli.ops.affine_grid``, not timed) in linear, cubic and nearest mode with zeros padding;
-and a uint8 S×S×3 warp by the same rotation (affine_grid + grid_sample, both timed, as the warp
-command will do it), against ``cv2.warpAffine`` with the same matrix. Each engine runs at 1 and 2
-threads; the engines take turns, one call each per round, and each cell is the median of the
-rounds. Each geomcli result is checked once against onnxruntime (or the others) before timing.
+``geomcli.ops.affine_grid``, not timed) in linear, cubic and nearest mode with zeros padding,
+against onnxruntime, PyTorch's ``grid_sample`` and OpenCV's ``remap`` with float maps (the
+grid's positions in pixels, made once, not timed; on an S×S×3 image, OpenCV's layout); and a
+uint8 S×S×3 warp by the same rotation (affine_grid + grid_sample, both timed, as the warp
+command does it; and grid_sample alone), against ``cv2.warpAffine`` with the same matrix. Each
+engine runs at 1 and 2 threads; the engines take turns, one call each per round, and each cell
+is the median of the rounds. "geomcli" is the kernel as installed (its compiled path where the
+extension is built), "numpy" the same kernel with the extension set aside. Each geomcli result
+is checked once against onnxruntime before timing.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import numpy as np
 # Run from a clone without installing: make `import geomcli` find the package beside us.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
+from geomcli.ops import grid_sample as grid_sample_module  # noqa: E402
 from geomcli.ops.affine_grid import affine_grid  # noqa: E402
 from geomcli.ops.grid_sample import grid_sample  # noqa: E402
 
@@ -75,6 +80,35 @@ def torch_call(torch: Any, mode: str, threads: int) -> Callable[[np.ndarray, np.
                                                      padding_mode="zeros", align_corners=False)
         out: np.ndarray = result.numpy()
         return out
+
+    return run
+
+
+def numpy_path(call: Callable[[], np.ndarray]) -> np.ndarray:
+    """``call()`` with the compiled extension set aside: geomcli's numpy path."""
+    kept = grid_sample_module._compiled
+    grid_sample_module._compiled = None
+    try:
+        return call()
+    finally:
+        grid_sample_module._compiled = kept
+
+
+def remap_call(cv2: Any, mode: str, threads: int, image: np.ndarray,
+               grid: np.ndarray) -> Callable[[], np.ndarray]:
+    """cv2.remap of an H×W×C image with float32 maps: the grid's positions in pixels
+    (align_corners=0), zeros outside."""
+    height, width = image.shape[:2]
+    map_x = ((grid[0, ..., 0].astype(np.float64) + 1) * width - 1) / 2
+    map_y = ((grid[0, ..., 1].astype(np.float64) + 1) * height - 1) / 2
+    map_x, map_y = map_x.astype(np.float32), map_y.astype(np.float32)
+    interpolation = {"linear": cv2.INTER_LINEAR, "cubic": cv2.INTER_CUBIC, "nearest": cv2.INTER_NEAREST}[mode]
+
+    def run() -> np.ndarray:
+        cv2.setNumThreads(threads)
+        result: np.ndarray = cv2.remap(image, map_x, map_y, interpolation, borderMode=cv2.BORDER_CONSTANT,
+                                       borderValue=0)
+        return result
 
     return run
 
@@ -130,32 +164,40 @@ def main() -> None:
     data = rng.random((1, 3, size, size), dtype=np.float32)
     image = rng.integers(0, 256, size=(size, size, 3), dtype=np.uint8)
 
+    compiled = grid_sample_module._compiled is not None
     print(f"GridSample, float32 (1, 3, {size}, {size}), {TURN:g}° rotation grid, zeros padding; "
           f"medians of {repeats} rounds (ms); ratio = geomcli / other, below 1 is faster")
     print(f"targets: {TARGETS}")
-    print(f"numpy {np.__version__}, onnxruntime {__import__('onnxruntime').__version__}"
+    print(f"geomcli {'compiled' if compiled else 'numpy (the extension is not built)'}, numpy {np.__version__}, "
+          f"onnxruntime {__import__('onnxruntime').__version__}"
           + (f", torch {torch.__version__}" if torch else ", torch not installed")
           + (f", opencv {cv2.__version__}" if cv2 else ", opencv not installed"))
-    header = f"{'case':<16}{'threads':>8}{'geomcli':>10}{'onnxruntime':>13}{'ratio':>7}"
-    header += f"{'torch':>9}{'ratio':>7}" if torch else ""
+    header = f"{'case':<16}{'threads':>8}{'geomcli':>9}{'numpy':>8}{'ratio':>7}{'onnxrt':>8}{'ratio':>7}"
+    header += f"{'torch':>8}{'ratio':>7}" if torch else ""
+    header += f"{'cv2':>8}{'ratio':>7}" if cv2 else ""
     print(header)
+    hwc = np.ascontiguousarray(data[0].transpose(1, 2, 0))
 
     for mode in ("linear", "cubic", "nearest"):
         for threads in thread_counts:
             ort = onnxruntime_session(mode, threads)
             calls: dict[str, Callable[[], Any]] = {
                 "geomcli": lambda: grid_sample(data, grid, mode, threads=threads),  # noqa: B023
+                "numpy": lambda: numpy_path(lambda: grid_sample(data, grid, mode, threads=threads)),  # noqa: B023
                 "onnxruntime": lambda: ort(data, grid),  # noqa: B023
             }
             if torch:
                 calls["torch"] = lambda: torch_call(torch, mode, threads)(data, grid)  # noqa: B023
+            if cv2:
+                calls["cv2"] = remap_call(cv2, mode, threads, hwc, grid)
             ours = calls["geomcli"]()
             np.testing.assert_allclose(ours, calls["onnxruntime"](), rtol=1e-4, atol=1e-4)
+            np.testing.assert_array_equal(ours, calls["numpy"]())
             ms = time_rounds(calls, repeats)
-            row = f"{mode:<16}{threads:>8}{ms['geomcli']:>10.1f}{ms['onnxruntime']:>13.1f}"
-            row += f"{ms['geomcli'] / ms['onnxruntime']:>7.2f}"
-            if torch:
-                row += f"{ms['torch']:>9.1f}{ms['geomcli'] / ms['torch']:>7.2f}"
+            row = f"{mode:<16}{threads:>8}{ms['geomcli']:>9.1f}"
+            for other in ("numpy", "onnxruntime", "torch", "cv2"):
+                if other in ms:
+                    row += f"{ms[other]:>8.1f}{ms['geomcli'] / ms[other]:>7.2f}"
             print(row, flush=True)
 
     # the uint8 warp: H×W×3 as (1, 3, H, W), the grid made and applied as the warp command will
@@ -168,12 +210,15 @@ def main() -> None:
     assert np.abs(mapped - unnormalised).max() < 1e-3
     print(f"\nuint8 warp {size}x{size}x3, linear, zeros: affine_grid + grid_sample (geomcli) "
           f"against cv2.warpAffine (INTER_LINEAR, WARP_INVERSE_MAP, BORDER_CONSTANT)")
-    print(f"{'case':<16}{'threads':>8}{'geomcli':>10}" + (f"{'cv2':>13}{'ratio':>7}" if cv2 else "  (no opencv)"))
+    print(f"{'case':<16}{'threads':>8}{'geomcli':>9}" + (f"{'cv2':>8}{'ratio':>7}" if cv2 else "  (no opencv)"))
     for threads in thread_counts:
         def warp(threads: int = threads) -> np.ndarray:
             return grid_sample(batch, affine_grid(theta, [1, 3, size, size], threads=threads), threads=threads)
 
-        calls = {"geomcli": warp}
+        def sample(threads: int = threads) -> np.ndarray:
+            return grid_sample(batch, grid, threads=threads)
+
+        calls = {"geomcli": warp, "sample": sample}
         if cv2:
             def opencv(threads: int = threads) -> np.ndarray:
                 cv2.setNumThreads(threads)
@@ -186,10 +231,11 @@ def main() -> None:
             difference = np.abs(warp().astype(int)[0].transpose(1, 2, 0) - opencv().astype(int))
             print(f"  (cv2's fixed-point result differs from ours by at most {difference.max()} levels)")
         ms = time_rounds(calls, repeats)
-        row = f"{'u8 warp':<16}{threads:>8}{ms['geomcli']:>10.1f}"
-        if cv2:
-            row += f"{ms['cv2']:>13.1f}{ms['geomcli'] / ms['cv2']:>7.2f}"
-        print(row, flush=True)
+        for name, key in (("u8 warp", "geomcli"), ("u8 sample only", "sample")):
+            row = f"{name:<16}{threads:>8}{ms[key]:>9.1f}"
+            if cv2:
+                row += f"{ms['cv2']:>8.1f}{ms[key] / ms['cv2']:>7.2f}"
+            print(row, flush=True)
 
 
 if __name__ == "__main__":

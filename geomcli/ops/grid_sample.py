@@ -10,6 +10,10 @@ row of taps at fixed offsets from that index. The others (a band along the edges
 wholly outside) are kept until a slab's worth has gathered and done tap by tap, each tap padded
 on its own. :func:`geomcli.ops.reference.grid_sample` is the same arithmetic one point at a
 time; the tests hold the two to the same bits.
+
+Where the compiled kernel (:mod:`geomcli.ops._fast`) is built and covers the case
+(:func:`_compiled_kind` decides), it does each slab instead, every point in one pass with the
+GIL released, with the same bits again; the numpy path does the rest.
 """
 
 from __future__ import annotations
@@ -20,12 +24,19 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol
 
 import numpy as np
 
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
+
+_compiled: ModuleType | None
+try:
+    from geomcli.ops._fast import _grid_sample as _compiled
+except ImportError:  # not built: a checkout that was never installed, or no C compiler at install time
+    _compiled = None
 
 __all__ = ["grid_sample", "grid_sample_output_shape"]
 
@@ -51,6 +62,15 @@ _CUBIC_A = -0.75  # Keys' parameter, as onnxruntime and PyTorch
 _SLAB_BYTES = 1 << 22
 # Below this many output values (points x channels) the calling thread does it all.
 _PARALLEL_VALUES = 1 << 16
+# The compiled kernel's pieces: at most this many points (whole output rows where they fit), fewer
+# where the channels make a piece's converted grid or staged output pass _SLAB_BYTES; enough
+# pieces for the threads to share the work evenly.
+_COMPILED_POINTS = 1 << 16
+# What the compiled kernel interpolates (linear, cubic) in float64 as the reference does; native
+# byte order. Nearest copies items of any fixed size.
+_COMPILED_NUMERIC = frozenset(
+    ["float16", "float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
+)
 
 
 # --- validation -----------------------------------------------------------------------
@@ -426,7 +446,11 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
         target: np.ndarray | None = result.reshape(batch, channels, count, copy=False)
     except ValueError:  # an out= whose output axes do not merge: each slab is put in by its indices
         target = None
-    slab = _slab_points(plan, channels)
+    kind = _compiled_kind(plan)
+    if kind is None:
+        slab, row = _slab_points(plan, channels), 0
+    else:
+        slab, row = _compiled_piece(plan, channels, points)
     pieces = [(n, start, min(count, start + slab)) for n in range(batch) for start in range(0, count, slab)]
 
     def put(n: int, where: np.ndarray | slice, values: np.ndarray) -> None:
@@ -446,7 +470,9 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
         """Where a slab's values go, if the output can take them in place."""
         return None if target is None else target[n, :, start:stop]
 
-    def worker() -> _Worker:
+    def worker() -> _Pieces:
+        if kind is not None:
+            return _CompiledWorker(planes, coordinates, plan, kind, row, view, put)
         return _Worker(planes, coordinates, plan, min(slab, count), view, put)
 
     if threads > 1 and batch * channels * count >= _PARALLEL_VALUES and len(pieces) > 1:
@@ -456,6 +482,84 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
         for piece in pieces:
             only.work(piece)
         only.finish()
+
+
+def _compiled_kind(plan: _Plan) -> str | None:
+    """What the compiled kernel is told data's dtype is, or None where the numpy path does the work:
+    the one place that chooses between the two.
+
+    The compiled kernel does a slab's points in one pass each (position, taps, weights, gathers,
+    sums for every channel) where numpy makes a dozen passes (four dozen for cubic) over arrays
+    of the slab; it gives the same bits, so it is used wherever it is built and covers the case:
+    1 to 3 spatial axes; linear and cubic on float16/32/64 and 8- to 64-bit integers in native
+    byte order ("float32", ...); nearest on any dtype of fixed-size items ("raw": bool, bfloat16,
+    complex, fixed-width strings, either byte order). The rest (complex, bfloat16 or byte-swapped
+    data with linear or cubic, StringDType, 4 or more spatial axes), and everything when the
+    extension is not built, takes the numpy path.
+    """
+    if _compiled is None or not 1 <= len(plan.lengths) <= 3:
+        return None
+    if plan.mode == "nearest":
+        return None if plan.dtype.hasobject or plan.dtype.kind == "T" else "raw"
+    return plan.dtype.name if plan.dtype.isnative and plan.dtype.name in _COMPILED_NUMERIC else None
+
+
+def _compiled_piece(plan: _Plan, channels: int, points: Shape) -> tuple[int, int]:
+    """Points per piece of the compiled kernel, and the output's row length when pieces are whole
+    rows (the kernel then walks them in tiles), else 0."""
+    per_point = channels * plan.dtype.itemsize + len(plan.lengths) * 8  # a staged output, a converted grid
+    size = max(1024, min(_COMPILED_POINTS, _SLAB_BYTES // per_point))
+    row = points[-1] if len(points) > 1 else 0
+    if 0 < row <= size:
+        return size // row * row, row
+    return size, 0
+
+
+def _raw(array: np.ndarray) -> np.ndarray:
+    """``array`` as unsigned integers (or void) of its item size: what nearest copies, through a
+    buffer any dtype can give (bfloat16's cannot)."""
+    size = array.dtype.itemsize
+    view: np.ndarray = array.view(f"u{size}" if size in (1, 2, 4, 8) else f"V{size}")
+    return view
+
+
+class _Pieces(Protocol):
+    """Work on pieces of the output, (batch item, first point, end point); then the rest."""
+
+    def work(self, piece: tuple[int, int, int]) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+class _CompiledWorker:
+    """One thread's share of the pieces, done by the compiled kernel: each piece in one call that
+    releases the GIL, its values written in place (or staged where the output cannot take them)."""
+
+    def __init__(self, planes: np.ndarray, coordinates: Callable[[int, int, int], np.ndarray], plan: _Plan,
+                 kind: str, row: int, view: Callable[[int, int, int], np.ndarray | None],
+                 put: Callable[[int, np.ndarray | slice, np.ndarray], None]) -> None:
+        self.raw = kind == "raw"
+        self.planes = _raw(planes) if self.raw else planes
+        self.coordinates, self.plan, self.kind, self.row, self.view, self.put = coordinates, plan, kind, row, view, put
+        self.fill: bytes | float = plan.fill.tobytes() if self.raw else float(plan.fill.astype(np.float64))
+
+    def work(self, piece: tuple[int, int, int]) -> None:
+        n, start, stop = piece
+        assert _compiled is not None
+        coordinates = self.coordinates(n, start, stop)
+        if coordinates.dtype not in (np.float32, np.float64) or not coordinates.dtype.isnative:
+            coordinates = coordinates.astype(np.float64)  # float16, bfloat16, byte-swapped: exactly
+        into = self.view(n, start, stop)
+        staged = into is None
+        values = np.empty((self.planes.shape[1], stop - start), self.plan.dtype) if into is None else into
+        plan = self.plan
+        _compiled.sample(self.planes[n], coordinates, _raw(values) if self.raw else values, plan.lengths,
+                         plan.mode, plan.padding, plan.align_corners, self.kind, self.fill, self.row)
+        if staged:
+            self.put(n, slice(start, stop), values)
+
+    def finish(self) -> None:
+        """Nothing is kept from piece to piece."""
 
 
 class _Worker:
@@ -540,7 +644,7 @@ def _slab_points(plan: _Plan, channels: int) -> int:
     return max(256, _SLAB_BYTES // per_point)
 
 
-def _share(pieces: list[tuple[int, int, int]], worker: Callable[[], _Worker], threads: int) -> None:
+def _share(pieces: list[tuple[int, int, int]], worker: Callable[[], _Pieces], threads: int) -> None:
     """Every piece done by one of ``threads`` workers (each on its thread, taking the next piece
     left, then finishing); the pieces write disjoint parts of the output, so the result does not
     depend on who does which."""

@@ -1,0 +1,1025 @@
+/*
+ * GridSample (opset 22), compiled: per output point the position, the taps, their weights, the
+ * gathers and the sums for every channel, in one pass, with the GIL released.
+ *
+ * The arithmetic is geomcli.ops.reference.grid_sample's, operation for operation and in the same
+ * order, in double: the same bits. It must be built without -ffast-math and with
+ * -ffp-contract=off (a fused multiply-add rounds once where the reference rounds twice).
+ *
+ * Only the buffer protocol is used (no numpy C API, no numpy headers): the Python side
+ * (geomcli.ops.grid_sample) validates everything and hands over buffers:
+ *
+ *   sample(plane, coords, out, lengths, mode, padding, align_corners, kind, fill)
+ *
+ *   plane    C-contiguous (C, D1, ..., Dr) of one batch item; any item size for nearest
+ *   coords   2-D (S, r) float32 or float64, any strides: x (the innermost axis) first
+ *   out      writable 2-D (C, S), any strides, plane's item size
+ *   lengths  (D1, ..., Dr), r = 1, 2 or 3, each >= 1
+ *   mode     "linear", "nearest" or "cubic";  padding "zeros", "border" or "reflection"
+ *   kind     data's dtype by numpy's name (float32, uint8, ...) for linear and cubic; any
+ *            name for nearest, which copies item-size bytes
+ *   fill     linear and cubic: fill as a float (what a tap outside reads with zeros padding,
+ *            and what a point whose position is not finite gives); nearest: fill's bytes
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h> /* x86-64's baseline: no run-time dispatch */
+#define VECTORS 1
+#else
+#define VECTORS 0
+#endif
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define NOINLINE static __attribute__((noinline))
+#else
+#define ALWAYS_INLINE static inline
+#define NOINLINE static
+#endif
+
+#define MAX_RANK 3
+#define CUBIC_A (-0.75) /* Keys' parameter, as onnxruntime and PyTorch */
+
+enum { LINEAR, NEAREST, CUBIC };
+enum { ZEROS, BORDER, REFLECTION };
+
+typedef struct {
+    int count;                 /* taps on this axis: 1, 2 or 4 */
+    Py_ssize_t offset[4];      /* each tap's index times the axis's stride; 0 where it reads fill */
+    unsigned char outside[4];  /* 1 where the tap reads fill (zeros padding) */
+    double weight[4];
+} Axis;
+
+typedef struct {
+    int rank, mode, padding, align;
+    Py_ssize_t length[MAX_RANK], stride[MAX_RANK]; /* outermost axis first; strides in items */
+    Py_ssize_t channels, plane;                    /* plane: items per channel */
+    const char *data;
+    Py_ssize_t itemsize;
+    const char *coords;
+    Py_ssize_t coord_point, coord_axis; /* bytes */
+    int coords_double;
+    char *out;
+    Py_ssize_t out_channel, out_point; /* bytes */
+    Py_ssize_t points;
+    Py_ssize_t row; /* points per output row: the points are visited in tiles of rows (see TILE) */
+    double fill;             /* linear and cubic */
+    const char *fill_bytes;  /* nearest */
+} Job;
+
+/* --- positions and taps (reference.unnormalize, axis_taps, pad_index) ------------------------ */
+
+ALWAYS_INLINE double unnormalize(double g, Py_ssize_t length, int align)
+{
+    if (align)
+        return (g + 1) / 2 * (double)(length - 1);
+    return ((g + 1) * (double)length - 1) / 2;
+}
+
+ALWAYS_INLINE double reflect(double x, double low, double high)
+{
+    double span = high - low;
+    if (span == 0)
+        return low;
+    double d = fmod(fabs(x - low), 2 * span);
+    return low + (d > span ? 2 * span - d : d);
+}
+
+ALWAYS_INLINE double cubic_near(double d) { return ((CUBIC_A + 2) * d - (CUBIC_A + 3)) * d * d + 1; }
+
+ALWAYS_INLINE double cubic_far(double d)
+{
+    return ((CUBIC_A * d - 5 * CUBIC_A) * d + 8 * CUBIC_A) * d - 4 * CUBIC_A;
+}
+
+/* The taps of a finite position x on an axis; returns 1 if one of them reads fill. */
+ALWAYS_INLINE int axis_taps(double x, Py_ssize_t length, Py_ssize_t stride, int mode, int padding, int align,
+                            Axis *axis)
+{
+    double base;
+    int first; /* the first tap's offset from base */
+    if (mode == NEAREST) {
+        base = rint(x); /* half to even, as np.rint (the default rounding mode) */
+        first = 0;
+        axis->count = 1;
+        axis->weight[0] = 1.0;
+    } else {
+        if (mode == LINEAR && padding == BORDER) {
+            /* min(max(x, 0.0), L - 1.0) as Python's max and min pick */
+            if (0.0 > x)
+                x = 0.0;
+            if ((double)(length - 1) < x)
+                x = (double)(length - 1);
+        } else if (mode == LINEAR && padding == REFLECTION) {
+            double low = align ? 0.0 : -0.5, high = align ? (double)(length - 1) : (double)length - 0.5;
+            if (x < low || x > high)
+                x = reflect(x, low, high);
+        }
+        /* math.floor gives an int, and an int 0 is +0.0 again in x - f: floor(-0.0) + 0.0 is +0.0 */
+        double f = floor(x) + 0.0;
+        double t = x - f;
+        base = f;
+        if (mode == LINEAR) {
+            first = 0;
+            axis->count = 2;
+            axis->weight[0] = 1 - t;
+            axis->weight[1] = t;
+        } else {
+            first = -1;
+            axis->count = 4;
+            axis->weight[0] = cubic_far(t + 1);
+            axis->weight[1] = cubic_near(t);
+            axis->weight[2] = cubic_near(1 - t);
+            axis->weight[3] = cubic_far(2 - t);
+        }
+    }
+    int any = 0;
+    if (padding == REFLECTION) {
+        Py_ssize_t period = align ? 2 * (length - 1) : 2 * length;
+        /* a mirror sees indices modulo its period: fmod is exact, so this holds past 2**53 too */
+        Py_ssize_t start = period ? (Py_ssize_t)fmod(base, (double)period) + first : 0;
+        for (int k = 0; k < axis->count; k++) {
+            Py_ssize_t index = 0; /* a length-1 axis with align_corners: its only pixel */
+            if (period) {
+                Py_ssize_t m = (start + k) % period;
+                if (m < 0)
+                    m += period;
+                if (align)
+                    index = m > length - 1 ? period - m : m;
+                else
+                    index = m >= length ? period - 1 - m : m;
+            }
+            axis->offset[k] = index * stride;
+            axis->outside[k] = 0;
+        }
+        return 0;
+    }
+    /* a few taps past an end all read fill (zeros) or the same edge pixel (border): clamped there,
+       base casts to an integer whatever x was */
+    double low = -8.0, high = (double)length + 8.0;
+    Py_ssize_t start = (Py_ssize_t)(base < low ? low : base > high ? high : base) + first;
+    for (int k = 0; k < axis->count; k++) {
+        Py_ssize_t index = start + k;
+        unsigned char outside = 0;
+        if (index < 0 || index >= length) {
+            if (padding == ZEROS) {
+                outside = 1;
+                index = 0;
+                any = 1;
+            } else {
+                index = index < 0 ? 0 : length - 1;
+            }
+        }
+        axis->offset[k] = index * stride;
+        axis->outside[k] = outside;
+    }
+    return any;
+}
+
+ALWAYS_INLINE double coordinate(const Job *job, Py_ssize_t p, int a)
+{
+    const char *at = job->coords + p * job->coord_point + (job->rank - 1 - a) * job->coord_axis; /* x last */
+    if (job->coords_double) {
+        double g;
+        memcpy(&g, at, sizeof g);
+        return g;
+    }
+    float single;
+    memcpy(&single, at, sizeof single);
+    return single;
+}
+
+/* Point p's taps on every axis, each padded on its own. Returns 0 if a position is not finite
+   (the point reads fill), else 1, with *any set if a tap reads fill. */
+static int point_taps(const Job *job, Py_ssize_t p, Axis *axes, int *any)
+{
+    *any = 0;
+    for (int a = 0; a < job->rank; a++) {
+        double x = unnormalize(coordinate(job, p, a), job->length[a], job->align);
+        if (!isfinite(x))
+            return 0;
+        *any |= axis_taps(x, job->length[a], job->stride[a], job->mode, job->padding, job->align, &axes[a]);
+    }
+    return 1;
+}
+
+/* The common case, most points of most grids: every tap lies inside and no padding is at work
+   (a position border would clamp or reflection mirror lies outside, so it is not this case). Then
+   the taps are fixed steps from the first one: its flat index and the weights are all it takes.
+   Returns 0 otherwise (not finite either: NaN fails every comparison). rank and mode are
+   constants where this is inlined. */
+ALWAYS_INLINE int interior(const Job *job, Py_ssize_t p, int rank, int mode, Py_ssize_t *flat,
+                           double weight[MAX_RANK][4])
+{
+    Py_ssize_t offset = 0;
+    for (int a = 0; a < rank; a++) {
+        Py_ssize_t length = job->length[a];
+        double x = unnormalize(coordinate(job, p, a), length, job->align);
+        if (mode == NEAREST) {
+            double f = rint(x);
+            if (!(f >= 0.0 && f <= (double)(length - 1)))
+                return 0;
+            offset += (Py_ssize_t)f * job->stride[a];
+            continue;
+        }
+        /* the taps floor(x) (- 1 for cubic) .. + 1 (+ 2) all inside: floor(x) in [0, L - 2] for
+           linear (x in [0, L - 1), which border and reflection leave as it is), in [1, L - 3] for
+           cubic; that is x in [low, end). There x >= 0 (or -0.0), so a truncation is its floor,
+           and the int's double is +0.0 where math.floor's int is 0 */
+        double low = mode == CUBIC ? 1.0 : 0.0, end = (double)(length - (mode == CUBIC ? 2 : 1));
+        if (!(x >= low && x < end))
+            return 0;
+        Py_ssize_t i = (Py_ssize_t)x;
+        double t = x - (double)i;
+        if (mode == LINEAR) {
+            weight[a][0] = 1 - t;
+            weight[a][1] = t;
+        } else {
+            weight[a][0] = cubic_far(t + 1);
+            weight[a][1] = cubic_near(t);
+            weight[a][2] = cubic_near(1 - t);
+            weight[a][3] = cubic_far(2 - t);
+            i -= 1;
+        }
+        offset += i * job->stride[a];
+    }
+    *flat = offset;
+    return 1;
+}
+
+/* The points [0, points) are rows of job->row points (or one row), visited in runs of at most TILE
+   points: tiles of BAND rows by TILE points. A rotated or scaled grid reads data along slanted
+   lines: along a whole output row it touches a page and a few cache lines of data per input row
+   crossed, more than the TLB and the L2 cache keep for the next output row once rows are long; a
+   tile reads a compact patch. The order changes no value: each point is computed on its own. */
+#define TILE 64
+#define BAND 32
+#define FOR_RUNS(job, first, last)                                                                    \
+    for (Py_ssize_t row_ = (job)->row > 0 && (job)->points % (job)->row == 0 ? (job)->row : (job)->points, \
+                    rows_ = row_ ? (job)->points / row_ : 0, band_ = 0;                              \
+         band_ < rows_; band_ += BAND)                                                                \
+        for (Py_ssize_t column_ = 0; column_ < row_; column_ += TILE)                                \
+            for (Py_ssize_t r_ = band_, first = 0, last = 0; r_ < band_ + BAND && r_ < rows_; r_++)  \
+                if (first = r_ * row_ + column_, last = r_ * row_ + (row_ - column_ < TILE ? row_ : column_ + TILE), 1)
+
+/* Asks for the cache lines of a point's taps (the first of each row of taps) ahead of the reads:
+   the gathers of a run of points then overlap instead of waiting one by one. */
+ALWAYS_INLINE void prefetch_taps(const char *p, Py_ssize_t flat, int rank, int taps, Py_ssize_t s0, Py_ssize_t s1,
+                                 Py_ssize_t size)
+{
+#if defined(__GNUC__)
+    if (rank == 1) {
+        __builtin_prefetch(p + flat * size);
+    } else if (rank == 2) {
+        for (int j = 0; j < taps; j++)
+            __builtin_prefetch(p + (flat + j * s0) * size);
+    } else {
+        for (int l = 0; l < taps; l++)
+            for (int j = 0; j < taps; j++)
+                __builtin_prefetch(p + (flat + l * s0 + j * s1) * size);
+    }
+#else
+    (void)p, (void)flat, (void)rank, (void)taps, (void)s0, (void)s1, (void)size;
+#endif
+}
+
+/* One axis of a run: whether each position lies in [low, end) (inside is multiplied by 1.0 or 0.0),
+   its first tap's index and its weights. floor(v) for 0 <= v < 2**52 (or -0.0, whose floor is then
+   +0.0 as math.floor's int 0 is): v + 2**52 is v rounded to a whole number (the doubles there are
+   1 apart), exactly undone by - 2**52; one less if that rounded up. No conversion to an integer,
+   which the compiler would not make into vector code; NaN and any other v go through harmlessly,
+   their points marked outside. Functions of their own: inlined, the loops stay scalar. */
+#define POSITIONS(v, f, t, in, low)                                                                   \
+    double v = x[q];                                                                                  \
+    double in = (v >= (low)) & (v < end) ? 1.0 : 0.0;                                                 \
+    double r_ = (v + 0x1p52) - 0x1p52;                                                                \
+    double f = r_ > v ? r_ - 1 : r_;                                                                  \
+    double t = v - f
+
+NOINLINE void linear_axis(int n, const double *x, double end, double (*w)[TILE], double *index, double *inside)
+{
+    for (int q = 0; q < n; q++) {
+        POSITIONS(v, f, t, in, 0.0);
+        w[0][q] = 1 - t;
+        w[1][q] = t;
+        index[q] = f;
+        inside[q] *= in;
+    }
+}
+
+NOINLINE void cubic_axis(int n, const double *x, double end, double (*w)[TILE], double *index, double *inside)
+{
+    for (int q = 0; q < n; q++) {
+        POSITIONS(v, f, t, in, 1.0);
+        w[0][q] = cubic_far(t + 1);
+        w[1][q] = cubic_near(t);
+        w[2][q] = cubic_near(1 - t);
+        w[3][q] = cubic_far(2 - t);
+        index[q] = f - 1;
+        inside[q] *= in;
+    }
+}
+
+/* The positions of a run of points, as interior() finds them but axis by axis over the run, in
+   loops of the same operations on every point that the compiler makes into vector code (each
+   lane does what interior() does: the same bits). Points outside [low, end) on an axis are
+   marked, and left to the general path. */
+typedef struct {
+    int count;                          /* interior points */
+    Py_ssize_t point[TILE], flat[TILE]; /* each one's number and first tap's flat index */
+    double weight[TILE][MAX_RANK][4];
+    int others;                         /* the rest, for the general path */
+    Py_ssize_t other[TILE];
+} Run;
+
+ALWAYS_INLINE void interior_run(const Job *job, Py_ssize_t first, int n, int rank, int mode, Run *run)
+{
+    /* doubles throughout, the marks (1.0 or 0.0) and the indices (whole numbers) too: SSE2 has no
+       vector compare or conversion between doubles and 64-bit integers */
+    double x[TILE], w[MAX_RANK][4][TILE], index[MAX_RANK][TILE], inside[TILE];
+    const int cubic = mode == CUBIC;
+    for (int q = 0; q < n; q++)
+        inside[q] = 1.0;
+    for (int a = 0; a < rank; a++) {
+        const Py_ssize_t length = job->length[a];
+        const char *at = job->coords + first * job->coord_point + (rank - 1 - a) * job->coord_axis;
+        const Py_ssize_t step = job->coord_point;
+        if (job->coords_double) {
+            for (int q = 0; q < n; q++)
+                memcpy(&x[q], at + q * step, sizeof(double));
+        } else {
+            for (int q = 0; q < n; q++) {
+                float single;
+                memcpy(&single, at + q * step, sizeof single);
+                x[q] = single;
+            }
+        }
+        if (job->align) {
+            const double span = (double)(length - 1);
+            for (int q = 0; q < n; q++)
+                x[q] = (x[q] + 1) / 2 * span;
+        } else {
+            const double whole = (double)length;
+            for (int q = 0; q < n; q++)
+                x[q] = ((x[q] + 1) * whole - 1) / 2;
+        }
+        const double end = length < ((Py_ssize_t)1 << 52) ? (double)(length - (cubic ? 2 : 1)) : 0.0;
+        if (cubic)
+            cubic_axis(n, x, end, w[a], index[a], inside);
+        else
+            linear_axis(n, x, end, w[a], index[a], inside);
+    }
+    const int taps = cubic ? 4 : 2;
+    run->count = run->others = 0;
+    for (int q = 0; q < n; q++) {
+        if (inside[q] == 0.0) {
+            run->other[run->others++] = first + q;
+            continue;
+        }
+        int k = run->count++;
+        Py_ssize_t flat = 0;
+        for (int a = 0; a < rank; a++) {
+            flat += (Py_ssize_t)index[a][q] * job->stride[a];
+            for (int j = 0; j < taps; j++)
+                run->weight[k][a][j] = w[a][j][q];
+        }
+        run->point[k] = first + q;
+        run->flat[k] = flat;
+    }
+}
+
+/* --- float16, and the integers' rounding (geomcli.ops._numeric.to_dtype) --------------------- */
+
+static double half_to_double(uint16_t h)
+{
+    double sign = (h & 0x8000u) ? -1.0 : 1.0;
+    unsigned exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    if (exponent == 0)
+        return sign * ldexp((double)mantissa, -24);
+    if (exponent == 31) {
+        if (mantissa == 0)
+            return sign * HUGE_VAL;
+        uint64_t bits = ((uint64_t)(h & 0x8000u) << 48) | 0x7ff0000000000000ull | ((uint64_t)mantissa << 42);
+        double nan;
+        memcpy(&nan, &bits, sizeof nan);
+        return nan;
+    }
+    return sign * ldexp((double)(mantissa | 0x400u), (int)exponent - 25);
+}
+
+/* double -> float16 rounded once, to nearest, ties to even (numpy's cast) */
+static uint16_t double_to_half(double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    uint16_t sign = (uint16_t)((bits >> 48) & 0x8000u);
+    if (isnan(v)) {
+        uint16_t payload = (uint16_t)((bits >> 42) & 0x3ffu);
+        return (uint16_t)(sign | 0x7c00u | (payload ? payload : 1u));
+    }
+    double a = fabs(v);
+    if (a >= 65520.0) /* 65504 plus half an ulp rounds (to even) past the largest */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x1p-14) /* subnormal: a whole number of 2**-24 (1024 of them is the smallest normal) */
+        return (uint16_t)(sign | (uint16_t)rint(a * 0x1p24));
+    int exponent;
+    frexp(a, &exponent); /* a in [2**(e-1), 2**e) */
+    exponent -= 1;
+    double mantissa = rint(ldexp(a, 10 - exponent)); /* 1024 .. 2048, exactly scaled */
+    return (uint16_t)(sign | (uint16_t)(((exponent + 15) << 10) + (int)mantissa - 1024));
+}
+
+/* rint (half to even), saturated to [low, high], NaN to 0: _numeric.to_dtype for integers */
+ALWAYS_INLINE double saturate(double v, double low, double high)
+{
+    if (isnan(v))
+        return 0.0;
+    v = rint(v);
+    if (v < low)
+        v = low;
+    if (v > high)
+        v = high;
+    return v;
+}
+
+/* fill interpolated by a point's weights, innermost axis first, each sum in tap order: what the
+   lattice gives when every tap reads fill (the same operations, the same values at each level) */
+static double interpolated_fill(const Axis *ax, int rank, double fill)
+{
+    double level = fill;
+    for (int a = rank - 1; a >= 0; a--) {
+        double total = ax[a].weight[0] * level;
+        for (int k = 1; k < ax[a].count; k++)
+            total = total + ax[a].weight[k] * level;
+        level = total;
+    }
+    return level;
+}
+
+/* --- rows of interior taps as pairs of doubles (SSE2) ------------------------------------------ */
+
+#if VECTORS
+/* An interior point's taps on the innermost axis are neighbours in memory: a row of 2 or 4 of
+   them is read as 1 or 2 pairs of doubles, exactly (every conversion here is exact). Then the
+   sums along the rows go two rows at a time, one per lane, each lane doing what the scalar code
+   does in the same order: the same bits. */
+ALWAYS_INLINE void row_f64(const char *p, int taps, __m128d *a, __m128d *b)
+{
+    *a = _mm_loadu_pd((const double *)p);
+    if (taps == 4)
+        *b = _mm_loadu_pd((const double *)p + 2);
+}
+
+ALWAYS_INLINE void row_f32(const char *p, int taps, __m128d *a, __m128d *b)
+{
+    if (taps == 2) {
+        *a = _mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd((const double *)p)));
+        return;
+    }
+    __m128 four = _mm_loadu_ps((const float *)p);
+    *a = _mm_cvtps_pd(four);
+    *b = _mm_cvtps_pd(_mm_movehl_ps(four, four));
+}
+
+ALWAYS_INLINE void row_u8(const char *p, int taps, __m128d *a, __m128d *b)
+{
+    uint32_t bytes = 0;
+    memcpy(&bytes, p, (size_t)taps);
+    __m128i zero = _mm_setzero_si128();
+    __m128i wide = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128((int)bytes), zero), zero);
+    *a = _mm_cvtepi32_pd(wide);
+    if (taps == 4)
+        *b = _mm_cvtepi32_pd(_mm_shuffle_epi32(wide, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+ALWAYS_INLINE double low_lane(__m128d v) { return _mm_cvtsd_f64(v); }
+ALWAYS_INLINE double high_lane(__m128d v) { return _mm_cvtsd_f64(_mm_unpackhi_pd(v, v)); }
+
+/* sum over k of weight[k] * v_k, left to right, for the row(s) given as pairs: a = (v0, v1),
+   b = (v2, v3); as a total of the lanes of weight * row */
+ALWAYS_INLINE double row_sum(__m128d a, __m128d b, const double *weight, int taps)
+{
+    __m128d first = _mm_mul_pd(_mm_loadu_pd(weight), a);
+    double total = low_lane(first) + high_lane(first);
+    if (taps == 4) {
+        __m128d second = _mm_mul_pd(_mm_loadu_pd(weight + 2), b);
+        total = total + low_lane(second);
+        total = total + high_lane(second);
+    }
+    return total;
+}
+
+/* two rows' sums, one per lane: rows (a0, b0) and (a1, b1) */
+ALWAYS_INLINE __m128d row_sums(__m128d a0, __m128d b0, __m128d a1, __m128d b1, const double *weight, int taps)
+{
+    __m128d sums = _mm_mul_pd(_mm_set1_pd(weight[0]), _mm_unpacklo_pd(a0, a1));
+    sums = _mm_add_pd(sums, _mm_mul_pd(_mm_set1_pd(weight[1]), _mm_unpackhi_pd(a0, a1)));
+    if (taps == 4) {
+        sums = _mm_add_pd(sums, _mm_mul_pd(_mm_set1_pd(weight[2]), _mm_unpacklo_pd(b0, b1)));
+        sums = _mm_add_pd(sums, _mm_mul_pd(_mm_set1_pd(weight[3]), _mm_unpackhi_pd(b0, b1)));
+    }
+    return sums;
+}
+
+#define ROW_GENERIC(NAME) NAME##_row
+#define ROW_F64(NAME) row_f64
+#define ROW_F32(NAME) row_f32
+#define ROW_U8(NAME) row_u8
+#endif
+
+/* --- the interpolation, per data type -------------------------------------------------------- */
+
+/* The lattice of a point's tap values contracted innermost axis first, each sum in tap order, each
+   term weight * value, as reference.grid_sample does. VALUE(offset, outside) reads a tap, AT(a, k)
+   is tap k's offset on axis a, OUT(a, k) whether it lies outside, LOADFN reads an item. rank and taps are constants
+   where this is expanded. */
+#define LATTICE(total, rank, taps, weight, AT, OUT, VALUE, LOADFN)                                            \
+    do {                                                                                              \
+        if ((rank) == 1) {                                                                            \
+            for (int i = 0; i < (taps); i++) {                                                        \
+                double term = weight[0][i] * VALUE(LOADFN, AT(0, i), OUT(0, i));                              \
+                total = i == 0 ? term : total + term;                                                 \
+            }                                                                                         \
+        } else if ((rank) == 2) {                                                                     \
+            for (int j = 0; j < (taps); j++) {                                                        \
+                double row = 0.0;                                                                     \
+                for (int i = 0; i < (taps); i++) {                                                    \
+                    double term = weight[1][i] * VALUE(LOADFN, AT(0, j) + AT(1, i), OUT(0, j) | OUT(1, i));   \
+                    row = i == 0 ? term : row + term;                                                 \
+                }                                                                                     \
+                double term = weight[0][j] * row;                                                     \
+                total = j == 0 ? term : total + term;                                                 \
+            }                                                                                         \
+        } else {                                                                                      \
+            for (int l = 0; l < (taps); l++) {                                                        \
+                double plane = 0.0;                                                                   \
+                for (int j = 0; j < (taps); j++) {                                                    \
+                    double row = 0.0;                                                                 \
+                    for (int i = 0; i < (taps); i++) {                                                \
+                        double term = weight[2][i] * VALUE(LOADFN, AT(0, l) + AT(1, j) + AT(2, i),    \
+                                                           OUT(0, l) | OUT(1, j) | OUT(2, i));        \
+                        row = i == 0 ? term : row + term;                                             \
+                    }                                                                                 \
+                    double term = weight[1][j] * row;                                                 \
+                    plane = j == 0 ? term : plane + term;                                             \
+                }                                                                                     \
+                double term = weight[0][l] * plane;                                                   \
+                total = l == 0 ? term : total + term;                                                 \
+            }                                                                                         \
+        }                                                                                             \
+    } while (0)
+
+/* An interior point's value in one channel (p: the channel's first item; flat: the first tap's
+   index; s0, s1: the strides of the outer axes), the same operations as LATTICE's. */
+#if VECTORS
+#define INTERIOR(NAME, T, ROW)                                                                        \
+    ALWAYS_INLINE void NAME##_row(const char *p, int taps, __m128d *a, __m128d *b)                    \
+    {                                                                                                 \
+        *a = _mm_set_pd(NAME##_load(p, 1), NAME##_load(p, 0));                                        \
+        if (taps == 4)                                                                                \
+            *b = _mm_set_pd(NAME##_load(p, 3), NAME##_load(p, 2));                                    \
+    }                                                                                                 \
+    /* rows [0, taps) of a plane of taps, s bytes apart: the sum of weight[j] * row j's sum */       \
+    ALWAYS_INLINE double NAME##_plane(const char *p, Py_ssize_t s, const double *outer, const double *inner, \
+                                      int taps)                                                       \
+    {                                                                                                 \
+        __m128d a0, a1, b0 = _mm_setzero_pd(), b1 = b0;                                               \
+        ROW(NAME)(p, taps, &a0, &b0);                                                                 \
+        ROW(NAME)(p + s, taps, &a1, &b1);                                                             \
+        __m128d first = _mm_mul_pd(_mm_loadu_pd(outer), row_sums(a0, b0, a1, b1, inner, taps));       \
+        double total = low_lane(first) + high_lane(first);                                            \
+        if (taps == 4) {                                                                              \
+            __m128d a2, a3, b2 = b0, b3 = b0;                                                         \
+            ROW(NAME)(p + 2 * s, taps, &a2, &b2);                                                     \
+            ROW(NAME)(p + 3 * s, taps, &a3, &b3);                                                     \
+            __m128d second = _mm_mul_pd(_mm_loadu_pd(outer + 2), row_sums(a2, b2, a3, b3, inner, taps)); \
+            total = total + low_lane(second);                                                         \
+            total = total + high_lane(second);                                                        \
+        }                                                                                             \
+        return total;                                                                                 \
+    }                                                                                                 \
+    ALWAYS_INLINE double NAME##_interior(const char *p0, Py_ssize_t flat, int rank, int taps, Py_ssize_t s0, \
+                                         Py_ssize_t s1, double weight[MAX_RANK][4])                   \
+    {                                                                                                 \
+        const Py_ssize_t size = (Py_ssize_t)sizeof(T);                                                \
+        const char *p = p0 + flat * size;                                                             \
+        if (rank == 1) {                                                                              \
+            __m128d a, b = _mm_setzero_pd();                                                          \
+            ROW(NAME)(p, taps, &a, &b);                                                               \
+            return row_sum(a, b, weight[0], taps);                                                    \
+        }                                                                                             \
+        if (rank == 2)                                                                                \
+            return NAME##_plane(p, s0 * size, weight[0], weight[1], taps);                            \
+        double total = 0.0;                                                                           \
+        for (int l = 0; l < taps; l++) {                                                              \
+            double term = weight[0][l] * NAME##_plane(p + l * s0 * size, s1 * size, weight[1], weight[2], taps); \
+            total = l == 0 ? term : total + term;                                                     \
+        }                                                                                             \
+        return total;                                                                                 \
+    }
+#else
+#define INTERIOR(NAME, T, ROW)                                                                        \
+    ALWAYS_INLINE double NAME##_interior(const char *p0, Py_ssize_t flat, int rank, int taps, Py_ssize_t s0, \
+                                         Py_ssize_t s1, double weight[MAX_RANK][4])                   \
+    {                                                                                                 \
+        double total = 0.0;                                                                           \
+        LATTICE(total, rank, taps, weight, STEP_AT, NO_OUT, STEP_VALUE, NAME##_load);                 \
+        return total;                                                                                 \
+    }
+#define ROW_GENERIC(NAME)
+#define ROW_F64(NAME)
+#define ROW_F32(NAME)
+#define ROW_U8(NAME)
+#endif
+
+/* Per data type T (LOAD makes a double of an item, STORE an item of a double): the interior
+   points, the others (general: each tap padded on its own), and the run over a job's points. */
+#define KIND(NAME, T, LOAD, STORE, ROW)                                                               \
+    ALWAYS_INLINE double NAME##_load(const char *p, Py_ssize_t offset)                               \
+    {                                                                                                 \
+        T item;                                                                                       \
+        memcpy(&item, p + offset * (Py_ssize_t)sizeof(T), sizeof item);                              \
+        return LOAD(item);                                                                            \
+    }                                                                                                 \
+    INTERIOR(NAME, T, ROW)                                                                            \
+    ALWAYS_INLINE void NAME##_store(char *out, double value)                                          \
+    {                                                                                                 \
+        T item = STORE(value);                                                                        \
+        memcpy(out, &item, sizeof item);                                                              \
+    }                                                                                                 \
+    ALWAYS_INLINE void NAME##_taps(const Job *job, const Axis *ax, char *out, int rank, int taps,     \
+                                   int check)                                                         \
+    {                                                                                                 \
+        double weight[MAX_RANK][4];                                                                   \
+        for (int a = 0; a < rank; a++)                                                                \
+            for (int k = 0; k < taps; k++)                                                            \
+                weight[a][k] = ax[a].weight[k];                                                       \
+        for (Py_ssize_t c = 0; c < job->channels; c++) {                                              \
+            const char *p = job->data + c * job->plane * (Py_ssize_t)sizeof(T);                       \
+            double total = 0.0;                                                                       \
+            LATTICE(total, rank, taps, weight, TAP_AT, TAP_OUT, TAP_VALUE, NAME##_load);              \
+            NAME##_store(out + c * job->out_channel, total);                                          \
+        }                                                                                             \
+    }                                                                                                 \
+    static void NAME##_general(const Job *job, Py_ssize_t p, char *out)                               \
+    {                                                                                                 \
+        Axis ax[MAX_RANK];                                                                            \
+        int any;                                                                                      \
+        double value = job->fill; /* a position not finite: the point reads fill */                  \
+        if (point_taps(job, p, ax, &any)) {                                                           \
+            int away = 0; /* an axis whose taps all read fill: so do all the lattice's */             \
+            for (int a = 0; a < job->rank && any; a++) {                                              \
+                int all = 1;                                                                          \
+                for (int k = 0; k < ax[a].count; k++)                                                 \
+                    all &= ax[a].outside[k];                                                          \
+                away |= all;                                                                          \
+            }                                                                                         \
+            if (!away) {                                                                              \
+                int cubic = job->mode == CUBIC;                                                       \
+                switch (job->rank * 4 + cubic * 2 + any) {                                            \
+                case 4: NAME##_taps(job, ax, out, 1, 2, 0); break;                                    \
+                case 5: NAME##_taps(job, ax, out, 1, 2, 1); break;                                    \
+                case 6: NAME##_taps(job, ax, out, 1, 4, 0); break;                                    \
+                case 7: NAME##_taps(job, ax, out, 1, 4, 1); break;                                    \
+                case 8: NAME##_taps(job, ax, out, 2, 2, 0); break;                                    \
+                case 9: NAME##_taps(job, ax, out, 2, 2, 1); break;                                    \
+                case 10: NAME##_taps(job, ax, out, 2, 4, 0); break;                                   \
+                case 11: NAME##_taps(job, ax, out, 2, 4, 1); break;                                   \
+                case 12: NAME##_taps(job, ax, out, 3, 2, 0); break;                                   \
+                case 13: NAME##_taps(job, ax, out, 3, 2, 1); break;                                   \
+                case 14: NAME##_taps(job, ax, out, 3, 4, 0); break;                                   \
+                default: NAME##_taps(job, ax, out, 3, 4, 1); break;                                   \
+                }                                                                                     \
+                return;                                                                               \
+            }                                                                                         \
+            value = interpolated_fill(ax, job->rank, job->fill);                                      \
+        }                                                                                             \
+        for (Py_ssize_t c = 0; c < job->channels; c++)                                                \
+            NAME##_store(out + c * job->out_channel, value);                                          \
+    }                                                                                                 \
+    /* Each run in two passes: the positions, weights and first taps of its interior points (the \
+       others done on their own), their taps' lines asked for; then per channel the gathers and    \
+       sums, independent from point to point, so that many reads are in flight at once. */         \
+    ALWAYS_INLINE void NAME##_points(const Job *job, int rank, int mode)                              \
+    {                                                                                                 \
+        const int taps = mode == CUBIC ? 4 : 2;                                                       \
+        const Py_ssize_t s0 = job->stride[0], s1 = rank > 1 ? job->stride[1] : 0;                     \
+        const Py_ssize_t size = (Py_ssize_t)sizeof(T), plane = job->plane * size;                     \
+        Run run;                                                                                      \
+        FOR_RUNS(job, first, last) {                                                                  \
+            interior_run(job, first, (int)(last - first), rank, mode, &run);                          \
+            for (int k = 0; k < run.count; k++)                                                       \
+                prefetch_taps(job->data, run.flat[k], rank, taps, s0, s1, size);                      \
+            for (int k = 0; k < run.others; k++)                                                      \
+                NAME##_general(job, run.other[k], job->out + run.other[k] * job->out_point);          \
+            const char *p0 = job->data;                                                               \
+            for (Py_ssize_t c = 0; c < job->channels; c++, p0 += plane) {                             \
+                char *out = job->out + c * job->out_channel;                                          \
+                int ahead = c + 1 < job->channels;                                                    \
+                for (int q = 0; q < run.count; q++) { /* not i, j or l: LATTICE's loops */           \
+                    Py_ssize_t flat = run.flat[q];                                                    \
+                    if (ahead) /* the next channel's, a run's length ahead */                         \
+                        prefetch_taps(p0 + plane, flat, rank, taps, s0, s1, size);                    \
+                    double total = NAME##_interior(p0, flat, rank, taps, s0, s1, run.weight[q]);      \
+                    NAME##_store(out + run.point[q] * job->out_point, total);                         \
+                }                                                                                     \
+            }                                                                                         \
+        }                                                                                             \
+    }                                                                                                 \
+    static void NAME##_run(const Job *job)                                                            \
+    {                                                                                                 \
+        switch (job->rank * 4 + job->mode) {                                                          \
+        case 4 + LINEAR: NAME##_points(job, 1, LINEAR); break;                                        \
+        case 4 + CUBIC: NAME##_points(job, 1, CUBIC); break;                                          \
+        case 8 + LINEAR: NAME##_points(job, 2, LINEAR); break;                                        \
+        case 8 + CUBIC: NAME##_points(job, 2, CUBIC); break;                                          \
+        case 12 + LINEAR: NAME##_points(job, 3, LINEAR); break;                                       \
+        default: NAME##_points(job, 3, CUBIC); break;                                                 \
+        }                                                                                             \
+    }
+
+/* the general path's taps: each its own offset, fill where outside (check: zeros padding only) */
+#define TAP_AT(a, k) ax[a].offset[k]
+#define TAP_OUT(a, k) (check && ax[a].outside[k])
+#define TAP_VALUE(LOADFN, offset, outside) ((outside) ? job->fill : LOADFN(p, offset))
+/* the interior's: fixed steps from the first tap (flat), the innermost axis's taps neighbours */
+#define STEP_AT(a, k) ((k) * ((a) == rank - 1 ? 1 : (a) == 0 ? s0 : s1))
+#define NO_OUT(a, k) 0
+#define STEP_VALUE(LOADFN, offset, outside) LOADFN(p0, flat + (offset))
+
+#define AS_DOUBLE(v) ((double)(v))
+#define TO_FLOAT(v) ((float)(v))
+#define TO_DOUBLE(v) (v)
+/* float64 cannot hold int64's and uint64's largest values: the bound is the largest double below
+   2**63 (2**64), as _numeric.to_dtype clips */
+#define TO_U8(v) ((uint8_t)saturate((v), 0.0, 255.0))
+#define TO_I8(v) ((int8_t)saturate((v), -128.0, 127.0))
+#define TO_U16(v) ((uint16_t)saturate((v), 0.0, 65535.0))
+#define TO_I16(v) ((int16_t)saturate((v), -32768.0, 32767.0))
+#define TO_U32(v) ((uint32_t)saturate((v), 0.0, 4294967295.0))
+#define TO_I32(v) ((int32_t)saturate((v), -2147483648.0, 2147483647.0))
+#define TO_U64(v) ((uint64_t)saturate((v), 0.0, 18446744073709549568.0))
+#define TO_I64(v) ((int64_t)saturate((v), -9223372036854775808.0, 9223372036854774784.0))
+
+KIND(f32, float, AS_DOUBLE, TO_FLOAT, ROW_F32)
+KIND(f64, double, AS_DOUBLE, TO_DOUBLE, ROW_F64)
+KIND(f16, uint16_t, half_to_double, double_to_half, ROW_GENERIC)
+KIND(u8, uint8_t, AS_DOUBLE, TO_U8, ROW_U8)
+KIND(i8, int8_t, AS_DOUBLE, TO_I8, ROW_GENERIC)
+KIND(u16, uint16_t, AS_DOUBLE, TO_U16, ROW_GENERIC)
+KIND(i16, int16_t, AS_DOUBLE, TO_I16, ROW_GENERIC)
+KIND(u32, uint32_t, AS_DOUBLE, TO_U32, ROW_GENERIC)
+KIND(i32, int32_t, AS_DOUBLE, TO_I32, ROW_GENERIC)
+KIND(u64, uint64_t, AS_DOUBLE, TO_U64, ROW_GENERIC)
+KIND(i64, int64_t, AS_DOUBLE, TO_I64, ROW_GENERIC)
+
+/* --- nearest: item-size bytes copied, any type ----------------------------------------------- */
+
+/* In two passes per run as for linear and cubic: each point's pixel (its flat index, or -1 for
+   fill), its line asked for; then per channel the copies. */
+ALWAYS_INLINE void nearest_points(const Job *job, int rank, Py_ssize_t size)
+{
+    const Py_ssize_t plane = job->plane * size;
+    Py_ssize_t flats[TILE];
+    FOR_RUNS(job, first, last) {
+        for (Py_ssize_t p = first; p < last; p++) {
+            Py_ssize_t flat;
+            double weight[MAX_RANK][4];
+            if (!interior(job, p, rank, NEAREST, &flat, weight)) {
+                Axis ax[MAX_RANK];
+                int any;
+                flat = -1;
+                if (point_taps(job, p, ax, &any) && !any) {
+                    flat = 0;
+                    for (int a = 0; a < rank; a++)
+                        flat += ax[a].offset[0];
+                }
+            }
+            if (flat >= 0)
+                prefetch_taps(job->data, flat, 1, 1, 0, 0, size);
+            flats[p - first] = flat;
+        }
+        const char *p0 = job->data;
+        for (Py_ssize_t c = 0; c < job->channels; c++, p0 += plane) {
+            char *out = job->out + c * job->out_channel + first * job->out_point;
+            int ahead = c + 1 < job->channels;
+            for (Py_ssize_t q = 0; q < last - first; q++, out += job->out_point) {
+                Py_ssize_t flat = flats[q];
+                if (flat < 0) {
+                    memcpy(out, job->fill_bytes, (size_t)size);
+                    continue;
+                }
+                if (ahead)
+                    prefetch_taps(p0 + plane, flat, 1, 1, 0, 0, size);
+                memcpy(out, p0 + flat * size, (size_t)size);
+            }
+        }
+    }
+}
+
+static void nearest_run(const Job *job)
+{
+    /* a constant size: memcpy becomes one load and one store */
+#define NEAREST_SIZES(rank)                                                                           \
+    switch (job->itemsize) {                                                                          \
+    case 1: nearest_points(job, rank, 1); break;                                                      \
+    case 2: nearest_points(job, rank, 2); break;                                                      \
+    case 4: nearest_points(job, rank, 4); break;                                                      \
+    case 8: nearest_points(job, rank, 8); break;                                                      \
+    default: nearest_points(job, rank, job->itemsize); break;                                         \
+    }
+    if (job->rank == 1) {
+        NEAREST_SIZES(1)
+    } else if (job->rank == 2) {
+        NEAREST_SIZES(2)
+    } else {
+        NEAREST_SIZES(3)
+    }
+#undef NEAREST_SIZES
+}
+
+/* --- the Python function --------------------------------------------------------------------- */
+
+typedef void (*Runner)(const Job *);
+
+static const struct {
+    const char *name;
+    Py_ssize_t itemsize;
+    Runner run;
+} KINDS[] = {
+    {"float32", 4, f32_run}, {"float64", 8, f64_run}, {"float16", 2, f16_run}, {"uint8", 1, u8_run},
+    {"int8", 1, i8_run},     {"uint16", 2, u16_run},  {"int16", 2, i16_run},   {"uint32", 4, u32_run},
+    {"int32", 4, i32_run},   {"uint64", 8, u64_run},  {"int64", 8, i64_run},
+};
+
+static int choose(const char *name, const char *const *names, int count, const char *what)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    PyErr_Format(PyExc_ValueError, "sample: unknown %s '%s'", what, name);
+    return -1;
+}
+
+static int is_format(const char *format, char letter)
+{
+    if (format == NULL)
+        return 0;
+    if (format[0] == '@' || format[0] == '=' || (format[0] == '<' && PY_LITTLE_ENDIAN) ||
+        (format[0] == '>' && PY_BIG_ENDIAN))
+        format++;
+    return format[0] == letter && format[1] == '\0';
+}
+
+PyDoc_STRVAR(sample_doc,
+             "sample(plane, coords, out, lengths, mode, padding, align_corners, kind, fill)\n--\n\n"
+             "GridSample of one batch item's points: plane (C, D1..Dr) C-contiguous, coords (S, r)\n"
+             "float32/float64 with x first, out (C, S) writable; any strides for coords and out.\n"
+             "The same bits as geomcli.ops.reference.grid_sample. The GIL is released.");
+
+static PyObject *sample(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *plane_obj, *coords_obj, *out_obj, *lengths_obj, *fill_obj;
+    const char *mode_name, *padding_name, *kind_name;
+    int align;
+    Job job;
+    memset(&job, 0, sizeof job);
+    if (!PyArg_ParseTuple(args, "OOOO!sspsO|n:sample", &plane_obj, &coords_obj, &out_obj, &PyTuple_Type,
+                          &lengths_obj, &mode_name, &padding_name, &align, &kind_name, &fill_obj, &job.row))
+        return NULL;
+    static const char *const modes[] = {"linear", "nearest", "cubic"};
+    static const char *const paddings[] = {"zeros", "border", "reflection"};
+    if ((job.mode = choose(mode_name, modes, 3, "mode")) < 0 ||
+        (job.padding = choose(padding_name, paddings, 3, "padding")) < 0)
+        return NULL;
+    job.align = align;
+    Py_ssize_t rank = PyTuple_GET_SIZE(lengths_obj);
+    if (rank < 1 || rank > MAX_RANK) {
+        PyErr_Format(PyExc_ValueError, "sample: %zd spatial axes; 1 to %d are compiled", rank, MAX_RANK);
+        return NULL;
+    }
+    job.rank = (int)rank;
+    Py_ssize_t items = 1;
+    for (Py_ssize_t a = 0; a < rank; a++) {
+        Py_ssize_t length = PyLong_AsSsize_t(PyTuple_GET_ITEM(lengths_obj, a));
+        if (length == -1 && PyErr_Occurred())
+            return NULL;
+        if (length < 1) {
+            PyErr_SetString(PyExc_ValueError, "sample: every length must be >= 1");
+            return NULL;
+        }
+        job.length[a] = length;
+        items *= length;
+    }
+    for (Py_ssize_t a = rank - 1, stride = 1; a >= 0; a--) {
+        job.stride[a] = stride;
+        stride *= job.length[a];
+    }
+    job.plane = items;
+
+    Runner run = NULL;
+    Py_ssize_t itemsize = 0;
+    if (job.mode == NEAREST) {
+        run = nearest_run;
+    } else {
+        for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+            if (strcmp(kind_name, KINDS[i].name) == 0) {
+                run = KINDS[i].run;
+                itemsize = KINDS[i].itemsize;
+            }
+        if (run == NULL) {
+            PyErr_Format(PyExc_ValueError, "sample: dtype %s is not compiled for linear and cubic", kind_name);
+            return NULL;
+        }
+        job.fill = PyFloat_AsDouble(fill_obj);
+        if (job.fill == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+
+    Py_buffer plane, coords, out;
+    if (PyObject_GetBuffer(plane_obj, &plane, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(coords_obj, &coords, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&plane);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&plane);
+        PyBuffer_Release(&coords);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t fill_size = 0;
+    const char *fill_bytes = NULL;
+    if (out.ndim != 2 || coords.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "sample: coords and out must be 2-D");
+        goto done;
+    }
+    job.channels = out.shape[0];
+    job.points = coords.shape[0];
+    if (coords.shape[1] != rank || out.shape[1] != job.points) {
+        PyErr_SetString(PyExc_ValueError, "sample: coords must be (S, r) and out (C, S)");
+        goto done;
+    }
+    if (is_format(coords.format, 'd'))
+        job.coords_double = 1;
+    else if (!is_format(coords.format, 'f')) {
+        PyErr_Format(PyExc_ValueError, "sample: coords must be float32 or float64 (format %s)", coords.format);
+        goto done;
+    }
+    if (job.mode == NEAREST)
+        itemsize = plane.itemsize;
+    if (plane.itemsize != itemsize || out.itemsize != itemsize || plane.len != job.channels * items * itemsize) {
+        PyErr_SetString(PyExc_ValueError, "sample: plane must be (C, D1..Dr) of kind's item size, as out");
+        goto done;
+    }
+    if (job.mode == NEAREST) {
+        if (PyBytes_AsStringAndSize(fill_obj, (char **)&fill_bytes, &fill_size) < 0)
+            goto done;
+        if (fill_size != itemsize) {
+            PyErr_SetString(PyExc_ValueError, "sample: nearest's fill must be one item's bytes");
+            goto done;
+        }
+    }
+    job.fill_bytes = fill_bytes;
+    job.itemsize = itemsize;
+    job.data = plane.buf;
+    job.coords = coords.buf;
+    job.coord_point = coords.strides[0];
+    job.coord_axis = coords.strides[1];
+    job.out = out.buf;
+    job.out_channel = out.strides[0];
+    job.out_point = out.strides[1];
+    if (job.points > 0 && job.channels > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        run(&job);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&plane);
+    PyBuffer_Release(&coords);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"sample", sample, METH_VARARGS, sample_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_grid_sample",
+    "GridSample-22 compiled: the same bits as geomcli.ops.reference.grid_sample (buffer protocol only).",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__grid_sample(void) { return PyModule_Create(&module); }

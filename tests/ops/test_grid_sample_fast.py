@@ -1,0 +1,339 @@
+"""GridSample's compiled path (geomcli.ops._fast._grid_sample) against the readable reference, bit for
+bit: every mode × padding × align_corners, every dtype it covers, 1-D to 3-D, positions outside,
+near ties, NaN and Inf, tiny and empty arrays, strided inputs and outputs, threads; what it does
+not cover goes to the numpy path, which still works without the extension."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from geomcli.ops import grid_sample as module
+from geomcli.ops import reference
+from geomcli.ops.grid_sample import grid_sample
+
+MODES = ("linear", "nearest", "cubic")
+PADDINGS = ("zeros", "border", "reflection")
+COMBOS = [(m, p, a) for m in MODES for p in PADDINGS for a in (False, True)]
+# (data shape, grid shape): longer than the taps (interior and edge points) and as short as can be
+SHAPES: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] = {
+    1: [((2, 2, 9), (2, 13, 1)), ((1, 1, 1), (1, 6, 1))],
+    2: [((2, 2, 6, 7), (2, 4, 5, 2)), ((1, 1, 1, 2), (1, 3, 3, 2))],
+    3: [((1, 2, 5, 4, 6), (1, 2, 3, 3, 3)), ((1, 1, 1, 3, 2), (1, 2, 2, 2, 3))],
+}
+OTHER_INTERPOLATED = ["float16", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+needs_compiled = pytest.mark.skipif(module._compiled is None, reason="the extension is not built")
+
+
+def assert_bits(actual: np.ndarray, expected: np.ndarray) -> None:
+    """Same dtype, shape and bits; NaN where the reference has NaN (its payload is not looked at)."""
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if actual.dtype.kind in "fc" or actual.dtype == ml_dtypes.bfloat16:
+        real = actual.dtype.kind == "c"
+        for part in ((np.real, np.imag) if real else (lambda a: a,)):
+            a, e = np.ascontiguousarray(part(actual)), np.ascontiguousarray(part(expected))
+            nan = np.isnan(e.astype(np.float64))
+            np.testing.assert_array_equal(np.isnan(a.astype(np.float64)), nan)
+            unsigned = f"u{a.dtype.itemsize}"
+            np.testing.assert_array_equal(a.view(unsigned)[~nan], e.view(unsigned)[~nan])
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+def make_grid(rng: np.random.Generator, shape: tuple[int, ...], lengths: tuple[int, ...], align_corners: bool,
+              dtype: Any = np.float64) -> np.ndarray:
+    """Positions over and past the data, with the awkward ones planted: NaN, ±Inf, ones so large
+    their positions overflow (float64) or lie far out, -1 and 1 exactly, -0.0, and the normalised
+    coordinates of pixel centres and of half-way points (nearest's ties, linear's exact taps)."""
+    grid = rng.uniform(-1.6, 1.6, size=shape)
+    flat = grid.reshape(-1, shape[-1])
+    huge = 1e308 if np.dtype(dtype).itemsize == 8 else 3e38  # its position overflows / is far away but finite
+    specials = [np.nan, np.inf, -np.inf, huge, -1.0, 1.0, -0.0, -huge]
+    for k, value in enumerate(specials):
+        flat[(3 * k + 1) % flat.shape[0], k % shape[-1]] = value
+    rows = flat.shape[0]
+    for k in range(rows // 3):  # every third point: ties and centres on every axis
+        for axis in range(shape[-1]):
+            length = lengths[len(lengths) - 1 - axis]  # coordinate 0 is x, the innermost axis
+            x = (k % (2 * length + 2)) / 2 - 0.5  # -0.5, 0, 0.5, ..., L: centres and half-way points
+            aligned = align_corners and length > 1
+            flat[3 * k + 2, axis] = x * 2 / (length - 1) - 1 if aligned else (2 * x + 1) / length - 1
+    with np.errstate(over="ignore"):
+        return grid.astype(dtype)
+
+
+def make_data(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Values spread over (and past, for integers) the dtype's range; -0.0, NaN and ±Inf in float data."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        wide = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+        small = rng.integers(max(info.min, -9), min(info.max, 9), size=shape, endpoint=True).astype(dtype)
+        return np.where(rng.random(shape) < 0.5, wide, small)
+    data = (rng.normal(size=shape) * 60 + 30).astype(dtype)
+    data.flat[::5] = -0.0  # a zero's sign shows where a weight of ±0 meets it
+    if data.size > 6:
+        data.flat[[1, 4, 6]] = [np.nan, np.inf, -np.inf]
+    return data
+
+
+def make_complex(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    data = np.empty(shape, np.complex64)
+    data.real, data.imag = make_data(rng, shape, np.float32), make_data(rng, shape, np.float32)[::-1]
+    return data
+
+
+def run_both(data: np.ndarray, grid: np.ndarray, mode: str, padding: str, align_corners: bool, fill: Any,
+             **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    with np.errstate(all="ignore"):  # the reference's numpy scalars warn of Inf × 0, overflow
+        expected = reference.grid_sample(data, grid, mode, padding, align_corners, fill)
+    return grid_sample(data, grid, mode, padding, align_corners, fill=fill, **options), expected
+
+
+# --- the extension is there, and used ------------------------------------------------
+
+
+def test_extension_is_built_where_ci_runs() -> None:
+    """CI installs the project with a C compiler at hand: the extension must have been built there.
+    (A checkout that was never installed runs everything on the numpy path.)"""
+    if os.environ.get("CI") != "true" and module._compiled is None:
+        pytest.skip("the extension is not built (pip install -e . builds it)")
+    assert module._compiled is not None
+
+
+@needs_compiled
+def test_the_compiled_kernel_does_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    sample = module._compiled.sample  # type: ignore[union-attr]
+
+    def spy(*args: Any) -> None:
+        calls.append(args[7])
+        sample(*args)
+
+    monkeypatch.setattr(module._compiled, "sample", spy)
+    data = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    grid = np.zeros((1, 2, 2, 2))
+    grid_sample(data, grid)
+    grid_sample(data.astype(ml_dtypes.bfloat16), grid, "nearest")
+    assert calls == ["float32", "raw"]
+
+
+# --- bit for bit, over the matrix ----------------------------------------------------
+
+
+@needs_compiled
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "uint8"])
+@pytest.mark.parametrize("mode, padding, align_corners", COMBOS)
+def test_equals_reference(mode: str, padding: str, align_corners: bool, dtype: str, rank: int) -> None:
+    rng = np.random.default_rng([rank, len(dtype), MODES.index(mode), PADDINGS.index(padding), align_corners])
+    for shape, grid_shape in SHAPES[rank]:
+        data = make_data(rng, shape, dtype)
+        for grid_dtype in (np.float32, np.float64):
+            grid = make_grid(rng, grid_shape, shape[2:], align_corners, grid_dtype)
+            assert_bits(*run_both(data, grid, mode, padding, align_corners, 7))
+
+
+@needs_compiled
+@pytest.mark.parametrize("dtype", OTHER_INTERPOLATED)
+@pytest.mark.parametrize("mode, padding", [(m, p) for m in ("linear", "cubic") for p in PADDINGS])
+def test_other_dtypes_equal_reference(mode: str, padding: str, dtype: str) -> None:
+    """float16 rounded once from float64 (ties to even, subnormals, overflow to Inf) and every
+    integer rounded half to even and saturated, 64-bit ones included (their bounds are the
+    largest doubles below 2**63 and 2**64), in 2-D and 3-D."""
+    rng = np.random.default_rng([len(dtype), MODES.index(mode), PADDINGS.index(padding)])
+    fill = 5 if dtype != "float16" else 0.1
+    for rank in (2, 3):
+        shape, grid_shape = SHAPES[rank][0]
+        data = make_data(rng, shape, dtype)
+        align_corners = bool(rng.integers(2))
+        grid = make_grid(rng, grid_shape, shape[2:], align_corners)
+        assert_bits(*run_both(data, grid, mode, padding, align_corners, fill))
+
+
+@needs_compiled
+def test_float16_rounding_over_every_value() -> None:
+    """Every float16 as data (a 256 × 256 image of all bit patterns), sampled half-way and a third
+    of the way between neighbours along each row: the float64 sums rounded to float16 by the
+    compiled code, against the numpy path (numpy's cast is the reference's rounding)."""
+    data = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(1, 1, 256, 256)
+    x = np.concatenate([np.arange(255) + 0.5, np.arange(255) + 1 / 3])
+    xs, ys = np.meshgrid(x * 2 / 255 - 1, np.arange(256) * 2 / 255 - 1)
+    grid = np.stack([xs, ys], axis=-1)[None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        actual = grid_sample(data, grid, align_corners=True)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(module, "_compiled", None)
+            expected = grid_sample(data, grid, align_corners=True)
+    assert_bits(actual, expected)
+
+
+@needs_compiled
+@pytest.mark.parametrize("mode, padding, align_corners", COMBOS)
+def test_larger_grids_equal_the_numpy_path(mode: str, padding: str, align_corners: bool) -> None:
+    """An image turned, scaled and shifted past its edges, in pieces of whole output rows walked in
+    tiles, over two threads: the same bits as the numpy path (held to the reference elsewhere)."""
+    rng = np.random.default_rng(3)
+    data = make_data(rng, (2, 3, 70, 90), np.float32)
+    a = 0.6
+    theta = np.array([[np.cos(a), -np.sin(a), 0.2], [np.sin(a), np.cos(a), -0.1]]) * 1.3
+    ys, xs = np.mgrid[-1:1:75j, -1:1:83j]
+    grid = np.einsum("ij,jhw->hwi", theta, np.stack([xs, ys, np.ones_like(xs)]))[None].repeat(2, axis=0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_PARALLEL_VALUES", 1)
+        patch.setattr(module, "_COMPILED_POINTS", 300)  # 3 rows of 83 per piece: many pieces
+        actual = grid_sample(data, grid, mode, padding, align_corners, fill=2, threads=2)
+        patch.setattr(module, "_compiled", None)
+        expected = grid_sample(data, grid, mode, padding, align_corners, fill=2, threads=1)
+    assert_bits(actual, expected)
+
+
+@needs_compiled
+@pytest.mark.parametrize("dtype", [np.dtype(bool), np.dtype(ml_dtypes.bfloat16), np.dtype("complex64"),
+                                   np.dtype("complex128"), np.dtype(">f4"), np.dtype(">i8"), np.dtype("<U3"),
+                                   np.dtype("S2"), np.dtype("int64"), np.dtype("float16")])
+def test_nearest_copies_any_fixed_size_item(dtype: np.dtype) -> None:
+    rng = np.random.default_rng(5)
+    values = rng.integers(1, 99, size=(2, 2, 5, 6))
+    data = (values.astype(str) if dtype.kind in "US" else values % 2 if dtype.kind == "b" else values).astype(dtype)
+    fill = "z" if dtype.kind in "US" else True if dtype.kind == "b" else 3
+    for align_corners in (False, True):
+        grid = make_grid(rng, (2, 4, 5, 2), (5, 6), align_corners)
+        for padding in PADDINGS:
+            assert_bits(*run_both(data, grid, "nearest", padding, align_corners, fill))
+
+
+# --- awkward inputs ------------------------------------------------------------------
+
+
+@needs_compiled
+def test_empty_and_tiny() -> None:
+    rng = np.random.default_rng(6)
+    for data_shape, grid_shape in [((1, 2, 3, 4), (1, 0, 5, 2)), ((0, 2, 3, 4), (0, 2, 2, 2)),
+                                   ((1, 0, 3, 4), (1, 2, 2, 2)), ((1, 1, 1, 1), (1, 1, 1, 2)),
+                                   ((3, 1, 2), (3, 1, 1))]:
+        data = make_data(rng, data_shape, np.float32)
+        grid = make_grid(rng, grid_shape, data_shape[2:], False) if math.prod(grid_shape) else np.zeros(grid_shape)
+        for mode, padding, align_corners in COMBOS:
+            assert_bits(*run_both(data, grid, mode, padding, align_corners, 1))
+
+
+@needs_compiled
+@pytest.mark.parametrize("mode", MODES)
+def test_strided_inputs_and_outputs(mode: str) -> None:
+    """Strided and byte-swapped data (copied once), a strided grid, a broadcast grid (read piece by
+    piece), an out= slice of a larger array, one with negative strides, one whose axes do not
+    merge (staged): all the same bits."""
+    rng = np.random.default_rng(7)
+    base = make_data(rng, (2, 7, 8, 3), np.float64)
+    data = base.transpose(0, 3, 1, 2)[:, ::2]  # (2, 2, 7, 8), strided
+    grid = make_grid(rng, (2, 5, 12, 2), (7, 8), False)[:, :, ::2]  # (2, 5, 6, 2), strided
+    with np.errstate(all="ignore"):
+        expected = reference.grid_sample(data, grid, mode, "reflection", False, 0)
+    assert_bits(grid_sample(data, grid, mode, "reflection"), expected)
+    swapped = data.astype(">f8")
+    assert_bits(grid_sample(swapped, grid, mode, "reflection"), expected.astype(">f8"))
+    big = np.zeros((2, 2, 10, 12))
+    assert_bits(grid_sample(data, grid, mode, "reflection", out=big[:, :, 2:7, 3:9]), expected)
+    backwards = np.zeros((2, 2, 5, 6))[:, ::-1, ::-1, ::-1]
+    assert_bits(grid_sample(data, grid, mode, "reflection", out=backwards), expected)
+    unmerged = np.zeros((2, 6, 5, 2)).transpose(0, 3, 2, 1)  # (2, 2, 5, 6): its point axes do not merge
+    assert_bits(grid_sample(data, grid, mode, "reflection", out=unmerged), expected)
+    row = make_grid(rng, (1, 1, 6, 2), (7, 8), False)
+    broadcast = np.broadcast_to(row, (2, 5, 6, 2))
+    assert_bits(*run_both(data, broadcast, mode, "reflection", False, 0))
+
+
+@needs_compiled
+def test_grids_of_other_float_types_read_exactly() -> None:
+    rng = np.random.default_rng(8)
+    data = make_data(rng, (1, 2, 6, 7), np.float32)
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.dtype(">f4"), np.dtype(">f8")):
+        grid = make_grid(rng, (1, 3, 4, 2), (6, 7), True, dtype)
+        for mode in MODES:
+            assert_bits(*run_both(data, grid, mode, "border", True, 0))
+
+
+@needs_compiled
+def test_threads_give_the_same_bits() -> None:
+    rng = np.random.default_rng(9)
+    data = make_data(rng, (2, 3, 20, 30), np.uint8)
+    grid = make_grid(rng, (2, 25, 41, 2), (20, 30), False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_PARALLEL_VALUES", 1)
+        patch.setattr(module, "_COMPILED_POINTS", 64)
+        one = grid_sample(data, grid, "cubic", threads=1)
+        for threads in (2, 3):
+            assert_bits(grid_sample(data, grid, "cubic", threads=threads), one)
+    sub = (slice(None), slice(None), slice(0, 4), slice(0, 5))
+    assert_bits(one[sub], run_both(data, grid[:, :4, :5], "cubic", "zeros", False, 0)[1])
+
+
+# --- what is not compiled, and no extension at all -----------------------------------
+
+
+def plan_of(dtype: Any, mode: str, rank: int = 2) -> Any:
+    dtype = np.dtype(dtype)
+    return module._Plan(mode, "zeros", False, (3,) * rank, (1,) * rank, dtype, np.zeros((), dtype), mode != "nearest",
+                        np.dtype(np.complex128 if dtype.kind == "c" else np.float64))
+
+
+@needs_compiled
+def test_what_falls_back_to_numpy() -> None:
+    assert module._compiled_kind(plan_of(np.float32, "linear")) == "float32"
+    assert module._compiled_kind(plan_of(np.uint64, "cubic", rank=3)) == "uint64"
+    assert module._compiled_kind(plan_of(np.complex64, "nearest", rank=1)) == "raw"
+    for dtype, mode, rank in [(np.complex64, "linear", 2), (ml_dtypes.bfloat16, "cubic", 2), (">f4", "linear", 2),
+                              (np.float32, "linear", 4), (np.float32, "nearest", 4),
+                              (np.dtypes.StringDType(), "nearest", 2)]:
+        assert module._compiled_kind(plan_of(dtype, mode, rank)) is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_numpy_path_without_the_extension(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """With the extension away (as in a checkout that was never built), every case still works, on
+    the numpy path, with the reference's bits."""
+    monkeypatch.setattr(module, "_compiled", None)
+    monkeypatch.setattr(module, "_slab_points", lambda plan, channels: 4)  # many slabs: kept edge points too
+    rng = np.random.default_rng(10)
+    for rank in (1, 2, 3):
+        shape, grid_shape = SHAPES[rank][0]
+        for dtype in (np.float32, np.uint8, np.complex64):
+            data = make_data(rng, shape, dtype) if dtype != np.complex64 else make_complex(rng, shape)
+            for padding in PADDINGS:
+                grid = make_grid(rng, grid_shape, shape[2:], True)
+                assert_bits(*run_both(data, grid, mode, padding, True, 2))
+
+
+@needs_compiled
+def test_the_extension_checks_what_it_is_given() -> None:
+    """Errors of the caller (geomcli.ops.grid_sample validates first, so none reaches a user)."""
+    sample = module._compiled.sample  # type: ignore[union-attr]
+    plane, coords, out = np.zeros((2, 3, 4), np.float32), np.zeros((5, 2), np.float32), np.zeros((2, 5), np.float32)
+    sample(plane, coords, out, (3, 4), "linear", "zeros", False, "float32", 0.0)
+    for args, error in [
+        ((plane, coords, out, (3, 4), "bilinear", "zeros", False, "float32", 0.0), "unknown mode"),
+        ((plane, coords, out, (3, 4), "linear", "wrap", False, "float32", 0.0), "unknown padding"),
+        ((plane, coords, out, (3, 4), "linear", "zeros", False, "complex64", 0.0), "not compiled"),
+        ((plane, coords, out, (1, 3, 4, 1), "linear", "zeros", False, "float32", 0.0), "spatial axes"),
+        ((plane, coords, out, (3, 0), "linear", "zeros", False, "float32", 0.0), ">= 1"),
+        ((plane, coords.astype(np.int32), out, (3, 4), "linear", "zeros", False, "float32", 0.0), "float32 or float64"),
+        ((plane, coords[:, :1], out, (3, 4), "linear", "zeros", False, "float32", 0.0), r"\(S, r\)"),
+        ((plane, coords, out[:, :4], (3, 4), "linear", "zeros", False, "float32", 0.0), r"\(S, r\)"),
+        ((plane, coords, out.astype(np.float64), (3, 4), "linear", "zeros", False, "float32", 0.0), "item size"),
+        ((plane, coords, out, (3, 5), "linear", "zeros", False, "float32", 0.0), "item size"),
+        ((plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", b"\0"), "one item's bytes"),
+        ((plane, coords, out[None], (3, 4), "linear", "zeros", False, "float32", 0.0), "2-D"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            sample(*args)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        sample(plane[:, :, ::2], coords, out, (3, 2), "linear", "zeros", False, "float32", 0.0)
+    with pytest.raises(TypeError):
+        sample(plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", 0.0)  # fill: bytes for nearest
