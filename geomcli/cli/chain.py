@@ -73,7 +73,9 @@ def _run(steps: list[Operation], **_: Any) -> None:
 
 def _step(name: str, options: Callable[..., Any], build: Callable[..., Operation], help_text: str) -> click.Command:
     def callback(**kwargs: Any) -> Operation:
-        return build(click.get_current_context().find_object(_Run).common, **kwargs)
+        run = click.get_current_context().find_object(_Run)
+        assert run is not None  # the chain group's callback made it, before any step's
+        return build(run.common, **kwargs)
 
     return options(click.command(name, cls=Command, help=help_text)(callback))  # type: ignore[no-any-return]
 
