@@ -56,7 +56,9 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
         if os.path.isdir(inputs[0]):
             raise click.UsageError(f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
         for name, flag in _BATCH_ONLY.items():
-            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            # (an environment variable, GEOMCLI_SCHEDULER, is for the batches it meets)
+            if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT,
+                                                      click.core.ParameterSource.ENVIRONMENT):
                 raise click.UsageError(f"{flag} goes with --out-dir, not -o", ctx)
         run_transform(operation, inputs[0], output, common)
         return

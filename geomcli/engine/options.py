@@ -50,3 +50,4 @@ class BatchOptions:
     skip_existing: bool = False
     no_clobber: bool = False
     dry_run: bool = False
+    scheduler: str | None = None  # --scheduler: the Dask cluster that does the files (geomcli.engine.cluster)

@@ -56,6 +56,7 @@ class Job:
     output: str
     format: str
     error: str | None = None  # the input was never found: a folder that could not be listed
+    size: int | None = None  # the input's bytes, where its listing told them (a task's share of work)
 
 
 def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> list[Job]:
