@@ -3,10 +3,13 @@ kernels' ONNX layout, NCHW."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from geomcli.constants import LAYOUTS
 from geomcli.errors import GeomError
+
+if TYPE_CHECKING:  # arrays come in and go out as they are: a crop of a plain image needs no numpy
+    import numpy as np
 
 __all__ = ["LAYOUTS", "from_nchw", "from_nchw_shape", "output_layout", "resolve_layout", "spatial_axes",
            "to_nchw", "to_nchw_shape", "written_layout"]
