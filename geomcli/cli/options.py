@@ -96,13 +96,13 @@ def output_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 _BATCH_ONLY = {"name": "--name", "recursive": "-r/--recursive", "jobs": "-j/--jobs", "keep_going": "--fail-fast",
                "skip_existing": "--skip-existing", "no_clobber": "-n/--no-clobber", "dry_run": "--dry-run",
-               "scheduler": "--scheduler"}
+               "scheduler": "--scheduler", "files_from": "--files-from"}
 
 
 def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """INPUT..., -o for one file, or --out-dir and the batch options for many; the command gets
     ``inputs``, ``output`` and, with --out-dir, one ``BatchOptions`` as ``batch`` (else None)."""
-    return click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
+    return click.argument("inputs", nargs=-1, required=False, metavar="INPUT...",
                           type=click.Path(allow_dash=True, readable=False))(outputs_options(command))
 
 
@@ -126,15 +126,18 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("-n", "--no-clobber", is_flag=True, help="Never replace an existing file; skip its input.")
     @click.option("--dry-run", is_flag=True,
                   help="List input -> output and the output shape from the headers; write nothing.")
+    @click.option("--files-from", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+                  help="Take inputs from FILE too, one a line (- for stdin), each name as written (no glob).")
     @click.option("--scheduler", default=None, metavar="local|local:N|tcp://HOST:PORT", envvar="GEOMCLI_SCHEDULER",
                   show_envvar=True,
                   help="Do the files on Dask: local:N starts N worker processes for the run, an address joins "
                        "a running cluster (pip install 'geomcli[dask]').  [default: -j]")
     @functools.wraps(command)
     def wrapper(out_dir: str | None, name: str, recursive: bool, jobs: int | None, keep_going: bool,
-                skip_existing: bool, no_clobber: bool, dry_run: bool, scheduler: str | None, **kwargs: Any) -> Any:
+                skip_existing: bool, no_clobber: bool, dry_run: bool, files_from: str | None, scheduler: str | None,
+                **kwargs: Any) -> Any:
         batch = None if out_dir is None else BatchOptions(out_dir, name, recursive, jobs, not keep_going,
-                                                          skip_existing, no_clobber, dry_run, scheduler)
+                                                          skip_existing, no_clobber, dry_run, scheduler, files_from)
         return command(batch=batch, **kwargs)
 
     return wrapper

@@ -66,7 +66,10 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
     if not options.out_dir or (os.path.exists(options.out_dir) and not os.path.isdir(options.out_dir)):
         raise PlanError(f"{options.out_dir!r} is not a folder", options="--out-dir")
     fields = check_template(options.name)
-    sources = expand(arguments, options.recursive)
+    listed = () if options.files_from is None else read_list(options.files_from)
+    if not arguments and not listed:
+        raise PlanError(f"{options.files_from} lists no input", options="--files-from")
+    sources = expand(arguments, options.recursive, listed)
     # An input is its name, the file read through its links, and that file's device and inode (a
     # hard link): an output landing on any of them would destroy an input, its own included.
     inputs: dict[str | tuple[int, int], str] = {}
@@ -104,20 +107,40 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
     return jobs
 
 
-def expand(arguments: Sequence[str], recursive: bool) -> list[Source]:
-    """Files, folders (their readable files; -r: and their subfolders') and globs, in order.
+def read_list(path: str) -> list[str]:
+    """The inputs ``--files-from`` lists, one a line (``-``: read from stdin); blank lines skipped.
+    A name is taken as it is written (no glob), a name that is no UTF-8 as its bytes."""
+    import sys
+
+    try:
+        if path == "-":
+            if sys.stdin is None:
+                raise PlanError("- (stdin) is closed: there is no list to read", options="--files-from")
+            text = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                text = f.read()
+    except OSError as error:
+        raise PlanError(f"{path}: cannot read the list ({error.strerror or error})", options="--files-from") from error
+    lines = os.fsdecode(text).split("\n") if text else []
+    return [line.removesuffix("\r") for line in lines if line.removesuffix("\r")]
+
+
+def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()) -> list[Source]:
+    """Files, folders (their readable files; -r: and their subfolders') and globs, in order; then
+    the ``listed`` names (--files-from), files or folders but never patterns.
 
     A glob is expanded here, ``**`` included, so a huge folder never meets the shell's argument
     limit. Hidden files are left out of folders and globs; a file named twice is taken once.
     """
     sources: list[Source] = []
     seen: set[str] = set()
-    for argument in arguments:
+    for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
         if argument == "-":
             raise PlanError("- (stdin) is one input: give -o OUTPUT, not --out-dir")
         if os.path.isdir(argument):
             found, what = _folder(argument, recursive), f"the folder {argument}"
-        elif os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
+        elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
             found, what = [Source(argument, "")], argument
         else:
             found, what = _glob(argument), f"the pattern {argument!r}"
