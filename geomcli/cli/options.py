@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from geomcli.cli.params import Float, FloatList, Int
+from geomcli.cli.params import Float, FloatList, Int, KeyValue
 from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
@@ -33,14 +33,20 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--threads", type=Int(min=1), default=None, envvar="GEOMCLI_THREADS",
                   show_envvar=True, help="Threads for large arrays and PNG compression; results (and files) are "
                   "the same for any count.  [default: every CPU]")
+    @click.option("--storage-option", "storage_options", type=KeyValue(), multiple=True,
+                  help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
+                       "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. Credentials "
+                       "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
     @functools.wraps(command)
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
-                max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
+                max_pixels: int, threads: int | None, storage_options: tuple[tuple[str, Any], ...],
+                **kwargs: Any) -> Any:
         if as_json and not is_stdout(kwargs.get("output")):
             from geomcli.engine import report
 
             report.check_stdout()  # before any file is written, not at the first record
-        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads)
+        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads,
+                        storage_options=storage_options)
         return command(common=common, **kwargs)
 
     return wrapper

@@ -31,11 +31,12 @@ def transform(task: Task, job: Job) -> Report:
     the plan's look, another process may have made one (the file is then skipped). A pipe or
     device made at its name since the plan is never written into (it could hang): replaced, or
     for an output written through a memory map, that file fails."""
-    from geomcli.io import _atomic
+    from geomcli.io import _atomic, _remote
 
     report = job_report(task, job)
-    with reporting(report, task.common):
-        os.makedirs(os.path.dirname(job.output), exist_ok=True)
+    if not _remote.is_url(job.output):  # an object store has no folders to make
+        with reporting(report, task.common):
+            os.makedirs(os.path.dirname(job.output), exist_ok=True)
     if report.status != "ok":
         return report
     with _atomic.no_replace() if task.no_clobber else _atomic.files_only():
@@ -61,8 +62,8 @@ def commit(report: Report, commits: Sequence[Callable[[], None]]) -> None:
 
 def remove_leftovers(jobs: Sequence[Job]) -> None:
     """Remove the temp files that stopped writers of these jobs' outputs left."""
-    from geomcli.io import _atomic
+    from geomcli.io import _atomic, _remote
 
     for job in jobs:
-        if job.output:
+        if job.output and not _remote.is_url(job.output):  # an object is placed whole or not at all
             _atomic.remove_leftovers(job.output)

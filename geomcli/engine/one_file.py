@@ -83,7 +83,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
+    from geomcli.io import _remote
 
+    _remote.configure(common.storage_options)  # for a URL: in a worker too
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
@@ -232,7 +234,9 @@ def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tu
     ``output``. Its report, with any failure in it."""
     from geomcli.engine import summary
     from geomcli.engine import theta as thetas
+    from geomcli.io import _remote
 
+    _remote.configure(common.storage_options)
     report = summary.Report("affine-grid", theta_text or "(flags)", output,
                             parameters={"align_corners": align_corners, "theta": theta_text or "flags"})
     with reporting(report, common):

@@ -32,9 +32,10 @@ from geomcli.engine.jobs import job_report as _report
 from geomcli.engine.jobs import remove_leftovers as _remove_leftovers
 from geomcli.engine.jobs import transform as _transform
 from geomcli.engine.operations import CropPad
-from geomcli.engine.plan import Job, Task, plan, planned, skip_reason
+from geomcli.engine.plan import Job, Task, local_paths, plan, planned, skip_reason
 from geomcli.engine.report import Outcomes, echo_stderr, echo_stdout
 from geomcli.errors import GeomError
+from geomcli.io import _remote
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -69,8 +70,10 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
     task = Task(operation, common, no_clobber=options.no_clobber)
     if options.dry_run:
         return _dry_run(task, jobs, options)
+    options = local_paths(options)
     try:
-        os.makedirs(options.out_dir, exist_ok=True)
+        if not _remote.is_url(options.out_dir):  # an object store has no folders to make
+            os.makedirs(options.out_dir, exist_ok=True)
     except OSError as error:
         raise GeomError(f"{options.out_dir}: cannot make the folder ({error.strerror or error})") from error
     todo = []

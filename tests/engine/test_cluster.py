@@ -34,34 +34,6 @@ pytestmark = pytest.mark.cluster
 GEOMCLI = [sys.executable, "-m", "geomcli"]
 
 
-@pytest.fixture(scope="session")
-def dask_cluster() -> Iterator[Any]:
-    """A LocalCluster of 2 worker processes, one thread each, as ``--scheduler local:2`` starts
-    (cluster.LOCAL_CONFIG; spawned, not forked from the forkserver the -j tests of this process
-    share), for every test that joins one."""
-    import logging
-
-    import dask
-
-    with dask.config.set({**cluster.LOCAL_CONFIG, "distributed.worker.multiprocessing-method": "spawn"}):
-        local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                         dashboard_address=None, silence_logs=logging.CRITICAL,
-                                         scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"})
-    try:
-        yield local
-    finally:
-        local.close()
-
-
-@pytest.fixture
-def address(dask_cluster: Any) -> str:
-    """The session cluster's address, once both its workers are up (a test may have killed one)."""
-    dask_cluster.scale(2)  # should a test's deaths have made the cluster drop one (see cluster._Dispatch)
-    with distributed.Client(dask_cluster.scheduler_address, set_as_default=False) as client:
-        client.wait_for_workers(2, timeout=60)
-    return str(dask_cluster.scheduler_address)
-
-
 def run(*args: str | Path, env: dict[str, str] | None = None) -> Result:
     return CliRunner(env=env).invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
 
@@ -100,10 +72,10 @@ def mixed(tmp_path: Path) -> Path:
     return root
 
 
-def test_outputs_records_and_exit_code_are_those_of_j2(mixed: Path, tmp_path: Path, address: str) -> None:
+def test_outputs_records_and_exit_code_are_those_of_j2(mixed: Path, tmp_path: Path, scheduler: str) -> None:
     (mixed / "broken.png").write_bytes((mixed / "rgb00.png").read_bytes()[:60])  # a corrupt file among good ones
     runs = {}
-    for how in (["-j", "2"], ["--scheduler", address]):
+    for how in (["-j", "2"], ["--scheduler", scheduler]):
         out = tmp_path / how[0].strip("-")
         result = run("space-to-depth", mixed, "-r", "--out-dir", out, "--name", "{stem}.{index}.tiff",
                      "--blocksize", "2", "--json", *how)
@@ -115,28 +87,28 @@ def test_outputs_records_and_exit_code_are_those_of_j2(mixed: Path, tmp_path: Pa
     assert dask.stderr == j2.stderr == f"Error: {mixed / 'broken.png'}: not a readable PNG (truncated)\n"
 
 
-def test_the_environment_variable_names_the_scheduler(mixed: Path, tmp_path: Path, address: str) -> None:
+def test_the_environment_variable_names_the_scheduler(mixed: Path, tmp_path: Path, scheduler: str) -> None:
     result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
-                 env={"GEOMCLI_SCHEDULER": address})
+                 env={"GEOMCLI_SCHEDULER": scheduler})
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith("crop-pad: 12 ok, 0 failed, 0 skipped in ")
     assert len(files(tmp_path / "out")) == 12
     # and a one-file run, which it is not for, is run as ever
     result = run("crop-pad", mixed / "rgb00.png", "-o", tmp_path / "one.png", "--shape", "8,8",
-                 env={"GEOMCLI_SCHEDULER": address})
+                 env={"GEOMCLI_SCHEDULER": scheduler})
     assert result.exit_code == 0, result.stderr
 
 
-def test_no_clobber_and_skip_existing_are_planned_here(mixed: Path, tmp_path: Path, address: str) -> None:
+def test_no_clobber_and_skip_existing_are_planned_here(mixed: Path, tmp_path: Path, scheduler: str) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "rgb00.png").write_bytes(b"mine")
-    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", out, "--shape", "8,8", "-n", "--scheduler", address)
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", out, "--shape", "8,8", "-n", "--scheduler", scheduler)
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith("crop-pad: 11 ok, 0 failed, 1 skipped in ")
     assert (out / "rgb00.png").read_bytes() == b"mine"
     result = run("crop-pad", f"{mixed}/*.png", "--out-dir", out, "--shape", "8,8", "--skip-existing",
-                 "--scheduler", address)
+                 "--scheduler", scheduler)
     assert result.stderr.startswith("crop-pad: 0 ok, 0 failed, 12 skipped in ")
 
 
@@ -149,8 +121,8 @@ def slow_inputs(folder: Path, count: int) -> None:
         Image.fromarray(np.roll(frame, index, axis=1)).save(folder / f"{index:03d}.png", compress_level=0)
 
 
-def worker_pids(address: str) -> list[int]:
-    with distributed.Client(address, set_as_default=False) as client:
+def worker_pids(scheduler: str) -> list[int]:
+    with distributed.Client(scheduler, set_as_default=False) as client:
         return list(client.run(os.getpid).values())
 
 
@@ -162,12 +134,12 @@ def first_output(out: Path, deadline: float = 30) -> None:
         time.sleep(0.02)
 
 
-def test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path: Path, address: str) -> None:
+def test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path: Path, scheduler: str) -> None:
     slow_inputs(tmp_path / "in", 40)
     out = tmp_path / "out"
     reference = tmp_path / "reference"
     assert run("crop-pad", tmp_path / "in", "--out-dir", reference, "--shape", "290,390", "-j", "2").exit_code == 0
-    victim = worker_pids(address)[0]
+    victim = worker_pids(scheduler)[0]
 
     def kill_one() -> None:
         first_output(out)
@@ -175,9 +147,9 @@ def test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path: P
 
     killer = threading.Thread(target=kill_one)
     killer.start()
-    result = run("crop-pad", tmp_path / "in", "--out-dir", out, "--shape", "290,390", "--scheduler", address)
+    result = run("crop-pad", tmp_path / "in", "--out-dir", out, "--shape", "290,390", "--scheduler", scheduler)
     killer.join()
-    assert victim not in worker_pids(address)  # it did die mid-run (the nanny started another)
+    assert victim not in worker_pids(scheduler)  # it did die mid-run (the nanny started another)
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith("crop-pad: 40 ok, 0 failed, 0 skipped in ")
     assert contents(out) == contents(reference)  # every file, none half-written, no temp file left
@@ -235,10 +207,10 @@ def npy_inputs(folder: Path, names: list[str]) -> list[str]:
     return [str(folder / f"{name}.npy") for name in names]
 
 
-def test_a_file_that_kills_its_worker_fails_alone_after_one_retry(tmp_path: Path, address: str, by_value: None,
+def test_a_file_that_kills_its_worker_fails_alone_after_one_retry(tmp_path: Path, scheduler: str, by_value: None,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     inputs = npy_inputs(tmp_path / "in", ["a", "b", "deadly", "c", "d"])
-    options = BatchOptions(str(tmp_path / "out"), scheduler=address)
+    options = BatchOptions(str(tmp_path / "out"), scheduler=scheduler)
     code = workers.run(_Deadly((2, 2)), Common(json=True), inputs, options)
     assert code == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -247,10 +219,10 @@ def test_a_file_that_kills_its_worker_fails_alone_after_one_retry(tmp_path: Path
     assert files(tmp_path / "out") == ["a.npy", "b.npy", "c.npy", "d.npy"]
 
 
-def test_passing_io_errors_are_retried_and_bad_files_are_not(tmp_path: Path, address: str, by_value: None,
+def test_passing_io_errors_are_retried_and_bad_files_are_not(tmp_path: Path, scheduler: str, by_value: None,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     inputs = npy_inputs(tmp_path / "in", ["a", "bad", "b"])
-    options = BatchOptions(str(tmp_path / "out"), scheduler=address)
+    options = BatchOptions(str(tmp_path / "out"), scheduler=scheduler)
     assert workers.run(_Flaky((2, 2), failures=2), Common(json=True), inputs, options) == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["status"] for line in lines[:3]] == ["ok", "error", "ok"]
@@ -260,7 +232,7 @@ def test_passing_io_errors_are_retried_and_bad_files_are_not(tmp_path: Path, add
     for name in inputs:
         Path(name + ".tries").unlink()
     assert workers.run(_Flaky((2, 2), failures=5), Common(json=True), inputs[:1],
-                       BatchOptions(str(tmp_path / "out2"), scheduler=address)) == 1
+                       BatchOptions(str(tmp_path / "out2"), scheduler=scheduler)) == 1
     line = json.loads(capsys.readouterr().out.splitlines()[0])
     assert line["error"] == f"{inputs[0]}: cannot read (Input/output error)" or "Input/output error" in line["error"]
     assert Path(inputs[0] + ".tries").read_text() == str(1 + cluster.IO_RETRIES)
@@ -332,11 +304,11 @@ def only_complete_pngs(out: Path, shape: tuple[int, ...]) -> list[str]:
 
 @pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)])
 def test_a_signal_cancels_what_is_in_flight_and_leaves_only_complete_outputs(
-        sent: int, code: int, own: bool, tmp_path: Path, address: str) -> None:
+        sent: int, code: int, own: bool, tmp_path: Path, scheduler: str) -> None:
     slow_inputs(tmp_path / "in", 60)
     out = tmp_path / "out"
     process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
-                                "290,390", "--scheduler", "local:2" if own else address],
+                                "290,390", "--scheduler", "local:2" if own else scheduler],
                                stderr=subprocess.PIPE, text=True)
     stderr = wait_for_output_then(process, out, sent)
     assert process.returncode == code, stderr
