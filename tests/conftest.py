@@ -173,16 +173,16 @@ def _all_onnx_cases() -> list[Any]:
 @pytest.fixture(scope="session")
 def dask_cluster() -> Iterator[Any]:
     """A LocalCluster of 2 worker processes, one thread each, with the settings ``--scheduler
-    local:2`` starts one with (geomcli.engine.cluster.LOCAL_CONFIG), for the tests that join one.
+    local:2`` starts one with (geomcli.engine.scheduler_module.LOCAL_CONFIG), for the tests that join one.
     Spawned, not forked from the forkserver this process's -j tests share."""
     distributed = pytest.importorskip("distributed")
     import logging
 
     import dask
 
-    from geomcli.engine import cluster
+    from geomcli.engine import scheduler as scheduler_module
 
-    with dask.config.set({**cluster.LOCAL_CONFIG, "distributed.worker.multiprocessing-method": "spawn"}):
+    with dask.config.set({**scheduler_module.LOCAL_CONFIG, "distributed.worker.multiprocessing-method": "spawn"}):
         local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          dashboard_address=None, silence_logs=logging.CRITICAL,
                                          scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"})

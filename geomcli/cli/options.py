@@ -112,10 +112,19 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
                           type=click.Path(allow_dash=True, readable=False))(outputs_options(command))
 
 
+def _no_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """-o names a file, or a zarr array (a folder, replaced whole)."""
+    import os
+
+    if value is not None and os.path.isdir(value) and not value.rstrip("/").lower().endswith(".zarr"):
+        raise click.BadParameter(f"File {value!r} is a directory.", ctx, param)
+    return value
+
+
 def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """-o, or --out-dir and the batch options: the command gets ``output`` and ``batch``."""
 
-    @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(dir_okay=False, allow_dash=True),
+    @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(allow_dash=True), callback=_no_folder,
                   help="Where to write the result of one INPUT; - for stdout.")
     @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False),
                   help="Write one output per input into DIR (made if missing): for several inputs, "

@@ -3,7 +3,7 @@ the files done by the cluster's workers, each file's report shown here as it com
 
 ``local`` or ``local:N`` starts a LocalCluster of N worker processes (one thread each) for the
 run; an address (``tcp://HOST:PORT``) joins a running cluster, whose workers must have the same
-geomcli installed.
+geomcli installed (geomcli.engine.scheduler).
 
 - **Tasks of several files.** Consecutive jobs go to the cluster in tasks of about
   ``TASK_SECONDS`` of work each, sized by their inputs' bytes at the rate the finished tasks
@@ -20,14 +20,12 @@ geomcli installed.
   timeout, EIO) is sent again in a later task, up to ``IO_RETRIES`` times; a bad file fails at
   once. A task whose worker died (Dask's KilledWorker) is tried again file by file, each file
   alone in its own task on whichever worker is free; a file whose worker dies again fails.
-  A LocalCluster of ours allows no retry of its own (``allowed-failures`` 0); a cluster joined
+  A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first.
 - **Stopping.** On Ctrl-C or SIGTERM the tasks in flight are cancelled: each notices between
   files, removes its temp files and places nothing; a LocalCluster of ours is closed (its
   workers end) and the temp files of the jobs in flight are swept here, as ``-j`` does.
-- **An unreachable scheduler** is one error line (exit 1: the command was right, the cluster
-  was not there) within ``CONNECT_SECONDS``; an address that is no address is a usage error
-  (exit 2), as is ``--scheduler`` without Dask installed.
+- **An unreachable scheduler** is one error line (exit 1), within scheduler.CONNECT_SECONDS.
 
 Only the standard library loads at import time: Dask loads when a run asks for it.
 """
@@ -36,18 +34,16 @@ from __future__ import annotations
 
 import errno
 import os
-import re
-import signal
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine import jobs as job_steps
 from geomcli.engine.report import cause, echo_stderr
+from geomcli.engine.scheduler import Scheduler, connect, first_line, parse_scheduler, require_dask, signals_held
 from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
@@ -58,7 +54,6 @@ if TYPE_CHECKING:
     from geomcli.engine.report import Outcomes
     from geomcli.engine.summary import Report
 
-INSTALL = "pip install 'geomcli[dask]'"
 # seconds of work a task is made of, and the input bytes per second a worker thread is assumed to
 # do until the first tasks have shown their rate
 TASK_SECONDS = 1.0
@@ -69,53 +64,10 @@ MAX_FILES = 1000
 IN_FLIGHT = 2
 # how often a file is sent again after a passing I/O error
 IO_RETRIES = 2
-# seconds to wait for a scheduler that does not answer
-CONNECT_SECONDS = 10
 # errnos of a failure that may pass: a retry can succeed where the first try failed
 _PASSING = {errno.EIO, errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ETIMEDOUT, errno.ECONNRESET,
             errno.ECONNREFUSED, errno.ECONNABORTED, errno.ENETDOWN, errno.ENETUNREACH, errno.ENETRESET,
             errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ESTALE, errno.EPIPE}
-# A LocalCluster's settings: no retry of its own after a worker dies (the dispatch retries file by
-# file); one task at a worker at a time (none queued there, so a worker's death is the death of
-# the one task it was running, never of one waiting behind it); workers forked from one
-# forkserver that imported Dask once (as -j's), where spawn imports it in each (a second apiece)
-LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0,
-                "distributed.worker.multiprocessing-method": "forkserver"}
-_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
-
-
-@dataclass(frozen=True)
-class Scheduler:
-    """What --scheduler names: a LocalCluster of ``workers`` processes, or a running one's ``address``."""
-
-    address: str | None = None
-    workers: int | None = None
-
-    @property
-    def local(self) -> bool:
-        return self.address is None
-
-
-def parse_scheduler(text: str) -> Scheduler:
-    """``local``, ``local:N`` or an address such as ``tcp://HOST:PORT``; a PlanError (usage, exit 2)
-    for anything else.
-
-    >>> parse_scheduler("local:3"), parse_scheduler("tcp://10.0.0.5:8786").address
-    (Scheduler(address=None, workers=3), 'tcp://10.0.0.5:8786')
-    """
-    from geomcli import cpus
-
-    if text == "local":
-        return Scheduler(workers=cpus.available_cpus())
-    if text.startswith("local:"):
-        count = text.removeprefix("local:")
-        if not (count.isascii() and count.isdigit()) or int(count) < 1:
-            raise PlanError(f"{text!r}: local:N needs a number of workers N of 1 or more", options="--scheduler")
-        return Scheduler(workers=int(count))
-    if _ADDRESS.fullmatch(text) is None:
-        raise PlanError(f"{text!r} is not local, local:N or a scheduler's address such as tcp://HOST:8786",
-                        options="--scheduler")
-    return Scheduler(address=text)
 
 
 def check(options: BatchOptions) -> Scheduler:
@@ -126,10 +78,7 @@ def check(options: BatchOptions) -> Scheduler:
     if options.jobs is not None:
         raise PlanError("give -j N or --scheduler, not both: --scheduler local:N starts N workers",
                         options=["-j", "--scheduler"])
-    try:
-        import distributed  # noqa: F401
-    except ImportError as error:
-        raise PlanError(f"--scheduler runs on Dask, which is not installed: {INSTALL}") from error
+    require_dask()
     return scheduler
 
 
@@ -141,30 +90,19 @@ def run_jobs(task: Task, todo: Sequence[Job], outcomes: Outcomes, options: Batch
     scheduler = check(options)
     dispatch: _Dispatch | None = None
     try:
-        with _client(scheduler, task.common.debug) as (client, local):
+        with connect(scheduler, task.common.debug) as (client, local):
             dispatch = _Dispatch(client, task, todo, outcomes, options.fail_fast, local)
             try:
                 dispatch.run()
             except BaseException:
-                with _signals_held():
+                with signals_held():
                     dispatch.cancel_all()
                 raise
     finally:
         if dispatch is not None and dispatch.in_flight:
-            with _signals_held():
+            with signals_held():
                 job_steps.remove_leftovers([job for sent in dispatch.in_flight.values() for job in sent.jobs])
     return dispatch.stats
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Ignore SIGINT and SIGTERM (a second Ctrl-C) while a stopped run cleans up."""
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 @dataclass
@@ -178,57 +116,6 @@ class Stats:
     def overhead(self) -> float:
         """The mean seconds a task spent outside its files' work (queues, messages, scheduling)."""
         return sum(wall - work for _, wall, work in self.tasks) / max(1, len(self.tasks))
-
-
-@contextmanager
-def _client(scheduler: Scheduler, debug: bool) -> Iterator[tuple[Client, LocalCluster | None]]:
-    """A client of the cluster, and the cluster when it is a LocalCluster started for the run
-    (closed at the end); None for a running one, joined."""
-    import logging
-
-    import dask
-    import distributed
-
-    # distributed logs workers that die, tasks that fail and clusters that close to stderr: each of
-    # those is this run's to report, once, as a file's error line
-    logger = logging.getLogger("distributed")
-    level = logger.level
-    if not debug:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        if scheduler.local:
-            try:
-                with dask.config.set(LOCAL_CONFIG):
-                    cluster = distributed.LocalCluster(
-                        n_workers=scheduler.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        # no dashboard; its HTTP server (always started) on a free port, never 8787's
-                        dashboard_address=None, scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
-                        silence_logs=logging.WARNING if debug else logging.CRITICAL)
-            except OSError as error:  # no port, no process
-                raise GeomError(f"cannot start a local Dask cluster ({_first_line(error)})") from error
-            try:
-                with distributed.Client(cluster, set_as_default=False) as client:
-                    yield client, cluster
-            finally:
-                with _signals_held():
-                    cluster.close()
-            return
-        try:
-            client = distributed.Client(scheduler.address, timeout=CONNECT_SECONDS, set_as_default=False)
-        except (OSError, ValueError) as error:  # the connection's TimeoutError is an OSError
-            raise GeomError(f"{scheduler.address}: cannot reach the Dask scheduler "
-                            f"({_first_line(error)})") from error
-        if not client.nthreads():
-            echo_stderr(f"Warning: the cluster at {scheduler.address} has no workers yet; waiting for some")
-        with client:
-            yield client, None
-    finally:
-        logger.setLevel(level)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
 
 
 @dataclass
@@ -343,7 +230,7 @@ class _Dispatch:
         for job in sent.jobs:
             self._add(job, job_steps.job_report(self.task, job, status="error",
                                                 error=f"{job.input}: the task failed on the cluster "
-                                                      f"({type(error).__name__}: {_first_line(error)})"))
+                                                      f"({type(error).__name__}: {first_line(error)})"))
 
     def _add(self, job: Job, report: Report) -> None:
         self.outcomes.add(job.index, report)

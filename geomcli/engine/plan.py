@@ -177,7 +177,9 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             argument = _remote.local_path(argument)
         except GeomError as error:
             raise PlanError(str(error)) from error
-        if _remote.is_url(argument):
+        if argument.rstrip("/").lower().endswith(".zarr"):  # a zarr array is one input, folder or not
+            found, what = [Source(argument.rstrip("/"), "")], argument
+        elif _remote.is_url(argument):
             found, what = _url_sources(argument, recursive, literal)
         elif os.path.isdir(argument):
             found, what = _folder(argument, recursive), f"the folder {argument}"

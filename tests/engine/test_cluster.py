@@ -25,6 +25,7 @@ from PIL import Image
 
 from geomcli.cli import cli
 from geomcli.engine import cluster, operations, workers
+from geomcli.engine import scheduler as scheduler_module
 from geomcli.engine.options import BatchOptions, Common
 from geomcli.engine.plan import Job
 
@@ -326,7 +327,7 @@ def test_an_unreachable_scheduler_is_one_error_line(tmp_path: Path, mixed: Path,
     with socket.socket() as unused:  # a port nothing listens on
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 2)
+    monkeypatch.setattr(scheduler_module, "CONNECT_SECONDS", 2)
     started = time.monotonic()
     result = run("crop-pad", mixed, "--out-dir", tmp_path / "out", "--shape", "8,8",
                  "--scheduler", f"tcp://127.0.0.1:{port}")
