@@ -175,3 +175,110 @@ def _all_onnx_cases() -> list[Any]:
         # Importing the generators runs all of them; the Cast cases overflow on purpose.
         warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"onnx\.backend\.test\.case\.node\.")
         return list(collect_testcases(None))
+
+
+# ---- real parts for the dask extra: a LocalCluster and an S3 server on 127.0.0.1 ----------------
+
+
+@pytest.fixture(scope="session")
+def dask_cluster() -> Iterator[Any]:
+    """A LocalCluster of 2 worker processes, one thread each, with the settings ``--scheduler
+    local:2`` starts one with (geomcli.engine.scheduler_module.LOCAL_CONFIG), for the tests that join one.
+    Spawned, not forked from the forkserver this process's -j tests share."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    import dask
+
+    from geomcli.engine import scheduler as scheduler_module
+
+    with dask.config.set({**scheduler_module.LOCAL_CONFIG, "distributed.worker.multiprocessing-method": "spawn"}):
+        local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                         dashboard_address=None, silence_logs=logging.CRITICAL,
+                                         scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"})
+    try:
+        yield local
+    finally:
+        local.close()
+
+
+@pytest.fixture
+def scheduler(dask_cluster: Any) -> str:
+    """The session cluster's address, once both its workers are up (a test may have killed one)."""
+    import time
+
+    import distributed
+
+    with distributed.Client(dask_cluster.scheduler_address, set_as_default=False) as client:
+        deadline = time.monotonic() + 60
+        while len(client.nthreads()) < 2:
+            assert time.monotonic() < deadline, "the session's cluster lost a worker for good"
+            dask_cluster.scale(2)  # should a test's deaths have made it drop one (see cluster._Dispatch)
+            time.sleep(0.2)
+    return str(dask_cluster.scheduler_address)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 and a free port, for the session."""
+    pytest.importorskip("s3fs")
+    server_module = pytest.importorskip("moto.server")
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@dataclass
+class S3:
+    """A fresh bucket on the session's S3 server: its URL, a boto3 client, and the endpoint."""
+
+    url: str
+    bucket: str
+    client: Any
+    endpoint: str
+
+    def keys(self) -> list[str]:
+        listed = self.client.list_objects_v2(Bucket=self.bucket).get("Contents", [])
+        return sorted(item["Key"] for item in listed)
+
+    def put(self, key: str, data: bytes) -> str:
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+        return f"{self.url}/{key}"
+
+    def get(self, key: str) -> bytes:
+        return bytes(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
+    @property
+    def options(self) -> list[str]:
+        """The server as --storage-option flags, for runs that do not see this process's environment."""
+        return ["--storage-option", f"endpoint_url={self.endpoint}", "--storage-option", "key=testing",
+                "--storage-option", "secret=testing"]
+
+
+_buckets = iter(range(10**6))
+
+
+@pytest.fixture
+def s3(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> S3:
+    """A new bucket, and this process's environment (as the CLI's subprocesses') pointed at the
+    server the way a user's is at theirs: AWS_ENDPOINT_URL and keys, no region."""
+    import boto3
+
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    bucket = f"geomcli-{next(_buckets):04d}"
+    client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="testing",
+                          aws_secret_access_key="testing")
+    client.create_bucket(Bucket=bucket)
+    return S3(f"s3://{bucket}", bucket, client, s3_endpoint)

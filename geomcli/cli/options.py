@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from geomcli.cli.params import Float, FloatList, Int
+from geomcli.cli.params import Float, FloatList, Int, KeyValue
 from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
@@ -33,14 +33,20 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--threads", type=Int(min=1), default=None, envvar="GEOMCLI_THREADS",
                   show_envvar=True, help="Threads for large arrays and PNG compression; results (and files) are "
                   "the same for any count.  [default: every CPU]")
+    @click.option("--storage-option", "storage_options", type=KeyValue(), multiple=True,
+                  help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
+                       "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. Credentials "
+                       "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
     @functools.wraps(command)
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
-                max_pixels: int, threads: int | None, **kwargs: Any) -> Any:
+                max_pixels: int, threads: int | None, storage_options: tuple[tuple[str, Any], ...],
+                **kwargs: Any) -> Any:
         if as_json and not is_stdout(kwargs.get("output")):
             from geomcli.engine import report
 
             report.check_stdout()  # before any file is written, not at the first record
-        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads)
+        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads,
+                        storage_options=storage_options)
         return command(common=common, **kwargs)
 
     return wrapper
@@ -97,20 +103,30 @@ def output_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _BATCH_ONLY = {"name": "--name", "recursive": "-r/--recursive", "jobs": "-j/--jobs", "keep_going": "--fail-fast",
-               "skip_existing": "--skip-existing", "no_clobber": "-n/--no-clobber", "dry_run": "--dry-run"}
+               "skip_existing": "--skip-existing", "no_clobber": "-n/--no-clobber", "dry_run": "--dry-run",
+               "scheduler": "--scheduler", "files_from": "--files-from"}
 
 
 def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """INPUT..., -o for one file, or --out-dir and the batch options for many; the command gets
     ``inputs``, ``output`` and, with --out-dir, one ``BatchOptions`` as ``batch`` (else None)."""
-    return click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
+    return click.argument("inputs", nargs=-1, required=False, metavar="INPUT...",
                           type=click.Path(allow_dash=True, readable=False))(outputs_options(command))
+
+
+def _no_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """-o names a file, or a zarr array (a folder, replaced whole)."""
+    import os
+
+    if value is not None and os.path.isdir(value) and not value.rstrip("/").lower().endswith(".zarr"):
+        raise click.BadParameter(f"File {value!r} is a directory.", ctx, param)
+    return value
 
 
 def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """-o, or --out-dir and the batch options: the command gets ``output`` and ``batch``."""
 
-    @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(dir_okay=False, allow_dash=True),
+    @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(allow_dash=True), callback=_no_folder,
                   help="Where to write the result of one INPUT; - for stdout.")
     @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False),
                   help="Write one output per input into DIR (made if missing): for several inputs, "
@@ -127,11 +143,18 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("-n", "--no-clobber", is_flag=True, help="Never replace an existing file; skip its input.")
     @click.option("--dry-run", is_flag=True,
                   help="List input -> output and the output shape from the headers; write nothing.")
+    @click.option("--files-from", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+                  help="Take inputs from FILE too, one a line (- for stdin), each name as written (no glob).")
+    @click.option("--scheduler", default=None, metavar="local|local:N|tcp://HOST:PORT", envvar="GEOMCLI_SCHEDULER",
+                  show_envvar=True,
+                  help="Do the files on Dask: local:N starts N worker processes for the run, an address joins "
+                       "a running cluster (pip install 'geomcli[dask]').  [default: -j]")
     @functools.wraps(command)
     def wrapper(out_dir: str | None, name: str, recursive: bool, jobs: int | None, keep_going: bool,
-                skip_existing: bool, no_clobber: bool, dry_run: bool, **kwargs: Any) -> Any:
+                skip_existing: bool, no_clobber: bool, dry_run: bool, files_from: str | None, scheduler: str | None,
+                **kwargs: Any) -> Any:
         batch = None if out_dir is None else BatchOptions(out_dir, name, recursive, jobs, not keep_going,
-                                                          skip_existing, no_clobber, dry_run)
+                                                          skip_existing, no_clobber, dry_run, scheduler, files_from)
         return command(batch=batch, **kwargs)
 
     return wrapper

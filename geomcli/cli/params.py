@@ -79,3 +79,29 @@ class Float(click.types.FloatParamType):
         if isinstance(value, str) and not plain_number(value):
             self.fail(f"{value!r} is not a valid float", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class KeyValue(click.ParamType):  # type: ignore[type-arg]
+    """``KEY=VALUE``, the value read as JSON where it is JSON (``true``, ``5``, ``{"a": 1}``),
+    else as the text it is.
+
+    >>> KeyValue().convert("endpoint_url=http://127.0.0.1:9000", None, None)
+    ('endpoint_url', 'http://127.0.0.1:9000')
+    >>> KeyValue().convert("anon=true", None, None), KeyValue().convert('client_kwargs={"verify": false}', None, None)
+    (('anon', True), ('client_kwargs', {'verify': False}))
+    """
+
+    name = "KEY=VALUE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, Any]:
+        if isinstance(value, tuple):
+            return value
+        key, equals, text = str(value).partition("=")
+        if not equals or not key.strip() or not key.strip().isidentifier():
+            self.fail(f"{value!r} is not KEY=VALUE with KEY a name", param, ctx)
+        import json
+
+        try:
+            return key.strip(), json.loads(text)
+        except ValueError:
+            return key.strip(), text

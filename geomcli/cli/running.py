@@ -48,17 +48,25 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
               common: Common) -> None:
     """One file with -o, or many with --out-dir (geomcli.engine.workers, imported only then)."""
     ctx = click.get_current_context()
+    if not inputs and (batch is None or batch.files_from is None):
+        raise click.UsageError("give an INPUT, or --files-from FILE with --out-dir", ctx)
     if batch is None:
         if output is None:
             raise click.UsageError("give -o OUTPUT for one INPUT, or --out-dir DIR", ctx)
         if len(inputs) > 1:
             raise click.UsageError(f"-o takes one INPUT, found {len(inputs)}; give --out-dir DIR for several", ctx)
-        if os.path.isdir(inputs[0]):
+        from geomcli.engine import zarr_file
+
+        chunked = zarr_file.involved(inputs[0], output)  # a zarr array (a folder) is one input; it takes --scheduler
+        if os.path.isdir(inputs[0]) and not chunked:
             raise click.UsageError(f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
         for name, flag in _BATCH_ONLY.items():
-            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+            # (an environment variable, GEOMCLI_SCHEDULER, is for the jobs it is for)
+            if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT,
+                                                      click.core.ParameterSource.ENVIRONMENT) and not (
+                    chunked and name == "scheduler"):
                 raise click.UsageError(f"{flag} goes with --out-dir, not -o", ctx)
-        run_transform(operation, inputs[0], output, common)
+        run_transform(operation, inputs[0], output, common, ctx.params.get("scheduler") if chunked else None)
         return
     if output is not None:
         raise click.UsageError("-o and --out-dir cannot be combined: -o names one output, --out-dir a folder", ctx)
@@ -96,12 +104,18 @@ def output_format(output: str, common: Common) -> str:
     return found
 
 
-def run_transform(operation: Operation, input_path: str, output: str, common: Common) -> None:
-    """One file from the command line: exit 2 for a bad output name, 1 if the file failed."""
-    from geomcli.engine import one_file, report
+def run_transform(operation: Operation, input_path: str, output: str, common: Common,
+                  scheduler: str | None = None) -> None:
+    """One file from the command line: exit 2 for a bad output name, 1 if the file failed. A zarr
+    job runs on ``scheduler``'s cluster where one is named (else on this machine's threads)."""
+    from geomcli.engine import one_file, report, zarr_file
 
     found = output_format(output, common)
-    outcome = one_file.transform_file(operation, input_path, output, found, common)
+    if scheduler is not None:
+        with usage_errors():
+            outcome = zarr_file.transform(operation, input_path, output, found, common, scheduler)
+    else:
+        outcome = one_file.transform_file(operation, input_path, output, found, common)
     code = report.finish(outcome, common, data_on_stdout=is_stdout(output))
     if code:
         raise SystemExit(code)

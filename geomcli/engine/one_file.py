@@ -33,7 +33,12 @@ def output_format(path: str, given: str | None) -> str:
     """The format of the output ``path``: its extension's, or ``given`` (--format) for ``-``, a name
     without an extension or one geomcli does not know; a GeomError when the two disagree."""
     from geomcli import io
+    from geomcli.io import _zarr
 
+    if _zarr.is_zarr(path):  # an array chunk by chunk (geomcli.engine.zarr_file)
+        if given is not None:
+            raise FormatConflictError(f"--format {given} contradicts the extension of {path} (zarr)")
+        return "zarr"
     fmt = io.format_for_path(path, given)
     if given is None or path == "-" or not os.path.splitext(path)[1]:
         return fmt
@@ -82,8 +87,12 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     """
     from geomcli import io
     from geomcli.engine import layout as layouts
-    from geomcli.engine import summary
+    from geomcli.engine import summary, zarr_file
+    from geomcli.io import _remote
 
+    if zarr_file.involved(input_path, output):
+        return zarr_file.transform(operation, input_path, output, output_format, common)
+    _remote.configure(common.storage_options)  # for a URL: in a worker too
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
@@ -202,7 +211,9 @@ def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tu
     ``output``. Its report, with any failure in it."""
     from geomcli.engine import summary
     from geomcli.engine import theta as thetas
+    from geomcli.io import _remote
 
+    _remote.configure(common.storage_options)
     report = summary.Report("affine-grid", theta_text or "(flags)", output,
                             parameters={"align_corners": align_corners, "theta": theta_text or "flags"})
     with reporting(report, common):

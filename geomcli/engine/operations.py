@@ -70,6 +70,15 @@ class Operation:
         """The result of a Pillow image, where ``takes_pictures`` says it may stay one."""
         raise NotImplementedError
 
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        """The result, chunk by chunk, of a dask array ``data`` in ``layout`` (a zarr input's):
+        a dask array equal to ``apply``'s result bit for bit (geomcli.engine.chunked)."""
+        raise GeomError(f"{self.command} does not run chunk by chunk yet: give a .npy or .tiff input and output")
+
+    def scaled(self, scale: tuple[float, ...], layout: str | None) -> tuple[float, ...]:
+        """An OME-Zarr image's pixel scale per axis, as the output's (most operations keep it)."""
+        return scale
+
 
 @dataclass(frozen=True)
 class CropPad(Operation):
@@ -133,6 +142,20 @@ class CropPad(Operation):
         output = crop_ops.center_crop_pad_output_shape(shape, self.target, chosen)
         check_size(output, common)
         return chosen, output
+
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        import numpy as np
+
+        import geomcli.ops.center_crop_pad as crop_ops
+        from geomcli.engine import chunked
+
+        chosen = _crop_pad_axes(self.target, self.axes, data.shape, common.layout, layout)
+        crop_ops.center_crop_pad_output_shape(data.shape, self.target, chosen)  # its errors, before any chunk
+        value = None if self.fill is None else parse_fill(self.fill, data.dtype)
+        # the element the kernel pads with (checked as it checks it): the last of a one-element
+        # array padded to two along every axis
+        element = crop_ops.center_crop_pad(np.zeros((1,) * data.ndim, data.dtype), [2] * data.ndim, fill=value)
+        return chunked.crop_pad(data, self.target, chosen, element[(-1,) * data.ndim])
 
     def apply_picture(self, picture: Picture, common: Common) -> Picture:
         """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros.
@@ -241,6 +264,28 @@ class _Blocks(Operation):
         nchw_out = layouts.to_nchw(out, layouts.output_layout(chosen, shape[1]))
         getattr(slabs, self.kernel)(data, self.blocksize, self.mode, threads=common.threads, out=nchw_out)
         return out
+
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        import functools
+
+        import geomcli.ops.space_depth as space_depth_ops
+        from geomcli.engine import chunked
+        from geomcli.engine import layout as layouts
+
+        chosen = layouts.resolve_layout(data.shape, common.layout, layout)
+        nchw = layouts.to_nchw(data, chosen)
+        self._nchw_output_shape(nchw.shape)  # its errors, before any chunk
+        kernel = functools.partial(getattr(space_depth_ops, self.kernel), blocksize=self.blocksize, mode=self.mode,
+                                   threads=1)  # dask runs the chunks side by side
+        result = chunked.blockwise(nchw, kernel, self.blocksize, to_depth=self.kernel == "space_to_depth")
+        return layouts.from_nchw(result, chosen)
+
+    def scaled(self, scale: tuple[float, ...], layout: str | None) -> tuple[float, ...]:
+        """b times the pixel size along y and x (depth-to-space: 1/b)."""
+        if layout is None or len(scale) != len(layout):
+            return scale
+        factor = self.blocksize if self.kernel == "space_to_depth" else 1 / self.blocksize
+        return tuple(value * factor if letter in "HW" else value for letter, value in zip(layout, scale))
 
     def _nchw_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         import geomcli.ops.space_depth as space_depth_ops

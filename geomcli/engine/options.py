@@ -5,6 +5,7 @@ Frozen and picklable: a batch sends them to its workers once."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from geomcli.constants import DEFAULT_MAX_PIXELS
 
@@ -37,6 +38,8 @@ class Common:
     max_pixels: int = DEFAULT_MAX_PIXELS
     threads: int | None = None
     fidelity: Fidelity = field(default_factory=Fidelity)
+    # --storage-option KEY=VALUE: for the filesystems of URLs (geomcli.io._remote), beside their own configuration
+    storage_options: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,5 @@ class BatchOptions:
     skip_existing: bool = False
     no_clobber: bool = False
     dry_run: bool = False
+    scheduler: str | None = None  # --scheduler: the Dask cluster that does the files (geomcli.engine.cluster)
+    files_from: str | None = None  # --files-from: a list of inputs, one a line (- for stdin)

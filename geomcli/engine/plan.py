@@ -13,7 +13,7 @@ import re
 import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from geomcli.engine import summary
 from geomcli.engine.one_file import FormatConflictError, output_format, write_options
@@ -47,6 +47,7 @@ class Source:
     path: str
     parent: str
     error: str | None = None
+    size: int | None = None  # bytes, where a listing told them (URLs)
 
 
 @dataclass(frozen=True)
@@ -56,16 +57,28 @@ class Job:
     output: str
     format: str
     error: str | None = None  # the input was never found: a folder that could not be listed
+    size: int | None = None  # the input's bytes, where its listing told them (a task's share of work)
 
 
 def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> list[Job]:
     """Every input with its output path and format; usage errors for names that cannot work."""
     from geomcli import io
+    from geomcli.io import _remote
 
+    _remote.configure(common.storage_options)
+    _remote.forget()  # what earlier listings in this process told is looked at again
+    options = local_paths(options)
+    remote = _remote.is_url(options.out_dir)
+    if remote and _remote.protocol(options.out_dir) in _remote.READ_ONLY:
+        raise PlanError(f"{options.out_dir}: {_remote.protocol(options.out_dir)}:// is for reading; write to "
+                        "s3://, gs://, az:// or a folder", options="--out-dir")
     if not options.out_dir or (os.path.exists(options.out_dir) and not os.path.isdir(options.out_dir)):
         raise PlanError(f"{options.out_dir!r} is not a folder", options="--out-dir")
     fields = check_template(options.name)
-    sources = expand(arguments, options.recursive)
+    listed = () if options.files_from is None else read_list(options.files_from)
+    if not arguments and not listed:
+        raise PlanError(f"{options.files_from} lists no input", options="--files-from")
+    sources = expand(arguments, options.recursive, listed)
     # An input is its name, the file read through its links, and that file's device and inode (a
     # hard link): an output landing on any of them would destroy an input, its own included.
     inputs: dict[str | tuple[int, int], str] = {}
@@ -85,7 +98,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
         parts = render(options.name, source, index)
         if "parent" not in fields and source.parent:
             parts = source.parent.split(os.sep) + parts
-        output = os.path.join(options.out_dir, *parts)
+        output = "/".join([options.out_dir.rstrip("/"), *parts]) if remote else os.path.join(options.out_dir, *parts)
         key = _landing(output)
         if key in writers:
             raise PlanError(f"{writers[key]} and {source.path} would both be written to {output}; "
@@ -94,36 +107,91 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
         if replaced is not None:
             raise PlanError(f"{output} would replace the input {replaced}; a batch never writes over "
                             "its inputs: choose another --out-dir or --name")
-        if io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
+        if not remote and io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
             raise PlanError(f"{output} is a device, FIFO or socket, or a link to one; "
                             "--out-dir writes files only: remove it or choose another --name")
         writers[key] = source.path
-        jobs.append(Job(index, source.path, output, _format(output, common, options.name)))
-    _check_inside(jobs, options.out_dir)
+        jobs.append(Job(index, source.path, output, _format(output, common, options.name), size=source.size))
+    if remote:
+        if options.skip_existing or options.no_clobber:
+            _listing(options.out_dir, True)  # one listing tells every output's modified time (skip_reason)
+    else:
+        _check_inside(jobs, options.out_dir)
     return jobs
 
 
-def expand(arguments: Sequence[str], recursive: bool) -> list[Source]:
-    """Files, folders (their readable files; -r: and their subfolders') and globs, in order.
+def local_paths(options: BatchOptions) -> BatchOptions:
+    """``options`` with a file:// --out-dir or --files-from as the local path it names."""
+    import dataclasses
+
+    from geomcli.io import _remote
+
+    try:
+        return dataclasses.replace(options, out_dir=_remote.local_path(options.out_dir),
+                                   files_from=None if options.files_from is None
+                                   else _remote.local_path(options.files_from))
+    except GeomError as error:
+        raise PlanError(str(error)) from error
+
+
+def read_list(path: str) -> list[str]:
+    """The inputs ``--files-from`` lists, one a line (``-``: read from stdin); blank lines skipped.
+    A name is taken as it is written (no glob), a name that is no UTF-8 as its bytes."""
+    import sys
+
+    from geomcli.io import _remote
+
+    try:
+        if _remote.is_url(path):
+            text = _remote.read_bytes(path, 1 << 34)
+        elif path == "-":
+            if sys.stdin is None:
+                raise PlanError("- (stdin) is closed: there is no list to read", options="--files-from")
+            text = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                text = f.read()
+    except OSError as error:
+        raise PlanError(f"{path}: cannot read the list ({error.strerror or error})", options="--files-from") from error
+    except GeomError as error:  # of a URL
+        raise PlanError(f"cannot read the list: {error}", options="--files-from") from error
+    lines = os.fsdecode(text).split("\n") if text else []
+    return [line.removesuffix("\r") for line in lines if line.removesuffix("\r")]
+
+
+def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()) -> list[Source]:
+    """Files, folders (their readable files; -r: and their subfolders') and globs, in order; then
+    the ``listed`` names (--files-from), files or folders but never patterns.
 
     A glob is expanded here, ``**`` included, so a huge folder never meets the shell's argument
     limit. Hidden files are left out of folders and globs; a file named twice is taken once.
     """
+    from geomcli.io import _remote
+
     sources: list[Source] = []
     seen: set[str] = set()
-    for argument in arguments:
+    for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
         if argument == "-":
             raise PlanError("- (stdin) is one input: give -o OUTPUT, not --out-dir")
-        if os.path.isdir(argument):
+        try:
+            argument = _remote.local_path(argument)
+        except GeomError as error:
+            raise PlanError(str(error)) from error
+        if argument.rstrip("/").lower().endswith(".zarr"):  # a zarr array is one input, folder or not
+            found, what = [Source(argument.rstrip("/"), "")], argument
+        elif _remote.is_url(argument):
+            found, what = _url_sources(argument, recursive, literal)
+        elif os.path.isdir(argument):
             found, what = _folder(argument, recursive), f"the folder {argument}"
-        elif os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
+        elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
             found, what = [Source(argument, "")], argument
         else:
             found, what = _glob(argument), f"the pattern {argument!r}"
         if not found:
             raise PlanError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff)")
         for source in found:
-            key = os.path.normcase(os.path.abspath(source.path))  # links to one file are each an input
+            # links to one file are each an input
+            key = source.path if _remote.is_url(source.path) else os.path.normcase(os.path.abspath(source.path))
             if key not in seen:
                 seen.add(key)
                 sources.append(source)
@@ -200,6 +268,96 @@ def _glob(pattern: str) -> list[Source]:
         if _readable(path) and os.path.isfile(path):
             found.append(Source(path, _parent(path, root)))
     return _in_order(found, root)
+
+
+def _url_sources(url: str, recursive: bool, literal: bool) -> tuple[list[Source], str]:
+    """What a URL argument names, as for a local one: the readable files a glob matches (``**``
+    any depth; hidden names only where the pattern names them), a folder's (-r: at every depth),
+    or the one file; and how a message names it. Sizes come from the listing."""
+    from geomcli.io import _remote
+
+    protocol, rest = url.split("://", 1)
+    parts = rest.split("/")
+    if not literal and _GLOB_MAGIC.search(rest) and _remote.protocol(url) not in _remote.READ_ONLY:
+        fixed = []
+        for part in parts[:-1]:
+            if _GLOB_MAGIC.search(part):
+                break
+            fixed.append(part)
+        root = f"{protocol}://" + "/".join(fixed)
+        pattern = [part for part in parts[len(fixed):] if part]
+        depth = None if "**" in pattern else len(pattern)
+        found = [(entry, relative) for entry in _listing(root, depth is None or depth > 1)
+                 if (relative := _relative(entry.url, root)) and _glob_match(pattern, relative.split("/"))
+                 and (depth is None or relative.count("/") < depth)]
+        return _url_order(found, root), f"the pattern {url!r}"
+    if _url_is_folder(url):
+        root = url.rstrip("/")
+        found = []
+        for entry in _listing(root, recursive):
+            relative = _relative(entry.url, root)
+            names = relative.split("/")
+            if relative and not any(name.startswith(".") for name in names) and _readable(names[-1]):
+                found.append((entry, relative))
+        return _url_order(found, root), f"the folder {url}"
+    return [Source(url, "")], url
+
+
+def _listing(url: str, recursive: bool) -> list[Any]:
+    from geomcli.io import _remote
+
+    try:
+        return _remote.listing(url, recursive)
+    except GeomError as error:
+        raise PlanError(str(error)) from error
+
+
+def _url_is_folder(url: str) -> bool:
+    from geomcli.io import _remote
+
+    try:
+        return _remote.is_folder(url)
+    except GeomError as error:
+        raise PlanError(str(error)) from error
+
+
+def _relative(url: str, root: str) -> str:
+    """``url``'s path below the folder ``root`` ("" for none), both as a listing spells them."""
+    from geomcli.io import _remote
+
+    base = _remote.canonical(root).rstrip("/") + "/"
+    return url[len(base):] if url.startswith(base) else ""
+
+
+def _url_order(found: list[tuple[Any, str]], root: str) -> list[Source]:
+    """Sources in the order of their path below ``root``, name by name, as local folders are."""
+    found.sort(key=lambda item: item[1].split("/"))
+    return [Source(entry.url, relative.rpartition("/")[0], size=entry.size) for entry, relative in found
+            if _readable(relative.rpartition("/")[2])]
+
+
+def _glob_match(pattern: list[str], names: list[str]) -> bool:
+    """Whether the names of a path match the pattern's, as _glob matches them: ``**`` any number of
+    names (none hidden), a hidden name only where the pattern's starts with a dot.
+
+    >>> _glob_match(["**", "*.png"], ["a", "b", "c.png"]), _glob_match(["*.png"], [".c.png"])
+    (True, False)
+    """
+    if not pattern:
+        return not names
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        for count in range(len(names) + 1):
+            if _glob_match(rest, names[count:]):
+                return True
+            if count < len(names) and names[count].startswith("."):
+                return False
+        return False
+    if not names or not fnmatch.fnmatchcase(names[0], head):
+        return False
+    if names[0].startswith(".") and not head.startswith("."):
+        return False
+    return _glob_match(rest, names[1:])
 
 
 def _parent(path: str, root: str) -> str:
@@ -310,12 +468,20 @@ def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:
 
 
 def _real(path: str) -> str:
-    """The file a path reads, through every link."""
+    """The file a path reads, through every link (a URL: its one spelling)."""
+    from geomcli.io import _remote
+
+    if _remote.is_url(path):
+        return _remote.canonical(path)
     return os.path.normcase(os.path.realpath(path))
 
 
 def _identity(path: str) -> tuple[int, int] | None:
     """The device and inode of the file at ``path`` (through links), None where there is none."""
+    from geomcli.io import _remote
+
+    if _remote.is_url(path):
+        return None
     try:
         status = os.stat(path)
     except OSError:
@@ -326,6 +492,10 @@ def _identity(path: str) -> tuple[int, int] | None:
 def _landing(path: str) -> str:
     """Where a file written to ``path`` lands: it replaces a link there, so only the folder's
     links are followed."""
+    from geomcli.io import _remote
+
+    if _remote.is_url(path):
+        return _remote.canonical(path)
     folder, name = os.path.split(os.path.abspath(path))
     return os.path.normcase(os.path.join(os.path.realpath(folder), name))
 
@@ -333,20 +503,29 @@ def _landing(path: str) -> str:
 def skip_reason(job: Job, options: BatchOptions) -> str | None:
     if not (options.skip_existing or options.no_clobber):
         return None
-    try:
-        made = os.stat(job.output).st_mtime_ns
-    except OSError:
+    made = _modified(job.output)
+    if made is None:
         return None
     if options.no_clobber:
         return OUTPUT_EXISTS
-    try:
-        changed = os.stat(job.input).st_mtime_ns
-    except OSError:
+    changed = _modified(job.input)
+    if changed is None:
         return None  # the read reports it
     # as make judges: an output not older than its input is up to date
     return "the output is up to date (--skip-existing)" if made >= changed else None
 
 
+
+
+def _modified(path: str) -> int | None:
+    """When the file at ``path`` was last changed (ns; for a URL as its listing says), None where
+    there is none (or it cannot be told: the read or write says why)."""
+    from geomcli.io import _remote
+
+    try:
+        return _remote.modified(path) if _remote.is_url(path) else os.stat(path).st_mtime_ns
+    except (OSError, GeomError):
+        return None
 
 
 def planned(task: Task, job: Job, options: BatchOptions) -> Report:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,8 +55,31 @@ def reporting(report: Report, common: Common) -> Iterator[Report]:
             raise
         else:
             report.status, report.error = "error", describe(error)
+            _keep_cause(report, error)
     finally:
         report.seconds = time.perf_counter() - started
+
+
+# The error each failed report was made from, while the report lives: a Dask run retries a file
+# whose failure was a passing I/O error (geomcli.engine.cluster), and tells it apart here.
+_causes: weakref.WeakKeyDictionary[Report, GeomError | OSError] = weakref.WeakKeyDictionary()
+
+
+def _keep_cause(report: Report, error: GeomError | OSError) -> None:
+    """Keep ``error`` and the errors it was raised from, without their tracebacks: those hold
+    the frames of the failed read, and the arrays in them, for as long as the report lives."""
+    _causes[report] = error
+    seen: BaseException | None = error
+    for _ in range(100):  # a chain is short; never a cycle followed forever
+        if seen is None:
+            break
+        seen.__traceback__ = None
+        seen = seen.__cause__ or seen.__context__
+
+
+def cause(report: Report) -> GeomError | OSError | None:
+    """The error that made ``report`` a failure, where :func:`reporting` caught one."""
+    return _causes.get(report)
 
 
 def _output_existed(error: BaseException) -> bool:

@@ -27,11 +27,15 @@ from typing import TYPE_CHECKING, Any
 from geomcli import cpus
 from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
 from geomcli.engine import summary
-from geomcli.engine.one_file import transform_file
+from geomcli.engine.jobs import commit
+from geomcli.engine.jobs import job_report as _report
+from geomcli.engine.jobs import remove_leftovers as _remove_leftovers
+from geomcli.engine.jobs import transform as _transform
 from geomcli.engine.operations import CropPad
-from geomcli.engine.plan import Job, Task, option_faults, plan, planned, skip_reason
-from geomcli.engine.report import OUTPUT_EXISTS, Outcomes, describe, echo_stderr, echo_stdout, reporting, skipped
+from geomcli.engine.plan import Job, Task, local_paths, option_faults, plan, planned, skip_reason
+from geomcli.engine.report import Outcomes, echo_stderr, echo_stdout
 from geomcli.errors import GeomError, PlanError
+from geomcli.io import _remote
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -58,6 +62,10 @@ _PRELOAD_ARRAYS = ("numpy", "geomcli.ops.center_crop_pad", "geomcli.ops.space_de
 def run(operation: Operation, common: Common, arguments: Sequence[str], options: BatchOptions) -> int:
     """Plan, check, then transform every input; the exit code (0, or 1 if any file failed)."""
     started = time.perf_counter()
+    if options.scheduler is not None:
+        from geomcli.engine import cluster
+
+        cluster.check(options)  # a usage error before the plan's work: bad syntax, -j too, no Dask
     jobs = plan(arguments, options, common)
     task = Task(operation, common, no_clobber=options.no_clobber)
     if options.dry_run:
@@ -68,8 +76,10 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
             echo_stderr(f"Error: {fault}")
         raise PlanError(f"{len(faults)} of {len(jobs)} inputs cannot take these options (each named above); "
                         "nothing was written")
+    options = local_paths(options)
     try:
-        os.makedirs(options.out_dir, exist_ok=True)
+        if not _remote.is_url(options.out_dir):  # an object store has no folders to make
+            os.makedirs(options.out_dir, exist_ok=True)
     except OSError as error:
         raise GeomError(f"{options.out_dir}: cannot make the folder ({error.strerror or error})") from error
     todo = []
@@ -82,6 +92,12 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
                 todo.append(job)
             else:
                 outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason]))
+        if options.scheduler is not None:
+            from geomcli.engine import cluster
+
+            if todo:
+                cluster.run_jobs(_one_thread(task), todo, outcomes, options)
+            return outcomes.finish(time.perf_counter() - started)
         workers = min(options.jobs or cpus.available_cpus(), len(todo))
         if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
             workers = 1  # starting workers costs about what 8 MB of images take to do
@@ -90,12 +106,17 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
         elif workers > 1:
             workers = _workers_allowed(workers)
         if workers > 1:
-            if common.threads is None:  # the workers share the cores: one kernel thread each
-                task = dataclasses.replace(task, common=dataclasses.replace(common, threads=1))
-            _in_workers(task, todo, workers, outcomes, options.fail_fast)
+            _in_workers(_one_thread(task), todo, workers, outcomes, options.fail_fast)
         else:
             _in_process(task, todo, outcomes, options.fail_fast)
     return outcomes.finish(time.perf_counter() - started)
+
+
+def _one_thread(task: Task) -> Task:
+    """The task for workers that share the cores: one kernel thread each, unless --threads says."""
+    if task.common.threads is not None:
+        return task
+    return dataclasses.replace(task, common=dataclasses.replace(task.common, threads=1))
 
 
 def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
@@ -126,28 +147,6 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
         raise PlanError(f"{len(faults)} of {len(jobs)} inputs cannot take these options (each named above); "
                         "nothing was written")
     return EXIT_FAILED if counts["error"] else 0
-
-
-def _report(task: Task, job: Job, **fields: Any) -> Report:
-    return summary.Report(task.operation.command, job.input, job.output or None,
-                          parameters=task.operation.parameters(), **fields)
-
-
-def _transform(task: Task, job: Job) -> Report:
-    """One file: its output folder, then read, transform, write (in a worker or in-process).
-    With -n the output is placed only where no file is: checked once more as it is placed, since
-    the plan's look, another process may have made one (the file is then skipped). A pipe or
-    device made at its name since the plan is never written into (it could hang): replaced, or
-    for an output written through a memory map, that file fails."""
-    from geomcli.io import _atomic
-
-    report = _report(task, job)
-    with reporting(report, task.common):
-        os.makedirs(os.path.dirname(job.output), exist_ok=True)
-    if report.status != "ok":
-        return report
-    with _atomic.no_replace() if task.no_clobber else _atomic.files_only():
-        return transform_file(task.operation, job.input, job.output, job.format, task.common)
 
 
 def _in_process(task: Task, todo: Sequence[Job], outcomes: Outcomes, fail_fast: bool) -> None:
@@ -505,19 +504,7 @@ class _Committer:
             _remove_leftovers(list(_jobs_under_way))
             os._exit(1)
 
-    @staticmethod
-    def _commit(report: Report, commits: list[Callable[[], None]]) -> None:
-        from geomcli.io import _atomic
-
-        for commit in commits:
-            try:
-                commit()
-            except _atomic.OutputExistsError:  # -n, and a file was made there meanwhile: left as it is
-                if report.status == "ok":
-                    skipped(report, OUTPUT_EXISTS)
-            except GeomError as error:  # the sync or rename failed: that temp file is gone
-                if report.status == "ok":
-                    report.status, report.error = "error", describe(error)
+    _commit = staticmethod(commit)
 
 
 # in a worker: the jobs whose temp files may exist (one being made, one being synced)
@@ -532,13 +519,6 @@ def _terminated(signum: int, frame: Any) -> None:
     """
     _remove_leftovers(list(_jobs_under_way))
     os._exit(EXIT_TERMINATED)
-
-
-def _remove_leftovers(jobs: Sequence[Job]) -> None:
-    from geomcli.io import _atomic
-
-    for job in jobs:
-        _atomic.remove_leftovers(job.output)
 
 
 def _smaller_than(jobs: Sequence[Job], limit: int) -> bool:

@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING
 
 from geomcli.errors import GeomError
+from geomcli.io import _remote
 from geomcli.io._atomic import clear_signals, note_signal, refuse_after_signal, signal_taken
 from geomcli.io._base import (
     DEFAULT_MAX_PIXELS,
@@ -326,7 +327,12 @@ def write_array(
         said += _encode(data, buffer, fmt, metadata, options, name, layout)
         _atomic.to_stdout(buffer.getvalue(), name)
         return tuple(said)
-    with _atomic.atomic_file(path) as f:
+    if _remote.is_url(path):  # made in memory (tifffile too), then placed whole
+        buffer = io.BytesIO()
+        said += _encode(data, buffer, fmt, metadata, options, name, layout)
+        _remote.write_bytes(path, buffer.getvalue(), name)
+        return tuple(said)
+    with _atomic.atomic_file(_remote.local_path(path)) as f:
         said += _encode(data, f, fmt, metadata, options, name, layout)
     return tuple(said)
 
@@ -427,7 +433,9 @@ def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format:
 
     from geomcli.io import _mapped
 
-    return _mapped.maps_output(path, shape, np.dtype(dtype), format_for_path(path, format))
+    if _remote.is_url(path):
+        return False  # an object is placed whole, from memory
+    return _mapped.maps_output(_remote.local_path(path), shape, np.dtype(dtype), format_for_path(path, format))
 
 
 def open_output(
@@ -453,7 +461,7 @@ def open_output(
 
     from geomcli.io import _mapped
 
-    return _mapped.open_output(path, shape, np.dtype(dtype), format_for_path(path, format), layout)
+    return _mapped.open_output(_remote.local_path(path), shape, np.dtype(dtype), format_for_path(path, format), layout)
 
 
 def release(array: np.ndarray, /) -> None:
@@ -589,6 +597,14 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
     dtype could take; devices are refused: /dev/zero named x.npy is not read forever.
     """
     name = display_name(path)
+    if _remote.is_url(path):  # read whole, then as a stream's bytes
+        named = format_for_path(path, format, hint="") if format is not None or os.path.splitext(path)[1] else None
+        from geomcli.io._stream import byte_limit
+
+        data = _remote.read_bytes(path, byte_limit(max_pixels))
+        fmt = _content_format(name, data[:SNIFF_BYTES], named, empty=not data, stdin=False)
+        return data, name, fmt, len(data)
+    path = _remote.local_path(path)
     if path == "-":
         stdin = sys.stdin
         if stdin is None:  # started with stdin closed (as CI runs us)

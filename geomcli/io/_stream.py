@@ -23,6 +23,11 @@ from geomcli.io._base import check_size
 # headers and metadata
 _STREAM_BYTES_PER_ELEMENT = 16
 _STREAM_SLACK = 1 << 20
+
+
+def byte_limit(max_pixels: int) -> int:
+    """The most bytes an input of ``max_pixels`` elements of the widest dtype could need."""
+    return max_pixels * _STREAM_BYTES_PER_ELEMENT + _STREAM_SLACK
 # how long a named FIFO may stay without a writer before it counts as empty
 _WRITER_GRACE = 2.0
 _STREAM_CHUNK = 1 << 22

@@ -47,7 +47,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     steps = [step.strip() for step in test_line.split("&&")]
     assert steps[-1] in ci_lines, f"{steps[-1]!r} is not a line of .ci/run"
-    assert any("pip install" in line and "'.[test]'" in line for line in ci_lines)
+    assert any("pip install" in line and "'.[test,dask]'" in line for line in ci_lines)
 
 
 def test_generated_docs_are_fresh() -> None:

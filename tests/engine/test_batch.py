@@ -512,7 +512,7 @@ def test_fail_fast_stops_at_the_first_failure(mixed: Path, tmp_path: Path) -> No
 
 def test_an_interrupted_in_process_run_clears_a_writer_killed_in_mkstemp(
         shots: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from geomcli.engine import workers as transform_module
+    from geomcli.engine import jobs as transform_module  # where a batch job calls transform_file
 
     out = tmp_path / "out"
 

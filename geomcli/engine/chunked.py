@@ -1,0 +1,115 @@
+"""The operations as dask.array graphs, chunk by chunk, for arrays that never fit in memory (a
+zarr input): each output chunk is the numpy kernel's result on the input chunk it comes from,
+so the result equals the kernel's on the whole array, bit for bit.
+
+What makes that true:
+- **SpaceToDepth** takes blocks of b×b pixels: every H and W chunk must be a multiple of b (a
+  misaligned chunk would split a block), so they are rechunked to the nearest multiples of b.
+- **Both** put a pixel's channels side by side (DCR: the block offset first; CRD: the input
+  channel first): a chunk must hold every channel, or DepthToSpace's DCR order comes out the
+  right shape and silently wrong. C is one chunk.
+- **CenterCropPad** is a slice, then pads of the one value the kernel would write there.
+- The writer then rechunks the result to the output's zarr chunks: one dask chunk per zarr
+  chunk, so no two tasks write one chunk (concurrent misaligned writes lose data,
+  zarr-python#3682).
+
+Imported only for a zarr job; dask loads then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    Dask = Any  # a dask.array.Array: dask annotates it too loosely for strict checking
+
+# the bytes a chunk is given where the input has none of its own (an .npy memory map)
+CHUNK_BYTES = 64 << 20
+
+
+def aligned(chunks: Sequence[int], multiple: int) -> tuple[int, ...]:
+    """Chunks along one axis whose boundaries all fall on multiples of ``multiple`` (the axis's
+    length being one): as near the first chunk's size as that allows.
+
+    >>> aligned((5, 5, 5, 1), 2), aligned((4, 4), 2), aligned((3,), 3)
+    ((6, 6, 4), (4, 4), (3,))
+    """
+    length = sum(chunks)
+    size = max(multiple, -(-chunks[0] // multiple) * multiple)  # the first chunk's, up to a multiple
+    full, rest = divmod(length, size)
+    return (size,) * full + ((rest,) if rest else ())
+
+
+def crop_pad(data: Dask, target: Sequence[int], axes: Sequence[int] | None, value: np.ndarray) -> Dask:
+    """CenterCropPad of ``data`` to ``target`` on ``axes`` (all when None), the pad ``value`` a
+    0-d array of the data's dtype (the element the kernel writes there)."""
+    import dask.array as da
+
+    from geomcli.ops.window import center_crop_pad_window
+
+    chosen = range(data.ndim) if axes is None else [axis % data.ndim for axis in axes]
+    kept = [slice(None)] * data.ndim
+    pads = [(0, 0)] * data.ndim
+    for axis, size in zip(chosen, target):
+        source, placed = center_crop_pad_window(data.shape[axis], size)
+        kept[axis] = source
+        pads[axis] = (placed.start, size - placed.stop)
+    cropped = data[tuple(kept)]
+    if not any(before or after for before, after in pads):
+        return cropped
+    return da.pad(cropped, pads, mode="constant", constant_values=value)
+
+
+def blockwise(data: Dask, kernel: Callable[..., np.ndarray], blocksize: int, *, to_depth: bool) -> Dask:
+    """SpaceToDepth (``to_depth``) or DepthToSpace of an (N, C, H, W) dask array, the ``kernel``
+    run on each chunk: C in one chunk, H and W chunks multiples of the blocksize for SpaceToDepth."""
+    b = blocksize
+    n_chunks, _, h_chunks, w_chunks = data.chunks
+    if to_depth:
+        data = data.rechunk({1: -1, 2: aligned(h_chunks, b), 3: aligned(w_chunks, b)})
+        _, (channels,), h_chunks, w_chunks = data.chunks
+        out_chunks = (n_chunks, (channels * b * b,), tuple(h // b for h in h_chunks), tuple(w // b for w in w_chunks))
+    else:
+        data = data.rechunk({1: -1})
+        _, (channels,), _, _ = data.chunks
+        out_chunks = (n_chunks, (channels // (b * b),), tuple(h * b for h in h_chunks), tuple(w * b for w in w_chunks))
+    return data.map_blocks(kernel, dtype=data.dtype, chunks=out_chunks, meta=data._meta)
+
+
+def as_dask(data: Any, chunks: Any = None) -> Dask:
+    """``data`` (a zarr array, a memory map, an array) as a dask array of its own chunks, or of
+    about CHUNK_BYTES each."""
+    import dask.array as da
+
+    if chunks is None:
+        chunks = getattr(data, "chunks", None)
+    if chunks is None or isinstance(data, tuple):
+        chunks = "auto"
+    with _chunk_size():
+        return da.from_array(data, chunks=chunks, lock=False, asarray=True, inline_array=True)
+
+
+def _chunk_size() -> Any:
+    import dask
+
+    return dask.config.set({"array.chunk-size": CHUNK_BYTES})
+
+
+def regular(chunks: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """The one chunk shape of a regular grid near ``chunks`` (each axis's longest chunk, so a
+    crop's short first chunk does not make every chunk short): what a zarr output is chunked by.
+
+    >>> regular(((1, 4, 4, 2), (6,), ()))
+    (4, 6, 1)
+    """
+    return tuple(max(1, *axis) if axis else 1 for axis in chunks)
+
+
+def threads_for(threads: int | None) -> Any:
+    """A dask scheduler of ``threads`` threads (None: every CPU) for a run without --scheduler."""
+    from geomcli import cpus
+
+    return {"scheduler": "threads", "num_workers": threads or cpus.available_cpus()}

@@ -1,0 +1,326 @@
+"""A batch on a Dask distributed cluster (``--scheduler``): the plan made here as for ``-j``,
+the files done by the cluster's workers, each file's report shown here as it comes.
+
+``local`` or ``local:N`` starts a LocalCluster of N worker processes (one thread each) for the
+run; an address (``tcp://HOST:PORT``) joins a running cluster, whose workers must have the same
+geomcli installed (geomcli.engine.scheduler).
+
+- **Tasks of several files.** Consecutive jobs go to the cluster in tasks of about
+  ``TASK_SECONDS`` of work each, sized by their inputs' bytes at the rate the finished tasks
+  showed (a start-up guess before); never more than ``IN_FLIGHT`` tasks per worker thread are
+  submitted at once, so a million files are never a million futures (distributed#2181). Near
+  the end tasks shrink, so the workers finish together.
+- **The same reports.** A task returns each file's report as a ``-j`` worker does; they are
+  shown in input order (report.Outcomes) as tasks complete, so the bytes written, the ``--json``
+  records, the progress bar and the exit code are those of ``-j``.
+- **Commits last.** A task writes its outputs as temp files and places them (sync and rename,
+  or for an object one put) after its last file: a task stopped or killed on the way places
+  nothing, so another attempt starts from a clean slate (with ``-n`` too).
+- **Retries.** A file whose read or write failed on a passing I/O error (a connection reset, a
+  timeout, EIO) is sent again in a later task, up to ``IO_RETRIES`` times; a bad file fails at
+  once. A task whose worker died (Dask's KilledWorker) is tried again file by file, each file
+  alone in its own task on whichever worker is free; a file whose worker dies again fails.
+  A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
+  keeps its own setting, which it spends first.
+- **Stopping.** On Ctrl-C or SIGTERM the tasks in flight are cancelled: each notices between
+  files, removes its temp files and places nothing; a LocalCluster of ours is closed (its
+  workers end) and the temp files of the jobs in flight are swept here, as ``-j`` does.
+- **An unreachable scheduler** is one error line (exit 1), within scheduler.CONNECT_SECONDS.
+
+Only the standard library loads at import time: Dask loads when a run asks for it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from geomcli.engine import jobs as job_steps
+from geomcli.engine.report import cause, echo_stderr
+from geomcli.engine.scheduler import Scheduler, connect, first_line, parse_scheduler, require_dask, signals_held
+from geomcli.errors import GeomError, PlanError
+
+if TYPE_CHECKING:
+    from distributed import Client, Future, LocalCluster
+
+    from geomcli.engine.options import BatchOptions
+    from geomcli.engine.plan import Job, Task
+    from geomcli.engine.report import Outcomes
+    from geomcli.engine.summary import Report
+
+# seconds of work a task is made of, and the input bytes per second a worker thread is assumed to
+# do until the first tasks have shown their rate
+TASK_SECONDS = 1.0
+FIRST_RATE = 8 << 20
+# the most files in one task (its reports travel back in one message), and tasks in flight per
+# worker thread: one running, one waiting its turn, so no thread idles between two
+MAX_FILES = 1000
+IN_FLIGHT = 2
+# how often a file is sent again after a passing I/O error
+IO_RETRIES = 2
+# errnos of a failure that may pass: a retry can succeed where the first try failed
+_PASSING = {errno.EIO, errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ETIMEDOUT, errno.ECONNRESET,
+            errno.ECONNREFUSED, errno.ECONNABORTED, errno.ENETDOWN, errno.ENETUNREACH, errno.ENETRESET,
+            errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ESTALE, errno.EPIPE}
+
+
+def check(options: BatchOptions) -> Scheduler:
+    """What ``options.scheduler`` names, checked before the plan: its syntax, -j not given with it,
+    and Dask installed (usage errors, exit 2, that say what to install)."""
+    assert options.scheduler is not None
+    scheduler = parse_scheduler(options.scheduler)
+    if options.jobs is not None:
+        raise PlanError("give -j N or --scheduler, not both: --scheduler local:N starts N workers",
+                        options=["-j", "--scheduler"])
+    require_dask()
+    return scheduler
+
+
+def run_jobs(task: Task, todo: Sequence[Job], outcomes: Outcomes, options: BatchOptions) -> Stats:
+    """Do ``todo`` on the cluster ``options.scheduler`` names, each report into ``outcomes``;
+    what the run measured. Ctrl-C and SIGTERM stop it as the module docstring says: the tasks in
+    flight cancelled, a LocalCluster of ours closed (its workers ended), then the temp files of
+    the jobs in flight swept, a second signal held off meanwhile."""
+    scheduler = check(options)
+    dispatch: _Dispatch | None = None
+    try:
+        with connect(scheduler, task.common.debug) as (client, local):
+            dispatch = _Dispatch(client, task, todo, outcomes, options.fail_fast, local)
+            try:
+                dispatch.run()
+            except BaseException:
+                with signals_held():
+                    dispatch.cancel_all()
+                raise
+    finally:
+        if dispatch is not None and dispatch.in_flight:
+            with signals_held():
+                job_steps.remove_leftovers([job for sent in dispatch.in_flight.values() for job in sent.jobs])
+    return dispatch.stats
+
+
+@dataclass
+class Stats:
+    """What a run on the cluster measured: per task, its files, the seconds from its submission to
+    its result here, and the seconds its files took on the worker (summed)."""
+
+    tasks: list[tuple[int, float, float]] = field(default_factory=list)
+
+    @property
+    def overhead(self) -> float:
+        """The mean seconds a task spent outside its files' work (queues, messages, scheduling)."""
+        return sum(wall - work for _, wall, work in self.tasks) / max(1, len(self.tasks))
+
+
+@dataclass
+class _Sent:
+    """A task in flight: its jobs, when it was submitted, and whether it is a retry after a worker died."""
+
+    jobs: list[Job]
+    submitted: float
+    after_death: bool = False
+
+
+class _Dispatch:
+    """The jobs, the tasks in flight and the retries of one run."""
+
+    def __init__(self, client: Client, task: Task, todo: Sequence[Job], outcomes: Outcomes,
+                 fail_fast: bool, local: LocalCluster | None = None) -> None:
+        self.client, self.task, self.outcomes, self.fail_fast = client, task, outcomes, fail_fast
+        self.local = local
+        self.workers = 0 if local is None else len(local.worker_spec)
+        self.todo = deque(todo)
+        self.again: deque[tuple[list[Job], bool]] = deque()  # retries (their jobs, after a death), sent first
+        sample = [_size(job) for job in todo[:10_000]]
+        self.left = sum(sample) * len(todo) / max(1, len(sample))  # bytes still to submit, roughly
+        self.rate = float(FIRST_RATE)
+        self.io_tries: dict[int, int] = {}
+        self.in_flight: dict[Future[Any], _Sent] = {}
+        self.stats = Stats()
+        self.run_id = uuid.uuid4().hex[:12]
+        self.count = 0
+        self.threads = 1
+        self.threads_seen = -1.0
+        self.stopping = False
+
+    def run(self) -> None:
+        from distributed import as_completed
+
+        self.completed = as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
+        self._top_up()
+        while self.in_flight:
+            future, result = next(self.completed)
+            sent = self.in_flight.pop(future)
+            if self.stopping and future.status == "cancelled":
+                continue  # cancelled after --fail-fast: not run
+            self._finished(future, result, sent)
+            if not self.stopping:
+                self._top_up()
+
+    def _top_up(self) -> None:
+        """Submit tasks until ``IN_FLIGHT`` per worker thread are in flight, or none is left."""
+        now = time.monotonic()
+        if now - self.threads_seen > 1.0:  # workers come and go: ask again at most once a second
+            threads = self.client.nthreads()
+            self.threads = max(1, sum(threads.values()))
+            self.threads_seen = now
+            if self.local is not None and len(threads) < self.workers:
+                # A nanny gives up on a worker that dies as it restarts it (a file that kills
+                # workers, sent to a new one), and the cluster then drops it: scale brings it back
+                self.local.scale(self.workers)
+        while len(self.in_flight) < IN_FLIGHT * self.threads and (self.again or self.todo):
+            batch, after_death = self.again.popleft() if self.again else (self._next_batch(), False)
+            self._submit(batch, after_death)
+
+    def _next_batch(self) -> list[Job]:
+        """The next consecutive jobs, about TASK_SECONDS of work at the rate seen so far, and at most
+        a share of what is left that lets every worker thread finish together."""
+        target = min(self.rate * TASK_SECONDS, self.left / (IN_FLIGHT * self.threads))
+        batch: list[Job] = []
+        taken = 0
+        while self.todo and len(batch) < MAX_FILES and (not batch or taken < target):
+            job = self.todo.popleft()
+            batch.append(job)
+            taken += _size(job)
+        self.left = max(0.0, self.left - taken)
+        return batch
+
+    def _submit(self, batch: list[Job], after_death: bool) -> None:
+        self.count += 1
+        future = self.client.submit(do_files, self.task, batch, self.fail_fast, pure=False,
+                                    key=f"geomcli-{self.run_id}-{self.count}")
+        self.in_flight[future] = _Sent(batch, time.perf_counter(), after_death)
+        self.completed.add(future)
+
+    def _finished(self, future: Future[Any], result: Any, sent: _Sent) -> None:
+        from distributed import KilledWorker
+
+        if future.status == "finished":
+            self._measure(sent, result)
+            for job, (report, passing) in zip(sent.jobs, result):
+                tries = self.io_tries.get(job.index, 0)
+                if passing and tries < IO_RETRIES and not self.stopping:
+                    self.io_tries[job.index] = tries + 1
+                    self.again.append(([job], sent.after_death))
+                else:
+                    self._add(job, report)
+            return
+        error = result[1] if future.status == "error" else GeomError("cancelled by the cluster")
+        if isinstance(error, KilledWorker):
+            if not sent.after_death:
+                self.again.extend(([job], True) for job in sent.jobs)  # each alone: a bad file fails alone
+                return
+            for job in sent.jobs:
+                self._add(job, job_steps.job_report(self.task, job, status="error",
+                                                    error=f"{job.input}: the worker process ended while "
+                                                          "doing it (twice)"))
+            return
+        if self.task.common.debug or not isinstance(error, GeomError):
+            # a bug on the worker, or a worker that cannot run this geomcli: its traceback once,
+            # then a failure for each of the task's files, as for a -j worker that crashed
+            import traceback
+
+            echo_stderr("".join(traceback.format_exception(type(error), error, result[2])).rstrip())
+        for job in sent.jobs:
+            self._add(job, job_steps.job_report(self.task, job, status="error",
+                                                error=f"{job.input}: the task failed on the cluster "
+                                                      f"({type(error).__name__}: {first_line(error)})"))
+
+    def _add(self, job: Job, report: Report) -> None:
+        self.outcomes.add(job.index, report)
+        if self.fail_fast and report.status == "error" and not self.stopping:
+            self.stopping = True
+            self.cancel_all()  # nothing more starts; what is in flight is not run
+
+    def _measure(self, sent: _Sent, done: list[tuple[Report, bool]]) -> None:
+        wall = time.perf_counter() - sent.submitted
+        work = sum(report.seconds or 0.0 for report, _ in done)
+        self.stats.tasks.append((len(done), wall, work))
+        done_bytes = sum(_size(job) for job in sent.jobs[:len(done)])
+        if work > 0.05 and done_bytes:  # a shorter task says little of the rate
+            seen = done_bytes / work
+            self.rate = seen if len(self.stats.tasks) == 1 else 0.7 * self.rate + 0.3 * seen
+
+    def cancel_all(self) -> None:
+        """Send nothing more, and cancel the tasks in flight (they stay in ``in_flight``, whose temp
+        files the caller sweeps after an interruption)."""
+        self.todo.clear()
+        self.again.clear()
+        if self.in_flight:
+            try:
+                self.client.cancel(list(self.in_flight))
+            except (OSError, RuntimeError):  # the scheduler has gone: nothing runs there to cancel
+                pass
+
+
+def _size(job: Job) -> int:
+    """The input's size in bytes, the measure of a task's work (0 where it cannot be told)."""
+    if job.size is not None:
+        return job.size
+    try:
+        return os.stat(job.input).st_size
+    except OSError:
+        return 0
+
+
+def passing(report: Report) -> bool:
+    """Whether ``report`` failed on an I/O error that may pass (a reset connection, a timeout,
+    EIO), which a retry could overcome; not a bad file, nor a missing one."""
+    error: BaseException | None = cause(report)
+    for _ in range(100):
+        if error is None:
+            return False
+        if isinstance(error, (ConnectionError, TimeoutError)) or (
+                isinstance(error, OSError) and error.errno in _PASSING):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def do_files(task: Task, jobs: Sequence[Job], fail_fast: bool) -> list[tuple[Report, bool]]:
+    """A task, on a worker: each job's report (in order), and whether it failed on an I/O error
+    that may pass. Outputs are placed after the last file (see the module docstring); a task
+    cancelled meanwhile places none and returns nothing. With ``fail_fast`` it stops after the
+    first failure."""
+    from geomcli.io import _atomic
+
+    job_steps.remove_leftovers(jobs)  # a dead worker's, from an attempt before this one
+    done: list[tuple[Report, list[Any]]] = []
+    try:
+        for job in jobs:
+            if _cancelled():
+                break
+            with _atomic.deferred_commits() as commits:
+                report = job_steps.transform(task, job)
+            done.append((report, list(commits)))
+            if fail_fast and report.status == "error":
+                break
+        if _cancelled():
+            job_steps.remove_leftovers(jobs)
+            return []
+        for report, commits in done:
+            job_steps.commit(report, commits)
+    except BaseException:
+        job_steps.remove_leftovers(jobs)
+        raise
+    return [(report, report.status == "error" and passing(report)) for report, _ in done]
+
+
+def _cancelled() -> bool:
+    """Whether the task this worker thread runs has been cancelled (Ctrl-C on the client, or the
+    client gone): the worker's own record of it says so, no message needed."""
+    from distributed import get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:  # not on a worker (called in this process)
+        return False
+    key = worker.get_current_task()
+    state = worker.state.tasks.get(key) if key is not None else None
+    return state is None or state.state in ("cancelled", "released", "forgotten")

@@ -1,0 +1,69 @@
+"""One job of a batch, wherever it runs (this process, a local worker process, a Dask worker):
+its output folder, the -n rule, the transform, the deferred commit of its output, and the temp
+files a stopped writer leaves. geomcli.engine.workers and geomcli.engine.cluster share these.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from geomcli.engine import summary
+from geomcli.engine.one_file import transform_file
+from geomcli.engine.report import OUTPUT_EXISTS, describe, reporting, skipped
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    from geomcli.engine.plan import Job, Task
+    from geomcli.engine.summary import Report
+
+
+def job_report(task: Task, job: Job, **fields: Any) -> Report:
+    """A report for ``job`` that no transform made (a skip, a failure found without reading it)."""
+    return summary.Report(task.operation.command, job.input, job.output or None,
+                          parameters=task.operation.parameters(), **fields)
+
+
+def transform(task: Task, job: Job) -> Report:
+    """One file: its output folder, then read, transform, write (in a worker or in-process).
+    With -n the output is placed only where no file is: checked once more as it is placed, since
+    the plan's look, another process may have made one (the file is then skipped). A pipe or
+    device made at its name since the plan is never written into (it could hang): replaced, or
+    for an output written through a memory map, that file fails."""
+    from geomcli.io import _atomic, _remote
+
+    report = job_report(task, job)
+    if not _remote.is_url(job.output):  # an object store has no folders to make
+        with reporting(report, task.common):
+            os.makedirs(os.path.dirname(job.output), exist_ok=True)
+    if report.status != "ok":
+        return report
+    with _atomic.no_replace() if task.no_clobber else _atomic.files_only():
+        return transform_file(task.operation, job.input, job.output, job.format, task.common)
+
+
+def commit(report: Report, commits: Sequence[Callable[[], None]]) -> None:
+    """Run the deferred commits (sync and rename, or the put of an object) of the job ``report``
+    tells of; a failure to place its output becomes its failure, an output made there meanwhile
+    under -n its skip."""
+    from geomcli.io import _atomic
+
+    for step in commits:
+        try:
+            step()
+        except _atomic.OutputExistsError:  # -n, and a file was made there meanwhile: left as it is
+            if report.status == "ok":
+                skipped(report, OUTPUT_EXISTS)
+        except GeomError as error:  # the sync, rename or put failed: that temp file is gone
+            if report.status == "ok":
+                report.status, report.error = "error", describe(error)
+
+
+def remove_leftovers(jobs: Sequence[Job]) -> None:
+    """Remove the temp files that stopped writers of these jobs' outputs left."""
+    from geomcli.io import _atomic, _remote
+
+    for job in jobs:
+        if job.output and not _remote.is_url(job.output):  # an object is placed whole or not at all
+            _atomic.remove_leftovers(job.output)

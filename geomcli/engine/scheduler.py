@@ -1,0 +1,146 @@
+"""Which Dask cluster ``--scheduler`` names, and a client of it: ``local`` or ``local:N`` starts a
+LocalCluster of N worker processes (one thread each) for the run, an address (``tcp://HOST:PORT``)
+joins a running cluster. For a batch of files (geomcli.engine.cluster) and a zarr job's graph
+(geomcli.engine.zarr_file).
+
+An unreachable scheduler is one error line (exit 1: the command was right, the cluster was not
+there) within ``CONNECT_SECONDS``; what is no scheduler's name is a usage error (exit 2), as is
+``--scheduler`` without Dask installed.
+
+Only the standard library loads at import time: Dask loads when a run asks for it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from geomcli.engine.report import echo_stderr
+from geomcli.errors import GeomError, PlanError
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
+
+INSTALL = "pip install 'geomcli[dask]'"
+# seconds to wait for a scheduler that does not answer
+CONNECT_SECONDS = 10
+# A LocalCluster's settings: no retry of its own after a worker dies (the dispatch retries file by
+# file); one task at a worker at a time (none queued there, so a worker's death is the death of
+# the one task it was running, never of one waiting behind it); workers forked from one
+# forkserver that imported Dask once (as -j's), where spawn imports it in each (a second apiece)
+LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0,
+                "distributed.worker.multiprocessing-method": "forkserver"}
+_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """What --scheduler names: a LocalCluster of ``workers`` processes, or a running one's ``address``."""
+
+    address: str | None = None
+    workers: int | None = None
+
+    @property
+    def local(self) -> bool:
+        return self.address is None
+
+
+def parse_scheduler(text: str) -> Scheduler:
+    """``local``, ``local:N`` or an address such as ``tcp://HOST:PORT``; a PlanError (usage, exit 2)
+    for anything else.
+
+    >>> parse_scheduler("local:3"), parse_scheduler("tcp://10.0.0.5:8786").address
+    (Scheduler(address=None, workers=3), 'tcp://10.0.0.5:8786')
+    """
+    from geomcli import cpus
+
+    if text == "local":
+        return Scheduler(workers=cpus.available_cpus())
+    if text.startswith("local:"):
+        count = text.removeprefix("local:")
+        if not (count.isascii() and count.isdigit()) or int(count) < 1:
+            raise PlanError(f"{text!r}: local:N needs a number of workers N of 1 or more", options="--scheduler")
+        return Scheduler(workers=int(count))
+    if _ADDRESS.fullmatch(text) is None:
+        raise PlanError(f"{text!r} is not local, local:N or a scheduler's address such as tcp://HOST:8786",
+                        options="--scheduler")
+    return Scheduler(address=text)
+
+
+def require_dask() -> None:
+    """A usage error (exit 2) that says what to install, where Dask is not installed."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError as error:
+        raise PlanError(f"--scheduler runs on Dask, which is not installed: {INSTALL}") from error
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM (a second Ctrl-C) while a stopped run cleans up."""
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextmanager
+def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[Client, LocalCluster | None]]:
+    """A client of the cluster ``scheduler`` names, and the cluster when it is a LocalCluster
+    started for the run (closed at the end); None for a running one, joined."""
+    if isinstance(scheduler, str):
+        scheduler = parse_scheduler(scheduler)
+    require_dask()
+    import logging
+
+    import dask
+    import distributed
+
+    # distributed logs workers that die, tasks that fail and clusters that close to stderr: each of
+    # those is this run's to report, once, as a file's error line
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    if not debug:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        if scheduler.local:
+            try:
+                with dask.config.set(LOCAL_CONFIG):
+                    cluster = distributed.LocalCluster(
+                        n_workers=scheduler.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        # no dashboard; its HTTP server (always started) on a free port, never 8787's
+                        dashboard_address=None, scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+                        silence_logs=logging.WARNING if debug else logging.CRITICAL)
+            except OSError as error:  # no port, no process
+                raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
+            try:
+                with distributed.Client(cluster, set_as_default=False) as client:
+                    yield client, cluster
+            finally:
+                with signals_held():
+                    cluster.close()
+            return
+        try:
+            client = distributed.Client(scheduler.address, timeout=CONNECT_SECONDS, set_as_default=False)
+        except (OSError, ValueError) as error:  # the connection's TimeoutError is an OSError
+            raise GeomError(f"{scheduler.address}: cannot reach the Dask scheduler "
+                            f"({first_line(error)})") from error
+        if not client.nthreads():
+            echo_stderr(f"Warning: the cluster at {scheduler.address} has no workers yet; waiting for some")
+        with client:
+            yield client, None
+    finally:
+        logger.setLevel(level)
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+

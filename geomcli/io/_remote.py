@@ -1,0 +1,299 @@
+"""Inputs and outputs named by URL (``s3://``, ``gs://``, ``az://``, ``https://`` to read), through
+fsspec; ``file://`` is a local path and takes the local way.
+
+An input is read whole into memory, then decoded as a stream's bytes are. An output is made in
+memory, then placed whole: one request (``pipe_file``; s3fs makes it a multipart upload past
+``MULTIPART_BYTES``, aborted on failure), never ``fs.open(path, "wb")``, whose close commits a
+partial object after an exception. Under io._atomic.no_replace (``-n``) the put is a conditional
+create (``If-None-Match: *`` on S3); under deferred_commits it is the commit left to the caller.
+
+Credentials and endpoints come from each filesystem's own configuration (for S3 the AWS_*
+variables, AWS_ENDPOINT_URL included, or ~/.aws), plus the options :func:`configure` is given
+(``--storage-option KEY=VALUE``), passed to every URL's filesystem.
+
+Only the standard library loads at import time; fsspec loads with the first URL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+_URL = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*)://")
+INSTALL = "pip install 'geomcli[dask]'"
+# the filesystems, by protocol, whose package an error names when it is missing
+_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
+             "abfss": "adlfs", "http": "aiohttp", "https": "aiohttp"}
+# protocols that only read
+READ_ONLY = frozenset({"http", "https"})
+# an output this big or bigger goes up in parts of this size (S3's smallest part is 5 MiB)
+MULTIPART_BYTES = 50 << 20
+
+_options: dict[str, Any] = {}
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` is a URL of a filesystem other than the local one (``file://`` is local).
+
+    >>> is_url("s3://bucket/a.png"), is_url("file:///tmp/a.png"), is_url("a.png"), is_url("./s3://x")
+    (True, False, False, False)
+    """
+    match = _URL.match(path)
+    return match is not None and match.group(1).lower() != "file"
+
+
+def local_path(path: str) -> str:
+    """A ``file://`` URL as the local path it names; any other path as it is.
+
+    >>> local_path("file:///tmp/a%20b.png"), local_path("file://localhost/tmp/x"), local_path("a.png")
+    ('/tmp/a b.png', '/tmp/x', 'a.png')
+    """
+    if not path[:7].lower() == "file://":
+        return path
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(path)
+    if parts.netloc not in ("", "localhost"):
+        raise GeomError(f"{path}: a file:// URL names a file of this machine (file:///path), not of {parts.netloc}")
+    return unquote(parts.path) or "/"
+
+
+def configure(options: tuple[tuple[str, Any], ...] | dict[str, Any]) -> None:
+    """The options every URL's filesystem is made with from now on, in this process
+    (``--storage-option``); the filesystems' own configuration gives the rest."""
+    _options.clear()
+    _options.update(dict(options))
+
+
+def protocol(url: str) -> str:
+    match = _URL.match(url)
+    assert match is not None
+    return match.group(1).lower()
+
+
+def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
+    """The filesystem of ``url`` and the path on it; a GeomError naming the package it needs."""
+    try:
+        import fsspec
+    except ImportError as error:
+        raise GeomError(f"{url}: URLs are read and written through fsspec, which is not installed: "
+                        f"{INSTALL}") from error
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **_options)
+    except ImportError as error:
+        package = _PACKAGES.get(protocol(url), "the fsspec filesystem for it")
+        raise GeomError(f"{url}: {protocol(url)}:// needs {package}, which is not installed "
+                        f"(pip install {package})") from error
+    except ValueError as error:  # an unknown protocol, or options it does not take
+        raise GeomError(f"{url}: {error}") from error
+    except TypeError as error:
+        raise GeomError(f"{url}: --storage-option: {error}") from error
+    return fs, path
+
+
+def canonical(url: str) -> str:
+    """The one spelling of ``url`` (the protocol's first name, its path as the filesystem keeps
+    it), so two names of one object compare equal."""
+    fs, path = filesystem(url)
+    return str(fs.unstrip_protocol(path))
+
+
+@contextmanager
+def _errors(url: str, doing: str) -> Iterator[None]:
+    """The filesystem's failures as a GeomError naming ``url``, chained (an I/O error that may
+    pass stays in the chain, where a batch on Dask looks for it)."""
+    try:
+        yield
+    except FileNotFoundError as error:
+        raise GeomError(f"{url}: no such file") from error
+    except PermissionError as error:
+        raise GeomError(f"{url}: permission denied") from error
+    except IsADirectoryError as error:
+        raise GeomError(f"{url}: is a directory") from error
+    except _failures() as error:
+        raise GeomError(f"{url}: cannot {doing} ({_first_line(error)})") from error
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """What a filesystem raises when it fails: OSError, and the failures of the libraries under
+    it that are none (botocore's: no credentials, an endpoint that does not answer; aiohttp's: an
+    HTTP status). Looked up only once one is raised."""
+    found: list[type[BaseException]] = [OSError]
+    try:
+        from botocore.exceptions import BotoCoreError
+
+        found.append(BotoCoreError)
+    except ImportError:
+        pass
+    try:
+        from aiohttp import ClientError
+
+        found.append(ClientError)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return " ".join(lines[0].split())[:200] if lines else type(error).__name__
+
+
+def read_bytes(url: str, limit: int) -> bytes:
+    """The whole object at ``url``; a GeomError for a missing one, one past ``limit`` bytes, or a
+    failed read."""
+    fs, path = filesystem(url)
+    with _errors(url, "read"):
+        size = fs.size(path)
+        if size is not None and size > limit:
+            raise GeomError(f"{url}: {size} bytes, more than {limit}, more than the --max-pixels limit could need; "
+                            "raise it with --max-pixels or GEOMCLI_MAX_PIXELS")
+        data = fs.cat_file(path)
+    return bytes(data)
+
+
+def write_bytes(url: str, data: bytes, name: str) -> None:
+    """Place ``data`` as the whole object at ``url`` (see the module docstring); at once, or as
+    the commit deferred_commits leaves to its caller."""
+    from geomcli.io import _atomic
+
+    if protocol(url) in READ_ONLY:
+        raise GeomError(f"{name}: {protocol(url)}:// is for reading; write to s3://, gs://, az:// or a file")
+    # what atomic_file would do in this thread: -n (no_replace), a commit left to the caller
+    create = not _atomic._here.replace
+
+    def put() -> None:
+        _atomic.refuse_after_signal()  # as a file: nothing is placed once Ctrl-C or SIGTERM came
+        _put(url, data, name, create)
+
+    if _atomic._here.pending is not None:
+        _atomic._here.pending.append(put)
+    else:
+        put()
+
+
+def _put(url: str, data: bytes, name: str, create: bool) -> None:
+    from geomcli.io import _atomic
+
+    fs, path = filesystem(url)
+    options: dict[str, Any] = {"mode": "create"} if create else {}
+    if fs.__class__.__name__ == "S3FileSystem":
+        options["chunksize"] = MULTIPART_BYTES // 2  # s3fs puts in one request below twice its chunk size
+    try:
+        fs.pipe_file(path, data, **options)
+    except FileExistsError as error:
+        raise _atomic.OutputExistsError(f"{name}: {_atomic._APPEARED}") from error
+    except _failures() as error:
+        if create and _precondition_failed(error):
+            raise _atomic.OutputExistsError(f"{name}: {_atomic._APPEARED}") from error
+        raise GeomError(f"{name}: cannot write ({_first_line(error)})") from error
+
+
+def _precondition_failed(error: BaseException) -> bool:
+    """Whether a conditional create failed because the object exists (S3's 412 PreconditionFailed)."""
+    seen: BaseException | None = error
+    for _ in range(20):
+        if seen is None:
+            return False
+        text = str(seen)
+        if "PreconditionFailed" in text or "412" in text or "ConditionalRequestConflict" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Entry(NamedTuple):
+    """A file a listing found: its URL, its size in bytes and its modified time (ns, or None)."""
+
+    url: str
+    size: int | None
+    modified: int | None
+
+
+# modified times the listings told, by canonical URL; and the folders listed whole, in which a
+# URL not found is no file
+_modified: dict[str, int | None] = {}
+_listed: set[str] = set()
+
+
+def listing(url: str, recursive: bool = True) -> list[Entry]:
+    """The files under the folder ``url`` (all depths, or its own with ``recursive`` False), in
+    the listing's order; none for a folder that is not there. Their modified times are kept for
+    :func:`modified`."""
+    fs, root = filesystem(url)
+    if protocol(url) in READ_ONLY:
+        return []
+    with _errors(url, "list the folder"):
+        fs.invalidate_cache(root)
+        found = fs.find(root, maxdepth=None if recursive else 1, detail=True)
+    entries = []
+    for path, info in found.items():
+        if info.get("type") == "directory":
+            continue
+        entry = Entry(str(fs.unstrip_protocol(path)), info.get("size"), _info_modified(info))
+        _modified[entry.url] = entry.modified
+        entries.append(entry)
+    _listed.add(str(fs.unstrip_protocol(root)).rstrip("/") + "/")
+    return entries
+
+
+def is_folder(url: str) -> bool:
+    """Whether ``url`` is a folder (a prefix under which objects are) rather than an object."""
+    if protocol(url) in READ_ONLY:
+        return False
+    fs, path = filesystem(url)
+    with _errors(url, "look at"):
+        return bool(fs.isdir(path))
+
+
+def modified(url: str) -> int | None:
+    """The modified time of the file at ``url`` in ns: from a listing made, else asked of the store;
+    None where there is no such file."""
+    key = canonical(url)
+    if key in _modified:
+        return _modified[key]
+    if any(key.startswith(folder) for folder in _listed):
+        return None  # listed whole, and not found there
+    fs, path = filesystem(url)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        return None
+    except _failures() as error:
+        raise GeomError(f"{url}: cannot look at it ({_first_line(error)})") from error
+    _modified[key] = _info_modified(info)
+    return _modified[key]
+
+
+def _info_modified(info: dict[str, Any]) -> int | None:
+    """A listing's modified time in ns: S3's LastModified, GCS's updated, Azure's last_modified, mtime."""
+    import datetime
+
+    for key in ("LastModified", "last_modified", "updated", "mtime", "modified", "created"):
+        value = info.get(key)
+        if isinstance(value, datetime.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=datetime.UTC)
+            return int(value.timestamp() * 1_000_000_000)
+        if isinstance(value, str):
+            try:
+                return int(datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
+            except ValueError:
+                continue
+        if isinstance(value, (int, float)):
+            return int(value * 1_000_000_000)
+    return None
+
+
+def forget() -> None:
+    """Drop what the listings told (a new run looks again)."""
+    _modified.clear()
+    _listed.clear()
+

@@ -1,0 +1,176 @@
+"""zarr v3 arrays: a path or URL ending in ``.zarr`` is an array, read and written chunk by chunk
+(geomcli.engine.zarr_file drives the chunks; this module opens and makes the arrays).
+
+- **Layout.** An OME-Zarr (NGFF 0.4 or 0.5) group is read at its first (full-resolution)
+  level, its axes naming the layout where they fit geomcli's (``c``, ``y``, ``x``, and ``t`` or
+  ``n`` as N); a plain array's ``dimension_names`` the same way. An output is written as the
+  input was: an OME-Zarr group of one level (axes, and the scale of y and x as the operation
+  makes it), else an array with ``dimension_names``.
+- **A completion marker, written last.** zarr reads a chunk that was never written as its fill
+  value, so an output cut short would read as a whole array. Each output is made with the
+  attribute ``geomcli: {"complete": false}`` and marked complete only after its last chunk is
+  written; geomcli refuses to read an array so marked incomplete.
+
+Only the standard library loads at import time; zarr loads with the first ``.zarr``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+INSTALL = "pip install 'geomcli[dask]'"
+MARKER = "geomcli"
+# the layout letters of the axis names OME-Zarr and common dimension_names use
+_AXIS_LETTERS = {"c": "C", "channel": "C", "channels": "C", "y": "H", "height": "H", "x": "W", "width": "W",
+                 "n": "N", "t": "N", "batch": "N", "time": "N"}
+_NAMES = {"N": "n", "C": "c", "H": "y", "W": "x"}
+_OME_TYPES = {"N": "time", "C": "channel", "H": "space", "W": "space"}
+_OME_NAMES = {"N": "t", "C": "c", "H": "y", "W": "x"}
+
+
+def is_zarr(path: str) -> bool:
+    """Whether ``path`` names a zarr array (it ends in ``.zarr``).
+
+    >>> is_zarr("scan.zarr"), is_zarr("s3://bucket/scan.zarr/"), is_zarr("scan.npy")
+    (True, True, False)
+    """
+    return path.rstrip("/").lower().endswith(".zarr")
+
+
+class Opened(NamedTuple):
+    """A zarr input: the array (its full-resolution level), the layout its axes name (or None),
+    the scale of each axis where OME-Zarr gives one, and whether it was an OME-Zarr group."""
+
+    array: Any
+    layout: str | None
+    scale: tuple[float, ...] | None
+    ome: bool
+
+
+def _zarr() -> Any:
+    try:
+        import zarr
+    except ImportError as error:
+        raise GeomError(f".zarr arrays are read and written by zarr, which is not installed: {INSTALL}") from error
+    return zarr
+
+
+def _store(path: str, read_only: bool) -> Any:
+    """The store of ``path``: a local folder, or an fsspec store for a URL (with --storage-option)."""
+    from geomcli.io import _remote
+
+    zarr = _zarr()
+    path = _remote.local_path(path)
+    if not _remote.is_url(path):
+        return zarr.storage.LocalStore(path, read_only=read_only)
+    return zarr.storage.FsspecStore.from_url(path, storage_options=dict(_remote._options) or None,
+                                             read_only=read_only)
+
+
+def layout_of(names: Any) -> str | None:
+    """The geomcli layout axis names spell, or None where they spell none of them.
+
+    >>> layout_of(["c", "y", "x"]), layout_of(["t", "c", "y", "x"]), layout_of(["z", "y", "x"]), layout_of(None)
+    ('CHW', 'NCHW', None, None)
+    """
+    from geomcli.constants import LAYOUTS
+
+    if not names or any(not isinstance(name, str) for name in names):
+        return None
+    letters = "".join(_AXIS_LETTERS.get(name.lower(), "?") for name in names)
+    return letters if letters in LAYOUTS else None
+
+
+def open_input(path: str) -> Opened:
+    """The array at ``path`` (an OME-Zarr group's first level), with its layout; a GeomError
+    for no array there, or one a geomcli run left incomplete."""
+    zarr = _zarr()
+    try:
+        node = zarr.open(store=_store(path, read_only=True), mode="r")
+    except (FileNotFoundError, KeyError) as error:
+        raise GeomError(f"{path}: no zarr array there") from error
+    except (OSError, ValueError) as error:
+        raise GeomError(f"{path}: not a readable zarr array ({_first_line(error)})") from error
+    attributes = dict(node.attrs)
+    _check_complete(path, attributes)
+    if isinstance(node, zarr.Array):
+        return Opened(node, layout_of(node.metadata.dimension_names if node.metadata.zarr_format == 3 else None),
+                      None, False)
+    multiscales = (attributes.get("ome") or {}).get("multiscales") or attributes.get("multiscales")
+    if not multiscales:
+        raise GeomError(f"{path}: a zarr group, not an array (nor an OME-Zarr image)")
+    image = multiscales[0]
+    dataset = image["datasets"][0]
+    try:
+        array = node[dataset["path"]]
+    except KeyError as error:
+        raise GeomError(f"{path}: the OME-Zarr level {dataset['path']!r} is missing") from error
+    names = [axis["name"] if isinstance(axis, dict) else axis for axis in image.get("axes", [])]
+    scale = next((tuple(map(float, transform["scale"])) for transform in dataset.get("coordinateTransformations", [])
+                  if transform.get("type") == "scale"), None)
+    return Opened(array, layout_of(names), scale, True)
+
+
+def _check_complete(path: str, attributes: dict[str, Any]) -> None:
+    marker = attributes.get(MARKER)
+    if isinstance(marker, dict) and marker.get("complete") is False:
+        raise GeomError(f"{path}: an incomplete output (the run writing it stopped); write it again")
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else type(error).__name__
+
+
+def exists(path: str) -> bool:
+    """Whether a zarr array or group is at ``path``."""
+    zarr = _zarr()
+    try:
+        zarr.open(store=_store(path, read_only=True), mode="r")
+    except (FileNotFoundError, KeyError, OSError, ValueError):
+        return False
+    return True
+
+
+def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...], layout: str | None,
+                  *, ome: bool, scale: tuple[float, ...] | None, like: Any = None) -> Any:
+    """A new zarr array at ``path`` (replacing what is there), marked incomplete: an OME-Zarr
+    group of one level when ``ome`` and the layout fits, else an array with dimension_names.
+    ``like``: an input array whose compressors it takes."""
+    zarr = _zarr()
+    names = None if layout is None else [_NAMES[letter] for letter in layout]
+    options: dict[str, Any] = {}
+    if like is not None and getattr(like.metadata, "zarr_format", 3) == 3:
+        options["compressors"] = like.compressors
+    incomplete = {MARKER: {"complete": False}}
+    store = _store(path, read_only=False)
+    try:
+        if ome and layout is not None:
+            axes = [{"name": _OME_NAMES[letter], "type": _OME_TYPES[letter]} | ({"unit": "micrometer"} if letter in "HW"
+                                                                               else {}) for letter in layout]
+            transforms = [{"type": "scale", "scale": list(scale or (1.0,) * len(layout))}]
+            group = zarr.open_group(store=store, mode="w", attributes={
+                "ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": [
+                    {"path": "0", "coordinateTransformations": transforms}]}]}, **incomplete})
+            return group.create_array("0", shape=shape, dtype=dtype, chunks=chunks, dimension_names=names,
+                                      **options)
+        return zarr.create_array(store=store, shape=shape, dtype=dtype, chunks=chunks, dimension_names=names,
+                                 attributes=incomplete, overwrite=True, **options)
+    except (OSError, ValueError, TypeError) as error:
+        raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
+
+
+def mark_complete(path: str) -> None:
+    """Mark the output at ``path`` complete: the last write of a run, after every chunk."""
+    zarr = _zarr()
+    try:
+        node = zarr.open(store=_store(path, read_only=False), mode="r+")
+        marker = dict(node.attrs.get(MARKER) or {})
+        node.attrs[MARKER] = {**marker, "complete": True}
+    except (OSError, ValueError, KeyError) as error:
+        raise GeomError(f"{path}: cannot mark the zarr array complete ({_first_line(error)})") from error

@@ -1,0 +1,373 @@
+"""Batches on Dask (geomcli.engine.cluster): a LocalCluster of 2 process workers for the session;
+outputs, JSON records and exit codes as -j's; a worker killed mid-run; a file that kills its
+worker; passing I/O errors retried and bad files not; Ctrl-C and SIGTERM; the unreachable
+scheduler; the usage errors."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from PIL import Image
+
+from geomcli.cli import cli
+from geomcli.engine import cluster, operations, workers
+from geomcli.engine import scheduler as scheduler_module
+from geomcli.engine.options import BatchOptions, Common
+from geomcli.engine.plan import Job
+
+distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.cluster
+
+GEOMCLI = [sys.executable, "-m", "geomcli"]
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None) -> Result:
+    return CliRunner(env=env).invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in files(folder)}
+
+
+def records(result: Result, out: Path) -> list[dict[str, Any]]:
+    """The JSON records, timings left out, outputs relative to ``out``."""
+    found = [json.loads(line) for line in result.stdout.splitlines()]
+    for record in found:
+        record.pop("seconds")
+        if record.get("output"):
+            record["output"] = os.path.relpath(record["output"], out)
+    return found
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    """PNG (8- and 16-bit), NPY and TIFF inputs that space-to-depth takes, and more PNGs."""
+    import tifffile
+
+    rng = np.random.default_rng(42)
+    root = tmp_path / "mixed"
+    (root / "sub").mkdir(parents=True)
+    for index in range(12):
+        Image.fromarray(rng.integers(0, 256, (16, 20, 3), dtype=np.uint8)).save(root / f"rgb{index:02d}.png")
+    Image.fromarray(rng.integers(0, 65536, (12, 12), dtype=np.uint16)).save(root / "sub" / "grey16.png")
+    np.save(root / "t.npy", rng.standard_normal((2, 3, 4, 6)).astype(np.float32))
+    tifffile.imwrite(root / "s.tiff", rng.integers(0, 60000, (6, 12, 3), dtype=np.uint16))
+    return root
+
+
+def test_outputs_records_and_exit_code_are_those_of_j2(mixed: Path, tmp_path: Path, scheduler: str) -> None:
+    (mixed / "broken.png").write_bytes((mixed / "rgb00.png").read_bytes()[:60])  # a corrupt file among good ones
+    runs = {}
+    for how in (["-j", "2"], ["--scheduler", scheduler]):
+        out = tmp_path / how[0].strip("-")
+        result = run("space-to-depth", mixed, "-r", "--out-dir", out, "--name", "{stem}.{index}.tiff",
+                     "--blocksize", "2", "--json", *how)
+        runs[how[0]] = result, contents(out), records(result, out)
+    (j2, j2_files, j2_records), (dask, dask_files, dask_records) = runs["-j"], runs["--scheduler"]
+    assert dask.exit_code == j2.exit_code == 1
+    assert len(dask_files) == 15 and dask_files == j2_files  # byte for byte, no temp file
+    assert dask_records == j2_records  # in input order, the failure and the summary included
+    assert dask.stderr == j2.stderr == f"Error: {mixed / 'broken.png'}: not a readable PNG (truncated)\n"
+
+
+def test_the_environment_variable_names_the_scheduler(mixed: Path, tmp_path: Path, scheduler: str) -> None:
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
+                 env={"GEOMCLI_SCHEDULER": scheduler})
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("crop-pad: 12 ok, 0 failed, 0 skipped in ")
+    assert len(files(tmp_path / "out")) == 12
+    # and a one-file run, which it is not for, is run as ever
+    result = run("crop-pad", mixed / "rgb00.png", "-o", tmp_path / "one.png", "--shape", "8,8",
+                 env={"GEOMCLI_SCHEDULER": scheduler})
+    assert result.exit_code == 0, result.stderr
+
+
+def test_no_clobber_and_skip_existing_are_planned_here(mixed: Path, tmp_path: Path, scheduler: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "rgb00.png").write_bytes(b"mine")
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", out, "--shape", "8,8", "-n", "--scheduler", scheduler)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("crop-pad: 11 ok, 0 failed, 1 skipped in ")
+    assert (out / "rgb00.png").read_bytes() == b"mine"
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", out, "--shape", "8,8", "--skip-existing",
+                 "--scheduler", scheduler)
+    assert result.stderr.startswith("crop-pad: 0 ok, 0 failed, 12 skipped in ")
+
+
+def slow_inputs(folder: Path, count: int) -> None:
+    """Inputs that take a while each (noise compresses badly, so the encoder works)."""
+    rng = np.random.default_rng(7)
+    folder.mkdir()
+    frame = rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)
+    for index in range(count):
+        Image.fromarray(np.roll(frame, index, axis=1)).save(folder / f"{index:03d}.png", compress_level=0)
+
+
+def worker_pids(scheduler: str) -> list[int]:
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        return list(client.run(os.getpid).values())
+
+
+def first_output(out: Path, deadline: float = 30) -> None:
+    """Wait until a complete output is in ``out``."""
+    ends = time.monotonic() + deadline
+    while not (out.exists() and any(not name.startswith(".") for name in os.listdir(out))):
+        assert time.monotonic() < ends
+        time.sleep(0.02)
+
+
+def test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path: Path, scheduler: str) -> None:
+    slow_inputs(tmp_path / "in", 40)
+    out = tmp_path / "out"
+    reference = tmp_path / "reference"
+    assert run("crop-pad", tmp_path / "in", "--out-dir", reference, "--shape", "290,390", "-j", "2").exit_code == 0
+    victim = worker_pids(scheduler)[0]
+
+    def kill_one() -> None:
+        first_output(out)
+        os.kill(victim, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    result = run("crop-pad", tmp_path / "in", "--out-dir", out, "--shape", "290,390", "--scheduler", scheduler)
+    killer.join()
+    assert victim not in worker_pids(scheduler)  # it did die mid-run (the nanny started another)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("crop-pad: 40 ok, 0 failed, 0 skipped in ")
+    assert contents(out) == contents(reference)  # every file, none half-written, no temp file left
+
+
+@dataclass(frozen=True)
+class _Deadly(operations.CropPad):
+    """A crop-pad that ends its worker process on a file named deadly: a crash, not an error."""
+
+    command: ClassVar[str] = "crop-pad"
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        if "deadly" in loaded.source:
+            os._exit(3)
+        return super().apply(loaded, common, allocate)
+
+
+@dataclass(frozen=True)
+class _Flaky(operations.CropPad):
+    """A crop-pad whose reads fail with EIO the first ``failures`` times for each file (counted in
+    files beside the inputs), and always with a bad file's GeomError on a file named bad."""
+
+    failures: int = 1
+    command: ClassVar[str] = "crop-pad"
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        from geomcli.errors import GeomError
+
+        tries = Path(loaded.source + ".tries")
+        count = int(tries.read_text()) if tries.exists() else 0
+        tries.write_text(str(count + 1))
+        if "bad" in loaded.source:
+            raise GeomError("not a crop-pad it likes")
+        if count < self.failures:
+            raise OSError(errno.EIO, "Input/output error", loaded.source)
+        return super().apply(loaded, common, allocate)
+
+
+@pytest.fixture
+def by_value() -> Iterator[None]:
+    """This module's operations travel to the workers by value (the workers cannot import it)."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def npy_inputs(folder: Path, names: list[str]) -> list[str]:
+    folder.mkdir()
+    for name in names:
+        np.save(folder / f"{name}.npy", np.arange(24, dtype=np.int16).reshape(4, 6))
+    return [str(folder / f"{name}.npy") for name in names]
+
+
+def test_a_file_that_kills_its_worker_fails_alone_after_one_retry(tmp_path: Path, scheduler: str, by_value: None,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = npy_inputs(tmp_path / "in", ["a", "b", "deadly", "c", "d"])
+    options = BatchOptions(str(tmp_path / "out"), scheduler=scheduler)
+    code = workers.run(_Deadly((2, 2)), Common(json=True), inputs, options)
+    assert code == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["status"] for line in lines[:5]] == ["ok", "ok", "error", "ok", "ok"]
+    assert lines[2]["error"] == f"{inputs[2]}: the worker process ended while doing it (twice)"
+    assert files(tmp_path / "out") == ["a.npy", "b.npy", "c.npy", "d.npy"]
+
+
+def test_passing_io_errors_are_retried_and_bad_files_are_not(tmp_path: Path, scheduler: str, by_value: None,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = npy_inputs(tmp_path / "in", ["a", "bad", "b"])
+    options = BatchOptions(str(tmp_path / "out"), scheduler=scheduler)
+    assert workers.run(_Flaky((2, 2), failures=2), Common(json=True), inputs, options) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["status"] for line in lines[:3]] == ["ok", "error", "ok"]
+    assert lines[1]["error"] == f"{inputs[1]}: not a crop-pad it likes"
+    assert [Path(name + ".tries").read_text() for name in inputs] == ["3", "1", "3"]
+    # past IO_RETRIES tries, the I/O error is the file's failure
+    for name in inputs:
+        Path(name + ".tries").unlink()
+    assert workers.run(_Flaky((2, 2), failures=5), Common(json=True), inputs[:1],
+                       BatchOptions(str(tmp_path / "out2"), scheduler=scheduler)) == 1
+    line = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert line["error"] == f"{inputs[0]}: cannot read (Input/output error)" or "Input/output error" in line["error"]
+    assert Path(inputs[0] + ".tries").read_text() == str(1 + cluster.IO_RETRIES)
+
+
+def test_tasks_hold_about_a_second_of_work_and_shrink_at_the_end() -> None:
+    class Client:
+        def nthreads(self) -> dict[str, int]:
+            return {"a": 1, "b": 1}
+
+    jobs = [Job(index, f"/nowhere/{index}.png", f"/out/{index}.png", "png", size=1_000_000) for index in range(10_000)]
+    dispatch = cluster._Dispatch(Client(), None, jobs, None, False)  # type: ignore[arg-type]
+    assert dispatch.left == 10_000 * 1_000_000
+    dispatch.threads = 2
+    first = dispatch._next_batch()
+    assert len(first) == cluster.FIRST_RATE * cluster.TASK_SECONDS // 1_000_000 + 1
+    dispatch.rate = 50e6  # as the first tasks showed
+    assert len(dispatch._next_batch()) == 50
+    dispatch.left = 20e6  # near the end: a quarter of what is left for each of 2 threads x 2 in flight
+    assert len(dispatch._next_batch()) == 5
+    dispatch.rate = 1e12
+    dispatch.left = 1e15
+    assert len(dispatch._next_batch()) == cluster.MAX_FILES
+
+
+def test_passing_errors_are_told_from_bad_files() -> None:
+    from geomcli.engine import report as reports
+    from geomcli.engine.summary import Report
+    from geomcli.errors import GeomError
+
+    def failed(error: BaseException) -> Report:
+        made = Report("crop-pad", "a.png", "b.png")
+        with reports.reporting(made, Common()):
+            raise error
+        return made
+
+    def read_error(error: OSError) -> GeomError:
+        try:
+            raise error
+        except OSError as e:
+            try:
+                raise GeomError("a.png: cannot read") from e
+            except GeomError as wrapped:
+                return wrapped
+
+    assert cluster.passing(failed(OSError(errno.EIO, "Input/output error")))
+    assert cluster.passing(failed(read_error(ConnectionResetError(errno.ECONNRESET, "reset"))))
+    assert cluster.passing(failed(read_error(TimeoutError("timed out"))))
+    assert not cluster.passing(failed(read_error(FileNotFoundError(errno.ENOENT, "missing"))))
+    assert not cluster.passing(failed(GeomError("a.png: not a readable PNG (truncated)")))
+    assert not cluster.passing(failed(OSError("image file is truncated")))  # Pillow's: a bad file
+    assert not cluster.passing(Report("crop-pad", "a.png", "b.png"))
+
+
+def wait_for_output_then(process: subprocess.Popen[str], out: Path, sent: int) -> str:
+    first_output(out)
+    process.send_signal(sent)
+    return process.communicate(timeout=60)[1]
+
+
+def only_complete_pngs(out: Path, shape: tuple[int, ...]) -> list[str]:
+    written = files(out)
+    assert all(not name.startswith(".") for name in written), written  # no temp file
+    for name in written:
+        with Image.open(out / name) as image:
+            assert np.asarray(image).shape == shape
+    return written
+
+
+@pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)])
+def test_a_signal_cancels_what_is_in_flight_and_leaves_only_complete_outputs(
+        sent: int, code: int, own: bool, tmp_path: Path, scheduler: str) -> None:
+    slow_inputs(tmp_path / "in", 60)
+    out = tmp_path / "out"
+    process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
+                                "290,390", "--scheduler", "local:2" if own else scheduler],
+                               stderr=subprocess.PIPE, text=True)
+    stderr = wait_for_output_then(process, out, sent)
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr and "distributed" not in stderr, stderr
+    written = only_complete_pngs(out, (290, 390, 3))
+    assert 0 < len(written) < 60
+    time.sleep(1.5)  # the cancelled tasks place nothing later either
+    assert files(out) == written
+
+
+def test_an_unreachable_scheduler_is_one_error_line(tmp_path: Path, mixed: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    monkeypatch.setattr(scheduler_module, "CONNECT_SECONDS", 2)
+    started = time.monotonic()
+    result = run("crop-pad", mixed, "--out-dir", tmp_path / "out", "--shape", "8,8",
+                 "--scheduler", f"tcp://127.0.0.1:{port}")
+    assert time.monotonic() - started < 15
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: tcp://127.0.0.1:{port}: cannot reach the Dask scheduler (")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--scheduler", "somewhere"], "'somewhere' is not local, local:N or a scheduler's address such as"),
+    (["--scheduler", "local:0"], "'local:0': local:N needs a number of workers N of 1 or more"),
+    (["--scheduler", "local:2", "-j", "2"], "give -j N or --scheduler, not both"),
+])
+def test_scheduler_mistakes_are_usage_errors(args: list[str], message: str, mixed: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", mixed, "--out-dir", tmp_path / "out", "--shape", "8,8", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_without_dask_the_flag_says_what_to_install(mixed: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    result = run("crop-pad", mixed, "--out-dir", tmp_path / "out", "--shape", "8,8", "--scheduler", "local:2")
+    assert result.exit_code == 2
+    assert "--scheduler runs on Dask, which is not installed: pip install 'geomcli[dask]'" in result.stderr
+    assert not (tmp_path / "out").exists()
+    # without the flag, the run is the run of before
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8", "-j", "1")
+    assert result.exit_code == 0, result.stderr
+
+
+def test_one_file_runs_and_batches_without_the_flag_never_import_dask(mixed: Path, tmp_path: Path) -> None:
+    code = ("import sys; from geomcli.cli.group import main\n"
+            "try: main(sys.argv[1:])\n"
+            "except SystemExit: pass\n"
+            "assert 'distributed' not in sys.modules and 'dask' not in sys.modules, 'dask imported'\n")
+    for args in (["-o", str(tmp_path / "one.png")], ["--out-dir", str(tmp_path / "out")]):
+        done = subprocess.run([sys.executable, "-c", code, "crop-pad", str(mixed / "rgb00.png"), "--shape", "8,8",
+                               *args], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+

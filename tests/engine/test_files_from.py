@@ -1,0 +1,103 @@
+"""--files-from FILE (geomcli.engine.plan.read_list): inputs listed by another tool, one a line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from PIL import Image
+
+from geomcli.cli import cli
+from geomcli.engine import plan
+
+GEOMCLI = [sys.executable, "-m", "geomcli"]
+
+
+def run(*args: str | Path, stdin: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(42)
+    root = tmp_path / "shots"
+    (root / "day").mkdir(parents=True)
+    for name in ("a.png", "b.png", "day/c.png", "[odd] *name?.png", ".hidden.png"):
+        Image.fromarray(rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)).save(root / name)
+    return root
+
+
+def outputs(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
+
+
+def test_the_listed_files_are_the_inputs_each_name_as_written(shots: Path, tmp_path: Path) -> None:
+    listing = tmp_path / "list.txt"
+    # a name with glob characters is that file, not a pattern; a hidden file named is taken;
+    # blank lines and CRLF line ends are fine
+    listing.write_text(f"{shots / 'b.png'}\r\n\n{shots / '[odd] *name?.png'}\n{shots / '.hidden.png'}\n")
+    result = run("crop-pad", "--files-from", listing, "--out-dir", tmp_path / "out", "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert outputs(tmp_path / "out") == [".hidden.png", "[odd] *name?.png", "b.png"]
+    assert [json.loads(line)["input"] for line in result.stdout.splitlines()[:-1]] == [
+        str(shots / "b.png"), str(shots / "[odd] *name?.png"), str(shots / ".hidden.png")]
+
+
+def test_listed_files_follow_the_arguments_and_a_file_named_twice_runs_once(shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", shots / "a.png", "--files-from", "-", "--out-dir", tmp_path / "out", "--shape", "4,4",
+                 stdin=f"{shots / 'day' / 'c.png'}\n{shots / 'a.png'}\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("crop-pad: 2 ok, 0 failed, 0 skipped in ")
+    assert outputs(tmp_path / "out") == ["a.png", "c.png"]
+
+
+def test_a_listed_folder_is_its_files_and_a_missing_name_one_failure(shots: Path, tmp_path: Path) -> None:
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{shots / 'day'}\n{shots / 'gone.png'}\n")
+    result = run("crop-pad", "--files-from", listing, "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == f"Error: {shots / 'gone.png'}: no such file"
+    assert outputs(tmp_path / "out") == ["c.png"]
+
+
+def test_names_that_are_not_utf8_are_kept_as_bytes(shots: Path, tmp_path: Path) -> None:
+    odd = os.fsdecode(b"caf\xe9.png")
+    os.link(shots / "a.png", shots / odd)
+    listing = tmp_path / "list.txt"
+    listing.write_bytes(os.fsencode(str(shots / odd)) + b"\n")
+    assert plan.read_list(str(listing)) == [str(shots / odd)]
+    result = run("crop-pad", "--files-from", listing, "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert outputs(tmp_path / "out") == [odd]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--files-from", "{missing}", "--out-dir", "{out}"], "cannot read the list (No such file or directory)"),
+    (["--files-from", "{empty}", "--out-dir", "{out}"], "lists no input"),
+    (["--files-from", "{empty}", "-o", "{out}/x.png"], "give an INPUT, or --files-from FILE with --out-dir"),
+    (["{shots}/a.png", "--files-from", "{empty}", "-o", "{out}/x.png"], "--files-from goes with --out-dir, not -o"),
+    (["--out-dir", "{out}"], "give an INPUT, or --files-from FILE with --out-dir"),
+])
+def test_list_mistakes_are_usage_errors(args: list[str], message: str, shots: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_text("\n\n")
+    names = {"missing": tmp_path / "missing.txt", "empty": tmp_path / "empty.txt", "out": tmp_path / "out",
+             "shots": shots}
+    result = run("crop-pad", *[arg.format(**names) for arg in args], "--shape", "4,4")
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_pipe_from_find_feeds_a_batch(shots: Path, tmp_path: Path) -> None:
+    listing = subprocess.run(["find", str(shots), "-name", "*.png", "-not", "-name", ".*"], capture_output=True,
+                             check=True).stdout
+    done = subprocess.run([*GEOMCLI, "chain", "--files-from", "-", "--out-dir", str(tmp_path / "out"),
+                           "crop-pad", "--shape", "4,4"], input=listing, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert outputs(tmp_path / "out") == ["[odd] *name?.png", "a.png", "b.png", "c.png"]

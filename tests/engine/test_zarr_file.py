@@ -1,0 +1,228 @@
+"""zarr arrays chunk by chunk (geomcli.engine.zarr_file, engine.chunked, io._zarr): results equal
+the numpy kernels bit for bit whatever the chunks (misaligned to the blocksize, C split), the
+layout from dimension_names or OME-Zarr axes, the completion marker, .npy on either side, on
+this machine's threads and on a Dask cluster, and on S3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from conftest import S3
+
+import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.space_depth as space_depth_ops
+from geomcli.cli import cli
+
+zarr = pytest.importorskip("zarr")
+pytest.importorskip("dask.array")
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def write_zarr(path: Path | str, data: np.ndarray, chunks: tuple[int, ...], names: list[str] | None = None) -> None:
+    array = zarr.create_array(str(path), shape=data.shape, dtype=data.dtype, chunks=chunks, dimension_names=names)
+    array[...] = data
+
+
+def read_zarr(path: Path | str) -> Any:
+    return zarr.open(str(path), mode="r")
+
+
+DTYPES = [np.dtype("uint8"), np.dtype("int16"), np.dtype("float32"), np.dtype("float64"), np.dtype("bool"),
+          np.dtype("complex64")]
+
+
+def tensor(dtype: np.dtype, shape: tuple[int, ...] = (2, 6, 20, 18)) -> np.ndarray:
+    rng = np.random.default_rng(42)
+    values = rng.standard_normal(shape) * 50
+    if dtype.kind == "b":
+        return values > 0
+    if dtype.kind == "c":
+        return (values + 1j * rng.standard_normal(shape)).astype(dtype)
+    data = values.astype(dtype)
+    if dtype.kind == "f":
+        data.flat[::17] = np.nan  # NaN kept as it is, bit for bit
+    return data
+
+
+# misaligned to blocksize 2 (7 and 5), C split in two and in one
+CHUNKINGS = [(1, 5, 7, 5), (2, 1, 20, 18), (1, 6, 3, 4)]
+
+
+@pytest.mark.parametrize(("dtype", "chunks"), [(dtype, CHUNKINGS[0]) for dtype in DTYPES] +
+                         [(np.dtype("float32"), chunks) for chunks in CHUNKINGS[1:]], ids=str)
+@pytest.mark.parametrize(("command", "args", "kernel"), [
+    ("space-to-depth", ["--blocksize", "2"], lambda data: space_depth_ops.space_to_depth(data, 2)),
+    ("space-to-depth", ["--blocksize", "2", "--mode", "CRD"],
+     lambda data: space_depth_ops.space_to_depth(data, 2, "CRD")),
+    ("depth-to-space", ["--blocksize", "1"], lambda data: space_depth_ops.depth_to_space(data, 1)),
+    ("crop-pad", ["--shape", "2,5,15,30"], lambda data: crop_ops.center_crop_pad(data, [2, 5, 15, 30])),
+], ids=["s2d-DCR", "s2d-CRD", "d2s-1", "crop-pad"])
+def test_results_equal_the_numpy_kernels_bit_for_bit(command: str, args: list[str], kernel: Any,
+                                                    chunks: tuple[int, ...], dtype: np.dtype, tmp_path: Path) -> None:
+    data = tensor(dtype)
+    write_zarr(tmp_path / "in.zarr", data, chunks)
+    result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", *args, "-q")
+    assert result.exit_code == 0, result.stderr
+    out = read_zarr(tmp_path / "out.zarr")
+    expected = kernel(data)
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    assert out[...].tobytes() == expected.tobytes()
+    assert dict(out.attrs) == {"geomcli": {"complete": True}}
+
+
+@pytest.mark.parametrize("chunks", [(1, 8, 4, 4), (1, 1, 3, 5), (2, 3, 5, 2)], ids=str)
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_with_split_channels_keeps_their_order(chunks: tuple[int, ...], mode: str,
+                                                              tmp_path: Path) -> None:
+    data = np.arange(2 * 8 * 6 * 5, dtype=np.int32).reshape(2, 8, 6, 5)
+    write_zarr(tmp_path / "in.zarr", data, chunks)
+    result = run("depth-to-space", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2",
+                 "--mode", mode, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], space_depth_ops.depth_to_space(data, 2, mode))
+
+
+def test_a_fill_is_the_kernels_element_and_the_summary_has_the_range(tmp_path: Path) -> None:
+    data = tensor(np.dtype("int16"), (3, 10, 12))
+    write_zarr(tmp_path / "in.zarr", data, (1, 4, 5))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "3,13,7", "--fill", "-9")
+    assert result.exit_code == 0, result.stderr
+    expected = crop_ops.center_crop_pad(data, [3, 13, 7], fill=-9)
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], expected)
+    assert f"range [{expected.min()}, {expected.max()}]" in result.stderr
+    assert "chunk by chunk:" in result.stderr
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "bad.zarr", "--shape", "3,13,7", "--fill", "0.5")
+    assert result.exit_code == 1
+    assert "0.5" in result.stderr and not (tmp_path / "bad.zarr").exists()
+
+
+def test_dimension_names_give_the_layout_and_the_output_keeps_them(tmp_path: Path) -> None:
+    data = tensor(np.dtype("uint8"), (12, 10, 3))  # an image, HWC
+    write_zarr(tmp_path / "in.zarr", data, (5, 5, 3), names=["y", "x", "c"])
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2", "-q")
+    assert result.exit_code == 0, result.stderr
+    out = read_zarr(tmp_path / "out.zarr")
+    nchw = np.moveaxis(data, 2, 0)[None]
+    expected = np.moveaxis(space_depth_ops.space_to_depth(nchw, 2)[0], 0, 2)
+    assert np.array_equal(out[...], expected)
+    assert out.metadata.dimension_names == ("y", "x", "c")
+    # a two-value --shape crops the named H and W
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "crop.zarr", "--shape", "4,4", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(read_zarr(tmp_path / "crop.zarr")[...], data[4:8, 3:7])
+
+
+def ome_image(path: Path, data: np.ndarray, chunks: tuple[int, ...]) -> None:
+    """An OME-Zarr 0.5 image of two levels, axes c, y, x."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "micrometer"},
+            {"name": "x", "type": "space", "unit": "micrometer"}]
+    group = zarr.open_group(str(path), mode="w", attributes={"ome": {"version": "0.5", "multiscales": [{
+        "axes": axes, "datasets": [
+            {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1.0, 0.5, 0.25]}]},
+            {"path": "1", "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0, 0.5]}]}]}]}})
+    group.create_array("0", shape=data.shape, dtype=data.dtype, chunks=chunks)[...] = data
+    group.create_array("1", shape=(data.shape[0], data.shape[1] // 2, data.shape[2] // 2), dtype=data.dtype,
+                       chunks=chunks)
+
+
+def test_an_ome_zarr_image_is_read_at_full_resolution_and_written_as_one(tmp_path: Path) -> None:
+    data = tensor(np.dtype("uint16"), (3, 16, 12))
+    ome_image(tmp_path / "in.zarr", data, (1, 7, 7))
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2", "-q")
+    assert result.exit_code == 0, result.stderr
+    group = read_zarr(tmp_path / "out.zarr")
+    image = group.attrs["ome"]["multiscales"][0]
+    assert [axis["name"] for axis in image["axes"]] == ["c", "y", "x"]
+    assert image["datasets"] == [{"path": "0", "coordinateTransformations": [{"type": "scale",
+                                                                            "scale": [1.0, 1.0, 0.5]}]}]
+    assert group.attrs["geomcli"] == {"complete": True}
+    expected = space_depth_ops.space_to_depth(data[None], 2)[0]
+    assert np.array_equal(group["0"][...], expected)
+
+
+def test_an_output_cut_short_is_marked_incomplete_and_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geomcli.io import _zarr
+
+    data = tensor(np.dtype("float32"), (1, 4, 8, 8))
+    write_zarr(tmp_path / "in.zarr", data, (1, 4, 4, 4))
+
+    def cut_short(path: str) -> None:
+        raise KeyboardInterrupt  # as Ctrl-C after the last chunk, before the marker
+
+    monkeypatch.setattr(_zarr, "mark_complete", cut_short)
+    stopped = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2")
+    assert stopped.exit_code == 130
+    monkeypatch.undo()
+    assert read_zarr(tmp_path / "out.zarr").attrs["geomcli"] == {"complete": False}
+    result = run("crop-pad", tmp_path / "out.zarr", "-o", tmp_path / "again.zarr", "--shape", "1,1,1,1")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {tmp_path / 'out.zarr'}: an incomplete output (the run writing it stopped); "
+                             "write it again\n")
+
+
+def test_npy_on_either_side_and_the_output_never_over_the_input(tmp_path: Path) -> None:
+    data = tensor(np.dtype("float32"))
+    np.save(tmp_path / "in.npy", data)
+    assert run("space-to-depth", tmp_path / "in.npy", "-o", tmp_path / "out.zarr", "--blocksize", "2",
+               "-q").exit_code == 0
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
+    result = run("depth-to-space", tmp_path / "out.zarr", "-o", tmp_path / "back.npy", "--blocksize", "2", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.load(tmp_path / "back.npy").tobytes() == data.tobytes()
+    result = run("crop-pad", tmp_path / "out.zarr", "-o", tmp_path / "out.zarr", "--shape", "1,1,1,1")
+    assert result.exit_code == 1
+    assert "the output would replace its own input" in result.stderr
+    result = run("resize", tmp_path / "out.zarr", "-o", tmp_path / "r.zarr", "--scales", "1,1,2,2")
+    assert result.exit_code == 1
+    assert "resize does not run chunk by chunk yet" in result.stderr
+
+
+def test_the_graph_holds_chunks_never_the_array(tmp_path: Path) -> None:
+    """Each task of the graph holds a chunk or two of the input, whatever its size."""
+    import dask.array as da
+
+    from geomcli.engine import operations
+    from geomcli.engine.options import Common
+
+    data = da.zeros((4, 8, 512, 512), dtype=np.float32, chunks=(1, 8, 128, 96))
+    chunk_bytes = 8 * 128 * 96 * 4
+    for operation in (operations.SpaceToDepth(2), operations.DepthToSpace(2),
+                      operations.CropPad((4, 8, 300, 700))):
+        result = operation.apply_chunked(data, "NCHW", Common())
+        biggest = max(np.prod([axis[index] for axis, index in zip(result.chunks, block)]) for block in
+                      np.ndindex(*result.numblocks)) * 4
+        assert biggest <= 2 * chunk_bytes, (operation, result.chunks)
+
+
+@pytest.mark.cluster
+def test_on_a_dask_cluster_as_on_threads(tmp_path: Path, scheduler: str) -> None:
+    data = tensor(np.dtype("float32"))
+    write_zarr(tmp_path / "in.zarr", data, (1, 5, 7, 5))
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2",
+                 "--scheduler", scheduler, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
+
+
+def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
+    data = tensor(np.dtype("int16"))
+    write_zarr(tmp_path / "in.zarr", data, (1, 3, 7, 5))
+    assert run("crop-pad", tmp_path / "in.zarr", "-o", f"{s3.url}/a.zarr", "--shape", "2,6,16,16",
+               "-q").exit_code == 0
+    result = run("space-to-depth", f"{s3.url}/a.zarr", "-o", f"{s3.url}/b.zarr", "--blocksize", "2", "-q")
+    assert result.exit_code == 0, result.stderr
+    import s3fs
+
+    store = zarr.storage.FsspecStore(s3fs.S3FileSystem(endpoint_url=s3.endpoint, asynchronous=True),
+                                     path=f"{s3.bucket}/b.zarr", read_only=True)
+    out = zarr.open_array(store, mode="r")
+    expected = space_depth_ops.space_to_depth(crop_ops.center_crop_pad(data, [2, 6, 16, 16]), 2)
+    assert np.array_equal(out[...], expected)
+    assert "b.zarr/zarr.json" in " ".join(s3.keys())

@@ -1,0 +1,299 @@
+"""URLs (geomcli.io._remote) against moto's S3 server on 127.0.0.1: one-file runs, batches with
+URL globs and --out-dir on S3, whole-object writes (a multipart put that fails leaves nothing),
+-n as a conditional create, --skip-existing from the listing, --storage-option, https:// to
+read, file:// URLs; and on a Dask cluster."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import io as bytes_io
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from conftest import S3
+from PIL import Image
+
+from geomcli.cli import cli
+from geomcli.io import _remote
+
+pytest.importorskip("s3fs")
+
+
+def run(*args: str | Path, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, catch_exceptions=False)
+
+
+def png_bytes(rng: np.random.Generator, shape: tuple[int, ...] = (10, 12, 3)) -> bytes:
+    buffer = bytes_io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def shots(s3: S3, tmp_path: Path) -> dict[str, bytes]:
+    """raw/{a,b}.png, raw/day/c.png, raw/day/night/d.png, raw/.hidden.png, raw/.cache/e.png and
+    raw/notes.txt on S3, and the same tree in tmp_path/raw."""
+    rng = np.random.default_rng(42)
+    names = ["a.png", "b.png", "day/c.png", "day/night/d.png", ".hidden.png", ".cache/e.png"]
+    found = {name: png_bytes(rng) for name in names} | {"notes.txt": b"not an image"}
+    for name, data in found.items():
+        s3.put(f"raw/{name}", data)
+        (tmp_path / "raw" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "raw" / name).write_bytes(data)
+    return found
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_one_file_from_s3_to_s3_is_the_local_run_byte_for_byte(s3: S3, shots: dict[str, bytes],
+                                                                tmp_path: Path) -> None:
+    local = run("crop-pad", tmp_path / "raw" / "a.png", "-o", tmp_path / "a.png", "--shape", "6,6")
+    remote = run("crop-pad", f"{s3.url}/raw/a.png", "-o", f"{s3.url}/out/a.png", "--shape", "6,6")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    assert s3.get("out/a.png") == (tmp_path / "a.png").read_bytes()
+    assert remote.stderr.startswith(f"crop-pad {s3.url}/raw/a.png → {s3.url}/out/a.png: 10×12×3 uint8 → 6×6×3")
+
+
+def test_a_tiff_goes_to_s3_through_memory(s3: S3, tmp_path: Path) -> None:
+    import tifffile
+
+    data = np.random.default_rng(1).integers(0, 60000, (2, 3, 8, 10), dtype=np.uint16)
+    np.save(tmp_path / "t.npy", data)
+    result = run("space-to-depth", tmp_path / "t.npy", "-o", f"{s3.url}/t.tiff", "--blocksize", "2")
+    assert result.exit_code == 0, result.stderr
+    local = run("space-to-depth", tmp_path / "t.npy", "-o", tmp_path / "t.tiff", "--blocksize", "2")
+    assert local.exit_code == 0
+    assert s3.get("t.tiff") == (tmp_path / "t.tiff").read_bytes()
+    assert tifffile.imread(bytes_io.BytesIO(s3.get("t.tiff"))).shape == (2, 12, 4, 5)
+
+
+def test_a_glob_on_s3_is_expanded_as_a_local_one_hidden_names_left_out(s3: S3, shots: dict[str, bytes],
+                                                                       tmp_path: Path) -> None:
+    local = run("crop-pad", f"{tmp_path}/raw/**/*.png", "--out-dir", tmp_path / "local", "--shape", "6,6", "--json")
+    remote = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "--json")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    made = tree(tmp_path / "local")
+    assert sorted(made) == ["a.png", "b.png", "day/c.png", "day/night/d.png"]
+    assert s3.keys() == sorted([f"raw/{name}" for name in shots] + [f"out/{name}" for name in made])
+    assert {name: s3.get(f"out/{name}") for name in made} == made
+    assert [json.loads(line).get("input", "").rsplit("/raw/")[-1] for line in remote.stdout.splitlines()] == \
+        [json.loads(line).get("input", "").rsplit("/raw/")[-1] for line in local.stdout.splitlines()]
+
+
+def test_worker_processes_read_and_write_s3_and_a_dry_run_reads_headers(s3: S3, shots: dict[str, bytes],
+                                                                        tmp_path: Path) -> None:
+    dry = run("crop-pad", f"{s3.url}/raw", "-r", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    assert dry.stdout.splitlines()[0] == f"{s3.url}/raw/a.png → {s3.url}/out/a.png: 6×6×3 uint8"
+    assert s3.keys() == sorted(f"raw/{name}" for name in shots)  # nothing written
+    # (the workers fork from a forkserver that may have started before this test set the
+    # environment: the options go with the task)
+    result = run("crop-pad", f"{s3.url}/raw", "-r", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "-j", "2",
+                 *s3.options)
+    assert result.exit_code == 0, result.stderr
+    local = run("crop-pad", tmp_path / "raw", "-r", "--out-dir", tmp_path / "local", "--shape", "6,6", "-j", "2")
+    assert local.exit_code == 0
+    made = tree(tmp_path / "local")
+    assert {key.removeprefix("out/"): s3.get(key) for key in s3.keys() if key.startswith("out/")} == made
+
+
+@pytest.mark.parametrize("pattern", ["raw/*.png", "raw/*/*.png", "raw/.*.png", "raw/day/**", "raw/**/night/*",
+                                     "raw/[ab].png", "raw/**"])
+def test_url_globs_match_what_local_globs_match(pattern: str, s3: S3, shots: dict[str, bytes],
+                                                tmp_path: Path) -> None:
+    local = run("crop-pad", f"{tmp_path}/{pattern}", "--out-dir", tmp_path / "local", "--shape", "6,6")
+    remote = run("crop-pad", f"{s3.url}/{pattern}", "--out-dir", f"{s3.url}/out", "--shape", "6,6")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    made = tree(tmp_path / "local")
+    assert made
+    assert {key.removeprefix("out/"): s3.get(key) for key in s3.keys() if key.startswith("out/")} == made
+
+
+def test_a_folder_url_is_its_files_and_r_its_subfolders(s3: S3, shots: dict[str, bytes], tmp_path: Path) -> None:
+    assert run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "top", "--shape", "6,6").exit_code == 0
+    assert sorted(tree(tmp_path / "top")) == ["a.png", "b.png"]
+    assert run("crop-pad", f"{s3.url}/raw/", "-r", "--out-dir", tmp_path / "all", "--shape", "6,6").exit_code == 0
+    assert sorted(tree(tmp_path / "all")) == ["a.png", "b.png", "day/c.png", "day/night/d.png"]
+
+
+def test_local_inputs_to_an_s3_folder_and_files_from_a_list_on_s3(s3: S3, shots: dict[str, bytes],
+                                                                  tmp_path: Path) -> None:
+    s3.put("list.txt", f"{tmp_path / 'raw' / 'b.png'}\n{s3.url}/raw/day/c.png\n".encode())
+    result = run("crop-pad", tmp_path / "raw" / "a.png", "--files-from", f"{s3.url}/list.txt",
+                 "--out-dir", f"{s3.url}/out/", "--shape", "6,6")
+    assert result.exit_code == 0, result.stderr
+    assert [key for key in s3.keys() if key.startswith("out/")] == ["out/a.png", "out/b.png", "out/c.png"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["{url}/raw/a.png", "{url}/raw/*.png"], "would replace the input"),  # the --out-dir is raw
+    (["{url}/raw/*.png", "{url}/raw/day/*.png", "--name", "x.png"], "would both be written to"),
+])
+def test_the_plan_refuses_on_s3_what_it_refuses_on_disk(args: list[str], message: str, s3: S3,
+                                                        shots: dict[str, bytes]) -> None:
+    arguments = [arg.format(url=s3.url) for arg in args]
+    result = run("crop-pad", *arguments[:1], "--out-dir", f"{s3.url}/raw" if "replace" in message else
+                 f"{s3.url}/out", *arguments[1:], "--shape", "6,6")
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert not any(key.startswith("out/") for key in s3.keys())
+    assert s3.get("raw/a.png") == shots["a.png"]
+
+
+def test_missing_and_corrupt_objects_fail_alone(s3: S3, shots: dict[str, bytes]) -> None:
+    s3.put("raw/broken.png", shots["a.png"][:60])
+    result = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/gone.png", f"{s3.url}/raw/broken.png",
+                 "--out-dir", f"{s3.url}/out", "--shape", "6,6")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[:2] == [f"Error: {s3.url}/raw/gone.png: no such file",
+                                              f"Error: {s3.url}/raw/broken.png: not a readable PNG (truncated)"]
+    assert [key for key in s3.keys() if key.startswith("out/")] == ["out/a.png"]
+
+
+def test_no_clobber_skips_an_object_there_and_creates_on_condition(s3: S3, shots: dict[str, bytes]) -> None:
+    from geomcli.io import _atomic
+
+    s3.put("out/a.png", b"mine")
+    result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "-n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("crop-pad: 1 ok, 0 failed, 1 skipped in ")
+    assert s3.get("out/a.png") == b"mine"
+    # an object made after the plan looked: the put is a conditional create, and fails as such
+    with _atomic.no_replace(), pytest.raises(_atomic.OutputExistsError, match="out/b.png: a file appeared"):
+        _remote.write_bytes(f"{s3.url}/out/b.png", b"late", f"{s3.url}/out/b.png")
+    assert s3.get("out/b.png") != b"late"
+
+
+def test_skip_existing_judges_by_the_listings_modified_times(s3: S3, shots: dict[str, bytes]) -> None:
+    import time
+
+    args = ["crop-pad", f"{s3.url}/raw/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "--skip-existing"]
+    assert run(*args).stderr.startswith("crop-pad: 2 ok, 0 failed, 0 skipped in ")
+    assert run(*args).stderr.startswith("crop-pad: 0 ok, 0 failed, 2 skipped in ")
+    time.sleep(1.1)  # S3 keeps modified times to the second
+    s3.put("raw/b.png", shots["a.png"])  # b changed since its output was made
+    assert run(*args).stderr.startswith("crop-pad: 1 ok, 0 failed, 1 skipped in ")
+    assert s3.get("out/b.png") == s3.get("out/a.png")
+
+
+def test_a_multipart_write_that_fails_halfway_leaves_no_object(s3: S3, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import s3fs
+
+    np.save(tmp_path / "big.npy", np.arange(3 << 20, dtype=np.float32))  # 12 MiB
+    monkeypatch.setattr(_remote, "MULTIPART_BYTES", 10 << 20)  # parts of 5 MiB, S3's least
+    calls: list[str] = []
+    real = s3fs.S3FileSystem._call_s3
+
+    async def failing(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(method)
+        if method == "upload_part" and calls.count("upload_part") == 2:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", failing)
+    result = run("crop-pad", tmp_path / "big.npy", "-o", f"{s3.url}/big.npy", "--shape", "3145000")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {s3.url}/big.npy: cannot write (")
+    assert "create_multipart_upload" in calls and "abort_multipart_upload" in calls
+    assert s3.keys() == []
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+    # and without the failure the same write is whole
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", real)
+    assert run("crop-pad", tmp_path / "big.npy", "-o", f"{s3.url}/big.npy", "--shape", "3145000").exit_code == 0
+    expected = np.arange(3 << 20, dtype=np.float32)[364:364 + 3145000]  # the centre window
+    assert np.array_equal(np.load(bytes_io.BytesIO(s3.get("big.npy"))), expected)
+
+
+def test_storage_options_reach_the_filesystem(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png", "--shape", "6,6", *s3.options)
+    assert result.exit_code == 0, result.stderr
+    result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png", "--shape", "6,6",
+                 "--storage-option", "skip_instance_cache=true", "--storage-option", f"endpoint_url={s3.endpoint}")
+    assert result.exit_code == 1  # no credentials anywhere (botocore's error): one error line, no traceback
+    assert result.stderr.startswith(f"Error: {s3.url}/raw/a.png: cannot read (")
+    result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "b.png", "--shape", "6,6",
+                 "--storage-option", "nonsense")
+    assert result.exit_code == 2
+    assert "'nonsense' is not KEY=VALUE with KEY a name" in result.stderr
+
+
+@pytest.fixture
+def http_root(tmp_path: Path) -> Iterator[str]:
+    """tmp_path/web served over HTTP on 127.0.0.1."""
+    (tmp_path / "web").mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(Quiet, directory=str(tmp_path / "web")))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_reads_and_never_writes(http_root: str, shots: dict[str, bytes], tmp_path: Path) -> None:
+    (tmp_path / "web" / "a.png").write_bytes(shots["a.png"])
+    result = run("crop-pad", f"{http_root}/a.png", "-o", tmp_path / "a.png", "--shape", "6,6")
+    assert result.exit_code == 0, result.stderr
+    assert run("crop-pad", tmp_path / "raw" / "a.png", "-o", tmp_path / "b.png", "--shape", "6,6").exit_code == 0
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    result = run("crop-pad", f"{http_root}/a.png", "--out-dir", f"{http_root}/out", "--shape", "6,6")
+    assert result.exit_code == 2
+    assert "http:// is for reading; write to s3://, gs://, az:// or a folder" in result.stderr
+    result = run("crop-pad", tmp_path / "raw" / "a.png", "-o", f"{http_root}/b.png", "--shape", "6,6")
+    assert result.exit_code == 1
+    assert "http:// is for reading" in result.stderr
+
+
+def test_file_urls_are_local_paths(shots: dict[str, bytes], tmp_path: Path) -> None:
+    result = run("crop-pad", f"file://{tmp_path}/raw/*.png", "--out-dir", f"file://{tmp_path}/out", "--shape", "6,6")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(tree(tmp_path / "out")) == ["a.png", "b.png"]
+    assert run("crop-pad", f"file://{tmp_path}/raw/a.png", "-o", f"file://{tmp_path}/one.png",
+               "--shape", "6,6").exit_code == 0
+    assert (tmp_path / "one.png").read_bytes() == (tmp_path / "out" / "a.png").read_bytes()
+
+
+def test_a_filesystem_not_installed_is_named(tmp_path: Path, shots: dict[str, bytes]) -> None:
+    try:  # gcsfs is no dependency of the extra
+        import gcsfs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("gcsfs is installed")
+    result = run("crop-pad", tmp_path / "raw" / "a.png", "-o", "gs://bucket/a.png", "--shape", "6,6")
+    assert result.exit_code == 1
+    assert result.stderr == "Error: gs://bucket/a.png: gs:// needs gcsfs, which is not installed (pip install gcsfs)\n"
+
+
+@pytest.mark.cluster
+def test_a_batch_on_dask_reads_and_writes_s3(s3: S3, shots: dict[str, bytes], scheduler: str,
+                                             tmp_path: Path) -> None:
+    local = run("crop-pad", f"{tmp_path}/raw/**/*.png", "--out-dir", tmp_path / "local", "--shape", "6,6", "-j", "2")
+    # the cluster's workers were started before this test set the environment: the options go with the task
+    remote = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6",
+                 "--scheduler", scheduler, *s3.options)
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    made = tree(tmp_path / "local")
+    assert {name: s3.get(f"out/{name}") for name in made} == made
