@@ -35,9 +35,10 @@ class _ChainGroup(Command, click.Group):
 
 
 @click.group("chain", cls=_ChainGroup, chain=True, short_help="Several operations per file, one read and one write.")
-@click.option("-i", "--input", "inputs", multiple=True, required=True, metavar="INPUT",
+@click.option("-i", "--input", "inputs", multiple=True, metavar="INPUT",
               type=click.Path(allow_dash=True, readable=False),
-              help="A file, folder or quoted glob to read, as the other commands' INPUT (repeat for more).")
+              help="A file, folder or quoted glob to read, as the other commands' INPUT (repeat for more; or "
+                   "--files-from).")
 @outputs_options
 @common_options
 @fidelity_options
