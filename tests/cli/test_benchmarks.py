@@ -45,3 +45,11 @@ def test_the_one_shots_against_plain_scripts_run_once_each() -> None:
     rows = [line for line in result.stdout.splitlines() if "<= 1.5x" in line]
     assert len(rows) == 4, result.stdout
     assert all("DIFFERENT" not in row for row in rows), result.stdout
+
+
+def test_the_resize_comparison_prints_its_table() -> None:
+    # torch and OpenCV are optional here: without them their rows say so
+    result = run("benchmarks/resize_compare.py")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| resize | geomcli against |") and len(rows) == 16, result.stdout
