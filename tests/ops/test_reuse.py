@@ -6,7 +6,6 @@ import gc
 import itertools
 import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -364,26 +363,6 @@ def test_grids_made_in_work_memory_full_of_junk_keep_their_bits(
         found = grid_ops.affine_grid(theta, size, threads=threads)
         assert found.tobytes() == expected.tobytes()
     assert len(carved) >= 3  # the row-block path ran, on one thread and on two
-
-
-def test_a_2d_grid_in_a_new_process_faults_in_its_work_memory_once() -> None:
-    """Each thread's 4 MiB of work arrays, new each call, come back from glibc's heap once it has
-    adapted: 50-80 page faults a call on the 2-core VM (the work arrays kept between calls, as
-    before: 3-4, and no faster)."""
-    script = (
-        "import resource, numpy as np\n"
-        "import geomcli.ops.affine_grid as grid_ops\n"
-        "theta = np.tile(np.array([[0.9, 0.1, 0.05], [-0.1, 0.8, 0.0]], np.float32), (8, 1, 1))\n"
-        "out = np.ones((8, 1024, 1024, 2), np.float32)\n"
-        "for _ in range(3):  # glibc's heap adapts over the first calls of a new process\n"
-        "    grid_ops.affine_grid(theta, (8, 1, 1024, 1024), threads=2, out=out)\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-        "for _ in range(5):\n"
-        "    grid_ops.affine_grid(theta, (8, 1, 1024, 1024), threads=2, out=out)\n"
-        "print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) // 5)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert int(result.stdout) < 300, result.stdout
 
 
 @pytest.mark.parametrize("start", [0, 1, 8, 40])
