@@ -102,7 +102,7 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
     """
 
     from geomcli import io
-    from geomcli.engine import operations, plan, workers
+    from geomcli.engine import jobs, operations, plan
     from geomcli.engine.options import Common
     from geomcli.io import _pillow  # the encoder write_array uses, here to memory
 
@@ -111,7 +111,7 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
     crop = operations.CropPad(target)
     task = plan.Task(crop, common)
     out.mkdir(parents=True, exist_ok=True)
-    workers._transform(task, plan.Job(0, str(paths[0]), str(out / "warm-up.png"), "png"))  # imports, once
+    jobs.transform(task, plan.Job(0, str(paths[0]), str(out / "warm-up.png"), "png"))  # imports, once
     bare = whole = 0.0
     for index, path in enumerate(paths):
         # alternate which goes first, so neither always meets the file cold in the page cache
@@ -123,7 +123,7 @@ def overhead_per_file(paths: list[Path], out: Path) -> tuple[float, float]:
                 _pillow.save(crop.apply_picture(picture, common).image, bytes_io.BytesIO(), "png")
                 bare += time.perf_counter() - started
             else:
-                report = workers._transform(task, plan.Job(index, str(path), str(out / path.name), "png"))
+                report = jobs.transform(task, plan.Job(index, str(path), str(out / path.name), "png"))
                 whole += time.perf_counter() - started
                 assert report.status == "ok", report.error
     return bare / len(paths), (whole - bare) / len(paths)

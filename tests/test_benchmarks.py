@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -36,3 +38,12 @@ def test_the_start_up_and_one_shot_rows_are_measured(tmp_path: Path) -> None:
     one_shot = [row for row in rows if row.section == "one-shot"]
     assert any(row.against.startswith("script: python+click+Pillow") and row.ratio for row in one_shot)
     assert all(row.geomcli.endswith(" ms") for row in rows)
+
+
+@pytest.mark.cluster
+def test_cluster_benchmark_runs_on_a_few_images(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    result = run("benchmarks/cluster.py", "--count", "4", "--rounds", "1", "--tasks", "40", "--work", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "--scheduler local:2" in result.stdout and "empty tasks/s" in result.stdout
+    assert "256 workers:" in result.stdout
