@@ -36,7 +36,9 @@ LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.schedu
                 "distributed.worker.multiprocessing-method": "forkserver",
                 # the workers' sampling profiler walks the task thread's stack every 10 ms: time taken
                 # from the files, for a dashboard no one opens
-                "distributed.worker.profile.enabled": False}
+                "distributed.worker.profile.enabled": False,
+                # Ctrl-C is the command's to handle (see geomcli.engine.worker_setup)
+                "distributed.worker.preload": ["geomcli.engine.worker_setup"]}
 _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
 
 
