@@ -6,16 +6,19 @@ run; an address (``tcp://HOST:PORT``) joins a running cluster, whose workers mus
 geomcli installed (geomcli.engine.scheduler).
 
 - **Tasks of several files.** Consecutive jobs go to the cluster in tasks of about
-  ``TASK_SECONDS`` of work each, sized by their inputs' bytes at the rate the finished tasks
-  showed (a start-up guess before); never more than ``IN_FLIGHT`` tasks per worker thread are
+  ``TASK_SECONDS`` of work each (longer on a cluster of more than ``TASK_RATE`` worker threads,
+  see task_seconds), sized by their inputs' bytes at the rate the finished tasks showed (a
+  start-up guess before); never more than ``IN_FLIGHT`` tasks per worker thread are
   submitted at once, so a million files are never a million futures (distributed#2181). Near
   the end tasks shrink, so the workers finish together.
 - **The same reports.** A task returns each file's report as a ``-j`` worker does; they are
   shown in input order (report.Outcomes) as tasks complete, so the bytes written, the ``--json``
   records, the progress bar and the exit code are those of ``-j``.
-- **Commits last.** A task writes its outputs as temp files and places them (sync and rename,
-  or for an object one put) after its last file: a task stopped or killed on the way places
-  nothing, so another attempt starts from a clean slate (with ``-n`` too).
+- **Outputs placed beside the work.** A task places each output (sync and rename, or for an
+  object one put) on a second thread while it makes the next, as a -j worker does; what is
+  placed is whole. A task stopped or killed on the way leaves the outputs it placed, and a retry
+  after a worker died makes them again (under ``-n`` it then reports them skipped: the output
+  exists).
 - **Retries.** A file whose read or write failed on a passing I/O error (a connection reset, a
   timeout, EIO) is sent again in a later task, up to ``IO_RETRIES`` times; a bad file fails at
   once. A task whose worker died (Dask's KilledWorker) is tried again file by file, each file
@@ -23,8 +26,8 @@ geomcli installed (geomcli.engine.scheduler).
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first.
 - **Stopping.** On Ctrl-C or SIGTERM the tasks in flight are cancelled: each notices between
-  files, removes its temp files and places nothing; a LocalCluster of ours is closed (its
-  workers end) and the temp files of the jobs in flight are swept here, as ``-j`` does.
+  files and stops; a LocalCluster of ours is closed (its workers end) and the temp files of the
+  jobs in flight are swept here, as ``-j`` does: only whole outputs remain.
 - **An unreachable scheduler** is one error line (exit 1), within scheduler.CONNECT_SECONDS.
 
 Only the standard library loads at import time: Dask loads when a run asks for it.
@@ -58,6 +61,9 @@ if TYPE_CHECKING:
 # do until the first tasks have shown their rate
 TASK_SECONDS = 1.0
 FIRST_RATE = 8 << 20
+# the tasks a second the client is taken to submit and collect at most: measured here at about 240
+# empty tasks a second (benchmarks/cluster.py), so a cluster's tasks never ask for more than half
+TASK_RATE = 100
 # the most files in one task (its reports travel back in one message), and tasks in flight per
 # worker thread: one running, one waiting its turn, so no thread idles between two
 MAX_FILES = 1000
@@ -84,9 +90,12 @@ def check(options: BatchOptions) -> Scheduler:
 
 def run_jobs(task: Task, todo: Sequence[Job], outcomes: Outcomes, options: BatchOptions) -> Stats:
     """Do ``todo`` on the cluster ``options.scheduler`` names, each report into ``outcomes``;
-    what the run measured. Ctrl-C and SIGTERM stop it as the module docstring says: the tasks in
-    flight cancelled, a LocalCluster of ours closed (its workers ended), then the temp files of
-    the jobs in flight swept, a second signal held off meanwhile."""
+    what the run measured. (This process does no files itself while a LocalCluster starts, as -j
+    does while its workers start: the scheduler and the nannies run in this process, and a file
+    done here holds the interpreter they need; measured, it made the run slower, not faster.)
+    Ctrl-C and SIGTERM stop it as the module docstring says: the tasks in flight cancelled, a
+    LocalCluster of ours closed (its workers ended), then the temp files of the jobs in flight
+    swept, a second signal held off meanwhile."""
     scheduler = check(options)
     dispatch: _Dispatch | None = None
     try:
@@ -102,7 +111,7 @@ def run_jobs(task: Task, todo: Sequence[Job], outcomes: Outcomes, options: Batch
         if dispatch is not None and dispatch.in_flight:
             with signals_held():
                 job_steps.remove_leftovers([job for sent in dispatch.in_flight.values() for job in sent.jobs])
-    return dispatch.stats
+    return dispatch.stats if dispatch is not None else Stats()
 
 
 @dataclass
@@ -181,7 +190,7 @@ class _Dispatch:
     def _next_batch(self) -> list[Job]:
         """The next consecutive jobs, about TASK_SECONDS of work at the rate seen so far, and at most
         a share of what is left that lets every worker thread finish together."""
-        target = min(self.rate * TASK_SECONDS, self.left / (IN_FLIGHT * self.threads))
+        target = min(self.rate * task_seconds(self.threads), self.left / (IN_FLIGHT * self.threads))
         batch: list[Job] = []
         taken = 0
         while self.todo and len(batch) < MAX_FILES and (not batch or taken < target):
@@ -193,7 +202,7 @@ class _Dispatch:
 
     def _submit(self, batch: list[Job], after_death: bool) -> None:
         self.count += 1
-        future = self.client.submit(do_files, self.task, batch, self.fail_fast, pure=False,
+        future = self.client.submit(do_files, self.task, batch, self.fail_fast, after_death, pure=False,
                                     key=f"geomcli-{self.run_id}-{self.count}")
         self.in_flight[future] = _Sent(batch, time.perf_counter(), after_death)
         self.completed.add(future)
@@ -259,6 +268,17 @@ class _Dispatch:
                 pass
 
 
+def task_seconds(threads: int) -> float:
+    """The seconds of work a task is made of for a cluster of ``threads`` worker threads: about
+    TASK_SECONDS, longer where that many threads would each ask for a new task more often than the
+    client submits them (TASK_RATE a second).
+
+    >>> task_seconds(2), task_seconds(256)
+    (1.0, 2.56)
+    """
+    return max(TASK_SECONDS, threads / TASK_RATE)
+
+
 def _size(job: Job) -> int:
     """The input's size in bytes, the measure of a task's work (0 where it cannot be told)."""
     if job.size is not None:
@@ -283,33 +303,43 @@ def passing(report: Report) -> bool:
     return False
 
 
-def do_files(task: Task, jobs: Sequence[Job], fail_fast: bool) -> list[tuple[Report, bool]]:
+def do_files(task: Task, jobs: Sequence[Job], fail_fast: bool, sweep: bool = False) -> list[tuple[Report, bool]]:
     """A task, on a worker: each job's report (in order), and whether it failed on an I/O error
-    that may pass. Outputs are placed after the last file (see the module docstring); a task
-    cancelled meanwhile places none and returns nothing. With ``fail_fast`` it stops after the
-    first failure."""
+    that may pass. Each output is placed (synced and renamed, or put) on a second thread while
+    the next file is made, as a -j worker's committer does, and the task returns once the last
+    is placed; a task cancelled meanwhile stops at its next file and returns nothing. With
+    ``fail_fast`` it stops after the first failure. ``sweep``: a retry after a worker died,
+    whose temp files it removes first."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from geomcli.io import _atomic
 
-    job_steps.remove_leftovers(jobs)  # a dead worker's, from an attempt before this one
-    done: list[tuple[Report, list[Any]]] = []
-    try:
-        for job in jobs:
-            if _cancelled():
-                break
-            with _atomic.deferred_commits() as commits:
-                report = job_steps.transform(task, job)
-            done.append((report, list(commits)))
-            if fail_fast and report.status == "error":
-                break
-        if _cancelled():
-            job_steps.remove_leftovers(jobs)
-            return []
-        for report, commits in done:
-            job_steps.commit(report, commits)
-    except BaseException:
-        job_steps.remove_leftovers(jobs)
-        raise
-    return [(report, report.status == "error" and passing(report)) for report, _ in done]
+    if sweep:
+        job_steps.remove_leftovers(jobs)  # listing each output's folder: only when some may be there
+    done: list[Report] = []
+    placing: list[Any] = []  # concurrent.futures.Future of each placing
+    with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit") as committer:
+        try:
+            for job in jobs:
+                if _cancelled():
+                    break
+                with _atomic.deferred_commits() as commits:
+                    report = job_steps.transform(task, job)
+                done.append(report)
+                placing.append(committer.submit(job_steps.commit, report, list(commits)))
+                if fail_fast and report.status == "error":
+                    break
+            for placed in placing:
+                placed.result()  # a bug in a commit raises here, with its traceback
+        except BaseException:
+            for placed in placing:
+                placed.cancel()
+            committer.shutdown(wait=True)
+            job_steps.remove_leftovers(jobs[:len(done) + 1])
+            raise
+    if _cancelled():
+        return []  # what was placed is whole; the client counts none of it
+    return [(report, report.status == "error" and passing(report)) for report in done]
 
 
 def _cancelled() -> bool:

@@ -33,7 +33,12 @@ CONNECT_SECONDS = 10
 # the one task it was running, never of one waiting behind it); workers forked from one
 # forkserver that imported Dask once (as -j's), where spawn imports it in each (a second apiece)
 LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0,
-                "distributed.worker.multiprocessing-method": "forkserver"}
+                "distributed.worker.multiprocessing-method": "forkserver",
+                # the workers' sampling profiler walks the task thread's stack every 10 ms: time taken
+                # from the files, for a dashboard no one opens
+                "distributed.worker.profile.enabled": False,
+                # Ctrl-C is the command's to handle (see geomcli.engine.worker_setup)
+                "distributed.worker.preload": ["geomcli.engine.worker_setup"]}
 _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
 
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -53,3 +55,12 @@ def test_the_resize_comparison_prints_its_table() -> None:
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| resize | geomcli against |") and len(rows) == 16, result.stdout
+
+
+@pytest.mark.cluster
+def test_cluster_benchmark_runs_on_a_few_images(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    result = run("benchmarks/cluster.py", "--count", "4", "--rounds", "1", "--tasks", "40", "--work", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "--scheduler local:2" in result.stdout and "empty tasks/s" in result.stdout
+    assert "256 workers:" in result.stdout

@@ -288,9 +288,12 @@ def test_passing_errors_are_told_from_bad_files() -> None:
     assert not cluster.passing(Report("crop-pad", "a.png", "b.png"))
 
 
-def wait_for_output_then(process: subprocess.Popen[str], out: Path, sent: int) -> str:
+def wait_for_output_then(process: subprocess.Popen[str], out: Path, sent: int, group: bool) -> str:
     first_output(out)
-    process.send_signal(sent)
+    if group:  # as a terminal's Ctrl-C: to every process of the group, the cluster's workers too
+        os.killpg(process.pid, sent)
+    else:
+        process.send_signal(sent)
     return process.communicate(timeout=60)[1]
 
 
@@ -303,15 +306,16 @@ def only_complete_pngs(out: Path, shape: tuple[int, ...]) -> list[str]:
     return written
 
 
-@pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)])
+@pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)],
+                         ids=["ctrl-c-to-the-group-own-cluster", "sigterm-joined-cluster"])
 def test_a_signal_cancels_what_is_in_flight_and_leaves_only_complete_outputs(
         sent: int, code: int, own: bool, tmp_path: Path, scheduler: str) -> None:
     slow_inputs(tmp_path / "in", 60)
     out = tmp_path / "out"
     process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
                                 "290,390", "--scheduler", "local:2" if own else scheduler],
-                               stderr=subprocess.PIPE, text=True)
-    stderr = wait_for_output_then(process, out, sent)
+                               stderr=subprocess.PIPE, text=True, start_new_session=own)
+    stderr = wait_for_output_then(process, out, sent, group=own)
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr and "distributed" not in stderr, stderr
     written = only_complete_pngs(out, (290, 390, 3))
