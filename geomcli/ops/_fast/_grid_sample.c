@@ -499,15 +499,10 @@ static uint16_t double_to_half(double v)
    bounds the rounding is the shift by 1.5 * 2**52 (MAGIC, exact there), else rint. */
 ALWAYS_INLINE double saturate(double v, double low, double high)
 {
-    if (isnan(v))
-        return 0.0;
-    if (v < low)
-        v = low;
-    if (v > high)
-        v = high;
-    if (high - low <= 4294967295.0)
-        return (v + MAGIC) - MAGIC;
-    return rint(v);
+    double c = v > low ? v : low; /* without branches: maxsd, minsd, and a mask for NaN */
+    c = c < high ? c : high;
+    c = high - low <= 4294967295.0 ? (c + MAGIC) - MAGIC : rint(c);
+    return v == v ? c : 0.0;
 }
 
 /* fill interpolated by a point's weights, innermost axis first, each sum in tap order: what the
