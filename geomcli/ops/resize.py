@@ -26,7 +26,7 @@ import numpy as np
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
 
-__all__ = ["resize", "resize_output_shape"]
+__all__ = ["resize", "resize_changed_axes", "resize_output_shape"]
 
 Mode: TypeAlias = Literal["nearest", "linear", "cubic"]
 Transform: TypeAlias = Literal[
@@ -833,9 +833,68 @@ def resize(
     array([ 0,  2,  8, 10], dtype=uint8)
     """
     array = _as_data(data)
-    shape = array.shape
+    shape, where, kind = array.shape, _where(array.shape), array.dtype.kind
+    sizing, rois, settings, fill = _settled(shape, roi, scales, sizes, mode=mode,
+                                            coordinate_transformation_mode=coordinate_transformation_mode,
+                                            cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
+                                            extrapolation_value=extrapolation_value,
+                                            keep_aspect_ratio_policy=keep_aspect_ratio_policy,
+                                            nearest_mode=nearest_mode, antialias=antialias, axes=axes)
+    if settings["mode"] != "nearest" and (kind == "b" or kind in "UST"):
+        what = "bool" if kind == "b" else "string"
+        raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {settings['mode']} ({where})")
+    output = sizing.output_shape
+    if math.prod(output) * max(array.dtype.itemsize, 8) > sys.maxsize:
+        raise GeomError(f"{_FUNC}: the output of shape {output} is bigger than numpy can address ({where})")
+    try:
+        plans = _plans(shape, sizing, rois, settings)
+        if kind in "UST":
+            _refuse_string_extrapolation(plans, rois, where)
+        return _apply(array, output, [plan for plan in plans if plan.out_len == 0 or not plan.is_identity()], fill)
+    except MemoryError as error:
+        raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
+
+
+def _refuse_string_extrapolation(plans: list[_Plan], rois: list[tuple[Fraction, Fraction]] | None,
+                                 where: str) -> None:
+    for position, plan in enumerate(plans):
+        if plan.outside is not None and plan.outside.any():
+            assert rois is not None
+            start, end = rois[position]
+            raise GeomError(
+                f"{_FUNC}: string data has no extrapolation value, and tf_crop_and_resize reads outside "
+                f"axis {plan.axis} (its roi {float(start)} to {float(end)}, {where})"
+            )
+
+
+def resize_changed_axes(
+    data_shape: Sequence[int] | np.ndarray,
+    roi: Sequence[float] | np.ndarray | None = None,
+    scales: Sequence[float] | np.ndarray | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    **attributes: Any,
+) -> tuple[int, ...]:
+    """The axes :func:`resize` (with these arguments, ``attributes`` its keywords) does more on
+    than copy. Along every other axis each part of the input, resized alike, gives that part of
+    the result bit for bit: an engine may split the data there (geomcli.engine.chunked).
+
+    >>> resize_changed_axes((8, 3, 64, 64), scales=[1, 1, 0.5, 1], mode="linear")
+    (2,)
+    """
+    shape = _as_shape(data_shape)
+    sizing, rois, settings, _ = _settled(shape, roi, scales, sizes, **attributes)
+    return tuple(plan.axis for plan in _plans(shape, sizing, rois, settings)
+                 if plan.out_len == 0 or not plan.is_identity())
+
+
+def _settled(shape: Shape, roi: Any, scales: Any, sizes: Any, *, mode: Any = "nearest",
+             coordinate_transformation_mode: Any = "half_pixel", cubic_coeff_a: Any = -0.75,
+             exclude_outside: Any = False, extrapolation_value: Any = 0.0, keep_aspect_ratio_policy: Any = "stretch",
+             nearest_mode: Any = "round_prefer_floor", antialias: Any = False,
+             axes: Any = None) -> tuple[_Sizing, list[tuple[Fraction, Fraction]] | None, dict[str, Any], float]:
+    """resize's arguments checked: the sizing, the rois, the settings a plan takes, the fill."""
     where = _where(shape)
-    mode = _choice(mode, "mode", _MODES, where)  # type: ignore[assignment]
+    mode = _choice(mode, "mode", _MODES, where)
     transform = _choice(coordinate_transformation_mode, "coordinate_transformation_mode", _TRANSFORMS, where)
     nearest = _choice(nearest_mode, "nearest_mode", _NEAREST_MODES, where)
     a = _float32_attribute(cubic_coeff_a, "cubic_coeff_a", where, finite=True)
@@ -847,40 +906,17 @@ def resize(
     if mode == "nearest" and (exclude or widen):
         name = "exclude_outside" if exclude else "antialias"
         raise GeomError(f"{_FUNC}: {name} is undefined for mode nearest; use linear or cubic ({where})")
-    kind = array.dtype.kind
-    if mode != "nearest" and (kind == "b" or kind in "UST"):
-        what = "bool" if kind == "b" else "string"
-        raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {mode} ({where})")
-    output = sizing.output_shape
-    if math.prod(output) * max(array.dtype.itemsize, 8) > sys.maxsize:
-        raise GeomError(f"{_FUNC}: the output of shape {output} is bigger than numpy can address ({where})")
-    try:
-        return _planned(array, sizing, rois, mode=mode, transform=transform, nearest_mode=nearest,
-                        cubic_coeff_a=a, exclude_outside=exclude, antialias=widen, fill=fill)
-    except MemoryError as error:
-        raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
+    settings = {"mode": mode, "transform": transform, "nearest_mode": nearest, "cubic_coeff_a": a,
+                "exclude_outside": exclude, "antialias": widen}
+    return sizing, rois, settings, fill
 
 
-def _planned(array: np.ndarray, sizing: _Sizing, rois: list[tuple[Fraction, Fraction]] | None, *, mode: str,
-             transform: str, nearest_mode: str, cubic_coeff_a: float, exclude_outside: bool, antialias: bool,
-             fill: float) -> np.ndarray:
-    """resize after validation: the plans, a refusal of string extrapolation, then the work."""
-    shape, where, kind = array.shape, _where(array.shape), array.dtype.kind
-    plans = []
-    for position, axis in enumerate(sizing.axes):
-        axis_roi = None if rois is None else rois[position]
-        plan = _plan(axis, shape[axis], sizing.output_shape[axis], sizing.scales[position], axis_roi,
-                     mode=mode, transform=transform, nearest_mode=nearest_mode, cubic_coeff_a=cubic_coeff_a,
-                     exclude_outside=exclude_outside, antialias=antialias)
-        if kind in "UST" and plan.outside is not None and plan.outside.any():
-            assert axis_roi is not None
-            raise GeomError(
-                f"{_FUNC}: string data has no extrapolation value, and tf_crop_and_resize reads outside "
-                f"axis {axis} (its roi {float(axis_roi[0])} to {float(axis_roi[1])}, {where})"
-            )
-        if plan.out_len == 0 or not plan.is_identity():
-            plans.append(plan)
-    return _apply(array, sizing.output_shape, plans, fill)
+def _plans(shape: Shape, sizing: _Sizing, rois: list[tuple[Fraction, Fraction]] | None,
+           settings: dict[str, Any]) -> list[_Plan]:
+    """Each listed axis's plan."""
+    return [_plan(axis, shape[axis], sizing.output_shape[axis], sizing.scales[position],
+                  None if rois is None else rois[position], **settings)
+            for position, axis in enumerate(sizing.axes)]
 
 
 def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float) -> np.ndarray:
