@@ -49,6 +49,11 @@ def chain(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | Non
     through every step, and --dry-run shows the shape after each step from the headers.
     The ImageNet recipe (shorter side to 256, centre 224):
 
+    \b
+      geomcli chain -i photos --out-dir crops \\
+        resize --sizes 256,256 --keep-aspect-ratio-policy not_smaller --mode linear --antialias \\
+        crop-pad --shape 224,224
+
     The chain's own options (-i, -o, --out-dir, --json, ...) come before the first STEP.
 
     Example: geomcli chain -i samples/photo.png -o crop.png resize --sizes 96,96 --mode linear crop-pad --shape 80,80

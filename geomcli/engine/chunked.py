@@ -9,6 +9,10 @@ What makes that true:
   channel first): a chunk must hold every channel, or DepthToSpace's DCR order comes out the
   right shape and silently wrong. C is one chunk.
 - **CenterCropPad** is a slice, then pads of the one value the kernel would write there.
+- **GridSample, an affine warp and Resize** may read anywhere in a plane: each task holds whole
+  planes (every axis from the first the operation changes on), the axes before them keep their
+  chunks (images of a stack, channels). A task holds a plane, not the array; an array that is
+  one huge plane is one task.
 - The writer then rechunks the result to the output's zarr chunks: one dask chunk per zarr
   chunk, so no two tasks write one chunk (concurrent misaligned writes lose data,
   zarr-python#3682).
@@ -77,6 +81,21 @@ def blockwise(data: Dask, kernel: Callable[..., np.ndarray], blocksize: int, *, 
         _, (channels,), _, _ = data.chunks
         out_chunks = (n_chunks, (channels // (b * b),), tuple(h * b for h in h_chunks), tuple(w * b for w in w_chunks))
     return data.map_blocks(kernel, dtype=data.dtype, chunks=out_chunks, meta=data._meta)
+
+
+def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first_whole: int,
+              tail: Sequence[int]) -> Dask:
+    """``kernel(block, start)`` on blocks that hold every axis from ``first_whole`` on whole (the
+    axes before keep their chunks; ``start`` is the block's first index along axis 0), each
+    giving a block whose axes from ``first_whole`` on have the lengths ``tail``."""
+    data = data.rechunk({axis: -1 for axis in range(first_whole, data.ndim)})
+    chunks = data.chunks[:first_whole] + tuple((length,) for length in tail)
+
+    def run(block: np.ndarray, block_info: dict[Any, Any] | None = None) -> np.ndarray:
+        start = block_info[0]["array-location"][0][0] if first_whole and block_info else 0
+        return kernel(block, start)
+
+    return data.map_blocks(run, dtype=data.dtype, chunks=chunks, meta=data._meta)
 
 
 def as_dask(data: Any, chunks: Any = None) -> Dask:

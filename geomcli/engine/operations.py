@@ -73,10 +73,11 @@ class Operation:
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """The result, chunk by chunk, of a dask array ``data`` in ``layout`` (a zarr input's):
         a dask array equal to ``apply``'s result bit for bit (geomcli.engine.chunked)."""
-        raise GeomError(f"{self.command} does not run chunk by chunk yet: give a .npy or .tiff input and output")
+        raise NotImplementedError
 
-    def scaled(self, scale: tuple[float, ...], layout: str | None) -> tuple[float, ...]:
-        """An OME-Zarr image's pixel scale per axis, as the output's (most operations keep it)."""
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+        """An OME-Zarr image's pixel scale per axis, for an input of this header, as the output's
+        (most operations keep it)."""
         return scale
 
 
@@ -280,9 +281,12 @@ class _Blocks(Operation):
         result = chunked.blockwise(nchw, kernel, self.blocksize, to_depth=self.kernel == "space_to_depth")
         return layouts.from_nchw(result, chosen)
 
-    def scaled(self, scale: tuple[float, ...], layout: str | None) -> tuple[float, ...]:
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
         """b times the pixel size along y and x (depth-to-space: 1/b)."""
-        if layout is None or len(scale) != len(layout):
+        from geomcli.engine import layout as layouts
+
+        layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
+        if len(scale) != len(layout):
             return scale
         factor = self.blocksize if self.kernel == "space_to_depth" else 1 / self.blocksize
         return tuple(value * factor if letter in "HW" else value for letter, value in zip(layout, scale))
@@ -382,6 +386,23 @@ class GridSample(Operation):
             return out
         return result if layout is None else _from_onnx(result, layout)
 
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        """Each image's grid on chunks of whole planes (images and channels split as stored)."""
+        from geomcli.engine import chunked
+        from geomcli.ops.grid_sample import grid_sample
+
+        layout = _as_tensor(data.shape, common, layout)
+        onnx = _to_onnx(data, layout)
+        shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
+        fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
+
+        def sample(block: np.ndarray, start: int) -> np.ndarray:
+            return grid_sample(block, self.grid[start:start + block.shape[0]], self.mode, self.padding_mode,
+                               self.align_corners, fill=fill, threads=1)  # dask runs the chunks side by side
+
+        result = chunked.by_planes(onnx, sample, 2, shape[2:])
+        return result if layout is None else _from_onnx(result, layout)
+
     def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         from geomcli.ops.grid_sample import grid_sample_output_shape
 
@@ -424,26 +445,54 @@ class Warp(Operation):
         import numpy as np
 
         from geomcli.engine import layout as layouts
-        from geomcli.ops.affine_grid import affine_grid
-        from geomcli.ops.grid_sample import grid_sample
 
         layout = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
         data = layouts.to_nchw(loaded.data, layout)
         shape = self._onnx_output_shape(data.shape)
         check_size(shape, common)
-        n, channels, height, width = shape
-        fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
         out = None if allocate is None else allocate(layouts.from_nchw_shape(shape, layout), data.dtype)
-        result = np.empty(shape, data.dtype) if out is None else _onnx_view(out, layout, channels)
-        theta = np.broadcast_to(self.theta, (n, *self.theta.shape[1:])) if self.theta.shape[0] == 1 else self.theta
+        result = np.empty(shape, data.dtype) if out is None else _onnx_view(out, layout, shape[1])
+        self._warp(data, self._thetas(shape[0]), result, common.threads)
+        return out if out is not None else layouts.from_nchw(result, layout)
+
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        """Each image's warp on chunks of whole planes (images and channels split as stored)."""
+        import numpy as np
+
+        from geomcli.engine import chunked
+        from geomcli.engine import layout as layouts
+
+        layout = layouts.resolve_layout(data.shape, common.layout, layout)
+        nchw = layouts.to_nchw(data, layout)
+        shape = self._onnx_output_shape(nchw.shape)  # its errors, before any chunk
+        thetas = self._thetas(shape[0])
+
+        def warp(block: np.ndarray, start: int) -> np.ndarray:
+            result = np.empty((*block.shape[:2], *shape[2:]), block.dtype)
+            self._warp(block, thetas[start:start + block.shape[0]], result, 1)  # dask runs the chunks side by side
+            return result
+
+        return layouts.from_nchw(chunked.by_planes(nchw, warp, 2, shape[2:]), layout)
+
+    def _thetas(self, n: int) -> np.ndarray:
+        """One matrix per image: the one given for all, or the N given."""
+        import numpy as np
+
+        return np.broadcast_to(self.theta, (n, *self.theta.shape[1:])) if self.theta.shape[0] == 1 else self.theta
+
+    def _warp(self, data: np.ndarray, theta: np.ndarray, result: np.ndarray, threads: int | None) -> None:
+        """(N, C, H, W) ``data`` warped into ``result``, a slab of output rows at a time."""
+        from geomcli.ops.affine_grid import affine_grid
+        from geomcli.ops.grid_sample import grid_sample
+
+        n, _, height, width = result.shape
+        fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
         step = max(1, self.SLAB_GRID_BYTES // max(1, n * width * 2 * theta.dtype.itemsize))
         for start in range(0, height, step):
             rows = slice(start, min(height, start + step))
-            grid = affine_grid(theta, shape, self.align_corners, threads=common.threads, rows=rows)
-            part = grid_sample(data, grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
-                               threads=common.threads)
-            result[:, :, rows] = part
-        return out if out is not None else layouts.from_nchw(result, layout)
+            grid = affine_grid(theta, result.shape, self.align_corners, threads=threads, rows=rows)
+            result[:, :, rows] = grid_sample(data, grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
+                                             threads=threads)
 
     def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
         from geomcli.ops.affine_grid import affine_grid_output_shape
@@ -526,12 +575,48 @@ class Resize(Operation):
 
         self.output_shape(header_of(loaded), common)  # --max-pixels, before the work
         axes = self._axes(loaded.data.shape, common, loaded.layout)
-        return resize(loaded.data, self.roi, self.scales, self.sizes, mode=self.mode,  # type: ignore[arg-type]
-                      coordinate_transformation_mode=self.coordinate_transformation_mode,  # type: ignore[arg-type]
-                      cubic_coeff_a=self.cubic_coeff_a, exclude_outside=self.exclude_outside,
-                      extrapolation_value=self.extrapolation_value,
-                      keep_aspect_ratio_policy=self.keep_aspect_ratio_policy,  # type: ignore[arg-type]
-                      nearest_mode=self.nearest_mode, antialias=self.antialias, axes=axes)  # type: ignore[arg-type]
+        return resize(loaded.data, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
+
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        """On chunks whole along every axis from the first resize changes (or is asked about under
+        a policy or a roi); the axes before keep their chunks, each block resized alike."""
+        from geomcli.engine import chunked
+        from geomcli.ops.resize import resize, resize_changed_axes, resize_output_shape
+
+        axes = self._axes(data.shape, common, layout)
+        listed = range(data.ndim) if axes is None else [axis % data.ndim for axis in axes]
+        given = self.sizes if self.sizes is not None else self.scales
+        settings = self._settings()
+        output = resize_output_shape(data.shape, self.scales, self.sizes, axes=axes,
+                                     keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)  # type: ignore[arg-type]
+        changed = resize_changed_axes(data.shape, self.roi, self.scales, self.sizes, axes=axes, **settings)
+        # a listed axis splits where each block's own entry is as plainly nothing: its own length
+        # (sizes, stretched) or 1 (scales), without a roi that could move it
+        plain = (self.keep_aspect_ratio_policy == "stretch"
+                 and self.coordinate_transformation_mode != "tf_crop_and_resize")
+        kept = {axis for axis, value in zip(listed, given or ())
+                if plain and axis not in changed and value == (1 if self.scales is not None else data.shape[axis])}
+        first = next((axis for axis in range(data.ndim) if axis in changed or (axis in listed and axis not in kept)),
+                     data.ndim)
+
+        def resized(block: np.ndarray, start: int) -> np.ndarray:
+            sizes = None if self.sizes is None else [block.shape[axis] if axis < first else size
+                                                     for axis, size in zip(listed, self.sizes)]
+            return resize(block, self.roi, self.scales, sizes, axes=axes, **settings)
+
+        return chunked.by_planes(data, resized, first, output[first:])
+
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+        """The pixel size along an axis times its length in over its length out."""
+        output = self.output_shape(header, common)
+        if len(scale) != len(output):
+            return scale
+        return tuple(value * before / after if before != after and after else value
+                     for value, before, after in zip(scale, header.shape, output))
+
+    def _settings(self) -> dict[str, Any]:
+        """The attributes, as resize takes them."""
+        return {name: getattr(self, name) for name in _RESIZE_DEFAULTS}
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         input_shape = header.shape
@@ -592,10 +677,25 @@ class Chain(Operation):
             common = _next_common(common)
         return result
 
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        """Every step's graph on the one before: one read, one write, still chunk by chunk."""
+        from geomcli.engine import layout as layouts
+
+        for step in self.steps:
+            result = step.apply_chunked(data, layout, common)
+            layout = layouts.written_layout(data.shape, result.shape, common.layout, layout)
+            data, common = result, _next_common(common)
+        return data
+
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         for step, step_header, step_common in self._walk(header, common):
             metadata = step.metadata(metadata, step_header, step_common)
         return metadata
+
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+        for step, step_header, step_common in self._walk(header, common):
+            scale = step.scaled(scale, step_header, step_common)
+        return scale
 
     def _walk(self, header: Header, common: Common) -> list[tuple[Operation, Header, Common]]:
         """Each step with the header of what it reads and the options it runs with."""

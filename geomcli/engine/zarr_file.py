@@ -104,7 +104,8 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
             raise GeomError(f"{output}: a zarr output is named NAME.zarr")
         chunks = _output_chunks(result, data)
         target = _zarr.create_output(output, result.shape, result.dtype, chunks, written_layout, ome=ome,
-                                     scale=None if scale is None else operation.scaled(scale, written_layout),
+                                     scale=None if scale is None else operation.scaled(
+                                         scale, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common),
                                      like=like)
         result = result.rechunk(chunks)  # one dask chunk per zarr chunk: no two tasks write one chunk
         outputs = None

@@ -14,6 +14,8 @@ from click.testing import CliRunner, Result
 from conftest import S3
 
 import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.grid_sample as grid_ops
+import geomcli.ops.resize as resize_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.cli import cli
 
@@ -179,9 +181,6 @@ def test_npy_on_either_side_and_the_output_never_over_the_input(tmp_path: Path) 
     result = run("crop-pad", tmp_path / "out.zarr", "-o", tmp_path / "out.zarr", "--shape", "1,1,1,1")
     assert result.exit_code == 1
     assert "the output would replace its own input" in result.stderr
-    result = run("resize", tmp_path / "out.zarr", "-o", tmp_path / "r.zarr", "--scales", "1,1,2,2")
-    assert result.exit_code == 1
-    assert "resize does not run chunk by chunk yet" in result.stderr
 
 
 def test_the_graph_holds_chunks_never_the_array(tmp_path: Path) -> None:
@@ -199,6 +198,107 @@ def test_the_graph_holds_chunks_never_the_array(tmp_path: Path) -> None:
         biggest = max(np.prod([axis[index] for axis, index in zip(result.chunks, block)]) for block in
                       np.ndindex(*result.numblocks)) * 4
         assert biggest <= 2 * chunk_bytes, (operation, result.chunks)
+
+
+SAMPLING_DTYPES = [np.dtype("uint8"), np.dtype("int16"), np.dtype("float32"), np.dtype("float64")]
+
+
+def grid_of(n: int) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    return (rng.random((n, 9, 13, 2)) * 2.4 - 1.2).astype(np.float32)
+
+
+@pytest.mark.parametrize("chunks", [(1, 5, 7, 5), (2, 6, 20, 18), (1, 1, 3, 4)], ids=str)
+@pytest.mark.parametrize("dtype", SAMPLING_DTYPES, ids=str)
+@pytest.mark.parametrize(("command", "args", "kernel"), [
+    ("resize", ["--sizes", "9,31", "--mode", "linear", "--antialias"],
+     lambda data: resize_ops.resize(data, sizes=[9, 31], axes=[2, 3], mode="linear", antialias=True)),
+    ("resize", ["--scales", "1.5,0.5", "--mode", "cubic", "--coordinate-transformation-mode", "align_corners"],
+     lambda data: resize_ops.resize(data, scales=[1.5, 0.5], axes=[2, 3], mode="cubic",
+                                    coordinate_transformation_mode="align_corners")),
+    ("resize", ["--sizes", "7,40"], lambda data: resize_ops.resize(data, sizes=[7, 40], axes=[2, 3])),
+    ("grid-sample", ["--grid", "GRID", "--mode", "cubic", "--padding-mode", "reflection"],
+     lambda data: grid_ops.grid_sample(data, grid_of(2), "cubic", "reflection")),
+    ("warp", ["--rotate", "20", "--scale", "1.3", "--size", "15,11", "--mode", "nearest"], None),
+    ("chain", ["crop-pad", "--shape", "16,16", "resize", "--scales", "0.5,0.5", "--mode", "linear",
+               "space-to-depth", "--blocksize", "2"],
+     lambda data: space_depth_ops.space_to_depth(resize_ops.resize(
+         crop_ops.center_crop_pad(data, [16, 16], [2, 3]), scales=[0.5, 0.5], axes=[2, 3], mode="linear"), 2)),
+], ids=["resize-antialias", "resize-cubic", "resize-nearest", "grid-sample", "warp", "chain"])
+def test_the_sampling_operations_chunk_by_chunk_equal_the_kernels(
+        tmp_path: Path, command: str, args: list[str], kernel: Any, dtype: np.dtype, chunks: tuple[int, ...]) -> None:
+    """Images and channels split as stored, each task a stack of whole planes: the kernel's bits."""
+    data = tensor(dtype)
+    np.save(tmp_path / "grid.npy", grid_of(2))
+    args = [str(tmp_path / "grid.npy") if arg == "GRID" else arg for arg in args]
+    write_zarr(tmp_path / "in.zarr", data, chunks, names=["n", "c", "y", "x"])
+    if command == "chain":
+        result = run("chain", "-i", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "-q", *args)
+    else:
+        result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "-q", *args)
+    assert result.exit_code == 0, result.stderr
+    found = read_zarr(tmp_path / "out.zarr")[...]
+    if kernel is None:  # the whole array through the same command's in-memory run
+        np.save(tmp_path / "in.npy", data)
+        assert run(command, tmp_path / "in.npy", "-o", tmp_path / "whole.npy", "--layout", "NCHW", "-q",
+                   *args).exit_code == 0
+        expected = np.load(tmp_path / "whole.npy")
+    else:
+        expected = kernel(data)
+    assert found.dtype == expected.dtype and found.tobytes() == expected.tobytes()
+
+
+def test_resize_splits_the_axes_it_leaves_alone() -> None:
+    """Where sizes or scales name an axis as it is, the data still splits there; under a policy
+    (its one scale taken from every listed axis) it does not, and the result is the kernel's."""
+    import dask.array as da
+
+    from geomcli.engine import operations
+    from geomcli.engine.options import Common
+
+    data = tensor(np.dtype("float32"), (4, 3, 12, 10))
+    chunked = da.from_array(data, chunks=(1, 1, 5, 5))
+    for operation, split in [
+            (operations.Resize(sizes=(4, 3, 6, 5), mode="linear"), (4, 3)),
+            (operations.Resize(scales=(1.0, 1.0, 0.5, 2.0), mode="cubic"), (4, 3)),
+            (operations.Resize(sizes=(6, 5), axes=(2, 3)), (4, 3)),
+            (operations.Resize(scales=(1.0, 0.5), axes=(0, 3)), (4, 3, 3)),
+            (operations.Resize(sizes=(4, 3, 6, 6), keep_aspect_ratio_policy="not_larger", mode="linear"), ()),
+            (operations.Resize(sizes=(2, 3, 12, 10), mode="linear"), ())]:
+        result = operation.apply_chunked(chunked, None, Common())
+        assert result.numblocks[:len(split)] == split and all(n == 1 for n in result.numblocks[len(split):])
+        axes = None if operation.axes is None else list(operation.axes)
+        expected = resize_ops.resize(data, None, operation.scales, operation.sizes, axes=axes,
+                                     mode=operation.mode, keep_aspect_ratio_policy=operation.keep_aspect_ratio_policy)
+        assert result.compute(scheduler="sync").tobytes() == expected.tobytes(), operation
+
+
+def test_an_ome_image_resized_keeps_its_pixel_size_in_micrometres(tmp_path: Path) -> None:
+    data = tensor(np.dtype("uint16"), (3, 16, 12))
+    ome_image(tmp_path / "in.zarr", data, (1, 7, 7))
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--sizes", "8,24", "-q")
+    assert result.exit_code == 0, result.stderr
+    image = read_zarr(tmp_path / "out.zarr").attrs["ome"]["multiscales"][0]
+    assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": [1.0, 1.0, 0.125]}]
+
+
+def test_the_sampling_graphs_hold_a_chunk_of_planes_never_the_array() -> None:
+    import dask.array as da
+
+    from geomcli.engine import operations
+    from geomcli.engine.options import Common
+
+    data = da.zeros((4, 8, 256, 192), dtype=np.float32, chunks=(1, 2, 128, 96))
+    planes = {"Resize": 128 * 300, "Warp": 256 * 192, "GridSample": 256 * 192}  # whole output planes
+    theta = np.array([[[1.0, 0.2, 0.0], [-0.2, 1.0, 0.1]]], np.float32)
+    grid = np.zeros((4, 256, 192, 2), np.float32)
+    for operation in (operations.Resize(sizes=(128, 300), mode="linear"), operations.Warp(theta),
+                      operations.GridSample(grid)):
+        result = operation.apply_chunked(data, "NCHW", Common())
+        assert result.numblocks == (4, 4, 1, 1), operation
+        biggest = max(np.prod([axis[index] for axis, index in zip(result.chunks, block)]) for block in
+                      np.ndindex(*result.numblocks)) * 4
+        assert biggest == 1 * 2 * planes[type(operation).__name__] * 4  # of a chunk's images and channels
 
 
 @pytest.mark.cluster
