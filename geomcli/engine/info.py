@@ -5,12 +5,15 @@ profile, DPI, EXIF orientation, compression and value range, per file."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.one_file import maps_input
 from geomcli.engine.plan import expand
 from geomcli.engine.report import check_stdout, describe, show_info
 from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, frames: str | None,
@@ -40,8 +43,15 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
 
     from geomcli import io
     from geomcli.engine import summary
+    from geomcli.io import _zarr
 
     try:
+        if _zarr.is_zarr(path):
+            described = _zarr.describe(path)
+            return {"input": path, "format": "zarr", **described,
+                    "bit_depth": _bit_depth(np.dtype(described["dtype"])), "pages": None, "icc": None, "dpi": None,
+                    "orientation": None, "upright": False, "value_range": None, "file_size": None,
+                    "notes": ["value range not read: it would read every chunk"], "status": "ok", "error": None}
         loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
         data = loaded.data
         if isinstance(data, np.memmap):
@@ -53,7 +63,7 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
         metadata = loaded.metadata
         orientation = io.stored_orientation(path) if loaded.format in io.IMAGE_FORMATS else None
         return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
-                "bit_depth": 1 if data.dtype.kind == "b" else data.dtype.itemsize * 8,
+                "bit_depth": _bit_depth(data.dtype),
                 "layout": loaded.layout, "pages": loaded.pages,
                 "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
                 "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
@@ -62,3 +72,7 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                 "notes": list(loaded.notes), "status": "ok", "error": None}
     except (GeomError, OSError) as error:
         return {"input": path, "status": "error", "error": describe(error)}
+
+
+def _bit_depth(dtype: np.dtype) -> int:
+    return 1 if dtype.kind == "b" else dtype.itemsize * 8

@@ -543,14 +543,15 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                 page=fidelity.page, frames=fidelity.frames)
         report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
+        common = _judged_by(task.common, job)
         # the limits the run would apply: the input's here, the output's in output_shape
-        io.check_size(header.shape, task.common.max_pixels, io.display_name(job.input))
+        io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
         try:
-            shape = task.operation.output_shape(header, task.common)
+            shape = task.operation.output_shape(header, common)
         except GeomError as error:
             raise GeomError(f"{job.input}: {error}") from error
         report.output_shape, report.output_dtype = list(shape), str(header.dtype)
-        steps = task.operation.trace(header, task.common)
+        steps = task.operation.trace(header, common)
         if steps:
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         io.check_writable(header.dtype, shape, job.format, io.display_name(job.output, output=True))
@@ -579,12 +580,13 @@ def option_faults(task: Task, jobs: Sequence[Job], options: BatchOptions) -> lis
                                     page=fidelity.page, frames=fidelity.frames)
         except (GeomError, OSError):
             continue
+        common = _judged_by(task.common, job)
         try:
-            io.check_size(header.shape, task.common.max_pixels, io.display_name(job.input))
+            io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
         except GeomError:
             continue  # a file declaring too many elements (a bomb, say) is a bad file, not the options'
         try:
-            shape = task.operation.output_shape(header, task.common)
+            shape = task.operation.output_shape(header, common)
         except GeomError as error:
             faults.append(f"{job.input}: {error}")
             continue
@@ -593,3 +595,11 @@ def option_faults(task: Task, jobs: Sequence[Job], options: BatchOptions) -> lis
         except GeomError as error:
             faults.append(str(error))  # it names the output
     return faults
+
+
+def _judged_by(common: Common, job: Job) -> Common:
+    """The options a job's header is judged by: a chunked job (a zarr on either side) holds
+    blocks, never its whole arrays, which --max-pixels then does not bound."""
+    from geomcli.engine import zarr_file
+
+    return zarr_file.whole(common) if job.output and zarr_file.involved(job.input, job.output) else common

@@ -151,7 +151,11 @@ def show_info(record: dict[str, Any], as_json: bool) -> int:
 
 def _info_line(record: dict[str, Any]) -> str:
     parts = [f"{record['format']} {'×'.join(map(str, record['shape']))} {record['dtype']}",
-             f"layout {record['layout'] or '-'}", f"{record['pages']} page(s)"]
+             f"layout {record['layout'] or '-'}"]
+    if record["pages"] is not None:
+        parts.append(f"{record['pages']} page(s)")
+    if record.get("chunks") is not None:
+        parts.append(f"chunks {'×'.join(map(str, record['chunks']))}")
     if record["value_range"]:
         low, high = record["value_range"]
         parts.append(f"range [{low:g}, {high:g}]")

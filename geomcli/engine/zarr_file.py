@@ -43,10 +43,11 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common):
         _refuse_in_place(input_path, output)
-        data, layout, scale, ome, like = _open(input_path, common)
+        data, layout, scale, ome, like = _open(input_path, whole(common))  # a memory map: never held whole
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         try:
-            result = operation.apply_chunked(data, layout, common)
+            result = operation.apply_chunked(data, layout, whole(common))
+            _check_blocks(data, result, common)
         except GeomError as error:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
@@ -54,6 +55,25 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                                     layout=layout, scale=scale, ome=ome, like=like)
         report.notes.append(f"chunk by chunk: {result.npartitions} output chunk(s)")
     return report
+
+
+def whole(common: Common) -> Common:
+    """The options a chunked job's whole arrays are judged by: --max-pixels bounds what a task
+    holds (_check_blocks), not the array, which is never held whole."""
+    import dataclasses
+    import sys
+
+    return dataclasses.replace(common, max_pixels=sys.maxsize)
+
+
+def _check_blocks(data: Any, result: Any, common: Common) -> None:
+    """Refuse a graph whose biggest input or output block has more elements than --max-pixels
+    (an operation that reads whole planes of one huge plane, say), before any is computed."""
+    from geomcli import io
+
+    for what, array in (("an input chunk", data), ("an output block", result)):
+        biggest = tuple(max(axis, default=0) for axis in array.chunks)
+        io.check_size(biggest, common.max_pixels, f"{what} {biggest}")
 
 
 def _refuse_in_place(input_path: str, output: str) -> None:

@@ -174,6 +174,10 @@ def read_header(
     indices run past its colormap (a damaged file) is the one case read_array differs from:
     it keeps the indices. No size limit applies: a decompression bomb is reported as declared.
     """
+    from geomcli.io import _zarr
+
+    if _zarr.is_zarr(path):
+        return _zarr.read_header(path)
     source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     try:
         if fmt == "npy":
@@ -503,7 +507,7 @@ def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
     """Why ``fmt`` cannot hold an array of this dtype and shape, or None if it can."""
     if dtype.hasobject:
         return "cannot hold Python objects"
-    if fmt == "npy":
+    if fmt in ("npy", "zarr"):
         return None
     if fmt == "tiff":
         # tifffile's sample formats: no strings, no bfloat16 (a 'V' type), no long double

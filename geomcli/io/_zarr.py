@@ -23,6 +23,8 @@ from geomcli.errors import GeomError
 if TYPE_CHECKING:
     import numpy as np
 
+    from geomcli.io._base import Header
+
 INSTALL = "pip install 'geomcli[dask]'"
 MARKER = "geomcli"
 # the layout letters of the axis names OME-Zarr and common dimension_names use
@@ -114,6 +116,27 @@ def open_input(path: str) -> Opened:
     scale = next((tuple(map(float, transform["scale"])) for transform in dataset.get("coordinateTransformations", [])
                   if transform.get("type") == "scale"), None)
     return Opened(array, layout_of(names), scale, True)
+
+
+def read_header(path: str) -> Header:
+    """What the array at ``path`` declares, from its metadata alone (no chunk is read)."""
+    from geomcli.io._base import Header
+
+    opened = open_input(path)
+    return Header("zarr", tuple(opened.array.shape), opened.array.dtype, 1, None, opened.layout)
+
+
+def describe(path: str) -> dict[str, Any]:
+    """What ``geomcli info`` shows of a zarr array, from its metadata alone: its chunks (and
+    shards) and codecs where an image shows its compression; no value range, which would read
+    every chunk."""
+    opened = open_input(path)
+    array = opened.array
+    codecs = [type(codec).__name__ for codec in getattr(array.metadata, "codecs", ())]
+    return {"shape": list(array.shape), "dtype": str(array.dtype), "layout": opened.layout,
+            "chunks": list(array.chunks), "shards": None if array.shards is None else list(array.shards),
+            "compression": ", ".join(codecs) or None, "ome": opened.ome,
+            "scale": None if opened.scale is None else list(opened.scale)}
 
 
 def _check_complete(path: str, attributes: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ this machine's threads and on a Dask cluster, and on S3."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +300,39 @@ def test_the_sampling_graphs_hold_a_chunk_of_planes_never_the_array() -> None:
         biggest = max(np.prod([axis[index] for axis, index in zip(result.chunks, block)]) for block in
                       np.ndindex(*result.numblocks)) * 4
         assert biggest == 1 * 2 * planes[type(operation).__name__] * 4  # of a chunk's images and channels
+
+
+def test_dry_run_info_and_the_plan_read_a_zarr_header_never_its_chunks(tmp_path: Path) -> None:
+    """A 4.3-billion-element array (no chunk written) is planned as any file, past the default
+    --max-pixels: the chunked run never holds it whole."""
+    zarr.create_array(str(tmp_path / "big.zarr"), shape=(64, 4, 4096, 4096), dtype="float32",
+                      chunks=(1, 4, 1024, 1024), dimension_names=["t", "c", "y", "x"])
+    result = run("space-to-depth", tmp_path / "big.zarr", "--out-dir", tmp_path / "out", "--blocksize", "2",
+                 "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"{tmp_path / 'big.zarr'} → {tmp_path / 'out' / 'big.zarr'}: 64×16×2048×2048 float32\n"
+    result = run("space-to-depth", tmp_path / "big.zarr", "--out-dir", tmp_path / "out", "--blocksize", "3")
+    assert result.exit_code == 2 and "height 4096 is not divisible by blocksize 3" in result.stderr
+    assert not (tmp_path / "out").exists()
+    result = run("info", tmp_path / "big.zarr")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (f"{tmp_path / 'big.zarr'}: zarr 64×4×4096×4096 float32, layout NCHW, "
+                             "chunks 1×4×1024×1024, compression BytesCodec, ZstdCodec\n")
+    record = json.loads(run("info", "--json", tmp_path / "big.zarr").stdout)
+    assert (record["shape"], record["chunks"], record["layout"], record["value_range"]) == (
+        [64, 4, 4096, 4096], [1, 4, 1024, 1024], "NCHW", None)
+
+
+def test_max_pixels_bounds_what_a_task_holds(tmp_path: Path) -> None:
+    data = tensor(np.dtype("float32"))  # (2, 6, 20, 18), chunks of 1×3×10×9 = 270 elements
+    write_zarr(tmp_path / "in.zarr", data, (1, 3, 10, 9), names=["n", "c", "y", "x"])
+    assert run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "crop.zarr", "--shape", "16,16",
+               "--max-pixels", "300", "-q").exit_code == 0
+    # resize holds whole planes: 1×3×40×36 out
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "r.zarr", "--scales", "2,2", "--max-pixels", "300")
+    assert result.exit_code == 1
+    assert "an output block (1, 3, 40, 36)" in result.stderr and "--max-pixels" in result.stderr
+    assert not (tmp_path / "r.zarr").exists()
 
 
 @pytest.mark.cluster
