@@ -64,6 +64,7 @@ __all__ = [
     "dropped",
     "format_for_path",
     "icc_description",
+    "text_keywords",
     "is_stdout",
     "is_stream",
     "maps_output",
@@ -700,6 +701,17 @@ def icc_description(icc: bytes, /) -> str:
     from geomcli.io import _pillow
 
     return _pillow.icc_description(icc)
+
+
+def text_keywords(text: Sequence[tuple[bytes, bytes]], /) -> list[str]:
+    """The keywords of a PNG's text chunks (``Metadata.text``), printable.
+
+    >>> text_keywords([(b"tEXt", b"Title\\0a card"), (b"zTXt", b"Notes\\0\\0x")])
+    ['Title', 'Notes']
+    """
+    from geomcli.io import _png
+
+    return _png.text_keywords(text)
 
 
 def stored_orientation(path: str, /) -> int | None:

@@ -272,3 +272,15 @@ def test_imagemagick_comments_travel(tmp_path: Path, photo: np.ndarray) -> None:
     # ImageMagick reads a geomcli PNG's comment and XMP as its own
     identify = ["identify", "-format", "%c", str(tmp_path / "o.png")]
     assert subprocess.run(identify, check=True, capture_output=True).stdout == b"hi"
+
+
+def test_info_shows_which_are_present(tmp_path: Path, photo: np.ndarray) -> None:
+    png = pillow_png(tmp_path / "in.png", photo)
+    jpeg = pillow_jpeg(tmp_path / "in.jpg", photo)
+    line = run("info", png).stdout
+    assert f"XMP packet of {len(XMP)} bytes, PNG text Title, Description, Author" in line
+    assert "comment 'made by a camera é'" in run("info", jpeg).stdout
+    record = json.loads(run("info", jpeg, "--json").stdout)
+    assert (record["xmp"], record["text"], record["comment"]) == (len(XMP), [], COMMENT.decode())
+    record = json.loads(run("info", png, "--json").stdout)
+    assert (record["text"], record["comment"]) == (["Title", "Description", "Author"], None)
