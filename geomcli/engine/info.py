@@ -1,6 +1,6 @@
 """``geomcli info``: what geomcli reads from files, taking the inputs the transforms take (files,
 folders, ``-r``, quoted globs, ``-``): format, shape, dtype, bit depth, layout, pages, ICC
-profile, DPI, EXIF orientation, compression and value range, per file."""
+profile, DPI, EXIF orientation, XMP, PNG text, comment, compression and value range, per file."""
 
 from __future__ import annotations
 
@@ -68,6 +68,9 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                 "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
                 "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
                 "orientation": orientation, "upright": orientation not in (None, 1),
+                "xmp": None if metadata.xmp is None else len(metadata.xmp),
+                "text": io.text_keywords(metadata.text),
+                "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
                 "compression": metadata.compression, "value_range": value_range, "file_size": loaded.file_size,
                 "notes": list(loaded.notes), "status": "ok", "error": None}
     except (GeomError, OSError) as error:

@@ -167,9 +167,21 @@ def _info_line(record: dict[str, Any]) -> str:
         parts.append(f"{record['dpi'][0]:g}×{record['dpi'][1]:g} dpi")
     if record.get("orientation") not in (None, 1):
         parts.append(f"EXIF orientation {record['orientation']} (the shape shown is upright)")
+    if record.get("xmp") is not None:
+        parts.append(f"XMP packet of {record['xmp']} bytes")
+    if record.get("text"):
+        parts.append(f"PNG text {', '.join(record['text'])}")
+    if record.get("comment") is not None:
+        parts.append(f"comment {_shown(record['comment'])}")
     if record.get("compression") not in (None, "none"):
         parts.append(f"compression {record['compression']}")
     return f"{record['input']}: " + ", ".join(parts)
+
+
+def _shown(text: str, most: int = 60) -> str:
+    """A file's text on the one line: quoted, its newlines and other controls escaped, cut at ``most``."""
+    cut = text if len(text) <= most else text[: most - 1] + "…"
+    return repr(cut)
 
 
 @dataclass

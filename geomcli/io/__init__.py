@@ -64,6 +64,7 @@ __all__ = [
     "dropped",
     "format_for_path",
     "icc_description",
+    "text_keywords",
     "is_stdout",
     "is_stream",
     "maps_output",
@@ -389,10 +390,13 @@ def dropped(metadata: Metadata | None, fmt: str, /) -> list[str]:
 def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
     """Each field of ``metadata`` ``fmt`` does not keep, and whether the format could hold such a
     field (False: nothing carries it, as OME channel names)."""
+    unfit: dict[str, str] = {}
     if fmt in IMAGE_FORMATS:
-        from geomcli.io._pillow import HOLDS
+        from geomcli.io import _pillow
 
-        holds = HOLDS[fmt]
+        holds = _pillow.HOLDS[fmt]
+        metadata = _pillow.as_written(metadata, fmt)
+        unfit = _pillow.unfit(metadata, fmt)
     else:
         holds = {"icc", "dpi", "resolution"} if fmt == "tiff" else set()
     fields: list[tuple[str, bool]] = []
@@ -408,11 +412,29 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
             fields.append((f"resolution ({x:g} x {y:g} pixels{per})", True))
     if metadata.exif is not None and "exif" not in holds:
         fields.append(("EXIF data", True))
+    if metadata.xmp is not None and "xmp" not in holds:
+        # tifffile would write it (tag 700); the TIFF backend does not yet
+        fields.append(("XMP packet (geomcli writes none into TIFF yet)", False) if fmt == "tiff"
+                      else ("XMP packet", True))
+    if metadata.text and "text" not in holds:
+        fields.append((_text_name(metadata.text), True))
+    if metadata.comment is not None and "comment" not in holds:
+        fields.append(("comment", True))
+    fields.extend((name, True) for name in unfit.values())
     fields.extend((name, False) for name in metadata.dropped)
     if metadata.axes_kind in ("imagej", "ome") and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
         kind = {"imagej": "ImageJ", "ome": "OME"}[metadata.axes_kind or ""]
         fields.append((f"{kind} axes metadata ({metadata.axes})", True))
     return fields
+
+
+def _text_name(text: tuple[tuple[bytes, bytes], ...]) -> str:
+    """PNG text chunks as a warning names them: by their keywords, the first six."""
+    from geomcli.io._png import text_keywords
+
+    keywords = text_keywords(text)
+    shown = ", ".join(keywords[:6]) + (f" and {len(keywords) - 6} more" if len(keywords) > 6 else "")
+    return f"PNG text chunk{'s' if len(keywords) > 1 else ''} ({shown})"
 
 
 def is_stdout(path: str, /) -> bool:
@@ -683,6 +705,17 @@ def icc_description(icc: bytes, /) -> str:
     from geomcli.io import _pillow
 
     return _pillow.icc_description(icc)
+
+
+def text_keywords(text: Sequence[tuple[bytes, bytes]], /) -> list[str]:
+    """The keywords of a PNG's text chunks (``Metadata.text``), printable.
+
+    >>> text_keywords([(b"tEXt", b"Title\\0a card"), (b"zTXt", b"Notes\\0\\0x")])
+    ['Title', 'Notes']
+    """
+    from geomcli.io import _png
+
+    return _png.text_keywords(text)
 
 
 def stored_orientation(path: str, /) -> int | None:

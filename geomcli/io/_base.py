@@ -56,6 +56,12 @@ class Metadata(NamedTuple):
     dropped: tuple[str, ...] = ()
     """What the file said that no output carries (OME-XML channel names, ImageJ display ranges...),
     each named in one warning when a file is written from it."""
+    xmp: bytes | None = None
+    """The XMP packet, byte for byte (a PNG's iTXt ``XML:com.adobe.xmp``, a JPEG's APP1, WebP's XMP)."""
+    text: tuple[tuple[bytes, bytes], ...] = ()
+    """A PNG's tEXt, zTXt and iTXt chunks but the XMP one: (chunk type, body as stored)."""
+    comment: bytes | None = None
+    """A JPEG's (first COM segment) or GIF's comment, byte for byte."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
@@ -82,9 +88,9 @@ class Metadata(NamedTuple):
         return Metadata(compression=self.compression)
 
     def __repr__(self) -> str:
-        # the ICC profile and the EXIF block are kilobytes of bytes, of no use to read
+        # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read
         shown = (f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)
-                 if name not in ("icc", "exif"))
+                 if name not in ("icc", "exif", "xmp", "text"))
         return f"Metadata({', '.join(shown)})"
 
 

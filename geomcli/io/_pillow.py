@@ -150,7 +150,7 @@ def _decoded(
             if frames == "all":
                 if sixteen_bit:
                     raise GeomError(_NO_16BIT_FRAMES.format(name=name))
-                return _read_frames(im, name, fmt, src, count, max_pixels, notes)
+                return _read_frames(im, source, name, fmt, src, count, max_pixels, notes)
             notes.append(f"frame 1 of {count} (--frames first)")
         if sixteen_bit:
             assert isinstance(source, bytes)
@@ -163,7 +163,7 @@ def _decoded(
         width, height = im.size
         check_size((height, width, channels), max_pixels, name)
         orientation = _orientation(im, name) if auto_orient else 1
-        metadata = _metadata(im.info, orientation)._replace(jpeg=_jpeg_coding(im))
+        metadata = _metadata(im.info, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
         try:
             im.load()
             if orientation in ORIENTATIONS:
@@ -205,7 +205,8 @@ def _animated(name: str, frames: int) -> str:
 
 
 def _read_frames(
-    im: Any, name: str, fmt: str, src: str, count: int, max_pixels: int, notes: list[str]
+    im: Any, source: str | bytes | IO[bytes], name: str, fmt: str, src: str, count: int, max_pixels: int,
+    notes: list[str],
 ) -> Loaded:
     """Every frame of an animation, as the viewer sees each one, on a leading axis (N, H, W[, C]).
 
@@ -232,7 +233,7 @@ def _read_frames(
     layout = "NHWC" if data.ndim == 4 else None
     # the axes a TIFF of these frames records: T for time, S for colour samples
     axes = "TYXS" if data.ndim == 4 else "TYX"
-    metadata = _metadata(im.info, 1)._replace(axes=axes, axes_kind="shaped")
+    metadata = _metadata(im.info, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count)
 
 
@@ -268,6 +269,28 @@ def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
         unit="inch" if resolution else None,
         exif=exif if isinstance(exif, bytes) else None,
     ).upright(orientation)
+
+
+def _carried(im: Any, source: str | bytes | IO[bytes]) -> dict[str, Any]:
+    """The Metadata fields carried as they are: XMP, a PNG's text chunks, a JPEG's or GIF's
+    comment. A PNG's come from its bytes (``source``), as stored, those after the pixels too;
+    a JPEG's other comments than the first are named among the dropped."""
+    carried: dict[str, Any] = {}
+    if im.format == "PNG" and isinstance(source, bytes):
+        from PIL import PngImagePlugin
+
+        carried["text"], carried["xmp"] = _png.text_chunks(source, PngImagePlugin.MAX_TEXT_CHUNK)
+    elif im.format in ("JPEG", "MPO", "WEBP"):
+        xmp = im.info.get("xmp")
+        carried["xmp"] = bytes(xmp) if isinstance(xmp, (bytes, bytearray)) and xmp else None
+        comments = [body for marker, body in getattr(im, "applist", ()) if marker == "COM"]
+        if comments:
+            carried["comment"] = comments[0]
+        if len(comments) > 1:
+            carried["dropped"] = (f"the JPEG's {len(comments) - 1} comment(s) after the first",)
+    elif im.format == "GIF" and isinstance(im.info.get("comment"), bytes) and im.info["comment"]:
+        carried["comment"] = im.info["comment"]
+    return carried
 
 
 def _number(value: Any) -> bool:
@@ -332,7 +355,8 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
     if orientation in ORIENTATIONS:
         array = orient(array, orientation)
         notes.append(f"{ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
-    return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), _metadata(im.info, orientation), pages)
+    metadata = _metadata(im.info, orientation)._replace(**_carried(im, data))
+    return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), metadata, pages)
 
 
 @contextmanager
@@ -483,14 +507,44 @@ def _size(path: str) -> int:
     return os.stat(path).st_size
 
 
-# What each image format holds of Metadata (the facade warns about the rest)
+# What each image format holds of Metadata (the facade warns about the rest); a PNG holds a
+# comment as a tEXt chunk (see _png.metadata_chunks)
 HOLDS = {
-    "png": {"icc", "dpi", "exif"},
-    "jpeg": {"icc", "dpi", "exif"},
-    "webp": {"icc", "exif"},
+    "png": {"icc", "dpi", "exif", "xmp", "text", "comment"},
+    "jpeg": {"icc", "dpi", "exif", "xmp", "comment"},
+    "webp": {"icc", "exif", "xmp"},
     "bmp": {"dpi"},
-    "gif": set(),
+    "gif": {"comment"},
 }
+# The most a JPEG segment holds (65535 less its length field): a COM segment's comment, and an
+# APP1 XMP packet after its 29-byte namespace (Pillow refuses more rather than split it)
+JPEG_SEGMENT = 65533
+JPEG_XMP = JPEG_SEGMENT - len(b"http://ns.adobe.com/xap/1.0/\0")
+
+
+def as_written(metadata: Metadata, fmt: str) -> Metadata:
+    """``metadata`` as this format takes it: for a JPEG or GIF, a PNG's tEXt ``Comment`` (any
+    case) is its comment, as ImageMagick carries one both ways (see _png.metadata_chunks)."""
+    if "text" in HOLDS[fmt] or "comment" not in HOLDS[fmt] or metadata.comment is not None:
+        return metadata
+    for index, (kind, body) in enumerate(metadata.text):
+        keyword, _, value = body.partition(b"\0")
+        if kind == b"tEXt" and keyword.lower() == b"comment":
+            return metadata._replace(comment=value, text=metadata.text[:index] + metadata.text[index + 1 :])
+    return metadata
+
+
+def unfit(metadata: Metadata, fmt: str) -> dict[str, str]:
+    """The fields of ``metadata`` this format holds that are too big or of the wrong kind of bytes
+    for it to take, each with its name in a warning: they are not written (see _kept)."""
+    said = {}
+    if fmt == "jpeg" and metadata.xmp is not None and len(metadata.xmp) > JPEG_XMP:
+        said["xmp"] = f"XMP packet of {len(metadata.xmp)} bytes (one segment takes {JPEG_XMP})"
+    if fmt == "jpeg" and metadata.comment is not None and len(metadata.comment) > JPEG_SEGMENT:
+        said["comment"] = f"comment of {len(metadata.comment)} bytes (one segment takes {JPEG_SEGMENT})"
+    if fmt == "png" and metadata.comment is not None and b"\0" in metadata.comment:
+        said["comment"] = "comment (it holds a NUL byte, which a PNG text chunk cannot)"
+    return said
 JPEG_QUALITY = 95
 # ImageMagick's zlib level for PNG (its quality 75)
 PNG_LEVEL = 7
@@ -510,9 +564,11 @@ def write(
 
     options = options or WriteOptions()
     if fmt == "png" and data.dtype == np.uint16:
-        level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, data.shape[1], data.shape[0])
+        level, kept = _kept(fmt, metadata or Metadata(), options, data.shape[1], data.shape[0])
+        dpi = kept.get("dpi")
         ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
-        f.write(_png.encode(data, level, icc=icc, ppm=ppm, exif=exif))
+        f.write(_png.encode(data, level, icc=kept.get("icc_profile"), ppm=ppm, exif=kept.get("exif"),
+                            chunks=kept.get("chunks", ())))
         return
     from PIL import Image
 
@@ -530,7 +586,7 @@ def save(
 ) -> None:
     """Write a Pillow image of a mode this format holds, as :func:`write` writes its array."""
     options = options or WriteOptions()
-    level, icc, dpi, exif = _kept(fmt, metadata or Metadata(), options, *im.size)
+    level, kept = _kept(fmt, metadata or Metadata(), options, *im.size)
     saving: dict[str, Any] = {}
     if fmt == "png":
         saving = {"compress_level": level, **_png_strategy(im, level)}
@@ -545,13 +601,14 @@ def save(
             saving = {"lossless": True, "exact": True}
         else:
             saving = {"quality": options.quality}
-    if icc is not None:
-        saving["icc_profile"] = icc
-    if dpi is not None:
-        saving["dpi"] = dpi
-    if exif is not None:
-        saving["exif"] = exif
-    im.save(f, format=_PILLOW_FORMATS[fmt][0], **saving)
+    chunks = kept.pop("chunks", ())
+    if chunks:
+        from PIL import PngImagePlugin
+
+        saving["pnginfo"] = PngImagePlugin.PngInfo()
+        for kind, body in chunks:
+            saving["pnginfo"].add(kind, body)
+    im.save(f, format=_PILLOW_FORMATS[fmt][0], **saving, **kept)
 
 
 def _jpeg_saving(metadata: Metadata, options: WriteOptions) -> dict[str, Any]:
@@ -597,16 +654,26 @@ def _png_strategy(im: Any, level: int) -> dict[str, int]:
 
 def _kept(
     fmt: str, metadata: Metadata, options: WriteOptions, width: int, height: int
-) -> tuple[int, bytes | None, tuple[float, float] | None, bytes | None]:
-    """The PNG level, and the ICC profile, DPI and EXIF (fitted to width x height) this format holds."""
+) -> tuple[int, dict[str, Any]]:
+    """The PNG level, and what this format holds of ``metadata`` as Pillow's save() takes it:
+    ``icc_profile``, ``dpi``, ``exif`` (fitted to width x height), ``xmp``, ``comment``; for a PNG
+    its chunks of text, XMP and comment as ``chunks`` (type, body). What :func:`unfit` names is left out."""
     holds = HOLDS[fmt]
     level = PNG_LEVEL if options.compress_level is None else options.compress_level
-    icc = metadata.icc if "icc" in holds else None
-    dpi = metadata.dpi if "dpi" in holds else None
-    exif = None
-    if metadata.exif is not None and "exif" in holds:
-        exif = fitted_exif(metadata.exif, width, height)
-    return level, icc, dpi, exif
+    metadata = as_written(metadata, fmt)
+    too_big = unfit(metadata, fmt)
+    xmp = metadata.xmp if "xmp" in holds and "xmp" not in too_big else None
+    comment = metadata.comment if "comment" in holds and "comment" not in too_big else None
+    kept: dict[str, Any] = {
+        "icc_profile": metadata.icc if "icc" in holds else None,
+        "dpi": metadata.dpi if "dpi" in holds else None,
+        "exif": None if metadata.exif is None or "exif" not in holds else fitted_exif(metadata.exif, width, height),
+    }
+    if fmt == "png":
+        kept["chunks"] = _png.metadata_chunks(xmp, metadata.text, comment)
+    else:
+        kept.update(xmp=xmp, comment=comment)
+    return level, {key: value for key, value in kept.items() if value is not None}
 
 
 def icc_description(icc: bytes) -> str:

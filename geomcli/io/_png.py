@@ -1,12 +1,15 @@
 """16-bit PNG (grey, grey+alpha, RGB, RGBA) through imagecodecs' libpng codec: Pillow reads such
 files as 8-bit and cannot write them. Pillow still opens them (chunks, metadata, frames); the few
-lines that place the ICC profile, DPI and EXIF, which imagecodecs does not write, are here."""
+lines that place the ICC profile, DPI, EXIF and text chunks, which imagecodecs does not write, are
+here, with the reading of text chunks as stored (for every PNG: Pillow keeps their values, not
+their bytes, and reads those after the pixels only when it decodes them)."""
 
 from __future__ import annotations
 
 import logging
 import struct
 import zlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -14,6 +17,9 @@ if TYPE_CHECKING:
 
 # IHDR colour type -> samples per pixel (3, palette, is never 16-bit)
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
+# the chunks of text a PNG's metadata carries as stored; the XMP packet is the iTXt of this keyword
+TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
+XMP_KEYWORD = b"XML:com.adobe.xmp"
 
 
 def sixteen_bit(head: bytes) -> bool:
@@ -46,10 +52,11 @@ def encode(
     icc: bytes | None = None,
     ppm: tuple[int, int] | None = None,
     exif: bytes | None = None,
+    chunks: Sequence[tuple[bytes, bytes]] = (),
 ) -> bytes:
     """A PNG of a uint16 HW or HWC (1-4 channels) array at zlib ``level`` (libpng's filtered
     strategy, as ImageMagick writes); ``icc``, ``ppm`` (pixels per metre) and ``exif`` become
-    iCCP, pHYs and eXIf chunks after the IHDR."""
+    iCCP, pHYs and eXIf chunks after the IHDR, followed by ``chunks`` (type, body) as given."""
     import imagecodecs
 
     png = imagecodecs.png_encode(data, level=level, strategy=imagecodecs.PNG.STRATEGY.FILTERED)
@@ -60,7 +67,79 @@ def encode(
         extra += _chunk(b"pHYs", struct.pack(">IIB", ppm[0], ppm[1], 1))
     if exif is not None:
         extra += _chunk(b"eXIf", exif.removeprefix(b"Exif\0\0"))
+    for kind, body in chunks:
+        extra += _chunk(kind, body)
     return bytes(png[:33]) + extra + bytes(png[33:])  # the signature and IHDR take 33 bytes
+
+
+def text_chunks(data: bytes, limit: int) -> tuple[tuple[tuple[bytes, bytes], ...], bytes | None]:
+    """A PNG's tEXt, zTXt and iTXt chunks as stored, (type, body) in file order, and apart from
+    them its XMP packet (the first iTXt keyed ``XML:com.adobe.xmp``, a later one is dropped).
+    Only the XMP packet is ever decompressed, to at most ``limit`` bytes (Pillow's MAX_TEXT_CHUNK,
+    the bound its own reading of that chunk has): past it, or corrupt, it is dropped. The CRCs were
+    checked by Pillow's verify()."""
+    chunks: list[tuple[bytes, bytes]] = []
+    xmp = None
+    seen_xmp = False
+    pos = 8
+    while pos + 12 <= len(data):
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        body = data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IEND":
+            break
+        if kind not in TEXT_CHUNKS or len(body) != length:
+            continue
+        if kind == b"iTXt" and body.startswith(XMP_KEYWORD + b"\0"):
+            if not seen_xmp:
+                seen_xmp, xmp = True, _itxt_value(body[len(XMP_KEYWORD) + 1 :], limit)
+        else:
+            chunks.append((kind, body))
+    return tuple(chunks), xmp
+
+
+def _itxt_value(rest: bytes, limit: int) -> bytes | None:
+    """The text of an iTXt chunk after its keyword: compression flag and method, language and
+    translated keyword (each NUL-ended), then the text, deflated or not; None when unreadable."""
+    if len(rest) < 2:
+        return None
+    flag, method, tail = rest[0], rest[1], rest[2:].split(b"\0", 2)
+    if len(tail) != 3:
+        return None
+    if flag == 0:
+        return tail[2]
+    if method != 0:
+        return None
+    inflate = zlib.decompressobj()
+    try:
+        value = inflate.decompress(tail[2], limit)
+    except zlib.error:
+        return None
+    return None if inflate.unconsumed_tail or not inflate.eof else value
+
+
+def metadata_chunks(
+    xmp: bytes | None, text: Sequence[tuple[bytes, bytes]], comment: bytes | None
+) -> list[tuple[bytes, bytes]]:
+    """The chunks a PNG output carries them in: the text chunks as they were, the XMP packet as an
+    uncompressed iTXt (as the XMP specification asks), a comment as a tEXt ``Comment`` (the PNG
+    specification's keyword; ImageMagick's way with a JPEG's comment)."""
+    chunks = list(text)
+    if xmp is not None:
+        chunks.append((b"iTXt", XMP_KEYWORD + b"\0\0\0\0\0" + xmp))
+    if comment is not None:
+        chunks.append((b"tEXt", b"Comment\0" + comment))
+    return chunks
+
+
+def text_keywords(text: Sequence[tuple[bytes, bytes]]) -> list[str]:
+    """The keywords of text chunks, as a warning names them (Latin-1; a crafted one's unprintable
+    characters as ``?``)."""
+    keywords = []
+    for _, body in text:
+        keyword = body.split(b"\0", 1)[0][:79].decode("latin-1")
+        keywords.append("".join(c if c.isprintable() else "?" for c in keyword))
+    return keywords
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:

@@ -1,0 +1,286 @@
+"""XMP, PNG text chunks and comments travel from input to output, byte for byte; where the output
+could hold metadata but not the piece, one warning names it; .npy names it in ``dropped`` only.
+(EXIF, ICC and DPI: test_fidelity.) The files are made as the tools that make them make them:
+Pillow's PngInfo and JPEG save, ImageMagick's convert."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import Result
+from conftest import run
+
+from geomcli import io
+from geomcli.io import Metadata, _png
+
+XMP = (b'<?xpacket begin="\xef\xbb\xbf" id="W5M0MpCehiHzreSzNTczkc9d"?>\n'
+       b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+       b'<rdf:Description xmlns:dc="http://purl.org/dc/elements/1.1/" dc:format="image/png"/>'
+       b'</rdf:RDF></x:xmpmeta>\n<?xpacket end="w"?>')
+COMMENT = b"made by a camera \xc3\xa9"  # UTF-8, as most tools write a JPEG comment
+
+# each command on a 12x16 image, the output 8x10 or so: every kind of operation writes metadata
+COMMANDS = [
+    ("crop-pad", "--shape", "8,10"),
+    ("resize", "--sizes", "6,8", "--mode", "linear"),
+    ("warp", "--rotate", "30"),
+]
+
+
+def warnings_of(result: Result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
+
+
+def text_chunks(path: Path | str) -> list[tuple[bytes, bytes]]:
+    """A PNG's tEXt, zTXt and iTXt chunks as stored, read here without geomcli or Pillow."""
+    data = Path(path).read_bytes()
+    chunks, pos = [], 8
+    while pos < len(data):
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        if kind in (b"tEXt", b"zTXt", b"iTXt"):
+            chunks.append((kind, data[pos + 8 : pos + 8 + length]))
+        pos += 12 + length
+    return chunks
+
+
+def opened_info(path: Path | str) -> dict[str, Any]:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im.load()  # a PNG's chunks after the pixels too
+        return dict(im.info)
+
+
+def pillow_png(path: Path, data: np.ndarray, **save: Any) -> Path:
+    """A PNG with text of every kind Pillow writes: tEXt, zTXt, compressed iTXt, and an XMP iTXt."""
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Title", "a test card")
+    info.add_text("Description", "long words " * 40, zip=True)
+    info.add_itxt("Author", "Zoë", lang="fr", tkey="Auteur", zip=True)
+    info.add_itxt("XML:com.adobe.xmp", XMP.decode())
+    Image.fromarray(data).save(path, pnginfo=info, **save)
+    return path
+
+
+def pillow_jpeg(path: Path, data: np.ndarray, **save: Any) -> Path:
+    from PIL import Image
+
+    Image.fromarray(data).save(path, comment=COMMENT, xmp=XMP, quality=95, **save)
+    return path
+
+
+@pytest.fixture
+def photo(rng: np.random.Generator) -> np.ndarray:
+    return rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_png_text_and_xmp_travel_into_a_png_byte_for_byte(tmp_path: Path, photo: np.ndarray,
+                                                           command: tuple[str, ...]) -> None:
+    source = pillow_png(tmp_path / "in.png", photo)
+    result = run(command[0], source, "-o", tmp_path / "o.png", *command[1:])
+    assert result.exit_code == 0 and warnings_of(result) == []
+    assert text_chunks(tmp_path / "o.png") == text_chunks(source)
+    assert opened_info(tmp_path / "o.png")["xmp"] == XMP
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_jpeg_comment_and_xmp_travel_into_a_jpeg_and_a_png(tmp_path: Path, photo: np.ndarray,
+                                                           command: tuple[str, ...]) -> None:
+    source = pillow_jpeg(tmp_path / "in.jpg", photo)
+    result = run(command[0], source, "-o", tmp_path / "o.jpg", *command[1:])
+    assert result.exit_code == 0 and [w for w in warnings_of(result) if "lossy" not in w] == []
+    info = opened_info(tmp_path / "o.jpg")
+    assert (info["comment"], info["xmp"]) == (COMMENT, XMP)
+    # into a PNG: the comment a tEXt Comment chunk (as ImageMagick writes one), then back into a JPEG
+    assert run(command[0], source, "-o", tmp_path / "o.png", *command[1:]).exit_code == 0
+    assert (b"tEXt", b"Comment\0" + COMMENT) in text_chunks(tmp_path / "o.png")
+    assert opened_info(tmp_path / "o.png")["xmp"] == XMP
+    assert run("crop-pad", tmp_path / "o.png", "-o", tmp_path / "back.jpg", "--shape", "4,4").exit_code == 0
+    assert opened_info(tmp_path / "back.jpg")["comment"] == COMMENT
+
+
+def test_png_into_a_jpeg_keeps_xmp_and_warns_once_of_the_text(tmp_path: Path, photo: np.ndarray) -> None:
+    source = pillow_png(tmp_path / "in.png", photo)
+    result = run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "8,10")
+    assert result.exit_code == 0
+    named = "JPEG cannot hold the PNG text chunks (Title, Description, Author); dropped"
+    assert warnings_of(result)[1:] == [f"Warning: {tmp_path / 'o.jpg'}: {named}"]
+    assert opened_info(tmp_path / "o.jpg")["xmp"] == XMP
+    record = json.loads(run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "8,10", "--json").stdout)
+    assert record["warnings"][1:] == [named]
+
+
+def test_into_a_tiff_each_piece_is_one_warning(tmp_path: Path, photo: np.ndarray) -> None:
+    png = pillow_png(tmp_path / "in.png", photo)
+    record = json.loads(run("crop-pad", png, "-o", tmp_path / "a.tiff", "--shape", "8,10", "--json").stdout)
+    assert record["warnings"] == [
+        "XMP packet (geomcli writes none into TIFF yet) cannot be carried; dropped",
+        "TIFF cannot hold the PNG text chunks (Title, Description, Author); dropped"]
+    jpeg = pillow_jpeg(tmp_path / "in.jpg", photo)
+    result = run("crop-pad", jpeg, "-o", tmp_path / "b.tiff", "--shape", "8,10")
+    assert warnings_of(result) == [
+        f"Warning: {tmp_path / 'b.tiff'}: XMP packet (geomcli writes none into TIFF yet) cannot be carried; dropped",
+        f"Warning: {tmp_path / 'b.tiff'}: TIFF cannot hold the comment; dropped"]
+
+
+def test_npy_drops_them_without_a_warning_and_json_names_them(tmp_path: Path, photo: np.ndarray) -> None:
+    png = pillow_png(tmp_path / "in.png", photo)
+    jpeg = pillow_jpeg(tmp_path / "in.jpg", photo)
+    for source, dropped in ((png, ["XMP packet", "PNG text chunks (Title, Description, Author)"]),
+                            (jpeg, ["XMP packet", "comment"])):
+        result = run("crop-pad", source, "-o", tmp_path / "o.npy", "--shape", "8,10")
+        assert result.exit_code == 0 and "Warning" not in result.stderr
+        record = json.loads(run("crop-pad", source, "-o", tmp_path / "o.npy", "--shape", "8,10", "--json").stdout)
+        assert record["warnings"] == [] and record["dropped"] == dropped
+
+
+def test_exif_icc_and_dpi_still_travel_beside_them(tmp_path: Path, photo: np.ndarray) -> None:
+    from PIL import Image, ImageCms
+
+    icc = bytes(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    exif = Image.Exif()
+    exif[0x010F] = "GeomCam"
+    source = pillow_png(tmp_path / "in.png", photo, icc_profile=icc, dpi=(300, 300), exif=exif.tobytes())
+    assert run("resize", source, "-o", tmp_path / "o.png", "--sizes", "6,8").stderr.count("Warning") == 0
+    metadata = io.read_array(str(tmp_path / "o.png")).metadata
+    assert metadata.icc == icc and metadata.dpi == pytest.approx((150, 150), abs=0.05)
+    assert metadata.exif is not None and b"GeomCam" in metadata.exif
+    assert text_chunks(tmp_path / "o.png") == text_chunks(source)
+
+
+def test_a_16bit_png_carries_its_text_too(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = rng.integers(0, 65536, (12, 16), dtype=np.uint16)
+    source = pillow_png(tmp_path / "in.png", data)
+    assert run("crop-pad", source, "-o", tmp_path / "o.png", "--shape", "8,10").exit_code == 0
+    assert io.read_array(str(tmp_path / "o.png")).data.dtype == np.uint16
+    assert text_chunks(tmp_path / "o.png") == text_chunks(source)
+    assert opened_info(tmp_path / "o.png")["xmp"] == XMP
+    # and an RGB one, which only geomcli's own encoder writes
+    io.write_array(rng.integers(0, 65536, (12, 16, 3), dtype=np.uint16), str(tmp_path / "rgb.png"),
+                   metadata=Metadata(xmp=XMP, text=((b"tEXt", b"Title\0x"),)))
+    assert text_chunks(tmp_path / "rgb.png")[0] == (b"tEXt", b"Title\0x")
+    assert io.read_array(str(tmp_path / "rgb.png")).metadata.xmp == XMP
+
+
+def test_text_after_the_pixels_travels(tmp_path: Path, photo: np.ndarray) -> None:
+    """ImageMagick writes its text chunks after IDAT, where Pillow reads them only on decoding."""
+    from PIL import Image
+
+    Image.fromarray(photo).save(tmp_path / "plain.png")
+    data = (tmp_path / "plain.png").read_bytes()
+    body = b"comment\0after the pixels"
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+    (tmp_path / "in.png").write_bytes(data[:-12] + chunk + data[-12:])
+    assert run("crop-pad", tmp_path / "in.png", "-o", tmp_path / "o.png", "--shape", "4,4").exit_code == 0
+    assert text_chunks(tmp_path / "o.png") == [(b"tEXt", body)]
+    # a JPEG takes a PNG's comment as its own
+    assert run("crop-pad", tmp_path / "in.png", "-o", tmp_path / "o.jpg", "--shape", "4,4").exit_code == 0
+    assert opened_info(tmp_path / "o.jpg")["comment"] == b"after the pixels"
+
+
+@pytest.mark.parametrize("fmt", ["gif", "webp"])
+def test_a_gif_comment_and_a_webp_xmp_travel(tmp_path: Path, rng: np.random.Generator, fmt: str) -> None:
+    from PIL import Image
+
+    if fmt == "gif":
+        Image.fromarray(rng.integers(0, 256, (12, 16), dtype=np.uint8)).save(tmp_path / "in.gif", comment=COMMENT,
+                                                                               optimize=False)
+    else:
+        Image.fromarray(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)).save(tmp_path / "in.webp", xmp=XMP,
+                                                                               lossless=True)
+    result = run("crop-pad", tmp_path / f"in.{fmt}", "-o", tmp_path / f"o.{fmt}", "--shape", "8,10")
+    assert result.exit_code == 0 and warnings_of(result) == []
+    info = opened_info(tmp_path / f"o.{fmt}")
+    assert (info["comment"] if fmt == "gif" else info["xmp"]) == (COMMENT if fmt == "gif" else XMP)
+
+
+def test_what_a_jpeg_cannot_take_is_one_warning_and_the_file_is_written(tmp_path: Path) -> None:
+    data = np.zeros((4, 6, 3), np.uint8)
+    big = Metadata(xmp=b"<x>" + b" " * 70000 + b"</x>", comment=b"c" * 70000)
+    said = io.write_array(data, str(tmp_path / "o.jpg"), metadata=big)
+    assert list(said[1:]) == ["JPEG cannot hold the XMP packet of 70007 bytes (one segment takes 65504); dropped",
+                              "JPEG cannot hold the comment of 70000 bytes (one segment takes 65533); dropped"]
+    assert "xmp" not in opened_info(tmp_path / "o.jpg")
+    said = io.write_array(data, str(tmp_path / "o.png"), metadata=Metadata(comment=b"a\0b"))
+    assert list(said) == ["PNG cannot hold the comment (it holds a NUL byte, which a PNG text chunk cannot); dropped"]
+
+
+def test_a_jpeg_with_two_comments_keeps_the_first_and_names_the_other(tmp_path: Path, photo: np.ndarray) -> None:
+    source = pillow_jpeg(tmp_path / "one.jpg", photo)
+    data = source.read_bytes()
+    second = b"\xff\xfe" + struct.pack(">H", 2 + 6) + b"second"
+    (tmp_path / "in.jpg").write_bytes(data[:2] + second + data[2:])  # right after SOI
+    result = run("crop-pad", tmp_path / "in.jpg", "-o", tmp_path / "o.jpg", "--shape", "4,4")
+    assert warnings_of(result)[1:] == [
+        f"Warning: {tmp_path / 'o.jpg'}: the JPEG's 1 comment(s) after the first cannot be carried; dropped"]
+    assert opened_info(tmp_path / "o.jpg")["comment"] == b"second"
+
+
+def test_strip_writes_none_of_them(tmp_path: Path, photo: np.ndarray) -> None:
+    source = pillow_png(tmp_path / "in.png", photo)
+    result = run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "4,4", "--strip")
+    assert [w for w in warnings_of(result) if "lossy" not in w] == []
+    assert run("crop-pad", source, "-o", tmp_path / "o.png", "--shape", "4,4", "--strip").exit_code == 0
+    assert text_chunks(tmp_path / "o.png") == [] and "comment" not in opened_info(tmp_path / "o.jpg")
+
+
+def test_zTXt_and_compressed_xmp_are_inflated_no_further_than_pillows_bound(tmp_path: Path,
+                                                                            photo: np.ndarray) -> None:
+    from PIL import Image, PngImagePlugin
+
+    bomb = zlib.compress(b"\0" * (PngImagePlugin.MAX_TEXT_CHUNK * 4), 9)
+    info = PngImagePlugin.PngInfo()
+    info.add(b"zTXt", b"Bomb\0\0" + bomb)
+    Image.fromarray(photo).save(tmp_path / "bomb.png", pnginfo=info)
+    result = run("crop-pad", tmp_path / "bomb.png", "-o", tmp_path / "o.png", "--shape", "4,4")
+    assert result.exit_code == 1 and "Decompressed data too large" in result.stderr
+    # an XMP iTXt past the bound is dropped, not inflated (geomcli's own reading of it)
+    itxt = _png.XMP_KEYWORD + b"\0\1\0\0\0" + zlib.compress(b" " * 5000)
+    assert _png.text_chunks(b"\x89PNG\r\n\x1a\n" + _png._chunk(b"iTXt", itxt), 4096) == ((), None)
+    assert _png.text_chunks(b"\x89PNG\r\n\x1a\n" + _png._chunk(b"iTXt", itxt), 8192) == ((), b" " * 5000)
+
+
+# ---- files ImageMagick makes ----------------------------------------------------------------------
+
+needs_convert = pytest.mark.skipif(shutil.which("convert") is None, reason="ImageMagick's convert is not installed")
+
+
+@needs_convert
+def test_imagemagick_comments_travel(tmp_path: Path, photo: np.ndarray) -> None:
+    from PIL import Image
+
+    Image.fromarray(photo).save(tmp_path / "in.png")
+    subprocess.run(["convert", str(tmp_path / "in.png"), "-set", "comment", "hi", str(tmp_path / "im.jpg")],
+                   check=True)
+    subprocess.run(["convert", str(tmp_path / "in.png"), "-set", "comment", "hi", str(tmp_path / "im.png")],
+                   check=True)
+    assert run("crop-pad", tmp_path / "im.jpg", "-o", tmp_path / "o.jpg", "--shape", "8,10").exit_code == 0
+    assert opened_info(tmp_path / "o.jpg")["comment"] == b"hi"
+    assert run("warp", tmp_path / "im.png", "-o", tmp_path / "o.png", "--rotate", "10").exit_code == 0
+    assert text_chunks(tmp_path / "o.png") == text_chunks(tmp_path / "im.png")
+    # ImageMagick reads a geomcli PNG's comment and XMP as its own
+    identify = ["identify", "-format", "%c", str(tmp_path / "o.png")]
+    assert subprocess.run(identify, check=True, capture_output=True).stdout == b"hi"
+
+
+def test_info_shows_which_are_present(tmp_path: Path, photo: np.ndarray) -> None:
+    png = pillow_png(tmp_path / "in.png", photo)
+    jpeg = pillow_jpeg(tmp_path / "in.jpg", photo)
+    line = run("info", png).stdout
+    assert f"XMP packet of {len(XMP)} bytes, PNG text Title, Description, Author" in line
+    assert "comment 'made by a camera é'" in run("info", jpeg).stdout
+    record = json.loads(run("info", jpeg, "--json").stdout)
+    assert (record["xmp"], record["text"], record["comment"]) == (len(XMP), [], COMMENT.decode())
+    record = json.loads(run("info", png, "--json").stdout)
+    assert (record["text"], record["comment"]) == (["Title", "Description", "Author"], None)
