@@ -51,6 +51,7 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
             return {"input": path, "format": "zarr", **described,
                     "bit_depth": _bit_depth(np.dtype(described["dtype"])), "pages": None, "icc": None, "dpi": None,
                     "orientation": None, "upright": False, "value_range": None, "file_size": None,
+                    "xmp": None, "text": [], "comment": None,
                     "notes": ["value range not read: it would read every chunk"], "status": "ok", "error": None}
         loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
         data = loaded.data
