@@ -111,9 +111,6 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
            like: Any) -> list[Any] | None:
     """Write ``result`` chunk by chunk (one task per output chunk); its value range, found by the
     same pass."""
-    import dask.array as da
-    from dask.base import compute
-
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.io import _zarr
@@ -136,12 +133,10 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout)
         target = outputs.__enter__()
     try:
-        stored = da.store(result, target, lock=False, compute=False)
-        ranges = _value_range(result)
-        with _scheduler(scheduler, common) as how, warnings.catch_warnings():
-            # an all-NaN result has no range (None, as summary.value_range says), not a warning
-            warnings.filterwarnings("ignore", "All-NaN", RuntimeWarning)
-            found = compute(stored, *ranges, **how)
+        with _scheduler(scheduler, common) as (how, client):
+            # a worker process writes a zarr chunk itself; a file here (a memory map) only this
+            # process can write, so a cluster's blocks come back to be put in it one by one
+            ranges = _write_blocks(result, target, client if outputs is not None else None, how)
     except BaseException as error:
         if outputs is not None:
             outputs.__exit__(type(error), error, error.__traceback__)
@@ -150,7 +145,79 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         outputs.__exit__(None, None, None)
     else:
         _zarr.mark_complete(output)
-    return None if not ranges else [_plain(found[1]), _plain(found[2])]
+    return _value_range(ranges, result.dtype)
+
+
+def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) -> list[Any]:
+    """Each block of ``result`` put in ``target`` by one task that also gives its [min, max], so
+    that a block is let go once written (a separate pass for the range would hold it); with a
+    ``client``, the blocks come back and are put here as they complete. The blocks' ranges."""
+    import numpy as np
+    from dask.base import compute
+    from dask.delayed import delayed
+
+    ranged = _ranged(result.dtype)
+    starts = [np.cumsum((0, *lengths[:-1])) for lengths in result.chunks]
+    blocks = result.to_delayed(optimize_graph=True)
+    indices = list(np.ndindex(*result.numblocks))
+    places = [tuple(slice(int(start[i]), int(start[i]) + lengths[i])
+                    for start, lengths, i in zip(starts, result.chunks, index, strict=True)) for index in indices]
+    # pure=False: a task's key is not a hash of its arguments (a memory map's would read it all)
+    if client is None:
+        tasks = [delayed(_put, pure=False)(blocks[index], target, place, ranged)
+                 for index, place in zip(indices, places, strict=True)]
+        return list(compute(*tasks, **how))
+    from distributed import as_completed
+
+    futures = client.compute([delayed(_block_and_range, pure=False)(blocks[index], ranged) for index in indices])
+    where = {future.key: place for future, place in zip(futures, places, strict=True)}
+    ranges = []
+    for future in as_completed(futures, loop=client.loop):
+        block, found = future.result()
+        target[where[future.key]] = block
+        ranges.append(found)
+        future.release()
+    return ranges
+
+
+def _put(block: Any, target: Any, place: tuple[slice, ...], ranged: bool) -> Any:
+    target[place] = block
+    return _block_range(block, ranged)
+
+
+def _block_and_range(block: Any, ranged: bool) -> tuple[Any, Any]:
+    return block, _block_range(block, ranged)
+
+
+def _block_range(block: Any, ranged: bool) -> tuple[Any, Any] | None:
+    """A block's [min, max], NaN ignored (an all-NaN block's are NaN); None for no range."""
+    import numpy as np
+
+    if not ranged or block.size == 0:
+        return None
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN", RuntimeWarning)
+        return np.nanmin(block), np.nanmax(block)
+
+
+def _ranged(dtype: Any) -> bool:
+    """Whether a result of ``dtype`` has a value range to report, as summary.value_range says."""
+    kind = dtype.kind
+    return kind in "biuf" and not (kind == "f" and dtype.itemsize > 8)
+
+
+def _value_range(ranges: list[Any], dtype: Any) -> list[Any] | None:
+    """The blocks' ranges as one [min, max] (None for none; NaN-only: None each)."""
+    import numpy as np
+
+    found = [each for each in ranges if each is not None]
+    if not found:
+        return None
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN", RuntimeWarning)
+        low = np.nanmin(np.array([each[0] for each in found]))
+        high = np.nanmax(np.array([each[1] for each in found]))
+    return [_plain(low), _plain(high)]
 
 
 def _output_chunks(result: Any, data: Any) -> tuple[int, ...]:
@@ -158,19 +225,6 @@ def _output_chunks(result: Any, data: Any) -> tuple[int, ...]:
     from geomcli.engine import chunked
 
     return chunked.regular(result.chunks)
-
-
-def _value_range(result: Any) -> tuple[Any, ...]:
-    """Lazy [min, max] of a real result (NaN ignored), as summary.value_range reports them; none
-    for other kinds."""
-    import dask.array as da
-
-    kind = result.dtype.kind
-    if kind not in "biuf" or result.size == 0 or (kind == "f" and result.dtype.itemsize > 8):
-        return ()
-    if kind == "f":
-        return da.nanmin(result), da.nanmax(result)
-    return result.min(), result.max()
 
 
 def _plain(value: Any) -> Any:
@@ -181,13 +235,14 @@ def _plain(value: Any) -> Any:
 
 
 @contextmanager
-def _scheduler(scheduler: str | None, common: Common) -> Iterator[dict[str, Any]]:
-    """How dask computes: this machine's threads (--threads), or the cluster --scheduler names."""
+def _scheduler(scheduler: str | None, common: Common) -> Iterator[tuple[dict[str, Any], Any]]:
+    """How dask computes: this machine's threads (--threads), or the cluster --scheduler names
+    (with its client)."""
     from geomcli.engine import chunked
     from geomcli.engine import scheduler as schedulers
 
     if scheduler is None:
-        yield dict(chunked.threads_for(common.threads))
+        yield dict(chunked.threads_for(common.threads)), None
         return
     with schedulers.connect(scheduler, common.debug) as (client, _):
-        yield {"scheduler": client}
+        yield {"scheduler": client}, client

@@ -345,6 +345,26 @@ def test_on_a_dask_cluster_as_on_threads(tmp_path: Path, scheduler: str) -> None
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
 
 
+@pytest.mark.cluster
+@pytest.mark.parametrize("suffix", [".npy", ".tif"])
+def test_a_cluster_result_in_a_file_here_holds_every_block(tmp_path: Path, scheduler: str, suffix: str) -> None:
+    """A .npy or .tiff output is a memory map only this process can write: the workers' blocks come
+    back to be put in it (a worker writing into its own copy of the map would leave zeros here)."""
+    import tifffile
+
+    data = tensor(np.dtype("float32"))
+    write_zarr(tmp_path / "in.zarr", data, (1, 5, 7, 5))
+    out = tmp_path / f"out{suffix}"
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", out, "--blocksize", "2", "--scheduler", scheduler,
+                 "--json")
+    assert result.exit_code == 0, result.stderr
+    found = np.load(out) if suffix == ".npy" else tifffile.imread(out)
+    expected = space_depth_ops.space_to_depth(data, 2)
+    assert found.tobytes() == expected.tobytes()
+    record = json.loads(result.stdout)
+    assert record["value_range"] == [float(np.nanmin(data)), float(np.nanmax(data))]
+
+
 def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
     data = tensor(np.dtype("int16"))
     write_zarr(tmp_path / "in.zarr", data, (1, 3, 7, 5))

@@ -1,0 +1,144 @@
+"""A tensor past a worker's share of memory, chunk by chunk: crop + space-to-depth of a float32 zarr.
+
+    python benchmarks/zarr_chunked.py                    # 2 GiB, chunks of 64 MiB, 3 rounds
+    python benchmarks/zarr_chunked.py --gib 0.25 --rounds 1
+
+The array is (N, 16, 2048, 2048) float32, chunked (1, 16, 1024, 1024): 64 MiB a chunk, every
+channel in one (DCR's order needs them together). One ``geomcli chain`` crops it to 2000x2000
+and turns it into (N, 64, 1000, 1000), written as a zarr of (1, 64, 500, 500) chunks (64 MiB).
+The runs alternate (a busy machine slows all alike), medians:
+
+- **memory-mapped**: the same chain from a ``.npy`` to a ``.npy`` on this machine's 2 threads
+  (the run the issue compares with: no zarr, no Dask);
+- **threads**: zarr to zarr, dask's threaded scheduler;
+- **local:2**: zarr to zarr, ``--scheduler local:2`` from the shell (its cluster's start in it);
+- **1 worker / 2 workers**: zarr to zarr joining a LocalCluster of 1 or 2 one-thread worker
+  processes started before the run (the scaling), each worker's peak RSS over its RSS before
+  the run, in chunks (target: at most 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CHANNELS, SIDE, CROP, BLOCK = 16, 2048, 2000, 2
+CHUNK = (1, CHANNELS, 1024, 1024)
+CHUNK_BYTES = 4 * CHANNELS * 1024 * 1024
+
+
+def make_inputs(work: Path, images: int) -> tuple[Path, Path]:
+    """The same random array as a zarr (default codecs) and a .npy."""
+    import numpy as np
+    import zarr
+
+    zarr_path, npy_path = work / "in.zarr", work / "in.npy"
+    shape = (images, CHANNELS, SIDE, SIDE)
+    if zarr_path.exists() and npy_path.exists() and np.load(npy_path, mmap_mode="r").shape == shape:
+        return zarr_path, npy_path
+    rng = np.random.default_rng(0)
+    array = zarr.create_array(str(zarr_path), shape=shape, dtype="float32", chunks=CHUNK,
+                              dimension_names=["t", "c", "y", "x"], overwrite=True)
+    npy = np.lib.format.open_memmap(npy_path, mode="w+", dtype=np.float32, shape=shape)
+    for n in range(images):
+        plane = rng.standard_normal((CHANNELS, SIDE, SIDE), dtype=np.float32)
+        array[n] = plane
+        npy[n] = plane
+    npy.flush()
+    return zarr_path, npy_path
+
+
+def chain(source: Path, target: Path, how: list[str]) -> float:
+    """Wall seconds of one ``geomcli chain`` from the shell."""
+    if target.is_dir():
+        shutil.rmtree(target)
+    else:
+        target.unlink(missing_ok=True)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "geomcli", "chain", "-i", str(source), "-o", str(target), "-q",
+                    "--layout", "NCHW", *how, "crop-pad", "--shape", f"{CROP},{CROP}", "space-to-depth",
+                    "--blocksize", str(BLOCK)], check=True)
+    return time.perf_counter() - started
+
+
+def _rss() -> int:
+    """This process's resident bytes now (a worker's, run there)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize()
+
+
+def _peak() -> int:
+    """This process's peak resident bytes so far (a worker's, run there)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def on_workers(source: Path, target: Path, workers: int) -> tuple[float, list[float]]:
+    """(wall seconds, each worker's peak over its resident memory before, in chunks) of the chain
+    joining a fresh LocalCluster of ``workers`` one-thread processes."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.CRITICAL,
+                                  scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        before: dict[str, Any] = client.run(_rss)
+        wall = chain(source, target, ["--scheduler", cluster.scheduler_address])
+        peaks: dict[str, Any] = client.run(_peak)
+    return wall, [(peaks[worker] - before[worker]) / CHUNK_BYTES for worker in peaks]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=2.0, help="the array's size (default 2 GiB)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--work", type=Path, default=None, help="keep the inputs here for the next run")
+    args = parser.parse_args(argv)
+
+    images = max(1, round(args.gib * 2**30 / (4 * CHANNELS * SIDE * SIDE)))
+    work = args.work or Path(tempfile.mkdtemp(prefix="geomcli-bench-zarr-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        zarr_in, npy_in = make_inputs(work, images)
+        size = images * CHANNELS * SIDE * SIDE * 4 / 2**30
+        print(f"({images}, {CHANNELS}, {SIDE}, {SIDE}) float32, {size:.2f} GiB, chunks {CHUNK} (64 MiB): crop-pad "
+              f"{CROP},{CROP} + space-to-depth {BLOCK}, {args.rounds} round(s)")
+        walls: dict[str, list[float]] = {name: [] for name in
+                                         ("memory-mapped", "threads", "local:2", "1 worker", "2 workers")}
+        memory: dict[str, list[float]] = {"1 worker": [], "2 workers": []}
+        for round_ in range(args.rounds):
+            walls["memory-mapped"].append(chain(npy_in, work / "out.npy", []))
+            walls["threads"].append(chain(zarr_in, work / "out.zarr", []))
+            walls["local:2"].append(chain(zarr_in, work / "out.zarr", ["--scheduler", "local:2"]))
+            for workers in (1, 2):
+                name = f"{workers} worker{'s' if workers > 1 else ''}"
+                wall, chunks = on_workers(zarr_in, work / "out.zarr", workers)
+                walls[name].append(wall)
+                memory[name].extend(chunks)
+            print(f"round {round_ + 1}: " + ", ".join(f"{name} {values[-1]:.2f} s" for name, values in walls.items()))
+        floor = statistics.median(walls["memory-mapped"])
+        print("| run | wall | GiB/s | against memory-mapped | peak per worker |")
+        print("|---|---|---|---|---|")
+        for name, values in walls.items():
+            wall = statistics.median(values)
+            peak = f"{max(memory[name]):.1f} chunks (target <= 4)" if name in memory else "-"
+            print(f"| {name} | {wall:.2f} s | {size / wall:.2f} | {wall / floor:.2f}x | {peak} |")
+        one, two = statistics.median(walls["1 worker"]), statistics.median(walls["2 workers"])
+        print(f"scaling 1 -> 2 workers: {one / two:.2f}x faster (2 cores, the client and scheduler on them too); "
+              f"local:2 against memory-mapped: {statistics.median(walls['local:2']) / floor:.2f}x (target <= 1.2)")
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
