@@ -5,7 +5,7 @@
 
 The array is (N, 16, 2048, 2048) float32, chunked (1, 16, 1024, 1024): 64 MiB a chunk, every
 channel in one (DCR's order needs them together). One ``geomcli chain`` crops it to 2000x2000
-and turns it into (N, 64, 1000, 1000), written as a zarr of (1, 64, 500, 500) chunks (64 MiB).
+and turns it into (N, 64, 1000, 1000), written as a zarr of (1, 64, 500, 500) chunks (61 MiB).
 The runs alternate (a busy machine slows all alike), medians:
 
 - **memory-mapped**: the same chain from a ``.npy`` to a ``.npy`` on this machine's 2 threads
@@ -31,9 +31,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-CHANNELS, SIDE, CROP, BLOCK = 16, 2048, 2000, 2
-CHUNK = (1, CHANNELS, 1024, 1024)
-CHUNK_BYTES = 4 * CHANNELS * 1024 * 1024
+CHANNELS, BLOCK = 16, 2
+
+
+class Sizes:
+    """The array's side, the crop (48 less: the chunks' edges move by 24) and the chunk of half a side."""
+
+    def __init__(self, side: int) -> None:
+        self.side, self.crop = side, side - 48
+        self.chunk = (1, CHANNELS, side // 2, side // 2)
+        self.chunk_bytes = 4 * CHANNELS * (side // 2) ** 2
+
+
+SIZES = Sizes(2048)
 
 
 def make_inputs(work: Path, images: int) -> tuple[Path, Path]:
@@ -42,15 +52,15 @@ def make_inputs(work: Path, images: int) -> tuple[Path, Path]:
     import zarr
 
     zarr_path, npy_path = work / "in.zarr", work / "in.npy"
-    shape = (images, CHANNELS, SIDE, SIDE)
+    shape = (images, CHANNELS, SIZES.side, SIZES.side)
     if zarr_path.exists() and npy_path.exists() and np.load(npy_path, mmap_mode="r").shape == shape:
         return zarr_path, npy_path
     rng = np.random.default_rng(0)
-    array = zarr.create_array(str(zarr_path), shape=shape, dtype="float32", chunks=CHUNK,
+    array = zarr.create_array(str(zarr_path), shape=shape, dtype="float32", chunks=SIZES.chunk,
                               dimension_names=["t", "c", "y", "x"], overwrite=True)
     npy = np.lib.format.open_memmap(npy_path, mode="w+", dtype=np.float32, shape=shape)
     for n in range(images):
-        plane = rng.standard_normal((CHANNELS, SIDE, SIDE), dtype=np.float32)
+        plane = rng.standard_normal(shape[1:], dtype=np.float32)
         array[n] = plane
         npy[n] = plane
     npy.flush()
@@ -65,7 +75,7 @@ def chain(source: Path, target: Path, how: list[str]) -> float:
         target.unlink(missing_ok=True)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "geomcli", "chain", "-i", str(source), "-o", str(target), "-q",
-                    "--layout", "NCHW", *how, "crop-pad", "--shape", f"{CROP},{CROP}", "space-to-depth",
+                    "--layout", "NCHW", *how, "crop-pad", "--shape", f"{SIZES.crop},{SIZES.crop}", "space-to-depth",
                     "--blocksize", str(BLOCK)], check=True)
     return time.perf_counter() - started
 
@@ -93,7 +103,7 @@ def on_workers(source: Path, target: Path, workers: int) -> tuple[float, list[fl
         before: dict[str, Any] = client.run(_rss)
         wall = chain(source, target, ["--scheduler", cluster.scheduler_address])
         peaks: dict[str, Any] = client.run(_peak)
-    return wall, [(peaks[worker] - before[worker]) / CHUNK_BYTES for worker in peaks]
+    return wall, [(peaks[worker] - before[worker]) / SIZES.chunk_bytes for worker in peaks]
 
 
 def main(argv: list[str]) -> int:
@@ -101,16 +111,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gib", type=float, default=2.0, help="the array's size (default 2 GiB)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--work", type=Path, default=None, help="keep the inputs here for the next run")
+    parser.add_argument("--side", type=int, default=2048, help="the planes' side (default 2048; chunks of half)")
     args = parser.parse_args(argv)
 
-    images = max(1, round(args.gib * 2**30 / (4 * CHANNELS * SIDE * SIDE)))
+    global SIZES
+    SIZES = Sizes(args.side)
+    images = max(1, round(args.gib * 2**30 / (4 * CHANNELS * args.side**2)))
     work = args.work or Path(tempfile.mkdtemp(prefix="geomcli-bench-zarr-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         zarr_in, npy_in = make_inputs(work, images)
-        size = images * CHANNELS * SIDE * SIDE * 4 / 2**30
-        print(f"({images}, {CHANNELS}, {SIDE}, {SIDE}) float32, {size:.2f} GiB, chunks {CHUNK} (64 MiB): crop-pad "
-              f"{CROP},{CROP} + space-to-depth {BLOCK}, {args.rounds} round(s)")
+        size = images * CHANNELS * args.side**2 * 4 / 2**30
+        print(f"({images}, {CHANNELS}, {args.side}, {args.side}) float32, {size:.2f} GiB, chunks {SIZES.chunk} "
+              f"({SIZES.chunk_bytes / 2**20:g} MiB): crop-pad {SIZES.crop},{SIZES.crop} + space-to-depth {BLOCK}, "
+              f"{args.rounds} round(s)")
         walls: dict[str, list[float]] = {name: [] for name in
                                          ("memory-mapped", "threads", "local:2", "1 worker", "2 workers")}
         memory: dict[str, list[float]] = {"1 worker": [], "2 workers": []}
