@@ -1,8 +1,15 @@
-"""Between the layouts files come in (H×W×C images, tensors named by --layout) and the
-kernels' ONNX layout, NCHW."""
+"""Between the layouts files come in (H×W×C images, tensors named by --layout, a TIFF's own axes
+such as ImageJ's TZCYX) and the kernels' ONNX layout, NCHW.
+
+A layout names each axis of an array. geomcli's own (``LAYOUTS``) use the letters N, C, H, W; a
+TIFF hyperstack's layout is its axes string (``TZCYX``, ``TCZYX``, ``ZYX``...), whose Y and X are H
+and W, C (or S, its samples, where it has them) the channels, and every other axis a stack axis:
+those are flattened, in order, into N and restored after the kernel (their lengths: ``batch``).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from geomcli.constants import LAYOUTS
@@ -11,8 +18,8 @@ from geomcli.errors import GeomError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["LAYOUTS", "from_nchw", "from_nchw_shape", "output_layout", "resolve_layout", "spatial_axes",
-           "to_nchw", "to_nchw_shape", "written_layout"]
+__all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "output_layout",
+           "resolve_layout", "roles", "spatial_axes", "to_nchw", "to_nchw_shape", "written_layout"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 
@@ -32,63 +39,121 @@ def resolve_layout(shape: tuple[int, ...], given: str | None, from_file: str | N
     return layout
 
 
+def roles(layout: str) -> str:
+    """What each axis of ``layout`` is to the kernels: N (a stack axis), C, H or W.
+
+    >>> roles("NHWC"), roles("TZCYX"), roles("ZYXS"), roles("TCZYX")
+    ('NHWC', 'NNCHW', 'NHWC', 'NCNHW')
+    """
+    if layout in LAYOUTS:
+        return layout
+    channels = "S" if "S" in layout else "C"  # an RGB hyperstack's C is a stack axis of RGB images
+    return "".join({"Y": "H", "X": "W", channels: "C"}.get(axis, "N") for axis in layout)
+
+
+def batch_shape(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """The lengths of the stack axes of an array of ``shape`` in ``layout``, which N flattens.
+
+    >>> batch_shape((2, 3, 4, 8, 8), "TZCYX"), batch_shape((2, 3, 8, 8), "NCHW"), batch_shape((8, 8), "HW")
+    ((2, 3), (2,), ())
+    """
+    return tuple(length for length, role in zip(shape, roles(layout), strict=True) if role == "N")
+
+
+def flattens_in_place(layout: str) -> bool:
+    """Whether :func:`to_nchw` of a C-ordered array in ``layout`` is a view: its stack axes are
+    next to each other (TZCYX), not apart (OME's TCZYX, whose N is copied together)."""
+    positions = [index for index, role in enumerate(roles(layout)) if role == "N"]
+    return not positions or positions[-1] - positions[0] == len(positions) - 1
+
+
 def to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
-    """A view of ``data`` as (N, C, H, W); no copy is made."""
-    # Missing axes become length-1 axes, then the named ones are put in N, C, H, W order.
-    expanded = data.reshape(data.shape + (1,) * (4 - data.ndim))
-    present = layout + "".join(axis for axis in "NCHW" if axis not in layout)
-    return expanded.transpose([present.index(axis) for axis in "NCHW"])
+    """``data`` as (N, C, H, W): a view, but for stack axes apart (see :func:`flattens_in_place`)."""
+    # the stack axes first, then C, H, W; missing axes become length-1 axes
+    named = roles(layout)
+    order = [index for index, role in enumerate(named) if role == "N"] + [named.index(a) for a in "CHW" if a in named]
+    return data.transpose(order).reshape(to_nchw_shape(data.shape, layout))
 
 
-def from_nchw(data: np.ndarray, layout: str) -> np.ndarray:
-    """A view of an (N, C, H, W) result in ``layout``; HW grows to HWC when channels appear."""
-    layout = output_layout(layout, data.shape[1])
-    view = data.transpose(["NCHW".index(axis) for axis in layout + "".join(a for a in "NCHW" if a not in layout)])
-    return view.reshape(view.shape[: len(layout)])
+def from_nchw(data: np.ndarray, layout: str, batch: tuple[int, ...] | None = None) -> np.ndarray:
+    """A view of an (N, C, H, W) result in ``layout``; HW grows to HWC when channels appear.
+    ``batch``: the lengths N is restored to, for a layout of several stack axes (:func:`batch_shape`)."""
+    named = roles(output_layout(layout, data.shape[1]))
+    batch = _batch(named, data.shape[0], batch)
+    # (N, C, H, W) -> (*batch, C, H, W) for several stack axes -> the layout's order, the missing
+    # length-1 axes last (and dropped: a reshape that only drops them keeps the other strides)
+    if len(batch) > 1:
+        data = data.reshape(*batch, *data.shape[1:])
+    first = max(len(batch), 1)  # where C is: axis 0 is N even for a layout without one
+    stacks = iter(range(len(batch)))
+    order = [next(stacks) if role == "N" else first + "CHW".index(role) for role in named]
+    view = data.transpose(order + [axis for axis in range(data.ndim) if axis not in order])
+    return view.reshape(view.shape[: len(named)])
+
+
+def _batch(named: str, n: int, batch: tuple[int, ...] | None) -> tuple[int, ...]:
+    count = named.count("N")
+    if batch is None:
+        if count > 1:
+            raise ValueError(f"a layout of {count} stack axes needs their lengths (batch)")
+        batch = (n,) * count
+    assert len(batch) == count and math.prod(batch) == n, (named, n, batch)
+    return batch
 
 
 def output_layout(layout: str, channels: int) -> str:
-    """The layout a result in ``layout`` is written in: HW grows to HWC when it has channels, and a
-    grey stack NHW to NCHW.
+    """The layout a result in ``layout`` is written in: HW grows to HWC when it has channels, a
+    grey stack NHW to NCHW, and a TIFF's axes without channels gain a C before Y (ZYX to ZCYX).
 
     >>> output_layout("HW", 4), output_layout("HW", 1), output_layout("CHW", 4), output_layout("NHW", 4)
     ('HWC', 'HW', 'CHW', 'NCHW')
+    >>> output_layout("TZYX", 4), output_layout("TZCYX", 4)
+    ('TZCYX', 'TZCYX')
     """
     if channels == 1:
         return layout
+    if layout not in LAYOUTS and "C" not in roles(layout):
+        return layout.replace("Y", "CY")
     return {"HW": "HWC", "NHW": "NCHW"}.get(layout, layout)
 
 
 def to_nchw_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
     """The shape :func:`to_nchw` gives an array of ``shape`` in ``layout``.
 
-    >>> to_nchw_shape((480, 640, 3), "HWC")
-    (1, 3, 480, 640)
+    >>> to_nchw_shape((480, 640, 3), "HWC"), to_nchw_shape((2, 3, 4, 8, 8), "TZCYX")
+    ((1, 3, 480, 640), (6, 4, 8, 8))
     """
-    lengths = dict(zip(layout, shape, strict=True))
-    n, c, h, w = (lengths.get(axis, 1) for axis in "NCHW")
-    return n, c, h, w
+    named = roles(layout)
+    lengths = dict(zip(named, shape, strict=True))
+    c, h, w = (lengths.get(axis, 1) for axis in "CHW")
+    return math.prod(batch_shape(shape, layout)), c, h, w
 
 
-def from_nchw_shape(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+def from_nchw_shape(shape: tuple[int, ...], layout: str, batch: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """The shape :func:`from_nchw` gives an (N, C, H, W) array of ``shape`` in ``layout``.
 
     >>> from_nchw_shape((1, 12, 240, 320), "HWC"), from_nchw_shape((1, 4, 2, 2), "HW")
     ((240, 320, 12), (2, 2, 4))
+    >>> from_nchw_shape((6, 16, 4, 4), "TZCYX", (2, 3))
+    (2, 3, 16, 4, 4)
     """
-    return tuple(shape["NCHW".index(axis)] for axis in output_layout(layout, shape[1]))
+    named = roles(output_layout(layout, shape[1]))
+    stacks = iter(_batch(named, shape[0], batch))
+    return tuple(next(stacks) if role == "N" else shape["NCHW".index(role)] for role in named)
 
 
 def spatial_axes(layout: str) -> tuple[int, int]:
-    """The positions of H and W in ``layout``."""
-    return layout.index("H"), layout.index("W")
+    """The positions of H and W (a TIFF's Y and X) in ``layout``."""
+    named = roles(layout)
+    return named.index("H"), named.index("W")
 
 
 def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,
                    from_file: str | None) -> str | None:
     """The layout an operation's result is in: the input's (--layout, else the file's, else HW for
-    rank 2), an HW input grown to HWC (NHW to NCHW) where the result has channels; None
-    when no layout of the result's rank is known (a rank-3 tensor of no named layout, say).
+    rank 2), grown by a channel axis where the result has one more (HW to HWC, NHW to NCHW, ZYX
+    to ZCYX); None when no layout of the result's rank is known (a rank-3 tensor of no named
+    layout, say).
 
     >>> written_layout((8, 12), (4, 6, 4), None, None), written_layout((8, 12, 3), (4, 6, 12), None, "HWC")
     ('HWC', 'HWC')
@@ -96,8 +161,6 @@ def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], 
     True
     """
     layout = given or from_file or ("HW" if len(input_shape) == 2 else None)
-    if layout == "HW" and len(output_shape) == 3:
-        layout = "HWC"
-    if layout == "NHW" and len(output_shape) == 4:
-        layout = "NCHW"
+    if layout is not None and len(output_shape) == len(layout) + 1:
+        layout = output_layout(layout, 2)
     return layout if layout is not None and len(layout) == len(output_shape) else None

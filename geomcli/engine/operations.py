@@ -246,20 +246,22 @@ class _Blocks(Operation):
         chosen = layouts.resolve_layout(header.shape, common.layout, header.layout)
         shape = self._nchw_output_shape(layouts.to_nchw_shape(header.shape, chosen))
         check_size(shape, common)
-        return layouts.from_nchw_shape(shape, chosen)
+        return layouts.from_nchw_shape(shape, chosen, layouts.batch_shape(header.shape, chosen))
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         import geomcli.ops.space_depth as space_depth_ops
         from geomcli.engine import layout as layouts
 
         chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
+        batch = layouts.batch_shape(loaded.data.shape, chosen)
         data = layouts.to_nchw(loaded.data, chosen)
         shape = self._nchw_output_shape(data.shape)
         check_size(shape, common)
-        out = None if allocate is None else allocate(layouts.from_nchw_shape(shape, chosen), data.dtype)
+        out = None if allocate is None or not _maps(chosen, shape[1]) else allocate(
+            layouts.from_nchw_shape(shape, chosen, batch), data.dtype)
         if out is None:
             result = getattr(space_depth_ops, self.kernel)(data, self.blocksize, self.mode, threads=common.threads)
-            return layouts.from_nchw(result, chosen)
+            return layouts.from_nchw(result, chosen, batch)
         from geomcli.engine import slabs
 
         nchw_out = layouts.to_nchw(out, layouts.output_layout(chosen, shape[1]))
@@ -279,7 +281,7 @@ class _Blocks(Operation):
         kernel = functools.partial(getattr(space_depth_ops, self.kernel), blocksize=self.blocksize, mode=self.mode,
                                    threads=1)  # dask runs the chunks side by side
         result = chunked.blockwise(nchw, kernel, self.blocksize, to_depth=self.kernel == "space_to_depth")
-        return layouts.from_nchw(result, chosen)
+        return layouts.from_nchw(result, chosen, layouts.batch_shape(data.shape, chosen))
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
         """b times the pixel size along y and x (depth-to-space: 1/b)."""
@@ -316,6 +318,14 @@ class DepthToSpace(_Blocks):
         return metadata.scaled(self.blocksize)
 
 
+def _maps(layout: str | None, channels: int) -> bool:
+    """Whether a result in ``layout`` can be written into a memory-mapped output: the kernel's
+    (N, C, ...) view of it is a view (a TIFF's stack axes apart, as OME's TCZYX, are not)."""
+    from geomcli.engine import layout as layouts
+
+    return layout is None or layouts.flattens_in_place(layouts.output_layout(layout, channels))
+
+
 def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None) -> str | None:
     """The layout an interpolating operation reads an array in: --layout, the file's, HW or NCHW by
     rank; None for a tensor of another rank named by no layout, taken as (N, C, D1, ..., Dr)."""
@@ -332,10 +342,17 @@ def _to_onnx(data: np.ndarray, layout: str | None) -> np.ndarray:
     return data if layout is None else layouts.to_nchw(data, layout)
 
 
-def _from_onnx_shape(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
+def _from_onnx_shape(shape: tuple[int, ...], layout: str | None, batch: tuple[int, ...] | None) -> tuple[int, ...]:
     from geomcli.engine import layout as layouts
 
-    return shape if layout is None else layouts.from_nchw_shape(shape, layout)
+    return shape if layout is None else layouts.from_nchw_shape(shape, layout, batch)
+
+
+def _batch(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...] | None:
+    """The lengths of a layout's stack axes (geomcli.engine.layout.batch_shape); None for none."""
+    from geomcli.engine import layout as layouts
+
+    return None if layout is None else layouts.batch_shape(shape, layout)
 
 
 def _onnx_view(out: np.ndarray, layout: str | None, channels: int) -> np.ndarray:
@@ -369,22 +386,24 @@ class GridSample(Operation):
         check_size(shape, common)
         if self.fill is not None:
             _check_fill(self.fill, header.dtype)
-        return _from_onnx_shape(shape, layout)
+        return _from_onnx_shape(shape, layout, _batch(header.shape, layout))
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.ops.grid_sample import grid_sample
 
         layout = _as_tensor(loaded.data.shape, common, loaded.layout)
+        batch = _batch(loaded.data.shape, layout)
         data = _to_onnx(loaded.data, layout)
         shape = self._onnx_output_shape(data.shape)
         check_size(shape, common)
         fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
-        out = None if allocate is None else allocate(_from_onnx_shape(shape, layout), data.dtype)
+        out = None if allocate is None or not _maps(layout, shape[1]) else allocate(
+            _from_onnx_shape(shape, layout, batch), data.dtype)
         result = grid_sample(data, self.grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
                              threads=common.threads, out=None if out is None else _onnx_view(out, layout, shape[1]))
         if out is not None:
             return out
-        return result if layout is None else _from_onnx(result, layout)
+        return result if layout is None else _from_onnx(result, layout, batch)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """Each image's grid on chunks of whole planes (images and channels split as stored)."""
@@ -392,6 +411,7 @@ class GridSample(Operation):
         from geomcli.ops.grid_sample import grid_sample
 
         layout = _as_tensor(data.shape, common, layout)
+        batch = _batch(data.shape, layout)
         onnx = _to_onnx(data, layout)
         shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
         fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
@@ -401,7 +421,7 @@ class GridSample(Operation):
                                self.align_corners, fill=fill, threads=1)  # dask runs the chunks side by side
 
         result = chunked.by_planes(onnx, sample, 2, shape[2:])
-        return result if layout is None else _from_onnx(result, layout)
+        return result if layout is None else _from_onnx(result, layout, batch)
 
     def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         from geomcli.ops.grid_sample import grid_sample_output_shape
@@ -439,7 +459,7 @@ class Warp(Operation):
         check_size(shape, common)
         if self.fill is not None:
             _check_fill(self.fill, header.dtype)
-        return layouts.from_nchw_shape(shape, layout)
+        return layouts.from_nchw_shape(shape, layout, layouts.batch_shape(header.shape, layout))
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         import numpy as np
@@ -447,13 +467,15 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         layout = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
+        batch = layouts.batch_shape(loaded.data.shape, layout)
         data = layouts.to_nchw(loaded.data, layout)
         shape = self._onnx_output_shape(data.shape)
         check_size(shape, common)
-        out = None if allocate is None else allocate(layouts.from_nchw_shape(shape, layout), data.dtype)
+        out = None if allocate is None or not _maps(layout, shape[1]) else allocate(
+            layouts.from_nchw_shape(shape, layout, batch), data.dtype)
         result = np.empty(shape, data.dtype) if out is None else _onnx_view(out, layout, shape[1])
         self._warp(data, self._thetas(shape[0]), result, common.threads)
-        return out if out is not None else layouts.from_nchw(result, layout)
+        return out if out is not None else layouts.from_nchw(result, layout, batch)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """Each image's warp on chunks of whole planes (images and channels split as stored)."""
@@ -463,6 +485,7 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         layout = layouts.resolve_layout(data.shape, common.layout, layout)
+        batch = layouts.batch_shape(data.shape, layout)
         nchw = layouts.to_nchw(data, layout)
         shape = self._onnx_output_shape(nchw.shape)  # its errors, before any chunk
         thetas = self._thetas(shape[0])
@@ -472,7 +495,7 @@ class Warp(Operation):
             self._warp(block, thetas[start:start + block.shape[0]], result, 1)  # dask runs the chunks side by side
             return result
 
-        return layouts.from_nchw(chunked.by_planes(nchw, warp, 2, shape[2:]), layout)
+        return layouts.from_nchw(chunked.by_planes(nchw, warp, 2, shape[2:]), layout, batch)
 
     def _thetas(self, n: int) -> np.ndarray:
         """One matrix per image: the one given for all, or the N given."""
@@ -511,10 +534,10 @@ def _onnx_shape(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
     return shape if layout is None else layouts.to_nchw_shape(shape, layout)
 
 
-def _from_onnx(result: np.ndarray, layout: str) -> np.ndarray:
+def _from_onnx(result: np.ndarray, layout: str, batch: tuple[int, ...] | None) -> np.ndarray:
     from geomcli.engine import layout as layouts
 
-    return layouts.from_nchw(result, layout)
+    return layouts.from_nchw(result, layout, batch)
 
 
 def _check_fill(text: str, dtype: np.dtype) -> None:

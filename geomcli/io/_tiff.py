@@ -72,8 +72,11 @@ _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "
 _IMAGEJ_KEPT = ("spacing", "finterval", "fps")
 # the axes a written TIFF names each layout by; N is tifffile's Q (other), as for stacked series
 _AXES = {"HW": "YX", "HWC": "YXS", "CHW": "CYX", "NCHW": "QCYX", "NHWC": "QYXS", "NHW": "QYX"}
-# our layouts for TIFF axes of rank 2-3 (after planar samples moved last); see _layout_of for N
+# our layouts for TIFF axes of rank 2-3 (after a planar image's samples moved last); see _layout_of for N
 _LAYOUTS = {axes: layout for layout, axes in _AXES.items() if "N" not in layout}
+# A TIFF's own axes as a layout (geomcli.engine.layout.roles): stack axes, channels (C, or the
+# samples S), then Y and X, with the samples last or planar before Y (ImageJ's TZCYX, OME's TCZYX)
+_OWN_AXES = re.compile(r"[^SYX]*(?:YXS|S?YX)")
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,9 @@ def read(
         if choice.note:
             notes.append(choice.note)
         if choice.planar:
-            # planar RGB (S, Y, X) becomes the same HWC as contiguous RGB
+            # a planar image (S, Y, X) is the same HWC as a contiguous one (as image formats hold
+            # it); its metadata's axes (SYX) have a TIFF output store it planar again
             data = np.moveaxis(data, -3, -1)
-            notes.append("planar samples moved to the last axis (HWC)")
         if layout_note:
             notes.append(layout_note)
         data, layout = _photometric(data, layout, choice, notes)
@@ -275,7 +278,7 @@ def _choice(
     series: Any | None, note: str | None, shape: tuple[int, ...] | None = None,
 ) -> _Choice:
     shape = tuple(int(n) for n in (shape or item.shape))
-    planar = len(axes) >= 3 and axes.endswith("SYX")
+    planar = axes == "SYX"  # a stack of planar images stays as stored: NCHW (QSYX), TZSYX...
     if planar:
         shape = (*shape[:-3], shape[-2], shape[-1], shape[-3])
         axes = axes[:-3] + "YXS"
@@ -290,7 +293,8 @@ def _layout(choice: _Choice) -> tuple[str | None, str | None]:
     described = kind is not None
     layout = _layout_of(axes)
     if not described:
-        return (layout if axes in ("YX", "YXS") else None), None
+        # pages of samples (RGB, planar or not) are a stack of images, whatever their photometric
+        return (layout if axes == "YX" or "S" in axes else None), None
     where = f"axes {axes} from {source} metadata"
     if layout is None:
         return None, f"{where}: no geomcli layout fits (NCHW, NHWC, CHW, HWC, HW); give --layout"
@@ -300,18 +304,27 @@ def _layout(choice: _Choice) -> tuple[str | None, str | None]:
 
 
 def _layout_of(axes: str | None) -> str | None:
-    """geomcli's layout for these TIFF axes, any one leading axis but C, Y, X or S as N; else None.
+    """geomcli's layout for these TIFF axes, any one leading axis but C, Y, X or S as N; else the
+    axes themselves where they end in Y and X (and samples), a hyperstack's layout; else None.
 
-    >>> _layout_of("YXS"), _layout_of("ZCYX"), _layout_of("QYXS"), _layout_of("TZYX")
-    ('HWC', 'NCHW', 'NHWC', None)
+    >>> _layout_of("YXS"), _layout_of("ZCYX"), _layout_of("QYXS"), _layout_of("QSYX")
+    ('HWC', 'NCHW', 'NHWC', 'NCHW')
+    >>> _layout_of("TZCYX"), _layout_of("ZYX"), _layout_of("YXZ")
+    ('TZCYX', 'ZYX', None)
+    >>> _layout_of("SYX"), _layout_of("TZSYX")
+    ('HWC', 'TZSYX')
     """
     if axes is None:
         return None
     layout = _LAYOUTS.get(axes)
-    if layout is None and len(axes) == 4 and axes[1:] in ("CYX", "YXS") and axes[0] not in "CYXS":
-        layout = "NCHW" if axes[1:] == "CYX" else "NHWC"
+    if layout is None and len(axes) == 4 and axes[1:] in ("CYX", "SYX", "YXS") and axes[0] not in "CYXS":
+        layout = "NHWC" if axes[1:] == "YXS" else "NCHW"
     if axes == "QYX":  # a grey stack geomcli wrote as NHW
         layout = "NHW"
+    if axes == "SYX":  # a planar image, read as HWC
+        layout = "HWC"
+    if layout is None and _OWN_AXES.fullmatch(axes) and axes.count("C") <= 1:
+        layout = axes
     return layout
 
 
@@ -364,8 +377,11 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     if choice.kind == "imagej":
         imagej = tuple((key, info[key]) for key in _IMAGEJ_KEPT if isinstance(info.get(key), (int, float)))
     # a plain image's channels (YXS, without axes metadata) are named too, so that 2 or 12 of them
-    # are written back as one image's channels (kind None: no metadata is written for them)
-    axes = choice.axes if choice.kind is not None or choice.axes == "YXS" else None
+    # are written back as one image's channels (kind None: no metadata is written for them), and
+    # so are pages of samples; a planar image's axes as stored (SYX), so it is written back planar
+    axes = choice.axes if choice.kind is not None or "S" in choice.axes else None
+    if axes is not None and choice.planar:
+        axes = axes[:-3] + "SYX"
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
     return Metadata(icc=icc_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
@@ -567,12 +583,16 @@ def write(
     metadata = metadata or Metadata()
     warnings: list[str] = []
     axes = metadata.axes
+    if layout is not None and len(layout) == data.ndim and layout not in _AXES:
+        # a TIFF's own axes (TZCYX), or them grown by channels (ZYX to ZCYX by space-to-depth):
+        # written as the input's kind of metadata writes them (ImageJ's sizes from the shape)
+        axes = layout
     if axes is not None and len(axes) != data.ndim:
         if metadata.axes_kind is not None:  # (a plain image's YXS is no metadata of the file's)
             warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
         axes = None
     kind = metadata.axes_kind if axes else None
-    if layout is not None and len(layout) == data.ndim and _layout_of(axes) != layout:
+    if layout is not None and len(layout) == data.ndim and axes != layout and _layout_of(axes) != layout:
         if kind is not None:
             warnings.append(f"the TIFF axes {axes} do not fit the result's layout {layout}; written as {_AXES[layout]}")
         axes, kind = _AXES[layout], None
@@ -580,15 +600,21 @@ def write(
         warnings.append(f"ImageJ metadata cannot describe {data.dtype} data with axes {axes}; "
                         "written as tifffile metadata with the same axes")
         kind = "shaped"
-    write_args = _pages(data.shape, data.dtype, axes, kind)
+    compression, said = _compression(data, metadata, options or WriteOptions(), name)
+    warnings.extend(said)
+    stored = data
+    if axes == "SYX":
+        if data.dtype.kind == "b" or compression == "jpeg":
+            axes = "YXS"  # (tifffile's bits, and JPEG's colours, take samples contiguous)
+        else:
+            stored = np.moveaxis(data, -1, 0)  # planar, as the input was stored: (H, W, S) -> (S, H, W)
+    write_args = _pages(stored.shape, data.dtype, axes, kind)
     write_args["bigtiff"] = data.nbytes >= BIGTIFF_BYTES
     if kind == "imagej":
         write_args["imagej"] = True
         write_args["metadata"].update(metadata.imagej)
     elif kind == "ome":
         write_args["ome"] = True
-    compression, said = _compression(data, metadata, options or WriteOptions(), name)
-    warnings.extend(said)
     if compression is not None:
         write_args["compression"] = compression
     if metadata.icc is not None:
@@ -597,7 +623,7 @@ def write(
         resolution = _resolution(metadata, kind)
         write_args["metadata"].update(resolution.pop("metadata", {}))
         write_args.update(resolution)
-    tifffile.imwrite(f, data, **write_args)
+    tifffile.imwrite(f, stored, **write_args)
     return warnings
 
 
@@ -619,28 +645,32 @@ def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None) ->
     >>> pages((2, 12, 6, 4), np.dtype(np.float32), "NCHW")
     {'photometric': 'minisblack', 'metadata': {'axes': 'QCYX'}}
     """
-    axes = _AXES[layout] if layout is not None and len(layout) == len(shape) else None
+    axes = _AXES.get(layout, layout) if layout is not None and len(layout) == len(shape) else None
     return _pages(shape, dtype, axes, None)
 
 
 def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None) -> dict[str, Any]:
     """tifffile's photometric, planar config, extra samples and axes metadata for an array of
     this shape and dtype with these axes (``kind`` None: none written unless needed)."""
-    channels = shape[-1] if len(shape) >= 3 else 1
+    # planar samples (SYX, QSYX, TZSYX: a plane a sample, before Y and X), else contiguous (last)
+    planar = bool(axes and axes.endswith("SYX")) and dtype.kind != "b"
+    channels = shape[-3] if planar else shape[-1] if len(shape) >= 3 else 1
     # an 8- or 16-bit H x W x 2, 3 or 4 array without axes is taken for an image (grey and alpha,
     # RGB, RGBA), as Pillow's modes are; else only samples (YXS) give samples, however many there
     # are now. tifffile writes bool samples as bits it reads back wrong: those stay a page a row.
     image = axes is None and len(shape) == 3 and channels in (2, 3, 4) and dtype in (np.uint8, np.uint16)
-    samples = (image or (bool(axes and axes.endswith("S")) and channels > 1)) and dtype.kind != "b"
+    samples = (image or ((planar or bool(axes and axes.endswith("S"))) and channels > 1)) and dtype.kind != "b"
     rgb = samples and channels in (3, 4) and dtype.kind in "iuf"
-    if kind is None and axes not in (None, "YX") and not (axes == "YXS" and samples):
+    if kind is None and axes not in (None, "YX") and not (axes in ("YXS", "SYX") and samples):
         kind = "shaped"  # the pages do not show these axes (one channel, bool, N or C): the JSON names them
     write_args: dict[str, Any] = {
         # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
         "photometric": "rgb" if rgb else "minisblack",
         "metadata": {"axes": axes} if kind else {},
     }
-    if samples and not rgb:
+    if samples and planar:
+        write_args["planarconfig"] = "separate"  # as the input was stored
+    elif samples and not rgb:
         write_args["planarconfig"] = "contig"  # one page of channels, not a page per row
         if channels == 2 and dtype in (np.uint8, np.uint16):
             write_args["extrasamples"] = ("unassalpha",)  # grey and alpha, as PNG's and Pillow's LA

@@ -7,12 +7,16 @@ import pytest
 
 from geomcli.engine.layout import (
     LAYOUTS,
+    batch_shape,
+    flattens_in_place,
     from_nchw,
     from_nchw_shape,
     output_layout,
     resolve_layout,
+    spatial_axes,
     to_nchw,
     to_nchw_shape,
+    written_layout,
 )
 from geomcli.errors import GeomError
 
@@ -59,3 +63,38 @@ def test_resolve_layout_order_and_errors() -> None:
         resolve_layout((3, 4, 4), None, None)
     with pytest.raises(GeomError, match=r"^layout NCHW needs rank 4, found shape \(3, 4\)$"):
         resolve_layout((3, 4), "NCHW", None)
+
+
+# a TIFF's own axes as layouts: (axes, shape); the stack axes are all but C (or S), Y and X
+TIFF_AXES = [("TZCYX", (2, 3, 4, 5, 6)), ("TCZYX", (2, 4, 3, 5, 6)), ("ZYX", (3, 5, 6)), ("QQYXS", (2, 3, 5, 6, 4)),
+             ("TZSYX", (2, 3, 4, 5, 6)), ("ZCYXS", (2, 3, 5, 6, 4))]
+
+
+@pytest.mark.parametrize(("layout", "shape"), TIFF_AXES)
+def test_a_tiffs_axes_flatten_into_n_and_back(layout: str, shape: tuple[int, ...], rng: np.random.Generator) -> None:
+    data = rng.integers(0, 1000, size=shape)
+    channel = "S" if "S" in layout else "C"
+    stacks = [i for i, axis in enumerate(layout) if axis not in (channel, "Y", "X")]
+    spatial = [layout.index(channel)] if channel in layout else []
+    order = stacks + spatial + [layout.index("Y"), layout.index("X")]
+    moved = data.transpose(order)
+    expected = moved.reshape(-1, *moved.shape[len(stacks):])
+    if not spatial:
+        expected = expected[:, None]
+    nchw = to_nchw(data, layout)
+    assert nchw.shape == to_nchw_shape(shape, layout) and np.array_equal(nchw, expected)
+    batch = batch_shape(shape, layout)
+    assert batch == tuple(shape[i] for i in stacks)
+    assert np.array_equal(from_nchw(nchw, layout, batch), data)
+    assert from_nchw_shape(nchw.shape, layout, batch) == shape
+    assert flattens_in_place(layout) == (layout != "TCZYX")
+    assert spatial_axes(layout) == (layout.index("Y"), layout.index("X"))
+
+
+def test_a_tiffs_axes_without_channels_gain_them_before_y() -> None:
+    nchw = np.arange(3 * 4 * 2 * 2).reshape(3, 4, 2, 2)
+    assert output_layout("ZYX", 4) == written_layout((3, 4, 4), (3, 4, 2, 2), None, "ZYX") == "ZCYX"
+    assert np.array_equal(from_nchw(nchw, "ZYX"), nchw) and from_nchw_shape(nchw.shape, "ZYX") == (3, 4, 2, 2)
+    assert from_nchw(nchw[:, :1], "ZYX").shape == (3, 2, 2)
+    with pytest.raises(ValueError, match="^a layout of 2 stack axes needs their lengths"):
+        from_nchw(nchw, "TZYX")

@@ -383,17 +383,18 @@ def test_ome_tiff_layout_from_metadata_and_fresh_ome_xml(tmp_path: Path, rng: np
         assert np.array_equal(tif.asarray(), data[:, :, 2:6, 2:8])
 
 
-def test_five_axes_have_no_layout_and_say_so(tmp_path: Path, rng: np.random.Generator) -> None:
+def test_axes_not_ending_in_yx_have_no_layout_and_say_so(tmp_path: Path, rng: np.random.Generator) -> None:
+    # (a hyperstack's axes, TZCYX, are its layout: tests/io/test_tiff_stacks.py)
     import tifffile
 
-    path = str(tmp_path / "five.tif")
-    tifffile.imwrite(path, rng.integers(0, 9, (2, 2, 2, 4, 4), dtype=np.uint8), imagej=True,
-                     metadata={"axes": "TZCYX"})
+    path = str(tmp_path / "yxz.tif")
+    tifffile.imwrite(path, rng.integers(0, 9, (4, 4, 2), dtype=np.uint8), photometric="minisblack",
+                     metadata={"axes": "YXZ"})
     result = run("space-to-depth", path, "-o", str(tmp_path / "o.tif"), "--blocksize", "2")
-    assert result.exit_code == 1 and "a rank-5 tensor (2, 2, 2, 4, 4) has no default layout" in result.stderr
+    assert result.exit_code == 1 and "a rank-3 tensor (4, 4, 2) has no default layout" in result.stderr
     loaded = io.read_array(path)
     assert loaded.layout is None
-    assert "axes TZCYX from ImageJ metadata: no geomcli layout fits" in loaded.notes[-1]
+    assert "axes YXZ from tifffile metadata: no geomcli layout fits" in loaded.notes[-1]
 
 
 def test_planar_rgb_tiff_reads_as_hwc(tmp_path: Path, rng: np.random.Generator) -> None:

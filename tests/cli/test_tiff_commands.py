@@ -1,0 +1,65 @@
+"""The commands on TIFFs as their writers meant them (issue 19, item 4): ``info`` names the layout
+the transforms use (pages of RGB as stored, a hyperstack by its axes); --dry-run and the plan see a
+hyperstack's output from its header; planar and RGB pages stay so. The files' values are checked
+in tests/io/test_tiff_stacks.py."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import run
+
+
+def _write(path: Path, shape: tuple[int, ...], dtype: Any, **options: Any) -> None:
+    import tifffile
+
+    with warnings.catch_warnings():  # tifffile's default for (3, H, W), planar RGB, is deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tifffile.imwrite(path, np.zeros(shape, dtype), **options)
+
+
+@pytest.mark.parametrize(
+    ("shape", "options", "said"),
+    [
+        ((3, 10, 12), {}, "10×12×3 uint8, layout HWC, 1 page(s)"),
+        ((2, 3, 10, 12), {"photometric": "rgb", "planarconfig": "separate"}, "2×3×10×12 uint8, layout NCHW, 2 page(s)"),
+        ((2, 10, 12, 3), {"photometric": "rgb"}, "2×10×12×3 uint8, layout NHWC, 2 page(s)"),
+        ((2, 3, 4, 8, 8), {"imagej": True, "metadata": {"axes": "TZCYX"}}, "2×3×4×8×8 uint8, layout TZCYX, 24 page(s)"),
+        ((3, 8, 8), {"imagej": True, "metadata": {"axes": "ZYX"}}, "3×8×8 uint8, layout ZYX, 3 page(s)"),
+        ((2, 3, 8, 8), {"ome": True, "metadata": {"axes": "TCYX"}}, "2×3×8×8 uint8, layout NCHW, 6 page(s)"),
+        ((2, 3, 2, 8, 8), {"ome": True, "metadata": {"axes": "TCZYX"}}, "2×3×2×8×8 uint8, layout TCZYX, 12 page(s)"),
+    ],
+)
+def test_info_names_the_layout_the_transforms_use(shape: tuple[int, ...], options: dict[str, Any], said: str,
+                                                  tmp_path: Path) -> None:
+    path = tmp_path / "in.tif"
+    _write(path, shape, np.uint8, **options)
+    result = run("info", path)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith(f"{path}: tiff {said}, range [0, 0], ")
+
+
+def test_a_hyperstacks_blocks_are_planned_from_its_header(tmp_path: Path) -> None:
+    source = tmp_path / "hyper.tif"
+    _write(source, (2, 3, 4, 8, 8), np.uint16, imagej=True, metadata={"axes": "TZCYX"})
+    dry = run("space-to-depth", source, "--blocksize", 2, "--out-dir", tmp_path / "out", "--dry-run")
+    assert (dry.exit_code, dry.stdout) == (0, f"{source} → {tmp_path / 'out' / 'hyper.tif'}: 2×3×16×4×4 uint16\n")
+    refused = run("space-to-depth", source, "--blocksize", 3, "--out-dir", tmp_path / "out")
+    assert refused.exit_code == 2 and not (tmp_path / "out").exists()
+    assert refused.stderr.startswith(f"Error: {source}: space_to_depth: height 8 is not divisible by blocksize 3 ")
+
+
+def test_rgb_pages_and_a_planar_image_say_nothing_of_their_layout(tmp_path: Path) -> None:
+    # no note that samples moved, no warning: the outputs are stored as the inputs were
+    planar, pages = tmp_path / "planar.tif", tmp_path / "pages.tif"
+    _write(planar, (3, 10, 12), np.uint8)
+    _write(pages, (2, 3, 10, 12), np.uint8, photometric="rgb", planarconfig="separate")
+    for source in (planar, pages):
+        for command in (["crop-pad", "--shape", "6,6"], ["space-to-depth", "--blocksize", "2"]):
+            result = run(command[0], source, *command[1:], "-o", tmp_path / "o.tif")
+            assert result.exit_code == 0
+            assert "note" not in result.stderr and "Warning" not in result.stderr, result.stderr

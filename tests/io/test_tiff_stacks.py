@@ -1,0 +1,211 @@
+"""TIFFs as their writers meant them (issue 19, item 4): a planar image is written planar again;
+pages of RGB are a stack of images, cropped and blocked on their own Y and X, written back as
+pages of the same photometric; an ImageJ or OME hyperstack's stack axes are flattened into N for
+the kernels and restored, its axes metadata fitted to the result. The files are made the way
+tifffile makes them; the oracle is the kernel on the array rearranged to NCHW by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import run
+
+import geomcli
+from geomcli import io
+
+
+def _series(path: Path) -> tuple[str, tuple[int, ...], str | None, str, int]:
+    """What tifffile says of a file: its series' axes, shape and kind, the photometric, the pages."""
+    import tifffile
+
+    with tifffile.TiffFile(path) as tif:
+        series = tif.series[0]
+        return (series.axes, tuple(series.shape), series.kind, tif.pages.first.photometric.name, len(tif.pages))
+
+
+def _blocks(data: np.ndarray, axes: str, blocksize: int, mode: str) -> np.ndarray:
+    """space_to_depth on a TIFF's array of these axes: the stack axes (all but C, Y, X) flattened
+    into N, a C of 1 where there is none, the result's axes in the file's order (C before Y)."""
+    if "C" not in axes:
+        data, axes = data[..., None, :, :], axes[:-2] + "CYX"
+    stacks = [i for i, axis in enumerate(axes) if axis not in "CYX"]
+    order = stacks + [axes.index(axis) for axis in "CYX"]
+    moved = data.transpose(order)
+    result = geomcli.space_to_depth(moved.reshape(-1, *moved.shape[-3:]), blocksize, mode)
+    return result.reshape(*moved.shape[:-3], *result.shape[1:]).transpose(np.argsort(order))
+
+
+def _default_imwrite(path: Path, data: np.ndarray) -> None:
+    """tifffile's default for a (3, H, W) array: planar RGB (deprecated, so it warns; the files
+    are out there all the same)."""
+    import warnings
+
+    import tifffile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tifffile.imwrite(path, data)
+
+
+def test_a_planar_image_is_written_planar(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 256, (3, 10, 12), dtype=np.uint8)
+    source = tmp_path / "planar.tif"
+    _default_imwrite(source, data)
+    assert _series(source) == ("SYX", (3, 10, 12), "shaped", "RGB", 1)
+    cropped = tmp_path / "p7.tif"
+    result = run("crop-pad", source, "-o", cropped, "--shape", "7,7")
+    assert result.exit_code == 0 and "note" not in result.stderr and "Warning" not in result.stderr
+    assert _series(cropped)[:2] == ("SYX", (3, 7, 7)) and _series(cropped)[3:] == ("RGB", 1)
+    assert np.array_equal(tifffile.imread(cropped), geomcli.center_crop_pad(data, [3, 7, 7]))
+    blocks, back = tmp_path / "b.tif", tmp_path / "back.tif"
+    assert run("space-to-depth", source, "--blocksize", 2, "-o", blocks, "-q").exit_code == 0
+    assert _series(blocks)[:2] == ("SYX", (12, 5, 6))
+    assert np.array_equal(tifffile.imread(blocks), geomcli.space_to_depth(data[None], 2)[0])
+    assert run("depth-to-space", blocks, "--blocksize", 2, "-o", back, "-q").exit_code == 0
+    assert _series(back) == _series(source) and np.array_equal(tifffile.imread(back), data)
+
+
+def test_a_planar_image_to_png_is_hwc(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = rng.integers(0, 256, (3, 10, 12), dtype=np.uint8)
+    _default_imwrite(tmp_path / "planar.tif", data)
+    assert run("crop-pad", tmp_path / "planar.tif", "-o", tmp_path / "o.png", "--shape", "6,6", "-q").exit_code == 0
+    assert np.array_equal(io.read_array(str(tmp_path / "o.png")).data, np.moveaxis(data, 0, -1)[2:8, 3:9])
+
+
+# pages of RGB as tifffile writes them: (stored shape, planarconfig, the layout geomcli reads them in)
+PAGES = [((2, 3, 10, 12), "separate", "NCHW"), ((2, 10, 12, 3), "contig", "NHWC")]
+
+
+@pytest.mark.parametrize(("shape", "planarconfig", "layout"), PAGES)
+def test_pages_of_rgb_are_a_stack_of_images(shape: tuple[int, ...], planarconfig: str, layout: str,
+                                            tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 256, shape, dtype=np.uint8)
+    source = tmp_path / "pages.tif"
+    tifffile.imwrite(source, data, photometric="rgb", planarconfig=planarconfig)
+    loaded = io.read_array(str(source))
+    assert loaded.layout == layout and loaded.shape == shape
+    axes = _series(source)[0]
+    spatial = [axes.index("Y"), axes.index("X")]
+    for extra in ([], ["--axes", ",".join(map(str, spatial))]):
+        cropped = tmp_path / "c.tif"
+        assert run("crop-pad", source, "--shape", "6,6", "-o", cropped, "-q", *extra).exit_code == 0
+        assert _series(cropped)[0] == axes and _series(cropped)[3:] == ("RGB", 2)
+        assert np.array_equal(tifffile.imread(cropped), geomcli.center_crop_pad(data, [6, 6], spatial))
+
+
+@pytest.mark.parametrize(("shape", "planarconfig", "layout"), PAGES)
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_pages_of_rgb_through_space_to_depth_and_back(shape: tuple[int, ...], planarconfig: str, layout: str,
+                                                      mode: str, tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 256, shape, dtype=np.uint8)
+    source, blocks, back = tmp_path / "pages.tif", tmp_path / "b.tif", tmp_path / "back.tif"
+    tifffile.imwrite(source, data, photometric="rgb", planarconfig=planarconfig)
+    assert run("space-to-depth", source, "--blocksize", 2, "--mode", mode, "-o", blocks, "-q").exit_code == 0
+    # the oracle: the kernel on the pages as NCHW (planar pages are NCHW as stored)
+    nchw = data if layout == "NCHW" else data.transpose(0, 3, 1, 2)
+    expected = geomcli.space_to_depth(nchw, 2, mode)
+    expected = expected if layout == "NCHW" else expected.transpose(0, 2, 3, 1)
+    axes = _series(source)[0]
+    assert _series(blocks) == (axes, expected.shape, "shaped", "MINISBLACK", 2)
+    assert np.array_equal(tifffile.imread(blocks), expected)
+    assert run("depth-to-space", blocks, "--blocksize", 2, "--mode", mode, "-o", back, "-q").exit_code == 0
+    assert _series(back) == (axes, shape, "shaped", "RGB", 2) and np.array_equal(tifffile.imread(back), data)
+
+
+# hyperstacks as ImageJ and OME-TIFF writers make them: (kind, axes, shape)
+HYPERSTACKS = [
+    ("imagej", "TZCYX", (2, 3, 4, 8, 8)),
+    ("imagej", "ZCYX", (3, 2, 8, 8)),
+    ("imagej", "TCYX", (2, 3, 8, 8)),
+    ("imagej", "ZYX", (3, 8, 8)),
+    ("ome", "TCYX", (2, 3, 8, 8)),
+    ("ome", "TCZYX", (2, 3, 2, 8, 8)),
+]
+
+
+def _write_hyperstack(path: Path, kind: str, axes: str, shape: tuple[int, ...], rng: np.random.Generator) -> Any:
+    import tifffile
+
+    data = rng.integers(0, 60000, shape, dtype=np.uint16)
+    tifffile.imwrite(path, data, metadata={"axes": axes}, **{kind: True})
+    assert _series(path)[:3] == (axes, shape, kind)
+    return data
+
+
+@pytest.mark.parametrize(("kind", "axes", "shape"), HYPERSTACKS)
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_a_hyperstack_through_space_to_depth_and_back(kind: str, axes: str, shape: tuple[int, ...], mode: str,
+                                                      tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    source, blocks, back = tmp_path / "in.tif", tmp_path / "b.tif", tmp_path / "back.tif"
+    data = _write_hyperstack(source, kind, axes, shape, rng)
+    result = run("space-to-depth", source, "--blocksize", 2, "--mode", mode, "-o", blocks)
+    assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+    expected = _blocks(data, axes, 2, mode)
+    grown = axes if "C" in axes else axes[:-2] + "CYX"  # a ZYX stack gains channels: ZCYX
+    assert _series(blocks)[:3] == (grown, expected.shape, kind)
+    assert np.array_equal(tifffile.imread(blocks), expected)
+    with tifffile.TiffFile(blocks) as tif:
+        if kind == "imagej":
+            sizes = dict(zip(grown, expected.shape))
+            described = tif.imagej_metadata
+            assert described is not None
+            assert (described.get("channels", 1), described.get("slices", 1), described.get("frames", 1)) == (
+                sizes["C"], sizes.get("Z", 1), sizes.get("T", 1))
+        else:
+            assert f'SizeC="{expected.shape[grown.index("C")]}"' in str(tif.ome_metadata)
+    result = run("depth-to-space", blocks, "--blocksize", 2, "--mode", mode, "-o", back)
+    assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+    assert _series(back)[2] == kind and np.array_equal(tifffile.imread(back), data)
+
+
+@pytest.mark.parametrize(("kind", "axes", "shape"), HYPERSTACKS)
+def test_a_hyperstack_is_cropped_on_its_y_and_x(kind: str, axes: str, shape: tuple[int, ...], tmp_path: Path,
+                                                rng: np.random.Generator) -> None:
+    import tifffile
+
+    source, cropped = tmp_path / "in.tif", tmp_path / "c.tif"
+    data = _write_hyperstack(source, kind, axes, shape, rng)
+    result = run("crop-pad", source, "--shape", "5,10", "-o", cropped)
+    assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+    expected = geomcli.center_crop_pad(data, [5, 10], [len(axes) - 2, len(axes) - 1])
+    assert _series(cropped)[:3] == (axes, expected.shape, kind)
+    assert np.array_equal(tifffile.imread(cropped), expected)
+
+
+def test_the_layout_a_hyperstack_reads_in_is_its_axes(tmp_path: Path, rng: np.random.Generator) -> None:
+    _write_hyperstack(tmp_path / "hyper.tif", "imagej", "TZCYX", (2, 3, 4, 8, 8), rng)
+    loaded = io.read_array(str(tmp_path / "hyper.tif"))
+    assert loaded.layout == io.read_header(str(tmp_path / "hyper.tif")).layout == "TZCYX"
+    assert loaded.notes == ("axes TZCYX from ImageJ metadata: layout TZCYX",)
+
+
+@pytest.mark.parametrize(("kind", "axes", "shape"), [HYPERSTACKS[0], HYPERSTACKS[-1]])
+def test_a_big_hyperstack_through_a_memory_map(kind: str, axes: str, shape: tuple[int, ...], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
+    # TZCYX's blocks go into a mapped output (its NCHW view is a view); TCZYX's are made in RAM
+    import tifffile
+
+    from geomcli.engine import slabs
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    monkeypatch.setattr(slabs, "SLAB_BYTES", 64)
+    source, blocks = tmp_path / "in.tif", tmp_path / "b.tif"
+    data = _write_hyperstack(source, kind, axes, shape, rng)
+    result = run("space-to-depth", source, "--blocksize", 2, "-o", blocks)
+    assert result.exit_code == 0, result.stderr
+    mapped = "written through a memory map" in result.stderr
+    assert mapped == (axes == "TZCYX")
+    assert _series(blocks)[:2] == (axes, _blocks(data, axes, 2, "DCR").shape)
+    assert np.array_equal(tifffile.imread(blocks), _blocks(data, axes, 2, "DCR"))
