@@ -398,7 +398,7 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
         metadata = _pillow.as_written(metadata, fmt)
         unfit = _pillow.unfit(metadata, fmt)
     else:
-        holds = {"icc", "dpi", "resolution"} if fmt == "tiff" else set()
+        holds = {"icc", "dpi", "resolution", "xmp"} if fmt == "tiff" else set()
     fields: list[tuple[str, bool]] = []
     if metadata.icc is not None and "icc" not in holds:
         fields.append(("ICC profile", True))
@@ -413,9 +413,7 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
     if metadata.exif is not None and "exif" not in holds:
         fields.append(("EXIF data", True))
     if metadata.xmp is not None and "xmp" not in holds:
-        # tifffile would write it (tag 700); the TIFF backend does not yet
-        fields.append(("XMP packet (geomcli writes none into TIFF yet)", False) if fmt == "tiff"
-                      else ("XMP packet", True))
+        fields.append(("XMP packet", True))
     if metadata.text and "text" not in holds:
         fields.append((_text_name(metadata.text), True))
     if metadata.comment is not None and "comment" not in holds:

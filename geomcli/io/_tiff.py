@@ -359,6 +359,8 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     tags = page.tags
     icc = tags.get(34675)
     icc_bytes = bytes(icc.value) if icc is not None and isinstance(icc.value, (bytes, bytearray)) else None
+    xmp = tags.get(700)
+    xmp_bytes = bytes(xmp.value) if xmp is not None and isinstance(xmp.value, (bytes, bytearray)) else None
     resolution: tuple[float, float] | None = None
     unit: str | None = None
     x, y, u = tags.get(282), tags.get(283), tags.get(296)
@@ -383,7 +385,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     if axes is not None and choice.planar:
         axes = axes[:-3] + "SYX"
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
-    return Metadata(icc=icc_bytes, resolution=resolution, unit=unit, axes=axes,
+    return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
                     dropped=_not_carried(tif, info, choice, kept_orientation))
 
@@ -399,7 +401,7 @@ _OME_EXTRAS = (("physical sizes", re.compile(r"PhysicalSize[XYZ]=")),
 
 # Tags that describe an image rather than encode it, which geomcli's outputs do not keep
 _DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageName", 306: "DateTime",
-                     315: "Artist", 316: "HostComputer", 700: "XMP", 33432: "Copyright", 33723: "IPTC",
+                     315: "Artist", 316: "HostComputer", 33432: "Copyright", 33723: "IPTC",
                      34665: "EXIF", 34853: "GPS"}
 
 
@@ -619,6 +621,8 @@ def write(
         write_args["compression"] = compression
     if metadata.icc is not None:
         write_args["iccprofile"] = metadata.icc
+    if metadata.xmp is not None:
+        write_args["extratags"] = [(700, 1, len(metadata.xmp), metadata.xmp, True)]  # XMP: BYTE, first page
     if metadata.resolution is not None:
         resolution = _resolution(metadata, kind)
         write_args["metadata"].update(resolution.pop("metadata", {}))

@@ -121,17 +121,21 @@ def test_png_into_a_jpeg_keeps_xmp_and_warns_once_of_the_text(tmp_path: Path, ph
     assert record["warnings"][1:] == [named]
 
 
-def test_into_a_tiff_each_piece_is_one_warning(tmp_path: Path, photo: np.ndarray) -> None:
+def test_into_a_tiff_xmp_travels_and_the_rest_is_one_warning_each(tmp_path: Path, photo: np.ndarray) -> None:
+    """TIFF holds XMP (tag 700, written by tifffile, read back as is, and on to a PNG again); it
+    has no place for PNG text or a JPEG comment."""
+    import tifffile
+
     png = pillow_png(tmp_path / "in.png", photo)
     record = json.loads(run("crop-pad", png, "-o", tmp_path / "a.tiff", "--shape", "8,10", "--json").stdout)
-    assert record["warnings"] == [
-        "XMP packet (geomcli writes none into TIFF yet) cannot be carried; dropped",
-        "TIFF cannot hold the PNG text chunks (Title, Description, Author); dropped"]
+    assert record["warnings"] == ["TIFF cannot hold the PNG text chunks (Title, Description, Author); dropped"]
+    with tifffile.TiffFile(tmp_path / "a.tiff") as tif:
+        assert bytes(tif.pages[0].tags[700].value) == XMP
+    assert run("crop-pad", tmp_path / "a.tiff", "-o", tmp_path / "back.png", "--shape", "6,6", "-q").exit_code == 0
+    assert opened_info(tmp_path / "back.png")["xmp"] == XMP
     jpeg = pillow_jpeg(tmp_path / "in.jpg", photo)
     result = run("crop-pad", jpeg, "-o", tmp_path / "b.tiff", "--shape", "8,10")
-    assert warnings_of(result) == [
-        f"Warning: {tmp_path / 'b.tiff'}: XMP packet (geomcli writes none into TIFF yet) cannot be carried; dropped",
-        f"Warning: {tmp_path / 'b.tiff'}: TIFF cannot hold the comment; dropped"]
+    assert warnings_of(result) == [f"Warning: {tmp_path / 'b.tiff'}: TIFF cannot hold the comment; dropped"]
 
 
 def test_npy_drops_them_without_a_warning_and_json_names_them(tmp_path: Path, photo: np.ndarray) -> None:
