@@ -43,7 +43,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common):
         _refuse_in_place(input_path, output)
-        data, layout, scale, ome, like = _open(input_path, whole(common))  # a memory map: never held whole
+        data, layout, scale, ome, like = _open(input_path, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         try:
             result = operation.apply_chunked(data, layout, whole(common))
@@ -92,7 +92,9 @@ def _refuse_in_place(input_path: str, output: str) -> None:
 
 def _open(input_path: str, common: Common) -> tuple[Any, str | None, tuple[float, ...] | None, bool, Any]:
     """The input as a dask array of its chunks, its layout, its OME scale, whether it was OME-Zarr,
-    and the zarr array itself (or None)."""
+    and the zarr array itself (or None). A TIFF is read through tifffile's zarr store, tile by
+    tile or strip by strip, in chunks of about CHUNK_BYTES; a .npy is a memory map; only what
+    must be decoded whole (a palette TIFF, say) is held, within --max-pixels."""
     from geomcli import io
     from geomcli.engine import chunked
     from geomcli.io import _zarr
@@ -101,9 +103,22 @@ def _open(input_path: str, common: Common) -> tuple[Any, str | None, tuple[float
         opened = _zarr.open_input(input_path)
         return chunked.as_dask(opened.array), opened.layout, opened.scale, opened.ome, opened.array
     fidelity = common.fidelity
-    loaded = io.read_array(input_path, max_pixels=common.max_pixels, mmap=True, auto_orient=fidelity.auto_orient,
-                           frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
+    if io.format_for_path(input_path) == "tiff" and not _remote_or_stream(input_path):
+        tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient)
+        if tiles is not None:
+            array, layout = tiles
+            return chunked.as_dask(array, "auto"), layout, None, False, None
+    mapped = io.format_for_path(input_path) == "npy" and not _remote_or_stream(input_path)
+    loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels if mapped else common.max_pixels,
+                           mmap=True, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
+                           series=fidelity.series, page=fidelity.page)
     return chunked.as_dask(loaded.data, None), loaded.layout, None, False, None
+
+
+def _remote_or_stream(path: str) -> bool:
+    from geomcli.io import _remote
+
+    return path == "-" or _remote.is_url(path)
 
 
 def _write(operation: Operation, result: Any, data: Any, output: str, output_format: str, common: Common,

@@ -26,7 +26,7 @@ import stat
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from geomcli.errors import GeomError
 from geomcli.io import _remote
@@ -79,6 +79,7 @@ __all__ = [
     "release",
     "signal_taken",
     "sniff_format",
+    "tiff_as_zarr",
     "stored_orientation",
     "write_array",
 ]
@@ -228,6 +229,18 @@ def read_array(
     loaded = _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=False)
     assert isinstance(loaded, Loaded)
     return loaded
+
+
+def tiff_as_zarr(path: str, *, series: int | None = None, auto_orient: bool = True) -> tuple[Any, str | None] | None:
+    """The array :func:`read_array` returns of the TIFF at ``path``, as a read-only zarr array read
+    tile by tile (tifffile's zarr store), with its layout; None where read_array's array is more
+    than the stored pixels (a palette, an orientation, stacked series, planar samples moved)."""
+    from geomcli.io import _tiff
+
+    try:
+        return _tiff.as_zarr(path, series, auto_orient)
+    except OSError as error:
+        raise _read_error(path, error) from error
 
 
 def read_picture(

@@ -150,6 +150,28 @@ def read(
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
 
 
+def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Any, str | None] | None:
+    """The array :func:`read` returns, as a read-only zarr array over the file's tiles or strips
+    (tifffile's zarr store), and its layout: for reading chunk by chunk, never whole. None where
+    read's array is more than the stored pixels in their stored order (a palette expanded,
+    min-is-white inverted, an orientation turned, several series stacked, a planar image's
+    samples moved last), or a page's codec is missing."""
+    with _tiff(path, path) as (tif, _):
+        choice = _choose(tif, path, series, None)
+        layout, _ = _layout(choice)
+        if (choice.series is None or choice.planar or _palette(choice) is not None
+                or _enum_name(choice.keyframe.photometric) == "MINISWHITE" or _turned(choice, layout, auto_orient)):
+            return None
+        _check_codecs(choice.pages or (choice.keyframe,), path)
+        _check_extent(tif, choice.pages, path)
+        index = list(tif.series).index(choice.series)
+    import tifffile
+    import zarr
+
+    store = tifffile.imread(path, aszarr=True, series=index, level=0)
+    return zarr.open(store, mode="r"), layout
+
+
 def _load(choice: _Choice, name: str) -> np.ndarray:
     """``choice.load()``; a strip or tile its codec refuses is a GeomError naming the compression."""
     try:

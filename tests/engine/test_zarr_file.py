@@ -335,6 +335,45 @@ def test_max_pixels_bounds_what_a_task_holds(tmp_path: Path) -> None:
     assert not (tmp_path / "r.zarr").exists()
 
 
+def test_a_compressed_tiled_tiff_is_read_tile_by_tile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through tifffile's zarr store, in chunks of whole tiles (here of about 64 KiB), never
+    decoded whole; the result is the kernel's, with the layout its axes name."""
+    import tifffile
+
+    from geomcli.engine import chunked, zarr_file
+    from geomcli.engine.options import Common
+
+    data = np.random.default_rng(3).integers(0, 60000, (3, 4, 256, 192), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "in.tif", data, compression="zlib", tile=(64, 64), photometric="minisblack",
+                     metadata={"axes": "TCYX"})
+    monkeypatch.setattr(chunked, "CHUNK_BYTES", 64 << 10)
+    opened, layout, *_ = zarr_file._open(str(tmp_path / "in.tif"), Common())
+    assert layout == "NCHW" and opened.npartitions > 1
+    assert all(length % 64 == 0 for axis in opened.chunks[2:] for length in axis[:-1])  # whole tiles
+    result = run("space-to-depth", tmp_path / "in.tif", "-o", tmp_path / "out.zarr", "--blocksize", "2", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
+
+
+def test_a_tiff_whose_read_is_more_than_its_stored_pixels_is_decoded_as_read_does(tmp_path: Path) -> None:
+    """A planar image (its samples moved last) and a palette (expanded): read_array's array."""
+    import tifffile
+
+    from geomcli import io
+
+    planar = np.random.default_rng(4).integers(0, 255, (3, 20, 18), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "planar.tif", planar, compression="zlib", photometric="rgb", planarconfig="separate")
+    palette = np.random.default_rng(5).integers(0, 4, (20, 18), dtype=np.uint8)
+    colormap = np.random.default_rng(6).integers(0, 65535, (3, 256), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "palette.tif", palette, photometric="palette", colormap=colormap)
+    for name in ("planar.tif", "palette.tif"):
+        assert io.tiff_as_zarr(str(tmp_path / name)) is None
+        result = run("crop-pad", tmp_path / name, "-o", tmp_path / f"{name}.zarr", "--shape", "10,10", "-q")
+        assert result.exit_code == 0, result.stderr
+        expected = crop_ops.center_crop_pad(io.read_array(str(tmp_path / name)).data, [10, 10], [0, 1])
+        assert read_zarr(tmp_path / f"{name}.zarr")[...].tobytes() == expected.tobytes()
+
+
 @pytest.mark.cluster
 def test_on_a_dask_cluster_as_on_threads(tmp_path: Path, scheduler: str) -> None:
     data = tensor(np.dtype("float32"))
