@@ -86,6 +86,15 @@ def _rss() -> int:
         return int(statm.read().split()[1]) * resource.getpagesize()
 
 
+def _imports() -> None:
+    """What a worker imports for the chain's tasks, so that its memory before the run counts them."""
+    import importlib
+
+    for name in ("numpy", "zarr", "dask.array", "geomcli.ops.center_crop_pad", "geomcli.ops.space_depth",
+                 "geomcli.engine.chunked", "geomcli.engine.zarr_file", "geomcli.engine.operations"):
+        importlib.import_module(name)
+
+
 def _peak() -> int:
     """This process's peak resident bytes so far (a worker's, run there)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -93,13 +102,14 @@ def _peak() -> int:
 
 def on_workers(source: Path, target: Path, workers: int) -> tuple[float, list[float]]:
     """(wall seconds, each worker's peak over its resident memory before, in chunks) of the chain
-    joining a fresh LocalCluster of ``workers`` one-thread processes."""
+    joining a fresh LocalCluster of ``workers`` one-thread processes (their imports done first)."""
     import distributed
 
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=logging.CRITICAL,
                                   scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
+        client.run(_imports)
         before: dict[str, Any] = client.run(_rss)
         wall = chain(source, target, ["--scheduler", cluster.scheduler_address])
         peaks: dict[str, Any] = client.run(_peak)
