@@ -150,12 +150,12 @@ def read(
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
 
 
-def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Any, str | None] | None:
-    """The array :func:`read` returns, as a read-only zarr array over the file's tiles or strips
-    (tifffile's zarr store), and its layout: for reading chunk by chunk, never whole. None where
-    read's array is more than the stored pixels in their stored order (a palette expanded,
-    min-is-white inverted, an orientation turned, several series stacked, a planar image's
-    samples moved last), or a page's codec is missing."""
+def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Tiles, str | None] | None:
+    """The array :func:`read` returns, as :class:`Tiles` read region by region through the file's
+    tiles or strips, and its layout: for reading chunk by chunk, never whole. None where read's
+    array is more than the stored pixels in their stored order (a palette expanded, min-is-white
+    inverted, an orientation turned, several series stacked, a planar image's samples moved
+    last)."""
     with _tiff(path, path) as (tif, _):
         choice = _choose(tif, path, series, None)
         layout, _ = _layout(choice)
@@ -165,11 +165,32 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[An
         _check_codecs(choice.pages or (choice.keyframe,), path)
         _check_extent(tif, choice.pages, path)
         index = list(tif.series).index(choice.series)
-    import tifffile
-    import zarr
+        keyframe = choice.keyframe
+        tile = (keyframe.tilelength, keyframe.tilewidth) if keyframe.is_tiled else (keyframe.rowsperstrip, None)
+    chunks = tuple(1 for _ in choice.shape[:-2]) + tuple(
+        min(length, step or length) for length, step in zip(choice.shape[-2:], tile))
+    return Tiles(path, index, choice.shape, choice.dtype, chunks), layout
 
-    store = tifffile.imread(path, aszarr=True, series=index, level=0)
-    return zarr.open(store, mode="r"), layout
+
+class Tiles:
+    """A TIFF series' stored pixels, read region by region through tifffile's zarr store (which
+    decodes only the tiles or strips a region touches). It pickles as its path, so a task on any
+    worker reads its own region; each read opens the file and closes it."""
+
+    def __init__(self, path: str, series: int, shape: tuple[int, ...], dtype: np.dtype,
+                 chunks: tuple[int, ...]) -> None:
+        self.path, self.series, self.shape, self.dtype, self.chunks = path, series, shape, dtype, chunks
+        self.ndim = len(shape)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        import tifffile
+        import zarr
+
+        store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0)
+        try:
+            return np.asarray(zarr.open_array(store, mode="r")[key])
+        finally:
+            store.close()
 
 
 def _load(choice: _Choice, name: str) -> np.ndarray:

@@ -385,6 +385,19 @@ def test_on_a_dask_cluster_as_on_threads(tmp_path: Path, scheduler: str) -> None
 
 
 @pytest.mark.cluster
+def test_a_tiled_tiff_on_a_cluster_is_read_by_the_workers(tmp_path: Path, scheduler: str) -> None:
+    import tifffile
+
+    data = np.random.default_rng(3).integers(0, 60000, (2, 4, 128, 96), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "in.tif", data, compression="zlib", tile=(32, 32), photometric="minisblack",
+                     metadata={"axes": "TCYX"})
+    result = run("space-to-depth", tmp_path / "in.tif", "-o", tmp_path / "out.zarr", "--blocksize", "2",
+                 "--scheduler", scheduler, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
+
+
+@pytest.mark.cluster
 @pytest.mark.parametrize("suffix", [".npy", ".tif"])
 def test_a_cluster_result_in_a_file_here_holds_every_block(tmp_path: Path, scheduler: str, suffix: str) -> None:
     """A .npy or .tiff output is a memory map only this process can write: the workers' blocks come
