@@ -96,8 +96,12 @@ def _imports() -> None:
 
 
 def _peak() -> int:
-    """This process's peak resident bytes so far (a worker's, run there)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak resident bytes so far (a worker's, run there): the kernel's VmHWM, not
+    getrusage's ru_maxrss, which a process inherits from the one that forked it (here the one
+    that made the 2 GiB inputs) and keeps across exec."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
 
 
 def on_workers(source: Path, target: Path, workers: int) -> tuple[float, list[float]]:
