@@ -20,7 +20,6 @@ The runs alternate (a busy machine slows all alike), medians:
 from __future__ import annotations
 
 import argparse
-import logging
 import resource
 import shutil
 import statistics
@@ -106,13 +105,12 @@ def _peak() -> int:
 
 def on_workers(source: Path, target: Path, workers: int) -> tuple[float, list[float]]:
     """(wall seconds, each worker's peak over its resident memory before, in chunks) of the chain
-    joining a fresh LocalCluster of ``workers`` one-thread processes (their imports done first)."""
-    import distributed
+    joining a fresh LocalCluster of ``workers`` one-thread processes, started as ``--scheduler
+    local:N`` starts one (their imports done first)."""
+    from geomcli.engine import scheduler
 
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.CRITICAL,
-                                  scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
+    with scheduler.connect(f"local:{workers}") as (client, cluster):  # as --scheduler local:N starts it
+        assert cluster is not None
         client.run(_imports)
         before: dict[str, Any] = client.run(_rss)
         wall = chain(source, target, ["--scheduler", cluster.scheduler_address])
