@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -459,14 +460,20 @@ class _Band:
 def _bands(plan: _Plan, rows: int) -> list[_Band]:
     """The plan's weights in runs of ``rows`` outputs (taps clamped to an edge add up)."""
     assert plan.weights is not None
+    taps = plan.taps
+    starts = np.arange(0, plan.out_len, rows)
+    lows = np.minimum.reduceat(taps.min(axis=1), starts)
+    highs = np.maximum.reduceat(taps.max(axis=1), starts) + 1
+    # every band's matrix in one array, filled by one np.add.at (per-band calls were most of the
+    # planning time): an output's weights add up in tap order, as they would band by band
+    band = np.arange(plan.out_len) // rows
+    dense = np.zeros((len(starts), rows, int((highs - lows).max())))
+    np.add.at(dense, (band[:, None], (np.arange(plan.out_len) % rows)[:, None], taps - lows[band][:, None]),
+              plan.weights)
     found = []
-    for start in range(0, plan.out_len, rows):
+    for number, (start, low, high) in enumerate(zip(starts.tolist(), lows.tolist(), highs.tolist())):
         stop = min(start + rows, plan.out_len)
-        taps, weights = plan.taps[start:stop], plan.weights[start:stop]
-        low, high = int(taps.min()), int(taps.max()) + 1
-        dense = np.zeros((stop - start, high - low))
-        np.add.at(dense, (np.arange(stop - start)[:, None], taps - low), weights)
-        found.append(_Band(start, stop, low, high, dense))
+        found.append(_Band(start, stop, low, high, np.ascontiguousarray(dense[number, :stop - start, :high - low])))
     return found
 
 
@@ -527,7 +534,7 @@ def _workers() -> int:
 
 
 def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
-    """Every job, each worker thread taking a run of them with its own scratch (numpy's products
+    """Every job, each worker thread taking the next one with its own scratch (numpy's products
     and copies let go of the GIL). Threads only for ``values`` (the output's, in the working
     dtype) of 4 MiB or more: below, measured, one thread is faster."""
     workers = min(_workers(), len(jobs)) if values * work.itemsize >= 4 * _PIECE * 8 else 1
@@ -536,15 +543,22 @@ def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
         for job in jobs:
             job(scratch)
         return
-    share = -(-len(jobs) // workers)
+    # each worker takes the next job when done with one: on a busy machine a worker that shares
+    # its core does fewer, where equal shares would wait for it
+    pending = iter(jobs)
+    lock = threading.Lock()
 
-    def run_share(first: int) -> None:
+    def run_some() -> None:
         scratch = _Scratch(work)
-        for job in jobs[first:first + share]:
+        while True:
+            with lock:
+                job = next(pending, None)
+            if job is None:
+                return
             job(scratch)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for done in [pool.submit(run_share, first) for first in range(0, len(jobs), share)]:
+        for done in [pool.submit(run_some) for _ in range(workers)]:
             done.result()
 
 

@@ -803,3 +803,99 @@ def test_empty_inputs_beside_the_other_are_absent() -> None:
     np.testing.assert_array_equal(resize(data, roi=[], scales=[], sizes=[2]), resize(data, sizes=[2]))
     np.testing.assert_array_equal(resize(data, scales=np.array([2.0]), sizes=np.array([], dtype=np.int64)),
                                   resize(data, scales=[2]))
+
+
+# --- the faster planning and conversion against the pieces they replaced, bit for bit -----------
+
+
+def bands_one_by_one(plan: Any, rows: int) -> list[Any]:
+    """resize_module._bands as it was: one matrix and one np.add.at per band."""
+    found = []
+    for start in range(0, plan.out_len, rows):
+        stop = min(start + rows, plan.out_len)
+        taps, weights = plan.taps[start:stop], plan.weights[start:stop]
+        low, high = int(taps.min()), int(taps.max()) + 1
+        dense = np.zeros((stop - start, high - low))
+        np.add.at(dense, (np.arange(stop - start)[:, None], taps - low), weights)
+        found.append(resize_module._Band(start, stop, low, high, dense))
+    return found
+
+
+def run_in_equal_shares(jobs: list[Any], work: np.dtype, values: int) -> None:
+    """resize_module._run as it was: each worker a fixed share of the jobs (here one after another)."""
+    workers = 2
+    share = -(-len(jobs) // workers)
+    for first in range(0, len(jobs), share):
+        scratch = resize_module._Scratch(work)
+        for job in jobs[first:first + share]:
+            job(scratch)
+
+
+def to_dtype_by_nan_to_num(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """_numeric.to_dtype as it was: np.nan_to_num after the clip."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        rounded: np.ndarray = np.rint(values)
+        high = float(info.max) if info.bits < 64 else np.nextafter(float(info.max), 0.0)
+        np.clip(rounded, float(info.min), high, out=rounded)
+        np.nan_to_num(rounded, copy=False, nan=0.0)
+        return rounded.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _numeric.round_once(values, dtype).astype(dtype, copy=False)
+
+
+SAME_BITS_DTYPES = [np.dtype(name) for name in ("uint8", "int16", "float16", "float32", "float64")] + [
+    np.dtype(ml_dtypes.bfloat16)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_new_path_gives_the_old_paths_bits(draw: st.DataObject) -> None:
+    rank = draw.draw(st.integers(1, 3))
+    shape = tuple(draw.draw(st.lists(st.integers(1, 23), min_size=rank, max_size=rank)))
+    axes = draw.draw(st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True))
+    sizes = draw.draw(st.lists(st.integers(1, 41), min_size=len(axes), max_size=len(axes)))
+    dtype = draw.draw(st.sampled_from(SAME_BITS_DTYPES))
+    keywords = {"mode": draw.draw(st.sampled_from(["linear", "cubic"])), "antialias": draw.draw(st.booleans()),
+                "exclude_outside": draw.draw(st.booleans()),
+                "coordinate_transformation_mode": draw.draw(st.sampled_from(TRANSFORMS[:-1]))}
+    tiny = draw.draw(st.booleans())
+    seeded = np.random.default_rng(draw.draw(st.integers(0, 2**32 - 1)))
+    data = make_array(seeded, shape, dtype)
+    if dtype.kind == "f":  # values of every bit, not only integers
+        data = (data * seeded.random(shape)).astype(dtype)
+    with pytest.MonkeyPatch.context() as patch:
+        if tiny:  # every branch: runs of bands, split products, column chunks, threaded jobs
+            patch.setattr(resize_module, "_PIECE", 64)
+            patch.setattr(resize_module, "_PRODUCT", 300)
+        patch.setattr(resize_module, "_workers", lambda: 2)
+        new = resize(data, sizes=sizes, axes=axes, **keywords)
+        patch.setattr(resize_module, "_bands", bands_one_by_one)
+        patch.setattr(resize_module, "_run", run_in_equal_shares)
+        patch.setattr(_numeric, "to_dtype", to_dtype_by_nan_to_num)
+        old = resize(data, sizes=sizes, axes=axes, **keywords)
+    assert new.dtype == old.dtype and new.shape == old.shape
+    assert new.tobytes() == old.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint32", "int64", "uint64"])
+def test_integer_conversion_gives_the_nan_to_num_bits(dtype: str, rng: np.random.Generator) -> None:
+    values = rng.standard_normal(500) * 2.0 ** rng.integers(0, 70, size=500)
+    values[:7] = [np.nan, np.inf, -np.inf, 0.5, -0.5, 2.5, -1e300]
+    got = _numeric.to_dtype(values, np.dtype(dtype))
+    assert got.tobytes() == to_dtype_by_nan_to_num(values, np.dtype(dtype)).tobytes()
+
+
+def test_bands_are_the_one_by_one_matrices() -> None:
+    for n, m, mode, antialias in [(1024, 512, "linear", True), (17, 40, "cubic", False), (1000, 7, "cubic", True),
+                                  (5, 1, "linear", True), (9, 9, "linear", False)]:
+        plan = resize_module._plan(0, n, m, Fraction(m, n), None, mode=mode, transform="half_pixel",
+                                   nearest_mode="floor", cubic_coeff_a=-0.75, exclude_outside=False,
+                                   antialias=antialias)
+        for rows in (1, 3, 8, 64):
+            ours, theirs = resize_module._bands(plan, rows), bands_one_by_one(plan, rows)
+            spans = [(b.start, b.stop, b.low, b.high) for b in ours]
+            assert spans == [(b.start, b.stop, b.low, b.high) for b in theirs]
+            for mine, old in zip(ours, theirs):
+                assert mine.weights.shape == old.weights.shape and mine.weights.tobytes() == old.weights.tobytes()
+                assert mine.weights.flags.c_contiguous
