@@ -64,3 +64,18 @@ def test_cluster_benchmark_runs_on_a_few_images(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "--scheduler local:2" in result.stdout and "empty tasks/s" in result.stdout
     assert "256 workers:" in result.stdout
+
+
+def test_the_chain_batch_benchmark_runs_on_a_few_images(tmp_path: Path) -> None:
+    result = run("benchmarks/chain_batch.py", "--count", "4", "--rounds", "1", "--work", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "| geomcli chain -j 2 |" in result.stdout and "against the Pillow script" in result.stdout
+
+
+@pytest.mark.cluster
+def test_the_zarr_benchmark_runs_on_a_small_array(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    result = run("benchmarks/zarr_chunked.py", "--gib", "0.001", "--side", "256", "--rounds", "1",
+                 "--work", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "| 2 workers |" in result.stdout and "scaling 1 -> 2 workers" in result.stdout
