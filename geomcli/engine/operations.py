@@ -9,8 +9,9 @@ Only the standard library loads at import time; numpy and the kernels load when 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from geomcli.constants import plain_number
 from geomcli.errors import GeomError
@@ -253,20 +254,16 @@ class _Blocks(Operation):
         from geomcli.engine import layout as layouts
 
         chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
-        batch = layouts.batch_shape(loaded.data.shape, chosen)
-        data = layouts.to_nchw(loaded.data, chosen)
-        shape = self._nchw_output_shape(data.shape)
-        check_size(shape, common)
-        out = None if allocate is None or not _maps(chosen, shape[1]) else allocate(
-            layouts.from_nchw_shape(shape, chosen, batch), data.dtype)
-        if out is None:
-            result = getattr(space_depth_ops, self.kernel)(data, self.blocksize, self.mode, threads=common.threads)
-            return layouts.from_nchw(result, chosen, batch)
+        prepared = _prepared(loaded.data, chosen, self._nchw_output_shape, common, allocate)
+        if prepared.view is None:
+            result = getattr(space_depth_ops, self.kernel)(prepared.data, self.blocksize, self.mode,
+                                                           threads=common.threads)
+            return _finished(result, chosen, prepared)
         from geomcli.engine import slabs
 
-        nchw_out = layouts.to_nchw(out, layouts.output_layout(chosen, shape[1]))
-        getattr(slabs, self.kernel)(data, self.blocksize, self.mode, threads=common.threads, out=nchw_out)
-        return out
+        getattr(slabs, self.kernel)(prepared.data, self.blocksize, self.mode, threads=common.threads,
+                                    out=prepared.view)
+        return _finished(prepared.view, chosen, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         import functools
@@ -355,6 +352,40 @@ def _batch(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...] | None
     return None if layout is None else layouts.batch_shape(shape, layout)
 
 
+class _Prepared(NamedTuple):
+    """An input as a kernel takes it: its (N, C, ...) view, the result's shape there, its stack
+    axes' lengths, and, where the result goes to a memory-mapped output, that output (in the
+    file's layout) and its (N, C, ...) view for the kernel to write."""
+
+    data: np.ndarray
+    shape: tuple[int, ...]
+    batch: tuple[int, ...] | None
+    out: np.ndarray | None
+    view: np.ndarray | None
+
+
+def _prepared(data: np.ndarray, layout: str | None, output_shape: Callable[[tuple[int, ...]], tuple[int, ...]],
+              common: Common, allocate: Allocate | None) -> _Prepared:
+    """``data`` in ``layout`` (None: already (N, C, ...)) made ready for a kernel whose result's
+    shape ``output_shape`` gives (checked against --max-pixels before anything is allocated)."""
+    batch = _batch(data.shape, layout)
+    onnx = _to_onnx(data, layout)
+    shape = output_shape(onnx.shape)
+    check_size(shape, common)
+    if allocate is None or not _maps(layout, shape[1]):
+        return _Prepared(onnx, shape, batch, None, None)
+    out = allocate(_from_onnx_shape(shape, layout, batch), data.dtype)
+    return _Prepared(onnx, shape, batch, out, None if out is None else _onnx_view(out, layout, shape[1]))
+
+
+def _finished(result: np.ndarray, layout: str | None, prepared: _Prepared) -> np.ndarray:
+    """A kernel's (N, C, ...) result in the file's layout: the memory-mapped output it wrote, or
+    a view of the result."""
+    if prepared.out is not None:
+        return prepared.out
+    return result if layout is None else _from_onnx(result, layout, prepared.batch)
+
+
 def _onnx_view(out: np.ndarray, layout: str | None, channels: int) -> np.ndarray:
     """``out``, allocated in the file's layout, as the (N, C, ...) array the kernel writes."""
     from geomcli.engine import layout as layouts
@@ -392,18 +423,11 @@ class GridSample(Operation):
         from geomcli.ops.grid_sample import grid_sample
 
         layout = _as_tensor(loaded.data.shape, common, loaded.layout)
-        batch = _batch(loaded.data.shape, layout)
-        data = _to_onnx(loaded.data, layout)
-        shape = self._onnx_output_shape(data.shape)
-        check_size(shape, common)
-        fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
-        out = None if allocate is None or not _maps(layout, shape[1]) else allocate(
-            _from_onnx_shape(shape, layout, batch), data.dtype)
-        result = grid_sample(data, self.grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
-                             threads=common.threads, out=None if out is None else _onnx_view(out, layout, shape[1]))
-        if out is not None:
-            return out
-        return result if layout is None else _from_onnx(result, layout, batch)
+        prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
+        fill = 0 if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
+        result = grid_sample(prepared.data, self.grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
+                             threads=common.threads, out=prepared.view)
+        return _finished(result, layout, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """Each image's grid on chunks of whole planes (images and channels split as stored)."""
@@ -467,15 +491,10 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         layout = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
-        batch = layouts.batch_shape(loaded.data.shape, layout)
-        data = layouts.to_nchw(loaded.data, layout)
-        shape = self._onnx_output_shape(data.shape)
-        check_size(shape, common)
-        out = None if allocate is None or not _maps(layout, shape[1]) else allocate(
-            layouts.from_nchw_shape(shape, layout, batch), data.dtype)
-        result = np.empty(shape, data.dtype) if out is None else _onnx_view(out, layout, shape[1])
-        self._warp(data, self._thetas(shape[0]), result, common.threads)
-        return out if out is not None else layouts.from_nchw(result, layout, batch)
+        prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
+        result = np.empty(prepared.shape, loaded.data.dtype) if prepared.view is None else prepared.view
+        self._warp(prepared.data, self._thetas(prepared.shape[0]), result, common.threads)
+        return _finished(result, layout, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """Each image's warp on chunks of whole planes (images and channels split as stored)."""
