@@ -31,6 +31,7 @@ import numpy as np
 
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
+from geomcli.ops._checks import GRID_DTYPES, GRID_TEXT, TENSOR_DTYPES, TENSOR_TEXT  # GridSample-22's T1, T2
 
 _compiled: ModuleType | None
 try:
@@ -46,14 +47,6 @@ _FUNC = "grid_sample"
 _MODES = ("linear", "nearest", "cubic")
 _OPSET16_MODES = {"bilinear": "linear", "bicubic": "cubic"}
 _PADDINGS = ("zeros", "border", "reflection")
-# GridSample-22's T1 (every tensor type) by numpy's name, strings by kind; T2 for the grid.
-_DATA_DTYPES = frozenset(
-    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
-    + ["float16", "float32", "float64", "bfloat16", "complex64", "complex128"]
-)
-_DATA_TEXT = "bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, complex64/128, str, bytes or StringDType"
-_GRID_DTYPES = frozenset(["float16", "float32", "float64", "bfloat16"])
-_GRID_TEXT = "float16, float32, float64 or bfloat16"
 _STRING_KINDS = "UST"
 _CUBIC_A = -0.75  # Keys' parameter, as onnxruntime and PyTorch
 
@@ -151,10 +144,10 @@ def _dtype_text(dtype: np.dtype) -> str:
 
 def _check_dtypes(data: np.ndarray, grid: np.ndarray) -> None:
     where = _where(data.shape, grid.shape)
-    if data.dtype.name not in _DATA_DTYPES and data.dtype.kind not in _STRING_KINDS:
-        raise GeomError(f"{_FUNC}: data must be {_DATA_TEXT}, found dtype {_dtype_text(data.dtype)} ({where})")
-    if grid.dtype.name not in _GRID_DTYPES:
-        raise GeomError(f"{_FUNC}: grid must be {_GRID_TEXT}, found dtype {_dtype_text(grid.dtype)} ({where})")
+    if data.dtype.name not in TENSOR_DTYPES and data.dtype.kind not in _STRING_KINDS:
+        raise GeomError(f"{_FUNC}: data must be {TENSOR_TEXT}, found dtype {_dtype_text(data.dtype)} ({where})")
+    if grid.dtype.name not in GRID_DTYPES:
+        raise GeomError(f"{_FUNC}: grid must be {GRID_TEXT}, found dtype {_dtype_text(grid.dtype)} ({where})")
 
 
 def _as_mode(mode: Any, where: str) -> str:
