@@ -177,7 +177,8 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             argument = _remote.local_path(argument)
         except GeomError as error:
             raise PlanError(str(error)) from error
-        if argument.rstrip("/").lower().endswith(".zarr"):  # a zarr array is one input, folder or not
+        if _is_zarr(argument) and (literal or not _GLOB_MAGIC.search(argument) or os.path.lexists(argument)):
+            # a zarr array is one input, folder or not
             found, what = [Source(argument.rstrip("/"), "")], argument
         elif _remote.is_url(argument):
             found, what = _url_sources(argument, recursive, literal)
@@ -188,7 +189,8 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
         else:
             found, what = _glob(argument), f"the pattern {argument!r}"
         if not found:
-            raise PlanError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff)")
+            raise PlanError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, "
+                            ".zarr)")
         for source in found:
             # links to one file are each an input
             key = source.path if _remote.is_url(source.path) else os.path.normcase(os.path.abspath(source.path))
@@ -207,7 +209,10 @@ def _folder(root: str, recursive: bool) -> list[Source]:
         found.append(_unlisted(error.filename, root, error))
 
     for folder, subfolders, names in os.walk(root, onerror=unlisted):
-        subfolders[:] = [name for name in subfolders if not name.startswith(".")] if recursive else []
+        arrays = [name for name in subfolders if not name.startswith(".") and _is_zarr(name)]
+        found.extend(Source(os.path.join(folder, name), _parent(os.path.join(folder, name), root)) for name in arrays)
+        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name not in arrays] \
+            if recursive else []
         for name in names:
             path = os.path.join(folder, name)
             if not name.startswith(".") and _readable(name) and os.path.isfile(path):
@@ -247,7 +252,7 @@ def _glob(pattern: str) -> list[Source]:
             for entry in entries(folder):
                 if not entry.name.startswith("."):
                     path = os.path.join(folder, entry.name)
-                    if entry.is_dir(follow_symlinks=False):
+                    if entry.is_dir(follow_symlinks=False) and not _is_zarr(entry.name):
                         yield from matches(path, rest)
                     elif not tail:
                         yield path
@@ -265,7 +270,7 @@ def _glob(pattern: str) -> list[Source]:
                 yield path
 
     for path in matches("/" if pattern.startswith("/") else "", [part for part in parts if part]):
-        if _readable(path) and os.path.isfile(path):
+        if (_readable(path) and os.path.isfile(path)) or (_is_zarr(path) and os.path.isdir(path)):
             found.append(Source(path, _parent(path, root)))
     return _in_order(found, root)
 
@@ -371,6 +376,11 @@ def _unlisted(folder: str, root: str, error: OSError) -> Source:
 
 def _in_order(found: list[Source], root: str) -> list[Source]:
     return sorted(found, key=lambda source: os.path.relpath(source.path, root).split(os.sep))
+
+
+def _is_zarr(name: str) -> bool:
+    """A zarr array (a folder) is one input, as a file is."""
+    return name.rstrip("/").lower().endswith(".zarr")
 
 
 def _readable(name: str) -> bool:

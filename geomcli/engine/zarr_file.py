@@ -51,8 +51,16 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         except GeomError as error:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
-        report.value_range = _write(operation, result, data, output, output_format, common, scheduler,
-                                    layout=layout, scale=scale, ome=ome, like=like)
+        try:
+            report.value_range = _write(operation, result, data, output, output_format, common, scheduler,
+                                        layout=layout, scale=scale, ome=ome, like=like)
+        except (GeomError, OSError):
+            raise
+        except Exception as error:  # a chunk's codec or store failing in a task: this file's failure
+            if common.debug:
+                raise
+            raise GeomError(f"{input_path}: a chunk could not be read, transformed or written "
+                            f"({type(error).__name__}: {_first_line(error)})") from error
         report.notes.append(f"chunk by chunk: {result.npartitions} output chunk(s)")
     return report
 
@@ -115,6 +123,11 @@ def _open(input_path: str, common: Common) -> tuple[Any, str | None, tuple[float
     return chunked.as_dask(loaded.data, None), loaded.layout, None, False, None
 
 
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else "no message"
+
+
 def _remote_or_stream(path: str) -> bool:
     from geomcli.io import _remote
 
@@ -135,12 +148,16 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         if not _zarr.is_zarr(output):
             raise GeomError(f"{output}: a zarr output is named NAME.zarr")
         chunks = _output_chunks(result, data)
-        target = _zarr.create_output(output, result.shape, result.dtype, chunks, written_layout, ome=ome,
-                                     scale=None if scale is None else operation.scaled(
-                                         scale, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common),
-                                     like=like)
-        result = result.rechunk(chunks)  # one dask chunk per zarr chunk: no two tasks write one chunk
-        outputs = None
+        scaled = None if scale is None else operation.scaled(
+            scale, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common)
+        with _zarr.staged(output) as place:  # into place only when whole: a failed run leaves what was there
+            target = _zarr.create_output(place, result.shape, result.dtype, chunks, written_layout, ome=ome,
+                                         scale=scaled, like=like)
+            with _scheduler(scheduler, common) as (how, _):
+                # one dask chunk per zarr chunk: no two tasks write one chunk
+                ranges = _write_blocks(result.rechunk(chunks), target, None, how)
+            _zarr.mark_complete(place)
+        return _value_range(ranges, result.dtype)
     else:
         if output_format not in ("npy", "tiff"):
             raise GeomError(f"{output}: a chunked result is written as .zarr, .npy or .tiff, not "
@@ -149,17 +166,13 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         target = outputs.__enter__()
     try:
         with _scheduler(scheduler, common) as (how, client):
-            # a worker process writes a zarr chunk itself; a file here (a memory map) only this
-            # process can write, so a cluster's blocks come back to be put in it one by one
-            ranges = _write_blocks(result, target, client if outputs is not None else None, how)
+            # a worker process writes a zarr chunk itself (above); a file here (a memory map) only
+            # this process can write, so a cluster's blocks come back to be put in it one by one
+            ranges = _write_blocks(result, target, client, how)
     except BaseException as error:
-        if outputs is not None:
-            outputs.__exit__(type(error), error, error.__traceback__)
+        outputs.__exit__(type(error), error, error.__traceback__)
         raise
-    if outputs is not None:
-        outputs.__exit__(None, None, None)
-    else:
-        _zarr.mark_complete(output)
+    outputs.__exit__(None, None, None)
     return _value_range(ranges, result.dtype)
 
 
@@ -257,7 +270,16 @@ def _scheduler(scheduler: str | None, common: Common) -> Iterator[tuple[dict[str
     from geomcli.engine import scheduler as schedulers
 
     if scheduler is None:
-        yield dict(chunked.threads_for(common.threads)), None
+        from concurrent.futures import ThreadPoolExecutor
+
+        how = dict(chunked.threads_for(common.threads))
+        # a pool of our own, shut down before a failure goes on: dask raises the first task's
+        # error while others still run, and they would write into an output being removed
+        pool = ThreadPoolExecutor(how["num_workers"])
+        try:
+            yield {**how, "pool": pool}, None
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return
     with schedulers.connect(scheduler, common.debug) as (client, _):
         yield {"scheduler": client}, client

@@ -16,6 +16,8 @@ Only the standard library loads at import time; zarr loads with the first ``.zar
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from geomcli.errors import GeomError
@@ -186,6 +188,51 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
                                  attributes=incomplete, overwrite=True, **options)
     except (OSError, ValueError, TypeError) as error:
         raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
+
+
+@contextmanager
+def staged(path: str) -> Iterator[str]:
+    """Where to write the zarr output ``path``: for a local path a hidden sibling, moved into
+    place (an array already there moved aside first, then removed) only when the body ends well,
+    and removed when it does not; an array already at ``path`` is never touched by a failed run.
+    For a URL, ``path`` itself (object storage has no rename), removed when the run fails."""
+    import os
+    import shutil
+    import uuid
+
+    from geomcli.io import _remote
+
+    local = _remote.local_path(path)
+    if _remote.is_url(local):
+        try:
+            yield path
+        except BaseException:
+            _remove_url(local)
+            raise
+        return
+    folder, name = os.path.split(os.path.abspath(local.rstrip("/")))
+    temporary = os.path.join(folder, f".{name}.geomcli-{uuid.uuid4().hex[:8]}")
+    try:
+        yield temporary
+        aside = temporary + "-old"
+        if os.path.lexists(local):
+            os.rename(local, aside)
+        os.rename(temporary, local)
+        shutil.rmtree(aside, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def _remove_url(url: str) -> None:
+    from geomcli.io import _remote
+
+    try:
+        fs, where = _remote.filesystem(url)
+        if fs.exists(where):
+            fs.rm(where, recursive=True)
+    except Exception:  # noqa: BLE001 - the run's own failure is the one to report
+        pass
 
 
 def mark_complete(path: str) -> None:

@@ -150,7 +150,9 @@ def test_an_ome_zarr_image_is_read_at_full_resolution_and_written_as_one(tmp_pat
     assert np.array_equal(group["0"][...], expected)
 
 
-def test_an_output_cut_short_is_marked_incomplete_and_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_output_cut_short_leaves_nothing_and_an_old_one_as_it_was(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local zarr output is written beside its place and moved in only when complete."""
     from geomcli.io import _zarr
 
     data = tensor(np.dtype("float32"), (1, 4, 8, 8))
@@ -162,12 +164,65 @@ def test_an_output_cut_short_is_marked_incomplete_and_refused(tmp_path: Path, mo
     monkeypatch.setattr(_zarr, "mark_complete", cut_short)
     stopped = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2")
     assert stopped.exit_code == 130
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr"]
     monkeypatch.undo()
-    assert read_zarr(tmp_path / "out.zarr").attrs["geomcli"] == {"complete": False}
+    assert run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2",
+               "-q").exit_code == 0
+    before = read_zarr(tmp_path / "out.zarr")[...]
+    monkeypatch.setattr(_zarr, "mark_complete", cut_short)
+    assert run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "1").exit_code == 130
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == before.tobytes()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]
+
+
+def test_an_output_a_run_left_incomplete_is_refused(tmp_path: Path) -> None:
+    """What a killed run on object storage can leave (its marker says so): refused as an input."""
+    data = tensor(np.dtype("float32"), (1, 4, 8, 8))
+    array = zarr.create_array(str(tmp_path / "out.zarr"), shape=data.shape, dtype=data.dtype, chunks=(1, 4, 4, 4),
+                              attributes={"geomcli": {"complete": False}})
+    array[...] = data
     result = run("crop-pad", tmp_path / "out.zarr", "-o", tmp_path / "again.zarr", "--shape", "1,1,1,1")
     assert result.exit_code == 1
     assert result.stderr == (f"Error: {tmp_path / 'out.zarr'}: an incomplete output (the run writing it stopped); "
                              "write it again\n")
+
+
+def test_folders_and_quoted_globs_take_zarr_arrays_as_inputs(tmp_path: Path) -> None:
+    data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
+    (tmp_path / "in" / "deeper").mkdir(parents=True)
+    write_zarr(tmp_path / "in" / "a.zarr", data, (1, 3, 4, 4))
+    write_zarr(tmp_path / "in" / "deeper" / "b.zarr", data, (1, 3, 4, 4))
+    np.save(tmp_path / "in" / "c.npy", data)
+    for inputs, names in [([tmp_path / "in"], ["a.zarr", "c.npy"]), ([f"{tmp_path}/in/*"], ["a.zarr", "c.npy"]),
+                          ([f"{tmp_path}/in/**/*.zarr"], ["a.zarr", "b.zarr"]), (["-r", tmp_path / "in"],
+                                                                                ["a.zarr", "b.zarr", "c.npy"])]:
+        result = run("crop-pad", *inputs, "--out-dir", tmp_path / "out", "--shape", "1,3,4,4", "--dry-run")
+        assert result.exit_code == 0, result.stderr
+        assert sorted(Path(line.split(" → ")[0]).name for line in result.stdout.splitlines()) == names, inputs
+    result = run("crop-pad", "-r", tmp_path / "in", "--out-dir", tmp_path / "out", "--shape", "1,3,4,4", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert read_zarr(tmp_path / "out" / "deeper" / "b.zarr")[...].tobytes() == data[:, :, 2:6, 2:6].tobytes()
+
+
+def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:
+    data = tensor(np.dtype("uint8"), (2, 3, 16, 16))
+    write_zarr(tmp_path / "good.zarr", data, (1, 3, 8, 8))
+    write_zarr(tmp_path / "bad.zarr", data, (1, 3, 8, 8))
+    chunk = next(path for path in sorted((tmp_path / "bad.zarr").rglob("*")) if path.is_file()
+                 and path.name != "zarr.json")
+    chunk.write_bytes(b"garbage")
+    assert run("crop-pad", tmp_path / "good.zarr", "-o", tmp_path / "out.zarr", "--shape", "2,3,8,8",
+               "-q").exit_code == 0
+    before = read_zarr(tmp_path / "out.zarr")[...]
+    result = run("crop-pad", tmp_path / "bad.zarr", "-o", tmp_path / "out.zarr", "--shape", "2,3,8,8")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {tmp_path / 'bad.zarr'}: a chunk could not be read")
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == before.tobytes()
+    result = run("crop-pad", tmp_path / "bad.zarr", tmp_path / "good.zarr", "--out-dir", tmp_path / "batch",
+                 "--shape", "2,3,8,8")
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert sorted(path.name for path in (tmp_path / "batch").iterdir()) == ["good.zarr"]
 
 
 def test_npy_on_either_side_and_the_output_never_over_the_input(tmp_path: Path) -> None:
