@@ -168,7 +168,13 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     group of one level when ``ome`` and the layout fits, else an array with dimension_names.
     ``like``: an input array whose compressors it takes."""
     zarr = _zarr()
-    names = None if layout is None else [_NAMES[letter] for letter in layout]
+    kept = getattr(like.metadata, "dimension_names", None) if like is not None else None
+    names: list[str] | None
+    if kept and layout is not None and len(kept) == len(layout) and layout_of(list(kept)) == layout:
+        names = [str(name) for name in kept]  # the input's own names where they still fit (t, z: not n)
+    else:
+        given = _OME_NAMES if ome else _NAMES  # OME-Zarr 0.5: the array's names are its axes'
+        names = None if layout is None else [given[letter] for letter in layout]
     options: dict[str, Any] = {}
     if like is not None and getattr(like.metadata, "zarr_format", 3) == 3:
         options["compressors"] = like.compressors
@@ -176,8 +182,9 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     store = _store(path, read_only=False)
     try:
         if ome and layout is not None:
-            axes = [{"name": _OME_NAMES[letter], "type": _OME_TYPES[letter]} | ({"unit": "micrometer"} if letter in "HW"
-                                                                               else {}) for letter in layout]
+            assert names is not None
+            axes = [{"name": name, "type": _OME_TYPES[letter]} | ({"unit": "micrometer"} if letter in "HW" else {})
+                    for letter, name in zip(layout, names, strict=True)]
             transforms = [{"type": "scale", "scale": list(scale or (1.0,) * len(layout))}]
             group = zarr.open_group(store=store, mode="w", attributes={
                 "ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": [

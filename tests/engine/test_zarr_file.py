@@ -204,6 +204,16 @@ def test_folders_and_quoted_globs_take_zarr_arrays_as_inputs(tmp_path: Path) -> 
     assert read_zarr(tmp_path / "out" / "deeper" / "b.zarr")[...].tobytes() == data[:, :, 2:6, 2:6].tobytes()
 
 
+def test_the_inputs_axis_names_travel_where_they_still_fit(tmp_path: Path) -> None:
+    data = tensor(np.dtype("uint8"), (2, 3, 8, 8))
+    write_zarr(tmp_path / "in.zarr", data, (1, 3, 4, 4), names=["t", "c", "y", "x"])
+    for command, args in [("crop-pad", ["--shape", "4,4"]), ("space-to-depth", ["--blocksize", "2"]),
+                          ("resize", ["--sizes", "4,6"])]:
+        result = run(command, tmp_path / "in.zarr", "-o", tmp_path / f"{command}.zarr", "-q", *args)
+        assert result.exit_code == 0, result.stderr
+        assert read_zarr(tmp_path / f"{command}.zarr").metadata.dimension_names == ("t", "c", "y", "x")
+
+
 def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (2, 3, 16, 16))
     write_zarr(tmp_path / "good.zarr", data, (1, 3, 8, 8))
