@@ -540,8 +540,9 @@ def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
     workers = min(_workers(), len(jobs)) if values * work.itemsize >= 4 * _PIECE * 8 else 1
     if workers <= 1:
         scratch = _Scratch(work)
-        for job in jobs:
-            job(scratch)
+        with _quiet():
+            for job in jobs:
+                job(scratch)
         return
     # each worker takes the next job when done with one: on a busy machine a worker that shares
     # its core does fewer, where equal shares would wait for it
@@ -550,16 +551,23 @@ def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
 
     def run_some() -> None:
         scratch = _Scratch(work)
-        while True:
-            with lock:
-                job = next(pending, None)
-            if job is None:
-                return
-            job(scratch)
+        with _quiet():
+            while True:
+                with lock:
+                    job = next(pending, None)
+                if job is None:
+                    return
+                job(scratch)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for done in [pool.submit(run_some) for _ in range(workers)]:
             done.result()
+
+
+def _quiet() -> Any:
+    """NaN and inf in the data are values like any other (they spread through a product as the
+    formula says): no floating-point warnings for them. Per thread: numpy's error state is."""
+    return np.errstate(invalid="ignore", over="ignore", divide="ignore")
 
 
 def _wide_jobs(source: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> list[Job]:

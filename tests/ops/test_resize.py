@@ -899,3 +899,16 @@ def test_bands_are_the_one_by_one_matrices() -> None:
             for mine, old in zip(ours, theirs):
                 assert mine.weights.shape == old.weights.shape and mine.weights.tobytes() == old.weights.tobytes()
                 assert mine.weights.flags.c_contiguous
+
+
+def test_nan_and_inf_in_the_data_raise_no_floating_point_warning() -> None:
+    """They are values like any other, spread by the products as the formula says (one thread and two)."""
+    import warnings
+
+    for shape in ((1, 3, 40, 30), (1, 3, 400, 300)):
+        data = np.ones(shape, np.float32)
+        data[0, 0, 3, 3], data[0, 1, 5, 5] = np.nan, np.inf
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            found = resize(data, sizes=[shape[2] + 10, shape[3] // 2], axes=[2, 3], mode="cubic", antialias=True)
+        assert np.isnan(found).any() and np.isfinite(found[0, 2]).all()
