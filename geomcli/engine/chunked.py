@@ -84,11 +84,16 @@ def blockwise(data: Dask, kernel: Callable[..., np.ndarray], blocksize: int, *, 
 
 
 def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first_whole: int,
-              tail: Sequence[int]) -> Dask:
+              tail: Sequence[int], max_pixels: int) -> Dask:
     """``kernel(block, start)`` on blocks that hold every axis from ``first_whole`` on whole (the
     axes before keep their chunks; ``start`` is the block's first index along axis 0), each
-    giving a block whose axes from ``first_whole`` on have the lengths ``tail``."""
+    giving a block whose axes from ``first_whole`` on have the lengths ``tail``. Blocks of more
+    than ``max_pixels`` elements (--max-pixels: what a task may hold) are refused before any is made."""
+    from geomcli import io
+
     data = data.rechunk({axis: -1 for axis in range(first_whole, data.ndim)})
+    biggest = tuple(max(axis, default=0) for axis in data.chunks[:first_whole]) + tuple(data.shape[first_whole:])
+    io.check_size(biggest, max_pixels, f"a task's whole planes {biggest}")
     chunks = data.chunks[:first_whole] + tuple((length,) for length in tail)
 
     def run(block: np.ndarray, block_info: dict[Any, Any] | None = None) -> np.ndarray:

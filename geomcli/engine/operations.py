@@ -444,7 +444,7 @@ class GridSample(Operation):
             return grid_sample(block, self.grid[start:start + block.shape[0]], self.mode, self.padding_mode,
                                self.align_corners, fill=fill, threads=1)  # dask runs the chunks side by side
 
-        result = chunked.by_planes(onnx, sample, 2, shape[2:])
+        result = chunked.by_planes(onnx, sample, 2, shape[2:], common.max_pixels)
         return result if layout is None else _from_onnx(result, layout, batch)
 
     def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -514,7 +514,7 @@ class Warp(Operation):
             self._warp(block, thetas[start:start + block.shape[0]], result, 1)  # dask runs the chunks side by side
             return result
 
-        return layouts.from_nchw(chunked.by_planes(nchw, warp, 2, shape[2:]), layout, batch)
+        return layouts.from_nchw(chunked.by_planes(nchw, warp, 2, shape[2:], common.max_pixels), layout, batch)
 
     def _thetas(self, n: int) -> np.ndarray:
         """One matrix per image: the one given for all, or the N given."""
@@ -646,7 +646,7 @@ class Resize(Operation):
                                                      for axis, size in zip(listed, self.sizes)]
             return resize(block, self.roi, self.scales, sizes, axes=axes, **settings)
 
-        return chunked.by_planes(data, resized, first, output[first:])
+        return chunked.by_planes(data, resized, first, output[first:], common.max_pixels)
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
         """The pixel size along an axis times its length in over its length out."""

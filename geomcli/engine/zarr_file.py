@@ -46,7 +46,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         data, layout, scale, ome, like = _open(input_path, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         try:
-            result = operation.apply_chunked(data, layout, whole(common))
+            result = operation.apply_chunked(data, layout, common)  # --max-pixels: what a task holds
             _check_blocks(data, result, common)
         except GeomError as error:
             raise GeomError(f"{input_path}: {error}") from error

@@ -393,10 +393,16 @@ def test_max_pixels_bounds_what_a_task_holds(tmp_path: Path) -> None:
     write_zarr(tmp_path / "in.zarr", data, (1, 3, 10, 9), names=["n", "c", "y", "x"])
     assert run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "crop.zarr", "--shape", "16,16",
                "--max-pixels", "300", "-q").exit_code == 0
-    # resize holds whole planes: 1×3×40×36 out
+    # resize holds whole planes: 1×3×20×18 in, 1×3×40×36 out
     result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "r.zarr", "--scales", "2,2", "--max-pixels", "300")
     assert result.exit_code == 1
-    assert "an output block (1, 3, 40, 36)" in result.stderr and "--max-pixels" in result.stderr
+    assert "a task's whole planes (1, 3, 20, 18)" in result.stderr and "--max-pixels" in result.stderr
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "r.zarr", "--scales", "2,2", "--max-pixels", "2000")
+    assert result.exit_code == 1 and "an output block (1, 3, 40, 36)" in result.stderr
+    # a downscale: its output blocks are small, the planes it reads are not
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "r.zarr", "--scales", "0.5,0.5",
+                 "--max-pixels", "300")
+    assert result.exit_code == 1 and "a task's whole planes (1, 3, 20, 18)" in result.stderr
     assert not (tmp_path / "r.zarr").exists()
 
 
