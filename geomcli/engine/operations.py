@@ -288,7 +288,7 @@ class _Blocks(Operation):
         if len(scale) != len(layout):
             return scale
         factor = self.blocksize if self.kernel == "space_to_depth" else 1 / self.blocksize
-        return tuple(value * factor if letter in "HW" else value for letter, value in zip(layout, scale))
+        return tuple(value * factor if role in "HW" else value for role, value in zip(layouts.roles(layout), scale))
 
     def _nchw_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         import geomcli.ops.space_depth as space_depth_ops

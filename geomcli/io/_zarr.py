@@ -33,7 +33,8 @@ MARKER = "geomcli"
 _AXIS_LETTERS = {"c": "C", "channel": "C", "channels": "C", "y": "H", "height": "H", "x": "W", "width": "W",
                  "n": "N", "t": "N", "batch": "N", "time": "N"}
 _NAMES = {"N": "n", "C": "c", "H": "y", "W": "x"}
-_OME_TYPES = {"N": "time", "C": "channel", "H": "space", "W": "space"}
+_OME_TYPES = {"N": "time", "C": "channel", "H": "space", "W": "space",
+              "T": "time", "Z": "space", "Y": "space", "X": "space"}  # and OME's own axes, as a layout
 _OME_NAMES = {"N": "t", "C": "c", "H": "y", "W": "x"}
 
 
@@ -77,17 +78,26 @@ def _store(path: str, read_only: bool) -> Any:
 
 
 def layout_of(names: Any) -> str | None:
-    """The geomcli layout axis names spell, or None where they spell none of them.
+    """The geomcli layout axis names spell, or None where they spell none of them: one of the
+    named layouts, else OME's single-letter axes ending in y, x with at most one c (TCZYX, ZYX),
+    a layout of their own as a TIFF hyperstack's axes are.
 
-    >>> layout_of(["c", "y", "x"]), layout_of(["t", "c", "y", "x"]), layout_of(["z", "y", "x"]), layout_of(None)
-    ('CHW', 'NCHW', None, None)
+    >>> layout_of(["c", "y", "x"]), layout_of(["t", "c", "y", "x"]), layout_of(["t", "c", "z", "y", "x"])
+    ('CHW', 'NCHW', 'TCZYX')
+    >>> layout_of(["z", "y", "x"]), layout_of(["y", "x", "z"]), layout_of(None)
+    ('ZYX', None, None)
     """
+    import re
+
     from geomcli.constants import LAYOUTS
 
     if not names or any(not isinstance(name, str) for name in names):
         return None
     letters = "".join(_AXIS_LETTERS.get(name.lower(), "?") for name in names)
-    return letters if letters in LAYOUTS else None
+    if letters in LAYOUTS:
+        return letters
+    own = "".join(name.upper() for name in names)
+    return own if re.fullmatch(r"[TZC]*YX", own) and own.count("C") <= 1 and len(set(own)) == len(own) else None
 
 
 def open_input(path: str) -> Opened:
@@ -174,7 +184,7 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
         names = [str(name) for name in kept]  # the input's own names where they still fit (t, z: not n)
     else:
         given = _OME_NAMES if ome else _NAMES  # OME-Zarr 0.5: the array's names are its axes'
-        names = None if layout is None else [given[letter] for letter in layout]
+        names = None if layout is None else [given.get(letter, letter.lower()) for letter in layout]
     options: dict[str, Any] = {}
     if like is not None and getattr(like.metadata, "zarr_format", 3) == 3:
         options["compressors"] = like.compressors
@@ -183,7 +193,7 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     try:
         if ome and layout is not None:
             assert names is not None
-            axes = [{"name": name, "type": _OME_TYPES[letter]} | ({"unit": "micrometer"} if letter in "HW" else {})
+            axes = [{"name": name, "type": _OME_TYPES[letter]} | ({"unit": "micrometer"} if letter in "HWZYX" else {})
                     for letter, name in zip(layout, names, strict=True)]
             transforms = [{"type": "scale", "scale": list(scale or (1.0,) * len(layout))}]
             group = zarr.open_group(store=store, mode="w", attributes={

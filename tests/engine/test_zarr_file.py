@@ -214,6 +214,37 @@ def test_the_inputs_axis_names_travel_where_they_still_fit(tmp_path: Path) -> No
         assert read_zarr(tmp_path / f"{command}.zarr").metadata.dimension_names == ("t", "c", "y", "x")
 
 
+def ome_five(path: Path, data: np.ndarray) -> None:
+    """An OME-Zarr 0.5 image of axes t, c, z, y, x."""
+    names = ["t", "c", "z", "y", "x"]
+    types = {"t": "time", "c": "channel", "z": "space", "y": "space", "x": "space"}
+    group = zarr.open_group(str(path), mode="w", attributes={"ome": {"version": "0.5", "multiscales": [{
+        "axes": [{"name": name, "type": types[name]} for name in names], "datasets": [
+            {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0, 2.0, 0.5, 0.5]}]}]}]}})
+    group.create_array("0", shape=data.shape, dtype=data.dtype, chunks=(1, 2, 2, 8, 8), dimension_names=names)[...] = data
+
+
+def test_a_five_axis_ome_zarr_is_its_own_layout_as_a_tiff_hyperstack_is(tmp_path: Path) -> None:
+    """TCZYX: t and z stacks, c the channels, y and x the plane; the same result as the OME-TIFF
+    of the same axes gives, the axes and the scale written back."""
+    import tifffile
+
+    data = np.random.default_rng(8).integers(0, 60000, (2, 3, 4, 16, 12), dtype=np.uint16)
+    ome_five(tmp_path / "in.zarr", data)
+    tifffile.imwrite(tmp_path / "in.ome.tif", data, ome=True, photometric="minisblack", metadata={"axes": "TCZYX"})
+    for command, args in [("crop-pad", ["--shape", "12,10"]), ("space-to-depth", ["--blocksize", "2"])]:
+        result = run(command, tmp_path / "in.zarr", "-o", tmp_path / f"{command}.zarr", "-q", *args)
+        assert result.exit_code == 0, result.stderr
+        assert run(command, tmp_path / "in.ome.tif", "-o", tmp_path / f"{command}.npy", "-q", *args).exit_code == 0
+        group = read_zarr(tmp_path / f"{command}.zarr")
+        assert group["0"][...].tobytes() == np.load(tmp_path / f"{command}.npy").tobytes()
+        image = group.attrs["ome"]["multiscales"][0]
+        assert [axis["name"] for axis in image["axes"]] == ["t", "c", "z", "y", "x"]
+        assert group["0"].metadata.dimension_names == ("t", "c", "z", "y", "x")
+        scale = [1.0, 1.0, 2.0, 1.0, 1.0] if command == "space-to-depth" else [1.0, 1.0, 2.0, 0.5, 0.5]
+        assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": scale}]
+
+
 def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (2, 3, 16, 16))
     write_zarr(tmp_path / "good.zarr", data, (1, 3, 8, 8))
