@@ -221,7 +221,8 @@ def ome_five(path: Path, data: np.ndarray) -> None:
     group = zarr.open_group(str(path), mode="w", attributes={"ome": {"version": "0.5", "multiscales": [{
         "axes": [{"name": name, "type": types[name]} for name in names], "datasets": [
             {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0, 2.0, 0.5, 0.5]}]}]}]}})
-    group.create_array("0", shape=data.shape, dtype=data.dtype, chunks=(1, 2, 2, 8, 8), dimension_names=names)[...] = data
+    array = group.create_array("0", shape=data.shape, dtype=data.dtype, chunks=(1, 2, 2, 8, 8), dimension_names=names)
+    array[...] = data
 
 
 def test_a_five_axis_ome_zarr_is_its_own_layout_as_a_tiff_hyperstack_is(tmp_path: Path) -> None:
