@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import subprocess
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -27,6 +29,28 @@ ALL_DTYPES = [
     np.dtype(np.dtypes.StringDType()),
 ]
 FLOAT_DTYPES = [np.dtype("float16"), np.dtype("float32"), np.dtype("float64"), np.dtype(ml_dtypes.bfloat16)]
+
+
+@functools.cache
+def has_imagemagick() -> bool:
+    """Whether ImageMagick's own convert runs here (some machines carry a stand-in by that name
+    that converts a PNG to PPM and nothing else)."""
+    if shutil.which("convert") is None:
+        return False
+    version = subprocess.run(["convert", "-version"], capture_output=True, text=True, timeout=60)
+    return version.returncode == 0 and version.stdout.startswith("Version: ImageMagick")
+
+
+def needs_imagemagick(test: Callable[..., None]) -> Callable[..., None]:
+    """Skips ``test`` where ImageMagick is not installed (asked when the test runs, not at collection)."""
+
+    @functools.wraps(test)
+    def checked(*args: Any, **kwargs: Any) -> None:
+        if not has_imagemagick():
+            pytest.skip("ImageMagick is not installed")
+        test(*args, **kwargs)
+
+    return checked
 
 
 def run(*args: Any, stdin: bytes | None = None, env: dict[str, str] | None = None) -> Any:

@@ -6,7 +6,6 @@ Pillow's PngInfo and JPEG save, ImageMagick's convert."""
 from __future__ import annotations
 
 import json
-import shutil
 import struct
 import subprocess
 import zlib
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import Result
-from conftest import run
+from conftest import needs_imagemagick, run
 
 from geomcli import io
 from geomcli.io import Metadata, _png
@@ -257,10 +256,7 @@ def test_zTXt_and_compressed_xmp_are_inflated_no_further_than_pillows_bound(tmp_
 
 # ---- files ImageMagick makes ----------------------------------------------------------------------
 
-needs_convert = pytest.mark.skipif(shutil.which("convert") is None, reason="ImageMagick's convert is not installed")
-
-
-@needs_convert
+@needs_imagemagick
 def test_imagemagick_comments_travel(tmp_path: Path, photo: np.ndarray) -> None:
     from PIL import Image
 
