@@ -345,12 +345,16 @@ LAYOUTS = [  # (shape, sizes, axes): each way the kernel goes
 ]
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
 @pytest.mark.parametrize(("shape", "sizes", "axes"), LAYOUTS)
 @pytest.mark.parametrize("dtype", ["uint8", "float32", "float64", "complex64"])
 def test_every_path_of_the_kernel(shape: tuple[int, ...], sizes: list[int], axes: list[int] | None, dtype: str,
-                                  rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+                                  compiled: bool, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
     # tiny pieces and products, and two threads, make small arrays take every branch: runs of
-    # bands, split products, column chunks, threaded jobs
+    # bands, split products, column chunks, threaded jobs; the compiled passes in many jobs; and
+    # the numpy path where the compiled kernel would take the case
+    if not compiled:
+        monkeypatch.setattr(resize_module, "_compiled", None)
     monkeypatch.setattr(resize_module, "_PIECE", 64)
     monkeypatch.setattr(resize_module, "_PRODUCT", 300)
     monkeypatch.setattr(resize_module, "_workers", lambda: 2)
@@ -912,3 +916,80 @@ def test_nan_and_inf_in_the_data_raise_no_floating_point_warning() -> None:
             warnings.simplefilter("error")
             found = resize(data, sizes=[shape[2] + 10, shape[3] // 2], axes=[2, 3], mode="cubic", antialias=True)
         assert np.isnan(found).any() and np.isfinite(found[0, 2]).all()
+
+
+# --- the compiled passes ---------------------------------------------------------------------------
+
+COMPILED_LAYOUTS = [  # (shape, sizes, axes)
+    ((2, 3, 9, 11), [5, 17], [2, 3]),  # an NCHW image: the second axis last
+    ((9, 11, 3), [4, 17], [0, 1]),  # an HWC image: channels after the second axis
+    ((5, 4, 6, 7), [3, 9], [1, 3]),  # two axes with one between them
+    ((9, 11, 3), [7, 3], [1, 0]),  # axes given in the other order: still made in axis order
+    ((30, 20), [11], [0]),  # one axis, values after it
+    ((4, 50), [21], [1]),  # one axis, the last
+]
+COMPILED_KEYWORDS = [
+    {"mode": "linear"}, {"mode": "linear", "antialias": True}, {"mode": "cubic", "antialias": True},
+    {"mode": "cubic", "exclude_outside": True, "coordinate_transformation_mode": "align_corners"},
+    {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize", "roi": "ROI",
+     "extrapolation_value": 3.0},
+]
+
+
+@pytest.mark.skipif(resize_module._compiled is None, reason="the compiled kernel is not built")
+@pytest.mark.parametrize(("shape", "sizes", "axes"), COMPILED_LAYOUTS)
+@pytest.mark.parametrize("dtype", sorted(resize_module._COMPILED_KINDS))
+def test_the_compiled_passes_are_the_references_sums(shape: tuple[int, ...], sizes: list[int], axes: list[int],
+                                                     dtype: str, rng: np.random.Generator) -> None:
+    """In axis order, each a sum from 0.0 in tap order, converted once: the reference's float64
+    values converted (up to a tie its weights, rounded another way, put on the other side), and
+    within one step of the numpy path's bands; integers at their extremes saturate as it does."""
+    kind = np.dtype(dtype)
+    data = make_array(rng, shape, kind)
+    if kind.kind in "iu":  # the extremes, which cubic overshoots: saturated
+        data.flat[::3] = np.iinfo(kind).max
+        data.flat[1::5] = np.iinfo(kind).min
+    for keywords in COMPILED_KEYWORDS:
+        if keywords.get("roi") == "ROI":
+            keywords = {**keywords, "roi": [-0.1] * len(sizes) + [0.9] * len(sizes)}
+        ours = resize(data, sizes=sizes, axes=axes, **keywords)
+        assert ours.dtype == kind
+        wide = by_reference(data.astype(np.float64), sizes=sizes, axes=axes, **keywords)
+        scale = float(np.abs(data.astype(np.float64)).max())
+        if kind.kind in "iu" and kind.itemsize == 8:  # past 2**53 float64 itself is steps of up to 1024 apart
+            np.testing.assert_allclose(ours.astype(np.float64), _numeric.to_dtype(wide, kind).astype(np.float64),
+                                       rtol=1e-12, atol=1e-12 * scale)
+        else:
+            assert_rounded_from(ours, wide)
+        compiled = resize_module._compiled
+        try:
+            resize_module._compiled = None
+            banded = resize(data, sizes=sizes, axes=axes, **keywords)
+        finally:
+            resize_module._compiled = compiled
+        if kind == np.float32:
+            np.testing.assert_array_max_ulp(ours, banded, maxulp=1)
+        elif kind.itemsize == 8:  # float64's own rounding errors, summed in two orders
+            np.testing.assert_allclose(ours.astype(np.float64), banded.astype(np.float64), rtol=1e-12,
+                                       atol=1e-12 * max(scale, 1))
+        else:
+            assert np.abs(ours.astype(np.float64) - banded.astype(np.float64)).max() <= 1
+
+
+@pytest.mark.skipif(resize_module._compiled is None, reason="the compiled kernel is not built")
+def test_the_compiled_kernel_checks_what_it_is_handed() -> None:
+    """The Python side validates everything; the C side still refuses what would read or write
+    past a buffer."""
+    kernel = resize_module._compiled
+    source, out = np.zeros((1, 4, 1, 1, 1), np.float32), np.zeros((1, 2, 1, 1, 1), np.float32)
+    taps, weights = np.array([[0, 1], [2, 3]], np.int64), np.full((2, 2), 0.5)
+    shape = (1, 4, 1, 1, 1, 2, 1, 2, 1)
+    kernel.resample(source, out, taps, weights, None, None, shape, "float32", 0, 2)
+    with pytest.raises(ValueError, match="a tap lies outside its axis"):
+        kernel.resample(source, out, np.array([[0, 4], [2, 3]], np.int64), weights, None, None, shape, "float32", 0, 2)
+    with pytest.raises(ValueError, match="out holds 8 bytes, not 4"):
+        kernel.resample(source, out, taps, weights, None, None, (1, 4, 1, 1, 1, 1, 1, 2, 1), "float32", 0, 1)
+    with pytest.raises(ValueError, match="shape or rows out of range"):
+        kernel.resample(source, out, taps, weights, None, None, shape, "float32", 0, 3)
+    with pytest.raises(ValueError, match="dtype float16 is not compiled"):
+        kernel.resample(source, out, taps, weights, None, None, shape, "float16", 0, 2)

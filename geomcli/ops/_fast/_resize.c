@@ -1,0 +1,278 @@
+/*
+ * Resize (opset 19), compiled: the weighted passes of one or two adjacent-in-order axes, each
+ * output row of the first axis made in a double buffer and, while it is in cache, weighed along
+ * the second axis and stored in data's dtype.
+ *
+ * The arithmetic is geomcli.ops.reference.resize's: per axis, in axis order, a sum from 0.0 of
+ * weight * value over the taps in order, in double; then one conversion (integers rounded half
+ * to even and saturated, NaN to 0, as geomcli.ops._numeric.to_dtype). It must be built without
+ * -ffast-math and with -ffp-contract=off (a fused multiply-add rounds once where numpy rounds
+ * twice).
+ *
+ * Only the buffer protocol is used (no numpy C API): the Python side (geomcli.ops.resize)
+ * validates everything and hands over C-contiguous buffers:
+ *
+ *   resample(source, out, taps1, weights1, taps2, weights2, shape, kind, start, stop)
+ *
+ *   source   (p, n1, a, n2, b) items of kind, C-contiguous
+ *   out      (p, m1, a, m2, b) items of kind, C-contiguous, writable
+ *   taps1    (m1, k1) int64, each in [0, n1); weights1 (m1, k1) float64
+ *   taps2    (m2, k2) int64 in [0, n2) and weights2 (m2, k2) float64, or None: the second
+ *            axis is left as it is (then m2 = n2)
+ *   shape    (p, n1, a, n2, b, m1, m2, k1, k2)
+ *   kind     data's dtype by numpy's name: float32, float64, (u)int8..64
+ *   start, stop  the output rows (p * m1 of them, in order) this call makes
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Py_ssize_t p, n1, a, n2, b, m1, m2, k1, k2;
+    const char *source;
+    char *out;
+    const int64_t *taps1, *taps2; /* taps2 NULL: the second axis as it is */
+    const double *weights1, *weights2;
+    Py_ssize_t start, stop;
+} Job;
+
+/* rint (half to even), saturated to [low, high], NaN to 0: _numeric.to_dtype for integers. The
+   bounds are whole numbers, so clamping first and rounding then gives the same. */
+static inline double saturate(double v, double low, double high)
+{
+    if (v != v)
+        return 0.0;
+    return rint(v < low ? low : v > high ? high : v);
+}
+
+#define AS_DOUBLE(v) ((double)(v))
+/* the same value through an int32: a conversion SSE2 has in vector form, where it has none
+   from bytes or halfwords */
+#define VIA_INT32(v) ((double)(int32_t)(v))
+#define TO_FLOAT(v) ((float)(v))
+#define TO_DOUBLE(v) (v)
+/* float64 cannot hold int64's and uint64's largest values: the bound is the largest double below
+   2**63 (2**64), as _numeric.to_dtype clips */
+#define TO_U8(v) ((uint8_t)saturate((v), 0.0, 255.0))
+#define TO_I8(v) ((int8_t)saturate((v), -128.0, 127.0))
+#define TO_U16(v) ((uint16_t)saturate((v), 0.0, 65535.0))
+#define TO_I16(v) ((int16_t)saturate((v), -32768.0, 32767.0))
+#define TO_U32(v) ((uint32_t)saturate((v), 0.0, 4294967295.0))
+#define TO_I32(v) ((int32_t)saturate((v), -2147483648.0, 2147483647.0))
+#define TO_U64(v) ((uint64_t)saturate((v), 0.0, 18446744073709549568.0))
+#define TO_I64(v) ((int64_t)saturate((v), -9223372036854775808.0, 9223372036854774784.0))
+
+/* Per item type T: the rows [start, stop) of the output, row holding a first-axis output row
+   (a * n2 * b doubles). The first axis's loop runs over a whole row of adjacent values, which the
+   compiler makes into vector code (each lane doing the scalar operations: the same bits). */
+#define KIND(NAME, T, LOAD, STORE)                                                                                     \
+    static void NAME##_rows(const Job *job, double *restrict row)                                                      \
+    {                                                                                                                  \
+        const Py_ssize_t width = job->a * job->n2 * job->b, out_width = job->a * job->m2 * job->b;                     \
+        const Py_ssize_t b = job->b;                                                                                   \
+        for (Py_ssize_t r = job->start; r < job->stop; r++) {                                                          \
+            const Py_ssize_t i = r / job->m1, j = r % job->m1;                                                         \
+            const T *plane = (const T *)job->source + i * job->n1 * width;                                             \
+            const int64_t *taps = job->taps1 + j * job->k1;                                                            \
+            const double *weights = job->weights1 + j * job->k1;                                                       \
+            for (Py_ssize_t x = 0; x < width; x++)                                                                     \
+                row[x] = 0.0;                                                                                          \
+            Py_ssize_t k = 0;                                                                                          \
+            /* four taps a pass over the row where there are (the adds still in tap order): a                          \
+               quarter of the row's loads and stores */                                                                \
+            for (; k + 4 <= job->k1; k += 4) {                                                                         \
+                const double w0 = weights[k], w1 = weights[k + 1], w2 = weights[k + 2], w3 = weights[k + 3];           \
+                const T *restrict l0 = plane + taps[k] * width, *restrict l1 = plane + taps[k + 1] * width;            \
+                const T *restrict l2 = plane + taps[k + 2] * width, *restrict l3 = plane + taps[k + 3] * width;        \
+                for (Py_ssize_t x = 0; x < width; x++)                                                                 \
+                    row[x] = (((row[x] + w0 * LOAD(l0[x])) + w1 * LOAD(l1[x])) + w2 * LOAD(l2[x])) + w3 * LOAD(l3[x]); \
+            }                                                                                                          \
+            for (; k < job->k1; k++) {                                                                                 \
+                const double w = weights[k];                                                                           \
+                const T *restrict line = plane + taps[k] * width;                                                      \
+                for (Py_ssize_t x = 0; x < width; x++)                                                                 \
+                    row[x] = row[x] + w * LOAD(line[x]);                                                               \
+            }                                                                                                          \
+            T *restrict out = (T *)job->out + r * out_width;                                                           \
+            if (job->taps2 == NULL) {                                                                                  \
+                for (Py_ssize_t x = 0; x < width; x++)                                                                 \
+                    out[x] = STORE(row[x]);                                                                            \
+                continue;                                                                                              \
+            }                                                                                                          \
+            for (Py_ssize_t g = 0; g < job->a; g++) {                                                                  \
+                const double *group = row + g * job->n2 * b;                                                           \
+                T *into = out + g * job->m2 * b;                                                                       \
+                for (Py_ssize_t j2 = 0; j2 < job->m2; j2++) {                                                          \
+                    const int64_t *taps2 = job->taps2 + j2 * job->k2;                                                  \
+                    const double *weights2 = job->weights2 + j2 * job->k2;                                             \
+                    for (Py_ssize_t c = 0; c < b; c++) {                                                               \
+                        double total = 0.0;                                                                            \
+                        for (Py_ssize_t t = 0; t < job->k2; t++)                                                       \
+                            total = total + weights2[t] * group[taps2[t] * b + c];                                     \
+                        into[j2 * b + c] = STORE(total);                                                               \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+
+KIND(f32, float, AS_DOUBLE, TO_FLOAT)
+KIND(f64, double, AS_DOUBLE, TO_DOUBLE)
+KIND(u8, uint8_t, VIA_INT32, TO_U8)
+KIND(i8, int8_t, VIA_INT32, TO_I8)
+KIND(u16, uint16_t, VIA_INT32, TO_U16)
+KIND(i16, int16_t, VIA_INT32, TO_I16)
+KIND(u32, uint32_t, AS_DOUBLE, TO_U32)
+KIND(i32, int32_t, AS_DOUBLE, TO_I32)
+KIND(u64, uint64_t, AS_DOUBLE, TO_U64)
+KIND(i64, int64_t, AS_DOUBLE, TO_I64)
+
+typedef void (*Runner)(const Job *, double *);
+
+static const struct {
+    const char *name;
+    Py_ssize_t itemsize;
+    Runner run;
+} KINDS[] = {
+    {"float32", 4, f32_rows}, {"float64", 8, f64_rows}, {"uint8", 1, u8_rows},   {"int8", 1, i8_rows},
+    {"uint16", 2, u16_rows},  {"int16", 2, i16_rows},   {"uint32", 4, u32_rows}, {"int32", 4, i32_rows},
+    {"uint64", 8, u64_rows},  {"int64", 8, i64_rows},
+};
+
+/* a C-contiguous buffer of exactly `items` items of `itemsize` bytes */
+static int get(PyObject *object, Py_buffer *view, Py_ssize_t items, Py_ssize_t itemsize, int writable,
+               const char *name)
+{
+    if (PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    if (view->len != items * itemsize) {
+        PyErr_Format(PyExc_ValueError, "resample: %s holds %zd bytes, not %zd", name, view->len, items * itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* every tap inside its axis: a wrong one would read past the buffer */
+static int check_taps(const int64_t *taps, Py_ssize_t count, Py_ssize_t length)
+{
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (taps[i] < 0 || taps[i] >= length) {
+            PyErr_SetString(PyExc_ValueError, "resample: a tap lies outside its axis");
+            return -1;
+        }
+    return 0;
+}
+
+PyDoc_STRVAR(resample_doc,
+             "resample(source, out, taps1, weights1, taps2, weights2, shape, kind, start, stop)\n--\n\n"
+             "Resize's weighted passes of two axes (the second None: one axis): source (p, n1, a, n2, b)\n"
+             "into out (p, m1, a, m2, b), output rows [start, stop) of the p * m1, as\n"
+             "geomcli.ops.reference.resize computes them. The GIL is released.");
+
+static PyObject *resample(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *source_obj, *out_obj, *taps1_obj, *weights1_obj, *taps2_obj, *weights2_obj;
+    const char *kind_name;
+    Job job;
+    memset(&job, 0, sizeof job);
+    if (!PyArg_ParseTuple(args, "OOOOOO(nnnnnnnnn)snn:resample", &source_obj, &out_obj, &taps1_obj, &weights1_obj,
+                          &taps2_obj, &weights2_obj, &job.p, &job.n1, &job.a, &job.n2, &job.b, &job.m1, &job.m2,
+                          &job.k1, &job.k2, &kind_name, &job.start, &job.stop))
+        return NULL;
+    Runner run = NULL;
+    Py_ssize_t itemsize = 0;
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (strcmp(kind_name, KINDS[i].name) == 0) {
+            run = KINDS[i].run;
+            itemsize = KINDS[i].itemsize;
+        }
+    if (run == NULL) {
+        PyErr_Format(PyExc_ValueError, "resample: dtype %s is not compiled", kind_name);
+        return NULL;
+    }
+    int second = taps2_obj != Py_None;
+    if (job.p < 0 || job.n1 < 1 || job.a < 0 || job.n2 < 1 || job.b < 0 || job.m1 < 0 || job.m2 < 0 || job.k1 < 1 ||
+        (second && job.k2 < 1) || (!second && job.m2 != job.n2) || job.start < 0 || job.stop < job.start ||
+        job.stop > job.p * job.m1) {
+        PyErr_SetString(PyExc_ValueError, "resample: shape or rows out of range");
+        return NULL;
+    }
+    Py_buffer source, out, taps1, weights1, taps2 = {0}, weights2 = {0};
+    if (get(source_obj, &source, job.p * job.n1 * job.a * job.n2 * job.b, itemsize, 0, "source") < 0)
+        return NULL;
+    PyObject *result = NULL;
+    int have_out = 0, have1 = 0, have_w1 = 0, have2 = 0, have_w2 = 0;
+    double *row = NULL;
+    if (get(out_obj, &out, job.p * job.m1 * job.a * job.m2 * job.b, itemsize, 1, "out") < 0)
+        goto done;
+    have_out = 1;
+    if (get(taps1_obj, &taps1, job.m1 * job.k1, 8, 0, "taps1") < 0)
+        goto done;
+    have1 = 1;
+    if (get(weights1_obj, &weights1, job.m1 * job.k1, 8, 0, "weights1") < 0)
+        goto done;
+    have_w1 = 1;
+    if (second) {
+        if (get(taps2_obj, &taps2, job.m2 * job.k2, 8, 0, "taps2") < 0)
+            goto done;
+        have2 = 1;
+        if (get(weights2_obj, &weights2, job.m2 * job.k2, 8, 0, "weights2") < 0)
+            goto done;
+        have_w2 = 1;
+    }
+    if (check_taps(taps1.buf, job.m1 * job.k1, job.n1) < 0 ||
+        (second && check_taps(taps2.buf, job.m2 * job.k2, job.n2) < 0))
+        goto done;
+    job.source = source.buf;
+    job.out = out.buf;
+    job.taps1 = taps1.buf;
+    job.weights1 = weights1.buf;
+    job.taps2 = second ? taps2.buf : NULL;
+    job.weights2 = second ? weights2.buf : NULL;
+    Py_ssize_t width = job.a * job.n2 * job.b;
+    if (job.stop > job.start && width > 0) {
+        row = malloc((size_t)width * sizeof(double));
+        if (row == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        run(&job, row);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_NewRef(Py_None);
+done:
+    free(row);
+    PyBuffer_Release(&source);
+    if (have_out)
+        PyBuffer_Release(&out);
+    if (have1)
+        PyBuffer_Release(&taps1);
+    if (have_w1)
+        PyBuffer_Release(&weights1);
+    if (have2)
+        PyBuffer_Release(&taps2);
+    if (have_w2)
+        PyBuffer_Release(&weights2);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"resample", resample, METH_VARARGS, resample_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_resize",
+    "Resize-19's weighted passes compiled: geomcli.ops.reference.resize's sums (buffer protocol only).",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__resize(void) { return PyModule_Create(&module); }
