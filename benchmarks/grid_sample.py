@@ -11,7 +11,8 @@ The cases: float32 (1, 3, S, S) sampled with a 30° rotation grid (made by
 against onnxruntime, PyTorch's ``grid_sample`` and OpenCV's ``remap`` with float maps (the
 grid's positions in pixels, made once, not timed; on an S×S×3 image, OpenCV's layout); and a
 uint8 S×S×3 warp by the same rotation (affine_grid + grid_sample, both timed, as the warp
-command does it; and grid_sample alone), against ``cv2.warpAffine`` with the same matrix. Each
+command does it: the image's (1, 3, S, S) view sampled where it lies into an S×S×3 result; then
+grid_sample alone, and on a (1, 3, S, S) copy), against ``cv2.warpAffine`` with the same matrix. Each
 engine runs at 1 and 2 threads; the engines take turns, one call each per round, and each cell
 is the median of the rounds. "geomcli" is the kernel as installed (its compiled path where the
 extension is built), "numpy" the same kernel with the extension set aside. Each geomcli result
@@ -200,8 +201,12 @@ def main() -> None:
                     row += f"{ms[other]:>8.1f}{ms['geomcli'] / ms[other]:>7.2f}"
             print(row, flush=True)
 
-    # the uint8 warp: H×W×3 as (1, 3, H, W), the grid made and applied as the warp command will
+    # the uint8 warp: H×W×3 seen as (1, 3, H, W), the grid made and applied as the warp command does
+    # (into an H×W×3 result); and the same image copied channels-first
     batch = np.ascontiguousarray(image.transpose(2, 0, 1))[None]
+    hwc_view = image.transpose(2, 0, 1)[None]
+    result = np.empty_like(image)
+    result_view = result.transpose(2, 0, 1)[None]
     matrix = pixel_matrix(theta, size, size)
     # the matrix is the grid's map in pixels: check it on the grid itself (float32 grid: ~1e-4 px)
     rows, cols = np.mgrid[0:size, 0:size]
@@ -213,12 +218,17 @@ def main() -> None:
     print(f"{'case':<16}{'threads':>8}{'geomcli':>9}" + (f"{'cv2':>8}{'ratio':>7}" if cv2 else "  (no opencv)"))
     for threads in thread_counts:
         def warp(threads: int = threads) -> np.ndarray:
-            return grid_sample(batch, affine_grid(theta, [1, 3, size, size], threads=threads), threads=threads)
+            grid_sample(hwc_view, affine_grid(theta, [1, 3, size, size], threads=threads), threads=threads,
+                        out=result_view)
+            return result
 
         def sample(threads: int = threads) -> np.ndarray:
+            return grid_sample(hwc_view, grid, threads=threads, out=result_view)
+
+        def sample_nchw(threads: int = threads) -> np.ndarray:
             return grid_sample(batch, grid, threads=threads)
 
-        calls = {"geomcli": warp, "sample": sample}
+        calls = {"geomcli": warp, "sample": sample, "sample_nchw": sample_nchw}
         if cv2:
             def opencv(threads: int = threads) -> np.ndarray:
                 cv2.setNumThreads(threads)
@@ -228,10 +238,11 @@ def main() -> None:
                 return result
 
             calls["cv2"] = opencv
-            difference = np.abs(warp().astype(int)[0].transpose(1, 2, 0) - opencv().astype(int))
+            assert np.array_equal(warp(), sample_nchw()[0].transpose(1, 2, 0))
+            difference = np.abs(warp().astype(int) - opencv().astype(int))
             print(f"  (cv2's fixed-point result differs from ours by at most {difference.max()} levels)")
         ms = time_rounds(calls, repeats)
-        for name, key in (("u8 warp", "geomcli"), ("u8 sample only", "sample")):
+        for name, key in (("u8 warp", "geomcli"), ("u8 sample only", "sample"), ("u8 sample NCHW", "sample_nchw")):
             row = f"{name:<16}{threads:>8}{ms[key]:>9.1f}"
             if cv2:
                 row += f"{ms['cv2']:>8.1f}{ms[key] / ms['cv2']:>7.2f}"

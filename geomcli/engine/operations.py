@@ -378,6 +378,20 @@ def _prepared(data: np.ndarray, layout: str | None, output_shape: Callable[[tupl
     return _Prepared(onnx, shape, batch, out, None if out is None else _onnx_view(out, layout, shape[1]))
 
 
+def _result(prepared: _Prepared, layout: str | None, dtype: np.dtype) -> np.ndarray:
+    """Where a sampling kernel writes: the memory-mapped output's (N, C, ...) view, or one of a new
+    array in the file's layout, so that an H×W×C result needs no transposing copy afterwards (the
+    compiled GridSample writes any strides)."""
+    import numpy as np
+
+    if prepared.view is not None:
+        return prepared.view
+    if not _maps(layout, prepared.shape[1]):
+        return np.empty(prepared.shape, dtype)
+    return _onnx_view(np.empty(_from_onnx_shape(prepared.shape, layout, prepared.batch), dtype), layout,
+                      prepared.shape[1])
+
+
 def _finished(result: np.ndarray, layout: str | None, prepared: _Prepared) -> np.ndarray:
     """A kernel's (N, C, ...) result in the file's layout: the memory-mapped output it wrote, or
     a view of the result."""
@@ -426,7 +440,7 @@ class GridSample(Operation):
         prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
         fill = 0 if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
         result = grid_sample(prepared.data, self.grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
-                             threads=common.threads, out=prepared.view)
+                             threads=common.threads, out=_result(prepared, layout, loaded.data.dtype))
         return _finished(result, layout, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
@@ -486,13 +500,11 @@ class Warp(Operation):
         return layouts.from_nchw_shape(shape, layout, layouts.batch_shape(header.shape, layout))
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
-        import numpy as np
-
         from geomcli.engine import layout as layouts
 
         layout = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
         prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
-        result = np.empty(prepared.shape, loaded.data.dtype) if prepared.view is None else prepared.view
+        result = _result(prepared, layout, loaded.data.dtype)
         self._warp(prepared.data, self._thetas(prepared.shape[0]), result, common.threads)
         return _finished(result, layout, prepared)
 
@@ -533,8 +545,8 @@ class Warp(Operation):
         for start in range(0, height, step):
             rows = slice(start, min(height, start + step))
             grid = affine_grid(theta, result.shape, self.align_corners, threads=threads, rows=rows)
-            result[:, :, rows] = grid_sample(data, grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
-                                             threads=threads)
+            grid_sample(data, grid, self.mode, self.padding_mode, self.align_corners, fill=fill, threads=threads,
+                        out=result[:, :, rows])
 
     def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
         from geomcli.ops.affine_grid import affine_grid_output_shape

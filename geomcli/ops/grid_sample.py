@@ -419,9 +419,13 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
     """The output in slabs of points, each slab of each batch item a piece of work."""
     batch, channels = data.shape[:2]
     rank = len(plan.lengths)
-    # (N, C, D1, ..., Dr) -> (N, C, D1·...·Dr): np.take gathers from a C-contiguous plane (it would
-    # copy a strided one on every call), so strided data is copied once here.
-    planes = np.ascontiguousarray(data).reshape(batch, channels, -1)
+    kind = _compiled_kind(plan)
+    if kind is not None and _read_in_place(data, plan):
+        planes = data  # an H×W×C image's (1, C, H, W) view, say: sampled where it lies
+    else:
+        # (N, C, D1, ..., Dr) -> (N, C, D1·...·Dr): np.take gathers from a C-contiguous plane (it would
+        # copy a strided one on every call), so strided data is copied once here.
+        planes = np.ascontiguousarray(data).reshape(batch, channels, -1)
     points = result.shape[2:]
     count = math.prod(points)
     try:
@@ -439,7 +443,6 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
         target: np.ndarray | None = result.reshape(batch, channels, count, copy=False)
     except ValueError:  # an out= whose output axes do not merge: each slab is put in by its indices
         target = None
-    kind = _compiled_kind(plan)
     if kind is None:
         slab, row = _slab_points(plan, channels), 0
     else:
@@ -495,6 +498,17 @@ def _compiled_kind(plan: _Plan) -> str | None:
     if plan.mode == "nearest":
         return None if plan.dtype.hasobject or plan.dtype.kind == "T" else "raw"
     return plan.dtype.name if plan.dtype.isnative and plan.dtype.name in _COMPILED_NUMERIC else None
+
+
+def _read_in_place(data: np.ndarray, plan: _Plan) -> bool:
+    """Whether the compiled kernel takes ``data`` with its own strides (whole items): for nearest and
+    2-D linear; the other interpolations read an axis's neighbours as a row, so their data is
+    copied C-contiguous. An H×W×C uint8 image's channels then lie side by side, a pixel's taps of
+    every channel in one cache line, and the kernel takes them all in one vector (with AVX2)."""
+    size = data.dtype.itemsize
+    if any(stride % size for stride in data.strides):
+        return False
+    return plan.mode == "nearest" or (plan.mode == "linear" and len(plan.lengths) == 2)
 
 
 def _compiled_piece(plan: _Plan, channels: int, points: Shape) -> tuple[int, int]:

@@ -15,6 +15,7 @@ import pytest
 
 from geomcli.ops import grid_sample as module
 from geomcli.ops import reference
+from geomcli.ops.affine_grid import affine_grid
 from geomcli.ops.grid_sample import grid_sample
 
 MODES = ("linear", "nearest", "cubic")
@@ -251,6 +252,73 @@ def test_strided_inputs_and_outputs(mode: str) -> None:
 
 
 @needs_compiled
+@pytest.mark.parametrize("channels", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float64", *OTHER_INTERPOLATED])
+@pytest.mark.parametrize("padding, align_corners", [(p, a) for p in PADDINGS for a in (False, True)])
+def test_channels_last_data_is_sampled_where_it_lies(padding: str, align_corners: bool, dtype: str,
+                                                      channels: int) -> None:
+    """An N×H×W×C array seen as (N, C, H, W), as the warp command hands an image over: 2-D linear
+    reads it with its strides (uint8 of up to 4 channels all at once, in one AVX2 vector where the
+    processor has it; 5 channels and other dtypes each channel on its own), into channels-last
+    and channels-first outputs, with float32 and float64 grids: edge points, points outside, NaN
+    and Inf positions, the reference's bits."""
+    rng = np.random.default_rng([channels, len(dtype), PADDINGS.index(padding), align_corners])
+    data = make_data(rng, (2, 9, 11, channels), dtype).transpose(0, 3, 1, 2)
+    assert module._read_in_place(data, plan_of(dtype, "linear"))
+    for grid_dtype, fill in ((np.float64, 0), (np.float32, 7)):
+        grid = make_grid(rng, (2, 7, 13, 2), (9, 11), align_corners, grid_dtype)
+        found, expected = run_both(data, grid, "linear", padding, align_corners, fill)
+        assert_bits(found, expected)
+        last = np.empty((2, 7, 13, channels), dtype).transpose(0, 3, 1, 2)
+        assert_bits(grid_sample(data, grid, "linear", padding, align_corners, fill=fill, out=last), expected)
+
+
+@needs_compiled
+@pytest.mark.parametrize("channels", [3, 4])
+def test_a_larger_channels_last_uint8_image_equals_the_numpy_path(channels: int) -> None:
+    """Many runs of a rotation grid over an image 300 pixels wide (tiles, their ends, rows that
+    wrap), threads, against the numpy path's copy of the data: the same bits."""
+    rng = np.random.default_rng(channels)
+    image = rng.integers(0, 256, (1, 70, 300, channels), dtype=np.uint8)
+    turn = math.radians(30)
+    theta = np.array([[[math.cos(turn), -math.sin(turn), 0.05], [math.sin(turn), math.cos(turn), -0.1]]])
+    grid = affine_grid(theta.astype(np.float32), (1, channels, 61, 290))
+    data = image.transpose(0, 3, 1, 2)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_compiled", None)
+        expected = grid_sample(data, grid)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_PARALLEL_VALUES", 1)
+        patch.setattr(module, "_COMPILED_POINTS", 1000)
+        for threads in (1, 2):
+            assert_bits(grid_sample(data, grid, threads=threads), expected)
+
+
+@needs_compiled
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.float32, np.complex128, ml_dtypes.bfloat16,
+                                   np.dtype(">f8"), np.dtype("S3")])
+def test_nearest_reads_channels_last_data_where_it_lies(dtype: Any) -> None:
+    rng = np.random.default_rng(11)
+    data = rng.integers(0, 100, (1, 6, 7, 3)).astype(dtype).transpose(0, 3, 1, 2)
+    assert module._read_in_place(data, plan_of(dtype, "nearest"))
+    for padding in PADDINGS:
+        grid = make_grid(rng, (1, 5, 8, 2), (6, 7), False)
+        assert_bits(*run_both(data, grid, "nearest", padding, False, 0))
+
+
+def test_what_is_copied_before_the_compiled_kernel_reads_it() -> None:
+    """The interpolations other than 2-D linear read an axis's neighbours as a row: their data is
+    made C-contiguous first, as is data whose strides are not whole items."""
+    channels_last = np.zeros((1, 5, 6, 3), np.float32).transpose(0, 3, 1, 2)
+    assert module._read_in_place(channels_last, plan_of(np.float32, "linear"))
+    assert not module._read_in_place(channels_last, plan_of(np.float32, "cubic"))
+    assert not module._read_in_place(channels_last[..., None], plan_of(np.float32, "linear", rank=3))
+    packed = np.zeros((1, 2, 3, 4), [("a", np.uint8), ("b", np.float32)])["b"]  # strides of 5 bytes
+    assert not module._read_in_place(packed, plan_of(np.float32, "linear"))
+    assert module._read_in_place(channels_last[..., None], plan_of(np.float32, "nearest", rank=3))
+
+
+@needs_compiled
 def test_grids_of_other_float_types_read_exactly() -> None:
     rng = np.random.default_rng(8)
     data = make_data(rng, (1, 2, 6, 7), np.float32)
@@ -333,7 +401,12 @@ def test_the_extension_checks_what_it_is_given() -> None:
     ]:
         with pytest.raises(ValueError, match=error):
             sample(*args)
-    with pytest.raises(ValueError, match="not C-contiguous"):
-        sample(plane[:, :, ::2], coords, out, (3, 2), "linear", "zeros", False, "float32", 0.0)
+    with pytest.raises(ValueError, match="strided innermost axis"):  # 2-D linear and nearest take any strides
+        sample(plane[:, :, ::2], coords, out, (3, 2), "cubic", "zeros", False, "float32", 0.0)
+    with pytest.raises(ValueError, match="whole items"):
+        misaligned = np.zeros((2, 3, 9), np.uint8)[:, :, 1:].view(np.float32)  # (2, 3, 2), strides (27, 9, 4)
+        sample(misaligned, coords, out, (3, 2), "linear", "zeros", False, "float32", 0.0)
+    with pytest.raises(ValueError, match=r"\(C, D1..Dr\)"):  # neither shaped nor C-contiguous
+        sample(plane[:, :, ::2].reshape(2, 6)[:, ::-1], coords, out, (3, 4), "linear", "zeros", False, "float32", 0.0)
     with pytest.raises(TypeError):
         sample(plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", 0.0)  # fill: bytes for nearest

@@ -11,7 +11,9 @@
  *
  *   sample(plane, coords, out, lengths, mode, padding, align_corners, kind, fill)
  *
- *   plane    C-contiguous (C, D1, ..., Dr) of one batch item; any item size for nearest
+ *   plane    (C, D1, ..., Dr) of one batch item, any strides of whole items (an H x W x C image's
+ *            (C, H, W) view, read where it lies), or C-contiguous of as many items; any item size
+ *            for nearest; linear in 1-D and 3-D and cubic need the innermost axis's stride 1
  *   coords   2-D (S, r) float32 or float64, any strides: x (the innermost axis) first
  *   out      writable 2-D (C, S), any strides, plane's item size
  *   lengths  (D1, ..., Dr), r = 1, 2 or 3, each >= 1
@@ -34,6 +36,18 @@
 #define VECTORS 1
 #else
 #define VECTORS 0
+#endif
+
+/* AVX2 where the processor has it (checked at run time; SSE2 is all x86-64 promises): vectors of 4
+   doubles, which hold a pixel's 3 or 4 channels at once. It runs the same IEEE operations, lane by
+   lane, as the SSE2 and scalar code: the same bits (no FMA: gcc's -ffp-contract=off, and the
+   target does not name it). */
+#if VECTORS && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define AVX2 1
+#define AVX2_TARGET __attribute__((target("avx2")))
+#else
+#define AVX2 0
 #endif
 
 #if defined(__GNUC__)
@@ -317,18 +331,23 @@ ALWAYS_INLINE void prefetch_taps(const char *p, Py_ssize_t flat, int rank, int t
 
 /* taps floor(x), floor(x) + 1: all inside for x in [0, L - 1) (which border and reflection leave
    as it is), all outside for x < -1 or x >= L */
-NOINLINE void linear_axis(int n, const double *restrict x, Py_ssize_t length, int zeros, double (*restrict w)[TILE],
-                          double *restrict index, double *restrict inside, double *restrict away,
-                          double *restrict near)
-{
-    const double end = (double)(length - 1), far_end = (double)length;
-    for (int q = 0; q < n; q++) {
-        POSITIONS(0.0, -1.0, far_end);
-        w[0][q] = 1 - t;
-        w[1][q] = t;
-        index[q] = f;
+#define LINEAR_AXIS(NAME, TARGET)                                                                     \
+    TARGET NOINLINE void NAME(int n, const double *restrict x, Py_ssize_t length, int zeros,            \
+                              double (*restrict w)[TILE], double *restrict index, double *restrict inside, \
+                              double *restrict away, double *restrict near)                           \
+    {                                                                                                 \
+        const double end = (double)(length - 1), far_end = (double)length;                            \
+        for (int q = 0; q < n; q++) {                                                                 \
+            POSITIONS(0.0, -1.0, far_end);                                                            \
+            w[0][q] = 1 - t;                                                                          \
+            w[1][q] = t;                                                                              \
+            index[q] = f;                                                                             \
+        }                                                                                             \
     }
-}
+LINEAR_AXIS(linear_axis, )
+#if AVX2
+LINEAR_AXIS(linear_axis_avx2, AVX2_TARGET) /* the same loop, 4 points a vector */
+#endif
 
 /* taps floor(x) - 1 .. floor(x) + 2: all inside for x in [1, L - 2), all outside for x < -2 or
    x >= L + 1 */
@@ -377,11 +396,19 @@ typedef struct {
     Py_ssize_t other[TILE];
 } Run;
 
-ALWAYS_INLINE void interior_run(const Job *job, Py_ssize_t first, int n, int rank, int mode, Run *run)
+/* A run's positions, axis by axis (outermost first): each point's weights and first tap on each
+   axis, and its marks (see POSITIONS): inside, away (all fill), near. */
+typedef struct {
+    double w[MAX_RANK][4][TILE], index[MAX_RANK][TILE], inside[TILE], away[TILE], near[TILE];
+} Positions;
+
+ALWAYS_INLINE void run_positions(const Job *job, Py_ssize_t first, int n, int rank, int mode, Positions *at,
+                                 int avx2)
 {
     /* doubles throughout, the marks (1.0 or 0.0) and the indices (whole numbers) too: SSE2 has no
        vector compare or conversion between doubles and 64-bit integers */
-    double x[TILE], w[MAX_RANK][4][TILE], index[MAX_RANK][TILE], inside[TILE], away[TILE], near[TILE];
+    double x[TILE];
+    double *inside = at->inside, *away = at->away, *near = at->near;
     const int zeros = job->padding == ZEROS;
     for (int q = 0; q < n; q++) {
         inside[q] = near[q] = 1.0;
@@ -389,15 +416,15 @@ ALWAYS_INLINE void interior_run(const Job *job, Py_ssize_t first, int n, int ran
     }
     for (int a = 0; a < rank; a++) {
         const Py_ssize_t length = job->length[a];
-        const char *at = job->coords + first * job->coord_point + (rank - 1 - a) * job->coord_axis;
+        const char *from = job->coords + first * job->coord_point + (rank - 1 - a) * job->coord_axis;
         const Py_ssize_t step = job->coord_point;
         if (job->coords_double) {
             for (int q = 0; q < n; q++)
-                memcpy(&x[q], at + q * step, sizeof(double));
+                memcpy(&x[q], from + q * step, sizeof(double));
         } else {
             for (int q = 0; q < n; q++) {
                 float single;
-                memcpy(&single, at + q * step, sizeof single);
+                memcpy(&single, from + q * step, sizeof single);
                 x[q] = single;
             }
         }
@@ -416,37 +443,56 @@ ALWAYS_INLINE void interior_run(const Job *job, Py_ssize_t first, int n, int ran
             continue;
         }
         if (mode == CUBIC)
-            cubic_axis(n, x, length, zeros, w[a], index[a], inside, away, near);
-        else if (mode == LINEAR)
-            linear_axis(n, x, length, zeros, w[a], index[a], inside, away, near);
+            cubic_axis(n, x, length, zeros, at->w[a], at->index[a], inside, away, near);
+        else if (mode == LINEAR) {
+#if AVX2
+            if (avx2) {
+                linear_axis_avx2(n, x, length, zeros, at->w[a], at->index[a], inside, away, near);
+                continue;
+            }
+#endif
+            (void)avx2;
+            linear_axis(n, x, length, zeros, at->w[a], at->index[a], inside, away, near);
+        }
         else
-            nearest_axis(n, x, length, zeros, index[a], inside, away, near);
+            nearest_axis(n, x, length, zeros, at->index[a], inside, away, near);
     }
+}
+
+/* fill interpolated by point q's weights, innermost axis first, each sum in tap order: what the
+   lattice of taps that all read fill gives (the same operations, the same values at each level) */
+ALWAYS_INLINE double away_value(const Job *job, const Positions *at, int q, int rank, int taps)
+{
+    double level = job->fill;
+    for (int a = rank - 1; a >= 0; a--) {
+        double total = at->w[a][0][q] * level;
+        for (int j = 1; j < taps; j++)
+            total = total + at->w[a][j][q] * level;
+        level = total;
+    }
+    return level;
+}
+
+ALWAYS_INLINE void interior_run(const Job *job, Py_ssize_t first, int n, int rank, int mode, Run *run)
+{
+    Positions at;
+    run_positions(job, first, n, rank, mode, &at, 0);
     const int taps = mode == CUBIC ? 4 : mode == LINEAR ? 2 : 0;
     run->count = run->aways = run->others = 0;
     for (int q = 0; q < n; q++) {
-        if (inside[q] != 0.0) {
+        if (at.inside[q] != 0.0) {
             int k = run->count++;
             Py_ssize_t flat = 0;
             for (int a = 0; a < rank; a++) {
-                flat += (Py_ssize_t)index[a][q] * job->stride[a];
+                flat += (Py_ssize_t)at.index[a][q] * job->stride[a];
                 for (int j = 0; j < taps; j++)
-                    run->weight[k][a][j] = w[a][j][q];
+                    run->weight[k][a][j] = at.w[a][j][q];
             }
             run->point[k] = first + q;
             run->flat[k] = flat;
-        } else if (away[q] != 0.0 && near[q] != 0.0) {
-            /* fill interpolated innermost axis first, each sum in tap order: what the lattice of
-               taps that all read fill gives (the same operations, the same values at each level) */
-            double level = job->fill;
-            for (int a = rank - 1; a >= 0; a--) {
-                double total = w[a][0][q] * level;
-                for (int j = 1; j < taps; j++)
-                    total = total + w[a][j][q] * level;
-                level = total;
-            }
+        } else if (at.away[q] != 0.0 && at.near[q] != 0.0) {
             run->away[run->aways] = first + q;
-            run->away_value[run->aways++] = level;
+            run->away_value[run->aways++] = mode == NEAREST ? job->fill : away_value(job, &at, q, rank, taps);
         } else {
             run->other[run->others++] = first + q;
         }
@@ -679,6 +725,26 @@ ALWAYS_INLINE __m128d row_sums(__m128d a0, __m128d b0, __m128d a1, __m128d b1, c
             total = l == 0 ? term : total + term;                                                     \
         }                                                                                             \
         return total;                                                                                 \
+    }                                                                                                 \
+    /* the taps at p and p + step (bytes) as a pair: a row of neighbours, or two loads */            \
+    ALWAYS_INLINE __m128d NAME##_pair(const char *p, Py_ssize_t step, int adjacent)                   \
+    {                                                                                                 \
+        __m128d a, b = _mm_setzero_pd();                                                              \
+        if (!adjacent)                                                                                \
+            return _mm_set_pd(NAME##_load(p + step, 0), NAME##_load(p, 0));                           \
+        ROW(NAME)(p, 2, &a, &b);                                                                      \
+        return a;                                                                                     \
+    }                                                                                                 \
+    /* a 2-D linear interior point in one channel: taps p, p + step and the same a row (rows bytes) \
+       on, the same operations as LATTICE's */                                                       \
+    ALWAYS_INLINE double NAME##_linear2_value(const char *p, Py_ssize_t rows, Py_ssize_t step, int adjacent, \
+                                              const double *wy, const double *wx)                     \
+    {                                                                                                 \
+        const __m128d none = _mm_setzero_pd();                                                        \
+        __m128d sums = row_sums(NAME##_pair(p, step, adjacent), none, NAME##_pair(p + rows, step, adjacent), \
+                                none, wx, 2);                                                         \
+        __m128d first = _mm_mul_pd(_mm_loadu_pd(wy), sums);                                           \
+        return low_lane(first) + high_lane(first);                                                    \
     }
 #else
 #define INTERIOR(NAME, T, ROW)                                                                        \
@@ -688,6 +754,17 @@ ALWAYS_INLINE __m128d row_sums(__m128d a0, __m128d b0, __m128d a1, __m128d b1, c
         double total = 0.0;                                                                           \
         LATTICE(total, rank, taps, weight, STEP_AT, NO_OUT, STEP_VALUE, NAME##_load);                 \
         return total;                                                                                 \
+    }                                                                                                 \
+    ALWAYS_INLINE double NAME##_linear2_value(const char *p, Py_ssize_t rows, Py_ssize_t step, int adjacent, \
+                                              const double *wy, const double *wx)                     \
+    {                                                                                                 \
+        (void)adjacent;                                                                               \
+        double row0 = wx[0] * NAME##_load(p, 0);                                                      \
+        row0 = row0 + wx[1] * NAME##_load(p + step, 0);                                               \
+        double row1 = wx[0] * NAME##_load(p + rows, 0);                                               \
+        row1 = row1 + wx[1] * NAME##_load(p + rows + step, 0);                                        \
+        double total = wy[0] * row0;                                                                  \
+        return total + wy[1] * row1;                                                                  \
     }
 #define ROW_GENERIC(NAME)
 #define ROW_F64(NAME)
@@ -793,12 +870,52 @@ ALWAYS_INLINE __m128d row_sums(__m128d a0, __m128d b0, __m128d a1, __m128d b1, c
             }                                                                                         \
         }                                                                                             \
     }                                                                                                 \
-    static void NAME##_run(const Job *job)                                                            \
+    /* 2-D linear: each interior point done whole, every channel, as soon as its position is known \
+       (nothing staged in a Run), on data of any strides: an H x W x C image is read where it lies, \
+       a point's taps of every channel in a cache line or two. */                                 \
+    ALWAYS_INLINE void NAME##_linear2_points(const Job *job, int adjacent)                            \
+    {                                                                                                 \
+        const Py_ssize_t size = (Py_ssize_t)sizeof(T);                                                \
+        const Py_ssize_t rows = job->stride[0] * size, step = job->stride[1] * size;                  \
+        const Py_ssize_t channel = job->plane * size;                                                 \
+        Positions at;                                                                                 \
+        Py_ssize_t other[TILE];                                                                       \
+        FOR_RUNS(job, first, last) {                                                                  \
+            const int n = (int)(last - first);                                                        \
+            int others = 0;                                                                           \
+            run_positions(job, first, n, 2, LINEAR, &at, 0);                                             \
+            for (int q = 0; q < n; q++) {                                                             \
+                char *out = job->out + (first + q) * job->out_point;                                  \
+                if (at.inside[q] != 0.0) {                                                            \
+                    const char *p = job->data + (Py_ssize_t)at.index[0][q] * rows                     \
+                                    + (Py_ssize_t)at.index[1][q] * step;                              \
+                    const double wy[2] = {at.w[0][0][q], at.w[0][1][q]};                              \
+                    const double wx[2] = {at.w[1][0][q], at.w[1][1][q]};                              \
+                    for (Py_ssize_t c = 0; c < job->channels; c++, p += channel, out += job->out_channel) \
+                        NAME##_store(out, NAME##_linear2_value(p, rows, step, adjacent, wy, wx));     \
+                } else if (at.away[q] != 0.0 && at.near[q] != 0.0) {                                  \
+                    const double value = away_value(job, &at, q, 2, 2);                               \
+                    for (Py_ssize_t c = 0; c < job->channels; c++, out += job->out_channel)           \
+                        NAME##_store(out, value);                                                     \
+                } else {                                                                              \
+                    other[others++] = first + q;                                                      \
+                }                                                                                     \
+            }                                                                                         \
+            for (int k = 0; k < others; k++)                                                          \
+                NAME##_general(job, other[k], job->out + other[k] * job->out_point);                  \
+        }                                                                                             \
+    }                                                                                                 \
+        static void NAME##_run(const Job *job)                                                            \
     {                                                                                                 \
         switch (job->rank * 4 + job->mode) {                                                          \
         case 4 + LINEAR: NAME##_points(job, 1, LINEAR); break;                                        \
         case 4 + CUBIC: NAME##_points(job, 1, CUBIC); break;                                          \
-        case 8 + LINEAR: NAME##_points(job, 2, LINEAR); break;                                        \
+        case 8 + LINEAR:                                                                              \
+            if (job->stride[1] == 1)                                                                  \
+                NAME##_points(job, 2, LINEAR);                                                        \
+            else                                                                                      \
+                NAME##_linear2_points(job, 0);                                                        \
+            break;                                                                                    \
         case 8 + CUBIC: NAME##_points(job, 2, CUBIC); break;                                          \
         case 12 + LINEAR: NAME##_points(job, 3, LINEAR); break;                                       \
         default: NAME##_points(job, 3, CUBIC); break;                                                 \
@@ -839,6 +956,97 @@ KIND(u32, uint32_t, AS_DOUBLE, TO_U32, ROW_GENERIC)
 KIND(i32, int32_t, AS_DOUBLE, TO_I32, ROW_GENERIC)
 KIND(u64, uint64_t, AS_DOUBLE, TO_U64, ROW_GENERIC)
 KIND(i64, int64_t, AS_DOUBLE, TO_I64, ROW_GENERIC)
+
+#if AVX2
+/* --- uint8 with its channels side by side, 2-D linear, AVX2 ----------------------------------- */
+
+/* An H x W x C image (C <= 4) sampled where it lies: a tap's channels are C neighbouring bytes,
+   made 4 doubles at once, and each lane does a channel's LATTICE, the same operations in the same
+   order: the same bits. Per point this is a few dozen instructions for every channel together;
+   the per-channel code took about as many for each channel. Lanes past C hold the next pixel's
+   bytes (or 0), computed and dropped. */
+AVX2_TARGET ALWAYS_INLINE __m256d u8_pixel(const unsigned char *p, int channels)
+{
+    /* in a register, no read past the pixel (the image's last byte may end a page): bytes stored
+       one by one and read as 4 stall the load behind the stores */
+    uint32_t bytes;
+    uint16_t two;
+    if (channels == 4) {
+        memcpy(&bytes, p, 4);
+    } else if (channels >= 2) {
+        memcpy(&two, p, 2);
+        bytes = channels == 3 ? two | (uint32_t)p[2] << 16 : two;
+    } else {
+        bytes = p[0];
+    }
+    return _mm256_cvtepi32_pd(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)bytes)));
+}
+
+AVX2_TARGET ALWAYS_INLINE void u8_channels_points(const Job *job, int channels)
+{
+    const Py_ssize_t rows = job->stride[0], step = job->stride[1]; /* items are bytes */
+    const unsigned char *data = (const unsigned char *)job->data;
+    const __m256d low = _mm256_setzero_pd(), high = _mm256_set1_pd(255.0), magic = _mm256_set1_pd(MAGIC);
+    const __m128i lowest_bytes = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    Positions at;
+    Py_ssize_t other[TILE], flat[TILE];
+    FOR_RUNS(job, first, last) {
+        const int n = (int)(last - first);
+        int others = 0;
+        run_positions(job, first, n, 2, LINEAR, &at, 1);
+        for (int q = 0; q < n; q++) {
+            /* an inside point's first tap, its two rows' lines asked for (an outside one's index
+               is of no use, and a prefetch of it harmless) */
+            flat[q] = at.inside[q] != 0.0 ? (Py_ssize_t)at.index[0][q] * rows + (Py_ssize_t)at.index[1][q] * step : 0;
+            __builtin_prefetch(data + flat[q]);
+            __builtin_prefetch(data + flat[q] + rows);
+        }
+        for (int q = 0; q < n; q++) {
+            char *out = job->out + (first + q) * job->out_point;
+            if (at.inside[q] != 0.0) {
+                const unsigned char *p = data + flat[q];
+                __m256d wx0 = _mm256_broadcast_sd(&at.w[1][0][q]), wx1 = _mm256_broadcast_sd(&at.w[1][1][q]);
+                __m256d row0 = _mm256_add_pd(_mm256_mul_pd(wx0, u8_pixel(p, channels)),
+                                             _mm256_mul_pd(wx1, u8_pixel(p + step, channels)));
+                __m256d row1 = _mm256_add_pd(_mm256_mul_pd(wx0, u8_pixel(p + rows, channels)),
+                                             _mm256_mul_pd(wx1, u8_pixel(p + rows + step, channels)));
+                __m256d total = _mm256_add_pd(_mm256_mul_pd(_mm256_broadcast_sd(&at.w[0][0][q]), row0),
+                                              _mm256_mul_pd(_mm256_broadcast_sd(&at.w[0][1][q]), row1));
+                /* saturate(), lane by lane: max and min pick as its selects do (NaN: low), then the
+                   rounding by MAGIC, NaN to 0; whole numbers 0..255 convert exactly */
+                __m256d c = _mm256_min_pd(_mm256_max_pd(total, low), high);
+                c = _mm256_sub_pd(_mm256_add_pd(c, magic), magic);
+                c = _mm256_and_pd(c, _mm256_cmp_pd(total, total, _CMP_ORD_Q));
+                uint32_t bytes = (uint32_t)_mm_cvtsi128_si32(_mm_shuffle_epi8(_mm256_cvtpd_epi32(c), lowest_bytes));
+                if (job->out_channel == 1) {
+                    memcpy(out, &bytes, (size_t)channels);
+                } else {
+                    for (int k = 0; k < channels; k++, bytes >>= 8)
+                        out[k * job->out_channel] = (char)(bytes & 0xffu);
+                }
+            } else if (at.away[q] != 0.0 && at.near[q] != 0.0) {
+                const double value = away_value(job, &at, q, 2, 2);
+                for (int k = 0; k < channels; k++, out += job->out_channel)
+                    u8_store(out, value);
+            } else {
+                other[others++] = first + q;
+            }
+        }
+        for (int k = 0; k < others; k++)
+            u8_general(job, other[k], job->out + other[k] * job->out_point);
+    }
+}
+
+AVX2_TARGET static void u8_channels_run(const Job *job)
+{
+    switch (job->channels) { /* a constant count: the loads and stores of a pixel are a move or two */
+    case 1: u8_channels_points(job, 1); break;
+    case 2: u8_channels_points(job, 2); break;
+    case 3: u8_channels_points(job, 3); break;
+    default: u8_channels_points(job, 4); break;
+    }
+}
+#endif
 
 /* --- nearest: item-size bytes copied, any type ----------------------------------------------- */
 
@@ -1007,7 +1215,7 @@ static PyObject *sample(PyObject *self, PyObject *args)
     }
 
     Py_buffer plane, coords, out;
-    if (PyObject_GetBuffer(plane_obj, &plane, PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(plane_obj, &plane, PyBUF_STRIDES) < 0)
         return NULL;
     if (PyObject_GetBuffer(coords_obj, &coords, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&plane);
@@ -1039,8 +1247,29 @@ static PyObject *sample(PyObject *self, PyObject *args)
     }
     if (job.mode == NEAREST)
         itemsize = plane.itemsize;
-    if (plane.itemsize != itemsize || out.itemsize != itemsize || plane.len != job.channels * items * itemsize) {
+    if (plane.itemsize != itemsize || out.itemsize != itemsize) {
         PyErr_SetString(PyExc_ValueError, "sample: plane must be (C, D1..Dr) of kind's item size, as out");
+        goto done;
+    }
+    int shaped = plane.ndim == rank + 1 && plane.shape[0] == job.channels;
+    for (Py_ssize_t a = 0; shaped && a < rank; a++)
+        shaped = plane.shape[a + 1] == job.length[a];
+    if (shaped) { /* its own strides, in items */
+        for (int a = 0; a <= rank; a++)
+            if (plane.strides[a] % itemsize != 0) {
+                PyErr_SetString(PyExc_ValueError, "sample: plane's strides must be whole items");
+                goto done;
+            }
+        job.plane = plane.strides[0] / itemsize;
+        for (Py_ssize_t a = 0; a < rank; a++)
+            job.stride[a] = plane.strides[a + 1] / itemsize;
+    } else if (!PyBuffer_IsContiguous(&plane, 'C') || plane.len != job.channels * items * itemsize) {
+        PyErr_SetString(PyExc_ValueError, "sample: plane must be (C, D1..Dr) of kind's item size, as out");
+        goto done;
+    }
+    /* the interiors of the other linear and cubic paths read an axis's neighbours as a row */
+    if (job.mode != NEAREST && job.stride[rank - 1] != 1 && !(rank == 2 && job.mode == LINEAR)) {
+        PyErr_SetString(PyExc_ValueError, "sample: a strided innermost axis takes 2-D linear or nearest only");
         goto done;
     }
     if (job.mode == NEAREST) {
@@ -1060,6 +1289,11 @@ static PyObject *sample(PyObject *self, PyObject *args)
     job.out = out.buf;
     job.out_channel = out.strides[0];
     job.out_point = out.strides[1];
+#if AVX2
+    if (run == u8_run && rank == 2 && job.mode == LINEAR && (job.plane == 1 || job.channels == 1) && job.channels <= 4 &&
+        __builtin_cpu_supports("avx2"))
+        run = u8_channels_run;
+#endif
     if (job.points > 0 && job.channels > 0) {
         Py_BEGIN_ALLOW_THREADS
         run(&job);
