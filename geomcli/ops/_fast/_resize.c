@@ -32,6 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
 typedef struct {
     Py_ssize_t p, n1, a, n2, b, m1, m2, k1, k2;
     const char *source;
@@ -42,18 +48,20 @@ typedef struct {
 } Job;
 
 /* rint (half to even), saturated to [low, high], NaN to 0: _numeric.to_dtype for integers. The
-   bounds are whole numbers, so clamping first and rounding then gives the same. */
+   bounds are whole numbers, so clamping first and rounding then gives the same. Within 32-bit
+   bounds the rounding is v + 1.5 * 2**52 - 1.5 * 2**52 (doubles there are 1 apart, so the sum is
+   v rounded half to even; the subtraction is exact): rint itself is a call into libm where SSE2
+   has no instruction for it, and was most of a uint8 resize's time. */
+#define MAGIC 0x1.8p52
 static inline double saturate(double v, double low, double high)
 {
     if (v != v)
         return 0.0;
-    return rint(v < low ? low : v > high ? high : v);
+    double c = v < low ? low : v > high ? high : v;
+    return high - low <= 4294967295.0 ? (c + MAGIC) - MAGIC : rint(c);
 }
 
 #define AS_DOUBLE(v) ((double)(v))
-/* the same value through an int32: a conversion SSE2 has in vector form, where it has none
-   from bytes or halfwords */
-#define VIA_INT32(v) ((double)(int32_t)(v))
 #define TO_FLOAT(v) ((float)(v))
 #define TO_DOUBLE(v) (v)
 /* float64 cannot hold int64's and uint64's largest values: the bound is the largest double below
@@ -67,70 +75,89 @@ static inline double saturate(double v, double low, double high)
 #define TO_U64(v) ((uint64_t)saturate((v), 0.0, 18446744073709549568.0))
 #define TO_I64(v) ((int64_t)saturate((v), -9223372036854775808.0, 9223372036854774784.0))
 
-/* Per item type T: the rows [start, stop) of the output, row holding a first-axis output row
-   (a * n2 * b doubles). The first axis's loop runs over a whole row of adjacent values, which the
-   compiler makes into vector code (each lane doing the scalar operations: the same bits). */
-#define KIND(NAME, T, LOAD, STORE)                                                                                     \
-    static void NAME##_rows(const Job *job, double *restrict row)                                                      \
-    {                                                                                                                  \
-        const Py_ssize_t width = job->a * job->n2 * job->b, out_width = job->a * job->m2 * job->b;                     \
-        const Py_ssize_t b = job->b;                                                                                   \
-        for (Py_ssize_t r = job->start; r < job->stop; r++) {                                                          \
-            const Py_ssize_t i = r / job->m1, j = r % job->m1;                                                         \
-            const T *plane = (const T *)job->source + i * job->n1 * width;                                             \
-            const int64_t *taps = job->taps1 + j * job->k1;                                                            \
-            const double *weights = job->weights1 + j * job->k1;                                                       \
-            for (Py_ssize_t x = 0; x < width; x++)                                                                     \
-                row[x] = 0.0;                                                                                          \
-            Py_ssize_t k = 0;                                                                                          \
-            /* four taps a pass over the row where there are (the adds still in tap order): a                          \
-               quarter of the row's loads and stores */                                                                \
-            for (; k + 4 <= job->k1; k += 4) {                                                                         \
-                const double w0 = weights[k], w1 = weights[k + 1], w2 = weights[k + 2], w3 = weights[k + 3];           \
-                const T *restrict l0 = plane + taps[k] * width, *restrict l1 = plane + taps[k + 1] * width;            \
-                const T *restrict l2 = plane + taps[k + 2] * width, *restrict l3 = plane + taps[k + 3] * width;        \
-                for (Py_ssize_t x = 0; x < width; x++)                                                                 \
-                    row[x] = (((row[x] + w0 * LOAD(l0[x])) + w1 * LOAD(l1[x])) + w2 * LOAD(l2[x])) + w3 * LOAD(l3[x]); \
-            }                                                                                                          \
-            for (; k < job->k1; k++) {                                                                                 \
-                const double w = weights[k];                                                                           \
-                const T *restrict line = plane + taps[k] * width;                                                      \
-                for (Py_ssize_t x = 0; x < width; x++)                                                                 \
-                    row[x] = row[x] + w * LOAD(line[x]);                                                               \
-            }                                                                                                          \
-            T *restrict out = (T *)job->out + r * out_width;                                                           \
-            if (job->taps2 == NULL) {                                                                                  \
-                for (Py_ssize_t x = 0; x < width; x++)                                                                 \
-                    out[x] = STORE(row[x]);                                                                            \
-                continue;                                                                                              \
-            }                                                                                                          \
-            for (Py_ssize_t g = 0; g < job->a; g++) {                                                                  \
-                const double *group = row + g * job->n2 * b;                                                           \
-                T *into = out + g * job->m2 * b;                                                                       \
-                for (Py_ssize_t j2 = 0; j2 < job->m2; j2++) {                                                          \
-                    const int64_t *taps2 = job->taps2 + j2 * job->k2;                                                  \
-                    const double *weights2 = job->weights2 + j2 * job->k2;                                             \
-                    for (Py_ssize_t c = 0; c < b; c++) {                                                               \
-                        double total = 0.0;                                                                            \
-                        for (Py_ssize_t t = 0; t < job->k2; t++)                                                       \
-                            total = total + weights2[t] * group[taps2[t] * b + c];                                     \
-                        into[j2 * b + c] = STORE(total);                                                               \
-                    }                                                                                                  \
-                }                                                                                                      \
-            }                                                                                                          \
-        }                                                                                                              \
+/* Adding taps of the first axis into the row, per item type T: four taps a pass over the row
+   where there are (the adds still in tap order: a quarter of the row's loads and stores), then
+   one. The loops run over whole rows of adjacent values, which the compiler makes into vector
+   code (each lane doing the scalar operations: the same bits). */
+#define PLAIN_ADDS(NAME, T, LOAD)                                                                                 \
+    ALWAYS_INLINE void NAME##_add4(double *restrict row, const T *restrict l0, const T *restrict l1,              \
+                                   const T *restrict l2, const T *restrict l3, const double *w, Py_ssize_t width) \
+    {                                                                                                             \
+        const double w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];                                                  \
+        for (Py_ssize_t x = 0; x < width; x++)                                                                    \
+            row[x] = (((row[x] + w0 * LOAD(l0[x])) + w1 * LOAD(l1[x])) + w2 * LOAD(l2[x])) + w3 * LOAD(l3[x]);    \
+    }                                                                                                             \
+    ALWAYS_INLINE void NAME##_add1(double *restrict row, const T *restrict line, double w, Py_ssize_t width)      \
+    {                                                                                                             \
+        for (Py_ssize_t x = 0; x < width; x++)                                                                    \
+            row[x] = row[x] + w * LOAD(line[x]);                                                                  \
     }
 
-KIND(f32, float, AS_DOUBLE, TO_FLOAT)
-KIND(f64, double, AS_DOUBLE, TO_DOUBLE)
-KIND(u8, uint8_t, VIA_INT32, TO_U8)
-KIND(i8, int8_t, VIA_INT32, TO_I8)
-KIND(u16, uint16_t, VIA_INT32, TO_U16)
-KIND(i16, int16_t, VIA_INT32, TO_I16)
-KIND(u32, uint32_t, AS_DOUBLE, TO_U32)
-KIND(i32, int32_t, AS_DOUBLE, TO_I32)
-KIND(u64, uint64_t, AS_DOUBLE, TO_U64)
-KIND(i64, int64_t, AS_DOUBLE, TO_I64)
+PLAIN_ADDS(f32, float, AS_DOUBLE)
+PLAIN_ADDS(f64, double, AS_DOUBLE)
+PLAIN_ADDS(u8, uint8_t, AS_DOUBLE)
+PLAIN_ADDS(i8, int8_t, AS_DOUBLE)
+PLAIN_ADDS(u16, uint16_t, AS_DOUBLE)
+PLAIN_ADDS(i16, int16_t, AS_DOUBLE)
+PLAIN_ADDS(u32, uint32_t, AS_DOUBLE)
+PLAIN_ADDS(i32, int32_t, AS_DOUBLE)
+PLAIN_ADDS(u64, uint64_t, AS_DOUBLE)
+PLAIN_ADDS(i64, int64_t, AS_DOUBLE)
+
+
+/* Per item type T: the rows [start, stop) of the output, row holding a first-axis output row
+   (a * n2 * b doubles). */
+#define KIND(NAME, T, STORE)                                                                                        \
+    static void NAME##_rows(const Job *job, double *restrict row)                                                   \
+    {                                                                                                               \
+        const Py_ssize_t width = job->a * job->n2 * job->b, out_width = job->a * job->m2 * job->b;                  \
+        const Py_ssize_t b = job->b;                                                                                \
+        for (Py_ssize_t r = job->start; r < job->stop; r++) {                                                       \
+            const Py_ssize_t i = r / job->m1, j = r % job->m1;                                                      \
+            const T *plane = (const T *)job->source + i * job->n1 * width;                                          \
+            const int64_t *taps = job->taps1 + j * job->k1;                                                         \
+            const double *weights = job->weights1 + j * job->k1;                                                    \
+            for (Py_ssize_t x = 0; x < width; x++)                                                                  \
+                row[x] = 0.0;                                                                                       \
+            Py_ssize_t k = 0;                                                                                       \
+            for (; k + 4 <= job->k1; k += 4)                                                                        \
+                NAME##_add4(row, plane + taps[k] * width, plane + taps[k + 1] * width, plane + taps[k + 2] * width, \
+                            plane + taps[k + 3] * width, weights + k, width);                                       \
+            for (; k < job->k1; k++)                                                                                \
+                NAME##_add1(row, plane + taps[k] * width, weights[k], width);                                       \
+            T *restrict out = (T *)job->out + r * out_width;                                                        \
+            if (job->taps2 == NULL) {                                                                               \
+                for (Py_ssize_t x = 0; x < width; x++)                                                              \
+                    out[x] = STORE(row[x]);                                                                         \
+                continue;                                                                                           \
+            }                                                                                                       \
+            for (Py_ssize_t g = 0; g < job->a; g++) {                                                               \
+                const double *group = row + g * job->n2 * b;                                                        \
+                T *into = out + g * job->m2 * b;                                                                    \
+                for (Py_ssize_t j2 = 0; j2 < job->m2; j2++) {                                                       \
+                    const int64_t *taps2 = job->taps2 + j2 * job->k2;                                               \
+                    const double *weights2 = job->weights2 + j2 * job->k2;                                          \
+                    for (Py_ssize_t c = 0; c < b; c++) {                                                            \
+                        double total = 0.0;                                                                         \
+                        for (Py_ssize_t t = 0; t < job->k2; t++)                                                    \
+                            total = total + weights2[t] * group[taps2[t] * b + c];                                  \
+                        into[j2 * b + c] = STORE(total);                                                            \
+                    }                                                                                               \
+                }                                                                                                   \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+
+KIND(f32, float, TO_FLOAT)
+KIND(f64, double, TO_DOUBLE)
+KIND(u8, uint8_t, TO_U8)
+KIND(i8, int8_t, TO_I8)
+KIND(u16, uint16_t, TO_U16)
+KIND(i16, int16_t, TO_I16)
+KIND(u32, uint32_t, TO_U32)
+KIND(i32, int32_t, TO_I32)
+KIND(u64, uint64_t, TO_U64)
+KIND(i64, int64_t, TO_I64)
 
 typedef void (*Runner)(const Job *, double *);
 
