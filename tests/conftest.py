@@ -31,6 +31,12 @@ ALL_DTYPES = [
 FLOAT_DTYPES = [np.dtype("float16"), np.dtype("float32"), np.dtype("float64"), np.dtype(ml_dtypes.bfloat16)]
 
 
+# Python that prints the running process's peak resident memory in MiB: VmHWM, its own address
+# space's, which exec starts anew (getrusage's ru_maxrss keeps the peak of the process that forked
+# it: a child of a big test process would report that one's size)
+PRINT_PEAK_MIB = 'print(int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024)'
+
+
 @functools.cache
 def has_imagemagick() -> bool:
     """Whether ImageMagick's own convert runs here (some machines carry a stand-in by that name

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run
+from conftest import PRINT_PEAK_MIB, run
 from PIL import Image
 
 from geomcli import affine_grid
@@ -192,14 +192,13 @@ def test_a_big_warp_never_holds_its_grid(tmp_path: Path) -> None:
     source.flush()
     del source
     script = textwrap.dedent(f"""
-        import resource
         from geomcli.cli import main
         try:
             main(["warp", {str(tmp_path / 'big.npy')!r}, "--rotate", "30", "-o", {str(tmp_path / 'out.npy')!r}, "-q"])
         except SystemExit as stop:
             if stop.code:
                 raise
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        {PRINT_PEAK_MIB}
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import ALL_DTYPES, make_array, run
+from conftest import ALL_DTYPES, PRINT_PEAK_MIB, make_array, run
 
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
@@ -409,9 +409,9 @@ def test_sigterm_during_a_mapped_write_leaves_no_temp_file(tmp_path: Path) -> No
 
 
 def _peak_rss_mib(arguments: list[str], setup: str = "") -> float:
-    """Run the CLI in a child process; its peak resident memory in MiB (ru_maxrss)."""
+    """Run the CLI in a child process; its peak resident memory in MiB (VmHWM)."""
     script = textwrap.dedent(f"""
-        import resource, sys
+        import sys
         {setup}
         from geomcli.cli import main
         try:
@@ -419,7 +419,7 @@ def _peak_rss_mib(arguments: list[str], setup: str = "") -> float:
         except SystemExit as stop:
             if stop.code:
                 raise
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        {PRINT_PEAK_MIB}
     """)
     done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
