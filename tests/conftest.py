@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import warnings
@@ -17,6 +18,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+
+# A run started in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and
+# so would every geomcli the tests start: the signal tests need Ctrl-C as a terminal delivers it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Every ONNX tensor type, as numpy spells it (bfloat16 through ml_dtypes).
 ALL_DTYPES = [
