@@ -231,38 +231,37 @@ static PyObject *resample(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "resample: shape or rows out of range");
         return NULL;
     }
-    Py_buffer source, out, taps1, weights1, taps2 = {0}, weights2 = {0};
-    if (get(source_obj, &source, job.p * job.n1 * job.a * job.n2 * job.b, itemsize, 0, "source") < 0)
-        return NULL;
+    /* source, out, taps1, weights1 and, with a second axis, taps2 and weights2 */
+    const struct {
+        PyObject *object;
+        Py_ssize_t items, itemsize;
+        int writable;
+        const char *name;
+    } wanted[] = {
+        {source_obj, job.p * job.n1 * job.a * job.n2 * job.b, itemsize, 0, "source"},
+        {out_obj, job.p * job.m1 * job.a * job.m2 * job.b, itemsize, 1, "out"},
+        {taps1_obj, job.m1 * job.k1, 8, 0, "taps1"},
+        {weights1_obj, job.m1 * job.k1, 8, 0, "weights1"},
+        {taps2_obj, job.m2 * job.k2, 8, 0, "taps2"},
+        {weights2_obj, job.m2 * job.k2, 8, 0, "weights2"},
+    };
+    Py_buffer views[6];
+    int held = 0, count = second ? 6 : 4;
     PyObject *result = NULL;
-    int have_out = 0, have1 = 0, have_w1 = 0, have2 = 0, have_w2 = 0;
     double *row = NULL;
-    if (get(out_obj, &out, job.p * job.m1 * job.a * job.m2 * job.b, itemsize, 1, "out") < 0)
-        goto done;
-    have_out = 1;
-    if (get(taps1_obj, &taps1, job.m1 * job.k1, 8, 0, "taps1") < 0)
-        goto done;
-    have1 = 1;
-    if (get(weights1_obj, &weights1, job.m1 * job.k1, 8, 0, "weights1") < 0)
-        goto done;
-    have_w1 = 1;
-    if (second) {
-        if (get(taps2_obj, &taps2, job.m2 * job.k2, 8, 0, "taps2") < 0)
+    for (; held < count; held++)
+        if (get(wanted[held].object, &views[held], wanted[held].items, wanted[held].itemsize, wanted[held].writable,
+                wanted[held].name) < 0)
             goto done;
-        have2 = 1;
-        if (get(weights2_obj, &weights2, job.m2 * job.k2, 8, 0, "weights2") < 0)
-            goto done;
-        have_w2 = 1;
-    }
-    if (check_taps(taps1.buf, job.m1 * job.k1, job.n1) < 0 ||
-        (second && check_taps(taps2.buf, job.m2 * job.k2, job.n2) < 0))
+    if (check_taps(views[2].buf, job.m1 * job.k1, job.n1) < 0 ||
+        (second && check_taps(views[4].buf, job.m2 * job.k2, job.n2) < 0))
         goto done;
-    job.source = source.buf;
-    job.out = out.buf;
-    job.taps1 = taps1.buf;
-    job.weights1 = weights1.buf;
-    job.taps2 = second ? taps2.buf : NULL;
-    job.weights2 = second ? weights2.buf : NULL;
+    job.source = views[0].buf;
+    job.out = views[1].buf;
+    job.taps1 = views[2].buf;
+    job.weights1 = views[3].buf;
+    job.taps2 = second ? views[4].buf : NULL;
+    job.weights2 = second ? views[5].buf : NULL;
     Py_ssize_t width = job.a * job.n2 * job.b;
     if (job.stop > job.start && width > 0) {
         row = malloc((size_t)width * sizeof(double));
@@ -277,17 +276,8 @@ static PyObject *resample(PyObject *self, PyObject *args)
     result = Py_NewRef(Py_None);
 done:
     free(row);
-    PyBuffer_Release(&source);
-    if (have_out)
-        PyBuffer_Release(&out);
-    if (have1)
-        PyBuffer_Release(&taps1);
-    if (have_w1)
-        PyBuffer_Release(&weights1);
-    if (have2)
-        PyBuffer_Release(&taps2);
-    if (have_w2)
-        PyBuffer_Release(&weights2);
+    while (held > 0)
+        PyBuffer_Release(&views[--held]);
     return result;
 }
 
