@@ -10,9 +10,10 @@ The cases: float32 (1, 3, S, S) sampled with a 30° rotation grid (made by
 ``geomcli.ops.affine_grid``, not timed) in linear, cubic and nearest mode with zeros padding,
 against onnxruntime, PyTorch's ``grid_sample`` and OpenCV's ``remap`` with float maps (the
 grid's positions in pixels, made once, not timed; on an S×S×3 image, OpenCV's layout); and a
-uint8 S×S×3 warp by the same rotation (affine_grid + grid_sample, both timed, as the warp
-command does it: the image's (1, 3, S, S) view sampled where it lies into an S×S×3 result; then
-grid_sample alone, and on a (1, 3, S, S) copy), against ``cv2.warpAffine`` with the same matrix. Each
+uint8 S×S×3 warp by the same rotation (affine_grid_sample from theta, timed as the warp command
+does it: the image's (1, 3, S, S) view sampled where it lies into an S×S×3 result, the grid's
+coordinates made point by point in the kernel; then grid_sample of a grid made beforehand, and on
+a (1, 3, S, S) copy), against ``cv2.warpAffine`` with the same matrix. Each
 engine runs at 1 and 2 threads; the engines take turns, one call each per round, and each cell
 is the median of the rounds. "geomcli" is the kernel as installed (its compiled path where the
 extension is built), "numpy" the same kernel with the extension set aside. Each geomcli result
@@ -37,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from geomcli.ops import grid_sample as grid_sample_module  # noqa: E402
 from geomcli.ops.affine_grid import affine_grid  # noqa: E402
-from geomcli.ops.grid_sample import grid_sample  # noqa: E402
+from geomcli.ops.grid_sample import affine_grid_sample, grid_sample  # noqa: E402
 
 TURN = 30.0  # degrees
 TARGETS = "linear < onnxruntime and < torch; cubic < onnxruntime and < torch; u8 warp <= 3x cv2.warpAffine"
@@ -213,13 +214,12 @@ def main() -> None:
     mapped = np.einsum("ij,jhw->hwi", matrix, np.stack([cols, rows, np.ones_like(rows)]).astype(np.float64))
     unnormalised = (grid[0].astype(np.float64) + 1) * size / 2 - 0.5
     assert np.abs(mapped - unnormalised).max() < 1e-3
-    print(f"\nuint8 warp {size}x{size}x3, linear, zeros: affine_grid + grid_sample (geomcli) "
+    print(f"\nuint8 warp {size}x{size}x3, linear, zeros: affine_grid_sample (geomcli) "
           f"against cv2.warpAffine (INTER_LINEAR, WARP_INVERSE_MAP, BORDER_CONSTANT)")
     print(f"{'case':<16}{'threads':>8}{'geomcli':>9}" + (f"{'cv2':>8}{'ratio':>7}" if cv2 else "  (no opencv)"))
     for threads in thread_counts:
-        def warp(threads: int = threads) -> np.ndarray:
-            grid_sample(hwc_view, affine_grid(theta, [1, 3, size, size], threads=threads), threads=threads,
-                        out=result_view)
+        def warp(threads: int = threads) -> np.ndarray:  # as the warp command: its grid made as it goes
+            affine_grid_sample(hwc_view, theta, (1, 3, size, size), threads=threads, out=result_view)
             return result
 
         def sample(threads: int = threads) -> np.ndarray:

@@ -535,18 +535,17 @@ class Warp(Operation):
         return np.broadcast_to(self.theta, (n, *self.theta.shape[1:])) if self.theta.shape[0] == 1 else self.theta
 
     def _warp(self, data: np.ndarray, theta: np.ndarray, result: np.ndarray, threads: int | None) -> None:
-        """(N, C, H, W) ``data`` warped into ``result``, a slab of output rows at a time."""
-        from geomcli.ops.affine_grid import affine_grid
-        from geomcli.ops.grid_sample import grid_sample
+        """(N, C, H, W) ``data`` warped into ``result``, a slab of output rows at a time (where the
+        grid is made, it is made a slab at a time)."""
+        from geomcli.ops.grid_sample import affine_grid_sample
 
         n, _, height, width = result.shape
         fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
         step = max(1, self.SLAB_GRID_BYTES // max(1, n * width * 2 * theta.dtype.itemsize))
         for start in range(0, height, step):
             rows = slice(start, min(height, start + step))
-            grid = affine_grid(theta, result.shape, self.align_corners, threads=threads, rows=rows)
-            grid_sample(data, grid, self.mode, self.padding_mode, self.align_corners, fill=fill, threads=threads,
-                        out=result[:, :, rows])
+            affine_grid_sample(data, theta, result.shape, self.mode, self.padding_mode, self.align_corners, fill=fill,
+                               threads=threads, out=result[:, :, rows], rows=rows)
 
     def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
         from geomcli.ops.affine_grid import affine_grid_output_shape

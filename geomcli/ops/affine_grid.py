@@ -68,6 +68,35 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: D
     return output
 
 
+def affine_grid_checked(
+    theta: Any, size: Ints, align_corners: bool | int = False, *, threads: int | None = None, rows: slice | None = None
+) -> tuple[np.ndarray, Shape, slice, int]:
+    """What :func:`affine_grid` checks of these arguments, checked: theta as an array, the shape of
+    the grid (of its ``rows`` only), those rows as ``slice(start, stop)`` within the grid, and the
+    thread count. Raises the GeomErrors affine_grid raises for them.
+
+    >>> affine_grid_checked(np.zeros((1, 2, 3)), [1, 3, 5, 6], rows=slice(2, None))[1:3]
+    ((1, 3, 6, 2), slice(2, 5, None))
+    """
+    func = "affine_grid"
+    matrices = as_array(theta, func, "theta", grid=True)
+    where = f"theta shape {matrices.shape}"
+    if isinstance(align_corners, (np.bool_, np.integer)):
+        align_corners = align_corners.item()
+    # the type first: an array of flags would make `in` ambiguous
+    if not isinstance(align_corners, int) or align_corners not in (0, 1):
+        raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {shown(align_corners)} ({where})")
+    output_shape = affine_grid_output_shape(matrices.shape, size, dtype=matrices.dtype.newbyteorder("="))
+    height = output_shape[-3]
+    if rows is None:
+        rows = slice(0, height)
+    if not isinstance(rows, slice) or rows.step not in (None, 1):
+        raise GeomError(f"{func}: rows must be a slice of step 1, found {shown(rows)} ({where})")
+    rows = slice(*rows.indices(height)[:2])
+    output_shape = (*output_shape[:-3], max(0, rows.stop - rows.start), *output_shape[-2:])
+    return matrices, output_shape, rows, as_threads(threads, func, where)
+
+
 def _base_coordinates(length: int, align_corners: bool) -> np.ndarray:
     """Closed-form sample positions in [-1, 1], in float64 (no float-step arange drift)."""
     index = np.arange(length, dtype=np.float64)
@@ -143,23 +172,9 @@ def affine_grid(
     array([-0.5,  0.5])
     """
     func = "affine_grid"
-    matrices = as_array(theta, func, "theta", grid=True)
+    matrices, output_shape, rows, workers = affine_grid_checked(theta, size, align_corners, threads=threads, rows=rows)
     where = f"theta shape {matrices.shape}"
-    if isinstance(align_corners, (np.bool_, np.integer)):
-        align_corners = align_corners.item()
-    # the type first: an array of flags would make `in` ambiguous
-    if not isinstance(align_corners, int) or align_corners not in (0, 1):
-        raise GeomError(f"{func}: align_corners must be a bool or 0/1, found {shown(align_corners)} ({where})")
     grid_dtype = matrices.dtype.newbyteorder("=")
-    output_shape = affine_grid_output_shape(matrices.shape, size, dtype=grid_dtype)
-    height = output_shape[-3]
-    if rows is None:
-        rows = slice(0, height)
-    if not isinstance(rows, slice) or rows.step not in (None, 1):
-        raise GeomError(f"{func}: rows must be a slice of step 1, found {shown(rows)} ({where})")
-    rows = slice(*rows.indices(height)[:2])
-    output_shape = (*output_shape[:-3], max(0, rows.stop - rows.start), *output_shape[-2:])
-    workers = as_threads(threads, func, where)
     if out is None:
         result = new_output(output_shape, grid_dtype, func, where)
     else:

@@ -14,6 +14,10 @@ time; the tests hold the two to the same bits.
 Where the compiled kernel (:mod:`geomcli.ops._fast`) is built and covers the case
 (:func:`_compiled_kind` decides), it does each slab instead, every point in one pass with the
 GIL released, with the same bits again; the numpy path does the rest.
+
+:func:`affine_grid_sample` is grid_sample of AffineGrid's grid (the warp command): where the
+compiled kernel covers the case it makes each point's coordinates from theta as it goes, the
+same float64 sums rounded once as affine_grid's, instead of writing a grid and reading it back.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
 from geomcli.ops._checks import GRID_DTYPES, GRID_TEXT, TENSOR_DTYPES, TENSOR_TEXT  # GridSample-22's T1, T2
+from geomcli.ops.affine_grid import affine_grid, affine_grid_checked, affine_grid_output_shape
 
 _compiled: ModuleType | None
 try:
@@ -39,7 +44,7 @@ try:
 except ImportError:  # not built: a checkout that was never installed, or no C compiler at install time
     _compiled = None
 
-__all__ = ["grid_sample", "grid_sample_output_shape"]
+__all__ = ["affine_grid_sample", "grid_sample", "grid_sample_output_shape"]
 
 Shape = tuple[int, ...]
 
@@ -381,6 +386,71 @@ def grid_sample(
     """
     array = _as_array(data, "data")
     points = _as_array(grid, "grid")
+    result, plan, workers = _prepared(array, points, mode, padding_mode, align_corners, fill, threads, out)
+    if plan is not None:
+        _run(array, points, result, plan, workers)
+    return result
+
+
+def affine_grid_sample(
+    data: Any,
+    theta: Any,
+    size: Sequence[int],
+    mode: str = "linear",
+    padding_mode: str = "zeros",
+    align_corners: bool | int = False,
+    *,
+    fill: Any = 0,
+    threads: int | None = None,
+    out: np.ndarray | None = None,
+    rows: slice | None = None,
+) -> np.ndarray:
+    """:func:`grid_sample` of the grid :func:`~geomcli.ops.affine_grid.affine_grid` makes: an affine warp.
+
+    ``grid_sample(data, affine_grid(theta, size, align_corners, rows=rows), mode, padding_mode,
+    align_corners, fill=fill, out=out)``, bit for bit, the arguments as there (``rows``: only
+    these rows of the output, as ``out``'s). Where the compiled kernel covers the case (2-D,
+    float32 or float64 theta) it makes each point's grid coordinates itself, the same float64
+    sums rounded once to theta's type, and no grid is held; elsewhere the grid is made first.
+
+    Raises
+    ------
+    GeomError
+        As affine_grid and grid_sample do for these arguments.
+
+    Examples
+    --------
+    >>> row = np.arange(4.0).reshape(1, 1, 1, 4)
+    >>> shift = np.array([[[1.0, 0.0, 0.5], [0.0, 1.0, 0.0]]])  # a quarter of the width to the left
+    >>> affine_grid_sample(row, shift, (1, 1, 1, 4), padding_mode="border")
+    array([[[[1., 2., 3., 3.]]]])
+    """
+    matrices, grid_shape, rows, _ = affine_grid_checked(theta, size, align_corners, threads=threads, rows=rows)
+    grid_dtype = matrices.dtype.newbyteorder("=")
+    if _compiled is None or len(grid_shape) != 4 or grid_dtype.name not in ("float32", "float64"):
+        return grid_sample(data, affine_grid(matrices, size, align_corners, threads=threads, rows=rows), mode,
+                           padding_mode, align_corners, fill=fill, threads=threads, out=out)
+    array = _as_array(data, "data")
+    # what grid_sample checks of a grid: its shape and dtype, here of one never made
+    stand_in = np.broadcast_to(np.zeros((), grid_dtype), grid_shape)
+    result, plan, workers = _prepared(array, stand_in, mode, padding_mode, align_corners, fill, threads, out)
+    if plan is None:
+        return result
+    if _compiled_kind(plan) is None:  # complex or bfloat16 data, say: the numpy path reads a grid
+        grid = affine_grid(matrices, size, plan.align_corners, threads=workers, rows=rows)
+        _run(array, grid, result, plan, workers)
+        return result
+    thetas = [tuple(matrix.ravel().tolist()) for matrix in matrices.astype(np.float64)]
+    height = affine_grid_output_shape(matrices.shape, size)[1]
+    affine = _AffineGrid(thetas, (height, grid_shape[2]), rows.start, grid_dtype == np.float64)
+    _run(array, None, result, plan, workers, affine)
+    return result
+
+
+def _prepared(array: np.ndarray, points: np.ndarray, mode: Any, padding_mode: Any, align_corners: Any, fill: Any,
+              threads: Any, out: Any) -> tuple[np.ndarray, _Plan | None, int]:
+    """grid_sample's arguments validated: the result array, the plan of its compute (None where
+    the result is already made: empty, or fill throughout) and the thread count."""
     _check_dtypes(array, points)
     where = _where(array.shape, points.shape)
     output_shape = grid_sample_output_shape(array.shape, points.shape)
@@ -398,7 +468,7 @@ def grid_sample(
     result = np.empty(output_shape, array.dtype) if out is None else _as_out(
         out, output_shape, array.dtype, (array, points), where)
     if result.size == 0:
-        return result
+        return result, None, workers
     if 0 in lengths:
         if padding != "zeros":
             raise GeomError(
@@ -406,17 +476,29 @@ def grid_sample(
                 f"({where})"
             )
         result[...] = fill_value  # no pixel to interpolate: every point reads fill
-        return result
+        return result, None, workers
     strides = tuple(math.prod(lengths[axis + 1:]) for axis in range(len(lengths)))
     numeric = chosen_mode != "nearest"
     plan = _Plan(chosen_mode, padding, corners, lengths, strides, array.dtype, fill_value, numeric,
                  _numeric.working_dtype(array.dtype))
-    _run(array, points, result, plan, workers)
-    return result
+    return result, plan, workers
 
 
-def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, threads: int) -> None:
-    """The output in slabs of points, each slab of each batch item a piece of work."""
+@dataclass(frozen=True)
+class _AffineGrid:
+    """A grid the compiled kernel makes as it goes (sample_affine): AffineGrid's for an output of
+    ``size`` (H, W), its rows from ``first_row`` on."""
+
+    thetas: list[tuple[float, ...]]  # per batch item: x's row of theta, then y's, in float64
+    size: tuple[int, int]
+    first_row: int
+    double: bool  # a float64 grid, else float32
+
+
+def _run(data: np.ndarray, grid: np.ndarray | None, result: np.ndarray, plan: _Plan, threads: int,
+         affine: _AffineGrid | None = None) -> None:
+    """The output in slabs of points, each slab of each batch item a piece of work; the grid's
+    coordinates read from ``grid``, or made by the compiled kernel from ``affine``."""
     batch, channels = data.shape[:2]
     rank = len(plan.lengths)
     kind = _compiled_kind(plan)
@@ -428,13 +510,16 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
         planes = np.ascontiguousarray(data).reshape(batch, channels, -1)
     points = result.shape[2:]
     count = math.prod(points)
-    try:
-        merged: np.ndarray | None = grid.reshape(batch, count, rank, copy=False)
-    except ValueError:  # a grid whose point axes do not merge (broadcast, say): each slab taken by its indices
-        merged = None
+    merged: np.ndarray | None = None
+    if grid is not None:
+        try:
+            merged = grid.reshape(batch, count, rank, copy=False)
+        except ValueError:  # a grid whose point axes do not merge (broadcast, say): each slab taken by its indices
+            pass
 
     def coordinates(n: int, start: int, stop: int) -> np.ndarray:
         """(stop - start, r) coordinates of points [start, stop) of batch item ``n``."""
+        assert grid is not None
         if merged is not None:
             return merged[n, start:stop]
         picked: np.ndarray = grid[n][np.unravel_index(np.arange(start, stop), points)]
@@ -468,7 +553,7 @@ def _run(data: np.ndarray, grid: np.ndarray, result: np.ndarray, plan: _Plan, th
 
     def worker() -> _Pieces:
         if kind is not None:
-            return _CompiledWorker(planes, coordinates, plan, kind, row, view, put)
+            return _CompiledWorker(planes, coordinates, plan, kind, row, view, put, affine)
         return _Worker(planes, coordinates, plan, min(slab, count), view, put)
 
     if threads > 1 and batch * channels * count >= _PARALLEL_VALUES and len(pieces) > 1:
@@ -544,24 +629,31 @@ class _CompiledWorker:
 
     def __init__(self, planes: np.ndarray, coordinates: Callable[[int, int, int], np.ndarray], plan: _Plan,
                  kind: str, row: int, view: Callable[[int, int, int], np.ndarray | None],
-                 put: Callable[[int, np.ndarray | slice, np.ndarray], None]) -> None:
+                 put: Callable[[int, np.ndarray | slice, np.ndarray], None], affine: _AffineGrid | None) -> None:
         self.raw = kind == "raw"
         self.planes = _raw(planes) if self.raw else planes
         self.coordinates, self.plan, self.kind, self.row, self.view, self.put = coordinates, plan, kind, row, view, put
+        self.affine = affine
         self.fill: bytes | float = plan.fill.tobytes() if self.raw else float(plan.fill.astype(np.float64))
 
     def work(self, piece: tuple[int, int, int]) -> None:
         n, start, stop = piece
         assert _compiled is not None
-        coordinates = self.coordinates(n, start, stop)
-        if coordinates.dtype not in (np.float32, np.float64) or not coordinates.dtype.isnative:
-            coordinates = coordinates.astype(np.float64)  # float16, bfloat16, byte-swapped: exactly
         into = self.view(n, start, stop)
         staged = into is None
         values = np.empty((self.planes.shape[1], stop - start), self.plan.dtype) if into is None else into
-        plan = self.plan
-        _compiled.sample(self.planes[n], coordinates, _raw(values) if self.raw else values, plan.lengths,
-                         plan.mode, plan.padding, plan.align_corners, self.kind, self.fill, self.row)
+        plan, affine, target = self.plan, self.affine, _raw(values) if self.raw else values
+        if affine is not None:
+            first = affine.first_row * affine.size[1] + start  # the piece's first point in the whole grid
+            _compiled.sample_affine(self.planes[n], affine.thetas[n], target, plan.lengths, plan.mode, plan.padding,
+                                    plan.align_corners, self.kind, self.fill, self.row, affine.size, first,
+                                    affine.double)
+        else:
+            coordinates = self.coordinates(n, start, stop)
+            if coordinates.dtype not in (np.float32, np.float64) or not coordinates.dtype.isnative:
+                coordinates = coordinates.astype(np.float64)  # float16, bfloat16, byte-swapped: exactly
+            _compiled.sample(self.planes[n], coordinates, target, plan.lengths, plan.mode, plan.padding,
+                             plan.align_corners, self.kind, self.fill, self.row)
         if staged:
             self.put(n, slice(start, stop), values)
 

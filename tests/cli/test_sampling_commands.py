@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -83,6 +84,50 @@ def test_warp_in_slabs_is_the_whole_grid_bit_for_bit(photo: tuple[Path, np.ndarr
     assert whole.exit_code == slabs.exit_code == 0
     assert np.load(tmp_path / "b.npy").shape == (40, 50, 3)
     assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
+# a layout's (N, C, H, W) view, and back
+LAYOUT_VIEWS: dict[str, tuple[Any, Any]] = {
+    "HWC": (lambda a: a.transpose(2, 0, 1)[None], lambda a: a[0].transpose(1, 2, 0)),
+    "NCHW": (lambda a: a, lambda a: a),
+    "NHWC": (lambda a: a.transpose(0, 3, 1, 2), lambda a: a.transpose(0, 2, 3, 1)),
+    "CHW": (lambda a: a[None], lambda a: a[0]),
+}
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize(("layout", "dtype"), [("HWC", "uint8"), ("NCHW", "int16"), ("NHWC", "float32"),
+                                               ("CHW", "float64")])
+def test_warp_slab_by_slab_on_threads_is_grid_sample_of_affine_grids_grid(
+        tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch, layout: str, dtype: str,
+        threads: str) -> None:
+    """The grid's coordinates made in the kernel, of float32 and float64 theta, slab by slab of
+    rows, on one thread or two, channels last and first, into an output of another size."""
+    from geomcli.engine.operations import Warp
+    from geomcli.ops import grid_sample as grid_sample_module
+
+    shape = {"HWC": (13, 17, 3), "NCHW": (2, 3, 13, 17), "NHWC": (2, 13, 17, 4), "CHW": (2, 13, 17)}[layout]
+    data = (rng.random(shape) * 250).astype(dtype)
+    np.save(tmp_path / "in.npy", data)
+    monkeypatch.setattr(Warp, "SLAB_GRID_BYTES", 2000)  # some rows a slab
+    monkeypatch.setattr(grid_sample_module, "_PARALLEL_VALUES", 1)  # tiny outputs shared by the threads too
+    for theta_dtype, flags in [("float32", ["--rotate", "23", "--scale", "0.8,1.3"]),
+                               ("float64", ["--shear", "0.3,-0.2", "--translate", "0.25,-0.1"])]:
+        sampling = ["--mode", "linear", "--padding-mode", "border", "--layout", layout, "--threads", threads]
+        result = run("warp", tmp_path / "in.npy", *flags, "--dtype", theta_dtype, "--size", "19,11", *sampling,
+                     "-o", tmp_path / "warped.npy", "-q")
+        assert result.exit_code == 0, result.stderr
+        to_nchw, from_nchw = LAYOUT_VIEWS[layout]
+        nchw = to_nchw(data)
+        theta = from_transforms(**({"rotate": 23.0, "scale": (0.8, 1.3)} if theta_dtype == "float32"
+                                   else {"shear": (0.3, -0.2), "translate": (0.25, -0.1)}))
+        theta = np.broadcast_to(theta.astype(theta_dtype), (nchw.shape[0], 2, 3))
+        grid = affine_grid(theta, (nchw.shape[0], nchw.shape[1], 19, 11))
+        expected = grid_sample(nchw, grid, "linear", "border")
+        expected = from_nchw(expected)
+        found = np.load(tmp_path / "warped.npy")
+        assert found.dtype == expected.dtype and found.shape == expected.shape
+        assert found.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
 def test_rotate_turns_the_picture_counter_clockwise_as_a_viewer_sees_it(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from geomcli.errors import GeomError
 from geomcli.ops import grid_sample as module
 from geomcli.ops import reference
 from geomcli.ops.affine_grid import affine_grid
@@ -410,3 +411,176 @@ def test_the_extension_checks_what_it_is_given() -> None:
         sample(plane[:, :, ::2].reshape(2, 6)[:, ::-1], coords, out, (3, 4), "linear", "zeros", False, "float32", 0.0)
     with pytest.raises(TypeError):
         sample(plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", 0.0)  # fill: bytes for nearest
+
+
+# --- affine_grid_sample: the grid's coordinates made in the kernel ------------------------------
+
+def rotation(degrees: float) -> list[list[float]]:
+    c, s = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
+    return [[c, -s, 0.0], [s, c, 0.0]]
+
+
+# rotation, scale, shear, translation, all four, a degenerate matrix (every point one position),
+# -0.0 terms, coordinates past float32's range (Inf) and Inf × 0 (NaN), and NaN in theta itself
+THETAS = {
+    "rotation": rotation(30), "scale": [[1.7, 0.0, 0.0], [0.0, 0.45, 0.0]],
+    "shear": [[1.0, 0.6, 0.0], [-0.3, 1.0, 0.0]], "translation": [[1.0, 0.0, 0.37], [0.0, 1.0, -1.25]],
+    "mixed": [[0.9 * 1.2, -0.44, 0.1], [0.31, 0.77, -0.05]], "degenerate": [[0.0, 0.0, 0.5], [0.0, 0.0, -0.25]],
+    "signed zeros": [[-1.0, -0.0, -0.0], [0.0, -1.0, -0.0]], "huge": [[1e38, 3e38, 0.0], [2e300, -1.0, 1e-300]],
+    "not finite": [[np.inf, 0.0, 0.0], [0.0, 1.0, np.nan]],
+}
+# (data height, width), (output height, width): the same, one row, one column, other sizes
+AFFINE_SIZES = [((7, 9), (7, 9)), ((6, 8), (1, 11)), ((5, 7), (10, 1)), ((9, 4), (4, 13)), ((1, 1), (3, 2))]
+
+
+def composed(data: np.ndarray, theta: np.ndarray, size: tuple[int, ...], mode: str, padding: str, align: bool,
+             rows: slice | None, threads: int, fill: Any) -> np.ndarray:
+    """What affine_grid_sample promises: grid_sample of affine_grid's grid."""
+    grid = affine_grid(theta, size, align, rows=rows)
+    return grid_sample(data, grid, mode, padding, align, fill=fill, threads=threads)
+
+
+def affine_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one for each call of the compiled sample_affine."""
+    calls: list[int] = []
+    sample_affine = module._compiled.sample_affine  # type: ignore[union-attr]
+
+    def spy(*args: Any) -> None:
+        calls.append(1)
+        sample_affine(*args)
+
+    monkeypatch.setattr(module._compiled, "sample_affine", spy)
+    return calls
+
+
+@needs_compiled
+@pytest.mark.parametrize("mode, padding, align_corners", COMBOS)
+def test_affine_grid_sample_is_grid_sample_of_affine_grids_grid(monkeypatch: pytest.MonkeyPatch, mode: str,
+                                                                padding: str, align_corners: bool) -> None:
+    """Bit for bit, over thetas (float32 and float64), data types, sizes, slabs of rows, pieces
+    of the output (whole rows, and points that straddle rows) and threads."""
+    calls = affine_calls(monkeypatch)
+    pieces = module._compiled_piece
+    monkeypatch.setattr(module, "_PARALLEL_VALUES", 1)  # tiny outputs shared by the threads too
+    rng = np.random.default_rng(21)
+    dtypes = ["uint8", "int16", "float32", "float64"]
+    for k, matrix in enumerate(THETAS.values()):
+        for theta_dtype in (np.float32, np.float64):
+            with np.errstate(over="ignore"):
+                theta = np.array([matrix, rotation(-50 + 11 * k)], theta_dtype)  # a batch of two
+            for (in_h, in_w), (out_h, out_w) in AFFINE_SIZES:
+                dtype = dtypes[(k + out_w) % len(dtypes)]
+                data = make_data(rng, (2, 3, in_h, in_w), dtype)
+                size = (2, 3, out_h, out_w)
+                # pieces of (points, row length): as chosen, a few points that straddle rows, whole rows
+                for rows, piece, threads in [(None, None, 1), (slice(1, out_h), (5, 0), 2),
+                                             (slice(0, 1), (out_w, out_w), 1), (slice(out_h - 1, None), (3, 0), 2)]:
+                    chosen = pieces if piece is None else lambda plan, channels, points, p=piece: p
+                    monkeypatch.setattr(module, "_compiled_piece", chosen)
+                    expected = composed(data, theta, size, mode, padding, align_corners, rows, threads, 3)
+                    calls.clear()
+                    actual = module.affine_grid_sample(data, theta, size, mode, padding, align_corners, fill=3,
+                                                       threads=threads, rows=rows)
+                    assert_bits(actual, expected)
+                    assert calls or actual.size == 0
+
+
+@needs_compiled
+@pytest.mark.parametrize("channels", [1, 3, 4, 5])
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+@pytest.mark.parametrize("mode", MODES)
+def test_affine_grid_sample_of_channels_last_data_into_a_channels_last_result(
+        monkeypatch: pytest.MonkeyPatch, mode: str, dtype: str, channels: int) -> None:
+    """An H×W×C image's (1, C, H, W) view, as the warp command gives it (uint8 with C <= 4: one
+    vector a pixel), into an H×W×C result's view, a slab of rows at a time."""
+    calls = affine_calls(monkeypatch)
+    rng = np.random.default_rng(22)
+    image = make_data(rng, (23, 31, channels), dtype)
+    theta = np.array([[[0.8, -0.7, 0.1], [0.6, 0.9, -0.2]]], np.float32)
+    size = (1, channels, 29, 37)
+    for padding, align_corners in [("zeros", False), ("border", True), ("reflection", False)]:
+        expected = composed(image.transpose(2, 0, 1)[None], theta, size, mode, padding, align_corners, None, 1, 0)
+        result = np.empty((29, 37, channels), dtype)
+        for rows in (slice(0, 10), slice(10, 11), slice(11, 29)):
+            module.affine_grid_sample(image.transpose(2, 0, 1)[None], theta, size, mode, padding, align_corners,
+                                      out=result.transpose(2, 0, 1)[None][:, :, rows], rows=rows)
+        assert_bits(result.transpose(2, 0, 1)[None], expected)
+    assert len(calls) == 9
+
+
+@pytest.mark.parametrize("case", ["float16 theta", "bfloat16 theta", "3-D", "complex data", "bfloat16 data",
+                                  "no extension"])
+def test_affine_grid_sample_makes_the_grid_where_the_kernel_does_not(monkeypatch: pytest.MonkeyPatch,
+                                                                    case: str) -> None:
+    rng = np.random.default_rng(23)
+    theta: np.ndarray = np.array([[[0.9, -0.4, 0.1], [0.4, 0.9, 0.0]]])
+    data = make_data(rng, (1, 2, 6, 7), np.float32)
+    size: tuple[int, ...] = (1, 2, 5, 8)
+    if case == "float16 theta":
+        theta = theta.astype(np.float16)
+    elif case == "bfloat16 theta":
+        theta = theta.astype(ml_dtypes.bfloat16)
+    elif case == "3-D":
+        theta, data, size = np.array([[[0.9, -0.4, 0, 0.1], [0.4, 0.9, 0, 0], [0, 0, 1, 0.2]]]), \
+            make_data(rng, (1, 2, 4, 6, 7), np.float32), (1, 2, 3, 5, 8)
+    elif case == "complex data":
+        data = make_complex(rng, data.shape)
+    elif case == "bfloat16 data":
+        data = data.astype(ml_dtypes.bfloat16)
+    elif module._compiled is not None:
+        monkeypatch.setattr(module, "_compiled", None)
+    if module._compiled is not None:
+        calls = affine_calls(monkeypatch)
+    # (nearest copies complex and bfloat16 items: the kernel's, with its grid made in it)
+    for mode in MODES if case not in ("complex data", "bfloat16 data") else ("linear", "cubic"):
+        rows = slice(1, 4)
+        expected = composed(data, theta, size, mode, "border", False, rows, 1, 0)
+        assert_bits(module.affine_grid_sample(data, theta, size, mode, "border", rows=rows), expected)
+    if module._compiled is not None:
+        assert not calls
+
+
+@pytest.mark.parametrize("theta_dtype", [np.float32, np.float16])  # the kernel's checks, and the composition's
+def test_affine_grid_sample_refuses_what_affine_grid_or_grid_sample_refuse(theta_dtype: Any) -> None:
+    data = np.zeros((1, 2, 4, 5), np.uint8)
+    theta = np.zeros((1, 2, 3), theta_dtype)
+    bad: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((data, theta, (1, 2, 3)), {}),  # size of 3 values
+        ((data, theta[:, :1], (1, 2, 3, 4)), {}),  # theta's shape
+        ((data, theta, (2, 2, 3, 4)), {}),  # size's N
+        ((data, theta.astype(np.int32), (1, 2, 3, 4)), {}),
+        ((data[0], theta, (1, 2, 3, 4)), {}),  # data's rank
+        ((data.astype(np.float128), theta, (1, 2, 3, 4)), {}),
+        ((data, theta, (1, 2, 3, 4), "bilinear"), {}),
+        ((data, theta, (1, 2, 3, 4), "linear", "wrap"), {}),
+        ((data, theta, (1, 2, 3, 4), "linear", "zeros", 2), {}),
+        ((data, theta, (1, 2, 3, 4)), {"fill": 300}),
+        ((data, theta, (1, 2, 3, 4)), {"threads": 0}),
+        ((data, theta, (1, 2, 3, 4)), {"rows": slice(0, 3, 2)}),
+        ((data, theta, (1, 2, 3, 4)), {"out": np.zeros((1, 2, 3, 4), np.int8)}),
+        ((data, theta, (1, 2, 3, 4)), {"out": np.zeros((1, 2, 3, 4), np.uint8), "rows": slice(1, 3)}),
+        ((data, theta, (1, 2, 4, 5)), {"out": data}),
+    ]
+    for args, options in bad:
+        with pytest.raises(GeomError) as composition:
+            grid = affine_grid(args[1], args[2], *args[5:6], rows=options.get("rows"), threads=options.get("threads"))
+            grid_sample(args[0], grid, *args[3:], **{k: v for k, v in options.items() if k != "rows"})
+        with pytest.raises(GeomError) as fused:
+            module.affine_grid_sample(*args, **options)
+        assert str(fused.value) == str(composition.value), args[2:]
+
+
+@needs_compiled
+def test_the_extension_checks_the_affine_grid_it_is_given() -> None:
+    sample_affine = module._compiled.sample_affine  # type: ignore[union-attr]
+    plane, out = np.zeros((2, 3, 4), np.float32), np.zeros((2, 6), np.float32)
+    theta = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+    sample_affine(plane, theta, out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0, (2, 3), 0, False)
+    for lengths, size, first, error in [((1, 3, 4, 1), (2, 3), 0, "spatial axes"), ((3,), (2, 3), 0, "2 lengths"),
+                                        ((3, 4), (0, 3), 0, "size"), ((3, 4), (2, 3), 1, "within its grid"),
+                                        ((3, 4), (2, 3), -1, "within its grid"),
+                                        ((3, 4), (2**62, 2**62), 0, "within its grid")]:
+        with pytest.raises(ValueError, match=error):
+            sample_affine(plane, theta, out, lengths, "linear", "zeros", False, "float32", 0.0, 0, size, first, False)
+    with pytest.raises(TypeError):
+        sample_affine(plane, theta[:5], out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0, (2, 3), 0, False)

@@ -18,8 +18,11 @@ cubic 49–62 ms (245–302, 167–239, 80–107), nearest 23–27 ms (44–48, 
 
 The uint8 1024×1024×3 warp as the warp command does it (the H×W×3 image's (1, 3, H, W) view
 sampled where it lies, into an H×W×3 result; a pixel's three channels in one AVX2 vector where
-the processor has it): 11.9 ms with its grid, 9.9 ms sampling alone, against cv2.warpAffine's
-3.7 ms in the same run (3.2×; it was 25–34 ms, 6–8×); a (1, 3, H, W) copy samples in 19.7 ms.
+the processor has it; ``sample_affine``: each point's grid coordinates made from theta in the
+kernel, the float64 sums affine_grid rounds, so no grid is written or read): 9.0 ms against
+cv2.warpAffine's 3.4 ms in the same run (2.6×; with affine_grid's grid it was 11.9 against 3.7,
+3.2×, and 25–34 ms, 6–8×, before that); sampling a grid made beforehand took 9.7 ms in that run,
+a (1, 3, H, W) copy 18.9 ms. Two threads: 5.0 against 2.2 ms (2.2×).
 
 ``_resize`` (``_resize.c``, the same build and rules) does Resize's weighted passes of one or two
 axes: each output row of the first axis summed into a double buffer over whole rows of adjacent

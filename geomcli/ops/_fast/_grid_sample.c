@@ -22,6 +22,15 @@
  *            name for nearest, which copies item-size bytes
  *   fill     linear and cubic: fill as a float (what a tap outside reads with zeros padding,
  *            and what a point whose position is not finite gives); nearest: fill's bytes
+ *
+ *   sample_affine(plane, theta, out, lengths, mode, padding, align_corners, kind, fill, row, size,
+ *                 first, double)
+ *
+ *   the same for 2-D, the coordinates made here instead of read from a grid: AffineGrid's for an
+ *   output of size (H, W), theta's 2 x 3 values (x's row, then y's) given as 6 floats, rounded to
+ *   float32 (or kept in float64 if double), of the points first .. first + S - 1 of the H x W grid
+ *   (S: out's points). A warp then needs no grid in memory: reading 8 bytes of grid a point cost
+ *   about as much as making them.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -86,6 +95,14 @@ typedef struct {
     Py_ssize_t row; /* points per output row: the points are visited in tiles of rows (see TILE) */
     double fill;             /* linear and cubic */
     const char *fill_bytes;  /* nearest */
+    /* sample_affine (coords NULL): the grid is AffineGrid's of theta (x's row, then y's) for an
+       output of grid_height x grid_width, and the job's point p is its point first_point + p */
+    double theta[2][3];
+    Py_ssize_t grid_height, grid_width, first_point;
+    int grid_double;
+    /* each coordinate's x term (x_w * theta[k][0]), terms[k][j] of point j (mod terms_count) of the job */
+    const double *terms[2];
+    Py_ssize_t terms_count;
 } Job;
 
 /* --- positions and taps (reference.unnormalize, axis_taps, pad_index) ------------------------ */
@@ -197,8 +214,71 @@ ALWAYS_INLINE int axis_taps(double x, Py_ssize_t length, Py_ssize_t stride, int 
     return any;
 }
 
+/* --- AffineGrid's coordinates (geomcli.ops.affine_grid: _base_coordinates, _grid_terms) ------ */
+
+/* The base coordinate of index i on an axis of length L, in [-1, 1], as numpy computes it */
+ALWAYS_INLINE double base_coordinate(Py_ssize_t i, Py_ssize_t length, int align)
+{
+    if (align)
+        return length > 1 ? 2 * (double)i / (double)(length - 1) - 1 : 0.0;
+    return (2 * (double)i + 1) / (double)length - 1;
+}
+
+/* The y part of coordinate k of output row h: theta[k][2] + y_h * theta[k][1] */
+ALWAYS_INLINE double affine_rest(const Job *job, Py_ssize_t h, int k)
+{
+    return job->theta[k][2] + base_coordinate(h, job->grid_height, job->align) * job->theta[k][1];
+}
+
+/* rest + x term in float64, rounded once to the grid's type, as affine_grid rounds it */
+ALWAYS_INLINE double affine_sum(const Job *job, double rest, double x_term)
+{
+    double sum = rest + x_term;
+    return job->grid_double ? sum : (double)(float)sum;
+}
+
+/* The x terms of the job's points j = 0 .. terms_count - 1, terms_count = min(points, W): point j
+   (and every point j + W after it) lies in column (first_point + j) mod W */
+static void affine_terms(const Job *job, double *terms)
+{
+    const Py_ssize_t width = job->grid_width, start = job->first_point % width;
+    for (int k = 0; k < 2; k++)
+        for (Py_ssize_t j = 0, column = start; j < job->terms_count; j++, column = column + 1 < width ? column + 1 : 0)
+            terms[k * job->terms_count + j] = base_coordinate(column, width, job->align) * job->theta[k][0];
+}
+
+/* Coordinate k (0: x, 1: y) of the job's points [first, first + n), into x: in stretches that
+   share a row (one rest term) and a run of x terms */
+ALWAYS_INLINE void affine_coordinates(const Job *job, Py_ssize_t first, int n, int k, double *x)
+{
+    const Py_ssize_t width = job->grid_width, count = job->terms_count;
+    const double *terms = job->terms[k];
+    for (int q = 0; q < n;) {
+        Py_ssize_t point = job->first_point + first + q, j = (first + q) % count;
+        Py_ssize_t stretch = width - point % width; /* to the row's end */
+        if (count - j < stretch)
+            stretch = count - j;
+        if (n - q < stretch)
+            stretch = n - q;
+        const double rest = affine_rest(job, point / width, k);
+        if (job->grid_double) {
+            for (Py_ssize_t s = 0; s < stretch; s++)
+                x[q + s] = rest + terms[j + s];
+        } else {
+            for (Py_ssize_t s = 0; s < stretch; s++)
+                x[q + s] = (double)(float)(rest + terms[j + s]);
+        }
+        q += (int)stretch;
+    }
+}
+
 ALWAYS_INLINE double coordinate(const Job *job, Py_ssize_t p, int a)
 {
+    if (job->coords == NULL) {
+        const int k = job->rank - 1 - a; /* x: the innermost axis's */
+        const Py_ssize_t point = job->first_point + p;
+        return affine_sum(job, affine_rest(job, point / job->grid_width, k), job->terms[k][p % job->terms_count]);
+    }
     const char *at = job->coords + p * job->coord_point + (job->rank - 1 - a) * job->coord_axis; /* x last */
     if (job->coords_double) {
         double g;
@@ -416,12 +496,15 @@ ALWAYS_INLINE void run_positions(const Job *job, Py_ssize_t first, int n, int ra
     }
     for (int a = 0; a < rank; a++) {
         const Py_ssize_t length = job->length[a];
-        const char *from = job->coords + first * job->coord_point + (rank - 1 - a) * job->coord_axis;
         const Py_ssize_t step = job->coord_point;
-        if (job->coords_double) {
+        if (job->coords == NULL) {
+            affine_coordinates(job, first, n, rank - 1 - a, x);
+        } else if (job->coords_double) {
+            const char *from = job->coords + first * step + (rank - 1 - a) * job->coord_axis;
             for (int q = 0; q < n; q++)
                 memcpy(&x[q], from + q * step, sizeof(double));
         } else {
+            const char *from = job->coords + first * step + (rank - 1 - a) * job->coord_axis;
             for (int q = 0; q < n; q++) {
                 float single;
                 memcpy(&single, from + q * step, sizeof single);
@@ -1154,17 +1237,12 @@ PyDoc_STRVAR(sample_doc,
              "float32/float64 with x first, out (C, S) writable; any strides for coords and out.\n"
              "The same bits as geomcli.ops.reference.grid_sample. The GIL is released.");
 
-static PyObject *sample(PyObject *self, PyObject *args)
+/* The job's checks and run, for sample (coords given) and sample_affine (coords_obj NULL: job's
+   theta and grid fields set) */
+static PyObject *run_job(Job job, PyObject *plane_obj, PyObject *coords_obj, PyObject *out_obj, PyObject *lengths_obj,
+                         const char *mode_name, const char *padding_name, int align, const char *kind_name,
+                         PyObject *fill_obj)
 {
-    (void)self;
-    PyObject *plane_obj, *coords_obj, *out_obj, *lengths_obj, *fill_obj;
-    const char *mode_name, *padding_name, *kind_name;
-    int align;
-    Job job;
-    memset(&job, 0, sizeof job);
-    if (!PyArg_ParseTuple(args, "OOOO!sspsO|n:sample", &plane_obj, &coords_obj, &out_obj, &PyTuple_Type,
-                          &lengths_obj, &mode_name, &padding_name, &align, &kind_name, &fill_obj, &job.row))
-        return NULL;
     static const char *const modes[] = {"linear", "nearest", "cubic"};
     static const char *const paddings[] = {"zeros", "border", "reflection"};
     if ((job.mode = choose(mode_name, modes, 3, "mode")) < 0 ||
@@ -1215,35 +1293,49 @@ static PyObject *sample(PyObject *self, PyObject *args)
     }
 
     Py_buffer plane, coords, out;
+    memset(&coords, 0, sizeof coords);
     if (PyObject_GetBuffer(plane_obj, &plane, PyBUF_STRIDES) < 0)
         return NULL;
-    if (PyObject_GetBuffer(coords_obj, &coords, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
+    if (coords_obj != NULL && PyObject_GetBuffer(coords_obj, &coords, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&plane);
         return NULL;
     }
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) {
         PyBuffer_Release(&plane);
-        PyBuffer_Release(&coords);
+        if (coords_obj != NULL)
+            PyBuffer_Release(&coords);
         return NULL;
     }
     PyObject *result = NULL;
     Py_ssize_t fill_size = 0;
     const char *fill_bytes = NULL;
-    if (out.ndim != 2 || coords.ndim != 2) {
+    double *terms = NULL;
+    if (out.ndim != 2 || (coords_obj != NULL && coords.ndim != 2)) {
         PyErr_SetString(PyExc_ValueError, "sample: coords and out must be 2-D");
         goto done;
     }
     job.channels = out.shape[0];
-    job.points = coords.shape[0];
-    if (coords.shape[1] != rank || out.shape[1] != job.points) {
-        PyErr_SetString(PyExc_ValueError, "sample: coords must be (S, r) and out (C, S)");
-        goto done;
-    }
-    if (is_format(coords.format, 'd'))
-        job.coords_double = 1;
-    else if (!is_format(coords.format, 'f')) {
-        PyErr_Format(PyExc_ValueError, "sample: coords must be float32 or float64 (format %s)", coords.format);
-        goto done;
+    if (coords_obj == NULL) {
+        job.points = out.shape[1];
+        if (rank != 2 || job.first_point < 0 || job.grid_height < 1 || job.grid_width < 1 ||
+            job.grid_height > PY_SSIZE_T_MAX / job.grid_width ||
+            job.points > job.grid_height * job.grid_width - job.first_point) {
+            PyErr_SetString(PyExc_ValueError,
+                            "sample_affine: 2 lengths, a size (H, W) >= 1, and the points within its grid");
+            goto done;
+        }
+    } else {
+        job.points = coords.shape[0];
+        if (coords.shape[1] != rank || out.shape[1] != job.points) {
+            PyErr_SetString(PyExc_ValueError, "sample: coords must be (S, r) and out (C, S)");
+            goto done;
+        }
+        if (is_format(coords.format, 'd'))
+            job.coords_double = 1;
+        else if (!is_format(coords.format, 'f')) {
+            PyErr_Format(PyExc_ValueError, "sample: coords must be float32 or float64 (format %s)", coords.format);
+            goto done;
+        }
     }
     if (job.mode == NEAREST)
         itemsize = plane.itemsize;
@@ -1283,9 +1375,20 @@ static PyObject *sample(PyObject *self, PyObject *args)
     job.fill_bytes = fill_bytes;
     job.itemsize = itemsize;
     job.data = plane.buf;
-    job.coords = coords.buf;
-    job.coord_point = coords.strides[0];
-    job.coord_axis = coords.strides[1];
+    if (coords_obj != NULL) {
+        job.coords = coords.buf;
+        job.coord_point = coords.strides[0];
+        job.coord_axis = coords.strides[1];
+    } else if (job.points > 0) {
+        job.terms_count = job.points < job.grid_width ? job.points : job.grid_width;
+        if ((terms = PyMem_Malloc(2 * (size_t)job.terms_count * sizeof *terms)) == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        affine_terms(&job, terms);
+        job.terms[0] = terms;
+        job.terms[1] = terms + job.terms_count;
+    }
     job.out = out.buf;
     job.out_channel = out.strides[0];
     job.out_point = out.strides[1];
@@ -1301,14 +1404,57 @@ static PyObject *sample(PyObject *self, PyObject *args)
     }
     result = Py_NewRef(Py_None);
 done:
+    PyMem_Free(terms);
     PyBuffer_Release(&plane);
-    PyBuffer_Release(&coords);
+    if (coords_obj != NULL)
+        PyBuffer_Release(&coords);
     PyBuffer_Release(&out);
     return result;
 }
 
+static PyObject *sample(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *plane_obj, *coords_obj, *out_obj, *lengths_obj, *fill_obj;
+    const char *mode_name, *padding_name, *kind_name;
+    int align;
+    Job job;
+    memset(&job, 0, sizeof job);
+    if (!PyArg_ParseTuple(args, "OOOO!sspsO|n:sample", &plane_obj, &coords_obj, &out_obj, &PyTuple_Type,
+                          &lengths_obj, &mode_name, &padding_name, &align, &kind_name, &fill_obj, &job.row))
+        return NULL;
+    return run_job(job, plane_obj, coords_obj, out_obj, lengths_obj, mode_name, padding_name, align, kind_name,
+                   fill_obj);
+}
+
+PyDoc_STRVAR(sample_affine_doc,
+             "sample_affine(plane, theta, out, lengths, mode, padding, align_corners, kind, fill, row, size,\n"
+             "              first, double)\n--\n\n"
+             "sample() of 2-D data at AffineGrid's coordinates, made here: theta's 6 values (x's row,\n"
+             "then y's) for an output of size (H, W), rounded to float32 (or float64 if double), of\n"
+             "the grid's points first .. first + S - 1 (S: out's points). The same bits as\n"
+             "sample() of affine_grid's grid. The GIL is released.");
+
+static PyObject *sample_affine(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *plane_obj, *out_obj, *lengths_obj, *fill_obj;
+    const char *mode_name, *padding_name, *kind_name;
+    int align;
+    Job job;
+    memset(&job, 0, sizeof job);
+    if (!PyArg_ParseTuple(args, "O(dddddd)OO!sspsOn(nn)np:sample_affine", &plane_obj, &job.theta[0][0],
+                          &job.theta[0][1], &job.theta[0][2], &job.theta[1][0], &job.theta[1][1], &job.theta[1][2],
+                          &out_obj, &PyTuple_Type, &lengths_obj, &mode_name, &padding_name, &align, &kind_name,
+                          &fill_obj, &job.row, &job.grid_height, &job.grid_width, &job.first_point,
+                          &job.grid_double))
+        return NULL;
+    return run_job(job, plane_obj, NULL, out_obj, lengths_obj, mode_name, padding_name, align, kind_name, fill_obj);
+}
+
 static PyMethodDef methods[] = {
     {"sample", sample, METH_VARARGS, sample_doc},
+    {"sample_affine", sample_affine, METH_VARARGS, sample_affine_doc},
     {NULL, NULL, 0, NULL},
 };
 

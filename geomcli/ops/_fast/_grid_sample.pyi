@@ -15,3 +15,20 @@ def sample(
     row: int = 0,
     /,
 ) -> None: ...
+
+def sample_affine(
+    plane: Any,
+    theta: tuple[float, ...],
+    out: Any,
+    lengths: tuple[int, ...],
+    mode: str,
+    padding: str,
+    align_corners: bool,
+    kind: str,
+    fill: bytes | float,
+    row: int,
+    size: tuple[int, int],
+    first: int,
+    double: bool,
+    /,
+) -> None: ...
