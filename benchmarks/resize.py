@@ -11,8 +11,9 @@ linear with antialias, and to 2048x2048, cubic, faster than onnxruntime; a uint8
 image (HWC, as geomcli reads images: axes 0 and 1) to 224x224, linear with antialias, faster
 than onnxruntime and within 2x of Pillow's ``Image.resize(..., BILINEAR)`` (which antialiases).
 onnxruntime runs with its default threads (one per core); geomcli with its default too. Each
-engine is timed on its own (onnxruntime's threads spin on after a call and would slow the
-next); the first call of each is left out (set-up, first-touch pages). Each result is checked
+engine is timed on its own: geomcli and Pillow on every case first, then onnxruntime (once a
+session has run, its threads take CPU from the rest of the process); the first call of each is
+left out (set-up, first-touch pages). Each result is checked
 once against onnxruntime's: float32 to 1e-4; uint8 to 1, as onnxruntime truncates where geomcli
 rounds half to even.
 """
@@ -112,6 +113,10 @@ def pillow_call(case: Case, data: np.ndarray, sizes: tuple[int, ...]) -> Callabl
 
 def run(repeat: int, shrink: int = 1) -> list[str]:
     lines = [f"{'case':36} {'geomcli':>10} {'onnxruntime':>12} {'ratio':>6} {'Pillow':>9} {'ratio':>6}  check"]
+    timed = []
+    # geomcli and Pillow on every case first, then onnxruntime: once a session has run, its
+    # threads take CPU from the rest of the process (geomcli took 4.0 ms instead of 2.2 after
+    # one, even once it was dropped)
     for case in CASES:
         data = case.data(shrink)
         sizes = tuple(n // shrink for n in case.sizes)
@@ -119,13 +124,14 @@ def run(repeat: int, shrink: int = 1) -> list[str]:
         def ours(data: np.ndarray = data, case: Case = case, sizes: tuple[int, ...] = sizes) -> np.ndarray:
             return resize(data, sizes=list(sizes), axes=list(case.axes), **case.attributes)
 
+        pillow = pillow_call(case, data, sizes)
+        timed.append((case, data, sizes, ours, median_ms(ours, repeat),
+                      median_ms(pillow, repeat) if pillow is not None else None))
+    for case, data, sizes, ours, geomcli_ms, pillow_ms in timed:
         theirs = onnxruntime_call(case, data, sizes)
+        ort_ms = median_ms(theirs, repeat)
         difference = np.abs(ours().astype(np.float64) - theirs().astype(np.float64)).max()
         check = f"max |geomcli - ort| {difference:.2g}"
-        geomcli_ms = median_ms(ours, repeat)
-        ort_ms = median_ms(theirs, repeat)
-        pillow = pillow_call(case, data, sizes)
-        pillow_ms = median_ms(pillow, repeat) if pillow is not None else None
         pillow_text = f"{pillow_ms:7.1f}ms {geomcli_ms / pillow_ms:5.2f}x" if pillow_ms else f"{'-':>9} {'-':>6}"
         lines.append(f"{case.name:36} {geomcli_ms:8.1f}ms {ort_ms:10.1f}ms {geomcli_ms / ort_ms:5.2f}x "
                      f"{pillow_text}  {check}")

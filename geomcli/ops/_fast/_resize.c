@@ -32,6 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h> /* x86-64's baseline: no run-time dispatch */
+#endif
+
 #if defined(__GNUC__)
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #else
@@ -105,6 +109,26 @@ PLAIN_ADDS(u64, uint64_t, AS_DOUBLE)
 PLAIN_ADDS(i64, int64_t, AS_DOUBLE)
 
 
+/* sum over t of weights[t] * values[t], from 0.0 in t order: taps that are neighbours, a last
+   axis's (most outputs'). The products go two at a time (SSE2, each lane the scalar product), the
+   adds one by one as the reference makes them: the same bits, a third fewer instructions than
+   the taps one by one, which were most of a float32 image's shrink. */
+ALWAYS_INLINE double adjacent_sum(const double *values, const double *weights, Py_ssize_t taps)
+{
+    double total = 0.0;
+    Py_ssize_t t = 0;
+#if defined(__SSE2__) || defined(_M_X64)
+    for (; t + 2 <= taps; t += 2) {
+        __m128d products = _mm_mul_pd(_mm_loadu_pd(weights + t), _mm_loadu_pd(values + t));
+        total = total + _mm_cvtsd_f64(products);
+        total = total + _mm_cvtsd_f64(_mm_unpackhi_pd(products, products));
+    }
+#endif
+    for (; t < taps; t++)
+        total = total + weights[t] * values[t];
+    return total;
+}
+
 /* Per item type T: the rows [start, stop) of the output, row holding a first-axis output row
    (a * n2 * b doubles). */
 #define KIND(NAME, T, STORE)                                                                                        \
@@ -137,6 +161,10 @@ PLAIN_ADDS(i64, int64_t, AS_DOUBLE)
                 for (Py_ssize_t j2 = 0; j2 < job->m2; j2++) {                                                       \
                     const int64_t *taps2 = job->taps2 + j2 * job->k2;                                               \
                     const double *weights2 = job->weights2 + j2 * job->k2;                                          \
+                    if (b == 1 && taps2[job->k2 - 1] - taps2[0] == job->k2 - 1) {                                   \
+                        into[j2] = STORE(adjacent_sum(group + taps2[0], weights2, job->k2));                        \
+                        continue;                                                                                   \
+                    }                                                                                               \
                     for (Py_ssize_t c = 0; c < b; c++) {                                                            \
                         double total = 0.0;                                                                         \
                         for (Py_ssize_t t = 0; t < job->k2; t++)                                                    \
