@@ -6,9 +6,9 @@
 
 Prints, per round (they alternate, so a busy machine slows all alike), the wall time and
 images/s of ``-j 2``, ``--scheduler local:2`` (which starts its cluster) and ``--scheduler
-tcp://...`` joining a LocalCluster of 2 started before the rounds, from the shell, and the ratios
-of the medians (target: local:2 at least 0.9x -j 2). Then, on a LocalCluster of the same 2 workers, in this
-process:
+tcp://...`` joining a LocalCluster of 2 started before its run (and closed after it), from the
+shell, and the ratios of the medians (target: local:2 at least 0.9x -j 2). Then, on a
+LocalCluster of the same 2 workers, in this process:
 
 - the **task rate**: empty tasks through the run's own dispatch pattern (as_completed, a new one
   per one done): 4 in flight on the 2 workers (each waits a round trip for its next task), and
@@ -23,6 +23,7 @@ process:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -160,18 +161,23 @@ def main(argv: list[str]) -> int:
 
         walls: dict[str, list[float]] = {"-j 2": [], "--scheduler local:2": [], "--scheduler tcp://": []}
         per_file: list[float] = []
-        started = time.perf_counter()
-        with scheduler.connect("local:2") as (running, _):  # for the third: a cluster up before the run
-            start_up = time.perf_counter() - started  # Dask's imports too: the first in this process
-            address = str(running.scheduler_info()["address"])
-            for round_ in range(args.rounds):
-                for name in walls:
-                    how: list[str] = name.split() if "tcp" not in name else ["--scheduler", address]
+        start_up = 0.0
+        for round_ in range(args.rounds):
+            for name in walls:
+                # the cluster the third joins is up for its run only: its idle scheduler and
+                # workers would take CPU from the other two runs
+                with contextlib.ExitStack() as joined_cluster:
+                    how: list[str] = name.split()
+                    if "tcp" in name:
+                        started = time.perf_counter()
+                        running, _ = joined_cluster.enter_context(scheduler.connect("local:2"))
+                        start_up = start_up or time.perf_counter() - started  # Dask's imports too, the first time
+                        how = ["--scheduler", str(running.scheduler_info()["address"])]
                     wall, seconds = batch_run(work / "in", work / "out", how)
-                    walls[name].append(wall)
-                    per_file.extend(seconds)
-                    print(f"round {round_ + 1}: {name:<21} {wall:6.2f} s {n / wall:6.1f} images/s "
-                          f"({statistics.mean(seconds) * 1000:.0f} ms of work per file)")
+                walls[name].append(wall)
+                per_file.extend(seconds)
+                print(f"round {round_ + 1}: {name:<21} {wall:6.2f} s {n / wall:6.1f} images/s "
+                      f"({statistics.mean(seconds) * 1000:.0f} ms of work per file)")
         j2, dask, joined = (statistics.median(walls[name]) for name in walls)
         print(f"median: -j 2 {n / j2:.1f} images/s, --scheduler local:2 {n / dask:.1f} images/s: "
               f"{j2 / dask:.2f}x  (target >= 0.9); joining a cluster already up: {n / joined:.1f} "

@@ -46,7 +46,15 @@ from typing import TYPE_CHECKING, Any
 
 from geomcli.engine import jobs as job_steps
 from geomcli.engine.report import cause, echo_stderr
-from geomcli.engine.scheduler import Scheduler, connect, first_line, parse_scheduler, require_dask, signals_held
+from geomcli.engine.scheduler import (
+    Scheduler,
+    connect,
+    first_line,
+    parse_scheduler,
+    require_dask,
+    signals_held,
+    start_local_workers_early,
+)
 from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
@@ -84,6 +92,7 @@ def check(options: BatchOptions) -> Scheduler:
     if options.jobs is not None:
         raise PlanError("give -j N or --scheduler, not both: --scheduler local:N starts N workers",
                         options=["-j", "--scheduler"])
+    start_local_workers_early(scheduler)
     require_dask()
     return scheduler
 
