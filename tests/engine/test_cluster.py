@@ -376,3 +376,26 @@ def test_one_file_runs_and_batches_without_the_flag_never_import_dask(mixed: Pat
                                *args], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
 
+
+
+def test_a_local_cluster_s_forkserver_starts_before_the_plan_with_dask_imported_in_it() -> None:
+    """What --scheduler local:N does first (before this process imports Dask and plans): the
+    server its workers fork from, importing Dask on the other core meanwhile. A child forked
+    from it has Dask's modules already."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    scheduler_module.start_local_workers_early(scheduler_module.parse_scheduler("local:2"))
+    pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    assert pid is not None
+    os.kill(pid, 0)  # running
+    queue = multiprocessing.get_context("forkserver").SimpleQueue()
+    child = multiprocessing.get_context("forkserver").Process(target=_put_whether_distributed_is_loaded,
+                                                              args=(queue,))
+    child.start()
+    child.join(60)
+    assert queue.get() is True
+
+
+def _put_whether_distributed_is_loaded(queue: Any) -> None:
+    queue.put("distributed" in sys.modules and "geomcli.engine.cluster" in sys.modules)
