@@ -106,10 +106,10 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def installed_version() -> str:
-    """The version, from the package metadata."""
-    from importlib.metadata import version
+    """The version (geomcli.__version__, which the package metadata is made from)."""
+    from geomcli import __version__
 
-    return version("geomcli")
+    return __version__
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
