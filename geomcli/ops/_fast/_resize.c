@@ -65,7 +65,6 @@ static inline double saturate(double v, double low, double high)
     return high - low <= 4294967295.0 ? (c + MAGIC) - MAGIC : rint(c);
 }
 
-#define AS_DOUBLE(v) ((double)(v))
 #define TO_FLOAT(v) ((float)(v))
 #define TO_DOUBLE(v) (v)
 /* float64 cannot hold int64's and uint64's largest values: the bound is the largest double below
@@ -83,31 +82,30 @@ static inline double saturate(double v, double low, double high)
    where there are (the adds still in tap order: a quarter of the row's loads and stores), then
    one. The loops run over whole rows of adjacent values, which the compiler makes into vector
    code (each lane doing the scalar operations: the same bits). */
-#define PLAIN_ADDS(NAME, T, LOAD)                                                                                 \
-    ALWAYS_INLINE void NAME##_add4(double *restrict row, const T *restrict l0, const T *restrict l1,              \
-                                   const T *restrict l2, const T *restrict l3, const double *w, Py_ssize_t width) \
-    {                                                                                                             \
-        const double w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];                                                  \
-        for (Py_ssize_t x = 0; x < width; x++)                                                                    \
-            row[x] = (((row[x] + w0 * LOAD(l0[x])) + w1 * LOAD(l1[x])) + w2 * LOAD(l2[x])) + w3 * LOAD(l3[x]);    \
-    }                                                                                                             \
-    ALWAYS_INLINE void NAME##_add1(double *restrict row, const T *restrict line, double w, Py_ssize_t width)      \
-    {                                                                                                             \
-        for (Py_ssize_t x = 0; x < width; x++)                                                                    \
-            row[x] = row[x] + w * LOAD(line[x]);                                                                  \
+#define ADDS(NAME, T)                                                                                                  \
+    ALWAYS_INLINE void NAME##_add4(double *restrict row, const T *restrict l0, const T *restrict l1,                   \
+                                   const T *restrict l2, const T *restrict l3, const double *w, Py_ssize_t width)      \
+    {                                                                                                                  \
+        const double w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];                                                       \
+        for (Py_ssize_t x = 0; x < width; x++)                                                                         \
+            row[x] = (((row[x] + w0 * (double)l0[x]) + w1 * (double)l1[x]) + w2 * (double)l2[x]) + w3 * (double)l3[x]; \
+    }                                                                                                                  \
+    ALWAYS_INLINE void NAME##_add1(double *restrict row, const T *restrict line, double w, Py_ssize_t width)           \
+    {                                                                                                                  \
+        for (Py_ssize_t x = 0; x < width; x++)                                                                         \
+            row[x] = row[x] + w * (double)line[x];                                                                     \
     }
 
-PLAIN_ADDS(f32, float, AS_DOUBLE)
-PLAIN_ADDS(f64, double, AS_DOUBLE)
-PLAIN_ADDS(u8, uint8_t, AS_DOUBLE)
-PLAIN_ADDS(i8, int8_t, AS_DOUBLE)
-PLAIN_ADDS(u16, uint16_t, AS_DOUBLE)
-PLAIN_ADDS(i16, int16_t, AS_DOUBLE)
-PLAIN_ADDS(u32, uint32_t, AS_DOUBLE)
-PLAIN_ADDS(i32, int32_t, AS_DOUBLE)
-PLAIN_ADDS(u64, uint64_t, AS_DOUBLE)
-PLAIN_ADDS(i64, int64_t, AS_DOUBLE)
-
+ADDS(f32, float)
+ADDS(f64, double)
+ADDS(u8, uint8_t)
+ADDS(i8, int8_t)
+ADDS(u16, uint16_t)
+ADDS(i16, int16_t)
+ADDS(u32, uint32_t)
+ADDS(i32, int32_t)
+ADDS(u64, uint64_t)
+ADDS(i64, int64_t)
 
 /* sum over t of weights[t] * values[t], from 0.0 in t order: taps that are neighbours, a last
    axis's (most outputs'). The products go two at a time (SSE2, each lane the scalar product), the
