@@ -27,6 +27,8 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
         try:
             shape, fortran, dtype = _read_header(f, name)
             break
+        except GeomError:
+            raise  # one line already (GeomError is a ValueError: not to be wrapped again below)
         except ValueError as e:
             # a dtype numpy knows by name only once ml_dtypes is imported (it registers bfloat16
             # and co.): imported here, when a header names one, not at start-up (it takes 0.5 s)

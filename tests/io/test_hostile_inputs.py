@@ -574,3 +574,14 @@ def test_a_piped_gifs_sub_blocks_are_walked_a_window_at_a_time() -> None:
 
     assert _stream.image_size("gif", peek, "x", 1 << 20) == len(data)
     assert len(peeks) < 20, len(peeks)
+
+
+def test_a_npy_cut_inside_its_header_is_said_once(tmp_path: Path) -> None:
+    """The header reader's own line was wrapped in the same words again."""
+    whole = tmp_path / "ok.npy"
+    np.save(whole, np.zeros((4, 4), np.float32))
+    cut = tmp_path / "cut.npy"
+    cut.write_bytes(whole.read_bytes()[:100])
+    result = run("info", cut)
+    assert result.exit_code == 1
+    assert result.stderr.count("not a readable NPY") == 1 and "malformed header: EOF" in result.stderr, result.stderr
