@@ -10,7 +10,7 @@ import click
 from geomcli.cli.base import Command
 from geomcli.cli.options import common_options, fidelity_options, files_options
 from geomcli.cli.params import Float, FloatList, IntList
-from geomcli.cli.running import run_files
+from geomcli.cli.running import run_files, usage_errors
 from geomcli.engine.operations import Resize
 from geomcli.engine.options import BatchOptions, Common
 
@@ -56,10 +56,14 @@ def resize_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def resize_operation(common: Common, sizes: tuple[int, ...] | None, scales: tuple[float, ...] | None,
                      axes: tuple[int, ...] | None, roi: tuple[float, ...] | None, **attributes: Any) -> Resize:
-    """The operation the options ask for; giving both or neither of --sizes and --scales is a usage error."""
+    """The operation the options ask for; giving both or neither of --sizes and --scales, or
+    options that are wrong whatever the files (Resize.check), is a usage error."""
     if (sizes is None) == (scales is None):
         raise click.UsageError("give exactly one of --sizes and --scales")
-    return Resize(sizes, scales, axes, roi, **attributes)
+    operation = Resize(sizes, scales, axes, roi, **attributes)
+    with usage_errors():
+        operation.check()
+    return operation
 
 
 @click.command("resize", cls=Command, short_help="Resize images and tensors (ONNX Resize).")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from geomcli.constants import plain_number
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -613,6 +613,18 @@ class Resize(Operation):
         attributes = {name: getattr(self, name) for name in _RESIZE_DEFAULTS
                       if getattr(self, name) != _RESIZE_DEFAULTS[name] or name == "mode"}
         return {**{name: list(value) for name, value in given.items() if value is not None}, **attributes}
+
+    def check(self) -> None:
+        """A PlanError (a usage error, exit 2, before any file is read) for options that are
+        wrong whatever the files: sizes below 1, scales not finite and positive, antialias or
+        exclude_outside with nearest, tf_crop_and_resize without a roi, ..."""
+        from geomcli.ops.resize import check_resize_arguments
+
+        attributes = {name: getattr(self, name) for name in _RESIZE_DEFAULTS}
+        try:
+            check_resize_arguments(self.roi, self.scales, self.sizes, **attributes)
+        except GeomError as error:
+            raise PlanError(str(error)) from error
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         from geomcli.ops.resize import resize_output_shape

@@ -38,7 +38,7 @@ try:
 except ImportError:  # not built: a checkout that was never installed, or no C compiler at install time
     _compiled = None
 
-__all__ = ["resize", "resize_changed_axes", "resize_output_shape"]
+__all__ = ["check_resize_arguments", "resize", "resize_changed_axes", "resize_output_shape"]
 
 Mode: TypeAlias = Literal["nearest", "linear", "cubic"]
 Transform: TypeAlias = Literal[
@@ -931,6 +931,19 @@ def _settled(shape: Shape, roi: Any, scales: Any, sizes: Any, *, mode: Any = "ne
     settings = {"mode": mode, "transform": transform, "nearest_mode": nearest, "cubic_coeff_a": a,
                 "exclude_outside": exclude, "antialias": widen}
     return sizing, rois, settings, fill
+
+
+def check_resize_arguments(roi: Any, scales: Any, sizes: Any, **attributes: Any) -> None:
+    """A GeomError for what is wrong with resize's arguments whatever the data: sizes below 1,
+    scales not finite and positive, an unknown mode, antialias or exclude_outside with nearest,
+    tf_crop_and_resize without a roi of twice as many numbers, ... (checked against a shape with
+    one axis per size or scale; what the data's shape decides, such as the axes, is not)."""
+    count = len(scales if _given(scales, sizes) else sizes if _given(sizes, scales) else [])
+    shape = (1,) * count
+    try:
+        _settled(shape, roi, scales, sizes, **attributes)
+    except GeomError as error:
+        raise GeomError(str(error).removesuffix(f" ({_where(shape)})")) from error
 
 
 def _plans(shape: Shape, sizing: _Sizing, rois: list[tuple[Fraction, Fraction]] | None,

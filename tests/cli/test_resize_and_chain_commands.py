@@ -70,9 +70,29 @@ def test_resize_usage_errors(photo: tuple[Path, np.ndarray], tmp_path: Path) -> 
     neither = run("resize", path, "-o", tmp_path / "o.png")
     both = run("resize", path, "-o", tmp_path / "o.png", "--sizes", "4,4", "--scales", "2,2")
     assert neither.exit_code == both.exit_code == 2 and "give exactly one of --sizes and --scales" in both.stderr
-    bad = run("resize", path, "-o", tmp_path / "o.png", "--scales", "0,2")
-    assert bad.exit_code == 1 and bad.stderr.count("\n") == 1 and "scale" in bad.stderr
     assert not (tmp_path / "o.png").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--scales", "0,2"], "resize: scales must be > 0 and finite in float32, found 0.0 at index 0"),
+    (["--scales", "nan,1"], "resize: scales must be > 0 and finite in float32, found nan at index 0"),
+    (["--sizes", "0,5"], "resize: sizes must be >= 1, found 0 at index 0"),
+    (["--sizes", "5,5", "--antialias"], "resize: antialias is undefined for mode nearest; use linear or cubic"),
+    (["--sizes", "5,5", "--exclude-outside"], "resize: exclude_outside is undefined for mode nearest"),
+    (["--sizes", "5,5", "--mode", "linear", "--coordinate-transformation-mode", "tf_crop_and_resize"],
+     "resize: coordinate_transformation_mode tf_crop_and_resize needs roi, found none"),
+])
+def test_options_wrong_whatever_the_files_are_one_usage_error(photo: tuple[Path, np.ndarray], tmp_path: Path,
+                                                              options: list[str], message: str) -> None:
+    """Exit 2 before any file is read, with -o as with --out-dir, in resize as in a chain's step
+    (they were each file's failure, exit 1, under -o and in a batch's workers)."""
+    path, _ = photo
+    for result in (run("resize", path, "-o", tmp_path / "o.png", *options),
+                   run("resize", path, path, "--out-dir", tmp_path / "out", *options),
+                   run("chain", "-i", path, "-o", tmp_path / "o.png", "resize", *options)):
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr.count(message) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert not (tmp_path / "o.png").exists() and not (tmp_path / "out").exists()
 
 
 def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path, np.ndarray],
