@@ -46,7 +46,7 @@ def chain(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | Non
     """Run several operations on each input: one read, the steps in memory, one write.
 
     Each STEP is an operation's name followed by its own options; metadata is carried
-    through every step, and --dry-run shows the shape after each step from the headers.
+    through every step, and --dry-run --json gives the shape after each step from the headers.
     The ImageNet recipe (shorter side to 256, centre 224):
 
     \b
