@@ -139,10 +139,13 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
                   help="Worker processes.  [default: the number of CPUs; 1 for under 8 MB of input]")
     @click.option("--keep-going/--fail-fast", default=True, show_default=True,
                   help="After a file fails, go on with the rest, or stop.")
-    @click.option("--skip-existing", is_flag=True, help="Skip inputs whose output is not older than they are.")
-    @click.option("-n", "--no-clobber", is_flag=True, help="Never replace an existing file; skip its input.")
+    @click.option("--skip-existing", is_flag=True,
+                  help="With --out-dir: skip inputs whose output is not older than they are.")
+    @click.option("-n", "--no-clobber", is_flag=True,
+                  help="With --out-dir: never replace an existing file; skip its input.")
     @click.option("--dry-run", is_flag=True,
-                  help="List input -> output and the output shape from the headers; write nothing.")
+                  help="With --out-dir: list input -> output and the output shape from the headers; "
+                       "write nothing.")
     @click.option("--files-from", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
                   help="Take inputs from FILE too, one a line (- for stdin), each name as written (no glob).")
     @click.option("--scheduler", default=None, metavar="local|local:N|tcp://HOST:PORT", envvar="GEOMCLI_SCHEDULER",
