@@ -354,6 +354,19 @@ def _forkserver(arrays: bool = True) -> multiprocessing.context.ForkServerContex
     (numpy's, the kernels' pool) a forked child would lack."""
     import multiprocessing
 
+    # What the starter thread's first Process.start imports, imported here in the main thread:
+    # a signal that lands while the main thread imports (it does files meanwhile, and imports
+    # lazily) can leave Python's import lock held (CPython raises the signal's exception between
+    # taking the lock and the try that releases it), and the starter then waited on it forever,
+    # and the stop waited on the starter (a SIGTERM'd batch that never ended, seen in CI)
+    import multiprocessing.connection
+    import multiprocessing.forkserver
+    import multiprocessing.popen_fork
+    import multiprocessing.popen_forkserver
+    import multiprocessing.reduction
+    import multiprocessing.resource_tracker
+    import multiprocessing.spawn  # noqa: F401
+
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(_PRELOAD + (_PRELOAD_ARRAYS if arrays else ())))
     return context
@@ -413,7 +426,8 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool)
     # A second Ctrl-C or SIGTERM must not cut this cleanup short.
     previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        starter.join()
+        # bounded: a starter that cannot go on (see _forkserver) holds no worker yet, and is a daemon
+        starter.join(timeout=10)
         for worker in workers:
             if worker.process.is_alive():
                 worker.process.terminate()  # SIGTERM: see _terminated
