@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_to_dtype.h"
+
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h> /* x86-64's baseline: no run-time dispatch */
 #define VECTORS 1
@@ -387,12 +389,9 @@ ALWAYS_INLINE void prefetch_taps(const char *p, Py_ssize_t flat, int rank, int t
 }
 
 /* Rounding to a whole number without a conversion to an integer (which the compiler does not make
-   into vector code here): for |v| < 2**51, v + 1.5 * 2**52 lies in [2**52, 2**53), where doubles
-   are 1 apart, so the sum is v rounded half to even, and - 1.5 * 2**52 undoes the shift exactly:
-   rint(v) (-0.0 and small negatives give +0.0, as Python's int does). floor is one less where that
-   rounded up. Positions further out, NaN and Inf go through harmlessly and are marked for the
-   general path. */
-#define MAGIC 0x1.8p52
+   into vector code here): the shift by MAGIC (_to_dtype.h) gives rint(v) for |v| < 2**51 (NEAR);
+   floor is one less where that rounded up. Positions further out, NaN and Inf go through
+   harmlessly and are marked for the general path. */
 #define NEAR 0x1p51
 
 /* One axis of a run of points (positions x): per point whether its taps all lie inside (inside
@@ -621,17 +620,6 @@ static uint16_t double_to_half(double v)
     exponent -= 1;
     double mantissa = rint(ldexp(a, 10 - exponent)); /* 1024 .. 2048, exactly scaled */
     return (uint16_t)(sign | (uint16_t)(((exponent + 15) << 10) + (int)mantissa - 1024));
-}
-
-/* rint (half to even), saturated to [low, high], NaN to 0: _numeric.to_dtype for integers. The
-   bounds are whole numbers, so clamping first and rounding then gives the same; within 32-bit
-   bounds the rounding is the shift by 1.5 * 2**52 (MAGIC, exact there), else rint. */
-ALWAYS_INLINE double saturate(double v, double low, double high)
-{
-    double c = v > low ? v : low; /* without branches: maxsd, minsd, and a mask for NaN */
-    c = c < high ? c : high;
-    c = high - low <= 4294967295.0 ? (c + MAGIC) - MAGIC : rint(c);
-    return v == v ? c : 0.0;
 }
 
 /* fill interpolated by a point's weights, innermost axis first, each sum in tap order: what the
@@ -1015,18 +1003,6 @@ ALWAYS_INLINE __m128d row_sums(__m128d a0, __m128d b0, __m128d a1, __m128d b1, c
 #define STEP_VALUE(LOADFN, offset, outside) LOADFN(p0, flat + (offset))
 
 #define AS_DOUBLE(v) ((double)(v))
-#define TO_FLOAT(v) ((float)(v))
-#define TO_DOUBLE(v) (v)
-/* float64 cannot hold int64's and uint64's largest values: the bound is the largest double below
-   2**63 (2**64), as _numeric.to_dtype clips */
-#define TO_U8(v) ((uint8_t)saturate((v), 0.0, 255.0))
-#define TO_I8(v) ((int8_t)saturate((v), -128.0, 127.0))
-#define TO_U16(v) ((uint16_t)saturate((v), 0.0, 65535.0))
-#define TO_I16(v) ((int16_t)saturate((v), -32768.0, 32767.0))
-#define TO_U32(v) ((uint32_t)saturate((v), 0.0, 4294967295.0))
-#define TO_I32(v) ((int32_t)saturate((v), -2147483648.0, 2147483647.0))
-#define TO_U64(v) ((uint64_t)saturate((v), 0.0, 18446744073709549568.0))
-#define TO_I64(v) ((int64_t)saturate((v), -9223372036854775808.0, 9223372036854774784.0))
 
 KIND(f32, float, AS_DOUBLE, TO_FLOAT, ROW_F32)
 KIND(f64, double, AS_DOUBLE, TO_DOUBLE, ROW_F64)

@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_to_dtype.h"
+
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h> /* x86-64's baseline: no run-time dispatch */
 #endif
@@ -50,33 +52,6 @@ typedef struct {
     const double *weights1, *weights2;
     Py_ssize_t start, stop;
 } Job;
-
-/* rint (half to even), saturated to [low, high], NaN to 0: _numeric.to_dtype for integers. The
-   bounds are whole numbers, so clamping first and rounding then gives the same. Within 32-bit
-   bounds the rounding is v + 1.5 * 2**52 - 1.5 * 2**52 (doubles there are 1 apart, so the sum is
-   v rounded half to even; the subtraction is exact): rint itself is a call into libm where SSE2
-   has no instruction for it, and was most of a uint8 resize's time. */
-#define MAGIC 0x1.8p52
-static inline double saturate(double v, double low, double high)
-{
-    if (v != v)
-        return 0.0;
-    double c = v < low ? low : v > high ? high : v;
-    return high - low <= 4294967295.0 ? (c + MAGIC) - MAGIC : rint(c);
-}
-
-#define TO_FLOAT(v) ((float)(v))
-#define TO_DOUBLE(v) (v)
-/* float64 cannot hold int64's and uint64's largest values: the bound is the largest double below
-   2**63 (2**64), as _numeric.to_dtype clips */
-#define TO_U8(v) ((uint8_t)saturate((v), 0.0, 255.0))
-#define TO_I8(v) ((int8_t)saturate((v), -128.0, 127.0))
-#define TO_U16(v) ((uint16_t)saturate((v), 0.0, 65535.0))
-#define TO_I16(v) ((int16_t)saturate((v), -32768.0, 32767.0))
-#define TO_U32(v) ((uint32_t)saturate((v), 0.0, 4294967295.0))
-#define TO_I32(v) ((int32_t)saturate((v), -2147483648.0, 2147483647.0))
-#define TO_U64(v) ((uint64_t)saturate((v), 0.0, 18446744073709549568.0))
-#define TO_I64(v) ((int64_t)saturate((v), -9223372036854775808.0, 9223372036854774784.0))
 
 /* Adding taps of the first axis into the row, per item type T: four taps a pass over the row
    where there are (the adds still in tap order: a quarter of the row's loads and stores), then
