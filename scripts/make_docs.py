@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from geomcli.cli import cli
+from geomcli.cli.group import commands
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN = ROOT / "man"
@@ -176,7 +177,7 @@ def man_page(name: str, command: click.Command) -> str:
         *(f".PP\n.nf\n{roff(example)}\n.fi" for example in examples),
         *(f".PP\n.nf\n{roff(example)}\n.fi" for example in EXTRA_EXAMPLES.get(name, [])),
         ".SH SEE ALSO",
-        ", ".join(f"\\fBgeomcli\\-{roff(other)}\\fR(1)" for other in sorted(cli.commands) if other != name)
+        ", ".join(f"\\fBgeomcli\\-{roff(other)}\\fR(1)" for other in sorted(commands()) if other != name)
         + ", \\fBgeomcli\\fR(1)",
     ]
     return "\n".join(lines) + "\n"
@@ -195,7 +196,7 @@ def main_page() -> str:
         roff(" ".join((cli.help or "").split())),
         ".SH COMMANDS",
         *(f".TP\n.BR geomcli\\-{roff(name)} (1)\n{roff(command.get_short_help_str(limit=200))}"
-          for name, command in sorted(cli.commands.items())),
+          for name, command in sorted(commands().items())),
         ".SH OPTIONS",
         "".join(option_entry(param, ctx) for param in cli.get_params(ctx)).rstrip("\n"),
         ".SH EXIT STATUS",
@@ -210,13 +211,13 @@ def main_page() -> str:
         ".PP\n.nf\neval \"$(_GEOMCLI_COMPLETE=bash_source geomcli)\"\n.fi",
         ".PP\nFor zsh and fish, zsh_source and fish_source.",
         ".SH SEE ALSO",
-        ", ".join(f"\\fBgeomcli\\-{roff(name)}\\fR(1)" for name in sorted(cli.commands)),
+        ", ".join(f"\\fBgeomcli\\-{roff(name)}\\fR(1)" for name in sorted(commands())),
     ]
     return "\n".join(lines) + "\n"
 
 
 def usage_text(name: str) -> str:
-    command = cli.commands[name]
+    command = commands()[name]
     with click.Context(command, info_name=f"geomcli {name}", terminal_width=100, max_content_width=100) as ctx:
         return command.get_help(ctx)
 
@@ -233,7 +234,7 @@ def readme_text(current: str) -> str:
 
 def expected_files() -> dict[Path, str]:
     files = {MAN / "geomcli.1": main_page()}
-    for name, command in cli.commands.items():
+    for name, command in commands().items():
         files[MAN / f"geomcli-{name}.1"] = man_page(name, command)
     files[README] = readme_text(README.read_text(encoding="utf-8"))
     return files

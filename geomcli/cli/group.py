@@ -11,27 +11,44 @@ import contextlib
 import errno
 import os
 import sys
+from importlib import import_module
 from typing import Any
 
 import click
 
-from geomcli.cli.affine_grid import affine_grid
 from geomcli.cli.base import Command, drop_stdout, escape_message
-from geomcli.cli.blocks import depth_to_space, space_to_depth
-from geomcli.cli.chain import chain
-from geomcli.cli.crop_pad import crop_pad
-from geomcli.cli.grid_sample import grid_sample
-from geomcli.cli.info import info
-from geomcli.cli.resize import resize
-from geomcli.cli.warp import warp
 from geomcli.constants import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
 from geomcli.errors import StdoutError
+
+# Each command and the module that defines it, loaded when named (click's pattern for lazily
+# loaded subcommands): a run imports its own command's module, not the other eight.
+_COMMANDS = {
+    "affine-grid": "geomcli.cli.affine_grid:affine_grid",
+    "chain": "geomcli.cli.chain:chain",
+    "crop-pad": "geomcli.cli.crop_pad:crop_pad",
+    "depth-to-space": "geomcli.cli.blocks:depth_to_space",
+    "grid-sample": "geomcli.cli.grid_sample:grid_sample",
+    "info": "geomcli.cli.info:info",
+    "resize": "geomcli.cli.resize:resize",
+    "space-to-depth": "geomcli.cli.blocks:space_to_depth",
+    "warp": "geomcli.cli.warp:warp",
+}
 
 
 class _Group(Command, click.Group):
     """Ctrl-C exits 130, SIGTERM 143 and a closed stdout pipe 141, all without a traceback."""
 
     command_class = Command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _COMMANDS:
+            return None
+        module, name = _COMMANDS[cmd_name].split(":")
+        command: click.Command = getattr(import_module(module), name)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         import signal  # here, not at start-up: geomcli --version and --help never get this far
@@ -127,8 +144,10 @@ def cli() -> None:
     Inputs: PNG, JPEG, BMP, GIF, WebP (Pillow), .npy, .tif/.tiff, or - for stdin.
     """
 
-for command in (crop_pad, space_to_depth, depth_to_space, resize, affine_grid, grid_sample, warp, chain, info):
-    cli.add_command(command)
+
+def commands() -> dict[str, click.Command]:
+    """Every command by name, each module loaded (for the man pages and their tests)."""
+    return {name: command for name in cli.list_commands(None) if (command := cli.get_command(None, name))}  # type: ignore[arg-type]
 
 
 def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:

@@ -496,7 +496,6 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
 
     from geomcli.io import _tiff_padded
 
-    _tiff_padded.install()
     notes: list[str] = []
     handler = _Collect(notes)
     log = logging.getLogger("tifffile")
@@ -551,6 +550,8 @@ def _check_codecs(pages: tuple[Any, ...], name: str) -> None:
     a GeomError naming it, before any strip is read."""
     import tifffile
 
+    from geomcli.io import _tiff_padded
+
     seen: set[tuple[Any, Any]] = set()
     for page in pages:
         if page is None:
@@ -563,6 +564,8 @@ def _check_codecs(pages: tuple[Any, ...], name: str) -> None:
         if (compression, predictor) in seen:
             continue
         seen.add((compression, predictor))
+        if compression in _tiff_padded.PATCHED:
+            _tiff_padded.install()  # here, not for every file: resolving the table imports imagecodecs' codecs
         if compression not in tifffile.TIFF.DECOMPRESSORS:
             raise GeomError(_unavailable(name, compression))
         if predictor not in tifffile.TIFF.PREDICTORS:

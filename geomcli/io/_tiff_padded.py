@@ -20,6 +20,7 @@ from typing import Any
 from geomcli.io._base import one_line
 
 _DEFLATE, _PACKBITS = (8, 32946, 50013), 32773
+PATCHED = (*_DEFLATE, _PACKBITS)  # the compressions whose decoders install() replaces
 
 
 class SegmentError(Exception):
@@ -36,7 +37,7 @@ def install() -> None:
     table = getattr(decoders, "_codecs", None)  # tifffile's cache of resolved decoders
     if not isinstance(table, dict):
         return
-    for code in (*_DEFLATE, _PACKBITS):
+    for code in PATCHED:
         if code in decoders:
             table[code] = _with_fallback(decoders[code], _inflate if code in _DEFLATE else _unpack_bits)
 

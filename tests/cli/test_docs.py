@@ -36,9 +36,9 @@ def readme_commands() -> list[str]:
 
 
 def help_examples() -> list[str]:
-    from geomcli.cli import cli
+    from geomcli.cli.group import commands
 
-    return [line.strip().removeprefix("Example: ") for command in cli.commands.values()
+    return [line.strip().removeprefix("Example: ") for command in commands().values()
             for line in (command.help or "").splitlines() if line.strip().startswith("Example: geomcli ")]
 
 
@@ -141,9 +141,9 @@ def test_the_wheel_carries_every_module_and_the_man_pages(tmp_path: Path) -> Non
 def test_every_option_has_help_and_shows_its_default() -> None:
     import click
 
-    from geomcli.cli import cli
+    from geomcli.cli.group import commands
 
-    for name, command in cli.commands.items():
+    for name, command in commands().items():
         ctx = click.Context(command)
         for param in command.params:
             if not isinstance(param, click.Option):
