@@ -70,6 +70,16 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
     task = Task(operation, common, no_clobber=options.no_clobber)
     if options.dry_run:
         return _dry_run(task, jobs, options)
+    workers = 1
+    if options.scheduler is None:
+        todo = [job for job in jobs if job.error is None and skip_reason(job, options) is None]
+        workers = _worker_count(task, todo, options)
+        if workers > 1:
+            # started now, its imports (about 0.2 s) are done on another core while the headers are checked
+            _forkserver(arrays=_needs_arrays(task, todo))
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
     faults = option_faults(task, jobs, options)
     if faults:
         for fault in faults:
@@ -98,18 +108,21 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
             if todo:
                 cluster.run_jobs(_one_thread(task), todo, outcomes, options)
             return outcomes.finish(time.perf_counter() - started)
-        workers = min(options.jobs or cpus.available_cpus(), len(todo))
-        if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
-            workers = 1  # starting workers costs about what 8 MB of images take to do
-        if common.debug:
-            workers = 1  # an error raises, with its traceback, from this process
-        elif workers > 1:
-            workers = _workers_allowed(workers)
         if workers > 1:
             _in_workers(_one_thread(task), todo, workers, outcomes, options.fail_fast)
         else:
             _in_process(task, todo, outcomes, options.fail_fast)
     return outcomes.finish(time.perf_counter() - started)
+
+
+def _worker_count(task: Task, todo: Sequence[Job], options: BatchOptions) -> int:
+    """How many worker processes do ``todo``: 1 is this process alone."""
+    if task.common.debug:
+        return 1  # an error raises, with its traceback, from this process
+    if options.jobs is None and _smaller_than(todo, SMALL_BATCH):
+        return 1  # starting workers costs about what 8 MB of images take to do
+    count = min(options.jobs or cpus.available_cpus(), len(todo))
+    return _workers_allowed(count) if count > 1 else count
 
 
 def _one_thread(task: Task) -> Task:
