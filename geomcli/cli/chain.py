@@ -77,13 +77,26 @@ def _run(steps: list[Operation], **_: Any) -> None:
     run_files(Chain(tuple(steps)), run.inputs, run.output, run.batch, run.common)
 
 
+class _Step(Command):
+    """A step: an option of the chain's own given after it says where it goes."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            own = {name for param in chain.params for name in (*param.opts, *param.secondary_opts)}
+            if error.option_name in own:
+                error.message += f" {error.option_name} is the chain's own option: give it before the first step."  # type: ignore[misc]
+            raise
+
+
 def _step(name: str, options: Callable[..., Any], build: Callable[..., Operation], help_text: str) -> click.Command:
     def callback(**kwargs: Any) -> Operation:
         run = click.get_current_context().find_object(_Run)
         assert run is not None  # the chain's callback made it before any step's
         return build(run.common, **kwargs)
 
-    return options(click.command(name, cls=Command, help=help_text)(callback))  # type: ignore[no-any-return]
+    return options(click.command(name, cls=_Step, help=help_text)(callback))  # type: ignore[no-any-return]
 
 
 for _name, _options, _build, _help in _STEPS:

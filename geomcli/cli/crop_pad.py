@@ -10,7 +10,7 @@ import click
 from geomcli.cli.base import Command
 from geomcli.cli.options import common_options, fidelity_options, files_options
 from geomcli.cli.params import IntList
-from geomcli.cli.running import run_files
+from geomcli.cli.running import run_files, usage_errors
 from geomcli.engine.operations import CropPad
 from geomcli.engine.options import BatchOptions, Common
 
@@ -33,7 +33,11 @@ def crop_pad_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def crop_pad_operation(common: Common, target: tuple[int, ...], axes: tuple[int, ...] | None,
                        fill: str | None) -> CropPad:
-    return CropPad(target, axes, fill)
+    """The operation the options ask for; a --shape of another length than --axes is a usage error."""
+    operation = CropPad(target, axes, fill)
+    with usage_errors():
+        operation.check()
+    return operation
 
 
 @click.command("crop-pad", cls=Command, short_help="Centre-crop or zero-pad (ONNX CenterCropPad).")

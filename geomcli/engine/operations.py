@@ -96,6 +96,11 @@ class CropPad(Operation):
     fill: str | None = None
     command: ClassVar[str] = "crop-pad"
 
+    def check(self) -> None:
+        """A PlanError (a usage error, exit 2, before any file is read) for a --shape of another
+        length than --axes."""
+        _check_axes_count("--shape", self.target, self.axes)
+
     def parameters(self) -> dict[str, Any]:
         return {"shape": list(self.target), "axes": None if self.axes is None else list(self.axes),
                 **({} if self.fill is None else {"fill": self.fill})}
@@ -174,18 +179,31 @@ class CropPad(Operation):
         return io.crop_picture(picture, (left, top, left + width, top + height))
 
 
+def _check_axes_count(option: str, values: tuple[Any, ...] | None, axes: tuple[int, ...] | None) -> None:
+    if values is not None and axes is not None and len(values) != len(axes):
+        counted = f"{len(values)} value{'' if len(values) == 1 else 's'}"
+        raise PlanError(f"{counted} for {len(axes)} ax{'is' if len(axes) == 1 else 'es'}: give one value per axis",
+                        options=[option, "--axes"])
+
+
 def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape: tuple[int, ...],
-                   given: str | None, from_file: str | None) -> tuple[int, ...] | None:
+                   given: str | None, from_file: str | None, option: str = "--shape") -> tuple[int, ...] | None:
     """--axes, or the H and W axes when a two-value --shape meets an array of higher rank whose
     layout --layout or its file names (an image with channels, a TIFF's ImageJ/OME axes,
-    stacked frames); else None: every axis."""
+    stacked frames); else None: every axis. Another count for such an array is an error that
+    says what it takes."""
     from geomcli.engine import layout as layouts
 
     if given is not None:
         layouts.resolve_layout(shape, given, from_file)  # a --layout of another rank is refused, as elsewhere
-    if axes is not None or len(target) != 2 or len(shape) <= 2 or (given or from_file) is None:
+    if axes is not None or len(target) == len(shape) or len(shape) <= 2 or (given or from_file) is None:
         return axes
-    return layouts.spatial_axes(layouts.resolve_layout(shape, given, from_file))
+    layout = layouts.resolve_layout(shape, given, from_file)
+    if len(target) == 2:
+        return layouts.spatial_axes(layout)
+    counted = f"{len(target)} value{'' if len(target) == 1 else 's'}"
+    raise GeomError(f"{option} has {counted} for an input of shape {shape} ({layout}): give 2 (H,W), "
+                    f"{len(shape)} (one per axis), or name the axes with --axes")
 
 
 def parse_fill(text: str, dtype: np.dtype) -> bool | int | float | complex | str:
@@ -620,6 +638,7 @@ class Resize(Operation):
         exclude_outside with nearest, tf_crop_and_resize without a roi, ..."""
         from geomcli.ops.resize import check_resize_arguments
 
+        _check_axes_count("--sizes" if self.sizes is not None else "--scales", self.sizes or self.scales, self.axes)
         attributes = {name: getattr(self, name) for name in _RESIZE_DEFAULTS}
         try:
             check_resize_arguments(self.roi, self.scales, self.sizes, **attributes)
@@ -698,7 +717,8 @@ class Resize(Operation):
     def _axes(self, shape: tuple[int, ...], common: Common, from_file: str | None) -> tuple[int, ...] | None:
         given = self.sizes if self.sizes is not None else self.scales
         count = 0 if given is None else len(given)
-        return _crop_pad_axes((0,) * count, self.axes, shape, common.layout, from_file)
+        option = "--sizes" if self.sizes is not None else "--scales"
+        return _crop_pad_axes((0,) * count, self.axes, shape, common.layout, from_file, option)
 
 
 def header_of(loaded: Loaded | Picture) -> Header:

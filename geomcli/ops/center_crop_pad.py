@@ -55,9 +55,8 @@ def center_crop_pad_output_shape(
     chosen = tuple(range(rank)) if axes is None else normalize_axes(axes, rank, input_shape, func)
     if len(targets) != len(chosen):
         what = "the input's rank" if axes is None else "the number of axes"
-        raise GeomError(
-            f"{func}: shape has {len(targets)} values but {what} is {len(chosen)} (input shape {input_shape})"
-        )
+        values = f"{len(targets)} value{'' if len(targets) == 1 else 's'}"
+        raise GeomError(f"{func}: shape has {values} but {what} is {len(chosen)} (input shape {input_shape})")
     output = list(input_shape)
     for axis, target in zip(chosen, targets, strict=True):
         if target < 0:

@@ -230,7 +230,7 @@ def _sizing(shape: Shape, scales: Any, sizes: Any, axes: Any, policy: Any) -> _S
     listed = _as_axes(axes, len(shape), where)
     if count != len(listed):
         target = f"axes {list(listed)}" if axes is not None else f"rank {len(shape)}"
-        raise GeomError(f"{_FUNC}: {name} has {count} values for {target} ({where})")
+        raise GeomError(f"{_FUNC}: {name} has {count} value{'' if count == 1 else 's'} for {target} ({where})")
     output = list(shape)
     if has_scales:
         for axis, factor in zip(listed, factors):

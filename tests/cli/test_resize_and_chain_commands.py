@@ -95,6 +95,42 @@ def test_options_wrong_whatever_the_files_are_one_usage_error(photo: tuple[Path,
     assert not (tmp_path / "o.png").exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("command", "options", "message"), [
+    ("crop-pad", ["--shape", "4,4", "--axes", "0"], "2 values for 1 axis: give one value per axis"),
+    ("resize", ["--sizes", "4", "--axes", "0,1"], "1 value for 2 axes: give one value per axis"),
+    ("resize", ["--scales", "2,2,1", "--axes", "0,1"], "3 values for 2 axes: give one value per axis"),
+])
+def test_values_that_do_not_match_axes_are_one_usage_error(tmp_path: Path, command: str, options: list[str],
+                                                            message: str) -> None:
+    """Exit 2 before any input is read (this one does not exist), alone, in a batch and in a chain."""
+    missing = tmp_path / "missing.png"
+    for result in (run(command, missing, "-o", tmp_path / "o.png", *options),
+                   run(command, missing, missing, "--out-dir", tmp_path / "out", *options),
+                   run("chain", "-i", missing, "-o", tmp_path / "o.png", command, *options)):
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr.count(message) == 1 and "missing.png" not in result.stderr, result.stderr
+    assert not (tmp_path / "o.png").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("command", "option"), [("crop-pad", "--shape"), ("resize", "--sizes")])
+def test_one_value_for_an_image_says_what_an_image_takes(photo: tuple[Path, np.ndarray], tmp_path: Path,
+                                                         command: str, option: str) -> None:
+    path, pixels = photo
+    result = run(command, path, "-o", tmp_path / "o.png", option, "4")
+    assert result.exit_code == 1 and not (tmp_path / "o.png").exists()
+    assert result.stderr == (f"Error: {path}: {option} has 1 value for an input of shape {pixels.shape} (HWC): "
+                             f"give 2 (H,W), 3 (one per axis), or name the axes with --axes\n"), result.stderr
+
+
+@pytest.mark.parametrize("option", [["-j", "2"], ["--out-dir", "out"], ["--json"]])
+def test_a_chain_option_after_a_step_says_where_it_goes(tmp_path: Path, option: list[str]) -> None:
+    result = run("chain", "-i", tmp_path / "missing.png", "-o", tmp_path / "o.png", "resize", "--sizes", "4,4",
+                 *option)
+    assert result.exit_code == 2, result.stderr
+    assert (f"Error: No such option '{option[0]}'. {option[0]} is the chain's own option: give it before the "
+            "first step.") in result.stderr, result.stderr
+
+
 def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path, np.ndarray],
                                                                tmp_path: Path) -> None:
     path, pixels = photo

@@ -483,3 +483,14 @@ def test_messages_name_odd_arguments_on_one_short_line(name: str) -> None:
     with pytest.raises(GeomError) as caught:
         ODD_ARGUMENTS[name]()
     assert "\n" not in str(caught.value) and len(str(caught.value)) < 300, str(caught.value)
+
+
+@pytest.mark.parametrize(("shape", "axes", "message"), [
+    ([4], None, "shape has 1 value but the input's rank is 2"),
+    ([4, 4, 4], None, "shape has 3 values but the input's rank is 2"),
+    ([4, 4], [0], "shape has 2 values but the number of axes is 1"),
+])
+def test_crop_pad_shape_of_another_length_names_both_counts(shape: list[int], axes: list[int] | None,
+                                                           message: str) -> None:
+    with pytest.raises(GeomError, match=rf"^center_crop_pad: {message} \(input shape \(3, 5\)\)$"):
+        crop_ops.center_crop_pad(np.zeros((3, 5)), shape, axes)

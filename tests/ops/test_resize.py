@@ -700,6 +700,7 @@ WHERE = r"\(input shape \(1, 3, 4, 4\)\)"
         ({"scales": [], "sizes": []}, r"^resize: give scales or sizes, found neither"),
         ({"scales": [2, 2]}, r"^resize: scales has 2 values for rank 4 " + WHERE + "$"),
         ({"sizes": [8, 8, 8], "axes": [2, 3]}, r"^resize: sizes has 3 values for axes \[2, 3\]"),
+        ({"sizes": [8], "axes": [2, 3]}, r"^resize: sizes has 1 value for axes \[2, 3\]"),
         ({"scales": [1, 1, 0, 2]}, r"^resize: scales must be > 0 and finite in float32, found 0 at index 2"),
         ({"scales": [1, 1, -2.0, 2]}, r"must be > 0 and finite in float32, found -2.0 at index 2"),
         ({"scales": [1, 1, 1e-50, 2]}, r"must be > 0 and finite in float32, found 1e-50 at index 2"),
