@@ -18,8 +18,9 @@ def grid_sample_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--grid and GridSample's attributes, for ``geomcli grid-sample`` and a chain's step."""
     command = sampling_options(command)
     return click.option("--grid", "grid_path", required=True, metavar="FILE|-",
-                        help="The grid, (N, Hout, Wout, 2) for images and 2-D tensors ((N, Dout..., r) for r "
-                             "spatial axes), x first, in -1..1 units: a .npy or TIFF file, or - for stdin.")(command)
+                        help="The grid, (N, Hout, Wout, 2) for 2-D data of batch N (1 for an image; (N, Dout..., "
+                             "r) for r spatial axes), x first, in -1..1 units: a .npy or TIFF file, or - for "
+                             "stdin.")(command)
 
 
 def grid_sample_operation(common: Common, grid_path: str, mode: str, padding_mode: str, align_corners: bool,
