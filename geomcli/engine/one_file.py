@@ -104,6 +104,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         report.notes.extend(loaded.notes)
         report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
+        report.warnings.extend(operation.unused_options())
         mapped: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:

@@ -62,6 +62,10 @@ class Operation:
         """The steps an operation of several makes, for its report (``steps``); none for one."""
         return []
 
+    def unused_options(self) -> list[str]:
+        """A warning for each option given that this operation does not use (the spec ignores it)."""
+        return []
+
     def takes_pictures(self, common: Common, output_format: str) -> bool:
         """Whether a plain 8-bit image may stay a Pillow image (io.Picture) through this operation
         (``apply_picture``), read and written without numpy."""
@@ -698,6 +702,22 @@ class Resize(Operation):
         return tuple(value * before / after if before != after and after else value
                      for value, before, after in zip(scale, header.shape, output))
 
+    def unused_options(self) -> list[str]:
+        mode, transform = self.mode, self.coordinate_transformation_mode
+        unused = []
+        if self.cubic_coeff_a != _RESIZE_DEFAULTS["cubic_coeff_a"] and mode != "cubic":
+            unused.append(f"--cubic-coeff-a is for --mode cubic, not {mode}; ignored")
+        if self.nearest_mode != _RESIZE_DEFAULTS["nearest_mode"] and mode != "nearest":
+            unused.append(f"--nearest-mode is for --mode nearest, not {mode}; ignored")
+        if transform != "tf_crop_and_resize":
+            if self.roi is not None:
+                unused.append(f"--roi is for tf_crop_and_resize, not {transform}; ignored")
+            if self.extrapolation_value != _RESIZE_DEFAULTS["extrapolation_value"]:
+                unused.append(f"--extrapolation-value is for tf_crop_and_resize, not {transform}; ignored")
+        if self.scales is not None and self.keep_aspect_ratio_policy != "stretch":
+            unused.append("--keep-aspect-ratio-policy is for --sizes, not --scales; ignored")
+        return unused
+
     def _settings(self) -> dict[str, Any]:
         """The attributes, as resize takes them."""
         return {name: getattr(self, name) for name in _RESIZE_DEFAULTS}
@@ -745,6 +765,9 @@ class Chain(Operation):
         for step, step_header, step_common in self._walk(header, common):
             shape = step.output_shape(step_header, step_common)
         return shape
+
+    def unused_options(self) -> list[str]:
+        return [f"{step.command}: {warning}" for step in self.steps for warning in step.unused_options()]
 
     def trace(self, header: Header, common: Common) -> list[dict[str, Any]]:
         """Every step's command, parameters and output shape, for the file's report."""

@@ -45,6 +45,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         _refuse_in_place(input_path, output)
         data, layout, scale, ome, like = _open(input_path, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
+        report.warnings.extend(operation.unused_options())
         try:
             result = operation.apply_chunked(data, layout, common)  # --max-pixels: what a task holds
             _check_blocks(data, result, common)

@@ -131,6 +131,38 @@ def test_a_chain_option_after_a_step_says_where_it_goes(tmp_path: Path, option: 
             "first step.") in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize(("options", "warning"), [
+    (["--sizes", "6,6", "--mode", "linear", "--cubic-coeff-a", "-0.5"],
+     "--cubic-coeff-a is for --mode cubic, not linear; ignored"),
+    (["--sizes", "6,6", "--mode", "cubic", "--nearest-mode", "floor"],
+     "--nearest-mode is for --mode nearest, not cubic; ignored"),
+    (["--sizes", "6,6", "--roi", "0,0,1,1"], "--roi is for tf_crop_and_resize, not half_pixel; ignored"),
+    (["--sizes", "6,6", "--coordinate-transformation-mode", "asymmetric", "--extrapolation-value", "9"],
+     "--extrapolation-value is for tf_crop_and_resize, not asymmetric; ignored"),
+    (["--scales", "0.5,0.5", "--keep-aspect-ratio-policy", "not_larger"],
+     "--keep-aspect-ratio-policy is for --sizes, not --scales; ignored"),
+])
+def test_an_option_the_spec_ignores_here_is_a_warning(photo: tuple[Path, np.ndarray], tmp_path: Path,
+                                                      options: list[str], warning: str) -> None:
+    """Written as without it (the spec ignores it), with one warning, in the summary and the record;
+    in a chain the warning names the step."""
+    path, _ = photo
+    alone = run("resize", path, "-o", tmp_path / "a.png", *options)
+    assert alone.exit_code == 0 and alone.stderr.count(f"Warning: {tmp_path / 'a.png'}: {warning}\n") == 1
+    chained = run("chain", "-i", path, "-o", tmp_path / "c.png", "--json", "resize", *options)
+    assert chained.exit_code == 0 and json.loads(chained.stdout)["warnings"] == [f"resize: {warning}"]
+    plain = [option for option in options if option not in options[-2:]]
+    run("resize", path, "-o", tmp_path / "p.png", *plain)
+    assert (np.asarray(Image.open(tmp_path / "a.png")) == np.asarray(Image.open(tmp_path / "p.png"))).all()
+
+
+def test_options_used_by_the_mode_give_no_warning(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    result = run("resize", path, "-o", tmp_path / "a.png", "--sizes", "6,6", "--mode", "cubic", "--cubic-coeff-a",
+                 "-0.5", "--exclude-outside", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == []
+
+
 def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path, np.ndarray],
                                                                tmp_path: Path) -> None:
     path, pixels = photo
