@@ -62,6 +62,9 @@ class Metadata(NamedTuple):
     """A PNG's tEXt, zTXt and iTXt chunks but the XMP one: (chunk type, body as stored)."""
     comment: bytes | None = None
     """A JPEG's (first COM segment) or GIF's comment, byte for byte."""
+    tile: tuple[int, int] | None = None
+    """A tiled TIFF's tile length and width, an encoding kept like the compression (a viewer of a
+    big image reads the tiles it shows)."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
@@ -84,8 +87,8 @@ class Metadata(NamedTuple):
         return self._replace(resolution=self.resolution[::-1])
 
     def kept(self) -> Metadata:
-        """What ``--strip`` leaves: the TIFF compression, which is no metadata but an encoding."""
-        return Metadata(compression=self.compression)
+        """What ``--strip`` leaves: the TIFF compression and tiles, which are no metadata but an encoding."""
+        return Metadata(compression=self.compression, tile=self.tile)
 
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read

@@ -428,9 +428,10 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     if axes is not None and choice.planar:
         axes = axes[:-3] + "SYX"
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
+    tile = (_int(page.tilelength), _int(page.tilewidth)) if page.is_tiled else None
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=_not_carried(tif, info, choice, kept_orientation))
+                    dropped=_not_carried(tif, info, choice, kept_orientation), tile=tile)
 
 
 # ImageJ entries written anew from the result (sizes, axes) or carried (spacing, unit, ...)
@@ -665,6 +666,8 @@ def write(
         write_args["ome"] = True
     if compression is not None:
         write_args["compression"] = compression
+    if metadata.tile is not None and all(side > 0 and side % 16 == 0 for side in metadata.tile):
+        write_args["tile"] = metadata.tile  # (TIFF tiles are multiples of 16; a crafted tag's are not kept)
     if metadata.icc is not None:
         write_args["iccprofile"] = metadata.icc
     if metadata.xmp is not None:

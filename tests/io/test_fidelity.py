@@ -520,6 +520,35 @@ def test_compression_kept_or_set(tmp_path: Path, hyperstack: tuple[str, np.ndarr
     assert compression(["--strip"]) == "ADOBE_DEFLATE"  # an encoding, not metadata
 
 
+@pytest.mark.parametrize(("shape", "extra"), [((2, 64, 80), {"metadata": {"axes": "CYX"}, "ome": True}),
+                                               ((64, 80, 3), {"photometric": "rgb", "compression": "zlib"}),
+                                               ((64, 80), {})])
+def test_tiles_kept(tmp_path: Path, rng: np.random.Generator, shape: tuple[int, ...], extra: dict[str, Any]) -> None:
+    """A tiled TIFF's output is tiled alike (an encoding, as the compression: --strip keeps it too),
+    its values the operation's; an untiled one stays untiled; other formats have no tiles."""
+    import tifffile
+
+    data = rng.integers(0, 2**16, shape).astype(np.uint16 if len(shape) != 3 or shape[-1] != 3 else np.uint8)
+    tiled, plain = tmp_path / "tiled.tif", tmp_path / "plain.tif"
+    tifffile.imwrite(tiled, data, tile=(32, 48), **extra)
+    tifffile.imwrite(plain, data, **{key: value for key, value in extra.items() if key != "ome"})
+
+    def written(source: Path, *args: str) -> tuple[np.ndarray, tuple[int, int] | None]:
+        out = tmp_path / "o.tif"
+        result = run("crop-pad", source, "-o", out, "--shape", "40,70", *args)
+        assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+        with tifffile.TiffFile(out) as tif:
+            page = tif.pages[0]
+            return tif.asarray(), (page.tilelength, page.tilewidth) if page.is_tiled else None
+
+    expected, untiled = written(plain)
+    assert untiled is None
+    for args in ([], ["--strip"]):
+        values, tile = written(tiled, *args)
+        assert tile == (32, 48) and np.array_equal(values, expected)
+    assert run("crop-pad", tiled, "-o", tmp_path / "o.npy", "--shape", "40,70", "-q").exit_code == 0
+
+
 def test_bigtiff_past_the_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from geomcli.io import _tiff
 
