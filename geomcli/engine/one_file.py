@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common, Fidelity
     from geomcli.engine.summary import Report
-    from geomcli.io import Loaded, Metadata, Picture, WriteOptions
+    from geomcli.io import Header, Loaded, Metadata, Picture, WriteOptions
 
 
 class FormatConflictError(GeomError):
@@ -164,7 +164,26 @@ def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Com
 
     if common.fidelity.strip:
         return loaded.metadata.kept()
-    return operation.metadata(loaded.metadata, header_of(loaded), common)
+    header = header_of(loaded)
+    return _physical_sizes(operation, operation.metadata(loaded.metadata, header, common), header, common)
+
+
+def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, common: Common) -> Metadata:
+    """An OME-TIFF's physical pixel sizes as the operation makes them: Operation.scaled, as for an
+    OME-Zarr's scale (twice the size along y and x after space-to-depth of blocksize 2)."""
+    from geomcli.engine import layout as layouts
+
+    if not metadata.physical:
+        return metadata
+    layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
+    letters = layout.replace("H", "Y").replace("W", "X") if layout in layouts.LAYOUTS else layout
+    sizes = {axis: size for axis, size, _ in metadata.physical}
+    scale = operation.scaled(tuple(sizes.get(letter, 1.0) for letter in letters), header, common)
+    if len(scale) != len(letters):
+        return metadata._replace(physical=())
+    scaled = dict(zip(letters, scale))  # (an axis --layout names otherwise, a stack axis, keeps its size)
+    return metadata._replace(physical=tuple((axis, scaled.get(axis, size), unit)
+                                            for axis, size, unit in metadata.physical))
 
 
 def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:

@@ -433,6 +433,8 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
         fields.append(("comment", True))
     fields.extend((name, True) for name in unfit.values())
     fields.extend((name, False) for name in metadata.dropped)
+    if metadata.physical and fmt != "tiff":
+        fields.append(("OME physical sizes", True))
     if metadata.axes_kind in ("imagej", "ome") and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
         kind = {"imagej": "ImageJ", "ome": "OME"}[metadata.axes_kind or ""]
         fields.append((f"{kind} axes metadata ({metadata.axes})", True))

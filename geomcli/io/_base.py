@@ -62,6 +62,9 @@ class Metadata(NamedTuple):
     """A PNG's tEXt, zTXt and iTXt chunks but the XMP one: (chunk type, body as stored)."""
     comment: bytes | None = None
     """A JPEG's (first COM segment) or GIF's comment, byte for byte."""
+    physical: tuple[tuple[str, float, str | None], ...] = ()
+    """An OME-TIFF's physical pixel sizes: (axis X, Y or Z, size, unit or None for OME's micrometre),
+    as each operation makes them (twice the size after space-to-depth of blocksize 2)."""
     tile: tuple[int, int] | None = None
     """A tiled TIFF's tile length and width, an encoding kept like the compression (a viewer of a
     big image reads the tiles it shows)."""

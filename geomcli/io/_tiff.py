@@ -429,9 +429,30 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         axes = axes[:-3] + "SYX"
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
     tile = (_int(page.tilelength), _int(page.tilewidth)) if page.is_tiled else None
+    physical = _physical_sizes(tif, choice) if choice.kind == "ome" and axes else ()
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=_not_carried(tif, info, choice, kept_orientation), tile=tile)
+                    dropped=_not_carried(tif, info, choice, kept_orientation, bool(physical)), tile=tile,
+                    physical=physical)
+
+
+def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
+    """The OME-XML PhysicalSizeX, Y and Z (and their units) of the image read, for the axes it
+    has; none where the XML does not give them as positive numbers."""
+    import tifffile
+
+    try:
+        images = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]
+        image = images[list(tif.series).index(choice.series)] if isinstance(images, list) else images
+        pixels = image["Pixels"]
+    except Exception:  # noqa: BLE001 - XML of any shape: what cannot be read is not carried
+        return ()
+    sizes = []
+    for axis in "XYZ":
+        size, unit = pixels.get(f"PhysicalSize{axis}"), pixels.get(f"PhysicalSize{axis}Unit")
+        if axis in choice.axes and isinstance(size, (int, float)) and 0 < size < float("inf"):
+            sizes.append((axis, float(size), unit if isinstance(unit, str) else None))
+    return tuple(sizes)
 
 
 # ImageJ entries written anew from the result (sizes, axes) or carried (spacing, unit, ...)
@@ -449,8 +470,10 @@ _DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageN
                      34665: "EXIF", 34853: "GPS"}
 
 
-def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orientation: bool) -> tuple[str, ...]:
-    """The metadata of this file that no output keeps, named for a warning."""
+def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orientation: bool,
+                 physical_read: bool = False) -> tuple[str, ...]:
+    """The metadata of this file that no output keeps, named for a warning (``physical_read``:
+    the OME physical sizes are carried, see _physical_sizes)."""
     dropped = []
     if _enum_name(choice.keyframe.photometric) == "MINISWHITE" and choice.dtype.kind not in "bu":
         dropped.append(f"the TIFF min-is-white photometric ({choice.dtype} values kept as stored, "
@@ -467,7 +490,8 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
         dropped.append(f"the ImageJ metadata {', '.join(others)}")
     ome = tif.ome_metadata if tif.is_ome else None
     if isinstance(ome, str):
-        found = [label for label, pattern in _OME_EXTRAS if pattern.search(ome)]
+        found = [label for label, pattern in _OME_EXTRAS if pattern.search(ome)
+                 and not (physical_read and label == "physical sizes")]
         if found:
             dropped.append(f"the OME-XML {', '.join(found)}")
     return tuple(dropped)
@@ -664,6 +688,12 @@ def write(
         write_args["metadata"].update(metadata.imagej)
     elif kind == "ome":
         write_args["ome"] = True
+        for axis, size, unit in metadata.physical:
+            write_args["metadata"][f"PhysicalSize{axis}"] = size
+            if unit is not None:
+                write_args["metadata"][f"PhysicalSize{axis}Unit"] = unit
+    if metadata.physical and kind != "ome":
+        warnings.append("the OME physical sizes cannot be written without OME axes; dropped")
     if compression is not None:
         write_args["compression"] = compression
     if metadata.tile is not None and all(side > 0 and side % 16 == 0 for side in metadata.tile):

@@ -752,9 +752,45 @@ def test_a_mapped_output_says_it_has_no_metadata(tmp_path: Path, monkeypatch: py
     assert kept.exit_code == 0 and warnings_of(kept) == []  # compressed, from RAM, with its metadata
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    (["crop-pad", "--shape", "4,4"], {"X": 0.5, "Y": 0.25, "Z": 3.0}),
+    (["space-to-depth", "--blocksize", "2"], {"X": 1.0, "Y": 0.5, "Z": 3.0}),
+    (["resize", "--sizes", "16,4"], {"X": 1.0, "Y": 0.125, "Z": 3.0}),
+    (["chain", "space-to-depth", "--blocksize", "2", "depth-to-space", "--blocksize", "2"],
+     {"X": 0.5, "Y": 0.25, "Z": 3.0}),
+])
+def test_ome_physical_sizes_follow_the_pixels(tmp_path: Path, args: list[str], expected: dict[str, float]) -> None:
+    """PhysicalSizeX/Y/Z and their units are written for the output's pixels: kept by a crop, b
+    times by space-to-depth, length in over length out by resize; not in an output without OME
+    axes (a warning), nor by --strip."""
+    import tifffile
+
+    source, out = tmp_path / "in.ome.tif", tmp_path / "out.ome.tif"
+    data = np.arange(2 * 4 * 8 * 8, dtype=np.uint16).reshape(2, 4, 8, 8)
+    tifffile.imwrite(source, data, ome=True, metadata={
+        "axes": "ZCYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.25, "PhysicalSizeYUnit": "nm", "PhysicalSizeZ": 3.0})
+    command, rest = args[0], args[1:]
+    given = (["-i", source, "-o", out, *rest] if command == "chain" else [source, "-o", out, *rest])
+    result = run(command, *given)
+    assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+    assert {axis: pixels[f"PhysicalSize{axis}"] for axis in "XYZ"} == pytest.approx(expected)
+    assert pixels["PhysicalSizeYUnit"] == "nm" and "PhysicalSizeXUnit" not in pixels or \
+        pixels["PhysicalSizeXUnit"] == "µm"  # OME's default unit, which tifffile may write out
+    npy = run("crop-pad", source, "-o", tmp_path / "o.npy", "--shape", "4,4", "--json")
+    assert "OME physical sizes" in json.loads(npy.stdout)["dropped"]
+    png = run("crop-pad", source, "-o", tmp_path / "o.png", "--shape", "4,4", "--page", "0")
+    assert png.exit_code == 0 and "physical sizes cannot be carried; dropped" in png.stderr, png.stderr  # one page
+    stripped = run("crop-pad", source, "-o", tmp_path / "s.ome.tif", "--shape", "4,4", "--strip")
+    with tifffile.TiffFile(tmp_path / "s.ome.tif") as tif:
+        assert "PhysicalSize" not in (tif.ome_metadata or "") and stripped.exit_code == 0
+
+
 def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
-    """OME-XML channel names and physical sizes, and ImageJ display ranges, are not rewritten for
-    the new shape: the user is told, once per field, rather than losing them silently."""
+    """OME-XML channel names and ImageJ display ranges are not rewritten for the new shape: the
+    user is told, once per field, rather than losing them silently (physical sizes are carried:
+    test_ome_physical_sizes_follow_the_pixels)."""
     import tifffile
 
     ome, imagej = tmp_path / "ome.ome.tif", tmp_path / "ij.tif"
@@ -762,7 +798,7 @@ def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> Non
     tifffile.imwrite(ome, data, ome=True, metadata={"axes": "CYX", "PhysicalSizeX": 0.5,
                                                     "Channel": {"Name": ["dapi", "gfp"]}})
     tifffile.imwrite(imagej, data, imagej=True, metadata={"axes": "CYX", "ranges": (0.0, 100.0, 0.0, 100.0)})
-    for source, expected in ((ome, "the OME-XML physical sizes, channel names cannot be carried; dropped"),
+    for source, expected in ((ome, "the OME-XML channel names cannot be carried; dropped"),
                              (imagej, "the ImageJ metadata Ranges cannot be carried; dropped")):
         result = CliRunner().invoke(cli, ["crop-pad", str(source), "-o", str(tmp_path / "out.tif"),
                                           "--shape", "4,4"], catch_exceptions=False)
