@@ -22,14 +22,17 @@ def to_dtype(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         rounded: np.ndarray = np.rint(values)
-        # float64 cannot hold int64's and uint64's largest values: the clip bound is the largest
-        # float64 below 2**63 (2**64), which casts in range
+        # float64 cannot hold int64's and uint64's largest values: below 2**63 (2**64) the clip
+        # bound is the largest float64 there, which casts in range; from it on, the largest value
+        past = rounded >= float(info.max) if info.bits == 64 else None
         high = float(info.max) if info.bits < 64 else np.nextafter(float(info.max), 0.0)
         np.clip(rounded, float(info.min), high, out=rounded)
         # NaN alone is left after the clip; np.nan_to_num would look for infinities too, and on a
         # resize's many small pieces that took half the conversion's time
         np.copyto(rounded, 0.0, where=np.isnan(rounded))
         result: np.ndarray = rounded.astype(dtype)
+        if past is not None:
+            np.copyto(result, info.max, where=past)
         return result
     with np.errstate(over="ignore", invalid="ignore"):
         result = round_once(values, dtype).astype(dtype, copy=False)

@@ -147,8 +147,8 @@ def test_equals_reference(mode: str, padding: str, align_corners: bool, dtype: s
 @pytest.mark.parametrize("mode, padding", [(m, p) for m in ("linear", "cubic") for p in PADDINGS])
 def test_other_dtypes_equal_reference(mode: str, padding: str, dtype: str) -> None:
     """float16 rounded once from float64 (ties to even, subnormals, overflow to Inf) and every
-    integer rounded half to even and saturated, 64-bit ones included (their bounds are the
-    largest doubles below 2**63 and 2**64), in 2-D and 3-D."""
+    integer rounded half to even and saturated, 64-bit ones included (2**63 and 2**64 and past
+    are their largest values), in 2-D and 3-D."""
     rng = np.random.default_rng([len(dtype), MODES.index(mode), PADDINGS.index(padding)])
     fill = 5 if dtype != "float16" else 0.1
     for rank in (2, 3):

@@ -841,10 +841,13 @@ def to_dtype_by_nan_to_num(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         rounded: np.ndarray = np.rint(values)
+        past = rounded >= float(info.max) if info.bits == 64 else np.zeros(rounded.shape, bool)
         high = float(info.max) if info.bits < 64 else np.nextafter(float(info.max), 0.0)
         np.clip(rounded, float(info.min), high, out=rounded)
         np.nan_to_num(rounded, copy=False, nan=0.0)
-        return rounded.astype(dtype)
+        result = rounded.astype(dtype)
+        result[past] = info.max
+        return result
     with np.errstate(over="ignore", invalid="ignore"):
         return _numeric.round_once(values, dtype).astype(dtype, copy=False)
 
@@ -994,3 +997,26 @@ def test_the_compiled_kernel_checks_what_it_is_handed() -> None:
         kernel.resample(source, out, taps, weights, None, None, shape, "float32", 0, 3)
     with pytest.raises(ValueError, match="dtype float16 is not compiled"):
         kernel.resample(source, out, taps, weights, None, None, shape, "float16", 0, 2)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_the_largest_64_bit_value_stays_itself(dtype: str, mode: str) -> None:
+    """A constant image of int64's (uint64's) largest value: its float64 sums are 2**63 (2**64),
+    past the range, and saturate to the largest value itself, not to the largest double below
+    (found by a try-out: 2**63 - 1024); the same by the compiled kernels and the numpy path, and
+    by grid_sample."""
+    import geomcli
+    from geomcli.ops import resize as resize_module
+
+    top = np.iinfo(dtype).max
+    data = np.full((1, 1, 3, 4), top, dtype)
+    expected = np.full((1, 1, 6, 8), top, dtype)
+    assert np.array_equal(resize(data, scales=[1, 1, 2, 2], mode=mode), expected)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(resize_module, "_compiled", None)
+        assert np.array_equal(resize(data, scales=[1, 1, 2, 2], mode=mode), expected)
+    grid = np.zeros((1, 2, 2, 2), np.float32)
+    assert np.array_equal(geomcli.grid_sample(data, grid, mode=mode), np.full((1, 1, 2, 2), top, dtype))
+    assert np.array_equal(geomcli.ops._numeric.to_dtype(np.array([2.0**70, -(2.0**70), np.nan]), np.dtype(dtype)),
+                          np.array([top, np.iinfo(dtype).min, 0], dtype))

@@ -26,17 +26,27 @@ static inline double saturate(double v, double low, double high)
     return v == v ? c : 0.0;
 }
 
+/* float64 cannot hold int64's and uint64's largest values: 2**63 (2**64) and past saturate to the
+   largest value, below it the bound is the largest double below, as _numeric.to_dtype does */
+static inline int64_t to_i64(double v)
+{
+    return v >= 0x1p63 ? INT64_MAX : (int64_t)saturate(v, -0x1p63, 9223372036854774784.0);
+}
+
+static inline uint64_t to_u64(double v)
+{
+    return v >= 0x1p64 ? UINT64_MAX : (uint64_t)saturate(v, 0.0, 18446744073709549568.0);
+}
+
 #define TO_FLOAT(v) ((float)(v))
 #define TO_DOUBLE(v) (v)
-/* float64 cannot hold int64's and uint64's largest values: the bound is the largest double below
-   2**63 (2**64), as _numeric.to_dtype clips */
 #define TO_U8(v) ((uint8_t)saturate((v), 0.0, 255.0))
 #define TO_I8(v) ((int8_t)saturate((v), -128.0, 127.0))
 #define TO_U16(v) ((uint16_t)saturate((v), 0.0, 65535.0))
 #define TO_I16(v) ((int16_t)saturate((v), -32768.0, 32767.0))
 #define TO_U32(v) ((uint32_t)saturate((v), 0.0, 4294967295.0))
 #define TO_I32(v) ((int32_t)saturate((v), -2147483648.0, 2147483647.0))
-#define TO_U64(v) ((uint64_t)saturate((v), 0.0, 18446744073709549568.0))
-#define TO_I64(v) ((int64_t)saturate((v), -9223372036854775808.0, 9223372036854774784.0))
+#define TO_U64(v) to_u64(v)
+#define TO_I64(v) to_i64(v)
 
 #endif
