@@ -695,12 +695,21 @@ class Resize(Operation):
         return chunked.by_planes(data, resized, first, output[first:], common.max_pixels)
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
-        """The pixel size along an axis times its length in over its length out."""
+        """The pixel size along an axis times its length in over its length out (of the roi's
+        share of it, for tf_crop_and_resize)."""
         output = self.output_shape(header, common)
         if len(scale) != len(output):
             return scale
-        return tuple(value * before / after if before != after and after else value
-                     for value, before, after in zip(scale, header.shape, output))
+        spans = [1.0] * len(output)
+        if self.coordinate_transformation_mode == "tf_crop_and_resize" and self.roi is not None:
+            axes = self._axes(header.shape, common, header.layout)
+            listed = range(len(output)) if axes is None else [axis % len(output) for axis in axes]
+            half = len(self.roi) // 2
+            for position, axis in enumerate(listed):
+                if position < half:
+                    spans[axis] = self.roi[half + position] - self.roi[position]
+        return tuple(value * before * span / after if (before != after or span != 1.0) and after else value
+                     for value, before, after, span in zip(scale, header.shape, output, spans))
 
     def unused_options(self) -> list[str]:
         mode, transform = self.mode, self.coordinate_transformation_mode
@@ -723,16 +732,18 @@ class Resize(Operation):
         return {name: getattr(self, name) for name in _RESIZE_DEFAULTS}
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
-        input_shape = header.shape
-        if metadata.resolution is None or len(input_shape) < 2:
+        """The resolution (pixels per unit) along x and y times the pixel size's change there."""
+        from geomcli.engine import layout as layouts
+
+        if metadata.resolution is None or len(header.shape) < 2:
             return metadata
-        output_shape = self.output_shape(header, common)
-        height, width = (0, 1) if len(input_shape) <= 3 else (-2, -1)
-        if not (input_shape[height] and input_shape[width]):
+        try:
+            height, width = layouts.spatial_axes(layouts.resolve_layout(header.shape, common.layout, header.layout))
+        except GeomError:
             return metadata
+        size = self.scaled((1.0,) * len(header.shape), header, common)
         x, y = metadata.resolution
-        return metadata._replace(resolution=(x * output_shape[width] / input_shape[width],
-                                             y * output_shape[height] / input_shape[height]))
+        return metadata._replace(resolution=(x / size[width], y / size[height]))
 
     def _axes(self, shape: tuple[int, ...], common: Common, from_file: str | None) -> tuple[int, ...] | None:
         given = self.sizes if self.sizes is not None else self.scales

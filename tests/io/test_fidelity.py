@@ -787,6 +787,30 @@ def test_ome_physical_sizes_follow_the_pixels(tmp_path: Path, args: list[str], e
         assert "PhysicalSize" not in (tif.ome_metadata or "") and stripped.exit_code == 0
 
 
+@pytest.mark.parametrize(("shape", "options", "expected"), [
+    ((3, 40, 50), ["--sizes", "10,50", "--layout", "NHW"], (2.0, 1.0)),  # pages of grey: H, W are the last two
+    ((3, 40, 50), ["--sizes", "6,40,50", "--layout", "NHW"], (2.0, 4.0)),  # only the page count changes
+    ((3, 20, 30, 3), ["--sizes", "10,60"], (4.0, 2.0)),  # pages of RGB: H, W before the samples
+    ((40, 50), ["--sizes", "10,10", "--coordinate-transformation-mode", "tf_crop_and_resize", "--roi",
+                "0.2,0.5,0.7,1.0"], (0.8, 2.0)),  # the roi's share: 10 pixels for 25 (x), 20 (y)
+])
+def test_resize_updates_the_resolution_along_x_and_y(tmp_path: Path, shape: tuple[int, ...], options: list[str],
+                                                     expected: tuple[float, float]) -> None:
+    """x and y are the layout's W and H, whatever the stack axes before them (found by a try-out:
+    a stack's pages and rows were taken for y and x)."""
+    import tifffile
+
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, np.zeros(shape, np.uint8), photometric="rgb" if shape[-1] == 3 else "minisblack",
+                     resolution=(2.0, 4.0))
+    result = run("resize", source, "-o", out, *options)
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        tags = tif.pages[0].tags
+        x, y = (tags[code].value[0] / tags[code].value[1] for code in ("XResolution", "YResolution"))
+    assert (x, y) == pytest.approx(expected)
+
+
 def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
     """OME-XML channel names and ImageJ display ranges are not rewritten for the new shape: the
     user is told, once per field, rather than losing them silently (physical sizes are carried:
