@@ -184,6 +184,9 @@ class CropPad(Operation):
 
 
 def _check_axes_count(option: str, values: tuple[Any, ...] | None, axes: tuple[int, ...] | None) -> None:
+    if axes is not None and len(set(axes)) != len(axes):
+        repeated = next(axis for axis in axes if axes.count(axis) > 1)
+        raise PlanError(f"axis {repeated} is given twice", options="--axes")
     if values is not None and axes is not None and len(values) != len(axes):
         counted = f"{len(values)} value{'' if len(values) == 1 else 's'}"
         raise PlanError(f"{counted} for {len(axes)} ax{'is' if len(axes) == 1 else 'es'}: give one value per axis",

@@ -99,6 +99,8 @@ def test_options_wrong_whatever_the_files_are_one_usage_error(photo: tuple[Path,
     ("crop-pad", ["--shape", "4,4", "--axes", "0"], "2 values for 1 axis: give one value per axis"),
     ("resize", ["--sizes", "4", "--axes", "0,1"], "1 value for 2 axes: give one value per axis"),
     ("resize", ["--scales", "2,2,1", "--axes", "0,1"], "3 values for 2 axes: give one value per axis"),
+    ("resize", ["--sizes", "4,4", "--axes", "0,0"], "axis 0 is given twice"),
+    ("crop-pad", ["--shape", "4,4", "--axes", "1,1"], "axis 1 is given twice"),
 ])
 def test_values_that_do_not_match_axes_are_one_usage_error(tmp_path: Path, command: str, options: list[str],
                                                             message: str) -> None:
