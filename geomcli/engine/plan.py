@@ -111,7 +111,15 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
             raise PlanError(f"{output} is a device, FIFO or socket, or a link to one; "
                             "--out-dir writes files only: remove it or choose another --name")
         writers[key] = source.path
-        jobs.append(Job(index, source.path, output, _format(output, common, options.name), size=source.size))
+        try:
+            fmt = _format(output, common, options.name)
+        except PlanError:
+            if remote or source.path == "-" or os.path.lexists(source.path):
+                raise
+            # an input that is not there: its own failure, as for a name whose output has a format
+            jobs.append(Job(index, source.path, "", "", f"{source.path}: no such file"))
+            continue
+        jobs.append(Job(index, source.path, output, fmt, size=source.size))
     if remote:
         if options.skip_existing or options.no_clobber:
             _listing(options.out_dir, True)  # one listing tells every output's modified time (skip_reason)

@@ -921,3 +921,15 @@ def test_links_to_one_file_are_each_an_input(tmp_path: Path, rng: np.random.Gene
 def test_a_glob_ending_in_a_slash_names_folders_so_no_input(shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", f"{shots}/*/", "--out-dir", tmp_path / "out", "--shape", "4,4")
     assert result.exit_code == 2 and "has no file geomcli reads" in result.stderr
+
+
+def test_a_missing_input_without_an_extension_is_its_own_failure(tmp_path: Path) -> None:
+    """Not a usage error about --name (found by a try-out: 'no file extension'); another input
+    given beside it is still done."""
+    from PIL import Image
+
+    Image.new("RGB", (4, 4)).save(tmp_path / "there.png")
+    result = run("crop-pad", tmp_path / "missing", tmp_path / "there.png", "--out-dir", tmp_path / "out",
+                 "--shape", "2,2")
+    assert result.exit_code == 1 and f"Error: {tmp_path / 'missing'}: no such file" in result.stderr, result.stderr
+    assert (tmp_path / "out" / "there.png").exists()
