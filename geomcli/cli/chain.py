@@ -94,7 +94,11 @@ def _step(name: str, options: Callable[..., Any], build: Callable[..., Operation
     def callback(**kwargs: Any) -> Operation:
         run = click.get_current_context().find_object(_Run)
         assert run is not None  # the chain's callback made it before any step's
-        return build(run.common, **kwargs)
+        try:
+            return build(run.common, **kwargs)
+        except click.UsageError as error:  # which step it is, among several
+            error.message = f"the {name} step: {error.message}"  # type: ignore[misc]
+            raise
 
     return options(click.command(name, cls=_Step, help=help_text)(callback))  # type: ignore[no-any-return]
 

@@ -165,6 +165,13 @@ def test_options_used_by_the_mode_give_no_warning(photo: tuple[Path, np.ndarray]
     assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == []
 
 
+def test_a_step_usage_error_names_its_step(tmp_path: Path) -> None:
+    result = run("chain", "-i", tmp_path / "missing.png", "-o", tmp_path / "o.png", "resize", "--sizes", "4,4",
+                 "crop-pad", "--shape", "2,2", "resize")
+    assert result.exit_code == 2
+    assert "Error: the resize step: give exactly one of --sizes and --scales" in result.stderr, result.stderr
+
+
 def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path, np.ndarray],
                                                                tmp_path: Path) -> None:
     path, pixels = photo
