@@ -230,9 +230,10 @@ def _read_frames(
             raise  # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
         raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
     notes.append(f"{count} frames stacked on axis 0 as {mode} (--frames all)")
-    layout = "NHWC" if data.ndim == 4 else None
-    # the axes a TIFF of these frames records: T for time, S for colour samples
+    # the axes a TIFF of these frames records: T for time, S for colour samples; grey frames are
+    # that layout too, so --shape H,W and --sizes H,W work frame by frame
     axes = "TYXS" if data.ndim == 4 else "TYX"
+    layout = "NHWC" if data.ndim == 4 else axes
     metadata = _metadata(im.info, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count)
 

@@ -336,8 +336,9 @@ def _layout(choice: _Choice) -> tuple[str | None, str | None]:
     described = kind is not None
     layout = _layout_of(axes)
     if not described:
-        # pages of samples (RGB, planar or not) are a stack of images, whatever their photometric
-        return (layout if axes == "YX" or "S" in axes else None), None
+        # pages of samples (RGB, planar or not) are a stack of images, whatever their photometric,
+        # and so are pages of grey (tifffile's IYX, QYX), whose stack axis is N
+        return (layout if axes == "YX" or "S" in axes or len(axes) == 3 else None), None
     where = f"axes {axes} from {source} metadata"
     if layout is None:
         return None, f"{where}: no geomcli layout fits (NCHW, NHWC, CHW, HWC, HW); give --layout"

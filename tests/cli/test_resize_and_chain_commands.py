@@ -172,6 +172,27 @@ def test_a_step_usage_error_names_its_step(tmp_path: Path) -> None:
     assert "Error: the resize step: give exactly one of --sizes and --scales" in result.stderr, result.stderr
 
 
+def test_stacks_of_grey_take_h_and_w(tmp_path: Path) -> None:
+    """Pages of grey in a TIFF, and an animated GIF's frames (--frames all), are stacks of images:
+    two --sizes or --shape values name H and W, frame by frame, and a GIF's frames keep their T
+    axis in a TIFF output (found by a try-out: 'sizes has 2 values for rank 3')."""
+    import tifffile
+
+    rng = np.random.default_rng(5)
+    pages = rng.integers(0, 256, (3, 8, 10), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "pages.tif", pages, photometric="minisblack")
+    frames = [Image.fromarray(page) for page in pages]
+    frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:])
+    result = run("resize", tmp_path / "pages.tif", "-o", tmp_path / "r.npy", "--sizes", "4,5", "--mode", "linear")
+    assert result.exit_code == 0, result.stderr
+    expected = resize(pages, sizes=[4, 5], axes=[1, 2], mode="linear")
+    assert np.array_equal(np.load(tmp_path / "r.npy"), expected)
+    result = run("crop-pad", tmp_path / "anim.gif", "-o", tmp_path / "c.tiff", "--shape", "4,4", "--frames", "all")
+    assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+    with tifffile.TiffFile(tmp_path / "c.tiff") as tif:
+        assert tif.series[0].axes == "TYXS" and tif.series[0].shape == (3, 4, 4, 3)  # a GIF reads as RGB
+
+
 def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path, np.ndarray],
                                                                tmp_path: Path) -> None:
     path, pixels = photo

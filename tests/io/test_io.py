@@ -205,7 +205,7 @@ TIFF_DTYPES = [
 
 @pytest.mark.parametrize("dtype", TIFF_DTYPES, ids=str)
 @pytest.mark.parametrize(
-    ("shape", "layout"), [((6, 7), "HW"), ((4, 6, 7), None), ((2, 3, 6, 7), None)]
+    ("shape", "layout"), [((6, 7), "HW"), ((4, 6, 7), "NHW"), ((2, 3, 6, 7), None)]
 )
 def test_tiff_round_trip(
     tmp_path: Path,
@@ -246,7 +246,7 @@ def test_tiff_multipage_stack_header_and_memmap(tiff_file: FileFactory) -> None:
         (4, 32, 48),
         np.dtype(np.uint16),
         4,
-        None,
+        "NHW",  # pages of grey: a stack of images
     )
     assert header.file_size == os.path.getsize(path)
     mapped = io.read_array(path).data

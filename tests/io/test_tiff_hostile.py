@@ -354,8 +354,9 @@ def test_grey_and_alpha_from_a_png_or_stripped_is_one_tiff_image(tmp_path: Path,
 
 
 def test_a_tensor_of_three_axes_stays_pages(tmp_path: Path, rng: np.random.Generator) -> None:
-    """Without an image's axes, (3, 8, 10) float32 is three pages, not 3 x 8 pixels of 10 channels."""
+    """Without an image's axes, (3, 8, 10) float32 is three pages, not 3 x 8 pixels of 10 channels:
+    a stack of grey images (NHW)."""
     data = rng.random((3, 8, 10), dtype=np.float32)
     io.write_array(data, str(tmp_path / "t.tiff"))
     loaded = io.read_array(str(tmp_path / "t.tiff"))
-    assert loaded.pages == 3 and loaded.layout is None and np.array_equal(loaded.data, data)
+    assert loaded.pages == 3 and loaded.layout == "NHW" and np.array_equal(loaded.data, data)
