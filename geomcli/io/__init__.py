@@ -577,8 +577,10 @@ def _image_refusal(fmt: str, dtype: str, shape: tuple[int, ...]) -> str | None:
     dtypes, channels = kinds
     if dtype not in dtypes:
         return f"cannot hold {dtype} data"
-    if len(shape) not in (2, 3) or 0 in shape:
+    if len(shape) not in (2, 3):
         return f"holds HW or HWC images, not shape {shape}"
+    if 0 in shape:
+        return f"cannot hold an empty image (shape {shape})"
     c = 1 if len(shape) == 2 else shape[2]
     if dtype == "bool" and len(shape) == 3 and shape[2] != 1:  # (H, W, 1) is written as (H, W), as for uint8
         return f"holds 1-bit images as HW only, not shape {shape}"

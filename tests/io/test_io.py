@@ -7,6 +7,7 @@ import importlib.util
 import io as bytes_io
 import os
 import pickle
+import re
 import shutil
 import struct
 import subprocess
@@ -1685,3 +1686,14 @@ def test_sample_blocks_is_space_to_depth_of_tensor() -> None:
         for bw in range(2):
             for c in range(3):
                 assert np.array_equal(blocks[0, (bh * 2 + bw) * 3 + c], tensor[0, c, bh::2, bw::2])
+
+
+@pytest.mark.parametrize("shape", [(0, 5, 3), (4, 0), (0, 0, 1)])
+def test_an_empty_image_is_refused_as_empty(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    """Not as a shape that is no image (found by a try-out: a resize to 0 x 0 said 'holds HW or
+    HWC images, not shape (0, 0, 3)'); .npy holds it."""
+    data = np.zeros(shape, np.uint8)
+    with pytest.raises(GeomError, match=rf"PNG cannot hold an empty image \(shape {re.escape(str(shape))}\)"):
+        io.write_array(data, str(tmp_path / "e.png"))
+    io.write_array(data, str(tmp_path / "e.npy"))
+    assert np.load(tmp_path / "e.npy").shape == shape
