@@ -1433,7 +1433,7 @@ def test_binary_to_a_terminal_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
             r"JPEG holds 1 or 3 channels, not 4 .*; write \.png, \.webp, \.npy or \.tiff$",
         ),
         (bool, (4, 4, 3), "a.png", r"PNG holds 1-bit images as HW only"),
-        (np.uint8, (0, 4), "a.png", r"PNG holds HW or HWC images, not shape \(0, 4\)"),
+        (np.uint8, (0, 4), "a.png", r"PNG cannot hold an empty image \(shape \(0, 4\)\)"),
     ],
 )
 def test_write_policy_names_the_formats_that_can_hold_it(
