@@ -580,19 +580,22 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
     return report
 
 
-def option_faults(task: Task, jobs: Sequence[Job], options: BatchOptions) -> list[str]:
-    """What the inputs' headers alone show they cannot take (a --fill their dtype cannot hold, a
-    blocksize that does not divide them, a shape on more axes than they have, no layout, an output
-    over --max-pixels or that its format cannot hold), one line each, found before anything is
-    written. A file whose header cannot be read, or declares more elements than --max-pixels, is
-    left to the run: that is a bad file, the file's own failure."""
+def to_do(jobs: Sequence[Job], options: BatchOptions) -> list[Job]:
+    """The jobs a run does: those the plan found no error in and --skip-existing or -n do not skip."""
+    return [job for job in jobs if job.error is None and skip_reason(job, options) is None]
+
+
+def option_faults(task: Task, todo: Sequence[Job]) -> list[str]:
+    """What the headers of the inputs to do (:func:`to_do`) alone show they cannot take (a --fill
+    their dtype cannot hold, a blocksize that does not divide them, a shape on more axes than they
+    have, no layout, an output over --max-pixels or that its format cannot hold), one line each,
+    found before anything is written. A file whose header cannot be read, or declares more
+    elements than --max-pixels, is left to the run: that is a bad file, the file's own failure."""
     from geomcli import io
 
     faults = []
     fidelity = task.common.fidelity
-    for job in jobs:
-        if job.error is not None or skip_reason(job, options) is not None:
-            continue
+    for job in todo:
         try:
             header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                     page=fidelity.page, frames=fidelity.frames)

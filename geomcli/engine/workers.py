@@ -32,7 +32,7 @@ from geomcli.engine.jobs import job_report as _report
 from geomcli.engine.jobs import remove_leftovers as _remove_leftovers
 from geomcli.engine.jobs import transform as _transform
 from geomcli.engine.operations import CropPad
-from geomcli.engine.plan import Job, Task, local_paths, option_faults, plan, planned, skip_reason
+from geomcli.engine.plan import Job, Task, local_paths, option_faults, plan, planned, skip_reason, to_do
 from geomcli.engine.report import Outcomes, echo_stderr, echo_stdout
 from geomcli.errors import GeomError, PlanError
 from geomcli.io import _remote
@@ -70,9 +70,9 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
     task = Task(operation, common, no_clobber=options.no_clobber)
     if options.dry_run:
         return _dry_run(task, jobs, options)
+    todo = to_do(jobs, options)
     workers = 1
     if options.scheduler is None:
-        todo = [job for job in jobs if job.error is None and skip_reason(job, options) is None]
         workers = _worker_count(task, todo, options)
         if workers > 1:
             # started now, its imports (about 0.2 s) are done on another core while the headers are checked
@@ -80,7 +80,7 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
             from multiprocessing import forkserver
 
             forkserver.ensure_running()
-    faults = option_faults(task, jobs, options)
+    faults = option_faults(task, todo)
     if faults:
         for fault in faults:
             echo_stderr(f"Error: {fault}")
@@ -92,16 +92,14 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
             os.makedirs(options.out_dir, exist_ok=True)
     except OSError as error:
         raise GeomError(f"{options.out_dir}: cannot make the folder ({error.strerror or error})") from error
-    todo = []
+    doing = {job.index for job in todo}
     with Outcomes(operation.command, common, len(jobs)) as outcomes:
         for job in jobs:
-            reason = skip_reason(job, options)
             if job.error is not None:
                 outcomes.add(job.index, _report(task, job, status="error", error=job.error))
-            elif reason is None:
-                todo.append(job)
-            else:
-                outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason]))
+            elif job.index not in doing:
+                reason = skip_reason(job, options)
+                outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason] if reason else []))
         if options.scheduler is not None:
             from geomcli.engine import cluster
 
@@ -135,7 +133,7 @@ def _one_thread(task: Task) -> Task:
 def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     """Each input -> output with the output's shape, from headers only; nothing is written. An
     input that cannot take the options makes it a usage fault (exit 2), as it makes the run."""
-    faults = option_faults(task, jobs, options)
+    faults = option_faults(task, to_do(jobs, options))
     counts = {"ok": 0, "error": 0, "skipped": 0}
     for job in jobs:
         report = planned(task, job, options)
