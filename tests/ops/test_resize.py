@@ -927,6 +927,8 @@ def test_nan_and_inf_in_the_data_raise_no_floating_point_warning() -> None:
 COMPILED_LAYOUTS = [  # (shape, sizes, axes)
     ((2, 3, 9, 11), [5, 17], [2, 3]),  # an NCHW image: the second axis last
     ((9, 11, 3), [4, 17], [0, 1]),  # an HWC image: channels after the second axis
+    ((9, 11, 6), [4, 17], [0, 1]),  # channels summed four, then two, side by side
+    ((9, 11, 5), [13, 6], [0, 1]),  # four, then one
     ((5, 4, 6, 7), [3, 9], [1, 3]),  # two axes with one between them
     ((9, 11, 3), [7, 3], [1, 0]),  # axes given in the other order: still made in axis order
     ((30, 20), [11], [0]),  # one axis, values after it

@@ -102,9 +102,31 @@ ALWAYS_INLINE double adjacent_sum(const double *values, const double *weights, P
     return total;
 }
 
+/* One output point of the second axis for N neighbouring channels (a pixel's, in H×W×C), per
+   item type T: each channel's sum from 0.0 in tap order, the N sums side by side. One channel's
+   adds wait on each other; N independent ones overlap, which made an RGB photo's second pass
+   (the ImageNet recipe's resize) about twice as fast. */
+#define CHANNELS(NAME, N, T, STORE)                                                                                  \
+    ALWAYS_INLINE void NAME##_channels##N(T *restrict into, const double *group, const int64_t *taps,               \
+                                          const double *weights, Py_ssize_t k, Py_ssize_t b)                        \
+    {                                                                                                              \
+        double total[N] = {0.0};                                                                                   \
+        for (Py_ssize_t t = 0; t < k; t++) {                                                                       \
+            const double w = weights[t], *values = group + taps[t] * b;                                            \
+            for (int c = 0; c < N; c++)                                                                            \
+                total[c] = total[c] + w * values[c];                                                               \
+        }                                                                                                          \
+        for (int c = 0; c < N; c++)                                                                                \
+            into[c] = STORE(total[c]);                                                                             \
+    }
+
 /* Per item type T: the rows [start, stop) of the output, row holding a first-axis output row
    (a * n2 * b doubles). */
 #define KIND(NAME, T, STORE)                                                                                        \
+    CHANNELS(NAME, 1, T, STORE)                                                                                     \
+    CHANNELS(NAME, 2, T, STORE)                                                                                     \
+    CHANNELS(NAME, 3, T, STORE)                                                                                     \
+    CHANNELS(NAME, 4, T, STORE)                                                                                     \
     static void NAME##_rows(const Job *job, double *restrict row)                                                   \
     {                                                                                                               \
         const Py_ssize_t width = job->a * job->n2 * job->b, out_width = job->a * job->m2 * job->b;                  \
@@ -138,12 +160,15 @@ ALWAYS_INLINE double adjacent_sum(const double *values, const double *weights, P
                         into[j2] = STORE(adjacent_sum(group + taps2[0], weights2, job->k2));                        \
                         continue;                                                                                   \
                     }                                                                                               \
-                    for (Py_ssize_t c = 0; c < b; c++) {                                                            \
-                        double total = 0.0;                                                                         \
-                        for (Py_ssize_t t = 0; t < job->k2; t++)                                                    \
-                            total = total + weights2[t] * group[taps2[t] * b + c];                                  \
-                        into[j2 * b + c] = STORE(total);                                                            \
-                    }                                                                                               \
+                    Py_ssize_t c = 0;                                                                               \
+                    for (; c + 4 <= b; c += 4)                                                                      \
+                        NAME##_channels4(into + j2 * b + c, group + c, taps2, weights2, job->k2, b);                \
+                    if (b - c == 3)                                                                                 \
+                        NAME##_channels3(into + j2 * b + c, group + c, taps2, weights2, job->k2, b);                \
+                    else if (b - c == 2)                                                                            \
+                        NAME##_channels2(into + j2 * b + c, group + c, taps2, weights2, job->k2, b);                \
+                    else if (b - c == 1)                                                                            \
+                        NAME##_channels1(into + j2 * b + c, group + c, taps2, weights2, job->k2, b);                \
                 }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
