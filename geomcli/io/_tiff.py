@@ -273,6 +273,9 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
             raise GeomError(_unsupported(name, one))
         return _choice(one, one.axes, None, (one,), one.asarray, None, f"page {page} of {len(tif.pages)}")
     found = tif.series
+    # a series' pages after its first as tifffile's light TiffFrames (offsets and byte counts, the
+    # first page's tags): full pages parse every tag of every page, 1 ms of a 16-page float stack
+    tif.pages.useframes = True
     if not found:
         raise GeomError(f"{name}: not a readable TIFF (no images)")
     if series is not None:
