@@ -519,7 +519,7 @@ def _encode(
     if isinstance(data, Picture):  # an image format that holds it: see write_array
         from geomcli.io import _pillow
 
-        _pillow.save(data.image, f, fmt, metadata, options)
+        return _pillow.save(data.image, f, fmt, metadata, options)
     elif fmt == "npy":
         from geomcli.io import _npy
 
@@ -531,7 +531,7 @@ def _encode(
     else:
         from geomcli.io import _pillow
 
-        _pillow.write(data, f, fmt, metadata, options)
+        return _pillow.write(data, f, fmt, metadata, options)
     return []
 
 
@@ -571,7 +571,7 @@ def _image_refusal(fmt: str, dtype: str, shape: tuple[int, ...]) -> str | None:
         "png": ({"uint8", "uint16", "bool"}, (1, 2, 3, 4)),
         "jpeg": ({"uint8"}, (1, 3)),
         "bmp": ({"uint8", "bool"}, (1, 3)),
-        "gif": ({"uint8"}, (1,)),
+        "gif": ({"uint8"}, (1, 3)),  # colour through a palette (_pillow.save)
         "webp": ({"uint8"}, (3, 4)),
     }[fmt]
     dtypes, channels = kinds

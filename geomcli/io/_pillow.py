@@ -558,9 +558,9 @@ def write(
     fmt: str,
     metadata: Metadata | None = None,
     options: WriteOptions | None = None,
-) -> None:
+) -> list[str]:
     """Write an array the facade has already checked this format can hold, with the metadata
-    fields this format holds (see HOLDS)."""
+    fields this format holds (see HOLDS); the warnings :func:`save` gives."""
     import numpy as np
 
     options = options or WriteOptions()
@@ -570,12 +570,12 @@ def write(
         ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
         f.write(_png.encode(data, level, icc=kept.get("icc_profile"), ppm=ppm, exif=kept.get("exif"),
                             chunks=kept.get("chunks", ())))
-        return
+        return []
     from PIL import Image
 
     if data.ndim == 3 and data.shape[2] == 1:
         data = data[:, :, 0]
-    save(Image.fromarray(np.ascontiguousarray(data)), f, fmt, metadata, options)
+    return save(Image.fromarray(np.ascontiguousarray(data)), f, fmt, metadata, options)
 
 
 def save(
@@ -584,10 +584,15 @@ def save(
     fmt: str,
     metadata: Metadata | None = None,
     options: WriteOptions | None = None,
-) -> None:
-    """Write a Pillow image of a mode this format holds, as :func:`write` writes its array."""
+) -> list[str]:
+    """Write a Pillow image of a mode this format holds, as :func:`write` writes its array; a
+    warning for colours a GIF could not hold."""
     options = options or WriteOptions()
     level, kept = _kept(fmt, metadata or Metadata(), options, *im.size)
+    said = []
+    if fmt == "gif" and im.mode == "RGB":
+        im, reduced = _paletted(im)
+        said += [reduced] if reduced else []
     saving: dict[str, Any] = {}
     if fmt == "png":
         saving = {"compress_level": level, **_png_strategy(im, level)}
@@ -610,6 +615,20 @@ def save(
         for kind, body in chunks:
             saving["pnginfo"].add(kind, body)
     im.save(f, format=_PILLOW_FORMATS[fmt][0], **saving, **kept)
+    return said
+
+
+def _paletted(im: Any) -> tuple[Any, str | None]:
+    """An RGB image as a GIF holds it: a palette of its own colours where it has at most 256 (a
+    crop, a pad or a nearest resize of a GIF: the values written are the result's), else 256
+    colours made by Pillow's median cut, dithered, and a warning that says so."""
+    from PIL import Image
+
+    if im.getcolors(256) is not None:  # Pillow's median cut keeps 256 colours or fewer exactly
+        return im.quantize(256, dither=Image.Dither.NONE), None
+    return im.quantize(256, dither=Image.Dither.FLOYDSTEINBERG), (
+        "GIF holds 256 colours: the result's colours were reduced to 256 and dithered, the written values "
+        "differ from the result (write .png to keep them)")
 
 
 def _jpeg_saving(metadata: Metadata, options: WriteOptions) -> dict[str, Any]:

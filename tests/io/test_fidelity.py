@@ -599,6 +599,38 @@ def test_jpeg_output_warns_once_that_it_is_lossy(tmp_path: Path, rng: np.random.
     assert run("crop-pad", source, "-o", out, "--shape", "4,4", "-q").stderr == ""
 
 
+@pytest.mark.parametrize("colours", [1, 2, 17, 255, 256])
+def test_a_colour_gif_of_256_colours_or_fewer_is_written_exactly(tmp_path: Path, rng: np.random.Generator,
+                                                                 colours: int) -> None:
+    # its own colours as the palette: what Pillow's median cut keeps of 256 or fewer
+    palette = rng.integers(0, 256, (colours, 3), dtype=np.uint8)
+    data = palette[rng.integers(0, colours, (23, 31))]
+    assert io.write_array(data, str(tmp_path / "o.gif")) == ()
+    assert np.array_equal(io.read_array(str(tmp_path / "o.gif")).data, data)
+
+
+def test_a_gif_cropped_and_resized_is_written_back_as_a_gif(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A palette GIF reads as RGB; a crop keeps its colours, so the GIF written holds them
+    exactly; a linear resize makes more than 256, reduced and dithered with a warning (it was
+    'GIF holds 1 channel, not 3' either way)."""
+    from PIL import Image
+
+    source = str(tmp_path / "in.gif")
+    Image.fromarray(rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)).quantize(200).save(source)
+    cropped = str(tmp_path / "crop.gif")
+    result = run("crop-pad", source, "-o", cropped, "--shape", "20,30")
+    assert result.exit_code == 0 and warnings_of(result) == []
+    assert np.array_equal(io.read_array(cropped).data, io.read_array(source).data[10:30, 15:45])
+    resized = str(tmp_path / "small.gif")
+    result = run("resize", source, "-o", resized, "--sizes", "20,30", "--mode", "linear")
+    assert result.exit_code == 0
+    assert warnings_of(result) == [f"Warning: {resized}: GIF holds 256 colours: the result's colours were reduced "
+                                   "to 256 and dithered, the written values differ from the result (write .png to "
+                                   "keep them)"]
+    written = io.read_array(resized).data
+    assert written.shape == (20, 30, 3) and len(np.unique(written.reshape(-1, 3), axis=0)) <= 256
+
+
 def test_json_carries_the_warnings(tmp_path: Path, rng: np.random.Generator) -> None:
     source = str(tmp_path / "in.png")
     io.write_array(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8), source)
