@@ -683,8 +683,13 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
             os.set_blocking(descriptor, True)
             from geomcli.io._stream import Stream
 
-            stream = Stream(f, name, max_pixels, stat.S_ISFIFO(info.st_mode))
+            fifo = stat.S_ISFIFO(info.st_mode)
+            stream = Stream(f, name, max_pixels, fifo)
             head = stream.peek(0, SNIFF_BYTES)
+            if not head and fifo:
+                # "empty file" read as if a regular file were empty; a FIFO's writer may never have come
+                raise GeomError(f"{name}: not a regular file (a FIFO) and nothing came through it; "
+                                "read it through '-' instead")
             fmt = _content_format(name, head, named, empty=not head, stdin=False)
             return stream.whole(fmt), name, fmt, None
     except OSError as e:

@@ -683,6 +683,14 @@ def test_a_fifo_without_extension_is_sniffed(tmp_path: Path) -> None:
     assert loaded.format == "png" and loaded.data.ndim in (2, 3)
 
 
+def test_a_fifo_nobody_writes_to_is_named_as_a_fifo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("geomcli.io._stream._WRITER_GRACE", 0.05)
+    os.mkfifo(tmp_path / "x.png")
+    with pytest.raises(GeomError, match=r"x\.png: not a regular file \(a FIFO\) and nothing came through it; "
+                                        r"read it through '-' instead$"):
+        io.read_array(str(tmp_path / "x.png"))
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash for <(...)")
 def test_process_substitution_and_dev_stdin_are_read(tmp_path: Path) -> None:
     """What a user types: <(cat x.png) is /dev/fd/63, a pipe without a name or extension."""
