@@ -79,6 +79,25 @@ def check_numbers(numbers: Sequence[float] | None, flags: tuple[Any, ...]) -> No
                 raise _usage(f"every number must be finite, found {value}{overflow}", [name])
 
 
+def check_invertible(flags: tuple[Any, ...]) -> None:
+    """Refuse, as a usage error, transform flags whose matrix is singular (its 2x2 part of rank
+    below 2, to float64's precision): every output pixel would sample one point, or one line, and
+    the output would be flat with no word why. Typed --theta numbers may be singular: that is
+    legitimate ONNX and asked for by name."""
+    given = _given(flags)
+    linear = from_transforms(*flags)[:, :2]
+    if not given or not np.isfinite(linear).all():  # an overflow is the caller's error to name
+        return
+    rank = int(np.linalg.matrix_rank(linear))
+    if rank == 2:
+        return
+    typed = " ".join(f"--{name} {','.join(f'{value:g}' for value in _as_tuple(values))}"
+                     for name, values in zip(_FLAGS, flags, strict=True) if name in given)
+    sampled = "one point" if rank == 0 else "one line of the input"
+    raise PlanError(f"{typed} make{'s' if len(given) == 1 else ''} a singular matrix: every output pixel "
+                    f"would sample {sampled}")
+
+
 def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), translate: Sequence[float] = (0.0, 0.0),
                     shear: Sequence[float] = (0.0, 0.0)) -> np.ndarray:
     """One 2-D matrix T·R·H·S: scale first, then shear, rotate (degrees, counter-clockwise
@@ -142,6 +161,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     from geomcli.engine import layout as layouts
 
     check_numbers(numbers, flags)
+    if numbers is None and theta_file is None:
+        check_invertible(flags)
     # what a matrix that overflows is made of: --theta, or the transform flags given
     options = ["theta"] if numbers is not None else _given(flags)
     if like is not None:
@@ -219,6 +240,8 @@ def for_warp(theta_file: str | None, numbers: Sequence[float] | None, flags: tup
     from geomcli import io
 
     check_numbers(numbers, flags)
+    if numbers is None and theta_file is None:
+        check_invertible(flags)
     if theta_file is not None:
         loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
         if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":

@@ -249,3 +249,24 @@ def test_a_big_warp_never_holds_its_grid(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     peak_mib = float(done.stdout)
     assert peak_mib < 64 + 64 + 200, peak_mib  # input and output pages, and the bounded work
+
+
+@pytest.mark.parametrize("command", ["warp", "affine-grid"])
+def test_flags_that_make_a_singular_matrix_are_a_usage_error_before_any_file_is_read(
+        command: str, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.png"  # read first, it would be this file's failure (exit 1)
+    reads = [missing, "-o", tmp_path / "o.png"] if command == "warp" else ["--like", missing, "-o", tmp_path / "g.npy"]
+    result = run(command, *reads, "--scale", "0")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        "Error: --scale 0 makes a singular matrix: every output pixel would sample one point")
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_singular_theta_typed_as_numbers_is_legitimate_onnx(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, pixels = photo
+    grid = run("affine-grid", "--size", "1,1,2,3", "--theta", "0,0,0.5,0,0,0", "-o", tmp_path / "g.npy", "-q")
+    assert grid.exit_code == 0, grid.stderr
+    assert np.array_equal(np.load(tmp_path / "g.npy"), np.broadcast_to(np.float32([0.5, 0]), (1, 2, 3, 2)))
+    warped = run("warp", path, "--theta", "0,0,0,0,0,0", "-o", tmp_path / "w.npy", "-q")
+    assert warped.exit_code == 0, warped.stderr

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from geomcli.engine.theta import as_batch, cast, check_numbers, from_numbers, from_transforms
+from geomcli.engine.theta import as_batch, cast, check_invertible, check_numbers, from_numbers, from_transforms
 from geomcli.errors import GeomError, PlanError
 
 
@@ -98,3 +98,23 @@ def test_check_numbers_names_the_option(numbers: tuple[float, ...] | None, flags
 
 def test_check_numbers_takes_finite_numbers() -> None:
     check_numbers((1e308, -1e308, 0, 0, 1, 0), (1e308, (1e308, -1e308), (0.0, 0.0), (0.0, 0.0)))
+
+
+@pytest.mark.parametrize("flags, message", [
+    ((0.0, (0.0,), (0.0, 0.0), (0.0, 0.0)),
+     "--scale 0 makes a singular matrix: every output pixel would sample one point"),
+    ((0.0, (0.0, 1.0), (0.5, 0.0), (0.0, 0.0)),
+     "--scale 0,1 --translate 0.5,0 make a singular matrix: every output pixel would sample one line of the input"),
+    # exactly singular in the real numbers, not quite in float64 once turned
+    ((30.0, (1.0,), (0.0, 0.0), (1.0, 1.0)),
+     "--rotate 30 --shear 1,1 make a singular matrix: every output pixel would sample one line of the input"),
+])
+def test_check_invertible_refuses_flags_that_make_a_singular_matrix(flags: tuple[object, ...], message: str) -> None:
+    with pytest.raises(PlanError, match=f"^{re.escape(message)}$"):
+        check_invertible(flags)
+
+
+def test_check_invertible_takes_the_identity_and_regular_or_overflowing_flags() -> None:
+    check_invertible((0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)))
+    check_invertible((30.0, (0.5, 2.0), (0.1, 0.2), (0.3, -0.2)))
+    check_invertible((0.0, (1e300,), (0.0, 0.0), (1e300, 0.0)))  # the overflow is the caller's to name
