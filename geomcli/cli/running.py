@@ -111,6 +111,8 @@ def run_transform(operation: Operation, input_path: str, output: str, common: Co
     from geomcli.engine import one_file, report, zarr_file
 
     found = output_format(output, common)
+    with usage_errors():
+        one_file.check_one_file(operation, common, input_path, output, found)
     if scheduler is not None:
         with usage_errors():
             outcome = zarr_file.transform(operation, input_path, output, found, common, scheduler)

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.report import reporting
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -76,6 +76,81 @@ def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype
         return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout))
     except GeomError as error:
         raise _OutputError(str(error)) from error  # it names the output already
+
+
+def header_fault(operation: Operation, common: Common, input_path: str, output: str, output_format: str, *,
+                 writing_only: bool = False) -> str | None:
+    """What the header of ``input_path`` alone shows it cannot take, or ``output`` cannot hold (a
+    float result to PNG, a zarr's result to anything but .zarr, .npy or .tiff), as one line; None
+    where it shows nothing. A file whose header cannot be read, or declares more elements than
+    --max-pixels, is left to the run: that is a bad file, the file's own failure. With
+    ``writing_only``, so is an option the input cannot take (for one -o file, whose failure that
+    has always been: exit 1)."""
+    from geomcli import io
+
+    fidelity = common.fidelity
+    try:
+        header = io.read_header(input_path, auto_orient=fidelity.auto_orient, series=fidelity.series,
+                                page=fidelity.page, frames=fidelity.frames)
+    except (GeomError, OSError):
+        return None
+    common = judged_by(common, input_path, output)
+    try:
+        io.check_size(header.shape, common.max_pixels, io.display_name(input_path))
+    except GeomError:
+        return None  # a file declaring too many elements (a bomb, say) is a bad file, not the options'
+    try:
+        shape = operation.output_shape(header, common)
+    except GeomError as error:
+        return None if writing_only else f"{input_path}: {error}"
+    try:
+        check_writable(header, shape, input_path, output, output_format)
+    except GeomError as error:
+        return str(error)  # it names the output
+    return None
+
+
+def check_one_file(operation: Operation, common: Common, input_path: str, output: str, output_format: str) -> None:
+    """For one -o file, the batch's check of what its output can hold (:func:`header_fault`): a
+    float result to PNG, say, is a usage fault (exit 2) from the input's header, as in a batch,
+    not the file's failure once read whole. Only a local .npy, .tiff or zarr is looked at, whose
+    read needs what its header's does: a stream's header read would use it up, an object's
+    download it twice, and an image file's (whose pixels image formats hold) would load Pillow
+    and numpy, which a crop of a PNG does not (0.15 -> 0.25 s)."""
+    from geomcli import io
+    from geomcli.engine import zarr_file
+    from geomcli.io import _remote
+
+    if input_path == "-" or _remote.is_url(input_path) or io.is_stream(input_path):
+        return
+    if not zarr_file.involved(input_path, output):
+        try:
+            if io.format_for_path(input_path) not in ("npy", "tiff"):
+                return
+        except GeomError:
+            return  # no extension, or one of no format: the read sniffs it
+    fault = header_fault(operation, common, input_path, output, output_format, writing_only=True)
+    if fault is not None:
+        raise PlanError(fault)
+
+
+def check_writable(header: Header, shape: tuple[int, ...], input_path: str, output: str, output_format: str) -> None:
+    """Refuse an output its format cannot hold: the result's dtype or shape, or a chunked result
+    (a zarr on either side) in a format that cannot take it chunk by chunk."""
+    from geomcli import io
+    from geomcli.engine import zarr_file
+
+    io.check_writable(header.dtype, shape, output_format, io.display_name(output, output=True))
+    if zarr_file.involved(input_path, output):
+        zarr_file.check_output_format(output, output_format)
+
+
+def judged_by(common: Common, input_path: str, output: str) -> Common:
+    """The options a job's header is judged by: a chunked job (a zarr on either side) holds
+    blocks, never its whole arrays, which --max-pixels then does not bound."""
+    from geomcli.engine import zarr_file
+
+    return zarr_file.whole(common) if output and zarr_file.involved(input_path, output) else common
 
 
 def transform_file(operation: Operation, input_path: str, output: str, output_format: str,

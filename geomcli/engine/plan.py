@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine import summary
-from geomcli.engine.one_file import FormatConflictError, output_format, write_options
+from geomcli.engine.one_file import (
+    FormatConflictError,
+    check_writable,
+    header_fault,
+    judged_by,
+    output_format,
+    write_options,
+)
 from geomcli.engine.report import OUTPUT_EXISTS, reporting
 from geomcli.errors import GeomError, PlanError
 
@@ -561,7 +568,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                 page=fidelity.page, frames=fidelity.frames)
         report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
-        common = _judged_by(task.common, job)
+        common = judged_by(task.common, job.input, job.output)
         # the limits the run would apply: the input's here, the output's in output_shape
         io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
         try:
@@ -572,7 +579,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         steps = task.operation.trace(header, common)
         if steps:
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
-        io.check_writable(header.dtype, shape, job.format, io.display_name(job.output, output=True))
+        check_writable(header, shape, job.input, job.output, job.format)
     if reason is not None:
         # the run would not read this file: whatever the header says, it is not a failure
         report.status, report.error = "skipped", None
@@ -588,39 +595,7 @@ def to_do(jobs: Sequence[Job], options: BatchOptions) -> list[Job]:
 def option_faults(task: Task, todo: Sequence[Job]) -> list[str]:
     """What the headers of the inputs to do (:func:`to_do`) alone show they cannot take (a --fill
     their dtype cannot hold, a blocksize that does not divide them, a shape on more axes than they
-    have, no layout, an output over --max-pixels or that its format cannot hold), one line each,
-    found before anything is written. A file whose header cannot be read, or declares more
-    elements than --max-pixels, is left to the run: that is a bad file, the file's own failure."""
-    from geomcli import io
-
-    faults = []
-    fidelity = task.common.fidelity
-    for job in todo:
-        try:
-            header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
-                                    page=fidelity.page, frames=fidelity.frames)
-        except (GeomError, OSError):
-            continue
-        common = _judged_by(task.common, job)
-        try:
-            io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
-        except GeomError:
-            continue  # a file declaring too many elements (a bomb, say) is a bad file, not the options'
-        try:
-            shape = task.operation.output_shape(header, common)
-        except GeomError as error:
-            faults.append(f"{job.input}: {error}")
-            continue
-        try:
-            io.check_writable(header.dtype, shape, job.format, io.display_name(job.output, output=True))
-        except GeomError as error:
-            faults.append(str(error))  # it names the output
-    return faults
-
-
-def _judged_by(common: Common, job: Job) -> Common:
-    """The options a job's header is judged by: a chunked job (a zarr on either side) holds
-    blocks, never its whole arrays, which --max-pixels then does not bound."""
-    from geomcli.engine import zarr_file
-
-    return zarr_file.whole(common) if job.output and zarr_file.involved(job.input, job.output) else common
+    have, no layout, an output over --max-pixels or that its format cannot hold), one line each
+    (:func:`header_fault`), found before anything is written."""
+    faults = [header_fault(task.operation, task.common, job.input, job.output, job.format) for job in todo]
+    return [fault for fault in faults if fault is not None]

@@ -33,6 +33,13 @@ def involved(input_path: str, output: str) -> bool:
     return _zarr.is_zarr(input_path) or _zarr.is_zarr(output)
 
 
+def check_output_format(output: str, output_format: str) -> None:
+    """Refuse an output a chunked job cannot write: only a zarr array or a file in one piece (a
+    memory map, .npy or .tiff) takes its result chunk by chunk."""
+    if output_format not in ("zarr", "npy", "tiff"):
+        raise GeomError(f"{output}: a chunked result is written as .zarr, .npy or .tiff, not {output_format.upper()}")
+
+
 def transform(operation: Operation, input_path: str, output: str, output_format: str, common: Common,
               scheduler: str | None = None) -> Report:
     """Read, transform and write one chunked job; its report, with any failure in it."""
@@ -160,9 +167,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
             _zarr.mark_complete(place)
         return _value_range(ranges, result.dtype)
     else:
-        if output_format not in ("npy", "tiff"):
-            raise GeomError(f"{output}: a chunked result is written as .zarr, .npy or .tiff, not "
-                            f"{output_format.upper()}")
+        check_output_format(output, output_format)
         outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout)
         target = outputs.__enter__()
     try:

@@ -540,3 +540,18 @@ def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
     expected = space_depth_ops.space_to_depth(crop_ops.center_crop_pad(data, [2, 6, 16, 16]), 2)
     assert np.array_equal(out[...], expected)
     assert "b.zarr/zarr.json" in " ".join(s3.keys())
+
+
+@pytest.mark.parametrize(("dtype", "message"), [
+    ("uint8", "a chunked result is written as .zarr, .npy or .tiff, not PNG"),
+    ("float32", "PNG cannot hold float32 data; write .npy or .tiff"),
+])
+def test_a_zarr_to_png_is_a_usage_error_from_the_header_alone_and_in_a_batch(dtype: str, message: str,
+                                                                            tmp_path: Path) -> None:
+    write_zarr(tmp_path / "a.zarr", np.zeros((8, 8), dtype), (4, 4), ["y", "x"])
+    single = run("crop-pad", tmp_path / "a.zarr", "-o", tmp_path / "a.png", "--shape", "4,4")
+    assert single.exit_code == 2 and single.stderr.splitlines()[-1] == f"Error: {tmp_path / 'a.png'}: {message}"
+    batch = run("crop-pad", tmp_path / "a.zarr", "--out-dir", tmp_path / "out", "--name", "{stem}.png",
+                "--shape", "4,4")
+    assert batch.exit_code == 2 and f"Error: {tmp_path / 'out' / 'a.png'}: {message}" in batch.stderr.splitlines()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.zarr"]
