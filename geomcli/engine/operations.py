@@ -496,7 +496,8 @@ class GridSample(Operation):
 class Warp(Operation):
     """An affine warp: GridSample of the grid AffineGrid makes from ``theta`` for an output of
     ``size`` (H, W; the input's by default), made a slab of output rows at a time so that no
-    whole grid is ever held. Bit for bit what grid-sample of affine-grid's grid gives."""
+    whole grid is ever held. Bit for bit what grid-sample of affine-grid's grid gives. With
+    ``size``, the DPI and pixel sizes follow the pixels, as resize's do."""
 
     theta: np.ndarray = field(compare=False, repr=False)
     theta_name: str = "flags"
@@ -552,6 +553,17 @@ class Warp(Operation):
             return result
 
         return layouts.from_nchw(chunked.by_planes(nchw, warp, 2, shape[2:], common.max_pixels), layout, batch)
+
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+        """With --size, the pixel size along y and x times its length in over its length out, as
+        resize makes it: the grid spans the same -1..1 extent in other counts of pixels."""
+        if self.size is None:
+            return scale
+        output = self.output_shape(header, common)
+        return scale if len(scale) != len(output) else _over_lengths(scale, header.shape, output)
+
+    def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
+        return metadata if self.size is None else _resolution_scaled(self, metadata, header, common)
 
     def _thetas(self, n: int) -> np.ndarray:
         """One matrix per image: the one given for all, or the N given."""
@@ -711,8 +723,7 @@ class Resize(Operation):
             for position, axis in enumerate(listed):
                 if position < half:
                     spans[axis] = self.roi[half + position] - self.roi[position]
-        return tuple(value * before * span / after if (before != after or span != 1.0) and after else value
-                     for value, before, after, span in zip(scale, header.shape, output, spans))
+        return _over_lengths(scale, header.shape, output, spans)
 
     def unused_options(self) -> list[str]:
         mode, transform = self.mode, self.coordinate_transformation_mode
@@ -735,24 +746,38 @@ class Resize(Operation):
         return {name: getattr(self, name) for name in _RESIZE_DEFAULTS}
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
-        """The resolution (pixels per unit) along x and y times the pixel size's change there."""
-        from geomcli.engine import layout as layouts
-
-        if metadata.resolution is None or len(header.shape) < 2:
-            return metadata
-        try:
-            height, width = layouts.spatial_axes(layouts.resolve_layout(header.shape, common.layout, header.layout))
-        except GeomError:
-            return metadata
-        size = self.scaled((1.0,) * len(header.shape), header, common)
-        x, y = metadata.resolution
-        return metadata._replace(resolution=(x / size[width], y / size[height]))
+        return _resolution_scaled(self, metadata, header, common)
 
     def _axes(self, shape: tuple[int, ...], common: Common, from_file: str | None) -> tuple[int, ...] | None:
         given = self.sizes if self.sizes is not None else self.scales
         count = 0 if given is None else len(given)
         option = "--sizes" if self.sizes is not None else "--scales"
         return _crop_pad_axes((0,) * count, self.axes, shape, common.layout, from_file, option)
+
+
+def _over_lengths(scale: tuple[float, ...], before: tuple[int, ...], after: tuple[int, ...],
+                  spans: list[float] | None = None) -> tuple[float, ...]:
+    """The pixel size along each axis times its length in (times the share ``spans`` of it that
+    is shown) over its length out: the same extent in fewer pixels makes bigger ones."""
+    spans = spans or [1.0] * len(after)
+    return tuple(value * length * span / out if (length != out or span != 1.0) and out else value
+                 for value, length, out, span in zip(scale, before, after, spans))
+
+
+def _resolution_scaled(operation: Operation, metadata: Metadata, header: Header, common: Common) -> Metadata:
+    """The resolution (pixels per unit) along x and y over the pixel size's change there, as
+    ``operation.scaled`` makes it."""
+    from geomcli.engine import layout as layouts
+
+    if metadata.resolution is None or len(header.shape) < 2:
+        return metadata
+    try:
+        height, width = layouts.spatial_axes(layouts.resolve_layout(header.shape, common.layout, header.layout))
+    except GeomError:
+        return metadata
+    size = operation.scaled((1.0,) * len(header.shape), header, common)
+    x, y = metadata.resolution
+    return metadata._replace(resolution=(x / size[width], y / size[height]))
 
 
 def header_of(loaded: Loaded | Picture) -> Header:

@@ -270,3 +270,17 @@ def test_a_singular_theta_typed_as_numbers_is_legitimate_onnx(photo: tuple[Path,
     assert np.array_equal(np.load(tmp_path / "g.npy"), np.broadcast_to(np.float32([0.5, 0]), (1, 2, 3, 2)))
     warped = run("warp", path, "--theta", "0,0,0,0,0,0", "-o", tmp_path / "w.npy", "-q")
     assert warped.exit_code == 0, warped.stderr
+
+
+def test_warp_with_size_carries_the_dpi_as_resize_does(tmp_path: Path) -> None:
+    Image.fromarray(np.zeros((40, 60, 3), np.uint8)).save(tmp_path / "in.png", dpi=(72, 72))
+    for name, size in [("sized.png", ["--size", "80,30"]), ("kept.png", [])]:
+        assert run("warp", tmp_path / "in.png", "-o", tmp_path / name, "--rotate", "10", *size, "-q").exit_code == 0
+    resized = run("resize", tmp_path / "in.png", "-o", tmp_path / "resized.png", "--sizes", "80,30", "-q")
+    assert resized.exit_code == 0
+    dpi = {}
+    for name in ("sized.png", "kept.png", "resized.png"):
+        with Image.open(tmp_path / name) as image:
+            dpi[name] = [round(value) for value in image.info["dpi"]]
+    # W 60 -> 30: half the pixels per inch along x; H 40 -> 80: twice along y
+    assert dpi == {"sized.png": [36, 144], "kept.png": [72, 72], "resized.png": [36, 144]}
