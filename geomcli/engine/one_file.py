@@ -208,7 +208,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             report.value_range = slabs.value_range(result)
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             kept = _output_metadata(operation, loaded, common)
-            if kept._replace(compression=None) != io.Metadata():
+            if kept._replace(compression=None, colour=None) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
             metadata = _output_metadata(operation, loaded, common)

@@ -328,7 +328,8 @@ class SpaceToDepth(_Blocks):
     kernel: ClassVar[str] = "space_to_depth"
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
-        return metadata.scaled(1 / self.blocksize)
+        # channels made of blocks of pixels are no colours, even 4 of them from one grey channel
+        return metadata.scaled(1 / self.blocksize)._replace(colour=False if self.blocksize > 1 else metadata.colour)
 
 
 @dataclass(frozen=True)
@@ -337,7 +338,8 @@ class DepthToSpace(_Blocks):
     kernel: ClassVar[str] = "depth_to_space"
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
-        return metadata.scaled(self.blocksize)
+        # the channels it leaves are those before a space-to-depth: their shape says what they are
+        return metadata.scaled(self.blocksize)._replace(colour=None if self.blocksize > 1 else metadata.colour)
 
 
 def _maps(layout: str | None, channels: int) -> bool:

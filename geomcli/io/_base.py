@@ -68,6 +68,9 @@ class Metadata(NamedTuple):
     tile: tuple[int, int] | None = None
     """A tiled TIFF's tile length and width, an encoding kept like the compression (a viewer of a
     big image reads the tiles it shows)."""
+    colour: bool | None = None
+    """Whether 3 or 4 channels are colours (RGB, RGBA): False where an operation made them of
+    space (space-to-depth's 2x2 blocks of one grey channel), None where the shape says it."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
@@ -90,8 +93,9 @@ class Metadata(NamedTuple):
         return self._replace(resolution=self.resolution[::-1])
 
     def kept(self) -> Metadata:
-        """What ``--strip`` leaves: the TIFF compression and tiles, which are no metadata but an encoding."""
-        return Metadata(compression=self.compression, tile=self.tile)
+        """What ``--strip`` leaves: the TIFF compression and tiles, which are no metadata but an
+        encoding, and what the channels are."""
+        return Metadata(compression=self.compression, tile=self.tile, colour=self.colour)
 
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read

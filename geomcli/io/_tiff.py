@@ -685,7 +685,7 @@ def write(
             axes = "YXS"  # (tifffile's bits, and JPEG's colours, take samples contiguous)
         else:
             stored = np.moveaxis(data, -1, 0)  # planar, as the input was stored: (H, W, S) -> (S, H, W)
-    write_args = _pages(stored.shape, data.dtype, axes, kind)
+    write_args = _pages(stored.shape, data.dtype, axes, kind, metadata.colour)
     write_args["bigtiff"] = data.nbytes >= BIGTIFF_BYTES
     if kind == "imagej":
         write_args["imagej"] = True
@@ -736,9 +736,11 @@ def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None) ->
     return _pages(shape, dtype, axes, None)
 
 
-def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None) -> dict[str, Any]:
+def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None,
+           colour: bool | None = None) -> dict[str, Any]:
     """tifffile's photometric, planar config, extra samples and axes metadata for an array of
-    this shape and dtype with these axes (``kind`` None: none written unless needed)."""
+    this shape and dtype with these axes (``kind`` None: none written unless needed); ``colour``
+    False: 3 or 4 samples that are no colours, written as grey samples (Metadata.colour)."""
     # planar samples (SYX, QSYX, TZSYX: a plane a sample, before Y and X), else contiguous (last)
     planar = bool(axes and axes.endswith("SYX")) and dtype.kind != "b"
     channels = shape[-3] if planar else shape[-1] if len(shape) >= 3 else 1
@@ -747,7 +749,8 @@ def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str 
     # are now. tifffile writes bool samples as bits it reads back wrong: those stay a page a row.
     image = axes is None and len(shape) == 3 and channels in (2, 3, 4) and dtype in (np.uint8, np.uint16)
     samples = (image or ((planar or bool(axes and axes.endswith("S"))) and channels > 1)) and dtype.kind != "b"
-    rgb = samples and channels in (3, 4) and dtype.kind in "iuf"
+    # (4 samples of MINISBLACK are 1 grey and 3 unspecified extra samples, as a reader shows them)
+    rgb = samples and channels in (3, 4) and dtype.kind in "iuf" and colour is not False
     if kind is None and axes not in (None, "YX") and not (axes in ("YXS", "SYX") and samples):
         kind = "shaped"  # the pages do not show these axes (one channel, bool, N or C): the JSON names them
     write_args: dict[str, Any] = {

@@ -63,3 +63,32 @@ def test_rgb_pages_and_a_planar_image_say_nothing_of_their_layout(tmp_path: Path
             result = run(command[0], source, *command[1:], "-o", tmp_path / "o.tif")
             assert result.exit_code == 0
             assert "note" not in result.stderr and "Warning" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("chain", [False, True])
+def test_a_grey_tiffs_blocks_are_grey_samples_and_come_back_as_they_were(chain: bool, tmp_path: Path) -> None:
+    import tifffile
+
+    grey = (np.arange(64) * 3).astype(np.uint8).reshape(8, 8)
+    tifffile.imwrite(tmp_path / "in.tif", grey, photometric="minisblack")
+    files = ["-i", tmp_path / "in.tif", "-o", tmp_path / "blocks.tif"]
+    args = ["chain", "-q", *files, "space-to-depth"] if chain else ["space-to-depth", "-q", *files[1:]]
+    assert run(*args, "--blocksize", "2").exit_code == 0
+    with tifffile.TiffFile(tmp_path / "blocks.tif") as tiff:
+        page = tiff.pages[0]
+        # 4 channels of one grey channel: not RGB and an alpha
+        assert page.shape == (4, 4, 4) and page.photometric == tifffile.PHOTOMETRIC.MINISBLACK
+        assert page.extrasamples == (tifffile.EXTRASAMPLE.UNSPECIFIED,) * 3
+    assert run("depth-to-space", tmp_path / "blocks.tif", "-o", tmp_path / "back.tif", "--blocksize", "2",
+               "-q").exit_code == 0
+    assert tifffile.imread(tmp_path / "back.tif").tobytes() == grey.tobytes()
+
+
+def test_an_rgb_tiffs_blocks_and_back_in_a_chain_are_rgb_again(tmp_path: Path) -> None:
+    import tifffile
+
+    _write(tmp_path / "in.tif", (8, 8, 3), np.uint8, photometric="rgb")
+    assert run("chain", "-q", "-i", tmp_path / "in.tif", "-o", tmp_path / "back.tif", "space-to-depth", "--blocksize",
+               "2", "depth-to-space", "--blocksize", "2").exit_code == 0
+    with tifffile.TiffFile(tmp_path / "back.tif") as tiff:
+        assert tiff.pages[0].photometric == tifffile.PHOTOMETRIC.RGB
