@@ -74,6 +74,14 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                 "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
                 "compression": metadata.compression, "value_range": value_range, "file_size": loaded.file_size,
                 "notes": list(loaded.notes), "status": "ok", "error": None}
+    except io.SeriesError as error:
+        # which one a transform is to read is its --series; info shows them all
+        return {"input": path, "format": "tiff", "shape": None, "dtype": None, "layout": None, "pages": None,
+                "series": [{"index": index, "shape": list(shape), "dtype": dtype, "axes": axes}
+                           for index, (shape, dtype, axes) in enumerate(error.series)],
+                "value_range": None, "file_size": None,
+                "notes": [f"{len(error.series)} image series of different shapes; a transform takes one "
+                          "with --series N"], "status": "ok", "error": None}
     except (GeomError, OSError) as error:
         return {"input": path, "status": "error", "error": describe(error)}
 

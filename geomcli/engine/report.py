@@ -144,6 +144,12 @@ def show_info(record: dict[str, Any], as_json: bool) -> int:
         echo_stderr(f"Error: {record['error']}")
     if as_json:
         echo_stdout(summary.strict_json(record))
+    elif record.get("series"):
+        # a file of series of different shapes: a line for it, then one for each series
+        echo_stdout(f"{record['input']}: {record['format']}, {record['notes'][0]}")
+        for one in record["series"]:
+            echo_stdout(f"  series {one['index']}: {'×'.join(map(str, one['shape']))} {one['dtype']}, "
+                        f"axes {one['axes']}")
     elif record["status"] == "ok":
         echo_stdout(_info_line(record))
     return 0 if record["status"] == "ok" else EXIT_FAILED

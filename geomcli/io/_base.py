@@ -27,6 +27,15 @@ SNIFF_BYTES = 16
 _INCHES = {"inch": 1.0, "centimeter": 1 / 2.54, "millimeter": 1 / 25.4, "micron": 1 / 25400}
 
 
+class SeriesError(GeomError):
+    """A TIFF of several image series of different shapes, read without --series: which one is
+    meant cannot be told. ``series`` lists them, (shape, dtype, axes) each, for ``info`` to show."""
+
+    def __init__(self, message: str, series: tuple[tuple[tuple[int, ...], str, str], ...]) -> None:
+        super().__init__(message)
+        self.series = series
+
+
 class Metadata(NamedTuple):
     """What a file says about its pixels besides their values, carried from read to write.
 

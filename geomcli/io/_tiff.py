@@ -21,6 +21,7 @@ from geomcli.io._base import (
     Header,
     Loaded,
     Metadata,
+    SeriesError,
     WriteOptions,
     check_size,
     one_line,
@@ -292,9 +293,10 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
     first = everything[0]
     if any(s.shape != first.shape or s.dtype != first.dtype or s.axes != first.axes for s in everything):
         shapes = ", ".join(str(tuple(s.shape)) for s in everything[:4])
-        raise GeomError(
+        raise SeriesError(
             f"{name}: holds {len(found)} image series of different shapes ({shapes}); "
-            "pick one with --series N (or a page with --page N)"
+            "pick one with --series N (or a page with --page N)",
+            tuple((tuple(s.shape), str(s.dtype), s.axes) for s in everything),
         )
 
     def stacked() -> np.ndarray:

@@ -629,6 +629,27 @@ def test_info_on_an_animation_shows_its_frames(tmp_path: Path) -> None:
     assert json.loads(first.stdout)["shape"] == [4, 5, 3]
 
 
+def test_info_lists_the_series_of_a_tiff_of_different_shapes(tmp_path: Path) -> None:
+    import tifffile
+
+    mixed = tmp_path / "mixed.tif"
+    with tifffile.TiffWriter(mixed) as tif:
+        tif.write(np.zeros((4, 5), np.uint8), photometric="minisblack")
+        tif.write(np.zeros((2, 6, 7), np.uint16), photometric="minisblack")
+    result = run("info", mixed)
+    assert result.exit_code == 0 and result.stderr == ""
+    assert result.stdout.splitlines() == [
+        f"{mixed}: tiff, 2 image series of different shapes; a transform takes one with --series N",
+        "  series 0: 4×5 uint8, axes YX",
+        "  series 1: 2×6×7 uint16, axes QYX",
+    ]
+    record = json.loads(run("info", "--json", mixed).stdout)
+    assert record["status"] == "ok" and record["series"] == [
+        {"index": 0, "shape": [4, 5], "dtype": "uint8", "axes": "YX"},
+        {"index": 1, "shape": [2, 6, 7], "dtype": "uint16", "axes": "QYX"},
+    ]
+
+
 def test_info_takes_a_mapped_inputs_range_slab_by_slab(tensor: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from geomcli.engine import one_file, slabs, summary
 
