@@ -19,7 +19,9 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared options and hand the command one ``Common`` as ``common``."""
 
     @click.option("--layout", type=click.Choice(LAYOUTS), default=None,
-                  help="Axes of a tensor input. Images are HWC (HW for one channel); rank 4 defaults to NCHW.")
+                  help="Axes of a tensor input. Images are HWC (HW for one channel); rank 4 defaults to NCHW. "
+                       "On a tensor, --shape, --sizes and --scales name every axis unless --axes or --layout "
+                       "picks some.")
     @click.option("--format", "format_", type=click.Choice(FORMATS, case_sensitive=False), default=None,
                   help="Output format for -o - (default npy) or a name without a known extension; "
                        "a known extension decides, and --format must agree with it.")

@@ -69,6 +69,15 @@ def test_every_subcommand_help_names_an_example(command: str) -> None:
     assert "Example: geomcli " in result.stdout and "samples/" in result.stdout
 
 
+@pytest.mark.parametrize("command", ["crop-pad", "resize"])
+def test_layout_help_says_a_tensors_sizes_name_every_axis(command: str) -> None:
+    # "rank 4 defaults to NCHW" alone read as if --sizes H,W worked on a rank-4 .npy
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert ("On a tensor, --shape, --sizes and --scales name every axis unless --axes or --layout picks some."
+            in " ".join(result.stdout.split()))
+
+
 def test_unknown_command_is_a_usage_error() -> None:
     result = run("rotate")
     assert result.exit_code == 2 and "No such command" in result.stderr
