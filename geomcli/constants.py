@@ -14,8 +14,9 @@ TIFF_COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg", "packbits")
 DEFAULT_MAX_PIXELS = 2**31
 """The default of --max-pixels: the elements an input or output may have."""
 
-EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 1, 130, 143, 141
-"""Exit codes: a file failed; Ctrl-C; SIGTERM; stdout's reader went away (as a shell reports SIGPIPE)."""
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 1, 2, 130, 143, 141
+"""Exit codes: a file failed; the command line asked what cannot be done (click's own code for
+its usage errors); Ctrl-C; SIGTERM; stdout's reader went away (as a shell reports SIGPIPE)."""
 
 
 def plain_number(text: str) -> bool:

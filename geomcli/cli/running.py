@@ -106,18 +106,16 @@ def output_format(output: str, common: Common) -> str:
 
 def run_transform(operation: Operation, input_path: str, output: str, common: Common,
                   scheduler: str | None = None) -> None:
-    """One file from the command line: exit 2 for a bad output name, 1 if the file failed. A zarr
-    job runs on ``scheduler``'s cluster where one is named (else on this machine's threads)."""
-    from geomcli.engine import one_file, report, zarr_file
+    """One file from the command line: exit 2 for a bad output name or options the file cannot
+    take, 1 if the file failed. A zarr job runs on ``scheduler``'s cluster where one is named (else
+    on this machine's threads)."""
+    from geomcli.engine import one_file, report
 
     found = output_format(output, common)
     with usage_errors():
-        one_file.check_one_file(operation, common, input_path, output, found)
-    if scheduler is not None:
-        with usage_errors():
-            outcome = zarr_file.transform(operation, input_path, output, found, common, scheduler)
-    else:
-        outcome = one_file.transform_file(operation, input_path, output, found, common)
+        # what the options cannot do with this file: its report, and exit 2 as in a batch
+        outcome = one_file.transform_file(operation, input_path, output, found, common, usage_faults=True,
+                                          scheduler=scheduler)
     code = report.finish(outcome, common, data_on_stdout=is_stdout(output))
     if code:
         raise SystemExit(code)

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.report import reporting
-from geomcli.errors import GeomError, PlanError
+from geomcli.errors import GeomError, OptionFault
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,22 +78,17 @@ def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype
         raise _OutputError(str(error)) from error  # it names the output already
 
 
-def header_fault(operation: Operation, common: Common, input_path: str, output: str, output_format: str, *,
-                 writing_only: bool = False) -> str | None:
-    """What the header of ``input_path`` alone shows it cannot take, or ``output`` cannot hold (a
-    float result to PNG, a zarr's result to anything but .zarr, .npy or .tiff), as one line; None
-    where it shows nothing. A file whose header cannot be read, or declares more elements than
-    --max-pixels, is left to the run: that is a bad file, the file's own failure. With
-    ``writing_only``, so is an option the input cannot take (for one -o file, whose failure that
-    has always been: exit 1)."""
+def header_fault(operation: Operation, common: Common, header: Header, input_path: str, output: str,
+                 output_format: str) -> str | None:
+    """What a file of this header cannot take (a --fill its dtype cannot hold, a blocksize that
+    does not divide it, no layout), or what ``output`` cannot hold (a float result to PNG, a zarr's
+    result to anything but .zarr, .npy or .tiff), as one line; None where it shows nothing. A
+    header of more elements than --max-pixels is left to the run: that is a bad file, the file's
+    own failure. The batch asks it of every input's header before anything is written
+    (plan.option_faults), one -o file of what it has read (``usage_faults``): either way a usage
+    fault, exit 2."""
     from geomcli import io
 
-    fidelity = common.fidelity
-    try:
-        header = io.read_header(input_path, auto_orient=fidelity.auto_orient, series=fidelity.series,
-                                page=fidelity.page, frames=fidelity.frames)
-    except (GeomError, OSError):
-        return None
     common = judged_by(common, input_path, output)
     try:
         io.check_size(header.shape, common.max_pixels, io.display_name(input_path))
@@ -102,7 +97,7 @@ def header_fault(operation: Operation, common: Common, input_path: str, output: 
     try:
         shape = operation.output_shape(header, common)
     except GeomError as error:
-        return None if writing_only else f"{input_path}: {error}"
+        return f"{input_path}: {error}"
     try:
         check_writable(header, shape, input_path, output, output_format)
     except GeomError as error:
@@ -110,28 +105,28 @@ def header_fault(operation: Operation, common: Common, input_path: str, output: 
     return None
 
 
-def check_one_file(operation: Operation, common: Common, input_path: str, output: str, output_format: str) -> None:
-    """For one -o file, the batch's check of what its output can hold (:func:`header_fault`): a
-    float result to PNG, say, is a usage fault (exit 2) from the input's header, as in a batch,
-    not the file's failure once read whole. Only a local .npy, .tiff or zarr is looked at, whose
-    read needs what its header's does: a stream's header read would use it up, an object's
-    download it twice, and an image file's (whose pixels image formats hold) would load Pillow
-    and numpy, which a crop of a PNG does not (0.15 -> 0.25 s)."""
-    from geomcli import io
-    from geomcli.engine import zarr_file
-    from geomcli.io import _remote
-
-    if input_path == "-" or _remote.is_url(input_path) or io.is_stream(input_path):
-        return
-    if not zarr_file.involved(input_path, output):
-        try:
-            if io.format_for_path(input_path) not in ("npy", "tiff"):
-                return
-        except GeomError:
-            return  # no extension, or one of no format: the read sniffs it
-    fault = header_fault(operation, common, input_path, output, output_format, writing_only=True)
+def refuse_usage_fault(operation: Operation, common: Common, input_path: str, output: str, output_format: str,
+                       header: Header | None = None) -> None:
+    """An OptionFault (exit 2) for what :func:`header_fault` finds in ``header`` (what one -o file
+    read), or else in the header read here (a chunked job's, whose data is never read whole)."""
+    if header is None:
+        header = header_as_read(input_path, common)
+    fault = None if header is None else header_fault(operation, common, header, input_path, output, output_format)
     if fault is not None:
-        raise PlanError(fault)
+        raise OptionFault(fault)
+
+
+def header_as_read(path: str, common: Common) -> Header | None:
+    """A file's header as the run reads the file (its --frames, --series, --page, orientation);
+    None for one that cannot be read (the run says why: a bad file is its own failure)."""
+    from geomcli import io
+
+    fidelity = common.fidelity
+    try:
+        return io.read_header(path, auto_orient=fidelity.auto_orient, series=fidelity.series, page=fidelity.page,
+                              frames=fidelity.frames)
+    except (GeomError, OSError):
+        return None
 
 
 def check_writable(header: Header, shape: tuple[int, ...], input_path: str, output: str, output_format: str) -> None:
@@ -154,8 +149,11 @@ def judged_by(common: Common, input_path: str, output: str) -> Common:
 
 
 def transform_file(operation: Operation, input_path: str, output: str, output_format: str,
-                   common: Common) -> Report:
-    """Read, transform and write one file; its report, with any failure in it.
+                   common: Common, *, usage_faults: bool = False, scheduler: str | None = None) -> Report:
+    """Read, transform and write one file; its report, with any failure in it. With
+    ``usage_faults`` (one -o file) what the options cannot do with the file read
+    (:func:`header_fault`) is an OptionFault, a usage fault, as a batch finds it from the headers.
+    A chunked job (a zarr on either side) runs on ``scheduler``'s cluster, if one is named.
 
     ``operation.apply`` makes the result; for a big output, ``allocate(shape, dtype)`` gives it a
     memory-mapped destination to write slab by slab (else None: in RAM).
@@ -165,10 +163,15 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     from geomcli.engine import summary, zarr_file
     from geomcli.io import _remote
 
-    if zarr_file.involved(input_path, output):
-        return zarr_file.transform(operation, input_path, output, output_format, common)
-    _remote.configure(common.storage_options)  # for a URL: in a worker too
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
+    if zarr_file.involved(input_path, output):
+        if usage_faults:  # from its header: a chunked job's data is never read whole
+            with reporting(report, common):
+                refuse_usage_fault(operation, common, input_path, output, output_format)
+            if report.status != "ok":
+                return report
+        return zarr_file.transform(operation, input_path, output, output_format, common, scheduler)
+    _remote.configure(common.storage_options)  # for a URL: in a worker too
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
         pictures = operation.takes_pictures(common, output_format)
@@ -180,6 +183,10 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         report.warnings.extend(operation.unused_options())
+        if usage_faults and not isinstance(loaded, io.Picture):  # (a picture's: on its result, below)
+            from geomcli.engine.operations import header_of
+
+            refuse_usage_fault(operation, common, input_path, output, output_format, header_of(loaded))
         mapped: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
@@ -190,13 +197,23 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             mapped.extend([] if out is None else [out])
             return out
 
+        picture = isinstance(loaded, io.Picture)
         try:
             result = (operation.apply_picture(loaded, common) if isinstance(loaded, io.Picture)
                       else operation.apply(loaded, common, allocate))
         except _OutputError:
             raise
         except GeomError as error:
-            raise GeomError(f"{io.display_name(input_path)}: {error}") from error
+            # a plain crop's picture can only fail its options (--max-pixels): a usage fault, as an
+            # array's is, judged without the numpy that path exists to avoid
+            raise (OptionFault if usage_faults and picture else GeomError)(
+                f"{io.display_name(input_path)}: {error}") from error
+        if usage_faults and isinstance(result, io.Picture):  # an output format short of its channels
+            try:
+                io.check_writable(result.dtype, tuple(result.shape), output_format,
+                                  io.display_name(output, output=True))
+            except GeomError as error:
+                raise OptionFault(str(error)) from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         _add_steps(report, operation, loaded, common)
         if mapped:

@@ -610,12 +610,10 @@ def _from_onnx(result: np.ndarray, layout: str, batch: tuple[int, ...] | None) -
 
 
 def _check_fill(text: str, dtype: np.dtype) -> None:
-    """A --fill the file's dtype cannot hold, found from its header (as crop-pad finds it)."""
-    import numpy as np
+    """A --fill the file's dtype cannot hold, found from its header as grid_sample judges it."""
+    from geomcli.ops.grid_sample import check_fill
 
-    import geomcli.ops.center_crop_pad as crop_ops
-
-    crop_ops.center_crop_pad(np.zeros((0,), dtype), [0], fill=parse_fill(text, dtype))
+    check_fill(parse_fill(text, dtype), dtype)
 
 
 _RESIZE_DEFAULTS: dict[str, Any] = {

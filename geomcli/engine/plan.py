@@ -19,6 +19,7 @@ from geomcli.engine import summary
 from geomcli.engine.one_file import (
     FormatConflictError,
     check_writable,
+    header_as_read,
     header_fault,
     judged_by,
     output_format,
@@ -597,5 +598,9 @@ def option_faults(task: Task, todo: Sequence[Job]) -> list[str]:
     their dtype cannot hold, a blocksize that does not divide them, a shape on more axes than they
     have, no layout, an output over --max-pixels or that its format cannot hold), one line each
     (:func:`header_fault`), found before anything is written."""
-    faults = [header_fault(task.operation, task.common, job.input, job.output, job.format) for job in todo]
+    faults = []
+    for job in todo:
+        header = header_as_read(job.input, task.common)
+        if header is not None:
+            faults.append(header_fault(task.operation, task.common, header, job.input, job.output, job.format))
     return [fault for fault in faults if fault is not None]

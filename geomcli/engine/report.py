@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from geomcli.constants import EXIT_FAILED
+from geomcli.constants import EXIT_FAILED, EXIT_USAGE
 from geomcli.engine import summary
-from geomcli.errors import GeomError, PlanError, StdoutError
+from geomcli.errors import GeomError, OptionFault, PlanError, StdoutError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -109,7 +109,9 @@ def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
             echo_stderr(report.to_json())
         else:
             echo_stdout(report.to_json())
-    return 0 if report.status == "ok" else EXIT_FAILED
+    if report.status == "ok":
+        return 0
+    return EXIT_USAGE if isinstance(cause(report), OptionFault) else EXIT_FAILED
 
 
 def check_stdout() -> None:

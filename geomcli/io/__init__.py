@@ -605,10 +605,16 @@ def _check_writable(data: np.ndarray, fmt: str, name: str) -> None:
     check_writable(data.dtype, data.shape, fmt, name)
 
 
-def check_writable(dtype: np.dtype, shape: tuple[int, ...], fmt: str, name: str) -> None:
+def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name: str) -> None:
     """Refuse, as :func:`write_array` would, an array of this dtype and shape in format ``fmt``
     (a GeomError naming ``name`` and the formats that can hold it); from a header alone, so
-    ``--dry-run`` says what the run would say."""
+    ``--dry-run`` says what the run would say. ``dtype`` may be a :class:`Picture`'s name, which
+    an image format judges without numpy."""
+    if isinstance(dtype, str) and fmt in IMAGE_FORMATS and _image_refusal(fmt, dtype, shape) is None:
+        return
+    import numpy as np
+
+    dtype = np.dtype(dtype)
     reason = _refusal(fmt, dtype, shape)
     if reason is None:
         return

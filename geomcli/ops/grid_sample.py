@@ -191,6 +191,18 @@ def _as_threads(threads: Any, where: str) -> int:
     return int(threads)
 
 
+def check_fill(fill: Any, dtype: np.dtype | str) -> None:
+    """Refuse, as :func:`grid_sample` would, a ``fill`` that data of ``dtype`` cannot hold: for a
+    caller that knows data's dtype before its values (a file's header).
+
+    >>> check_fill(255, "uint8")
+    >>> check_fill(256, "uint8")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    geomcli.errors.GeomError: grid_sample: fill 256 does not fit data's dtype uint8: ...
+    """
+    _as_fill(fill, np.dtype(dtype), "judged from data's dtype alone")
+
+
 def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
     """``fill`` as a 0-d array of ``dtype``, refused unless the dtype holds it: an integer in
     range (a float only if whole), a real or complex number that stays finite if it was, True/False

@@ -76,7 +76,7 @@ def test_a_fill_in_other_digits_is_refused_not_read_as_a_number(tmp_path: Path, 
     source = tmp_path / "in.png"
     Image.fromarray(np.zeros((4, 4), np.uint8)).save(source)
     result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "6,6", "--fill", fill)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     refusal = f"center_crop_pad: fill value {fill!r} does not fit dtype uint8"
     assert result.stderr == f"Error: {source}: {refusal} (text for a numeric type; input shape (4, 4))\n"
     assert not (tmp_path / "out.png").exists()
@@ -131,7 +131,7 @@ def test_crop_pad_layout_of_another_rank_is_refused_at_any_rank(tmp_path: Path, 
     np.save(source, np.zeros(shape, np.uint8))
     result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", ",".join("4" * len(shape)),
                  "--layout", layout)
-    assert result.exit_code == 1 and not (tmp_path / "out.npy").exists()
+    assert result.exit_code == 2 and not (tmp_path / "out.npy").exists()
     assert result.stderr == f"Error: {source}: layout {layout} needs rank {len(layout)}, found shape {shape}\n"
 
 

@@ -119,7 +119,7 @@ def test_one_value_for_an_image_says_what_an_image_takes(photo: tuple[Path, np.n
                                                          command: str, option: str) -> None:
     path, pixels = photo
     result = run(command, path, "-o", tmp_path / "o.png", option, "4")
-    assert result.exit_code == 1 and not (tmp_path / "o.png").exists()
+    assert result.exit_code == 2 and not (tmp_path / "o.png").exists()
     assert result.stderr == (f"Error: {path}: {option} has 1 value for an input of shape {pixels.shape} (HWC): "
                              f"give 2 (H,W), 3 (one per axis), or name the axes with --axes\n"), result.stderr
 

@@ -210,10 +210,10 @@ def test_mistakes_are_one_line(photo: tuple[Path, np.ndarray], tmp_path: Path) -
     assert ints.exit_code == 1
     assert ints.stderr == f"Error: {tmp_path / 'ints.npy'}: a grid must hold floats, found int32\n"
     batch = run("grid-sample", path, "--grid", tmp_path / "two.npy", "-o", tmp_path / "o.png")
-    assert batch.exit_code == 1
+    assert batch.exit_code == 2  # what the data's header shows: a usage fault, as in a batch
     assert batch.stderr.startswith(f"Error: {path}: grid_sample: grid's batch N = 2 does not match data's N = 1")
     fill = run("warp", path, "--rotate", "10", "--fill", "300", "-o", tmp_path / "o.png")
-    assert fill.exit_code == 1 and "300" in fill.stderr and fill.stderr.count("\n") == 1
+    assert fill.exit_code == 2 and "300" in fill.stderr and fill.stderr.count("\n") == 1
     size = run("warp", path, "--size", "3,0", "-o", tmp_path / "o.png")
     assert size.exit_code == 2 and "give H,W: two lengths of at least 1" in size.stderr
     theta = run("warp", path, "--theta", "1,0,0,0,1", "-o", tmp_path / "o.png")

@@ -307,7 +307,7 @@ def test_frames_all_cannot_go_to_one_image_and_first_takes_frame_one(
         tmp_path: Path, animated_gif: tuple[str, np.ndarray]) -> None:
     path, frames = animated_gif
     result = run("crop-pad", path, "-o", str(tmp_path / "o.png"), "--shape", "4,4", "--frames", "all")
-    assert result.exit_code == 1 and "PNG holds HW or HWC images, not shape (3, 4, 4, 3)" in result.stderr
+    assert result.exit_code == 2 and "PNG holds HW or HWC images, not shape (3, 4, 4, 3)" in result.stderr
     result = run("crop-pad", path, "-o", str(tmp_path / "o.png"), "--shape", "6,8", "--frames", "first")
     assert result.exit_code == 0 and "frame 1 of 3" in result.stderr
     assert np.array_equal(io.read_array(str(tmp_path / "o.png")).data, frames[0])
@@ -391,7 +391,7 @@ def test_axes_not_ending_in_yx_have_no_layout_and_say_so(tmp_path: Path, rng: np
     tifffile.imwrite(path, rng.integers(0, 9, (4, 4, 2), dtype=np.uint8), photometric="minisblack",
                      metadata={"axes": "YXZ"})
     result = run("space-to-depth", path, "-o", str(tmp_path / "o.tif"), "--blocksize", "2")
-    assert result.exit_code == 1 and "a rank-3 tensor (4, 4, 2) has no default layout" in result.stderr
+    assert result.exit_code == 2 and "a rank-3 tensor (4, 4, 2) has no default layout" in result.stderr
     loaded = io.read_array(path)
     assert loaded.layout is None
     assert "axes YXZ from tifffile metadata: no geomcli layout fits" in loaded.notes[-1]

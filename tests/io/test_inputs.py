@@ -214,8 +214,8 @@ def test_crop_pad_fill_in_the_inputs_dtype(tmp_path: Path, dry_run: bool, dtype:
 def test_crop_pad_refuses_a_fill_the_same_way_with_and_without_dry_run(tmp_path: Path, dry_run: bool, dtype: str,
                                                                       fill: str, reason: str) -> None:
     result, out = _fill_run(tmp_path, np.zeros(2, dtype), fill, dry_run)
-    # -o: the file's failure (exit 1); a batch's --dry-run plans the run, which refuses it (exit 2)
-    assert result.exit_code == (2 if dry_run else 1)
+    # a usage fault either way (exit 2): -o's from what it read, a batch's --dry-run from the header
+    assert result.exit_code == 2
     assert error_lines(result.stderr)[0] == f"Error: {tmp_path / 'in.npy'}: {reason}"
     assert dry_run or not out.exists()
 
