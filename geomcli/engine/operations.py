@@ -203,12 +203,17 @@ def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape:
 
     if given is not None:
         layouts.resolve_layout(shape, given, from_file)  # a --layout of another rank is refused, as elsewhere
-    if axes is not None or len(target) == len(shape) or len(shape) <= 2 or (given or from_file) is None:
+    if axes is not None or len(target) == len(shape) or len(shape) <= 2:
         return axes
+    counted = f"{len(target)} value{'' if len(target) == 1 else 's'}"
+    if (given or from_file) is None:
+        named = [name for name in layouts.LAYOUTS if len(name) == len(shape)]
+        by_layout = f" or --layout ({', '.join(named)})" if named else ""
+        raise GeomError(f"{option} has {counted} for a tensor of shape {shape}, which names no layout: give "
+                        f"{len(shape)} (one per axis), or pick the axes with --axes (-2,-1: the last two){by_layout}")
     layout = layouts.resolve_layout(shape, given, from_file)
     if len(target) == 2:
         return layouts.spatial_axes(layout)
-    counted = f"{len(target)} value{'' if len(target) == 1 else 's'}"
     raise GeomError(f"{option} has {counted} for an input of shape {shape} ({layout}): give 2 (H,W), "
                     f"{len(shape)} (one per axis), or name the axes with --axes")
 

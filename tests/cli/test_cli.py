@@ -157,9 +157,11 @@ def test_crop_pad_fill_that_does_not_fit(photo: Path, tmp_path: Path) -> None:
 def test_crop_pad_wrong_number_of_values_names_the_file(tensor: Path, tmp_path: Path) -> None:
     result = run("crop-pad", tensor, "-o", tmp_path / "out.npy", "--shape", "4,4")
     assert result.exit_code == 2
+    # what a tensor of no layout takes, as an image's message says what an image takes (a try-out
+    # read the kernel's 'shape has 2 values but the input's rank is 4' as a bug of --layout's default)
     assert result.stderr == (
-        f"Error: {tensor}: center_crop_pad: shape has 2 values but the input's rank is 4 "
-        "(input shape (2, 3, 6, 8))\n"
+        f"Error: {tensor}: --shape has 2 values for a tensor of shape (2, 3, 6, 8), which names no layout: "
+        "give 4 (one per axis), or pick the axes with --axes (-2,-1: the last two) or --layout (NCHW, NHWC)\n"
     )
 
 

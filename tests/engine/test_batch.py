@@ -65,7 +65,7 @@ def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4")
     # c.npy is a rank-4 tensor: its header shows --shape 4,4 does not fit it, before anything is written
     assert result.exit_code == 2
-    assert result.stderr.splitlines()[0].startswith(f"Error: {shots / 'c.npy'}: center_crop_pad: shape has 2 values")
+    assert result.stderr.splitlines()[0].startswith(f"Error: {shots / 'c.npy'}: --shape has 2 values for a tensor")
     assert "1 of 3 inputs cannot take these options (each named above); nothing was written" in result.stderr
     assert not out.exists()
     result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4", "--name", "{stem}.npy", "--layout", "NCHW")
