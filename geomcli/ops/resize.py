@@ -799,6 +799,8 @@ def resize(
     cubic ``floor(x)-1 .. floor(x)+2`` with Keys' kernel; taps outside read the edge
     (unless ``exclude_outside``). Data is computed in float64 (complex128 for complex)
     and converted once: integers rounded half to even and saturated, floats rounded once.
+    (The float64 sum is rounded: weights that are no binary fractions, sixths say, can put
+    a sum that is a tie in exact arithmetic one rounding error off it, as the reference's.)
     Nearest copies elements: exact for every type.
 
     Where the ONNX reference (onnx 1.23) and onnxruntime (1.32) differ, we do this:
@@ -808,8 +810,10 @@ def resize(
       length 10 gives ``floor(10 * 7/10) = 7``, as onnxruntime (float32 arithmetic) and
       Python floats do; the reference and ONNX's shape inference take the binary value
       and give 6. Ties stay ties (asymmetric 0.4: x = 2.5 exactly, so round_prefer_ceil
-      reads 3, as onnxruntime; the reference 2) and a roi of [0.6, 1.1] on length 4 ends
-      exactly at 3, inside (the reference: 3.00000007, outside). ``roi`` does not change
+      reads 3, as onnxruntime; the reference 2), whole numbers stay whole (half_pixel 0.6
+      puts output 4 at x = 7 exactly, which floor reads as 7; onnxruntime's float32 and the
+      reference's binary 0.6000000238 give 6.9999997, read as 6) and a roi of [0.6, 1.1] on
+      length 4 ends exactly at 3, inside (the reference: 3.00000007, outside). ``roi`` does not change
       the output length (the spec's summary line multiplies by ``roi_end - roi_start``;
       the reference, onnxruntime and shape inference do not).
     - ``align_corners`` and ``tf_crop_and_resize`` divide by the integer output length

@@ -522,6 +522,16 @@ def test_a_float32_scale_is_read_as_its_decimal() -> None:
                           coordinate_transformation_mode="asymmetric").tolist() == [[0, 30, 50]]
     assert by_onnx_reference(data, scales=f32(0.4), nearest_mode="round_prefer_ceil",
                              coordinate_transformation_mode="asymmetric").tolist() == [0, 20, 50]
+    # and whole numbers are whole: half_pixel 0.6 puts output 4 at x = 4.5 / 0.6 - 0.5 = 7 exactly,
+    # which floor reads as 7; in float32 (onnxruntime) and from the binary 0.6000000238 (the
+    # reference) it is 6.9999997, read as 6 by both (found by a try-out: outputs 4 and 7 differ)
+    data = np.arange(20, dtype=np.float32)
+    ours = resize(data, scales=[0.6], nearest_mode="floor")
+    assert ours.tolist() == [0, 2, 3, 5, 7, 8, 10, 12, 13, 15, 17, 18]
+    theirs = by_onnxruntime(data[None], scales=f32(1, 0.6), nearest_mode="floor")[0]
+    assert theirs.tolist() == [0, 2, 3, 5, 6, 8, 10, 11, 13, 15, 17, 18]
+    assert np.flatnonzero(ours != theirs).tolist() == [4, 7]
+    assert by_onnx_reference(data, scales=f32(0.6), nearest_mode="floor")[[4, 7]].tolist() == [6, 11]
 
 
 def test_a_roi_is_read_as_its_decimal() -> None:
