@@ -203,8 +203,10 @@ class Outcomes:
     shown: int = 0
     counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "error": 0, "skipped": 0})
     progress: Progress | None = None
-    # each warning is shown once per run (the first file that gets it is named)
+    # each warning is shown once per run (the first file that gets it is named, unless it is one
+    # of these, about the options: the same for every file, shown with the command's name)
     warned: set[str] = field(default_factory=set)
+    of_the_options: frozenset[str] = frozenset()
 
     def __enter__(self) -> Outcomes:
         if not self.common.quiet and sys.stderr.isatty():
@@ -234,7 +236,8 @@ class Outcomes:
             for warning in report.warnings:
                 if warning not in self.warned:
                     self.warned.add(warning)
-                    self._say(f"Warning: {report.output}: {warning}")
+                    whose = self.command if warning in self.of_the_options else report.output
+                    self._say(f"Warning: {whose}: {warning}")
         if self.common.json:
             echo_stdout(report.to_json())
 

@@ -93,7 +93,8 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
     except OSError as error:
         raise GeomError(f"{options.out_dir}: cannot make the folder ({error.strerror or error})") from error
     doing = {job.index for job in todo}
-    with Outcomes(operation.command, common, len(jobs)) as outcomes:
+    general = frozenset(operation.unused_options())
+    with Outcomes(operation.command, common, len(jobs), of_the_options=general) as outcomes:
         for job in jobs:
             if job.error is not None:
                 outcomes.add(job.index, _report(task, job, status="error", error=job.error))

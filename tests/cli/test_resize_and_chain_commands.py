@@ -156,6 +156,10 @@ def test_an_option_the_spec_ignores_here_is_a_warning(photo: tuple[Path, np.ndar
     plain = [option for option in options if option not in options[-2:]]
     run("resize", path, "-o", tmp_path / "p.png", *plain)
     assert (np.asarray(Image.open(tmp_path / "a.png")) == np.asarray(Image.open(tmp_path / "p.png"))).all()
+    # a batch says it once, of the options, not of whichever file came first (found by a try-out)
+    batch = run("resize", path, tmp_path / "a.png", "--out-dir", tmp_path / "out", *options)
+    assert batch.exit_code == 0 and f"Warning: resize: {warning}\n" in batch.stderr
+    assert batch.stderr.count(warning) == 1, batch.stderr
 
 
 def test_options_used_by_the_mode_give_no_warning(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
