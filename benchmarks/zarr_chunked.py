@@ -2,6 +2,7 @@
 
     python benchmarks/zarr_chunked.py                    # 2 GiB, chunks of 64 MiB, 3 rounds
     python benchmarks/zarr_chunked.py --gib 0.25 --rounds 1
+    python benchmarks/zarr_chunked.py --codec none       # an uncompressed zarr: the chain's own cost
 
 The array is (N, 16, 2048, 2048) float32, chunked (1, 16, 1024, 1024): 64 MiB a chunk, every
 channel in one (DCR's order needs them together). One ``geomcli chain`` crops it to 2000x2000
@@ -45,18 +46,20 @@ class Sizes:
 SIZES = Sizes(2048)
 
 
-def make_inputs(work: Path, images: int) -> tuple[Path, Path]:
-    """The same random array as a zarr (default codecs) and a .npy."""
+def make_inputs(work: Path, images: int, compressed: bool) -> tuple[Path, Path]:
+    """The same random array as a zarr (default codecs, or none: like for like with the .npy,
+    the chain's own cost without a codec's) and a .npy."""
     import numpy as np
     import zarr
 
-    zarr_path, npy_path = work / "in.zarr", work / "in.npy"
+    zarr_path, npy_path = work / ("in.zarr" if compressed else "in-raw.zarr"), work / "in.npy"
     shape = (images, CHANNELS, SIZES.side, SIZES.side)
     if zarr_path.exists() and npy_path.exists() and np.load(npy_path, mmap_mode="r").shape == shape:
         return zarr_path, npy_path
     rng = np.random.default_rng(0)
+    codecs: dict[str, Any] = {} if compressed else {"compressors": None}  # (an output takes its input's)
     array = zarr.create_array(str(zarr_path), shape=shape, dtype="float32", chunks=SIZES.chunk,
-                              dimension_names=["t", "c", "y", "x"], overwrite=True)
+                              dimension_names=["t", "c", "y", "x"], overwrite=True, **codecs)
     npy = np.lib.format.open_memmap(npy_path, mode="w+", dtype=np.float32, shape=shape)
     for n in range(images):
         plane = rng.standard_normal(shape[1:], dtype=np.float32)
@@ -124,6 +127,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--work", type=Path, default=None, help="keep the inputs here for the next run")
     parser.add_argument("--side", type=int, default=2048, help="the planes' side (default 2048; chunks of half)")
+    parser.add_argument("--codec", choices=["default", "none"], default="default",
+                        help="the zarr's codecs: zarr's default (zstd), or none (like for like with the .npy)")
     args = parser.parse_args(argv)
 
     global SIZES
@@ -132,11 +137,11 @@ def main(argv: list[str]) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="geomcli-bench-zarr-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        zarr_in, npy_in = make_inputs(work, images)
+        zarr_in, npy_in = make_inputs(work, images, compressed=args.codec == "default")
         size = images * CHANNELS * args.side**2 * 4 / 2**30
         print(f"({images}, {CHANNELS}, {args.side}, {args.side}) float32, {size:.2f} GiB, chunks {SIZES.chunk} "
-              f"({SIZES.chunk_bytes / 2**20:g} MiB): crop-pad {SIZES.crop},{SIZES.crop} + space-to-depth {BLOCK}, "
-              f"{args.rounds} round(s)")
+              f"({SIZES.chunk_bytes / 2**20:g} MiB, codecs: {args.codec}): crop-pad {SIZES.crop},{SIZES.crop} + "
+              f"space-to-depth {BLOCK}, {args.rounds} round(s)")
         walls: dict[str, list[float]] = {name: [] for name in
                                          ("memory-mapped", "threads", "local:2", "1 worker", "2 workers")}
         memory: dict[str, list[float]] = {"1 worker": [], "2 workers": []}
