@@ -593,14 +593,15 @@ def to_do(jobs: Sequence[Job], options: BatchOptions) -> list[Job]:
     return [job for job in jobs if job.error is None and skip_reason(job, options) is None]
 
 
-def option_faults(task: Task, todo: Sequence[Job]) -> list[str]:
+def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
     """What the headers of the inputs to do (:func:`to_do`) alone show they cannot take (a --fill
     their dtype cannot hold, a blocksize that does not divide them, a shape on more axes than they
-    have, no layout, an output over --max-pixels or that its format cannot hold), one line each
-    (:func:`header_fault`), found before anything is written."""
+    have, no layout, an output over --max-pixels or that its format cannot hold): each such job
+    and its one line (:func:`header_fault`), found before anything is written."""
     faults = []
     for job in todo:
         header = header_as_read(job.input, task.common)
-        if header is not None:
-            faults.append(header_fault(task.operation, task.common, header, job.input, job.output, job.format))
-    return [fault for fault in faults if fault is not None]
+        fault = None if header is None else header_fault(task.operation, task.common, header, job.input,
+                                                         job.output, job.format)
+        faults.extend([] if fault is None else [(job, fault)])
+    return faults

@@ -82,10 +82,7 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
             forkserver.ensure_running()
     faults = option_faults(task, todo)
     if faults:
-        for fault in faults:
-            echo_stderr(f"Error: {fault}")
-        raise PlanError(f"{len(faults)} of {len(jobs)} inputs cannot take these options (each named above); "
-                        "nothing was written")
+        _refused(task, faults, len(jobs), time.perf_counter() - started)
     options = local_paths(options)
     try:
         if not _remote.is_url(options.out_dir):  # an object store has no folders to make
@@ -112,6 +109,21 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
         else:
             _in_process(task, todo, outcomes, options.fail_fast)
     return outcomes.finish(time.perf_counter() - started)
+
+
+def _refused(task: Task, faults: Sequence[tuple[Job, str]], total: int, seconds: float) -> None:
+    """A run its inputs' headers refuse: each fault's error line (and, with --json, its record
+    and the summary's, every other file not run), then the usage error (exit 2)."""
+    for job, fault in faults:
+        echo_stderr(f"Error: {fault}")
+        if task.common.json:
+            echo_stdout(_report(task, job, status="error", error=fault).to_json())
+    if task.common.json:
+        echo_stdout(summary.strict_json({"command": task.operation.command, "status": "summary", "ok": 0,
+                                         "failed": len(faults), "skipped": 0, "not_run": total - len(faults),
+                                         "total": total, "seconds": round(seconds, 3)}))
+    raise PlanError(f"{len(faults)} of {total} inputs cannot take these options (each named above); "
+                    "nothing was written")
 
 
 def _worker_count(task: Task, todo: Sequence[Job], options: BatchOptions) -> int:

@@ -894,6 +894,23 @@ def test_a_dry_run_refuses_an_output_its_format_cannot_hold(tmp_path: Path) -> N
     assert "1 to write, 1 failed" in dry.stderr
 
 
+def test_a_batch_refused_when_planned_gives_its_json_records(tmp_path: Path) -> None:
+    """--json gets a record for each file the options do not fit and the summary (the others not
+    run), as one -o file gets its record; it got nothing (found by a try-out)."""
+    from PIL import Image
+
+    Image.new("RGB", (30, 20), (9, 9, 9)).save(tmp_path / "a.png")
+    Image.new("RGB", (28, 28), (9, 9, 9)).save(tmp_path / "b.png")
+    result = run("space-to-depth", tmp_path / "a.png", tmp_path / "b.png", "--out-dir", tmp_path / "out",
+                 "--name", "{stem}.npy", "--blocksize", "7", "--json")
+    assert result.exit_code == 2 and not (tmp_path / "out").exists()
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(record["input"], record["status"]) for record in records[:-1]] == [(str(tmp_path / "a.png"), "error")]
+    assert "height 20 is not divisible by blocksize 7" in records[0]["error"]
+    assert {key: records[-1][key] for key in ("status", "ok", "failed", "not_run", "total")} == {
+        "status": "summary", "ok": 0, "failed": 1, "not_run": 1, "total": 2}
+
+
 def test_a_dry_run_refuses_a_fill_the_dtype_cannot_hold(tmp_path: Path) -> None:
     from PIL import Image
 
