@@ -183,10 +183,13 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         report.warnings.extend(operation.unused_options())
-        if usage_faults and not isinstance(loaded, io.Picture):  # (a picture's: on its result, below)
+        if not isinstance(loaded, io.Picture):  # (a plain crop's picture: no cautions; its faults below)
             from geomcli.engine.operations import header_of
 
-            refuse_usage_fault(operation, common, input_path, output, output_format, header_of(loaded))
+            header = header_of(loaded)
+            if usage_faults:
+                refuse_usage_fault(operation, common, input_path, output, output_format, header)
+            report.warnings.extend(operation.cautions(header, common))
         mapped: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:

@@ -66,6 +66,11 @@ class Operation:
         """A warning for each option given that this operation does not use (the spec ignores it)."""
         return []
 
+    def cautions(self, header: Header, common: Common) -> list[str]:
+        """A warning for what the options do to a file of this header that is seldom meant (the
+        spec allows it)."""
+        return []
+
     def takes_pictures(self, common: Common, output_format: str) -> bool:
         """Whether a plain 8-bit image may stay a Pillow image (io.Picture) through this operation
         (``apply_picture``), read and written without numpy."""
@@ -746,6 +751,19 @@ class Resize(Operation):
             unused.append("--keep-aspect-ratio-policy is for --sizes, not --scales; ignored")
         return unused
 
+    def cautions(self, header: Header, common: Common) -> list[str]:
+        """Channels resized as pixels are (--sizes 50,50,1 on an RGB image: the nearest channel)."""
+        from geomcli.engine import layout as layouts
+
+        try:
+            channel = layouts.resolve_layout(header.shape, common.layout, header.layout).find("C")
+            before, after = header.shape[channel], self.output_shape(header, common)[channel]
+        except (GeomError, IndexError):
+            return []  # no channel axis, or options the run refuses
+        if channel < 0 or before == after:
+            return []
+        return [f"the channel axis is resized ({before} -> {after}): channels are resampled as pixels are"]
+
     def _settings(self) -> dict[str, Any]:
         """The attributes, as resize takes them."""
         return {name: getattr(self, name) for name in _RESIZE_DEFAULTS}
@@ -812,6 +830,10 @@ class Chain(Operation):
 
     def unused_options(self) -> list[str]:
         return [f"{step.command}: {warning}" for step in self.steps for warning in step.unused_options()]
+
+    def cautions(self, header: Header, common: Common) -> list[str]:
+        return [f"{step.command}: {warning}" for step, step_header, step_common in self._walk(header, common)
+                for warning in step.cautions(step_header, step_common)]
 
     def trace(self, header: Header, common: Common) -> list[dict[str, Any]]:
         """Every step's command, parameters and output shape, for the file's report."""

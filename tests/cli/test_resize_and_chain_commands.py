@@ -162,6 +162,22 @@ def test_an_option_the_spec_ignores_here_is_a_warning(photo: tuple[Path, np.ndar
     assert batch.stderr.count(warning) == 1, batch.stderr
 
 
+def test_resizing_an_images_channels_is_a_warning(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    """The spec resizes every axis it is given: three --sizes on an RGB image resample its
+    channels as pixels (one value: the nearest channel), which a try-out met without a word."""
+    path, pixels = photo
+    result = run("resize", path, "-o", tmp_path / "g.png", "--sizes", "6,6,1", "--json")
+    assert result.exit_code == 0
+    record = json.loads(result.stdout)
+    assert record["output_shape"] == [6, 6, 1]
+    assert record["warnings"] == [f"the channel axis is resized ({pixels.shape[2]} -> 1): channels are resampled "
+                                  "as pixels are"]
+    chained = run("chain", "-i", path, "-o", tmp_path / "c.png", "--json", "resize", "--sizes", "6,6,1")
+    assert json.loads(chained.stdout)["warnings"] == [f"resize: {record['warnings'][0]}"]
+    kept = run("resize", path, "-o", tmp_path / "k.png", "--sizes", f"6,6,{pixels.shape[2]}", "--json")
+    assert json.loads(kept.stdout)["warnings"] == []
+
+
 def test_options_used_by_the_mode_give_no_warning(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     result = run("resize", path, "-o", tmp_path / "a.png", "--sizes", "6,6", "--mode", "cubic", "--cubic-coeff-a",
