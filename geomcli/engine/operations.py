@@ -757,12 +757,13 @@ class Resize(Operation):
 
         try:
             channel = layouts.resolve_layout(header.shape, common.layout, header.layout).find("C")
-            before, after = header.shape[channel], self.output_shape(header, common)[channel]
-        except (GeomError, IndexError):
-            return []  # no channel axis, or options the run refuses
-        if channel < 0 or before == after:
+            output = self.output_shape(header, common)
+        except GeomError:
+            return []  # no layout, or options the run refuses
+        if channel < 0 or output[channel] == header.shape[channel]:
             return []
-        return [f"the channel axis is resized ({before} -> {after}): channels are resampled as pixels are"]
+        return [f"the channel axis is resized ({header.shape[channel]} -> {output[channel]}): channels are "
+                "resampled as pixels are"]
 
     def _settings(self) -> dict[str, Any]:
         """The attributes, as resize takes them."""
