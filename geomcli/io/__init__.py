@@ -573,7 +573,7 @@ def _image_refusal(fmt: str, dtype: str, shape: tuple[int, ...]) -> str | None:
         "png": ({"uint8", "uint16", "bool"}, (1, 2, 3, 4)),
         "jpeg": ({"uint8"}, (1, 3)),
         "bmp": ({"uint8", "bool"}, (1, 3)),
-        "gif": ({"uint8"}, (1, 3)),  # colour through a palette (_pillow.save)
+        "gif": ({"uint8"}, (1, 3, 4)),  # colour through a palette, alpha as its transparent entry (_pillow.save)
         "webp": ({"uint8"}, (3, 4)),
     }[fmt]
     dtypes, channels = kinds
@@ -588,7 +588,7 @@ def _image_refusal(fmt: str, dtype: str, shape: tuple[int, ...]) -> str | None:
         return f"holds 1-bit images as HW only, not shape {shape}"
     if c not in channels:
         counts = {(1, 2, 3, 4): "1 to 4 channels", (1,): "1 channel"}.get(
-            channels, " or ".join(map(str, channels)) + " channels"
+            channels, ", ".join(map(str, channels[:-1])) + f" or {channels[-1]} channels"
         )
         return f"holds {counts}, not {c} (shape {shape})"
     limit = {"jpeg": 65535, "webp": 16383, "gif": 65535, "bmp": 2**31 - 1, "png": 2**31 - 1}[fmt]

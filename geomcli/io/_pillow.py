@@ -589,10 +589,10 @@ def save(
     warning for colours a GIF could not hold."""
     options = options or WriteOptions()
     level, kept = _kept(fmt, metadata or Metadata(), options, *im.size)
-    said = []
-    if fmt == "gif" and im.mode == "RGB":
-        im, reduced = _paletted(im)
-        said += [reduced] if reduced else []
+    said: list[str] = []
+    if fmt == "gif" and im.mode in ("RGB", "RGBA"):
+        im, said = _paletted(im) if im.mode == "RGB" else _paletted_with_transparency(im)
+        kept.update({"transparency": im.info["transparency"]} if "transparency" in im.info else {})
     saving: dict[str, Any] = {}
     if fmt == "png":
         saving = {"compress_level": level, **_png_strategy(im, level)}
@@ -618,17 +618,49 @@ def save(
     return said
 
 
-def _paletted(im: Any) -> tuple[Any, str | None]:
-    """An RGB image as a GIF holds it: a palette of its own colours where it has at most 256 (a
-    crop, a pad or a nearest resize of a GIF: the values written are the result's), else 256
-    colours made by Pillow's median cut, dithered, and a warning that says so."""
+def _paletted(im: Any, colours: int = 256) -> tuple[Any, list[str]]:
+    """An RGB image as a GIF holds it: a palette of its own colours where it has at most
+    ``colours`` (a crop, a pad or a nearest resize of a GIF: the values written are the
+    result's), else that many made by Pillow's median cut, dithered, and a warning that says so."""
     from PIL import Image
 
-    if im.getcolors(256) is not None:  # Pillow's median cut keeps 256 colours or fewer exactly
-        return im.quantize(256, dither=Image.Dither.NONE), None
-    return im.quantize(256, dither=Image.Dither.FLOYDSTEINBERG), (
-        "GIF holds 256 colours: the result's colours were reduced to 256 and dithered, the written values "
-        "differ from the result (write .png to keep them)")
+    if im.getcolors(colours) is not None:  # Pillow's median cut keeps that many colours or fewer exactly
+        return im.quantize(colours, dither=Image.Dither.NONE), []
+    return im.quantize(colours, dither=Image.Dither.FLOYDSTEINBERG), [
+        f"GIF holds {colours} colours: the result's colours were reduced to {colours} and dithered, the written "
+        "values differ from the result (write .png to keep them)"]
+
+
+def _paletted_with_transparency(im: Any) -> tuple[Any, list[str]]:
+    """An RGBA image as a GIF holds it: palette entry 255 for its transparent pixels (alpha below
+    128), in their colour, and the opaque pixels' colours in the other 255 (see :func:`_paletted`).
+    A transparent GIF cropped or resized by nearest is written as it was read; alpha between 0
+    and 255, or transparent pixels of several colours (a GIF's padded with zeros), are said."""
+    import numpy as np
+    from PIL import Image
+
+    data = np.asarray(im)
+    clear = data[..., 3] < 128
+    rgb = data[..., :3].copy()
+    under = np.unique(rgb[clear], axis=0)
+    said = []
+    if not np.isin(data[..., 3], (0, 255)).all():
+        said.append("GIF holds no partial transparency: alpha below 128 was written as transparent, the rest as "
+                    "opaque (write .png to keep it)")
+    if len(under) > 1:
+        said.append(f"GIF holds one colour under its transparent pixels, not {len(under)}: they were given the "
+                    "first (write .png to keep theirs)")
+    opaque = rgb[~clear]
+    rgb[clear] = opaque[0] if len(opaque) else 0  # a colour that adds no palette entry
+    paletted, reduced = _paletted(Image.fromarray(rgb), 255)
+    indices = np.array(paletted)
+    indices[clear] = 255
+    palette = (paletted.getpalette() or [])[:3 * 255]
+    palette += [0] * (3 * 255 - len(palette)) + [int(value) for value in (under[0] if len(under) else (0, 0, 0))]
+    out = Image.fromarray(indices, mode="P")
+    out.putpalette(palette)
+    out.info["transparency"] = 255
+    return out, said + reduced
 
 
 def _jpeg_saving(metadata: Metadata, options: WriteOptions) -> dict[str, Any]:

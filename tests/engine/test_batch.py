@@ -882,15 +882,14 @@ def test_a_worker_whose_parent_has_gone_places_no_more_outputs_and_leaves_no_tem
 def test_a_dry_run_refuses_an_output_its_format_cannot_hold(tmp_path: Path) -> None:
     from PIL import Image
 
-    palette = Image.new("P", (30, 20))
-    palette.putpalette([value % 256 for value in range(768)])
-    palette.save(tmp_path / "still.gif", transparency=0)  # read as RGBA: a GIF output cannot hold it
+    Image.new("LA", (30, 20), (9, 200)).save(tmp_path / "still.png")  # grey and alpha: a GIF cannot hold it
     Image.new("RGB", (30, 20), (9, 9, 9)).save(tmp_path / "fine.png")
-    common = [tmp_path / "still.gif", tmp_path / "fine.png", "--out-dir", tmp_path / "out", "--shape", "16,16"]
+    common = [tmp_path / "still.png", tmp_path / "fine.png", "--out-dir", tmp_path / "out", "--name", "{stem}.gif",
+              "--shape", "16,16"]
     dry, real = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
     assert dry.exit_code == real.exit_code == 2 and not (tmp_path / "out").exists()
     errors = [[line for line in result.stderr.splitlines() if line.startswith("Error:")] for result in (dry, real)]
-    assert errors[0] == errors[1] and len(errors[0]) == 2 and "GIF holds 1 or 3 channels, not 4" in errors[0][0]
+    assert errors[0] == errors[1] and len(errors[0]) == 2 and "GIF holds 1, 3 or 4 channels, not 2" in errors[0][0]
     assert "1 to write, 1 failed" in dry.stderr
 
 

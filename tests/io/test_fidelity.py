@@ -631,6 +631,41 @@ def test_a_gif_cropped_and_resized_is_written_back_as_a_gif(tmp_path: Path, rng:
     assert written.shape == (20, 30, 3) and len(np.unique(written.reshape(-1, 3), axis=0)) <= 256
 
 
+def test_a_transparent_gif_cropped_is_written_back_as_it_was_read(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A GIF with a transparent colour reads as RGBA; a crop of it is written with the same
+    transparent entry and colours, and reads back equal (it was refused: 'GIF holds 1 channel')."""
+    from PIL import Image
+
+    indices = rng.integers(0, 40, (30, 44), dtype=np.uint8)
+    indices[5:12, 8:30] = 7  # a transparent region
+    picture = Image.fromarray(indices, mode="P")
+    picture.putpalette(rng.integers(0, 256, 768, dtype=np.uint8).tolist())
+    source, out = str(tmp_path / "in.gif"), str(tmp_path / "out.gif")
+    picture.save(source, transparency=7)
+    data = io.read_array(source).data
+    assert data.shape == (30, 44, 4) and (data[..., 3] == 0).sum() == (indices == 7).sum()
+    result = run("crop-pad", source, "-o", out, "--shape", "20,30")
+    assert result.exit_code == 0 and warnings_of(result) == []
+    assert np.array_equal(io.read_array(out).data, data[5:25, 7:37])
+
+
+def test_what_a_gif_cannot_hold_of_alpha_is_said(tmp_path: Path, rng: np.random.Generator) -> None:
+    data = rng.integers(0, 256, (6, 8, 4), dtype=np.uint8)
+    data[..., 3] = 255
+    data[0, :, 3] = 0  # transparent, under several colours
+    data[1, 0, 3] = 80  # partly
+    said = io.write_array(data, str(tmp_path / "o.gif"))
+    assert said == (
+        "GIF holds no partial transparency: alpha below 128 was written as transparent, the rest as opaque "
+        "(write .png to keep it)",
+        "GIF holds one colour under its transparent pixels, not 9: they were given the first (write .png to keep "
+        "theirs)")
+    back = io.read_array(str(tmp_path / "o.gif")).data
+    clear = data[..., 3] < 128
+    assert np.array_equal(back[..., 3], np.where(clear, 0, 255))
+    assert np.array_equal(back[~clear][:, :3], data[~clear][:, :3])  # 255 colours or fewer: exact
+
+
 def test_json_carries_the_warnings(tmp_path: Path, rng: np.random.Generator) -> None:
     source = str(tmp_path / "in.png")
     io.write_array(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8), source)

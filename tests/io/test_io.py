@@ -1438,7 +1438,7 @@ def test_binary_to_a_terminal_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
             np.uint8,
             (4, 4, 4),
             "a.jpg",
-            r"JPEG holds 1 or 3 channels, not 4 .*; write \.png, \.webp, \.npy or \.tiff$",
+            r"JPEG holds 1 or 3 channels, not 4 .*; write \.png, \.webp, \.gif, \.npy or \.tiff$",
         ),
         (bool, (4, 4, 3), "a.png", r"PNG holds 1-bit images as HW only"),
         (np.uint8, (0, 4), "a.png", r"PNG cannot hold an empty image \(shape \(0, 4\)\)"),
