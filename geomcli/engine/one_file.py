@@ -183,6 +183,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         report.warnings.extend(operation.unused_options())
+        picture = isinstance(loaded, io.Picture)
         if not isinstance(loaded, io.Picture):  # (a plain crop's picture: no cautions; its faults below)
             from geomcli.engine.operations import header_of
 
@@ -200,7 +201,6 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             mapped.extend([] if out is None else [out])
             return out
 
-        picture = isinstance(loaded, io.Picture)
         try:
             result = (operation.apply_picture(loaded, common) if isinstance(loaded, io.Picture)
                       else operation.apply(loaded, common, allocate))
