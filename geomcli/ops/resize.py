@@ -38,7 +38,7 @@ try:
 except ImportError:  # not built: a checkout that was never installed, or no C compiler at install time
     _compiled = None
 
-__all__ = ["check_resize_arguments", "resize", "resize_changed_axes", "resize_output_shape"]
+__all__ = ["check_resize_arguments", "resize", "resize_changed_axes", "resize_output_shape", "resize_window"]
 
 Mode: TypeAlias = Literal["nearest", "linear", "cubic"]
 Transform: TypeAlias = Literal[
@@ -858,14 +858,42 @@ def resize(
     >>> resize(np.array([0, 10], dtype=np.uint8), sizes=[4], mode="linear")
     array([ 0,  2,  8, 10], dtype=uint8)
     """
+    return _resize(data, roi, scales, sizes, None, mode=mode,
+                   coordinate_transformation_mode=coordinate_transformation_mode, cubic_coeff_a=cubic_coeff_a,
+                   exclude_outside=exclude_outside, extrapolation_value=extrapolation_value,
+                   keep_aspect_ratio_policy=keep_aspect_ratio_policy, nearest_mode=nearest_mode,
+                   antialias=antialias, axes=axes)
+
+
+def resize_window(
+    data: Any,
+    window: Sequence[slice],
+    roi: Sequence[float] | np.ndarray | None = None,
+    scales: Sequence[float] | np.ndarray | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    **attributes: Any,
+) -> np.ndarray:
+    """``resize(data, roi, scales, sizes, **attributes)[window]`` as a new array, the same bits,
+    making only the window's outputs where that is bit for bit the same: nearest, and the
+    compiled kernel's passes (each output its own sum, in tap order). Elsewhere (the numpy
+    path's band products sum in an order of their own) the whole resize, then the window.
+
+    Why: a resize followed by a centre crop (chain's ImageNet recipe: 375x500 -> 256x341 -> 224²)
+    makes 43% fewer outputs; see geomcli.engine.operations.Resize.apply_cropped.
+
+    ``window``: one slice of step 1 per axis, on the output's shape.
+
+    >>> resize_window(np.arange(4.0), [slice(1, 3)], sizes=[8], mode="linear")
+    array([0.25, 0.75])
+    """
+    return _resize(data, roi, scales, sizes, tuple(window), **attributes)
+
+
+def _resize(data: Any, roi: Any, scales: Any, sizes: Any, window: tuple[slice, ...] | None,
+            **attributes: Any) -> np.ndarray:
     array = _as_data(data)
     shape, where, kind = array.shape, _where(array.shape), array.dtype.kind
-    sizing, rois, settings, fill = _settled(shape, roi, scales, sizes, mode=mode,
-                                            coordinate_transformation_mode=coordinate_transformation_mode,
-                                            cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
-                                            extrapolation_value=extrapolation_value,
-                                            keep_aspect_ratio_policy=keep_aspect_ratio_policy,
-                                            nearest_mode=nearest_mode, antialias=antialias, axes=axes)
+    sizing, rois, settings, fill = _settled(shape, roi, scales, sizes, **attributes)
     if settings["mode"] != "nearest" and (kind == "b" or kind in "UST"):
         what = "bool" if kind == "b" else "string"
         raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {settings['mode']} ({where})")
@@ -876,9 +904,42 @@ def resize(
         plans = _plans(shape, sizing, rois, settings)
         if kind in "UST":
             _refuse_string_extrapolation(plans, rois, where)
-        return _apply(array, output, [plan for plan in plans if plan.out_len == 0 or not plan.is_identity()], fill)
+        working = [plan for plan in plans if plan.out_len == 0 or not plan.is_identity()]
+        if window is None:
+            return _apply(array, output, working, fill)
+        return _apply_window(array, output, working, fill, _as_window(window, output))
     except MemoryError as error:
         raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
+
+
+def _as_window(window: tuple[slice, ...], output: Shape) -> list[tuple[int, int]]:
+    """(start, stop) per axis of ``output``."""
+    if len(window) != len(output) or any(part.step not in (None, 1) for part in window):
+        raise GeomError(f"{_FUNC}: a window takes one slice of step 1 per axis of the output {output}")
+    return [part.indices(length)[:2] for part, length in zip(window, output)]
+
+
+def _apply_window(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float,
+                  window: list[tuple[int, int]]) -> np.ndarray:
+    """_apply's result in ``window`` only: each plan cut to the window's outputs and the inputs
+    their taps read, the data cut alike (an axis no plan resamples: its outputs are its inputs)."""
+    cut_shape = tuple(max(0, stop - start) for start, stop in window)
+    if any(plan.weights is not None for plan in plans) and not _compiles(array.dtype, plans):
+        whole = _apply(array, output_shape, plans, fill)
+        return np.array(whole[tuple(slice(start, stop) for start, stop in window)], copy=True)
+    if math.prod(cut_shape) == 0:
+        return np.empty(cut_shape, dtype=array.dtype)
+    reads = [slice(start, stop) for start, stop in window]
+    cut = []
+    for plan in plans:
+        start, stop = window[plan.axis]
+        taps = plan.taps[start:stop]
+        low, high = int(taps.min()), int(taps.max()) + 1
+        reads[plan.axis] = slice(low, high)
+        cut.append(_Plan(plan.axis, high - low, stop - start, taps - low,
+                         None if plan.weights is None else plan.weights[start:stop],
+                         None if plan.outside is None else plan.outside[start:stop]))
+    return _apply(array[tuple(reads)], cut_shape, cut, fill)
 
 
 def _refuse_string_extrapolation(plans: list[_Plan], rois: list[tuple[Fraction, Fraction]] | None,
@@ -989,7 +1050,7 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np
     dtype = array.dtype
     work = _numeric.working_dtype(dtype)
     result = np.empty(output_shape, dtype=dtype)
-    if _compiled is not None and len(order) <= 2 and dtype.isnative and dtype.name in _COMPILED_KINDS:
+    if _compiles(dtype, order):
         _run(_compiled_jobs(np.ascontiguousarray(array), sorted(order, key=lambda plan: plan.axis), result),
              work, result.size)
         return result
@@ -1016,6 +1077,11 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np
 # what the compiled kernel takes: data's dtype, native byte order (the rest takes the numpy path)
 _COMPILED_KINDS = frozenset(
     ["float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"])
+
+
+def _compiles(dtype: np.dtype, plans: list[_Plan]) -> bool:
+    """Whether the compiled kernel does these weighted passes on data of ``dtype``."""
+    return _compiled is not None and len(plans) <= 2 and dtype.isnative and dtype.name in _COMPILED_KINDS
 
 
 def _compiled_jobs(source: np.ndarray, plans: list[_Plan], target: np.ndarray) -> list[Job]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -226,6 +227,61 @@ def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path
     direct = center_crop_pad(resize(pixels, sizes=[24, 24], mode="linear", antialias=True, axes=[0, 1],
                                     keep_aspect_ratio_policy="not_smaller"), [20, 20], axes=[0, 1])
     assert np.array_equal(chained, direct)
+
+
+@pytest.mark.parametrize(("steps", "fused"), [
+    (RECIPE, True),  # the crop only crops: one pass makes the crop's window of the resize
+    (["resize", "--scales", "0.5,0.5", "--mode", "cubic", "crop-pad", "--shape", "12,30"], False),  # it pads W
+    (["resize", "--sizes", "20,30", "--mode", "linear", "crop-pad", "--shape", "9,9", "--fill", "0"], False),
+    (["resize", "--sizes", "40,50,3", "--mode", "linear", "crop-pad", "--shape", "33,41,2", "resize", "--scales",
+      "0.5,0.5"], True),  # a crop of the channels too, a step after
+])
+def test_a_resize_and_the_crop_after_it_are_made_in_one_pass_where_it_only_crops(
+        photo: tuple[Path, np.ndarray], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: list[str],
+        fused: bool) -> None:
+    """Resize.apply_cropped: the same bytes as the steps one at a time (the chain's .npy against
+    each step's arrays through the kernels), made in one pass where the crop pads nowhere."""
+    from geomcli.engine import operations
+
+    path, pixels = photo
+    taken: list[bool] = []
+    apply_cropped = operations.Resize.apply_cropped
+    monkeypatch.setattr(operations.Resize, "apply_cropped",
+                        lambda *args: taken.append((done := apply_cropped(*args)) is not None) or done)
+    result = run("chain", "-i", path, "-o", tmp_path / "chained.npy", "-q", *steps)
+    assert result.exit_code == 0, result.stderr
+    assert taken[0] is fused
+    expected = pixels
+    for name, *options in _steps(steps):
+        flags = {"--antialias": True} if "--antialias" in options else {}
+        options = [option for option in options if option != "--antialias"]
+        expected = _by_kernel(name, {**dict(zip(options[::2], options[1::2])), **flags}, expected)
+    assert np.array_equal(np.load(tmp_path / "chained.npy"), expected)
+
+
+def _steps(arguments: list[str]) -> list[list[str]]:
+    found: list[list[str]] = []
+    for argument in arguments:
+        if argument in ("resize", "crop-pad"):
+            found.append([argument])
+        else:
+            found[-1].append(argument)
+    return found
+
+
+def _by_kernel(name: str, values: dict[str, object], data: np.ndarray) -> np.ndarray:
+    def numbers(text: object, kind: type) -> list[Any]:
+        return [kind(part) for part in str(text).split(",")]
+
+    if name == "crop-pad":
+        target = numbers(values["--shape"], int)
+        axes = [0, 1] if len(target) == 2 else None
+        return center_crop_pad(data, target, axes=axes)
+    given = numbers(values["--sizes"], int) if "--sizes" in values else numbers(values["--scales"], float)
+    axes = [0, 1] if len(given) == 2 else None
+    key = "sizes" if "--sizes" in values else "scales"
+    return resize(data, axes=axes, mode=str(values.get("--mode", "nearest")), antialias=bool(values.get("--antialias")),
+                  keep_aspect_ratio_policy=str(values.get("--keep-aspect-ratio-policy", "stretch")), **{key: given})
 
 
 def test_a_chain_reports_every_steps_shape(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:

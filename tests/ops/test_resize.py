@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric, reference
 from geomcli.ops import resize as resize_module
-from geomcli.ops.resize import resize, resize_output_shape
+from geomcli.ops.resize import resize, resize_output_shape, resize_window
 
 MODES = ["nearest", "linear", "cubic"]
 TRANSFORMS = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -366,6 +366,61 @@ def test_every_path_of_the_kernel(shape: tuple[int, ...], sizes: list[int], axes
         assert ours.dtype == data.dtype
         assert_rounded_from(ours, by_reference(data.astype(_numeric.working_dtype(data.dtype)), sizes=sizes, axes=axes,
                                                **keywords))
+
+
+# --- a window of the output: the same bits, less work -----------------------------------------
+
+
+def random_window(rng: np.random.Generator, shape: tuple[int, ...]) -> list[slice]:
+    starts = [int(rng.integers(0, length + 1)) for length in shape]
+    return [slice(start, int(rng.integers(start, length + 1))) for start, length in zip(starts, shape)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_a_window_is_the_resize_cut_bit_for_bit(dtype: np.dtype, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    data, inputs, attributes = random_case(seed + 7000, for_onnxruntime=False)
+    data = make_array(rng, data.shape, dtype)
+    if dtype.kind == "f" and seed % 3 == 0:  # inf and nan spread alike in the window
+        data.flat[int(rng.integers(0, data.size))] = np.inf
+        data.flat[int(rng.integers(0, data.size))] = np.nan
+    if dtype.kind in "bUT":
+        attributes = {"mode": "nearest", **{name: value for name, value in attributes.items()
+                                            if name in ("coordinate_transformation_mode", "nearest_mode")}}
+        if attributes["coordinate_transformation_mode"] == "tf_crop_and_resize":
+            attributes["coordinate_transformation_mode"] = "half_pixel"  # strings have no extrapolation value
+    whole = resize(data, **inputs, **attributes)
+    for _ in range(4):
+        window = random_window(rng, whole.shape)
+        part = resize_window(data, window, **inputs, **attributes)
+        expected = whole[tuple(window)]
+        assert part.shape == expected.shape and part.dtype == expected.dtype
+        assert part.tobytes() == expected.tobytes()
+        assert part.base is None or part.base.size == part.size  # no view that keeps the whole alive
+
+
+def test_a_window_makes_only_its_outputs_where_the_bits_allow(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[int, ...]] = []
+    apply = resize_module._apply
+    monkeypatch.setattr(resize_module, "_apply", lambda array, shape, *rest: made.append(shape) or apply(array, shape,
+                                                                                                            *rest))
+    photo = np.zeros((375, 500, 3), dtype=np.uint8)
+    recipe = {"sizes": [256, 256], "axes": [0, 1], "keep_aspect_ratio_policy": "not_smaller", "mode": "linear",
+              "antialias": True}
+    window = [slice(16, 240), slice(58, 282), slice(None)]
+    assert resize_window(photo, window, **recipe).shape == (224, 224, 3)
+    assert made == [(224, 224, 3)]  # the compiled kernel: each output its own sum
+    made.clear()
+    resize_window(photo.astype(np.complex64), window, **recipe)
+    assert made == [(256, 341, 3)]  # the numpy path's products: the whole, then the window
+
+
+def test_a_window_takes_a_slice_per_axis() -> None:
+    with pytest.raises(GeomError, match="one slice of step 1 per axis of the output"):
+        resize_window(np.zeros((4, 4)), [slice(0, 2)], sizes=[2, 2])
+    with pytest.raises(GeomError, match="one slice of step 1"):
+        resize_window(np.zeros((4, 4)), [slice(0, 2, 2), slice(None)], sizes=[2, 2])
 
 
 def test_the_benchmark_runs_small() -> None:
