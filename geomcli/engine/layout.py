@@ -10,6 +10,8 @@ those are flattened, in order, into N and restored after the kernel (their lengt
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from geomcli.constants import LAYOUTS
@@ -18,8 +20,8 @@ from geomcli.errors import GeomError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "output_layout",
-           "resolve_layout", "roles", "spatial_axes", "to_nchw", "to_nchw_shape", "written_layout"]
+__all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "in_file_terms",
+           "output_layout", "resolve_layout", "roles", "spatial_axes", "to_nchw", "to_nchw_shape", "written_layout"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 
@@ -140,6 +142,33 @@ def from_nchw_shape(shape: tuple[int, ...], layout: str, batch: tuple[int, ...] 
     named = roles(output_layout(layout, shape[1]))
     stacks = iter(_batch(named, shape[0], batch))
     return tuple(next(stacks) if role == "N" else shape["NCHW".index(role)] for role in named)
+
+
+@contextmanager
+def in_file_terms(shape: tuple[int, ...], layout: str | None, *, as_nchw: bool = False) -> Iterator[None]:
+    """A kernel's GeomError about the (N, C, H, W) array :func:`to_nchw` makes of an array of
+    ``shape`` in ``layout``, reworded to name ``shape`` and ``layout``: what the user's file holds,
+    not the kernel's view of it. ``as_nchw`` keeps that view beside them, for messages that count
+    the kernel's N or rank (grid_sample's). The kernels know nothing of files, so the rewording is
+    here; called from Python they say what they were given.
+
+    >>> with in_file_terms((5, 4, 3), "HWC"):
+    ...     raise GeomError("space_to_depth: height 5 is odd (input shape (1, 3, 5, 4))")
+    Traceback (most recent call last):
+    ...
+    geomcli.errors.GeomError: space_to_depth: height 5 is odd (input shape (5, 4, 3), layout HWC)
+    """
+    shape = tuple(int(length) for length in shape)
+    nchw = None if layout is None or len(layout) != len(shape) else to_nchw_shape(shape, layout)
+    try:
+        yield
+    except GeomError as error:
+        if nchw is None or nchw == shape or len(error.args) != 1:
+            raise
+        view = f", as NCHW {nchw}" if as_nchw else ""
+        # in place: the error keeps its class (an OptionFault stays one) and its traceback
+        error.args = (str(error.args[0]).replace(f"shape {nchw}", f"shape {shape}, layout {layout}{view}"),)
+        raise
 
 
 def spatial_axes(layout: str) -> tuple[int, int]:

@@ -291,24 +291,27 @@ class _Blocks(Operation):
         from geomcli.engine import layout as layouts
 
         chosen = layouts.resolve_layout(header.shape, common.layout, header.layout)
-        shape = self._nchw_output_shape(layouts.to_nchw_shape(header.shape, chosen))
-        check_size(shape, common)
-        return layouts.from_nchw_shape(shape, chosen, layouts.batch_shape(header.shape, chosen))
+        with layouts.in_file_terms(header.shape, chosen):
+            shape = self._nchw_output_shape(layouts.to_nchw_shape(header.shape, chosen))
+        output = layouts.from_nchw_shape(shape, chosen, layouts.batch_shape(header.shape, chosen))
+        check_size(output, common)
+        return output
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         import geomcli.ops.space_depth as space_depth_ops
         from geomcli.engine import layout as layouts
 
         chosen = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
-        prepared = _prepared(loaded.data, chosen, self._nchw_output_shape, common, allocate)
-        if prepared.view is None:
-            result = getattr(space_depth_ops, self.kernel)(prepared.data, self.blocksize, self.mode,
-                                                           threads=common.threads)
-            return _finished(result, chosen, prepared)
-        from geomcli.engine import slabs
+        with layouts.in_file_terms(loaded.data.shape, chosen):
+            prepared = _prepared(loaded.data, chosen, self._nchw_output_shape, common, allocate)
+            if prepared.view is None:
+                result = getattr(space_depth_ops, self.kernel)(prepared.data, self.blocksize, self.mode,
+                                                               threads=common.threads)
+                return _finished(result, chosen, prepared)
+            from geomcli.engine import slabs
 
-        getattr(slabs, self.kernel)(prepared.data, self.blocksize, self.mode, threads=common.threads,
-                                    out=prepared.view)
+            getattr(slabs, self.kernel)(prepared.data, self.blocksize, self.mode, threads=common.threads,
+                                        out=prepared.view)
         return _finished(prepared.view, chosen, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
@@ -320,7 +323,8 @@ class _Blocks(Operation):
 
         chosen = layouts.resolve_layout(data.shape, common.layout, layout)
         nchw = layouts.to_nchw(data, chosen)
-        self._nchw_output_shape(nchw.shape)  # its errors, before any chunk
+        with layouts.in_file_terms(data.shape, chosen):
+            self._nchw_output_shape(nchw.shape)  # its errors, before any chunk
         kernel = functools.partial(getattr(space_depth_ops, self.kernel), blocksize=self.blocksize, mode=self.mode,
                                    threads=1)  # dask runs the chunks side by side
         result = chunked.blockwise(nchw, kernel, self.blocksize, to_depth=self.kernel == "space_to_depth")
@@ -419,10 +423,11 @@ def _prepared(data: np.ndarray, layout: str | None, output_shape: Callable[[tupl
     batch = _batch(data.shape, layout)
     onnx = _to_onnx(data, layout)
     shape = output_shape(onnx.shape)
-    check_size(shape, common)
+    written = _from_onnx_shape(shape, layout, batch)
+    check_size(written, common)
     if allocate is None or not _maps(layout, shape[1]):
         return _Prepared(onnx, shape, batch, None, None)
-    out = allocate(_from_onnx_shape(shape, layout, batch), data.dtype)
+    out = allocate(written, data.dtype)
     return _Prepared(onnx, shape, batch, out, None if out is None else _onnx_view(out, layout, shape[1]))
 
 
@@ -474,32 +479,40 @@ class GridSample(Operation):
                 "align_corners": self.align_corners, **({} if self.fill is None else {"fill": self.fill})}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        from geomcli.engine import layout as layouts
+
         layout = _as_tensor(header.shape, common, header.layout)
-        shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
-        check_size(shape, common)
+        with layouts.in_file_terms(header.shape, layout, as_nchw=True):
+            shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
+        output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
+        check_size(output, common)
         if self.fill is not None:
             _check_fill(self.fill, header.dtype)
-        return _from_onnx_shape(shape, layout, _batch(header.shape, layout))
+        return output
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
+        from geomcli.engine import layout as layouts
         from geomcli.ops.grid_sample import grid_sample
 
         layout = _as_tensor(loaded.data.shape, common, loaded.layout)
-        prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
-        fill = 0 if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
-        result = grid_sample(prepared.data, self.grid, self.mode, self.padding_mode, self.align_corners, fill=fill,
-                             threads=common.threads, out=_result(prepared, layout, loaded.data.dtype))
+        with layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True):
+            prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
+            fill = 0 if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
+            result = grid_sample(prepared.data, self.grid, self.mode, self.padding_mode, self.align_corners,
+                                 fill=fill, threads=common.threads, out=_result(prepared, layout, loaded.data.dtype))
         return _finished(result, layout, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """Each image's grid on chunks of whole planes (images and channels split as stored)."""
         from geomcli.engine import chunked
+        from geomcli.engine import layout as layouts
         from geomcli.ops.grid_sample import grid_sample
 
         layout = _as_tensor(data.shape, common, layout)
         batch = _batch(data.shape, layout)
         onnx = _to_onnx(data, layout)
-        shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
+        with layouts.in_file_terms(data.shape, layout, as_nchw=True):
+            shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
         fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
 
         def sample(block: np.ndarray, start: int) -> np.ndarray:
@@ -542,19 +555,22 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
-        shape = self._onnx_output_shape(layouts.to_nchw_shape(header.shape, layout))
-        check_size(shape, common)
+        with layouts.in_file_terms(header.shape, layout, as_nchw=True):
+            shape = self._onnx_output_shape(layouts.to_nchw_shape(header.shape, layout))
+        output = layouts.from_nchw_shape(shape, layout, layouts.batch_shape(header.shape, layout))
+        check_size(output, common)
         if self.fill is not None:
             _check_fill(self.fill, header.dtype)
-        return layouts.from_nchw_shape(shape, layout, layouts.batch_shape(header.shape, layout))
+        return output
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
 
         layout = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
-        prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
-        result = _result(prepared, layout, loaded.data.dtype)
-        self._warp(prepared.data, self._thetas(prepared.shape[0]), result, common.threads)
+        with layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True):
+            prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
+            result = _result(prepared, layout, loaded.data.dtype)
+            self._warp(prepared.data, self._thetas(prepared.shape[0]), result, common.threads)
         return _finished(result, layout, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
@@ -567,7 +583,8 @@ class Warp(Operation):
         layout = layouts.resolve_layout(data.shape, common.layout, layout)
         batch = layouts.batch_shape(data.shape, layout)
         nchw = layouts.to_nchw(data, layout)
-        shape = self._onnx_output_shape(nchw.shape)  # its errors, before any chunk
+        with layouts.in_file_terms(data.shape, layout, as_nchw=True):
+            shape = self._onnx_output_shape(nchw.shape)  # its errors, before any chunk
         thetas = self._thetas(shape[0])
 
         def warp(block: np.ndarray, start: int) -> np.ndarray:

@@ -27,6 +27,7 @@ import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli import io
 from geomcli.cli import cli
+from geomcli.errors import GeomError
 
 
 @pytest.fixture
@@ -387,6 +388,34 @@ def test_blocksize_that_does_not_divide(tensor: Path, tmp_path: Path) -> None:
     assert result.stderr == (
         f"Error: {tensor}: space_to_depth: height 6 is not divisible by blocksize 5 (input shape (2, 3, 6, 8))\n"
     )
+
+
+@pytest.mark.parametrize("command, blocksize, found", [
+    ("space-to-depth", "5", "space_to_depth: height 9 is not divisible by blocksize 5"),
+    ("depth-to-space", "2", "depth_to_space: channels 3 are not divisible by blocksize² 4"),
+])
+def test_a_blocksize_that_does_not_divide_an_image_names_its_shape_not_the_kernels(
+        photo: Path, tmp_path: Path, command: str, blocksize: str, found: str) -> None:
+    expected = f"Error: {photo}: {found} (input shape (9, 12, 3), layout HWC)\n"
+    alone = run(command, photo, "-o", tmp_path / "o.npy", "--blocksize", blocksize)
+    assert alone.exit_code == 2 and alone.stdout == "" and alone.stderr == expected
+    dry = run(command, photo, "--out-dir", tmp_path / "out", "--blocksize", blocksize, "--dry-run")
+    assert dry.exit_code == 2 and dry.stderr.startswith(expected)
+    # called from Python, the kernel says what it was given
+    kernel = getattr(space_depth_ops, command.replace("-", "_"))
+    with pytest.raises(GeomError, match=r"\(input shape \(1, 3, 9, 12\)\)$"):
+        kernel(np.zeros((1, 3, 9, 12), np.uint8), int(blocksize))
+
+
+def test_a_blocksize_that_does_not_divide_a_stack_names_its_axes(tmp_path: Path) -> None:
+    import tifffile
+
+    source = tmp_path / "stack.tiff"
+    tifffile.imwrite(source, np.zeros((2, 3, 4, 6, 8), np.uint8), imagej=True, metadata={"axes": "TZCYX"})
+    result = run("space-to-depth", source, "-o", tmp_path / "o.tiff", "--blocksize", "4")
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: {source}: space_to_depth: height 6 is not divisible by blocksize 4 "
+                             "(input shape (2, 3, 4, 6, 8), layout TZCYX)\n")
 
 
 @pytest.mark.parametrize("args", [["--mode", "crd"], ["--blocksize", "0"], ["--blocksize", "x"], []])

@@ -327,6 +327,15 @@ def test_a_chain_with_sampling_steps(photo: tuple[Path, np.ndarray], tmp_path: P
     assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
 
 
+def test_a_steps_error_names_the_shape_and_layout_it_reads(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    result = run("chain", "-i", path, "-o", tmp_path / "o.npy", "crop-pad", "--shape", "20,20", "space-to-depth",
+                 "--blocksize", "3")
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: {path}: space_to_depth: height 20 is not divisible by blocksize 3 "
+                             "(input shape (20, 20, 3), layout HWC)\n")
+
+
 @pytest.mark.parametrize("steps", [[], ["rotate", "--degrees", "3"], ["crop-pad", "--sizes", "4,4"],
                                    ["resize", "--sizes", "4,4", "--json"]])
 def test_chain_usage_errors_come_before_anything_is_read(tmp_path: Path, steps: list[str]) -> None:

@@ -221,6 +221,25 @@ def test_mistakes_are_one_line(photo: tuple[Path, np.ndarray], tmp_path: Path) -
     assert not (tmp_path / "o.png").exists()
 
 
+def test_a_grid_that_does_not_fit_an_image_names_its_shape_and_the_kernels_view(
+        photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    np.save(tmp_path / "two.npy", np.zeros((2, 4, 4, 2), np.float32))
+    result = run("grid-sample", path, "--grid", tmp_path / "two.npy", "-o", tmp_path / "o.png")
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: {path}: grid_sample: grid's batch N = 2 does not match data's N = 1 (data shape "
+                             "(24, 32, 3), layout HWC, as NCHW (1, 3, 24, 32), grid shape (2, 4, 4, 2))\n")
+
+
+def test_a_warp_over_the_limit_names_the_output_in_the_files_layout(photo: tuple[Path, np.ndarray],
+                                                                    tmp_path: Path) -> None:
+    path, _ = photo
+    result = run("warp", path, "--rotate", "10", "--size", "100,100", "--max-pixels", "10000", "-o", tmp_path / "o.png")
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: {path}: the output (100, 100, 3): 30000 elements exceed the limit of 10000; "
+                             "raise it with --max-pixels or GEOMCLI_MAX_PIXELS\n")
+
+
 def test_fill_is_what_an_outside_tap_reads(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     assert run("warp", path, "--scale", "3", "--fill", "255", "--mode", "nearest", "-o", tmp_path / "f.npy",

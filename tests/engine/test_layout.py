@@ -11,6 +11,7 @@ from geomcli.engine.layout import (
     flattens_in_place,
     from_nchw,
     from_nchw_shape,
+    in_file_terms,
     output_layout,
     resolve_layout,
     spatial_axes,
@@ -18,7 +19,7 @@ from geomcli.engine.layout import (
     to_nchw_shape,
     written_layout,
 )
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, OptionFault
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -98,3 +99,28 @@ def test_a_tiffs_axes_without_channels_gain_them_before_y() -> None:
     assert from_nchw(nchw[:, :1], "ZYX").shape == (3, 2, 2)
     with pytest.raises(ValueError, match="^a layout of 2 stack axes needs their lengths"):
         from_nchw(nchw, "TZYX")
+
+
+@pytest.mark.parametrize("shape, layout, as_nchw, said", [
+    ((375, 500, 3), "HWC", False, "(input shape (375, 500, 3), layout HWC)"),
+    ((2, 3, 4, 8, 8), "TZCYX", False, "(input shape (2, 3, 4, 8, 8), layout TZCYX)"),
+    ((375, 500, 3), "HWC", True, "(input shape (375, 500, 3), layout HWC, as NCHW (1, 3, 375, 500))"),
+])
+def test_a_kernels_error_names_the_files_shape_and_layout(shape: tuple[int, ...], layout: str, as_nchw: bool,
+                                                        said: str) -> None:
+    kernels = to_nchw_shape(shape, layout)
+    with pytest.raises(OptionFault) as caught, in_file_terms(shape, layout, as_nchw=as_nchw):
+        raise OptionFault(f"space_to_depth: height 375 is not divisible by blocksize 7 (input shape {kernels})")
+    assert str(caught.value) == f"space_to_depth: height 375 is not divisible by blocksize 7 {said}"
+
+
+@pytest.mark.parametrize("shape, layout, message", [
+    ((2, 3, 8, 8), "NCHW", "space_to_depth: height 8 ... (input shape (2, 3, 8, 8))"),  # the kernel's own
+    ((2, 3, 8), None, "grid_sample: ... (data shape (2, 3, 8), grid shape (2, 4, 1))"),  # no layout: (N, C, D)
+    ((8, 8, 3), "HWC", "theta holds 2 matrices for 1 images; give one, or one per image"),  # no shape in it
+])
+def test_an_error_already_in_the_files_terms_is_left_as_it_is(shape: tuple[int, ...], layout: str | None,
+                                                            message: str) -> None:
+    with pytest.raises(GeomError) as caught, in_file_terms(shape, layout):
+        raise GeomError(message)
+    assert str(caught.value) == message
