@@ -49,10 +49,11 @@ def warp_operation(common: Common, theta_text: str | None, rotate: float, scale:
     theta_file = theta_text if thetas.is_file(theta_text) else None
     theta_option = next(param for param in ctx.command.params if param.name == "theta_text")
     numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, theta_option, ctx)
+    transforms = (rotate, scale, translate, shear)
     with engine_errors():
-        theta = thetas.for_warp(theta_file, numbers, (rotate, scale, translate, shear), dtype, common.max_pixels)
-    return Warp(theta, theta_text or "flags", None if size is None else (size[0], size[1]), mode, padding_mode,
-                align_corners, fill)
+        theta = thetas.for_warp(theta_file, numbers, transforms, dtype, common.max_pixels)
+    return Warp(theta, theta_text, None if size is None else (size[0], size[1]), mode, padding_mode, align_corners,
+                fill, flags=None if theta_text is not None else transforms)
 
 
 @click.command("warp", cls=Command, short_help="Turn, scale, shear or move images (AffineGrid + GridSample).")

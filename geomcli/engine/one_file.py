@@ -329,11 +329,15 @@ def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tu
     from geomcli.io import _remote
 
     _remote.configure(common.storage_options)
+    # theta as given; made from the flags, the matrix used (once it is made) and those flags
+    made = {} if theta_text is not None else {"flags": thetas.given_flags(flags)}
     report = summary.Report("affine-grid", theta_text or "(flags)", output,
-                            parameters={"align_corners": align_corners, "theta": theta_text or "flags"})
+                            parameters={"align_corners": align_corners, "theta": theta_text, **made})
     with reporting(report, common):
         theta, grid_size = thetas.resolve(size, like, theta_file, numbers, flags, dtype, common.layout,
                                           common.max_pixels)
+        if theta_text is None:
+            report.parameters["theta"] = thetas.recorded(theta[0])
         _write_grid(report, theta, grid_size, align_corners, output, output_format, common)
     return report
 

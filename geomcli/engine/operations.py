@@ -533,21 +533,32 @@ class Warp(Operation):
     """An affine warp: GridSample of the grid AffineGrid makes from ``theta`` for an output of
     ``size`` (H, W; the input's by default), made a slab of output rows at a time so that no
     whole grid is ever held. Bit for bit what grid-sample of affine-grid's grid gives. With
-    ``size``, the DPI and pixel sizes follow the pixels, as resize's do."""
+    ``size``, the DPI and pixel sizes follow the pixels, as resize's do.
+
+    ``theta_name`` is the file or the numbers theta was read from; None for a theta made from the
+    transform ``flags`` (rotate, scale, translate, shear), which the record then shows with the
+    matrix they made."""
 
     theta: np.ndarray = field(compare=False, repr=False)
-    theta_name: str = "flags"
+    theta_name: str | None = None
     size: tuple[int, int] | None = None
     mode: str = "linear"
     padding_mode: str = "zeros"
     align_corners: bool = False
     fill: str | None = None
+    flags: tuple[Any, ...] | None = None
     command: ClassVar[str] = "warp"
     # the grid of one slab of output rows: about this many bytes
     SLAB_GRID_BYTES: ClassVar[int] = 8 << 20
 
     def parameters(self) -> dict[str, Any]:
-        return {"theta": self.theta_name, "size": None if self.size is None else list(self.size), "mode": self.mode,
+        """theta as given, or the matrix used (one for every image) and the flags that made it."""
+        from geomcli.engine import theta as thetas
+
+        source = ({"theta": self.theta_name} if self.theta_name is not None else
+                  {"theta": thetas.recorded(self.theta[0]),
+                   "flags": {} if self.flags is None else thetas.given_flags(self.flags)})
+        return {**source, "size": None if self.size is None else list(self.size), "mode": self.mode,
                 "padding_mode": self.padding_mode, "align_corners": self.align_corners,
                 **({} if self.fill is None else {"fill": self.fill})}
 

@@ -148,12 +148,34 @@ def _plain_line(report: Report) -> str:
     if report.value_range is not None:
         parts.append(f"range [{report.value_range[0]:g}, {report.value_range[1]:g}]")
     for key, value in report.parameters.items():
-        # a chain's steps by name (every step's parameters are in its JSON record)
-        shown = " → ".join(step["command"] for step in value) if key == "steps" else value
-        parts.append(f"{key}={shown}")
+        parts.append(f"{key}={_shown(key, value)}")
     if report.seconds is not None:
         parts.append(f"in {report.seconds * 1000:.0f} ms")
     return printable(" ".join(parts)) + "".join(f"\n  note: {printable(note)}" for note in report.notes)
+
+
+def _shown(key: str, value: Any) -> str:
+    """A parameter as the summary line shows it: a chain's steps by name (every step's parameters
+    are in its JSON record); a matrix, or the flags that made it, with short numbers (exact in the
+    JSON record); anything else as it is."""
+    if key == "steps":
+        return " → ".join(step["command"] for step in value)
+    if isinstance(value, dict) or isinstance(value, list) and any(isinstance(item, list) for item in value):
+        return _short(value)
+    return str(value)
+
+
+def _short(value: Any) -> str:
+    """``value`` with its floats to 6 significant digits: [[0.866025, -0.5, 0], [0.5, 0.866025, 0]].
+
+    >>> _short({"rotate": 30.0, "scale": [2.0, 0.125]})
+    '{rotate: 30, scale: [2, 0.125]}'
+    """
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{name}: {_short(item)}" for name, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_short(item) for item in value) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def wants_colour(stream: IO[str]) -> bool:

@@ -123,6 +123,29 @@ def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), transl
     return exact
 
 
+def given_flags(flags: tuple[Any, ...]) -> dict[str, Any]:
+    """The transform flags that move anything (not at the identity's values), as a run's record
+    names them.
+
+    >>> given_flags((10.0, (1.0,), (0.5, 0.0), (0.0, 0.0)))
+    {'rotate': 10.0, 'translate': [0.5, 0.0]}
+    """
+    given = _given(flags)
+    return {name: list(value) if isinstance(value, Sequence) else value
+            for name, value in zip(_FLAGS, flags, strict=True) if name in given}
+
+
+def recorded(matrix: np.ndarray) -> list[list[float]]:
+    """One matrix as a run's record shows it: nested lists of the numbers used, in float64, which
+    holds every grid dtype's exactly.
+
+    >>> recorded(from_transforms(rotate=90.0).astype(np.float32))
+    [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0]]
+    """
+    rows: list[list[float]] = matrix.astype(np.float64).tolist()
+    return rows
+
+
 def _usage(message: str, options: Sequence[str]) -> PlanError:
     return PlanError(message, [f"--{name}" for name in options])
 

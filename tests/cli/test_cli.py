@@ -535,13 +535,39 @@ def test_affine_grid_usage_errors(tmp_path: Path, args: list[str], message: str)
     assert result.exit_code == 2 and message in result.stderr
 
 
-@pytest.mark.parametrize("theta, shown", [([], "(flags)"), (["--theta", "1,0,0,0,1,0"], "1,0,0,0,1,0")])
-def test_affine_grid_summary_names_where_theta_came_from(tmp_path: Path, theta: list[str], shown: str) -> None:
+@pytest.mark.parametrize("theta, shown, parameters", [
+    ([], "(flags)", "theta=[[1, 0, 0], [0, 1, 0]] flags={}"),
+    (["--theta", "1,0,0,0,1,0"], "1,0,0,0,1,0", "theta=1,0,0,0,1,0"),
+])
+def test_affine_grid_summary_names_where_theta_came_from(tmp_path: Path, theta: list[str], shown: str,
+                                                         parameters: str) -> None:
     out = tmp_path / "g.npy"
     result = run("affine-grid", "--size", "1,1,2,2", *theta, "-o", out)
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr.startswith(f"affine-grid {shown} → {out}: 1×2×3 float32 → 1×2×2×2 float32 range [-0.5, 0.5] "
-                                    f"align_corners=False theta={theta[1] if theta else 'flags'} in ")
+                                    f"align_corners=False {parameters} in ")
+
+
+@pytest.mark.parametrize("args, theta, flags", [
+    (["--size", "2,1,4,4", "--rotate", "90", "--translate", "0.5,0"], [[0.0, -1.0, 0.5], [1.0, 0.0, 0.0]],
+     {"rotate": 90.0, "translate": [0.5, 0.0]}),
+    (["--size", "1,1,2,2,2"], [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]], {}),
+    (["--size", "1,1,2,2", "--scale", "0.1", "--dtype", "float64"], [[0.1, 0.0, 0.0], [0.0, 0.1, 0.0]],
+     {"scale": [0.1]}),
+])
+def test_affine_grid_record_holds_the_matrix_the_flags_made(tmp_path: Path, args: list[str],
+                                                            theta: list[list[float]], flags: dict[str, Any]) -> None:
+    result = run("affine-grid", *args, "-o", tmp_path / "g.npy", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["parameters"] == {"align_corners": False, "theta": theta, "flags": flags}
+
+
+def test_affine_grid_record_of_a_failure_has_no_matrix_but_the_flags(tmp_path: Path) -> None:
+    result = run("affine-grid", "--like", tmp_path / "missing.png", "--rotate", "10", "-o", tmp_path / "g.npy",
+                 "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["parameters"] == {"align_corners": False, "theta": None,
+                                                       "flags": {"rotate": 10.0}}
 
 
 @pytest.mark.parametrize("size, message", [

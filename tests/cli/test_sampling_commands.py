@@ -4,6 +4,7 @@ grid-sample of affine-grid's grid bit for bit, pipes, batches, and one clear lin
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 import sys
 import textwrap
@@ -238,6 +239,26 @@ def test_a_warp_over_the_limit_names_the_output_in_the_files_layout(photo: tuple
     assert result.exit_code == 2
     assert result.stderr == (f"Error: {path}: the output (100, 100, 3): 30000 elements exceed the limit of 10000; "
                              "raise it with --max-pixels or GEOMCLI_MAX_PIXELS\n")
+
+
+def test_a_warps_record_holds_the_matrix_its_flags_made_which_typed_back_warps_the_same(
+        photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = photo
+    flagged = run("warp", path, "-o", tmp_path / "a.npy", "--rotate", "10", "--scale", "1.5", "--json")
+    assert flagged.exit_code == 0, flagged.stderr
+    parameters = json.loads(flagged.stdout)["parameters"]
+    used = from_transforms(rotate=10.0, scale=(1.5,)).astype(np.float32)  # the grid dtype by default
+    assert parameters["theta"] == used.astype(np.float64).tolist() and parameters["flags"] == {"rotate": 10.0,
+                                                                                              "scale": [1.5]}
+    numbers = ",".join(repr(number) for row in parameters["theta"] for number in row)
+    typed = run("warp", path, "-o", tmp_path / "b.npy", "--theta", numbers, "--json")
+    assert typed.exit_code == 0, typed.stderr
+    assert json.loads(typed.stdout)["parameters"]["theta"] == numbers
+    assert "flags" not in json.loads(typed.stdout)["parameters"]
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+    np.save(tmp_path / "theta.npy", used[None])
+    read = run("warp", path, "-o", tmp_path / "c.npy", "--theta", tmp_path / "theta.npy", "--json")
+    assert json.loads(read.stdout)["parameters"]["theta"] == str(tmp_path / "theta.npy")
 
 
 def test_fill_is_what_an_outside_tap_reads(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:

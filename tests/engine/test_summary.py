@@ -122,3 +122,13 @@ def test_report_json_is_strict() -> None:
     assert text == strict_json(vars(record))
     back = json.loads(text, parse_constant=pytest.fail)
     assert back["value_range"] == ["-Infinity", "NaN"] and back["parameters"] == {"fill": "Infinity"}
+
+
+def test_a_matrix_and_its_flags_are_shown_short_in_the_line_and_exact_in_json() -> None:
+    theta = [[0.9848077297210693, -0.1736481785774231, 0.0], [0.1736481785774231, 0.9848077297210693, 0.0]]
+    parameters = {"theta": theta, "flags": {"rotate": 10.0, "scale": [2.0]}, "size": None}
+    stream = io.StringIO()
+    show(Report("warp", "in.png", "out.png", [4, 6, 3], "uint8", [4, 6, 3], "uint8", parameters=parameters), stream)
+    assert stream.getvalue() == ("warp in.png → out.png: 4×6×3 uint8 → 4×6×3 uint8 theta=[[0.984808, -0.173648, 0], "
+                                 "[0.173648, 0.984808, 0]] flags={rotate: 10, scale: [2]} size=None\n")
+    assert json.loads(Report("warp", None, None, parameters=parameters).to_json())["parameters"] == parameters

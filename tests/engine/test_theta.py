@@ -9,7 +9,16 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from geomcli.engine.theta import as_batch, cast, check_invertible, check_numbers, from_numbers, from_transforms
+from geomcli.engine.theta import (
+    as_batch,
+    cast,
+    check_invertible,
+    check_numbers,
+    from_numbers,
+    from_transforms,
+    given_flags,
+    recorded,
+)
 from geomcli.errors import GeomError, PlanError
 
 
@@ -118,3 +127,21 @@ def test_check_invertible_takes_the_identity_and_regular_or_overflowing_flags() 
     check_invertible((0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)))
     check_invertible((30.0, (0.5, 2.0), (0.1, 0.2), (0.3, -0.2)))
     check_invertible((0.0, (1e300,), (0.0, 0.0), (1e300, 0.0)))  # the overflow is the caller's to name
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ((0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)), {}),
+    ((10.0, (1.0,), (0.0, 0.0), (0.0, 0.0)), {"rotate": 10.0}),
+    ((0.0, (2.0, 0.5), (0.0, -0.25), (0.1, 0.0)),
+     {"scale": [2.0, 0.5], "translate": [0.0, -0.25], "shear": [0.1, 0.0]}),
+])
+def test_given_flags_are_those_that_move_anything(flags: tuple[object, ...], expected: dict[str, object]) -> None:
+    assert given_flags(flags) == expected
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16])
+def test_a_recorded_matrix_is_the_numbers_used_as_plain_floats(dtype: type) -> None:
+    used = from_transforms(rotate=10.0).astype(dtype)
+    rows = recorded(used)
+    assert all(type(number) is float for row in rows for number in row)  # JSON writes them as they are
+    assert np.array_equal(np.array(rows, dtype=np.float64).astype(dtype), used)
