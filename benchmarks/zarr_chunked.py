@@ -3,6 +3,7 @@
     python benchmarks/zarr_chunked.py                    # 2 GiB, chunks of 64 MiB, 3 rounds
     python benchmarks/zarr_chunked.py --gib 0.25 --rounds 1
     python benchmarks/zarr_chunked.py --codec none       # an uncompressed zarr: the chain's own cost
+    python benchmarks/zarr_chunked.py --cold             # each run reads its input from the disk
 
 The array is (N, 16, 2048, 2048) float32, chunked (1, 16, 1024, 1024): 64 MiB a chunk, every
 channel in one (DCR's order needs them together). One ``geomcli chain`` crops it to 2000x2000
@@ -21,6 +22,7 @@ The runs alternate (a busy machine slows all alike), medians:
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -69,12 +71,30 @@ def make_inputs(work: Path, images: int, compressed: bool) -> tuple[Path, Path]:
     return zarr_path, npy_path
 
 
+COLD = False  # --cold: each run reads its input from the disk, not from the page cache
+
+
+def evict(path: Path) -> None:
+    """Drop ``path`` (a file, or every file of a folder) from the page cache, after writing back
+    whatever is dirty: the next read comes from the disk, as a big array's first read does.
+    (posix_fadvise's DONTNEED needs no root, as /proc/sys/vm/drop_caches would.)"""
+    os.sync()
+    for file in [path] if path.is_file() else [item for item in path.rglob("*") if item.is_file()]:
+        descriptor = os.open(file, os.O_RDONLY)
+        try:
+            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(descriptor)
+
+
 def chain(source: Path, target: Path, how: list[str]) -> float:
-    """Wall seconds of one ``geomcli chain`` from the shell."""
+    """Wall seconds of one ``geomcli chain`` from the shell (its input evicted first, with --cold)."""
     if target.is_dir():
         shutil.rmtree(target)
     else:
         target.unlink(missing_ok=True)
+    if COLD:
+        evict(source)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "geomcli", "chain", "-i", str(source), "-o", str(target), "-q",
                     "--layout", "NCHW", *how, "crop-pad", "--shape", f"{SIZES.crop},{SIZES.crop}", "space-to-depth",
@@ -129,10 +149,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--side", type=int, default=2048, help="the planes' side (default 2048; chunks of half)")
     parser.add_argument("--codec", choices=["default", "none"], default="default",
                         help="the zarr's codecs: zarr's default (zstd), or none (like for like with the .npy)")
+    parser.add_argument("--cold", action="store_true",
+                        help="evict each run's input from the page cache first (cold against cold)")
     args = parser.parse_args(argv)
 
-    global SIZES
-    SIZES = Sizes(args.side)
+    global SIZES, COLD
+    SIZES, COLD = Sizes(args.side), args.cold
     images = max(1, round(args.gib * 2**30 / (4 * CHANNELS * args.side**2)))
     work = args.work or Path(tempfile.mkdtemp(prefix="geomcli-bench-zarr-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -141,7 +163,7 @@ def main(argv: list[str]) -> int:
         size = images * CHANNELS * args.side**2 * 4 / 2**30
         print(f"({images}, {CHANNELS}, {args.side}, {args.side}) float32, {size:.2f} GiB, chunks {SIZES.chunk} "
               f"({SIZES.chunk_bytes / 2**20:g} MiB, codecs: {args.codec}): crop-pad {SIZES.crop},{SIZES.crop} + "
-              f"space-to-depth {BLOCK}, {args.rounds} round(s)")
+              f"space-to-depth {BLOCK}, {args.rounds} round(s), inputs {'cold' if COLD else 'warm'}")
         walls: dict[str, list[float]] = {name: [] for name in
                                          ("memory-mapped", "threads", "local:2", "1 worker", "2 workers")}
         memory: dict[str, list[float]] = {"1 worker": [], "2 workers": []}
