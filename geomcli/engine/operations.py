@@ -486,6 +486,7 @@ class GridSample(Operation):
             shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
         output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
         check_size(output, common)
+        _check_mode(self.mode, header.dtype)
         if self.fill is not None:
             _check_fill(self.fill, header.dtype)
         return output
@@ -658,6 +659,14 @@ def _from_onnx(result: np.ndarray, layout: str, batch: tuple[int, ...] | None) -
     return layouts.from_nchw(result, layout, batch)
 
 
+def _check_mode(mode: str, dtype: np.dtype) -> None:
+    """A --mode the file's dtype cannot take (bool: nearest only), found from its header as
+    grid_sample judges it."""
+    from geomcli.ops.grid_sample import check_mode
+
+    check_mode(mode, dtype)
+
+
 def _check_fill(text: str, dtype: np.dtype) -> None:
     """A --fill the file's dtype cannot hold, found from its header as grid_sample judges it."""
     from geomcli.ops.grid_sample import check_fill
@@ -714,8 +723,9 @@ class Resize(Operation):
             raise PlanError(str(error)) from error
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        from geomcli.ops.resize import resize_output_shape
+        from geomcli.ops.resize import check_resize_mode, resize_output_shape
 
+        check_resize_mode(self.mode, header.dtype)  # bool and strings: nearest only
         axes = self._axes(header.shape, common, header.layout)
         shape = resize_output_shape(header.shape, self.scales, self.sizes, axes=axes,
                                     keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)  # type: ignore[arg-type]

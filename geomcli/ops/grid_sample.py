@@ -191,6 +191,26 @@ def _as_threads(threads: Any, where: str) -> int:
     return int(threads)
 
 
+def check_mode(mode: Any, dtype: np.dtype | str) -> None:
+    """Refuse, as :func:`grid_sample` would, a mode that data of ``dtype`` cannot take (bool and
+    strings: nearest only): for a caller that knows data's dtype before its values (a file's header).
+
+    >>> check_mode("linear", "bool")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    geomcli.errors.GeomError: grid_sample: mode 'linear' interpolates numbers; bool data takes mode 'nearest' only ...
+    """
+    where = "judged from data's dtype alone"
+    _check_mode(_as_mode(mode, where), np.dtype(dtype), where)
+
+
+def _check_mode(mode: str, dtype: np.dtype, where: str) -> None:
+    if mode != "nearest" and dtype.kind in "b" + _STRING_KINDS:
+        raise GeomError(
+            f"{_FUNC}: mode {mode!r} interpolates numbers; {_dtype_text(dtype)} data takes mode 'nearest' only "
+            f"({where})"
+        )
+
+
 def check_fill(fill: Any, dtype: np.dtype | str) -> None:
     """Refuse, as :func:`grid_sample` would, a ``fill`` that data of ``dtype`` cannot hold: for a
     caller that knows data's dtype before its values (a file's header).
@@ -469,11 +489,7 @@ def _prepared(array: np.ndarray, points: np.ndarray, mode: Any, padding_mode: An
     chosen_mode = _as_mode(mode, where)
     padding = _as_padding(padding_mode, where)
     corners = _as_flag(align_corners, where)
-    if chosen_mode != "nearest" and array.dtype.kind in "b" + _STRING_KINDS:
-        raise GeomError(
-            f"{_FUNC}: mode {chosen_mode!r} interpolates numbers; {_dtype_text(array.dtype)} data takes mode "
-            f"'nearest' only ({where})"
-        )
+    _check_mode(chosen_mode, array.dtype, where)
     fill_value = _as_fill(fill, array.dtype, where)
     workers = _as_threads(threads, where)
     lengths = array.shape[2:]

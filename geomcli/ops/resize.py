@@ -38,7 +38,8 @@ try:
 except ImportError:  # not built: a checkout that was never installed, or no C compiler at install time
     _compiled = None
 
-__all__ = ["check_resize_arguments", "resize", "resize_changed_axes", "resize_output_shape", "resize_window"]
+__all__ = ["check_resize_arguments", "check_resize_mode", "resize", "resize_changed_axes", "resize_output_shape",
+           "resize_window"]
 
 Mode: TypeAlias = Literal["nearest", "linear", "cubic"]
 Transform: TypeAlias = Literal[
@@ -894,9 +895,7 @@ def _resize(data: Any, roi: Any, scales: Any, sizes: Any, window: tuple[slice, .
     array = _as_data(data)
     shape, where, kind = array.shape, _where(array.shape), array.dtype.kind
     sizing, rois, settings, fill = _settled(shape, roi, scales, sizes, **attributes)
-    if settings["mode"] != "nearest" and (kind == "b" or kind in "UST"):
-        what = "bool" if kind == "b" else "string"
-        raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {settings['mode']} ({where})")
+    _check_mode(settings["mode"], array.dtype, where)
     output = sizing.output_shape
     if math.prod(output) * max(array.dtype.itemsize, 8) > sys.maxsize:
         raise GeomError(f"{_FUNC}: the output of shape {output} is bigger than numpy can address ({where})")
@@ -952,6 +951,24 @@ def _refuse_string_extrapolation(plans: list[_Plan], rois: list[tuple[Fraction, 
                 f"{_FUNC}: string data has no extrapolation value, and tf_crop_and_resize reads outside "
                 f"axis {plan.axis} (its roi {float(start)} to {float(end)}, {where})"
             )
+
+
+def check_resize_mode(mode: Any, dtype: np.dtype | str) -> None:
+    """Refuse, as :func:`resize` would, a mode that data of ``dtype`` cannot take (bool and strings:
+    nearest only): for a caller that knows data's dtype before its values (a file's header).
+
+    >>> check_resize_mode("linear", "bool")
+    Traceback (most recent call last):
+    geomcli.errors.GeomError: resize: bool data takes mode nearest only, found mode linear
+    """
+    _check_mode(_choice(mode, "mode", _MODES, "judged from data's dtype alone"), np.dtype(dtype), None)
+
+
+def _check_mode(mode: str, dtype: np.dtype, where: str | None) -> None:
+    if mode != "nearest" and dtype.kind in "bUST":
+        what = "bool" if dtype.kind == "b" else "string"
+        raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {mode}"
+                        + ("" if where is None else f" ({where})"))
 
 
 def resize_changed_axes(

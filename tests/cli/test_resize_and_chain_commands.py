@@ -284,6 +284,23 @@ def _by_kernel(name: str, values: dict[str, object], data: np.ndarray) -> np.nda
                   keep_aspect_ratio_policy=str(values.get("--keep-aspect-ratio-policy", "stretch")), **{key: given})
 
 
+def test_a_1_bit_image_takes_nearest_only_and_says_so_before_anything_is_written(tmp_path: Path) -> None:
+    """A 1-bit PNG reads as bool: linear and cubic are a usage fault its header shows, exit 2 (a
+    try-out found exit 1), in a chain as alone; grid-sample judges its mode so too."""
+    Image.fromarray(np.eye(8, dtype=bool)).save(tmp_path / "bw.png")
+    chained = run("chain", "-i", tmp_path / "bw.png", "-o", tmp_path / "o.png", "resize", "--sizes", "4,4", "--mode",
+                  "linear")
+    assert chained.exit_code == 2
+    assert "bw.png: resize: bool data takes mode nearest only, found mode linear" in chained.stderr
+    grid = tmp_path / "grid.npy"
+    np.save(grid, np.zeros((1, 4, 4, 2), np.float32))
+    sampled = run("grid-sample", tmp_path / "bw.png", "--grid", grid, "-o", tmp_path / "g.png")
+    assert sampled.exit_code == 2 and "bool data takes mode 'nearest' only" in sampled.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bw.png", "grid.npy"]
+    nearest = run("chain", "-i", tmp_path / "bw.png", "-o", tmp_path / "o.png", "-q", "resize", "--sizes", "4,4")
+    assert nearest.exit_code == 0
+
+
 def test_a_chain_reports_every_steps_shape(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     result = run("chain", "-i", path, "-o", tmp_path / "o.png", "--json", *RECIPE)

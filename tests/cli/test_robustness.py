@@ -440,6 +440,7 @@ def arrays(tmp_path: Path) -> dict[str, Path]:
         "tensor": np.ones((1, 3, 6, 6), np.float32),
         "strings": np.array([["ab", "cd"], ["e", "f"]]),
         "complex": np.ones((4, 4, 3), np.complex64),
+        "bools": np.eye(4, dtype=bool),
     }
     paths = {}
     for name, data in made.items():
@@ -468,7 +469,13 @@ GOOD_IMAGE = np.ones((8, 8), np.uint8)
      GOOD_IMAGE, "{stem}.png"),
     (["space-to-depth", "{complex}", "--blocksize", "2", "--layout", "HWC"],
      "PNG cannot hold complex64 data; write .npy or .tiff", np.ones((8, 8, 1), np.uint8), "{stem}.png"),
-], ids=["blocksize", "channels", "shape", "strings-png", "strings-fill", "complex-png", "complex-blocks-png"])
+    # bool and string data take mode nearest only: the header says so (a try-out found exit 1)
+    (["resize", "{strings}", "--sizes", "3,3", "--mode", "linear"],
+     "strings.npy: resize: string data takes mode nearest only, found mode linear", None, "{stem}.npy"),
+    (["resize", "{bools}", "--sizes", "3,3", "--mode", "cubic"],
+     "bools.npy: resize: bool data takes mode nearest only, found mode cubic", None, "{stem}.npy"),
+], ids=["blocksize", "channels", "shape", "strings-png", "strings-fill", "complex-png", "complex-blocks-png",
+        "strings-resize", "bool-resize"])
 def test_data_that_makes_no_sense_single_and_in_a_batch(
     args: list[str], message: str, good: np.ndarray | None, name: str, arrays: dict[str, Path], tmp_path: Path
 ) -> None:
