@@ -9,8 +9,9 @@ Only the standard library loads at import time; numpy and the kernels load when 
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
@@ -918,15 +919,16 @@ class Chain(Operation):
         index = 0
         while index < len(self.steps):
             step, crop = self.steps[index], self.steps[index + 1] if index + 1 < len(self.steps) else None
-            result = (step.apply_cropped(loaded, common, crop)
-                      if isinstance(step, Resize) and isinstance(crop, CropPad) else None)
-            index += 1 if result is None else 2
-            last = index == len(self.steps)
-            if result is None:
-                result = step.apply(loaded, common, allocate if last else None)
-            elif last and allocate is not None and (out := allocate(result.shape, result.dtype)) is not None:
-                out[...] = result
-                result = out
+            with _in_step(index + 1, step):
+                result = (step.apply_cropped(loaded, common, crop)
+                          if isinstance(step, Resize) and isinstance(crop, CropPad) else None)
+                index += 1 if result is None else 2
+                last = index == len(self.steps)
+                if result is None:
+                    result = step.apply(loaded, common, allocate if last else None)
+                elif last and allocate is not None and (out := allocate(result.shape, result.dtype)) is not None:
+                    out[...] = result
+                    result = out
             layout = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
             loaded = loaded._replace(data=result, layout=layout)
             common = _next_common(common)
@@ -973,13 +975,28 @@ def _step_headers(chain: Chain, header: Header, common: Common) -> tuple[Header,
     from geomcli.engine import layout as layouts
 
     headers = [header]
-    for step in chain.steps:
-        shape = step.output_shape(header, common)
+    for number, step in enumerate(chain.steps, 1):
+        with _in_step(number, step):
+            shape = step.output_shape(header, common)
         layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
         header = header._replace(shape=shape, layout=layout)
         headers.append(header)
         common = _next_common(common)
     return tuple(headers)
+
+
+@contextlib.contextmanager
+def _in_step(number: int, step: Operation) -> Iterator[None]:
+    """A step's GeomError named by the step: its shapes are those of the step's input, not the
+    file's (a try-out read "--shape has 4 values for an input of shape (64, 64, 3)" of a 300x451
+    file, from a chain's second crop)."""
+    try:
+        yield
+    except GeomError as error:
+        if type(error) is not GeomError:
+            raise
+        named = str(error).startswith(step.command.replace("-", "_") + ":")  # by its kernel already
+        raise GeomError(f"step {number}{'' if named else f' ({step.command})'}: {error}") from error
 
 
 def _next_common(common: Common) -> Common:

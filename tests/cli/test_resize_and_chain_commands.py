@@ -291,7 +291,7 @@ def test_a_1_bit_image_takes_nearest_only_and_says_so_before_anything_is_written
     chained = run("chain", "-i", tmp_path / "bw.png", "-o", tmp_path / "o.png", "resize", "--sizes", "4,4", "--mode",
                   "linear")
     assert chained.exit_code == 2
-    assert "bw.png: resize: bool data takes mode nearest only, found mode linear" in chained.stderr
+    assert "bw.png: step 1: resize: bool data takes mode nearest only, found mode linear" in chained.stderr
     grid = tmp_path / "grid.npy"
     np.save(grid, np.zeros((1, 4, 4, 2), np.float32))
     sampled = run("grid-sample", tmp_path / "bw.png", "--grid", grid, "-o", tmp_path / "g.png")
@@ -299,6 +299,22 @@ def test_a_1_bit_image_takes_nearest_only_and_says_so_before_anything_is_written
     assert sorted(path.name for path in tmp_path.iterdir()) == ["bw.png", "grid.npy"]
     nearest = run("chain", "-i", tmp_path / "bw.png", "-o", tmp_path / "o.png", "-q", "resize", "--sizes", "4,4")
     assert nearest.exit_code == 0
+
+
+@pytest.mark.parametrize(("steps", "message"), [
+    (["crop-pad", "--shape", "64,64", "crop-pad", "--shape", "10,10,3,3"],
+     "step 2 (crop-pad): --shape has 4 values for an input of shape (64, 64, 3)"),
+    (["resize", "--sizes", "5000,5000", "crop-pad", "--shape", "10,10"],
+     "step 1 (resize): the output (5000, 5000, 3): 75000000 elements exceed the limit of 1000000"),
+])
+def test_a_steps_error_names_the_step(photo: tuple[Path, np.ndarray], tmp_path: Path, steps: list[str],
+                                      message: str) -> None:
+    """The shapes in a step's error are of what that step reads, not the file's: the step is named
+    (a try-out read a later step's error as the file's own)."""
+    path, _ = photo
+    result = run("chain", "-i", path, "-o", tmp_path / "o.npy", "--max-pixels", "1000000", *steps)
+    assert result.exit_code == 2 and f"photo.png: {message}" in result.stderr
+    assert not (tmp_path / "o.npy").exists()
 
 
 def test_a_chain_reports_every_steps_shape(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
@@ -349,7 +365,7 @@ def test_a_steps_error_names_the_shape_and_layout_it_reads(photo: tuple[Path, np
     result = run("chain", "-i", path, "-o", tmp_path / "o.npy", "crop-pad", "--shape", "20,20", "space-to-depth",
                  "--blocksize", "3")
     assert result.exit_code == 2
-    assert result.stderr == (f"Error: {path}: space_to_depth: height 20 is not divisible by blocksize 3 "
+    assert result.stderr == (f"Error: {path}: step 2: space_to_depth: height 20 is not divisible by blocksize 3 "
                              "(input shape (20, 20, 3), layout HWC)\n")
 
 
