@@ -19,7 +19,8 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared options and hand the command one ``Common`` as ``common``."""
 
     @click.option("--layout", type=click.Choice(LAYOUTS), default=None,
-                  help="Axes of a tensor input. Images are HWC (HW for one channel); rank 4 defaults to NCHW. "
+                  help="Axes of a tensor input. Images keep their own, HWC (HW for one channel), whatever "
+                       "--layout says; rank 4 defaults to NCHW. "
                        "On a tensor, --shape, --sizes and --scales name every axis unless --axes or --layout "
                        "picks some.")
     @click.option("--format", "format_", type=click.Choice(FORMATS, case_sensitive=False), default=None,

@@ -9,6 +9,7 @@ standard library loads at import time; numpy and the backends load when a file i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
@@ -89,7 +90,7 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     fault, exit 2."""
     from geomcli import io
 
-    common = judged_by(common, input_path, output)
+    common = in_own_axes(judged_by(common, input_path, output), header.format)
     try:
         io.check_size(header.shape, common.max_pixels, io.display_name(input_path))
     except GeomError:
@@ -140,6 +141,17 @@ def check_writable(header: Header, shape: tuple[int, ...], input_path: str, outp
         zarr_file.check_output_format(output, output_format)
 
 
+def in_own_axes(common: Common, file_format: str) -> Common:
+    """The options a file of ``file_format`` is read with: --layout names a tensor's axes; an image
+    (PNG, JPEG, BMP, GIF, WebP) is H×W×C or H×W and keeps them, so one --layout serves a folder of
+    tensors and images (a try-out's grey PNG beside HWC .npy files was refused)."""
+    from geomcli import io
+
+    if common.layout is None or file_format not in io.IMAGE_FORMATS:
+        return common
+    return dataclasses.replace(common, layout=None)
+
+
 def judged_by(common: Common, input_path: str, output: str) -> Common:
     """The options a job's header is judged by: a chunked job (a zarr on either side) holds
     blocks, never its whole arrays, which --max-pixels then does not bound."""
@@ -180,6 +192,11 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
         report.notes.extend(loaded.notes)
+        if in_own_axes(common, loaded.format) is not common:
+            if common.layout != loaded.layout:
+                report.warnings.append(f"--layout {common.layout} is for tensors: this {loaded.format.upper()} "
+                                       f"image is read as {loaded.layout}")
+            common = in_own_axes(common, loaded.format)
         report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         report.warnings.extend(operation.unused_options())

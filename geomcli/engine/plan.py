@@ -21,6 +21,7 @@ from geomcli.engine.one_file import (
     check_writable,
     header_as_read,
     header_fault,
+    in_own_axes,
     judged_by,
     output_format,
     write_options,
@@ -569,7 +570,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                 page=fidelity.page, frames=fidelity.frames)
         report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
-        common = judged_by(task.common, job.input, job.output)
+        common = in_own_axes(judged_by(task.common, job.input, job.output), header.format)
         # the limits the run would apply: the input's here, the output's in output_shape
         io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
         try:

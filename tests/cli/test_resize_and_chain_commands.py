@@ -317,6 +317,28 @@ def test_a_steps_error_names_the_step(photo: tuple[Path, np.ndarray], tmp_path: 
     assert not (tmp_path / "o.npy").exists()
 
 
+def test_layout_names_the_tensors_of_a_folder_and_images_keep_their_own(tmp_path: Path,
+                                                                       rng: np.random.Generator) -> None:
+    """--layout HWC over HWC .npy tensors beside a grey PNG (H×W): the PNG is read as the image it
+    is, not refused; an RGB image given --layout CHW is still H×W×C, with a warning (a try-out
+    found the first refused and the second resized as C×H×W, silently)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    tensor = rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    grey = rng.integers(0, 256, (20, 30), dtype=np.uint8)
+    np.save(folder / "t.npy", tensor)
+    Image.fromarray(grey).save(folder / "g.png")
+    result = run("chain", "-i", folder, "--layout", "HWC", "--out-dir", tmp_path / "out", "--name", "{stem}.npy",
+                 "resize", "--sizes", "10,12", "--mode", "linear")
+    assert result.exit_code == 0, result.stderr
+    assert "--layout HWC is for tensors: this PNG image is read as HW" in result.stderr
+    expected = resize(tensor, sizes=[10, 12], axes=[0, 1], mode="linear")
+    assert np.array_equal(np.load(tmp_path / "out" / "t.npy"), expected)
+    assert np.array_equal(np.load(tmp_path / "out" / "g.npy"), resize(grey, sizes=[10, 12], mode="linear"))
+    alone = run("resize", folder / "g.png", "--layout", "HWC", "-o", tmp_path / "one.npy", "--sizes", "10,12")
+    assert alone.exit_code == 0 and np.load(tmp_path / "one.npy").shape == (10, 12)
+
+
 def test_a_chain_reports_every_steps_shape(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     result = run("chain", "-i", path, "-o", tmp_path / "o.png", "--json", *RECIPE)

@@ -68,8 +68,12 @@ def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
     assert result.stderr.splitlines()[0].startswith(f"Error: {shots / 'c.npy'}: --shape has 2 values for a tensor")
     assert "1 of 3 inputs cannot take these options (each named above); nothing was written" in result.stderr
     assert not out.exists()
+    # --layout names the tensor's axes; the images keep their own (HWC, HW), with a warning
     result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4", "--name", "{stem}.npy", "--layout", "NCHW")
-    assert result.exit_code == 2 and "layout NCHW needs rank 4" in result.stderr
+    assert result.exit_code == 0, result.stderr
+    assert "--layout NCHW is for tensors: this PNG image is read as HWC" in result.stderr
+    assert [np.load(out / name).shape for name in ("a.npy", "b.npy", "c.npy")] == [(4, 4, 3), (4, 4), (1, 3, 4, 4)]
+    shutil.rmtree(out)
     (shots / "c.npy").unlink()
     result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4")
     assert result.exit_code == 0
