@@ -152,6 +152,22 @@ def in_own_axes(common: Common, file_format: str) -> Common:
     return dataclasses.replace(common, layout=None)
 
 
+def _made_alpha(input_shape: tuple[int, ...], output_shape: tuple[int, ...], output_format: str) -> str | None:
+    """What an image format makes of a result whose channels grew to 2 or 4 (a crop-pad of RGB to
+    4 channels, a grey image's 2x2 blocks): its last channel is written as alpha, the image's
+    transparency (a try-out's zero-padded channel made an invisible PNG)."""
+    from geomcli import io
+
+    if output_format not in io.IMAGE_FORMATS - {"jpeg"} or len(output_shape) != 3 or output_shape[2] not in (2, 4):
+        return None
+    channels = input_shape[2] if len(input_shape) == 3 else 1
+    if channels == output_shape[2]:
+        return None
+    kind = "grey + alpha" if output_shape[2] == 2 else "RGB + alpha"
+    return (f"the result's {output_shape[2]} channels (the input had {channels}) are written as {kind}: "
+            f"its last channel is the {output_format.upper()}'s transparency")
+
+
 def judged_by(common: Common, input_path: str, output: str) -> Common:
     """The options a job's header is judged by: a chunked job (a zarr on either side) holds
     blocks, never its whole arrays, which --max-pixels then does not bound."""
@@ -249,6 +265,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
             metadata = _output_metadata(operation, loaded, common)
+            report.warnings.extend(filter(None, [_made_alpha(loaded.shape, tuple(result.shape), output_format)]))
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common), metadata=metadata,
                 layout=layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))

@@ -1047,3 +1047,26 @@ def test_a_closed_standard_descriptor_is_held_for_child_processes_too() -> None:
             "_hold_standard_descriptors(); print(os.get_inheritable(2), os.path.realpath('/proc/self/fd/2'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.split() == ["True", os.devnull]
+
+
+@pytest.mark.parametrize(("mode", "args", "warned"), [
+    ("RGB", ["crop-pad", "--shape", "6,6,4"], "the result's 4 channels (the input had 3) are written as RGB + alpha"),
+    ("L", ["space-to-depth", "--blocksize", "2"],
+     "the result's 4 channels (the input had 1) are written as RGB + alpha"),
+    ("LA", ["crop-pad", "--shape", "6,6"], None),  # alpha in, alpha out
+    ("RGBA", ["crop-pad", "--shape", "6,6"], None),
+])
+def test_channels_grown_to_2_or_4_are_said_to_become_alpha(tmp_path: Path, mode: str, args: list[str],
+                                                            warned: str | None) -> None:
+    """A PNG takes the last of 2 or 4 channels as transparency: a result whose channels grew to
+    that says so (a try-out's RGB padded to 4 channels made an invisible PNG, silently)."""
+    from PIL import Image
+
+    Image.new(mode, (8, 8)).save(tmp_path / "in.png")
+    command, *options = args
+    result = run(command, tmp_path / "in.png", "-o", tmp_path / "out.png", *options)
+    assert result.exit_code == 0, result.stderr
+    if warned is None:
+        assert "Warning" not in result.stderr
+    else:
+        assert result.exit_code == 0 and f"{warned}: its last channel is the PNG's transparency" in result.stderr
