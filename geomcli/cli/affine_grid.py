@@ -17,7 +17,8 @@ from geomcli.errors import GeomError
 @click.option("--size", type=IntList(empty=True), default=None,
               help="N,C,H,W for a 2-D grid or N,C,D,H,W for a 3-D grid.")
 @click.option("--like", type=click.Path(dir_okay=False, allow_dash=False), default=None,
-              help="Take C,H,W (C,D,H,W from a rank-5 tensor) from this file; N is theta's batch.")
+              help="Take N,C,H,W (N,C,D,H,W from a rank-5 tensor) from this file, as grid-sample and warp "
+                   "read it.")
 @transform_options
 @click.option("--align-corners", is_flag=True, help="-1 and 1 are the centres of the corner pixels, not their edges.")
 @click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,

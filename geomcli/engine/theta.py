@@ -35,6 +35,17 @@ def as_batch(theta: np.ndarray, spatial: int, source: str) -> np.ndarray:
     return theta
 
 
+def fit_batch(matrices: np.ndarray, batch: int, source: str, what: str) -> np.ndarray:
+    """A file's (k, s, s+1) matrices for N = ``batch`` grids: one matrix for every N (a read-only
+    broadcast view), or one per N; ``what`` names where N came from, for the error."""
+    count = matrices.shape[0]
+    if count == 1:
+        return np.broadcast_to(matrices, (batch, *matrices.shape[1:]))
+    if count != batch:
+        raise GeomError(f"{source}: theta holds {count} matrices for {what}; give one matrix, or one per N")
+    return matrices
+
+
 def check_count(numbers: Sequence[float], spatial: int, batch: int) -> None:
     """Refuse inline numbers that are neither one matrix nor one per N."""
     per_matrix = spatial * (spatial + 1)
@@ -175,8 +186,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
             max_pixels: int) -> tuple[np.ndarray, tuple[int, ...]]:
     """theta as (N, s, s+1) in the grid dtype, and the grid size it goes with.
 
-    The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (N from theta); theta
-    from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``. The grid's size is
+    The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
+    reads it); theta from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``: one
+    matrix for every N, or one per N. The grid's size is
     checked against ``max_pixels`` before theta is built: N matrices could be gigabytes themselves.
     """
     import geomcli.ops.affine_grid as grid_ops
@@ -197,39 +209,36 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
             chosen = layouts.resolve_layout(header.shape, layout, header.layout) if len(header.shape) != 5 else "NCDHW"
         except GeomError as error:
             raise GeomError(f"{like}: {error}") from error
-        lengths = dict(zip(chosen, header.shape, strict=True))
-        spatial_sizes = [lengths.get("C", 1)] + [lengths[axis] for axis in "DHW" if axis in lengths]
+        # the grid's N is the file's, as grid-sample and warp see it: a stack's images flattened
+        batch, *spatial_sizes = header.shape if chosen == "NCDHW" else layouts.to_nchw_shape(header.shape, chosen)
+        what = f"{like}'s N = {batch}"
     else:
         assert size is not None
-        spatial_sizes = list(size[1:])
+        batch, *spatial_sizes = size
+        what = f"--size's N = {batch}"
     spatial = len(spatial_sizes) - 1
     matrices: np.ndarray | None = None
     if theta_file is not None:
         loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
         if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
             raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
-        matrices = as_batch(loaded.data, spatial, theta_file)
+        matrices = fit_batch(as_batch(loaded.data, spatial, theta_file), batch, theta_file, what)
         dtype = dtype or str(matrices.dtype)
-        batch = matrices.shape[0]
     else:
-        batch = size[0] if size is not None else 1
-        if numbers is not None:
-            if size is None:
-                batch = max(1, len(numbers) // (spatial * (spatial + 1)))
-        elif spatial == 2:
+        if numbers is None and spatial == 2:
             numbers = tuple(from_transforms(*flags).ravel().tolist())
             if not all(map(math.isfinite, numbers)):
                 raise _usage("the matrix they make overflows float64 (an entry past ±1.8e308)", options)
-        elif from_transforms(*flags).tolist() != from_transforms().tolist():
+        elif numbers is None and from_transforms(*flags).tolist() != from_transforms().tolist():
             raise GeomError(f"{like}: a rank-5 file makes a 3-D grid, and --rotate, --scale, --shear and "
                             "--translate make 2-D matrices; give --theta")
-        else:
+        elif numbers is None:
             numbers = tuple(1.0 if row == col else 0.0 for row in range(3) for col in range(4))
         try:
             check_count(numbers, spatial, batch)
         except GeomError as error:  # typed numbers that do not fit --like's file: a usage error too
             raise _usage(str(error).removeprefix("--theta: "), ["theta"]) from error
-    grid_size = tuple(size) if size is not None else (batch, *spatial_sizes)
+    grid_size = (batch, *spatial_sizes)
     shape = grid_ops.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
     io.check_size(shape, max_pixels, f"the output {shape}")
     if matrices is None:

@@ -162,6 +162,40 @@ def test_a_grid_from_a_pipe(photo: tuple[Path, np.ndarray], tmp_path: Path) -> N
     assert (tmp_path / "turned.png").read_bytes() == (tmp_path / "warped.png").read_bytes()
 
 
+@pytest.mark.parametrize("theta", [["--rotate", "30"], ["--theta", "0.9,0.1,0,-0.1,1.1,0.2"],
+                                   ["--theta", "1,0,0,0,1,0,0.5,0,0,0,2,0.25"], ["--theta", "one.npy"]])
+def test_a_grid_like_a_batch_has_its_n_and_samples_it_as_warp_does(tmp_path: Path, rng: np.random.Generator,
+                                                                   theta: list[str]) -> None:
+    """--like a batch of 2: one matrix (flags, typed or a file's) for both images, or one each."""
+    np.save(tmp_path / "n2.npy", rng.normal(size=(2, 3, 6, 8)).astype(np.float32))
+    np.save(tmp_path / "one.npy", np.float32([[[0.8, 0.2, 0.1], [-0.2, 0.8, 0]]]))
+    theta = [str(tmp_path / word) if word.endswith(".npy") else word for word in theta]
+    grid = tmp_path / "grid.npy"
+    made = run("affine-grid", "--like", tmp_path / "n2.npy", *theta, "-o", grid, "-q")
+    assert made.exit_code == 0, made.stderr
+    assert np.load(grid).shape == (2, 6, 8, 2)
+    sampled = run("grid-sample", tmp_path / "n2.npy", "--grid", grid, "-o", tmp_path / "a.npy", "-q")
+    assert sampled.exit_code == 0, sampled.stderr
+    assert run("warp", tmp_path / "n2.npy", *theta, "-o", tmp_path / "b.npy", "-q").exit_code == 0
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
+def test_a_theta_file_of_another_count_than_n_names_both(tmp_path: Path) -> None:
+    np.save(tmp_path / "n2.npy", np.zeros((2, 3, 6, 8), np.float32))
+    np.save(tmp_path / "theta3.npy", np.zeros((3, 2, 3), np.float32))
+    like = run("affine-grid", "--like", tmp_path / "n2.npy", "--theta", tmp_path / "theta3.npy",
+               "-o", tmp_path / "g.npy")
+    assert like.stderr == (f"Error: {tmp_path / 'theta3.npy'}: theta holds 3 matrices for {tmp_path / 'n2.npy'}'s "
+                           "N = 2; give one matrix, or one per N\n")
+    size = run("affine-grid", "--size", "1,3,6,8", "--theta", tmp_path / "theta3.npy", "-o", tmp_path / "g.npy")
+    assert size.stderr == (f"Error: {tmp_path / 'theta3.npy'}: theta holds 3 matrices for --size's N = 1; give one "
+                           "matrix, or one per N\n")
+    assert not (tmp_path / "g.npy").exists()
+    np.save(tmp_path / "theta1.npy", np.float32([[[1, 0, 0], [0, 1, 0]]]))  # one matrix: for every N
+    one = run("affine-grid", "--size", "3,1,2,2", "--theta", tmp_path / "theta1.npy", "-o", tmp_path / "g.npy", "-q")
+    assert one.exit_code == 0 and np.load(tmp_path / "g.npy").shape == (3, 2, 2, 2)
+
+
 def test_a_batch_applies_the_one_grid_to_every_input(tmp_path: Path, rng: np.random.Generator) -> None:
     folder = tmp_path / "in"
     folder.mkdir()

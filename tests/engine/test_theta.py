@@ -14,6 +14,7 @@ from geomcli.engine.theta import (
     cast,
     check_invertible,
     check_numbers,
+    fit_batch,
     from_numbers,
     from_transforms,
     given_flags,
@@ -61,6 +62,16 @@ def test_as_batch() -> None:
     assert as_batch(np.zeros((5, 3, 4)), 3, "t.npy").shape == (5, 3, 4)
     with pytest.raises(GeomError, match=r"t\.npy: theta must have shape \(N, 2, 3\) or \(2, 3\) .* found \(3, 4\)"):
         as_batch(np.zeros((3, 4)), 2, "t.npy")
+
+
+def test_fit_batch_one_matrix_for_every_n_or_one_each() -> None:
+    shared = fit_batch(np.ones((1, 2, 3)), 4, "t.npy", "--size's N = 4")
+    assert shared.shape == (4, 2, 3) and shared.strides[0] == 0
+    each = np.arange(24.0).reshape(4, 2, 3)
+    assert fit_batch(each, 4, "t.npy", "--size's N = 4") is each
+    with pytest.raises(GeomError, match=r"^t\.npy: theta holds 3 matrices for x\.npy's N = 2; give one matrix, or one "
+                                        r"per N$"):
+        fit_batch(np.ones((3, 3, 4)), 2, "t.npy", "x.npy's N = 2")
 
 
 def test_huge_flags_keep_their_value_without_a_warning() -> None:
