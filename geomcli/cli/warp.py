@@ -28,8 +28,9 @@ def warp_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
                            help="theta's and the grid's dtype.  [default: a theta file's float dtype, else "
                                 "float32]")(command)
-    command = click.option("--size", type=IntList(sizes=True), default=None, metavar="H,W",
-                           help="The output's height and width.  [default: the input's]")(command)
+    command = click.option("--size", type=IntList(sizes=True), default=None, metavar="[D,]H,W",
+                           help="The output's height and width (and depth, for a rank-5 tensor).  "
+                                "[default: the input's]")(command)
     return transform_options(command)
 
 
@@ -43,17 +44,17 @@ def warp_operation(common: Common, theta_text: str | None, rotate: float, scale:
     flags = flags_given()
     if theta_text is not None and flags:
         raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags)}", ctx)
-    if size is not None and (len(size) != 2 or min(size) < 1):
-        raise click.BadParameter(f"give H,W: two lengths of at least 1, found {','.join(map(str, size))}",
-                                 param_hint="'--size'")
+    if size is not None and (len(size) not in (2, 3) or min(size) < 1):
+        raise click.BadParameter(f"give H,W (D,H,W for a rank-5 tensor): lengths of at least 1, found "
+                                 f"{','.join(map(str, size))}", param_hint="'--size'")
     theta_file = theta_text if thetas.is_file(theta_text) else None
     theta_option = next(param for param in ctx.command.params if param.name == "theta_text")
     numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, theta_option, ctx)
     transforms = (rotate, scale, translate, shear)
     with engine_errors():
         theta = thetas.for_warp(theta_file, numbers, transforms, dtype, common.max_pixels)
-    return Warp(theta, theta_text, None if size is None else (size[0], size[1]), mode, padding_mode, align_corners,
-                fill, flags=None if theta_text is not None else transforms)
+    return Warp(theta, theta_text, size, mode, padding_mode, align_corners, fill,
+                flags=None if theta_text is not None else transforms)
 
 
 @click.command("warp", cls=Command, short_help="Turn, scale, shear or move images (AffineGrid + GridSample).")
@@ -70,7 +71,7 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
     shows twice the area (the picture shrinks), --rotate 30 turns the picture 30°
     counter-clockwise as a viewer sees it, --translate 0.5,0 shows what lies a quarter of
     the width to the right (the picture moves left). The output is the input's H×W unless
-    --size.
+    --size. A rank-5 tensor (N, C, D, H, W) is warped in 3-D, by --theta's 3×4 matrices.
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from geomcli.engine.options import Common
+    from geomcli.engine.theta import WarpTheta
     from geomcli.io import Header, Loaded, Metadata, Picture
 
 
@@ -533,17 +534,18 @@ class GridSample(Operation):
 @dataclass(frozen=True)
 class Warp(Operation):
     """An affine warp: GridSample of the grid AffineGrid makes from ``theta`` for an output of
-    ``size`` (H, W; the input's by default), made a slab of output rows at a time so that no
-    whole grid is ever held. Bit for bit what grid-sample of affine-grid's grid gives. With
-    ``size``, the DPI and pixel sizes follow the pixels, as resize's do.
+    ``size`` (H, W, or D, H, W; the input's by default), made a slab of output rows at a time so
+    that no whole grid is ever held. Bit for bit what grid-sample of affine-grid's grid gives. An
+    image or a tensor in its layout is warped in 2-D, a rank-5 tensor of no named layout, (N, C,
+    D, H, W), in 3-D. With ``size``, the DPI and pixel sizes follow the pixels, as resize's do.
 
     ``theta_name`` is the file or the numbers theta was read from; None for a theta made from the
     transform ``flags`` (rotate, scale, translate, shear), which the record then shows with the
     matrix they made."""
 
-    theta: np.ndarray = field(compare=False, repr=False)
+    theta: WarpTheta = field(compare=False, repr=False)
     theta_name: str | None = None
-    size: tuple[int, int] | None = None
+    size: tuple[int, ...] | None = None
     mode: str = "linear"
     padding_mode: str = "zeros"
     align_corners: bool = False
@@ -558,7 +560,7 @@ class Warp(Operation):
         from geomcli.engine import theta as thetas
 
         source = ({"theta": self.theta_name} if self.theta_name is not None else
-                  {"theta": thetas.recorded(self.theta[0]),
+                  {"theta": thetas.recorded(self.theta.of_rank(2)[0]),
                    "flags": {} if self.flags is None else thetas.given_flags(self.flags)})
         return {**source, "size": None if self.size is None else list(self.size), "mode": self.mode,
                 "padding_mode": self.padding_mode, "align_corners": self.align_corners,
@@ -567,10 +569,10 @@ class Warp(Operation):
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         from geomcli.engine import layout as layouts
 
-        layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
+        layout = _warp_layout(header.shape, common, header.layout)
         with layouts.in_file_terms(header.shape, layout, as_nchw=True):
-            shape = self._onnx_output_shape(layouts.to_nchw_shape(header.shape, layout))
-        output = layouts.from_nchw_shape(shape, layout, layouts.batch_shape(header.shape, layout))
+            shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
+        output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
         check_size(output, common)
         if self.fill is not None:
             _check_fill(self.fill, header.dtype)
@@ -579,11 +581,11 @@ class Warp(Operation):
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
 
-        layout = layouts.resolve_layout(loaded.data.shape, common.layout, loaded.layout)
+        layout = _warp_layout(loaded.data.shape, common, loaded.layout)
         with layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True):
             prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
             result = _result(prepared, layout, loaded.data.dtype)
-            self._warp(prepared.data, self._thetas(prepared.shape[0]), result, common.threads)
+            self._warp(prepared.data, self._thetas(prepared.shape), result, common.threads)
         return _finished(result, layout, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
@@ -593,19 +595,20 @@ class Warp(Operation):
         from geomcli.engine import chunked
         from geomcli.engine import layout as layouts
 
-        layout = layouts.resolve_layout(data.shape, common.layout, layout)
-        batch = layouts.batch_shape(data.shape, layout)
-        nchw = layouts.to_nchw(data, layout)
+        layout = _warp_layout(data.shape, common, layout)
+        batch = _batch(data.shape, layout)
+        onnx = _to_onnx(data, layout)
         with layouts.in_file_terms(data.shape, layout, as_nchw=True):
-            shape = self._onnx_output_shape(nchw.shape)  # its errors, before any chunk
-        thetas = self._thetas(shape[0])
+            shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
+        thetas = self._thetas(shape)
 
         def warp(block: np.ndarray, start: int) -> np.ndarray:
             result = np.empty((*block.shape[:2], *shape[2:]), block.dtype)
             self._warp(block, thetas[start:start + block.shape[0]], result, 1)  # dask runs the chunks side by side
             return result
 
-        return layouts.from_nchw(chunked.by_planes(nchw, warp, 2, shape[2:], common.max_pixels), layout, batch)
+        result = chunked.by_planes(onnx, warp, 2, shape[2:], common.max_pixels)
+        return result if layout is None else _from_onnx(result, layout, batch)
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
         """With --size, the pixel size along y and x times its length in over its length out, as
@@ -618,34 +621,57 @@ class Warp(Operation):
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         return metadata if self.size is None else _resolution_scaled(self, metadata, header, common)
 
-    def _thetas(self, n: int) -> np.ndarray:
-        """One matrix per image: the one given for all, or the N given."""
+    def _thetas(self, shape: tuple[int, ...]) -> np.ndarray:
+        """One matrix per image of an (N, C, ...) result's ``shape``: the one given for all, or the N given."""
         import numpy as np
 
-        return np.broadcast_to(self.theta, (n, *self.theta.shape[1:])) if self.theta.shape[0] == 1 else self.theta
+        theta = self.theta.of_rank(len(shape) - 2)
+        return np.broadcast_to(theta, (shape[0], *theta.shape[1:])) if theta.shape[0] == 1 else theta
 
     def _warp(self, data: np.ndarray, theta: np.ndarray, result: np.ndarray, threads: int | None) -> None:
-        """(N, C, H, W) ``data`` warped into ``result``, a slab of output rows at a time (where the
-        grid is made, it is made a slab at a time)."""
+        """(N, C, [D,] H, W) ``data`` warped into ``result``, a slab of output rows (along H) at a
+        time (where the grid is made, it is made a slab at a time)."""
+        import math
+
         from geomcli.ops.grid_sample import affine_grid_sample
 
-        n, _, height, width = result.shape
+        n, _, *lengths = result.shape
+        height = lengths[-2]
         fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
-        step = max(1, self.SLAB_GRID_BYTES // max(1, n * width * 2 * theta.dtype.itemsize))
+        # a row of the grid: (x, y[, z]) at each point of W, times D for a volume's
+        row_bytes = n * math.prod(lengths[:-2]) * lengths[-1] * len(lengths) * theta.dtype.itemsize
+        step = max(1, self.SLAB_GRID_BYTES // max(1, row_bytes))
         for start in range(0, height, step):
             rows = slice(start, min(height, start + step))
             affine_grid_sample(data, theta, result.shape, self.mode, self.padding_mode, self.align_corners, fill=fill,
-                               threads=threads, out=result[:, :, rows], rows=rows)
+                               threads=threads, out=result[..., rows, :], rows=rows)
 
-    def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         from geomcli.ops.affine_grid import affine_grid_output_shape
 
-        n, channels, height, width = shape
-        if self.theta.shape[0] not in (1, n):
-            raise GeomError(f"theta holds {self.theta.shape[0]} matrices for {n} images; give one, or one per image")
-        out_height, out_width = self.size or (height, width)
-        affine_grid_output_shape((n, *self.theta.shape[1:]), (n, channels, out_height, out_width))
-        return n, channels, out_height, out_width
+        n, channels, *lengths = shape
+        spatial = len(lengths)
+        theta = self.theta.of_rank(spatial)
+        if theta.shape[0] not in (1, n):
+            things = "volume" if spatial == 3 else "image"
+            raise GeomError(f"theta holds {theta.shape[0]} matrices ({spatial}-D: {spatial * (spatial + 1)} numbers "
+                            f"each) for {n} {things}{'s' if n != 1 else ''}; give one, or one per {things}")
+        if self.size is not None and len(self.size) != spatial:
+            raise GeomError(f"--size gives {len(self.size)} lengths; a {spatial}-D warp takes "
+                            f"{'H,W' if spatial == 2 else 'D,H,W'}")
+        out_lengths = self.size or tuple(lengths)
+        affine_grid_output_shape((n, *theta.shape[1:]), (n, channels, *out_lengths))
+        return n, channels, *out_lengths
+
+
+def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None) -> str | None:
+    """The layout warp reads an array in: --layout, the file's, HW or NCHW by rank (warped in
+    2-D); None for a rank-5 tensor named by no layout, (N, C, D, H, W), warped in 3-D."""
+    from geomcli.engine import layout as layouts
+
+    if len(shape) == 5 and common.layout is None and from_file is None:
+        return None
+    return layouts.resolve_layout(shape, common.layout, from_file)
 
 
 def _onnx_shape(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -264,36 +265,76 @@ def grid_dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
-def for_warp(theta_file: str | None, numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None,
-             max_pixels: int) -> np.ndarray:
-    """theta for ``geomcli warp``, as :func:`resolve` builds it for affine-grid from the same
-    flags, numbers or file: (1 or N, 2, 3) matrices in ``dtype`` (the file's float type, else
-    float32)."""
-    from geomcli import io
+@dataclass(frozen=True)
+class WarpTheta:
+    """A warp's matrices by the spatial rank of the data they meet (2: images, 3: rank-5 volumes),
+    each (1 or N, s, s+1): typed numbers that come in 12s make both (two 2-D matrices or one
+    3-D), and the input's rank picks; a file's or the flags' are of one rank. ``refused`` says,
+    for a rank without matrices, what it takes."""
 
+    matrices: dict[int, np.ndarray]
+    refused: dict[int, str]
+
+    def of_rank(self, spatial: int) -> np.ndarray:
+        """The matrices for data of ``spatial`` axes; a GeomError saying what that takes where none are."""
+        if spatial not in self.matrices:
+            raise GeomError(self.refused[spatial])
+        return self.matrices[spatial]
+
+
+# a warp by its spatial rank, as messages name it
+_WARPED = {2: "a 2-D warp", 3: "a 3-D warp (of a rank-5 tensor)"}
+
+
+def for_warp(theta_file: str | None, numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None,
+             max_pixels: int) -> WarpTheta:
+    """theta for ``geomcli warp``, as :func:`resolve` builds it for affine-grid from the same
+    flags, numbers or file: (1 or N, s, s+1) matrices in ``dtype`` (the file's float type, else
+    float32) for 2-D data, for 3-D data (rank 5), or for both: typed numbers that come in 12s make
+    2-D matrices of 6 numbers and 3-D ones of 12, and each input's rank picks."""
     check_numbers(numbers, flags)
     if numbers is None and theta_file is None:
         check_invertible(flags)
     if theta_file is not None:
-        loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
-        if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
-            raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
-        matrices = as_batch(loaded.data, 2, theta_file)
-        try:
-            return cast(matrices, grid_dtype(dtype or str(matrices.dtype)))
-        except GeomError as error:
-            raise GeomError(f"{theta_file}: {error}") from error
+        return _warp_theta_file(theta_file, dtype, max_pixels)
     options = ["theta"] if numbers is not None else _given(flags)
     if numbers is None:
         numbers = tuple(from_transforms(*flags).ravel().tolist())
         if not all(map(math.isfinite, numbers)):
             raise _usage("the matrix they make overflows float64 (an entry past ±1.8e308)", options)
+        refusals = {3: "--rotate, --scale, --shear and --translate make 2-D matrices, and a rank-5 tensor is "
+                       "warped in 3-D; give --theta (12 numbers per matrix)"}
+    else:
+        refusals = {spatial: f"--theta: {_WARPED[spatial]} takes {spatial * (spatial + 1)} numbers per matrix, "
+                             f"found {len(numbers)}" for spatial in (2, 3)}
     if len(numbers) % 6:
-        raise _usage(f"a 2-D warp takes 6 numbers per matrix, found {len(numbers)}", ["theta"])
+        raise _usage(f"a 2-D warp takes 6 numbers per matrix, a 3-D warp (of a rank-5 tensor) 12; found "
+                     f"{len(numbers)}", ["theta"])
+    fits = [spatial for spatial in (2, 3) if len(numbers) % (spatial * (spatial + 1)) == 0]
     try:
-        return from_numbers(numbers, 2, len(numbers) // 6, dtype=grid_dtype(dtype or "float32"))
+        return WarpTheta({spatial: from_numbers(numbers, spatial, len(numbers) // (spatial * (spatial + 1)),
+                                                dtype=grid_dtype(dtype or "float32")) for spatial in fits},
+                         {spatial: message for spatial, message in refusals.items() if spatial not in fits})
     except GeomError as error:  # a float64 number that the grid dtype cannot hold
         raise _usage(f"{error}; --dtype float64 holds it", options) from error
+
+
+def _warp_theta_file(theta_file: str, dtype: str | None, max_pixels: int) -> WarpTheta:
+    """A theta file's matrices for a warp: 2-D or 3-D by their shape, the other rank refused."""
+    from geomcli import io
+
+    loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
+    if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
+        raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
+    spatial = 3 if loaded.data.shape[-2:] == (3, 4) else 2
+    matrices = as_batch(loaded.data, spatial, theta_file)
+    other = 5 - spatial
+    refusal = (f"theta from {theta_file} holds {spatial}-D matrices {matrices.shape}; {_WARPED[other]} takes "
+               f"(N, {other}, {other + 1}) or ({other}, {other + 1})")
+    try:
+        return WarpTheta({spatial: cast(matrices, grid_dtype(dtype or str(matrices.dtype)))}, {other: refusal})
+    except GeomError as error:
+        raise GeomError(f"{theta_file}: {error}") from error
 
 
 def read_grid(path: str, max_pixels: int) -> np.ndarray:

@@ -87,6 +87,65 @@ def test_warp_in_slabs_is_the_whole_grid_bit_for_bit(photo: tuple[Path, np.ndarr
     assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
 
 
+@pytest.mark.parametrize(("theta", "size"), [
+    ("1,0.1,0,0,-0.1,1,0,0.2,0,0,1.2,-0.1", None),  # one matrix for both volumes
+    ("0.9,0,0,0,0,1,0.1,0,0,0,1,0,1,0,0,0.3,0,1,0,0,0,0,0.8,0", ["--size", "3,4,5"]),  # one each
+    ("theta.npy", ["--size", "5,2,7"]),
+])
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_warp_of_a_rank5_tensor_is_grid_sample_of_a_3d_affine_grid_bit_for_bit(
+        tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch, theta: str,
+        size: list[str] | None, mode: str) -> None:
+    """(N, C, D, H, W) is warped in 3-D, by 12 numbers a matrix, slab by slab of rows."""
+    from geomcli.engine.operations import Warp
+
+    np.save(tmp_path / "v.npy", rng.normal(size=(2, 2, 4, 5, 6)))
+    np.save(tmp_path / "theta.npy", np.float32([[[0.9, 0.1, 0, 0], [0, 1.1, 0, 0.1], [0.2, 0, 1, 0]]]))
+    theta = str(tmp_path / theta) if theta.endswith(".npy") else theta
+    lengths = "4,5,6" if size is None else size[1]
+    grid = run("affine-grid", "--size", f"2,2,{lengths}", "--theta", theta, "-o", tmp_path / "g.npy", "-q")
+    assert grid.exit_code == 0, grid.stderr
+    sampling = ["--mode", mode, "--padding-mode", "border"]
+    sampled = run("grid-sample", tmp_path / "v.npy", "--grid", tmp_path / "g.npy", *sampling, "-o", tmp_path / "a.npy")
+    assert sampled.exit_code == 0, sampled.stderr
+    monkeypatch.setattr(Warp, "SLAB_GRID_BYTES", 1)  # one output row a slab
+    warped = run("warp", tmp_path / "v.npy", "--theta", theta, *(size or []), *sampling, "-o", tmp_path / "b.npy")
+    assert warped.exit_code == 0, warped.stderr
+    assert np.load(tmp_path / "b.npy").shape == (2, 2, *map(int, lengths.split(",")))
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
+@pytest.mark.parametrize(("shape", "args", "message"), [
+    # 12 numbers are two 2-D matrices for an image, never a 3-D one read in halves
+    ((20, 30, 3), ["--layout", "HWC", "--theta", "1,0,0,0,0,1,0,0,0,0,1,0.1"],
+     "theta holds 2 matrices (2-D: 6 numbers each) for 1 image; give one, or one per image"),
+    ((1, 2, 3, 4, 5), ["--theta", "1,0,0,0,1,0"],
+     "--theta: a 3-D warp (of a rank-5 tensor) takes 12 numbers per matrix, found 6"),
+    ((2, 2, 3, 4, 5), ["--theta", ",".join(["1,0,0,0,0,1,0,0,0,0,1,0"] * 3)],
+     "theta holds 3 matrices (3-D: 12 numbers each) for 2 volumes; give one, or one per volume"),
+    ((1, 2, 3, 4, 5), ["--rotate", "10"], "--rotate, --scale, --shear and --translate make 2-D matrices, and a "
+                                          "rank-5 tensor is warped in 3-D; give --theta (12 numbers per matrix)"),
+    ((1, 2, 3, 4, 5), ["--theta", "theta23.npy"],
+     "theta from {tmp}/theta23.npy holds 2-D matrices (1, 2, 3); a 3-D warp (of a rank-5 tensor) takes "
+     "(N, 3, 4) or (3, 4)"),
+    ((1, 3, 4, 5), ["--theta", "theta34.npy"],
+     "theta from {tmp}/theta34.npy holds 3-D matrices (1, 3, 4); a 2-D warp takes (N, 2, 3) or (2, 3)"),
+    ((1, 2, 3, 4, 5), ["--theta", "1,0,0,0,0,1,0,0,0,0,1,0", "--size", "4,5"],
+     "--size gives 2 lengths; a 3-D warp takes D,H,W"),
+    ((1, 3, 4, 5), ["--rotate", "10", "--size", "2,4,5"], "--size gives 3 lengths; a 2-D warp takes H,W"),
+])
+def test_theta_and_size_that_do_not_fit_the_inputs_rank_are_usage_errors(
+        tmp_path: Path, shape: tuple[int, ...], args: list[str], message: str) -> None:
+    np.save(tmp_path / "in.npy", np.zeros(shape, np.float32))
+    np.save(tmp_path / "theta23.npy", np.float32([[1, 0, 0], [0, 1, 0]]))
+    np.save(tmp_path / "theta34.npy", np.float32([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]))
+    args = [str(tmp_path / arg) if arg.endswith(".npy") else arg for arg in args]
+    result = run("warp", tmp_path / "in.npy", *args, "-o", tmp_path / "o.npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"Error: {tmp_path / 'in.npy'}: {message.format(tmp=tmp_path)}\n"
+    assert not (tmp_path / "o.npy").exists()
+
+
 # a layout's (N, C, H, W) view, and back
 LAYOUT_VIEWS: dict[str, tuple[Any, Any]] = {
     "HWC": (lambda a: a.transpose(2, 0, 1)[None], lambda a: a[0].transpose(1, 2, 0)),
@@ -250,9 +309,10 @@ def test_mistakes_are_one_line(photo: tuple[Path, np.ndarray], tmp_path: Path) -
     fill = run("warp", path, "--rotate", "10", "--fill", "300", "-o", tmp_path / "o.png")
     assert fill.exit_code == 2 and "300" in fill.stderr and fill.stderr.count("\n") == 1
     size = run("warp", path, "--size", "3,0", "-o", tmp_path / "o.png")
-    assert size.exit_code == 2 and "give H,W: two lengths of at least 1" in size.stderr
+    assert size.exit_code == 2 and "give H,W (D,H,W for a rank-5 tensor): lengths of at least 1" in size.stderr
     theta = run("warp", path, "--theta", "1,0,0,0,1", "-o", tmp_path / "o.png")
-    assert theta.exit_code == 2 and "a 2-D warp takes 6 numbers per matrix, found 5" in theta.stderr
+    assert theta.exit_code == 2 and ("a 2-D warp takes 6 numbers per matrix, a 3-D warp (of a rank-5 tensor) 12; "
+                                     "found 5") in theta.stderr
     assert not (tmp_path / "o.png").exists()
 
 

@@ -117,7 +117,7 @@ def test_a_kernels_error_names_the_files_shape_and_layout(shape: tuple[int, ...]
 @pytest.mark.parametrize("shape, layout, message", [
     ((2, 3, 8, 8), "NCHW", "space_to_depth: height 8 ... (input shape (2, 3, 8, 8))"),  # the kernel's own
     ((2, 3, 8), None, "grid_sample: ... (data shape (2, 3, 8), grid shape (2, 4, 1))"),  # no layout: (N, C, D)
-    ((8, 8, 3), "HWC", "theta holds 2 matrices for 1 images; give one, or one per image"),  # no shape in it
+    ((8, 8, 3), "HWC", "theta holds 2 matrices (2-D: 6 numbers each) for 1 image; give one, or one per image"),
 ])
 def test_an_error_already_in_the_files_terms_is_left_as_it_is(shape: tuple[int, ...], layout: str | None,
                                                             message: str) -> None:

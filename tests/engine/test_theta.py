@@ -15,6 +15,7 @@ from geomcli.engine.theta import (
     check_invertible,
     check_numbers,
     fit_batch,
+    for_warp,
     from_numbers,
     from_transforms,
     given_flags,
@@ -72,6 +73,24 @@ def test_fit_batch_one_matrix_for_every_n_or_one_each() -> None:
     with pytest.raises(GeomError, match=r"^t\.npy: theta holds 3 matrices for x\.npy's N = 2; give one matrix, or one "
                                         r"per N$"):
         fit_batch(np.ones((3, 3, 4)), 2, "t.npy", "x.npy's N = 2")
+
+
+def test_a_warps_numbers_make_matrices_for_each_rank_they_fit() -> None:
+    twelve = for_warp(None, tuple(range(12)), (0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)), None, 10**6)
+    assert twelve.of_rank(2).shape == (2, 2, 3) and twelve.of_rank(3).shape == (1, 3, 4)
+    assert twelve.of_rank(3).dtype == np.float32
+    six = for_warp(None, tuple(range(6)), (0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)), "float64", 10**6)
+    assert six.of_rank(2).tolist() == [[[0, 1, 2], [3, 4, 5]]]
+    with pytest.raises(GeomError, match=r"^--theta: a 3-D warp \(of a rank-5 tensor\) takes 12 numbers per matrix, "
+                                        r"found 6$"):
+        six.of_rank(3)
+    flags = for_warp(None, None, (90.0, (1.0,), (0.0, 0.0), (0.0, 0.0)), None, 10**6)
+    assert flags.of_rank(2).tolist() == [[[0, -1, 0], [1, 0, 0]]]
+    with pytest.raises(GeomError, match=r"^--rotate, --scale, --shear and --translate make 2-D matrices"):
+        flags.of_rank(3)
+    with pytest.raises(PlanError, match=r"^a 2-D warp takes 6 numbers per matrix, a 3-D warp \(of a rank-5 tensor\) "
+                                        r"12; found 9$"):
+        for_warp(None, tuple(range(9)), (0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)), None, 10**6)
 
 
 def test_huge_flags_keep_their_value_without_a_warning() -> None:

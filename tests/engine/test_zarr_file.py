@@ -390,10 +390,11 @@ def test_the_sampling_graphs_hold_a_chunk_of_planes_never_the_array() -> None:
 
     from geomcli.engine import operations
     from geomcli.engine.options import Common
+    from geomcli.engine.theta import WarpTheta
 
     data = da.zeros((4, 8, 256, 192), dtype=np.float32, chunks=(1, 2, 128, 96))
     planes = {"Resize": 128 * 300, "Warp": 256 * 192, "GridSample": 256 * 192}  # whole output planes
-    theta = np.array([[[1.0, 0.2, 0.0], [-0.2, 1.0, 0.1]]], np.float32)
+    theta = WarpTheta({2: np.array([[[1.0, 0.2, 0.0], [-0.2, 1.0, 0.1]]], np.float32)}, {})
     grid = np.zeros((4, 256, 192, 2), np.float32)
     for operation in (operations.Resize(sizes=(128, 300), mode="linear"), operations.Warp(theta),
                       operations.GridSample(grid)):
