@@ -12,13 +12,16 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import DTypeLike
 
-from geomcli.errors import GeomError, PlanError
+from geomcli.errors import GeomError, OptionFault, PlanError
 from geomcli.ops._numeric import round_once
+
+if TYPE_CHECKING:
+    from geomcli.io import Header
 
 _FLAGS = ("rotate", "scale", "translate", "shear")
 # from_transforms' defaults, by which a flag counts as given
@@ -189,29 +192,24 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
 
     The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
     reads it); theta from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``: one
-    matrix for every N, or one per N. The grid's size is
-    checked against ``max_pixels`` before theta is built: N matrices could be gigabytes themselves.
+    matrix for every N, or one per N. The grid's size is checked against ``max_pixels`` before
+    theta is built: N matrices could be gigabytes themselves. What the options cannot make of
+    the files (a layout ``like`` cannot take, matrices that do not fit the grid, an output past
+    ``max_pixels``) is an OptionFault, a usage fault (exit 2).
     """
     import geomcli.ops.affine_grid as grid_ops
     from geomcli import io
-    from geomcli.engine import layout as layouts
 
     check_numbers(numbers, flags)
     if numbers is None and theta_file is None:
         check_invertible(flags)
     # what a matrix that overflows is made of: --theta, or the transform flags given
     options = ["theta"] if numbers is not None else _given(flags)
+    declared: tuple[int, ...] = ()  # --like's file's shape
     if like is not None:
         header = io.read_header(like, frames="first")  # an animation's size is its frames' size
-        try:
-            if len(header.shape) == 5 and layout is not None:
-                raise GeomError(f"a rank-5 tensor {header.shape} is read as N, C, D, H, W; --layout {layout} "
-                                "names rank 4 or less")
-            chosen = layouts.resolve_layout(header.shape, layout, header.layout) if len(header.shape) != 5 else "NCDHW"
-        except GeomError as error:
-            raise GeomError(f"{like}: {error}") from error
-        # the grid's N is the file's, as grid-sample and warp see it: a stack's images flattened
-        batch, *spatial_sizes = header.shape if chosen == "NCDHW" else layouts.to_nchw_shape(header.shape, chosen)
+        declared = header.shape
+        batch, *spatial_sizes = _like_size(header, like, layout)
         what = f"{like}'s N = {batch}"
     else:
         assert size is not None
@@ -220,10 +218,7 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     spatial = len(spatial_sizes) - 1
     matrices: np.ndarray | None = None
     if theta_file is not None:
-        loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
-        if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
-            raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
-        matrices = fit_batch(as_batch(loaded.data, spatial, theta_file), batch, theta_file, what)
+        matrices = _grid_theta_file(theta_file, spatial, batch, what, max_pixels)
         dtype = dtype or str(matrices.dtype)
     else:
         if numbers is None and spatial == 2:
@@ -231,8 +226,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
             if not all(map(math.isfinite, numbers)):
                 raise _usage("the matrix they make overflows float64 (an entry past ±1.8e308)", options)
         elif numbers is None and from_transforms(*flags).tolist() != from_transforms().tolist():
-            raise GeomError(f"{like}: a rank-5 file makes a 3-D grid, and --rotate, --scale, --shear and "
-                            "--translate make 2-D matrices; give --theta")
+            raise OptionFault(f"{like}: a rank-5 file makes a 3-D grid, and --rotate, --scale, --shear and "
+                              "--translate make 2-D matrices; give --theta")
         elif numbers is None:
             numbers = tuple(1.0 if row == col else 0.0 for row in range(3) for col in range(4))
         try:
@@ -241,7 +236,14 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
             raise _usage(str(error).removeprefix("--theta: "), ["theta"]) from error
     grid_size = (batch, *spatial_sizes)
     shape = grid_ops.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
-    io.check_size(shape, max_pixels, f"the output {shape}")
+    try:
+        io.check_size(shape, max_pixels, f"the output {shape}")
+    except GeomError as error:
+        if like is None:
+            raise OptionFault(str(error)) from error
+        if math.prod(declared) > max_pixels:  # a file declaring too much (a bomb, say) is a bad file
+            raise GeomError(f"{like}: {error}") from error
+        raise OptionFault(f"{like}: {error}") from error  # what the options make of it, as warp's output
     if matrices is None:
         assert numbers is not None
         # one matrix broadcast to N stays one matrix in memory, in the grid dtype
@@ -253,6 +255,45 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
         return cast(matrices, grid_dtype(dtype or "float32")), grid_size
     except GeomError as error:
         raise GeomError(f"{theta_file}: {error}") from error
+
+
+def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]:
+    """The grid size of --like's file, of ``header``: (N, C, H, W) as grid-sample and warp see it
+    (a stack's images flattened into N), (N, C, D, H, W) of a rank-5 tensor. A layout the file
+    cannot take is an OptionFault (exit 2), naming the file."""
+    from geomcli.engine import layout as layouts
+
+    shape = tuple(header.shape)
+    try:
+        if len(shape) == 5 and layout is not None:
+            raise GeomError(f"a rank-5 tensor {shape} is read as N, C, D, H, W; --layout {layout} names rank 4 "
+                            "or less")
+        if len(shape) == 5:
+            return shape
+        return layouts.to_nchw_shape(shape, layouts.resolve_layout(shape, layout, header.layout))
+    except GeomError as error:
+        raise OptionFault(f"{like}: {error}") from error
+
+
+def _grid_theta_file(theta_file: str, spatial: int, batch: int, what: str, max_pixels: int) -> np.ndarray:
+    """A theta file's matrices for N = ``batch`` grids of ``spatial`` axes (``what`` names where N
+    came from). Matrices that do not fit the grid (of the other rank, or neither 1 nor N of them)
+    are an OptionFault (exit 2); a file that holds no matrices is that file's failure."""
+    from geomcli import io
+
+    loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
+    if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
+        raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
+    other = 5 - spatial
+    if loaded.data.ndim in (2, 3) and loaded.data.shape[-2:] == (other, other + 1):
+        raise OptionFault(f"{theta_file}: theta holds {other}-D matrices {loaded.data.shape}; a {spatial}-D grid "
+                          f"takes (N, {spatial}, {spatial + 1}) or ({spatial}, {spatial + 1})")
+    try:
+        return fit_batch(as_batch(loaded.data, spatial, theta_file), batch, theta_file, what)
+    except GeomError as error:
+        if loaded.data.ndim == 3 and loaded.data.shape[1:] == (spatial, spatial + 1):
+            raise OptionFault(str(error)) from error  # a count of matrices the grid's N cannot take
+        raise
 
 
 def grid_dtype(name: str) -> np.dtype:

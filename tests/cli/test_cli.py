@@ -442,8 +442,8 @@ def test_a_layout_error_names_the_file_once(tmp_path: Path, command: list[str]) 
     name, *rest = command
     args = [source] if name != "affine-grid" else ["--like", source]
     result = run(name, *args, "-o", tmp_path / "o.npy", "--layout", "HWC", *rest)
-    # a transform's options the file cannot take: a usage fault; affine-grid --like reads a size
-    assert result.exit_code == (2 if name == "space-to-depth" else 1) and result.stdout == ""
+    # options the file cannot take: a usage fault, whether the file is transformed or lends its size
+    assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == f"Error: {source}: layout HWC needs rank 3, found shape (4, 4)\n"
 
 
@@ -593,7 +593,7 @@ def test_affine_grid_size_is_checked_before_theta_is_built(tmp_path: Path, monke
 
     monkeypatch.setattr(thetas, "from_numbers", never)
     result = run("affine-grid", "--size", "10000000000,1,1,1", *theta, "-o", tmp_path / "g.npy")
-    assert result.exit_code == 1 and result.stdout == ""
+    assert result.exit_code == 2 and result.stdout == ""  # what the options ask, as warp's --size past the limit
     assert result.stderr == ("Error: the output (10000000000, 1, 1, 2): 20000000000 elements exceed the limit of "
                              "2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS\n")
 
@@ -639,10 +639,44 @@ def test_affine_grid_2d_flags_with_a_3d_size_or_like(tmp_path: Path) -> None:
     volume = tmp_path / "v.npy"
     np.save(volume, np.zeros((1, 1, 2, 3, 4), np.float32))
     like = run("affine-grid", "--like", volume, "--shear", "0.5,0", "-o", tmp_path / "g.npy")
-    assert like.exit_code == 1 and like.stdout == ""
+    assert like.exit_code == 2 and like.stdout == ""
     assert like.stderr == (f"Error: {volume}: a rank-5 file makes a 3-D grid, and --rotate, --scale, --shear and "
                            "--translate make 2-D matrices; give --theta\n")
     assert sorted(tmp_path.iterdir()) == [volume]
+
+
+def test_affine_grid_like_a_file_without_a_layout_is_the_usage_fault_warp_makes_of_it(tmp_path: Path) -> None:
+    source = tmp_path / "v1.npy"
+    np.save(source, np.zeros((3, 4, 5), np.float32))
+    grid = run("affine-grid", "--like", source, "--rotate", "3", "-o", tmp_path / "g.npy")
+    warp = run("warp", source, "--rotate", "3", "-o", tmp_path / "w.npy")
+    assert grid.exit_code == warp.exit_code == 2 and grid.stdout == warp.stdout == ""
+    assert grid.stderr == warp.stderr == (f"Error: {source}: a rank-3 tensor (3, 4, 5) has no default layout; give "
+                                          "--layout (CHW, HWC, NHW)\n")
+    assert sorted(tmp_path.iterdir()) == [source]
+
+
+@pytest.mark.parametrize(("theta", "code", "message"), [
+    (np.zeros((3, 2, 3)), 2, "theta holds 3 matrices for --size's N = 1; give one matrix, or one per N"),
+    (np.zeros((3, 4)), 2, "theta holds 3-D matrices (3, 4); a 2-D grid takes (N, 2, 3) or (2, 3)"),
+    (np.zeros(5), 1, "theta must have shape (N, 2, 3) or (2, 3) for a 2-D grid, found (5,)"),  # no matrices: a bad file
+])
+def test_affine_grid_theta_file_that_does_not_fit_the_grid_names_the_file(
+        tmp_path: Path, theta: np.ndarray, code: int, message: str) -> None:
+    np.save(tmp_path / "theta.npy", theta)
+    result = run("affine-grid", "--size", "1,3,10,10", "--theta", tmp_path / "theta.npy", "-o", tmp_path / "g.npy")
+    assert result.exit_code == code and result.stdout == ""
+    assert result.stderr == f"Error: {tmp_path / 'theta.npy'}: {message}\n"
+    assert not (tmp_path / "g.npy").exists()
+
+
+def test_affine_grid_like_over_max_pixels_is_a_usage_fault_naming_the_file(tmp_path: Path) -> None:
+    np.save(tmp_path / "n2.npy", np.zeros((2, 1, 20, 30), np.uint8))  # 1200 elements; the grid 2400
+    result = run("affine-grid", "--like", tmp_path / "n2.npy", "--rotate", "3", "--max-pixels", "2000",
+                 "-o", tmp_path / "g.npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (f"Error: {tmp_path / 'n2.npy'}: the output (2, 20, 30, 2): 2400 elements exceed the "
+                             "limit of 2000; raise it with --max-pixels or GEOMCLI_MAX_PIXELS\n")
 
 
 def test_affine_grid_nan_theta_from_a_file_is_allowed_and_reported_typed_it_is_refused(tmp_path: Path) -> None:

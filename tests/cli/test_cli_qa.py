@@ -116,7 +116,7 @@ def test_a_layout_for_a_rank5_like_file_is_refused(tmp_path: Path) -> None:
     source = tmp_path / "volume.npy"
     np.save(source, np.zeros((1, 2, 2, 4, 4), np.float32))
     result = run("affine-grid", "--like", source, "--layout", "NCHW", "-o", tmp_path / "g.npy")
-    assert result.exit_code == 1 and not (tmp_path / "g.npy").exists()
+    assert result.exit_code == 2 and not (tmp_path / "g.npy").exists()
     assert result.stderr == (f"Error: {source}: a rank-5 tensor (1, 2, 2, 4, 4) is read as N, C, D, H, W; "
                              "--layout NCHW names rank 4 or less\n")
 

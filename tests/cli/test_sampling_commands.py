@@ -244,9 +244,11 @@ def test_a_theta_file_of_another_count_than_n_names_both(tmp_path: Path) -> None
     np.save(tmp_path / "theta3.npy", np.zeros((3, 2, 3), np.float32))
     like = run("affine-grid", "--like", tmp_path / "n2.npy", "--theta", tmp_path / "theta3.npy",
                "-o", tmp_path / "g.npy")
+    assert like.exit_code == 2  # the options do not fit each other: a usage fault
     assert like.stderr == (f"Error: {tmp_path / 'theta3.npy'}: theta holds 3 matrices for {tmp_path / 'n2.npy'}'s "
                            "N = 2; give one matrix, or one per N\n")
     size = run("affine-grid", "--size", "1,3,6,8", "--theta", tmp_path / "theta3.npy", "-o", tmp_path / "g.npy")
+    assert size.exit_code == 2
     assert size.stderr == (f"Error: {tmp_path / 'theta3.npy'}: theta holds 3 matrices for --size's N = 1; give one "
                            "matrix, or one per N\n")
     assert not (tmp_path / "g.npy").exists()
