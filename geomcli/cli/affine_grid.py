@@ -48,8 +48,8 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
     if size is not None:
         _check_grid_size(size)
         if len(size) == 5 and flags_used:
-            raise click.UsageError(f"--{', --'.join(flags_used)} make 2-D matrices; a 3-D grid (5 --size values) "
-                                   "takes --theta", ctx)
+            raise click.UsageError(f"--{', --'.join(flags_used)} make{'s' if len(flags_used) == 1 else ''} 2-D "
+                                   "matrices; a 3-D grid (5 --size values) takes --theta", ctx)
     found = output_format(output, common)
     from geomcli.engine import one_file, report
     from geomcli.engine import theta as thetas

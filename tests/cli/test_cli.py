@@ -636,6 +636,9 @@ def test_affine_grid_2d_flags_with_a_3d_size_or_like(tmp_path: Path) -> None:
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.endswith("Error: --rotate, --scale make 2-D matrices; a 3-D grid (5 --size values) takes "
                                   "--theta\n")
+    one = run("affine-grid", "--size", "1,1,2,4,4", "--rotate", "30", "-o", tmp_path / "g.npy")
+    assert one.exit_code == 2 and one.stderr.endswith("Error: --rotate makes 2-D matrices; a 3-D grid (5 --size "
+                                                      "values) takes --theta\n")
     volume = tmp_path / "v.npy"
     np.save(volume, np.zeros((1, 1, 2, 3, 4), np.float32))
     like = run("affine-grid", "--like", volume, "--shear", "0.5,0", "-o", tmp_path / "g.npy")
