@@ -574,6 +574,7 @@ class Warp(Operation):
             shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
         output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
         check_size(output, common)
+        _check_mode(self.mode, header.dtype)
         if self.fill is not None:
             _check_fill(self.fill, header.dtype)
         return output

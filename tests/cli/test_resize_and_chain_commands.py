@@ -296,6 +296,8 @@ def test_a_1_bit_image_takes_nearest_only_and_says_so_before_anything_is_written
     np.save(grid, np.zeros((1, 4, 4, 2), np.float32))
     sampled = run("grid-sample", tmp_path / "bw.png", "--grid", grid, "-o", tmp_path / "g.png")
     assert sampled.exit_code == 2 and "bool data takes mode 'nearest' only" in sampled.stderr
+    warped = run("warp", tmp_path / "bw.png", "--rotate", "10", "-o", tmp_path / "w.png")
+    assert warped.exit_code == 2 and "bool data takes mode 'nearest' only" in warped.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["bw.png", "grid.npy"]
     nearest = run("chain", "-i", tmp_path / "bw.png", "-o", tmp_path / "o.png", "-q", "resize", "--sizes", "4,4")
     assert nearest.exit_code == 0
