@@ -71,10 +71,10 @@ DESCRIPTIONS = {
         "print as (0.7 on length 10 gives 7)."
     ),
     "chain": (
-        "Each STEP is an operation's name followed by its own options: crop-pad, resize, "
-        "space-to-depth, depth-to-space, grid-sample and warp. Per file: one read, the steps in "
-        "memory, one write; metadata is carried through every step. An unknown step or an option of "
-        "the wrong step is a usage error before anything is read."
+        "The steps: crop-pad, resize, space-to-depth, depth-to-space, grid-sample and warp. A resize "
+        "and a crop-pad after it that only crops are made in one pass, the same bits as the two. A "
+        "step's error names its step. An unknown step or an option of the wrong step is a usage error "
+        "before anything is read."
     ),
     "info": "Reads each file as the transforms would and prints one line (or one JSON object) for it.",
 }

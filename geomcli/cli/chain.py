@@ -100,7 +100,8 @@ def _step(name: str, options: Callable[..., Any], build: Callable[..., Operation
             error.message = f"the {name} step: {error.message}"  # type: ignore[misc]
             raise
 
-    return options(click.command(name, cls=_Step, help=help_text)(callback))  # type: ignore[no-any-return]
+    # the options on the function first: on a finished command each would be added last, in reverse
+    return click.command(name, cls=_Step, help=help_text)(options(callback))
 
 
 for _name, _options, _build, _help in _STEPS:

@@ -415,3 +415,14 @@ def test_a_grey_stack_named_nhw(tmp_path: Path, rng: np.random.Generator) -> Non
     assert run("space-to-depth", tmp_path / "s.npy", "--layout", "NHW", "--blocksize", "2", "-o",
                tmp_path / "b.npy", "-q").exit_code == 0
     assert np.array_equal(np.load(tmp_path / "b.npy"), space_to_depth(stack[:, None], 2))
+
+
+def test_a_steps_help_lists_its_options_in_the_commands_order() -> None:
+    """chain resize --help as resize --help: --sizes first (a try-out found them reversed)."""
+    import re
+
+    def listed(*command: str) -> list[str]:
+        return re.findall(r"^  (--[a-z-]+)", run(*command, "--help").stdout, flags=re.M)
+
+    assert listed("chain", "resize") == [name for name in listed("resize") if name in listed("chain", "resize")]
+    assert listed("chain", "resize")[0] == "--sizes"
