@@ -953,3 +953,39 @@ def test_a_missing_input_without_an_extension_is_its_own_failure(tmp_path: Path)
                  "--shape", "2,2")
     assert result.exit_code == 1 and f"Error: {tmp_path / 'missing'}: no such file" in result.stderr, result.stderr
     assert (tmp_path / "out" / "there.png").exists()
+
+
+def test_headers_on_object_storage_are_read_side_by_side_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's header check reads URLs' headers REMOTE_HEADER_THREADS at a time (each is a
+    request's round trip; one by one, a million inputs on S3 would take hours before the first
+    file), and finds each fault for its own file; local files are read one after another."""
+    import threading
+
+    from geomcli.engine import plan as plans
+    from geomcli.engine.operations import CropPad
+    from geomcli.engine.options import Common
+    from geomcli.io import Header
+
+    under_way, most = [0], [0]
+    lock = threading.Lock()
+
+    def header(path: str, common: Common) -> Header:
+        with lock:
+            under_way[0] += 1
+            most[0] = max(most[0], under_way[0])
+        time.sleep(0.01)
+        with lock:
+            under_way[0] -= 1
+        channels = 9 if int(path.rsplit("/", 1)[1].split(".")[0]) % 5 == 0 else 3  # a PNG holds 4 at most
+        return Header("png", (8, 8, channels), np.dtype(np.uint8), 1, 100, "HWC")
+
+    monkeypatch.setattr(plans, "header_as_read", header)
+    monkeypatch.setattr(plans, "RUN_OF_HEADERS", 16)
+    task = plans.Task(CropPad((4, 4)), Common())
+    for scheme in ("s3://bucket/", "/local/"):
+        todo = [plans.Job(index, f"{scheme}{index}.png", f"/out/{index}.png", "png") for index in range(40)]
+        most[0] = 0
+        faults = plans.option_faults(task, todo)
+        assert [job.index for job, _ in faults] == list(range(0, 40, 5))
+        assert all(line.startswith(f"/out/{job.index}.png") or f"{job.index}.png" in line for job, line in faults)
+        assert most[0] == 1 if scheme == "/local/" else 1 < most[0] <= 16
