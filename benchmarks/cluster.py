@@ -16,7 +16,9 @@ LocalCluster of the same 2 workers, in this process:
   sustain, as 256 workers would ask of them), tasks per second;
 - the **per-task overhead**: the seconds of a worker thread a task of real files costs beside
   its files' work, ``(threads x span - work) / tasks``, from the files' own timings;
-- and from both, with the per-image work measured, a projection of 1.28 M images (ImageNet's
+- the **client's plan** per input (listing, names, every input's header checked), all before
+  the first file goes out;
+- and from these, with the per-image work measured, a projection of 1.28 M images (ImageNet's
   training set) on 16, 64 and 256 workers, its assumptions printed with it.
 """
 
@@ -123,21 +125,42 @@ def task_overhead(client: Any, inputs: list[Path], out: Path, files_per_task: in
     return (threads * span - work) / len(batches), work / len(jobs), len(batches)
 
 
-def projection(per_image: float, overhead: float, rate: float, start_up: float) -> list[str]:
+def planning(inputs: Path, rounds: int = 3) -> float:
+    """Seconds per input of the plan the client makes before any file goes out: the listing and
+    the names (plan.plan), then every input's header checked (plan.option_faults), in this process."""
+    from geomcli.engine import operations, plan
+    from geomcli.engine.options import BatchOptions, Common
+
+    common = Common(quiet=True)
+    options = BatchOptions(out_dir=str(inputs.parent / "planned"))
+    task = plan.Task(operations.CropPad((CROP, CROP)), common)
+    seconds = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        jobs = plan.plan([str(inputs)], options, common)
+        plan.option_faults(task, plan.to_do(jobs, options))
+        seconds.append((time.perf_counter() - started) / len(jobs))
+    return statistics.median(seconds)
+
+
+def projection(per_image: float, overhead: float, rate: float, start_up: float, plan_per_input: float) -> list[str]:
     """Hours for ImageNet's 1.28 M images on 16, 64 and 256 workers of one thread each, in tasks
-    of the length the dispatch gives that many (cluster.task_seconds)."""
+    of the length the dispatch gives that many (cluster.task_seconds), after the client's plan."""
     from geomcli.engine import cluster
 
+    planned = IMAGENET * plan_per_input
     lines = [f"assumed: {per_image * 1000:.0f} ms of work per image on each worker and {overhead * 1000:.1f} ms "
              f"of a worker per task beside its work (both as measured here), at most {rate:.0f} tasks/s through "
              "the client and scheduler (as measured here), inputs and outputs as fast as here (object storage "
-             f"must give each worker {1 / per_image:.0f} images/s), {start_up:.0f} s to start"]
+             f"must give each worker {1 / per_image:.0f} images/s), {start_up:.0f} s to start, and the client's "
+             f"plan first: {plan_per_input * 1000:.2f} ms an input as measured here on local files (listing, names, "
+             f"every header checked), {planned / 60:.1f} min for ImageNet"]
     for workers in (16, 64, 256):
         images_per_task = max(1, round(cluster.task_seconds(workers) / per_image))
         tasks = -(-IMAGENET // images_per_task)
         compute = tasks * (images_per_task * per_image + overhead) / workers
         scheduling = tasks / rate  # the client and the scheduler hand out tasks one after another
-        seconds = max(compute, scheduling) + start_up
+        seconds = max(compute, scheduling) + start_up + planned
         bound = "the workers" if compute >= scheduling else "the scheduler"
         lines.append(f"{workers:>4} workers: {seconds / 3600:6.2f} h ({IMAGENET / seconds:7.0f} images/s), tasks of "
                      f"{images_per_task} images, {tasks / seconds:.0f} of {rate:.0f} tasks/s used; bound by {bound}")
@@ -199,8 +222,10 @@ def main(argv: list[str]) -> int:
               "(tasks queued on the workers: what the client and the scheduler sustain)")
         overhead = results[0][1]  # one file a task: the most tasks, the steadiest figure
         per_image = statistics.median(per_file)
+        plan_per_input = planning(work / "in")
+        print(f"the client's plan: {plan_per_input * 1000:.2f} ms an input (listing, names, every header checked)")
         print("projection for ImageNet (1.28 M images):")
-        for line in projection(per_image, max(overhead, 0.0), rate, start_up):
+        for line in projection(per_image, max(overhead, 0.0), rate, start_up, plan_per_input):
             print("  " + line)
     finally:
         if args.work is None:
