@@ -922,9 +922,7 @@ class Chain(Operation):
         return {"steps": [{"command": step.command, **step.parameters()} for step in self.steps]}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        for step, step_header, step_common in self._walk(header, common):
-            shape = step.output_shape(step_header, step_common)
-        return shape
+        return self._headers(header, common)[-1].shape
 
     def unused_options(self) -> list[str]:
         return [f"{step.command}: {warning}" for step in self.steps for warning in step.unused_options()]
@@ -988,13 +986,15 @@ class Chain(Operation):
         return list(zip(self.steps, headers, commons))
 
     def _headers(self, header: Header, common: Common) -> tuple[Header, ...]:
-        """The header of the input, then of each step's result: worked out once for a file,
-        whose checks, reports and metadata each walk the steps (a resize's sizing, in exact
-        fractions, was a tenth of a photo's time in the ImageNet recipe)."""
+        """The header of the input, then of each step's result (of no file size): worked out once
+        for files of one shape, whose checks, reports and metadata each walk the steps (a resize's
+        sizing, in exact fractions, was a tenth of a photo's time in the ImageNet recipe)."""
+        shape_only = header._replace(file_size=None)  # what the steps read of it: files of one size share it
         try:
-            return _step_headers(self, header, common)
+            walked = _step_headers(self, shape_only, common)
         except TypeError:  # a step or an option that is no key (a matrix, a --storage-option's JSON)
-            return _step_headers.__wrapped__(self, header, common)
+            walked = _step_headers.__wrapped__(self, shape_only, common)
+        return (header, *walked[1:])
 
 
 @functools.lru_cache(maxsize=16)

@@ -426,3 +426,27 @@ def test_a_steps_help_lists_its_options_in_the_commands_order() -> None:
 
     assert listed("chain", "resize") == [name for name in listed("resize") if name in listed("chain", "resize")]
     assert listed("chain", "resize")[0] == "--sizes"
+
+
+def test_a_chains_steps_are_walked_once_for_files_of_one_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header check of every input, the run, the report and the metadata each ask a chain for
+    its steps' shapes: worked out once for files of one shape, whatever their sizes in bytes."""
+    from geomcli.engine import operations
+    from geomcli.engine.options import Common
+    from geomcli.io import Header
+
+    calls: list[tuple[int, ...]] = []
+    output_shape = operations.Resize.output_shape
+
+    def counted(self: operations.Resize, header: Header, common: Common) -> tuple[int, ...]:
+        calls.append(header.shape)
+        return output_shape(self, header, common)
+
+    monkeypatch.setattr(operations.Resize, "output_shape", counted)
+    operations._step_headers.cache_clear()
+    chain = operations.Chain((operations.Resize(sizes=(8, 8), mode="linear"), operations.CropPad((6, 6))))
+    for size in (1000, 2000, 3000):
+        header = Header("png", (30, 45, 3), np.dtype(np.uint8), 1, size, "HWC")
+        assert chain.output_shape(header, Common()) == (6, 6, 3)
+        assert chain.trace(header, Common())[0]["output_shape"] == [8, 8, 3]
+    assert calls == [(30, 45, 3)]
