@@ -10,7 +10,6 @@ Only the standard library loads at import time; numpy and the kernels load when 
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
@@ -767,23 +766,12 @@ class Resize(Operation):
         axes = self._axes(loaded.data.shape, common, loaded.layout)
         return resize(loaded.data, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
 
-    def apply_cropped(self, loaded: Loaded, common: Common, crop: CropPad) -> np.ndarray | None:
-        """This resize, then ``crop`` (the next step of a chain, which reads this one's result
-        with ``crop_common``) in one, where the crop only crops: only the outputs the crop keeps
-        are made (resize_window: the same bits). None where it pads.
-
-        Why: the ImageNet recipe (a 375x500 photo to 256x341, then its centre 224²) makes 43%
-        fewer outputs and reads a third fewer columns; the resize was the biggest part of
-        ``geomcli chain``'s time per photo (benchmarks/chain_batch.py)."""
-        from geomcli.engine import layout as layouts
+    def apply_window(self, loaded: Loaded, common: Common, window: tuple[slice, ...]) -> np.ndarray:
+        """``window`` of this resize's result, making only what it holds where the kernel can
+        (resize_window, the same bits): a chain's crop after it (Chain.apply) in one pass."""
         from geomcli.ops.resize import resize_window
 
-        header = header_of(loaded)
-        resized = self.output_shape(header, common)  # --max-pixels, before the work
-        layout = layouts.written_layout(header.shape, resized, common.layout, header.layout)
-        window = crop.crop_window(resized, layout, _next_common(common))
-        if window is None:
-            return None
+        self.output_shape(header_of(loaded), common)  # --max-pixels, before the work
         axes = self._axes(loaded.data.shape, common, loaded.layout)
         return resize_window(loaded.data, window, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
 
@@ -916,6 +904,8 @@ class Chain(Operation):
     last may write into a memory-mapped output."""
 
     steps: tuple[Operation, ...]
+    # each step's header for the headers of files seen (Chain._headers), kept with the steps they are of
+    walked: dict[Any, tuple[Header, ...]] = field(default_factory=dict, compare=False, repr=False)
     command: ClassVar[str] = "chain"
 
     def parameters(self) -> dict[str, Any]:
@@ -937,27 +927,48 @@ class Chain(Operation):
                 for (step, _, _), after in zip(self._walk(header, common), self._headers(header, common)[1:])]
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
-        """Each step on the one before's result; a resize and the crop after it in one
-        (Resize.apply_cropped)."""
+        """Each step on the one before's result; a resize and a crop after it in one pass where
+        the crop only crops (:meth:`_resized_and_cropped`)."""
         from geomcli.engine import layout as layouts
 
         index = 0
         while index < len(self.steps):
-            step, crop = self.steps[index], self.steps[index + 1] if index + 1 < len(self.steps) else None
-            with _in_step(index + 1, step):
-                result = (step.apply_cropped(loaded, common, crop)
-                          if isinstance(step, Resize) and isinstance(crop, CropPad) else None)
-                index += 1 if result is None else 2
-                last = index == len(self.steps)
-                if result is None:
-                    result = step.apply(loaded, common, allocate if last else None)
-                elif last and allocate is not None and (out := allocate(result.shape, result.dtype)) is not None:
-                    out[...] = result
-                    result = out
+            result = self._resized_and_cropped(index, loaded, common)
+            taken = 1 if result is None else 2
+            last = index + taken == len(self.steps)
+            if result is None:
+                with _in_step(index + 1, self.steps[index]):
+                    result = self.steps[index].apply(loaded, common, allocate if last else None)
+            elif last and allocate is not None and (out := allocate(result.shape, result.dtype)) is not None:
+                out[...] = result
+                result = out
+            index += taken
             layout = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
             loaded = loaded._replace(data=result, layout=layout)
             common = _next_common(common)
         return loaded.data
+
+    def _resized_and_cropped(self, index: int, loaded: Loaded, common: Common) -> np.ndarray | None:
+        """Step ``index`` if it is a resize and the next step a crop-pad that only crops, in one:
+        only the outputs the crop keeps are made. None for any other pair.
+
+        Why: the ImageNet recipe (a 375x500 photo to 256x341, then its centre 224²) makes 43% fewer
+        outputs; the resize was the biggest part of chain's time per photo (benchmarks/README.md)."""
+        from geomcli.engine import layout as layouts
+
+        step, crop = self.steps[index], self.steps[index + 1] if index + 1 < len(self.steps) else None
+        if not (isinstance(step, Resize) and isinstance(crop, CropPad)):
+            return None
+        header = header_of(loaded)
+        with _in_step(index + 1, step):
+            resized = step.output_shape(header, common)
+        layout = layouts.written_layout(header.shape, resized, common.layout, header.layout)
+        with _in_step(index + 2, crop):
+            window = crop.crop_window(resized, layout, _next_common(common))
+        if window is None:
+            return None
+        with _in_step(index + 1, step):
+            return step.apply_window(loaded, common, window)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """Every step's graph on the one before: one read, one write, still chunk by chunk."""
@@ -987,29 +998,36 @@ class Chain(Operation):
 
     def _headers(self, header: Header, common: Common) -> tuple[Header, ...]:
         """The header of the input, then of each step's result (of no file size): worked out once
-        for files of one shape, whose checks, reports and metadata each walk the steps (a resize's
-        sizing, in exact fractions, was a tenth of a photo's time in the ImageNet recipe)."""
-        shape_only = header._replace(file_size=None)  # what the steps read of it: files of one size share it
+        for files of one shape (in ``walked``), whose checks, reports and metadata each walk the
+        steps (a resize's sizing is in exact fractions)."""
+        shape_only = header._replace(file_size=None)
         try:
-            walked = _step_headers(self, shape_only, common)
-        except TypeError:  # a step or an option that is no key (a matrix, a --storage-option's JSON)
-            walked = _step_headers.__wrapped__(self, shape_only, common)
+            walked = self.walked.get((shape_only, common))
+        except TypeError:  # options that are no key (a --storage-option's JSON): no memo
+            return (header, *self._walk_headers(shape_only, common)[1:])
+        if walked is None:
+            walked = self._walk_headers(shape_only, common)
+            if len(self.walked) >= _WALKS_KEPT:
+                self.walked.clear()
+            self.walked[shape_only, common] = walked
         return (header, *walked[1:])
 
+    def _walk_headers(self, header: Header, common: Common) -> tuple[Header, ...]:
+        from geomcli.engine import layout as layouts
 
-@functools.lru_cache(maxsize=16)
-def _step_headers(chain: Chain, header: Header, common: Common) -> tuple[Header, ...]:
-    from geomcli.engine import layout as layouts
+        headers = [header]
+        for number, step in enumerate(self.steps, 1):
+            with _in_step(number, step):
+                shape = step.output_shape(header, common)
+            layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
+            header = header._replace(shape=shape, layout=layout)
+            headers.append(header)
+            common = _next_common(common)
+        return tuple(headers)
 
-    headers = [header]
-    for number, step in enumerate(chain.steps, 1):
-        with _in_step(number, step):
-            shape = step.output_shape(header, common)
-        layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
-        header = header._replace(shape=shape, layout=layout)
-        headers.append(header)
-        common = _next_common(common)
-    return tuple(headers)
+
+# the shapes of files a chain keeps its steps' headers for: a batch of photos has a few sizes
+_WALKS_KEPT = 64
 
 
 @contextlib.contextmanager

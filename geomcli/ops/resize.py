@@ -880,7 +880,7 @@ def resize_window(
     path's band products sum in an order of their own) the whole resize, then the window.
 
     Why: a resize followed by a centre crop (chain's ImageNet recipe: 375x500 -> 256x341 -> 224²)
-    makes 43% fewer outputs; see geomcli.engine.operations.Resize.apply_cropped.
+    makes 43% fewer outputs.
 
     ``window``: one slice of step 1 per axis, on the output's shape.
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import run
 from PIL import Image
 
+from geomcli.errors import GeomError
 from geomcli.ops.center_crop_pad import center_crop_pad
 from geomcli.ops.resize import resize
 
@@ -239,18 +240,19 @@ def test_the_imagenet_chain_equals_its_steps_one_after_another(photo: tuple[Path
 def test_a_resize_and_the_crop_after_it_are_made_in_one_pass_where_it_only_crops(
         photo: tuple[Path, np.ndarray], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: list[str],
         fused: bool) -> None:
-    """Resize.apply_cropped: the same bytes as the steps one at a time (the chain's .npy against
-    each step's arrays through the kernels), made in one pass where the crop pads nowhere."""
+    """Chain._resized_and_cropped: the same bytes as the steps one at a time (the chain's .npy
+    against each step's arrays through the kernels), made in one pass where the crop pads nowhere."""
     from geomcli.engine import operations
 
     path, pixels = photo
-    taken: list[bool] = []
-    apply_cropped = operations.Resize.apply_cropped
-    monkeypatch.setattr(operations.Resize, "apply_cropped",
-                        lambda *args: taken.append((done := apply_cropped(*args)) is not None) or done)
+    windows: list[tuple[slice, ...]] = []
+    apply_window = operations.Resize.apply_window
+    monkeypatch.setattr(operations.Resize, "apply_window",
+                        lambda self, loaded, common, window: windows.append(window) or apply_window(self, loaded,
+                                                                                                 common, window))
     result = run("chain", "-i", path, "-o", tmp_path / "chained.npy", "-q", *steps)
     assert result.exit_code == 0, result.stderr
-    assert taken[0] is fused
+    assert bool(windows) is fused
     expected = pixels
     for name, *options in _steps(steps):
         flags = {"--antialias": True} if "--antialias" in options else {}
@@ -443,10 +445,34 @@ def test_a_chains_steps_are_walked_once_for_files_of_one_shape(monkeypatch: pyte
         return output_shape(self, header, common)
 
     monkeypatch.setattr(operations.Resize, "output_shape", counted)
-    operations._step_headers.cache_clear()
     chain = operations.Chain((operations.Resize(sizes=(8, 8), mode="linear"), operations.CropPad((6, 6))))
     for size in (1000, 2000, 3000):
         header = Header("png", (30, 45, 3), np.dtype(np.uint8), 1, size, "HWC")
         assert chain.output_shape(header, Common()) == (6, 6, 3)
         assert chain.trace(header, Common())[0]["output_shape"] == [8, 8, 3]
     assert calls == [(30, 45, 3)]
+
+
+def test_a_chains_walk_is_of_its_own_steps_grids_and_all() -> None:
+    """Two chains whose grid-sample steps differ only in their grid (not compared: arrays) each
+    give their own shapes (a reviewer found one chain's shapes given for the other)."""
+    from geomcli.engine import operations
+    from geomcli.engine.options import Common
+    from geomcli.io import Header
+
+    header = Header("npy", (1, 3, 8, 8), np.dtype(np.float32), 1, 100, None)
+    small, big = (operations.Chain((operations.GridSample(np.zeros((1, h, w, 2), np.float32), "grid.npy"),))
+                  for h, w in ((4, 4), (6, 5)))
+    assert small.output_shape(header, Common()) == (1, 3, 4, 4)
+    assert big.output_shape(header, Common()) == (1, 3, 6, 5)
+
+
+def test_a_crops_error_in_one_pass_names_the_crop() -> None:
+    """The crop's fault is step 2's, though the chain makes the two steps in one pass."""
+    from geomcli.engine import operations
+    from geomcli.engine.options import Common
+    from geomcli.io import Loaded
+
+    chain = operations.Chain((operations.Resize(sizes=(20, 20)), operations.CropPad((1, 1, 1, 1))))
+    with pytest.raises(GeomError, match=r"^step 2 \(crop-pad\): --shape has 4 values"):
+        chain.apply(Loaded(np.zeros((37, 50, 3), np.uint8), "png", "HWC", "x.png"), Common())
