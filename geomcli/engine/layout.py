@@ -20,6 +20,8 @@ from geomcli.errors import GeomError
 if TYPE_CHECKING:
     import numpy as np
 
+    from geomcli.engine.options import Common
+
 __all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "in_file_terms",
            "output_layout", "resolve_layout", "roles", "spatial_axes", "to_nchw", "to_nchw_shape", "written_layout"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
@@ -39,6 +41,26 @@ def resolve_layout(shape: tuple[int, ...], given: str | None, from_file: str | N
     if len(layout) != len(shape):
         raise GeomError(f"layout {layout} needs rank {len(layout)}, found shape {shape}")
     return layout
+
+
+def own_axes(common: Common, file_format: str) -> Common:
+    """The options a file of ``file_format`` is read with: --layout names a tensor's axes; an image
+    (PNG, JPEG, BMP, GIF, WebP) is H×W×C or H×W and keeps them, so one --layout serves a folder of
+    tensors and images (a try-out's grey PNG beside HWC .npy files was refused)."""
+    import dataclasses
+
+    from geomcli import io
+
+    if common.layout is None or file_format not in io.IMAGE_FORMATS:
+        return common
+    return dataclasses.replace(common, layout=None)
+
+
+def ignored_layout(common: Common, file_format: str, file_layout: str | None) -> str | None:
+    """The warning for a --layout that an image does not take and that differs from its own."""
+    if own_axes(common, file_format) is common or common.layout == file_layout:
+        return None
+    return f"--layout {common.layout} is for tensors: this {file_format.upper()} image is read as {file_layout}"
 
 
 def roles(layout: str) -> str:

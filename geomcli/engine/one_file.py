@@ -9,7 +9,6 @@ standard library loads at import time; numpy and the backends load when a file i
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
@@ -89,8 +88,9 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     (plan.option_faults), one -o file of what it has read (``usage_faults``): either way a usage
     fault, exit 2."""
     from geomcli import io
+    from geomcli.engine import layout as layouts
 
-    common = in_own_axes(judged_by(common, input_path, output), header.format)
+    common = layouts.own_axes(judged_by(common, input_path, output), header.format)
     try:
         io.check_size(header.shape, common.max_pixels, io.display_name(input_path))
     except GeomError:
@@ -141,26 +141,17 @@ def check_writable(header: Header, shape: tuple[int, ...], input_path: str, outp
         zarr_file.check_output_format(output, output_format)
 
 
-def in_own_axes(common: Common, file_format: str) -> Common:
-    """The options a file of ``file_format`` is read with: --layout names a tensor's axes; an image
-    (PNG, JPEG, BMP, GIF, WebP) is H×W×C or H×W and keeps them, so one --layout serves a folder of
-    tensors and images (a try-out's grey PNG beside HWC .npy files was refused)."""
+def _made_alpha(input_shape: tuple[int, ...], input_layout: str | None, output_shape: tuple[int, ...],
+                output_layout: str | None, output_format: str) -> str | None:
+    """What an image format makes of an H×W×C result whose channels grew to 2 or 4 (a crop-pad of
+    RGB to 4 channels, a grey image's 2x2 blocks): its last channel is written as alpha, the
+    image's transparency (a try-out's zero-padded channel made an invisible PNG)."""
     from geomcli import io
 
-    if common.layout is None or file_format not in io.IMAGE_FORMATS:
-        return common
-    return dataclasses.replace(common, layout=None)
-
-
-def _made_alpha(input_shape: tuple[int, ...], output_shape: tuple[int, ...], output_format: str) -> str | None:
-    """What an image format makes of a result whose channels grew to 2 or 4 (a crop-pad of RGB to
-    4 channels, a grey image's 2x2 blocks): its last channel is written as alpha, the image's
-    transparency (a try-out's zero-padded channel made an invisible PNG)."""
-    from geomcli import io
-
-    if output_format not in io.IMAGE_FORMATS - {"jpeg"} or len(output_shape) != 3 or output_shape[2] not in (2, 4):
+    if (output_format not in io.IMAGE_FORMATS - {"jpeg"} or output_layout != "HWC" or output_shape[2] not in (2, 4)
+            or input_layout not in ("HWC", "HW")):
         return None
-    channels = input_shape[2] if len(input_shape) == 3 else 1
+    channels = input_shape[2] if input_layout == "HWC" else 1
     if channels == output_shape[2]:
         return None
     kind = "grey + alpha" if output_shape[2] == 2 else "RGB + alpha"
@@ -208,11 +199,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
         report.notes.extend(loaded.notes)
-        if in_own_axes(common, loaded.format) is not common:
-            if common.layout != loaded.layout:
-                report.warnings.append(f"--layout {common.layout} is for tensors: this {loaded.format.upper()} "
-                                       f"image is read as {loaded.layout}")
-            common = in_own_axes(common, loaded.format)
+        report.warnings.extend(filter(None, [layouts.ignored_layout(common, loaded.format, loaded.layout)]))
+        common = layouts.own_axes(common, loaded.format)
         report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         report.warnings.extend(operation.unused_options())
@@ -265,10 +253,13 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
             metadata = _output_metadata(operation, loaded, common)
-            report.warnings.extend(filter(None, [_made_alpha(loaded.shape, tuple(result.shape), output_format)]))
+            written = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
+            input_layout = layouts.written_layout(loaded.shape, loaded.shape, common.layout, loaded.layout)
+            report.warnings.extend(filter(None, [_made_alpha(loaded.shape, input_layout, tuple(result.shape), written,
+                                                             output_format)]))
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common), metadata=metadata,
-                layout=layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)))
+                layout=written))
             if output_format == "npy" and io.dropped(metadata, output_format):
                 # .npy holds no metadata: no warning for its nature, the record says what it left
                 report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]

@@ -21,7 +21,6 @@ from geomcli.engine.one_file import (
     check_writable,
     header_as_read,
     header_fault,
-    in_own_axes,
     judged_by,
     output_format,
     write_options,
@@ -559,6 +558,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
     """What the run would do to ``job``, from its input's header alone (--dry-run): the output's
     shape and dtype, or the failure the header shows; nothing is written."""
     from geomcli import io
+    from geomcli.engine import layout as layouts
 
     report = summary.Report(task.operation.command, job.input, job.output or None,
                             parameters=task.operation.parameters())
@@ -570,7 +570,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                 page=fidelity.page, frames=fidelity.frames)
         report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
-        common = in_own_axes(judged_by(task.common, job.input, job.output), header.format)
+        common = layouts.own_axes(judged_by(task.common, job.input, job.output), header.format)
         # the limits the run would apply: the input's here, the output's in output_shape
         io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
         try:

@@ -261,6 +261,7 @@ def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]
     """The grid size of --like's file, of ``header``: (N, C, H, W) as grid-sample and warp see it
     (a stack's images flattened into N), (N, C, D, H, W) of a rank-5 tensor. A layout the file
     cannot take is an OptionFault (exit 2), naming the file."""
+    from geomcli import io
     from geomcli.engine import layout as layouts
 
     shape = tuple(header.shape)
@@ -270,6 +271,8 @@ def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]
                             "or less")
         if len(shape) == 5:
             return shape
+        if header.format in io.IMAGE_FORMATS:
+            layout = None  # an image keeps its own axes, as grid-sample and warp read it (layout.own_axes)
         return layouts.to_nchw_shape(shape, layouts.resolve_layout(shape, layout, header.layout))
     except GeomError as error:
         raise OptionFault(f"{like}: {error}") from error

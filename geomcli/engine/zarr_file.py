@@ -43,6 +43,7 @@ def check_output_format(output: str, output_format: str) -> None:
 def transform(operation: Operation, input_path: str, output: str, output_format: str, common: Common,
               scheduler: str | None = None) -> Report:
     """Read, transform and write one chunked job; its report, with any failure in it."""
+    from geomcli.engine import layout as layouts
     from geomcli.engine import summary
     from geomcli.io import _remote
 
@@ -50,8 +51,10 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common):
         _refuse_in_place(input_path, output)
-        data, layout, scale, ome, like = _open(input_path, common)
+        data, layout, scale, ome, like, file_format = _open(input_path, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
+        report.warnings.extend(filter(None, [layouts.ignored_layout(common, file_format, layout)]))
+        common = layouts.own_axes(common, file_format)
         report.warnings.extend(operation.unused_options())
         try:
             result = operation.apply_chunked(data, layout, common)  # --max-pixels: what a task holds
@@ -106,9 +109,9 @@ def _refuse_in_place(input_path: str, output: str) -> None:
                         "the output is written; write another")
 
 
-def _open(input_path: str, common: Common) -> tuple[Any, str | None, tuple[float, ...] | None, bool, Any]:
+def _open(input_path: str, common: Common) -> tuple[Any, str | None, tuple[float, ...] | None, bool, Any, str]:
     """The input as a dask array of its chunks, its layout, its OME scale, whether it was OME-Zarr,
-    and the zarr array itself (or None). A TIFF is read through tifffile's zarr store, tile by
+    the zarr array itself (or None) and the input's format. A TIFF is read through tifffile's zarr store, tile by
     tile or strip by strip, in chunks of about CHUNK_BYTES; a .npy is a memory map; only what
     must be decoded whole (a palette TIFF, say) is held, within --max-pixels."""
     from geomcli import io
@@ -117,18 +120,18 @@ def _open(input_path: str, common: Common) -> tuple[Any, str | None, tuple[float
 
     if _zarr.is_zarr(input_path):
         opened = _zarr.open_input(input_path)
-        return chunked.as_dask(opened.array), opened.layout, opened.scale, opened.ome, opened.array
+        return chunked.as_dask(opened.array), opened.layout, opened.scale, opened.ome, opened.array, "zarr"
     fidelity = common.fidelity
     if io.format_for_path(input_path) == "tiff" and not _remote_or_stream(input_path):
         tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient)
         if tiles is not None:
             array, layout = tiles
-            return chunked.as_dask(array, "auto"), layout, None, False, None
+            return chunked.as_dask(array, "auto"), layout, None, False, None, "tiff"
     mapped = io.format_for_path(input_path) == "npy" and not _remote_or_stream(input_path)
     loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels if mapped else common.max_pixels,
                            mmap=True, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
                            series=fidelity.series, page=fidelity.page)
-    return chunked.as_dask(loaded.data, None), loaded.layout, None, False, None
+    return chunked.as_dask(loaded.data, None), loaded.layout, None, False, None, loaded.format
 
 
 def _first_line(error: BaseException) -> str:

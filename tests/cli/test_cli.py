@@ -1092,6 +1092,7 @@ def test_a_closed_standard_descriptor_is_held_for_child_processes_too() -> None:
      "the result's 4 channels (the input had 1) are written as RGB + alpha"),
     ("LA", ["crop-pad", "--shape", "6,6"], None),  # alpha in, alpha out
     ("RGBA", ["crop-pad", "--shape", "6,6"], None),
+    ("CHW", ["crop-pad", "--shape", "4,4", "--layout", "CHW"], None),  # a 3×8×8 tensor's width is no channel count
 ])
 def test_channels_grown_to_2_or_4_are_said_to_become_alpha(tmp_path: Path, mode: str, args: list[str],
                                                             warned: str | None) -> None:
@@ -1099,9 +1100,13 @@ def test_channels_grown_to_2_or_4_are_said_to_become_alpha(tmp_path: Path, mode:
     that says so (a try-out's RGB padded to 4 channels made an invisible PNG, silently)."""
     from PIL import Image
 
-    Image.new(mode, (8, 8)).save(tmp_path / "in.png")
+    source = tmp_path / ("in.npy" if mode == "CHW" else "in.png")
+    if mode == "CHW":
+        np.save(source, np.zeros((3, 8, 8), np.uint8))
+    else:
+        Image.new(mode, (8, 8)).save(source)
     command, *options = args
-    result = run(command, tmp_path / "in.png", "-o", tmp_path / "out.png", *options)
+    result = run(command, source, "-o", tmp_path / "out.png", *options)
     assert result.exit_code == 0, result.stderr
     if warned is None:
         assert "Warning" not in result.stderr
