@@ -476,3 +476,21 @@ def test_a_crops_error_in_one_pass_names_the_crop() -> None:
     chain = operations.Chain((operations.Resize(sizes=(20, 20)), operations.CropPad((1, 1, 1, 1))))
     with pytest.raises(GeomError, match=r"^step 2 \(crop-pad\): --shape has 4 values"):
         chain.apply(Loaded(np.zeros((37, 50, 3), np.uint8), "png", "HWC", "x.png"), Common())
+
+
+def test_an_image_keeps_its_axes_into_a_zarr_and_as_affine_grids_like(photo: tuple[Path, np.ndarray],
+                                                                      tmp_path: Path) -> None:
+    """--layout is for tensors on every path: an image written to a .zarr (chunk by chunk) and an
+    image that affine-grid's --like reads are H×W×C as everywhere else (a review found both read
+    in --layout)."""
+    import zarr
+
+    path, pixels = photo
+    result = run("resize", path, "-o", tmp_path / "o.zarr", "--sizes", "6,8", "--layout", "CHW")
+    assert result.exit_code == 0, result.stderr
+    assert "--layout CHW is for tensors: this PNG image is read as HWC" in result.stderr
+    assert np.array_equal(zarr.open_array(str(tmp_path / "o.zarr"), mode="r")[...],
+                          resize(pixels, sizes=[6, 8], axes=[0, 1]))
+    grid = run("affine-grid", "--like", path, "--layout", "CHW", "--rotate", "10", "-o", tmp_path / "g.npy")
+    assert grid.exit_code == 0, grid.stderr
+    assert np.load(tmp_path / "g.npy").shape == (1, 30, 45, 2)
