@@ -160,7 +160,7 @@ def _shown(key: str, value: Any) -> str:
     JSON record); anything else as it is."""
     if key == "steps":
         return " → ".join(step["command"] for step in value)
-    if isinstance(value, dict) or isinstance(value, list) and any(isinstance(item, list) for item in value):
+    if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(item, list) for item in value)):
         return _short(value)
     return str(value)
 

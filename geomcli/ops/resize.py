@@ -882,7 +882,22 @@ def resize_window(
     Why: a resize followed by a centre crop (chain's ImageNet recipe: 375x500 -> 256x341 -> 224²)
     makes 43% fewer outputs.
 
-    ``window``: one slice of step 1 per axis, on the output's shape.
+    Parameters
+    ----------
+    data, roi, scales, sizes, **attributes
+        As :func:`resize` takes them.
+    window : sequence of slice
+        One slice of step 1 per axis, on the output's shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array of data's dtype, of the window's shape.
+
+    Raises
+    ------
+    GeomError
+        What :func:`resize` raises, and a window of another length or a step other than 1.
 
     >>> resize_window(np.arange(4.0), [slice(1, 3)], sizes=[8], mode="linear")
     array([0.25, 0.75])
