@@ -480,17 +480,7 @@ class GridSample(Operation):
                 "align_corners": self.align_corners, **({} if self.fill is None else {"fill": self.fill})}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        from geomcli.engine import layout as layouts
-
-        layout = _as_tensor(header.shape, common, header.layout)
-        with layouts.in_file_terms(header.shape, layout, as_nchw=True):
-            shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
-        output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
-        check_size(output, common)
-        _check_mode(self.mode, header.dtype)
-        if self.fill is not None:
-            _check_fill(self.fill, header.dtype)
-        return output
+        return _sampled_shape(self, header, common, _as_tensor(header.shape, common, header.layout))
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
@@ -566,17 +556,7 @@ class Warp(Operation):
                 **({} if self.fill is None else {"fill": self.fill})}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        from geomcli.engine import layout as layouts
-
-        layout = _warp_layout(header.shape, common, header.layout)
-        with layouts.in_file_terms(header.shape, layout, as_nchw=True):
-            shape = self._onnx_output_shape(_onnx_shape(header.shape, layout))
-        output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
-        check_size(output, common)
-        _check_mode(self.mode, header.dtype)
-        if self.fill is not None:
-            _check_fill(self.fill, header.dtype)
-        return output
+        return _sampled_shape(self, header, common, _warp_layout(header.shape, common, header.layout))
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
@@ -684,6 +664,21 @@ def _from_onnx(result: np.ndarray, layout: str, batch: tuple[int, ...] | None) -
     from geomcli.engine import layout as layouts
 
     return layouts.from_nchw(result, layout, batch)
+
+
+def _sampled_shape(operation: GridSample | Warp, header: Header, common: Common, layout: str | None) -> tuple[int, ...]:
+    """What grid-sample or warp makes of a file of this header read in ``layout``, checked as the
+    kernel checks it: the shapes, --max-pixels, the mode and the fill against the dtype."""
+    from geomcli.engine import layout as layouts
+
+    with layouts.in_file_terms(header.shape, layout, as_nchw=True):
+        shape = operation._onnx_output_shape(_onnx_shape(header.shape, layout))
+    output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
+    check_size(output, common)
+    _check_mode(operation.mode, header.dtype)
+    if operation.fill is not None:
+        _check_fill(operation.fill, header.dtype)
+    return output
 
 
 def _check_mode(mode: str, dtype: np.dtype) -> None:
