@@ -100,7 +100,7 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     except GeomError as error:
         return f"{input_path}: {error}"
     try:
-        check_writable(header, shape, input_path, output, output_format)
+        check_writable(header, shape, input_path, output, output_format, common)
     except GeomError as error:
         return str(error)  # it names the output
     return None
@@ -130,13 +130,16 @@ def header_as_read(path: str, common: Common) -> Header | None:
         return None
 
 
-def check_writable(header: Header, shape: tuple[int, ...], input_path: str, output: str, output_format: str) -> None:
-    """Refuse an output its format cannot hold: the result's dtype or shape, or a chunked result
-    (a zarr on either side) in a format that cannot take it chunk by chunk."""
+def check_writable(header: Header, shape: tuple[int, ...], input_path: str, output: str, output_format: str,
+                   common: Common) -> None:
+    """Refuse an output its format cannot hold: the result's dtype or shape (in its layout), or a
+    chunked result (a zarr on either side) in a format that cannot take it chunk by chunk."""
     from geomcli import io
+    from geomcli.engine import layout as layouts
     from geomcli.engine import zarr_file
 
-    io.check_writable(header.dtype, shape, output_format, io.display_name(output, output=True))
+    layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
+    io.check_writable(header.dtype, shape, output_format, io.display_name(output, output=True), layout)
     if zarr_file.involved(input_path, output):
         zarr_file.check_output_format(output, output_format)
 

@@ -331,16 +331,20 @@ def write_array(
     name = display_name(path, output=True)
     if isinstance(data, Picture) and (fmt not in IMAGE_FORMATS or _image_refusal(fmt, "uint8", data.shape)):
         data = data.to_array()  # the array's way: the same output, or the same refusal
+    said = []
     if not isinstance(data, Picture):
         import numpy as np
 
         if isinstance(data, np.generic):
             data = np.asarray(data)  # a numpy scalar (e.g. from a 0-d reduction) is a 0-d array
-        _check_writable(data, fmt, name)
+        _check_writable(data, fmt, name, layout)
+        if _channels_first_image(fmt, layout) and data.ndim == 3:
+            data = np.moveaxis(data, 0, -1)
+            said.append(f"the C×H×W result is written as the H×W×C image a {fmt.upper()} holds")
     refusal = refused_option(options, fmt)
     if refusal is not None:
         raise GeomError(f"{name}: {refusal}")
-    said = unkept(metadata, fmt, options)
+    said += unkept(metadata, fmt, options)
     if _atomic.is_stdout(path):  # "-", /dev/stdout, /dev/fd/1: one way for all
         _atomic.refuse_terminal(fmt.upper(), name)
         buffer = io.BytesIO()
@@ -597,19 +601,29 @@ def _image_refusal(fmt: str, dtype: str, shape: tuple[int, ...]) -> str | None:
     return None
 
 
-def _check_writable(data: np.ndarray, fmt: str, name: str) -> None:
+def _check_writable(data: np.ndarray, fmt: str, name: str, layout: str | None) -> None:
     import numpy as np
 
     if not isinstance(data, np.ndarray):
         raise TypeError(f"write_array expects a numpy array, not {type(data).__name__}")
-    check_writable(data.dtype, data.shape, fmt, name)
+    check_writable(data.dtype, data.shape, fmt, name, layout)
 
 
-def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name: str) -> None:
-    """Refuse, as :func:`write_array` would, an array of this dtype and shape in format ``fmt``
-    (a GeomError naming ``name`` and the formats that can hold it); from a header alone, so
-    ``--dry-run`` says what the run would say. ``dtype`` may be a :class:`Picture`'s name, which
-    an image format judges without numpy."""
+def _channels_first_image(fmt: str, layout: str | None) -> bool:
+    """Whether an image format writes an array of ``layout`` with its axes moved: a C×H×W
+    result as the H×W×C image the format holds (it was read as H×W×C: a silently wrong image,
+    or a refusal naming W as the channels)."""
+    return fmt in IMAGE_FORMATS and layout == "CHW"
+
+
+def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name: str,
+                   layout: str | None = None) -> None:
+    """Refuse, as :func:`write_array` would, an array of this dtype and shape (in ``layout``, where
+    known) in format ``fmt`` (a GeomError naming ``name`` and the formats that can hold it); from
+    a header alone, so ``--dry-run`` says what the run would say. ``dtype`` may be a
+    :class:`Picture`'s name, which an image format judges without numpy."""
+    if _channels_first_image(fmt, layout) and len(shape) == 3:
+        shape = (*shape[1:], shape[0])
     if isinstance(dtype, str) and fmt in IMAGE_FORMATS and _image_refusal(fmt, dtype, shape) is None:
         return
     import numpy as np

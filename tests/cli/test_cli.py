@@ -1109,6 +1109,27 @@ def test_channels_grown_to_2_or_4_are_said_to_become_alpha(tmp_path: Path, mode:
     result = run(command, source, "-o", tmp_path / "out.png", *options)
     assert result.exit_code == 0, result.stderr
     if warned is None:
-        assert "Warning" not in result.stderr
+        assert "alpha" not in result.stderr
     else:
         assert result.exit_code == 0 and f"{warned}: its last channel is the PNG's transparency" in result.stderr
+
+
+def test_a_channels_first_result_is_written_as_the_image_a_png_holds(tmp_path: Path) -> None:
+    """A C×H×W tensor's result to PNG is the H×W×C image of it, said in a warning; its fault is
+    judged on that image (a review found a 3×4×6 result refused as '6 channels', and a 3×4×4 one
+    written as a 3×4 RGBA image)."""
+    from PIL import Image
+
+    from geomcli.ops.center_crop_pad import center_crop_pad
+
+    tensor = np.arange(3 * 8 * 10, dtype=np.uint8).reshape(3, 8, 10)
+    np.save(tmp_path / "chw.npy", tensor)
+    result = run("crop-pad", tmp_path / "chw.npy", "--layout", "CHW", "--shape", "4,4", "-o", tmp_path / "o.png")
+    assert result.exit_code == 0, result.stderr
+    assert "the C×H×W result is written as the H×W×C image a PNG holds" in result.stderr
+    with Image.open(tmp_path / "o.png") as image:
+        assert image.mode == "RGB"
+        assert np.array_equal(np.asarray(image), np.moveaxis(center_crop_pad(tensor, [4, 4], axes=[1, 2]), 0, -1))
+    refused = run("space-to-depth", tmp_path / "chw.npy", "--layout", "CHW", "--blocksize", "2", "-o",
+                  tmp_path / "b.png")
+    assert refused.exit_code == 2 and "PNG holds 1 to 4 channels, not 12" in refused.stderr
