@@ -64,6 +64,10 @@ class _OutputError(GeomError):
     """A failure to open the output, raised from inside an operation: its message names the output."""
 
 
+# said of a result that holds NaN: its value range leaves them out
+NAN_NOTE = "the result holds NaN; its range is of the other values"
+
+
 def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
                   output_format: str, layout: str | None = None) -> np.ndarray | None:
     """A memory-mapped output for a big result in ``layout`` (None: unknown), open until
@@ -249,7 +253,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
 
             assert not isinstance(result, io.Picture)  # only an array asks allocate for a map
 
-            report.value_range = slabs.value_range(result)
+            report.value_range, nan = slabs.range_and_nan(result)
+            report.notes.extend([NAN_NOTE] if nan else [])
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             kept = _output_metadata(operation, loaded, common)
             if kept._replace(compression=None, colour=None) != io.Metadata():
@@ -266,8 +271,11 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if output_format == "npy" and io.dropped(metadata, output_format):
                 # .npy holds no metadata: no warning for its nature, the record says what it left
                 report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
-            report.value_range = (result.value_range() if isinstance(result, io.Picture)
-                                  else summary.value_range(result))
+            if isinstance(result, io.Picture):
+                report.value_range = result.value_range()
+            else:
+                report.value_range, nan = summary.range_and_nan(result)
+                report.notes.extend([NAN_NOTE] if nan else [])
     return report
 
 

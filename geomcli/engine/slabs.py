@@ -122,15 +122,22 @@ def affine_grid(theta: np.ndarray, size: tuple[int, ...], align_corners: bool, *
 
 def value_range(data: np.ndarray) -> list[Any] | None:
     """``summary.value_range(data)``, read slab by slab."""
+    return range_and_nan(data)[0]
+
+
+def range_and_nan(data: np.ndarray) -> tuple[list[Any] | None, bool]:
+    """``summary.range_and_nan(data)``, read slab by slab."""
     low: Any = None
     high: Any = None
+    nan = False
     for part in _parts(data):
-        found = summary.value_range(part)
+        found, part_nan = summary.range_and_nan(part)
         io.release(part)
+        nan = nan or part_nan
         if found is not None:
             low = found[0] if low is None else min(low, found[0])
             high = found[1] if high is None else max(high, found[1])
-    return None if low is None else [low, high]
+    return (None if low is None else [low, high]), nan
 
 
 def _parts(array: np.ndarray) -> Iterator[np.ndarray]:

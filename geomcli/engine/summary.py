@@ -110,23 +110,34 @@ def value_range(data: Any) -> list[Any] | None:
     other ml_dtypes types, as Python bools, ints and floats. None for anything else (strings,
     complex, dates and durations, structured or raw bytes, long double) and for empty or
     all-NaN data; never raises."""
+    return range_and_nan(data)[0]
+
+
+def range_and_nan(data: Any) -> tuple[list[Any] | None, bool]:
+    """:func:`value_range`, and whether the data holds NaN (which the range leaves out): found
+    by the same two passes, min and max, where the data holds none."""
     import numpy as np
 
     kind = data.dtype.kind
     if (data.size == 0 or kind not in "biufV" or issubclass(data.dtype.type, np.void)
             or kind == "f" and data.dtype.itemsize > 8):
-        return None
+        return None, False
     if kind == "b":
-        return [bool(data.min()), bool(data.max())]
+        return [bool(data.min()), bool(data.max())], False
     if kind in "iu":
-        return [int(data.min()), int(data.max())]
+        return [int(data.min()), int(data.max())], False
     try:
-        low, high = np.fmin.reduce(data, axis=None).item(), np.fmax.reduce(data, axis=None).item()
-    except TypeError:  # an extension type without an fmin loop
-        return None
+        low, nan = data.min().item(), False
+        if isinstance(low, float) and math.isnan(low):  # min passes NaN on: some value is NaN
+            low, nan = np.fmin.reduce(data, axis=None).item(), True
+            high = np.fmax.reduce(data, axis=None).item()
+        else:
+            high = data.max().item()
+    except TypeError:  # an extension type without a min or fmin loop
+        return None, False
     if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or math.isnan(low):
-        return None
-    return [low, high]
+        return None, nan
+    return [low, high], nan
 
 
 def _shape(shape: list[int] | None) -> str:

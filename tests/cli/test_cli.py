@@ -760,13 +760,13 @@ def test_info_takes_a_mapped_inputs_range_slab_by_slab(tensor: Path, monkeypatch
     monkeypatch.setattr(one_file, "MAP_INPUT_BYTES", 0)
     monkeypatch.setattr(slabs, "SLAB_BYTES", 64)
     parts: list[int] = []
-    real = summary.value_range
+    real = summary.range_and_nan
 
-    def spy(data: np.ndarray) -> list[object] | None:
+    def spy(data: np.ndarray) -> tuple[list[object] | None, bool]:
         parts.append(data.size)
         return real(data)
 
-    monkeypatch.setattr(summary, "value_range", spy)
+    monkeypatch.setattr(summary, "range_and_nan", spy)
     result = run("info", "--json", tensor)
     assert result.exit_code == 0 and result.stderr == ""
     data = np.load(tensor)

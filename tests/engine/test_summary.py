@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -132,3 +133,30 @@ def test_a_matrix_and_its_flags_are_shown_short_in_the_line_and_exact_in_json() 
     assert stream.getvalue() == ("warp in.png → out.png: 4×6×3 uint8 → 4×6×3 uint8 theta=[[0.984808, -0.173648, 0], "
                                  "[0.173648, 0.984808, 0]] flags={rotate: 10, scale: [2]} size=None\n")
     assert json.loads(Report("warp", None, None, parameters=parameters).to_json())["parameters"] == parameters
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ([1.0, float("nan"), 3.0], ([1.0, 3.0], True)),
+    ([float("nan")] * 3, (None, True)),
+    ([float("inf"), -2.0], ([-2.0, float("inf")], False)),
+    ([1, 5], ([1, 5], False)),
+])
+def test_a_range_says_whether_it_left_nan_out(values: list[float], expected: tuple[list[float] | None, bool]) -> None:
+    from geomcli.engine import slabs
+    from geomcli.engine.summary import range_and_nan
+
+    assert range_and_nan(np.array(values)) == expected
+    assert slabs.range_and_nan(np.array(values)) == expected
+
+
+def test_a_result_that_holds_nan_says_so(tmp_path: Path) -> None:
+    """The summary's range leaves NaN out: the note says there are some (a try-out padded with
+    --fill nan and read a range of [0, 1] with no word of them)."""
+    from conftest import run
+
+    np.save(tmp_path / "f.npy", np.ones((4, 6, 3), np.float32))
+    result = run("crop-pad", tmp_path / "f.npy", "--layout", "HWC", "--shape", "6,6", "--fill", "nan", "-o",
+                 tmp_path / "o.npy", "--json")
+    record = json.loads(result.stdout)
+    assert record["value_range"] == [1.0, 1.0]
+    assert "the result holds NaN; its range is of the other values" in record["notes"]
