@@ -20,9 +20,9 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     @click.option("--layout", type=click.Choice(LAYOUTS), default=None,
                   help="Axes of a tensor input. Images keep their own, HWC (HW for one channel), whatever "
-                       "--layout says; rank 4 defaults to NCHW. "
-                       "On a tensor, --shape, --sizes and --scales name every axis unless --axes or --layout "
-                       "picks some.")
+                       "--layout says. Rank 4 defaults to NCHW where channels matter (space-to-depth, "
+                       "depth-to-space, grid-sample, warp). On a tensor, --shape, --sizes and --scales name "
+                       "every axis unless --axes or --layout picks some.")
     @click.option("--format", "format_", type=click.Choice(FORMATS, case_sensitive=False), default=None,
                   help="Output format for -o - (default npy) or a name without a known extension; "
                        "a known extension decides, and --format must agree with it.")

@@ -227,7 +227,8 @@ def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape:
         named = [name for name in layouts.LAYOUTS if len(name) == len(shape)]
         by_layout = f" or --layout ({', '.join(named)})" if named else ""
         raise GeomError(f"{option} has {counted} for a tensor of shape {shape}, which names no layout: give "
-                        f"{len(shape)} (one per axis), or pick the axes with --axes (-2,-1: the last two){by_layout}")
+                        f"{len(shape)} (one per axis), or pick the axes with --axes (0,1: the first two; -2,-1: "
+                        f"the last two){by_layout}")
     layout = layouts.resolve_layout(shape, given, from_file)
     if len(target) == 2:
         return layouts.spatial_axes(layout)

@@ -162,7 +162,8 @@ def test_crop_pad_wrong_number_of_values_names_the_file(tensor: Path, tmp_path: 
     # read the kernel's 'shape has 2 values but the input's rank is 4' as a bug of --layout's default)
     assert result.stderr == (
         f"Error: {tensor}: --shape has 2 values for a tensor of shape (2, 3, 6, 8), which names no layout: "
-        "give 4 (one per axis), or pick the axes with --axes (-2,-1: the last two) or --layout (NCHW, NHWC)\n"
+        "give 4 (one per axis), or pick the axes with --axes (0,1: the first two; -2,-1: the last two) "
+        "or --layout (NCHW, NHWC)\n"
     )
 
 
