@@ -764,10 +764,10 @@ class Resize(Operation):
 
     def apply_window(self, loaded: Loaded, common: Common, window: tuple[slice, ...]) -> np.ndarray:
         """``window`` of this resize's result, making only what it holds where the kernel can
-        (resize_window, the same bits): a chain's crop after it (Chain.apply) in one pass."""
+        (resize_window, the same bits): a chain's crop after it in one pass. The window is of the
+        output shape the caller has worked out, and so checked (Chain._resized_and_cropped)."""
         from geomcli.ops.resize import resize_window
 
-        self.output_shape(header_of(loaded), common)  # --max-pixels, before the work
         axes = self._axes(loaded.data.shape, common, loaded.layout)
         return resize_window(loaded.data, window, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
 
