@@ -58,9 +58,9 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
         if isinstance(data, np.memmap):
             from geomcli.engine import slabs
 
-            value_range = slabs.value_range(data)
+            value_range, nan = slabs.range_and_nan(data)
         else:
-            value_range = summary.value_range(data)
+            value_range, nan = summary.range_and_nan(data)
         metadata = loaded.metadata
         orientation = io.stored_orientation(path) if loaded.format in io.IMAGE_FORMATS else None
         return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
@@ -73,7 +73,8 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                 "text": io.text_keywords(metadata.text),
                 "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
                 "compression": metadata.compression, "value_range": value_range, "file_size": loaded.file_size,
-                "notes": list(loaded.notes), "status": "ok", "error": None}
+                "notes": [*loaded.notes, *([summary.NAN_NOTE] if nan else [])],
+                "status": "ok", "error": None}
     except io.SeriesError as error:
         # which one a transform is to read is its --series; info shows them all
         return {"input": path, "format": "tiff", "shape": None, "dtype": None, "layout": None, "pages": None,

@@ -64,10 +64,6 @@ class _OutputError(GeomError):
     """A failure to open the output, raised from inside an operation: its message names the output."""
 
 
-# said of a result that holds NaN: its value range leaves them out
-NAN_NOTE = "the result holds NaN; its range is of the other values"
-
-
 def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
                   output_format: str, layout: str | None = None) -> np.ndarray | None:
     """A memory-mapped output for a big result in ``layout`` (None: unknown), open until
@@ -254,7 +250,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             assert not isinstance(result, io.Picture)  # only an array asks allocate for a map
 
             report.value_range, nan = slabs.range_and_nan(result)
-            report.notes.extend([NAN_NOTE] if nan else [])
+            report.notes.extend([summary.NAN_NOTE] if nan else [])
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             kept = _output_metadata(operation, loaded, common)
             if kept._replace(compression=None, colour=None) != io.Metadata():
@@ -275,7 +271,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                 report.value_range = result.value_range()
             else:
                 report.value_range, nan = summary.range_and_nan(result)
-                report.notes.extend([NAN_NOTE] if nan else [])
+                report.notes.extend([summary.NAN_NOTE] if nan else [])
     return report
 
 

@@ -166,7 +166,7 @@ def _info_line(record: dict[str, Any]) -> str:
         parts.append(f"chunks {'×'.join(map(str, record['chunks']))}")
     if record["value_range"]:
         low, high = record["value_range"]
-        parts.append(f"range [{low:g}, {high:g}]")
+        parts.append(f"range [{low:g}, {high:g}]" + (" and NaN" if summary.NAN_NOTE in record["notes"] else ""))
     if record["file_size"] is not None:
         parts.append(f"{record['file_size']} bytes")
     if record.get("icc") is not None:

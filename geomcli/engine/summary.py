@@ -105,6 +105,10 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# said of data that holds NaN (a result, a file info reads): its value range leaves them out
+NAN_NOTE = "holds NaN; the value range is of the other values"
+
+
 def value_range(data: Any) -> list[Any] | None:
     """[min, max] of real numbers, NaN ignored: bool, integers, float16/32/64, bfloat16 and the
     other ml_dtypes types, as Python bools, ints and floats. None for anything else (strings,

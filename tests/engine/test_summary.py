@@ -159,4 +159,9 @@ def test_a_result_that_holds_nan_says_so(tmp_path: Path) -> None:
                  tmp_path / "o.npy", "--json")
     record = json.loads(result.stdout)
     assert record["value_range"] == [1.0, 1.0]
-    assert "the result holds NaN; its range is of the other values" in record["notes"]
+    assert "holds NaN; the value range is of the other values" in record["notes"]
+    info = run("info", tmp_path / "o.npy")
+    assert info.stdout.startswith(f"{tmp_path / 'o.npy'}: npy 6×6×3 float32") and "range [1, 1] and NaN" in info.stdout
+    described = json.loads(run("info", "--json", tmp_path / "o.npy").stdout)
+    assert described["value_range"] == [1.0, 1.0]
+    assert "holds NaN; the value range is of the other values" in described["notes"]
