@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
     from geomcli.engine.options import Common
 
-__all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "in_file_terms",
-           "output_layout", "resolve_layout", "roles", "spatial_axes", "to_nchw", "to_nchw_shape", "written_layout"]
+__all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "given_layout",
+           "ignored_layout", "in_file_terms", "output_layout", "own_axes", "resolve_layout", "roles", "spatial_axes",
+           "to_nchw", "to_nchw_shape", "written_layout"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 
@@ -43,17 +44,21 @@ def resolve_layout(shape: tuple[int, ...], given: str | None, from_file: str | N
     return layout
 
 
-def own_axes(common: Common, file_format: str) -> Common:
-    """The options a file of ``file_format`` is read with: --layout names a tensor's axes; an image
+def given_layout(given: str | None, file_format: str) -> str | None:
+    """The --layout a file of ``file_format`` is read in: --layout names a tensor's axes; an image
     (PNG, JPEG, BMP, GIF, WebP) is H×W×C or H×W and keeps them, so one --layout serves a folder of
     tensors and images (a try-out's grey PNG beside HWC .npy files was refused)."""
-    import dataclasses
-
     from geomcli import io
 
-    if common.layout is None or file_format not in io.IMAGE_FORMATS:
-        return common
-    return dataclasses.replace(common, layout=None)
+    return None if file_format in io.IMAGE_FORMATS else given
+
+
+def own_axes(common: Common, file_format: str) -> Common:
+    """The options a file of ``file_format`` is read with: :func:`given_layout`'s --layout."""
+    import dataclasses
+
+    layout = given_layout(common.layout, file_format)
+    return common if layout == common.layout else dataclasses.replace(common, layout=layout)
 
 
 def ignored_layout(common: Common, file_format: str, file_layout: str | None) -> str | None:

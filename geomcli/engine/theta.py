@@ -261,7 +261,6 @@ def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]
     """The grid size of --like's file, of ``header``: (N, C, H, W) as grid-sample and warp see it
     (a stack's images flattened into N), (N, C, D, H, W) of a rank-5 tensor. A layout the file
     cannot take is an OptionFault (exit 2), naming the file."""
-    from geomcli import io
     from geomcli.engine import layout as layouts
 
     shape = tuple(header.shape)
@@ -271,30 +270,35 @@ def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]
                             "or less")
         if len(shape) == 5:
             return shape
-        if header.format in io.IMAGE_FORMATS:
-            layout = None  # an image keeps its own axes, as grid-sample and warp read it (layout.own_axes)
-        return layouts.to_nchw_shape(shape, layouts.resolve_layout(shape, layout, header.layout))
+        given = layouts.given_layout(layout, header.format)  # an image keeps its own, as grid-sample reads it
+        return layouts.to_nchw_shape(shape, layouts.resolve_layout(shape, given, header.layout))
     except GeomError as error:
         raise OptionFault(f"{like}: {error}") from error
+
+
+def _read_theta(theta_file: str, max_pixels: int) -> np.ndarray:
+    """A theta file's array, refused unless it holds floats."""
+    from geomcli import io
+
+    data = io.read_array(theta_file, max_pixels=max_pixels, mmap=False).data
+    if data.dtype.kind != "f" and data.dtype.name != "bfloat16":
+        raise GeomError(f"{theta_file}: theta must hold floats, found {data.dtype}")
+    return data
 
 
 def _grid_theta_file(theta_file: str, spatial: int, batch: int, what: str, max_pixels: int) -> np.ndarray:
     """A theta file's matrices for N = ``batch`` grids of ``spatial`` axes (``what`` names where N
     came from). Matrices that do not fit the grid (of the other rank, or neither 1 nor N of them)
     are an OptionFault (exit 2); a file that holds no matrices is that file's failure."""
-    from geomcli import io
-
-    loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
-    if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
-        raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
+    data = _read_theta(theta_file, max_pixels)
     other = 5 - spatial
-    if loaded.data.ndim in (2, 3) and loaded.data.shape[-2:] == (other, other + 1):
-        raise OptionFault(f"{theta_file}: theta holds {other}-D matrices {loaded.data.shape}; a {spatial}-D grid "
+    if data.ndim in (2, 3) and data.shape[-2:] == (other, other + 1):
+        raise OptionFault(f"{theta_file}: theta holds {other}-D matrices {data.shape}; a {spatial}-D grid "
                           f"takes (N, {spatial}, {spatial + 1}) or ({spatial}, {spatial + 1})")
     try:
-        return fit_batch(as_batch(loaded.data, spatial, theta_file), batch, theta_file, what)
+        return fit_batch(as_batch(data, spatial, theta_file), batch, theta_file, what)
     except GeomError as error:
-        if loaded.data.ndim == 3 and loaded.data.shape[1:] == (spatial, spatial + 1):
+        if data.ndim == 3 and data.shape[1:] == (spatial, spatial + 1):
             raise OptionFault(str(error)) from error  # a count of matrices the grid's N cannot take
         raise
 
@@ -365,13 +369,9 @@ def for_warp(theta_file: str | None, numbers: Sequence[float] | None, flags: tup
 
 def _warp_theta_file(theta_file: str, dtype: str | None, max_pixels: int) -> WarpTheta:
     """A theta file's matrices for a warp: 2-D or 3-D by their shape, the other rank refused."""
-    from geomcli import io
-
-    loaded = io.read_array(theta_file, max_pixels=max_pixels, mmap=False)
-    if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
-        raise GeomError(f"{theta_file}: theta must hold floats, found {loaded.data.dtype}")
-    spatial = 3 if loaded.data.shape[-2:] == (3, 4) else 2
-    matrices = as_batch(loaded.data, spatial, theta_file)
+    data = _read_theta(theta_file, max_pixels)
+    spatial = 3 if data.shape[-2:] == (3, 4) else 2
+    matrices = as_batch(data, spatial, theta_file)
     other = 5 - spatial
     refusal = (f"theta from {theta_file} holds {spatial}-D matrices {matrices.shape}; {_WARPED[other]} takes "
                f"(N, {other}, {other + 1}) or ({other}, {other + 1})")
