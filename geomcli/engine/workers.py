@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
+    from geomcli.engine.cluster import Session
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import BatchOptions, Common
     from geomcli.engine.summary import Report
@@ -62,17 +63,29 @@ _PRELOAD_ARRAYS = ("numpy", "geomcli.ops.center_crop_pad", "geomcli.ops.space_de
 def run(operation: Operation, common: Common, arguments: Sequence[str], options: BatchOptions) -> int:
     """Plan, check, then transform every input; the exit code (0, or 1 if any file failed)."""
     started = time.perf_counter()
+    scheduler = None
     if options.scheduler is not None:
         from geomcli.engine import cluster
 
-        cluster.check(options)  # a usage error before the plan's work: bad syntax, -j too, no Dask
+        scheduler = cluster.check(options)  # a usage error before the plan's work: bad syntax, -j too, no Dask
     jobs = plan(arguments, options, common)
     task = Task(operation, common, no_clobber=options.no_clobber)
     if options.dry_run:
         return _dry_run(task, jobs, options)
     todo = to_do(jobs, options)
+    if scheduler is None or not todo:
+        return _run(task, jobs, todo, options, started)
+    from geomcli.engine import cluster
+
+    with cluster.session(scheduler, common.debug) as on_cluster:
+        return _run(task, jobs, todo, options, started, on_cluster)
+
+
+def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOptions, started: float,
+         on_cluster: Session | None = None) -> int:
+    """:func:`run` once the jobs to do are known: in this process, in workers, or ``on_cluster``."""
     workers = 1
-    if options.scheduler is None:
+    if on_cluster is None:
         workers = _worker_count(task, todo, options)
         if workers > 1:
             # started now, its imports (about 0.2 s) are done on another core while the headers are checked
@@ -80,7 +93,7 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
             from multiprocessing import forkserver
 
             forkserver.ensure_running()
-    faults = option_faults(task, todo)
+    faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
     if faults:
         _refused(task, faults, len(jobs), time.perf_counter() - started)
     options = local_paths(options)
@@ -90,21 +103,18 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
     except OSError as error:
         raise GeomError(f"{options.out_dir}: cannot make the folder ({error.strerror or error})") from error
     doing = {job.index for job in todo}
+    operation = task.operation
     general = frozenset(operation.unused_options())
-    with Outcomes(operation.command, common, len(jobs), of_the_options=general) as outcomes:
+    with Outcomes(operation.command, task.common, len(jobs), of_the_options=general) as outcomes:
         for job in jobs:
             if job.error is not None:
                 outcomes.add(job.index, _report(task, job, status="error", error=job.error))
             elif job.index not in doing:
                 reason = skip_reason(job, options)
                 outcomes.add(job.index, _report(task, job, status="skipped", notes=[reason] if reason else []))
-        if options.scheduler is not None:
-            from geomcli.engine import cluster
-
-            if todo:
-                cluster.run_jobs(_one_thread(task), todo, outcomes, options)
-            return outcomes.finish(time.perf_counter() - started)
-        if workers > 1:
+        if on_cluster is not None:
+            on_cluster.run_jobs(_one_thread(task), todo, outcomes, options.fail_fast)
+        elif workers > 1:
             _in_workers(_one_thread(task), todo, workers, outcomes, options.fail_fast)
         else:
             _in_process(task, todo, outcomes, options.fail_fast)

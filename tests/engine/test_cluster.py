@@ -88,6 +88,43 @@ def test_outputs_records_and_exit_code_are_those_of_j2(mixed: Path, tmp_path: Pa
     assert dask.stderr == j2.stderr == f"Error: {mixed / 'broken.png'}: not a readable PNG (truncated)\n"
 
 
+def test_a_big_batch_has_its_headers_checked_by_the_workers(mixed: Path, tmp_path: Path, scheduler: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past HEADERS_HERE inputs the workers read the headers, in tasks: the same faults, lines and
+    exit code as -j's, nothing written; and a batch they all fit runs."""
+    monkeypatch.setattr(cluster, "HEADERS_HERE", 0)
+    monkeypatch.setattr(cluster, "HEADER_TASK_FILES", 2)  # 15 inputs: 8 tasks
+    tiffs = ("--name", "{stem}.{index}.tiff")
+    j2 = run("space-to-depth", mixed, "-r", "--out-dir", tmp_path / "out", *tiffs, "--blocksize", "4", "-j", "2")
+
+    def not_here(*args: Any) -> None:
+        raise AssertionError("a header checked by the client")
+
+    monkeypatch.setattr(workers, "option_faults", not_here)
+    monkeypatch.setattr(cluster.plans, "option_faults", not_here)  # the workers' processes keep theirs
+    dask = run("space-to-depth", mixed, "-r", "--out-dir", tmp_path / "out", *tiffs, "--blocksize", "4",
+               "--scheduler", scheduler)
+    assert dask.exit_code == j2.exit_code == 2
+    assert dask.stderr == j2.stderr
+    assert "Error: " + str(mixed / "t.npy") in dask.stderr and "Error: " + str(mixed / "s.tiff") in dask.stderr
+    assert "2 of 15 inputs cannot take these options" in dask.stderr
+    assert not (tmp_path / "out").exists()
+    ok = run("space-to-depth", mixed, "-r", "--out-dir", tmp_path / "ok", *tiffs, "--blocksize", "2",
+             "--scheduler", scheduler)
+    assert ok.exit_code == 0, ok.stderr
+    assert len(files(tmp_path / "ok")) == 15
+
+
+def test_a_small_batch_refused_by_its_headers_reaches_no_cluster(mixed: Path, tmp_path: Path) -> None:
+    """Its headers are checked here first: the usage fault (exit 2), not the unreachable scheduler."""
+    started = time.monotonic()
+    result = run("space-to-depth", mixed, "-r", "--out-dir", tmp_path / "out", "--name", "{stem}.{index}.tiff",
+                 "--blocksize", "4", "--scheduler", "tcp://127.0.0.1:1")
+    assert result.exit_code == 2
+    assert "2 of 15 inputs cannot take these options" in result.stderr and "scheduler" not in result.stderr
+    assert time.monotonic() - started < 5
+
+
 def test_the_environment_variable_names_the_scheduler(mixed: Path, tmp_path: Path, scheduler: str) -> None:
     result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
                  env={"GEOMCLI_SCHEDULER": scheduler})
