@@ -125,45 +125,55 @@ def task_overhead(client: Any, inputs: list[Path], out: Path, files_per_task: in
     return (threads * span - work) / len(batches), work / len(jobs), len(batches)
 
 
-def planning(inputs: Path, rounds: int = 3) -> float:
-    """Seconds per input of the plan the client makes before any file goes out: the listing and
-    the names (plan.plan), then every input's header checked (plan.option_faults), in this process."""
+def planning(inputs: Path, rounds: int = 3) -> tuple[float, float]:
+    """Seconds per input of what comes before any file goes out: the client's plan (the listing
+    and the names, plan.plan), and every input's header checked (plan.option_faults), timed here
+    in one process; past cluster.HEADERS_HERE inputs the workers check the headers, in tasks."""
     from geomcli.engine import operations, plan
     from geomcli.engine.options import BatchOptions, Common
 
     common = Common(quiet=True)
     options = BatchOptions(out_dir=str(inputs.parent / "planned"))
     task = plan.Task(operations.CropPad((CROP, CROP)), common)
-    seconds = []
+    planned, checked = [], []
     for _ in range(rounds):
         started = time.perf_counter()
         jobs = plan.plan([str(inputs)], options, common)
+        planned.append((time.perf_counter() - started) / len(jobs))
+        started = time.perf_counter()
         plan.option_faults(task, plan.to_do(jobs, options))
-        seconds.append((time.perf_counter() - started) / len(jobs))
-    return statistics.median(seconds)
+        checked.append((time.perf_counter() - started) / len(jobs))
+    return statistics.median(planned), statistics.median(checked)
 
 
-def projection(per_image: float, overhead: float, rate: float, start_up: float, plan_per_input: float) -> list[str]:
+def projection(per_image: float, overhead: float, rate: float, start_up: float, plan_per_input: float,
+               header_per_input: float) -> list[str]:
     """Hours for ImageNet's 1.28 M images on 16, 64 and 256 workers of one thread each, in tasks
-    of the length the dispatch gives that many (cluster.task_seconds), after the client's plan."""
+    of the length the dispatch gives that many (cluster.task_seconds), after the client's plan and
+    the headers checked by the workers (in tasks of cluster.HEADER_TASK_FILES)."""
     from geomcli.engine import cluster
 
     planned = IMAGENET * plan_per_input
     lines = [f"assumed: {per_image * 1000:.0f} ms of work per image on each worker and {overhead * 1000:.1f} ms "
              f"of a worker per task beside its work (both as measured here), at most {rate:.0f} tasks/s through "
              "the client and scheduler (as measured here), inputs and outputs as fast as here (object storage "
-             f"must give each worker {1 / per_image:.0f} images/s), {start_up:.0f} s to start, and the client's "
-             f"plan first: {plan_per_input * 1000:.2f} ms an input as measured here on local files (listing, names, "
-             f"every header checked), {planned / 60:.1f} min for ImageNet"]
+             f"must give each worker {1 / per_image:.0f} images/s), {start_up:.0f} s to start, the client's "
+             f"plan first: {plan_per_input * 1000:.2f} ms an input as measured here on local files (listing, "
+             f"names), {planned / 60:.1f} min for ImageNet, then every header checked by the workers at "
+             f"{header_per_input * 1000:.2f} ms an input"]
     for workers in (16, 64, 256):
+        header_tasks = -(-IMAGENET // cluster.HEADER_TASK_FILES)
+        headers = max(header_tasks * (cluster.HEADER_TASK_FILES * header_per_input + overhead) / workers,
+                      header_tasks / rate)
         images_per_task = max(1, round(cluster.task_seconds(workers) / per_image))
         tasks = -(-IMAGENET // images_per_task)
         compute = tasks * (images_per_task * per_image + overhead) / workers
         scheduling = tasks / rate  # the client and the scheduler hand out tasks one after another
-        seconds = max(compute, scheduling) + start_up + planned
+        seconds = max(compute, scheduling) + start_up + planned + headers
         bound = "the workers" if compute >= scheduling else "the scheduler"
         lines.append(f"{workers:>4} workers: {seconds / 3600:6.2f} h ({IMAGENET / seconds:7.0f} images/s), tasks of "
-                     f"{images_per_task} images, {tasks / seconds:.0f} of {rate:.0f} tasks/s used; bound by {bound}")
+                     f"{images_per_task} images, {tasks / seconds:.0f} of {rate:.0f} tasks/s used; bound by {bound}; "
+                     f"headers {headers:.0f} s")
     return lines
 
 
@@ -222,10 +232,11 @@ def main(argv: list[str]) -> int:
               "(tasks queued on the workers: what the client and the scheduler sustain)")
         overhead = results[0][1]  # one file a task: the most tasks, the steadiest figure
         per_image = statistics.median(per_file)
-        plan_per_input = planning(work / "in")
-        print(f"the client's plan: {plan_per_input * 1000:.2f} ms an input (listing, names, every header checked)")
+        plan_per_input, header_per_input = planning(work / "in")
+        print(f"the client's plan: {plan_per_input * 1000:.2f} ms an input (listing, names); each header checked: "
+              f"{header_per_input * 1000:.2f} ms an input")
         print("projection for ImageNet (1.28 M images):")
-        for line in projection(per_image, max(overhead, 0.0), rate, start_up, plan_per_input):
+        for line in projection(per_image, max(overhead, 0.0), rate, start_up, plan_per_input, header_per_input):
             print("  " + line)
     finally:
         if args.work is None:
