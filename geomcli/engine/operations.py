@@ -726,11 +726,15 @@ class Resize(Operation):
     command: ClassVar[str] = "resize"
 
     def parameters(self) -> dict[str, Any]:
-        """What was given, and the attributes not at the spec's defaults (ONNX Resize-19's)."""
+        """What was given, and the attributes not at the spec's defaults (ONNX Resize-19's); not
+        an option this resize ignores (:meth:`unused_options` warns of it): the record is of the
+        run, as for a reader or writer option a file's formats do not use."""
+        ignored = self._ignored()
         given = {"sizes": self.sizes, "scales": self.scales, "axes": self.axes, "roi": self.roi}
         attributes = {name: getattr(self, name) for name in _RESIZE_DEFAULTS
                       if getattr(self, name) != _RESIZE_DEFAULTS[name] or name == "mode"}
-        return {**{name: list(value) for name, value in given.items() if value is not None}, **attributes}
+        return {**{name: list(value) for name, value in given.items() if value is not None and name not in ignored},
+                **{name: value for name, value in attributes.items() if name not in ignored}}
 
     def check(self) -> None:
         """A PlanError (a usage error, exit 2, before any file is read) for options that are
@@ -817,20 +821,26 @@ class Resize(Operation):
         return _over_lengths(scale, header.shape, output, spans)
 
     def unused_options(self) -> list[str]:
+        return list(self._ignored().values())
+
+    def _ignored(self) -> dict[str, str]:
+        """Each option given that the spec ignores with the others given, by its parameter's
+        name: the warning it gets."""
         mode, transform = self.mode, self.coordinate_transformation_mode
-        unused = []
+        ignored: dict[str, str] = {}
         if self.cubic_coeff_a != _RESIZE_DEFAULTS["cubic_coeff_a"] and mode != "cubic":
-            unused.append(f"--cubic-coeff-a is for --mode cubic, not {mode}; ignored")
+            ignored["cubic_coeff_a"] = f"--cubic-coeff-a is for --mode cubic, not {mode}; ignored"
         if self.nearest_mode != _RESIZE_DEFAULTS["nearest_mode"] and mode != "nearest":
-            unused.append(f"--nearest-mode is for --mode nearest, not {mode}; ignored")
+            ignored["nearest_mode"] = f"--nearest-mode is for --mode nearest, not {mode}; ignored"
         if transform != "tf_crop_and_resize":
             if self.roi is not None:
-                unused.append(f"--roi is for tf_crop_and_resize, not {transform}; ignored")
+                ignored["roi"] = f"--roi is for tf_crop_and_resize, not {transform}; ignored"
             if self.extrapolation_value != _RESIZE_DEFAULTS["extrapolation_value"]:
-                unused.append(f"--extrapolation-value is for tf_crop_and_resize, not {transform}; ignored")
+                ignored["extrapolation_value"] = (f"--extrapolation-value is for tf_crop_and_resize, not {transform}; "
+                                                  "ignored")
         if self.scales is not None and self.keep_aspect_ratio_policy != "stretch":
-            unused.append("--keep-aspect-ratio-policy is for --sizes, not --scales; ignored")
-        return unused
+            ignored["keep_aspect_ratio_policy"] = "--keep-aspect-ratio-policy is for --sizes, not --scales; ignored"
+        return ignored
 
     def cautions(self, header: Header, common: Common) -> list[str]:
         """Channels resized as pixels are (--sizes 50,50,1 on an RGB image: the nearest channel)."""

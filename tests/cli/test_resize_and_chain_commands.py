@@ -149,19 +149,35 @@ def test_a_chain_option_after_a_step_says_where_it_goes(tmp_path: Path, option: 
 def test_an_option_the_spec_ignores_here_is_a_warning(photo: tuple[Path, np.ndarray], tmp_path: Path,
                                                       options: list[str], warning: str) -> None:
     """Written as without it (the spec ignores it), with one warning, in the summary and the record;
-    in a chain the warning names the step."""
+    in a chain the warning names the step. The summary line and the record's parameters are the
+    run's, as without it (a try-out read roi=[0.0, 0.0, 1.0, 1.0] just after the warning)."""
     path, _ = photo
     alone = run("resize", path, "-o", tmp_path / "a.png", *options)
     assert alone.exit_code == 0 and alone.stderr.count(f"Warning: {tmp_path / 'a.png'}: {warning}\n") == 1
     chained = run("chain", "-i", path, "-o", tmp_path / "c.png", "--json", "resize", *options)
     assert chained.exit_code == 0 and json.loads(chained.stdout)["warnings"] == [f"resize: {warning}"]
     plain = [option for option in options if option not in options[-2:]]
-    run("resize", path, "-o", tmp_path / "p.png", *plain)
+    plain_record = json.loads(run("resize", path, "-o", tmp_path / "p.png", "--json", *plain).stdout)
     assert (np.asarray(Image.open(tmp_path / "a.png")) == np.asarray(Image.open(tmp_path / "p.png"))).all()
+    name = options[-2].removeprefix("--").replace("-", "_")
+    assert f" {name}=" not in alone.stderr
+    assert json.loads(run("resize", path, "-o", tmp_path / "a.png", "--json", *options).stdout)["parameters"] == (
+        plain_record["parameters"])
+    assert json.loads(chained.stdout)["parameters"]["steps"] == [{"command": "resize", **plain_record["parameters"]}]
     # a batch says it once, of the options, not of whichever file came first (found by a try-out)
     batch = run("resize", path, tmp_path / "a.png", "--out-dir", tmp_path / "out", *options)
     assert batch.exit_code == 0 and f"Warning: resize: {warning}\n" in batch.stderr
     assert batch.stderr.count(warning) == 1, batch.stderr
+
+
+def test_an_ignored_roi_is_not_shown_as_used(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.arange(24, dtype=np.float32).reshape(4, 6))
+    result = run("resize", tmp_path / "a.npy", "-o", tmp_path / "b.npy", "--sizes", "8,12", "--roi", "0,0,1,1")
+    assert result.exit_code == 0
+    warning, line = result.stderr.splitlines()
+    assert warning == f"Warning: {tmp_path / 'b.npy'}: --roi is for tf_crop_and_resize, not half_pixel; ignored"
+    assert line.startswith(f"resize {tmp_path / 'a.npy'} → {tmp_path / 'b.npy'}: 4×6 float32 → 8×12 float32 "
+                           "range [0, 23] sizes=[8, 12] mode=nearest in ")
 
 
 def test_resizing_an_images_channels_is_a_warning(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
