@@ -242,6 +242,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             except GeomError as error:
                 raise OptionFault(str(error)) from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
+            report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it
         _add_steps(report, operation, loaded, common)
         if mapped:
             # renamed into place as the ExitStack closes

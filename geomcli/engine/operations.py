@@ -43,8 +43,9 @@ class Operation:
 
     command: ClassVar[str]
 
-    def parameters(self) -> dict[str, Any]:
-        """The operation's parameters as its report and JSON record show them."""
+    def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
+        """The operation's parameters as its report and JSON record show them: for a file of
+        ``dtype`` done, the values used (a --fill as that dtype holds it); else as given."""
         raise NotImplementedError
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
@@ -112,9 +113,9 @@ class CropPad(Operation):
         length than --axes."""
         _check_axes_count("--shape", self.target, self.axes)
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         return {"shape": list(self.target), "axes": None if self.axes is None else list(self.axes),
-                **({} if self.fill is None else {"fill": self.fill})}
+                **_recorded_fill(self.fill, dtype, _pad_value)}
 
     def takes_pictures(self, common: Common, output_format: str) -> bool:
         """Whether an 8-bit image may stay a Pillow image through this crop-pad to ``output_format``:
@@ -172,18 +173,12 @@ class CropPad(Operation):
         return chosen, output
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
-        import numpy as np
-
         import geomcli.ops.center_crop_pad as crop_ops
         from geomcli.engine import chunked
 
         chosen = _crop_pad_axes(self.target, self.axes, data.shape, common.layout, layout)
         crop_ops.center_crop_pad_output_shape(data.shape, self.target, chosen)  # its errors, before any chunk
-        value = None if self.fill is None else parse_fill(self.fill, data.dtype)
-        # the element the kernel pads with (checked as it checks it): the last of a one-element
-        # array padded to two along every axis
-        element = crop_ops.center_crop_pad(np.zeros((1,) * data.ndim, data.dtype), [2] * data.ndim, fill=value)
-        return chunked.crop_pad(data, self.target, chosen, element[(-1,) * data.ndim])
+        return chunked.crop_pad(data, self.target, chosen, _pad_value(self.fill, data.dtype))
 
     def apply_picture(self, picture: Picture, common: Common) -> Picture:
         """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros.
@@ -236,6 +231,30 @@ def _crop_pad_axes(target: tuple[int, ...], axes: tuple[int, ...] | None, shape:
                     f"{len(shape)} (one per axis), or name the axes with --axes")
 
 
+def _pad_value(text: str | None, dtype: np.dtype) -> Any:
+    """The element crop-pad pads data of ``dtype`` with, as the kernel checks and converts --fill
+    ``text`` (one element padded onto nothing): a numpy scalar."""
+    import numpy as np
+
+    import geomcli.ops.center_crop_pad as crop_ops
+
+    value = None if text is None else parse_fill(text, dtype)
+    return crop_ops.center_crop_pad(np.zeros(1, dtype)[:0], [1], fill=value)[0]
+
+
+def _recorded_fill(text: str | None, dtype: np.dtype | None, used: Callable[[str, np.dtype], Any]) -> dict[str, Any]:
+    """A record's ``fill``, where --fill is given: without a file's ``dtype``, as given; with one,
+    the value ``used`` makes of it for that dtype, as a numpy scalar of it: ``--fill 0.1`` pads
+    float16 data with 0.0999755859375, which the summary line shows as numpy prints a float16
+    (0.1) and the JSON record exactly (NaN and Inf as strict_json writes them: "NaN", "Infinity").
+    A string dtype's is the text given, which fits exactly or is refused."""
+    if text is None:
+        return {}
+    if dtype is None or dtype.kind in "USTO":
+        return {"fill": text}
+    return {"fill": used(text, dtype)[()]}
+
+
 def parse_fill(text: str, dtype: np.dtype) -> bool | int | float | complex | str:
     """--fill read as a value of ``dtype``, for the kernel to judge whether it fits
     (crop_ops._as_fill is the one place that does): for a string dtype the text itself; for
@@ -286,7 +305,7 @@ class _Blocks(Operation):
     mode: str = "DCR"
     kernel: ClassVar[str]
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         return {"blocksize": self.blocksize, "mode": self.mode}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
@@ -476,9 +495,9 @@ class GridSample(Operation):
     fill: str | None = None
     command: ClassVar[str] = "grid-sample"
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         return {"grid": self.grid_name, "mode": self.mode, "padding_mode": self.padding_mode,
-                "align_corners": self.align_corners, **({} if self.fill is None else {"fill": self.fill})}
+                "align_corners": self.align_corners, **_recorded_fill(self.fill, dtype, _sampled_fill)}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return _sampled_shape(self, header, common, _as_tensor(header.shape, common, header.layout))
@@ -545,7 +564,7 @@ class Warp(Operation):
     # the grid of one slab of output rows: about this many bytes
     SLAB_GRID_BYTES: ClassVar[int] = 8 << 20
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         """theta as given, or the matrix used (one for every image) and the flags that made it."""
         from geomcli.engine import theta as thetas
 
@@ -554,7 +573,7 @@ class Warp(Operation):
                    "flags": {} if self.flags is None else thetas.given_flags(self.flags)})
         return {**source, "size": None if self.size is None else list(self.size), "mode": self.mode,
                 "padding_mode": self.padding_mode, "align_corners": self.align_corners,
-                **({} if self.fill is None else {"fill": self.fill})}
+                **_recorded_fill(self.fill, dtype, _sampled_fill)}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return _sampled_shape(self, header, common, _warp_layout(header.shape, common, header.layout))
@@ -678,7 +697,7 @@ def _sampled_shape(operation: GridSample | Warp, header: Header, common: Common,
     check_size(output, common)
     _check_mode(operation.mode, header.dtype)
     if operation.fill is not None:
-        _check_fill(operation.fill, header.dtype)
+        _sampled_fill(operation.fill, header.dtype)
     return output
 
 
@@ -690,11 +709,12 @@ def _check_mode(mode: str, dtype: np.dtype) -> None:
     check_mode(mode, dtype)
 
 
-def _check_fill(text: str, dtype: np.dtype) -> None:
-    """A --fill the file's dtype cannot hold, found from its header as grid_sample judges it."""
+def _sampled_fill(text: str, dtype: np.dtype) -> np.ndarray:
+    """What a tap outside reads in data of ``dtype`` (a 0-d array), or the refusal of a --fill
+    the dtype cannot hold, found from a file's header as grid_sample judges it."""
     from geomcli.ops.grid_sample import check_fill
 
-    check_fill(parse_fill(text, dtype), dtype)
+    return check_fill(parse_fill(text, dtype), dtype)
 
 
 _RESIZE_DEFAULTS: dict[str, Any] = {
@@ -725,7 +745,7 @@ class Resize(Operation):
     antialias: bool = False
     command: ClassVar[str] = "resize"
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         """What was given, and the attributes not at the spec's defaults (ONNX Resize-19's); not
         an option this resize ignores (:meth:`unused_options` warns of it): the record is of the
         run, as for a reader or writer option a file's formats do not use."""
@@ -914,8 +934,9 @@ class Chain(Operation):
     walked: dict[Any, tuple[Header, ...]] = field(default_factory=dict, compare=False, repr=False)
     command: ClassVar[str] = "chain"
 
-    def parameters(self) -> dict[str, Any]:
-        return {"steps": [{"command": step.command, **step.parameters()} for step in self.steps]}
+    def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
+        # every step keeps the dtype
+        return {"steps": [{"command": step.command, **step.parameters(dtype)} for step in self.steps]}
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return self._headers(header, common)[-1].shape
@@ -929,7 +950,7 @@ class Chain(Operation):
 
     def trace(self, header: Header, common: Common) -> list[dict[str, Any]]:
         """Every step's command, parameters and output shape, for the file's report."""
-        return [{"command": step.command, **step.parameters(), "output_shape": list(after.shape)}
+        return [{"command": step.command, **step.parameters(header.dtype), "output_shape": list(after.shape)}
                 for (step, _, _), after in zip(self._walk(header, common), self._headers(header, common)[1:])]
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:

@@ -578,6 +578,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         except GeomError as error:
             raise GeomError(f"{job.input}: {error}") from error
         report.output_shape, report.output_dtype = list(shape), str(header.dtype)
+        report.parameters = task.operation.parameters(header.dtype)  # as the run would use them
         steps = task.operation.trace(header, common)
         if steps:
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only

@@ -59,6 +59,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         try:
             result = operation.apply_chunked(data, layout, common)  # --max-pixels: what a task holds
             _check_blocks(data, result, common)
+            report.parameters = operation.parameters(data.dtype)  # as used: a --fill as the dtype holds it
         except GeomError as error:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)

@@ -211,16 +211,18 @@ def _check_mode(mode: str, dtype: np.dtype, where: str) -> None:
         )
 
 
-def check_fill(fill: Any, dtype: np.dtype | str) -> None:
-    """Refuse, as :func:`grid_sample` would, a ``fill`` that data of ``dtype`` cannot hold: for a
-    caller that knows data's dtype before its values (a file's header).
+def check_fill(fill: Any, dtype: np.dtype | str) -> np.ndarray:
+    """``fill`` as :func:`grid_sample` takes it for data of ``dtype`` (a 0-d array of it), or the
+    refusal it would raise of a value that dtype cannot hold: for a caller that knows data's dtype
+    before its values (a file's header).
 
-    >>> check_fill(255, "uint8")
+    >>> check_fill(255, "uint8"), check_fill(0.1, "float16")
+    (array(255, dtype=uint8), array(0.1, dtype=float16))
     >>> check_fill(256, "uint8")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     geomcli.errors.GeomError: grid_sample: fill 256 does not fit data's dtype uint8: ...
     """
-    _as_fill(fill, np.dtype(dtype), "judged from data's dtype alone")
+    return _as_fill(fill, np.dtype(dtype), "judged from data's dtype alone")
 
 
 def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:

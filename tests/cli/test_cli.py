@@ -118,6 +118,35 @@ def test_crop_pad_image_fill(photo: Path, tmp_path: Path) -> None:
     assert np.array_equal(image[1:-1], read_png(photo))
 
 
+@pytest.mark.parametrize(("dtype", "fill", "recorded", "shown"), [
+    ("float32", "nan", "NaN", "nan"), ("float32", "-inf", "-Infinity", "-inf"),
+    ("float32", "0.1", 0.10000000149011612, "0.1"), ("float16", "0.1", 0.0999755859375, "0.1"),
+    ("int16", "2.0", 2, "2"), ("bool", "1", True, "True"),
+])
+@pytest.mark.parametrize("suffix", [".npy", ".zarr"])
+def test_a_fill_is_recorded_as_the_value_its_dtype_pads_with(tmp_path: Path, dtype: str, fill: str,
+                                                             recorded: Any, shown: str, suffix: str) -> None:
+    """The record and the summary line hold the value used, not the text given (a try-out's record
+    read "fill": "nan"); a NaN or Inf as strict JSON writes any (the string "NaN", "-Infinity")."""
+    source, out = tmp_path / "a.npy", tmp_path / f"out{suffix}"
+    np.save(source, np.zeros((2, 2), dtype))
+    result = run("crop-pad", source, "-o", out, "--shape", "3,3", "--fill", fill, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["parameters"] == {"shape": [3, 3], "axes": None, "fill": recorded}
+    line = run("crop-pad", source, "-o", out, "--shape", "3,3", "--fill", fill).stderr.splitlines()[0]
+    assert line.split(" range ")[1].split(" in ")[0].endswith(f" shape=[3, 3] axes=None fill={shown}")
+
+
+def test_a_fill_a_file_refuses_is_recorded_as_given(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.zeros((2, 2), np.float32))
+    np.save(tmp_path / "b.npy", np.zeros((2, 2), np.int16))
+    result = run("crop-pad", tmp_path / "a.npy", tmp_path / "b.npy", "--out-dir", tmp_path / "out", "--shape", "3,3",
+                 "--fill", "nan", "--json", "--dry-run")
+    assert result.exit_code == 2
+    records = [json.loads(line) for line in result.stdout.splitlines()[:2]]
+    assert [record["parameters"]["fill"] for record in records] == ["NaN", "nan"]
+
+
 @pytest.mark.parametrize("fill, padded", [(None, ""), ("ab", "ab")])
 def test_crop_pad_string_tensor_pads_with_the_empty_string_or_fill(tmp_path: Path, fill: str | None,
                                                                    padded: str) -> None:

@@ -363,6 +363,14 @@ def test_fill_is_what_an_outside_tap_reads(photo: tuple[Path, np.ndarray], tmp_p
                "-q").exit_code == 0
     out = np.load(tmp_path / "f.npy")
     assert (out[0, 0] == 255).all() and (out[-1, -1] == 255).all()
+    # the record holds the value the dtype reads, in a chain's steps too
+    np.save(tmp_path / "h.npy", np.zeros((4, 4), np.float16))
+    warped = run("warp", tmp_path / "h.npy", "--scale", "3", "--fill", "0.1", "-o", tmp_path / "w.npy", "--json")
+    assert json.loads(warped.stdout)["parameters"]["fill"] == 0.0999755859375
+    np.save(tmp_path / "grid.npy", np.full((1, 2, 2, 2), 5.0, np.float32))
+    chained = json.loads(run("chain", "-i", tmp_path / "h.npy", "-o", tmp_path / "c.npy", "--json", "grid-sample",
+                             "--grid", tmp_path / "grid.npy", "--fill", "0.1").stdout)
+    assert chained["parameters"]["steps"][0]["fill"] == chained["steps"][0]["fill"] == 0.0999755859375
 
 
 @pytest.mark.slow
