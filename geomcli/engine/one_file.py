@@ -202,9 +202,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
         report.notes.extend(loaded.notes)
-        report.warnings.extend(filter(None, [layouts.ignored_layout(common, loaded.format, loaded.layout)]))
+        report.warnings.extend(summary.of_input(layouts.ignored_layout(common, loaded.format, loaded.layout),
+                                                io.mislabelled(input_path, loaded.format)))
         common = layouts.own_axes(common, loaded.format)
-        report.warnings.extend(filter(None, [io.mislabelled(input_path, loaded.format)]))
         report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
         report.warnings.extend(operation.unused_options())
         picture = isinstance(loaded, io.Picture)
@@ -316,8 +316,10 @@ def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, co
 
 
 def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
-    """One warning for each encoder or reader option this file's formats do not use.
-    (--compression on output other than TIFF is a usage error: io.refused_option.)"""
+    """One warning for each encoder or reader option this file's formats do not use (a reader's
+    is of the input). (--compression on output other than TIFF is a usage error: io.refused_option.)"""
+    from geomcli.engine import summary
+
     unused = []
     if fidelity.quality is not None and output_format not in ("jpeg", "webp"):
         unused.append(f"--quality is for JPEG and WebP output, not {output_format.upper()}; ignored")
@@ -327,7 +329,7 @@ def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -
         unused.append(f"--compress-level is for PNG output, not {output_format.upper()}; ignored")
     for name, value in (("--series", fidelity.series), ("--page", fidelity.page)):
         if value is not None and input_format != "tiff":
-            unused.append(f"{name} is for TIFF input, not {input_format.upper()}; ignored")
+            unused.extend(summary.of_input(f"{name} is for TIFF input, not {input_format.upper()}; ignored"))
     return unused
 
 

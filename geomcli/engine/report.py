@@ -102,7 +102,7 @@ def finish(report: Report, common: Common, data_on_stdout: bool) -> int:
         echo_stderr(f"Error: {report.error}")
     elif not common.quiet and not common.json:
         for warning in report.warnings:
-            echo_stderr(f"Warning: {report.output}: {warning}")
+            echo_stderr(f"Warning: {summary.about(report, warning)}: {warning}")
         summary.show(report)
     if common.json:
         if data_on_stdout:
@@ -236,7 +236,7 @@ class Outcomes:
             for warning in report.warnings:
                 if warning not in self.warned:
                     self.warned.add(warning)
-                    whose = self.command if warning in self.of_the_options else report.output
+                    whose = self.command if warning in self.of_the_options else summary.about(report, warning)
                     self._say(f"Warning: {whose}: {warning}")
         if self.common.json:
             echo_stdout(report.to_json())

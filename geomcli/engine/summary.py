@@ -105,6 +105,25 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+class InputWarning(str):
+    """A warning about a file's input, not what is written (a --layout its image does not take,
+    an extension naming another format, a TIFF option for another format): shown after the
+    input's name, where any other names the output. Its text is any warning's, in the JSON
+    record's ``warnings`` too."""
+
+    __slots__ = ()
+
+
+def of_input(*warnings: str | None) -> list[str]:
+    """The warnings given (None: none), each an :class:`InputWarning`."""
+    return [InputWarning(warning) for warning in warnings if warning is not None]
+
+
+def about(report: Report, warning: str) -> str | None:
+    """The file a warning of ``report`` is about: its input's or its output's name."""
+    return report.input if isinstance(warning, InputWarning) else report.output
+
+
 # said of data that holds NaN (a result, a file info reads): its value range leaves them out
 NAN_NOTE = "holds NaN; the value range is of the other values"
 

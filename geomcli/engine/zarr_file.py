@@ -53,7 +53,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         _refuse_in_place(input_path, output)
         data, layout, scale, ome, like, file_format = _open(input_path, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
-        report.warnings.extend(filter(None, [layouts.ignored_layout(common, file_format, layout)]))
+        report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
         common = layouts.own_axes(common, file_format)
         report.warnings.extend(operation.unused_options())
         try:

@@ -770,7 +770,8 @@ def stored_orientation(path: str, /) -> int | None:
 
 
 def mislabelled(path: str, fmt: str, /) -> str | None:
-    """The warning for a file read as ``fmt`` whose extension names another format, or None."""
+    """The warning for a file read as ``fmt`` whose extension names another format, or None (the
+    caller says which file: the warning follows its name)."""
     try:
         named = format_for_path(path)
     except GeomError:
@@ -778,7 +779,7 @@ def mislabelled(path: str, fmt: str, /) -> str | None:
     if path == "-" or named == fmt:
         return None
     extension = os.path.splitext(path)[1]
-    return f"the input {display_name(path)} is {fmt.upper()} content named {extension}; read as {fmt.upper()}"
+    return f"{fmt.upper()} content named {extension}; read as {fmt.upper()}"
 
 
 def _agree(name: str, fmt: str, found: str | None) -> None:

@@ -344,25 +344,27 @@ def test_a_big_npy_output_refuses_compression(tensor: Path, tmp_path: Path, ever
     assert list(tmp_path.iterdir()) == [tensor] and every_output_mapped == []
 
 
-@pytest.mark.parametrize("args, name, warning", [
-    (["--quality", "80"], "o.png", "--quality is for JPEG and WebP output, not PNG; ignored"),
-    (["--compress-level", "3"], "o.npy", "--compress-level is for PNG output, not NPY; ignored"),
-    (["--page", "0"], "o.png", "--page is for TIFF input, not PNG; ignored"),
-    (["--series", "1"], "o.png", "--series is for TIFF input, not PNG; ignored"),
+@pytest.mark.parametrize("args, name, warning, of_input", [
+    (["--quality", "80"], "o.png", "--quality is for JPEG and WebP output, not PNG; ignored", False),
+    (["--compress-level", "3"], "o.npy", "--compress-level is for PNG output, not NPY; ignored", False),
+    (["--page", "0"], "o.png", "--page is for TIFF input, not PNG; ignored", True),
+    (["--series", "1"], "o.png", "--series is for TIFF input, not PNG; ignored", True),
 ])
 def test_an_option_that_does_not_apply_is_a_warning(photo: Path, tmp_path: Path, args: list[str], name: str,
-                                                    warning: str) -> None:
+                                                    warning: str, of_input: bool) -> None:
+    """Named by the file it is about: a writer's option by the output, a reader's by the input."""
     out = tmp_path / name
     result = run("crop-pad", photo, "-o", out, "--shape", "4,4", *args)
     assert result.exit_code == 0 and result.stdout == ""
-    assert result.stderr.splitlines()[0] == f"Warning: {out}: {warning}"
+    assert result.stderr.splitlines()[0] == f"Warning: {photo if of_input else out}: {warning}"
     assert result.stderr.count("Warning") == 1
     copy = photo.with_name("copy.png")
     copy.write_bytes(photo.read_bytes())
     batch = run("crop-pad", photo, copy, "--out-dir", tmp_path / "many", "--shape", "4,4",
                 "--name", "{stem}" + out.suffix, *args)
     assert batch.exit_code == 0 and batch.stdout == ""
-    assert batch.stderr.count(f"Warning: {tmp_path / 'many' / ('photo' + out.suffix)}: {warning}\n") == 1
+    whose = photo if of_input else tmp_path / "many" / ("photo" + out.suffix)
+    assert batch.stderr.count(f"Warning: {whose}: {warning}\n") == 1
     assert batch.stderr.count("Warning") == 1  # once per run
 
 

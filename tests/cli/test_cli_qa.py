@@ -288,13 +288,12 @@ def test_a_jpeg_named_png_is_read_by_its_content_with_one_warning(tmp_path: Path
     Image.fromarray(pixels).save(tmp_path / "download.png", format="JPEG", quality=95)
     result = run("crop-pad", tmp_path / "download.png", "-o", tmp_path / "o.npy", "--shape", "10,10")
     assert result.exit_code == 0, result.stderr
-    assert result.stderr.splitlines()[0] == (f"Warning: {tmp_path / 'o.npy'}: the input {tmp_path / 'download.png'} "
-                                             "is JPEG content named .png; read as JPEG")
+    assert result.stderr.splitlines()[0] == (f"Warning: {tmp_path / 'download.png'}: JPEG content named .png; "
+                                             "read as JPEG")
     assert np.load(tmp_path / "o.npy").shape == (10, 10, 3)
     record = json.loads(run("crop-pad", tmp_path / "download.png", "-o", tmp_path / "o.npy", "--shape", "10,10",
                             "--json").stdout)
-    assert record["warnings"] == ["the input " + str(tmp_path / "download.png") + " is JPEG content named .png; "
-                                  "read as JPEG"]
+    assert record["warnings"] == ["JPEG content named .png; read as JPEG"]
     (tmp_path / "junk.png").write_bytes(b"not an image at all")
     refused = run("crop-pad", tmp_path / "junk.png", "-o", tmp_path / "o.npy", "--shape", "10,10")
     assert refused.exit_code == 1 and "not a readable PNG (unrecognised content)" in refused.stderr

@@ -494,6 +494,34 @@ def test_a_crops_error_in_one_pass_names_the_crop() -> None:
         chain.apply(Loaded(np.zeros((37, 50, 3), np.uint8), "png", "HWC", "x.png"), Common())
 
 
+def test_a_warning_about_the_input_names_the_input(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    """A try-out read 'Warning: x.png: --layout CHW is for tensors: ...' of photo.png; a warning
+    about what is written still names the output. On every path: one file, a zarr, a chain, a
+    batch in worker processes (where each is said once). The JSON record's text names neither."""
+    path, pixels = photo
+    warning = "--layout CHW is for tensors: this PNG image is read as HWC"
+    for out, command in [("x.png", ["resize"]), ("x.zarr", ["resize"]), ("c.png", ["chain", "-i", path])]:
+        where = [path, "-o", tmp_path / out] if command == ["resize"] else ["-o", tmp_path / out]
+        result = run(*command, *where, "--layout", "CHW", *(["resize"] if command[0] == "chain" else []),
+                     "--sizes", "10,10")
+        assert result.exit_code == 0 and result.stderr.splitlines()[0] == f"Warning: {path}: {warning}"
+    record = json.loads(run("resize", path, "-o", tmp_path / "x.png", "--sizes", "10,10", "--layout", "CHW",
+                            "--json").stdout)
+    assert record["warnings"] == [warning]
+    copy = tmp_path / "copy.png"
+    copy.write_bytes(path.read_bytes())
+    batch = run("resize", path, copy, "--out-dir", tmp_path / "out", "--sizes", "10,10", "--layout", "CHW",
+                "--quality", "80", "-j", "2")
+    assert batch.exit_code == 0
+    assert batch.stderr.splitlines()[:2] == [
+        f"Warning: {path}: {warning}",
+        f"Warning: {tmp_path / 'out' / 'photo.png'}: --quality is for JPEG and WebP output, not PNG; ignored"]
+    np.save(tmp_path / "t.npy", np.zeros((3, 4, 6), np.uint8))
+    written = run("resize", tmp_path / "t.npy", "-o", tmp_path / "t.png", "--sizes", "4,6", "--layout", "CHW")
+    assert written.stderr.splitlines()[0] == (f"Warning: {tmp_path / 't.png'}: the C×H×W result is written as the "
+                                              "H×W×C image a PNG holds")
+
+
 def test_an_image_keeps_its_axes_into_a_zarr_and_as_affine_grids_like(photo: tuple[Path, np.ndarray],
                                                                       tmp_path: Path) -> None:
     """--layout is for tensors on every path: an image written to a .zarr (chunk by chunk) and an

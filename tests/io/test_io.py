@@ -1179,8 +1179,7 @@ def test_a_file_is_read_by_its_content_when_its_extension_lies(
     path = _put(tmp_path / name, _valid_bytes(tmp_path, content))
     assert io.read_array(path).format == content == io.read_header(path).format
     suffix = os.path.splitext(name)[1]
-    assert io.mislabelled(path, content) == (f"the input {path} is {content.upper()} content named {suffix}; "
-                                             f"read as {content.upper()}")
+    assert io.mislabelled(path, content) == f"{content.upper()} content named {suffix}; read as {content.upper()}"
     assert io.mislabelled(path, io.format_for_path(path)) is None
     named = io.format_for_path(path)
     with pytest.raises(GeomError, match=rf"^{path}: {message}$"):
