@@ -127,17 +127,13 @@ def value_range(data: np.ndarray) -> list[Any] | None:
 
 def range_and_nan(data: np.ndarray) -> tuple[list[Any] | None, bool]:
     """``summary.range_and_nan(data)``, read slab by slab."""
-    low: Any = None
-    high: Any = None
-    nan = False
+    return summary.joined_range(_slab_ranges(data))
+
+
+def _slab_ranges(data: np.ndarray) -> Iterator[tuple[list[Any] | None, bool]]:
     for part in _parts(data):
-        found, part_nan = summary.range_and_nan(part)
+        yield summary.range_and_nan(part)
         io.release(part)
-        nan = nan or part_nan
-        if found is not None:
-            low = found[0] if low is None else min(low, found[0])
-            high = found[1] if high is None else max(high, found[1])
-    return (None if low is None else [low, high]), nan
 
 
 def _parts(array: np.ndarray) -> Iterator[np.ndarray]:

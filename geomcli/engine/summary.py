@@ -13,7 +13,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 # What would end a line or drive the terminal if printed as it is: C0 and C1 controls (ESC, CSI,
@@ -161,6 +161,24 @@ def range_and_nan(data: Any) -> tuple[list[Any] | None, bool]:
     if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or math.isnan(low):
         return None, nan
     return [low, high], nan
+
+
+def joined_range(parts: Iterable[tuple[list[Any] | None, bool]]) -> tuple[list[Any] | None, bool]:
+    """:func:`range_and_nan` of data from those of its parts (slabs, chunks), with no pass over
+    the data: the lowest low and the highest high, and NaN if any part holds some.
+
+    >>> joined_range([([1, 5], False), (None, True), ([-2.5, 3], False)])
+    ([-2.5, 5], True)
+    """
+    low: Any = None
+    high: Any = None
+    nan = False
+    for found, part_nan in parts:
+        nan = nan or part_nan
+        if found is not None:
+            low = found[0] if low is None else min(low, found[0])
+            high = found[1] if high is None else max(high, found[1])
+    return (None if low is None else [low, high]), nan
 
 
 def _shape(shape: list[int] | None) -> str:

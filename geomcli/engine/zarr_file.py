@@ -12,7 +12,6 @@ Imported only for a job with a .zarr on either side; dask and zarr load then.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -64,8 +63,9 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         try:
-            report.value_range = _write(operation, result, data, output, output_format, common, scheduler,
-                                        layout=layout, scale=scale, ome=ome, like=like)
+            report.value_range, nan = _write(operation, result, data, output, output_format, common, scheduler,
+                                             layout=layout, scale=scale, ome=ome, like=like)
+            report.notes.extend([summary.NAN_NOTE] if nan else [])
         except (GeomError, OSError):
             raise
         except Exception as error:  # a chunk's codec or store failing in a task: this file's failure
@@ -148,11 +148,12 @@ def _remote_or_stream(path: str) -> bool:
 
 def _write(operation: Operation, result: Any, data: Any, output: str, output_format: str, common: Common,
            scheduler: str | None, *, layout: str | None, scale: tuple[float, ...] | None, ome: bool,
-           like: Any) -> list[Any] | None:
-    """Write ``result`` chunk by chunk (one task per output chunk); its value range, found by the
-    same pass."""
+           like: Any) -> tuple[list[Any] | None, bool]:
+    """Write ``result`` chunk by chunk (one task per output chunk); its value range and whether
+    it holds NaN (summary.range_and_nan), found by the same pass."""
     from geomcli import io
     from geomcli.engine import layout as layouts
+    from geomcli.engine import summary
     from geomcli.io import _zarr
 
     written_layout = layouts.written_layout(data.shape, result.shape, common.layout, layout)
@@ -169,7 +170,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
                 # one dask chunk per zarr chunk: no two tasks write one chunk
                 ranges = _write_blocks(result.rechunk(chunks), target, None, how)
             _zarr.mark_complete(place)
-        return _value_range(ranges, result.dtype)
+        return summary.joined_range(ranges)
     else:
         check_output_format(output, output_format)
         outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout)
@@ -183,18 +184,18 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         outputs.__exit__(type(error), error, error.__traceback__)
         raise
     outputs.__exit__(None, None, None)
-    return _value_range(ranges, result.dtype)
+    return summary.joined_range(ranges)
 
 
 def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) -> list[Any]:
-    """Each block of ``result`` put in ``target`` by one task that also gives its [min, max], so
-    that a block is let go once written (a separate pass for the range would hold it); with a
-    ``client``, the blocks come back and are put here as they complete. The blocks' ranges."""
+    """Each block of ``result`` put in ``target`` by one task that also gives its range and
+    whether it holds NaN (summary.range_and_nan), so that a block is let go once written (a
+    separate pass for the range would hold it); with a ``client``, the blocks come back and are
+    put here as they complete. The blocks' ranges."""
     import numpy as np
     from dask.base import compute
     from dask.delayed import delayed
 
-    ranged = _ranged(result.dtype)
     starts = [np.cumsum((0, *lengths[:-1])) for lengths in result.chunks]
     blocks = result.to_delayed(optimize_graph=True)
     indices = list(np.ndindex(*result.numblocks))
@@ -202,12 +203,12 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
                     for start, lengths, i in zip(starts, result.chunks, index, strict=True)) for index in indices]
     # pure=False: a task's key is not a hash of its arguments (a memory map's would read it all)
     if client is None:
-        tasks = [delayed(_put, pure=False)(blocks[index], target, place, ranged)
+        tasks = [delayed(_put, pure=False)(blocks[index], target, place)
                  for index, place in zip(indices, places, strict=True)]
         return list(compute(*tasks, **how))
     from distributed import as_completed
 
-    futures = client.compute([delayed(_block_and_range, pure=False)(blocks[index], ranged) for index in indices])
+    futures = client.compute([delayed(_block_and_range, pure=False)(blocks[index]) for index in indices])
     where = {future.key: place for future, place in zip(futures, places, strict=True)}
     ranges = []
     for future in as_completed(futures, loop=client.loop):
@@ -218,44 +219,17 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
     return ranges
 
 
-def _put(block: Any, target: Any, place: tuple[slice, ...], ranged: bool) -> Any:
+def _put(block: Any, target: Any, place: tuple[slice, ...]) -> tuple[list[Any] | None, bool]:
+    from geomcli.engine import summary
+
     target[place] = block
-    return _block_range(block, ranged)
+    return summary.range_and_nan(block)
 
 
-def _block_and_range(block: Any, ranged: bool) -> tuple[Any, Any]:
-    return block, _block_range(block, ranged)
+def _block_and_range(block: Any) -> tuple[Any, tuple[list[Any] | None, bool]]:
+    from geomcli.engine import summary
 
-
-def _block_range(block: Any, ranged: bool) -> tuple[Any, Any] | None:
-    """A block's [min, max], NaN ignored (an all-NaN block's are NaN); None for no range."""
-    import numpy as np
-
-    if not ranged or block.size == 0:
-        return None
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "All-NaN", RuntimeWarning)
-        return np.nanmin(block), np.nanmax(block)
-
-
-def _ranged(dtype: Any) -> bool:
-    """Whether a result of ``dtype`` has a value range to report, as summary.value_range says."""
-    kind = dtype.kind
-    return kind in "biuf" and not (kind == "f" and dtype.itemsize > 8)
-
-
-def _value_range(ranges: list[Any], dtype: Any) -> list[Any] | None:
-    """The blocks' ranges as one [min, max] (None for none; NaN-only: None each)."""
-    import numpy as np
-
-    found = [each for each in ranges if each is not None]
-    if not found:
-        return None
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "All-NaN", RuntimeWarning)
-        low = np.nanmin(np.array([each[0] for each in found]))
-        high = np.nanmax(np.array([each[1] for each in found]))
-    return [_plain(low), _plain(high)]
+    return block, summary.range_and_nan(block)
 
 
 def _output_chunks(result: Any, data: Any) -> tuple[int, ...]:
@@ -263,13 +237,6 @@ def _output_chunks(result: Any, data: Any) -> tuple[int, ...]:
     from geomcli.engine import chunked
 
     return chunked.regular(result.chunks)
-
-
-def _plain(value: Any) -> Any:
-    import math
-
-    item = value.item() if hasattr(value, "item") else value
-    return None if isinstance(item, float) and math.isnan(item) else item
 
 
 @contextmanager

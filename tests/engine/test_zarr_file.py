@@ -106,6 +106,26 @@ def test_a_fill_is_the_kernels_element_and_the_summary_has_the_range(tmp_path: P
     assert "0.5" in result.stderr and not (tmp_path / "bad.zarr").exists()
 
 
+@pytest.mark.parametrize("source, out", [("n.npy", "o.zarr"), ("n.zarr", "o.npy")])
+def test_a_result_that_holds_nan_says_so_chunk_by_chunk(tmp_path: Path, source: str, out: str) -> None:
+    """As a result in one piece says it (summary.NAN_NOTE), found by the pass that writes each
+    chunk (a try-out's zarr output read 'range [0, 2]' with no word of its NaN)."""
+    data = np.array([[1, np.nan], [0.5, 2]], np.float32)
+    np.save(tmp_path / "n.npy", data)
+    write_zarr(tmp_path / "n.zarr", data, (1, 1))
+    result = run("crop-pad", tmp_path / source, "-o", tmp_path / out, "--shape", "3,3")
+    assert result.exit_code == 0, result.stderr
+    line, nan, chunks = result.stderr.splitlines()
+    assert line.startswith(f"crop-pad {tmp_path / source} → {tmp_path / out}: 2×2 float32 → 3×3 float32 range [0, 2] "
+                           "shape=[3, 3] axes=None in ")
+    assert nan == "  note: holds NaN; the value range is of the other values"
+    assert chunks.startswith("  note: chunk by chunk: ")
+    np.save(tmp_path / "none.npy", np.full((2, 2), np.nan, np.float32))
+    record = json.loads(run("crop-pad", tmp_path / "none.npy", "-o", tmp_path / "none.zarr", "--shape", "1,2",
+                            "--json").stdout)
+    assert record["value_range"] is None and record["notes"][0] == "holds NaN; the value range is of the other values"
+
+
 def test_dimension_names_give_the_layout_and_the_output_keeps_them(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (12, 10, 3))  # an image, HWC
     write_zarr(tmp_path / "in.zarr", data, (5, 5, 3), names=["y", "x", "c"])
@@ -514,6 +534,7 @@ def test_a_cluster_result_in_a_file_here_holds_every_block(tmp_path: Path, sched
     import tifffile
 
     data = tensor(np.dtype("float32"))
+    data[1, 2, 3, 4] = np.nan
     write_zarr(tmp_path / "in.zarr", data, (1, 5, 7, 5))
     out = tmp_path / f"out{suffix}"
     result = run("space-to-depth", tmp_path / "in.zarr", "-o", out, "--blocksize", "2", "--scheduler", scheduler,
@@ -524,6 +545,7 @@ def test_a_cluster_result_in_a_file_here_holds_every_block(tmp_path: Path, sched
     assert found.tobytes() == expected.tobytes()
     record = json.loads(result.stdout)
     assert record["value_range"] == [float(np.nanmin(data)), float(np.nanmax(data))]
+    assert record["notes"][0] == "holds NaN; the value range is of the other values"
 
 
 def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
