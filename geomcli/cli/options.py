@@ -154,11 +154,14 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--scheduler", default=None, metavar="local|local:N|tcp://HOST:PORT", envvar="GEOMCLI_SCHEDULER",
                   show_envvar=True,
                   help="Do the files on Dask: local:N starts N worker processes for the run, an address joins "
-                       "a running cluster (pip install 'geomcli[dask]').  [default: -j]")
+                       "a running cluster (pip install 'geomcli[dask]'); -j N runs without it.  [default: -j]")
     @functools.wraps(command)
     def wrapper(out_dir: str | None, name: str, recursive: bool, jobs: int | None, keep_going: bool,
                 skip_existing: bool, no_clobber: bool, dry_run: bool, files_from: str | None, scheduler: str | None,
                 **kwargs: Any) -> Any:
+        if jobs is not None and click.get_current_context().get_parameter_source(
+                "scheduler") is click.core.ParameterSource.ENVIRONMENT:
+            scheduler = None  # GEOMCLI_SCHEDULER is a default: -j on the command line wins
         batch = None if out_dir is None else BatchOptions(out_dir, name, recursive, jobs, not keep_going,
                                                           skip_existing, no_clobber, dry_run, scheduler, files_from)
         return command(batch=batch, **kwargs)

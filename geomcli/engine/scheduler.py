@@ -39,7 +39,10 @@ LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.schedu
                 "distributed.worker.profile.enabled": False,
                 # Ctrl-C is the command's to handle (see geomcli.engine.worker_setup)
                 "distributed.worker.preload": ["geomcli.engine.worker_setup"]}
-_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
+# a scheduler's address as distributed takes it (tcp:// where none is named): a host and a port,
+# nothing after; a path or a missing port made distributed hang 20 s on its way to an error
+_ADDRESS = re.compile(r"(?:(?P<protocol>tcp|tls|ws|wss|ucx)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)"
+                      r":(?P<port>[0-9]{1,5})")
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ def parse_scheduler(text: str) -> Scheduler:
 
     >>> parse_scheduler("local:3"), parse_scheduler("tcp://10.0.0.5:8786").address
     (Scheduler(address=None, workers=3), 'tcp://10.0.0.5:8786')
+    >>> parse_scheduler("10.0.0.5:8786").address, parse_scheduler("tls://[::1]:8786").address
+    ('tcp://10.0.0.5:8786', 'tls://[::1]:8786')
     """
     from geomcli import cpus
 
@@ -70,10 +75,11 @@ def parse_scheduler(text: str) -> Scheduler:
         if not (count.isascii() and count.isdigit()) or int(count) < 1:
             raise PlanError(f"{text!r}: local:N needs a number of workers N of 1 or more", options="--scheduler")
         return Scheduler(workers=int(count))
-    if _ADDRESS.fullmatch(text) is None:
+    match = _ADDRESS.fullmatch(text)
+    if match is None or not 0 < int(match["port"]) < 65536:
         raise PlanError(f"{text!r} is not local, local:N or a scheduler's address such as tcp://HOST:8786",
                         options="--scheduler")
-    return Scheduler(address=text)
+    return Scheduler(address=f"{match['protocol'] or 'tcp'}://{match['host']}:{int(match['port'])}")
 
 
 def require_dask() -> None:

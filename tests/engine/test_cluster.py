@@ -383,12 +383,30 @@ def test_an_unreachable_scheduler_is_one_error_line(tmp_path: Path, mixed: Path,
     (["--scheduler", "somewhere"], "'somewhere' is not local, local:N or a scheduler's address such as"),
     (["--scheduler", "local:0"], "'local:0': local:N needs a number of workers N of 1 or more"),
     (["--scheduler", "local:2", "-j", "2"], "give -j N or --scheduler, not both"),
+    # what distributed would take 20 s to refuse, with a traceback
+    (["--scheduler", "tcp://127.0.0.1:8786/"], "'tcp://127.0.0.1:8786/' is not local, local:N or a scheduler's"),
+    (["--scheduler", "tcp://127.0.0.1"], "'tcp://127.0.0.1' is not local, local:N or a scheduler's"),
+    (["--scheduler", "inproc://x"], "'inproc://x' is not local, local:N or a scheduler's"),
+    (["--scheduler", "tcp://127.0.0.1:99999"], "'tcp://127.0.0.1:99999' is not local, local:N or a scheduler's"),
 ])
 def test_scheduler_mistakes_are_usage_errors(args: list[str], message: str, mixed: Path, tmp_path: Path) -> None:
     result = run("crop-pad", mixed, "--out-dir", tmp_path / "out", "--shape", "8,8", *args)
     assert result.exit_code == 2
     assert message in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_j_on_the_command_line_wins_over_the_environment_s_scheduler(mixed: Path, tmp_path: Path) -> None:
+    """GEOMCLI_SCHEDULER is a default: a script's own -j 2 runs as ever, on no cluster."""
+    code = ("import sys; from geomcli.cli.group import main\n"
+            "try: main(sys.argv[1:])\n"
+            "except SystemExit as exit: assert not exit.code, exit.code\n"
+            "assert 'distributed' not in sys.modules, 'dask imported'\n")
+    done = subprocess.run([sys.executable, "-c", code, "crop-pad", f"{mixed}/*.png", "--out-dir", str(tmp_path / "out"),
+                           "--shape", "8,8", "-j", "2"], capture_output=True, text=True,
+                          env={**os.environ, "GEOMCLI_SCHEDULER": "local:2"})
+    assert done.returncode == 0, done.stderr
+    assert len(files(tmp_path / "out")) == 12
 
 
 def test_without_dask_the_flag_says_what_to_install(mixed: Path, tmp_path: Path,
