@@ -39,6 +39,7 @@ Only the standard library loads at import time: Dask loads when a run asks for i
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import time
@@ -56,6 +57,7 @@ from geomcli.engine.scheduler import (
     Scheduler,
     connect,
     first_line,
+    for_workers,
     parse_scheduler,
     require_dask,
     signals_held,
@@ -158,7 +160,7 @@ class Session:
                 while starts and len(in_flight) < IN_FLIGHT * threads:
                     start = starts.popleft()
                     part = todo[start:start + HEADER_TASK_FILES]
-                    future = client.submit(header_faults, task, part, pure=False,
+                    future = client.submit(header_faults, task, [_moved(job) for job in part], pure=False,
                                            key=f"geomcli-headers-{run_id}-{start}")
                     in_flight[future] = part
                     completed.add(future)
@@ -166,7 +168,7 @@ class Session:
                 part = in_flight.pop(future)
                 if future.status == "finished":
                     by_index = {job.index: job for job in part}
-                    found.extend((by_index[index], line) for index, line in result)
+                    found.extend((by_index[index], _as_planned(line, by_index[index])) for index, line in result)
                 else:  # a worker lost, or a bug there: this process checks them (and raises the bug)
                     found.extend(plans.option_faults(task, part))
         except BaseException:
@@ -296,8 +298,8 @@ class _Dispatch:
 
     def _submit(self, batch: list[Job], after_death: bool) -> None:
         self.count += 1
-        future = self.client.submit(do_files, self.task, batch, self.fail_fast, after_death, pure=False,
-                                    key=f"geomcli-{self.run_id}-{self.count}")
+        future = self.client.submit(do_files, self.task, [_moved(job) for job in batch], self.fail_fast,
+                                    after_death, pure=False, key=f"geomcli-{self.run_id}-{self.count}")
         self.in_flight[future] = _Sent(batch, time.perf_counter(), after_death)
         self.completed.add(future)
 
@@ -312,7 +314,7 @@ class _Dispatch:
                     self.io_tries[job.index] = tries + 1
                     self.again.append(([job], sent.after_death))
                 else:
-                    self._add(job, report)
+                    self._add(job, _report_as_planned(report, job))
             return
         error = result[1] if future.status == "error" else GeomError("cancelled by the cluster")
         if isinstance(error, KilledWorker):
@@ -360,6 +362,29 @@ class _Dispatch:
                 self.client.cancel(list(self.in_flight))
             except (OSError, RuntimeError):  # the scheduler has gone: nothing runs there to cancel
                 pass
+
+
+def _moved(job: Job) -> Job:
+    """``job`` as a worker does it: its local paths absolute (scheduler.for_workers)."""
+    return dataclasses.replace(job, input=for_workers(job.input), output=for_workers(job.output))
+
+
+def _as_planned(text: str, job: Job) -> str:
+    """A worker's words of ``job`` with its paths as planned here, relative ones too, so that the
+    lines and records are those of -j."""
+    for path in sorted((job.input, job.output), key=len, reverse=True):
+        if for_workers(path) != path:
+            text = text.replace(for_workers(path), path)
+    return text
+
+
+def _report_as_planned(report: Report, job: Job) -> Report:
+    report.input, report.output = job.input, job.output or None
+    if report.error is not None:
+        report.error = _as_planned(report.error, job)
+    report.notes = [_as_planned(note, job) for note in report.notes]
+    report.warnings = [type(warning)(_as_planned(warning, job)) for warning in report.warnings]
+    return report
 
 
 def task_seconds(threads: int) -> float:

@@ -12,6 +12,7 @@ Only the standard library loads at import time: Dask loads when a run asks for i
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 from collections.abc import Iterator
@@ -171,6 +172,14 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
             yield client, None
     finally:
         logger.setLevel(level)
+
+
+def for_workers(path: str) -> str:
+    """``path`` as a cluster's workers find it: a local path made absolute, since a worker's working
+    folder is its own (a joined cluster's is not this shell's); a URL as it is."""
+    from geomcli.io import _remote
+
+    return path if _remote.is_url(path) or os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
 def first_line(error: BaseException) -> str:

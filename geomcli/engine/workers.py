@@ -96,6 +96,8 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
     faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
     if faults:
         _refused(task, faults, len(jobs), time.perf_counter() - started)
+    if on_cluster is not None:
+        on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
     options = local_paths(options)
     try:
         if not _remote.is_url(options.out_dir):  # an object store has no folders to make

@@ -50,6 +50,10 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common):
         _refuse_in_place(input_path, output)
+        if scheduler is not None:  # a cluster's workers open the arrays by these names
+            from geomcli.engine.scheduler import for_workers
+
+            input_path, output = for_workers(input_path), for_workers(output)
         data, layout, scale, ome, like, file_format = _open(input_path, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))

@@ -125,6 +125,39 @@ def test_a_small_batch_refused_by_its_headers_reaches_no_cluster(mixed: Path, tm
     assert time.monotonic() - started < 5
 
 
+def test_relative_names_are_this_shell_s_not_the_workers(mixed: Path, tmp_path: Path, scheduler: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's working folder is its own: the files named from here are read and written, and
+    the lines and records name them as -j's do."""
+    (mixed / "broken.png").write_bytes((mixed / "rgb00.png").read_bytes()[:60])
+    monkeypatch.setattr(cluster, "HEADERS_HERE", 0)  # the workers read the headers too
+    monkeypatch.chdir(mixed.parent)
+    runs = {}
+    for how in (["-j", "2"], ["--scheduler", scheduler]):
+        out = how[0].strip("-")
+        result = run("crop-pad", "mixed/*.png", "--out-dir", out, "--shape", "8,8", "--json", *how)
+        runs[how[0]] = result, contents(tmp_path / out), [json.loads(line) for line in result.stdout.splitlines()]
+    (j2, j2_files, j2_records), (dask, dask_files, dask_records) = runs["-j"], runs["--scheduler"]
+    assert dask.exit_code == j2.exit_code == 1
+    assert len(dask_files) == 12 and dask_files == j2_files
+    for record in (*j2_records, *dask_records):
+        record.pop("seconds")
+    assert [record.pop("output") for record in j2_records[:-1]] == [
+        record.pop("output").replace("scheduler/", "j/", 1) for record in dask_records[:-1]]
+    assert dask_records == j2_records
+    assert dask.stderr == j2.stderr == "Error: mixed/broken.png: not a readable PNG (truncated)\n"
+
+
+def test_an_unreachable_scheduler_makes_no_output_folder(mixed: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scheduler_module, "CONNECT_SECONDS", 1)
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
+                 "--scheduler", "tcp://127.0.0.1:1")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: tcp://127.0.0.1:1: cannot reach the Dask scheduler (")
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_environment_variable_names_the_scheduler(mixed: Path, tmp_path: Path, scheduler: str) -> None:
     result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
                  env={"GEOMCLI_SCHEDULER": scheduler})

@@ -514,6 +514,18 @@ def test_on_a_dask_cluster_as_on_threads(tmp_path: Path, scheduler: str) -> None
 
 
 @pytest.mark.cluster
+def test_relative_names_on_a_cluster_are_this_shell_s(tmp_path: Path, scheduler: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers' working folder is not this shell's: they were given in.zarr and out.zarr."""
+    data = tensor(np.dtype("float32"))
+    write_zarr(tmp_path / "in.zarr", data, (1, 5, 7, 5))
+    monkeypatch.chdir(tmp_path)
+    result = run("space-to-depth", "in.zarr", "-o", "out.zarr", "--blocksize", "2", "--scheduler", scheduler, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
+
+
+@pytest.mark.cluster
 def test_a_tiled_tiff_on_a_cluster_is_read_by_the_workers(tmp_path: Path, scheduler: str) -> None:
     import tifffile
 
