@@ -110,17 +110,17 @@ def task_overhead(client: Any, inputs: list[Path], out: Path, files_per_task: in
     jobs = [plan.Job(index, str(path), str(out / path.name), "png") for index, path in enumerate(inputs)]
     batches = [jobs[start:start + files_per_task] for start in range(0, len(jobs), files_per_task)]
     threads = sum(client.nthreads().values())
-    client.gather(client.submit(cluster.do_files, task, batches[0][:1], False, pure=False))  # imports, once
+    client.gather(client.submit(cluster.do_files, task, batches[0][:1], None, pure=False))  # imports, once
     completed = as_completed(loop=client.loop, with_results=True)
     queue = list(batches)
     started = time.perf_counter()
     for _ in range(min(len(queue), 2 * threads)):
-        completed.add(client.submit(cluster.do_files, task, queue.pop(0), False, pure=False))
+        completed.add(client.submit(cluster.do_files, task, queue.pop(0), None, pure=False))
     work = 0.0
     for _, result in completed:
         work += sum(report.seconds for report, _ in result)
         if queue:
-            completed.add(client.submit(cluster.do_files, task, queue.pop(0), False, pure=False))
+            completed.add(client.submit(cluster.do_files, task, queue.pop(0), None, pure=False))
     span = time.perf_counter() - started
     return (threads * span - work) / len(batches), work / len(jobs), len(batches)
 

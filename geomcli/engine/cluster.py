@@ -253,6 +253,7 @@ class _Dispatch:
         self.threads = 1
         self.threads_seen = -1.0
         self.stopping = False
+        self.stop = f"geomcli-stop-{self.run_id}" if fail_fast else None  # the Event tasks look at, with --fail-fast
 
     def run(self) -> None:
         from distributed import as_completed
@@ -262,11 +263,13 @@ class _Dispatch:
         while self.in_flight:
             future, result = next(self.completed)
             sent = self.in_flight.pop(future)
-            if self.stopping and future.status == "cancelled":
-                continue  # cancelled after --fail-fast: not run
             self._finished(future, result, sent)
             if not self.stopping:
                 self._top_up()
+        if self.stop is not None and self.stopping:
+            from distributed import Event
+
+            Event(self.stop, client=self.client).clear()  # the scheduler keeps a set one
 
     def _top_up(self) -> None:
         """Submit tasks until ``IN_FLIGHT`` per worker thread are in flight, or none is left."""
@@ -298,7 +301,7 @@ class _Dispatch:
 
     def _submit(self, batch: list[Job], after_death: bool) -> None:
         self.count += 1
-        future = self.client.submit(do_files, self.task, [_moved(job) for job in batch], self.fail_fast,
+        future = self.client.submit(do_files, self.task, [_moved(job) for job in batch], self.stop,
                                     after_death, pure=False, key=f"geomcli-{self.run_id}-{self.count}")
         self.in_flight[future] = _Sent(batch, time.perf_counter(), after_death)
         self.completed.add(future)
@@ -341,7 +344,18 @@ class _Dispatch:
         self.outcomes.add(job.index, report)
         if self.fail_fast and report.status == "error" and not self.stopping:
             self.stopping = True
-            self.cancel_all()  # nothing more starts; what is in flight is not run
+            self._stop_after_their_file()
+
+    def _stop_after_their_file(self) -> None:
+        """--fail-fast: send nothing more, and have each task in flight stop before its next file
+        and return the reports of those it did, as a -j worker finishes the file it holds (a task
+        cancelled instead returns nothing, and the outputs it placed went unreported)."""
+        from distributed import Event
+
+        self.todo.clear()
+        self.again.clear()
+        assert self.stop is not None
+        Event(self.stop, client=self.client).set()
 
     def _measure(self, sent: _Sent, done: list[tuple[Report, bool]]) -> None:
         wall = time.perf_counter() - sent.submitted
@@ -422,13 +436,14 @@ def passing(report: Report) -> bool:
     return False
 
 
-def do_files(task: Task, jobs: Sequence[Job], fail_fast: bool, sweep: bool = False) -> list[tuple[Report, bool]]:
+def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = False) -> list[tuple[Report, bool]]:
     """A task, on a worker: each job's report (in order), and whether it failed on an I/O error
     that may pass. Each output is placed (synced and renamed, or put) on a second thread while
     the next file is made, as a -j worker's committer does, and the task returns once the last
-    is placed; a task cancelled meanwhile stops at its next file and returns nothing. With
-    ``fail_fast`` it stops after the first failure. ``sweep``: a retry after a worker died,
-    whose temp files it removes first."""
+    is placed; a task cancelled meanwhile stops at its next file and returns nothing. ``stop``
+    (--fail-fast) names the run's Event: the task stops after its first failure, or before its
+    next file once the Event is set, and returns the reports of those it did. ``sweep``: a retry
+    after a worker died, whose temp files it removes first."""
     from concurrent.futures import ThreadPoolExecutor
 
     from geomcli.io import _atomic
@@ -440,13 +455,13 @@ def do_files(task: Task, jobs: Sequence[Job], fail_fast: bool, sweep: bool = Fal
     with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit") as committer:
         try:
             for job in jobs:
-                if _cancelled():
+                if _cancelled() or (stop is not None and _stopped(stop)):
                     break
                 with _atomic.deferred_commits() as commits:
                     report = job_steps.transform(task, job)
                 done.append(report)
                 placing.append(committer.submit(job_steps.commit, report, list(commits)))
-                if fail_fast and report.status == "error":
+                if stop is not None and report.status == "error":
                     break
             for placed in placing:
                 placed.result()  # a bug in a commit raises here, with its traceback
@@ -459,6 +474,17 @@ def do_files(task: Task, jobs: Sequence[Job], fail_fast: bool, sweep: bool = Fal
     if _cancelled():
         return []  # what was placed is whole; the client counts none of it
     return [(report, report.status == "error" and passing(report)) for report in done]
+
+
+def _stopped(stop: str) -> bool:
+    """Whether the client has set the Event ``stop`` (--fail-fast: a file failed); False off a worker."""
+    from distributed import Event, get_worker
+
+    try:
+        get_worker()
+    except ValueError:  # not on a worker (called in this process)
+        return False
+    return bool(Event(stop).is_set())
 
 
 def _cancelled() -> bool:

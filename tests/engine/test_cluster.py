@@ -205,6 +205,23 @@ def first_output(out: Path, deadline: float = 30) -> None:
         time.sleep(0.02)
 
 
+def test_fail_fast_reports_every_output_it_placed(tmp_path: Path, scheduler: str) -> None:
+    """The tasks in flight stop before their next file and report what they did, as -j's workers
+    finish the file they hold: every output there has its record, and the rest are not run."""
+    slow_inputs(tmp_path / "in", 40)
+    (tmp_path / "in" / "005.png").write_bytes(b"not a PNG")
+    out = tmp_path / "out"
+    result = run("crop-pad", tmp_path / "in", "--out-dir", out, "--shape", "64,64", "--fail-fast", "--json",
+                 "--scheduler", scheduler)
+    assert result.exit_code == 1
+    found = [json.loads(line) for line in result.stdout.splitlines()]
+    summary = found.pop()
+    written = {os.path.basename(record["output"]) for record in found if record["status"] == "ok"}
+    assert written == set(files(out))  # no output without its record, nor a record without its output
+    assert summary["ok"] == len(written) and summary["failed"] == 1
+    assert summary["not_run"] == 40 - 1 - len(written) > 0
+
+
 def test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path: Path, scheduler: str) -> None:
     slow_inputs(tmp_path / "in", 40)
     out = tmp_path / "out"
