@@ -141,7 +141,8 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 def cli() -> None:
     """Apply ONNX geometry operators to images and tensors, exactly as the spec defines them.
 
-    Inputs: PNG, JPEG, BMP, GIF, WebP (Pillow), .npy, .tif/.tiff, or - for stdin.
+    Inputs: PNG, JPEG, BMP, GIF, WebP (Pillow), .npy, .tif/.tiff, .zarr arrays, or - for stdin;
+    with geomcli[dask], any may be a URL (s3://, gs://, az://, https://, file://).
     """
 
 
