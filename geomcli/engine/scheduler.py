@@ -166,12 +166,45 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
         except (OSError, ValueError) as error:  # the connection's TimeoutError is an OSError
             raise GeomError(f"{scheduler.address}: cannot reach the Dask scheduler "
                             f"({first_line(error)})") from error
-        if not client.nthreads():
-            echo_stderr(f"Warning: the cluster at {scheduler.address} has no workers yet; waiting for some")
         with client:
+            if not client.nthreads():
+                echo_stderr(f"Warning: the cluster at {scheduler.address} has no workers yet; waiting for some")
+            else:
+                _check_workers_code(client, str(scheduler.address))
             yield client, None
     finally:
         logger.setLevel(level)
+
+
+def code_fingerprint() -> str:
+    """geomcli's version and a hash of its modules' source: what a joined cluster's workers must
+    run too (an editable install changes with no new version)."""
+    import hashlib
+    from pathlib import Path
+
+    import geomcli
+
+    root = Path(geomcli.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return f"{geomcli.__version__}+{digest.hexdigest()[:12]}"
+
+
+def _check_workers_code(client: Client, address: str) -> None:
+    """A GeomError where a joined cluster's workers run another geomcli than this one, or none: a
+    task of this one's would fail there, or do what another version does."""
+    ours = code_fingerprint()
+    try:
+        theirs = client.run(code_fingerprint)
+    except Exception as error:  # geomcli not importable there
+        raise GeomError(f"{address}: the cluster's workers cannot run geomcli ({first_line(error)}): install "
+                        "this one there") from error
+    others = sorted({code for code in theirs.values() if code != ours})
+    if others:
+        count = sum(code != ours for code in theirs.values())
+        raise GeomError(f"{address}: {count} of {len(theirs)} of the cluster's workers run another geomcli "
+                        f"({others[0]}, not {ours}): install this one there")
 
 
 def for_workers(path: str) -> str:

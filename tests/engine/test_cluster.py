@@ -446,6 +446,19 @@ def test_scheduler_mistakes_are_usage_errors(args: list[str], message: str, mixe
     assert not (tmp_path / "out").exists()
 
 
+def test_a_cluster_whose_workers_run_another_geomcli_is_refused(mixed: Path, tmp_path: Path, scheduler: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Their tasks would fail there, or do what another version does: one line, nothing written."""
+    real, here = scheduler_module.code_fingerprint, os.getpid()
+    monkeypatch.setattr(scheduler_module, "code_fingerprint", lambda: "0.0.9+edited" if os.getpid() == here else real())
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
+                 "--scheduler", scheduler)
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {scheduler}: 2 of 2 of the cluster's workers run another geomcli ({real()}, "
+                             "not 0.0.9+edited): install this one there\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_j_on_the_command_line_wins_over_the_environment_s_scheduler(mixed: Path, tmp_path: Path) -> None:
     """GEOMCLI_SCHEDULER is a default: a script's own -j 2 runs as ever, on no cluster."""
     code = ("import sys; from geomcli.cli.group import main\n"
