@@ -16,7 +16,7 @@ from geomcli.errors import GeomError
 @output_option
 @click.option("--size", type=IntList(empty=True), default=None,
               help="N,C,H,W for a 2-D grid or N,C,D,H,W for a 3-D grid.")
-@click.option("--like", type=click.Path(dir_okay=False, allow_dash=False), default=None,
+@click.option("--like", type=click.Path(allow_dash=False), default=None, metavar="FILE",
               help="Take N,C,H,W (N,C,D,H,W from a rank-5 tensor) from this file, as grid-sample and warp "
                    "read it.")
 @transform_options

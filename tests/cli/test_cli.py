@@ -594,6 +594,15 @@ def test_affine_grid_record_holds_the_matrix_the_flags_made(tmp_path: Path, args
     assert json.loads(result.stdout)["parameters"] == {"align_corners": False, "theta": theta, "flags": flags}
 
 
+def test_affine_grid_takes_the_size_like_a_zarr_array(tmp_path: Path) -> None:
+    pytest.importorskip("zarr")
+    np.save(tmp_path / "t.npy", np.zeros((2, 3, 8, 10), np.float32))
+    assert run("crop-pad", tmp_path / "t.npy", "-o", tmp_path / "t.zarr", "--shape", "2,3,8,10").exit_code == 0
+    result = run("affine-grid", "--like", tmp_path / "t.zarr", "--rotate", "10", "-o", tmp_path / "g.npy")
+    assert result.exit_code == 0, result.stderr  # it was "File '...t.zarr' is a directory"
+    assert np.load(tmp_path / "g.npy").shape == (2, 8, 10, 2)
+
+
 def test_affine_grid_record_of_a_failure_has_no_matrix_but_the_flags(tmp_path: Path) -> None:
     result = run("affine-grid", "--like", tmp_path / "missing.png", "--rotate", "10", "-o", tmp_path / "g.npy",
                  "--json")
