@@ -163,7 +163,8 @@ def _info_line(record: dict[str, Any]) -> str:
     if record["pages"] is not None:
         parts.append(f"{record['pages']} page(s)")
     if record.get("chunks") is not None:
-        parts.append(f"chunks {'×'.join(map(str, record['chunks']))}")
+        parts.append(f"chunks {'×'.join(map(str, record['chunks']))}"
+                     + (f" in shards of {'×'.join(map(str, record['shards']))}" if record.get("shards") else ""))
     if record["value_range"]:
         low, high = record["value_range"]
         parts.append(f"range [{low:g}, {high:g}]" + (" and NaN" if summary.NAN_NOTE in record["notes"] else ""))

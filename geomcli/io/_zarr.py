@@ -144,10 +144,11 @@ def describe(path: str) -> dict[str, Any]:
     every chunk."""
     opened = open_input(path)
     array = opened.array
-    codecs = [type(codec).__name__ for codec in getattr(array.metadata, "codecs", ())]
+    # what packs the bytes (a sharded array's inner codecs; the serializer only lays them out)
+    codecs = [type(codec).__name__.removesuffix("Codec").lower() for codec in (*array.filters, *array.compressors)]
     return {"shape": list(array.shape), "dtype": str(array.dtype), "layout": opened.layout,
             "chunks": list(array.chunks), "shards": None if array.shards is None else list(array.shards),
-            "compression": ", ".join(codecs) or None, "ome": opened.ome,
+            "compression": ", ".join(codecs) or "none", "ome": opened.ome,
             "scale": None if opened.scale is None else list(opened.scale)}
 
 

@@ -440,7 +440,11 @@ def test_dry_run_info_and_the_plan_read_a_zarr_header_never_its_chunks(tmp_path:
     result = run("info", tmp_path / "big.zarr")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == (f"{tmp_path / 'big.zarr'}: zarr 64×4×4096×4096 float32, layout NCHW, "
-                             "chunks 1×4×1024×1024, compression BytesCodec, ZstdCodec\n")
+                             "chunks 1×4×1024×1024, compression zstd\n")
+    zarr.create_array(str(tmp_path / "sharded.zarr"), shape=(64, 64), dtype="uint8", chunks=(8, 8), shards=(32, 32),
+                      compressors=None)
+    result = run("info", tmp_path / "sharded.zarr")
+    assert result.stdout == f"{tmp_path / 'sharded.zarr'}: zarr 64×64 uint8, layout -, chunks 8×8 in shards of 32×32\n"
     record = json.loads(run("info", "--json", tmp_path / "big.zarr").stdout)
     assert (record["shape"], record["chunks"], record["layout"], record["value_range"]) == (
         [64, 4, 4096, 4096], [1, 4, 1024, 1024], "NCHW", None)
