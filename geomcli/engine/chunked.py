@@ -104,12 +104,13 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first
 
 
 def as_dask(data: Any, chunks: Any = None) -> Dask:
-    """``data`` (a zarr array, a memory map, an array) as a dask array of its own chunks, or of
-    about CHUNK_BYTES each."""
+    """``data`` (a zarr array, a memory map, an array) as a dask array of its own chunks (a
+    sharded zarr's shards: its unit of storage, where a task per inner chunk would be thousands of
+    tiny tasks), or of about CHUNK_BYTES each."""
     import dask.array as da
 
     if chunks is None:
-        chunks = getattr(data, "chunks", None)
+        chunks = getattr(data, "shards", None) or getattr(data, "chunks", None)
     if chunks is None or isinstance(data, tuple):
         chunks = "auto"
     with _chunk_size():

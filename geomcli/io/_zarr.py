@@ -177,7 +177,9 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
                   *, ome: bool, scale: tuple[float, ...] | None, like: Any = None) -> Any:
     """A new zarr array at ``path`` (replacing what is there), marked incomplete: an OME-Zarr
     group of one level when ``ome`` and the layout fits, else an array with dimension_names.
-    ``like``: an input array whose compressors it takes."""
+    ``like``: an input array whose compressors it takes, and its sharding: a sharded input's
+    output is stored in shards of ``chunks`` (each written whole by one task), of the input's
+    inner chunks where they divide them."""
     zarr = _zarr()
     kept = getattr(like.metadata, "dimension_names", None) if like is not None else None
     names: list[str] | None
@@ -189,6 +191,9 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     options: dict[str, Any] = {}
     if like is not None and getattr(like.metadata, "zarr_format", 3) == 3:
         options["compressors"] = like.compressors
+        if like.shards is not None and len(like.chunks) == len(chunks):
+            options["shards"] = chunks
+            chunks = tuple(inner if shard % inner == 0 else shard for inner, shard in zip(like.chunks, chunks))
     incomplete = {MARKER: {"complete": False}}
     store = _store(path, read_only=False)
     try:

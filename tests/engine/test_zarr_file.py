@@ -425,6 +425,29 @@ def test_the_sampling_graphs_hold_a_chunk_of_planes_never_the_array() -> None:
         assert biggest == 1 * 2 * planes[type(operation).__name__] * 4  # of a chunk's images and channels
 
 
+@pytest.mark.parametrize(("args", "expected", "inner", "shards"), [
+    (["crop-pad", "--shape", "2,6,30,40"], lambda data: crop_ops.center_crop_pad(data, [2, 6, 30, 40]),
+     (1, 3, 8, 8), (1, 6, 16, 16)),
+    (["space-to-depth", "--blocksize", "2"], lambda data: space_depth_ops.space_to_depth(data, 2),
+     (1, 3, 8, 8), (1, 24, 8, 8)),
+])
+def test_a_sharded_input_is_read_by_shard_and_its_output_stored_in_shards(
+        tmp_path: Path, args: list[str], expected: Any, inner: tuple[int, ...], shards: tuple[int, ...]) -> None:
+    """Sharding is there so that a big array is not millions of tiny files: a task per shard reads
+    it, and the output keeps shards (of the input's inner chunks where they divide them)."""
+    data = tensor(np.dtype("float32"), (2, 6, 40, 48))
+    array = zarr.create_array(str(tmp_path / "in.zarr"), shape=data.shape, dtype=data.dtype, chunks=(1, 3, 8, 8),
+                              shards=(1, 6, 16, 16))
+    array[...] = data
+    result = run(args[0], tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", *args[1:], "-q")
+    assert result.exit_code == 0, result.stderr
+    out = read_zarr(tmp_path / "out.zarr")
+    assert out[...].tobytes() == expected(data).tobytes()
+    assert (out.chunks, out.shards) == (inner, shards)
+    written = [path for path in (tmp_path / "out.zarr").rglob("*") if path.is_file() and path.name != "zarr.json"]
+    assert len(written) == np.prod([-(-length // shard) for length, shard in zip(out.shape, shards)])
+
+
 def test_dry_run_info_and_the_plan_read_a_zarr_header_never_its_chunks(tmp_path: Path) -> None:
     """A 4.3-billion-element array (no chunk written) is planned as any file, past the default
     --max-pixels: the chunked run never holds it whole."""
