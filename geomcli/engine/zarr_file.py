@@ -67,8 +67,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         try:
-            report.value_range, nan = _write(operation, result, data, output, output_format, common, scheduler,
-                                             layout=layout, scale=scale, ome=ome, like=like)
+            report.value_range, nan, blocks = _write(operation, result, data, output, output_format, common,
+                                                     scheduler, layout=layout, scale=scale, ome=ome, like=like)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
         except (GeomError, OSError):
             raise
@@ -77,7 +77,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                 raise
             raise GeomError(f"{input_path}: a chunk could not be read, transformed or written "
                             f"({type(error).__name__}: {_first_line(error)})") from error
-        report.notes.append(f"chunk by chunk: {result.npartitions} output chunk(s)")
+        report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
     return report
 
 
@@ -152,9 +152,9 @@ def _remote_or_stream(path: str) -> bool:
 
 def _write(operation: Operation, result: Any, data: Any, output: str, output_format: str, common: Common,
            scheduler: str | None, *, layout: str | None, scale: tuple[float, ...] | None, ome: bool,
-           like: Any) -> tuple[list[Any] | None, bool]:
-    """Write ``result`` chunk by chunk (one task per output chunk); its value range and whether
-    it holds NaN (summary.range_and_nan), found by the same pass."""
+           like: Any) -> tuple[list[Any] | None, bool, int]:
+    """Write ``result`` chunk by chunk (one task per output chunk, or shard); its value range and
+    whether it holds NaN (summary.range_and_nan), found by the same pass, and the chunks written."""
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
@@ -174,7 +174,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
                 # one dask chunk per zarr chunk: no two tasks write one chunk
                 ranges = _write_blocks(result.rechunk(chunks), target, None, how)
             _zarr.mark_complete(place)
-        return summary.joined_range(ranges)
+        return (*summary.joined_range(ranges), len(ranges))
     else:
         check_output_format(output, output_format)
         outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout)
@@ -188,7 +188,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         outputs.__exit__(type(error), error, error.__traceback__)
         raise
     outputs.__exit__(None, None, None)
-    return summary.joined_range(ranges)
+    return (*summary.joined_range(ranges), len(ranges))
 
 
 def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) -> list[Any]:

@@ -439,13 +439,14 @@ def test_a_sharded_input_is_read_by_shard_and_its_output_stored_in_shards(
     array = zarr.create_array(str(tmp_path / "in.zarr"), shape=data.shape, dtype=data.dtype, chunks=(1, 3, 8, 8),
                               shards=(1, 6, 16, 16))
     array[...] = data
-    result = run(args[0], tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", *args[1:], "-q")
+    result = run(args[0], tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", *args[1:], "--json")
     assert result.exit_code == 0, result.stderr
     out = read_zarr(tmp_path / "out.zarr")
     assert out[...].tobytes() == expected(data).tobytes()
     assert (out.chunks, out.shards) == (inner, shards)
     written = [path for path in (tmp_path / "out.zarr").rglob("*") if path.is_file() and path.name != "zarr.json"]
     assert len(written) == np.prod([-(-length // shard) for length, shard in zip(out.shape, shards)])
+    assert f"chunk by chunk: {len(written)} output chunk(s)" in json.loads(result.stdout)["notes"]
 
 
 def test_dry_run_info_and_the_plan_read_a_zarr_header_never_its_chunks(tmp_path: Path) -> None:
