@@ -3,7 +3,7 @@ the files done by the cluster's workers, each file's report shown here as it com
 
 ``local`` or ``local:N`` starts a LocalCluster of N worker processes (one thread each) for the
 run; an address (``tcp://HOST:PORT``) joins a running cluster, whose workers must have the same
-geomcli installed (geomcli.engine.scheduler).
+geomcli installed (checked as it is joined: geomcli.engine.scheduler).
 
 - **Headers first.** As for ``-j``, every input's header is checked before any file is done (a
   run whose options some input cannot take writes nothing): by this process for a small batch,
@@ -29,9 +29,14 @@ geomcli installed (geomcli.engine.scheduler).
   alone in its own task on whichever worker is free; a file whose worker dies again fails.
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first.
-- **Stopping.** On Ctrl-C or SIGTERM the tasks in flight are cancelled: each notices between
-  files and stops; a LocalCluster of ours is closed (its workers end) and the temp files of the
-  jobs in flight are swept here, as ``-j`` does: only whole outputs remain.
+- **Stopping.** After a failure under ``--fail-fast`` nothing more is sent, and the tasks in
+  flight stop before their next file (a Dask Event the client sets) and report those they did,
+  as -j's workers finish the one they hold. On Ctrl-C or SIGTERM the tasks in flight are
+  cancelled: each notices between files and stops; a LocalCluster of ours is closed (its workers
+  end) and the temp files of the jobs in flight are swept here, as ``-j`` does: only whole
+  outputs remain.
+- **Paths as here.** Local names go to the workers made absolute (scheduler.for_workers): a
+  joined cluster's working folder is not this shell's. Reports come back naming them as planned.
 - **An unreachable scheduler** is one error line (exit 1), within scheduler.CONNECT_SECONDS.
 
 Only the standard library loads at import time: Dask loads when a run asks for it.
