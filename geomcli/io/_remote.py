@@ -232,7 +232,14 @@ def listing(url: str, recursive: bool = True) -> list[Entry]:
         return []
     with _errors(url, "list the folder"):
         fs.invalidate_cache(root)
-        found = fs.find(root, maxdepth=None if recursive else 1, detail=True)
+        if recursive:
+            found = fs.find(root, detail=True)
+        else:
+            # ls, not find(maxdepth=1): fsspec's walk drops a failed listing as an empty one
+            try:
+                found = {info["name"]: info for info in fs.ls(root, detail=True)}
+            except FileNotFoundError:
+                found = {}
     entries = []
     for path, info in found.items():
         if info.get("type") == "directory":

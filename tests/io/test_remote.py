@@ -297,3 +297,15 @@ def test_a_batch_on_dask_reads_and_writes_s3(s3: S3, shots: dict[str, bytes], sc
     assert remote.exit_code == local.exit_code == 0, remote.stderr
     made = tree(tmp_path / "local")
     assert {name: s3.get(f"out/{name}") for name in made} == made
+
+
+@pytest.mark.parametrize("kind", ["glob", "folder"])
+def test_a_listing_refused_is_its_error_not_an_empty_match(kind: str, s3: S3, shots: dict[str, bytes],
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto import settings
+
+    monkeypatch.setattr(settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks credentials now
+    argument = f"{s3.url}/raw/*.png" if kind == "glob" else f"{s3.url}/raw"
+    result = run("crop-pad", argument, "--out-dir", tmp_path / "out", "--shape", "6,6")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == f"Error: {s3.url}/raw: permission denied"
