@@ -318,7 +318,7 @@ def _url_sources(url: str, recursive: bool, literal: bool) -> tuple[list[Source]
         for entry in _listing(root, recursive):
             relative = _relative(entry.url, root)
             names = relative.split("/")
-            if relative and not any(name.startswith(".") for name in names) and _readable(names[-1]):
+            if relative and not any(name.startswith(".") for name in names) and _url_readable(names[-1]):
                 found.append((entry, relative))
         return _url_order(found, root), f"the folder {url}"
     return [Source(url, "")], url
@@ -354,7 +354,13 @@ def _url_order(found: list[tuple[Any, str]], root: str) -> list[Source]:
     """Sources in the order of their path below ``root``, name by name, as local folders are."""
     found.sort(key=lambda item: item[1].split("/"))
     return [Source(entry.url, relative.rpartition("/")[0], size=entry.size) for entry, relative in found
-            if _readable(relative.rpartition("/")[2])]
+            if _url_readable(relative.rpartition("/")[2])]
+
+
+def _url_readable(name: str) -> bool:
+    """Whether a listing's entry is an input: a file geomcli reads, or a zarr array (which a
+    listing gives as one entry)."""
+    return _is_zarr(name) or _readable(name)
 
 
 def _glob_match(pattern: list[str], names: list[str]) -> bool:

@@ -210,7 +210,8 @@ def _precondition_failed(error: BaseException) -> bool:
 
 
 class Entry(NamedTuple):
-    """A file a listing found: its URL, its size in bytes and its modified time (ns, or None)."""
+    """A file a listing found, or a zarr array (a folder named .zarr, one entry): its URL, its size
+    in bytes and its modified time (ns, or None)."""
 
     url: str
     size: int | None
@@ -225,8 +226,8 @@ _listed: set[str] = set()
 
 def listing(url: str, recursive: bool = True) -> list[Entry]:
     """The files under the folder ``url`` (all depths, or its own with ``recursive`` False), in
-    the listing's order; none for a folder that is not there. Their modified times are kept for
-    :func:`modified`."""
+    the listing's order, a zarr array among them as one entry (its files left out); none for a
+    folder that is not there. Their modified times are kept for :func:`modified`."""
     fs, root = filesystem(url)
     if protocol(url) in READ_ONLY:
         return []
@@ -235,20 +236,47 @@ def listing(url: str, recursive: bool = True) -> list[Entry]:
         if recursive:
             found = fs.find(root, detail=True)
         else:
-            # ls, not find(maxdepth=1): fsspec's walk drops a failed listing as an empty one
+            # ls, not find(maxdepth=1): fsspec's walk drops a failed listing as an empty one, and
+            # ls names the subfolders, zarr arrays among them
             try:
                 found = {info["name"]: info for info in fs.ls(root, detail=True)}
             except FileNotFoundError:
                 found = {}
+    base = str(fs.unstrip_protocol(root)).rstrip("/")
     entries = []
+    arrays: dict[str, None] = {}
     for path, info in found.items():
-        if info.get("type") == "directory":
-            continue
         entry = Entry(str(fs.unstrip_protocol(path)), info.get("size"), _info_modified(info))
-        _modified[entry.url] = entry.modified
-        entries.append(entry)
-    _listed.add(str(fs.unstrip_protocol(root)).rstrip("/") + "/")
+        array = _array_of(entry.url, base)
+        if array is not None:
+            arrays.setdefault(array, None)
+        elif info.get("type") != "directory":
+            _modified[entry.url] = entry.modified
+            entries.append(entry)
+    entries.extend(Entry(array, None, None) for array in arrays)
+    _listed.add(base + "/")
     return entries
+
+
+def _array_of(url: str, base: str) -> str | None:
+    """The zarr array at or below the listed folder ``base`` that ``url`` is, or is in, if any.
+
+    >>> _array_of("s3://b/in/a.zarr/c/0/0", "s3://b/in"), _array_of("s3://b/a.zarr/zarr.json", "s3://b/a.zarr")
+    ('s3://b/in/a.zarr', 's3://b/a.zarr')
+    >>> _array_of("s3://b/in/a.png", "s3://b/in"), _array_of("s3://b/in/a.zarr", "s3://b/in")
+    (None, 's3://b/in/a.zarr')
+    """
+    if _is_array(base):
+        return base
+    names = url[len(base) + 1:].split("/") if url.startswith(base + "/") else []
+    for count, name in enumerate(names, 1):
+        if _is_array(name):
+            return "/".join([base, *names[:count]])
+    return None
+
+
+def _is_array(name: str) -> bool:
+    return name.rstrip("/").lower().endswith(".zarr")
 
 
 def is_folder(url: str) -> bool:

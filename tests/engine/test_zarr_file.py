@@ -618,3 +618,28 @@ def test_a_zarr_to_png_is_a_usage_error_from_the_header_alone_and_in_a_batch(dty
                 "--shape", "4,4")
     assert batch.exit_code == 2 and f"Error: {tmp_path / 'out' / 'a.png'}: {message}" in batch.stderr.splitlines()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.zarr"]
+
+
+def test_folders_and_quoted_globs_on_s3_take_zarr_arrays_as_inputs(s3: S3, tmp_path: Path) -> None:
+    data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
+    write_zarr(tmp_path / "a.zarr", data, (1, 3, 4, 4))
+    for key in ["in/a.zarr", "in/deeper/b.zarr"]:
+        assert run("crop-pad", tmp_path / "a.zarr", "-o", f"{s3.url}/{key}", "--shape", "1,3,8,8", "-q").exit_code == 0
+    s3.put("in/c.npy", _npy_bytes(data))
+    for inputs, names in [([f"{s3.url}/in"], ["a.zarr", "c.npy"]), ([f"{s3.url}/in/*"], ["a.zarr", "c.npy"]),
+                          ([f"{s3.url}/in/*.zarr"], ["a.zarr"]), ([f"{s3.url}/**/*.zarr"], ["a.zarr", "b.zarr"]),
+                          (["-r", f"{s3.url}/in"], ["a.zarr", "b.zarr", "c.npy"])]:
+        result = run("crop-pad", *inputs, "--out-dir", tmp_path / "out", "--shape", "1,3,4,4", "--dry-run")
+        assert result.exit_code == 0, (inputs, result.stderr)
+        assert sorted(line.split(" → ")[0].rpartition("/")[2] for line in result.stdout.splitlines()) == names
+    result = run("info", f"{s3.url}/in/*.zarr")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith(f"{s3.url}/in/a.zarr: zarr 1×3×8×8 uint8")
+
+
+def _npy_bytes(data: np.ndarray) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, data)
+    return buffer.getvalue()
