@@ -211,23 +211,24 @@ def _precondition_failed(error: BaseException) -> bool:
 
 class Entry(NamedTuple):
     """A file a listing found, or a zarr array (a folder named .zarr, one entry): its URL, its size
-    in bytes and its modified time (ns, or None)."""
+    in bytes and its modified time (ns, or None; an array's is its newest file's)."""
 
     url: str
     size: int | None
     modified: int | None
 
 
-# modified times the listings told, by canonical URL; and the folders listed whole, in which a
-# URL not found is no file
+# modified times the listings told, by canonical URL (a zarr array's: its newest file's); and the
+# folders listed, each with whether at every depth: a URL not found in one is no file
 _modified: dict[str, int | None] = {}
-_listed: set[str] = set()
+_listed: dict[str, bool] = {}
 
 
 def listing(url: str, recursive: bool = True) -> list[Entry]:
     """The files under the folder ``url`` (all depths, or its own with ``recursive`` False), in
     the listing's order, a zarr array among them as one entry (its files left out); none for a
-    folder that is not there. Their modified times are kept for :func:`modified`."""
+    folder that is not there. Their modified times are kept for :func:`modified`; an array's
+    only where the listing saw all its files (at every depth)."""
     fs, root = filesystem(url)
     if protocol(url) in READ_ONLY:
         return []
@@ -244,17 +245,23 @@ def listing(url: str, recursive: bool = True) -> list[Entry]:
                 found = {}
     base = str(fs.unstrip_protocol(root)).rstrip("/")
     entries = []
-    arrays: dict[str, None] = {}
+    arrays: dict[str, int | None] = {}
     for path, info in found.items():
         entry = Entry(str(fs.unstrip_protocol(path)), info.get("size"), _info_modified(info))
         array = _array_of(entry.url, base)
-        if array is not None:
-            arrays.setdefault(array, None)
+        if array is not None and recursive:
+            arrays[array] = max((time for time in (arrays.get(array), entry.modified) if time is not None),
+                                default=None)
+        elif array is not None:
+            arrays.setdefault(array, None)  # its files not seen: no modified time
         elif info.get("type") != "directory":
             _modified[entry.url] = entry.modified
             entries.append(entry)
-    entries.extend(Entry(array, None, None) for array in arrays)
-    _listed.add(base + "/")
+    for array, newest in arrays.items():
+        if recursive:
+            _modified[array] = newest
+        entries.append(Entry(array, None, newest))
+    _listed[base + "/"] = recursive
     return entries
 
 
@@ -289,13 +296,17 @@ def is_folder(url: str) -> bool:
 
 
 def modified(url: str) -> int | None:
-    """The modified time of the file at ``url`` in ns: from a listing made, else asked of the store;
-    None where there is no such file."""
+    """The modified time of the file at ``url`` in ns (of a zarr array: its newest file's): from
+    a listing made, else asked of the store; None where there is no such file."""
     key = canonical(url)
     if key in _modified:
         return _modified[key]
-    if any(key.startswith(folder) for folder in _listed):
-        return None  # listed whole, and not found there
+    if _is_array(key):
+        if not any(key.startswith(folder) for folder, deep in _listed.items() if deep):
+            listing(url, True)  # its files: a request per 1000 of them
+        return _modified.get(key)
+    if any(key.startswith(folder) and (deep or "/" not in key[len(folder):]) for folder, deep in _listed.items()):
+        return None  # listed, and not found there
     fs, path = filesystem(url)
     try:
         info = fs.info(path)

@@ -6,6 +6,8 @@ this machine's threads and on a Dask cluster, and on S3."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -620,6 +622,21 @@ def test_a_zarr_to_png_is_a_usage_error_from_the_header_alone_and_in_a_batch(dty
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.zarr"]
 
 
+def backdate(folder: Path, seconds: float) -> None:
+    """Every file and folder under ``folder`` (its own included) modified ``seconds`` ago."""
+    then = time.time() - seconds
+    for path in [folder, *folder.rglob("*")]:
+        os.utime(path, (then, then))
+
+
+def s3_zarr(s3: S3, key: str, mode: str = "r") -> Any:
+    import s3fs
+
+    store = zarr.storage.FsspecStore(s3fs.S3FileSystem(endpoint_url=s3.endpoint, asynchronous=True),
+                                     path=f"{s3.bucket}/{key}", read_only=mode == "r")
+    return zarr.open_array(store, mode=mode)
+
+
 def test_folders_and_quoted_globs_on_s3_take_zarr_arrays_as_inputs(s3: S3, tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
     write_zarr(tmp_path / "a.zarr", data, (1, 3, 4, 4))
@@ -643,3 +660,29 @@ def _npy_bytes(data: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, data)
     return buffer.getvalue()
+
+
+def test_no_clobber_and_skip_existing_keep_a_zarr_output_on_s3(s3: S3, tmp_path: Path) -> None:
+    """An array on S3 is a prefix with zarr.json, not an object: it exists, and its modified time is
+    its newest file's (an array updated in place is newer than its output)."""
+    data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
+    for name in ["a", "b"]:
+        write_zarr(tmp_path / "in" / f"{name}.zarr", data, (1, 3, 4, 4))
+    backdate(tmp_path / "in", 10)  # S3 tells modified times in whole seconds: no input in the output's second
+    out = f"{s3.url}/out"
+    assert run("crop-pad", f"{tmp_path}/in/*.zarr", "--out-dir", out, "--shape", "1,3,6,6", "-q").exit_code == 0
+    for flags in [["-n"], ["--skip-existing"], ["-n", "--dry-run"]]:
+        result = run("crop-pad", f"{tmp_path}/in/*.zarr", "--out-dir", out, "--shape", "1,3,4,4", *flags)
+        assert result.exit_code == 0, result.stderr
+        skipped = "dry run, 0 to write, 0 failed, 2 skipped" if "--dry-run" in flags else "0 ok, 0 failed, 2 skipped"
+        assert f"crop-pad: {skipped}" in result.stderr, flags
+        assert s3_zarr(s3, "out/a.zarr").shape == (1, 3, 6, 6)
+    # from S3 to S3: an input array updated in place (one chunk rewritten) is done again, alone
+    assert run("crop-pad", f"{out}/*.zarr", "--out-dir", f"{s3.url}/again", "--shape", "1,3,4,4", "-q").exit_code == 0
+    time.sleep(1.1)  # S3 tells modified times in whole seconds
+    s3_zarr(s3, "out/b.zarr", "r+")[0, 0, 2:4, 2:4] = 99
+    result = run("crop-pad", f"{out}/*.zarr", "--out-dir", f"{s3.url}/again", "--shape", "1,3,4,4",
+                 "--skip-existing")
+    assert result.exit_code == 0, result.stderr
+    assert "crop-pad: 1 ok, 0 failed, 1 skipped" in result.stderr
+    assert (s3_zarr(s3, "again/b.zarr")[0, 0, 1:3, 1:3] == 99).all()
