@@ -686,3 +686,21 @@ def test_no_clobber_and_skip_existing_keep_a_zarr_output_on_s3(s3: S3, tmp_path:
     assert result.exit_code == 0, result.stderr
     assert "crop-pad: 1 ok, 0 failed, 1 skipped" in result.stderr
     assert (s3_zarr(s3, "again/b.zarr")[0, 0, 1:3, 1:3] == 99).all()
+
+
+def test_skip_existing_does_again_a_local_zarr_input_updated_in_place(tmp_path: Path) -> None:
+    """A chunk written in place changes its file, not the array's folder nor its zarr.json: the
+    array's modified time is its newest file's or folder's."""
+    data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
+    for name in ["a", "b"]:
+        write_zarr(tmp_path / "in" / f"{name}.zarr", data, (1, 3, 4, 4))
+    args = ["crop-pad", f"{tmp_path}/in/*.zarr", "--out-dir", tmp_path / "out", "--shape", "1,3,6,6"]
+    assert run(*args, "-q").exit_code == 0
+    backdate(tmp_path / "in", 20)
+    backdate(tmp_path / "out", 10)
+    assert "crop-pad: 0 ok, 0 failed, 2 skipped" in run(*args, "--skip-existing").stderr
+    zarr.open_array(str(tmp_path / "in" / "b.zarr"), mode="r+")[0, 0, 2:4, 2:4] = 99
+    result = run(*args, "--skip-existing")
+    assert result.exit_code == 0, result.stderr
+    assert "crop-pad: 1 ok, 0 failed, 1 skipped" in result.stderr
+    assert (read_zarr(tmp_path / "out" / "b.zarr")[0, 0, 1:3, 1:3] == 99).all()
