@@ -297,31 +297,47 @@ def _url_sources(url: str, recursive: bool, literal: bool) -> tuple[list[Source]
     or the one file; and how a message names it. Sizes come from the listing."""
     from geomcli.io import _remote
 
+    _filesystem(url)  # a URL no filesystem takes (its package missing, an option refused) is a usage fault
     protocol, rest = url.split("://", 1)
     parts = rest.split("/")
-    if not literal and _GLOB_MAGIC.search(rest) and _remote.protocol(url) not in _remote.READ_ONLY:
-        fixed = []
-        for part in parts[:-1]:
-            if _GLOB_MAGIC.search(part):
-                break
-            fixed.append(part)
-        root = f"{protocol}://" + "/".join(fixed)
-        pattern = [part for part in parts[len(fixed):] if part]
-        depth = None if "**" in pattern else len(pattern)
-        found = [(entry, relative) for entry in _listing(root, depth is None or depth > 1)
-                 if (relative := _relative(entry.url, root)) and _glob_match(pattern, relative.split("/"))
-                 and (depth is None or relative.count("/") < depth)]
-        return _url_order(found, root), f"the pattern {url!r}"
-    if _url_is_folder(url):
-        root = url.rstrip("/")
-        found = []
-        for entry in _listing(root, recursive):
-            relative = _relative(entry.url, root)
-            names = relative.split("/")
-            if relative and not any(name.startswith(".") for name in names) and _url_readable(names[-1]):
-                found.append((entry, relative))
-        return _url_order(found, root), f"the folder {url}"
+    root = url
+    try:
+        if not literal and _GLOB_MAGIC.search(rest) and _remote.protocol(url) not in _remote.READ_ONLY:
+            fixed = []
+            for part in parts[:-1]:
+                if _GLOB_MAGIC.search(part):
+                    break
+                fixed.append(part)
+            root = f"{protocol}://" + "/".join(fixed)
+            pattern = [part for part in parts[len(fixed):] if part]
+            depth = None if "**" in pattern else len(pattern)
+            found = [(entry, relative) for entry in _remote.listing(root, depth is None or depth > 1)
+                     if (relative := _relative(entry.url, root)) and _glob_match(pattern, relative.split("/"))
+                     and (depth is None or relative.count("/") < depth)]
+            return _url_order(found, root), f"the pattern {url!r}"
+        if _remote.is_folder(url):
+            root = url.rstrip("/")
+            found = []
+            for entry in _remote.listing(root, recursive):
+                relative = _relative(entry.url, root)
+                names = relative.split("/")
+                if relative and not any(name.startswith(".") for name in names) and _url_readable(names[-1]):
+                    found.append((entry, relative))
+            return _url_order(found, root), f"the folder {url}"
+    except GeomError as error:
+        # as a local folder that cannot be listed: one failure of the run (a store that does not
+        # answer, credentials refused), not a pattern that matched nothing
+        return [Source(root, "", str(error))], url
     return [Source(url, "")], url
+
+
+def _filesystem(url: str) -> None:
+    from geomcli.io import _remote
+
+    try:
+        _remote.filesystem(url)
+    except GeomError as error:
+        raise PlanError(str(error)) from error
 
 
 def _listing(url: str, recursive: bool) -> list[Any]:
@@ -329,15 +345,6 @@ def _listing(url: str, recursive: bool) -> list[Any]:
 
     try:
         return _remote.listing(url, recursive)
-    except GeomError as error:
-        raise PlanError(str(error)) from error
-
-
-def _url_is_folder(url: str) -> bool:
-    from geomcli.io import _remote
-
-    try:
-        return _remote.is_folder(url)
     except GeomError as error:
         raise PlanError(str(error)) from error
 

@@ -291,7 +291,7 @@ def is_folder(url: str) -> bool:
     if protocol(url) in READ_ONLY:
         return False
     fs, path = filesystem(url)
-    with _errors(url, "look at"):
+    with _errors(url, "look at it"):
         return bool(fs.isdir(path))
 
 

@@ -307,5 +307,30 @@ def test_a_listing_refused_is_its_error_not_an_empty_match(kind: str, s3: S3, sh
     monkeypatch.setattr(settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks credentials now
     argument = f"{s3.url}/raw/*.png" if kind == "glob" else f"{s3.url}/raw"
     result = run("crop-pad", argument, "--out-dir", tmp_path / "out", "--shape", "6,6")
-    assert result.exit_code == 2
-    assert result.stderr.splitlines()[-1] == f"Error: {s3.url}/raw: permission denied"
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == f"Error: {s3.url}/raw: permission denied"
+    assert result.stderr.splitlines()[1].startswith("crop-pad: 0 ok, 1 failed, 0 skipped in ")
+
+
+@pytest.mark.parametrize("command", ["crop-pad"])
+def test_a_store_that_does_not_answer_is_one_failure_as_a_folder_not_listed(command: str, s3: S3,
+                                                                             shots: dict[str, bytes],
+                                                                             tmp_path: Path) -> None:
+    """One error line, no usage text (nothing typed is wrong), exit 1; the other inputs are done."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once left: nothing answers there
+    options = ["--storage-option", f"endpoint_url=http://127.0.0.1:{port}",
+               "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}']
+    batch = ["--out-dir", tmp_path / "out", "--shape", "6,6"] if command == "crop-pad" else []
+    result = run(command, f"{s3.url}/raw/*.png", tmp_path / "raw" / "a.png", *batch, *options)
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"Error: {s3.url}/raw: cannot list the folder (Could not connect to the endpoint URL")
+    if command == "crop-pad":
+        assert len(lines) == 2 and lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
+        assert tree(tmp_path / "out") == {"a.png": (tmp_path / "out" / "a.png").read_bytes()}
+    else:
+        assert len(lines) == 1 and result.stdout.startswith(f"{tmp_path}/raw/a.png: png 10×12×3 uint8")
