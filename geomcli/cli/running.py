@@ -56,6 +56,13 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
         if len(inputs) > 1:
             raise click.UsageError(f"-o takes one INPUT, found {len(inputs)}; give --out-dir DIR for several", ctx)
         from geomcli.engine import zarr_file
+        from geomcli.io import _remote
+
+        if _remote.is_url(inputs[0]):
+            try:
+                _remote.check_bucket(inputs[0])  # as a batch's input: s3:// of an unset $BUCKET is no input
+            except GeomError as error:
+                raise click.UsageError(str(error), ctx) from error
 
         chunked = zarr_file.involved(inputs[0], output)  # a zarr array (a folder) is one input; it takes --scheduler
         if os.path.isdir(inputs[0]) and not chunked:

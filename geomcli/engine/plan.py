@@ -77,6 +77,8 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
     _remote.forget()  # what earlier listings in this process told is looked at again
     options = local_paths(options)
     remote = _remote.is_url(options.out_dir)
+    if remote:
+        _filesystem(options.out_dir)
     if remote and _remote.protocol(options.out_dir) in _remote.READ_ONLY:
         raise PlanError(f"{options.out_dir}: {_remote.protocol(options.out_dir)}:// is for reading; write to "
                         "s3://, gs://, az:// or a folder", options="--out-dir")
@@ -297,7 +299,7 @@ def _url_sources(url: str, recursive: bool, literal: bool) -> tuple[list[Source]
     or the one file; and how a message names it. Sizes come from the listing."""
     from geomcli.io import _remote
 
-    _filesystem(url)  # a URL no filesystem takes (its package missing, an option refused) is a usage fault
+    _filesystem(url)  # a URL no filesystem takes (no bucket, its package missing) is a usage fault
     protocol, rest = url.split("://", 1)
     parts = rest.split("/")
     root = url

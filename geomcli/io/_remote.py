@@ -78,8 +78,18 @@ def protocol(url: str) -> str:
     return match.group(1).lower()
 
 
+def check_bucket(url: str) -> None:
+    """A GeomError for a URL that names no bucket (or host): ``s3://$BUCKET/x`` of an unset
+    ``$BUCKET`` would otherwise be a local folder named ``s3:``."""
+    if not url.split("://", 1)[1].split("/", 1)[0]:
+        where = "host" if protocol(url) in READ_ONLY else "bucket"
+        raise GeomError(f"{url}: the URL names no {where} ({protocol(url)}://{where.upper()}/...)")
+
+
 def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
-    """The filesystem of ``url`` and the path on it; a GeomError naming the package it needs."""
+    """The filesystem of ``url`` and the path on it; a GeomError naming the package it needs, or
+    for a URL that names no bucket."""
+    check_bucket(url)
     try:
         import fsspec
     except ImportError as error:

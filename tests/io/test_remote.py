@@ -334,3 +334,24 @@ def test_a_store_that_does_not_answer_is_one_failure_as_a_folder_not_listed(comm
         assert tree(tmp_path / "out") == {"a.png": (tmp_path / "out" / "a.png").read_bytes()}
     else:
         assert len(lines) == 1 and result.stdout.startswith(f"{tmp_path}/raw/a.png: png 10×12×3 uint8")
+
+
+@pytest.mark.parametrize("args", [
+    ["crop-pad", "{url}/raw/*.png", "--out-dir", "s3://"],
+    ["crop-pad", "{url}/raw/*.png", "--out-dir", "s3:///"],
+    ["crop-pad", "{url}/raw/a.png", "-o", "s3://"],
+    ["crop-pad", "{url}/raw/a.png", "-o", "s3:///a.png"],
+    ["crop-pad", "s3://", "--out-dir", "out"],
+    ["crop-pad", "s3:///a.png", "-o", "a.png"],
+    ["info", "s3://"],
+], ids=str)
+def test_a_url_of_no_bucket_is_a_usage_error(args: list[str], s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """s3://$BUCKET of an unset variable: never a local folder named s3:."""
+    monkeypatch.chdir(tmp_path)
+    arguments = [arg.format(url=s3.url) for arg in args]
+    result = run(*arguments, *(["--shape", "6,6"] if args[0] == "crop-pad" else []))
+    named = next(arg for arg in arguments if arg.startswith("s3:/") and not arg.startswith(s3.url))
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.splitlines()[-1].endswith(f"{named}: the URL names no bucket (s3://BUCKET/...)")
+    assert not (tmp_path / "s3:").exists()
