@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from geomcli.cli.base import Command
+from geomcli.cli.options import files_from_option, storage_option
 from geomcli.cli.params import Int
 from geomcli.constants import DEFAULT_MAX_PIXELS
 
 
 @click.command("info", cls=Command, short_help="Format, shape, dtype and value range of files.")
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...",
-                type=click.Path(allow_dash=True, readable=False))
+@click.argument("inputs", nargs=-1, metavar="INPUT...", type=click.Path(allow_dash=True, readable=False))
+@files_from_option
 @click.option("-r", "--recursive", is_flag=True, help="Take folders' subfolders too.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file instead of a line.")
 @click.option("--frames", type=click.Choice(["all", "first"]), default="all", show_default=True,
@@ -19,17 +22,23 @@ from geomcli.constants import DEFAULT_MAX_PIXELS
                    "the first frame.")
 @click.option("--max-pixels", type=Int(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
               envvar="GEOMCLI_MAX_PIXELS", show_envvar=True, help="Refuse files with more elements than this.")
-def info(inputs: tuple[str, ...], recursive: bool, as_json: bool, frames: str, max_pixels: int) -> None:
+@storage_option
+def info(inputs: tuple[str, ...], files_from: str | None, recursive: bool, as_json: bool, frames: str,
+         max_pixels: int, storage_options: tuple[tuple[str, Any], ...]) -> None:
     """Show what geomcli reads from files: format, shape, dtype, layout, pages, value range, size,
     and the ICC profile, DPI, EXIF orientation and compression where a file has them. Takes
-    files, folders (-r for their subfolders), quoted globs and - as the transforms do.
+    files, folders (-r for their subfolders), quoted globs, URLs, --files-from and - as the
+    transforms do.
 
     Example: geomcli info samples/photo.png samples/tensor.npy
     """
     from geomcli.cli.running import usage_errors
     from geomcli.engine.info import info_files
 
+    if not inputs and files_from is None:
+        raise click.UsageError("give an INPUT, or --files-from FILE", click.get_current_context())
     with usage_errors():
-        code = info_files(inputs, recursive=recursive, as_json=as_json, frames=frames, max_pixels=max_pixels)
+        code = info_files(inputs, recursive=recursive, as_json=as_json, frames=frames, max_pixels=max_pixels,
+                          files_from=files_from, storage_options=storage_options)
     if code:
         raise SystemExit(code)

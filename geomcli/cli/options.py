@@ -14,6 +14,15 @@ from geomcli.cli.params import Float, FloatList, Int, KeyValue
 from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
+storage_option = click.option(
+    "--storage-option", "storage_options", type=KeyValue(), multiple=True,
+    help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
+         "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. Credentials "
+         "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
+files_from_option = click.option(
+    "--files-from", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+    help="Take inputs from FILE too, one a line (- for stdin), each name as written (no glob).")
+
 
 def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared options and hand the command one ``Common`` as ``common``."""
@@ -36,10 +45,7 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--threads", type=Int(min=1), default=None, envvar="GEOMCLI_THREADS",
                   show_envvar=True, help="Threads for large arrays and PNG compression; results (and files) are "
                   "the same for any count.  [default: every CPU]")
-    @click.option("--storage-option", "storage_options", type=KeyValue(), multiple=True,
-                  help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
-                       "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. Credentials "
-                       "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
+    @storage_option
     @functools.wraps(command)
     def wrapper(layout: str | None, format_: str | None, quiet: bool, as_json: bool, debug: bool,
                 max_pixels: int, threads: int | None, storage_options: tuple[tuple[str, Any], ...],
@@ -149,8 +155,7 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--dry-run", is_flag=True,
                   help="With --out-dir: list input -> output and the output shape from the headers; "
                        "write nothing.")
-    @click.option("--files-from", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
-                  help="Take inputs from FILE too, one a line (- for stdin), each name as written (no glob).")
+    @files_from_option
     @click.option("--scheduler", default=None, metavar="local|local:N|tcp://HOST:PORT", envvar="GEOMCLI_SCHEDULER",
                   show_envvar=True,
                   help="Do the files on Dask: local:N starts N worker processes for the run, an address joins "

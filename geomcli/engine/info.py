@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.one_file import maps_input
-from geomcli.engine.plan import expand
+from geomcli.engine.plan import expand, read_list
 from geomcli.engine.report import check_stdout, describe, show_info
 from geomcli.errors import GeomError
 
@@ -17,12 +17,19 @@ if TYPE_CHECKING:
 
 
 def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, frames: str | None,
-               max_pixels: int) -> int:
-    """Each input read and shown in turn; the exit code (1 if any failed)."""
+               max_pixels: int, files_from: str | None = None,
+               storage_options: tuple[tuple[str, Any], ...] = ()) -> int:
+    """Each input read and shown in turn, then those ``files_from`` lists (--files-from); the exit
+    code (1 if any failed). ``storage_options``: for URLs' filesystems (--storage-option)."""
+    from geomcli.io import _remote
+
+    _remote.configure(storage_options)
     check_stdout()
+    listed = () if files_from is None else read_list(files_from)
     code = 0
-    for argument in arguments:
-        sources = [None] if argument == "-" else expand([argument], recursive)
+    for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
+        sources = [None] if argument == "-" else expand([], recursive, [argument]) if literal \
+            else expand([argument], recursive)
         for source in sources:
             if source is not None and source.error is not None:
                 record: dict[str, Any] = {"input": source.path, "status": "error", "error": source.error}

@@ -160,6 +160,7 @@ def read_list(path: str) -> list[str]:
     from geomcli.io import _remote
 
     try:
+        path = _remote.local_path(path)
         if _remote.is_url(path):
             text = _remote.read_bytes(path, 1 << 34)
         elif path == "-":

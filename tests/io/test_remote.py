@@ -312,7 +312,7 @@ def test_a_listing_refused_is_its_error_not_an_empty_match(kind: str, s3: S3, sh
     assert result.stderr.splitlines()[1].startswith("crop-pad: 0 ok, 1 failed, 0 skipped in ")
 
 
-@pytest.mark.parametrize("command", ["crop-pad"])
+@pytest.mark.parametrize("command", ["crop-pad", "info"])
 def test_a_store_that_does_not_answer_is_one_failure_as_a_folder_not_listed(command: str, s3: S3,
                                                                              shots: dict[str, bytes],
                                                                              tmp_path: Path) -> None:
@@ -355,3 +355,25 @@ def test_a_url_of_no_bucket_is_a_usage_error(args: list[str], s3: S3, shots: dic
     assert result.exit_code == 2, result.stderr
     assert result.stderr.splitlines()[-1].endswith(f"{named}: the URL names no bucket (s3://BUCKET/...)")
     assert not (tmp_path / "s3:").exists()
+
+
+def test_info_takes_storage_options_and_files_from(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    result = run("info", f"{s3.url}/raw/a.png", *s3.options)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith(f"{s3.url}/raw/a.png: png 10×12×3 uint8")
+    s3.put("list.txt", f"{s3.url}/raw/b.png\n{tmp_path}/raw/a.png\n".encode())
+    result = run("info", f"{s3.url}/raw/day/c.png", "--files-from", f"{s3.url}/list.txt", *s3.options)
+    assert result.exit_code == 0, result.stderr
+    assert [line.split(": ")[0] for line in result.stdout.splitlines()] == [
+        f"{s3.url}/raw/day/c.png", f"{s3.url}/raw/b.png", f"{tmp_path}/raw/a.png"]
+    (tmp_path / "list.txt").write_text(f"{s3.url}/raw/b.png\n")
+    result = run("info", "--files-from", f"file://{tmp_path}/list.txt", *s3.options)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith(f"{s3.url}/raw/b.png: png 10×12×3 uint8")
+    result = run("info")
+    assert result.exit_code == 2 and result.stderr.splitlines()[-1] == "Error: give an INPUT, or --files-from FILE"
