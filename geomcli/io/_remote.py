@@ -2,10 +2,11 @@
 fsspec; ``file://`` is a local path and takes the local way.
 
 An input is read whole into memory, then decoded as a stream's bytes are. An output is made in
-memory, then placed whole: one request (``pipe_file``; s3fs makes it a multipart upload past
-``MULTIPART_BYTES``, aborted on failure), never ``fs.open(path, "wb")``, whose close commits a
-partial object after an exception. Under io._atomic.no_replace (``-n``) the put is a conditional
-create (``If-None-Match: *`` on S3); under deferred_commits it is the commit left to the caller.
+memory, then placed whole: one request (``pipe_file``; on S3 a multipart upload of ours past
+``MULTIPART_BYTES``, aborted on any failure, Ctrl-C and SIGTERM included), never
+``fs.open(path, "wb")``, whose close commits a partial object after an exception. Under
+io._atomic.no_replace (``-n``) the put is a conditional create (``If-None-Match: *`` on S3); under
+deferred_commits it is the commit left to the caller.
 
 Credentials and endpoints come from each filesystem's own configuration (for S3 the AWS_*
 variables, AWS_ENDPOINT_URL included, or ~/.aws), plus the options :func:`configure` is given
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from geomcli.errors import GeomError
@@ -67,7 +68,10 @@ def local_path(path: str) -> str:
 
 def configure(options: tuple[tuple[str, Any], ...] | dict[str, Any]) -> None:
     """The options every URL's filesystem is made with from now on, in this process
-    (``--storage-option``); the filesystems' own configuration gives the rest."""
+    (``--storage-option``); the filesystems' own configuration gives the rest. A run begins:
+    uploads may start again after a stop_uploads."""
+    global _stopped
+    _stopped = False
     _options.clear()
     _options.update(dict(options))
 
@@ -193,17 +197,125 @@ def _put(url: str, data: bytes, name: str, create: bool) -> None:
     from geomcli.io import _atomic
 
     fs, path = filesystem(url)
-    options: dict[str, Any] = {"mode": "create"} if create else {}
-    if fs.__class__.__name__ == "S3FileSystem":
-        options["chunksize"] = MULTIPART_BYTES // 2  # s3fs puts in one request below twice its chunk size
     try:
-        fs.pipe_file(path, data, **options)
+        if fs.__class__.__name__ == "S3FileSystem":
+            _run_stoppably(fs, _put_s3(fs, path, data, create))
+        else:
+            fs.pipe_file(path, data, **({"mode": "create"} if create else {}))
     except FileExistsError as error:
         raise _atomic.OutputExistsError(f"{name}: {_atomic._APPEARED}") from error
     except _failures() as error:
         if create and _precondition_failed(error):
             raise _atomic.OutputExistsError(f"{name}: {_atomic._APPEARED}") from error
         raise GeomError(f"{name}: cannot write ({_first_line(error)})") from error
+
+
+async def _put_s3(fs: Any, path: str, data: bytes, create: bool) -> None:
+    """Put ``data`` at ``path`` on S3: in one request below MULTIPART_BYTES, else as a multipart
+    upload in parts of half that, aborted on any failure or cancellation (s3fs's own pipe_file
+    aborts on an Exception only, and a Ctrl-C here cancels it: its upload was left pending, and
+    billed, for good). Its parts are never completed once a signal has stopped the run."""
+    import asyncio
+
+    from geomcli.io import _atomic
+
+    bucket, key, _ = fs.split_path(path)
+    condition = {"IfNoneMatch": "*"} if create else {}
+    if len(data) < MULTIPART_BYTES:
+        await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=data, **condition)
+        fs.invalidate_cache(path)
+        return
+    creating = asyncio.ensure_future(fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key))
+    upload = None
+    part = MULTIPART_BYTES // 2
+    numbers = range(1, -(-len(data) // part) + 1)
+    try:
+        upload = (await asyncio.shield(creating))["UploadId"]  # shielded: a cancel still learns its id
+        parts: list[dict[str, Any]] = []
+        for first in range(0, len(numbers), fs.max_concurrency):  # at most max_concurrency parts in flight
+            batch = numbers[first:first + fs.max_concurrency]
+            sent = await asyncio.gather(*(fs._call_s3("upload_part", Bucket=bucket, Key=key, UploadId=upload,
+                                                      PartNumber=number, Body=data[(number - 1) * part:number * part])
+                                          for number in batch))
+            parts += [{"PartNumber": number, "ETag": done["ETag"]} for number, done in zip(batch, sent, strict=True)]
+        if _atomic.signal_taken() is not None:
+            raise asyncio.CancelledError  # the caller is raising the signal's exception meanwhile
+        await fs._call_s3("complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload,
+                          MultipartUpload={"Parts": parts}, **condition)
+    except BaseException:
+        with suppress(*_failures()):  # the failure that stopped the upload is the one to report
+            if upload is None:  # cancelled while the upload was being made: made all the same
+                upload = (await creating)["UploadId"]
+            await fs._call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload)
+        raise
+    fs.invalidate_cache(path)
+
+
+# the uploads under way in this process (their tasks on fsspec's loop, and the events their ends
+# set), for stop_uploads; and whether it has been called (no upload starts since, until configure)
+_under_way: dict[Any, Any] = {}
+_stopped = False
+# how long a stopped upload may take to abort before the process goes on without it
+ABORT_SECONDS = 10.0
+
+
+def _run_stoppably(fs: Any, upload: Any) -> None:
+    """Run the coroutine ``upload`` on the filesystem's event loop, waiting for it here. Should
+    the wait be interrupted (Ctrl-C or SIGTERM raise here; fsspec's own wait would leave the upload
+    running on its thread until the process dies), the upload is cancelled, and waited for while
+    it aborts, before the interruption goes on."""
+    import asyncio
+    import threading
+
+    if _stopped:
+        upload.close()
+        raise InterruptedError("the process is ending")
+    ended = threading.Event()
+
+    async def start() -> Any:
+        task = asyncio.ensure_future(upload)
+        task.add_done_callback(lambda _: ended.set())
+        return task
+
+    task = asyncio.run_coroutine_threadsafe(start(), fs.loop).result()
+    _under_way[task] = (fs.loop, ended)
+    try:
+        while not ended.wait(1):  # in steps: a signal's handler runs between them
+            pass
+    except BaseException:
+        _stop(task)
+        raise
+    finally:
+        _under_way.pop(task, None)
+    if task.cancelled():  # by stop_uploads, from the thread ending the process
+        raise InterruptedError("the upload was stopped")
+    task.result()
+
+
+def _stop(task: Any) -> None:
+    """Cancel an upload under way and wait (a bounded time) while it aborts; a signal that comes
+    meanwhile is held until then."""
+    from geomcli.io import _atomic
+
+    if task not in _under_way:
+        return  # ended meanwhile
+    loop, ended = _under_way[task]
+    release = _atomic._hold_signals()
+    try:
+        loop.call_soon_threadsafe(task.cancel)
+        ended.wait(ABORT_SECONDS)
+    finally:
+        release()
+
+
+def stop_uploads() -> None:
+    """Cancel every upload under way in this process, their multipart uploads aborted, and start
+    no more: for a process about to end without unwinding (a batch worker's SIGTERM, whose
+    committing thread would otherwise go on to its next output)."""
+    global _stopped
+    _stopped = True
+    for task in list(_under_way):
+        _stop(task)
 
 
 def _precondition_failed(error: BaseException) -> bool:

@@ -1,5 +1,5 @@
 """URLs (geomcli.io._remote) against moto's S3 server on 127.0.0.1: one-file runs, batches with
-URL globs and --out-dir on S3, whole-object writes (a multipart put that fails leaves nothing),
+URL globs and --out-dir on S3, whole-object writes (a multipart put that fails or a signal stops leaves nothing),
 -n as a conditional create, --skip-existing from the listing, --storage-option, https:// to
 read, file:// URLs; and on a Dask cluster."""
 
@@ -212,6 +212,88 @@ def test_a_multipart_write_that_fails_halfway_leaves_no_object(s3: S3, tmp_path:
     assert run("crop-pad", tmp_path / "big.npy", "-o", f"{s3.url}/big.npy", "--shape", "3145000").exit_code == 0
     expected = np.arange(3 << 20, dtype=np.float32)[364:364 + 3145000]  # the centre window
     assert np.array_equal(np.load(bytes_io.BytesIO(s3.get("big.npy"))), expected)
+
+
+# a run whose parts upload until a signal stops it: MULTIPART_BYTES at S3's least, each part slow
+_SLOW_UPLOAD = """
+import asyncio, s3fs, sys
+from geomcli.io import _remote
+_remote.MULTIPART_BYTES = 10 << 20
+real = s3fs.S3FileSystem._call_s3
+async def slow(self, method, *args, **kwargs):
+    if method == "upload_part":
+        await asyncio.sleep(60)
+    return await real(self, method, *args, **kwargs)
+s3fs.S3FileSystem._call_s3 = slow
+sys.argv[0] = "geomcli"
+from geomcli.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("signal_name", "code", "message"), [("SIGTERM", 143, ""), ("SIGINT", 130, "Interrupted\n")])
+def test_a_signal_during_a_multipart_upload_aborts_it(signal_name: str, code: int, message: str, s3: S3,
+                                                      tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    np.save(tmp_path / "big.npy", np.arange(3 << 20, dtype=np.float32))  # 12 MiB: three parts
+    run = subprocess.Popen([sys.executable, "-c", _SLOW_UPLOAD, "crop-pad", str(tmp_path / "big.npy"), "-o",
+                            f"{s3.url}/big.npy", "--shape", "3145000"], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads"):
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.02)
+    run.send_signal(getattr(signal, signal_name))
+    stderr = run.communicate(timeout=30)[1]
+    assert (run.returncode, stderr) == (code, message)
+    assert s3.keys() == []
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+
+
+def test_stop_uploads_aborts_another_threads_upload_and_starts_no_more(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch worker's SIGTERM: its committing thread's upload is aborted from the main thread,
+    and the thread's next output is not begun."""
+    import asyncio
+    import time
+
+    import s3fs
+
+    from geomcli.errors import GeomError
+
+    monkeypatch.setattr(_remote, "MULTIPART_BYTES", 10 << 20)
+    real = s3fs.S3FileSystem._call_s3
+
+    async def slow(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "upload_part":
+            await asyncio.sleep(60)
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", slow)
+    _remote.configure(())
+    failures: list[str] = []
+
+    def commit() -> None:
+        for name in ("a.npy", "b.npy"):
+            try:
+                _remote.write_bytes(f"{s3.url}/{name}", bytes(12 << 20), name)
+            except GeomError as error:
+                failures.append(str(error))
+
+    thread = threading.Thread(target=commit)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    _remote.stop_uploads()
+    thread.join(timeout=30)
+    _remote.configure(())  # the next run may upload again
+    assert failures == ["a.npy: cannot write (the upload was stopped)", "b.npy: cannot write (the process is ending)"]
+    assert s3.keys() == []
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
 
 
 def test_storage_options_reach_the_filesystem(s3: S3, shots: dict[str, bytes], tmp_path: Path,
