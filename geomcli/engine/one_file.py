@@ -187,6 +187,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     from geomcli.engine import summary, zarr_file
     from geomcli.io import _remote
 
+    _remote.configure(common.storage_options)  # for a URL, the zarr header's too: in a worker too
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     if zarr_file.involved(input_path, output):
         if usage_faults:  # from its header: a chunked job's data is never read whole
@@ -195,7 +196,6 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if report.status != "ok":
                 return report
         return zarr_file.transform(operation, input_path, output, output_format, common, scheduler)
-    _remote.configure(common.storage_options)  # for a URL: in a worker too
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
         pictures = operation.takes_pictures(common, output_format)

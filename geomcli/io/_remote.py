@@ -160,6 +160,15 @@ def _first_line(error: BaseException) -> str:
     return " ".join(lines[0].split())[:200] if lines else type(error).__name__
 
 
+def check_readable(url: str) -> None:
+    """One request to the folder ``url``, whose failure (no credentials, an endpoint that does not
+    answer, no permission) is the GeomError a file's read gives: before a reader of many requests
+    at once (zarr's) meets it in each, with a traceback for every one left running."""
+    fs, path = filesystem(url)
+    with _errors(url, "read"):
+        fs.isdir(path)
+
+
 def read_bytes(url: str, limit: int) -> bytes:
     """The whole object at ``url``; a GeomError for a missing one, one past ``limit`` bytes, or a
     failed read."""

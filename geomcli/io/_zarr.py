@@ -102,14 +102,20 @@ def layout_of(names: Any) -> str | None:
 
 def open_input(path: str) -> Opened:
     """The array at ``path`` (an OME-Zarr group's first level), with its layout; a GeomError
-    for no array there, or one a geomcli run left incomplete."""
+    for no array there, one that cannot be read, or one a geomcli run left incomplete."""
+    from geomcli.io import _remote
+
     zarr = _zarr()
+    if _remote.is_url(path):  # one request first (see check_readable)
+        _remote.check_readable(path)
     try:
         node = zarr.open(store=_store(path, read_only=True), mode="r")
     except (FileNotFoundError, KeyError) as error:
         raise GeomError(f"{path}: no zarr array there") from error
     except (OSError, ValueError) as error:
         raise GeomError(f"{path}: not a readable zarr array ({_first_line(error)})") from error
+    except _remote._failures() as error:  # botocore's, aiohttp's: their own, no OSError
+        raise GeomError(f"{path}: cannot read ({_first_line(error)})") from error
     attributes = dict(node.attrs)
     _check_complete(path, attributes)
     if isinstance(node, zarr.Array):
@@ -180,6 +186,8 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     ``like``: an input array whose compressors it takes, and its sharding: a sharded input's
     output is stored in shards of ``chunks`` (each written whole by one task), of the input's
     inner chunks where they divide them."""
+    from geomcli.io import _remote
+
     zarr = _zarr()
     kept = getattr(like.metadata, "dimension_names", None) if like is not None else None
     names: list[str] | None
@@ -210,6 +218,8 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
         return zarr.create_array(store=store, shape=shape, dtype=dtype, chunks=chunks, dimension_names=names,
                                  attributes=incomplete, overwrite=True, **options)
     except (OSError, ValueError, TypeError) as error:
+        raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
+    except _remote._failures() as error:  # botocore's no credentials, say
         raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
 
 

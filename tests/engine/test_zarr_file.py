@@ -607,6 +607,53 @@ def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
     assert "b.zarr/zarr.json" in " ".join(s3.keys())
 
 
+def geomcli(*args: str | Path) -> tuple[int, str]:
+    """A real run's exit code and stderr: what is left running at its exit shows there too."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "geomcli", *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+    return done.returncode, done.stderr
+
+
+def test_a_zarr_on_s3_that_cannot_be_reached_is_one_error_line(s3: S3, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import moto.settings
+
+    write_zarr(tmp_path / "in.zarr", tensor(np.dtype("uint8"), (1, 3, 8, 8)), (1, 3, 4, 4))
+    assert run("crop-pad", tmp_path / "in.zarr", "-o", f"{s3.url}/in.zarr", "--shape", "1,3,8,8", "-q").exit_code == 0
+    url = f"{s3.url}/in.zarr"
+    # the options alone reach the store, on the -o path as on --out-dir's
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name)
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        monkeypatch.setenv(name, str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    assert geomcli("crop-pad", url, "-o", tmp_path / "soo3.zarr", "--shape", "1,3,4,4", "-q", *s3.options) == (0, "")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    no_credentials = f"Error: {url}: cannot read (Unable to locate credentials)\n"
+    assert geomcli("crop-pad", url, "-o", tmp_path / "x.npy", "--shape", "1,3,4,4") == (1, no_credentials)
+    assert geomcli("info", url) == (1, no_credentials)
+    code, stderr = geomcli("crop-pad", url, "--out-dir", tmp_path / "out", "--shape", "1,3,4,4")
+    assert (code, stderr.splitlines()[0]) == (1, no_credentials.strip())
+    assert geomcli("crop-pad", tmp_path / "in.zarr", "-o", f"{s3.url}/out.zarr", "--shape", "1,3,4,4") == (
+        1, f"Error: {s3.url}/out.zarr: cannot write a zarr array (Unable to locate credentials)\n")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    code, stderr = geomcli("crop-pad", url, "-o", tmp_path / "x.npy", "--shape", "1,3,4,4",
+                           "--storage-option", "endpoint_url=http://127.0.0.1:1",
+                           "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}')  # not in 17 s
+    assert code == 1
+    assert stderr.startswith(f"Error: {url}: cannot read (Could not connect to the endpoint URL: ")
+    assert stderr.count("\n") == 1
+    monkeypatch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks keys: these are none
+    for _ in range(3):  # zarr's other requests, left running, once made tracebacks at exit, 1 run in 10
+        assert geomcli("crop-pad", url, "-o", tmp_path / "x.npy", "--shape", "1,3,4,4") == (
+            1, f"Error: {url}: permission denied\n")
+    assert not (tmp_path / "x.npy").exists()
+
+
 @pytest.mark.parametrize(("dtype", "message"), [
     ("uint8", "a chunked result is written as .zarr, .npy or .tiff, not PNG"),
     ("float32", "PNG cannot hold float32 data; write .npy or .tiff"),
