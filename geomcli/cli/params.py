@@ -83,7 +83,7 @@ class Float(click.types.FloatParamType):
 
 class KeyValue(click.ParamType):  # type: ignore[type-arg]
     """``KEY=VALUE``, the value read as JSON where it is JSON (``true``, ``5``, ``{"a": 1}``),
-    else as the text it is.
+    else as the text it is; a value that begins as JSON does (``{``, ``[``, ``"``) must be JSON.
 
     >>> KeyValue().convert("endpoint_url=http://127.0.0.1:9000", None, None)
     ('endpoint_url', 'http://127.0.0.1:9000')
@@ -103,5 +103,7 @@ class KeyValue(click.ParamType):  # type: ignore[type-arg]
 
         try:
             return key.strip(), json.loads(text)
-        except ValueError:
+        except ValueError as error:
+            if text.lstrip()[:1] in ('{', '[', '"'):  # meant as JSON: not to be taken as text
+                self.fail(f"{value!r}: the value is not valid JSON ({error})", param, ctx)
             return key.strip(), text

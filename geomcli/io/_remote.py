@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -100,16 +100,41 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
         raise GeomError(f"{url}: URLs are read and written through fsspec, which is not installed: "
                         f"{INSTALL}") from error
     try:
+        _check_flags(fsspec.get_filesystem_class(protocol(url)))
         fs, path = fsspec.core.url_to_fs(url, **_options)
+        if fs.__class__.__name__ == "S3FileSystem":
+            fs.connect()  # its options go to botocore only now (no request is made): here, before any work
+    except PlanError:
+        raise
     except ImportError as error:
         package = _PACKAGES.get(protocol(url), "the fsspec filesystem for it")
         raise GeomError(f"{url}: {protocol(url)}:// needs {package}, which is not installed "
                         f"(pip install {package})") from error
     except ValueError as error:  # an unknown protocol, or options it does not take
         raise GeomError(f"{url}: {error}") from error
-    except TypeError as error:
-        raise GeomError(f"{url}: --storage-option: {error}") from error
+    except (TypeError, AttributeError) as error:  # an option the filesystem or botocore cannot take
+        raise PlanError(_refused_option(url, error)) from error
     return fs, path
+
+
+def _check_flags(filesystem_class: Any) -> None:
+    """Refuse text for an option of the filesystem's that is true or false (--storage-option
+    anon=maybe): the filesystem would take any text as true."""
+    import inspect
+
+    parameters = inspect.signature(filesystem_class.__init__).parameters
+    for key, value in _options.items():
+        if key in parameters and isinstance(parameters[key].default, bool) and not isinstance(value, bool):
+            raise PlanError(f"--storage-option {key}={value}: {key} is true or false")
+
+
+def _refused_option(url: str, error: BaseException) -> str:
+    """What a filesystem's TypeError or AttributeError over its options says, naming the option
+    (the message names --storage-option: a plan's usage error passes on its text alone)."""
+    named = re.search(r"keyword argument '(\w+)'", str(error))
+    if named is not None and named.group(1) in _options:
+        return f"--storage-option {named.group(1)}: {protocol(url)}:// takes no such option"
+    return f"--storage-option: {protocol(url)}:// cannot take the options given ({_first_line(error)})"
 
 
 def canonical(url: str) -> str:

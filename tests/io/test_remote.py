@@ -314,6 +314,30 @@ def test_storage_options_reach_the_filesystem(s3: S3, shots: dict[str, bytes], t
     assert "'nonsense' is not KEY=VALUE with KEY a name" in result.stderr
 
 
+@pytest.mark.parametrize(("option", "message"), [
+    ("bogus=1", "--storage-option bogus: s3:// takes no such option"),
+    ("anon=maybe", "--storage-option anon=maybe: anon is true or false"),
+    ("client_kwargs=abc",
+     "--storage-option: s3:// cannot take the options given ('str' object has no attribute 'copy')"),
+    ('client_kwargs={"region_name":', "Invalid value for '--storage-option': 'client_kwargs={\"region_name\":': the "
+                                     "value is not valid JSON (Expecting value: line 1 column 16 (char 15))"),
+])
+@pytest.mark.parametrize("how", ["-o", "--out-dir", "local to --out-dir", "--scheduler"])
+def test_a_storage_option_the_filesystem_refuses_is_a_usage_error(option: str, message: str, how: str, s3: S3,
+                                                                  shots: dict[str, bytes], tmp_path: Path) -> None:
+    where = {"-o": [f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png"],
+             "--out-dir": [f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out"],
+             "local to --out-dir": [tmp_path / "raw", "--out-dir", f"{s3.url}/out", "-j", "2"],
+             "--scheduler": [f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--scheduler", "local:2"]}[how]
+    if how == "--scheduler":
+        pytest.importorskip("distributed")
+    result = run("crop-pad", *where, "--shape", "6,6", "--storage-option", option)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == f"Error: {message}"
+    assert "Traceback" not in result.stderr
+    assert s3.keys() == sorted(f"raw/{name}" for name in shots) and not (tmp_path / "out").exists()
+
+
 @pytest.fixture
 def http_root(tmp_path: Path) -> Iterator[str]:
     """tmp_path/web served over HTTP on 127.0.0.1."""
