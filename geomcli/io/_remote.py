@@ -151,13 +151,34 @@ def _errors(url: str, doing: str) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError as error:
-        raise GeomError(f"{url}: no such file") from error
+        raise GeomError(f"{url}: {_http_refusal(error, doing) or 'no such file'}") from error
     except PermissionError as error:
         raise GeomError(f"{url}: permission denied") from error
     except IsADirectoryError as error:
         raise GeomError(f"{url}: is a directory") from error
     except _failures() as error:
-        raise GeomError(f"{url}: cannot {doing} ({_first_line(error)})") from error
+        raise GeomError(f"{url}: {_http_refusal(error, doing) or f'cannot {doing} ({_first_line(error)})'}") from error
+
+
+def _http_refusal(error: BaseException, doing: str) -> str | None:
+    """What an HTTP status in ``error``'s chain other than 404 or 410 says: 401 and 403 as
+    permission denied, another as what could not be done; with the status. fsspec's http://
+    reports any failed request as a FileNotFoundError (a private object read 'no such file')."""
+    try:
+        from aiohttp import ClientResponseError
+    except ImportError:
+        return None
+    seen: BaseException | None = error
+    for _ in range(20):  # a chain is short; never a cycle followed forever
+        if seen is None:
+            return None
+        if isinstance(seen, ClientResponseError):
+            if seen.status in (404, 410):
+                return None
+            refused = "permission denied" if seen.status in (401, 403) else f"cannot {doing}"
+            return f"{refused} (HTTP {seen.status} {seen.message})".replace(" )", ")")
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _failures() -> tuple[type[BaseException], ...]:

@@ -372,6 +372,43 @@ def test_http_reads_and_never_writes(http_root: str, shots: dict[str, bytes], tm
     assert "http:// is for reading" in result.stderr
 
 
+@pytest.fixture
+def http_statuses() -> Iterator[str]:
+    """A server on 127.0.0.1 that answers /STATUS/NAME with that HTTP status and no body."""
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(int(self.path.split("/")[1]))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_HEAD = do_GET
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    (403, "permission denied (HTTP 403 Forbidden)"), (401, "permission denied (HTTP 401 Unauthorized)"),
+    (404, "no such file"), (500, "cannot read (HTTP 500 Internal Server Error)"),
+])
+def test_an_http_status_is_reported_as_what_it_says(status: int, message: str, http_statuses: str,
+                                                   tmp_path: Path) -> None:
+    url = f"{http_statuses}/{status}/a.png"
+    result = run("crop-pad", url, "-o", tmp_path / "a.png", "--shape", "6,6")
+    assert (result.exit_code, result.stderr) == (1, f"Error: {url}: {message}\n")
+    assert not (tmp_path / "a.png").exists()
+
+
 def test_file_urls_are_local_paths(shots: dict[str, bytes], tmp_path: Path) -> None:
     result = run("crop-pad", f"file://{tmp_path}/raw/*.png", "--out-dir", f"file://{tmp_path}/out", "--shape", "6,6")
     assert result.exit_code == 0, result.stderr
