@@ -50,11 +50,12 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common):
         _refuse_in_place(input_path, output)
+        opened, written = input_path, output
         if scheduler is not None:  # a cluster's workers open the arrays by these names
             from geomcli.engine.scheduler import for_workers
 
-            input_path, output = for_workers(input_path), for_workers(output)
-        data, layout, scale, ome, like, file_format = _open(input_path, common)
+            opened, written = for_workers(input_path), for_workers(output)
+        data, layout, scale, ome, like, file_format = _open(opened, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
         common = layouts.own_axes(common, file_format)
@@ -67,7 +68,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         try:
-            report.value_range, nan, blocks = _write(operation, result, data, output, output_format, common,
+            report.value_range, nan, blocks = _write(operation, result, data, written, output_format, common,
                                                      scheduler, layout=layout, scale=scale, ome=ome, like=like)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
         except (GeomError, OSError):

@@ -553,6 +553,13 @@ def test_relative_names_on_a_cluster_are_this_shell_s(tmp_path: Path, scheduler:
     result = run("space-to-depth", "in.zarr", "-o", "out.zarr", "--blocksize", "2", "--scheduler", scheduler, "-q")
     assert result.exit_code == 0, result.stderr
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
+    # and a failure names it as given
+    next(path for path in (tmp_path / "in.zarr").rglob("*") if path.is_file() and path.name != "zarr.json"
+         ).write_bytes(b"not zstd")
+    result = run("space-to-depth", "in.zarr", "-o", "again.zarr", "--blocksize", "2", "--scheduler", scheduler)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: in.zarr: a chunk could not be read, transformed or written ("), \
+        result.stderr
 
 
 @pytest.mark.cluster
