@@ -95,7 +95,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
             forkserver.ensure_running()
     faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
     if faults:
-        _refused(task, faults, len(jobs), time.perf_counter() - started)
+        _refused(task, faults, len(jobs), options, time.perf_counter() - started)
     if on_cluster is not None:
         on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
     options = local_paths(options)
@@ -123,13 +123,17 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
     return outcomes.finish(time.perf_counter() - started)
 
 
-def _refused(task: Task, faults: Sequence[tuple[Job, str]], total: int, seconds: float) -> None:
-    """A run its inputs' headers refuse: each fault's error line (and, with --json, its record
-    and the summary's, every other file not run), then the usage error (exit 2)."""
+def _refused(task: Task, faults: Sequence[tuple[Job, str]], total: int, options: BatchOptions,
+             seconds: float) -> None:
+    """A run its inputs' headers refuse: each fault's error line (and, with --json, its record,
+    with what the header told as --dry-run's has it, and the summary's, every other file not run),
+    then the usage error (exit 2)."""
     for job, fault in faults:
         echo_stderr(f"Error: {fault}")
         if task.common.json:
-            echo_stdout(_report(task, job, status="error", error=fault).to_json())
+            record = planned(task, job, options)
+            record.status, record.error, record.seconds = "error", fault, None
+            echo_stdout(record.to_json())
     if task.common.json:
         echo_stdout(summary.strict_json({"command": task.operation.command, "status": "summary", "ok": 0,
                                          "failed": len(faults), "skipped": 0, "not_run": total - len(faults),

@@ -910,6 +910,8 @@ def test_a_batch_refused_when_planned_gives_its_json_records(tmp_path: Path) -> 
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(record["input"], record["status"]) for record in records[:-1]] == [(str(tmp_path / "a.png"), "error")]
     assert "height 20 is not divisible by blocksize 7" in records[0]["error"]
+    # what the header told, as --dry-run's record has it (it was null beside an error naming it)
+    assert (records[0]["input_shape"], records[0]["input_dtype"], records[0]["seconds"]) == ([20, 30, 3], "uint8", None)
     assert {key: records[-1][key] for key in ("status", "ok", "failed", "not_run", "total")} == {
         "status": "summary", "ok": 0, "failed": 1, "not_run": 1, "total": 2}
 
