@@ -448,7 +448,9 @@ def _reason(e: BaseException) -> str:
     if any(cut in text.lower() for cut in ("truncated", "not enough image data")) or isinstance(e, EOFError):
         return "truncated"
     if text.startswith("cannot identify image file"):
-        return "unrecognised content"
+        # Image.open is given the one format the content's signature named: its own reader gave up
+        # on what follows the signature (a file cut inside its header read "unrecognised content")
+        return "its header is broken or cut short"
     return text
 
 

@@ -585,3 +585,19 @@ def test_a_npy_cut_inside_its_header_is_said_once(tmp_path: Path) -> None:
     result = run("info", cut)
     assert result.exit_code == 1
     assert result.stderr.count("not a readable NPY") == 1 and "malformed header: EOF" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("fmt", "cut", "reason"), [
+    ("png", 8, "not a readable PNG (its header is broken or cut short)"),  # the signature alone
+    ("png", 40, "not a readable PNG (its header is broken or cut short)"),  # inside the first IDAT's header
+    ("gif", 20, "not a readable GIF (its header is broken or cut short)"),
+])
+def test_a_file_cut_short_after_its_signature_is_not_called_unrecognised(tmp_path: Path, fmt: str, cut: int,
+                                                                          reason: str) -> None:
+    """Its signature names the format: the reader gave up on what follows (it read "unrecognised
+    content", as random bytes do)."""
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(tmp_path / f"f.{fmt}")
+    (tmp_path / f"cut.{fmt}").write_bytes((tmp_path / f"f.{fmt}").read_bytes()[:cut])
+    result = run("info", tmp_path / f"cut.{fmt}")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, tmp_path / f"cut.{fmt}") == reason
