@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common
     from geomcli.engine.summary import Report
+    from geomcli.io._zarr import Space
 
 
 def involved(input_path: str, output: str) -> bool:
@@ -55,7 +56,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             from geomcli.engine.scheduler import for_workers
 
             opened, written = for_workers(input_path), for_workers(output)
-        data, layout, scale, ome, like, file_format = _open(opened, common)
+        data, layout, space, like, file_format = _open(opened, common)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
         common = layouts.own_axes(common, file_format)
@@ -69,7 +70,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         try:
             report.value_range, nan, blocks = _write(operation, result, data, written, output_format, common,
-                                                     scheduler, layout=layout, scale=scale, ome=ome, like=like)
+                                                     scheduler, layout=layout, space=space, like=like)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
         except (GeomError, OSError):
             raise
@@ -115,29 +116,30 @@ def _refuse_in_place(input_path: str, output: str) -> None:
                         "the output is written; write another")
 
 
-def _open(input_path: str, common: Common) -> tuple[Any, str | None, tuple[float, ...] | None, bool, Any, str]:
-    """The input as a dask array of its chunks, its layout, its OME scale, whether it was OME-Zarr,
-    the zarr array itself (or None) and the input's format. A TIFF is read through tifffile's zarr store, tile by
-    tile or strip by strip, in chunks of about CHUNK_BYTES; a .npy is a memory map; only what
-    must be decoded whole (a palette TIFF, say) is held, within --max-pixels."""
+def _open(input_path: str, common: Common) -> tuple[Any, str | None, Space | None, Any, str]:
+    """The input as a dask array of its chunks, its layout, its OME-Zarr coordinate system (None
+    for another input), the zarr array itself (or None) and the input's format. A TIFF is read
+    through tifffile's zarr store, tile by tile or strip by strip, in chunks of about CHUNK_BYTES;
+    a .npy is a memory map; only what must be decoded whole (a palette TIFF, say) is held, within
+    --max-pixels."""
     from geomcli import io
     from geomcli.engine import chunked
     from geomcli.io import _zarr
 
     if _zarr.is_zarr(input_path):
         opened = _zarr.open_input(input_path)
-        return chunked.as_dask(opened.array), opened.layout, opened.scale, opened.ome, opened.array, "zarr"
+        return chunked.as_dask(opened.array), opened.layout, opened.space, opened.array, "zarr"
     fidelity = common.fidelity
     if io.format_for_path(input_path) == "tiff" and not _remote_or_stream(input_path):
         tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient)
         if tiles is not None:
             array, layout = tiles
-            return chunked.as_dask(array, "auto"), layout, None, False, None, "tiff"
+            return chunked.as_dask(array, "auto"), layout, None, None, "tiff"
     mapped = io.format_for_path(input_path) == "npy" and not _remote_or_stream(input_path)
     loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels if mapped else common.max_pixels,
                            mmap=True, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
                            series=fidelity.series, page=fidelity.page)
-    return chunked.as_dask(loaded.data, None), loaded.layout, None, False, None, loaded.format
+    return chunked.as_dask(loaded.data, None), loaded.layout, None, None, loaded.format
 
 
 def _first_line(error: BaseException) -> str:
@@ -152,7 +154,7 @@ def _remote_or_stream(path: str) -> bool:
 
 
 def _write(operation: Operation, result: Any, data: Any, output: str, output_format: str, common: Common,
-           scheduler: str | None, *, layout: str | None, scale: tuple[float, ...] | None, ome: bool,
+           scheduler: str | None, *, layout: str | None, space: Space | None,
            like: Any) -> tuple[list[Any] | None, bool, int]:
     """Write ``result`` chunk by chunk (one task per output chunk, or shard); its value range and
     whether it holds NaN (summary.range_and_nan), found by the same pass, and the chunks written."""
@@ -166,11 +168,11 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         if not _zarr.is_zarr(output):
             raise GeomError(f"{output}: a zarr output is named NAME.zarr")
         chunks = _output_chunks(result, data)
-        scaled = None if scale is None else operation.scaled(
-            scale, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common)
+        header = io.Header("zarr", data.shape, data.dtype, 1, None, layout)
+        scaled = None if space is None or space.scale is None else operation.scaled(space.scale, header, common)
         with _zarr.staged(output) as place:  # into place only when whole: a failed run leaves what was there
-            target = _zarr.create_output(place, result.shape, result.dtype, chunks, written_layout, ome=ome,
-                                         scale=scaled, like=like)
+            target = _zarr.create_output(place, result.shape, result.dtype, chunks, written_layout,
+                                         space=None if space is None else space._replace(scale=scaled), like=like)
             with _scheduler(scheduler, common) as (how, _):
                 # one dask chunk per zarr chunk: no two tasks write one chunk
                 ranges = _write_blocks(result.rechunk(chunks), target, None, how)

@@ -4,8 +4,9 @@
 - **Layout.** An OME-Zarr (NGFF 0.4 or 0.5) group is read at its first (full-resolution)
   level, its axes naming the layout where they fit geomcli's (``c``, ``y``, ``x``, and ``t`` or
   ``n`` as N); a plain array's ``dimension_names`` the same way. An output is written as the
-  input was: an OME-Zarr group of one level (axes, and the scale of y and x as the operation
-  makes it), else an array with ``dimension_names``.
+  input was: an OME-Zarr group of one level (the input's axes, each with its name, type and
+  unit, a unit only where the input gave one; the scale as the operation makes it), else an
+  array with ``dimension_names``.
 - **A completion marker, written last.** zarr reads a chunk that was never written as its fill
   value, so an output cut short would read as a whole array. Each output is made with the
   attribute ``geomcli: {"complete": false}`` and marked complete only after its last chunk is
@@ -47,14 +48,22 @@ def is_zarr(path: str) -> bool:
     return path.rstrip("/").lower().endswith(".zarr")
 
 
+class Space(NamedTuple):
+    """An OME-Zarr image's coordinate system, an entry per axis of its array: each axis's OME
+    entry (its name, type and unit where it gives one) and its first level's scale (None where
+    it gives none)."""
+
+    axes: tuple[dict[str, Any], ...]
+    scale: tuple[float, ...] | None = None
+
+
 class Opened(NamedTuple):
     """A zarr input: the array (its full-resolution level), the layout its axes name (or None),
-    the scale of each axis where OME-Zarr gives one, and whether it was an OME-Zarr group."""
+    and its OME-Zarr coordinate system (None for a plain array)."""
 
     array: Any
     layout: str | None
-    scale: tuple[float, ...] | None
-    ome: bool
+    space: Space | None
 
 
 def _zarr() -> Any:
@@ -120,7 +129,7 @@ def open_input(path: str) -> Opened:
     _check_complete(path, attributes)
     if isinstance(node, zarr.Array):
         return Opened(node, layout_of(node.metadata.dimension_names if node.metadata.zarr_format == 3 else None),
-                      None, False)
+                      None)
     multiscales = (attributes.get("ome") or {}).get("multiscales") or attributes.get("multiscales")
     if not multiscales:
         raise GeomError(f"{path}: a zarr group, not an array (nor an OME-Zarr image)")
@@ -130,10 +139,16 @@ def open_input(path: str) -> Opened:
         array = node[dataset["path"]]
     except KeyError as error:
         raise GeomError(f"{path}: the OME-Zarr level {dataset['path']!r} is missing") from error
-    names = [axis["name"] if isinstance(axis, dict) else axis for axis in image.get("axes", [])]
+    axes = tuple(_entry(axis) for axis in image.get("axes", []))  # (NGFF 0.3's axes are bare names)
     scale = next((tuple(map(float, transform["scale"])) for transform in dataset.get("coordinateTransformations", [])
                   if transform.get("type") == "scale"), None)
-    return Opened(array, layout_of(names), scale, True)
+    return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale))
+
+
+def _entry(axis: Any) -> dict[str, Any]:
+    """An OME axis's name, type and unit, as far as it gives them."""
+    given = axis if isinstance(axis, dict) else {"name": axis}
+    return {key: given[key] for key in ("name", "type", "unit") if isinstance(given.get(key), str)}
 
 
 def read_header(path: str) -> Header:
@@ -154,8 +169,8 @@ def describe(path: str) -> dict[str, Any]:
     codecs = [type(codec).__name__.removesuffix("Codec").lower() for codec in (*array.filters, *array.compressors)]
     return {"shape": list(array.shape), "dtype": str(array.dtype), "layout": opened.layout,
             "chunks": list(array.chunks), "shards": None if array.shards is None else list(array.shards),
-            "compression": ", ".join(codecs) or "none", "ome": opened.ome,
-            "scale": None if opened.scale is None else list(opened.scale)}
+            "compression": ", ".join(codecs) or "none", "ome": opened.space is not None,
+            "scale": None if opened.space is None or opened.space.scale is None else list(opened.space.scale)}
 
 
 def _check_complete(path: str, attributes: dict[str, Any]) -> None:
@@ -180,9 +195,10 @@ def exists(path: str) -> bool:
 
 
 def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...], layout: str | None,
-                  *, ome: bool, scale: tuple[float, ...] | None, like: Any = None) -> Any:
+                  *, space: Space | None, like: Any = None) -> Any:
     """A new zarr array at ``path`` (replacing what is there), marked incomplete: an OME-Zarr
-    group of one level when ``ome`` and the layout fits, else an array with dimension_names.
+    group of one level in ``space`` (the output's axes, scale) when one is given and the layout
+    fits, else an array with dimension_names.
     ``like``: an input array whose compressors it takes, and its sharding: a sharded input's
     output is stored in shards of ``chunks`` (each written whole by one task), of the input's
     inner chunks where they divide them."""
@@ -194,8 +210,11 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     if kept and layout is not None and len(kept) == len(layout) and layout_of(list(kept)) == layout:
         names = [str(name) for name in kept]  # the input's own names where they still fit (t, z: not n)
     else:
-        given = _OME_NAMES if ome else _NAMES  # OME-Zarr 0.5: the array's names are its axes'
+        given = _OME_NAMES if space is not None else _NAMES  # OME-Zarr 0.5: the array's names are its axes'
         names = None if layout is None else [given.get(letter, letter.lower()) for letter in layout]
+    axes = None if space is None or layout is None else _ome_axes(layout, names, space.axes)
+    if axes is not None:
+        names = [axis["name"] for axis in axes]
     options: dict[str, Any] = {}
     if like is not None and getattr(like.metadata, "zarr_format", 3) == 3:
         options["compressors"] = like.compressors
@@ -205,11 +224,9 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     incomplete = {MARKER: {"complete": False}}
     store = _store(path, read_only=False)
     try:
-        if ome and layout is not None:
-            assert names is not None
-            axes = [{"name": name, "type": _OME_TYPES[letter]} | ({"unit": "micrometer"} if letter in "HWZYX" else {})
-                    for letter, name in zip(layout, names, strict=True)]
-            transforms = [{"type": "scale", "scale": list(scale or (1.0,) * len(layout))}]
+        if axes is not None:
+            assert space is not None and layout is not None
+            transforms = [{"type": "scale", "scale": list(space.scale or (1.0,) * len(layout))}]
             group = zarr.open_group(store=store, mode="w", attributes={
                 "ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": [
                     {"path": "0", "coordinateTransformations": transforms}]}]}, **incomplete})
@@ -221,6 +238,16 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
         raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
     except _remote._failures() as error:  # botocore's no credentials, say
         raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
+
+
+def _ome_axes(layout: str, names: list[str] | None, given: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """The output's OME axes: the input's entries (name, type, unit) where they still name the
+    layout's axes, else each letter's name and type with no unit (NGFF's unit is optional: none
+    is made up; a try-out's nanometres were written as micrometres)."""
+    if len(given) == len(layout) and layout_of([axis.get("name") for axis in given]) == layout:
+        return [dict(axis) for axis in given]
+    assert names is not None
+    return [{"name": name, "type": _OME_TYPES[letter]} for letter, name in zip(layout, names, strict=True)]
 
 
 @contextmanager

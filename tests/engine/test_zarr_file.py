@@ -268,6 +268,49 @@ def test_a_five_axis_ome_zarr_is_its_own_layout_as_a_tiff_hyperstack_is(tmp_path
         assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": scale}]
 
 
+def ome_group(path: Path, data: np.ndarray, axes: list[dict[str, str]],
+              transforms: list[dict[str, Any]]) -> None:
+    """An OME-Zarr 0.5 image of one level with these axes and coordinate transformations."""
+    group = zarr.open_group(str(path), mode="w", attributes={"ome": {"version": "0.5", "multiscales": [{
+        "axes": axes, "datasets": [{"path": "0", "coordinateTransformations": transforms}]}]}})
+    group.create_array("0", shape=data.shape, dtype=data.dtype, chunks=data.shape,
+                       dimension_names=[axis["name"] for axis in axes])[...] = data
+
+
+def written_image(path: Path) -> dict[str, Any]:
+    image: dict[str, Any] = read_zarr(path).attrs["ome"]["multiscales"][0]
+    return image
+
+
+NANOMETRE_TCZYX = [{"name": "t", "type": "time", "unit": "second"}, {"name": "c", "type": "channel"},
+                   *({"name": name, "type": "space", "unit": "nanometer"} for name in "zyx")]
+
+
+@pytest.mark.parametrize(("axes", "scale", "args", "expected_scale"), [
+    (NANOMETRE_TCZYX[1:2] + NANOMETRE_TCZYX[3:], [1.0, 0.5, 0.25],
+     ["crop-pad", "IN", "-o", "OUT", "-q", "--shape", "30,30"], [1.0, 0.5, 0.25]),
+    (NANOMETRE_TCZYX, [2.0, 1.0, 300.0, 100.0, 100.0],
+     ["chain", "-i", "IN", "-o", "OUT", "-q", "resize", "--scales", "0.5,0.5", "crop-pad", "--shape", "10,10"],
+     [2.0, 1.0, 300.0, 200.0, 200.0]),
+    ([{"name": name, "type": kind} for name, kind in zip("czyx", ["channel", "space", "space", "space"])],
+     [1.0, 2.0, 0.5, 0.5], ["crop-pad", "IN", "-o", "OUT", "-q", "--shape", "10,10"], [1.0, 2.0, 0.5, 0.5]),
+])
+def test_each_ome_axis_keeps_its_name_type_and_unit(tmp_path: Path, axes: list[dict[str, str]], scale: list[float],
+                                                    args: list[str], expected_scale: list[float]) -> None:
+    """A try-out's nanometres were written as micrometres (1000 times the size) and its time
+    axis lost its seconds; an axis of no unit gets none (NGFF's unit is optional)."""
+    shape = (2, 3, 4, 30, 40)[-len(axes):]
+    data = np.arange(int(np.prod(shape)), dtype=np.uint16).reshape(shape)
+    ome_group(tmp_path / "in.zarr", data, axes, [{"type": "scale", "scale": scale}])
+    result = run(*[{"IN": tmp_path / "in.zarr", "OUT": tmp_path / "out.zarr"}.get(arg, arg) for arg in args])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    image = written_image(tmp_path / "out.zarr")
+    assert image["axes"] == axes
+    assert image["datasets"] == [{"path": "0", "coordinateTransformations": [{"type": "scale",
+                                                                            "scale": expected_scale}]}]
+
+
 def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (2, 3, 16, 16))
     write_zarr(tmp_path / "good.zarr", data, (1, 3, 8, 8))
