@@ -80,7 +80,28 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             raise GeomError(f"{input_path}: a chunk could not be read, transformed or written "
                             f"({type(error).__name__}: {_first_line(error)})") from error
         report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
+        _say_dropped(report, space, output_format,
+                     layouts.written_layout(data.shape, result.shape, common.layout, layout))
     return report
+
+
+def _say_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None) -> None:
+    """The physical pixel sizes a chunked output cannot hold, named: a warning (``dropped`` in
+    the record of a .npy, which holds no metadata by its nature), as io.unkept names a field."""
+    from geomcli.io import _zarr
+
+    said = "" if space is None else space.physical()
+    if not said or (output_format == "zarr" and _zarr.holds(space, written_layout)):
+        return
+    what = f"physical pixel sizes ({said})"
+    if output_format == "npy":
+        report.dropped = [what]  # type: ignore[attr-defined]  # as one_file's record of a .npy
+    elif output_format == "zarr":
+        axes = "".join(str(axis.get("name", "?")) for axis in space.axes).upper()  # type: ignore[union-attr]
+        report.warnings.append(f"zarr cannot hold the {what} of axes {axes} (OME-Zarr orders time, channel, then "
+                               "2 or 3 of space); dropped")
+    else:
+        report.warnings.append(f"a {output_format.upper()} written chunk by chunk cannot hold the {what}; dropped")
 
 
 def whole(common: Common) -> Common:
@@ -133,13 +154,13 @@ def _open(input_path: str, common: Common) -> tuple[Any, str | None, Space | Non
     if io.format_for_path(input_path) == "tiff" and not _remote_or_stream(input_path):
         tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient)
         if tiles is not None:
-            array, layout = tiles
-            return chunked.as_dask(array, "auto"), layout, None, None, "tiff"
+            array, layout, metadata = tiles
+            return chunked.as_dask(array, "auto"), layout, _zarr.space_of(metadata), None, "tiff"
     mapped = io.format_for_path(input_path) == "npy" and not _remote_or_stream(input_path)
     loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels if mapped else common.max_pixels,
                            mmap=True, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
                            series=fidelity.series, page=fidelity.page)
-    return chunked.as_dask(loaded.data, None), loaded.layout, None, None, loaded.format
+    return chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format
 
 
 def _first_line(error: BaseException) -> str:

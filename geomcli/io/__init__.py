@@ -233,9 +233,10 @@ def read_array(
     return loaded
 
 
-def tiff_as_zarr(path: str, *, series: int | None = None, auto_orient: bool = True) -> tuple[Any, str | None] | None:
+def tiff_as_zarr(path: str, *, series: int | None = None,
+                 auto_orient: bool = True) -> tuple[Any, str | None, Metadata] | None:
     """The array :func:`read_array` returns of the TIFF at ``path``, as a read-only zarr array read
-    tile by tile (tifffile's zarr store), with its layout; None where read_array's array is more
+    tile by tile (tifffile's zarr store), with its layout and metadata; None where read_array's array is more
     than the stored pixels (a palette, an orientation, stacked series, planar samples moved)."""
     from geomcli.io import _tiff
 

@@ -151,9 +151,9 @@ def read(
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
 
 
-def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Tiles, str | None] | None:
+def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Tiles, str | None, Metadata] | None:
     """The array :func:`read` returns, as :class:`Tiles` read region by region through the file's
-    tiles or strips, and its layout: for reading chunk by chunk, never whole. None where read's
+    tiles or strips, its layout and its metadata: for reading chunk by chunk, never whole. None where read's
     array is more than the stored pixels in their stored order (a palette expanded, min-is-white
     inverted, an orientation turned, several series stacked, a planar image's samples moved
     last)."""
@@ -168,9 +168,10 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Ti
         index = list(tif.series).index(choice.series)
         keyframe = choice.keyframe
         tile = (keyframe.tilelength, keyframe.tilewidth) if keyframe.is_tiled else (keyframe.rowsperstrip, None)
+        metadata = _metadata(tif, choice)
     chunks = tuple(1 for _ in choice.shape[:-2]) + tuple(
         min(length, step or length) for length, step in zip(choice.shape[-2:], tile))
-    return Tiles(path, index, choice.shape, choice.dtype, chunks), layout
+    return Tiles(path, index, choice.shape, choice.dtype, chunks), layout, metadata
 
 
 class Tiles:

@@ -5,8 +5,9 @@
   level, its axes naming the layout where they fit geomcli's (``c``, ``y``, ``x``, and ``t`` or
   ``n`` as N); a plain array's ``dimension_names`` the same way. An output is written as the
   input was: an OME-Zarr group of one level (the input's axes, each with its name, type and
-  unit, a unit only where the input gave one; the scale as the operation makes it), else an
-  array with ``dimension_names``.
+  unit, a unit only where the input gave one; the scale as the operation makes it; an
+  OME-TIFF's physical sizes as its scale and units, see :func:`space_of`), else an array with
+  ``dimension_names``.
 - **A completion marker, written last.** zarr reads a chunk that was never written as its fill
   value, so an output cut short would read as a whole array. Each output is made with the
   attribute ``geomcli: {"complete": false}`` and marked complete only after its last chunk is
@@ -26,7 +27,7 @@ from geomcli.errors import GeomError
 if TYPE_CHECKING:
     import numpy as np
 
-    from geomcli.io._base import Header
+    from geomcli.io._base import Header, Metadata
 
 INSTALL = "pip install 'geomcli[dask]'"
 MARKER = "geomcli"
@@ -55,6 +56,65 @@ class Space(NamedTuple):
 
     axes: tuple[dict[str, Any], ...]
     scale: tuple[float, ...] | None = None
+
+    def physical(self) -> str:
+        """Its scale and units as a warning names them (``y 0.5 nanometer, x 0.25 nanometer``);
+        empty where it says nothing of size (a scale of 1 and no unit everywhere)."""
+        scale = self.scale or (1.0,) * len(self.axes)
+        said = [f"{axis.get('name', '?')} {value:g}{' ' + axis['unit'] if 'unit' in axis else ''}"
+                for axis, value in zip(self.axes, scale) if value != 1.0 or "unit" in axis]
+        return ", ".join(said)
+
+
+# OME-XML's unit symbols (PhysicalSizeXUnit) and the UDUNITS names NGFF gives units by
+_OME_UNITS = {"Ym": "yottameter", "Zm": "zettameter", "Em": "exameter", "Pm": "petameter", "Tm": "terameter",
+              "Gm": "gigameter", "Mm": "megameter", "km": "kilometer", "hm": "hectometer", "dam": "decameter",
+              "m": "meter", "dm": "decimeter", "cm": "centimeter", "mm": "millimeter", "\u00b5m": "micrometer",
+              "um": "micrometer", "nm": "nanometer", "pm": "picometer", "fm": "femtometer", "am": "attometer",
+              "zm": "zeptometer", "ym": "yoctometer", "\u00c5": "angstrom", "in": "inch", "ft": "foot",
+              "yd": "yard", "mi": "mile", "pc": "parsec"}
+
+
+def space_of(metadata: Metadata) -> Space | None:
+    """The OME-Zarr coordinate system of an OME-TIFF of this metadata: its axes (of T, C, Z, Y
+    and X) with its physical pixel sizes (OME's unit symbols, micrometres where it names none);
+    None where it gives no size, or a unit NGFF names none for.
+
+    >>> from geomcli.io import Metadata
+    >>> space_of(Metadata(axes="CYX", axes_kind="ome", physical=(("X", 0.25, "nm"), ("Y", 0.5, "nm"))))
+    Space(axes=({'name': 'c', 'type': 'channel'}, {'name': 'y', 'type': 'space', 'unit': 'nanometer'}, \
+{'name': 'x', 'type': 'space', 'unit': 'nanometer'}), scale=(1.0, 0.5, 0.25))
+    """
+    physical, axes = metadata.physical, metadata.axes or ""
+    if (not physical or not axes or any(letter not in "TCZYX" for letter in axes)
+            or any(unit is not None and unit not in _OME_UNITS for _, _, unit in physical)):
+        return None
+    sizes = {axis: (size, _OME_UNITS[unit or "\u00b5m"]) for axis, size, unit in physical}
+    entries = tuple({"name": letter.lower(), "type": _OME_TYPES[letter]}
+                    | ({"unit": sizes[letter][1]} if letter in sizes else {}) for letter in axes)
+    return Space(entries, tuple(sizes[letter][0] if letter in sizes else 1.0 for letter in axes))
+
+
+def holds(space: Space | None, layout: str | None) -> bool:
+    """Whether an OME-Zarr image of this layout carries ``space``: its axes still name the
+    layout's, and in NGFF's order (time, channel, then 2 or 3 of space: TCZYX, CYX; not a
+    TIFF's ZCYX)."""
+    if space is None or layout is None or len(space.axes) != len(layout):
+        return False
+    return ome_fits(layout) and layout_of([axis.get("name") for axis in space.axes]) == layout
+
+
+def ome_fits(layout: str | None) -> bool:
+    """Whether an OME-Zarr image can have these axes: NGFF orders a time axis first, then a
+    channel axis, then 2 or 3 of space (TCZYX, CYX; not a TIFF's ZCYX).
+
+    >>> ome_fits("TCZYX"), ome_fits("CHW"), ome_fits("ZCYX"), ome_fits("HWC")
+    (True, True, False, False)
+    """
+    import re
+
+    kinds = "".join(_OME_TYPES.get(letter, "?")[0] for letter in layout or "")
+    return re.fullmatch(r"t?c?s{2,3}", kinds) is not None
 
 
 class Opened(NamedTuple):
@@ -212,7 +272,8 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     else:
         given = _OME_NAMES if space is not None else _NAMES  # OME-Zarr 0.5: the array's names are its axes'
         names = None if layout is None else [given.get(letter, letter.lower()) for letter in layout]
-    axes = None if space is None or layout is None else _ome_axes(layout, names, space.axes)
+    # the input's axes (names, types, units); else an array, and zarr_file._say_dropped tells
+    axes = [dict(axis) for axis in space.axes] if space is not None and holds(space, layout) else None
     if axes is not None:
         names = [axis["name"] for axis in axes]
     options: dict[str, Any] = {}
@@ -238,16 +299,6 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
         raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
     except _remote._failures() as error:  # botocore's no credentials, say
         raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
-
-
-def _ome_axes(layout: str, names: list[str] | None, given: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
-    """The output's OME axes: the input's entries (name, type, unit) where they still name the
-    layout's axes, else each letter's name and type with no unit (NGFF's unit is optional: none
-    is made up; a try-out's nanometres were written as micrometres)."""
-    if len(given) == len(layout) and layout_of([axis.get("name") for axis in given]) == layout:
-        return [dict(axis) for axis in given]
-    assert names is not None
-    return [{"name": name, "type": _OME_TYPES[letter]} for letter, name in zip(layout, names, strict=True)]
 
 
 @contextmanager

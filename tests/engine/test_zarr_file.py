@@ -311,6 +311,41 @@ def test_each_ome_axis_keeps_its_name_type_and_unit(tmp_path: Path, axes: list[d
                                                                             "scale": expected_scale}]}]
 
 
+def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as_dropped(tmp_path: Path) -> None:
+    """An OME-TIFF's PhysicalSize* become an OME-Zarr's scale and units (resized as the pixels
+    are); where the other side cannot hold them, a warning names them (``dropped`` for .npy).
+    A try-out lost them both ways without a word."""
+    import tifffile
+
+    data = np.arange(3 * 40 * 50, dtype=np.uint16).reshape((3, 40, 50))
+    physical = {"PhysicalSizeX": 0.5, "PhysicalSizeXUnit": "nm", "PhysicalSizeY": 0.25, "PhysicalSizeYUnit": "nm"}
+    tifffile.imwrite(tmp_path / "cyx.ome.tif", data, ome=True, photometric="minisblack",
+                     metadata={"axes": "CYX", **physical})
+    result = run("resize", tmp_path / "cyx.ome.tif", "-o", tmp_path / "cyx.zarr", "--scales", "0.5,0.5", "-q")
+    assert result.exit_code == 0 and result.stderr == "", result.stderr
+    image = written_image(tmp_path / "cyx.zarr")
+    assert image["axes"] == [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+                             {"name": "x", "type": "space", "unit": "nanometer"}]
+    assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": [1.0, 0.5, 1.0]}]
+    # ZCYX: no order NGFF allows
+    tifffile.imwrite(tmp_path / "zcyx.ome.tif", np.stack([data, data]), ome=True, photometric="minisblack",
+                     metadata={"axes": "ZCYX", **physical})
+    result = run("crop-pad", tmp_path / "zcyx.ome.tif", "-o", tmp_path / "zcyx.zarr", "--shape", "20,20", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["warnings"] == [
+        "zarr cannot hold the physical pixel sizes (y 0.25 nanometer, x 0.5 nanometer) of axes ZCYX (OME-Zarr orders "
+        "time, channel, then 2 or 3 of space); dropped"]
+    # and back: a TIFF or .npy written chunk by chunk holds none
+    result = run("crop-pad", tmp_path / "cyx.zarr", "-o", tmp_path / "back.tif", "--shape", "10,10", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["warnings"] == [
+        "a TIFF written chunk by chunk cannot hold the physical pixel sizes (y 0.5 nanometer, x 1 nanometer); dropped"]
+    result = run("crop-pad", tmp_path / "cyx.zarr", "-o", tmp_path / "back.npy", "--shape", "10,10", "--json")
+    assert result.exit_code == 0 and result.stderr == ""
+    record = json.loads(result.stdout)
+    assert (record["warnings"], record["dropped"]) == ([], ["physical pixel sizes (y 0.5 nanometer, x 1 nanometer)"])
+
+
 def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (2, 3, 16, 16))
     write_zarr(tmp_path / "good.zarr", data, (1, 3, 8, 8))
