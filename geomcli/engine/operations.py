@@ -93,6 +93,13 @@ class Operation:
         (most operations keep it)."""
         return scale
 
+    def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                common: Common) -> tuple[float, ...] | None:
+        """An OME-Zarr image's translation (where its first pixel's centre lies, per axis) as the
+        output's, for an input of this header and ``scale``; None where this operation does not
+        say where its pixels lie (then it is dropped, with a warning)."""
+        return None
+
 
 @dataclass(frozen=True)
 class CropPad(Operation):
@@ -171,6 +178,18 @@ class CropPad(Operation):
         output = crop_ops.center_crop_pad_output_shape(shape, self.target, chosen)
         check_size(output, common)
         return chosen, output
+
+    def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                common: Common) -> tuple[float, ...] | None:
+        """Moved by the first pixel kept (a crop's offset, or minus a pad's) times the pixel size."""
+        from geomcli.ops.window import center_crop_pad_window
+
+        _, output = self._axes_and_shape(header.shape, header.layout, common)
+        if not len(translation) == len(scale) == len(output):
+            return None
+        firsts = [kept.start - placed.start for kept, placed in
+                  (center_crop_pad_window(length, out) for length, out in zip(header.shape, output))]
+        return tuple(value + first * size for value, first, size in zip(translation, firsts, scale))
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         import geomcli.ops.center_crop_pad as crop_ops
@@ -1016,6 +1035,15 @@ class Chain(Operation):
         for step, step_header, step_common in self._walk(header, common):
             scale = step.scaled(scale, step_header, step_common)
         return scale
+
+    def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                common: Common) -> tuple[float, ...] | None:
+        for step, step_header, step_common in self._walk(header, common):
+            moved = step.shifted(translation, scale, step_header, step_common)
+            if moved is None:
+                return None
+            translation, scale = moved, step.scaled(scale, step_header, step_common)
+        return translation
 
     def _walk(self, header: Header, common: Common) -> list[tuple[Operation, Header, Common]]:
         """Each step with the header of what it reads and the options it runs with."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common
     from geomcli.engine.summary import Report
+    from geomcli.io import Header
     from geomcli.io._zarr import Space
 
 
@@ -43,6 +44,7 @@ def check_output_format(output: str, output_format: str) -> None:
 def transform(operation: Operation, input_path: str, output: str, output_format: str, common: Common,
               scheduler: str | None = None) -> Report:
     """Read, transform and write one chunked job; its report, with any failure in it."""
+    from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
     from geomcli.io import _remote
@@ -68,6 +70,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         except GeomError as error:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        space = _output_space(operation, space, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common,
+                              report)
         try:
             report.value_range, nan, blocks = _write(operation, result, data, written, output_format, common,
                                                      scheduler, layout=layout, space=space, like=like)
@@ -83,6 +87,22 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         _say_dropped(report, space, output_format,
                      layouts.written_layout(data.shape, result.shape, common.layout, layout))
     return report
+
+
+def _output_space(operation: Operation, space: Space | None, header: Header, common: Common,
+                  report: Report) -> Space | None:
+    """The input's OME-Zarr coordinate system as the operation makes it: the scale
+    (Operation.scaled) and the translation (Operation.shifted; where the operation does not say
+    where its pixels lie, dropped with a warning)."""
+    if space is None:
+        return None
+    scale = space.scale or (1.0,) * len(header.shape)
+    translation = None if space.translation is None else operation.shifted(space.translation, scale, header, common)
+    if space.translation is not None and translation is None:
+        report.warnings.append(f"the OME-Zarr translation {list(space.translation)} cannot be carried through "
+                               f"{operation.command} (it does not say where its pixels lie); dropped")
+    return space._replace(scale=None if space.scale is None else operation.scaled(space.scale, header, common),
+                          translation=translation)
 
 
 def _say_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None) -> None:
@@ -189,11 +209,9 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         if not _zarr.is_zarr(output):
             raise GeomError(f"{output}: a zarr output is named NAME.zarr")
         chunks = _output_chunks(result, data)
-        header = io.Header("zarr", data.shape, data.dtype, 1, None, layout)
-        scaled = None if space is None or space.scale is None else operation.scaled(space.scale, header, common)
         with _zarr.staged(output) as place:  # into place only when whole: a failed run leaves what was there
             target = _zarr.create_output(place, result.shape, result.dtype, chunks, written_layout,
-                                         space=None if space is None else space._replace(scale=scaled), like=like)
+                                         space=space, like=like)
             with _scheduler(scheduler, common) as (how, _):
                 # one dask chunk per zarr chunk: no two tasks write one chunk
                 ranges = _write_blocks(result.rechunk(chunks), target, None, how)

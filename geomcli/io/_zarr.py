@@ -56,6 +56,8 @@ class Space(NamedTuple):
 
     axes: tuple[dict[str, Any], ...]
     scale: tuple[float, ...] | None = None
+    translation: tuple[float, ...] | None = None
+    """Where its first pixel's centre lies, per axis, in the units of ``axes``."""
 
     def physical(self) -> str:
         """Its scale and units as a warning names them (``y 0.5 nanometer, x 0.25 nanometer``);
@@ -200,9 +202,10 @@ def open_input(path: str) -> Opened:
     except KeyError as error:
         raise GeomError(f"{path}: the OME-Zarr level {dataset['path']!r} is missing") from error
     axes = tuple(_entry(axis) for axis in image.get("axes", []))  # (NGFF 0.3's axes are bare names)
-    scale = next((tuple(map(float, transform["scale"])) for transform in dataset.get("coordinateTransformations", [])
-                  if transform.get("type") == "scale"), None)
-    return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale))
+    transforms = {transform.get("type"): transform for transform in dataset.get("coordinateTransformations", [])}
+    scale, translation = (tuple(map(float, transforms[kind][kind])) if kind in transforms else None
+                          for kind in ("scale", "translation"))
+    return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale, translation))
 
 
 def _entry(axis: Any) -> dict[str, Any]:
@@ -288,6 +291,8 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
         if axes is not None:
             assert space is not None and layout is not None
             transforms = [{"type": "scale", "scale": list(space.scale or (1.0,) * len(layout))}]
+            if space.translation is not None:
+                transforms.append({"type": "translation", "translation": list(space.translation)})
             group = zarr.open_group(store=store, mode="w", attributes={
                 "ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": [
                     {"path": "0", "coordinateTransformations": transforms}]}]}, **incomplete})

@@ -346,6 +346,27 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
     assert (record["warnings"], record["dropped"]) == ([], ["physical pixel sizes (y 0.5 nanometer, x 1 nanometer)"])
 
 
+def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(tmp_path: Path) -> None:
+    """The first pixel kept (a crop's offset, minus a pad's) times the pixel size; an operation
+    that does not say where its pixels lie drops it with a warning (a try-out's went silently)."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+            {"name": "x", "type": "space", "unit": "nanometer"}]
+    ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]}, {"type": "translation", "translation": [0, 10, 20]}])
+    for shape, moved in [("30,30", [0.0, 17.5, 26.25]), ("61,83", [0.0, 10.0, 19.75]), ("70,70", [0.0, 7.5, 21.25])]:
+        result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", shape, "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == []
+        assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
+            {"type": "scale", "scale": [1.0, 0.5, 0.25]}, {"type": "translation", "translation": moved}], shape
+    result = run("chain", "-i", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", "resize", "--sizes",
+                 "30,40", "--mode", "linear", "crop-pad", "--shape", "20,20")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["warnings"] == ["the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried "
+                                                     "through chain (it does not say where its pixels lie); dropped"]
+    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 1.0, 0.5]}]
+
+
 def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (2, 3, 16, 16))
     write_zarr(tmp_path / "good.zarr", data, (1, 3, 8, 8))
