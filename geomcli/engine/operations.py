@@ -88,9 +88,10 @@ class Operation:
         a dask array equal to ``apply``'s result bit for bit (geomcli.engine.chunked)."""
         raise NotImplementedError
 
-    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:
         """An OME-Zarr image's pixel scale per axis, for an input of this header, as the output's
-        (most operations keep it)."""
+        (most operations keep it); None where the output's pixels have no size per axis (a
+        grid's arbitrary positions, a rotation: the sizes of space are then dropped, with a warning)."""
         return scale
 
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
@@ -553,6 +554,13 @@ class GridSample(Operation):
         result = chunked.by_planes(onnx, sample, 2, shape[2:], common.max_pixels)
         return result if layout is None else _from_onnx(result, layout, batch)
 
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:
+        """None: a grid's positions are arbitrary, so its output's pixels have no size of the input's."""
+        return None
+
+    def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
+        return _resolution_scaled(self, metadata, header, common)
+
     def _onnx_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         from geomcli.ops.grid_sample import grid_sample_output_shape
 
@@ -629,16 +637,35 @@ class Warp(Operation):
         result = chunked.by_planes(onnx, warp, 2, shape[2:], common.max_pixels)
         return result if layout is None else _from_onnx(result, layout, batch)
 
-    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
-        """With --size, the pixel size along y and x times its length in over its length out, as
-        resize makes it: the grid spans the same -1..1 extent in other counts of pixels."""
-        if self.size is None:
-            return scale
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:
+        """The pixel size along each warped axis times the input pixels an output pixel steps
+        over, where theta scales and shifts each axis alone (zero off its diagonal, positive on
+        it, one matrix for every image): ``--scale 2`` twice the size, ``--size`` its length in
+        over its length out (as resize makes it; less one of each with --align-corners). None for
+        a rotation, shear or flip, whose output's pixels have no size per axis."""
+        import numpy as np
+
+        from geomcli.engine import layout as layouts
+
         output = self.output_shape(header, common)
-        return scale if len(scale) != len(output) else _over_lengths(scale, header.shape, output)
+        if len(scale) != len(output):
+            return scale
+        layout = _warp_layout(header.shape, common, header.layout)
+        axes = (2, 3, 4) if layout is None else layouts.spatial_axes(layout)  # D, H, W or H, W
+        theta = self.theta.of_rank(len(axes)).astype(np.float64)
+        diagonal = np.diagonal(theta[..., :-1], axis1=-2, axis2=-1)
+        if ((theta != theta[:1]).any() or (diagonal <= 0).any()
+                or (theta[..., :-1] != diagonal[..., None] * np.eye(len(axes))).any()):
+            return None
+        scaled = list(scale)
+        for axis, factor in zip(axes, diagonal[0][::-1]):  # theta's rows are x, y[, z]: the axes reversed
+            before, after = header.shape[axis], output[axis]
+            corners = self.align_corners and min(before, after) > 1
+            scaled[axis] = scale[axis] * float(factor) * ((before - 1) / (after - 1) if corners else before / after)
+        return tuple(scaled)
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
-        return metadata if self.size is None else _resolution_scaled(self, metadata, header, common)
+        return _resolution_scaled(self, metadata, header, common)
 
     def _thetas(self, shape: tuple[int, ...]) -> np.ndarray:
         """One matrix per image of an (N, C, ...) result's ``shape``: the one given for all, or the N given."""
@@ -931,6 +958,12 @@ def _resolution_scaled(operation: Operation, metadata: Metadata, header: Header,
         return metadata
     size = operation.scaled((1.0,) * len(header.shape), header, common)
     x, y = metadata.resolution
+    if size is None:
+        dpi, per = metadata.dpi, f"pixels per {metadata.unit}" if metadata.unit else "pixels (no unit)"
+        what = f"DPI ({dpi[0]:.0f} x {dpi[1]:.0f})" if dpi else f"resolution ({x:g} x {y:g} {per})"
+        return metadata._replace(resolution=None, dropped=(*metadata.dropped, f"{what} of {operation.command}'s "
+                                                           "output, whose pixels have no size per axis (a grid, a "
+                                                           "rotation or shear),"))
     return metadata._replace(resolution=(x / size[width], y / size[height]))
 
 
@@ -1031,9 +1064,12 @@ class Chain(Operation):
             metadata = step.metadata(metadata, step_header, step_common)
         return metadata
 
-    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+    def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:
         for step, step_header, step_common in self._walk(header, common):
-            scale = step.scaled(scale, step_header, step_common)
+            scaled = step.scaled(scale, step_header, step_common)
+            if scaled is None:
+                return None
+            scale = scaled
         return scale
 
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
@@ -1042,7 +1078,10 @@ class Chain(Operation):
             moved = step.shifted(translation, scale, step_header, step_common)
             if moved is None:
                 return None
-            translation, scale = moved, step.scaled(scale, step_header, step_common)
+            scaled = step.scaled(scale, step_header, step_common)
+            if scaled is None:
+                return None
+            translation, scale = moved, scaled
         return translation
 
     def _walk(self, header: Header, common: Common) -> list[tuple[Operation, Header, Common]]:

@@ -101,8 +101,21 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
     if space.translation is not None and translation is None:
         report.warnings.append(f"the OME-Zarr translation {list(space.translation)} cannot be carried through "
                                f"{operation.command} (it does not say where its pixels lie); dropped")
-    return space._replace(scale=None if space.scale is None else operation.scaled(space.scale, header, common),
-                          translation=translation)
+    from geomcli.io._zarr import Space
+
+    scaled = operation.scaled(scale, header, common)
+    if scaled is None:  # no size per axis: the axes of space keep none, nor their units
+        spatial = [axis.get("type") == "space" for axis in space.axes]
+        dropped = Space(tuple(axis for axis, drop in zip(space.axes, spatial) if drop),
+                        tuple(value for value, drop in zip(scale, spatial) if drop)).physical()
+        if dropped:
+            report.warnings.append(f"the physical pixel sizes ({dropped}) cannot be carried through "
+                                   f"{operation.command}, whose pixels have no size per axis (a grid, a rotation "
+                                   "or shear); dropped")
+        return Space(tuple({key: value for key, value in axis.items() if key != "unit" or not drop}
+                           for axis, drop in zip(space.axes, spatial)),
+                     tuple(1.0 if drop else value for value, drop in zip(scale, spatial)), translation)
+    return space._replace(scale=None if space.scale is None else scaled, translation=translation)
 
 
 def _say_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None) -> None:

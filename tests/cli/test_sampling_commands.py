@@ -418,13 +418,30 @@ def test_a_singular_theta_typed_as_numbers_is_legitimate_onnx(photo: tuple[Path,
 
 def test_warp_with_size_carries_the_dpi_as_resize_does(tmp_path: Path) -> None:
     Image.fromarray(np.zeros((40, 60, 3), np.uint8)).save(tmp_path / "in.png", dpi=(72, 72))
-    for name, size in [("sized.png", ["--size", "80,30"]), ("kept.png", [])]:
-        assert run("warp", tmp_path / "in.png", "-o", tmp_path / name, "--rotate", "10", *size, "-q").exit_code == 0
+    for name, args in [("sized.png", ["--size", "80,30"]), ("kept.png", []), ("scaled.png", ["--scale", "2,0.5"])]:
+        assert run("warp", tmp_path / "in.png", "-o", tmp_path / name, "--translate", "0.1,0", *args,
+                   "-q").exit_code == 0
     resized = run("resize", tmp_path / "in.png", "-o", tmp_path / "resized.png", "--sizes", "80,30", "-q")
     assert resized.exit_code == 0
     dpi = {}
-    for name in ("sized.png", "kept.png", "resized.png"):
+    for name in ("sized.png", "kept.png", "scaled.png", "resized.png"):
         with Image.open(tmp_path / name) as image:
             dpi[name] = [round(value) for value in image.info["dpi"]]
-    # W 60 -> 30: half the pixels per inch along x; H 40 -> 80: twice along y
-    assert dpi == {"sized.png": [36, 144], "kept.png": [72, 72], "resized.png": [36, 144]}
+    # W 60 -> 30: half the pixels per inch along x; H 40 -> 80: twice along y; --scale 2,0.5 (x, y): an output
+    # pixel steps over 2 input pixels along x, half of one along y
+    assert dpi == {"sized.png": [36, 144], "kept.png": [72, 72], "scaled.png": [36, 144], "resized.png": [36, 144]}
+
+
+def test_a_rotation_or_a_grid_drops_the_dpi_with_a_warning(tmp_path: Path) -> None:
+    """A rotated or sheared warp's, or a grid's, output pixels have no size along x and y: the DPI
+    is dropped and named (a try-out's warp --scale 2 kept it, and a grid-sample does)."""
+    Image.fromarray(np.zeros((40, 60, 3), np.uint8)).save(tmp_path / "in.png", dpi=(72, 72))
+    np.save(tmp_path / "grid.npy", np.zeros((1, 20, 30, 2), np.float32))
+    for command, args in [("warp", ["--rotate", "10"]), ("grid-sample", ["--grid", tmp_path / "grid.npy"])]:
+        result = run(command, tmp_path / "in.png", "-o", tmp_path / "out.png", *args, "--json")
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["warnings"] == [
+            f"DPI (72 x 72) of {command}'s output, whose pixels have no size per axis (a grid, a rotation or shear), "
+            "cannot be carried; dropped"]
+        with Image.open(tmp_path / "out.png") as image:
+            assert "dpi" not in image.info

@@ -367,6 +367,35 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
         {"type": "scale", "scale": [1.0, 1.0, 0.5]}]
 
 
+@pytest.mark.parametrize(("args", "scale", "units"), [
+    (["warp", "--scale", "2"], [1.0, 1.0, 0.5], True),  # an output pixel steps over 2 input pixels
+    (["warp", "--size", "30,40"], [1.0, 1.0, 0.5], True),
+    (["warp", "--scale", "2", "--size", "30,40", "--align-corners"], [1.0, 59 / 29 * 1.0, 79 / 39 * 0.5], True),
+    (["warp", "--rotate", "30"], [1.0, 1.0, 1.0], False),
+    (["grid-sample", "--grid", "GRID"], [1.0, 1.0, 1.0], False),
+])
+def test_a_warp_scales_the_pixel_size_and_a_grid_drops_it(tmp_path: Path, args: list[str], scale: list[float],
+                                                          units: bool) -> None:
+    """theta maps output positions to input ones: a per-axis scale of it (and --size) scales the
+    pixel size; a rotation's or a grid's pixels have none per axis, so the axes of space lose their
+    scale and unit, with a warning (a try-out's grid-sample kept the input's scale, warp --scale 2 too)."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+            {"name": "x", "type": "space", "unit": "nanometer"}]
+    ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]}])
+    np.save(tmp_path / "grid.npy", np.zeros((1, 30, 40, 2), np.float32))
+    command, *rest = [str(tmp_path / "grid.npy") if arg == "GRID" else arg for arg in args]
+    result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *rest)
+    assert result.exit_code == 0, result.stderr
+    image = written_image(tmp_path / "out.zarr")
+    assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": scale}]
+    assert image["axes"] == (axes if units else [{"name": "c", "type": "channel"}, {"name": "y", "type": "space"},
+                                                 {"name": "x", "type": "space"}])
+    assert json.loads(result.stdout)["warnings"] == ([] if units else [
+        f"the physical pixel sizes (y 0.5 nanometer, x 0.25 nanometer) cannot be carried through {command}, whose "
+        "pixels have no size per axis (a grid, a rotation or shear); dropped"])
+
+
 def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (2, 3, 16, 16))
     write_zarr(tmp_path / "good.zarr", data, (1, 3, 8, 8))
