@@ -296,12 +296,17 @@ def test_stop_uploads_aborts_another_threads_upload_and_starts_no_more(s3: S3, m
     assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
 
 
-def test_storage_options_reach_the_filesystem(s3: S3, shots: dict[str, bytes], tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No AWS credentials or endpoint but what --storage-option gives."""
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
         monkeypatch.delenv(name)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+
+
+def test_storage_options_reach_the_filesystem(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    no_credentials(monkeypatch, tmp_path)
     result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png", "--shape", "6,6", *s3.options)
     assert result.exit_code == 0, result.stderr
     result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png", "--shape", "6,6",
@@ -347,8 +352,12 @@ def http_root(tmp_path: Path) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             functools.partial(Quiet, directory=str(tmp_path / "web")))
+    yield from _served(functools.partial(Quiet, directory=str(tmp_path / "web")))
+
+
+def _served(handler: Any) -> Iterator[str]:
+    """A server of ``handler`` on 127.0.0.1 and a free port, its root URL, for a fixture's life."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -387,14 +396,7 @@ def http_statuses() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    yield from _served(Refusing)
 
 
 @pytest.mark.parametrize(("status", "message"), [
@@ -502,10 +504,7 @@ def test_a_url_of_no_bucket_is_a_usage_error(args: list[str], s3: S3, shots: dic
 
 def test_info_takes_storage_options_and_files_from(s3: S3, shots: dict[str, bytes], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    no_credentials(monkeypatch, tmp_path)
     result = run("info", f"{s3.url}/raw/a.png", *s3.options)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith(f"{s3.url}/raw/a.png: png 10×12×3 uint8")
