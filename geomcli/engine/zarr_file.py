@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common
     from geomcli.engine.summary import Report
-    from geomcli.io import Header
+    from geomcli.io import Header, Loaded
     from geomcli.io._zarr import Space
 
 
@@ -34,6 +34,25 @@ def involved(input_path: str, output: str) -> bool:
     return _zarr.is_zarr(input_path) or _zarr.is_zarr(output)
 
 
+def is_piped(input_path: str) -> bool:
+    """Whether the input is a stream (stdin, a FIFO, process substitution's /dev/fd/N), which has
+    no chunks to read one at a time and can be read only once."""
+    from geomcli import io
+    from geomcli.io import _remote
+
+    return input_path == "-" or (not _remote.is_url(input_path) and io.is_stream(input_path))
+
+
+def read_piped(input_path: str, common: Common) -> Loaded:
+    """A piped input read whole (within --max-pixels), once: its header is judged from it and its
+    array is then written chunk by chunk (:func:`transform`'s ``piped``)."""
+    from geomcli import io
+
+    fidelity = common.fidelity
+    return io.read_array(input_path, max_pixels=common.max_pixels, mmap=False, auto_orient=fidelity.auto_orient,
+                         frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
+
+
 def check_output_format(output: str, output_format: str) -> None:
     """Refuse an output a chunked job cannot write: only a zarr array or a file in one piece (a
     memory map, .npy or .tiff) takes its result chunk by chunk."""
@@ -42,8 +61,9 @@ def check_output_format(output: str, output_format: str) -> None:
 
 
 def transform(operation: Operation, input_path: str, output: str, output_format: str, common: Common,
-              scheduler: str | None = None) -> Report:
-    """Read, transform and write one chunked job; its report, with any failure in it."""
+              scheduler: str | None = None, *, piped: Loaded | None = None) -> Report:
+    """Read, transform and write one chunked job; its report, with any failure in it. ``piped``: a
+    piped input already read (:func:`read_piped`)."""
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
@@ -58,7 +78,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             from geomcli.engine.scheduler import for_workers
 
             opened, written = for_workers(input_path), for_workers(output)
-        data, layout, space, like, file_format = _open(opened, common)
+        data, layout, space, like, file_format = _open(opened, common, piped)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
         common = layouts.own_axes(common, file_format)
@@ -170,16 +190,19 @@ def _refuse_in_place(input_path: str, output: str) -> None:
                         "the output is written; write another")
 
 
-def _open(input_path: str, common: Common) -> tuple[Any, str | None, Space | None, Any, str]:
+def _open(input_path: str, common: Common,
+          piped: Loaded | None = None) -> tuple[Any, str | None, Space | None, Any, str]:
     """The input as a dask array of its chunks, its layout, its OME-Zarr coordinate system (None
     for another input), the zarr array itself (or None) and the input's format. A TIFF is read
     through tifffile's zarr store, tile by tile or strip by strip, in chunks of about CHUNK_BYTES;
     a .npy is a memory map; only what must be decoded whole (a palette TIFF, say) is held, within
-    --max-pixels."""
+    --max-pixels. ``piped``: a piped input already read whole."""
     from geomcli import io
     from geomcli.engine import chunked
     from geomcli.io import _zarr
 
+    if piped is not None:
+        return chunked.as_dask(piped.data, None), piped.layout, _zarr.space_of(piped.metadata), None, piped.format
     if _zarr.is_zarr(input_path):
         opened = _zarr.open_input(input_path)
         return chunked.as_dask(opened.array), opened.layout, opened.space, opened.array, "zarr"

@@ -886,3 +886,42 @@ def test_skip_existing_does_again_a_local_zarr_input_updated_in_place(tmp_path: 
     assert result.exit_code == 0, result.stderr
     assert "crop-pad: 1 ok, 0 failed, 1 skipped" in result.stderr
     assert (read_zarr(tmp_path / "out" / "b.zarr")[0, 0, 1:3, 1:3] == 99).all()
+
+
+def test_a_piped_input_is_read_once_and_written_chunk_by_chunk(tmp_path: Path) -> None:
+    """stdin, a FIFO and process substitution have no chunks and can be read once: read whole
+    (within --max-pixels), its header judged from what was read, then written chunk by chunk."""
+    import io as bytes_io
+    import subprocess
+    import sys
+
+    from conftest import fifo_feeding
+
+    data = tensor(np.dtype("float32"), (2, 3, 10, 12))
+    buffer = bytes_io.BytesIO()
+    np.save(buffer, data)
+    expected = resize_ops.resize(data, scales=(1, 1, 0.5, 0.5))
+    result = CliRunner().invoke(cli, ["resize", "-", "-o", str(tmp_path / "stdin.zarr"), "--scales", "1,1,0.5,0.5"],
+                                input=buffer.getvalue(), catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert "resize - → " in result.stderr and "chunk by chunk: 1 output chunk(s)" in result.stderr
+    np.testing.assert_array_equal(read_zarr(tmp_path / "stdin.zarr")[...], expected)
+    with fifo_feeding(tmp_path / "ff.npy", buffer.getvalue()) as fifo:
+        assert run("chain", "-i", fifo, "-o", tmp_path / "fifo.zarr", "-q", "resize", "--scales",
+                   "1,1,0.5,0.5").exit_code == 0
+    np.testing.assert_array_equal(read_zarr(tmp_path / "fifo.zarr")[...], expected)
+    np.save(tmp_path / "r.npy", data)
+    command = f"{sys.executable} -m geomcli resize <(cat r.npy) -o sub.zarr --scales 1,1,0.5,0.5 -q"
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(read_zarr(tmp_path / "sub.zarr")[...], expected)
+    # as to .npy: more than --max-pixels is the file's failure, a fault of the options exit 2; nothing written
+    result = CliRunner().invoke(cli, ["resize", "-", "-o", str(tmp_path / "big.zarr"), "--scales", "1,1,0.5,0.5",
+                                      "--max-pixels", "100"], input=buffer.getvalue(), catch_exceptions=False)
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (
+        1, "Error: <stdin>: 720 elements exceed the limit of 100; raise it with --max-pixels or GEOMCLI_MAX_PIXELS")
+    result = CliRunner().invoke(cli, ["space-to-depth", "-", "-o", str(tmp_path / "s2d.zarr"), "--blocksize", "7"],
+                                input=buffer.getvalue(), catch_exceptions=False)
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (
+        2, "Error: -: space_to_depth: height 10 is not divisible by blocksize 7 (input shape (2, 3, 10, 12))")
+    assert not (tmp_path / "big.zarr").exists() and not (tmp_path / "s2d.zarr").exists()
