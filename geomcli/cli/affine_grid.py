@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from geomcli.cli.base import Command
-from geomcli.cli.options import common_options, is_stdout, output_option, transform_options
+from geomcli.cli.options import common_options, is_stdout, output_option, read_stdin_once, transform_options
 from geomcli.cli.params import FloatList, IntList
 from geomcli.cli.running import output_format, usage_errors
 from geomcli.engine.options import Common
@@ -43,8 +43,7 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
                   if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
     if theta_text is not None and flags_used:
         raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
-    if theta_text == "-" and like == "-":
-        raise click.UsageError("--theta - and --like - cannot both read stdin", ctx)
+    read_stdin_once(("--theta", theta_text), ("--like", like))
     if size is not None:
         _check_grid_size(size)
         if len(size) == 5 and flags_used:

@@ -12,7 +12,7 @@ from geomcli.cli.base import Command
 from geomcli.cli.blocks import blocks_options, depth_to_space_operation, space_to_depth_operation
 from geomcli.cli.crop_pad import crop_pad_operation, crop_pad_options
 from geomcli.cli.grid_sample import grid_sample_operation, grid_sample_options
-from geomcli.cli.options import common_options, fidelity_options, outputs_options
+from geomcli.cli.options import common_options, fidelity_options, outputs_options, read_stdin_once, stdin_readers
 from geomcli.cli.resize import resize_operation, resize_options
 from geomcli.cli.running import run_files
 from geomcli.cli.warp import warp_operation, warp_options
@@ -59,7 +59,7 @@ def chain(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | Non
     Example: geomcli chain -i samples/photo.png -o crop.png resize --sizes 96,96 --mode linear crop-pad --shape 80,80
     """
     # for the steps (which read their grids and thetas now) and for the run, once every step is made
-    click.get_current_context().obj = _Run(inputs, output, batch, common)
+    click.get_current_context().obj = _Run(inputs, output, batch, common, stdin_readers(inputs, batch))
 
 
 class _Run(NamedTuple):
@@ -67,6 +67,11 @@ class _Run(NamedTuple):
     output: str | None
     batch: BatchOptions | None
     common: Common
+    stdin_readers: list[tuple[str, str | None]]  # the inputs', then each step's as it is made
+
+
+# the steps' options that read a file, and so stdin for -
+_FILE_OPTIONS = {"grid_path": "--grid", "theta_text": "--theta"}
 
 
 @chain.result_callback()
@@ -95,6 +100,9 @@ def _step(name: str, options: Callable[..., Any], build: Callable[..., Operation
         run = click.get_current_context().find_object(_Run)
         assert run is not None  # the chain's callback made it before any step's
         try:
+            own = [(flag, kwargs[key]) for key, flag in _FILE_OPTIONS.items() if key in kwargs]
+            read_stdin_once(*own, *run.stdin_readers)  # before this step reads its file
+            run.stdin_readers.extend((f"an earlier {name} step's {flag}", value) for flag, value in own)
             return build(run.common, **kwargs)
         except click.UsageError as error:  # which step it is, among several
             error.message = f"the {name} step: {error.message}"  # type: ignore[misc]

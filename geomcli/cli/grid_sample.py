@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from geomcli.cli.base import Command
-from geomcli.cli.options import common_options, fidelity_options, files_options, sampling_options
+from geomcli.cli.options import (
+    common_options,
+    fidelity_options,
+    files_options,
+    read_stdin_once,
+    sampling_options,
+    stdin_readers,
+)
 from geomcli.cli.running import engine_errors, run_files
 from geomcli.engine.operations import GridSample
 from geomcli.engine.options import BatchOptions, Common
@@ -48,6 +55,5 @@ def grid_sample(inputs: tuple[str, ...], output: str | None, batch: BatchOptions
 
     Example: geomcli grid-sample samples/photo.png --grid samples/grid.npy -o turned.png
     """
-    if options["grid_path"] == "-" and "-" in inputs:
-        raise click.UsageError("--grid - and the input - cannot both read stdin")
+    read_stdin_once(("--grid", options["grid_path"]), *stdin_readers(inputs, batch))
     run_files(grid_sample_operation(common, **options), inputs, output, batch, common)

@@ -174,6 +174,22 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def read_stdin_once(*readers: tuple[str, str | None]) -> None:
+    """A usage error (exit 2), before anything is read, where two of ``readers`` (an option's name
+    and its value; ``the input`` for INPUT) give ``-``: stdin can be read once, and the second
+    would find it empty."""
+    named = [name for name, value in readers if value == "-"]
+    if len(named) > 1:
+        raise click.UsageError(f"{named[0]} - and {named[1]} - cannot both read stdin: it can be read once",
+                               click.get_current_context())
+
+
+def stdin_readers(inputs: tuple[str, ...], batch: BatchOptions | None) -> list[tuple[str, str | None]]:
+    """What of the inputs may read stdin: INPUT ``-`` and ``--files-from -`` (for read_stdin_once)."""
+    return [("the input", "-" if "-" in inputs else None),
+            ("--files-from", None if batch is None else batch.files_from)]
+
+
 def is_stdout(output: str | None) -> bool:
     """Whether the data goes to standard output (``-``, /dev/stdout, ...): JSON then goes to stderr."""
     from geomcli import io

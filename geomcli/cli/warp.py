@@ -13,7 +13,9 @@ from geomcli.cli.options import (
     fidelity_options,
     files_options,
     flags_given,
+    read_stdin_once,
     sampling_options,
+    stdin_readers,
     transform_options,
 )
 from geomcli.cli.params import FloatList, IntList
@@ -75,6 +77,5 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """
-    if options["theta_text"] == "-" and "-" in inputs:
-        raise click.UsageError("--theta - and the input - cannot both read stdin")
+    read_stdin_once(("--theta", options["theta_text"]), *stdin_readers(inputs, batch))
     run_files(warp_operation(common, **options), inputs, output, batch, common)

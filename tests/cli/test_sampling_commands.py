@@ -445,3 +445,32 @@ def test_a_rotation_or_a_grid_drops_the_dpi_with_a_warning(tmp_path: Path) -> No
             "cannot be carried; dropped"]
         with Image.open(tmp_path / "out.png") as image:
             assert "dpi" not in image.info
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["chain", "-i", "-", "-o", "{out}", "grid-sample", "--grid", "-"],
+     "the grid-sample step: --grid - and the input - cannot both read stdin: it can be read once"),
+    (["chain", "-i", "-", "-o", "{out}", "warp", "--theta", "-"],
+     "the warp step: --theta - and the input - cannot both read stdin: it can be read once"),
+    (["chain", "-i", "{grid}", "-o", "{out}", "grid-sample", "--grid", "-", "warp", "--theta", "-"],
+     "the warp step: --theta - and an earlier grid-sample step's --grid - cannot both read stdin: it can be read "
+     "once"),
+    (["chain", "--files-from", "-", "--out-dir", "{folder}", "grid-sample", "--grid", "-"],
+     "the grid-sample step: --grid - and --files-from - cannot both read stdin: it can be read once"),
+    (["grid-sample", "--files-from", "-", "--grid", "-", "--out-dir", "{folder}"],
+     "--grid - and --files-from - cannot both read stdin: it can be read once"),
+    (["warp", "--files-from", "-", "--theta", "-", "--out-dir", "{folder}"],
+     "--theta - and --files-from - cannot both read stdin: it can be read once"),
+    (["warp", "-", "--theta", "-", "-o", "{out}"],
+     "--theta - and the input - cannot both read stdin: it can be read once"),
+    (["affine-grid", "--like", "-", "--theta", "-", "-o", "{out}"],
+     "--theta - and --like - cannot both read stdin: it can be read once"),
+])
+def test_stdin_is_read_once_a_second_reader_is_a_usage_error(args: list[str], line: str, tmp_path: Path) -> None:
+    """Two readers of - would find it empty the second time: refused before anything is read."""
+    np.save(tmp_path / "grid.npy", rotation_grid(4, 4))
+    given = [arg.format(out=tmp_path / "o.npy", folder=tmp_path / "out", grid=tmp_path / "grid.npy") for arg in args]
+    result = run(*given, stdin=(tmp_path / "grid.npy").read_bytes())
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == f"Error: {line}"
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "out").exists()
