@@ -26,7 +26,7 @@ def grid_sample_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = sampling_options(command)
     return click.option("--grid", "grid_path", required=True, metavar="FILE|-",
                         help="The grid, (N, Hout, Wout, 2) for 2-D data of batch N (1 for an image; (N, Dout..., "
-                             "r) for r spatial axes), x first, in -1..1 units: a .npy or TIFF file, or - for "
+                             "r) for r spatial axes), x first, in -1..1 units: a .npy, TIFF or .zarr, or - for "
                              "stdin.")(command)
 
 

@@ -107,7 +107,7 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def output_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("-o", "--output", required=True, metavar="OUTPUT",
-                        type=click.Path(dir_okay=False, allow_dash=True, writable=False),
+                        type=click.Path(allow_dash=True, writable=False), callback=_no_folder,
                         help="Where to write the result; - for stdout.")(command)
 
 
@@ -202,7 +202,7 @@ def transform_options(command: Callable[..., Any]) -> Callable[..., Any]:
     and warp. The command gets ``theta_text``, ``rotate``, ``scale``, ``translate`` and ``shear``."""
     for option in reversed([
         click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
-                      help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff file (- reads one from stdin), or inline: "
+                      help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff/.zarr (- reads one from stdin), or inline: "
                            "6 (2-D) or 12 (3-D) comma-separated numbers per matrix, row by row.  "
                            "[default: the transform flags]"),
         click.option("--rotate", type=Float(), default=0.0, show_default=True, help="Rotation in degrees (2-D)."),

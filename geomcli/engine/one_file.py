@@ -392,13 +392,32 @@ def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tu
 
 def _write_grid(report: Report, theta: np.ndarray, size: tuple[int, ...], align_corners: bool, output: str,
                 output_format: str, common: Common) -> None:
-    """Make the grids and write them to ``output`` (memory-mapped when big), filling ``report``."""
+    """Make the grids and write them to ``output`` (a file memory-mapped when big, or a .zarr), filling ``report``."""
     import geomcli.ops.affine_grid as grid_ops
-    from geomcli import io
     from geomcli.engine import summary
 
     report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
     shape = grid_ops.affine_grid_output_shape(theta.shape, size)
+    if output_format == "zarr":  # a grid is small (within --max-pixels): made whole, stored whole
+        from geomcli.engine import zarr_file
+
+        grid = grid_ops.affine_grid(theta, size, align_corners, threads=common.threads)
+        zarr_file.write_whole(grid, output)
+        report.value_range = summary.value_range(grid)
+    else:
+        grid = _write_grid_file(theta, size, shape, align_corners, output, output_format, common, report)
+    report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
+    if not _all_finite(theta):
+        report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
+
+
+def _write_grid_file(theta: np.ndarray, size: tuple[int, ...], shape: tuple[int, ...], align_corners: bool,
+                     output: str, output_format: str, common: Common, report: Report) -> np.ndarray:
+    """The grids written to a file (memory-mapped when big); their range in ``report``."""
+    import geomcli.ops.affine_grid as grid_ops
+    from geomcli import io
+    from geomcli.engine import summary
+
     with ExitStack() as outputs:
         # the kernel's grid is theta's type in native byte order
         grid = mapped_output(outputs, output, shape, theta.dtype.newbyteorder("="), output_format)
@@ -411,9 +430,7 @@ def _write_grid(report: Report, theta: np.ndarray, size: tuple[int, ...], align_
 
             slabs.affine_grid(theta, size, align_corners, threads=common.threads, out=grid)
             report.value_range = slabs.value_range(grid)
-    report.output_shape, report.output_dtype = list(grid.shape), str(grid.dtype)
-    if not _all_finite(theta):
-        report.notes.append("theta holds NaN or Inf: so do the grid positions it reaches")
+    return grid
 
 
 def _all_finite(theta: np.ndarray) -> bool:

@@ -181,7 +181,7 @@ GRID_DTYPES = ("float32", "float64", "float16", "bfloat16")
 def is_file(text: str | None) -> bool:
     """Whether --theta names a file (.npy/.tiff, any path that exists, or - for stdin) rather
     than numbers."""
-    return text is not None and (text == "-" or os.path.splitext(text)[1].lower() in (".npy", ".tif", ".tiff")
+    return text is not None and (text == "-" or os.path.splitext(text)[1].lower() in (".npy", ".tif", ".tiff", ".zarr")
                                  or os.path.exists(text))
 
 
@@ -278,12 +278,29 @@ def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]
 
 def _read_theta(theta_file: str, max_pixels: int) -> np.ndarray:
     """A theta file's array, refused unless it holds floats."""
-    from geomcli import io
-
-    data = io.read_array(theta_file, max_pixels=max_pixels, mmap=False).data
+    data = _read_whole(theta_file, max_pixels, "--theta")
     if data.dtype.kind != "f" and data.dtype.name != "bfloat16":
         raise GeomError(f"{theta_file}: theta must hold floats, found {data.dtype}")
     return data
+
+
+def _read_whole(path: str, max_pixels: int, option: str) -> np.ndarray:
+    """A small array an ``option`` names (theta, a grid), read whole within ``max_pixels``: a file
+    io reads (``-``: stdin) or a .zarr array; an extension of neither is the option's mistake
+    (a PlanError, exit 2), found before anything is read."""
+    from geomcli import io
+    from geomcli.io import _zarr
+
+    if _zarr.is_zarr(path):
+        array = _zarr.open_input(path).array
+        io.check_size(array.shape, max_pixels, path)
+        return np.asarray(array[...])
+    if path != "-" and os.path.splitext(path)[1]:
+        try:
+            io.format_for_path(path, hint=" or .zarr")
+        except GeomError as error:
+            raise PlanError(str(error), options=option) from error
+    return io.read_array(path, max_pixels=max_pixels, mmap=False).data
 
 
 def _grid_theta_file(theta_file: str, spatial: int, batch: int, what: str, max_pixels: int) -> np.ndarray:
@@ -385,7 +402,7 @@ def read_grid(path: str, max_pixels: int) -> np.ndarray:
     """A sampling grid from a file (``-``: stdin), for grid-sample: it must hold floats."""
     from geomcli import io
 
-    loaded = io.read_array(path, max_pixels=max_pixels, mmap=False)
-    if loaded.data.dtype.kind != "f" and loaded.data.dtype.name != "bfloat16":
-        raise GeomError(f"{io.display_name(path)}: a grid must hold floats, found {loaded.data.dtype}")
-    return loaded.data
+    data = _read_whole(path, max_pixels, "--grid")
+    if data.dtype.kind != "f" and data.dtype.name != "bfloat16":
+        raise GeomError(f"{io.display_name(path)}: a grid must hold floats, found {data.dtype}")
+    return data

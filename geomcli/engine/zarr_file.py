@@ -20,6 +20,8 @@ from geomcli.engine.report import reporting
 from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common
     from geomcli.engine.summary import Report
@@ -51,6 +53,20 @@ def read_piped(input_path: str, common: Common) -> Loaded:
     fidelity = common.fidelity
     return io.read_array(input_path, max_pixels=common.max_pixels, mmap=False, auto_orient=fidelity.auto_orient,
                          frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
+
+
+def write_whole(data: np.ndarray, output: str) -> None:
+    """A small array (an affine grid) written to the zarr array ``output`` whole, a chunk per
+    leading index, placed and marked complete as a chunked result is."""
+    from geomcli.io import _zarr
+
+    if not _zarr.is_zarr(output):
+        raise GeomError(f"{output}: a zarr output is named NAME.zarr")
+    chunks = tuple(max(1, length) for length in (1, *data.shape[1:]))[:data.ndim]
+    with _zarr.staged(output) as place:
+        target = _zarr.create_output(place, data.shape, data.dtype, chunks, None, ome=False, scale=None)
+        target[...] = data
+        _zarr.mark_complete(place)
 
 
 def check_output_format(output: str, output_format: str) -> None:

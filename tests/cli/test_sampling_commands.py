@@ -474,3 +474,32 @@ def test_stdin_is_read_once_a_second_reader_is_a_usage_error(args: list[str], li
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == f"Error: {line}"
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_grid_and_theta_may_be_zarr_arrays_read_and_written_whole(tmp_path: Path) -> None:
+    """affine-grid writes a .zarr (over one already there too), grid-sample's --grid and --theta
+    read one; an extension of no format is the option's mistake, exit 2, naming it."""
+    zarr = pytest.importorskip("zarr")
+    data = np.random.default_rng(42).random((1, 3, 12, 10), dtype=np.float32)
+    np.save(tmp_path / "data.npy", data)
+    for _ in range(2):
+        made = run("affine-grid", "--size", "1,3,6,5", "--rotate", "30", "-o", tmp_path / "g.zarr", "-q")
+        assert made.exit_code == 0, made.stderr
+    grid = affine_grid(from_transforms(30.0, (1.0,), (0.0, 0.0), (0.0, 0.0))[None].astype(np.float32), (1, 3, 6, 5))
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "g.zarr"), mode="r")[...], grid)
+    result = run("grid-sample", tmp_path / "data.npy", "--grid", tmp_path / "g.zarr", "-o", tmp_path / "o.npy", "-q")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), grid_sample(data, grid))
+    theta = zarr.create_array(str(tmp_path / "t.zarr"), shape=(1, 2, 3), dtype=np.float32, chunks=(1, 2, 3))
+    theta[...] = [[[1, 0, 0], [0, 1, 0]]]
+    result = run("warp", tmp_path / "data.npy", "--theta", tmp_path / "t.zarr", "-o", tmp_path / "w.npy", "-q")
+    assert result.exit_code == 0, result.stderr
+    (tmp_path / "g.xyz").write_bytes(b"")
+    for option in ["--grid", "--theta"]:
+        command = "grid-sample" if option == "--grid" else "warp"
+        result = run(command, tmp_path / "data.npy", option, tmp_path / "g.xyz", "-o", tmp_path / "x.npy")
+        assert result.exit_code == 2
+        assert result.stderr.splitlines()[-1] == (
+            f"Error: Invalid value for '{option}': {tmp_path / 'g.xyz'}: unknown extension '.xyz'; expected one of "
+            ".png, .jpg, .jpeg, .bmp, .gif, .webp, .npy, .tif, .tiff or .zarr")
+    assert not (tmp_path / "x.npy").exists()
