@@ -91,8 +91,9 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     fault, exit 2."""
     from geomcli import io
     from geomcli.engine import layout as layouts
+    from geomcli.engine import zarr_file
 
-    common = layouts.own_axes(judged_by(common, input_path, output), header.format)
+    given, common = common, layouts.own_axes(judged_by(common, input_path, output), header.format)
     try:
         io.check_size(header.shape, common.max_pixels, io.display_name(input_path))
     except GeomError:
@@ -103,8 +104,9 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
         return f"{input_path}: {error}"
     try:
         check_writable(header, shape, input_path, output, output_format, common)
+        zarr_file.check_tasks(operation, input_path, given)  # what a task holds: --max-pixels' bound there
     except GeomError as error:
-        return str(error)  # it names the output
+        return str(error)  # it names the output, or the input
     return None
 
 

@@ -593,6 +593,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
     shape and dtype, or the failure the header shows; nothing is written."""
     from geomcli import io
     from geomcli.engine import layout as layouts
+    from geomcli.engine import zarr_file
 
     report = summary.Report(task.operation.command, job.input, job.output or None,
                             parameters=task.operation.parameters())
@@ -617,6 +618,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         if steps:
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         check_writable(header, shape, job.input, job.output, job.format, common)
+        zarr_file.check_tasks(task.operation, job.input, task.common)
     if reason is not None:
         # the run would not read this file: whatever the header says, it is not a failure
         report.status, report.error = "skipped", None

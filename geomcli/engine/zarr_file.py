@@ -173,6 +173,24 @@ def _say_dropped(report: Report, space: Space | None, output_format: str, writte
         report.warnings.append(f"a {output_format.upper()} written chunk by chunk cannot hold the {what}; dropped")
 
 
+def check_tasks(operation: Operation, input_path: str, common: Common) -> None:
+    """Refuse, from a zarr input's metadata alone (its chunks; no chunk is read), a graph whose
+    tasks would hold more than --max-pixels (:func:`_check_blocks`), as the run would: the plan
+    and --dry-run find it with the headers, before anything is written."""
+    from geomcli.engine import chunked
+    from geomcli.engine import layout as layouts
+    from geomcli.io import _zarr
+
+    if not _zarr.is_zarr(input_path):
+        return  # another input's chunks are made as it is read
+    opened = _zarr.open_input(input_path)
+    data = chunked.as_dask(opened.array)
+    try:
+        _check_blocks(data, operation.apply_chunked(data, opened.layout, layouts.own_axes(common, "zarr")), common)
+    except GeomError as error:
+        raise GeomError(f"{input_path}: {error}") from error
+
+
 def whole(common: Common) -> Common:
     """The options a chunked job's whole arrays are judged by: --max-pixels bounds what a task
     holds (_check_blocks), not the array, which is never held whole."""

@@ -609,16 +609,16 @@ def test_max_pixels_bounds_what_a_task_holds(tmp_path: Path) -> None:
     write_zarr(tmp_path / "in.zarr", data, (1, 3, 10, 9), names=["n", "c", "y", "x"])
     assert run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "crop.zarr", "--shape", "16,16",
                "--max-pixels", "300", "-q").exit_code == 0
-    # resize holds whole planes: 1×3×20×18 in, 1×3×40×36 out
+    # resize holds whole planes: 1×3×20×18 in, 1×3×40×36 out; known from the chunks, a usage fault
     result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "r.zarr", "--scales", "2,2", "--max-pixels", "300")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "a task's whole planes (1, 3, 20, 18)" in result.stderr and "--max-pixels" in result.stderr
     result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "r.zarr", "--scales", "2,2", "--max-pixels", "2000")
-    assert result.exit_code == 1 and "an output block (1, 3, 40, 36)" in result.stderr
+    assert result.exit_code == 2 and "an output block (1, 3, 40, 36)" in result.stderr
     # a downscale: its output blocks are small, the planes it reads are not
     result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "r.zarr", "--scales", "0.5,0.5",
                  "--max-pixels", "300")
-    assert result.exit_code == 1 and "a task's whole planes (1, 3, 20, 18)" in result.stderr
+    assert result.exit_code == 2 and "a task's whole planes (1, 3, 20, 18)" in result.stderr
     assert not (tmp_path / "r.zarr").exists()
 
 
@@ -925,3 +925,25 @@ def test_a_piped_input_is_read_once_and_written_chunk_by_chunk(tmp_path: Path) -
     assert (result.exit_code, result.stderr.splitlines()[-1]) == (
         2, "Error: -: space_to_depth: height 10 is not divisible by blocksize 7 (input shape (2, 3, 10, 12))")
     assert not (tmp_path / "big.zarr").exists() and not (tmp_path / "s2d.zarr").exists()
+
+
+@pytest.mark.parametrize("command", [["resize", "--scales", "1,1,0.5,0.5"], ["warp", "--rotate", "10"]])
+def test_what_a_task_holds_over_max_pixels_is_found_with_the_headers(command: list[str], tmp_path: Path) -> None:
+    """A task of whole planes past --max-pixels is known from the chunks alone: --dry-run reports
+    it and the run refuses it before anything is written (exit 2), as an .npy's output over it."""
+    write_zarr(tmp_path / "in" / "r.zarr", tensor(np.dtype("float32"), (2, 3, 50, 70)), (1, 2, 16, 16))
+    write_zarr(tmp_path / "in" / "small.zarr", tensor(np.dtype("float32"), (1, 1, 10, 10)), (1, 1, 10, 10))
+    line = (f"Error: {tmp_path / 'in' / 'r.zarr'}: a task's whole planes (1, 2, 50, 70): 7000 elements exceed the "
+            "limit of 3000; raise it with --max-pixels or GEOMCLI_MAX_PIXELS")
+    for flags in [["--dry-run"], []]:
+        result = run(command[0], f"{tmp_path}/in/*.zarr", "--out-dir", tmp_path / "out", *command[1:],
+                     "--max-pixels", "3000", *flags)
+        assert result.exit_code == 2, flags
+        assert line in result.stderr.splitlines(), flags
+        assert result.stderr.splitlines()[-1] == ("Error: 1 of 2 inputs cannot take these options (each named "
+                                                  "above); nothing was written")
+        assert not (tmp_path / "out").exists()
+    result = run(command[0], tmp_path / "in" / "r.zarr", "-o", tmp_path / "one.zarr", *command[1:],
+                 "--max-pixels", "3000")
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, line)
+    assert not (tmp_path / "one.zarr").exists()
