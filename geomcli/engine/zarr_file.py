@@ -64,7 +64,7 @@ def write_whole(data: np.ndarray, output: str) -> None:
         raise GeomError(f"{output}: a zarr output is named NAME.zarr")
     chunks = tuple(max(1, length) for length in (1, *data.shape[1:]))[:data.ndim]
     with _zarr.staged(output) as place:
-        target = _zarr.create_output(place, data.shape, data.dtype, chunks, None, ome=False, scale=None)
+        target = _zarr.create_output(place, data.shape, data.dtype, chunks, None, space=None)
         target[...] = data
         _zarr.mark_complete(place)
 
