@@ -58,10 +58,12 @@ def read_piped(input_path: str, common: Common) -> Loaded:
 def write_whole(data: np.ndarray, output: str) -> None:
     """A small array (an affine grid) written to the zarr array ``output`` whole, a chunk per
     leading index, placed and marked complete as a chunked result is."""
+    from geomcli import io
     from geomcli.io import _zarr
 
     if not _zarr.is_zarr(output):
         raise GeomError(f"{output}: a zarr output is named NAME.zarr")
+    io.check_writable(data.dtype, data.shape, "zarr", output)
     chunks = tuple(max(1, length) for length in (1, *data.shape[1:]))[:data.ndim]
     with _zarr.staged(output) as place:
         target = _zarr.create_output(place, data.shape, data.dtype, chunks, None, space=None)

@@ -549,8 +549,12 @@ def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
     """Why ``fmt`` cannot hold an array of this dtype and shape, or None if it can."""
     if dtype.hasobject:
         return "cannot hold Python objects"
-    if fmt in ("npy", "zarr"):
+    if fmt == "npy":
         return None
+    if fmt == "zarr":
+        from geomcli.io import _zarr
+
+        return _zarr.refusal(dtype)
     if fmt == "tiff":
         # tifffile's sample formats: no strings, no bfloat16 (a 'V' type), no long double
         if (

@@ -257,6 +257,20 @@ def exists(path: str) -> bool:
     return True
 
 
+def refusal(dtype: np.dtype) -> str | None:
+    """Why zarr cannot hold ``dtype`` (it has no data type for bfloat16 or a long double), or None:
+    from the header, before a run makes its temporary array and fails there."""
+    try:
+        from zarr.core.dtype import get_data_type_from_native_dtype
+    except ImportError:  # no zarr (the write says what to install), or a zarr that moved it
+        return None
+    try:
+        get_data_type_from_native_dtype(dtype)
+    except ValueError:
+        return f"cannot hold {dtype} data"
+    return None
+
+
 def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...], layout: str | None,
                   *, space: Space | None, like: Any = None) -> Any:
     """A new zarr array at ``path`` (replacing what is there), marked incomplete: an OME-Zarr

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
@@ -947,3 +948,18 @@ def test_what_a_task_holds_over_max_pixels_is_found_with_the_headers(command: li
                  "--max-pixels", "3000")
     assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, line)
     assert not (tmp_path / "one.zarr").exists()
+
+
+def test_a_dtype_zarr_cannot_hold_is_refused_from_the_header(tmp_path: Path) -> None:
+    """zarr has no bfloat16: refused as the other formats' dtypes are, naming the output (it read
+    'cannot write a zarr array' naming the hidden temporary array, after the work)."""
+    from geomcli import io
+
+    io.write_array(np.ones((1, 3, 8, 8), ml_dtypes.bfloat16), str(tmp_path / "b.npy"))
+    result = run("crop-pad", tmp_path / "b.npy", "-o", tmp_path / "b.zarr", "--shape", "1,3,4,4")
+    assert result.exit_code == 2
+    assert f"Error: {tmp_path / 'b.zarr'}: ZARR cannot hold bfloat16 data; write .npy\n" in result.stderr
+    result = run("affine-grid", "--size", "1,3,8,8", "--dtype", "bfloat16", "-o", tmp_path / "g.zarr")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {tmp_path / 'g.zarr'}: ZARR cannot hold bfloat16 data; write .npy\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["b.npy"]
