@@ -292,9 +292,7 @@ def _read_whole(path: str, max_pixels: int, option: str) -> np.ndarray:
     from geomcli.io import _zarr
 
     if _zarr.is_zarr(path):
-        array = _zarr.open_input(path).array
-        io.check_size(array.shape, max_pixels, path)
-        return np.asarray(array[...])
+        return _zarr.read_whole(path, max_pixels)
     if path != "-" and os.path.splitext(path)[1]:
         try:
             io.format_for_path(path, hint=" or .zarr")

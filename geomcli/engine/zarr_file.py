@@ -67,7 +67,7 @@ def write_whole(data: np.ndarray, output: str) -> None:
     chunks = tuple(max(1, length) for length in (1, *data.shape[1:]))[:data.ndim]
     with _zarr.staged(output) as place:
         target = _zarr.create_output(place, data.shape, data.dtype, chunks, None, space=None)
-        target[...] = data
+        _zarr.write_whole(target, data, output)
         _zarr.mark_complete(place)
 
 

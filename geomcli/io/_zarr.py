@@ -257,6 +257,34 @@ def exists(path: str) -> bool:
     return True
 
 
+def read_whole(path: str, max_pixels: int) -> np.ndarray:
+    """A small zarr array (a grid, theta) read whole, within ``max_pixels``; a chunk its codec or
+    store fails on is a GeomError naming the array, as a chunked job's is."""
+    import numpy as np
+
+    from geomcli.io import _remote
+    from geomcli.io._base import check_size
+
+    array = open_input(path).array
+    check_size(array.shape, max_pixels, path)
+    failures: tuple[type[BaseException], ...] = (RuntimeError, ValueError, *_remote._failures())
+    try:
+        return np.asarray(array[...])
+    except failures as error:
+        raise GeomError(f"{path}: a chunk could not be read ({_first_line(error)})") from error
+
+
+def write_whole(target: Any, data: np.ndarray, path: str) -> None:
+    """``data`` put in the new zarr array ``target`` whole; a store's failure a GeomError naming ``path``."""
+    from geomcli.io import _remote
+
+    failures: tuple[type[BaseException], ...] = (RuntimeError, ValueError, *_remote._failures())
+    try:
+        target[...] = data
+    except failures as error:
+        raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
+
+
 def refusal(dtype: np.dtype) -> str | None:
     """Why zarr cannot hold ``dtype`` (it has no data type for bfloat16 or a long double), or None:
     from the header, before a run makes its temporary array and fails there."""

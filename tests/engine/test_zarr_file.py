@@ -963,3 +963,15 @@ def test_a_dtype_zarr_cannot_hold_is_refused_from_the_header(tmp_path: Path) -> 
     assert result.exit_code == 1
     assert result.stderr == f"Error: {tmp_path / 'g.zarr'}: ZARR cannot hold bfloat16 data; write .npy\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["b.npy"]
+
+
+def test_a_grid_or_theta_zarr_with_a_bad_chunk_is_one_error_line(tmp_path: Path) -> None:
+    assert run("affine-grid", "--size", "1,3,8,8", "-o", tmp_path / "g.zarr", "-q").exit_code == 0
+    next(path for path in (tmp_path / "g.zarr").rglob("*") if path.is_file() and path.name != "zarr.json"
+         ).write_bytes(b"not zstd")
+    np.save(tmp_path / "t.npy", np.zeros((1, 3, 8, 8), np.float32))
+    for command, option in (("grid-sample", "--grid"), ("warp", "--theta")):
+        result = run(command, tmp_path / "t.npy", option, tmp_path / "g.zarr", "-o", tmp_path / "x.npy")
+        assert result.exit_code == 1  # it was a traceback of numcodecs' RuntimeError
+        assert result.stderr.startswith(f"Error: {tmp_path / 'g.zarr'}: a chunk could not be read (")
+        assert len(result.stderr.splitlines()) == 1
