@@ -64,7 +64,6 @@ def remove_leftovers(jobs: Sequence[Job]) -> None:
     """Remove the temp files that stopped writers of these jobs' outputs left."""
     from geomcli.io import _atomic, _remote
 
-    _remote.stop_uploads()  # a worker ending at once: its uploads under way aborted
     for job in jobs:
         if job.output and not _remote.is_url(job.output):  # an object is placed whole or not at all
             _atomic.remove_leftovers(job.output)

@@ -555,7 +555,7 @@ class _Committer:
             traceback.print_exc()
             if job is not None:
                 self.under_way.value = job.index
-            _remove_leftovers(list(_jobs_under_way))
+            _ending()
             os._exit(1)
 
     _commit = staticmethod(commit)
@@ -571,8 +571,15 @@ def _terminated(signum: int, frame: Any) -> None:
     Not SystemExit: raised at an arbitrary point of a job (inside an import, say), it has been seen
     to vanish, leaving the worker running.
     """
-    _remove_leftovers(list(_jobs_under_way))
+    _ending()
     os._exit(EXIT_TERMINATED)
+
+
+def _ending() -> None:
+    """A worker about to end at once: its uploads under way aborted (io._remote.stop_uploads, for
+    this process alone: a Dask worker's other tasks go on), then its jobs' temp files removed."""
+    _remote.stop_uploads()
+    _remove_leftovers(list(_jobs_under_way))
 
 
 def _smaller_than(jobs: Sequence[Job], limit: int) -> bool:

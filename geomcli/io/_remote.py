@@ -69,11 +69,11 @@ def local_path(path: str) -> str:
 def configure(options: tuple[tuple[str, Any], ...] | dict[str, Any]) -> None:
     """The options every URL's filesystem is made with from now on, in this process
     (``--storage-option``); the filesystems' own configuration gives the rest. A run begins:
-    uploads may start again after a stop_uploads."""
-    global _stopped
+    uploads may start again after a stop_uploads. Swapped whole, never emptied on the way: a
+    worker's committing thread may be making a filesystem meanwhile."""
+    global _options, _stopped
     _stopped = False
-    _options.clear()
-    _options.update(dict(options))
+    _options = dict(options)
 
 
 def protocol(url: str) -> str:
@@ -113,6 +113,8 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     except ValueError as error:  # an unknown protocol, or options it does not take
         raise GeomError(f"{url}: {error}") from error
     except (TypeError, AttributeError) as error:  # an option the filesystem or botocore cannot take
+        if not _options:
+            raise  # none given: a bug, or libraries that do not fit, with its traceback
         raise PlanError(_refused_option(url, error)) from error
     return fs, path
 
@@ -176,7 +178,8 @@ def _http_refusal(error: BaseException, doing: str) -> str | None:
             if seen.status in (404, 410):
                 return None
             refused = "permission denied" if seen.status in (401, 403) else f"cannot {doing}"
-            return f"{refused} (HTTP {seen.status} {seen.message})".replace(" )", ")")
+            reason = f" {seen.message}" if seen.message else ""
+            return f"{refused} (HTTP {seen.status}{reason})"
         seen = seen.__cause__ or seen.__context__
     return None
 
