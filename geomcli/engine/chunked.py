@@ -103,14 +103,19 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first
     return data.map_blocks(run, dtype=data.dtype, chunks=chunks, meta=data._meta)
 
 
-def as_dask(data: Any, chunks: Any = None) -> Dask:
+def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Dask:
     """``data`` (a zarr array, a memory map, an array) as a dask array of its own chunks (a
     sharded zarr's shards: its unit of storage, where a task per inner chunk would be thousands of
-    tiny tasks), or of about CHUNK_BYTES each."""
+    tiny tasks; its chunks where a shard has more elements than ``max_pixels``, a task's limit),
+    or of about CHUNK_BYTES each."""
+    import math
+
     import dask.array as da
 
     if chunks is None:
-        chunks = getattr(data, "shards", None) or getattr(data, "chunks", None)
+        shards = getattr(data, "shards", None)
+        fits = shards is not None and (max_pixels is None or math.prod(shards) <= max_pixels)
+        chunks = shards if fits else getattr(data, "chunks", None)
     if chunks is None or isinstance(data, tuple):
         chunks = "auto"
     with _chunk_size():

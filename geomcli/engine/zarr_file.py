@@ -186,7 +186,7 @@ def check_tasks(operation: Operation, input_path: str, common: Common) -> None:
     if not _zarr.is_zarr(input_path):
         return  # another input's chunks are made as it is read
     opened = _zarr.open_input(input_path)
-    data = chunked.as_dask(opened.array)
+    data = chunked.as_dask(opened.array, max_pixels=common.max_pixels)
     try:
         _check_blocks(data, operation.apply_chunked(data, opened.layout, layouts.own_axes(common, "zarr")), common)
     except GeomError as error:
@@ -241,7 +241,8 @@ def _open(input_path: str, common: Common,
         return chunked.as_dask(piped.data, None), piped.layout, _zarr.space_of(piped.metadata), None, piped.format
     if _zarr.is_zarr(input_path):
         opened = _zarr.open_input(input_path)
-        return chunked.as_dask(opened.array), opened.layout, opened.space, opened.array, "zarr"
+        return (chunked.as_dask(opened.array, max_pixels=common.max_pixels), opened.layout, opened.space,
+                opened.array, "zarr")
     fidelity = common.fidelity
     if io.format_for_path(input_path) == "tiff" and not _remote_or_stream(input_path):
         tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient)

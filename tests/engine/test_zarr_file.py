@@ -975,3 +975,16 @@ def test_a_grid_or_theta_zarr_with_a_bad_chunk_is_one_error_line(tmp_path: Path)
         assert result.exit_code == 1  # it was a traceback of numcodecs' RuntimeError
         assert result.stderr.startswith(f"Error: {tmp_path / 'g.zarr'}: a chunk could not be read (")
         assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_shard_past_max_pixels_is_read_by_its_chunks(tmp_path: Path) -> None:
+    """A task per shard only where a shard fits --max-pixels: else per chunk, as before shards were
+    read whole (a review's 256×256 shards of 32×32 chunks were refused at --max-pixels 20000)."""
+    data = np.arange(512 * 512, dtype=np.float32).reshape(512, 512)
+    array = zarr.create_array(str(tmp_path / "in.zarr"), shape=data.shape, dtype=data.dtype, chunks=(32, 32),
+                              shards=(256, 256))
+    array[...] = data
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "300,300",
+                 "--max-pixels", "20000", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == crop_ops.center_crop_pad(data, [300, 300]).tobytes()
