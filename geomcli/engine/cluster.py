@@ -44,6 +44,7 @@ Only the standard library loads at import time: Dask loads when a run asks for i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import os
@@ -95,6 +96,8 @@ IN_FLIGHT = 2
 # file is, where 64 workers take seconds.
 HEADERS_HERE = 2000
 HEADER_TASK_FILES = 1000
+# with --fail-fast, how often (seconds) a task asks whether the run has stopped, besides before its first file
+STOP_ASKED = 0.5
 # how often a file is sent again after a passing I/O error
 IO_RETRIES = 2
 # errnos of a failure that may pass: a retry can succeed where the first try failed
@@ -265,16 +268,19 @@ class _Dispatch:
 
         self.completed = as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
         self._top_up()
-        while self.in_flight:
-            future, result = next(self.completed)
-            sent = self.in_flight.pop(future)
-            self._finished(future, result, sent)
-            if not self.stopping:
-                self._top_up()
-        if self.stop is not None and self.stopping:
-            from distributed import Event
+        try:
+            while self.in_flight:
+                future, result = next(self.completed)
+                sent = self.in_flight.pop(future)
+                self._finished(future, result, sent)
+                if not self.stopping:
+                    self._top_up()
+        finally:
+            if self.stop is not None and self.stopping:
+                from distributed import Event
 
-            Event(self.stop, client=self.client).clear()  # the scheduler keeps a set one
+                with contextlib.suppress(OSError, RuntimeError):  # the scheduler gone: nothing kept
+                    Event(self.stop, client=self.client).clear()  # a joined scheduler keeps a set one
 
     def _top_up(self) -> None:
         """Submit tasks until ``IN_FLIGHT`` per worker thread are in flight, or none is left."""
@@ -459,9 +465,14 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
     placing: list[Any] = []  # concurrent.futures.Future of each placing
     with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit") as committer:
         try:
+            asked = -STOP_ASKED  # before the first file, then (a round trip to the scheduler) twice a second
             for job in jobs:
-                if _cancelled() or (stop is not None and _stopped(stop)):
+                if _cancelled():
                     break
+                if stop is not None and time.monotonic() - asked >= STOP_ASKED:
+                    asked = time.monotonic()
+                    if _stopped(stop):
+                        break
                 with _atomic.deferred_commits() as commits:
                     report = job_steps.transform(task, job)
                 done.append(report)
