@@ -120,8 +120,13 @@ def of_input(*warnings: str | None) -> list[str]:
 
 
 def about(report: Report, warning: str) -> str | None:
-    """The file a warning of ``report`` is about: its input's or its output's name."""
-    return report.input if isinstance(warning, InputWarning) else report.output
+    """The file a warning of ``report`` is about: its input's or its output's name, as errors show
+    it (``-`` is ``<stdin>`` or ``<stdout>``)."""
+    from geomcli.io._base import display_name
+
+    if isinstance(warning, InputWarning):
+        return None if report.input is None else display_name(report.input)
+    return None if report.output is None else display_name(report.output, output=True)
 
 
 # said of data that holds NaN (a result, a file info reads): its value range leaves them out

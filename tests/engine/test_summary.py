@@ -182,3 +182,11 @@ def test_the_progress_rate_is_files_a_second_since_the_start_even_in_bursts() ->
         progress.advance(task)  # all at one instant
     rate = next(column for column in progress.columns if type(column).__name__ == "RateAndTimeLeft")
     assert rate.render(progress.tasks[0]).plain == "10.0 files/s 0:10 left"
+
+
+def test_a_warning_names_a_pipe_as_errors_do() -> None:
+    from geomcli.engine.summary import InputWarning, about
+
+    report = Report("crop-pad", "-", "-")
+    assert about(report, InputWarning("--layout CHW is for tensors")) == "<stdin>"  # it read "-"
+    assert about(report, "a big output is written through a memory map") == "<stdout>"
