@@ -639,10 +639,10 @@ class Warp(Operation):
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:
         """The pixel size along each warped axis times the input pixels an output pixel steps
-        over, where theta scales and shifts each axis alone (zero off its diagonal, positive on
-        it, one matrix for every image): ``--scale 2`` twice the size, ``--size`` its length in
-        over its length out (as resize makes it; less one of each with --align-corners). None for
-        a rotation, shear or flip, whose output's pixels have no size per axis."""
+        over, where theta scales, flips and shifts each axis alone (zero off its diagonal, one
+        matrix for every image; a flip keeps the size): ``--scale 2`` twice the size, ``--size``
+        its length in over its length out (as resize makes it; less one of each with
+        --align-corners). None for a rotation or shear, whose output's pixels have no size per axis."""
         import numpy as np
 
         from geomcli.engine import layout as layouts
@@ -654,14 +654,15 @@ class Warp(Operation):
         axes = (2, 3, 4) if layout is None else layouts.spatial_axes(layout)  # D, H, W or H, W
         theta = self.theta.of_rank(len(axes)).astype(np.float64)
         diagonal = np.diagonal(theta[..., :-1], axis1=-2, axis2=-1)
-        if ((theta != theta[:1]).any() or (diagonal <= 0).any()
+        if ((theta != theta[:1]).any() or (diagonal == 0).any()
                 or (theta[..., :-1] != diagonal[..., None] * np.eye(len(axes))).any()):
             return None
         scaled = list(scale)
         for axis, factor in zip(axes, diagonal[0][::-1]):  # theta's rows are x, y[, z]: the axes reversed
             before, after = header.shape[axis], output[axis]
             corners = self.align_corners and min(before, after) > 1
-            scaled[axis] = scale[axis] * float(factor) * ((before - 1) / (after - 1) if corners else before / after)
+            stepped = (before - 1) / (after - 1) if corners else before / after
+            scaled[axis] = scale[axis] * abs(float(factor)) * stepped
         return tuple(scaled)
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
@@ -962,8 +963,8 @@ def _resolution_scaled(operation: Operation, metadata: Metadata, header: Header,
         dpi, per = metadata.dpi, f"pixels per {metadata.unit}" if metadata.unit else "pixels (no unit)"
         what = f"DPI ({dpi[0]:.0f} x {dpi[1]:.0f})" if dpi else f"resolution ({x:g} x {y:g} {per})"
         return metadata._replace(resolution=None, dropped=(*metadata.dropped, f"{what} of {operation.command}'s "
-                                                           "output, whose pixels have no size per axis (a grid, a "
-                                                           "rotation or shear),"))
+                                                           "output (its pixels have no size per axis: a grid, a "
+                                                           "rotation or shear)"))
     return metadata._replace(resolution=(x / size[width], y / size[height]))
 
 

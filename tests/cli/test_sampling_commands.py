@@ -441,10 +441,20 @@ def test_a_rotation_or_a_grid_drops_the_dpi_with_a_warning(tmp_path: Path) -> No
         result = run(command, tmp_path / "in.png", "-o", tmp_path / "out.png", *args, "--json")
         assert result.exit_code == 0, result.stderr
         assert json.loads(result.stdout)["warnings"] == [
-            f"DPI (72 x 72) of {command}'s output, whose pixels have no size per axis (a grid, a rotation or shear), "
+            f"DPI (72 x 72) of {command}'s output (its pixels have no size per axis: a grid, a rotation or shear) "
             "cannot be carried; dropped"]
         with Image.open(tmp_path / "out.png") as image:
             assert "dpi" not in image.info
+
+
+def test_a_flip_keeps_the_dpi(tmp_path: Path) -> None:
+    """A flip turns the picture over and keeps each pixel's size (a review found its DPI dropped)."""
+    Image.fromarray(np.zeros((40, 60, 3), np.uint8)).save(tmp_path / "in.png", dpi=(72, 72))
+    result = run("warp", tmp_path / "in.png", "-o", tmp_path / "out.png", "--scale=-1,1", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == []
+    with Image.open(tmp_path / "out.png") as image:
+        assert [round(value) for value in image.info["dpi"]] == [72, 72]
 
 
 @pytest.mark.parametrize(("args", "line"), [
