@@ -127,7 +127,9 @@ def _no_folder(ctx: click.Context, param: click.Parameter, value: str | None) ->
     """-o names a file, or a zarr array (a folder, replaced whole)."""
     import os
 
-    if value is not None and os.path.isdir(value) and not value.rstrip("/").lower().endswith(".zarr"):
+    from geomcli.io._zarr import is_zarr
+
+    if value is not None and os.path.isdir(value) and not is_zarr(value):
         raise click.BadParameter(f"File {value!r} is a directory.", ctx, param)
     return value
 

@@ -27,6 +27,7 @@ from geomcli.engine.one_file import (
 )
 from geomcli.engine.report import OUTPUT_EXISTS, reporting
 from geomcli.errors import GeomError, PlanError
+from geomcli.io._zarr import is_zarr  # a zarr array (a folder) is one input, as a file is
 
 if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
@@ -196,7 +197,7 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             argument = _remote.local_path(argument)
         except GeomError as error:
             raise PlanError(str(error)) from error
-        if _is_zarr(argument) and (literal or not _GLOB_MAGIC.search(argument) or os.path.lexists(argument)):
+        if is_zarr(argument) and (literal or not _GLOB_MAGIC.search(argument) or os.path.lexists(argument)):
             # a zarr array is one input, folder or not
             found, what = [Source(argument.rstrip("/"), "")], argument
         elif _remote.is_url(argument):
@@ -228,7 +229,7 @@ def _folder(root: str, recursive: bool) -> list[Source]:
         found.append(_unlisted(error.filename, root, error))
 
     for folder, subfolders, names in os.walk(root, onerror=unlisted):
-        arrays = [name for name in subfolders if not name.startswith(".") and _is_zarr(name)]
+        arrays = [name for name in subfolders if not name.startswith(".") and is_zarr(name)]
         found.extend(Source(os.path.join(folder, name), _parent(os.path.join(folder, name), root)) for name in arrays)
         subfolders[:] = [name for name in subfolders if not name.startswith(".") and name not in arrays] \
             if recursive else []
@@ -271,7 +272,7 @@ def _glob(pattern: str) -> list[Source]:
             for entry in entries(folder):
                 if not entry.name.startswith("."):
                     path = os.path.join(folder, entry.name)
-                    if entry.is_dir(follow_symlinks=False) and not _is_zarr(entry.name):
+                    if entry.is_dir(follow_symlinks=False) and not is_zarr(entry.name):
                         yield from matches(path, rest)
                     elif not tail:
                         yield path
@@ -289,7 +290,7 @@ def _glob(pattern: str) -> list[Source]:
                 yield path
 
     for path in matches("/" if pattern.startswith("/") else "", [part for part in parts if part]):
-        if (_readable(path) and os.path.isfile(path)) or (_is_zarr(path) and os.path.isdir(path)):
+        if (_readable(path) and os.path.isfile(path)) or (is_zarr(path) and os.path.isdir(path)):
             found.append(Source(path, _parent(path, root)))
     return _in_order(found, root)
 
@@ -370,7 +371,7 @@ def _url_order(found: list[tuple[Any, str]], root: str) -> list[Source]:
 def _url_readable(name: str) -> bool:
     """Whether a listing's entry is an input: a file geomcli reads, or a zarr array (which a
     listing gives as one entry)."""
-    return _is_zarr(name) or _readable(name)
+    return is_zarr(name) or _readable(name)
 
 
 def _glob_match(pattern: list[str], names: list[str]) -> bool:
@@ -408,11 +409,6 @@ def _unlisted(folder: str, root: str, error: OSError) -> Source:
 
 def _in_order(found: list[Source], root: str) -> list[Source]:
     return sorted(found, key=lambda source: os.path.relpath(source.path, root).split(os.sep))
-
-
-def _is_zarr(name: str) -> bool:
-    """A zarr array (a folder) is one input, as a file is."""
-    return name.rstrip("/").lower().endswith(".zarr")
 
 
 def _readable(name: str) -> bool:
@@ -566,7 +562,7 @@ def _modified(path: str) -> int | None:
     try:
         if _remote.is_url(path):
             return _remote.modified(path)
-        if _is_zarr(path) and os.path.isdir(path):
+        if is_zarr(path) and os.path.isdir(path):
             return _newest(path)
         return os.stat(path).st_mtime_ns
     except (OSError, GeomError):

@@ -7,7 +7,8 @@ the result is rechunked to exactly those chunks before it is written: one task p
 It is marked complete last (geomcli.io._zarr). A .npy or .tiff on either side is a memory map
 (io.read_array, io.open_output), read or written slab by slab by the same graph.
 
-Imported only for a job with a .zarr on either side; dask and zarr load then.
+Dask and zarr load only for a job with a .zarr on either side (the plan imports this module for
+every file, to ask whether one is).
 """
 
 from __future__ import annotations

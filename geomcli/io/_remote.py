@@ -463,6 +463,7 @@ def _array_of(url: str, base: str) -> str | None:
 
 
 def _is_array(name: str) -> bool:
+    """A zarr array, as _zarr.is_zarr says (which this module cannot import: _zarr imports it)."""
     return name.rstrip("/").lower().endswith(".zarr")
 
 
