@@ -197,7 +197,7 @@ def _check_workers_code(client: Client, address: str) -> None:
     ours = code_fingerprint()
     try:
         theirs = client.run(code_fingerprint)
-    except Exception as error:  # geomcli not importable there
+    except (ImportError, AttributeError, OSError) as error:  # no geomcli there, one without this check, no reply
         raise GeomError(f"{address}: the cluster's workers cannot run geomcli ({first_line(error)}): install "
                         "this one there") from error
     others = sorted({code for code in theirs.values() if code != ours})
