@@ -61,6 +61,8 @@ from geomcli.engine import plan as plans
 from geomcli.engine.report import cause, echo_stderr
 from geomcli.engine.scheduler import (
     Scheduler,
+    check_code,
+    code_fingerprint,
     connect,
     first_line,
     for_workers,
@@ -157,6 +159,7 @@ class Session:
         from distributed import as_completed
 
         client, _ = self.connected()
+        task = dataclasses.replace(task, code=code_fingerprint())
         starts = deque(range(0, len(todo), HEADER_TASK_FILES))
         in_flight: dict[Future[Any], Sequence[Job]] = {}
         completed = as_completed(loop=client.loop, with_results=True, raise_errors=False)
@@ -194,6 +197,7 @@ class Session:
         closed (its workers ended), then the temp files of the jobs in flight swept, a second signal
         held off meanwhile."""
         client, local = self.connected()
+        task = dataclasses.replace(task, code=code_fingerprint())
         self.dispatch = _Dispatch(client, task, todo, outcomes, fail_fast, local)
         try:
             self.dispatch.run()
@@ -214,6 +218,7 @@ def header_faults(task: Task, jobs: Sequence[Job]) -> list[tuple[int, str]]:
     """A task, on a worker: plan.option_faults of ``jobs``, by their index."""
     from geomcli.io import _remote
 
+    check_code(task.code)
     _remote.configure(task.common.storage_options)
     return [(job.index, line) for job, line in plans.option_faults(task, jobs)]
 
@@ -459,6 +464,7 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
 
     from geomcli.io import _atomic
 
+    check_code(task.code)
     if sweep:
         job_steps.remove_leftovers(jobs)  # listing each output's folder: only when some may be there
     done: list[Report] = []

@@ -46,6 +46,7 @@ class Task:
     operation: Operation
     common: Common
     no_clobber: bool = False  # -n: no output replaces a file, even one made during the run
+    code: str | None = None  # on a cluster: the geomcli its workers must run (scheduler.code_fingerprint)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ Only the standard library loads at import time: Dask loads when a run asks for i
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -176,9 +177,11 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
         logger.setLevel(level)
 
 
+@functools.cache
 def code_fingerprint() -> str:
     """geomcli's version and a hash of its modules' source: what a joined cluster's workers must
-    run too (an editable install changes with no new version)."""
+    run too (an editable install changes with no new version). Once a process: the code it loaded
+    then, not the files edited since."""
     import hashlib
     from pathlib import Path
 
@@ -189,6 +192,14 @@ def code_fingerprint() -> str:
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return f"{geomcli.__version__}+{digest.hexdigest()[:12]}"
+
+
+def check_code(expected: str | None) -> None:
+    """In a task on a worker: refuse to run where this process's geomcli is not the client's
+    (a worker that joined after the cluster's were checked)."""
+    if expected is not None and expected != code_fingerprint():
+        raise GeomError(f"this worker runs another geomcli ({code_fingerprint()}, not {expected}): install the "
+                        "client's there")
 
 
 def _check_workers_code(client: Client, address: str) -> None:

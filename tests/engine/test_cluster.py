@@ -449,14 +449,34 @@ def test_scheduler_mistakes_are_usage_errors(args: list[str], message: str, mixe
 def test_a_cluster_whose_workers_run_another_geomcli_is_refused(mixed: Path, tmp_path: Path, scheduler: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Their tasks would fail there, or do what another version does: one line, nothing written."""
-    real, here = scheduler_module.code_fingerprint, os.getpid()
-    monkeypatch.setattr(scheduler_module, "code_fingerprint", lambda: "0.0.9+edited" if os.getpid() == here else real())
+    def workers_answer(client: Any, function: Any) -> dict[str, str]:
+        return {"tcp://a:1": "0.0.9+edited", "tcp://b:1": "0.0.9+edited"}
+
+    monkeypatch.setattr(distributed.Client, "run", workers_answer)
     result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
                  "--scheduler", scheduler)
     assert result.exit_code == 1
-    assert result.stderr == (f"Error: {scheduler}: 2 of 2 of the cluster's workers run another geomcli ({real()}, "
-                             "not 0.0.9+edited): install this one there\n")
+    assert result.stderr == (f"Error: {scheduler}: 2 of 2 of the cluster's workers run another geomcli (0.0.9+edited, "
+                             f"not {scheduler_module.code_fingerprint()}): install this one there\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_worker_that_joined_after_the_check_refuses_another_geomcli_s_tasks(mixed: Path, tmp_path: Path,
+                                                                             scheduler: str,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each task carries the client's geomcli (Task.code): a worker of another, one that joined the
+    cluster after it was checked, fails each file of its tasks in one line."""
+    monkeypatch.setattr(scheduler_module, "_check_workers_code", lambda client, address: None)  # joined later
+    monkeypatch.setattr(cluster, "code_fingerprint", lambda: "0.0.9+edited")
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
+                 "--scheduler", scheduler)
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 13 and lines[-1].startswith("crop-pad: 0 ok, 12 failed, 0 skipped in ")
+    assert lines[0] == (f"Error: {mixed / 'rgb00.png'}: the task failed on the cluster (GeomError: this worker runs "
+                        f"another geomcli ({scheduler_module.code_fingerprint()}, not 0.0.9+edited): install the "
+                        "client's there)")
+    assert not any((tmp_path / "out").iterdir())
 
 
 def test_j_on_the_command_line_wins_over_the_environment_s_scheduler(mixed: Path, tmp_path: Path) -> None:
