@@ -887,6 +887,18 @@ class Resize(Operation):
                     spans[axis] = self.roi[half + position] - self.roi[position]
         return _over_lengths(scale, header.shape, output, spans)
 
+    def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                common: Common) -> tuple[float, ...] | None:
+        """Moved to where the first output pixel is sampled in the input (resize_coordinate_map:
+        x_in = a·x_out + b, so b input pixels) times the pixel size."""
+        from geomcli.ops.resize import resize_coordinate_map
+
+        if not len(translation) == len(scale) == len(header.shape):
+            return None
+        axes = self._axes(header.shape, common, header.layout)
+        lines = resize_coordinate_map(header.shape, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
+        return tuple(value + float(b) * size for value, size, (_, b) in zip(translation, scale, lines, strict=True))
+
     def unused_options(self) -> list[str]:
         return list(self._ignored().values())
 

@@ -38,8 +38,8 @@ try:
 except ImportError:  # not built: a checkout that was never installed, or no C compiler at install time
     _compiled = None
 
-__all__ = ["check_resize_arguments", "check_resize_mode", "resize", "resize_changed_axes", "resize_output_shape",
-           "resize_window"]
+__all__ = ["check_resize_arguments", "check_resize_mode", "resize", "resize_changed_axes", "resize_coordinate_map",
+           "resize_output_shape", "resize_window"]
 
 Mode: TypeAlias = Literal["nearest", "linear", "cubic"]
 Transform: TypeAlias = Literal[
@@ -984,6 +984,30 @@ def _check_mode(mode: str, dtype: np.dtype, where: str | None) -> None:
         what = "bool" if dtype.kind == "b" else "string"
         raise GeomError(f"{_FUNC}: {what} data takes mode nearest only, found mode {mode}"
                         + ("" if where is None else f" ({where})"))
+
+
+def resize_coordinate_map(
+    data_shape: Sequence[int] | np.ndarray,
+    roi: Sequence[float] | np.ndarray | None = None,
+    scales: Sequence[float] | np.ndarray | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    **attributes: Any,
+) -> tuple[tuple[Fraction, Fraction], ...]:
+    """Per axis of the data, ``(a, b)`` with ``x_input = a * x_output + b``: where :func:`resize`
+    (with these arguments, ``attributes`` its keywords) samples each output pixel, in the input's
+    pixel coordinates, exactly; ``(1, 0)`` on an axis it does not list. What a physical
+    coordinate system of the output (an OME-Zarr translation) is made from.
+
+    >>> resize_coordinate_map((4, 10), scales=[1, 0.5])  # half_pixel: x_in = 2 x_out + 0.5
+    ((Fraction(1, 1), Fraction(0, 1)), (Fraction(2, 1), Fraction(1, 2)))
+    """
+    shape = _as_shape(data_shape)
+    sizing, rois, settings, _ = _settled(shape, roi, scales, sizes, **attributes)
+    lines = [(Fraction(1), Fraction(0))] * len(shape)
+    for position, axis in enumerate(sizing.axes):
+        lines[axis] = _line(settings["transform"], shape[axis], sizing.output_shape[axis], sizing.scales[position],
+                            None if rois is None else rois[position])
+    return tuple(lines)
 
 
 def resize_changed_axes(

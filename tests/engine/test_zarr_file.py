@@ -359,13 +359,24 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
         assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == []
         assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
             {"type": "scale", "scale": [1.0, 0.5, 0.25]}, {"type": "translation", "translation": moved}], shape
+    # a resize moves it to where its first output pixel is sampled (half_pixel, 60 -> 30: x_in = 2 x_out + 0.5,
+    # so half an input pixel on), then the crop by its offset (5 and 10 of the new, bigger pixels)
     result = run("chain", "-i", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", "resize", "--sizes",
                  "30,40", "--mode", "linear", "crop-pad", "--shape", "20,20")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == []
+    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 1.0, 0.5]},
+        {"type": "translation", "translation": [0.0, 10 + 0.5 * 0.5 + 5 * 1.0, 20 + 0.5 * 0.25 + 10 * 0.5]}]
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--scales", "0.5,0.5",
+                 "--coordinate-transformation-mode", "asymmetric", "-q")  # x_in = 2 x_out: the first stays
+    assert result.exit_code == 0
+    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 1.0, 0.5]}, {"type": "translation", "translation": [0.0, 10.0, 20.0]}]
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2", "--json")
     assert result.exit_code == 0
     assert json.loads(result.stdout)["warnings"] == ["the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried "
-                                                     "through chain (it does not say where its pixels lie); dropped"]
-    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
-        {"type": "scale", "scale": [1.0, 1.0, 0.5]}]
+                                                     "through space-to-depth (it does not say where its pixels lie); "
+                                                     "dropped"]
 
 
 @pytest.mark.parametrize(("args", "scale", "units"), [
