@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from geomcli.engine.one_file import maps_input
 from geomcli.engine.plan import expand, read_list
 from geomcli.engine.report import check_stdout, describe, show_info
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,10 +26,17 @@ def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, fram
     _remote.configure(storage_options)
     check_stdout()
     listed = () if files_from is None else read_list(files_from)
+    if "-" in listed:  # before any record: stdin is read as INPUT -, and the list may be stdin
+        raise PlanError("- in a --files-from list names no file; give - as an INPUT to read stdin",
+                        options="--files-from")
     code = 0
     for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
-        sources = [None] if argument == "-" else expand([], recursive, [argument]) if literal \
-            else expand([argument], recursive)
+        if argument == "-" and not literal:
+            sources: list[Any] = [None]  # stdin, read as it comes
+        elif literal:  # a name a list gives, as written (no glob)
+            sources = list(expand([], recursive, [argument]))
+        else:
+            sources = list(expand([argument], recursive))
         for source in sources:
             if source is not None and source.error is not None:
                 record: dict[str, Any] = {"input": source.path, "status": "error", "error": source.error}

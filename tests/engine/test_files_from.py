@@ -101,3 +101,15 @@ def test_a_pipe_from_find_feeds_a_batch(shots: Path, tmp_path: Path) -> None:
                            "crop-pad", "--shape", "4,4"], input=listing, capture_output=True)
     assert done.returncode == 0, done.stderr
     assert outputs(tmp_path / "out") == ["[odd] *name?.png", "a.png", "b.png", "c.png"]
+
+
+def test_info_reads_a_list_and_refuses_a_dash_in_it_before_any_record(tmp_path: Path) -> None:
+    Image.fromarray(np.zeros((4, 6, 3), np.uint8)).save(tmp_path / "a.png")
+    (tmp_path / "list.txt").write_text(f"{tmp_path / 'a.png'}\n")
+    result = run("info", "--files-from", tmp_path / "list.txt")
+    assert result.exit_code == 0 and result.stdout.startswith(f"{tmp_path / 'a.png'}: png 4×6×3 uint8")
+    (tmp_path / "list.txt").write_text(f"{tmp_path / 'a.png'}\n-\n")
+    result = run("info", "--files-from", tmp_path / "list.txt")
+    assert result.exit_code == 2 and result.stdout == ""  # it read "- (stdin) is one input: give -o OUTPUT"
+    assert result.stderr.splitlines()[-1] == ("Error: Invalid value for '--files-from': - in a --files-from list names "
+                                              "no file; give - as an INPUT to read stdin")
