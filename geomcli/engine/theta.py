@@ -278,9 +278,16 @@ def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]
 
 def _read_theta(theta_file: str, max_pixels: int) -> np.ndarray:
     """A theta file's array, refused unless it holds floats."""
-    data = _read_whole(theta_file, max_pixels, "--theta")
+    return _read_floats(theta_file, max_pixels, "--theta", "theta")
+
+
+def _read_floats(path: str, max_pixels: int, option: str, what: str) -> np.ndarray:
+    """:func:`_read_whole`, refused unless it holds floats (``what`` names it in the error)."""
+    from geomcli import io
+
+    data = _read_whole(path, max_pixels, option)
     if data.dtype.kind != "f" and data.dtype.name != "bfloat16":
-        raise GeomError(f"{theta_file}: theta must hold floats, found {data.dtype}")
+        raise GeomError(f"{io.display_name(path)}: {what} must hold floats, found {data.dtype}")
     return data
 
 
@@ -398,9 +405,4 @@ def _warp_theta_file(theta_file: str, dtype: str | None, max_pixels: int) -> War
 
 def read_grid(path: str, max_pixels: int) -> np.ndarray:
     """A sampling grid from a file (``-``: stdin), for grid-sample: it must hold floats."""
-    from geomcli import io
-
-    data = _read_whole(path, max_pixels, "--grid")
-    if data.dtype.kind != "f" and data.dtype.name != "bfloat16":
-        raise GeomError(f"{io.display_name(path)}: a grid must hold floats, found {data.dtype}")
-    return data
+    return _read_floats(path, max_pixels, "--grid", "a grid")
