@@ -319,9 +319,10 @@ def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, co
     sizes = {axis: size for axis, size, _ in metadata.physical}
     scale = operation.scaled(tuple(sizes.get(letter, 1.0) for letter in letters), header, common)
     if scale is None:
-        return metadata._replace(physical=(), dropped=(*metadata.dropped, f"OME physical sizes of "
-                                                       f"{operation.command}'s output, whose pixels have no size "
-                                                       "per axis (a grid, a rotation or shear),"))
+        from geomcli.engine.operations import sizeless
+
+        return metadata._replace(physical=(), dropped=(*metadata.dropped,
+                                                       f"OME physical sizes of {sizeless(operation)}"))
     if len(scale) != len(letters):
         return metadata._replace(physical=())
     scaled = dict(zip(letters, scale))  # (an axis --layout names otherwise, a stack axis, keeps its size)

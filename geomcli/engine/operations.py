@@ -974,10 +974,13 @@ def _resolution_scaled(operation: Operation, metadata: Metadata, header: Header,
     if size is None:
         dpi, per = metadata.dpi, f"pixels per {metadata.unit}" if metadata.unit else "pixels (no unit)"
         what = f"DPI ({dpi[0]:.0f} x {dpi[1]:.0f})" if dpi else f"resolution ({x:g} x {y:g} {per})"
-        return metadata._replace(resolution=None, dropped=(*metadata.dropped, f"{what} of {operation.command}'s "
-                                                           "output (its pixels have no size per axis: a grid, a "
-                                                           "rotation or shear)"))
+        return metadata._replace(resolution=None, dropped=(*metadata.dropped, f"{what} of {sizeless(operation)}"))
     return metadata._replace(resolution=(x / size[width], y / size[height]))
+
+
+def sizeless(operation: Operation) -> str:
+    """The output whose pixels have no size per axis (Operation.scaled None), as a dropped field names it."""
+    return f"{operation.command}'s output (its pixels have no size per axis: a grid, a rotation or shear)"
 
 
 def header_of(loaded: Loaded | Picture) -> Header:
