@@ -178,17 +178,22 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def read_stdin_once(*readers: tuple[str, str | None]) -> None:
     """A usage error (exit 2), before anything is read, where two of ``readers`` (an option's name
-    and its value; ``the input`` for INPUT) give ``-``: stdin can be read once, and the second
-    would find it empty."""
-    named = [name for name, value in readers if value == "-"]
+    and its value; ``the input`` for INPUT) name stdin (``-``, /dev/stdin, ...): it can be read
+    once, and the second would find it empty."""
+    from geomcli import io
+
+    named = [f"{name} {value}" for name, value in readers if value is not None and io.is_stdin(value)]
     if len(named) > 1:
-        raise click.UsageError(f"{named[0]} - and {named[1]} - cannot both read stdin: it can be read once",
+        raise click.UsageError(f"{named[0]} and {named[1]} cannot both read stdin: it can be read once",
                                click.get_current_context())
 
 
 def stdin_readers(inputs: tuple[str, ...], batch: BatchOptions | None) -> list[tuple[str, str | None]]:
-    """What of the inputs may read stdin: INPUT ``-`` and ``--files-from -`` (for read_stdin_once)."""
-    return [("the input", "-" if "-" in inputs else None),
+    """What of the inputs may read stdin: INPUT ``-`` (or /dev/stdin) and ``--files-from -`` (for
+    read_stdin_once)."""
+    from geomcli import io
+
+    return [("the input", next((path for path in inputs if io.is_stdin(path)), None)),
             ("--files-from", None if batch is None else batch.files_from)]
 
 

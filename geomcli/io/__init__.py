@@ -464,6 +464,13 @@ def is_stdout(path: str, /) -> bool:
     return _atomic.is_stdout(path)
 
 
+def is_stdin(path: str, /) -> bool:
+    """Whether an input path is standard input: ``-``, or /dev/stdin, /dev/fd/0 and the like."""
+    from geomcli.io import _atomic
+
+    return _atomic.is_stdin(path)
+
+
 def is_stream(path: str, /) -> bool:
     """Whether an output path is, or links to, a device, FIFO, socket or one of this process's
     descriptors: a stream written into, not a file replaced."""

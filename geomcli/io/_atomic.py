@@ -81,6 +81,11 @@ def is_stdout(path: str) -> bool:
     return path == "-" or _own_descriptor(path) == 1
 
 
+def is_stdin(path: str) -> bool:
+    """Whether an input ``path`` is standard input: ``-``, /dev/stdin, /dev/fd/0 and the like."""
+    return path == "-" or _own_descriptor(path) == 0
+
+
 def is_special(path: str) -> bool:
     """Whether ``path`` is, or links to, a device, FIFO or socket (/dev/null, a named pipe) or
     one of this process's descriptors (/dev/stdout): a stream to write into, which no file may

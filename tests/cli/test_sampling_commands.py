@@ -475,6 +475,10 @@ def test_a_flip_keeps_the_dpi(tmp_path: Path) -> None:
      "--theta - and the input - cannot both read stdin: it can be read once"),
     (["affine-grid", "--like", "-", "--theta", "-", "-o", "{out}"],
      "--theta - and --like - cannot both read stdin: it can be read once"),
+    (["warp", "/dev/stdin", "--theta", "-", "-o", "{out}"],
+     "--theta - and the input /dev/stdin cannot both read stdin: it can be read once"),
+    (["grid-sample", "-", "--grid", "/dev/fd/0", "-o", "{out}"],
+     "--grid /dev/fd/0 and the input - cannot both read stdin: it can be read once"),
 ])
 def test_stdin_is_read_once_a_second_reader_is_a_usage_error(args: list[str], line: str, tmp_path: Path) -> None:
     """Two readers of - would find it empty the second time: refused before anything is read."""
