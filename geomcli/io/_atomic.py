@@ -188,6 +188,20 @@ def deferred_commits() -> Iterator[list[Callable[[], None]]]:
         _here.pending = None
 
 
+def replaces() -> bool:
+    """Whether an output made now may replace a file (False inside :func:`no_replace`)."""
+    return _here.replace
+
+
+def defer(commit: Callable[[], None]) -> bool:
+    """Inside :func:`deferred_commits`, leave ``commit`` (what places an output made elsewhere, an
+    object put, say) to its caller, and say so; False outside, where the caller commits now."""
+    if _here.pending is None:
+        return False
+    _here.pending.append(commit)
+    return True
+
+
 @contextmanager
 def no_replace() -> Iterator[None]:
     """While open (in this thread), :func:`atomic_file` and :func:`atomic_path` never replace a
@@ -302,7 +316,7 @@ def refuse_after_signal() -> None:
         raise KeyboardInterrupt if taken == signal.SIGINT else SystemExit(128 + taken)
 
 
-def _hold_signals() -> Callable[[], None]:
+def hold_signals() -> Callable[[], None]:
     """Hold SIGINT and SIGTERM back (in the main thread, where Python runs their handlers); the
     function returned restores the handlers and delivers what came meanwhile."""
     if threading.current_thread() is not threading.main_thread():
@@ -329,7 +343,7 @@ def _replacing(path: str, defer: bool = False) -> Iterator[tuple[int, str]]:
     the file is being made waits until its cleanup is in place, so an interrupt never leaves it
     behind."""
     replace = _here.replace  # the rule when the output was begun, wherever its commit runs
-    release = _hold_signals()
+    release = hold_signals()
     try:
         fd, tmp = _temp_beside(path)
     except BaseException:
@@ -369,7 +383,11 @@ def _place(tmp: str, path: str, replace: bool = True) -> None:
         _place_new(tmp, path)
 
 
-_APPEARED = "a file appeared at the output's name while the output was made; it was not replaced"
+def appeared(path: str) -> OutputExistsError:
+    """The error of an output whose name a file took while the output was made (see no_replace)."""
+    return OutputExistsError(f"{path}: a file appeared at the output's name while the output was made; it was "
+                             "not replaced")
+
 # errnos of a file system that makes no hard links (FAT, exFAT, some network and FUSE mounts)
 _NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.ENOSYS)
 
@@ -382,12 +400,12 @@ def _place_new(tmp: str, path: str) -> None:
     try:
         os.link(tmp, path, follow_symlinks=False)
     except FileExistsError as error:
-        raise OutputExistsError(f"{path}: {_APPEARED}") from error
+        raise appeared(path) from error
     except OSError as error:
         if error.errno not in _NO_HARD_LINKS:
             raise
         if os.path.lexists(path):
-            raise OutputExistsError(f"{path}: {_APPEARED}") from error
+            raise appeared(path) from error
         os.replace(tmp, path)
         return
     os.unlink(tmp)

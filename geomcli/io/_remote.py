@@ -239,15 +239,13 @@ def write_bytes(url: str, data: bytes, name: str) -> None:
     if protocol(url) in READ_ONLY:
         raise GeomError(f"{name}: {protocol(url)}:// is for reading; write to s3://, gs://, az:// or a file")
     # what atomic_file would do in this thread: -n (no_replace), a commit left to the caller
-    create = not _atomic._here.replace
+    create = not _atomic.replaces()
 
     def put() -> None:
         _atomic.refuse_after_signal()  # as a file: nothing is placed once Ctrl-C or SIGTERM came
         _put(url, data, name, create)
 
-    if _atomic._here.pending is not None:
-        _atomic._here.pending.append(put)
-    else:
+    if not _atomic.defer(put):
         put()
 
 
@@ -261,10 +259,10 @@ def _put(url: str, data: bytes, name: str, create: bool) -> None:
         else:
             fs.pipe_file(path, data, **({"mode": "create"} if create else {}))
     except FileExistsError as error:
-        raise _atomic.OutputExistsError(f"{name}: {_atomic._APPEARED}") from error
+        raise _atomic.appeared(name) from error
     except _failures() as error:
         if create and _precondition_failed(error):
-            raise _atomic.OutputExistsError(f"{name}: {_atomic._APPEARED}") from error
+            raise _atomic.appeared(name) from error
         raise GeomError(f"{name}: cannot write ({_first_line(error)})") from error
 
 
@@ -358,7 +356,7 @@ def _stop(task: Any) -> None:
     if task not in _under_way:
         return  # ended meanwhile
     loop, ended = _under_way[task]
-    release = _atomic._hold_signals()
+    release = _atomic.hold_signals()
     try:
         loop.call_soon_threadsafe(task.cancel)
         ended.wait(ABORT_SECONDS)
