@@ -35,7 +35,7 @@ import numpy as np
 
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import GRID_DTYPES, GRID_TEXT, TENSOR_DTYPES, TENSOR_TEXT  # GridSample-22's T1, T2
+from geomcli.ops._checks import GRID_DTYPES, GRID_TEXT, TENSOR_DTYPES, TENSOR_TEXT, new_output
 from geomcli.ops.affine_grid import affine_grid, affine_grid_checked, affine_grid_output_shape
 
 _compiled: ModuleType | None
@@ -495,7 +495,7 @@ def _prepared(array: np.ndarray, points: np.ndarray, mode: Any, padding_mode: An
     fill_value = _as_fill(fill, array.dtype, where)
     workers = _as_threads(threads, where)
     lengths = array.shape[2:]
-    result = np.empty(output_shape, array.dtype) if out is None else _as_out(
+    result = new_output(output_shape, array.dtype, _FUNC, where) if out is None else _as_out(
         out, output_shape, array.dtype, (array, points), where)
     if result.size == 0:
         return result, None, workers
@@ -621,7 +621,7 @@ def _read_in_place(data: np.ndarray, plan: _Plan) -> bool:
     copied C-contiguous. An H×W×C uint8 image's channels then lie side by side, a pixel's taps of
     every channel in one cache line, and the kernel takes them all in one vector (with AVX2)."""
     size = data.dtype.itemsize
-    if any(stride % size for stride in data.strides):
+    if any(stride % size or stride < 0 for stride in data.strides):  # the kernel's offsets are from the start up
         return False
     return plan.mode == "nearest" or (plan.mode == "linear" and len(plan.lengths) == 2)
 

@@ -250,6 +250,14 @@ def test_strided_inputs_and_outputs(mode: str) -> None:
     row = make_grid(rng, (1, 1, 6, 2), (7, 8), False)
     broadcast = np.broadcast_to(row, (2, 5, 6, 2))
     assert_bits(*run_both(data, broadcast, mode, "reflection", False, 0))
+    # data with negative strides (rows and columns reversed): nearest read its rows after the first as outside
+    reversed_data = data[:, :, ::-1, ::-1]
+    with np.errstate(all="ignore"):
+        expected = reference.grid_sample(np.ascontiguousarray(reversed_data), grid, mode, "reflection", False, 0)
+    assert_bits(grid_sample(reversed_data, grid, mode, "reflection"), expected)
+    line = np.arange(5.0).reshape(1, 1, 5)[:, :, ::-1]
+    at_pixels = np.linspace(-1, 1, 5).reshape(1, 5, 1)
+    assert grid_sample(line, at_pixels, mode, align_corners=True).tolist() == [[[4.0, 3.0, 2.0, 1.0, 0.0]]]
 
 
 @needs_compiled

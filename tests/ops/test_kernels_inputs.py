@@ -21,6 +21,7 @@ from conftest import ALL_DTYPES, FLOAT_DTYPES, make_array
 import geomcli.ops._checks as checks
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.grid_sample as grid_sample_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
 
@@ -222,6 +223,10 @@ def huge_view(shape: tuple[int, ...]) -> np.ndarray:
          r"and dtype float32 \(input shape \(1, 1, 3, 3\)\)"),
         (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 2**59], fill=1.0),
          r"6917529027641081856 bytes \(6\.0 EiB\) for the output"),
+        (lambda: grid_sample_ops.grid_sample(huge_view((1, 2**24, 3, 4)),
+                                             np.broadcast_to(np.float32(0), (1, 2**10, 2**10, 2))),
+         r"17592186044416 bytes \(16\.0 TiB\) for the output of shape \(1, 16777216, 1024, 1024\) and dtype uint8 "
+         r"\(data shape \(1, 16777216, 3, 4\), grid shape \(1, 1024, 1024, 2\)\)"),
         (lambda: grid_ops.affine_grid(THETA, [1, 1, 2**30, 2**29]),
          r"4611686018427387904 bytes \(4\.0 EiB\) for the output of shape \(1, 1073741824, 536870912, 2\) "
          r"and dtype float32 \(theta shape \(1, 2, 3\)\)"),
