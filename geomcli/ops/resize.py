@@ -1107,8 +1107,13 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np
     work = _numeric.working_dtype(dtype)
     result = np.empty(output_shape, dtype=dtype)
     if _compiles(dtype, order):
-        _run(_compiled_jobs(np.ascontiguousarray(array), sorted(order, key=lambda plan: plan.axis), result),
-             work, result.size)
+        # data of the other byte order is made native first: the same sums as native data's, so the same bits
+        native = dtype.newbyteorder("=")
+        target = result if dtype.isnative else np.empty(output_shape, dtype=native)
+        _run(_compiled_jobs(np.ascontiguousarray(array, dtype=native), sorted(order, key=lambda plan: plan.axis),
+                            target), work, result.size)
+        if target is not result:
+            result[...] = target
         return result
     if len(order) == 2 and order[0].axis < order[1].axis and math.prod(array.shape[order[0].axis + 1:]) >= _NARROW:
         first, second = order
@@ -1130,14 +1135,14 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np
     return result
 
 
-# what the compiled kernel takes: data's dtype, native byte order (the rest takes the numpy path)
+# what the compiled kernel takes: data's dtype, in native byte order (the rest takes the numpy path)
 _COMPILED_KINDS = frozenset(
     ["float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"])
 
 
 def _compiles(dtype: np.dtype, plans: list[_Plan]) -> bool:
     """Whether the compiled kernel does these weighted passes on data of ``dtype``."""
-    return _compiled is not None and len(plans) <= 2 and dtype.isnative and dtype.name in _COMPILED_KINDS
+    return _compiled is not None and len(plans) <= 2 and dtype.name in _COMPILED_KINDS
 
 
 def _compiled_jobs(source: np.ndarray, plans: list[_Plan], target: np.ndarray) -> list[Job]:
