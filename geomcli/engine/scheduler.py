@@ -109,10 +109,11 @@ def start_local_workers_early(scheduler: Scheduler) -> None:
     if not scheduler.local or importlib.util.find_spec("distributed") is None:
         return
     import multiprocessing
-    from multiprocessing import forkserver
+
+    from geomcli.engine.workers import start_forkserver
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(_WORKER_PRELOAD)
-    forkserver.ensure_running()
+    start_forkserver()
 
 
 @contextmanager
@@ -146,6 +147,11 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
         logger.setLevel(logging.CRITICAL)
     try:
         if scheduler.local:
+            from geomcli.io import _atomic
+
+            # a Ctrl-C waits until the cluster is up and can be closed: one stopped as it started
+            # was left to distributed's exit hook, which failed on its workers with a traceback
+            release = _atomic.hold_signals()
             try:
                 with dask.config.set(LOCAL_CONFIG):
                     cluster = distributed.LocalCluster(
@@ -153,9 +159,13 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
                         # no dashboard; its HTTP server (always started) on a free port, never 8787's
                         dashboard_address=None, scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                         silence_logs=logging.WARNING if debug else logging.CRITICAL)
-            except OSError as error:  # no port, no process
-                raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
+            except BaseException as error:
+                release()
+                if isinstance(error, OSError):  # no port, no process
+                    raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
+                raise
             try:
+                release()  # a Ctrl-C held meanwhile lands here, where the cluster is closed
                 with distributed.Client(cluster, set_as_default=False) as client:
                     yield client, cluster
             finally:

@@ -570,6 +570,41 @@ def test_a_signal_mid_batch_leaves_only_complete_files(sent: int, code: int, tmp
             assert np.asarray(image).shape == (390, 590, 3)
 
 
+def _forkserver_catching_sigint(pid: int) -> bool:
+    """Whether process ``pid``'s forkserver (a child running multiprocessing's) is up to where
+    Python catches SIGINT, and not yet where the server ignores it: as it imports its preload."""
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                if b"forkserver" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    lines = Path(f"/proc/{entry}/status").read_text().splitlines()
+                    status = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+                    return bool(int(status["SigCgt"], 16) & (1 << (signal.SIGINT - 1)))
+        except OSError:  # gone meanwhile
+            continue
+    return False
+
+
+@pytest.mark.process
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the forkserver in /proc")
+def test_ctrl_c_as_the_workers_start_prints_no_traceback(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group, the forkserver too, signalled here as it imports its
+    preload: it took the signal there (it ignores SIGINT only after) and printed a
+    KeyboardInterrupt's traceback beside "Interrupted"."""
+    slow_inputs(tmp_path / "in", 8)
+    process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(tmp_path / "out"),
+                                "--shape", "390,590", "-j", "2"], stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not _forkserver_catching_sigint(process.pid):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.002)
+    os.killpg(process.pid, signal.SIGINT)
+    stderr = process.communicate(timeout=20)[1]
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert stderr.endswith("Interrupted\n"), stderr
+
+
 # --- dry run, JSON ----------------------------------------------------------------------
 
 
