@@ -296,6 +296,12 @@ def parse_fill(text: str, dtype: np.dtype) -> bool | int | float | complex | str
         return text.strip().lower() == "true"
     if not plain_number(text):
         return text  # as text, the kernel refuses it
+    if "," in text:
+        try:
+            [float(part) for part in text.split(",")]
+        except ValueError:
+            return text
+        raise GeomError(f"fill value {text!r} is several numbers: one value serves every channel")
     try:
         return int(text)
     except ValueError:

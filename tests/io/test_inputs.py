@@ -210,6 +210,7 @@ def test_crop_pad_fill_in_the_inputs_dtype(tmp_path: Path, dry_run: bool, dtype:
     ("<U2", "abc", "center_crop_pad: fill value 'abc' does not fit dtype <U2 (input shape (2,))"),
     ("bool", "yes",
      "center_crop_pad: fill value 'yes' does not fit dtype bool (text for a bool type; input shape (2,))"),
+    ("uint8", "255,0,0", "fill value '255,0,0' is several numbers: one value serves every channel"),
 ])
 def test_crop_pad_refuses_a_fill_the_same_way_with_and_without_dry_run(tmp_path: Path, dry_run: bool, dtype: str,
                                                                       fill: str, reason: str) -> None:
