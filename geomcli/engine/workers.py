@@ -101,7 +101,10 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         if not _remote.is_url(options.out_dir):  # an object store has no folders to make
             os.makedirs(options.out_dir, exist_ok=True)
     except OSError as error:
-        raise GeomError(f"{options.out_dir}: cannot make the folder ({error.strerror or error})") from error
+        why = error.strerror or str(error)
+        if os.path.islink(options.out_dir) and not os.path.exists(options.out_dir):
+            why = f"a broken symbolic link to {os.readlink(options.out_dir)}"
+        raise GeomError(f"{options.out_dir}: cannot make the folder ({why})") from error
     doing = {job.index for job in todo}
     operation = task.operation
     general = frozenset(operation.unused_options())

@@ -675,6 +675,11 @@ def test_a_batch_whose_out_dir_cannot_be_made(tmp_path: Path) -> None:
     result = run("crop-pad", source, "--out-dir", tmp_path / "plain" / "out", "--shape", "1,1,2,2")
     assert result.exit_code == 1
     assert one_error(result.stderr).startswith(f"Error: {tmp_path / 'plain' / 'out'}: cannot make the folder")
+    (tmp_path / "dangling").symlink_to("nowhere")
+    result = run("crop-pad", source, "--out-dir", tmp_path / "dangling", "--shape", "1,1,2,2")
+    assert result.exit_code == 1
+    assert one_error(result.stderr) == (f"Error: {tmp_path / 'dangling'}: cannot make the folder (a broken symbolic "
+                                        "link to nowhere)")
 
 
 def _wait_for_temp(folder: Path, process: subprocess.Popen[str], timeout: float = 60) -> None:
