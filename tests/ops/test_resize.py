@@ -862,6 +862,9 @@ def test_outputs_too_big() -> None:
     with pytest.raises(GeomError, match=r"^resize: the output of shape \(1099511627776, 1099511627776\) is bigger than "
                                         r"numpy can address \(input shape \(2, 2\)\)$"):
         resize(np.zeros((2, 2)), sizes=[2**40, 2**40])
+    # past 64 bits a list of Python ints is an object array: still numbers, judged by size
+    with pytest.raises(GeomError, match=r"^resize: the output of shape \(2, 1180591620717411303424\) is bigger than "):
+        resize(np.zeros((2, 2)), sizes=[2, 2**70])
     with pytest.raises(GeomError, match=r"^resize: the output of shape \(35184372088832,\) does not fit in memory"):
         resize(np.zeros(1), sizes=[2**45], mode="linear")
 
