@@ -127,7 +127,7 @@ def _as_list(values: Any, name: str, where: str, what: str = "numbers") -> list[
     if array.ndim != 1:
         raise GeomError(f"{_FUNC}: {name} must be 1-D, found shape {array.shape} ({where})")
     # (a list of Python ints past 64 bits makes an object array: numbers still, refused by the range checks)
-    big_ints = array.dtype.kind == "O" and all(isinstance(value, int) and not isinstance(value, bool) for value in array)
+    big_ints = array.dtype.kind == "O" and all(type(value) is int for value in array)
     if array.size and array.dtype.kind not in "iuf" and not big_ints:
         raise GeomError(f"{_FUNC}: {name} must hold numbers, found dtype {array.dtype} ({where})")
     # A list keeps its Python ints, however big, for the range checks; an array its numpy
