@@ -163,7 +163,7 @@ def _decoded(
         width, height = im.size
         check_size((height, width, channels), max_pixels, name)
         orientation = _orientation(im, name) if auto_orient else 1
-        metadata = _metadata(im.info, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
+        metadata = _metadata(im, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
         try:
             im.load()
             if orientation in ORIENTATIONS:
@@ -234,7 +234,7 @@ def _read_frames(
     # that layout too, so --shape H,W and --sizes H,W work frame by frame
     axes = "TYXS" if data.ndim == 4 else "TYX"
     layout = "NHWC" if data.ndim == 4 else axes
-    metadata = _metadata(im.info, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
+    metadata = _metadata(im, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count)
 
 
@@ -254,10 +254,11 @@ def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...]] | None:
 _SUBSAMPLING = {"4:4:4": 0, "4:2:2": 1, "4:2:0": 2}
 
 
-def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
+def _metadata(im: Any, orientation: int) -> Metadata:
     """The ICC profile, DPI and EXIF Pillow found; EXIF says orientation 1 once applied."""
+    info = im.info
     icc = info.get("icc_profile") or None
-    dpi = info.get("dpi")
+    dpi = _jpeg_dpi(info) if im.format in ("JPEG", "MPO") else info.get("dpi")
     resolution = None
     if isinstance(dpi, tuple) and len(dpi) == 2 and all(_number(d) and 0 < float(d) < 1e9 for d in dpi):
         resolution = (float(dpi[0]), float(dpi[1]))
@@ -270,6 +271,26 @@ def _metadata(info: dict[str, Any], orientation: int) -> Metadata:
         unit="inch" if resolution else None,
         exif=exif if isinstance(exif, bytes) else None,
     ).upright(orientation)
+
+
+def _jpeg_dpi(info: dict[str, Any]) -> tuple[float, float] | None:
+    """The DPI a JPEG states: its JFIF density in dots per inch or centimetre, else its EXIF
+    XResolution and YResolution in ResolutionUnit's inches (EXIF's default) or centimetres; None
+    where it states none. Not Pillow's ``dpi``: for a JPEG with EXIF that states none, Pillow
+    invents 72 x 72 (JpegImagePlugin's _read_dpi_from_exif), and it takes XResolution for y too."""
+    unit, density = info.get("jfif_unit"), info.get("jfif_density")
+    if unit in (1, 2) and isinstance(density, tuple) and len(density) == 2 and all(d > 0 for d in density):
+        return (density[0] * 2.54, density[1] * 2.54) if unit == 2 else density
+    exif = info.get("exif")
+    tags = _exif_tags(exif) if isinstance(exif, bytes) and exif else None
+    if tags is None or 0x011A not in tags:
+        return None
+    x = tags[0x011A]
+    y = tags.get(0x011B, x)
+    per_inch = {2: 1.0, 3: 2.54}.get(tags.get(0x0128, 2))  # 1 is "no absolute unit": no DPI
+    if per_inch is None or not (_number(x) and _number(y)):
+        return None
+    return (float(x) * per_inch, float(y) * per_inch)
 
 
 def _carried(im: Any, source: str | bytes | IO[bytes]) -> dict[str, Any]:
@@ -356,7 +377,7 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
     if orientation in ORIENTATIONS:
         array = orient(array, orientation)
         notes.append(f"{ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
-    metadata = _metadata(im.info, orientation)._replace(**_carried(im, data))
+    metadata = _metadata(im, orientation)._replace(**_carried(im, data))
     return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), metadata, pages)
 
 

@@ -187,6 +187,58 @@ def test_dpi_carried_png_to_jpeg_and_into_16bit_png(tmp_path: Path, rng: np.rand
     assert dpi is not None and np.allclose(dpi, (300, 150), atol=0.05)
 
 
+def camera_exif(**resolution: float) -> bytes:
+    """EXIF as Pillow saves a camera's: orientation, make, date and pixel sizes; a resolution only
+    where given (x, y, unit: XResolution, YResolution, ResolutionUnit)."""
+    from PIL import Image
+
+    tags = Image.Exif()
+    tags[0x0112], tags[0x010F], tags[0x0132] = 1, "GeomCam", "2024:05:01 12:00:00"
+    tags.get_ifd(0x8769)[0xA002], tags.get_ifd(0x8769)[0xA003] = 60, 40
+    for key, tag in (("x", 0x011A), ("y", 0x011B), ("unit", 0x0128)):
+        if key in resolution:
+            tags[tag] = int(resolution[key]) if key == "unit" else resolution[key]
+    return bytes(tags.tobytes())
+
+
+def test_a_jpeg_that_states_no_dpi_is_given_none(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Its JFIF header says units 0 (a 1:1 aspect ratio), its EXIF no resolution: Pillow's 72 x 72
+    for such a file was shown, written into outputs and warned about as dropped."""
+    from PIL import Image
+
+    source = saved(tmp_path / "in.jpg", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8), exif=camera_exif())
+    with Image.open(source) as im:
+        assert (im.info["jfif_unit"], im.info["dpi"]) == (0, (72, 72))  # Pillow's invention, the cause
+    assert json.loads(run("info", "--json", source).stdout)["dpi"] is None
+    for out in ("o.jpg", "o.png"):
+        result = run("crop-pad", source, "-o", tmp_path / out, "--shape", "20,30", "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == (
+            [io.unkept(None, "jpeg")[0]] if out == "o.jpg" else [])
+        with Image.open(tmp_path / out) as im:  # no JFIF density in dpi, no pHYs
+            assert im.info["jfif_unit"] == 0 if out == "o.jpg" else "dpi" not in im.info
+    for out, args in (("w.png", ["warp", "--rotate", "10"]), ("w.webp", ["crop-pad", "--shape", "20,30"])):
+        result = run(args[0], source, "-o", tmp_path / out, *args[1:], "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == []
+
+
+@pytest.mark.parametrize(("save", "dpi"), [
+    ({"dpi": (300, 150)}, [300, 150]),  # JFIF units 1
+    ({"exif": camera_exif(x=200, y=100, unit=2)}, [200, 100]),  # EXIF only: JFIF units 0
+    ({"exif": camera_exif(x=100, y=100, unit=3)}, [254, 254]),  # per centimetre
+    ({"exif": camera_exif(x=240, y=240)}, [240, 240]),  # no ResolutionUnit: EXIF's default, inches
+    ({"exif": camera_exif(x=240, y=240, unit=1)}, None),  # "no absolute unit": no DPI
+])
+def test_a_jpeg_keeps_the_dpi_it_states(tmp_path: Path, rng: np.random.Generator, save: dict[str, Any],
+                                        dpi: list[float] | None) -> None:
+    from PIL import Image
+
+    source = saved(tmp_path / "in.jpg", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8), **save)
+    assert json.loads(run("info", "--json", source).stdout)["dpi"] == dpi
+    assert run("crop-pad", source, "-o", tmp_path / "o.png", "--shape", "20,30").exit_code == 0
+    with Image.open(tmp_path / "o.png") as im:
+        assert dpi is None and "dpi" not in im.info or np.allclose(im.info["dpi"], dpi or (), atol=0.05)
+
+
 def test_space_to_depth_scales_the_resolution(tmp_path: Path) -> None:
     import tifffile
 
