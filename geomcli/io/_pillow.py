@@ -621,6 +621,9 @@ def save(
         saving = {"compress_level": level, **_png_strategy(im, level)}
     elif fmt == "jpeg":
         saving = _jpeg_saving(metadata or Metadata(), options)
+    elif fmt == "bmp":
+        # given no DPI, Pillow writes 96: 0 pixels per metre is a BMP's "not stated"
+        saving = {"dpi": kept.pop("dpi", (0, 0))}
     elif fmt == "gif":
         # unoptimised, the palette stays the identity grey ramp, which Pillow reads back as "L"
         saving = {"optimize": False}

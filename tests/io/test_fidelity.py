@@ -239,6 +239,20 @@ def test_a_jpeg_keeps_the_dpi_it_states(tmp_path: Path, rng: np.random.Generator
         assert dpi is None and "dpi" not in im.info or np.allclose(im.info["dpi"], dpi or (), atol=0.05)
 
 
+@pytest.mark.parametrize("dpi", [None, (300, 150)])
+def test_a_bmp_output_states_the_dpi_it_was_given_or_none(tmp_path: Path, rng: np.random.Generator,
+                                                         dpi: tuple[int, int] | None) -> None:
+    """Pillow's BMP writer, given no DPI, wrote 96 x 96 (3780 pixels per metre)."""
+    source = saved(tmp_path / "in.png", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8),
+                   **({} if dpi is None else {"dpi": dpi}))
+    for strip in ([], ["--strip"]):
+        assert run("crop-pad", source, "-o", tmp_path / "o.bmp", "--shape", "20,30", *strip).exit_code == 0
+        per_metre = struct.unpack_from("<ii", (tmp_path / "o.bmp").read_bytes(), 38)  # BITMAPINFOHEADER
+        expected = None if dpi is None or strip else [round(value, 3) for value in dpi]
+        assert per_metre == ((0, 0) if expected is None else tuple(round(d / 0.0254) for d in dpi or ()))
+        assert json.loads(run("info", "--json", tmp_path / "o.bmp").stdout)["dpi"] == pytest.approx(expected, abs=0.02)
+
+
 def test_space_to_depth_scales_the_resolution(tmp_path: Path) -> None:
     import tifffile
 
