@@ -76,13 +76,12 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
         else:
             value_range, nan = summary.range_and_nan(data)
         metadata = loaded.metadata
-        orientation = io.stored_orientation(path) if loaded.format in io.IMAGE_FORMATS else None
         return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
                 "bit_depth": _bit_depth(data.dtype),
                 "layout": loaded.layout, "pages": loaded.pages,
                 "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
                 "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
-                "orientation": orientation, "upright": orientation not in (None, 1),
+                "orientation": loaded.orientation, "upright": loaded.orientation not in (None, 1),
                 "xmp": None if metadata.xmp is None else len(metadata.xmp),
                 "text": io.text_keywords(metadata.text),
                 "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),

@@ -82,7 +82,6 @@ __all__ = [
     "signal_taken",
     "sniff_format",
     "tiff_as_zarr",
-    "stored_orientation",
     "write_array",
 ]
 
@@ -770,15 +769,6 @@ def text_keywords(text: Sequence[tuple[bytes, bytes]], /) -> list[str]:
     from geomcli.io import _png
 
     return _png.text_keywords(text)
-
-
-def stored_orientation(path: str, /) -> int | None:
-    """The EXIF orientation an image file stores, None where it has none (stdin: None)."""
-    if path == "-" or is_stream(path):
-        return None
-    from geomcli.io import _pillow
-
-    return _pillow.stored_orientation(path)
 
 
 def mislabelled(path: str, fmt: str, /) -> str | None:

@@ -141,6 +141,9 @@ class Loaded(NamedTuple):
     """The pages (TIFF) or frames (GIF, WebP, APNG) the file holds, as :class:`Header` says."""
     file_size: int | None = None
     """The file's size in bytes; None for stdin and pipes, which have none."""
+    orientation: int | None = None
+    """The EXIF orientation an image file stores (1 to 8), read with its pixels (a pipe is read
+    once); None where it stores none."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -163,6 +166,7 @@ class Picture(NamedTuple):
     metadata: Metadata = Metadata()
     pages: int = 1
     file_size: int | None = None
+    orientation: int | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -162,7 +162,8 @@ def _decoded(
         _, channels = _KEPT[mode]
         width, height = im.size
         check_size((height, width, channels), max_pixels, name)
-        orientation = _orientation(im, name) if auto_orient else 1
+        stored = _stored_orientation(im)
+        orientation = (stored or 1) if auto_orient else 1
         metadata = _metadata(im, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
         try:
             im.load()
@@ -177,7 +178,7 @@ def _decoded(
             if picture and mode in _PICTURE_MODES:
                 im.info = {}  # what Pillow would write back unasked (ICC, tRNS): Metadata decides
                 # leaving Image.open's context below closes the file, not the loaded pixels
-                kept: Picture | None = Picture(im, fmt, src, (), metadata, pages)
+                kept: Picture | None = Picture(im, fmt, src, (), metadata, pages, orientation=stored)
             else:
                 import numpy as np
 
@@ -190,7 +191,7 @@ def _decoded(
         return kept._replace(notes=tuple(notes))  # with the notes Pillow's warnings added on closing
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
-    return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages)
+    return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages, orientation=stored)
 
 
 def _colour_key_note(key: object) -> str:
@@ -235,7 +236,7 @@ def _read_frames(
     axes = "TYXS" if data.ndim == 4 else "TYX"
     layout = "NHWC" if data.ndim == 4 else axes
     metadata = _metadata(im, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
-    return Loaded(data, fmt, layout, src, tuple(notes), metadata, count)
+    return Loaded(data, fmt, layout, src, tuple(notes), metadata, count, orientation=_stored_orientation(im))
 
 
 def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...]] | None:
@@ -373,12 +374,13 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
         array = _png.decode(data)
     except RuntimeError as e:  # imagecodecs' PngError
         raise GeomError(f"{name}: not a readable PNG ({_reason(e)})") from e
-    orientation = _orientation(im, name) if auto_orient else 1
+    stored = _stored_orientation(im)
+    orientation = (stored or 1) if auto_orient else 1
     if orientation in ORIENTATIONS:
         array = orient(array, orientation)
         notes.append(f"{ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
     metadata = _metadata(im, orientation)._replace(**_carried(im, data))
-    return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), metadata, pages)
+    return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), metadata, pages, orientation=stored)
 
 
 @contextmanager
@@ -482,6 +484,13 @@ def _frames(im: Any, name: str) -> int:
 def _orientation(im: Any, name: str) -> int:
     """The EXIF orientation read at open (not im.getexif(): for a PNG that decodes the pixels)."""
     return exif_orientation(im.info.get("exif"))
+
+
+def _stored_orientation(im: Any) -> int | None:
+    """The EXIF orientation the file stores (1 when its EXIF has none or cannot be read), None
+    where it has no EXIF."""
+    exif = im.info.get("exif")
+    return exif_orientation(exif) if exif else None
 
 
 def exif_orientation(exif: bytes | None) -> int:
@@ -764,15 +773,3 @@ def icc_description(icc: bytes) -> str:
     except (ImportError, OSError, ValueError, TypeError, AttributeError):
         return "present"
     return description.strip() if isinstance(description, str) and description.strip() else "present"
-
-
-def stored_orientation(path: str) -> int | None:
-    """The EXIF orientation an image file stores (1 to 8), None where it has none or cannot be read."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(path) as im:
-            exif = im.info.get("exif")
-    except (OSError, UnidentifiedImageError, ValueError):
-        return None
-    return exif_orientation(exif) if exif else None

@@ -323,3 +323,36 @@ def test_info_takes_folders_globs_and_shows_what_a_photo_carries(tmp_path: Path)
     globbed = run("info", f"{folder}/**/*.npy", "--json")
     assert [json.loads(text)["input"] for text in globbed.stdout.splitlines()] == [str(folder / "day" / "b.npy")]
     assert run("info", tmp_path / "empty-pattern-*.png").exit_code == 2
+
+
+@pytest.mark.parametrize("name", ["photo.jpg", "photo.png", "photo16.png", "photo.webp", "photo.tiff", "a.npy"])
+def test_info_says_the_same_of_stdin_as_of_the_path(tmp_path: Path, name: str) -> None:
+    """Stdin's record said orientation null and not upright beside a note that the EXIF orientation
+    turned it (the orientation was read by opening the path again); only the size, which a pipe
+    has not, may differ."""
+    import tifffile
+    from PIL import ImageCms
+
+    exif = Image.Exif()
+    exif[0x0112] = 6  # stored on its side
+    profile = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    pixels = np.arange(20 * 30 * 3, dtype=np.uint8).reshape(20, 30, 3)
+    path = tmp_path / name
+    if name == "photo16.png":
+        io.write_array(pixels.astype(np.uint16) * 257, str(path), metadata=io.Metadata(
+            icc=profile, exif=exif.tobytes(), resolution=(300.0, 150.0), unit="inch"))
+    elif name == "photo.tiff":
+        tifffile.imwrite(path, pixels, resolution=(300, 150), resolutionunit="INCH",
+                         extratags=[(274, 3, 1, 6, True)])  # TIFF's own Orientation tag
+    elif name == "a.npy":
+        np.save(path, pixels.astype(np.float32))
+    else:
+        Image.fromarray(pixels).save(path, exif=exif.tobytes(), icc_profile=profile, dpi=(300, 150))
+    by_path = run("info", "--json", path)
+    by_stdin = run("info", "--json", "-", stdin=path.read_bytes())
+    assert by_path.exit_code == by_stdin.exit_code == 0
+    record, piped = json.loads(by_path.stdout), json.loads(by_stdin.stdout)
+    assert piped == {**record, "input": "-", "file_size": None}
+    if name != "photo.tiff" and name != "a.npy":
+        assert (piped["orientation"], piped["upright"]) == (6, True)
+        assert "EXIF orientation 6 (the shape shown is upright)" in run("info", "-", stdin=path.read_bytes()).stdout
