@@ -502,6 +502,18 @@ def test_a_url_of_no_bucket_is_a_usage_error(args: list[str], s3: S3, shots: dic
     assert not (tmp_path / "s3:").exists()
 
 
+def test_info_of_a_url_says_what_it_says_of_the_file(s3: S3, tmp_path: Path) -> None:
+    """A photo's EXIF orientation was read by opening the path again, which a URL is not: null."""
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(np.zeros((20, 30, 3), np.uint8)).save(tmp_path / "a.jpg", exif=exif.tobytes(), dpi=(300, 300))
+    url = s3.put("a.jpg", (tmp_path / "a.jpg").read_bytes())
+    local, remote = (run("info", "--json", path) for path in (tmp_path / "a.jpg", url))
+    assert local.exit_code == remote.exit_code == 0, remote.stderr
+    assert json.loads(remote.stdout) == {**json.loads(local.stdout), "input": url}
+    assert json.loads(remote.stdout)["orientation"] == 6
+
+
 def test_info_takes_storage_options_and_files_from(s3: S3, shots: dict[str, bytes], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     no_credentials(monkeypatch, tmp_path)
