@@ -81,7 +81,7 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                 "layout": loaded.layout, "pages": loaded.pages,
                 "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
                 "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
-                "orientation": loaded.orientation, "upright": loaded.orientation not in (None, 1),
+                "orientation": loaded.orientation, "upright": loaded.upright,
                 "xmp": None if metadata.xmp is None else len(metadata.xmp),
                 "text": io.text_keywords(metadata.text),
                 "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),

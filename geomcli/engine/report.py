@@ -175,7 +175,9 @@ def _info_line(record: dict[str, Any]) -> str:
     if record.get("dpi") is not None:
         parts.append(f"{record['dpi'][0]:g}×{record['dpi'][1]:g} dpi")
     if record.get("orientation") not in (None, 1):
-        parts.append(f"EXIF orientation {record['orientation']} (the shape shown is upright)")
+        kind = "TIFF" if record["format"] == "tiff" else "EXIF"
+        turned = "the shape shown is upright" if record.get("upright") else "not applied"
+        parts.append(f"{kind} orientation {record['orientation']} ({turned})")
     if record.get("xmp") is not None:
         parts.append(f"XMP packet of {record['xmp']} bytes")
     if record.get("text"):

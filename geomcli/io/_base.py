@@ -142,8 +142,11 @@ class Loaded(NamedTuple):
     file_size: int | None = None
     """The file's size in bytes; None for stdin and pipes, which have none."""
     orientation: int | None = None
-    """The EXIF orientation an image file stores (1 to 8), read with its pixels (a pipe is read
-    once); None where it stores none."""
+    """The orientation an image file stores (1 to 8; EXIF's, or a TIFF's Orientation tag), read
+    with its pixels (a pipe is read once); None where it stores none."""
+    upright: bool = False
+    """Whether the pixels were turned upright by ``orientation`` (not with auto_orient off, nor
+    stacked frames or TIFF pages)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -167,6 +170,7 @@ class Picture(NamedTuple):
     pages: int = 1
     file_size: int | None = None
     orientation: int | None = None
+    upright: bool = False
 
     @property
     def shape(self) -> tuple[int, ...]:

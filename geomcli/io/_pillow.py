@@ -178,7 +178,8 @@ def _decoded(
             if picture and mode in _PICTURE_MODES:
                 im.info = {}  # what Pillow would write back unasked (ICC, tRNS): Metadata decides
                 # leaving Image.open's context below closes the file, not the loaded pixels
-                kept: Picture | None = Picture(im, fmt, src, (), metadata, pages, orientation=stored)
+                kept: Picture | None = Picture(im, fmt, src, (), metadata, pages, orientation=stored,
+                                                   upright=orientation in ORIENTATIONS)
             else:
                 import numpy as np
 
@@ -191,7 +192,8 @@ def _decoded(
         return kept._replace(notes=tuple(notes))  # with the notes Pillow's warnings added on closing
     if data.dtype.byteorder not in ("=", "|"):
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
-    return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages, orientation=stored)
+    return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages, orientation=stored,
+                  upright=orientation in ORIENTATIONS)
 
 
 def _colour_key_note(key: object) -> str:
@@ -236,6 +238,7 @@ def _read_frames(
     axes = "TYXS" if data.ndim == 4 else "TYX"
     layout = "NHWC" if data.ndim == 4 else axes
     metadata = _metadata(im, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
+    # the frames are not turned upright by an EXIF orientation: upright stays False
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count, orientation=_stored_orientation(im))
 
 
@@ -380,7 +383,8 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
         array = orient(array, orientation)
         notes.append(f"{ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
     metadata = _metadata(im, orientation)._replace(**_carried(im, data))
-    return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), metadata, pages, orientation=stored)
+    return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), metadata, pages, orientation=stored,
+                  upright=orientation in ORIENTATIONS)
 
 
 @contextmanager

@@ -147,8 +147,9 @@ def read(
             notes.append(f"{ORIENTATIONS[turned]} by its TIFF orientation {turned}")
         metadata = _metadata(tif, choice, kept_orientation=not turned).upright(turned)
         pages = len(tif.pages)
+        stored = _orientation(choice) if 274 in choice.keyframe.tags else None
     src = "-" if isinstance(source, bytes) else source
-    return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages)
+    return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages, orientation=stored, upright=bool(turned))
 
 
 def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Tiles, str | None, Metadata] | None:

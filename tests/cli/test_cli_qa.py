@@ -353,6 +353,32 @@ def test_info_says_the_same_of_stdin_as_of_the_path(tmp_path: Path, name: str) -
     assert by_path.exit_code == by_stdin.exit_code == 0
     record, piped = json.loads(by_path.stdout), json.loads(by_stdin.stdout)
     assert piped == {**record, "input": "-", "file_size": None}
-    if name != "photo.tiff" and name != "a.npy":
+    if name != "a.npy":
         assert (piped["orientation"], piped["upright"]) == (6, True)
-        assert "EXIF orientation 6 (the shape shown is upright)" in run("info", "-", stdin=path.read_bytes()).stdout
+        kind = "TIFF" if name == "photo.tiff" else "EXIF"
+        assert f"{kind} orientation 6 (the shape shown is upright)" in run("info", "-", stdin=path.read_bytes()).stdout
+
+
+def test_info_says_upright_only_where_the_read_turned_the_pixels(tmp_path: Path) -> None:
+    """Stacked frames and TIFF pages are not turned by their orientation, which info said they
+    were; a single TIFF image, which is turned, said it had none."""
+    import tifffile
+
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    frames = [Image.fromarray(np.full((10, 20, 3), value, np.uint8)) for value in (0, 50, 100)]
+    frames[0].save(tmp_path / "a.png", save_all=True, append_images=frames[1:], exif=exif.tobytes())
+    tifffile.imwrite(tmp_path / "one.tiff", np.zeros((10, 20), np.uint8), extratags=[(274, 3, 1, 6, True)])
+    with tifffile.TiffWriter(tmp_path / "pages.tiff") as tif:
+        for _ in range(3):
+            tif.write(np.zeros((10, 20), np.uint8), contiguous=False, extratags=[(274, 3, 1, 6, True)])
+    for path, frames_option, shape, upright in [
+        ("a.png", "all", [3, 10, 20, 3], False), ("a.png", "first", [20, 10, 3], True),
+        ("one.tiff", "all", [20, 10], True), ("pages.tiff", "all", [3, 10, 20], False),
+    ]:
+        args = ("info", tmp_path / path, "--frames", frames_option)
+        record = json.loads(run(*args, "--json").stdout)
+        assert (record["shape"], record["orientation"], record["upright"]) == (shape, 6, upright)
+        kind = "TIFF" if path.endswith(".tiff") else "EXIF"
+        said = "the shape shown is upright" if upright else "not applied"
+        assert run(*args).stdout.rstrip().endswith(f"{kind} orientation 6 ({said})")
