@@ -239,6 +239,21 @@ def test_a_jpeg_keeps_the_dpi_it_states(tmp_path: Path, rng: np.random.Generator
         assert dpi is None and "dpi" not in im.info or np.allclose(im.info["dpi"], dpi or (), atol=0.05)
 
 
+@pytest.mark.parametrize(("units", "density", "dpi"), [
+    (2, (118, 59), (299.72, 149.86)), (1, (0, 0), (200, 100)), (0, (1, 1), (200, 100))])
+def test_a_jfif_density_is_read_in_its_units(tmp_path: Path, units: int, density: tuple[int, int],
+                                             dpi: tuple[float, float]) -> None:
+    """Dots per centimetre are converted; a density of 0 states nothing, so EXIF's resolution is
+    read (Pillow took (0, 0) and did not look)."""
+    path = tmp_path / "in.jpg"
+    saved(path, np.zeros((8, 8, 3), np.uint8), dpi=(1, 1), exif=camera_exif(x=200, y=100, unit=2))
+    data = bytearray(path.read_bytes())
+    assert data[6:11] == b"JFIF\0"  # APP0 at 2: marker, length, identifier, version, then units and density
+    data[13:18] = struct.pack(">BHH", units, *density)
+    path.write_bytes(bytes(data))
+    assert io.read_array(str(path)).metadata.dpi == pytest.approx(dpi)
+
+
 @pytest.mark.parametrize("dpi", [None, (300, 150)])
 def test_a_bmp_output_states_the_dpi_it_was_given_or_none(tmp_path: Path, rng: np.random.Generator,
                                                          dpi: tuple[int, int] | None) -> None:
