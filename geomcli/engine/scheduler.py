@@ -110,10 +110,10 @@ def start_local_workers_early(scheduler: Scheduler) -> None:
         return
     import multiprocessing
 
-    from geomcli.engine.workers import start_forkserver
+    from geomcli.engine import forkserver
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(_WORKER_PRELOAD)
-    start_forkserver()
+    forkserver.start()
 
 
 @contextmanager

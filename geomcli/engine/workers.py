@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from geomcli import cpus
 from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
-from geomcli.engine import summary
+from geomcli.engine import forkserver, summary
 from geomcli.engine.jobs import commit
 from geomcli.engine.jobs import job_report as _report
 from geomcli.engine.jobs import remove_leftovers as _remove_leftovers
@@ -90,7 +90,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         if workers > 1:
             # started now, its imports (about 0.2 s) are done on another core while the headers are checked
             _forkserver(arrays=_needs_arrays(task, todo))
-            start_forkserver()
+            forkserver.start()
     faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
     if faults:
         _refused(task, faults, len(jobs), options, time.perf_counter() - started)
@@ -411,22 +411,6 @@ def _forkserver(arrays: bool = True) -> multiprocessing.context.ForkServerContex
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(_PRELOAD + (_PRELOAD_ARRAYS if arrays else ())))
     return context
-
-
-def start_forkserver() -> None:
-    """Start the forkserver now, SIGINT blocked meanwhile: it inherits the mask, so a Ctrl-C while
-    it starts and imports its preload (before it ignores SIGINT itself) waits and is dropped,
-    where it printed a KeyboardInterrupt's traceback beside this process's "Interrupted". Its
-    workers inherit the mask too; they ignore SIGINT anyway. Here the signal waits until the
-    server is up."""
-    from multiprocessing import forkserver, resource_tracker
-
-    resource_tracker.ensure_running()  # first: it unblocks SIGINT as it starts its own process (bpo-33613)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _needs_arrays(task: Task, jobs: Sequence[Job]) -> bool:

@@ -1,0 +1,22 @@
+"""The forkserver that worker processes fork from (-j's pool, a LocalCluster's workers), started
+early so that its imports run beside this process's work."""
+
+from __future__ import annotations
+
+import signal
+
+
+def start() -> None:
+    """Start the forkserver now (with the preload already set), SIGINT blocked meanwhile: it
+    inherits the mask, so a Ctrl-C while it starts and imports its preload (before it ignores
+    SIGINT itself) waits and is dropped, where it printed a KeyboardInterrupt's traceback beside
+    this process's "Interrupted". Its workers inherit the mask too; they ignore SIGINT anyway.
+    Here the signal waits until the server is up."""
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()  # first: it unblocks SIGINT as it starts its own process (bpo-33613)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
