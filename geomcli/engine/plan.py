@@ -90,7 +90,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
     listed = () if options.files_from is None else read_list(options.files_from)
     if not arguments and not listed:
         raise PlanError(f"{options.files_from} lists no input", options="--files-from")
-    sources = expand(arguments, options.recursive, listed)
+    sources = expand(arguments, options.recursive, listed, out_dir=options.out_dir)
     # An input is its name, the file read through its links, and that file's device and inode (a
     # hard link): an output landing on any of them would destroy an input, its own included.
     inputs: dict[str | tuple[int, int], str] = {}
@@ -180,20 +180,26 @@ def read_list(path: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines if line.removesuffix("\r")]
 
 
-def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()) -> list[Source]:
+def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = (), *,
+           out_dir: str | None = None) -> list[Source]:
     """Files, folders (their readable files; -r: and their subfolders') and globs, in order; then
     the ``listed`` names (--files-from), files or folders but never patterns.
 
     A glob is expanded here, ``**`` included, so a huge folder never meets the shell's argument
     limit. Hidden files are left out of folders and globs; a file named twice is taken once.
+    ``out_dir`` (--out-dir), where a folder or glob walks into it below the folder it starts from,
+    is left out with all it holds: an earlier run's outputs are not this run's inputs. A folder or
+    file named itself is still taken.
     """
     from geomcli.io import _remote
 
+    skip = _OutDir(out_dir)
     sources: list[Source] = []
     seen: set[str] = set()
     for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
         if argument == "-":
             raise PlanError("- (stdin) is one input: give -o OUTPUT, not --out-dir")
+        skip.met = False
         try:
             argument = _remote.local_path(argument)
         except GeomError as error:
@@ -202,16 +208,16 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             # a zarr array is one input, folder or not
             found, what = [Source(argument.rstrip("/"), "")], argument
         elif _remote.is_url(argument):
-            found, what = _url_sources(argument, recursive, literal)
+            found, what = _url_sources(argument, recursive, literal, skip)
         elif os.path.isdir(argument):
-            found, what = _folder(argument, recursive), f"the folder {argument}"
+            found, what = _folder(argument, recursive, skip), f"the folder {argument}"
         elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
             found, what = [Source(argument, "")], argument
         else:
-            found, what = _glob(argument), f"the pattern {argument!r}"
+            found, what = _glob(argument, skip), f"the pattern {argument!r}"
         if not found:
             raise PlanError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, "
-                            ".zarr)")
+                            ".zarr)" + (f" outside --out-dir {out_dir}, which it leaves out" if skip.met else ""))
         for source in found:
             # links to one file are each an input
             key = source.path if _remote.is_url(source.path) else os.path.normcase(os.path.abspath(source.path))
@@ -221,15 +227,61 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
     return sources
 
 
-def _folder(root: str, recursive: bool) -> list[Source]:
-    """The readable files of ``root`` (-r: and of its subfolders, links to folders not followed),
-    and a failing Source for each folder that could not be listed."""
+class _OutDir:
+    """The --out-dir a walk leaves out: a local folder by its device and inode (however it is
+    spelled: relative, with a trailing slash, through a link), a URL by its one spelling."""
+
+    def __init__(self, out_dir: str | None) -> None:
+        from geomcli.io import _remote
+
+        self.url: str | None = None
+        self.identity: tuple[int, int] | None = None
+        self.met = False  # whether a walk has left it out
+        if out_dir is None:
+            return
+        if _remote.is_url(out_dir):
+            try:
+                self.url = _remote.canonical(out_dir).rstrip("/") + "/"
+            except GeomError:
+                pass  # a URL no filesystem takes: the plan says so
+        elif os.path.isdir(out_dir):  # none yet: nothing of it to leave out
+            self.identity = _identity(out_dir)
+
+    def holds(self, folder: str) -> bool:
+        """Whether the local ``folder`` is the --out-dir."""
+        held = self.identity is not None and _identity(folder) == self.identity
+        self.met = self.met or held
+        return held
+
+    def holds_url(self, relative: str, below: str | None) -> bool:
+        """Whether ``relative``, a path below a folder URL, is in the --out-dir, ``below`` it
+        (:meth:`below`)."""
+        held = below is not None and (relative + "/").startswith(below)
+        self.met = self.met or held
+        return held
+
+    def below(self, root: str) -> str | None:
+        """The --out-dir's path below the folder URL ``root`` and a slash, None where it is not
+        below it (``root`` itself was named: it is not left out)."""
+        from geomcli.io import _remote
+
+        if self.url is None:
+            return None
+        base = _remote.canonical(root).rstrip("/") + "/"
+        return self.url[len(base):] if self.url.startswith(base) and self.url != base else None
+
+
+def _folder(root: str, recursive: bool, skip: _OutDir | None = None) -> list[Source]:
+    """The readable files of ``root`` (-r: and of its subfolders, links to folders not followed,
+    ``skip`` left out), and a failing Source for each folder that could not be listed."""
     found = []
+    skip = skip or _OutDir(None)
 
     def unlisted(error: OSError) -> None:
         found.append(_unlisted(error.filename, root, error))
 
     for folder, subfolders, names in os.walk(root, onerror=unlisted):
+        subfolders[:] = [name for name in subfolders if not skip.holds(os.path.join(folder, name))]
         arrays = [name for name in subfolders if not name.startswith(".") and is_zarr(name)]
         found.extend(Source(os.path.join(folder, name), _parent(os.path.join(folder, name), root)) for name in arrays)
         subfolders[:] = [name for name in subfolders if not name.startswith(".") and name not in arrays] \
@@ -241,10 +293,12 @@ def _folder(root: str, recursive: bool) -> list[Source]:
     return _in_order(found, root)
 
 
-def _glob(pattern: str) -> list[Source]:
+def _glob(pattern: str, skip: _OutDir | None = None) -> list[Source]:
     """The readable files a pattern matches, as glob.glob(recursive=True) finds them, but for
     ``**``, which never follows a link to a folder (a link to ``.`` would repeat the tree without
-    end), and a failing Source for each folder that could not be listed."""
+    end), and for ``skip``, left out below the pattern's fixed folder; and a failing Source for each
+    folder that could not be listed."""
+    skip = skip or _OutDir(None)
     if pattern.endswith("/"):  # folders only: no file
         return []
     parts = pattern.split("/")
@@ -254,6 +308,8 @@ def _glob(pattern: str) -> list[Source]:
             break
         fixed.append(part)
     root = "/".join(fixed) or ("/" if pattern.startswith("/") else ".")
+    named = [part for part in parts if part]
+    fixed_count = len([part for part in fixed if part])  # names of folders the pattern itself names
     found: list[Source] = []
 
     def entries(folder: str) -> list[os.DirEntry[str]]:
@@ -274,7 +330,7 @@ def _glob(pattern: str) -> list[Source]:
                 if not entry.name.startswith("."):
                     path = os.path.join(folder, entry.name)
                     if entry.is_dir(follow_symlinks=False) and not is_zarr(entry.name):
-                        yield from matches(path, rest)
+                        yield from () if skip.holds(path) else matches(path, rest)
                     elif not tail:
                         yield path
             return
@@ -286,22 +342,26 @@ def _glob(pattern: str) -> list[Source]:
         for name in names:
             path = os.path.join(folder, name)
             if tail:
-                yield from matches(path, tail) if os.path.isdir(path) else ()
+                walked = len(named) - len(tail) > fixed_count  # met by a pattern, not named
+                yield from matches(path, tail) if os.path.isdir(path) and not (walked and skip.holds(path)) else ()
             elif os.path.lexists(path):
                 yield path
 
-    for path in matches("/" if pattern.startswith("/") else "", [part for part in parts if part]):
-        if (_readable(path) and os.path.isfile(path)) or (is_zarr(path) and os.path.isdir(path)):
+    for path in matches("/" if pattern.startswith("/") else "", named):
+        array = is_zarr(path) and os.path.isdir(path) and not skip.holds(path)
+        if (_readable(path) and os.path.isfile(path)) or array:
             found.append(Source(path, _parent(path, root)))
     return _in_order(found, root)
 
 
-def _url_sources(url: str, recursive: bool, literal: bool) -> tuple[list[Source], str]:
+def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None = None) -> tuple[list[Source], str]:
     """What a URL argument names, as for a local one: the readable files a glob matches (``**``
     any depth; hidden names only where the pattern names them), a folder's (-r: at every depth),
-    or the one file; and how a message names it. Sizes come from the listing."""
+    or the one file, those in ``skip`` below where the listing starts left out; and how a message
+    names it. Sizes come from the listing."""
     from geomcli.io import _remote
 
+    skip = skip or _OutDir(None)
     _filesystem(url)  # a URL no filesystem takes (no bucket, its package missing) is a usage fault
     protocol, rest = url.split("://", 1)
     parts = rest.split("/")
@@ -316,17 +376,21 @@ def _url_sources(url: str, recursive: bool, literal: bool) -> tuple[list[Source]
             root = f"{protocol}://" + "/".join(fixed)
             pattern = [part for part in parts[len(fixed):] if part]
             depth = None if "**" in pattern else len(pattern)
+            left_out = skip.below(root)
             found = [(entry, relative) for entry in _remote.listing(root, depth is None or depth > 1)
                      if (relative := _relative(entry.url, root)) and _glob_match(pattern, relative.split("/"))
-                     and (depth is None or relative.count("/") < depth)]
+                     and (depth is None or relative.count("/") < depth)
+                     and not skip.holds_url(relative, left_out)]
             return _url_order(found, root), f"the pattern {url!r}"
         if _remote.is_folder(url):
             root = url.rstrip("/")
+            left_out = skip.below(root)
             found = []
             for entry in _remote.listing(root, recursive):
                 relative = _relative(entry.url, root)
                 names = relative.split("/")
-                if relative and not any(name.startswith(".") for name in names) and _url_readable(names[-1]):
+                if relative and not any(name.startswith(".") for name in names) and _url_readable(names[-1]) \
+                        and not skip.holds_url(relative, left_out):
                     found.append((entry, relative))
             return _url_order(found, root), f"the folder {url}"
     except GeomError as error:

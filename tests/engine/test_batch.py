@@ -110,6 +110,56 @@ def test_files_and_globs_mix_and_a_file_named_twice_runs_once(shots: Path, tmp_p
     assert [line["input"] for line in lines[:-1]] == [str(shots / "a.png"), str(shots / "b.png")]
 
 
+@pytest.mark.parametrize(("arguments", "made"), [
+    (["b2", "-r"], ["base.png", "sub/other.png"]),
+    (["b2"], ["base.png"]),
+    (["b2/**/*.png"], ["base.png", "sub/other.png"]),
+    (["b2/*/*.png", "--name", "{parent}.png"], ["sub.png"]),  # which b2/*/*.png would match
+    (["chain", "-i", "b2", "-r"], ["base.png", "sub/other.png"]),
+    (["--files-from", "list.txt", "-r"], ["base.png", "sub/other.png"]),  # a listed folder is walked too
+])
+@pytest.mark.parametrize("out_dir", ["b2/out", "./b2//out/", "alias", "{tmp}/alias/"])
+@pytest.mark.parametrize("again", [[], ["--skip-existing"], ["-n"]])
+def test_an_out_dir_inside_a_walked_folder_is_not_walked_so_a_rerun_works(
+        arguments: list[str], made: list[str], out_dir: str, again: list[str], tmp_path: Path,
+        rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    png(tmp_path / "b2" / "base.png", rng)
+    png(tmp_path / "b2" / "sub" / "other.png", rng)
+    (tmp_path / "b2" / "out").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "b2" / "out")  # the same folder by another name
+    (tmp_path / "list.txt").write_text("b2\n")
+    command = ["chain"] if arguments[0] == "chain" else ["crop-pad"]
+    args = [*command, *arguments[1 if command == ["chain"] else 0:], "--out-dir", out_dir.format(tmp=tmp_path)]
+    step = ["crop-pad", "--shape", "4,4"] if command == ["chain"] else ["--shape", "4,4"]
+    first = run(*args, *step)
+    assert first.exit_code == 0, first.stderr
+    assert files(tmp_path / "b2" / "out") == made
+    result = run(*args, *again, *step)  # the first run's outputs are not inputs of the second
+    assert result.exit_code == 0, result.stderr
+    counts = f"0 ok, 0 failed, {len(made)} skipped" if again else f"{len(made)} ok, 0 failed, 0 skipped"
+    assert f": {counts} in " in result.stderr
+    assert files(tmp_path / "b2" / "out") == made
+
+
+def test_a_file_or_folder_named_inside_the_out_dir_is_still_an_input(tmp_path: Path,
+                                                                     rng: np.random.Generator) -> None:
+    inside = png(tmp_path / "b2" / "out" / "a.png", rng)
+    kept = _unchanged(inside)
+    for named in [inside, f"{tmp_path}/b2/out/*.png", tmp_path / "b2" / "out"]:
+        result = run("crop-pad", named, "--out-dir", tmp_path / "b2" / "out", "--shape", "4,4")
+        assert result.exit_code == 2 and f"Error: {inside} " in result.stderr, (named, result.stderr)
+    assert kept()
+    result = run("crop-pad", tmp_path / "b2", "-r", "--out-dir", tmp_path / "b2" / "out", "--shape", "4,4")
+    assert result.exit_code == 2
+    assert (f"Error: the folder {tmp_path / 'b2'} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, "
+            f".tiff, .zarr) outside --out-dir {tmp_path / 'b2' / 'out'}, which it leaves out") in result.stderr
+    png(tmp_path / "b2" / "b.png", rng)
+    result = run("crop-pad", tmp_path / "b2", inside, "-r", "--out-dir", tmp_path / "b2" / "out", "--shape", "4,4")
+    assert result.exit_code == 2 and f"Error: {inside} " in result.stderr
+    assert kept() and files(tmp_path / "b2" / "out") == ["a.png"]
+
+
 @pytest.mark.parametrize("argument", ["nothing/*.png", "{shots}/*.txt", "{empty}"])
 def test_a_glob_or_folder_without_inputs_is_a_usage_error(argument: str, shots: Path, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()

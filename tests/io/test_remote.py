@@ -149,6 +149,20 @@ def test_the_plan_refuses_on_s3_what_it_refuses_on_disk(args: list[str], message
     assert s3.get("raw/a.png") == shots["a.png"]
 
 
+@pytest.mark.parametrize("arguments", [["{url}/raw", "-r"], ["{url}/raw/**/*.png"], ["{url}/raw/*/*.png"]])
+def test_an_out_dir_inside_a_walked_folder_on_s3_is_left_out(arguments: list[str], s3: S3,
+                                                             shots: dict[str, bytes]) -> None:
+    args = [arg.format(url=s3.url) for arg in arguments]
+    for again in ([], ["--skip-existing"], []):  # the first run's outputs are not the next one's inputs
+        result = run("crop-pad", *args, "--out-dir", f"{s3.url}/raw/out/", "--shape", "6,6", *again)
+        assert result.exit_code == 0, result.stderr
+    made = sorted(key for key in s3.keys() if key.startswith("raw/out/"))
+    assert made == (["raw/out/day/c.png"] if args[0].endswith("/raw/*/*.png") else
+                    ["raw/out/a.png", "raw/out/b.png", "raw/out/day/c.png", "raw/out/day/night/d.png"])
+    result = run("crop-pad", f"{s3.url}/raw/out/**/*.png", "--out-dir", f"{s3.url}/raw/out", "--shape", "6,6")
+    assert result.exit_code == 2 and f"Error: {s3.url}/raw/out/" in result.stderr  # named, it is an input
+
+
 def test_missing_and_corrupt_objects_fail_alone(s3: S3, shots: dict[str, bytes]) -> None:
     s3.put("raw/broken.png", shots["a.png"][:60])
     result = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/gone.png", f"{s3.url}/raw/broken.png",
