@@ -117,8 +117,8 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
                             "put {parent} or {index} in --name")
         replaced = inputs.get(key) or inputs.get(_identity(output) or key)
         if replaced is not None:
-            raise PlanError(f"{output} would replace the input {replaced}; a batch never writes over "
-                            "its inputs: choose another --out-dir or --name")
+            raise PlanError(f"{_replacing(output, source.path, replaced)}; a batch never writes over its inputs: "
+                            "choose another --out-dir or --name")
         if not remote and io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
             raise PlanError(f"{output} is a device, FIFO or socket, or a link to one; "
                             "--out-dir writes files only: remove it or choose another --name")
@@ -138,6 +138,21 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
     else:
         _check_inside(jobs, options.out_dir)
     return jobs
+
+
+def _replacing(output: str, source: str, replaced: str) -> str:
+    """How an output that would replace an input is told, naming each file once.
+
+    >>> _replacing("o/a.png", "o/a.png", "o/a.png")
+    'o/a.png would replace the input it is made from'
+    >>> _replacing("o/1.png", "a.png", "o/1.png")
+    'o/1.png, the output of a.png, would replace the input of that name'
+    """
+    identity = _identity(source)
+    if _real(replaced) == _real(source) or (identity is not None and identity == _identity(replaced)):  # a hard link
+        return f"{output} would replace the input it is made from" + ("" if output == replaced else f", {replaced}")
+    return f"{output}, the output of {source}, would replace the input " + (
+        "of that name" if output == replaced else replaced)
 
 
 def local_paths(options: BatchOptions) -> BatchOptions:

@@ -259,7 +259,8 @@ def test_an_output_that_is_another_input_is_refused(tmp_path: Path, rng: np.rand
     one, other = png(tmp_path / "1.png", rng), png(tmp_path / "a.png", rng)
     result = run("crop-pad", tmp_path, "--out-dir", tmp_path, "--name", "{index}.png", "--shape", "4,4")
     assert result.exit_code == 2
-    assert f"{tmp_path / '1.png'} would replace the input {one}" in result.stderr
+    assert (f"Error: {one}, the output of {other}, would replace the input of that name; a batch never writes "
+            "over its inputs: choose another --out-dir or --name") in result.stderr
     assert one.read_bytes() != b"" and other.exists() and not (tmp_path / "0.png").exists()
 
 
@@ -272,8 +273,8 @@ def test_an_output_in_place_of_its_own_input_is_refused(shots: Path) -> None:
     kept = _unchanged(shots / "a.png", shots / "b.png")
     result = run("crop-pad", shots / "a.png", shots / "b.png", "--out-dir", shots, "--shape", "4,4")
     assert result.exit_code == 2
-    assert f"{shots / 'a.png'} would replace the input {shots / 'a.png'}; a batch never writes over its inputs" \
-        in result.stderr
+    assert (f"Error: {shots / 'a.png'} would replace the input it is made from; a batch never writes over its "
+            "inputs") in result.stderr
     assert kept()
 
 
@@ -292,7 +293,8 @@ def test_an_output_on_a_hard_link_of_an_input_is_refused(shots: Path, tmp_path: 
     os.link(shots / "a.png", out / "a.png")  # another name, the same device and inode
     kept = _unchanged(shots / "a.png")
     result = run("crop-pad", shots / "a.png", "--out-dir", out, "--shape", "4,4")
-    assert result.exit_code == 2 and f"would replace the input {shots / 'a.png'}" in result.stderr
+    assert result.exit_code == 2
+    assert f"Error: {out / 'a.png'} would replace the input it is made from, {shots / 'a.png'}; " in result.stderr
     assert kept()
 
 
