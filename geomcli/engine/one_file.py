@@ -136,14 +136,16 @@ def header_as_read(path: str, common: Common) -> Header | None:
 
 def check_writable(header: Header, shape: tuple[int, ...], input_path: str, output: str, output_format: str,
                    common: Common) -> None:
-    """Refuse an output its format cannot hold: the result's dtype or shape (in its layout), or a
-    chunked result (a zarr on either side) in a format that cannot take it chunk by chunk."""
+    """Refuse an output its format cannot hold: the result's dtype or shape (in its layout, with
+    the --compression asked), or a chunked result (a zarr on either side) in a format that cannot
+    take it chunk by chunk."""
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import zarr_file
 
     layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
-    io.check_writable(header.dtype, shape, output_format, io.display_name(output, output=True), layout)
+    io.check_writable(header.dtype, shape, output_format, io.display_name(output, output=True), layout,
+                      compression=common.fidelity.compression)
     if zarr_file.involved(input_path, output):
         zarr_file.check_output_format(output, output_format)
 

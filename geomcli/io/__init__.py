@@ -628,11 +628,12 @@ def _channels_first_image(fmt: str, layout: str | None) -> bool:
 
 
 def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name: str,
-                   layout: str | None = None) -> None:
+                   layout: str | None = None, *, compression: str | None = None) -> None:
     """Refuse, as :func:`write_array` would, an array of this dtype and shape (in ``layout``, where
-    known) in format ``fmt`` (a GeomError naming ``name`` and the formats that can hold it); from
-    a header alone, so ``--dry-run`` says what the run would say. ``dtype`` may be a
-    :class:`Picture`'s name, which an image format judges without numpy."""
+    known) in format ``fmt`` (a GeomError naming ``name`` and the formats that can hold it), or
+    with the TIFF ``compression`` asked (WriteOptions.compression); from a header alone, so
+    ``--dry-run`` says what the run would say. ``dtype`` may be a :class:`Picture`'s name, which an
+    image format judges without numpy."""
     if _channels_first_image(fmt, layout) and len(shape) == 3:
         shape = (*shape[1:], shape[0])
     if isinstance(dtype, str) and fmt in IMAGE_FORMATS and _image_refusal(fmt, dtype, shape) is None:
@@ -641,6 +642,13 @@ def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name
 
     dtype = np.dtype(dtype)
     reason = _refusal(fmt, dtype, shape)
+    if reason is None and fmt == "tiff" and compression not in (None, "none"):
+        from geomcli.io import _tiff
+
+        assert compression is not None
+        compressed = _tiff.compression_refusal(compression, dtype, shape)  # as _tiff.write judges it
+        if compressed is not None:
+            raise GeomError(f"{name}: {compressed}")
     if reason is None:
         return
     if dtype.kind == "T":

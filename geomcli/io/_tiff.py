@@ -67,6 +67,13 @@ _COMPRESSION_NAMES = {
 COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg", "packbits")
 _ENUM_OF = {"zlib": "ADOBE_DEFLATE", "lzma": "LZMA", "zstd": "ZSTD", "lzw": "LZW", "jpeg": "JPEG",
             "packbits": "PACKBITS"}
+# What a compression holds where it is short of what a TIFF holds (the others, every array a TIFF
+# holds): its dtypes, the samples of a pixel (an array's last axis; a 2-d array's pixels have one)
+# and their name, and the most pixels a row holds (libjpeg's 65535 a side). The one rule a plan
+# judges a header by and write its data by: compression_refusal.
+_HOLDS: dict[str, tuple[tuple[str, ...], tuple[int, ...], str, int]] = {
+    "jpeg": (("uint8",), (1, 3), "grey or RGB", 65535),
+}
 # ImageJ's units, as tifffile reads them from the description, in geomcli's names
 _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "micron",
           "cm": "centimeter", "mm": "millimeter", "inch": "inch"}
@@ -797,28 +804,47 @@ def _resolution(metadata: Metadata, kind: str | None) -> dict[str, Any]:
     return {"resolution": (x, y), "resolutionunit": names.get(unit or "", "NONE")}
 
 
+def compression_refusal(compression: str, dtype: np.dtype | str, shape: tuple[int, ...]) -> str | None:
+    """Why a TIFF cannot be written with ``compression`` (a name of COMPRESSIONS but none) and hold
+    an array of this dtype and shape, or None: no codec for it, or what _HOLDS says it holds. From
+    a header alone, so a plan refuses what :func:`write` would.
+
+    >>> compression_refusal("jpeg", "uint16", (10, 10))
+    'TIFF compression jpeg holds uint8 grey or RGB, not uint16 shape (10, 10)'
+    >>> compression_refusal("jpeg", "uint8", (2, 70000, 3))
+    'TIFF compression jpeg holds rows of up to 65535 pixels, not shape (2, 70000, 3)'
+    >>> compression_refusal("zlib", "float64", (2, 3, 4)) is None
+    True
+    """
+    import tifffile
+
+    if tifffile.COMPRESSION[_ENUM_OF[compression]] not in tifffile.TIFF.COMPRESSORS:  # imagecodecs built without it
+        return f"TIFF compression {compression} cannot be written (imagecodecs has no codec for it)"
+    if compression not in _HOLDS:
+        return None
+    dtypes, samples, kinds, row = _HOLDS[compression]
+    name = np.dtype(dtype).name
+    if name not in dtypes or len(shape) < 2 or (len(shape) > 2 and shape[-1] not in samples):
+        return f"TIFF compression {compression} holds {' or '.join(dtypes)} {kinds}, not {name} shape {shape}"
+    if (shape[-1] if len(shape) == 2 else shape[-2]) > row:
+        return f"TIFF compression {compression} holds rows of up to {row} pixels, not shape {shape}"
+    return None
+
+
 def _compression(
     data: np.ndarray, metadata: Metadata, options: WriteOptions, name: str
 ) -> tuple[str | None, list[str]]:
-    """The compression to write with (--compression, else the input's), and any warnings."""
-    import tifffile
-
+    """The compression to write with (--compression, else the input's), and any warnings: one the
+    data cannot take is an error naming the file where it was asked (a plan refuses it before),
+    else zlib."""
     asked = options.compression
     wanted = asked or metadata.compression
     if wanted in (None, "none"):
         return None, []
     assert wanted is not None
-    warnings: list[str] = []
-    code = tifffile.COMPRESSION[_ENUM_OF[wanted]]
-    if code not in tifffile.TIFF.COMPRESSORS:  # an imagecodecs built without it
+    refusal = compression_refusal(wanted, data.dtype, data.shape)
+    if refusal is not None:
         if asked:
-            raise GeomError(_unavailable(name, code))
-        return "zlib", [f"the TIFF compression {wanted} cannot be written (no codec for it); wrote zlib"]
-    if wanted == "jpeg":
-        rgb_or_grey = data.ndim == 2 or data.shape[-1] in (1, 3)
-        if data.dtype != np.uint8 or not rgb_or_grey:
-            if asked:
-                raise GeomError(f"TIFF compression jpeg holds uint8 grey or RGB, not {data.dtype} shape {data.shape}")
-            return "zlib", [f"the TIFF compression jpeg cannot hold {data.dtype} shape {data.shape}; wrote zlib"]
-        warnings.append("JPEG compression is lossy: the written values differ from the result")
-    return wanted, warnings
+            raise GeomError(f"{name}: {refusal}")
+        return "zlib", [f"the input's {refusal}; wrote zlib"]
+    return wanted, ["JPEG compression is lossy: the written values differ from the result"] if wanted == "jpeg" else []

@@ -92,3 +92,34 @@ def test_an_rgb_tiffs_blocks_and_back_in_a_chain_are_rgb_again(tmp_path: Path) -
                "2", "depth-to-space", "--blocksize", "2").exit_code == 0
     with tifffile.TiffFile(tmp_path / "back.tif") as tiff:
         assert tiff.pages[0].photometric == tifffile.PHOTOMETRIC.RGB
+
+
+def test_a_compression_the_output_cannot_take_is_refused_when_planned(tmp_path: Path) -> None:
+    from PIL import Image
+
+    Image.fromarray(np.zeros((20, 20), np.uint16)).save(tmp_path / "gray16.png")
+    Image.new("RGB", (20, 20)).save(tmp_path / "base.png")
+    _write(tmp_path / "u16.tif", (20, 20), np.uint16)
+    np.save(tmp_path / "float.npy", np.zeros((20, 20), np.float32))
+    out = tmp_path / "out"
+    inputs = [tmp_path / name for name in ("gray16.png", "base.png", "u16.tif", "float.npy")]
+    common = [*inputs, "--out-dir", out, "--name", "{stem}.tif", "--shape", "10,10", "--compression", "jpeg"]
+    dry, real = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    assert dry.exit_code == real.exit_code == 2 and not out.exists()  # nothing written, base.tif neither
+    refused = [f"Error: {out / 'gray16.tif'}: TIFF compression jpeg holds uint8 grey or RGB, not uint16 shape (10, 10)",
+               f"Error: {out / 'u16.tif'}: TIFF compression jpeg holds uint8 grey or RGB, not uint16 shape (10, 10)",
+               f"Error: {out / 'float.tif'}: TIFF compression jpeg holds uint8 grey or RGB, not float32 shape (10, 10)"]
+    assert [line for line in real.stderr.splitlines() if line.startswith("Error: /")] == refused
+    assert [line for line in dry.stderr.splitlines() if line.startswith("Error: /")] == refused
+    assert "3 of 4 inputs cannot take these options" in real.stderr and "1 to write, 3 failed" in dry.stderr
+    one = run("crop-pad", inputs[0], "-o", tmp_path / "q16.tif", "--shape", "10,10", "--compression", "jpeg")
+    assert (one.exit_code, one.stderr) == (2, refused[0].replace(str(out / "gray16.tif"), str(tmp_path / "q16.tif"))
+                                           + "\n")
+    assert not (tmp_path / "q16.tif").exists()
+    wide = run("crop-pad", inputs[1], "-o", tmp_path / "wide.tif", "--shape", "10,70000", "--compression", "jpeg")
+    assert wide.exit_code == 2 and not (tmp_path / "wide.tif").exists()
+    assert wide.stderr == (f"Error: {tmp_path / 'wide.tif'}: TIFF compression jpeg holds rows of up to 65535 pixels, "
+                           "not shape (10, 70000, 3)\n")
+    fine = run("crop-pad", *inputs[:3], "--out-dir", out, "--name", "{stem}.tif", "--shape", "10,10",
+               "--compression", "zlib")
+    assert fine.exit_code == 0, fine.stderr

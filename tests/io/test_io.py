@@ -315,6 +315,33 @@ def test_every_compression_the_cli_offers_writes_and_reads_back(tmp_path: Path, 
         assert "Warning" not in result.stderr and _equal(loaded.data, data[5:15, 7:23])
 
 
+_COMPRESSED_CASES = [
+    *((dtype, shape) for dtype in ("bool", "uint8", "int8", "uint16", "float32", "complex64")
+      for shape in [(6, 8), (6, 8, 1), (6, 8, 2), (6, 8, 3), (6, 8, 4), (3, 6, 8), (2, 6, 8, 3)]),
+    ("uint8", (2, 70000)), ("uint8", (2, 70000, 3)), ("uint8", (70000, 2, 3)),
+]
+
+
+@pytest.mark.parametrize("compression", ["zlib", "lzma", "zstd", "lzw", "jpeg", "packbits"])
+def test_the_compression_rule_a_plan_asks_is_what_writing_does(compression: str, tmp_path: Path) -> None:
+    from geomcli.io import _tiff
+
+    for dtype, shape in _COMPRESSED_CASES:
+        path = str(tmp_path / f"{dtype}_{'x'.join(map(str, shape))}.tif")
+        data = np.ones(shape, dtype)
+        refusal = _tiff.compression_refusal(compression, np.dtype(dtype), shape)
+        if refusal is None:
+            io.write_array(data, path, options=io.WriteOptions(compression=compression))
+            assert io.read_array(path).data.shape == shape, (dtype, shape)
+        else:  # the run's error names the output, as the plan's (io.check_writable) does
+            assert compression == "jpeg" and (dtype != "uint8" or shape[-1] in (2, 4, 8) or 70000 in shape[-2:])
+            with pytest.raises(GeomError, match=f"^{re.escape(path)}: {re.escape(refusal)}$"):
+                io.write_array(data, path, options=io.WriteOptions(compression=compression))
+            with pytest.raises(GeomError, match=f"^{re.escape(path)}: {re.escape(refusal)}$"):
+                io.check_writable(np.dtype(dtype), shape, "tiff", path, compression=compression)
+            assert not os.path.exists(path)
+
+
 def test_tiff_big_endian_values_in_native_order(tiff_file: FileFactory) -> None:
     path, data = tiff_file((2, 5, 6), np.uint16, byteorder=">")
     for mmap in (True, False):
