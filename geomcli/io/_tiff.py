@@ -69,11 +69,12 @@ _ENUM_OF = {"zlib": "ADOBE_DEFLATE", "lzma": "LZMA", "zstd": "ZSTD", "lzw": "LZW
             "packbits": "PACKBITS"}
 # What a compression holds where it is short of what a TIFF holds (the others, every array a TIFF
 # holds): its dtypes, the samples of a pixel (an array's last axis; a 2-d array's pixels have one)
-# and their name, and the most pixels a row holds (libjpeg's 65535 a side). The one rule a plan
-# judges a header by and write its data by: compression_refusal.
+# and their name, and the most pixels a row holds (libjpeg's 65535 a side; write keeps a strip's
+# height below it). The one rule a plan judges a header by and write its data by: compression_refusal.
 _HOLDS: dict[str, tuple[tuple[str, ...], tuple[int, ...], str, int]] = {
     "jpeg": (("uint8",), (1, 3), "grey or RGB", 65535),
 }
+_JPEG_ROWS = 65520  # a JPEG strip's most rows: below libjpeg's 65535, a multiple of its 16-row blocks
 # ImageJ's units, as tifffile reads them from the description, in geomcli's names
 _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "micron",
           "cm": "centimeter", "mm": "millimeter", "inch": "inch"}
@@ -713,6 +714,10 @@ def write(
         write_args["compression"] = compression
     if metadata.tile is not None and all(side > 0 and side % 16 == 0 for side in metadata.tile):
         write_args["tile"] = metadata.tile  # (TIFF tiles are multiples of 16; a crafted tag's are not kept)
+    elif compression == "jpeg":  # (H, W) or (..., H, W, S), as compression_refusal allows
+        height, width, samples = (*data.shape, 1) if data.ndim == 2 else data.shape[-3:]
+        if height > _JPEG_ROWS:  # tifffile's strips of about 256 KB would be taller than libjpeg takes
+            write_args["rowsperstrip"] = min(_JPEG_ROWS, max(16, 2**18 // (width * samples)))
     if metadata.icc is not None:
         write_args["iccprofile"] = metadata.icc
     if metadata.xmp is not None:
