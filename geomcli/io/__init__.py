@@ -571,6 +571,8 @@ def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
             return f"cannot hold {dtype} data"
         if not shape or 0 in shape:
             return f"cannot hold an empty or 0-d array (shape {shape})"
+        if len(shape) == 1:
+            return f"holds images of rows and columns, not a 1-D array (shape {shape})"
         return None
     plain = dtype.name if dtype.kind in "biu" and dtype.isnative else str(dtype)
     if dtype.kind in "biu" and dtype.byteorder == ">":

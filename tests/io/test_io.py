@@ -363,15 +363,17 @@ def test_tiff_planar_rgb_becomes_hwc(tmp_path: Path, rng: np.random.Generator) -
 
 
 @pytest.mark.parametrize(
-    ("dtype", "match"),
+    ("dtype", "shape", "match"),
     [
-        ("<U4", r"TIFF cannot hold <U4 data; write \.npy$"),
-        (BF16, r"TIFF cannot hold bfloat16 data; write \.npy$"),
+        ("<U4", (2, 2), r"TIFF cannot hold <U4 data; write \.npy$"),
+        (BF16, (2, 2), r"TIFF cannot hold bfloat16 data; write \.npy$"),
+        # tifffile took it, and failed with an IndexError
+        ("float64", (4,), r"TIFF holds images of rows and columns, not a 1-D array \(shape \(4,\)\); write \.npy$"),
     ],
 )
-def test_tiff_refuses_what_it_cannot_hold(tmp_path: Path, dtype: Any, match: str) -> None:
+def test_tiff_refuses_what_it_cannot_hold(tmp_path: Path, dtype: Any, shape: tuple[int, ...], match: str) -> None:
     with pytest.raises(GeomError, match=match):
-        io.write_array(np.zeros((2, 2), dtype), str(tmp_path / "a.tiff"))
+        io.write_array(np.zeros(shape, dtype), str(tmp_path / "a.tiff"))
     assert os.listdir(tmp_path) == []
 
 
