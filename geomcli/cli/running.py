@@ -95,6 +95,7 @@ def output_format(output: str, common: Common) -> str:
     contradicts, or one an encoder option is not for (--compression to a PNG): before any input is read."""
     from geomcli import io
     from geomcli.engine import one_file
+    from geomcli.engine.options import write_options
 
     if not output:
         raise click.BadParameter("an empty name; give a file name, or - for stdout", param_hint="'-o' / '--output'")
@@ -105,7 +106,7 @@ def output_format(output: str, common: Common) -> str:
                                  param_hint="'-o' / '--output'") from error
     except GeomError as error:
         raise click.BadParameter(str(error), param_hint="'-o' / '--output'") from error
-    refusal = io.refused_option(one_file.write_options(common), found)
+    refusal = io.refused_option(write_options(common), found)
     if refusal is not None:
         raise click.UsageError(f"{refusal} (-o {output})", click.get_current_context())
     return found

@@ -13,6 +13,7 @@ import os
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
+from geomcli.engine.options import write_options
 from geomcli.engine.report import reporting
 from geomcli.errors import GeomError, OptionFault
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common, Fidelity
     from geomcli.engine.summary import Report
-    from geomcli.io import Header, Loaded, Metadata, Picture, WriteOptions
+    from geomcli.io import Header, Loaded, Metadata, Picture
 
 
 class FormatConflictError(GeomError):
@@ -51,15 +52,6 @@ def output_format(path: str, given: str | None) -> str:
     if named != fmt:
         raise FormatConflictError(f"--format {fmt} contradicts the extension of {path} ({named})")
     return fmt
-
-
-def write_options(common: Common) -> WriteOptions:
-    """How the output is encoded: --compress-level, --quality, --compression, --threads."""
-    from geomcli import io
-
-    fidelity = common.fidelity
-    return io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads,
-                           fidelity.subsampling)
 
 
 class _OutputError(GeomError):

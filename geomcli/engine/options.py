@@ -5,9 +5,12 @@ Frozen and picklable: a batch sends them to its workers once."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geomcli.constants import DEFAULT_MAX_PIXELS
+
+if TYPE_CHECKING:
+    from geomcli.io import WriteOptions
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,15 @@ class Common:
     fidelity: Fidelity = field(default_factory=Fidelity)
     # --storage-option KEY=VALUE: for the filesystems of URLs (geomcli.io._remote), beside their own configuration
     storage_options: tuple[tuple[str, Any], ...] = ()
+
+
+def write_options(common: Common) -> WriteOptions:
+    """How the output is encoded: --compress-level, --quality, --compression, --threads."""
+    from geomcli import io
+
+    fidelity = common.fidelity
+    return io.WriteOptions(fidelity.compress_level, fidelity.quality, fidelity.compression, common.threads,
+                           fidelity.subsampling)
 
 
 @dataclass(frozen=True)

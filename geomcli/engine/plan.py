@@ -23,8 +23,8 @@ from geomcli.engine.one_file import (
     header_fault,
     judged_by,
     output_format,
-    write_options,
 )
+from geomcli.engine.options import write_options
 from geomcli.engine.report import OUTPUT_EXISTS, reporting
 from geomcli.errors import GeomError, PlanError
 from geomcli.io._zarr import is_zarr  # a zarr array (a folder) is one input, as a file is

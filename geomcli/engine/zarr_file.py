@@ -123,6 +123,11 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             raise GeomError(f"{input_path}: a chunk could not be read, transformed or written "
                             f"({type(error).__name__}: {_first_line(error)})") from error
         report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
+        compression = common.fidelity.compression
+        if compression not in (None, "none") and io.maps_output(output, result.shape, result.dtype,
+                                                                 format=output_format):
+            report.warnings.append(f"a big output written chunk by chunk is a memory map, uncompressed: --compression "
+                                   f"{compression} dropped")
         _say_dropped(report, space, output_format,
                      layouts.written_layout(data.shape, result.shape, common.layout, layout))
     return report
@@ -292,8 +297,11 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
             _zarr.mark_complete(place)
         return (*summary.joined_range(ranges), len(ranges))
     else:
+        from geomcli.engine.options import write_options
+
         check_output_format(output, output_format)
-        outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout)
+        outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout,
+                                 options=write_options(common))
         target = outputs.__enter__()
     try:
         with _scheduler(scheduler, common) as (how, client):

@@ -491,7 +491,8 @@ def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format:
 
 
 def open_output(
-    path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None, layout: str | None = None
+    path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None, layout: str | None = None,
+    options: WriteOptions | None = None,
 ) -> AbstractContextManager[np.ndarray]:
     """A context manager yielding a zero-filled, writable array for the output at ``path``.
 
@@ -500,7 +501,8 @@ def open_output(
     Others are an array in RAM, given to :func:`write_array` at exit. Either way the write is
     atomic: on any exception, KeyboardInterrupt and SystemExit included, no temp file remains
     and an existing file is untouched. ``layout`` is as for :func:`write_array`: a mapped TIFF
-    is laid out as one written from RAM.
+    is laid out as one written from RAM. ``options`` encode one written from RAM; a memory map is
+    uncompressed (see :func:`maps_output`).
 
     >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "big.npy")
@@ -513,7 +515,8 @@ def open_output(
 
     from geomcli.io import _mapped
 
-    return _mapped.open_output(_remote.local_path(path), shape, np.dtype(dtype), format_for_path(path, format), layout)
+    return _mapped.open_output(_remote.local_path(path), shape, np.dtype(dtype), format_for_path(path, format), layout,
+                               options)
 
 
 def release(array: np.ndarray, /) -> None:

@@ -9,11 +9,14 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from geomcli.io import _atomic
+
+if TYPE_CHECKING:
+    from geomcli.io import WriteOptions
 
 # Outputs of at least this many bytes are written through a memory map when their format allows.
 MAP_OUTPUT_BYTES = 64 << 20
@@ -38,17 +41,19 @@ def maps_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> b
 
 @contextmanager
 def open_output(
-    path: str, shape: Sequence[int], dtype: np.dtype, fmt: str, layout: str | None = None
+    path: str, shape: Sequence[int], dtype: np.dtype, fmt: str, layout: str | None = None,
+    options: WriteOptions | None = None,
 ) -> Iterator[np.ndarray]:
     """Yield a zero-filled writable array; at normal exit its contents are at ``path``, atomically.
-    ``layout``: the layout of what is written, for the formats that record it (TIFF)."""
+    ``layout``: the layout of what is written, for the formats that record it (TIFF); ``options``:
+    how an array written from RAM is encoded."""
     from geomcli.io import write_array
 
     shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
     if not maps_output(path, shape, dtype, fmt):
         data = np.zeros(shape, dtype)
         yield data
-        write_array(data, path, format=fmt, layout=layout)
+        write_array(data, path, format=fmt, layout=layout, options=options)
         return
     with _atomic.atomic_path(path) as tmp:
         mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else _map_tiff(tmp, shape, dtype, layout)

@@ -443,6 +443,32 @@ def test_npy_on_either_side_and_the_output_never_over_the_input(tmp_path: Path) 
     assert "the output would replace its own input" in result.stderr
 
 
+def test_a_tiff_written_chunk_by_chunk_takes_compression_or_says_it_cannot(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """One written from RAM is compressed as asked (it was written plain, --compression ignored);
+    a big one is a memory map, which cannot be: a warning says so."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    write_zarr(tmp_path / "in.zarr", tensor(np.dtype("uint8"), (30, 40)), (10, 10))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "small.tif", "--shape", "20,20",
+                 "--compression", "zlib")
+    assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+    with tifffile.TiffFile(tmp_path / "small.tif") as tif:
+        assert tif.pages[0].compression == tifffile.COMPRESSION.ADOBE_DEFLATE
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 100)
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "big.tif", "--shape", "20,20",
+                 "--compression", "zlib")
+    assert result.exit_code == 0
+    assert (f"Warning: {tmp_path / 'big.tif'}: a big output written chunk by chunk is a memory map, uncompressed: "
+            "--compression zlib dropped") in result.stderr
+    with tifffile.TiffFile(tmp_path / "big.tif") as tif:
+        assert tif.pages[0].compression == tifffile.COMPRESSION.NONE
+        assert tif.asarray().tolist() == crop_ops.center_crop_pad(tensor(np.dtype("uint8"), (30, 40)),
+                                                                  [20, 20]).tolist()
+
+
 def test_the_graph_holds_chunks_never_the_array(tmp_path: Path) -> None:
     """Each task of the graph holds a chunk or two of the input, whatever its size."""
     import dask.array as da
