@@ -96,7 +96,7 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
         return f"{input_path}: {error}"
     try:
         check_writable(header, shape, input_path, output, output_format, common)
-        zarr_file.check_tasks(operation, input_path, given)  # what a task holds: --max-pixels' bound there
+        zarr_file.check_tasks(operation, input_path, output, given)  # what a task holds: --max-pixels' bound there
     except GeomError as error:
         return str(error)  # it names the output, or the input
     return None

@@ -694,7 +694,7 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         if steps:
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         check_writable(header, shape, job.input, job.output, job.format, common)
-        zarr_file.check_tasks(task.operation, job.input, task.common)
+        zarr_file.check_tasks(task.operation, job.input, job.output, task.common)
     if reason is not None:
         # the run would not read this file: whatever the header says, it is not a failure
         report.status, report.error = "skipped", None

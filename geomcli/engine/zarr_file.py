@@ -181,20 +181,22 @@ def _say_dropped(report: Report, space: Space | None, output_format: str, writte
         report.warnings.append(f"a {output_format.upper()} written chunk by chunk cannot hold the {what}; dropped")
 
 
-def check_tasks(operation: Operation, input_path: str, common: Common) -> None:
-    """Refuse, from a zarr input's metadata alone (its chunks; no chunk is read), a graph whose
-    tasks would hold more than --max-pixels (:func:`_check_blocks`), as the run would: the plan
-    and --dry-run find it with the headers, before anything is written."""
-    from geomcli.engine import chunked
+def check_tasks(operation: Operation, input_path: str, output: str, common: Common) -> None:
+    """Refuse, from a chunked job's input as stored (a zarr's chunks, a .npy's or tiled TIFF's
+    chunks as the run makes them; no chunk is read), a graph whose tasks would hold more than
+    --max-pixels (:func:`_check_blocks`), as the run would: the plan and --dry-run find it with
+    the headers, before anything is written. (An input read whole to be chunked, a pipe or a
+    palette TIFF, say, is judged by the run.)"""
     from geomcli.engine import layout as layouts
-    from geomcli.io import _zarr
 
-    if not _zarr.is_zarr(input_path):
-        return  # another input's chunks are made as it is read
-    opened = _zarr.open_input(input_path)
-    data = chunked.as_dask(opened.array, max_pixels=common.max_pixels)
+    if not involved(input_path, output):
+        return
+    stored = _stored(input_path, common)
+    if stored is None:
+        return
+    data, layout, _, _, file_format = stored
     try:
-        _check_blocks(data, operation.apply_chunked(data, opened.layout, layouts.own_axes(common, "zarr")), common)
+        _check_blocks(data, operation.apply_chunked(data, layout, layouts.own_axes(common, file_format)), common)
     except GeomError as error:
         raise GeomError(f"{input_path}: {error}") from error
 
@@ -232,33 +234,54 @@ def _refuse_in_place(input_path: str, output: str) -> None:
                         "the output is written; write another")
 
 
-def _open(input_path: str, common: Common,
-          piped: Loaded | None = None) -> tuple[Any, str | None, Space | None, Any, str]:
+_Opened = tuple[Any, str | None, "Space | None", Any, str]
+
+
+def _open(input_path: str, common: Common, piped: Loaded | None = None) -> _Opened:
     """The input as a dask array of its chunks, its layout, its OME-Zarr coordinate system (None
-    for another input), the zarr array itself (or None) and the input's format. A TIFF is read
-    through tifffile's zarr store, tile by tile or strip by strip, in chunks of about CHUNK_BYTES;
-    a .npy is a memory map; only what must be decoded whole (a palette TIFF, say) is held, within
-    --max-pixels. ``piped``: a piped input already read whole."""
+    for another input), the zarr array itself (or None) and the input's format: as stored
+    (:func:`_stored`), else decoded whole (a palette TIFF, say), within --max-pixels. ``piped``: a
+    piped input already read whole."""
     from geomcli import io
     from geomcli.engine import chunked
     from geomcli.io import _zarr
 
     if piped is not None:
         return chunked.as_dask(piped.data, None), piped.layout, _zarr.space_of(piped.metadata), None, piped.format
+    stored = _stored(input_path, common)
+    if stored is not None:
+        return stored
+    fidelity = common.fidelity
+    loaded = io.read_array(input_path, max_pixels=common.max_pixels, mmap=True, auto_orient=fidelity.auto_orient,
+                           frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
+    return chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format
+
+
+def _stored(input_path: str, common: Common) -> _Opened | None:
+    """As :func:`_open`, where the input is read chunk by chunk as it is stored: a zarr array, a
+    TIFF through tifffile's zarr store (tile by tile or strip by strip, in chunks of about
+    CHUNK_BYTES), a local .npy as a memory map; None for one that must be decoded whole."""
+    from geomcli import io
+    from geomcli.engine import chunked
+    from geomcli.io import _zarr
+
     if _zarr.is_zarr(input_path):
         opened = _zarr.open_input(input_path)
         return (chunked.as_dask(opened.array, max_pixels=common.max_pixels), opened.layout, opened.space,
                 opened.array, "zarr")
+    if _remote_or_stream(input_path):
+        return None
     fidelity = common.fidelity
-    if io.format_for_path(input_path) == "tiff" and not _remote_or_stream(input_path):
+    if io.format_for_path(input_path) == "tiff":
         tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient)
         if tiles is not None:
             array, layout, metadata = tiles
             return chunked.as_dask(array, "auto"), layout, _zarr.space_of(metadata), None, "tiff"
-    mapped = io.format_for_path(input_path) == "npy" and not _remote_or_stream(input_path)
-    loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels if mapped else common.max_pixels,
-                           mmap=True, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
-                           series=fidelity.series, page=fidelity.page)
+    if io.format_for_path(input_path) != "npy":
+        return None
+    loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels, mmap=True,
+                           auto_orient=fidelity.auto_orient, frames=fidelity.frames, series=fidelity.series,
+                           page=fidelity.page)
     return chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format
 
 
@@ -268,9 +291,10 @@ def _first_line(error: BaseException) -> str:
 
 
 def _remote_or_stream(path: str) -> bool:
+    """Whether ``path`` is a URL or a stream (stdin, a FIFO), which have no memory map nor zarr store."""
     from geomcli.io import _remote
 
-    return path == "-" or _remote.is_url(path)
+    return _remote.is_url(path) or is_piped(path)
 
 
 def _write(operation: Operation, result: Any, data: Any, output: str, output_format: str, common: Common,

@@ -987,6 +987,31 @@ def test_what_a_task_holds_over_max_pixels_is_found_with_the_headers(command: li
     assert not (tmp_path / "one.zarr").exists()
 
 
+@pytest.mark.parametrize("suffix", [".npy", ".tif"])
+def test_a_file_to_zarr_whose_tasks_exceed_max_pixels_is_refused_with_the_headers(suffix: str,
+                                                                                  tmp_path: Path) -> None:
+    """A .npy (a memory map) and a tiled TIFF are read chunk by chunk as stored: their tasks are
+    known before anything is read, as a zarr's are (the run found them: exit 1, after the plan
+    and --dry-run had said "1 to write")."""
+    import tifffile
+
+    data = tensor(np.dtype("float32"), (3, 60, 80))
+    source = tmp_path / f"in{suffix}"
+    if suffix == ".npy":
+        np.save(source, data)
+    else:
+        tifffile.imwrite(source, data, tile=(16, 16), photometric="minisblack", metadata={"axes": "CYX"})
+    for flags in [["--dry-run"], []]:
+        result = run("warp", source, "--out-dir", tmp_path / "out", "--name", "{stem}.zarr", "--rotate", "10",
+                     "--layout", "CHW", "--max-pixels", "3000", *flags)
+        assert result.exit_code == 2, (flags, result.stderr)
+        assert f"Error: {source}: a task's whole planes" in result.stderr
+        assert not (tmp_path / "out").exists()
+    one = ["warp", source, "-o", tmp_path / "one.zarr", "--rotate", "10", "--layout", "CHW"]
+    assert run(*one, "--max-pixels", "3000").exit_code == 2
+    assert run(*one, "-q").exit_code == 0
+
+
 def test_a_dtype_zarr_cannot_hold_is_refused_from_the_header(tmp_path: Path) -> None:
     """zarr has no bfloat16: refused as the other formats' dtypes are, naming the output (it read
     'cannot write a zarr array' naming the hidden temporary array, after the work)."""
