@@ -587,7 +587,7 @@ def _smaller_than(jobs: Sequence[Job], limit: int) -> bool:
     total = 0
     for job in jobs:
         try:
-            total += os.stat(job.input).st_size
+            total += job.size if job.size is not None else os.stat(job.input).st_size  # a URL's from its listing
         except OSError:
             pass
         if total >= limit:

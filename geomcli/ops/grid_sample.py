@@ -35,7 +35,7 @@ import numpy as np
 
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import GRID_DTYPES, GRID_TEXT, TENSOR_DTYPES, TENSOR_TEXT, new_output
+from geomcli.ops._checks import GRID_DTYPES, GRID_TEXT, TENSOR_DTYPES, TENSOR_TEXT, check_addressable, new_output
 from geomcli.ops.affine_grid import affine_grid, affine_grid_checked, affine_grid_output_shape
 
 _compiled: ModuleType | None
@@ -488,6 +488,7 @@ def _prepared(array: np.ndarray, points: np.ndarray, mode: Any, padding_mode: An
     _check_dtypes(array, points)
     where = _where(array.shape, points.shape)
     output_shape = grid_sample_output_shape(array.shape, points.shape)
+    check_addressable(output_shape, array.dtype, _FUNC, where)  # in bytes: the shape's check counts elements
     chosen_mode = _as_mode(mode, where)
     padding = _as_padding(padding_mode, where)
     corners = _as_flag(align_corners, where)

@@ -864,6 +864,18 @@ def test_numpy_is_preloaded_for_the_workers_only_when_a_job_needs_arrays(tmp_pat
     assert workers._needs_arrays(blocks, images)
 
 
+def test_a_small_batch_is_done_here_judged_by_its_bytes_local_or_listed(tmp_path: Path) -> None:
+    """Without -j, inputs of less than SMALL_BATCH in all are done in this process. A URL's size
+    comes from its listing: stat found none, and 100 objects of 100 MB counted as nothing."""
+    (tmp_path / "a.npy").write_bytes(b"x" * 1000)
+    local = [plan.Job(0, str(tmp_path / "a.npy"), "o.npy", "npy")]
+    listed = [plan.Job(index, f"s3://bucket/{index}.npy", f"o{index}.npy", "npy", size=100 * 2**20)
+              for index in range(100)]
+    assert workers._smaller_than(local, workers.SMALL_BATCH)
+    assert not workers._smaller_than(listed, workers.SMALL_BATCH)
+    assert not workers._smaller_than(local, 1000)
+
+
 def test_a_worker_holds_a_second_job_only_while_every_worker_can_have_one() -> None:
     assert [workers._takes_another(held, 4, 2, False) for held in (0, 1, 2)] == [True, True, False]
     assert [workers._takes_another(1, pending, 2, False) for pending in (0, 1, 2)] == [False, False, True]

@@ -150,7 +150,7 @@ X = np.zeros((1, 1, 3, 3), np.float32)
 THETA = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
 # numpy addresses at most this many bytes (2**63 - 1 on 64-bit machines)
 LIMIT = str(np.iinfo(np.intp).max)
-NO_ARRAY = rf"; numpy addresses at most {LIMIT} \((input|theta) shape \([0-9, ]*\)\)$"
+NO_ARRAY = rf"; numpy addresses at most {LIMIT} \((input|theta|data) shape \([0-9, ]*\)(, grid shape \([0-9, ]*\))?\)$"
 
 TOO_BIG: dict[str, tuple[Callable[[], object], str]] = {
     # the QA report's cases: numpy's "array is too big" and "Maximum allowed dimension exceeded"
@@ -176,6 +176,10 @@ TOO_BIG: dict[str, tuple[Callable[[], object], str]] = {
     "d2s-empty-huge-blocksize": (lambda: space_depth_ops.depth_to_space(np.zeros((1, 0, 2, 2), np.uint8), 2**40),
                                  r"^depth_to_space: the output shape \(1, 0, 2199023255552, 2199023255552\) of uint8 "
                                  r"counts as"),
+    # its shape's check counted elements, not bytes: numpy's ValueError "array is too big"
+    "gs-2**61-float64": (lambda: grid_sample_ops.grid_sample(np.broadcast_to(np.float64(0), (1, 2**38, 1, 1)),
+                                                             np.broadcast_to(np.float32(0), (1, 2**23, 1, 2))),
+                         r"^grid_sample: the output shape \(1, 274877906944, 8388608, 1\) of float64 would take "),
     "ccp-shape-function": (lambda: crop_ops.center_crop_pad_output_shape((1, 1, 3, 3), [1, 1, 3, 2**62], dtype="f4"),
                            r"^center_crop_pad: the output shape \(1, 1, 3, 4611686018427387904\) of float32"),
     "ag-shape-function": (lambda: grid_ops.affine_grid_output_shape((1, 2, 3), [1, 1, 2**40, 2**40], dtype="f2"),
