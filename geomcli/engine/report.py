@@ -227,10 +227,11 @@ class Outcomes:
         self.waiting[index] = report
         if self.progress is not None:
             self.progress.advance(self.progress.task_ids[0])
-        while self.waiting and min(self.waiting) <= self.shown:
-            index = min(self.waiting)
-            self._show(self.waiting.pop(index))
-            self.shown = index + 1
+        # in job order: each as soon as those before it are shown (a min() a report made a
+        # cluster's out-of-order bursts quadratic); finish shows any left after a gap
+        while self.shown in self.waiting:
+            self._show(self.waiting.pop(self.shown))
+            self.shown += 1
 
     def _show(self, report: Report) -> None:
         if report.status == "error":

@@ -190,3 +190,23 @@ def test_a_warning_names_a_pipe_as_errors_do() -> None:
     report = Report("crop-pad", "-", "-")
     assert about(report, InputWarning("--layout CHW is for tensors")) == "<stdin>"  # it read "-"
     assert about(report, "a big output is written through a memory map") == "<stdout>"
+
+
+def test_outcomes_show_reports_in_input_order_as_soon_as_those_before_are_in(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """-j N shows what -j 1 shows: reports that come out of order wait for those before them,
+    in one pass each (reports in reverse order took a min() of all those waiting each: quadratic)."""
+    from geomcli.engine.options import Common
+    from geomcli.engine.report import Outcomes
+
+    total = 20_000
+    with Outcomes("crop-pad", Common(json=True), total) as outcomes:
+        for index in [2, 0, 1]:
+            outcomes.add(index, Report("crop-pad", f"{index}.png", f"o{index}.png"))
+        assert outcomes.shown == 3 and not outcomes.waiting
+        for index in reversed(range(3, total)):
+            outcomes.add(index, Report("crop-pad", f"{index}.png", f"o{index}.png"))
+        assert outcomes.shown == total
+        assert outcomes.finish(1.0) == 0
+    shown = [json.loads(line)["input"] for line in capsys.readouterr().out.splitlines()[:-1]]
+    assert shown == [f"{index}.png" for index in range(total)]
