@@ -236,9 +236,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             raise
         except GeomError as error:
             # a plain crop's picture can only fail its options (--max-pixels): a usage fault, as an
-            # array's is, judged without the numpy that path exists to avoid
-            raise (OptionFault if usage_faults and picture else GeomError)(
-                f"{io.display_name(input_path)}: {error}") from error
+            # array's is, judged without the numpy that path exists to avoid; an OptionFault stays one
+            usage = (usage_faults and picture) or isinstance(error, OptionFault)
+            raise (OptionFault if usage else GeomError)(f"{io.display_name(input_path)}: {error}") from error
         if usage_faults and isinstance(result, io.Picture):  # an output format short of its channels
             try:
                 io.check_writable(result.dtype, tuple(result.shape), output_format,
