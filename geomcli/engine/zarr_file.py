@@ -117,7 +117,9 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             report.notes.extend([summary.NAN_NOTE] if nan else [])
         except (GeomError, OSError):
             raise
-        except Exception as error:  # a chunk's codec or store failing in a task: this file's failure
+        # a chunk's codec or store failing in a task (numcodecs', imagecodecs' RuntimeError, zarr's
+        # ValueError, botocore's): this file's failure; a bug (TypeError, AttributeError) keeps its traceback
+        except (RuntimeError, ValueError, KeyError, EOFError) + _remote._failures() as error:
             if common.debug:
                 raise
             raise GeomError(f"{input_path}: a chunk could not be read, transformed or written "

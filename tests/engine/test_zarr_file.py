@@ -429,6 +429,20 @@ def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goe
     assert sorted(path.name for path in (tmp_path / "batch").iterdir()) == ["good.zarr"]
 
 
+def test_a_bug_in_a_chunked_job_keeps_its_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A codec's or store's failure is the file's; a TypeError of ours is a bug, not "a chunk
+    could not be read" (it was, with exit 1 and nothing else to go on)."""
+    from geomcli.engine import zarr_file
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise TypeError("a bug")
+
+    write_zarr(tmp_path / "in.zarr", tensor(np.dtype("uint8"), (2, 3, 16, 16)), (1, 3, 8, 8))
+    monkeypatch.setattr(zarr_file, "_write", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "2,3,8,8")
+
+
 def test_npy_on_either_side_and_the_output_never_over_the_input(tmp_path: Path) -> None:
     data = tensor(np.dtype("float32"))
     np.save(tmp_path / "in.npy", data)
