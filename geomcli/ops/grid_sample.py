@@ -797,10 +797,14 @@ def _share(pieces: list[tuple[int, int, int]], worker: Callable[[], _Pieces], th
             with lock:
                 failures.append(error)
 
-    helpers = [threading.Thread(target=run, name="geomcli-grid-sample", daemon=True)
-               for _ in range(min(threads, len(pieces)) - 1)]
-    for helper in helpers:
-        helper.start()
+    helpers = []
+    for _ in range(min(threads, len(pieces)) - 1):
+        helper = threading.Thread(target=run, name="geomcli-grid-sample", daemon=True)
+        try:
+            helper.start()
+        except RuntimeError:  # no thread to be had (the process's limit): the others take its pieces
+            break
+        helpers.append(helper)
     run()
     for helper in helpers:
         helper.join()

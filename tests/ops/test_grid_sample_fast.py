@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from typing import Any
 
 import ml_dtypes
@@ -301,6 +302,9 @@ def test_a_larger_channels_last_uint8_image_equals_the_numpy_path(channels: int)
         patch.setattr(module, "_COMPILED_POINTS", 1000)
         for threads in (1, 2):
             assert_bits(grid_sample(data, grid, threads=threads), expected)
+        # at the process's thread limit the caller does every piece itself (it raised RuntimeError)
+        patch.setattr(threading.Thread, "start", lambda self: (_ for _ in ()).throw(RuntimeError("no thread")))
+        assert_bits(grid_sample(data, grid, threads=2), expected)
 
 
 @needs_compiled
