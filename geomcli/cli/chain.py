@@ -3,7 +3,8 @@ subcommands: each STEP is an operation's name and that operation's own options."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import click
@@ -58,7 +59,7 @@ def chain(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | Non
 
     Example: geomcli chain -i samples/photo.png -o crop.png resize --sizes 96,96 --mode linear crop-pad --shape 80,80
     """
-    # for the steps (which read their grids and thetas now) and for the run, once every step is made
+    # for the run, once every step is known
     click.get_current_context().obj = _Run(inputs, output, batch, common, stdin_readers(inputs, batch))
 
 
@@ -67,7 +68,7 @@ class _Run(NamedTuple):
     output: str | None
     batch: BatchOptions | None
     common: Common
-    stdin_readers: list[tuple[str, str | None]]  # the inputs', then each step's as it is made
+    stdin_readers: list[tuple[str, str | None]]  # the inputs' (the steps' are added to them)
 
 
 # the steps' options that read a file, and so stdin for -
@@ -75,11 +76,52 @@ _FILE_OPTIONS = {"grid_path": "--grid", "theta_text": "--theta"}
 
 
 @chain.result_callback()
-def _run(steps: list[Operation], **_: Any) -> None:
+def _run(steps: list[_Pending], **_: Any) -> None:
+    """Every step made, the usage faults first: stdin read once among them all, then the steps
+    that read no file, then those that do (a grid, a theta) in order, so that a later step's
+    mistake is a usage error before an earlier step's file is read."""
     run = click.get_current_context().obj
     if not steps:
         raise click.UsageError("give one or more STEPs after the options: " + ", ".join(name for name, *_ in _STEPS))
-    run_files(Chain(tuple(steps)), run.inputs, run.output, run.batch, run.common)
+    readers = list(run.stdin_readers)
+    for step in steps:
+        with step.named():
+            read_stdin_once(*step.files, *readers)
+        readers.extend((f"an earlier {step.name} step's {flag}", value) for flag, value in step.files)
+    made: dict[int, Operation] = {}
+    for index in sorted(range(len(steps)), key=lambda index: steps[index].reads_a_file):
+        with steps[index].named():
+            made[index] = steps[index].build(run.common, **steps[index].kwargs)
+    run_files(Chain(tuple(made[index] for index in range(len(steps)))), run.inputs, run.output, run.batch,
+              run.common)
+
+
+class _Pending(NamedTuple):
+    """A step as given, made once every step is known."""
+
+    name: str
+    build: Callable[..., Operation]
+    kwargs: dict[str, Any]
+    context: click.Context  # the step's own: its options' sources, for the builder
+
+    @property
+    def files(self) -> list[tuple[str, str | None]]:
+        """Its options that read a file (so stdin, for -), with their values."""
+        return [(flag, self.kwargs[key]) for key, flag in _FILE_OPTIONS.items() if key in self.kwargs]
+
+    @property
+    def reads_a_file(self) -> bool:
+        return any(value is not None for _, value in self.files)
+
+    @contextmanager
+    def named(self) -> Iterator[None]:
+        """In the step's context; a usage error says which step it is, among several."""
+        try:
+            with self.context.scope(cleanup=False):
+                yield
+        except click.UsageError as error:
+            error.message = f"the {self.name} step: {error.message}"  # type: ignore[misc]
+            raise
 
 
 class _Step(Command):
@@ -96,17 +138,8 @@ class _Step(Command):
 
 
 def _step(name: str, options: Callable[..., Any], build: Callable[..., Operation], help_text: str) -> click.Command:
-    def callback(**kwargs: Any) -> Operation:
-        run = click.get_current_context().find_object(_Run)
-        assert run is not None  # the chain's callback made it before any step's
-        try:
-            own = [(flag, kwargs[key]) for key, flag in _FILE_OPTIONS.items() if key in kwargs]
-            read_stdin_once(*own, *run.stdin_readers)  # before this step reads its file
-            run.stdin_readers.extend((f"an earlier {name} step's {flag}", value) for flag, value in own)
-            return build(run.common, **kwargs)
-        except click.UsageError as error:  # which step it is, among several
-            error.message = f"the {name} step: {error.message}"  # type: ignore[misc]
-            raise
+    def callback(**kwargs: Any) -> _Pending:
+        return _Pending(name, build, kwargs, click.get_current_context())
 
     # the options on the function first: on a finished command each would be added last, in reverse
     return click.command(name, cls=_Step, help=help_text)(options(callback))

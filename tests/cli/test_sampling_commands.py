@@ -490,6 +490,29 @@ def test_stdin_is_read_once_a_second_reader_is_a_usage_error(args: list[str], li
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("steps", "line"), [
+    (["grid-sample", "--grid", "-", "resize", "--scales", "0,0"],
+     "the resize step: resize: scales must be > 0 and finite in float32, found 0.0 at index 0"),
+    (["grid-sample", "--grid", "{missing}", "resize", "--scales", "0,0"],
+     "the resize step: resize: scales must be > 0 and finite in float32, found 0.0 at index 0"),
+    (["grid-sample", "--grid", "{missing}", "warp", "--rotate", "3", "--size", "0,0"],
+     "Invalid value for '--size': the warp step: give H,W (D,H,W for a rank-5 tensor): lengths of at least 1, "
+     "found 0,0"),
+    (["grid-sample", "--grid", "-", "warp", "--theta", "-"],
+     "the warp step: --theta - and an earlier grid-sample step's --grid - cannot both read stdin: it can be read "
+     "once"),
+])
+def test_a_later_steps_mistake_is_a_usage_error_before_a_grid_is_read(steps: list[str], line: str,
+                                                                       tmp_path: Path) -> None:
+    """The steps that read no file are made first: a grid read from stdin or a missing file
+    came first, and the later step's mistake was a file's error (exit 1), stdin used up."""
+    np.save(tmp_path / "in.npy", np.zeros((1, 3, 4, 4), np.float32))
+    given = [step.format(missing=tmp_path / "missing.npy") for step in steps]
+    result = run("chain", "-i", tmp_path / "in.npy", "-o", tmp_path / "o.npy", *given, stdin=b"")
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, f"Error: {line}")
+    assert not (tmp_path / "o.npy").exists()
+
+
 def test_a_grid_and_theta_may_be_zarr_arrays_read_and_written_whole(tmp_path: Path) -> None:
     """affine-grid writes a .zarr (over one already there too), grid-sample's --grid and --theta
     read one; an extension of no format is the option's mistake, exit 2, naming it."""
