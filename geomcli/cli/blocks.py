@@ -58,7 +58,7 @@ def space_to_depth(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
 @fidelity_options
 def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None, blocksize: int, mode: str,
                    common: Common) -> None:
-    """Move channels back into blocks of space (ONNX DepthToSpace, opset 13, the inverse of SpaceToDepth).
+    """Move channels back into blocks of space (ONNX DepthToSpace, opset 28, the inverse of SpaceToDepth).
 
     An H×W×C image becomes (H·b)×(W·b)×(C/b²); in the same --mode it undoes
     space-to-depth exactly. C must be a multiple of blocksize².

@@ -35,7 +35,7 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--format", "format_", type=click.Choice(FORMATS, case_sensitive=False), default=None,
                   help="Output format for -o - (default npy) or a name without a known extension; "
                        "a known extension decides, and --format must agree with it.")
-    @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (errors are still shown).")
+    @click.option("-q", "--quiet", is_flag=True, help="No summary and no warnings on stderr (errors are still shown).")
     @click.option("--json", "as_json", is_flag=True,
                   help="One JSON object per file on stdout (on stderr when stdout carries the data).")
     @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
@@ -244,8 +244,9 @@ def sampling_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--align-corners", is_flag=True,
                       help="-1 and 1 are the centres of the corner pixels, not their outer edges."),
         click.option("--fill", type=str, default=None,
-                      help="What a tap outside reads with --padding-mode zeros, in the input's dtype (must fit it "
-                           "exactly).  [default: 0]"),
+                      help="What a tap outside reads with --padding-mode zeros, and a position that is not "
+                           "finite (NaN, inf) with any padding mode, in the input's dtype (must fit it exactly).  "
+                           "[default: 0]"),
     ]):
         command = option(command)
     return command

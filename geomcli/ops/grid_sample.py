@@ -378,7 +378,7 @@ def grid_sample(
     Notes
     -----
     ONNX GridSample, opset 22 (opset 20's N-D form; 16's 4-D names are refused). Where the
-    spec is silent, this kernel decides, as ``shared/spec/NOTES.md`` records:
+    spec is silent, this kernel decides:
 
     - Coordinates are unnormalised in float64: ``x = (g + 1) / 2 * (L - 1)`` with
       align_corners, else ``x = ((g + 1) * L - 1) / 2``.

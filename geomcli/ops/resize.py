@@ -832,8 +832,10 @@ def resize(
       unchanged length samples its roi (onnxruntime copies). An axis whose every output
       reads its own index with weight 1 is copied (so NaN and inf there stay themselves).
     - Integers are rounded half to even and saturated once (as the reference);
-      onnxruntime truncates (0.75 -> 0), has no uint8 cubic, and rounds half up between
-      its two antialias passes.
+      onnxruntime truncates (0.75 -> 0), has no uint8 cubic without antialias, and with
+      antialias rounds half up and clips to uint8 between its two passes (the width first):
+      up to 17 levels apart where a cubic's overshoot is clipped (a 500x375 photo to 224),
+      within 1 level of those two passes redone in float64.
     - ``exclude_outside`` and ``antialias`` with nearest are undefined in the text
       (onnxruntime refuses the first, the reference the second): both are refused.
       onnxruntime also refuses exclude_outside for linear without antialias; we take it

@@ -313,7 +313,7 @@ def depth_to_space(
 
     Notes
     -----
-    ONNX DepthToSpace (opset 13; the inverse of SpaceToDepth opset 28). In the same
+    ONNX DepthToSpace (opset 28; the inverse of SpaceToDepth). In the same
     mode, ``depth_to_space(space_to_depth(x, b), b)`` equals ``x`` exactly.
 
     Examples
