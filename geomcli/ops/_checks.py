@@ -98,8 +98,11 @@ def as_array(data: Any, func: str, name: str = "input", *, grid: bool = False) -
 
 
 def shown(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` fit for a one-line message: a multi-line repr (an array's, a masked
-    array's) on one line, and a long one cut short."""
+    """``repr(value)`` fit for a one-line message: a numpy number as the number it is (``0.0``,
+    not ``np.float64(0.0)``), a multi-line repr (an array's, a masked array's) on one line, and a
+    long one cut short."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        value = value.item()
     return one_line(repr(value), limit)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
+from geomcli.ops._checks import shown
 
 _compiled: ModuleType | None
 try:
@@ -74,14 +75,9 @@ def _where(shape: Shape) -> str:
     return f"input shape {shape}"
 
 
-def _shown(value: Any, limit: int = 60) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _choice(value: Any, name: str, choices: tuple[str, ...], where: str) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise GeomError(f"{_FUNC}: {name} must be one of {', '.join(choices)}; found {_shown(value)} ({where})")
+        raise GeomError(f"{_FUNC}: {name} must be one of {', '.join(choices)}; found {shown(value)} ({where})")
     return value
 
 
@@ -89,17 +85,17 @@ def _flag(value: Any, name: str, where: str) -> bool:
     # ONNX keeps these as int attributes: 0 and 1 are taken beside False and True
     if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and int(value) in (0, 1)):
         return bool(value)
-    raise GeomError(f"{_FUNC}: {name} must be 0, 1, False or True; found {_shown(value)} ({where})")
+    raise GeomError(f"{_FUNC}: {name} must be 0, 1, False or True; found {shown(value)} ({where})")
 
 
 def _float32_attribute(value: Any, name: str, where: str, *, finite: bool) -> float:
     """An ONNX float attribute: a real number, as the float32 it is stored as."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise GeomError(f"{_FUNC}: {name} must be a real number, found {_shown(value)} ({where})")
+        raise GeomError(f"{_FUNC}: {name} must be a real number, found {shown(value)} ({where})")
     with np.errstate(over="ignore"):
         stored = float(np.float32(value))
     if finite and not math.isfinite(stored):
-        raise GeomError(f"{_FUNC}: {name} must be finite in float32, found {_shown(value)} ({where})")
+        raise GeomError(f"{_FUNC}: {name} must be finite in float32, found {shown(value)} ({where})")
     return stored
 
 
@@ -122,7 +118,7 @@ def _as_data(data: Any) -> np.ndarray:
 def _as_list(values: Any, name: str, where: str, what: str = "numbers") -> list[Any]:
     """The values of a 1-D sequence or array of numbers (each checked by the caller)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-        raise GeomError(f"{_FUNC}: {name} must be a 1-D list of {what}, found {_shown(values)} ({where})")
+        raise GeomError(f"{_FUNC}: {name} must be a 1-D list of {what}, found {shown(values)} ({where})")
     array = np.asarray(values) if not isinstance(values, np.ndarray) else values
     if array.ndim != 1:
         raise GeomError(f"{_FUNC}: {name} must be 1-D, found shape {array.shape} ({where})")
@@ -142,7 +138,7 @@ def _as_axes(axes: Any, rank: int, where: str) -> tuple[int, ...]:
     normalised = []
     for value in found:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise GeomError(f"{_FUNC}: axes must hold integers, found {_shown(value)} ({where})")
+            raise GeomError(f"{_FUNC}: axes must hold integers, found {shown(value)} ({where})")
         if not -rank <= value < rank:
             raise GeomError(f"{_FUNC}: axes must be in [{-rank}, {rank - 1}], found {value} ({where})")
         axis = int(value) % rank
@@ -164,12 +160,12 @@ def _as_scales(scales: Any, where: str) -> list[Fraction]:
     exact = []
     for index, value in enumerate(found):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise GeomError(f"{_FUNC}: scales must hold numbers, found {_shown(value)} at index {index} ({where})")
+            raise GeomError(f"{_FUNC}: scales must hold numbers, found {shown(value)} at index {index} ({where})")
         with np.errstate(over="ignore"):
             stored = np.float32(value)
         if not (np.isfinite(stored) and stored > 0):
             raise GeomError(
-                f"{_FUNC}: scales must be > 0 and finite in float32, found {_shown(value)} at index {index} ({where})"
+                f"{_FUNC}: scales must be > 0 and finite in float32, found {shown(value)} at index {index} ({where})"
             )
         exact.append(_decimal(stored))
     return exact
@@ -179,7 +175,7 @@ def _as_sizes(sizes: Any, where: str) -> list[int]:
     found = _as_list(sizes, "sizes", where, "integers")
     for index, value in enumerate(found):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise GeomError(f"{_FUNC}: sizes must hold integers, found {_shown(value)} at index {index} ({where})")
+            raise GeomError(f"{_FUNC}: sizes must hold integers, found {shown(value)} at index {index} ({where})")
         if value < 1:
             raise GeomError(f"{_FUNC}: sizes must be >= 1, found {value} at index {index} ({where})")
     return [int(value) for value in found]
@@ -187,11 +183,11 @@ def _as_sizes(sizes: Any, where: str) -> list[int]:
 
 def _as_shape(data_shape: Any) -> Shape:
     if isinstance(data_shape, (str, bytes)) or not isinstance(data_shape, (Sequence, np.ndarray)):
-        raise GeomError(f"{_FUNC}: data_shape must be a 1-D list of integers, found {_shown(data_shape)}")
+        raise GeomError(f"{_FUNC}: data_shape must be a 1-D list of integers, found {shown(data_shape)}")
     shape = []
     for value in np.asarray(data_shape).tolist() if isinstance(data_shape, np.ndarray) else data_shape:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise GeomError(f"{_FUNC}: data_shape must hold integers >= 0, found {_shown(value)}")
+            raise GeomError(f"{_FUNC}: data_shape must hold integers >= 0, found {shown(value)}")
         shape.append(int(value))
     return tuple(shape)
 
@@ -314,9 +310,9 @@ def _as_roi(roi: Any, sizing: _Sizing, shape: Shape, needed: bool) -> list[tuple
     exact = []
     for index, value in enumerate(found):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise GeomError(f"{_FUNC}: roi must hold numbers, found {_shown(value)} at index {index} ({where})")
+            raise GeomError(f"{_FUNC}: roi must hold numbers, found {shown(value)} at index {index} ({where})")
         if not isinstance(value, (int, np.integer)) and not np.isfinite(value):
-            raise GeomError(f"{_FUNC}: roi must hold finite numbers, found {_shown(value)} at index {index} ({where})")
+            raise GeomError(f"{_FUNC}: roi must hold finite numbers, found {shown(value)} at index {index} ({where})")
         exact.append(Fraction(int(value)) if isinstance(value, (int, np.integer)) else _decimal(value))
     return [(exact[i], exact[count + i]) for i in range(count)]
 

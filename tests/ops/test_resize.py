@@ -842,6 +842,13 @@ def test_errors(keywords: dict[str, Any], message: str) -> None:
         resize(X, **keywords)
 
 
+def test_a_numpy_number_is_named_as_the_number_it_is() -> None:
+    with pytest.raises(GeomError, match=r"^resize: scales must be > 0 and finite in float32, found 0\.0 at index 0 "):
+        resize(np.zeros((4, 4)), scales=np.array([0.0, 1.0]))
+    with pytest.raises(GeomError, match=r"^resize: sizes must hold integers, found 10\.5 at index 0 "):
+        resize(np.zeros((4, 4)), sizes=np.array([10.5, 3.0]))
+
+
 def test_data_errors() -> None:
     with pytest.raises(GeomError, match=r"^resize: data must be bool, .*; found dtype object \(input shape \(2,\)\)$"):
         resize(np.array([1, None]), scales=[2])
