@@ -27,3 +27,8 @@ def __getattr__(name: str) -> Any:
     if name in _KERNELS:
         return getattr(import_module(_KERNELS[name]), name)
     raise AttributeError(f"module 'geomcli' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """What the package offers: its kernels (not yet imported) and GeomError, not its own imports."""
+    return sorted(__all__)

@@ -1196,6 +1196,14 @@ def test_geom_error_is_one_public_value_error() -> None:
     assert issubclass(GeomError, ValueError)
 
 
+def test_the_package_offers_its_kernels_and_geom_error_only() -> None:
+    """dir() and tab completion show what is offered, not the package's own imports (Any, errors)."""
+    assert dir(geomcli) == sorted(geomcli.__all__) == [
+        "GeomError", "__version__", "affine_grid", "center_crop_pad", "depth_to_space", "grid_sample", "resize",
+        "space_to_depth"]
+    assert all(callable(getattr(geomcli, name)) for name in geomcli.__all__ if name != "__version__")
+
+
 # Inputs a caller could pass that the spec neither allows nor forbids. Each must either work or
 # raise GeomError: never a TypeError, IndexError, OverflowError, ... from inside numpy.
 ODD_CALLS: dict[str, Callable[[], object]] = {
