@@ -761,7 +761,9 @@ def resize(
         What ``tf_crop_and_resize`` gives points outside the input (taken as float32,
         then converted to data's dtype as interpolated values are).
     keep_aspect_ratio_policy : {"stretch", "not_larger", "not_smaller"}
-        How ``sizes`` is read; not applicable to (and ignored with) ``scales``.
+        How ``sizes`` is read; not applicable to (and ignored with) ``scales``. The policy's one
+        scale is taken over every axis in ``axes``: for an NCHW tensor give ``axes=[2, 3]``, or N
+        and C take part (``not_larger`` of sizes ``[1, 3, 224, 224]`` scales N = 1 to 0).
     nearest_mode : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
         Nearest only.
     antialias : bool or {0, 1}
