@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from geomcli.cli.base import Command
@@ -19,14 +21,17 @@ from geomcli.errors import GeomError
 @click.option("--like", type=click.Path(allow_dash=False), default=None, metavar="FILE",
               help="Take N,C,H,W (N,C,D,H,W from a rank-5 tensor) from this file, as grid-sample and warp "
                    "read it.")
+@click.option("--no-auto-orient", is_flag=True,
+              help="With --like: the file's shape as stored, as grid-sample --no-auto-orient reads it, not "
+                   "turned upright by its EXIF (or TIFF) orientation.")
 @transform_options
 @click.option("--align-corners", is_flag=True, help="-1 and 1 are the centres of the corner pixels, not their edges.")
 @click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
               help="Grid dtype.  [default: a theta file's float dtype, else float32]")
 @common_options
-def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, theta_text: str | None,
-                rotate: float, scale: tuple[float, ...], translate: tuple[float, ...], shear: tuple[float, ...],
-                align_corners: bool, dtype: str | None, common: Common) -> None:
+def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_auto_orient: bool,
+                theta_text: str | None, rotate: float, scale: tuple[float, ...], translate: tuple[float, ...],
+                shear: tuple[float, ...], align_corners: bool, dtype: str | None, common: Common) -> None:
     """Sampling grids from affine matrices (ONNX AffineGrid, opset 20).
 
     Writes (N,H,W,2) or (N,D,H,W,3) grids of (x, y[, z]) positions in -1..1 units, x
@@ -39,6 +44,9 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, the
     ctx = click.get_current_context()
     if (size is None) == (like is None):
         raise click.UsageError("give exactly one of --size and --like", ctx)
+    if no_auto_orient and like is None:
+        raise click.UsageError("--no-auto-orient is for --like's file", ctx)
+    common = dataclasses.replace(common, fidelity=dataclasses.replace(common.fidelity, auto_orient=not no_auto_orient))
     flags_used = [name for name in ("rotate", "scale", "translate", "shear")
                   if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
     if theta_text is not None and flags_used:

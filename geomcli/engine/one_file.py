@@ -380,7 +380,7 @@ def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tu
                             parameters={"align_corners": align_corners, "theta": theta_text, **made})
     with reporting(report, common):
         theta, grid_size = thetas.resolve(size, like, theta_file, numbers, flags, dtype, common.layout,
-                                          common.max_pixels)
+                                          common.max_pixels, auto_orient=common.fidelity.auto_orient)
         if theta_text is None:
             report.parameters["theta"] = thetas.recorded(theta[0])
         _write_grid(report, theta, grid_size, align_corners, output, output_format, common)

@@ -187,7 +187,7 @@ def is_file(text: str | None) -> bool:
 
 def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | None,
             numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None, layout: str | None,
-            max_pixels: int) -> tuple[np.ndarray, tuple[int, ...]]:
+            max_pixels: int, auto_orient: bool = True) -> tuple[np.ndarray, tuple[int, ...]]:
     """theta as (N, s, s+1) in the grid dtype, and the grid size it goes with.
 
     The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
@@ -207,7 +207,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     options = ["theta"] if numbers is not None else _given(flags)
     declared: tuple[int, ...] = ()  # --like's file's shape
     if like is not None:
-        header = io.read_header(like, frames="first")  # an animation's size is its frames' size
+        # an animation's size is its frames' size; an image's turned upright, unless auto_orient is off
+        header = io.read_header(like, frames="first", auto_orient=auto_orient)
         declared = header.shape
         batch, *spatial_sizes = _like_size(header, like, layout)
         what = f"{like}'s N = {batch}"

@@ -540,3 +540,21 @@ def test_a_grid_and_theta_may_be_zarr_arrays_read_and_written_whole(tmp_path: Pa
             f"Error: Invalid value for '{option}': {tmp_path / 'g.xyz'}: unknown extension '.xyz'; expected one of "
             ".png, .jpg, .jpeg, .bmp, .gif, .webp, .npy, .tif, .tiff or .zarr")
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_a_grid_like_an_image_as_stored_fits_grid_sample_without_auto_orient(tmp_path: Path) -> None:
+    """--like takes an EXIF-turned photo upright, as grid-sample reads it; --no-auto-orient takes
+    it as stored, as grid-sample --no-auto-orient does (there was no way to say so)."""
+    image = Image.new("RGB", (50, 40))
+    exif = image.getexif()
+    exif[0x0112] = 6  # turned 90 degrees: 40 wide and 50 high upright
+    image.save(tmp_path / "o6.jpg", exif=exif)
+    for flags, shape in (([], (1, 50, 40, 2)), (["--no-auto-orient"], (1, 40, 50, 2))):
+        result = run("affine-grid", "--like", tmp_path / "o6.jpg", *flags, "--rotate", "5", "-o", tmp_path / "g.npy")
+        assert result.exit_code == 0, result.stderr
+        assert np.load(tmp_path / "g.npy").shape == shape
+        result = run("grid-sample", tmp_path / "o6.jpg", *flags, "--grid", tmp_path / "g.npy", "-o",
+                     tmp_path / "out.png", "-q")
+        assert result.exit_code == 0, result.stderr
+    result = run("affine-grid", "--size", "1,1,4,4", "--no-auto-orient", "-o", tmp_path / "g.npy")
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, "Error: --no-auto-orient is for --like's file")
