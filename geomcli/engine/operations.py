@@ -837,7 +837,8 @@ class Resize(Operation):
 
         self.output_shape(header_of(loaded), common)  # --max-pixels, before the work
         axes = self._axes(loaded.data.shape, common, loaded.layout)
-        return resize(loaded.data, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
+        return resize(loaded.data, self.roi, self.scales, self.sizes, axes=axes, threads=common.threads,
+                      **self._settings())
 
     def apply_window(self, loaded: Loaded, common: Common, window: tuple[slice, ...]) -> np.ndarray:
         """``window`` of this resize's result, making only what it holds where the kernel can
@@ -846,7 +847,8 @@ class Resize(Operation):
         from geomcli.ops.resize import resize_window
 
         axes = self._axes(loaded.data.shape, common, loaded.layout)
-        return resize_window(loaded.data, window, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
+        return resize_window(loaded.data, window, self.roi, self.scales, self.sizes, axes=axes,
+                             threads=common.threads, **self._settings())
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
         """On chunks whole along every axis from the first resize changes (or is asked about under
@@ -873,7 +875,7 @@ class Resize(Operation):
         def resized(block: np.ndarray, start: int) -> np.ndarray:
             sizes = None if self.sizes is None else [block.shape[axis] if axis < first else size
                                                      for axis, size in zip(listed, self.sizes)]
-            return resize(block, self.roi, self.scales, sizes, axes=axes, **settings)
+            return resize(block, self.roi, self.scales, sizes, axes=axes, threads=1, **settings)  # dask: side by side
 
         return chunked.by_planes(data, resized, first, output[first:], common.max_pixels)
 

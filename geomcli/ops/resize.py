@@ -17,7 +17,6 @@ module to it.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -31,7 +30,7 @@ import numpy as np
 from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import shown
+from geomcli.ops._checks import as_out, as_threads, shown
 
 _compiled: ModuleType | None
 try:
@@ -536,21 +535,14 @@ def _matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
             np.matmul(left, right[:, first:first + step], out=out[:, first:first + step])
 
 
-def _workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _run(jobs: list[Job], work: np.dtype, values: int) -> None:
+def _run(jobs: list[Job], work: np.dtype, values: int, threads: int) -> None:
     """Every job, on this thread or shared with the others (geomcli.cpus.share: numpy's products
     and copies and the compiled passes let go of the GIL), each thread with its own scratch.
     Threads only for ``values`` (the output's, in the working dtype) of 4 MiB or more: below,
     measured, one thread is faster. (A thread pool made per call, each thread taking the next
     job, was measured slower: float32 (1, 3, 1024, 1024) -> 512² 3.5 ms on two threads, against
     1.6 ms shared so and 3.2 ms on one.)"""
-    workers = min(_workers(), len(jobs)) if values * work.itemsize >= 4 * _PIECE * 8 else 1
+    workers = min(threads, len(jobs)) if values * work.itemsize >= 4 * _PIECE * 8 else 1
     mine = threading.local()
 
     def do(job: Job) -> None:
@@ -634,7 +626,7 @@ def _last_jobs(source: np.ndarray, plan: _Plan, target: np.ndarray, final: bool)
     return [job(first, min(first + rows, source.shape[0])) for first in range(0, source.shape[0], rows)]
 
 
-def _weigh(values: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> None:
+def _weigh(values: np.ndarray, plan: _Plan, target: np.ndarray, final: bool, threads: int) -> None:
     """One axis's weighted pass from ``values`` into ``target`` (of the pass's output shape):
     ``final``, converted to target's dtype piece by piece; else target is the working dtype."""
     before = math.prod(values.shape[: plan.axis])
@@ -646,7 +638,7 @@ def _weigh(values: np.ndarray, plan: _Plan, target: np.ndarray, final: bool) -> 
         jobs = _wide_jobs(source, plan, out, final)
     else:
         jobs = [job for j in range(after) for job in _last_jobs(source[:, :, j], plan, out[:, :, j], final)]
-    _run(jobs, work, target.size)
+    _run(jobs, work, target.size, threads)
 
 
 def _pair_jobs(source: np.ndarray, first: _Plan, second: _Plan, target: np.ndarray) -> list[Job]:
@@ -732,6 +724,8 @@ def resize(
     nearest_mode: NearestMode = "round_prefer_floor",
     antialias: bool = False,
     axes: Sequence[int] | np.ndarray | None = None,
+    threads: int | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Resize ``data`` on ``axes`` to ``sizes`` or by ``scales``, as ONNX Resize-19 does.
 
@@ -771,11 +765,18 @@ def resize(
     axes : sequence of int, optional
         The axes ``roi``, ``scales`` and ``sizes`` refer to (negative count from the end);
         every axis by default.
+    threads : int, optional
+        Threads to share the work (outputs of 4 MiB or more); every CPU this process may
+        run on by default.
+    out : numpy.ndarray, optional
+        Where to write the result: writable, of the output's shape and data's dtype, byte
+        order included; any strides (a C-contiguous one is written in place, another
+        through a copy). It must not overlap data.
 
     Returns
     -------
     numpy.ndarray
-        A new array of data's dtype; the unlisted axes keep their length.
+        A new array of data's dtype (``out`` when given); the unlisted axes keep their length.
 
     Raises
     ------
@@ -865,7 +866,7 @@ def resize(
                    coordinate_transformation_mode=coordinate_transformation_mode, cubic_coeff_a=cubic_coeff_a,
                    exclude_outside=exclude_outside, extrapolation_value=extrapolation_value,
                    keep_aspect_ratio_policy=keep_aspect_ratio_policy, nearest_mode=nearest_mode,
-                   antialias=antialias, axes=axes)
+                   antialias=antialias, axes=axes, threads=threads, out=out)
 
 
 def resize_window(
@@ -907,25 +908,34 @@ def resize_window(
     return _resize(data, roi, scales, sizes, tuple(window), **attributes)
 
 
-def _resize(data: Any, roi: Any, scales: Any, sizes: Any, window: tuple[slice, ...] | None,
-            **attributes: Any) -> np.ndarray:
+def _resize(data: Any, roi: Any, scales: Any, sizes: Any, window: tuple[slice, ...] | None, *,
+            threads: Any = None, out: Any = None, **attributes: Any) -> np.ndarray:
     array = _as_data(data)
     shape, where, kind = array.shape, _where(array.shape), array.dtype.kind
     sizing, rois, settings, fill = _settled(shape, roi, scales, sizes, **attributes)
     _check_mode(settings["mode"], array.dtype, where)
+    count = as_threads(threads, _FUNC, where)
     output = sizing.output_shape
     if math.prod(output) * max(array.dtype.itemsize, 8) > sys.maxsize:
         raise GeomError(f"{_FUNC}: the output of shape {output} is bigger than numpy can address ({where})")
+    target: np.ndarray | None = None if out is None else as_out(out, output, array.dtype, array, _FUNC, where,
+                                                                name="data")
     try:
         plans = _plans(shape, sizing, rois, settings)
         if kind in "UST":
             _refuse_string_extrapolation(plans, rois, where)
         working = [plan for plan in plans if plan.out_len == 0 or not plan.is_identity()]
-        if window is None:
-            return _apply(array, output, working, fill)
-        return _apply_window(array, output, working, fill, _as_window(window, output))
+        if window is not None:
+            return _apply_window(array, output, working, fill, _as_window(window, output), count)
+        # a C-contiguous out takes the weighted passes' sums where they are made; another, a copy
+        into = target if target is not None and target.flags.c_contiguous else None
+        result = _apply(array, output, working, fill, count, into)
     except MemoryError as error:
         raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
+    if target is None or result is target:
+        return result
+    np.copyto(target, result)
+    return target
 
 
 def _as_window(window: tuple[slice, ...], output: Shape) -> list[tuple[int, int]]:
@@ -936,12 +946,12 @@ def _as_window(window: tuple[slice, ...], output: Shape) -> list[tuple[int, int]
 
 
 def _apply_window(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float,
-                  window: list[tuple[int, int]]) -> np.ndarray:
+                  window: list[tuple[int, int]], threads: int) -> np.ndarray:
     """_apply's result in ``window`` only: each plan cut to the window's outputs and the inputs
     their taps read, the data cut alike (an axis no plan resamples: its outputs are its inputs)."""
     cut_shape = tuple(max(0, stop - start) for start, stop in window)
     if any(plan.weights is not None for plan in plans) and not _compiles(array.dtype, plans):
-        whole = _apply(array, output_shape, plans, fill)
+        whole = _apply(array, output_shape, plans, fill, threads)
         return np.array(whole[tuple(slice(start, stop) for start, stop in window)], copy=True)
     if math.prod(cut_shape) == 0:
         return np.empty(cut_shape, dtype=array.dtype)
@@ -955,7 +965,7 @@ def _apply_window(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fi
         cut.append(_Plan(plan.axis, high - low, stop - start, taps - low,
                          None if plan.weights is None else plan.weights[start:stop],
                          None if plan.outside is None else plan.outside[start:stop]))
-    return _apply(array[tuple(reads)], cut_shape, cut, fill)
+    return _apply(array[tuple(reads)], cut_shape, cut, fill, threads)
 
 
 def _refuse_string_extrapolation(plans: list[_Plan], rois: list[tuple[Fraction, Fraction]] | None,
@@ -1077,9 +1087,12 @@ def _plans(shape: Shape, sizing: _Sizing, rois: list[tuple[Fraction, Fraction]] 
             for position, axis in enumerate(sizing.axes)]
 
 
-def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float) -> np.ndarray:
-    """The plans applied to ``array``: a gather for nearest, weighted passes for the others;
-    then the points outside the input (tf_crop_and_resize) take ``fill``."""
+def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float, threads: int,
+           into: np.ndarray | None = None) -> np.ndarray:
+    """The plans applied to ``array`` on up to ``threads`` threads: a gather for nearest,
+    weighted passes for the others (into ``into`` when given: a C-contiguous array of the
+    output's shape and dtype); then the points outside the input (tf_crop_and_resize) take
+    ``fill``."""
     dtype = array.dtype
     if math.prod(output_shape) == 0:
         return np.empty(output_shape, dtype=dtype)
@@ -1093,7 +1106,7 @@ def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: flo
             result = _gather(result, plan)
         value: Any = bool(fill) if dtype.kind == "b" else None
     else:
-        result = _weigh_all(array, output_shape, order)
+        result = _weigh_all(array, output_shape, order, threads, into)
         value = None
     if any(plan.outside is not None for plan in plans):
         if value is None:
@@ -1102,18 +1115,19 @@ def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: flo
     return result
 
 
-def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np.ndarray:
-    """The weighted passes in ``order``, into a new array of array's dtype (the compiled kernel's,
-    where it is built and covers the case)."""
+def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan], threads: int,
+               into: np.ndarray | None = None) -> np.ndarray:
+    """The weighted passes in ``order``, into ``into`` or a new array of array's dtype (the
+    compiled kernel's, where it is built and covers the case), on up to ``threads`` threads."""
     dtype = array.dtype
     work = _numeric.working_dtype(dtype)
-    result = np.empty(output_shape, dtype=dtype)
+    result = np.empty(output_shape, dtype=dtype) if into is None else into
     if _compiles(dtype, order):
         # data of the other byte order is made native first: the same sums as native data's, so the same bits
         native = dtype.newbyteorder("=")
         target = result if dtype.isnative else np.empty(output_shape, dtype=native)
         _run(_compiled_jobs(np.ascontiguousarray(array, dtype=native), sorted(order, key=lambda plan: plan.axis),
-                            target), work, result.size)
+                            target), work, result.size, threads)
         if target is not result:
             result[...] = target
         return result
@@ -1123,7 +1137,7 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np
                    math.prod(array.shape[first.axis + 1:second.axis]), second.in_len,
                    math.prod(array.shape[second.axis + 1:]))
         target = result.reshape(grouped[0], first.out_len, grouped[2], second.out_len, grouped[4])
-        _run(_pair_jobs(array.reshape(grouped), first, second, target), work, result.size)
+        _run(_pair_jobs(array.reshape(grouped), first, second, target), work, result.size, threads)
         return result
     # every pass but the last makes a working-dtype array; the last converts into the result
     values = array
@@ -1132,7 +1146,7 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan]) -> np
         shape[plan.axis] = plan.out_len
         final = position == len(order) - 1
         target = result if final else np.empty(shape, dtype=work)
-        _weigh(values, plan, target, final)
+        _weigh(values, plan, target, final, threads)
         values = target
     return result
 

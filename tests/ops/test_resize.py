@@ -5,7 +5,6 @@ by hand from the spec's formulas wherever they disagree (the Notes of ``resize``
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -18,6 +17,7 @@ import pytest
 from conftest import ALL_DTYPES, FLOAT_DTYPES, make_array, onnx_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.testing import assert_array_equal
 
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric, reference
@@ -357,12 +357,11 @@ def test_every_path_of_the_kernel(shape: tuple[int, ...], sizes: list[int], axes
         monkeypatch.setattr(resize_module, "_compiled", None)
     monkeypatch.setattr(resize_module, "_PIECE", 64)
     monkeypatch.setattr(resize_module, "_PRODUCT", 300)
-    monkeypatch.setattr(resize_module, "_workers", lambda: 2)
     data = make_array(rng, shape, np.dtype(dtype))
     for keywords in ({"mode": "linear", "antialias": True}, {"mode": "cubic", "exclude_outside": True},
                      {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
                       "roi": [-0.1] * len(sizes) + [0.9] * len(sizes), "extrapolation_value": 3.0}):
-        ours = resize(data, sizes=sizes, axes=axes, **keywords)
+        ours = resize(data, sizes=sizes, axes=axes, threads=2, **keywords)
         assert ours.dtype == data.dtype
         assert_rounded_from(ours, by_reference(data.astype(_numeric.working_dtype(data.dtype)), sizes=sizes, axes=axes,
                                                **keywords))
@@ -431,8 +430,24 @@ def test_the_benchmark_runs_small() -> None:
     assert done.stdout.count("max |geomcli - ort|") == 3 and "Pillow" in done.stdout
 
 
-def test_workers_are_this_process_cpus() -> None:
-    assert 1 <= resize_module._workers() <= (os.cpu_count() or 1)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float16", "int64"])
+def test_threads_and_out_give_the_same_bits(mode: str, dtype: str, rng: np.random.Generator) -> None:
+    """threads= and out= as the other kernels take them: any thread count, an out of any strides
+    (a C-contiguous one written in place), the same bits; out is what is returned."""
+    data = make_array(rng, (3, 400, 300), np.dtype(dtype))  # outputs past 4 MiB of float64 work: threads share it
+    kwargs: dict[str, Any] = {"sizes": [700, 520], "axes": [1, 2], "mode": mode}
+    expected = resize(data, **kwargs, threads=1)
+    assert_array_equal(resize(data, **kwargs, threads=2), expected, strict=True)
+    for out in (np.empty((3, 700, 520), dtype), np.empty((520, 700, 3), dtype).transpose(2, 1, 0)):
+        assert resize(data, **kwargs, out=out) is out
+        assert_array_equal(out, expected, strict=True)
+    with pytest.raises(GeomError, match=r"^resize: threads must be at least 1, found 0"):
+        resize(data, **kwargs, threads=0)
+    with pytest.raises(GeomError, match=r"^resize: out must"):
+        resize(data, **kwargs, out=np.empty((3, 700, 521), dtype))
+    with pytest.raises(GeomError, match=r"^resize: out"):
+        resize(data, **kwargs, out=np.empty((3, 700, 520), "complex128"))
 
 
 def test_matmul_stays_below_the_product_size(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
@@ -919,7 +934,7 @@ def bands_one_by_one(plan: Any, rows: int) -> list[Any]:
     return found
 
 
-def run_in_equal_shares(jobs: list[Any], work: np.dtype, values: int) -> None:
+def run_in_equal_shares(jobs: list[Any], work: np.dtype, values: int, threads: int) -> None:
     """resize_module._run as it was: each worker a fixed share of the jobs (here one after another)."""
     workers = 2
     share = -(-len(jobs) // workers)
@@ -969,12 +984,11 @@ def test_new_path_gives_the_old_paths_bits(draw: st.DataObject) -> None:
         if tiny:  # every branch: runs of bands, split products, column chunks, threaded jobs
             patch.setattr(resize_module, "_PIECE", 64)
             patch.setattr(resize_module, "_PRODUCT", 300)
-        patch.setattr(resize_module, "_workers", lambda: 2)
-        new = resize(data, sizes=sizes, axes=axes, **keywords)
+        new = resize(data, sizes=sizes, axes=axes, threads=2, **keywords)
         patch.setattr(resize_module, "_bands", bands_one_by_one)
         patch.setattr(resize_module, "_run", run_in_equal_shares)
         patch.setattr(_numeric, "to_dtype", to_dtype_by_nan_to_num)
-        old = resize(data, sizes=sizes, axes=axes, **keywords)
+        old = resize(data, sizes=sizes, axes=axes, threads=2, **keywords)
     assert new.dtype == old.dtype and new.shape == old.shape
     assert new.tobytes() == old.tobytes()
 
