@@ -770,8 +770,8 @@ def resize(
         run on by default.
     out : numpy.ndarray, optional
         Where to write the result: writable, of the output's shape and data's dtype, byte
-        order included; any strides (a C-contiguous one is written in place, another
-        through a copy). It must not overlap data.
+        order included; any strides (linear and cubic write a C-contiguous one in place; the
+        rest is copied in). It must not overlap data.
 
     Returns
     -------
