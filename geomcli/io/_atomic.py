@@ -269,6 +269,74 @@ def atomic_path(path: str) -> Iterator[str]:
         yield tmp
 
 
+@contextmanager
+def atomic_folder(path: str) -> Iterator[str]:
+    """Yield the name of a hidden sibling of ``path``, not made yet, for a writer to make a folder
+    at (a zarr array); on normal exit it replaces ``path``, on any exception it is removed and
+    what is at ``path`` is left as it was.
+
+    A folder is not renamed over a full one, so replacing takes two renames: what is at ``path``
+    goes aside, then the new folder in (and if that fails, the old one back). Ctrl-C and SIGTERM
+    wait over the two (see hold_signals), and once one has come nothing is placed (see
+    signals_taken).
+    """
+    temporary = _folder_beside(path)
+    try:
+        yield temporary
+        _swap_in(temporary, path)
+    except BaseException:
+        _remove_entry(temporary)
+        raise
+
+
+def _folder_beside(path: str) -> str:
+    """A new name for a folder beside ``path`` (``path/`` too): ``.NAME.geomcli-`` and 8 random hex digits."""
+    folder, name = os.path.split(os.path.abspath(path.rstrip("/") or path))
+    return os.path.join(folder, f".{name}.geomcli-{os.urandom(4).hex()}")
+
+
+def _swap_in(temporary: str, path: str) -> None:
+    """The complete folder ``temporary`` becomes ``path``: what is there renamed aside, the new
+    one in, then what was there removed; if the second rename fails, the first is undone. An
+    OSError becomes a GeomError naming ``path``."""
+    aside = None
+    release = hold_signals()
+    try:
+        refuse_after_signal()
+        if os.path.lexists(path):
+            aside = f"{temporary}-old"
+            os.rename(path, aside)
+        try:
+            os.rename(temporary, path)
+        except OSError:
+            if aside is not None:
+                restore, aside = aside, None  # never removed: if renaming it back fails, it is all there is
+                os.rename(restore, path)
+            raise
+    except OSError as error:
+        raise GeomError(f"{path}: cannot write ({error.strerror or error})") from error
+    finally:
+        try:
+            release()  # a signal held meanwhile is raised here: the new folder is in place, whole
+        finally:
+            if aside is not None:
+                _remove_entry(aside)
+
+
+def _remove_entry(path: str) -> None:
+    """Remove what is at ``path``: a folder with all it holds (what of it can be), else the name
+    alone (a file, or a link, never what it points to)."""
+    import shutil
+
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def _take_over(fd: int, path: str) -> None:
     """Give the temp file the permissions of the file it replaces (as root, its owner and group
     too), so overwriting a 0600 output keeps it 0600; a new file gets 0666 less the umask, as a

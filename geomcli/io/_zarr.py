@@ -351,14 +351,10 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
 @contextmanager
 def staged(path: str) -> Iterator[str]:
     """Where to write the zarr output ``path``: for a local path a hidden sibling, moved into
-    place (an array already there moved aside first, then removed) only when the body ends well,
-    and removed when it does not; an array already at ``path`` is never touched by a failed run.
+    place only when the body ends well, and removed when it does not (io._atomic.atomic_folder);
+    an array already at ``path`` is never touched by a failed run.
     For a URL, ``path`` itself (object storage has no rename), removed when the run fails."""
-    import os
-    import shutil
-    import uuid
-
-    from geomcli.io import _remote
+    from geomcli.io import _atomic, _remote
 
     local = _remote.local_path(path)
     if _remote.is_url(local):
@@ -368,19 +364,8 @@ def staged(path: str) -> Iterator[str]:
             _remove_url(local)
             raise
         return
-    folder, name = os.path.split(os.path.abspath(local.rstrip("/")))
-    temporary = os.path.join(folder, f".{name}.geomcli-{uuid.uuid4().hex[:8]}")
-    try:
+    with _atomic.atomic_folder(local) as temporary:
         yield temporary
-        aside = temporary + "-old"
-        if os.path.lexists(local):
-            os.rename(local, aside)
-        os.rename(temporary, local)
-        shutil.rmtree(aside, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-
 
 def _remove_url(url: str) -> None:
     from geomcli.io import _remote

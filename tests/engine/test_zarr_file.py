@@ -5,8 +5,10 @@ this machine's threads and on a Dask cluster, and on S3."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -196,6 +198,92 @@ def test_an_output_cut_short_leaves_nothing_and_an_old_one_as_it_was(tmp_path: P
     assert run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "1").exit_code == 130
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == before.tobytes()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]
+
+
+def _s2d(tmp_path: Path, blocksize: int, *flags: str) -> Result:
+    return run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", str(blocksize),
+               *flags)
+
+
+@pytest.fixture
+def old_output(tmp_path: Path) -> np.ndarray:
+    """in.zarr, and out.zarr made from it (space-to-depth, blocksize 2); what out.zarr holds."""
+    write_zarr(tmp_path / "in.zarr", tensor(np.dtype("float32"), (1, 4, 8, 8)), (1, 4, 4, 4))
+    assert _s2d(tmp_path, 2, "-q").exit_code == 0
+    return np.asarray(read_zarr(tmp_path / "out.zarr")[...])
+
+
+def test_a_failed_move_into_place_puts_the_old_array_back(tmp_path: Path, old_output: np.ndarray,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old array is renamed aside, then the new one in: when that fails, the old one is renamed
+    back (it was left under its hidden name, nothing at the output's)."""
+    out, rename = str(tmp_path / "out.zarr"), os.rename
+
+    def move_in_fails(source: str, destination: str) -> None:
+        if destination == out and not source.endswith("-old"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        rename(source, destination)
+
+    monkeypatch.setattr(os, "rename", move_in_fails)
+    result = _s2d(tmp_path, 1)
+    assert read_zarr(out)[...].tobytes() == old_output.tobytes()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]
+    assert result.exit_code == 1
+    assert result.stderr.endswith(f"Error: {out}: cannot write ({os.strerror(errno.EIO)})\n"), result.stderr
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_between_the_two_renames_waits_for_the_second(tmp_path: Path, old_output: np.ndarray,
+                                                               monkeypatch: pytest.MonkeyPatch, sent: int) -> None:
+    """Ctrl-C or SIGTERM the moment the old array is aside: held until the new one is in place
+    (its handler raised there, and the new array was removed, the old one left hidden)."""
+    out, rename = str(tmp_path / "out.zarr"), os.rename
+
+    def signalled_after_the_first(source: str, destination: str) -> None:
+        rename(source, destination)
+        if source == out:
+            signal.raise_signal(sent)
+
+    monkeypatch.setattr(os, "rename", signalled_after_the_first)
+    result = _s2d(tmp_path, 1)
+    assert result.exit_code == (130 if sent == signal.SIGINT else 143), result.stderr
+    assert read_zarr(out)[...].shape == (1, 4, 8, 8) != old_output.shape
+    assert read_zarr(out).attrs["geomcli"] == {"complete": True}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]
+
+
+def test_a_signal_whose_exception_vanished_places_no_array(tmp_path: Path, old_output: np.ndarray,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handler took SIGTERM, and its SystemExit vanished (inside an import, say): as for a file,
+    no output is placed after it."""
+    from geomcli import io
+    from geomcli.io import _zarr
+
+    mark_complete = _zarr.mark_complete
+
+    def taken_then_lost(path: str) -> None:
+        mark_complete(path)
+        io.note_signal(signal.SIGTERM)
+
+    monkeypatch.setattr(_zarr, "mark_complete", taken_then_lost)
+    assert _s2d(tmp_path, 1).exit_code == 143
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == old_output.tobytes()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]
+
+
+@pytest.mark.parametrize("found", ["file", "link"])
+def test_a_file_or_link_at_a_zarr_output_s_name_is_replaced_and_removed(tmp_path: Path, found: str) -> None:
+    """Not a folder: unlinked (a link's folder kept), where rmtree failed quietly and left it under
+    a hidden name."""
+    write_zarr(tmp_path / "in.zarr", tensor(np.dtype("float32"), (1, 4, 8, 8)), (1, 4, 4, 4))
+    (tmp_path / "kept").mkdir()
+    if found == "file":
+        (tmp_path / "out.zarr").write_text("old")
+    else:
+        (tmp_path / "out.zarr").symlink_to(tmp_path / "kept")
+    assert _s2d(tmp_path, 2, "-q").exit_code == 0
+    assert read_zarr(tmp_path / "out.zarr").attrs["geomcli"] == {"complete": True}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "kept", "out.zarr"]
 
 
 def test_an_output_a_run_left_incomplete_is_refused(tmp_path: Path) -> None:
