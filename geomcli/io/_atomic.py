@@ -204,11 +204,11 @@ def defer(commit: Callable[[], None]) -> bool:
 
 @contextmanager
 def no_replace() -> Iterator[None]:
-    """While open (in this thread), :func:`atomic_file` and :func:`atomic_path` never replace a
-    file: one found at the destination when the output is complete, even one made a moment
-    before, is left as it is, and OutputExistsError is raised (after the temp file is removed).
-    Their deferred commits keep this rule wherever they run. See :func:`_place_new` for file
-    systems without hard links."""
+    """While open (in this thread), :func:`atomic_file`, :func:`atomic_path` and
+    :func:`atomic_folder` never replace a file (nor a folder): one found at the destination when
+    the output is complete, even one made a moment before, is left as it is, and
+    OutputExistsError is raised (after the temp file is removed). Their deferred commits keep
+    this rule wherever they run. See :func:`_place_new` for file systems without hard links."""
     previous, _here.replace = _here.replace, False
     try:
         with files_only():
@@ -278,12 +278,16 @@ def atomic_folder(path: str) -> Iterator[str]:
     A folder is not renamed over a full one, so replacing takes two renames: what is at ``path``
     goes aside, then the new folder in (and if that fails, the old one back). Ctrl-C and SIGTERM
     wait over the two (see hold_signals), and once one has come nothing is placed (see
-    signals_taken).
+    signals_taken). Inside :func:`no_replace`, whatever is found at ``path`` when the folder is
+    complete, even if made a moment before, is left as it is, and OutputExistsError is raised
+    (after the new folder is removed); only an empty folder made in the instant between the last
+    look and the rename is replaced, as rename(2) replaces one.
     """
+    replace = _here.replace  # the rule when the output was begun
     temporary = _folder_beside(path)
     try:
         yield temporary
-        _swap_in(temporary, path)
+        _swap_in(temporary, path, replace)
     except BaseException:
         _remove_entry(temporary)
         raise
@@ -295,23 +299,28 @@ def _folder_beside(path: str) -> str:
     return os.path.join(folder, f".{name}.geomcli-{os.urandom(4).hex()}")
 
 
-def _swap_in(temporary: str, path: str) -> None:
+def _swap_in(temporary: str, path: str, replace: bool) -> None:
     """The complete folder ``temporary`` becomes ``path``: what is there renamed aside, the new
-    one in, then what was there removed; if the second rename fails, the first is undone. An
-    OSError becomes a GeomError naming ``path``."""
+    one in, then what was there removed; if the second rename fails, the first is undone.
+    ``replace`` False: anything there is OutputExistsError. An OSError becomes a GeomError
+    naming ``path``."""
     aside = None
     release = hold_signals()
     try:
         refuse_after_signal()
         if os.path.lexists(path):
+            if not replace:
+                raise appeared(path)
             aside = f"{temporary}-old"
             os.rename(path, aside)
         try:
             os.rename(temporary, path)
-        except OSError:
+        except OSError as error:
             if aside is not None:
                 restore, aside = aside, None  # never removed: if renaming it back fails, it is all there is
                 os.rename(restore, path)
+            elif not replace and os.path.lexists(path):  # a file or full folder made since the look
+                raise appeared(path) from error
             raise
     except OSError as error:
         raise GeomError(f"{path}: cannot write ({error.strerror or error})") from error

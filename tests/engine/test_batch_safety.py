@@ -136,6 +136,31 @@ def test_no_replace_without_hard_links_looks_once_more_before_the_rename(
     assert (tmp_path / "new.png").read_bytes() == b"new" and temp_files(tmp_path) == []
 
 
+@pytest.mark.parametrize("made", ["folder", "file"])
+def test_no_replace_holds_for_a_folder_output_against_one_made_at_the_last_moment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str) -> None:
+    """A zarr array's folder: after the last look, a full folder or a file made at its name fails
+    the rename; that is the output having appeared, not a failure to write."""
+    target, rename = tmp_path / "o.zarr", os.rename
+
+    def made_first(source: str, destination: str) -> None:
+        if destination == str(target):
+            if made == "folder":
+                target.mkdir()
+                (target / "zarr.json").write_text("precious")
+            else:
+                target.write_text("precious")
+        rename(source, destination)
+
+    monkeypatch.setattr(os, "rename", made_first)
+    with pytest.raises(_atomic.OutputExistsError, match=r"o\.zarr: a file appeared at the output's name while"):
+        with _atomic.no_replace(), _atomic.atomic_folder(str(target)) as temporary:
+            os.mkdir(temporary)
+            Path(temporary, "zarr.json").write_text("new")
+    assert (target / "zarr.json" if made == "folder" else target).read_text() == "precious"
+    assert os.listdir(tmp_path) == ["o.zarr"]
+
+
 def test_no_replace_is_off_by_default_and_ends_with_its_block(tmp_path: Path) -> None:
     target = tmp_path / "o.png"
     target.write_text("old")

@@ -286,6 +286,41 @@ def test_a_file_or_link_at_a_zarr_output_s_name_is_replaced_and_removed(tmp_path
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "kept", "out.zarr"]
 
 
+@pytest.mark.parametrize("planted", ["array", "file"])
+def test_no_clobber_skips_a_zarr_output_made_during_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            planted: str) -> None:
+    """-n: an array (or a file) made at an output's name after the plan looked is left as it is and
+    the input skipped, as for a file (it was renamed aside and removed)."""
+    from geomcli.io import _zarr
+
+    data = tensor(np.dtype("float32"), (1, 4, 8, 8))
+    for name in ["a", "b"]:
+        write_zarr(tmp_path / "in" / f"{name}.zarr", data, (1, 4, 4, 4))
+    out = tmp_path / "out"
+    mark_complete = _zarr.mark_complete
+
+    def planted_meanwhile(path: str) -> None:
+        if os.path.basename(path).startswith(".b.zarr."):
+            if planted == "array":
+                write_zarr(out / "b.zarr", np.full((2, 2), 7, np.uint8), (2, 2))
+            else:
+                (out / "b.zarr").write_text("precious")
+        mark_complete(path)
+
+    monkeypatch.setattr(_zarr, "mark_complete", planted_meanwhile)
+    result = run("space-to-depth", f"{tmp_path}/in/*.zarr", "--out-dir", out, "--blocksize", "2", "-n", "-j", "1",
+                 "--json")
+    assert result.exit_code == 0, result.stderr
+    records = {Path(record.get("input", "")).name: record for record in map(json.loads, result.stdout.splitlines())}
+    assert (records["a.zarr"]["status"], records["b.zarr"]["status"]) == ("ok", "skipped")
+    assert (records["b.zarr"]["error"], records["b.zarr"]["notes"]) == (None, ["the output exists (--no-clobber)"])
+    if planted == "array":
+        assert read_zarr(out / "b.zarr")[...].tolist() == [[7, 7], [7, 7]]
+    else:
+        assert (out / "b.zarr").read_text() == "precious"
+    assert sorted(os.listdir(out)) == ["a.zarr", "b.zarr"]
+
+
 def test_an_output_a_run_left_incomplete_is_refused(tmp_path: Path) -> None:
     """What a killed run on object storage can leave (its marker says so): refused as an input."""
     data = tensor(np.dtype("float32"), (1, 4, 8, 8))
