@@ -61,7 +61,8 @@ def commit(report: Report, commits: Sequence[Callable[[], None]]) -> None:
 
 
 def remove_leftovers(jobs: Sequence[Job]) -> None:
-    """Remove the temp files that stopped writers of these jobs' outputs left."""
+    """Remove the temp files (and a zarr output's hidden folders) that stopped writers of these
+    jobs' outputs left (io._atomic.remove_leftovers)."""
     from geomcli.io import _atomic, _remote
 
     for job in jobs:

@@ -293,10 +293,25 @@ def atomic_folder(path: str) -> Iterator[str]:
         raise
 
 
+# atomic_folder's names beside NAME: .NAME.geomcli-XXXXXXXX (8 hex digits) while the folder is
+# made, and that with ASIDE for what it replaces between the two renames; remove_leftovers' too
+_FOLDER_MARK, _ASIDE = ".geomcli-", "-old"
+
+
 def _folder_beside(path: str) -> str:
-    """A new name for a folder beside ``path`` (``path/`` too): ``.NAME.geomcli-`` and 8 random hex digits."""
-    folder, name = os.path.split(os.path.abspath(path.rstrip("/") or path))
-    return os.path.join(folder, f".{name}.geomcli-{os.urandom(4).hex()}")
+    """A new name for a folder beside ``path`` (``path/`` too), as :func:`_folders_beside` finds it."""
+    folder, name = _split(path)
+    return os.path.join(folder, f".{name}{_FOLDER_MARK}{os.urandom(4).hex()}")
+
+
+def _folders_beside(name: str) -> re.Pattern[str]:
+    """The names :func:`atomic_folder` gives its folders beside ``name``, and their asides."""
+    return re.compile(re.escape(f".{name}{_FOLDER_MARK}") + "[0-9a-f]{8}" + f"({re.escape(_ASIDE)})?")
+
+
+def _split(path: str) -> tuple[str, str]:
+    """The folder and the name of ``path``, a folder's given as ``path/`` too."""
+    return os.path.split(os.path.abspath(path.rstrip("/") or path))
 
 
 def _swap_in(temporary: str, path: str, replace: bool) -> None:
@@ -311,7 +326,7 @@ def _swap_in(temporary: str, path: str, replace: bool) -> None:
         if os.path.lexists(path):
             if not replace:
                 raise appeared(path)
-            aside = f"{temporary}-old"
+            aside = f"{temporary}{_ASIDE}"
             os.rename(path, aside)
         try:
             os.rename(temporary, path)
@@ -522,26 +537,40 @@ def _short_write(path: str) -> str | None:
 
 
 def remove_leftovers(path: str) -> list[str]:
-    """Remove the temp files ``atomic_file(path)`` leaves when its process dies without running
-    its cleanup (SIGKILL, or a worker ended by os._exit while it was making one); the names removed.
+    """Remove what a writer of ``path`` leaves when its process dies without running its cleanup
+    (SIGKILL, or a worker ended by os._exit while it was making one): the temp files of
+    ``atomic_file(path)``, the folders of ``atomic_folder(path)``; the names removed. An old
+    folder (or file) set aside when nothing has taken its place (the writer died between the two
+    renames) is renamed back instead.
 
     For a caller that stopped a writer of ``path`` and knows no other writer of it is running.
     """
-    folder = os.path.dirname(path) or "."
+    folder, name = _split(path)
     # the temp names: the prefix, mkstemp's 8 random characters, the suffix
-    pattern = re.compile(re.escape(f".{os.path.basename(path)}.") + r"[a-z0-9_]{8}\.tmp")
+    temp = re.compile(re.escape(f".{name}.") + r"[a-z0-9_]{8}\.tmp")
+    folders = _folders_beside(name)
     try:
         names = os.listdir(folder)
     except OSError:
         return []
     removed = []
-    for name in names:
-        if pattern.fullmatch(name):
+    for found in names:
+        where = os.path.join(folder, found)
+        if temp.fullmatch(found):
             try:
-                os.unlink(os.path.join(folder, name))
-                removed.append(os.path.join(folder, name))
+                os.unlink(where)
+                removed.append(where)
             except FileNotFoundError:
                 pass
+        elif folders.fullmatch(found):
+            if found.endswith(_ASIDE) and not os.path.lexists(os.path.join(folder, name)):
+                try:
+                    os.rename(where, os.path.join(folder, name))
+                except OSError:
+                    pass  # never removed: it is all there is of the old output
+                continue
+            _remove_entry(where)
+            removed.append(where)
     return removed
 
 

@@ -321,6 +321,69 @@ def test_no_clobber_skips_a_zarr_output_made_during_the_run(tmp_path: Path, monk
     assert sorted(os.listdir(out)) == ["a.zarr", "b.zarr"]
 
 
+def test_the_sweep_after_a_stopped_writer_clears_a_zarr_output_s_hidden_folders(tmp_path: Path) -> None:
+    """What atomic_folder leaves when its process dies in the middle (a -j worker ends by os._exit):
+    its folder removed, an old one set aside removed where the new one took its place, else renamed
+    back; another output's, and names it never makes, kept. A URL has none (nor a crash)."""
+    from geomcli.engine import jobs, plan
+    from geomcli.io import _atomic
+
+    made = tmp_path / ".out.zarr.geomcli-0123abcd"
+    (made / "c").mkdir(parents=True)
+    (made / "zarr.json").write_text("{}")
+    (tmp_path / ".out.zarr.geomcli-4567cdef-old").write_text("a plain file, set aside")
+    (tmp_path / "out.zarr").mkdir()
+    kept = [".other.zarr.geomcli-0123abcd", ".out.zarr.geomcli-0123abcz", ".out.zarr.geomcli-0123abcd-older"]
+    for name in kept:
+        (tmp_path / name).mkdir()
+    removed = _atomic.remove_leftovers(f"{tmp_path / 'out.zarr'}/")
+    assert sorted(removed) == [str(made), str(tmp_path / ".out.zarr.geomcli-4567cdef-old")]
+    assert sorted(os.listdir(tmp_path)) == sorted([*kept, "out.zarr"])
+    (tmp_path / "out.zarr").rename(tmp_path / ".out.zarr.geomcli-89abcdef-old")  # died between the renames
+    assert _atomic.remove_leftovers(str(tmp_path / "out.zarr")) == []
+    assert sorted(os.listdir(tmp_path)) == sorted([*kept, "out.zarr"])
+    assert _atomic.remove_leftovers("s3://bucket/out/a.zarr") == []
+    jobs.remove_leftovers([plan.Job(0, "in.npy", "s3://bucket/out/a.zarr", "zarr")])
+
+
+@pytest.mark.process
+def test_a_signal_mid_batch_leaves_only_complete_zarr_outputs(tmp_path: Path) -> None:
+    """A -j worker ends at once on SIGTERM (os._exit, no cleanup of its own): the sweep after it
+    removes its hidden folder. The run is held (SIGSTOP, the whole process group) the moment an
+    output is complete and another is being made, then signalled and let go."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(42)
+    (tmp_path / "in").mkdir()
+    for index in range(8):
+        np.save(tmp_path / "in" / f"{index}.npy", rng.standard_normal((3, 1024, 1024)).astype(np.float32))
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "geomcli", "warp", str(tmp_path / "in"), "--out-dir", str(out),
+                                "--name", "{stem}.zarr", "--rotate", "10", "--layout", "CHW", "-j", "2"],
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+
+    def complete_and_made() -> bool:
+        names = os.listdir(out) if out.exists() else []
+        return any(not name.startswith(".") for name in names) and any(".geomcli-" in name for name in names)
+
+    while not complete_and_made():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.002)
+    os.killpg(process.pid, signal.SIGSTOP)
+    process.send_signal(signal.SIGTERM)
+    os.killpg(process.pid, signal.SIGCONT)
+    stderr = process.communicate(timeout=30)[1]
+    assert process.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    written = sorted(os.listdir(out))
+    assert 0 < len(written) < 8 and all(not name.startswith(".") for name in written), written
+    for name in written:
+        array = read_zarr(out / name)
+        assert array.attrs["geomcli"] == {"complete": True} and array.shape == (3, 1024, 1024)
+
+
 def test_an_output_a_run_left_incomplete_is_refused(tmp_path: Path) -> None:
     """What a killed run on object storage can leave (its marker says so): refused as an input."""
     data = tensor(np.dtype("float32"), (1, 4, 8, 8))
