@@ -255,9 +255,11 @@ def normalize_axes(axes: Any, rank: int, input_shape: Shape, func: str) -> Shape
 
 
 def as_out(
-    out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str, where: str, name: str = "the input"
+    out: Any, shape: Shape, dtype: np.dtype, data: np.ndarray, func: str, where: str, name: str = "the input",
+    others: Sequence[tuple[str, np.ndarray]] = (),
 ) -> np.ndarray:
-    """``out`` checked to take a result of exactly ``shape`` and ``dtype`` without touching ``data``.
+    """``out`` checked to take a result of exactly ``shape`` and ``dtype`` without touching ``data``
+    (nor the ``others``, by name: a grid, say).
 
     The byte order must match too: the fast paths move raw bytes into ``out`` (the pairs of
     _space_to_depth_blocked), and a result's byte order is the kernel's one rule, not the caller's.
@@ -277,9 +279,10 @@ def as_out(
         raise GeomError(f"{func}: out is a masked array, whose mask would not follow the values ({where})")
     if overlaps_itself(out):
         raise GeomError(f"{func}: out has elements that share memory (strides {out.strides}; {where})")
-    found = overlap(out, data, name)
-    if found is not None:
-        raise GeomError(f"{func}: out {found}; give a separate array ({where})")
+    for input_name, array in ((name, data), *others):
+        found = overlap(out, array, input_name)
+        if found is not None:
+            raise GeomError(f"{func}: out {found}; give a separate array ({where})")
     return out
 
 

@@ -23,7 +23,6 @@ same float64 sums rounded once as affine_grid's, instead of writing a grid and r
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -35,7 +34,18 @@ import numpy as np
 
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import GRID_DTYPES, GRID_TEXT, TENSOR_DTYPES, TENSOR_TEXT, check_addressable, new_output
+from geomcli.ops._checks import (
+    GRID_DTYPES,
+    GRID_TEXT,
+    TENSOR_DTYPES,
+    TENSOR_TEXT,
+    as_out,
+    as_threads,
+    check_addressable,
+    dtype_text,
+    is_masked,
+    new_output,
+)
 from geomcli.ops.affine_grid import affine_grid, affine_grid_checked, affine_grid_output_shape
 
 _compiled: ModuleType | None
@@ -125,34 +135,23 @@ def grid_sample_output_shape(data_shape: Sequence[int], grid_shape: Sequence[int
     return output
 
 
-def _is_masked(array: Any) -> bool:
-    ma = sys.modules.get("numpy.ma")  # not imported: no masked array can exist
-    return ma is not None and isinstance(array, ma.MaskedArray)
-
-
 def _as_array(value: Any, name: str) -> np.ndarray:
     try:
         array = value if isinstance(value, np.ndarray) else np.asarray(value)
     except (ValueError, TypeError) as error:
         raise GeomError(f"{_FUNC}: {name} is not an array ({' '.join(str(error).split())})") from error
-    if _is_masked(array):
+    if is_masked(array):
         raise GeomError(f"{_FUNC}: {name} is a masked array, whose mask would be lost; give its .filled(value) "
                         f"({name} shape {array.shape})")
     return array
 
 
-def _dtype_text(dtype: np.dtype) -> str:
-    if dtype.name == "bfloat16" and not dtype.isnative:
-        return f"{dtype.byteorder}bfloat16"
-    return str(dtype)
-
-
 def _check_dtypes(data: np.ndarray, grid: np.ndarray) -> None:
     where = _where(data.shape, grid.shape)
     if data.dtype.name not in TENSOR_DTYPES and data.dtype.kind not in _STRING_KINDS:
-        raise GeomError(f"{_FUNC}: data must be {TENSOR_TEXT}, found dtype {_dtype_text(data.dtype)} ({where})")
+        raise GeomError(f"{_FUNC}: data must be {TENSOR_TEXT}, found dtype {dtype_text(data.dtype)} ({where})")
     if grid.dtype.name not in GRID_DTYPES:
-        raise GeomError(f"{_FUNC}: grid must be {GRID_TEXT}, found dtype {_dtype_text(grid.dtype)} ({where})")
+        raise GeomError(f"{_FUNC}: grid must be {GRID_TEXT}, found dtype {dtype_text(grid.dtype)} ({where})")
 
 
 def _as_mode(mode: Any, where: str) -> str:
@@ -182,15 +181,6 @@ def _as_flag(align_corners: Any, where: str) -> bool:
     return bool(align_corners)
 
 
-def _as_threads(threads: Any, where: str) -> int:
-    """The threads to use: ``None`` means every CPU this process may run on."""
-    if threads is None:
-        return max(1, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise GeomError(f"{_FUNC}: threads must be an integer >= 1, found {threads!r} ({where})")
-    return int(threads)
-
-
 def check_mode(mode: Any, dtype: np.dtype | str) -> None:
     """Refuse, as :func:`grid_sample` would, a mode that data of ``dtype`` cannot take (bool and
     strings: nearest only): for a caller that knows data's dtype before its values (a file's header).
@@ -206,7 +196,7 @@ def check_mode(mode: Any, dtype: np.dtype | str) -> None:
 def _check_mode(mode: str, dtype: np.dtype, where: str) -> None:
     if mode != "nearest" and dtype.kind in "b" + _STRING_KINDS:
         raise GeomError(
-            f"{_FUNC}: mode {mode!r} interpolates numbers; {_dtype_text(dtype)} data takes mode 'nearest' only "
+            f"{_FUNC}: mode {mode!r} interpolates numbers; {dtype_text(dtype)} data takes mode 'nearest' only "
             f"({where})"
         )
 
@@ -229,9 +219,9 @@ def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
     """``fill`` as a 0-d array of ``dtype``, refused unless the dtype holds it: an integer in
     range (a float only if whole), a real or complex number that stays finite if it was, True/False
     (0/1) for bool, text that fits for strings. 0, the default, is "" for strings."""
-    if isinstance(fill, np.ndarray) and fill.ndim == 0 and not _is_masked(fill):
+    if isinstance(fill, np.ndarray) and fill.ndim == 0 and not is_masked(fill):
         fill = fill[()]
-    refusal = f"{_FUNC}: fill {fill!r} does not fit data's dtype {_dtype_text(dtype)}"
+    refusal = f"{_FUNC}: fill {fill!r} does not fit data's dtype {dtype_text(dtype)}"
     is_text = isinstance(fill, (str, bytes, np.str_, np.bytes_))
     is_number = isinstance(fill, (int, float, complex, np.number, np.bool_))
     if not (is_text or is_number):
@@ -274,24 +264,6 @@ def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
         if math.isfinite(wanted) and not math.isfinite(stored):
             raise GeomError(f"{refusal}: it overflows to {kept} ({where})")
     return value
-
-
-def _as_out(out: Any, shape: Shape, dtype: np.dtype, inputs: Sequence[np.ndarray], where: str) -> np.ndarray:
-    if not isinstance(out, np.ndarray):
-        raise GeomError(f"{_FUNC}: out must be a numpy array, found {type(out).__name__} ({where})")
-    if out.shape != shape or out.dtype != dtype:
-        raise GeomError(
-            f"{_FUNC}: out must have shape {shape} and dtype {_dtype_text(dtype)}, found shape {out.shape} "
-            f"and dtype {_dtype_text(out.dtype)} ({where})"
-        )
-    if not out.flags.writeable:
-        raise GeomError(f"{_FUNC}: out is read-only ({where})")
-    if _is_masked(out):
-        raise GeomError(f"{_FUNC}: out is a masked array, whose mask would not follow the values ({where})")
-    for name, array in zip(("data", "grid"), inputs):
-        if np.may_share_memory(out, array):
-            raise GeomError(f"{_FUNC}: out may overlap {name}; give a separate array ({where})")
-    return out
 
 
 # --- the compute ----------------------------------------------------------------------
@@ -494,10 +466,10 @@ def _prepared(array: np.ndarray, points: np.ndarray, mode: Any, padding_mode: An
     corners = _as_flag(align_corners, where)
     _check_mode(chosen_mode, array.dtype, where)
     fill_value = _as_fill(fill, array.dtype, where)
-    workers = _as_threads(threads, where)
+    workers = as_threads(threads, _FUNC, where)
     lengths = array.shape[2:]
-    result = new_output(output_shape, array.dtype, _FUNC, where) if out is None else _as_out(
-        out, output_shape, array.dtype, (array, points), where)
+    result = new_output(output_shape, array.dtype, _FUNC, where) if out is None else as_out(
+        out, output_shape, array.dtype, array, _FUNC, where, name="data", others=[("grid", points)])
     if result.size == 0:
         return result, None, workers
     if 0 in lengths:

@@ -736,18 +736,24 @@ G4 = np.zeros((1, 5, 6, 2))
     (np.zeros((1, 2, 3, 4), "U2"), G4, {"fill": "abc", "mode": "nearest"}, r"fill 'abc' .* <U2: it would be cut to"),
     (np.zeros((1, 2, 3, 4), "U2"), G4, {"fill": 3, "mode": "nearest"}, r"fill 3 .* a number for string data"),
     (np.zeros((1, 2, 3, 4), "S2"), G4, {"fill": "é", "mode": "nearest"}, r"fill 'é' does not fit data's dtype \|S2"),
-    (D4, G4, {"threads": 0}, r"threads must be an integer >= 1, found 0"),
-    (D4, G4, {"threads": True}, r"threads must be an integer >= 1, found True"),
+    (D4, G4, {"threads": 0}, r"threads must be at least 1, found 0"),
+    (D4, G4, {"threads": True}, r"threads must be an integer, found True"),
     (D4, G4, {"out": [0]}, r"out must be a numpy array, found list"),
     (D4, G4, {"out": np.zeros((1, 2, 5, 5))}, r"out must have shape \(1, 2, 5, 6\) and dtype float64, found shape"),
     (D4, G4, {"out": np.zeros((1, 2, 5, 6), np.float32)}, r"found shape \(1, 2, 5, 6\) and dtype float32"),
     (D4, G4, {"out": np.broadcast_to(np.zeros(()), (1, 2, 5, 6))}, r"out is read-only"),
     (D4, G4, {"out": np.ma.masked_array(np.zeros((1, 2, 5, 6)))}, r"out is a masked array"),
-    (np.zeros((1, 2, 5, 6)), np.zeros((1, 5, 6, 2)), {"out": "data"}, r"out may overlap data"),
+    (np.zeros((1, 2, 5, 6)), np.zeros((1, 5, 6, 2)), {"out": "data"}, r"out overlaps data; give a separate array"),
+    (D4, np.zeros((1, 2, 5, 6)).reshape(1, 5, 6, 2), {"out": "grid"}, r"out overlaps grid; give a separate array"),
+    # the kernels' one check of out (grid_sample had a copy of its own without these)
+    (D4, G4, {"out": np.lib.stride_tricks.as_strided(np.zeros(60), (1, 2, 5, 6), (0, 0, 48, 8))},
+     r"out has elements that share memory"),
+    (D4, G4, {"out": np.zeros((1, 2, 5, 6), ">f8")}, r"dtype float64, found shape \(1, 2, 5, 6\) and dtype >f8 \(the "
+                                                      r"byte order must match too"),
 ])
 def test_errors(data: Any, grid: Any, kwargs: dict[str, Any], match: str) -> None:
     if isinstance(kwargs.get("out"), str):
-        kwargs = {**kwargs, "out": data}
+        kwargs = {**kwargs, "out": {"data": data, "grid": grid}[kwargs["out"]].reshape(-1)[:60].reshape(1, 2, 5, 6)}
     with pytest.raises(GeomError, match=match):
         grid_sample(data, grid, **kwargs)
 
