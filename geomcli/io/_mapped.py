@@ -26,12 +26,15 @@ _MAPPABLE = ("npy", "tiff")
 
 
 def maps_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> bool:
-    """Whether :func:`open_output` gives a memory map for this output (else an array in RAM)."""
-    from geomcli.io import _refusal
+    """Whether :func:`open_output` gives a memory map for this output (else an array in RAM; on
+    object storage always, made in memory and put whole)."""
+    from geomcli.io import _refusal, _remote
 
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if path == "-" or fmt not in _MAPPABLE or nbytes == 0 or nbytes < MAP_OUTPUT_BYTES or _atomic.is_special(path):
+    if path == "-" or fmt not in _MAPPABLE or nbytes == 0 or nbytes < MAP_OUTPUT_BYTES or _remote.is_url(path):
+        return False
+    if _atomic.is_special(path):
         return False
     if _refusal(fmt, dtype, tuple(shape)) is not None:
         return False  # write_array will say why, from the array in RAM

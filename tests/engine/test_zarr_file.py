@@ -980,6 +980,21 @@ def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
     assert "b.zarr/zarr.json" in " ".join(s3.keys())
 
 
+@pytest.mark.parametrize("suffix", [".npy", ".tif"])
+def test_a_big_result_from_a_zarr_is_put_whole_on_s3(s3: S3, tmp_path: Path, suffix: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output on object storage is made in memory and put whole, however big: a memory map
+    (over MAP_OUTPUT_BYTES) took a temp file beside the URL ("folder s3://bucket does not exist")."""
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 100)
+    data = tensor(np.dtype("int16"), (1, 3, 20, 18))
+    write_zarr(tmp_path / "in.zarr", data, (1, 3, 10, 9))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", f"{s3.url}/big{suffix}", "--shape", "1,3,16,16", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert f"big{suffix}" in " ".join(s3.keys())
+
+
 def geomcli(*args: str | Path) -> tuple[int, str]:
     """A real run's exit code and stderr: what is left running at its exit shows there too."""
     import subprocess
