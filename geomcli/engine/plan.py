@@ -126,7 +126,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
         try:
             fmt = _format(output, common, options.name)
         except PlanError:
-            if remote or source.path == "-" or os.path.lexists(source.path):
+            if not _missing(source.path):
                 raise
             # an input that is not there: its own failure, as for a name whose output has a format
             jobs.append(Job(index, source.path, "", "", f"{source.path}: no such file"))
@@ -616,6 +616,21 @@ def _landing(path: str) -> str:
         return _remote.canonical(path)
     folder, name = os.path.split(os.path.abspath(path))
     return os.path.normcase(os.path.join(os.path.realpath(folder), name))
+
+
+def _missing(path: str) -> bool:
+    """Whether an input named as a file is not there (a local path, a URL): its own failure, not
+    the options' (an output name of no format, made from a name that names nothing)."""
+    from geomcli.io import _remote
+
+    if path == "-":
+        return False
+    if not _remote.is_url(path):
+        return not os.path.lexists(path)
+    try:
+        return _remote.modified(path) is None
+    except GeomError:  # no answer: the plan's own error stands
+        return False
 
 
 def skip_reason(job: Job, options: BatchOptions) -> str | None:

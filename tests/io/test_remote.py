@@ -171,6 +171,12 @@ def test_missing_and_corrupt_objects_fail_alone(s3: S3, shots: dict[str, bytes])
     assert result.stderr.splitlines()[:2] == [f"Error: {s3.url}/raw/gone.png: no such file",
                                               f"Error: {s3.url}/raw/broken.png: not a readable PNG (truncated)"]
     assert [key for key in s3.keys() if key.startswith("out/")] == ["out/a.png"]
+    # a name of no extension that names nothing, in a bucket or none: its own failure, not --name's usage error
+    for gone in (f"{s3.url}/nodir", "s3://nobucket-here/dir"):
+        result = run("crop-pad", gone, f"{s3.url}/raw/a.png", "--out-dir", f"{s3.url}/out2", "--shape", "6,6")
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.splitlines()[0] == f"Error: {gone}: no such file"
+        assert f"{s3.url}/out2/a.png".removeprefix(f"{s3.url}/") in s3.keys()
 
 
 def test_no_clobber_skips_an_object_there_and_creates_on_condition(s3: S3, shots: dict[str, bytes]) -> None:
