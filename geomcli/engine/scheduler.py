@@ -140,51 +140,47 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
     import distributed
 
     # distributed logs workers that die, tasks that fail and clusters that close to stderr: each of
-    # those is this run's to report, once, as a file's error line
-    logger = logging.getLogger("distributed")
-    level = logger.level
+    # those is this run's to report, once, as a file's error line. Not restored after: its threads
+    # still log as they close, after the run (a closed comm's traceback on SIGTERM, once in 70 runs)
     if not debug:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        if scheduler.local:
-            from geomcli.io import _atomic
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    if scheduler.local:
+        from geomcli.io import _atomic
 
-            # a Ctrl-C waits until the cluster is up and can be closed: one stopped as it started
-            # was left to distributed's exit hook, which failed on its workers with a traceback
-            release = _atomic.hold_signals()
-            try:
-                with dask.config.set(LOCAL_CONFIG):
-                    cluster = distributed.LocalCluster(
-                        n_workers=scheduler.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        # no dashboard; its HTTP server (always started) on a free port, never 8787's
-                        dashboard_address=None, scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
-                        silence_logs=logging.WARNING if debug else logging.CRITICAL)
-            except BaseException as error:
-                release()
-                if isinstance(error, OSError):  # no port, no process
-                    raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
-                raise
-            try:
-                release()  # a Ctrl-C held meanwhile lands here, where the cluster is closed
-                with distributed.Client(cluster, set_as_default=False) as client:
-                    yield client, cluster
-            finally:
-                with signals_held():
-                    cluster.close()
-            return
+        # a Ctrl-C waits until the cluster is up and can be closed: one stopped as it started
+        # was left to distributed's exit hook, which failed on its workers with a traceback
+        release = _atomic.hold_signals()
         try:
-            client = distributed.Client(scheduler.address, timeout=CONNECT_SECONDS, set_as_default=False)
-        except (OSError, ValueError) as error:  # the connection's TimeoutError is an OSError
-            raise GeomError(f"{scheduler.address}: cannot reach the Dask scheduler "
-                            f"({first_line(error)})") from error
-        with client:
-            if not client.nthreads():
-                echo_stderr(f"Warning: the cluster at {scheduler.address} has no workers yet; waiting for some")
-            else:
-                _check_workers_code(client, str(scheduler.address))
-            yield client, None
-    finally:
-        logger.setLevel(level)
+            with dask.config.set(LOCAL_CONFIG):
+                cluster = distributed.LocalCluster(
+                    n_workers=scheduler.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    # no dashboard; its HTTP server (always started) on a free port, never 8787's
+                    dashboard_address=None, scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+                    silence_logs=logging.WARNING if debug else logging.CRITICAL)
+        except BaseException as error:
+            release()
+            if isinstance(error, OSError):  # no port, no process
+                raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
+            raise
+        try:
+            release()  # a Ctrl-C held meanwhile lands here, where the cluster is closed
+            with distributed.Client(cluster, set_as_default=False) as client:
+                yield client, cluster
+        finally:
+            with signals_held():
+                cluster.close()
+        return
+    try:
+        client = distributed.Client(scheduler.address, timeout=CONNECT_SECONDS, set_as_default=False)
+    except (OSError, ValueError) as error:  # the connection's TimeoutError is an OSError
+        raise GeomError(f"{scheduler.address}: cannot reach the Dask scheduler "
+                        f"({first_line(error)})") from error
+    with client:
+        if not client.nthreads():
+            echo_stderr(f"Warning: the cluster at {scheduler.address} has no workers yet; waiting for some")
+        else:
+            _check_workers_code(client, str(scheduler.address))
+        yield client, None
 
 
 @functools.cache
