@@ -32,9 +32,10 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
 - **Stopping.** After a failure under ``--fail-fast`` nothing more is sent, and the tasks in
   flight stop before their next file (a Dask Event the client sets) and report those they did,
   as -j's workers finish the one they hold. On Ctrl-C or SIGTERM the tasks in flight are
-  cancelled: each notices between files and stops; a LocalCluster of ours is closed (its workers
-  end) and the temp files of the jobs in flight are swept here, as ``-j`` does: only whole
-  outputs remain.
+  cancelled: each notices between files and stops, and places nothing once cancelled (the file
+  it was doing is not renamed into place, its multipart upload aborted: a joined cluster's
+  workers get no signal); a LocalCluster of ours is closed (its workers end) and the temp files
+  of the jobs in flight are swept here, as ``-j`` does: only whole outputs remain.
 - **Paths as here.** Local names go to the workers made absolute (scheduler.for_workers): a
   joined cluster's working folder is not this shell's. Reports come back naming them as planned.
 - **An unreachable scheduler** is one error line (exit 1), within scheduler.CONNECT_SECONDS.
@@ -51,7 +52,7 @@ import os
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -456,7 +457,8 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
     """A task, on a worker: each job's report (in order), and whether it failed on an I/O error
     that may pass. Each output is placed (synced and renamed, or put) on a second thread while
     the next file is made, as a -j worker's committer does, and the task returns once the last
-    is placed; a task cancelled meanwhile stops at its next file and returns nothing. ``stop``
+    is placed; a task cancelled meanwhile places nothing more (io._atomic.stopped_when), stops at
+    its next file and returns nothing. ``stop``
     (--fail-fast) names the run's Event: the task stops after its first failure, or before its
     next file once the Event is set, and returns the reports of those it did. ``sweep``: a retry
     after a worker died, whose temp files it removes first."""
@@ -467,13 +469,14 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
     check_code(task.code)
     if sweep:
         job_steps.remove_leftovers(jobs)  # listing each output's folder: only when some may be there
+    cancelled = _cancellation()
     done: list[Report] = []
     placing: list[Any] = []  # concurrent.futures.Future of each placing
-    with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit") as committer:
+    with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit") as committer, _atomic.stopped_when(cancelled):
         try:
             asked = -STOP_ASKED  # before the first file, then (a round trip to the scheduler) twice a second
             for job in jobs:
-                if _cancelled():
+                if cancelled():
                     break
                 if stop is not None and time.monotonic() - asked >= STOP_ASKED:
                     asked = time.monotonic()
@@ -482,7 +485,7 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
                 with _atomic.deferred_commits() as commits:
                     report = job_steps.transform(task, job)
                 done.append(report)
-                placing.append(committer.submit(job_steps.commit, report, list(commits)))
+                placing.append(committer.submit(_place, cancelled, report, list(commits)))
                 if stop is not None and report.status == "error":
                     break
             for placed in placing:
@@ -493,9 +496,18 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
             committer.shutdown(wait=True)
             job_steps.remove_leftovers(jobs[:len(done) + 1])
             raise
-    if _cancelled():
+    if cancelled():
         return []  # what was placed is whole; the client counts none of it
     return [(report, report.status == "error" and passing(report)) for report in done]
+
+
+def _place(cancelled: Callable[[], bool], report: Report, commits: Sequence[Callable[[], None]]) -> None:
+    """On a task's committing thread: job_steps.commit, placing nothing once the task has been
+    cancelled (the file in progress when the client cancelled it, whose worker got no signal)."""
+    from geomcli.io import _atomic
+
+    with _atomic.stopped_when(cancelled):
+        job_steps.commit(report, commits)
 
 
 def _stopped(stop: str) -> bool:
@@ -509,15 +521,21 @@ def _stopped(stop: str) -> bool:
     return bool(Event(stop).is_set())
 
 
-def _cancelled() -> bool:
+def _cancellation() -> Callable[[], bool]:
     """Whether the task this worker thread runs has been cancelled (Ctrl-C on the client, or the
-    client gone): the worker's own record of it says so, no message needed."""
+    client gone), as a check any thread may make (the task's committing thread, or fsspec's for
+    an upload): the worker's own record of the task says so, no message needed. Never, off a
+    worker (called in this process)."""
     from distributed import get_worker
 
     try:
         worker = get_worker()
-    except ValueError:  # not on a worker (called in this process)
-        return False
+    except ValueError:  # not on a worker
+        return lambda: False
     key = worker.get_current_task()
-    state = worker.state.tasks.get(key) if key is not None else None
-    return state is None or state.state in ("cancelled", "released", "forgotten")
+
+    def cancelled() -> bool:
+        state = worker.state.tasks.get(key) if key is not None else None
+        return state is None or state.state in ("cancelled", "released", "forgotten")
+
+    return cancelled

@@ -169,6 +169,7 @@ class _ThisThread(threading.local):
     pending: list[Callable[[], None]] | None = None  # deferred_commits' list
     replace = True  # False inside no_replace
     into_streams = True  # False inside no_replace and files_only
+    cancelled: Callable[[], bool] | None = None  # stopped_when's condition
 
 
 _here = _ThisThread()
@@ -200,6 +201,29 @@ def defer(commit: Callable[[], None]) -> bool:
         return False
     _here.pending.append(commit)
     return True
+
+
+class Cancelled(GeomError):
+    """Inside :func:`stopped_when`: the output was complete, but the work it was made for had been
+    cancelled; it was not placed (its temp file removed, its upload aborted)."""
+
+
+@contextmanager
+def stopped_when(cancelled: Callable[[], bool]) -> Iterator[None]:
+    """While open (in this thread), no output is placed once ``cancelled()`` is true (a Dask task
+    its client cancelled, whose worker goes on): where a signal taken would stop it
+    (:func:`refuse_after_signal`), its temp file is removed and Cancelled raised instead, and an
+    object's multipart upload under way is aborted before its next part."""
+    previous, _here.cancelled = _here.cancelled, cancelled
+    try:
+        yield
+    finally:
+        _here.cancelled = previous
+
+
+def cancellation() -> Callable[[], bool] | None:
+    """The condition :func:`stopped_when` set in this thread, for work this thread hands to another."""
+    return _here.cancelled
 
 
 @contextmanager
@@ -402,10 +426,13 @@ def signal_taken() -> int | None:
 
 def refuse_after_signal() -> None:
     """Raise what a signal taken (see signals_taken) should have raised: KeyboardInterrupt for
-    SIGINT, SystemExit(128 + n) for another."""
+    SIGINT, SystemExit(128 + n) for another; and Cancelled once this thread's work has been
+    cancelled (see :func:`stopped_when`)."""
     if signals_taken:
         taken = signals_taken[-1]
         raise KeyboardInterrupt if taken == signal.SIGINT else SystemExit(128 + taken)
+    if _here.cancelled is not None and _here.cancelled():
+        raise Cancelled("the task was cancelled before its output was placed")
 
 
 def hold_signals() -> Callable[[], None]:

@@ -102,6 +102,24 @@ def test_no_replace_holds_for_a_commit_deferred_to_another_thread(tmp_path: Path
     assert target.read_text() == "precious" and temp_files(tmp_path) == []
 
 
+def test_a_commit_whose_work_was_cancelled_places_nothing(tmp_path: Path) -> None:
+    """A Dask task cancelled while its committer holds its output (io._atomic.stopped_when): the
+    temp file goes, nothing is renamed, and a file of the same thread made before is untouched."""
+    target = tmp_path / "o.png"
+    with _atomic.deferred_commits() as commits, _atomic.atomic_file(str(target)) as f:
+        f.write(b"new")
+    assert len(temp_files(tmp_path)) == 1
+    with _atomic.stopped_when(lambda: True), pytest.raises(_atomic.Cancelled, match="task was cancelled"):
+        commits[0]()
+    assert os.listdir(tmp_path) == []
+    # and a condition still false places it as before
+    with _atomic.deferred_commits() as commits, _atomic.atomic_file(str(target)) as f:
+        f.write(b"new")
+    with _atomic.stopped_when(lambda: False):
+        commits[0]()
+    assert os.listdir(tmp_path) == ["o.png"] and target.read_bytes() == b"new"
+
+
 class _Sent:
     def __init__(self) -> None:
         self.sent: list[Report] = []

@@ -27,7 +27,7 @@ from geomcli.cli import cli
 from geomcli.engine import cluster, operations, workers
 from geomcli.engine import scheduler as scheduler_module
 from geomcli.engine.options import BatchOptions, Common
-from geomcli.engine.plan import Job
+from geomcli.engine.plan import Job, Task
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.cluster
@@ -324,6 +324,46 @@ def test_passing_io_errors_are_retried_and_bad_files_are_not(tmp_path: Path, sch
     line = json.loads(capsys.readouterr().out.splitlines()[0])
     assert line["error"] == f"{inputs[0]}: cannot read (Input/output error)" or "Input/output error" in line["error"]
     assert Path(inputs[0] + ".tries").read_text() == str(1 + cluster.IO_RETRIES)
+
+
+@dataclass(frozen=True)
+class _HeldUntilCancelled(operations.CropPad):
+    """A crop-pad that says it has begun a file (``.begun`` beside it), then finishes the file only
+    once its task has been cancelled: the file in progress when the client cancels."""
+
+    command: ClassVar[str] = "crop-pad"
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        Path(loaded.source + ".begun").touch()
+        cancelled, deadline = cluster._cancellation(), time.monotonic() + 30
+        while not cancelled() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().apply(loaded, common, allocate)
+
+
+def _holds(key: str, dask_worker: Any) -> bool:
+    return key in dask_worker.state.tasks
+
+
+def test_a_task_cancelled_mid_file_places_nothing(tmp_path: Path, scheduler: str, by_value: None) -> None:
+    """A joined cluster's workers get no signal when the client stops: the file a task is doing
+    when it is cancelled is made, but never placed; no temp file is left either."""
+    (source,) = npy_inputs(tmp_path / "in", ["a"])
+    out = tmp_path / "out"
+    task = Task(_HeldUntilCancelled((2, 2)), Common())
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        future = client.submit(cluster.do_files, task, [Job(0, source, str(out / "a.npy"), "npy")], None,
+                               pure=False)
+        deadline = time.monotonic() + 30
+        while not Path(source + ".begun").exists():
+            assert time.monotonic() < deadline and future.status == "pending", future
+            time.sleep(0.01)
+        key = future.key
+        future.cancel()
+        while any(client.run(_holds, key).values()):  # until the task has ended on its worker
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert not out.exists() or os.listdir(out) == []
 
 
 def test_tasks_hold_about_a_second_of_work_and_shrink_at_the_end() -> None:
