@@ -18,7 +18,7 @@ Only the standard library loads at import time; fsspec loads with the first URL.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -243,19 +243,19 @@ def write_bytes(url: str, data: bytes, name: str) -> None:
 
     def put() -> None:
         _atomic.refuse_after_signal()  # as a file: nothing is placed once Ctrl-C or SIGTERM came
-        _put(url, data, name, create)
+        _put(url, data, name, create, _atomic.cancellation())
 
     if not _atomic.defer(put):
         put()
 
 
-def _put(url: str, data: bytes, name: str, create: bool) -> None:
+def _put(url: str, data: bytes, name: str, create: bool, cancelled: Callable[[], bool] | None = None) -> None:
     from geomcli.io import _atomic
 
     fs, path = filesystem(url)
     try:
         if fs.__class__.__name__ == "S3FileSystem":
-            _run_stoppably(fs, _put_s3(fs, path, data, create))
+            _run_stoppably(fs, _put_s3(fs, path, data, create, cancelled))
         else:
             fs.pipe_file(path, data, **({"mode": "create"} if create else {}))
     except FileExistsError as error:
@@ -266,11 +266,13 @@ def _put(url: str, data: bytes, name: str, create: bool) -> None:
         raise GeomError(f"{name}: cannot write ({_first_line(error)})") from error
 
 
-async def _put_s3(fs: Any, path: str, data: bytes, create: bool) -> None:
+async def _put_s3(fs: Any, path: str, data: bytes, create: bool, cancelled: Callable[[], bool] | None = None) -> None:
     """Put ``data`` at ``path`` on S3: in one request below MULTIPART_BYTES, else as a multipart
     upload in parts of half that, aborted on any failure or cancellation (s3fs's own pipe_file
     aborts on an Exception only, and a Ctrl-C here cancels it: its upload was left pending, and
-    billed, for good). Its parts are never completed once a signal has stopped the run."""
+    billed, for good). Its parts are never completed once a signal has stopped the run; once
+    ``cancelled()`` is true (the work it was for cancelled: io._atomic.stopped_when) it sends no
+    more of them, and is aborted."""
     import asyncio
 
     from geomcli.io import _atomic
@@ -294,6 +296,8 @@ async def _put_s3(fs: Any, path: str, data: bytes, create: bool) -> None:
                                                       PartNumber=number, Body=data[(number - 1) * part:number * part])
                                           for number in batch))
             parts += [{"PartNumber": number, "ETag": done["ETag"]} for number, done in zip(batch, sent, strict=True)]
+            if cancelled is not None and cancelled():
+                raise _atomic.Cancelled(f"{path}: the upload's work was cancelled; it was aborted")
         if _atomic.signal_taken() is not None:
             raise asyncio.CancelledError  # the caller is raising the signal's exception meanwhile
         await fs._call_s3("complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload,

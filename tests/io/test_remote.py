@@ -316,6 +316,31 @@ def test_stop_uploads_aborts_another_threads_upload_and_starts_no_more(s3: S3, m
     assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
 
 
+def test_a_multipart_upload_whose_work_was_cancelled_is_aborted_between_parts(
+        s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Dask task cancelled while its committer uploads (io._atomic.stopped_when): no more parts
+    are sent, the upload is aborted, and nothing is left, nor pending."""
+    import s3fs
+
+    from geomcli.io import _atomic
+
+    monkeypatch.setattr(_remote, "MULTIPART_BYTES", 10 << 20)  # 12 MiB: three parts of 5 MiB or less
+    calls: list[str] = []
+    real = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(method)
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    monkeypatch.setattr(_remote, "_options", {"max_concurrency": 1})  # a part at a time
+    with _atomic.stopped_when(lambda: "upload_part" in calls), pytest.raises(_atomic.Cancelled, match="aborted"):
+        _remote.write_bytes(f"{s3.url}/a.npy", bytes(12 << 20), "a.npy")
+    assert calls == ["create_multipart_upload", "upload_part", "abort_multipart_upload"]
+    assert s3.keys() == []
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+
+
 def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No AWS credentials or endpoint but what --storage-option gives."""
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
