@@ -1,0 +1,86 @@
+"""The preload of a LocalCluster's workers (geomcli.engine.worker_setup), on the session's cluster
+(started with it): a worker ended by SIGTERM, or closed by its nanny, aborts its uploads first."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import S3
+
+from geomcli.engine import worker_setup
+
+distributed = pytest.importorskip("distributed")
+pytest.importorskip("s3fs")
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def by_value() -> Iterator[None]:
+    """This module's functions travel to the workers by value (the workers cannot import it)."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def _upload_slowly(url: str, options: dict[str, Any]) -> None:
+    """On a worker: an upload of three parts whose parts never end (they take a minute each)."""
+    import asyncio
+
+    import s3fs
+
+    from geomcli.io import _remote
+
+    _remote.MULTIPART_BYTES = 10 << 20
+    real = s3fs.S3FileSystem._call_s3
+
+    async def slow(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "upload_part":
+            await asyncio.sleep(60)
+        return await real(self, method, *args, **kwargs)
+
+    s3fs.S3FileSystem._call_s3 = slow  # type: ignore[method-assign]
+    _remote.configure(options)
+    _remote.write_bytes(url, bytes(12 << 20), "a.npy")
+
+
+def _pending(s3: S3) -> list[Any]:
+    return list(s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []))
+
+
+@pytest.mark.parametrize("how", ["sigterm", "closed-by-its-nanny"])
+def test_a_worker_ended_aborts_its_uploads_first(how: str, s3: S3, scheduler: str, by_value: None) -> None:
+    options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        address, pid = next(iter(client.run(os.getpid).items()))
+        future = client.submit(_upload_slowly, f"{s3.url}/a.npy", options, workers=[address], pure=False)
+        deadline = time.monotonic() + 30
+        while not _pending(s3):
+            assert time.monotonic() < deadline and future.status == "pending", future
+            time.sleep(0.02)
+        if how == "sigterm":
+            os.kill(pid, signal.SIGTERM)
+        else:
+            client.restart_workers([address])  # the nanny closes the worker, then starts another
+        deadline = time.monotonic() + 10
+        while _pending(s3):
+            assert time.monotonic() < deadline, "the upload was left pending"
+            time.sleep(0.05)
+    assert s3.keys() == []
+
+
+def test_sigterm_hands_over_to_what_was_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped: list[str] = []
+    handed: list[int] = []
+    monkeypatch.setattr(worker_setup._remote, "stop_uploads", lambda: stopped.append("stopped"))
+    worker_setup._terminated(lambda signum, frame: handed.append(signum), signal.SIGTERM, None)
+    assert (stopped, handed) == (["stopped"], [signal.SIGTERM])
