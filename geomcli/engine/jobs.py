@@ -62,9 +62,14 @@ def commit(report: Report, commits: Sequence[Callable[[], None]]) -> None:
 
 def remove_leftovers(jobs: Sequence[Job]) -> None:
     """Remove the temp files (and a zarr output's hidden folders) that stopped writers of these
-    jobs' outputs left (io._atomic.remove_leftovers)."""
-    from geomcli.io import _atomic, _remote
+    jobs' outputs left (io._atomic.remove_leftovers), and a zarr output at a URL they left marked
+    incomplete (io._zarr.remove_incomplete: written in place, chunk by chunk, it has no temp name)."""
+    from geomcli.io import _atomic, _remote, _zarr
 
     for job in jobs:
-        if job.output and not _remote.is_url(job.output):  # an object is placed whole or not at all
+        if not job.output:
+            continue
+        if not _remote.is_url(job.output):
             _atomic.remove_leftovers(job.output)
+        elif _zarr.is_zarr(job.output):  # any other object is placed whole or not at all
+            _zarr.remove_incomplete(job.output)

@@ -18,6 +18,7 @@ Only the standard library loads at import time; zarr loads with the first ``.zar
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -236,9 +237,15 @@ def describe(path: str) -> dict[str, Any]:
             "scale": None if opened.space is None or opened.space.scale is None else list(opened.space.scale)}
 
 
+def _says_incomplete(attributes: Any) -> bool:
+    """Whether an array's (or OME-Zarr group's) attributes carry geomcli's marker saying incomplete:
+    the one rule of what a run left unfinished (no marker: not geomcli's output, or an older one)."""
+    marker = attributes.get(MARKER) if isinstance(attributes, dict) else None
+    return isinstance(marker, dict) and marker.get("complete") is False
+
+
 def _check_complete(path: str, attributes: dict[str, Any]) -> None:
-    marker = attributes.get(MARKER)
-    if isinstance(marker, dict) and marker.get("complete") is False:
+    if _says_incomplete(attributes):
         raise GeomError(f"{path}: an incomplete output (the run writing it stopped); write it again")
 
 
@@ -253,6 +260,56 @@ def exists(path: str) -> bool:
     try:
         zarr.open(store=_store(path, read_only=True), mode="r")
     except (FileNotFoundError, KeyError, OSError, ValueError):
+        return False
+    return True
+
+
+def incomplete(path: str) -> bool:
+    """Whether the zarr array at ``path`` (a folder or a URL) is one a geomcli run left marked
+    incomplete (it stopped before the last chunk): read from its metadata (zarr.json) alone, a
+    request for a URL. False where there is none, or it cannot be read: then it is not ours to
+    redo or remove."""
+    import json
+
+    from geomcli.io import _remote
+
+    local = _remote.local_path(path)
+    try:
+        if _remote.is_url(local):
+            fs, where = _remote.filesystem(local)
+            text = fs.cat_file(f"{where.rstrip('/')}/zarr.json")
+        else:
+            with open(os.path.join(local, "zarr.json"), "rb") as file:
+                text = file.read()
+        return _says_incomplete(json.loads(text).get("attributes"))
+    except (GeomError, ValueError, AttributeError):
+        return False
+    except _remote._failures():  # botocore's, aiohttp's: their own, no OSError
+        return False
+
+
+def remove_incomplete(url: str) -> bool:
+    """Remove the zarr array at ``url`` if a geomcli run left it marked incomplete (never one
+    marked complete, nor one without the marker); whether it did. For a caller that stopped the
+    run writing it (a batch's sweep: workers.py, cluster.py, through jobs.remove_leftovers),
+    which a worker ended by os._exit never unwinds to (see :func:`staged`). Its metadata, the
+    marker, goes last: a removal cut short leaves an array still marked, removed next time."""
+    from geomcli.io import _remote
+
+    if not incomplete(url):
+        return False
+    try:
+        fs, where = _remote.filesystem(_remote.local_path(url))
+        where = where.rstrip("/")
+        marked = f"{where}/zarr.json"
+        fs.invalidate_cache(where)  # a listing cached before the run stopped misses its last chunks
+        rest = [found for found in fs.find(where) if found.rstrip("/") != marked]
+        if rest:
+            fs.rm(rest)
+        fs.rm(marked)
+    except GeomError:  # a sweep: the run's own outcome is the one to report
+        return False
+    except _remote._failures():
         return False
     return True
 
@@ -353,7 +410,9 @@ def staged(path: str) -> Iterator[str]:
     """Where to write the zarr output ``path``: for a local path a hidden sibling, moved into
     place only when the body ends well, and removed when it does not (io._atomic.atomic_folder);
     an array already at ``path`` is never touched by a failed run.
-    For a URL, ``path`` itself (object storage has no rename), removed when the run fails."""
+    For a URL, ``path`` itself (object storage has no rename), removed when the run fails; a
+    process ended without unwinding (a -j worker's SIGTERM) leaves it marked incomplete, for the
+    sweep of its run (:func:`remove_incomplete`)."""
     from geomcli.io import _atomic, _remote
 
     local = _remote.local_path(path)

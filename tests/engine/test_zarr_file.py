@@ -324,8 +324,8 @@ def test_no_clobber_skips_a_zarr_output_made_during_the_run(tmp_path: Path, monk
 def test_the_sweep_after_a_stopped_writer_clears_a_zarr_output_s_hidden_folders(tmp_path: Path) -> None:
     """What atomic_folder leaves when its process dies in the middle (a -j worker ends by os._exit):
     its folder removed, an old one set aside removed where the new one took its place, else renamed
-    back; another output's, and names it never makes, kept. A URL has none (nor a crash)."""
-    from geomcli.engine import jobs, plan
+    back; another output's, and names it never makes, kept. A URL has none (its sweep is another:
+    test_the_sweep_of_a_stopped_run_removes_its_incomplete_zarr_outputs_on_s3)."""
     from geomcli.io import _atomic
 
     made = tmp_path / ".out.zarr.geomcli-0123abcd"
@@ -343,7 +343,6 @@ def test_the_sweep_after_a_stopped_writer_clears_a_zarr_output_s_hidden_folders(
     assert _atomic.remove_leftovers(str(tmp_path / "out.zarr")) == []
     assert sorted(os.listdir(tmp_path)) == sorted([*kept, "out.zarr"])
     assert _atomic.remove_leftovers("s3://bucket/out/a.zarr") == []
-    jobs.remove_leftovers([plan.Job(0, "in.npy", "s3://bucket/out/a.zarr", "zarr")])
 
 
 @pytest.mark.process
@@ -1121,6 +1120,65 @@ def test_no_clobber_and_skip_existing_keep_a_zarr_output_on_s3(s3: S3, tmp_path:
     assert result.exit_code == 0, result.stderr
     assert "crop-pad: 1 ok, 0 failed, 1 skipped" in result.stderr
     assert (s3_zarr(s3, "again/b.zarr")[0, 0, 1:3, 1:3] == 99).all()
+
+
+def test_the_sweep_of_a_stopped_run_removes_its_incomplete_zarr_outputs_on_s3(s3: S3) -> None:
+    """A zarr output on S3 is written in place: a run stopped without unwinding (a -j worker's
+    os._exit on SIGTERM) leaves it marked incomplete, and the sweep of its jobs removes it, an OME
+    group's levels too; one marked complete, and one without the marker (not ours), are kept."""
+    from geomcli.engine.jobs import remove_leftovers
+    from geomcli.engine.plan import Job
+    from geomcli.io import _zarr
+
+    space = _zarr.Space(({"name": "c", "type": "channel"}, {"name": "y", "type": "space"},
+                         {"name": "x", "type": "space"}))
+    outputs = {name: f"{s3.url}/out/{name}.zarr" for name in ("cut", "cut_ome", "whole", "foreign")}
+    for name in ("cut", "cut_ome", "whole"):
+        target = _zarr.create_output(outputs[name], (3, 8, 8), np.dtype("uint8"), (3, 4, 4), "CHW",
+                                     space=space if name == "cut_ome" else None)
+        target[:, :4, :4] = 7  # one chunk of four written
+    _zarr.mark_complete(outputs["whole"])
+    import s3fs
+
+    store = zarr.storage.FsspecStore(s3fs.S3FileSystem(endpoint_url=s3.endpoint, asynchronous=True),
+                                     path=f"{s3.bucket}/out/foreign.zarr")
+    zarr.create_array(store, shape=(3, 8, 8), dtype="uint8", chunks=(3, 4, 4))[:, :4, :4] = 7
+    assert {key.split("/")[1] for key in s3.keys()} == {f"{name}.zarr" for name in outputs}
+    assert [_zarr.incomplete(outputs[name]) for name in outputs] == [True, True, False, False]
+    remove_leftovers([Job(index, f"in{index}.zarr", output, "zarr") for index, output in enumerate(outputs.values())])
+    assert {key.split("/")[1] for key in s3.keys()} == {"whole.zarr", "foreign.zarr"}
+    assert s3_zarr(s3, "out/whole.zarr")[0, 0, 0] == 7 and s3_zarr(s3, "out/foreign.zarr")[0, 0, 0] == 7
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_batch_to_s3_leaves_no_incomplete_zarr_output(sent: int, s3: S3, tmp_path: Path) -> None:
+    """A -j 2 batch writing zarr arrays to S3, held (SIGSTOP) the moment its first array appears,
+    signalled, then let go: its workers end by os._exit, and what they were writing is swept;
+    only arrays marked complete remain."""
+    import subprocess
+    import sys
+
+    for index in range(8):
+        write_zarr(tmp_path / "in" / f"m{index}.zarr", tensor(np.dtype("uint8"), (2, 3, 256, 256)), (1, 3, 32, 32))
+    process = subprocess.Popen([sys.executable, "-m", "geomcli", "crop-pad", f"{tmp_path}/in/*.zarr", "--out-dir",
+                                f"{s3.url}/out", "--shape", "2,3,256,256", "-j", "2", "-q"],
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while sum(key.endswith("zarr.json") for key in s3.keys()) < 3:  # the first may be done in the parent
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.01)
+    process.send_signal(signal.SIGSTOP)
+    process.send_signal(sent)
+    process.send_signal(signal.SIGCONT)
+    stderr = process.communicate(timeout=60)[1]
+    assert process.returncode == 128 + sent, stderr
+    assert "Traceback" not in stderr
+    arrays = {key.split("/")[1] for key in s3.keys()}
+    assert len(arrays) < 8, "the run ended before the signal"
+    for name in arrays:
+        assert json.loads(s3.get(f"out/{name}/zarr.json"))["attributes"]["geomcli"] == {"complete": True}, name
+        assert np.array_equal(s3_zarr(s3, f"out/{name}")[...], read_zarr(tmp_path / "in" / name)[...])
 
 
 def test_skip_existing_does_again_a_local_zarr_input_updated_in_place(tmp_path: Path) -> None:
