@@ -27,6 +27,7 @@ from geomcli.engine.one_file import (
 from geomcli.engine.options import write_options
 from geomcli.engine.report import OUTPUT_EXISTS, reporting
 from geomcli.errors import GeomError, PlanError
+from geomcli.io import _zarr
 from geomcli.io._zarr import is_zarr  # a zarr array (a folder) is one input, as a file is
 
 if TYPE_CHECKING:
@@ -637,8 +638,8 @@ def skip_reason(job: Job, options: BatchOptions) -> str | None:
     if not (options.skip_existing or options.no_clobber):
         return None
     made = _modified(job.output)
-    if made is None:
-        return None
+    if made is None or (is_zarr(job.output) and _zarr.incomplete(job.output)):
+        return None  # none there, or an array a stopped run left incomplete: done again, replaced
     if options.no_clobber:
         return OUTPUT_EXISTS
     changed = _modified(job.input)

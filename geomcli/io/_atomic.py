@@ -294,7 +294,7 @@ def atomic_path(path: str) -> Iterator[str]:
 
 
 @contextmanager
-def atomic_folder(path: str) -> Iterator[str]:
+def atomic_folder(path: str, *, replace: bool | None = None) -> Iterator[str]:
     """Yield the name of a hidden sibling of ``path``, not made yet, for a writer to make a folder
     at (a zarr array); on normal exit it replaces ``path``, on any exception it is removed and
     what is at ``path`` is left as it was.
@@ -305,9 +305,11 @@ def atomic_folder(path: str) -> Iterator[str]:
     signals_taken). Inside :func:`no_replace`, whatever is found at ``path`` when the folder is
     complete, even if made a moment before, is left as it is, and OutputExistsError is raised
     (after the new folder is removed); only an empty folder made in the instant between the last
-    look and the rename is replaced, as rename(2) replaces one.
+    look and the rename is replaced, as rename(2) replaces one. ``replace``: whether it may
+    replace what is there, where the caller knows better (None: this rule).
     """
-    replace = _here.replace  # the rule when the output was begun
+    if replace is None:
+        replace = _here.replace  # the rule when the output was begun
     temporary = _folder_beside(path)
     try:
         yield temporary

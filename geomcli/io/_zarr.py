@@ -409,7 +409,8 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
 def staged(path: str) -> Iterator[str]:
     """Where to write the zarr output ``path``: for a local path a hidden sibling, moved into
     place only when the body ends well, and removed when it does not (io._atomic.atomic_folder);
-    an array already at ``path`` is never touched by a failed run.
+    an array already at ``path`` is never touched by a failed run, nor under -n (but one marked
+    incomplete).
     For a URL, ``path`` itself (object storage has no rename), removed when the run fails; a
     process ended without unwinding (a -j worker's SIGTERM) leaves it marked incomplete, for the
     sweep of its run (:func:`remove_incomplete`)."""
@@ -423,7 +424,8 @@ def staged(path: str) -> Iterator[str]:
             _remove_url(local)
             raise
         return
-    with _atomic.atomic_folder(local) as temporary:
+    # under -n too, an array a stopped run left incomplete is replaced (engine.plan.skip_reason)
+    with _atomic.atomic_folder(local, replace=_atomic.replaces() or incomplete(local)) as temporary:
         yield temporary
 
 def _remove_url(url: str) -> None:

@@ -1181,6 +1181,32 @@ def test_a_signal_mid_batch_to_s3_leaves_no_incomplete_zarr_output(sent: int, s3
         assert np.array_equal(s3_zarr(s3, f"out/{name}")[...], read_zarr(tmp_path / "in" / name)[...])
 
 
+@pytest.mark.parametrize("flag", ["-n", "--skip-existing"])
+@pytest.mark.parametrize("on_s3", [False, True], ids=["local", "s3"])
+def test_no_clobber_and_skip_existing_do_again_an_output_left_incomplete(flag: str, on_s3: bool, tmp_path: Path,
+                                                                       request: pytest.FixtureRequest) -> None:
+    """An output array a stopped run left marked incomplete (geomcli refuses to read it) does not
+    count as existing: -n and --skip-existing do it again, and replace it; the whole one is skipped."""
+    data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
+    for name in ["a", "b"]:
+        write_zarr(tmp_path / "in" / f"{name}.zarr", data, (1, 3, 4, 4))
+    backdate(tmp_path / "in", 10)  # S3 tells modified times in whole seconds: no input in the output's second
+    s3: S3 | None = request.getfixturevalue("s3") if on_s3 else None
+    out = f"{s3.url}/out" if s3 is not None else str(tmp_path / "out")
+    args = ["crop-pad", f"{tmp_path}/in/*.zarr", "--out-dir", out, "--shape", "1,3,6,6"]
+    assert run(*args, "-q").exit_code == 0
+    left = s3_zarr(s3, "out/b.zarr", "r+") if s3 is not None else zarr.open_array(f"{out}/b.zarr", mode="r+")
+    left.attrs["geomcli"] = {"complete": False}  # as a stopped run leaves it
+    assert "an incomplete output" in run("crop-pad", f"{out}/b.zarr", "-o", tmp_path / "x.zarr", "--shape",
+                                         "1,3,4,4").stderr
+    result = run(*args, flag)
+    assert result.exit_code == 0, result.stderr
+    assert "crop-pad: 1 ok, 0 failed, 1 skipped" in result.stderr
+    again = s3_zarr(s3, "out/b.zarr") if s3 is not None else read_zarr(f"{out}/b.zarr")
+    assert again.attrs["geomcli"] == {"complete": True}
+    assert np.array_equal(again[...], crop_ops.center_crop_pad(data, [1, 3, 6, 6]))
+
+
 def test_skip_existing_does_again_a_local_zarr_input_updated_in_place(tmp_path: Path) -> None:
     """A chunk written in place changes its file, not the array's folder nor its zarr.json: the
     array's modified time is its newest file's or folder's."""
