@@ -1151,26 +1151,35 @@ def test_the_sweep_of_a_stopped_run_removes_its_incomplete_zarr_outputs_on_s3(s3
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_mid_batch_to_s3_leaves_no_incomplete_zarr_output(sent: int, s3: S3, tmp_path: Path) -> None:
-    """A -j 2 batch writing zarr arrays to S3, held (SIGSTOP) the moment its first array appears,
-    signalled, then let go: its workers end by os._exit, and what they were writing is swept;
-    only arrays marked complete remain."""
+@pytest.mark.parametrize(("workers", "sent"), [
+    (["-j", "2"], signal.SIGTERM), (["-j", "2"], signal.SIGINT),
+    pytest.param(["--scheduler", "local:2"], signal.SIGTERM, marks=pytest.mark.cluster)],
+    ids=["j-term", "j-int", "local-term"])
+def test_a_signal_mid_batch_to_s3_leaves_no_incomplete_zarr_output(workers: list[str], sent: int, s3: S3,
+                                                                   tmp_path: Path) -> None:
+    """A batch writing zarr arrays to S3 in worker processes, held (SIGSTOP) once its third array
+    appears (the first may be done in the parent), signalled, then let go: a -j worker ends by
+    os._exit, a cluster's tasks are dropped, and what they were writing is swept; only arrays
+    marked complete remain. A cluster of its own is signalled as a process group (a service
+    manager's stop), its Dask workers too."""
     import subprocess
     import sys
 
     for index in range(8):
         write_zarr(tmp_path / "in" / f"m{index}.zarr", tensor(np.dtype("uint8"), (2, 3, 256, 256)), (1, 3, 32, 32))
     process = subprocess.Popen([sys.executable, "-m", "geomcli", "crop-pad", f"{tmp_path}/in/*.zarr", "--out-dir",
-                                f"{s3.url}/out", "--shape", "2,3,256,256", "-j", "2", "-q"],
-                               stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while sum(key.endswith("zarr.json") for key in s3.keys()) < 3:  # the first may be done in the parent
+                                f"{s3.url}/out", "--shape", "2,3,256,256", *workers, "-q"],
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while sum(key.endswith("zarr.json") for key in s3.keys()) < 3:
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.01)
-    process.send_signal(signal.SIGSTOP)
-    process.send_signal(sent)
-    process.send_signal(signal.SIGCONT)
+    group = "--scheduler" in workers
+    for number in (signal.SIGSTOP, sent, signal.SIGCONT):
+        if group:
+            os.killpg(process.pid, number)
+        else:
+            process.send_signal(number)
     stderr = process.communicate(timeout=60)[1]
     assert process.returncode == 128 + sent, stderr
     assert "Traceback" not in stderr
