@@ -318,3 +318,15 @@ def s3(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> S3:
                           aws_secret_access_key="testing")
     client.create_bucket(Bucket=bucket)
     return S3(f"s3://{bucket}", bucket, client, s3_endpoint)
+
+
+@pytest.fixture
+def by_value(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The test module's functions travel to Dask workers by value (the workers cannot import it)."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(request.module)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(request.module)

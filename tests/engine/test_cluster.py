@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -274,18 +273,6 @@ class _Flaky(operations.CropPad):
         if count < self.failures:
             raise OSError(errno.EIO, "Input/output error", loaded.source)
         return super().apply(loaded, common, allocate)
-
-
-@pytest.fixture
-def by_value() -> Iterator[None]:
-    """This module's operations travel to the workers by value (the workers cannot import it)."""
-    import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        yield
-    finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 def npy_inputs(folder: Path, names: list[str]) -> list[str]:

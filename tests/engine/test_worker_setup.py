@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,18 +16,6 @@ from geomcli.engine import worker_setup
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("s3fs")
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def by_value() -> Iterator[None]:
-    """This module's functions travel to the workers by value (the workers cannot import it)."""
-    import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        yield
-    finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 def _upload_slowly(url: str, options: dict[str, Any]) -> None:
