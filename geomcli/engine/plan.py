@@ -27,8 +27,7 @@ from geomcli.engine.one_file import (
 from geomcli.engine.options import write_options
 from geomcli.engine.report import OUTPUT_EXISTS, reporting
 from geomcli.errors import GeomError, PlanError
-from geomcli.io import _zarr
-from geomcli.io._zarr import is_zarr  # a zarr array (a folder) is one input, as a file is
+from geomcli.io import _zarr  # a zarr array (a folder) is one input, as a file is
 
 if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
@@ -220,7 +219,7 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             argument = _remote.local_path(argument)
         except GeomError as error:
             raise PlanError(str(error)) from error
-        if is_zarr(argument) and (literal or not _GLOB_MAGIC.search(argument) or os.path.lexists(argument)):
+        if _zarr.is_zarr(argument) and (literal or not _GLOB_MAGIC.search(argument) or os.path.lexists(argument)):
             # a zarr array is one input, folder or not
             found, what = [Source(argument.rstrip("/"), "")], argument
         elif _remote.is_url(argument):
@@ -298,7 +297,7 @@ def _folder(root: str, recursive: bool, skip: _OutDir | None = None) -> list[Sou
 
     for folder, subfolders, names in os.walk(root, onerror=unlisted):
         subfolders[:] = [name for name in subfolders if not skip.holds(os.path.join(folder, name))]
-        arrays = [name for name in subfolders if not name.startswith(".") and is_zarr(name)]
+        arrays = [name for name in subfolders if not name.startswith(".") and _zarr.is_zarr(name)]
         found.extend(Source(os.path.join(folder, name), _parent(os.path.join(folder, name), root)) for name in arrays)
         subfolders[:] = [name for name in subfolders if not name.startswith(".") and name not in arrays] \
             if recursive else []
@@ -345,7 +344,7 @@ def _glob(pattern: str, skip: _OutDir | None = None) -> list[Source]:
             for entry in entries(folder):
                 if not entry.name.startswith("."):
                     path = os.path.join(folder, entry.name)
-                    if entry.is_dir(follow_symlinks=False) and not is_zarr(entry.name):
+                    if entry.is_dir(follow_symlinks=False) and not _zarr.is_zarr(entry.name):
                         yield from () if skip.holds(path) else matches(path, rest)
                     elif not tail:
                         yield path
@@ -364,7 +363,7 @@ def _glob(pattern: str, skip: _OutDir | None = None) -> list[Source]:
                 yield path
 
     for path in matches("/" if pattern.startswith("/") else "", named):
-        array = is_zarr(path) and os.path.isdir(path) and not skip.holds(path)
+        array = _zarr.is_zarr(path) and os.path.isdir(path) and not skip.holds(path)
         if (_readable(path) and os.path.isfile(path)) or array:
             found.append(Source(path, _parent(path, root)))
     return _in_order(found, root)
@@ -452,7 +451,7 @@ def _url_order(found: list[tuple[Any, str]], root: str) -> list[Source]:
 def _url_readable(name: str) -> bool:
     """Whether a listing's entry is an input: a file geomcli reads, or a zarr array (which a
     listing gives as one entry)."""
-    return is_zarr(name) or _readable(name)
+    return _zarr.is_zarr(name) or _readable(name)
 
 
 def _glob_match(pattern: list[str], names: list[str]) -> bool:
@@ -638,7 +637,7 @@ def skip_reason(job: Job, options: BatchOptions) -> str | None:
     if not (options.skip_existing or options.no_clobber):
         return None
     made = _modified(job.output)
-    if made is None or (is_zarr(job.output) and _zarr.incomplete(job.output)):
+    if made is None or (_zarr.is_zarr(job.output) and _zarr.incomplete(job.output)):
         return None  # none there, or an array a stopped run left incomplete: done again, replaced
     if options.no_clobber:
         return OUTPUT_EXISTS
@@ -658,7 +657,7 @@ def _modified(path: str) -> int | None:
     try:
         if _remote.is_url(path):
             return _remote.modified(path)
-        if is_zarr(path) and os.path.isdir(path):
+        if _zarr.is_zarr(path) and os.path.isdir(path):
             return _newest(path)
         return os.stat(path).st_mtime_ns
     except (OSError, GeomError):
