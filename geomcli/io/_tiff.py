@@ -446,10 +446,12 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
     tile = (_int(page.tilelength), _int(page.tilewidth)) if page.is_tiled else None
     physical = _physical_sizes(tif, choice) if choice.kind == "ome" and axes else ()
+    # samples of a grey (or CMYK, Lab) page are no RGB: a crop of 3 grey channels stays grey samples
+    colour = False if _enum_name(page.photometric) not in _COLOUR_PHOTOMETRICS else None
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
                     dropped=_not_carried(tif, info, choice, kept_orientation, bool(physical)), tile=tile,
-                    physical=physical)
+                    physical=physical, colour=colour)
 
 
 def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
@@ -480,6 +482,9 @@ _OME_EXTRAS = (("physical sizes", re.compile(r"PhysicalSize[XYZ]=")),
                ("annotations", re.compile(r"<(?:\w+:)?StructuredAnnotations\b")))
 
 
+# Photometrics whose samples read as RGB (tifffile decodes JPEG's YCbCr, read expands a palette)
+_COLOUR_PHOTOMETRICS = {"RGB", "YCBCR", "PALETTE"}
+
 # Tags that describe an image rather than encode it, which geomcli's outputs do not keep
 _DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageName", 306: "DateTime",
                      315: "Artist", 316: "HostComputer", 33432: "Copyright", 33723: "IPTC",
@@ -494,6 +499,9 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
     if _enum_name(choice.keyframe.photometric) == "MINISWHITE" and choice.dtype.kind not in "bu":
         dropped.append(f"the TIFF min-is-white photometric ({choice.dtype} values kept as stored, "
                        "so a viewer shows the output inverted)")
+    photometric = _enum_name(choice.keyframe.photometric)
+    if photometric not in _COLOUR_PHOTOMETRICS | {"MINISBLACK", "MINISWHITE"}:
+        dropped.append(f"the TIFF photometric {photometric} (written as grey samples)")
     orientation = _orientation(choice)
     if kept_orientation and orientation != 1:
         dropped.append(f"the TIFF orientation {orientation} ({ORIENTATIONS[orientation]} to be upright)")

@@ -239,3 +239,22 @@ def test_imagej_axes_that_read_back_as_the_layout_are_kept(tiff_file: FileFactor
     with tifffile.TiffFile(blocks) as tif:
         assert tif.is_imagej and tif.series[0].axes == "ZCYX"
     assert io.read_array(str(blocks)).layout == "NCHW"
+
+
+@pytest.mark.parametrize(("photometric", "shape", "dropped"), [
+    ("minisblack", (12, 18, 3), False), ("minisblack", (12, 18, 4), False), ("separated", (12, 18, 4), True)])
+def test_samples_that_are_no_rgb_are_not_written_as_rgb(photometric: str, shape: tuple[int, ...], dropped: bool,
+                                                        tmp_path: Path, rng: np.random.Generator) -> None:
+    # 3 grey channels (or CMYK) were written back as an RGB (or RGBA) picture of other colours
+    import tifffile
+
+    data = rng.integers(0, 256, shape, dtype=np.uint8)
+    source, cropped = tmp_path / "in.tiff", tmp_path / "out.tiff"
+    tifffile.imwrite(source, data, photometric=photometric, planarconfig="contig")
+    result = run("crop-pad", source, "--shape", "6,8", "-o", cropped)
+    assert result.exit_code == 0
+    with tifffile.TiffFile(cropped) as tif:
+        assert tif.pages.first.photometric == tifffile.PHOTOMETRIC.MINISBLACK
+        assert np.array_equal(tif.asarray(), data[3:9, 5:13])
+    warning = f"Warning: {cropped}: the TIFF photometric SEPARATED (written as grey samples) cannot be carried"
+    assert (warning in result.stderr) == dropped
