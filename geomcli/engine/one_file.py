@@ -59,15 +59,17 @@ class _OutputError(GeomError):
 
 
 def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
-                  output_format: str, layout: str | None = None) -> np.ndarray | None:
-    """A memory-mapped output for a big result in ``layout`` (None: unknown), open until
-    ``outputs`` closes (then renamed into place); None for a result that is written from RAM."""
+                  output_format: str, layout: str | None = None, colour: bool | None = None) -> np.ndarray | None:
+    """A memory-mapped output for a big result in ``layout`` (None: unknown), its channels
+    colours or not as ``colour`` says (Metadata.colour), open until ``outputs`` closes (then
+    renamed into place); None for a result that is written from RAM."""
     from geomcli import io
 
     if not io.maps_output(output, shape, dtype, format=output_format):
         return None
     try:
-        return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout))
+        return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout,
+                                                    colour=colour))
     except GeomError as error:
         raise _OutputError(str(error)) from error  # it names the output already
 
@@ -225,7 +227,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if _compresses(output_format, fidelity, loaded.metadata):
                 return None  # a map holds raw bytes: a compressed output is encoded from RAM
             layout = layouts.written_layout(loaded.shape, shape, common.layout, loaded.layout)
-            out = mapped_output(outputs, output, shape, dtype, output_format, layout)
+            # a map keeps no metadata, but whether its channels are colours (its photometric)
+            colour = _output_metadata(operation, loaded, common).colour
+            out = mapped_output(outputs, output, shape, dtype, output_format, layout, colour)
             mapped.extend([] if out is None else [out])
             return out
 

@@ -738,7 +738,8 @@ def write(
     return warnings
 
 
-def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None) -> dict[str, Any]:
+def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None,
+          colour: bool | None = None) -> dict[str, Any]:
     """tifffile's arguments that lay out an array of this shape and dtype, in ``layout``, in pages
     as :func:`write` does without metadata: so a memory-mapped output (tifffile.memmap) reads back
     as the same array, in the same layout, as one written from RAM.
@@ -757,7 +758,7 @@ def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None) ->
     {'photometric': 'minisblack', 'metadata': {'axes': 'QCYX'}}
     """
     axes = _AXES.get(layout, layout) if layout is not None and len(layout) == len(shape) else None
-    return _pages(shape, dtype, axes, None)
+    return _pages(shape, dtype, axes, None, colour)
 
 
 def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None,

@@ -125,6 +125,17 @@ def test_a_mapped_grey_and_alpha_crop_is_the_tiff_written_from_ram(png_file: Fil
     assert io.read_array(str(mapped)).layout == io.read_array(str(ram)).layout == "HWC"
 
 
+def test_mapped_blocks_of_grey_are_the_tiff_written_from_ram(png_file: FileFactory, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # 4 channels of one grey channel were grey samples from RAM, but RGBA through a map
+    source, _ = png_file((12, 18))
+    ram, mapped = tmp_path / "ram.tiff", tmp_path / "mapped.tiff"
+    assert run("space-to-depth", source, "--blocksize", "2", "-o", ram, "-q").exit_code == 0
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    assert run("space-to-depth", source, "--blocksize", "2", "-o", mapped, "-q").exit_code == 0
+    assert _tags(mapped) == _tags(ram)
+
+
 def test_blocks_in_a_tiff_stay_readable_by_other_tools(png_file: FileFactory, tmp_path: Path) -> None:
     import tifffile
     from PIL import Image
