@@ -263,7 +263,12 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             report.notes.extend([summary.NAN_NOTE] if nan else [])
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             kept = _output_metadata(operation, loaded, common)
-            if kept._replace(compression=None, colour=None) != io.Metadata():
+            # an image's samples (YXS, no metadata of the file's) are what the map writes too
+            plain = kept.axes_kind is None and kept.axes == "YXS"
+            if output_format == "npy" and io.dropped(kept, output_format):
+                report.dropped = io.dropped(kept, output_format)  # type: ignore[attr-defined]  # as from RAM
+            elif output_format != "npy" and kept._replace(compression=None, colour=None,
+                                                          axes=None if plain else kept.axes) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
             metadata = _output_metadata(operation, loaded, common)

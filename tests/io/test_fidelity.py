@@ -902,6 +902,27 @@ def test_a_mapped_output_says_it_has_no_metadata(tmp_path: Path, monkeypatch: py
     assert kept.exit_code == 0 and warnings_of(kept) == []  # compressed, from RAM, with its metadata
 
 
+def test_a_mapped_output_of_a_file_without_metadata_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  rng: np.random.Generator) -> None:
+    # a plain RGB TIFF's samples (YXS) were taken for metadata the map dropped; a .npy, which holds
+    # none by its nature, was warned about where one from RAM only lists the DPI under dropped
+    import tifffile
+    from PIL import Image
+
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    data = rng.integers(0, 256, (12, 18, 3), dtype=np.uint8)
+    plain, dpi = tmp_path / "plain.tif", tmp_path / "dpi.png"
+    tifffile.imwrite(plain, data, photometric="rgb")
+    Image.fromarray(data).save(dpi, dpi=(300, 300))
+    result = run("crop-pad", plain, "-o", tmp_path / "out.tif", "--shape", "4,4")
+    assert result.exit_code == 0 and warnings_of(result) == []
+    result = run("crop-pad", dpi, "-o", tmp_path / "out.npy", "--shape", "4,4", "--json")
+    record = json.loads(result.stdout.splitlines()[0])
+    assert record["warnings"] == [] and record["dropped"] == ["DPI (299.999 x 299.999)"]
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["crop-pad", "--shape", "4,4"], {"X": 0.5, "Y": 0.25, "Z": 3.0}),
     (["space-to-depth", "--blocksize", "2"], {"X": 1.0, "Y": 0.5, "Z": 3.0}),
