@@ -124,13 +124,20 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _no_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """-o names a file, or a zarr array (a folder, replaced whole)."""
+    """-o names a file, or a zarr array (a folder, replaced whole); - is stdout, whatever is named so."""
     import os
 
     from geomcli.io._zarr import is_zarr
 
-    if value is not None and os.path.isdir(value) and not is_zarr(value):
+    if value is not None and value != "-" and os.path.isdir(value) and not is_zarr(value):
         raise click.BadParameter(f"File {value!r} is a directory.", ctx, param)
+    return value
+
+
+def _no_dash(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--out-dir - would make a folder named -, where - means stdin or stdout to every command."""
+    if value == "-":
+        raise click.BadParameter("- is stdout, which takes one output (-o -); a folder named - is ./-", ctx, param)
     return value
 
 
@@ -139,7 +146,7 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     @click.option("-o", "--output", metavar="OUTPUT", type=click.Path(allow_dash=True), callback=_no_folder,
                   help="Where to write the result of one INPUT; - for stdout.")
-    @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False),
+    @click.option("--out-dir", metavar="DIR", type=click.Path(file_okay=False), callback=_no_dash,
                   help="Write one output per input into DIR (made if missing): for several inputs, "
                        "folders and quoted globs such as 'shots/**/*.png'.")
     @click.option("--name", default="{stem}{suffix}", show_default=True, metavar="TEMPLATE",

@@ -65,7 +65,7 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
                 raise click.UsageError(str(error), ctx) from error
 
         chunked = zarr_file.involved(inputs[0], output)  # a zarr array (a folder) is one input; it takes --scheduler
-        if os.path.isdir(inputs[0]) and not chunked:
+        if inputs[0] != "-" and os.path.isdir(inputs[0]) and not chunked:  # (- is stdin, whatever is named so)
             raise click.UsageError(f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
         for name, flag in _BATCH_ONLY.items():
             # (an environment variable, GEOMCLI_SCHEDULER, is for the jobs it is for)

@@ -490,6 +490,25 @@ def test_stdin_to_stdout(tensor: Path) -> None:
     assert "space-to-depth" in result.stderr
 
 
+def test_dash_is_stdin_and_stdout_beside_a_folder_named_dash(tensor: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # a folder named - (as --out-dir - made) had -o - refused as a directory, and - as input as a folder
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").mkdir()
+    result = run("crop-pad", "-", "-o", "-", "--shape", "1,1,2,2", stdin=tensor.read_bytes())
+    assert result.exit_code == 0, result.stderr
+    assert np.load(bytes_io.BytesIO(result.stdout_bytes)).shape == (1, 1, 2, 2)
+    assert list((tmp_path / "-").iterdir()) == []
+
+
+def test_out_dir_dash_is_a_usage_error(photo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run("crop-pad", photo, "--out-dir", "-", "--shape", "4,4")
+    assert result.exit_code == 2
+    assert "Invalid value for '--out-dir': - is stdout, which takes one output (-o -)" in result.stderr
+    assert not (tmp_path / "-").exists()
+
+
 def test_json_goes_to_stderr_when_stdout_carries_data(tensor: Path) -> None:
     result = run("crop-pad", "-", "-o", "-", "--shape", "1,1,2,2", "--json", stdin=tensor.read_bytes())
     assert result.exit_code == 0
