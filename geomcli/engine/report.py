@@ -150,7 +150,7 @@ def show_info(record: dict[str, Any], as_json: bool) -> int:
         # a file of series of different shapes: a line for it, then one for each series
         echo_stdout(f"{record['input']}: {record['format']}, {record['notes'][0]}")
         for one in record["series"]:
-            echo_stdout(f"  series {one['index']}: {'×'.join(map(str, one['shape']))} {one['dtype']}, "
+            echo_stdout(f"  series {one['index']}: {summary.shape_text(one['shape'])} {one['dtype']}, "
                         f"axes {one['axes']}")
     elif record["status"] == "ok":
         echo_stdout(_info_line(record))
@@ -158,7 +158,7 @@ def show_info(record: dict[str, Any], as_json: bool) -> int:
 
 
 def _info_line(record: dict[str, Any]) -> str:
-    parts = [f"{record['format']} {'×'.join(map(str, record['shape']))} {record['dtype']}",
+    parts = [f"{record['format']} {summary.shape_text(record['shape'])} {record['dtype']}",
              f"layout {record['layout'] or '-'}"]
     if record["pages"] is not None:
         parts.append(f"{record['pages']} page(s)")

@@ -186,7 +186,8 @@ def joined_range(parts: Iterable[tuple[list[Any] | None, bool]]) -> tuple[list[A
     return (None if low is None else [low, high]), nan
 
 
-def _shape(shape: list[int] | None) -> str:
+def shape_text(shape: list[int] | tuple[int, ...] | None) -> str:
+    """A shape as 2×3×4, "()" for a 0-d array's, "?" for an unknown one."""
     if shape is None:
         return "?"
     return "×".join(map(str, shape)) or "()"  # a 0-d array's empty shape, which would show as nothing
@@ -197,10 +198,10 @@ def _plain_line(report: Report) -> str:
     if report.status != "ok":
         return printable(f"{report.command}: {arrow}: {report.status}: {report.error}")
     if report.input_shape is None:
-        shapes = f"{_shape(report.output_shape)} {report.output_dtype}"
+        shapes = f"{shape_text(report.output_shape)} {report.output_dtype}"
     else:
-        shapes = (f"{_shape(report.input_shape)} {report.input_dtype} → "
-                  f"{_shape(report.output_shape)} {report.output_dtype}")
+        shapes = (f"{shape_text(report.input_shape)} {report.input_dtype} → "
+                  f"{shape_text(report.output_shape)} {report.output_dtype}")
     parts = [f"{report.command} {arrow}: {shapes}"]
     if report.value_range is not None:
         parts.append(f"range [{report.value_range[0]:g}, {report.value_range[1]:g}]")

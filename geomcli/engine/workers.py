@@ -173,9 +173,9 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
         if task.common.json:
             echo_stdout(report.to_json())
         elif report.status != "error":
-            shape_text = "×".join(map(str, report.output_shape)) if report.output_shape else "?"
             skip = f" (skip: {report.notes[-1]})" if report.status == "skipped" else ""
-            echo_stdout(f"{job.input} → {job.output}: {shape_text} {report.output_dtype}{skip}")
+            echo_stdout(f"{job.input} → {job.output}: {summary.shape_text(report.output_shape)} "
+                        f"{report.output_dtype}{skip}")
     command = task.operation.command
     if task.common.json:
         echo_stdout(summary.strict_json({"command": command, "status": "summary", "dry_run": True,

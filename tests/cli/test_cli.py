@@ -764,6 +764,15 @@ def test_info(tensor: Path, photo: Path, tmp_path: Path) -> None:
     assert lines[1].startswith(f"{photo}: png 9×12×3 uint8, layout HWC")
 
 
+def test_info_shows_a_0d_arrays_shape_as_the_summary_does(tmp_path: Path) -> None:
+    # its empty shape showed as nothing: "npy  float32"
+    scalar = tmp_path / "scalar.npy"
+    np.save(scalar, np.float32(3))
+    result = run("info", scalar)
+    assert result.exit_code == 0
+    assert result.stdout.startswith(f"{scalar}: npy () float32, layout -")
+
+
 def test_info_json_and_a_failure(tensor: Path, tmp_path: Path) -> None:
     result = run("info", "--json", tensor, tmp_path / "missing.npy")
     assert result.exit_code == 1
