@@ -32,6 +32,11 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
         except ValueError as e:
             # a dtype numpy knows by name only once ml_dtypes is imported (it registers bfloat16
             # and co.): imported here, when a header names one, not at start-up (it takes 0.5 s)
+            if one_byte_float := _ONE_BYTE_FLOAT.search(str(e)):
+                raise GeomError(f"{name}: dtype {one_byte_float[1]} names no type "
+                                "(np.save writes ml_dtypes' float8_e5m2 so, which no reader takes back); "
+                                "save a.astype(np.float32), which holds each value exactly, or a.view(np.uint8), "
+                                "the same bits") from e
             if attempt or "ml_dtypes" in sys.modules or _ML_DTYPE_NAME.search(str(e)) is None:
                 raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
             import ml_dtypes  # noqa: F401
@@ -42,6 +47,8 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
 
 # numpy's message for a descr it does not know, naming one of ml_dtypes' types
 _ML_DTYPE_NAME = re.compile(r"descriptor: '(bfloat16|float[864]_\w+|u?int[24])'")
+# the descr np.save gives ml_dtypes' float8_e5m2 (its kind is f, its size 1), which numpy cannot parse back
+_ONE_BYTE_FLOAT = re.compile(r"descriptor: '([<>|=]f1)'")
 
 
 def _read_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype]:

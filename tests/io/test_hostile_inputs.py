@@ -313,6 +313,17 @@ def test_a_bfloat16_array_saved_by_numpy_gets_a_message_that_says_what_to_do(tmp
     assert run("info", converted).exit_code == 0
 
 
+def test_a_float8_e5m2_array_saved_by_numpy_gets_a_message_that_says_what_to_do(tmp_path: Path) -> None:
+    # its kind is f, so np.save writes descr '<f1', which no reader parses: it was a "malformed header"
+    source = tmp_path / "f8.npy"
+    np.save(source, np.arange(4).astype(ml_dtypes.float8_e5m2))
+    result = run("info", source)
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == (
+        "dtype <f1 names no type (np.save writes ml_dtypes' float8_e5m2 so, which no reader takes back); "
+        "save a.astype(np.float32), which holds each value exactly, or a.view(np.uint8), the same bits")
+
+
 def test_a_jpeg_file_is_checked_without_reading_past_its_end_marker(tmp_path: Path) -> None:
     """The frame check maps the file: a JPEG with a gigabyte after its end (a sparse file here)
     costs what a plain one does."""
