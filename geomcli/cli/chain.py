@@ -3,6 +3,7 @@ subcommands: each STEP is an operation's name and that operation's own options."
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -33,6 +34,16 @@ _STEPS: list[tuple[str, Callable[..., Any], Callable[..., Operation], str]] = [
 
 class _ChainGroup(Command, click.Group):
     """A chained group whose --help and errors are handled as every command's."""
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as error:
+            # an input given as the other commands take it (chain photo.png ...) reads as a step's name
+            if args and (args[0] == "-" or any(mark in args[0] for mark in "/.*") or os.path.exists(args[0])):
+                error.message += " The chain's input is -i INPUT, before the first step."  # type: ignore[misc]
+            raise
 
 
 @click.group("chain", cls=_ChainGroup, chain=True, short_help="Several operations per file, one read and one write.")

@@ -49,7 +49,10 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
     """One file with -o, or many with --out-dir (geomcli.engine.workers, imported only then)."""
     ctx = click.get_current_context()
     if not inputs and (batch is None or batch.files_from is None):
-        raise click.UsageError("give an INPUT, or --files-from FILE with --out-dir", ctx)
+        # (chain takes its inputs as -i INPUT)
+        given = next(param for param in ctx.command.params if param.name == "inputs")
+        named = f"{given.opts[0]} INPUT" if isinstance(given, click.Option) else "an INPUT"
+        raise click.UsageError(f"give {named}, or --files-from FILE with --out-dir", ctx)
     if batch is None:
         if output is None:
             raise click.UsageError("give -o OUTPUT for one INPUT, or --out-dir DIR", ctx)

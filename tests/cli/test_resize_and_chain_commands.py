@@ -135,6 +135,20 @@ def test_a_chain_option_after_a_step_says_where_it_goes(tmp_path: Path, option: 
             "first step.") in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("given", ["photo", "-"])
+def test_a_chain_input_given_as_the_other_commands_take_it_says_it_is_given_with_i(
+        photo: tuple[Path, np.ndarray], tmp_path: Path, given: str) -> None:
+    path, _ = photo
+    name = str(path) if given == "photo" else given
+    result = run("chain", name, "-o", tmp_path / "o.png", "crop-pad", "--shape", "3,3", stdin=path.read_bytes())
+    assert result.exit_code == 2 and not (tmp_path / "o.png").exists()
+    assert (f"Error: No such command '{name}'. The chain's input is -i INPUT, before the first step.\n"
+            in result.stderr), result.stderr
+    result = run("chain", "-o", tmp_path / "o.png", "crop-pad", "--shape", "3,3")
+    assert result.exit_code == 2
+    assert "Error: give -i INPUT, or --files-from FILE with --out-dir\n" in result.stderr  # (it said "an INPUT")
+
+
 @pytest.mark.parametrize(("options", "warning"), [
     (["--sizes", "6,6", "--mode", "linear", "--cubic-coeff-a", "-0.5"],
      "--cubic-coeff-a is for --mode cubic, not linear; ignored"),
