@@ -21,7 +21,8 @@ storage_option = click.option(
          "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
 files_from_option = click.option(
     "--files-from", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
-    help="Take inputs from FILE too, one a line (- for stdin), each name as written (no glob).")
+    help="Take inputs from FILE too, one a line or NUL-separated (find -print0; - for stdin), each name "
+         "as written (no glob).")
 
 
 def common_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -67,4 +67,4 @@ class BatchOptions:
     no_clobber: bool = False
     dry_run: bool = False
     scheduler: str | None = None  # --scheduler: the Dask cluster that does the files (geomcli.engine.cluster)
-    files_from: str | None = None  # --files-from: a list of inputs, one a line (- for stdin)
+    files_from: str | None = None  # --files-from: a list of inputs, one a line or NUL-separated (- for stdin)

@@ -170,8 +170,9 @@ def local_paths(options: BatchOptions) -> BatchOptions:
 
 
 def read_list(path: str) -> list[str]:
-    """The inputs ``--files-from`` lists, one a line (``-``: read from stdin); blank lines skipped.
-    A name is taken as it is written (no glob), a name that is no UTF-8 as its bytes."""
+    """The inputs ``--files-from`` lists, one a line (``-``: read from stdin), or NUL-separated
+    where it holds a NUL (``find -print0``); blank lines skipped. A name is taken as it is written
+    (no glob), a name that is no UTF-8 as its bytes."""
     import sys
 
     from geomcli.io import _remote
@@ -191,6 +192,8 @@ def read_list(path: str) -> list[str]:
         raise PlanError(f"{path}: cannot read the list ({error.strerror or error})", options="--files-from") from error
     except GeomError as error:  # of a URL
         raise PlanError(f"cannot read the list: {error}", options="--files-from") from error
+    if b"\0" in text:  # no name holds a NUL: the list is find -print0's, whose names may hold newlines
+        return [name for name in os.fsdecode(text).split("\0") if name]
     lines = os.fsdecode(text).split("\n") if text else []
     return [line.removesuffix("\r") for line in lines if line.removesuffix("\r")]
 

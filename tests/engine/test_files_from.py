@@ -49,6 +49,20 @@ def test_the_listed_files_are_the_inputs_each_name_as_written(shots: Path, tmp_p
         str(shots / "b.png"), str(shots / "[odd] *name?.png"), str(shots / ".hidden.png")]
 
 
+def test_a_nul_separated_list_is_find_print0s_names_newlines_included(shots: Path, tmp_path: Path) -> None:
+    # find -print0's list was a traceback (embedded null byte), in a batch and in info
+    Image.open(shots / "a.png").save(shots / "new\nline.png")
+    listing = b"\0".join(
+        os.fsencode(shots / name) for name in ("new\nline.png", "b.png")) + b"\0"
+    result = run("crop-pad", "--files-from", "-", "--out-dir", tmp_path / "out", "--shape", "4,4", stdin=listing)
+    assert result.exit_code == 0, result.stderr
+    assert outputs(tmp_path / "out") == ["b.png", "new\nline.png"]
+    result = run("info", "--files-from", "-", "--json", stdin=listing)
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(line)["input"] for line in result.stdout.splitlines()] == [
+        str(shots / "new\nline.png"), str(shots / "b.png")]
+
+
 def test_listed_files_follow_the_arguments_and_a_file_named_twice_runs_once(shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", shots / "a.png", "--files-from", "-", "--out-dir", tmp_path / "out", "--shape", "4,4",
                  stdin=f"{shots / 'day' / 'c.png'}\n{shots / 'a.png'}\n")
