@@ -34,11 +34,13 @@ def resolve_layout(shape: tuple[int, ...], given: str | None, from_file: str | N
     The messages do not name the file: the caller's error line does, once.
     """
     layout = given or from_file or _DEFAULT_FOR_RANK.get(len(shape))
+    fitting = [name for name in LAYOUTS if len(name) == len(shape)]
+    if layout is None and not fitting:  # (naming --layout's choices would send the user to a dead end)
+        raise GeomError(f"a rank-{len(shape)} tensor {shape} fits no layout: --layout names 2 to 4 axes "
+                        f"({', '.join(LAYOUTS)})")
     if layout is None:
-        raise GeomError(
-            f"a rank-{len(shape)} tensor {shape} has no default layout; give --layout "
-            f"({', '.join(name for name in LAYOUTS if len(name) == len(shape)) or 'one of ' + ', '.join(LAYOUTS)})"
-        )
+        raise GeomError(f"a rank-{len(shape)} tensor {shape} has no default layout; give --layout "
+                        f"({', '.join(fitting)})")
     if len(layout) != len(shape):
         raise GeomError(f"layout {layout} needs rank {len(layout)}, found shape {shape}")
     return layout

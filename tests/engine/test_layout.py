@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,15 @@ def test_resolve_layout_order_and_errors() -> None:
         resolve_layout((3, 4, 4), None, None)
     with pytest.raises(GeomError, match=r"^layout NCHW needs rank 4, found shape \(3, 4\)$"):
         resolve_layout((3, 4), "NCHW", None)
+
+
+
+@pytest.mark.parametrize("shape", [(), (8,), (1, 3, 4, 4, 4)])
+def test_a_tensor_of_a_rank_no_layout_has_is_not_sent_to_layout(shape: tuple[int, ...]) -> None:
+    # it was told to give --layout (one of NCHW, ..., HW), none of which fits it
+    with pytest.raises(GeomError, match=rf"^a rank-{len(shape)} tensor {re.escape(str(shape))} fits no layout: "
+                                        r"--layout names 2 to 4 axes \(NCHW, NHWC, CHW, HWC, NHW, HW\)$"):
+        resolve_layout(shape, None, None)
 
 
 # a TIFF's own axes as layouts: (axes, shape); the stack axes are all but C (or S), Y and X
