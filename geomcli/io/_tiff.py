@@ -482,6 +482,9 @@ _OME_EXTRAS = (("physical sizes", re.compile(r"PhysicalSize[XYZ]=")),
                ("annotations", re.compile(r"<(?:\w+:)?StructuredAnnotations\b")))
 
 
+# ExtraSamples' code for associated (premultiplied) alpha
+_ASSOCIATED_ALPHA = 1
+
 # Photometrics whose samples read as RGB (tifffile decodes JPEG's YCbCr, read expands a palette)
 _COLOUR_PHOTOMETRICS = {"RGB", "YCBCR", "PALETTE"}
 
@@ -502,6 +505,10 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
     photometric = _enum_name(choice.keyframe.photometric)
     if photometric not in _COLOUR_PHOTOMETRICS | {"MINISBLACK", "MINISWHITE"}:
         dropped.append(f"the TIFF photometric {photometric} (written as grey samples)")
+    extra = choice.keyframe.extrasamples if isinstance(choice.keyframe.extrasamples, tuple) else ()
+    if any(_int(value) == _ASSOCIATED_ALPHA for value in extra):
+        # every output's alpha is straight (PNG's, and a TIFF's unassociated): the colours stay premultiplied
+        dropped.append("the TIFF associated (premultiplied) alpha (written as straight alpha)")
     orientation = _orientation(choice)
     if kept_orientation and orientation != 1:
         dropped.append(f"the TIFF orientation {orientation} ({ORIENTATIONS[orientation]} to be upright)")

@@ -506,6 +506,21 @@ def test_min_is_white_and_palette_tiffs_read_as_seen(tmp_path: Path) -> None:
     assert loaded.data[1, 1].tolist() == [30, 31, 32] and loaded.notes == ("palette expanded to RGB",)
 
 
+@pytest.mark.parametrize(("photometric", "channels"), [("rgb", 4), ("minisblack", 2)])
+def test_associated_alpha_that_is_written_straight_is_named_in_a_warning(tmp_path: Path, photometric: str,
+                                                                         channels: int) -> None:
+    # it was written as unassociated alpha without a word: premultiplied colours shown as straight ones
+    import tifffile
+
+    source, out = tmp_path / "premultiplied.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, np.full((6, 8, channels), 100, np.uint8), photometric=photometric,
+                     extrasamples=["assocalpha"])
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
+    assert result.exit_code == 0
+    assert warnings_of(result) == [f"Warning: {out}: the TIFF associated (premultiplied) alpha (written as straight "
+                                   "alpha) cannot be carried; dropped"]
+
+
 def agree(path: str, **options: Any) -> io.Loaded:
     """read_header says the shape, dtype, layout, pages and size read_array gives (with the same options)."""
     header = io.read_header(path, **options)
