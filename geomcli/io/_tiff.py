@@ -719,6 +719,7 @@ def write(
         write_args["metadata"].update(metadata.imagej)
     elif kind == "ome":
         write_args["ome"] = True
+        write_args["metadata"]["UUID"] = _ome_uuid(stored)  # (tifffile's own is new each run)
         for axis, size, unit in metadata.physical:
             write_args["metadata"][f"PhysicalSize{axis}"] = size
             if unit is not None:
@@ -797,6 +798,21 @@ def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str 
         if channels == 2 and dtype in (np.uint8, np.uint16):
             write_args["extrasamples"] = ("unassalpha",)  # grey and alpha, as PNG's and Pillow's LA
     return write_args
+
+
+def _ome_uuid(data: np.ndarray) -> str:
+    """The OME-XML UUID of a file of these pixels: named by them, so that a run gives the same bytes
+    as the one before it and -j 1 the same as -j N."""
+    import hashlib
+    import uuid
+
+    digest = hashlib.blake2b(f"{data.dtype.str} {data.shape}".encode(), digest_size=16)
+    if data.flags.c_contiguous:
+        digest.update(data.data)
+    else:  # a planar image's samples moved first: a plane at a time, not a copy of the whole
+        for index in np.ndindex(data.shape[:-2]):
+            digest.update(np.ascontiguousarray(data[index]).data)
+    return f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_OID, digest.hexdigest())}"
 
 
 def _imagej_fits(data: np.ndarray, axes: str) -> bool:

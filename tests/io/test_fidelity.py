@@ -464,6 +464,24 @@ def test_ome_tiff_layout_from_metadata_and_fresh_ome_xml(tmp_path: Path, rng: np
         assert np.array_equal(tif.asarray(), data[:, :, 2:6, 2:8])
 
 
+def test_an_ome_tiff_output_is_the_same_bytes_from_run_to_run(tmp_path: Path, rng: np.random.Generator) -> None:
+    # tifffile wrote a new time-based UUID into the OME-XML each time: no two runs (nor -j 1 and -j 2) agreed
+    import tifffile
+
+    source = tmp_path / "in.ome.tif"
+    data = rng.integers(0, 200, (2, 3, 8, 10), dtype=np.uint8)
+    tifffile.imwrite(source, data, ome=True, metadata={"axes": "TCYX"})
+    first, second, other = tmp_path / "1.ome.tif", tmp_path / "2.ome.tif", tmp_path / "3.ome.tif"
+    for out, shape in ((first, "4,6"), (second, "4,6"), (other, "4,4")):
+        assert run("crop-pad", source, "-o", out, "--shape", shape, "-q").exit_code == 0
+    assert first.read_bytes() == second.read_bytes()
+    uuids = []
+    for out in (first, other):
+        with tifffile.TiffFile(out) as tif:
+            uuids.append(tif.ome_metadata.split(' UUID="')[1].split('"')[0])
+    assert uuids[0].startswith("urn:uuid:") and uuids[0] != uuids[1]  # other pixels, another file
+
+
 def test_axes_not_ending_in_yx_have_no_layout_and_say_so(tmp_path: Path, rng: np.random.Generator) -> None:
     # (a hyperstack's axes, TZCYX, are its layout: tests/io/test_tiff_stacks.py)
     import tifffile
