@@ -79,7 +79,8 @@ class Metadata(NamedTuple):
     big image reads the tiles it shows)."""
     colour: bool | None = None
     """Whether 3 or 4 channels are colours (RGB, RGBA): False where an operation made them of
-    space (space-to-depth's 2x2 blocks of one grey channel), None where the shape says it."""
+    space (space-to-depth's 2x2 blocks of one grey channel) or a TIFF's photometric says they are
+    none (grey samples, CMYK), None where the shape says it."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
