@@ -307,7 +307,28 @@ def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Com
     if common.fidelity.strip:
         return loaded.metadata.kept()
     header = header_of(loaded)
-    return _physical_sizes(operation, operation.metadata(loaded.metadata, header, common), header, common)
+    metadata = _physical_sizes(operation, operation.metadata(loaded.metadata, header, common), header, common)
+    return _imagej_intervals(operation, metadata, header, common)
+
+
+def _imagej_intervals(operation: Operation, metadata: Metadata, header: Header, common: Common) -> Metadata:
+    """An ImageJ hyperstack's slice spacing (along Z) and frame interval and rate (along T) as the
+    operation makes them, as an OME-TIFF's PhysicalSizeZ: half the spacing after a resize to twice
+    the slices."""
+    from geomcli.engine import layout as layouts
+
+    entries = dict(metadata.imagej)
+    if not {"spacing", "finterval", "fps"} & entries.keys():
+        return metadata
+    layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
+    factors = operation.scaled(tuple(1.0 for _ in layout), header, common)
+    if factors is None or len(factors) != len(layout):
+        return metadata  # (a warp or grid samples each plane: its slices and frames are as they were)
+    factor = dict(zip(layout, factors))
+    for key, axis, power in (("spacing", "Z", 1), ("finterval", "T", 1), ("fps", "T", -1)):
+        if key in entries:
+            entries[key] = float(entries[key]) * factor.get(axis, 1.0) ** power
+    return metadata._replace(imagej=tuple(entries.items()))
 
 
 def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, common: Common) -> Metadata:

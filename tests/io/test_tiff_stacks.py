@@ -183,6 +183,23 @@ def test_a_hyperstack_is_cropped_on_its_y_and_x(kind: str, axes: str, shape: tup
     assert np.array_equal(tifffile.imread(cropped), expected)
 
 
+@pytest.mark.parametrize(("scales", "expected"), [
+    ("0.5,3,1,1", {"spacing": 1.0, "finterval": 1.0, "fps": 1.0}),  # 3 times the slices, half the frames
+    ("1,1,0.5,0.5", {"spacing": 3.0, "finterval": 0.5, "fps": 2.0}),  # Y and X alone
+])
+def test_an_imagej_hyperstacks_slice_spacing_and_frame_interval_follow_a_resize(
+        tmp_path: Path, scales: str, expected: dict[str, float]) -> None:
+    # they were kept as they were, where an OME-TIFF's PhysicalSizeZ follows the slices
+    import tifffile
+
+    source, resized = tmp_path / "in.tif", tmp_path / "r.tif"
+    tifffile.imwrite(source, np.zeros((4, 3, 8, 8), np.uint16), imagej=True,
+                     metadata={"axes": "TZYX", "spacing": 3.0, "finterval": 0.5, "fps": 2.0})
+    assert run("resize", source, "--scales", scales, "-o", resized, "-q").exit_code == 0
+    with tifffile.TiffFile(resized) as tif:
+        assert {key: tif.imagej_metadata[key] for key in expected} == expected
+
+
 def test_the_layout_a_hyperstack_reads_in_is_its_axes(tmp_path: Path, rng: np.random.Generator) -> None:
     _write_hyperstack(tmp_path / "hyper.tif", "imagej", "TZCYX", (2, 3, 4, 8, 8), rng)
     loaded = io.read_array(str(tmp_path / "hyper.tif"))
