@@ -311,6 +311,19 @@ def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Com
     return _imagej_intervals(operation, metadata, header, common)
 
 
+def _axis_letters(layout: str, metadata: Metadata) -> str:
+    """The file's axis letters of an array in ``layout``: Y and X for H and W, and for N the axis of
+    the file's own that a layout reads as N (a ZCYX stack is NCHW, "Z as N")."""
+    from geomcli.engine import layout as layouts
+
+    if layout not in layouts.LAYOUTS:
+        return layout  # a TIFF's own axes (TZCYX)
+    letters = layout.replace("H", "Y").replace("W", "X")
+    if "N" in layout and metadata.axes is not None and len(metadata.axes) == len(layout):
+        letters = letters.replace("N", metadata.axes[layout.index("N")])
+    return letters
+
+
 def _imagej_intervals(operation: Operation, metadata: Metadata, header: Header, common: Common) -> Metadata:
     """An ImageJ hyperstack's slice spacing (along Z) and frame interval and rate (along T) as the
     operation makes them, as an OME-TIFF's PhysicalSizeZ: half the spacing after a resize to twice
@@ -320,11 +333,11 @@ def _imagej_intervals(operation: Operation, metadata: Metadata, header: Header, 
     entries = dict(metadata.imagej)
     if not {"spacing", "finterval", "fps"} & entries.keys():
         return metadata
-    layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
-    factors = operation.scaled(tuple(1.0 for _ in layout), header, common)
-    if factors is None or len(factors) != len(layout):
+    letters = _axis_letters(layouts.resolve_layout(header.shape, common.layout, header.layout), metadata)
+    factors = operation.scaled(tuple(1.0 for _ in letters), header, common)
+    if factors is None or len(factors) != len(letters):
         return metadata  # (a warp or grid samples each plane: its slices and frames are as they were)
-    factor = dict(zip(layout, factors))
+    factor = dict(zip(letters, factors))
     for key, axis, power in (("spacing", "Z", 1), ("finterval", "T", 1), ("fps", "T", -1)):
         if key in entries:
             entries[key] = float(entries[key]) * factor.get(axis, 1.0) ** power
@@ -338,8 +351,7 @@ def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, co
 
     if not metadata.physical:
         return metadata
-    layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
-    letters = layout.replace("H", "Y").replace("W", "X") if layout in layouts.LAYOUTS else layout
+    letters = _axis_letters(layouts.resolve_layout(header.shape, common.layout, header.layout), metadata)
     sizes = {axis: size for axis, size, _ in metadata.physical}
     scale = operation.scaled(tuple(sizes.get(letter, 1.0) for letter in letters), header, common)
     if scale is None:

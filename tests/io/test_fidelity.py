@@ -960,6 +960,8 @@ def test_a_mapped_output_of_a_file_without_metadata_says_nothing(tmp_path: Path,
     (["crop-pad", "--shape", "4,4"], {"X": 0.5, "Y": 0.25, "Z": 3.0}),
     (["space-to-depth", "--blocksize", "2"], {"X": 1.0, "Y": 0.5, "Z": 3.0}),
     (["resize", "--sizes", "16,4"], {"X": 1.0, "Y": 0.125, "Z": 3.0}),
+    # ZCYX reads as NCHW, Z as N: a resize of N is one of Z (its size was kept)
+    (["resize", "--scales", "4,1,1,1"], {"X": 0.5, "Y": 0.25, "Z": 0.75}),
     (["chain", "space-to-depth", "--blocksize", "2", "depth-to-space", "--blocksize", "2"],
      {"X": 0.5, "Y": 0.25, "Z": 3.0}),
 ])

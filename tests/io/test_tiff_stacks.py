@@ -200,6 +200,17 @@ def test_an_imagej_hyperstacks_slice_spacing_and_frame_interval_follow_a_resize(
         assert {key: tif.imagej_metadata[key] for key in expected} == expected
 
 
+def test_the_slice_spacing_of_a_zcyx_hyperstack_read_as_nchw_follows_a_resize_of_n(tmp_path: Path) -> None:
+    # its Z reads as N ("Z as N"), which no size was looked up for
+    import tifffile
+
+    source, resized = tmp_path / "in.tif", tmp_path / "r.tif"
+    tifffile.imwrite(source, np.zeros((4, 2, 8, 8), np.uint16), imagej=True, metadata={"axes": "ZCYX", "spacing": 2.0})
+    assert run("resize", source, "--scales", "2,1,1,1", "-o", resized, "-q").exit_code == 0
+    with tifffile.TiffFile(resized) as tif:
+        assert tif.imagej_metadata["spacing"] == 1.0
+
+
 def test_the_layout_a_hyperstack_reads_in_is_its_axes(tmp_path: Path, rng: np.random.Generator) -> None:
     _write_hyperstack(tmp_path / "hyper.tif", "imagej", "TZCYX", (2, 3, 4, 8, 8), rng)
     loaded = io.read_array(str(tmp_path / "hyper.tif"))
