@@ -515,7 +515,9 @@ def check_template(template: str) -> set[str]:
         if name is None:
             continue
         if name not in FIELDS or conversion or "{" in (spec or ""):
-            raise PlanError(f"{template!r}: unknown field {{{name}}}; use "
+            # the field as written: {stem!r} named a known {stem} unknown
+            written = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise PlanError(f"{template!r}: unknown field {{{written}}}; use "
                             + " ".join(f"{{{known}}}" for known in FIELDS), options="--name")
         if any(int(number) > NAME_MAX for number in re.findall(r"\d+", spec or "")):
             # caught before a name of that width is made: {index:0500000000d} would take gigabytes

@@ -456,6 +456,8 @@ def test_a_named_input_is_found_unreadable_by_reading_it(shots: Path, tmp_path: 
     ("{stem}{ext}", "unknown field {ext}"),
     ("{0}.png", "unknown field {0}"),
     ("{stem.upper}.png", "unknown field {stem.upper}"),
+    ("{stem!r}.png", "unknown field {stem!r};"),  # it said {stem}, a field it takes
+    ("{index:{x}}.png", "unknown field {index:{x}};"),
     ("{stem:05d}.png", "Unknown format code 'd'"),
     ("{stem", "expected '}' before end of string"),
     ("{index}.txt", "unknown extension '.txt'"),
