@@ -443,7 +443,9 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     axes = choice.axes if choice.kind is not None or "S" in choice.axes else None
     if axes is not None and choice.planar:
         axes = axes[:-3] + "SYX"
-    compression = _COMPRESSION_NAMES.get(_enum_name(page.compression))
+    # a codec geomcli does not write (WebP, JPEG 2000...) is named too: its output says so (see _compression)
+    coded = _enum_name(page.compression)
+    compression = _COMPRESSION_NAMES.get(coded, None if coded == "NONE" else coded.lower())
     tile = (_int(page.tilelength), _int(page.tilewidth)) if page.is_tiled else None
     physical = _physical_sizes(tif, choice) if choice.kind == "ome" and axes else ()
     # samples of a grey (or CMYK, Lab) page are no RGB: a crop of 3 grey channels stays grey samples
@@ -873,12 +875,15 @@ def _compression(
 ) -> tuple[str | None, list[str]]:
     """The compression to write with (--compression, else the input's), and any warnings: one the
     data cannot take is an error naming the file where it was asked (a plan refuses it before),
-    else zlib."""
+    else zlib, as for an input's codec geomcli does not write."""
     asked = options.compression
     wanted = asked or metadata.compression
     if wanted in (None, "none"):
         return None, []
     assert wanted is not None
+    if wanted not in COMPRESSIONS:  # the input's, of a codec geomcli writes no TIFF with
+        return "zlib", [f"the input's TIFF compression {wanted} is not one geomcli writes; wrote zlib "
+                        "(--compression chooses)"]
     refusal = compression_refusal(wanted, data.dtype, data.shape)
     if refusal is not None:
         if asked:

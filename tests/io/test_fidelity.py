@@ -1161,3 +1161,22 @@ def test_a_jpeg_keeps_its_coding(tmp_path: Path) -> None:
     warned = run("crop-pad", tmp_path / "photo.jpg", "-o", tmp_path / "o.png", "--shape", "8,8",
                  "--subsampling", "4:4:4")
     assert "--subsampling is for JPEG output, not PNG; ignored" in warned.stderr
+
+
+@pytest.mark.parametrize("codec", ["webp", "jpeg2000", "png"])
+def test_an_input_codec_geomcli_does_not_write_is_named_and_zlib_written(tmp_path: Path, codec: str) -> None:
+    import tifffile
+
+    data = (np.arange(16 * 16 * 3) % 251).astype(np.uint8).reshape(16, 16, 3)
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, data, compression=codec)
+    assert io.read_header(str(source)) is not None and io.read_array(str(source)).metadata.compression == codec
+    assert json.loads(run("info", source, "--json").stdout)["compression"] == codec
+    result = run("crop-pad", source, "-o", out, "--shape", "8,8")
+    assert result.exit_code == 0
+    assert (f"Warning: {out}: the input's TIFF compression {codec} is not one geomcli writes; wrote zlib "
+            "(--compression chooses)") in result.stderr
+    with tifffile.TiffFile(out) as written:
+        assert written.pages[0].compression == tifffile.COMPRESSION.ADOBE_DEFLATE
+    # another format has no TIFF compression to lose: nothing said
+    assert "Warning" not in run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "8,8").stderr
