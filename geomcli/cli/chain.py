@@ -46,7 +46,11 @@ class _ChainGroup(Command, click.Group):
             raise
 
 
-@click.group("chain", cls=_ChainGroup, chain=True, short_help="Several operations per file, one read and one write.")
+# invoked without a step too, so that _run says which steps there are (click's own "Missing command." names none);
+# no arguments at all still show the help
+@click.group("chain", cls=_ChainGroup, chain=True, invoke_without_command=True, no_args_is_help=True,
+             subcommand_metavar="COMMAND1 [ARGS]... [COMMAND2 [ARGS]...]...",
+             short_help="Several operations per file, one read and one write.")
 @click.option("-i", "--input", "inputs", multiple=True, metavar="INPUT",
               type=click.Path(allow_dash=True, readable=False),
               help="A file, folder or quoted glob to read, as the other commands' INPUT (repeat for more; or "

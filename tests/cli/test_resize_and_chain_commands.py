@@ -433,6 +433,14 @@ def test_chain_usage_errors_come_before_anything_is_read(tmp_path: Path, steps: 
     assert "missing.png" not in result.stderr and not (tmp_path / "o.png").exists()
 
 
+def test_an_empty_chain_names_the_steps(tmp_path: Path) -> None:
+    """Options and no step: one line naming the steps (click said "Missing command.")."""
+    result = run("chain", "-i", tmp_path / "missing.png", "-o", tmp_path / "o.png", "-q")
+    assert result.exit_code == 2 and not (tmp_path / "o.png").exists()
+    assert result.stderr.splitlines()[-1] == ("Error: give one or more STEPs after the options: crop-pad, resize, "
+                                              "space-to-depth, depth-to-space, grid-sample, warp"), result.stderr
+
+
 def test_a_grey_stack_named_nhw(tmp_path: Path, rng: np.random.Generator) -> None:
     """N×H×W: crop-pad works on H and W; space-to-depth takes it as N×1×H×W and writes N×b²×H/b×W/b
     (NCHW: an NHW stack cannot hold channels); a TIFF written from NHW reads back as NHW."""
