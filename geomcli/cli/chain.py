@@ -3,7 +3,6 @@ subcommands: each STEP is an operation's name and that operation's own options."
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -35,15 +34,22 @@ _STEPS: list[tuple[str, Callable[..., Any], Callable[..., Operation], str]] = [
 class _ChainGroup(Command, click.Group):
     """A chained group whose --help and errors are handled as every command's."""
 
-    def resolve_command(self, ctx: click.Context,
-                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
         try:
             return super().resolve_command(ctx, args)
-        except click.UsageError as error:
-            # an input given as the other commands take it (chain photo.png ...) reads as a step's name
-            if args and (args[0] == "-" or any(mark in args[0] for mark in "/.*") or os.path.exists(args[0])):
-                error.message += " The chain's input is -i INPUT, before the first step."  # type: ignore[misc]
+        except click.NoSuchCommand as error:
+            # -i a.png b.png: the second input is read as the first step, which named no input
+            if _looks_like_an_input(error.command_name):
+                error.message += " To read it, give it its own -i: -i takes one INPUT."  # type: ignore[misc]
             raise
+
+
+def _looks_like_an_input(name: str) -> bool:
+    """A path that exists, or a name with a folder, a suffix or a glob in it: no step is spelled so."""
+    import os
+
+    return os.path.lexists(name) or any(char in name for char in "/.*?[") or name == "-"
 
 
 # invoked without a step too, so that _run says which steps there are (click's own "Missing command." names none);

@@ -441,6 +441,17 @@ def test_an_empty_chain_names_the_steps(tmp_path: Path) -> None:
                                               "space-to-depth, depth-to-space, grid-sample, warp"), result.stderr
 
 
+@pytest.mark.parametrize(("name", "hint"), [("b.png", True), ("shots/*.png", True), ("bogus", False)])
+def test_a_second_input_after_one_i_is_named_as_such(tmp_path: Path, name: str, hint: bool) -> None:
+    """-i a.png b.png: b.png is read as the first step; the line says how to give it (it said only
+    "No such command 'b.png'.")."""
+    result = run("chain", "-i", tmp_path / "a.png", name, "-o", tmp_path / "o.png", "resize", "--sizes", "4,4")
+    assert result.exit_code == 2 and not (tmp_path / "o.png").exists()
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith(f"Error: No such command '{name}'."), result.stderr
+    assert line.endswith(" To read it, give it its own -i: -i takes one INPUT.") == hint, result.stderr
+
+
 def test_a_grey_stack_named_nhw(tmp_path: Path, rng: np.random.Generator) -> None:
     """N×H×W: crop-pad works on H and W; space-to-depth takes it as N×1×H×W and writes N×b²×H/b×W/b
     (NCHW: an NHW stack cannot hold channels); a TIFF written from NHW reads back as NHW."""
