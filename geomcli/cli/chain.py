@@ -34,6 +34,19 @@ _STEPS: list[tuple[str, Callable[..., Any], Callable[..., Operation], str]] = [
 class _ChainGroup(Command, click.Group):
     """A chained group whose --help and errors are handled as every command's."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            # a step's option before the first step: click's guess is a chain option (--sizes: "--series")
+            steps = [name for name, command in self.commands.items()
+                     if any(error.option_name in (*param.opts, *param.secondary_opts) for param in command.params)]
+            if steps:
+                error.message += (f" {error.option_name} is an option of the {', '.join(steps)} step"  # type: ignore[misc]
+                                  f"{'s' if len(steps) > 1 else ''}: give it after the step's name.")
+                error.possibilities = None  # type: ignore[misc]
+            raise
+
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
                                                                              list[str]]:
         try:

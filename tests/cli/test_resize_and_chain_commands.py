@@ -149,6 +149,17 @@ def test_a_chain_input_given_as_the_other_commands_take_it_says_it_is_given_with
     assert "Error: give -i INPUT, or --files-from FILE with --out-dir\n" in result.stderr  # (it said "an INPUT")
 
 
+@pytest.mark.parametrize(("option", "steps"), [("--sizes", "the resize step"),
+                                               ("--fill", "the crop-pad, grid-sample, warp steps")])
+def test_a_steps_option_before_the_steps_says_where_it_goes(tmp_path: Path, option: str, steps: str) -> None:
+    """The mirror of a chain option after a step: click guessed a chain option ("Did you mean '--series'?")."""
+    result = run("chain", "-i", tmp_path / "missing.png", "-o", tmp_path / "o.png", option, "4", "resize", "--sizes",
+                 "4,4")
+    assert result.exit_code == 2 and not (tmp_path / "o.png").exists()
+    assert result.stderr.splitlines()[-1] == (f"Error: No such option '{option}'. {option} is an option of {steps}: "
+                                              "give it after the step's name."), result.stderr
+
+
 @pytest.mark.parametrize(("options", "warning"), [
     (["--sizes", "6,6", "--mode", "linear", "--cubic-coeff-a", "-0.5"],
      "--cubic-coeff-a is for --mode cubic, not linear; ignored"),
