@@ -39,11 +39,8 @@ class _ChainGroup(Command, click.Group):
             return super().parse_args(ctx, args)
         except click.NoSuchOption as error:
             # a step's option before the first step: click's guess is a chain option (--sizes: "--series")
-            steps = [name for name, command in self.commands.items()
-                     if any(error.option_name in (*param.opts, *param.secondary_opts) for param in command.params)]
-            if steps:
-                error.message += (f" {error.option_name} is an option of the {', '.join(steps)} step"  # type: ignore[misc]
-                                  f"{'s' if len(steps) > 1 else ''}: give it after the step's name.")
+            if steps := _steps_taking(error.option_name):
+                error.message += f" {error.option_name} is an option of {steps}: give it after the step's name."  # type: ignore[misc]
                 error.possibilities = None  # type: ignore[misc]
             raise
 
@@ -56,6 +53,13 @@ class _ChainGroup(Command, click.Group):
             if _looks_like_an_input(error.command_name):
                 error.message += " To read it, give it its own -i: -i takes one INPUT."  # type: ignore[misc]
             raise
+
+
+def _steps_taking(option: str, but: str | None = None) -> str:
+    """The steps (other than ``but``) that take ``option``, as a message names them; "" for none."""
+    steps = [name for name, command in chain.commands.items() if name != but
+             and any(option in (*param.opts, *param.secondary_opts) for param in command.params)]
+    return f"the {', '.join(steps)} step{'s' if len(steps) > 1 else ''}" if steps else ""
 
 
 def _looks_like_an_input(name: str) -> bool:
@@ -168,6 +172,11 @@ class _Step(Command):
             own = {name for param in chain.params for name in (*param.opts, *param.secondary_opts)}
             if error.option_name in own:
                 error.message += f" {error.option_name} is the chain's own option: give it before the first step."  # type: ignore[misc]
+            elif steps := _steps_taking(error.option_name, but=self.name):
+                # resize --sizes 4,4 --grid g.npy: a step's name left out; click's guess is of this step's (--roi)
+                error.message += (f" {error.option_name} is an option of {steps}, not of {self.name}: give it "  # type: ignore[misc]
+                                  "after that step's name.")
+                error.possibilities = None  # type: ignore[misc]
             raise
 
 

@@ -160,6 +160,17 @@ def test_a_steps_option_before_the_steps_says_where_it_goes(tmp_path: Path, opti
                                               "give it after the step's name."), result.stderr
 
 
+@pytest.mark.parametrize(("step", "option", "steps"), [
+    ("resize", "--grid", "the grid-sample step"), ("crop-pad", "--sizes", "the resize step"),
+    ("resize", "--blocksize", "the space-to-depth, depth-to-space steps")])
+def test_another_steps_option_says_which_step_takes_it(tmp_path: Path, step: str, option: str, steps: str) -> None:
+    """resize --sizes 4,4 --grid g.npy (the grid-sample step left out): click guessed "Did you mean '--roi'?"."""
+    result = run("chain", "-i", tmp_path / "missing.png", "-o", tmp_path / "o.png", step, option, "4")
+    assert result.exit_code == 2 and not (tmp_path / "o.png").exists()
+    assert result.stderr.splitlines()[-1] == (f"Error: No such option '{option}'. {option} is an option of {steps}, "
+                                              f"not of {step}: give it after that step's name."), result.stderr
+
+
 @pytest.mark.parametrize(("options", "warning"), [
     (["--sizes", "6,6", "--mode", "linear", "--cubic-coeff-a", "-0.5"],
      "--cubic-coeff-a is for --mode cubic, not linear; ignored"),
