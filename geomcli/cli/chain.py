@@ -50,8 +50,9 @@ class _ChainGroup(Command, click.Group):
             return super().resolve_command(ctx, args)
         except click.NoSuchCommand as error:
             # -i a.png b.png: the second input is read as the first step, which named no input
-            if _looks_like_an_input(error.command_name):
+            if _looks_like_an_input(error.command_name, bool(error.possibilities)):
                 error.message += " To read it, give it its own -i: -i takes one INPUT."  # type: ignore[misc]
+                error.possibilities = None  # type: ignore[misc]
             raise
 
 
@@ -62,11 +63,12 @@ def _steps_taking(option: str, but: str | None = None) -> str:
     return f"the {', '.join(steps)} step{'s' if len(steps) > 1 else ''}" if steps else ""
 
 
-def _looks_like_an_input(name: str) -> bool:
-    """A path that exists, or a name with a folder, a suffix or a glob in it: no step is spelled so."""
+def _looks_like_an_input(name: str, like_a_step: bool) -> bool:
+    """A path that exists, or else, spelled like no step (crop.pad is a typo), a name with a folder,
+    a suffix or a glob in it."""
     import os
 
-    return os.path.lexists(name) or any(char in name for char in "/.*?[") or name == "-"
+    return os.path.lexists(name) or (not like_a_step and (any(char in name for char in "/.*?[") or name == "-"))
 
 
 # invoked without a step too, so that _run says which steps there are (click's own "Missing command." names none);

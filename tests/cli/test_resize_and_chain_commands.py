@@ -463,7 +463,8 @@ def test_an_empty_chain_names_the_steps(tmp_path: Path) -> None:
                                               "space-to-depth, depth-to-space, grid-sample, warp"), result.stderr
 
 
-@pytest.mark.parametrize(("name", "hint"), [("b.png", True), ("shots/*.png", True), ("bogus", False)])
+@pytest.mark.parametrize(("name", "hint"), [("b.png", True), ("shots/*.png", True), ("bogus", False),
+                                            ("crop.pad", False)])
 def test_a_second_input_after_one_i_is_named_as_such(tmp_path: Path, name: str, hint: bool) -> None:
     """-i a.png b.png: b.png is read as the first step; the line says how to give it (it said only
     "No such command 'b.png'.")."""
@@ -471,7 +472,8 @@ def test_a_second_input_after_one_i_is_named_as_such(tmp_path: Path, name: str, 
     assert result.exit_code == 2 and not (tmp_path / "o.png").exists()
     line = result.stderr.splitlines()[-1]
     assert line.startswith(f"Error: No such command '{name}'."), result.stderr
-    assert line.endswith(" To read it, give it its own -i: -i takes one INPUT.") == hint, result.stderr
+    assert ("To read it, give it its own -i: -i takes one INPUT." in line) == hint, result.stderr
+    assert ("Did you mean" in line) == (name == "crop.pad"), result.stderr
 
 
 def test_a_grey_stack_named_nhw(tmp_path: Path, rng: np.random.Generator) -> None:
