@@ -49,11 +49,14 @@ class _ChainGroup(Command, click.Group):
         try:
             return super().resolve_command(ctx, args)
         except click.NoSuchCommand as error:
-            # -i a.png b.png: the second input is read as the first step, which named no input
+            # chain a.png ... or -i a.png b.png: an input read as the first step, which named no input
             if _looks_like_an_input(error.command_name, bool(error.possibilities)):
-                error.message += " To read it, give it its own -i: -i takes one INPUT."  # type: ignore[misc]
+                error.message += _ITS_OWN_I  # type: ignore[misc]
                 error.possibilities = None  # type: ignore[misc]
             raise
+
+
+_ITS_OWN_I = " A chain reads each input given with its own -i, before the first step: -i INPUT [-i INPUT ...]."
 
 
 def _steps_taking(option: str, but: str | None = None) -> str:
