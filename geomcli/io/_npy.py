@@ -57,6 +57,7 @@ def _read_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dty
     fmt = np.lib.format
     try:
         version = fmt.read_magic(f)
+        _check_header_length(f, version, name)
         if version == (1, 0):
             shape, fortran, dtype = fmt.read_array_header_1_0(f, max_header_size=_MAX_HEADER)
         elif version == (2, 0):
@@ -80,6 +81,16 @@ def _read_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dty
     except (TypeError, SyntaxError, EOFError, OSError, UnicodeDecodeError, tokenize.TokenError) as e:
         raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
     return tuple(shape), bool(fortran), dtype
+
+
+def _check_header_length(f: IO[bytes], version: tuple[int, int], name: str) -> None:
+    """Refuse a header longer than _MAX_HEADER before numpy reads it: numpy reads all the bytes a
+    header declares (4 GB in 2.0 and 3.0) before it checks their number against max_header_size."""
+    at = f.tell()
+    length = int.from_bytes(f.read(2 if version == (1, 0) else 4), "little")
+    f.seek(at)
+    if length > _MAX_HEADER:
+        raise GeomError(f"{name}: not a readable NPY (malformed header: {length} bytes long, more than {_MAX_HEADER})")
 
 
 def _checked_header(shape: tuple[int, ...], fortran: bool, dtype: np.dtype, offset: int,

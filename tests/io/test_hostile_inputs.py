@@ -267,6 +267,18 @@ def test_a_npy_shape_that_is_no_array_shape_is_one_error_line(tmp_path: Path, sh
         io.read_header(str(source))
 
 
+@pytest.mark.parametrize("version", [b"\x02\x00", b"\x03\x00"], ids=["2.0", "3.0"])
+def test_a_npy_header_declaring_4_gb_is_refused_before_it_is_read(tmp_path: Path, version: bytes) -> None:
+    """numpy reads the bytes a 2.0 header declares before it checks their number: a batch's header
+    read (a file, not the bytes of one) asked for 4 GB, a MemoryError under ulimit -v."""
+    source = tmp_path / "long.npy"
+    source.write_bytes(b"\x93NUMPY" + version + struct.pack("<I", 2**32 - 1) + b"{" + bytes(64))
+    code, stderr, _ = peak_run(f"ulimit -v {2 << 20}; {GEOMCLI} crop-pad {source} --out-dir {tmp_path / 'out'} "
+                               "--shape 1,1 --dry-run")
+    assert code == 1
+    assert one_error(stderr, source) == "not a readable NPY (malformed header: 4294967295 bytes long, more than 10000)"
+
+
 def test_npy_shapes_that_are_no_array_shapes_fail_alone_in_workers(tmp_path: Path) -> None:
     for index, (shape, data, _) in enumerate(NPY_SHAPES):
         (tmp_path / f"odd{index}.npy").write_bytes(npy_with_shape(shape, data))
