@@ -447,6 +447,11 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     coded = _enum_name(page.compression)
     compression = _COMPRESSION_NAMES.get(coded, None if coded == "NONE" else coded.lower())
     tile = (_int(page.tilelength), _int(page.tilewidth)) if page.is_tiled else None
+    if tile is not None and any(side > -(-_int(length) // 16) * 16
+                                for side, length in zip(tile, (page.imagelength, page.imagewidth))):
+        # a tile past its page's sides rounded up to 16 holds only padding: kept for the output, a
+        # crafted tag's (2**30 a side over 8 x 8 pixels) failed tifffile's write, or padded it to gigabytes
+        tile = None
     physical = _physical_sizes(tif, choice) if choice.kind == "ome" and axes else ()
     # samples of a grey (or CMYK, Lab) page are no RGB: a crop of 3 grey channels stays grey samples
     colour = False if _enum_name(page.photometric) not in _COLOUR_PHOTOMETRICS else None

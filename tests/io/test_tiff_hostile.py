@@ -34,10 +34,10 @@ def one_error(result: Result, name: str | Path) -> str:
     return lines[0]
 
 
-def grey_tiff(path: Path, segment: bytes, compression: int, *, tiled: bool = False) -> Path:
-    """A little-endian 16 x 16 uint8 TIFF whose one strip (or tile) holds ``segment`` as is."""
+def grey_tiff(path: Path, segment: bytes, compression: int, *, tiled: bool = False, tile: int = SIDE) -> Path:
+    """A little-endian 16 x 16 uint8 TIFF whose one strip (or ``tile`` x ``tile`` tile) holds ``segment`` as is."""
     if tiled:
-        layout = [(322, 3, SIDE), (323, 3, SIDE), (324, 4, 0), (325, 4, len(segment))]
+        layout = [(322, 4, tile), (323, 4, tile), (324, 4, 0), (325, 4, len(segment))]
     else:
         layout = [(273, 4, 0), (278, 3, SIDE), (279, 4, len(segment))]
     tags = sorted([(256, 3, SIDE), (257, 3, SIDE), (258, 3, 8), (259, 3, compression), (262, 3, 1),
@@ -170,6 +170,20 @@ def test_a_bomb_costs_no_more_memory_than_a_plain_file(tmp_path: Path) -> None:
 
 
 # ---- 2. a damaged compressed segment is one error line -------------------------------------------
+
+
+def test_a_tile_far_past_its_page_is_not_kept_for_the_output(tmp_path: Path) -> None:
+    """A crafted 2**30 x 2**30 tile over 16 x 16 pixels: kept, it failed tifffile's write with a
+    traceback (a tile's byte count past 32 bits); a smaller one would pad a tiny output to gigabytes."""
+    import tifffile
+
+    source = grey_tiff(tmp_path / "tiled.tif", bytes(range(256)), 1, tiled=True, tile=2**30)
+    out = tmp_path / "out.tif"
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4", "-q")
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert not tif.pages[0].is_tiled
+        assert tif.asarray().shape == (4, 4)
 
 
 @pytest.mark.parametrize("compression", ["lzma", "zlib"])
