@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 # the bytes a chunk is given where the input has none of its own (an .npy memory map)
 CHUNK_BYTES = 64 << 20
+# the most tasks a graph is made of (a 64k x 64k array's 16 x 16 chunks): a zarr's metadata alone can
+# declare 10**23 chunks, and dask's list of their sizes along an axis was a MemoryError
+MOST_TASKS = 1 << 24
 
 
 def aligned(chunks: Sequence[int], multiple: int) -> tuple[int, ...]:
@@ -112,12 +115,19 @@ def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Das
 
     import dask.array as da
 
+    from geomcli.errors import GeomError
+
     if chunks is None:
         shards = getattr(data, "shards", None)
         fits = shards is not None and (max_pixels is None or math.prod(shards) <= max_pixels)
         chunks = shards if fits else getattr(data, "chunks", None)
     if chunks is None or isinstance(data, tuple):
         chunks = "auto"
+    if isinstance(chunks, tuple) and all(isinstance(side, int) and side > 0 for side in chunks):
+        tasks = math.prod(-(-length // side) for length, side in zip(data.shape, chunks))
+        if tasks > MOST_TASKS:
+            raise GeomError(f"chunks {chunks} cut the shape {tuple(data.shape)} into {tasks} tasks, more than "
+                            f"the {MOST_TASKS} a run takes")
     with _chunk_size():
         return da.from_array(data, chunks=chunks, lock=False, asarray=True, inline_array=True)
 

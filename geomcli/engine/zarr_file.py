@@ -269,8 +269,11 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
 
     if _zarr.is_zarr(input_path):
         opened = _zarr.open_input(input_path)
-        return (chunked.as_dask(opened.array, max_pixels=common.max_pixels), opened.layout, opened.space,
-                opened.array, "zarr")
+        try:
+            data = chunked.as_dask(opened.array, max_pixels=common.max_pixels)
+        except GeomError as error:  # (more chunks than a run takes)
+            raise GeomError(f"{input_path}: {error}") from error
+        return data, opened.layout, opened.space, opened.array, "zarr"
     if _remote_or_stream(input_path):
         return None
     fidelity = common.fidelity

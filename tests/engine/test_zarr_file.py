@@ -395,6 +395,24 @@ def test_an_output_a_run_left_incomplete_is_refused(tmp_path: Path) -> None:
                              "write it again\n")
 
 
+def test_an_array_declaring_more_chunks_than_a_run_takes_is_one_error_line(tmp_path: Path) -> None:
+    """A zarr.json declaring 10**12 x 10**12 in chunks of 2 x 4 (its chunks never written): dask's
+    list of chunk sizes per axis was a MemoryError under ulimit -v, or took the machine's memory."""
+    import subprocess
+    import sys
+
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=(4, 8), dtype="float32", chunks=(2, 4))
+    metadata = json.loads((tmp_path / "in.zarr" / "zarr.json").read_text())
+    (tmp_path / "in.zarr" / "zarr.json").write_text(json.dumps({**metadata, "shape": [10**12, 10**12]}))
+    done = subprocess.run(["bash", "-c", f'ulimit -v {2 << 20}; exec "$@"', "-", sys.executable, "-m", "geomcli",
+                           "crop-pad", str(tmp_path / "in.zarr"), "-o", str(tmp_path / "out.zarr"), "--shape", "4,4"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr == (f"Error: {tmp_path / 'in.zarr'}: chunks (2, 4) cut the shape (1000000000000, 1000000000000) "
+                           "into 125000000000000000000000 tasks, more than the 16777216 a run takes\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr"]
+
+
 def test_folders_and_quoted_globs_take_zarr_arrays_as_inputs(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
     (tmp_path / "in" / "deeper").mkdir(parents=True)
