@@ -62,8 +62,9 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
     try:
         if _zarr.is_zarr(path):
             described = _zarr.describe(path)
-            return {"input": path, "format": "zarr", **described,
-                    "bit_depth": _bit_depth(np.dtype(described["dtype"])), "pages": None, "icc": None, "dpi": None,
+            dtype = described["dtype"]  # (its str is no dtype's name for numpy's StringDType)
+            return {"input": path, "format": "zarr", **described, "dtype": str(dtype),
+                    "bit_depth": _bit_depth(dtype), "pages": None, "icc": None, "dpi": None,
                     "orientation": None, "upright": False, "value_range": None, "file_size": None,
                     "xmp": None, "text": [], "comment": None,
                     "notes": ["value range not read: it would read every chunk"], "status": "ok", "error": None}

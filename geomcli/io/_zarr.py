@@ -176,6 +176,7 @@ def open_input(path: str) -> Opened:
     """The array at ``path`` (an OME-Zarr group's first level), with its layout; a GeomError
     for no array there, one that cannot be read, or one a geomcli run left incomplete."""
     from geomcli.io import _remote
+    from geomcli.io._base import raised_in
 
     zarr = _zarr()
     if _remote.is_url(path):  # one request first (see check_readable)
@@ -188,9 +189,14 @@ def open_input(path: str) -> Opened:
         raise GeomError(f"{path}: not a readable zarr array ({_first_line(error)})") from error
     except _remote._failures() as error:  # botocore's, aiohttp's: their own, no OSError
         raise GeomError(f"{path}: cannot read ({_first_line(error)})") from error
+    except _METADATA_ERRORS as error:
+        if not raised_in(error, "zarr"):
+            raise  # geomcli's own: a bug keeps its traceback
+        raise GeomError(f"{path}: not a readable zarr array ({_first_line(error)})") from error
     attributes = dict(node.attrs)
     _check_complete(path, attributes)
     if isinstance(node, zarr.Array):
+        _check_grid(node, path)
         return Opened(node, layout_of(node.metadata.dimension_names if node.metadata.zarr_format == 3 else None),
                       None)
     multiscales = (attributes.get("ome") or {}).get("multiscales") or attributes.get("multiscales")
@@ -202,11 +208,25 @@ def open_input(path: str) -> Opened:
         array = node[dataset["path"]]
     except KeyError as error:
         raise GeomError(f"{path}: the OME-Zarr level {dataset['path']!r} is missing") from error
+    _check_grid(array, path)
     axes = tuple(_entry(axis) for axis in image.get("axes", []))  # (NGFF 0.3's axes are bare names)
     transforms = {transform.get("type"): transform for transform in dataset.get("coordinateTransformations", [])}
     scale, translation = (tuple(map(float, transforms[kind][kind])) if kind in transforms else None
                           for kind in ("scale", "translation"))
     return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale, translation))
+
+
+# what zarr raises, besides ValueError, on metadata it cannot make an array of (a shape of floats,
+# a fill value of the wrong type, a shard of zero chunks): caught only when raised in zarr's code
+_METADATA_ERRORS = (TypeError, ZeroDivisionError, AttributeError, IndexError, OverflowError)
+
+
+def _check_grid(array: Any, path: str) -> None:
+    """Refuse a shape or chunks zarr opens but no run can take: a chunk of 0 (or less) elements
+    along an axis divided dask by zero; a length past int64 failed numpy in dask."""
+    sides = (*array.chunks, *(array.shards or ()))
+    if any(side < 1 for side in sides) or any(not 0 <= length < 2**63 for length in array.shape):
+        raise GeomError(f"{path}: not a readable zarr array (shape {tuple(array.shape)} in chunks {tuple(sides)})")
 
 
 def _entry(axis: Any) -> dict[str, Any]:
@@ -224,14 +244,14 @@ def read_header(path: str) -> Header:
 
 
 def describe(path: str) -> dict[str, Any]:
-    """What ``geomcli info`` shows of a zarr array, from its metadata alone: its chunks (and
-    shards) and codecs where an image shows its compression; no value range, which would read
-    every chunk."""
+    """What ``geomcli info`` shows of a zarr array, from its metadata alone: its dtype (numpy's),
+    chunks (and shards) and codecs where an image shows its compression; no value range, which
+    would read every chunk."""
     opened = open_input(path)
     array = opened.array
     # what packs the bytes (a sharded array's inner codecs; the serializer only lays them out)
     codecs = [type(codec).__name__.removesuffix("Codec").lower() for codec in (*array.filters, *array.compressors)]
-    return {"shape": list(array.shape), "dtype": str(array.dtype), "layout": opened.layout,
+    return {"shape": list(array.shape), "dtype": array.dtype, "layout": opened.layout,
             "chunks": list(array.chunks), "shards": None if array.shards is None else list(array.shards),
             "compression": ", ".join(codecs) or "none", "ome": opened.space is not None,
             "scale": None if opened.space is None or opened.space.scale is None else list(opened.space.scale)}

@@ -413,6 +413,38 @@ def test_an_array_declaring_more_chunks_than_a_run_takes_is_one_error_line(tmp_p
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr"]
 
 
+SHARDED_BY_ZEROS = [{"name": "sharding_indexed", "configuration": {
+    "chunk_shape": [0, 0], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}]
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    ({"shape": [4.5, 8]}, "Expected an iterable of integers"),
+    ({"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [0, 4]}}}, "shape (4, 8) in chunks (0, 4)"),
+    ({"shape": [2**64, 8]}, "shape (18446744073709551616, 8) in chunks (2, 4)"),
+    ({"codecs": SHARDED_BY_ZEROS}, "integer modulo by zero"),
+    ({"fill_value": "not a number"}, "Invalid type: not a number"),
+], ids=["float-shape", "zero-chunk", "shape-2**64", "zero-inner-chunk", "fill-value"])
+def test_metadata_no_array_can_have_is_one_error_line(tmp_path: Path, edit: dict[str, Any], reason: str) -> None:
+    """zarr raised TypeError or ZeroDivisionError opening these, or opened them and dask divided
+    by the zero chunk or failed on the shape: tracebacks."""
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=(4, 8), dtype="float32", chunks=(2, 4))
+    metadata = json.loads((tmp_path / "in.zarr" / "zarr.json").read_text())
+    (tmp_path / "in.zarr" / "zarr.json").write_text(json.dumps({**metadata, **edit}))
+    for args in (["info"], ["crop-pad", "-o", tmp_path / "out.zarr", "--shape", "4,4"]):
+        result = run(args[0], tmp_path / "in.zarr", *args[1:])
+        assert result.exit_code == 1
+        assert result.stderr.startswith(f"Error: {tmp_path / 'in.zarr'}: not a readable zarr array ("), result.stderr
+        assert reason in result.stderr and len(result.stderr.splitlines()) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr"]
+
+
+def test_info_of_an_array_of_strings(tmp_path: Path) -> None:
+    """Its dtype's str, StringDType(), is no name numpy takes back: info failed with a traceback."""
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=(2, 3), dtype=str, chunks=(2, 3))
+    result = run("info", tmp_path / "in.zarr")
+    assert result.exit_code == 0 and "2×3 StringDType()" in result.stdout
+
+
 def test_folders_and_quoted_globs_take_zarr_arrays_as_inputs(tmp_path: Path) -> None:
     data = tensor(np.dtype("uint8"), (1, 3, 8, 8))
     (tmp_path / "in" / "deeper").mkdir(parents=True)
