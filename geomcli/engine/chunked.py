@@ -92,11 +92,8 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first
     axes before keep their chunks; ``start`` is the block's first index along axis 0), each
     giving a block whose axes from ``first_whole`` on have the lengths ``tail``. Blocks of more
     than ``max_pixels`` elements (--max-pixels: what a task may hold) are refused before any is made."""
-    from geomcli import io
-
+    check_planes(data, first_whole, (), max_pixels)
     data = data.rechunk({axis: -1 for axis in range(first_whole, data.ndim)})
-    biggest = tuple(max(axis, default=0) for axis in data.chunks[:first_whole]) + tuple(data.shape[first_whole:])
-    io.check_size(biggest, max_pixels, f"a task's whole planes {biggest}")
     chunks = data.chunks[:first_whole] + tuple((length,) for length in tail)
 
     def run(block: np.ndarray, block_info: dict[Any, Any] | None = None) -> np.ndarray:
@@ -104,6 +101,20 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first
         return kernel(block, start)
 
     return data.map_blocks(run, dtype=data.dtype, chunks=chunks, meta=data._meta)
+
+
+def check_planes(data: Dask, first_whole: int, tail: Sequence[int], max_pixels: int) -> None:
+    """Refuse blocks whole from ``first_whole`` on (as :func:`by_planes` makes) of more than
+    ``max_pixels`` elements: the input's, and an output's whose axes from there have the lengths
+    ``tail`` (none: not checked here)."""
+    from geomcli import io
+
+    kept = tuple(max(axis, default=0) for axis in data.chunks[:first_whole])
+    biggest = kept + tuple(data.shape[first_whole:])
+    io.check_size(biggest, max_pixels, f"a task's whole planes {biggest}")
+    if tail:
+        block = kept + tuple(tail)
+        io.check_size(block, max_pixels, f"an output block {block}")
 
 
 def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Dask:

@@ -909,6 +909,25 @@ def test_max_pixels_bounds_what_a_task_holds(tmp_path: Path) -> None:
     assert not (tmp_path / "r.zarr").exists()
 
 
+def test_a_resize_of_planes_past_max_pixels_is_refused_before_it_is_planned(tmp_path: Path) -> None:
+    """A zarr.json declaring one 10**9 x 10**9 chunk: resize planned its axes (5 * 10**8 coordinates
+    each, gigabytes) before it checked the planes a task holds; a MemoryError under ulimit -v."""
+    import subprocess
+    import sys
+
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=(4, 8), dtype="float32", chunks=(4, 8))
+    metadata = json.loads((tmp_path / "in.zarr" / "zarr.json").read_text())
+    metadata["shape"] = metadata["chunk_grid"]["configuration"]["chunk_shape"] = [10**9, 10**9]
+    (tmp_path / "in.zarr" / "zarr.json").write_text(json.dumps(metadata))
+    done = subprocess.run(["bash", "-c", f'ulimit -v {2 << 20}; exec "$@"', "-", sys.executable, "-m", "geomcli",
+                           "resize", str(tmp_path / "in.zarr"), "-o", str(tmp_path / "out.zarr"),
+                           "--scales", "0.5,0.5"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"Error: {tmp_path / 'in.zarr'}: a task's whole planes (1000000000, 1000000000): "
+                                  "1000000000000000000 elements exceed the limit"), done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr"]
+
+
 def test_a_compressed_tiled_tiff_is_read_tile_by_tile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through tifffile's zarr store, in chunks of whole tiles (here of about 64 KiB), never
     decoded whole; the result is the kernel's, with the layout its axes name."""
