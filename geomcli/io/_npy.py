@@ -18,6 +18,8 @@ from geomcli.io._base import Header, Loaded, check_size, one_line
 
 # numpy's own default; a longer header is refused rather than parsed
 _MAX_HEADER = 10000
+# the most axes a numpy array has (NPY_MAXDIMS)
+_MAX_AXES = 64
 
 
 def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
@@ -116,6 +118,9 @@ def _checked_header(shape: tuple[int, ...], fortran: bool, dtype: np.dtype, offs
 def _check_shape(shape: tuple[int, ...], dtype: np.dtype, name: str) -> None:
     """Refuse a shape numpy's header check lets through but no array can have: a bool (True is an
     int to that check) or a dimension past int64 broke np.load with a traceback."""
+    if len(shape) + dtype.ndim > _MAX_AXES:  # (np.frombuffer's reshape, for a pipe, raised ValueError)
+        raise GeomError(f"{name}: not a readable NPY (malformed header: {len(shape) + dtype.ndim} axes, more than "
+                        f"numpy's {_MAX_AXES})")
     for n in shape:
         if type(n) is not int or not 0 <= n < 2**63:
             raise GeomError(f"{name}: not a readable NPY (malformed header: dimension {n!r} in shape {shape})")
