@@ -199,21 +199,47 @@ def open_input(path: str) -> Opened:
         _check_grid(node, path)
         return Opened(node, layout_of(node.metadata.dimension_names if node.metadata.zarr_format == 3 else None),
                       None)
-    multiscales = (attributes.get("ome") or {}).get("multiscales") or attributes.get("multiscales")
+    # the attributes are any JSON a file holds: each step is checked for the type it must have
+    ome = attributes.get("ome")
+    multiscales = (ome.get("multiscales") if isinstance(ome, dict) else None) or attributes.get("multiscales")
     if not multiscales:
         raise GeomError(f"{path}: a zarr group, not an array (nor an OME-Zarr image)")
-    image = multiscales[0]
-    dataset = image["datasets"][0]
+    image = _first(multiscales)
+    dataset = _first(image.get("datasets")) if isinstance(image, dict) else None
+    level = dataset.get("path") if isinstance(dataset, dict) else None
+    if not isinstance(level, str):
+        raise GeomError(f"{path}: not a readable OME-Zarr image (its multiscales name no first level's path)")
     try:
-        array = node[dataset["path"]]
+        array = node[level]
     except KeyError as error:
-        raise GeomError(f"{path}: the OME-Zarr level {dataset['path']!r} is missing") from error
+        raise GeomError(f"{path}: the OME-Zarr level {level!r} is missing") from error
+    except ValueError as error:  # a path zarr refuses ('..')
+        raise GeomError(f"{path}: not a readable OME-Zarr image ({_first_line(error)})") from error
+    if not isinstance(array, zarr.Array):
+        raise GeomError(f"{path}: the OME-Zarr level {level!r} is not an array")
     _check_grid(array, path)
-    axes = tuple(_entry(axis) for axis in image.get("axes", []))  # (NGFF 0.3's axes are bare names)
-    transforms = {transform.get("type"): transform for transform in dataset.get("coordinateTransformations", [])}
-    scale, translation = (tuple(map(float, transforms[kind][kind])) if kind in transforms else None
+    assert isinstance(image, dict) and isinstance(dataset, dict)
+    listed = image.get("axes")
+    axes = tuple(_entry(axis) for axis in listed) if isinstance(listed, list) else ()  # (NGFF 0.3's: bare names)
+    given = dataset.get("coordinateTransformations")
+    transforms = {transform.get("type"): transform for transform in given if isinstance(transform, dict)} \
+        if isinstance(given, list) else {}
+    scale, translation = (_numbers(transforms[kind].get(kind), path, kind) if kind in transforms else None
                           for kind in ("scale", "translation"))
     return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale, translation))
+
+
+def _first(listed: Any) -> Any:
+    """The first entry of a JSON list, or None for anything else."""
+    return listed[0] if isinstance(listed, list) and listed else None
+
+
+def _numbers(given: Any, path: str, kind: str) -> tuple[float, ...]:
+    """An OME scale or translation: a list of numbers, else a GeomError."""
+    if not isinstance(given, list) or not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in given):
+        raise GeomError(f"{path}: not a readable OME-Zarr image (its {kind} {str(given)[:100]} is not a list of "
+                        "numbers)")
+    return tuple(map(float, given))
 
 
 # what zarr raises, besides ValueError, on metadata it cannot make an array of (a shape of floats,

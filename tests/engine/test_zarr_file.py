@@ -175,6 +175,37 @@ def test_an_ome_zarr_image_is_read_at_full_resolution_and_written_as_one(tmp_pat
     assert np.array_equal(group["0"][...], expected)
 
 
+def ome(datasets: Any, axes: Any = ({"name": "y"}, {"name": "x"})) -> dict[str, Any]:
+    return {"ome": {"version": "0.5", "multiscales": [{"axes": list(axes), "datasets": datasets}]}}
+
+
+@pytest.mark.parametrize(("attributes", "level", "reason"), [
+    (ome([{"path": "../../etc"}]), None, "not a readable OME-Zarr image (The path '../../etc' is invalid"),
+    (ome([]), None, "not a readable OME-Zarr image (its multiscales name no first level's path)"),
+    (ome([{"path": 0}]), None, "not a readable OME-Zarr image (its multiscales name no first level's path)"),
+    ({"ome": {"multiscales": ["0"]}}, None, "not a readable OME-Zarr image (its multiscales name no first level"),
+    ({"ome": "0", "multiscales": {"path": "0"}}, None, "not a readable OME-Zarr image (its multiscales name no"),
+    (ome([{"path": "0"}]), "group", "the OME-Zarr level '0' is not an array"),
+    (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": ["a", "b"]}]}]), "array",
+     "not a readable OME-Zarr image (its scale ['a', 'b'] is not a list of numbers)"),
+], ids=["dot-dot", "no-level", "path-int", "image-str", "ome-str", "level-group", "scale-str"])
+def test_ome_attributes_that_name_no_readable_level_are_one_error_line(tmp_path: Path, attributes: dict[str, Any],
+                                                                       level: str | None, reason: str) -> None:
+    """Attributes are any JSON: geomcli's own reading of them raised IndexError, TypeError,
+    AttributeError or ValueError with a traceback."""
+    group = zarr.open_group(str(tmp_path / "in.zarr"), mode="w", attributes=attributes)
+    if level == "group":
+        group.create_group("0")
+    elif level == "array":
+        group.create_array("0", shape=(4, 8), dtype="float32", chunks=(2, 4))
+    for args in (["info"], ["crop-pad", "-o", tmp_path / "out.zarr", "--shape", "2,2"]):
+        result = run(args[0], tmp_path / "in.zarr", *args[1:])
+        assert result.exit_code == 1
+        assert result.stderr.startswith(f"Error: {tmp_path / 'in.zarr'}: {reason}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr"]
+
+
 def test_an_output_cut_short_leaves_nothing_and_an_old_one_as_it_was(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A local zarr output is written beside its place and moved in only when complete."""
