@@ -177,6 +177,10 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Ti
         index = list(tif.series).index(choice.series)
         keyframe = choice.keyframe
         tile = (keyframe.tilelength, keyframe.tilewidth) if keyframe.is_tiled else (keyframe.rowsperstrip, None)
+        if keyframe.is_tiled and _sides_past(tile, choice.shape[-2:]) or not keyframe.is_tiled and not tile[0]:
+            # tifffile's store reads a whole tile a region touches: a crafted one of 2**30 a side
+            # allocated an exabyte, one of 0 (or 0 rows a strip) divided by zero; decoded whole instead
+            return None
         metadata = _metadata(tif, choice)
     chunks = tuple(1 for _ in choice.shape[:-2]) + tuple(
         min(length, step or length) for length, step in zip(choice.shape[-2:], tile))
@@ -447,8 +451,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     coded = _enum_name(page.compression)
     compression = _COMPRESSION_NAMES.get(coded, None if coded == "NONE" else coded.lower())
     tile = (_int(page.tilelength), _int(page.tilewidth)) if page.is_tiled else None
-    if tile is not None and any(side > -(-_int(length) // 16) * 16
-                                for side, length in zip(tile, (page.imagelength, page.imagewidth))):
+    if tile is not None and _sides_past(tile, (page.imagelength, page.imagewidth)):
         # a tile past its page's sides rounded up to 16 holds only padding: kept for the output, a
         # crafted tag's (2**30 a side over 8 x 8 pixels) failed tifffile's write, or padded it to gigabytes
         tile = None
@@ -546,6 +549,12 @@ def _rational(value: Any) -> float:
             return float(numerator) / float(denominator)
         return 0.0
     return float(value) if isinstance(value, (int, float, np.number)) else 0.0
+
+
+def _sides_past(tile: tuple[int, ...], page: tuple[int, ...]) -> bool:
+    """Whether a tile has a side of 0, or past its page's side rounded up to a multiple of 16 (the
+    smallest tile a TIFF could cover it with): a crafted tag's, of padding only."""
+    return any(not 0 < _int(side) <= -(-_int(length) // 16) * 16 for side, length in zip(tile, page))
 
 
 def _int(value: Any) -> int:
