@@ -67,6 +67,9 @@ def crop_pad(data: Dask, target: Sequence[int], axes: Sequence[int] | None, valu
     cropped = data[tuple(kept)]
     if not any(before or after for before, after in pads):
         return cropped
+    if 0 in cropped.shape:  # all pad: dask's pad divided by the empty axis's chunks
+        return da.full(tuple(length + before + after for length, (before, after) in zip(cropped.shape, pads)),
+                       value, dtype=data.dtype)
     return da.pad(cropped, pads, mode="constant", constant_values=value)
 
 

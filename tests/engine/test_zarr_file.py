@@ -97,6 +97,15 @@ def test_depth_to_space_with_split_channels_keeps_their_order(chunks: tuple[int,
     assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], space_depth_ops.depth_to_space(data, 2, mode))
 
 
+def test_a_pad_of_an_empty_axis_is_all_fill(tmp_path: Path) -> None:
+    """An input with an axis of length 0, padded: dask's pad divided by that axis's chunks."""
+    np.save(tmp_path / "empty.npy", np.zeros((0, 3), np.float32))
+    result = run("crop-pad", tmp_path / "empty.npy", "-o", tmp_path / "out.zarr", "--shape", "2,2", "-q")
+    assert result.exit_code == 0, result.stderr
+    expected = crop_ops.center_crop_pad(np.zeros((0, 3), np.float32), [2, 2])
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], expected)
+
+
 def test_a_fill_is_the_kernels_element_and_the_summary_has_the_range(tmp_path: Path) -> None:
     data = tensor(np.dtype("int16"), (3, 10, 12))
     write_zarr(tmp_path / "in.zarr", data, (1, 4, 5))
