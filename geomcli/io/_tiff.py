@@ -204,6 +204,8 @@ class Tiles:
         store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0)
         try:
             return np.asarray(zarr.open_array(store, mode="r")[key])
+        except MemoryError as e:  # (a strip of a 40000 x 40000 page, decoded whole: as read says it)
+            raise GeomError(f"{self.path}: not a readable TIFF (declares more data than fits in memory)") from e
         finally:
             store.close()
 

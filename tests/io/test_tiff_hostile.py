@@ -186,6 +186,26 @@ def test_a_tile_far_past_its_page_is_not_kept_for_the_output(tmp_path: Path) -> 
         assert tif.asarray().shape == (4, 4)
 
 
+def test_a_page_past_memory_read_for_a_zarr_output_is_one_error_line(tmp_path: Path) -> None:
+    """A 40000 x 40000 page in one deflated strip (1.6 GB of zeros in 1.6 MB), read strip by strip
+    for a zarr output under ulimit -v: a MemoryError traceback, where a file output said it in a line."""
+    pytest.importorskip("zarr")
+    pytest.importorskip("dask.array")
+    source = grey_tiff(tmp_path / "big.tif", deflated_zeros(1526), DEFLATE)
+    side = struct.pack("<HH", SIDE, 0)
+    data = source.read_bytes()
+    for tag in (256, 257, 278):  # the width, length and rows a strip, SHORTs: 16 -> 40000
+        entry = struct.pack("<HHI", tag, 3, 1) + side
+        data = data.replace(entry, struct.pack("<HHIHH", tag, 3, 1, 40000, 0), 1)
+    source.write_bytes(data)
+    done = subprocess.run(["bash", "-c", f'ulimit -v {2 << 20}; exec "$@"', "-", sys.executable, "-m", "geomcli",
+                           "crop-pad", str(source), "-o", str(tmp_path / "out.zarr"), "--shape", "4,4"],
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (
+        1, f"Error: {source}: not a readable TIFF (declares more data than fits in memory)\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["big.tif"]
+
+
 @pytest.mark.parametrize("tile", [2**30, 0])
 def test_a_tile_far_past_its_page_is_decoded_whole_for_a_zarr_output(tmp_path: Path, tile: int) -> None:
     """Read tile by tile, tifffile's store allocated a whole 2**30 x 2**30 tile (an exabyte: a
