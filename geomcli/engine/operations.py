@@ -862,11 +862,11 @@ class Resize(Operation):
         settings = self._settings()
         output = resize_output_shape(data.shape, self.scales, self.sizes, axes=axes,
                                      keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)  # type: ignore[arg-type]
-        resized = [axis for axis in range(data.ndim) if output[axis] != data.shape[axis]]
-        if resized:
+        lengthened = next((axis for axis in range(data.ndim) if output[axis] != data.shape[axis]), None)
+        if lengthened is not None:
             # planning an axis takes memory by its output length (a 10**9-long one: gigabytes), and a
             # task holds every axis from the first resized one whole: those planes are checked first
-            chunked.check_planes(data, resized[0], output[resized[0]:], common.max_pixels)
+            chunked.check_planes(data, lengthened, output[lengthened:], common.max_pixels)
         changed = resize_changed_axes(data.shape, self.roi, self.scales, self.sizes, axes=axes, **settings)
         # a listed axis splits where each block's own entry is as plainly nothing: its own length
         # (sizes, stretched) or 1 (scales), without a roi that could move it

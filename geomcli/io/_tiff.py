@@ -553,7 +553,7 @@ def _rational(value: Any) -> float:
     return float(value) if isinstance(value, (int, float, np.number)) else 0.0
 
 
-def _sides_past(tile: tuple[int, ...], page: tuple[int, ...]) -> bool:
+def _sides_past(tile: tuple[Any, ...], page: tuple[Any, ...]) -> bool:
     """Whether a tile has a side of 0, or past its page's side rounded up to a multiple of 16 (the
     smallest tile a TIFF could cover it with): a crafted tag's, of padding only."""
     return any(not 0 < _int(side) <= -(-_int(length) // 16) * 16 for side, length in zip(tile, page))
