@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -234,9 +235,15 @@ def check_size(shape: Iterable[int], max_pixels: int, what: str) -> None:
     Traceback (most recent call last):
     ...
     geomcli.errors.GeomError: a.png: 10000000000 elements exceed the limit of 2147483648; raise it with ...
+    >>> check_size((2**40, 2**40), sys.maxsize, "a.zarr")  # no limit: none to raise
+    Traceback (most recent call last):
+    ...
+    geomcli.errors.GeomError: a.zarr: 1208925819614629174706176 elements, more than an array can index (...)
     """
     # Python ints: a crafted header's product must not wrap around as it would in int64.
     count = math.prod(int(n) for n in shape)
+    if count > max_pixels >= sys.maxsize:  # no limit: a chunked job's whole array, which no --max-pixels bounds
+        raise GeomError(f"{what}: {count} elements, more than an array can index ({sys.maxsize})")
     if count > max_pixels:
         raise GeomError(
             f"{what}: {count} elements exceed the limit of {max_pixels}; "
