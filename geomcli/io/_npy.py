@@ -59,21 +59,19 @@ def _read_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dty
     fmt = np.lib.format
     try:
         version = fmt.read_magic(f)
+        if version not in ((1, 0), (2, 0), (3, 0)):
+            raise GeomError(f"{name}: not a readable NPY (unknown version {version[0]}.{version[1]})")
         _check_header_length(f, version, name)
         if version == (1, 0):
             shape, fortran, dtype = fmt.read_array_header_1_0(f, max_header_size=_MAX_HEADER)
         elif version == (2, 0):
             shape, fortran, dtype = fmt.read_array_header_2_0(f, max_header_size=_MAX_HEADER)
-        elif version == (3, 0):
+        else:
             # 3.0 differs from 2.0 only by a utf-8 header; numpy has no public reader for it
             from numpy.lib import _format_impl
 
             shape, fortran, dtype = _format_impl._read_array_header(  # type: ignore[attr-defined]
                 f, version, max_header_size=_MAX_HEADER
-            )
-        else:
-            raise GeomError(
-                f"{name}: not a readable NPY (unknown version {version[0]}.{version[1]})"
             )
     except ValueError as e:
         # GeomError is a ValueError: ours pass through unchanged

@@ -280,6 +280,15 @@ def test_a_npy_header_declaring_4_gb_is_refused_before_it_is_read(tmp_path: Path
     assert one_error(stderr, source) == "not a readable NPY (malformed header: 4294967295 bytes long, more than 10000)"
 
 
+def test_a_npy_of_an_unknown_version_is_named_so_before_its_header_length(tmp_path: Path) -> None:
+    # its length was read as 2.0's and refused first: "4294967295 bytes long"
+    source = tmp_path / "v4.npy"
+    source.write_bytes(b"\x93NUMPY\x04\x00" + struct.pack("<I", 2**32 - 1) + b"{")
+    result = run("info", source)
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == "not a readable NPY (unknown version 4.0)"
+
+
 def test_npy_shapes_that_are_no_array_shapes_fail_alone_in_workers(tmp_path: Path) -> None:
     for index, (shape, data, _) in enumerate(NPY_SHAPES):
         (tmp_path / f"odd{index}.npy").write_bytes(npy_with_shape(shape, data))
