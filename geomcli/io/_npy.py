@@ -35,10 +35,8 @@ def _parse_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dt
             # a dtype numpy knows by name only once ml_dtypes is imported (it registers bfloat16
             # and co.): imported here, when a header names one, not at start-up (it takes 0.5 s)
             if one_byte_float := _ONE_BYTE_FLOAT.search(str(e)):
-                raise GeomError(f"{name}: dtype {one_byte_float[1]} names no type "
-                                "(np.save writes ml_dtypes' float8_e5m2 so, which no reader takes back); "
-                                "save a.astype(np.float32), which holds each value exactly, or a.view(np.uint8), "
-                                "the same bits") from e
+                raise _saved_without_its_type(f"{name}: dtype {one_byte_float[1]} names no type (np.save writes "
+                                              "ml_dtypes' float8_e5m2 so, which no reader takes back)", 1) from e
             if attempt or "ml_dtypes" in sys.modules or _ML_DTYPE_NAME.search(str(e)) is None:
                 raise GeomError(f"{name}: not a readable NPY (malformed header: {one_line(e)})") from e
             import ml_dtypes  # noqa: F401
@@ -102,15 +100,19 @@ def _checked_header(shape: tuple[int, ...], fortran: bool, dtype: np.dtype, offs
             "geomcli never unpickles"
         )
     if _is_raw_bytes(dtype) and dtype.itemsize in _SAVED_AS_RAW_BYTES:
-        raise GeomError(
+        raise _saved_without_its_type(
             f"{name}: dtype {dtype} is raw bytes of no type geomcli can tell (np.save writes ml_dtypes' "
-            f"{_SAVED_AS_RAW_BYTES[dtype.itemsize]} so, dropping the type's name); save a.astype(np.float32), "
-            f"which holds each value exactly, or a.view(np.uint{8 * dtype.itemsize}), the same bits"
-        )
+            f"{_SAVED_AS_RAW_BYTES[dtype.itemsize]} so, dropping the type's name)", dtype.itemsize)
     if not _is_tensor_type(dtype):
         raise GeomError(f"{name}: dtype {dtype} is not an ONNX tensor type geomcli reads; it takes {_TAKES}")
     _check_shape(shape, dtype, name)
     return shape, fortran, dtype, offset
+
+
+def _saved_without_its_type(found: str, itemsize: int) -> GeomError:
+    """``found`` (an ml_dtypes type np.save wrote so that it cannot be read back), and what to save instead."""
+    return GeomError(f"{found}; save a.astype(np.float32), which holds each value exactly, or "
+                     f"a.view(np.uint{8 * itemsize}), the same bits")
 
 
 def _check_shape(shape: tuple[int, ...], dtype: np.dtype, name: str) -> None:
