@@ -253,6 +253,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
             report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it
         _add_steps(report, operation, loaded, common)
+        metadata = _output_metadata(operation, loaded, common)
         if mapped:
             # renamed into place as the ExitStack closes
             from geomcli.engine import slabs
@@ -262,16 +263,12 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             report.value_range, nan = slabs.range_and_nan(result)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
             # (the compression is not compared: a compressed output is never mapped, see allocate)
-            kept = _output_metadata(operation, loaded, common)
             # an image's samples (YXS, no metadata of the file's) are what the map writes too
-            plain = kept.axes_kind is None and kept.axes == "YXS"
-            if output_format == "npy" and io.dropped(kept, output_format):
-                report.dropped = io.dropped(kept, output_format)  # type: ignore[attr-defined]  # as from RAM
-            elif output_format != "npy" and kept._replace(compression=None, colour=None,
-                                                          axes=None if plain else kept.axes) != io.Metadata():
+            plain = metadata.axes_kind is None and metadata.axes == "YXS"
+            if output_format != "npy" and metadata._replace(compression=None, colour=None,
+                                                            axes=None if plain else metadata.axes) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
-            metadata = _output_metadata(operation, loaded, common)
             written = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
             input_layout = layouts.written_layout(loaded.shape, loaded.shape, common.layout, loaded.layout)
             report.warnings.extend(filter(None, [_made_alpha(loaded.shape, input_layout, tuple(result.shape), written,
@@ -279,14 +276,14 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common), metadata=metadata,
                 layout=written))
-            if output_format == "npy" and io.dropped(metadata, output_format):
-                # .npy holds no metadata: no warning for its nature, the record says what it left
-                report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
             if isinstance(result, io.Picture):
                 report.value_range = result.value_range()
             else:
                 report.value_range, nan = summary.range_and_nan(result)
                 report.notes.extend([summary.NAN_NOTE] if nan else [])
+        if output_format == "npy" and io.dropped(metadata, output_format):
+            # .npy holds no metadata, mapped or not: no warning for its nature, the record says what it left
+            report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
     return report
 
 
