@@ -521,10 +521,10 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
     """The metadata of this file that no output keeps, named for a warning (``physical_read``:
     the OME physical sizes are carried, see _physical_sizes)."""
     dropped = []
-    if _enum_name(choice.keyframe.photometric) == "MINISWHITE" and choice.dtype.kind not in "bu":
+    photometric = _enum_name(choice.keyframe.photometric)
+    if photometric == "MINISWHITE" and choice.dtype.kind not in "bu":
         dropped.append(f"the TIFF min-is-white photometric ({choice.dtype} values kept as stored, "
                        "so a viewer shows the output inverted)")
-    photometric = _enum_name(choice.keyframe.photometric)
     if photometric not in _COLOUR_PHOTOMETRICS | {"MINISBLACK", "MINISWHITE"}:
         dropped.append(f"the TIFF photometric {photometric} (written as grey samples)")
     extra = choice.keyframe.extrasamples if isinstance(choice.keyframe.extrasamples, tuple) else ()
