@@ -61,9 +61,12 @@ _ITS_OWN_I = " A chain reads each input given with its own -i, before the first 
 
 def _steps_taking(option: str, but: str | None = None) -> str:
     """The steps (other than ``but``) that take ``option``, as a message names them; "" for none."""
-    steps = [name for name, command in chain.commands.items() if name != but
-             and any(option in (*param.opts, *param.secondary_opts) for param in command.params)]
+    steps = [name for name, command in chain.commands.items() if name != but and option in _option_names(command)]
     return f"the {', '.join(steps)} step{'s' if len(steps) > 1 else ''}" if steps else ""
+
+
+def _option_names(command: click.Command) -> set[str]:
+    return {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
 
 
 def _looks_like_an_input(name: str, like_a_step: bool) -> bool:
@@ -174,8 +177,7 @@ class _Step(Command):
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as error:
-            own = {name for param in chain.params for name in (*param.opts, *param.secondary_opts)}
-            if error.option_name in own:
+            if error.option_name in _option_names(chain):
                 error.message += f" {error.option_name} is the chain's own option: give it before the first step."  # type: ignore[misc]
             elif steps := _steps_taking(error.option_name, but=self.name):
                 # resize --sizes 4,4 --grid g.npy: a step's name left out; click's guess is of this step's (--roi)
