@@ -211,13 +211,13 @@ class Tiles:
         import tifffile
         import zarr
 
-        store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0, chunkmode=self.chunkmode)
-        try:
-            return np.asarray(zarr.open_array(store, mode="r")[key])
-        except MemoryError as e:  # (a strip of a 40000 x 40000 page, decoded whole: as read says it)
-            raise GeomError(f"{self.path}: not a readable TIFF (declares more data than fits in memory)") from e
-        finally:
-            store.close()
+        # tifffile's and its codecs' failures as read gives them: a damaged strip is one error line
+        with _as_geom_errors(self.path):
+            store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0, chunkmode=self.chunkmode)
+            try:
+                return np.asarray(zarr.open_array(store, mode="r")[key])
+            finally:
+                store.close()
 
 
 def _load(choice: _Choice, name: str) -> np.ndarray:
@@ -578,8 +578,6 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     """Open with tifffile; its log lines become notes, its exceptions GeomErrors."""
     import tifffile
 
-    from geomcli.io import _tiff_padded
-
     notes: list[str] = []
     handler = _Collect(notes)
     log = logging.getLogger("tifffile")
@@ -588,7 +586,8 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     # tifffile logs what it repairs or skips; the summary shows it instead of a stray stderr line
     log.propagate = False
     try:
-        with tifffile.TiffFile(io.BytesIO(source) if isinstance(source, bytes) else source) as tif:
+        with _as_geom_errors(name), \
+                tifffile.TiffFile(io.BytesIO(source) if isinstance(source, bytes) else source) as tif:
             if handler.damage:
                 # refused before its pages are walked: a circular IFD chain can keep tifffile's
                 # series reader in a loop
@@ -598,22 +597,29 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
             # tifffile logs an error and reads on (a cut IFD chain, a bad tag): pages could be
             # missing or zero-filled, so the file is refused
             raise GeomError(f"{name}: not a readable TIFF ({handler.damage[0]})")
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+
+
+@contextmanager
+def _as_geom_errors(name: str) -> Iterator[None]:
+    """tifffile's and its codecs' exceptions as GeomErrors naming ``name``; geomcli's own keep their traceback."""
+    from geomcli.io import _tiff_padded
+
+    try:
+        yield
     except GeomError:
         raise
     except _tiff_padded.SegmentError as e:
         raise GeomError(f"{name}: not a readable TIFF ({e})") from e
     except MemoryError as e:
-        raise GeomError(
-            f"{name}: not a readable TIFF (declares more data than fits in memory)"
-        ) from e
+        raise GeomError(f"{name}: not a readable TIFF (declares more data than fits in memory)") from e
     except _DECODE_ERRORS as e:
         if not raised_in(e, "tifffile"):
             # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
             raise
         raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
-    finally:
-        log.removeHandler(handler)
-        log.propagate = propagate
 
 
 class _Collect(logging.Handler):

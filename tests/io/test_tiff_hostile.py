@@ -206,6 +206,26 @@ def test_a_page_past_memory_read_for_a_zarr_output_is_one_error_line(tmp_path: P
     assert sorted(path.name for path in tmp_path.iterdir()) == ["big.tif"]
 
 
+def test_a_damaged_strip_read_for_a_zarr_output_is_one_error_line(tmp_path: Path) -> None:
+    """Read strip by strip, a damaged one was a SegmentError traceback: only a MemoryError was
+    translated there, where a file output's read translates all as _tiff does."""
+    import tifffile
+
+    pytest.importorskip("zarr")
+    pytest.importorskip("dask.array")
+    path = tmp_path / "damaged.tif"
+    tifffile.imwrite(path, np.arange(1200, dtype=np.uint16).reshape(30, 40), compression="zlib")
+    with tifffile.TiffFile(path) as tif:
+        at = tif.pages[0].dataoffsets[0]
+    raw = bytearray(path.read_bytes())
+    raw[at] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    result = run("crop-pad", path, "-o", tmp_path / "out.zarr", "--shape", "4,4")
+    assert one_error(result, path) == (f"Error: {path}: not a readable TIFF (damaged Deflate data: Error -3 while "
+                                       "decompressing data: incorrect header check)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.tif"]
+
+
 @pytest.mark.parametrize(("tile", "exit_code"), [(2**30, 0), (0, 1)])
 def test_a_tile_far_past_its_page_is_decoded_whole_for_a_zarr_output(tmp_path: Path, tile: int,
                                                                      exit_code: int) -> None:
