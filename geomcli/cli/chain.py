@@ -78,7 +78,7 @@ def _looks_like_an_input(name: str, like_a_step: bool) -> bool:
 
 
 # invoked without a step too, so that _run says which steps there are (click's own "Missing command." names none);
-# no arguments at all still show the help
+# no arguments at all still show the help, and the usage line a step as needed (click would bracket it)
 @click.group("chain", cls=_ChainGroup, chain=True, invoke_without_command=True, no_args_is_help=True,
              subcommand_metavar="COMMAND1 [ARGS]... [COMMAND2 [ARGS]...]...",
              short_help="Several operations per file, one read and one write.")
