@@ -209,17 +209,9 @@ def test_a_page_past_memory_read_for_a_zarr_output_is_one_error_line(tmp_path: P
 def test_a_damaged_strip_read_for_a_zarr_output_is_one_error_line(tmp_path: Path) -> None:
     """Read strip by strip, a damaged one was a SegmentError traceback: only a MemoryError was
     translated there, where a file output's read translates all as _tiff does."""
-    import tifffile
-
     pytest.importorskip("zarr")
     pytest.importorskip("dask.array")
-    path = tmp_path / "damaged.tif"
-    tifffile.imwrite(path, np.arange(1200, dtype=np.uint16).reshape(30, 40), compression="zlib")
-    with tifffile.TiffFile(path) as tif:
-        at = tif.pages[0].dataoffsets[0]
-    raw = bytearray(path.read_bytes())
-    raw[at] ^= 0xFF
-    path.write_bytes(bytes(raw))
+    path = damaged_tiff(tmp_path / "damaged.tif", "zlib")
     result = run("crop-pad", path, "-o", tmp_path / "out.zarr", "--shape", "4,4")
     assert one_error(result, path) == (f"Error: {path}: not a readable TIFF (damaged Deflate data: Error -3 while "
                                        "decompressing data: incorrect header check)")
@@ -243,17 +235,22 @@ def test_a_tile_far_past_its_page_is_decoded_whole_for_a_zarr_output(tmp_path: P
         assert np.array_equal(zarr.open(str(tmp_path / "out.zarr"), mode="r")[...], expected)
 
 
-@pytest.mark.parametrize("compression", ["lzma", "zlib"])
-def test_a_damaged_compressed_strip_is_one_error(tmp_path: Path, compression: str) -> None:
+def damaged_tiff(path: Path, compression: str) -> Path:
+    """A 30 x 40 uint16 TIFF in one strip of ``compression`` whose first byte is flipped."""
     import tifffile
 
-    path = tmp_path / "damaged.tif"
     tifffile.imwrite(path, np.arange(1200, dtype=np.uint16).reshape(30, 40), compression=compression)
     with tifffile.TiffFile(path) as tif:
         at = tif.pages[0].dataoffsets[0]
     raw = bytearray(path.read_bytes())
     raw[at] ^= 0xFF
     path.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize("compression", ["lzma", "zlib"])
+def test_a_damaged_compressed_strip_is_one_error(tmp_path: Path, compression: str) -> None:
+    path = damaged_tiff(tmp_path / "damaged.tif", compression)
     line = one_error(run("info", path), path)
     assert "not a readable TIFF" in line
     with pytest.raises(GeomError, match=r"damaged\.tif: not a readable TIFF"):
