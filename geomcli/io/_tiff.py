@@ -299,6 +299,7 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
         if one.dtype is None:
             raise GeomError(_unsupported(name, one))
         return _choice(one, one.axes, None, (one,), one.asarray, None, f"page {page} of {len(tif.pages)}")
+    _check_subifds(tif.pages.first, name)
     found = tif.series
     # a series' pages after its first as tifffile's light TiffFrames (offsets and byte counts, the
     # first page's tags): full pages parse every tag of every page, 1 ms of a 16-page float stack
@@ -332,6 +333,24 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
     note = f"{len(found)} series stacked on axis 0"
     return _choice(first, "Q" + first.axes, None, pages, stacked, None, note,
                    (len(found), *first.shape))
+
+
+# The most SubIFDs (a page's sub-images: pyramid levels, previews) geomcli reads in the first page:
+# tifffile parses each in full, and a crafted page pointing at itself 100,000 times took minutes
+MAX_SUBIFDS = 32
+
+
+def _check_subifds(page: Any, name: str) -> None:
+    """The first page's SubIFDs, before tifffile's series reader parses each: at most MAX_SUBIFDS,
+    none pointing back at the page itself."""
+    offsets = page.subifds
+    if not offsets:
+        return
+    if len(offsets) > MAX_SUBIFDS:
+        raise GeomError(f"{name}: not a readable TIFF ({len(offsets)} SubIFDs in its first page; "
+                        f"geomcli reads at most {MAX_SUBIFDS})")
+    if page.offset in offsets:
+        raise GeomError(f"{name}: not a readable TIFF (a SubIFD of its first page points back at it)")
 
 
 def _checked(series: Any, name: str) -> Any:

@@ -9,6 +9,7 @@ import resource
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -428,3 +429,44 @@ def test_a_tensor_of_three_axes_stays_pages(tmp_path: Path, rng: np.random.Gener
     io.write_array(data, str(tmp_path / "t.tiff"))
     loaded = io.read_array(str(tmp_path / "t.tiff"))
     assert loaded.pages == 3 and loaded.layout == "NHW" and np.array_equal(loaded.data, data)
+
+
+# ---- 8. work a small file can cause in tifffile's series reader is bounded --------------------------
+
+
+def self_subifds_tiff(path: Path, count: int) -> Path:
+    """A 16 x 16 uint8 page whose SubIFDs tag (330) holds ``count`` pointers to the page itself."""
+    tags = [(256, 3, 1, SIDE), (257, 3, 1, SIDE), (258, 3, 1, 8), (259, 3, 1, 1), (262, 3, 1, 1), (273, 4, 1, 0),
+            (277, 3, 1, 1), (278, 3, 1, SIDE), (279, 4, 1, SIDE * SIDE), (330, 4, count, 0)]
+    pointers_at = 8 + 2 + 12 * len(tags) + 4
+    data_at = pointers_at + 4 * count
+    entries = b""
+    for tag, kind, n, value in tags:
+        value = {273: data_at, 330: pointers_at if count > 1 else 8}.get(tag, value)
+        short = kind == 3
+        entries += struct.pack("<HHIHH", tag, kind, n, value, 0) if short else struct.pack("<HHII", tag, kind, n, value)
+    path.write_bytes(b"II*\0" + struct.pack("<IH", 8, len(tags)) + entries + struct.pack("<I", 0)
+                     + struct.pack(f"<{count}I", *[8] * count) + bytes(range(256)))
+    return path
+
+
+@pytest.mark.parametrize("count", [1, 30000])
+def test_subifds_pointing_back_at_their_page_are_refused_at_once(tmp_path: Path, count: int) -> None:
+    """tifffile's series reader parsed each of 30,000 SubIFDs in full, each with its 30,000 pointers: 13 s."""
+    path = self_subifds_tiff(tmp_path / "subifds.tif", count)
+    started = time.monotonic()
+    for command in (["info", path], ["crop-pad", path, "-o", tmp_path / "o.tif", "--shape", "4,4"]):
+        line = one_error(run(*command), path)
+        assert "SubIFD" in line, line
+    assert time.monotonic() - started < 5
+
+
+def test_a_pyramid_of_subifds_still_reads(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.integers(0, 255, (64, 64), dtype=np.uint8)
+    with tifffile.TiffWriter(tmp_path / "pyramid.tif") as tif:
+        tif.write(data, subifds=2, tile=(16, 16))
+        tif.write(data[::2, ::2], subfiletype=1, tile=(16, 16))
+        tif.write(data[::4, ::4], subfiletype=1, tile=(16, 16))
+    assert np.array_equal(io.read_array(str(tmp_path / "pyramid.tif")).data, data)
