@@ -46,7 +46,7 @@ DESCRIPTIONS = {
         "and written back as (H/b)×(W/b)×(C\\(mub\\(S2)."
     ),
     "depth-to-space": (
-        "Follows ONNX DepthToSpace, opset 13, the exact inverse of SpaceToDepth in the same mode: "
+        "Follows ONNX DepthToSpace, opset 28, the exact inverse of SpaceToDepth in the same mode: "
         "(N, C\\(mub\\(S2, H, W) becomes (N, C, H\\(mub, W\\(mub)."
     ),
     "grid-sample": (
