@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import click
@@ -140,6 +141,14 @@ def roff(text: str) -> str:
     return re.sub(r"^([.'])", r"\\&\1", text, flags=re.MULTILINE)
 
 
+def paragraph(text: str) -> str:
+    """One help paragraph: filled, or kept line by line where Click's \\b marker says so."""
+    if text.startswith("\b"):
+        block = textwrap.dedent(text.removeprefix("\b").strip("\n"))
+        return f".nf\n{roff(block)}\n.fi"
+    return roff(" ".join(text.split()))
+
+
 def option_entry(param: click.Parameter, ctx: click.Context) -> str:
     record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
     if record is None:
@@ -164,7 +173,7 @@ def man_page(name: str, command: click.Command) -> str:
         f".B geomcli {roff(name)}",
         roff(usage),
         ".SH DESCRIPTION",
-        *(roff(" ".join(p.split())) + "\n.PP" for p in body),
+        *(paragraph(p) + "\n.PP" for p in body),
         glyphs(DESCRIPTIONS[name]),
         ".SH OPTIONS",
         "".join(option_entry(param, ctx) for param in command.get_params(ctx)).rstrip("\n"),

@@ -73,6 +73,12 @@ def test_man_page_renders_without_warnings(page: Path) -> None:
     assert result.returncode == 0 and result.stderr == ""
 
 
+@pytest.mark.parametrize("page", sorted((ROOT / "man").glob("*.1")), ids=lambda path: path.name)
+def test_man_page_holds_no_control_characters(page: Path) -> None:
+    """A help paragraph Click keeps unwrapped (its \\b marker) is a no-fill block, not a backspace."""
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", page.read_text(encoding="utf-8"))
+
+
 def run_in(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, capture_output=True, text=True,
