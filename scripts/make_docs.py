@@ -83,6 +83,7 @@ DESCRIPTIONS = {
 ENVIRONMENT = [
     ("GEOMCLI_MAX_PIXELS", "The default of \\fB\\-\\-max\\-pixels\\fR."),
     ("GEOMCLI_THREADS", "The default of \\fB\\-\\-threads\\fR."),
+    ("GEOMCLI_SCHEDULER", "The default of \\fB\\-\\-scheduler\\fR (\\fB\\-j\\fR on the command line overrides it)."),
     ("NO_COLOR", "When set, the summary on stderr has no colour even on a terminal."),
 ]
 
@@ -165,6 +166,7 @@ def man_page(name: str, command: click.Command) -> str:
     examples = [p.removeprefix("Example: ") for p in paragraphs if p.startswith("Example:")]
     body = [p for p in paragraphs[1:] if not p.startswith("Example:")]
     usage = " ".join(command.collect_usage_pieces(ctx))
+    envvars = {param.envvar for param in command.params if isinstance(param, click.Option)}
     lines = [
         f'.TH "GEOMCLI\\-{roff(name.upper())}" 1 "" "geomcli" "geomcli manual"',
         ".SH NAME",
@@ -180,7 +182,8 @@ def man_page(name: str, command: click.Command) -> str:
         ".SH EXIT STATUS",
         *(f".TP\n.B {code}\n{text}" for code, text in EXIT_STATUS),
         ".SH ENVIRONMENT",
-        *(f".TP\n.B {variable}\n{text}" for variable, text in ENVIRONMENT),
+        *(f".TP\n.B {variable}\n{text}" for variable, text in ENVIRONMENT
+          if variable == "NO_COLOR" or variable in envvars),
         ".SH FILES",
         FORMATS,
         ".SH EXAMPLES",

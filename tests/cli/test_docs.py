@@ -79,6 +79,19 @@ def test_man_page_holds_no_control_characters(page: Path) -> None:
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", page.read_text(encoding="utf-8"))
 
 
+def test_man_pages_name_every_environment_variable_of_their_command() -> None:
+    import click
+
+    from geomcli.cli.group import commands
+
+    for name, command in commands().items():
+        environment = (ROOT / "man" / f"geomcli-{name}.1").read_text(encoding="utf-8").split(".SH ENVIRONMENT")[1]
+        environment = environment.split(".SH FILES")[0]
+        listed = set(re.findall(r"^\.B (\w+)$", environment, flags=re.MULTILINE)) - {"NO_COLOR"}
+        assert listed == {param.envvar for param in command.params if isinstance(param, click.Option)
+                          and param.envvar}, name
+
+
 def run_in(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, capture_output=True, text=True,
