@@ -93,7 +93,7 @@ EXTRA_EXAMPLES = {
         "geomcli crop-pad scan.tiff -o - --shape 512,512 --format npy | python consume.py",
         "geomcli crop-pad 'shots/**/*.png' --out-dir out --shape 224,224 -j 2 --skip-existing",
         "# a Makefile rule (recipe lines start with a tab):\n"
-        "out/%.png: shots/%.png\n\tgeomcli crop-pad $< -o $@ --shape 224,224",
+        "out/%.png: shots/%.png\n\tmkdir -p $(@D)\n\tgeomcli crop-pad $< -o $@ --shape 224,224",
     ],
     "space-to-depth": [
         "cat x.npy | geomcli space-to-depth - -o - --blocksize 2 | geomcli depth-to-space - -o y.npy --blocksize 2",
@@ -106,7 +106,7 @@ EXTRA_EXAMPLES = {
         "geomcli affine-grid --size 8,3,224,224 --theta thetas.npy -o grids.npy --align-corners",
         "geomcli affine-grid --size 1,1,16,64,64 --theta 1,0,0,0,0,1,0,0,0,0,1,0 -o grid3d.npy",
     ],
-    "info": ["geomcli info --json samples/* | python -m json.tool"],
+    "info": ["geomcli info --json samples/*.png samples/*.npy | python -m json.tool --json-lines"],
 }
 
 EXIT_STATUS = [
