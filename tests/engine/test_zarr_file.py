@@ -106,6 +106,18 @@ def test_a_pad_of_an_empty_axis_is_all_fill(tmp_path: Path) -> None:
     assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], expected)
 
 
+def test_a_pad_far_past_the_input_chunks_is_a_few_blocks_not_one_task_per_input_chunk(tmp_path: Path) -> None:
+    """dask's pad cut the pad into the input's chunk size: a 4x4 chunk padded to 8200x8200 was 4
+    million tasks (10 GB, ten minutes); the pads are blocks of up to 64 MiB."""
+    data = np.arange(16, dtype=np.uint8).reshape(4, 4)
+    write_zarr(tmp_path / "in.zarr", data, (2, 2))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "60,61", "--fill", "7")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], crop_ops.center_crop_pad(data, [60, 61], fill=7))
+    (note,) = [line for line in result.stderr.splitlines() if "chunk by chunk:" in line]
+    assert int(note.split("chunk by chunk: ")[1].split()[0]) <= 9, note
+
+
 def test_a_fill_is_the_kernels_element_and_the_summary_has_the_range(tmp_path: Path) -> None:
     data = tensor(np.dtype("int16"), (3, 10, 12))
     write_zarr(tmp_path / "in.zarr", data, (1, 4, 5))
