@@ -50,9 +50,11 @@ def aligned(chunks: Sequence[int], multiple: int) -> tuple[int, ...]:
     return (size,) * full + ((rest,) if rest else ())
 
 
-def crop_pad(data: Dask, target: Sequence[int], axes: Sequence[int] | None, value: np.ndarray) -> Dask:
+def crop_pad(data: Dask, target: Sequence[int], axes: Sequence[int] | None, value: np.ndarray,
+             max_pixels: int | None = None) -> Dask:
     """CenterCropPad of ``data`` to ``target`` on ``axes`` (all when None), the pad ``value`` a
-    0-d array of the data's dtype (the element the kernel writes there)."""
+    0-d array of the data's dtype (the element the kernel writes there); no pad block of more
+    than ``max_pixels`` elements (--max-pixels, what a task may hold) where the data's chunks have no more."""
     import dask.array as da
 
     from geomcli.ops.window import center_crop_pad_window
@@ -70,23 +72,27 @@ def crop_pad(data: Dask, target: Sequence[int], axes: Sequence[int] | None, valu
     if 0 in cropped.shape:  # all pad: dask's pad divided by the empty axis's chunks
         return da.full(tuple(length + before + after for length, (before, after) in zip(cropped.shape, pads)),
                        value, dtype=data.dtype)
-    return _padded(cropped, pads, value)
+    return _padded(cropped, pads, value, max_pixels)
 
 
-def _padded(data: Dask, pads: Sequence[tuple[int, int]], value: np.ndarray) -> Dask:
+def _padded(data: Dask, pads: Sequence[tuple[int, int]], value: np.ndarray, max_pixels: int | None = None) -> Dask:
     """``data`` with ``pads`` of ``value`` on each side of each axis, the pads in blocks of up to
-    CHUNK_BYTES (at least the data's own chunk along the axis): dask's pad cut them into the data's
-    chunks, so a 4x4 chunk padded to 8200x8200 was 4 million tasks (10 GB and ten minutes)."""
+    CHUNK_BYTES and ``max_pixels`` elements (at least the data's own chunk along the axis): dask's
+    pad cut them into the data's chunks, so a 4x4 chunk padded to 8200x8200 was 4 million tasks
+    (10 GB and ten minutes); a block past --max-pixels refused a run whose chunks were within it."""
     import dask.array as da
 
     for axis, (before, after) in enumerate(pads):
         if not before and not after:
             continue
-        across = max(1, data.dtype.itemsize)
+        elements = 1  # of a block's cross-section
         for other, lengths in enumerate(data.chunks):
             if other != axis:
-                across *= max(1, *lengths)
-        step = max(max(data.chunks[axis]), CHUNK_BYTES // across)
+                elements *= max(1, *lengths)
+        most = CHUNK_BYTES // (elements * max(1, data.dtype.itemsize))
+        if max_pixels is not None:
+            most = min(most, max_pixels // elements)
+        step = max(max(data.chunks[axis]), most)
         parts = []
         for width in (before, after):
             if width:

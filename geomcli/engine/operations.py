@@ -198,7 +198,7 @@ class CropPad(Operation):
 
         chosen = _crop_pad_axes(self.target, self.axes, data.shape, common.layout, layout)
         crop_ops.center_crop_pad_output_shape(data.shape, self.target, chosen)  # its errors, before any chunk
-        return chunked.crop_pad(data, self.target, chosen, _pad_value(self.fill, data.dtype))
+        return chunked.crop_pad(data, self.target, chosen, _pad_value(self.fill, data.dtype), common.max_pixels)
 
     def apply_picture(self, picture: Picture, common: Common) -> Picture:
         """Image.crop with a box that may reach past the edges: Pillow fills that part with zeros.

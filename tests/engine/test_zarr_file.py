@@ -118,6 +118,17 @@ def test_a_pad_far_past_the_input_chunks_is_a_few_blocks_not_one_task_per_input_
     assert int(note.split("chunk by chunk: ")[1].split()[0]) <= 9, note
 
 
+def test_a_pad_is_in_blocks_within_max_pixels_where_the_chunks_are(tmp_path: Path) -> None:
+    """The pads' blocks of up to 64 MiB went past --max-pixels, so a run whose input chunks were
+    within it was refused ("an output block (4, 2000): ... exceed the limit of 100")."""
+    data = np.arange(64, dtype=np.uint8).reshape(8, 8)
+    write_zarr(tmp_path / "in.zarr", data, (4, 4))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.npy", "--shape", "8,2000", "--fill", "7",
+                 "--max-pixels", "100")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "out.npy"), crop_ops.center_crop_pad(data, [8, 2000], fill=7))
+
+
 def test_a_fill_is_the_kernels_element_and_the_summary_has_the_range(tmp_path: Path) -> None:
     data = tensor(np.dtype("int16"), (3, 10, 12))
     write_zarr(tmp_path / "in.zarr", data, (1, 4, 5))
