@@ -161,7 +161,7 @@ def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Das
     """``data`` (a zarr array, a memory map, an array) as a dask array of its own chunks (a
     sharded zarr's shards: its unit of storage, where a task per inner chunk would be thousands of
     tiny tasks; its chunks where a shard has more elements than ``max_pixels``, a task's limit),
-    or of about CHUNK_BYTES each."""
+    or of about CHUNK_BYTES each (and ``max_pixels`` elements at most, where the stored chunks allow)."""
     import math
 
     import dask.array as da
@@ -179,14 +179,16 @@ def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Das
         if tasks > MOST_TASKS:
             raise GeomError(f"chunks {chunks} cut the shape {tuple(data.shape)} into {tasks} tasks, more than "
                             f"the {MOST_TASKS} a run takes")
-    with _chunk_size():
+    most = None if chunks != "auto" or max_pixels is None else max_pixels * max(1, data.dtype.itemsize)
+    with _chunk_size(most):
         return da.from_array(data, chunks=chunks, lock=False, asarray=True, inline_array=True)
 
 
-def _chunk_size() -> Any:
+def _chunk_size(most: int | None = None) -> Any:
+    """Chunks of about CHUNK_BYTES, or ``most`` bytes where fewer (--max-pixels' elements)."""
     import dask
 
-    return dask.config.set({"array.chunk-size": CHUNK_BYTES})
+    return dask.config.set({"array.chunk-size": CHUNK_BYTES if most is None else min(CHUNK_BYTES, most)})
 
 
 def regular(chunks: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:

@@ -278,10 +278,11 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
         return None
     fidelity = common.fidelity
     if io.format_for_path(input_path) == "tiff":
-        tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient)
+        tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient,
+                                max_pixels=common.max_pixels)
         if tiles is not None:
             array, layout, metadata = tiles
-            return chunked.as_dask(array, "auto"), layout, _zarr.space_of(metadata), None, "tiff"
+            return chunked.as_dask(array, "auto", common.max_pixels), layout, _zarr.space_of(metadata), None, "tiff"
     if io.format_for_path(input_path) != "npy":
         return None
     loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels, mmap=True,

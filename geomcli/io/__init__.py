@@ -232,15 +232,16 @@ def read_array(
     return loaded
 
 
-def tiff_as_zarr(path: str, *, series: int | None = None,
-                 auto_orient: bool = True) -> tuple[Any, str | None, Metadata] | None:
+def tiff_as_zarr(path: str, *, series: int | None = None, auto_orient: bool = True,
+                 max_pixels: int | None = None) -> tuple[Any, str | None, Metadata] | None:
     """The array :func:`read_array` returns of the TIFF at ``path``, as a read-only zarr array read
     tile by tile (tifffile's zarr store), with its layout and metadata; None where read_array's array is more
-    than the stored pixels (a palette, an orientation, stacked series, planar samples moved)."""
+    than the stored pixels (a palette, an orientation, stacked series, planar samples moved).
+    A page of more than ``max_pixels`` elements is read by its strips, not whole."""
     from geomcli.io import _tiff
 
     try:
-        return _tiff.as_zarr(path, series, auto_orient)
+        return _tiff.as_zarr(path, series, auto_orient, max_pixels)
     except OSError as error:
         raise _read_error(path, error) from error
 

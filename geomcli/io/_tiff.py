@@ -164,12 +164,14 @@ def read(
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages, orientation=stored, upright=bool(turned))
 
 
-def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Tiles, str | None, Metadata] | None:
+def as_zarr(path: str, series: int | None, auto_orient: bool = True,
+            max_pixels: int | None = None) -> tuple[Tiles, str | None, Metadata] | None:
     """The array :func:`read` returns, as :class:`Tiles` read region by region through the file's
     tiles or strips, its layout and its metadata: for reading chunk by chunk, never whole. None where read's
     array is more than the stored pixels in their stored order (a palette expanded, min-is-white
     inverted, an orientation turned, several series stacked, a planar image's samples moved
-    last)."""
+    last). A stripped page is read whole where it has at most PAGE_BYTES and ``max_pixels``
+    elements (a task's limit), else strip by strip."""
     with _tiff(path, path) as (tif, _):
         choice = _choose(tif, path, series, None)
         layout, _ = _layout(choice)
@@ -189,7 +191,9 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True) -> tuple[Ti
         metadata = _metadata(tif, choice)
     samples = choice.shape[len(choice.shape) - 1:] if keyframe.samplesperpixel > 1 else ()  # (planar: None above)
     stack = choice.shape[:len(choice.shape) - 2 - len(samples)]
-    whole_pages = not keyframe.is_tiled and math.prod(page) * math.prod(samples) * choice.dtype.itemsize <= PAGE_BYTES
+    elements = math.prod(page) * math.prod(samples)
+    whole_pages = (not keyframe.is_tiled and elements * choice.dtype.itemsize <= PAGE_BYTES
+                   and (max_pixels is None or elements <= max_pixels))
     step = page if whole_pages else tuple(min(length, side or length) for length, side in zip(page, tile))
     chunks = (*(1 for _ in stack), *step, *samples)
     return Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile"), layout, metadata

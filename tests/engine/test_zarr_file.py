@@ -129,6 +129,19 @@ def test_a_pad_is_in_blocks_within_max_pixels_where_the_chunks_are(tmp_path: Pat
     assert np.array_equal(np.load(tmp_path / "out.npy"), crop_ops.center_crop_pad(data, [8, 2000], fill=7))
 
 
+def test_a_stripped_tiff_page_past_max_pixels_is_read_by_its_strips(tmp_path: Path) -> None:
+    """A stripped page was one chunk (read whole, or merged to about 64 MiB) whatever --max-pixels
+    said: "an input chunk (200, 200): 40000 elements exceed the limit of 5000", its strips 16 rows."""
+    import tifffile
+
+    data = np.arange(40000, dtype=np.uint32).astype(np.uint8).reshape(200, 200)
+    tifffile.imwrite(tmp_path / "in.tif", data, rowsperstrip=16, photometric="minisblack")
+    result = run("crop-pad", tmp_path / "in.tif", "-o", tmp_path / "out.zarr", "--shape", "30,210", "--max-pixels",
+                 "5000")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], crop_ops.center_crop_pad(data, [30, 210]))
+
+
 def test_a_fill_is_the_kernels_element_and_the_summary_has_the_range(tmp_path: Path) -> None:
     data = tensor(np.dtype("int16"), (3, 10, 12))
     write_zarr(tmp_path / "in.zarr", data, (1, 4, 5))
