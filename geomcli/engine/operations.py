@@ -885,20 +885,20 @@ class Resize(Operation):
         return chunked.by_planes(data, resized, first, output[first:], common.max_pixels)
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
-        """The pixel size along an axis times its length in over its length out (of the roi's
-        share of it, for tf_crop_and_resize)."""
-        output = self.output_shape(header, common)
-        if len(scale) != len(output):
+        """The pixel size along each axis times the input pixels one output pixel steps over
+        (resize_coordinate_map: x_in = a·x_out + b, so a), as :meth:`shifted` places the first:
+        then every output pixel lies where it was sampled (align_corners: (in - 1)/(out - 1);
+        a scale that does not divide the length: 1/scale). An axis resized to one pixel has no
+        step (a = 0): there its length in over its length out, the extent it shows."""
+        from geomcli.ops.resize import resize_coordinate_map
+
+        if len(scale) != len(header.shape):
             return scale
-        spans = [1.0] * len(output)
-        if self.coordinate_transformation_mode == "tf_crop_and_resize" and self.roi is not None:
-            axes = self._axes(header.shape, common, header.layout)
-            listed = range(len(output)) if axes is None else [axis % len(output) for axis in axes]
-            half = len(self.roi) // 2
-            for position, axis in enumerate(listed):
-                if position < half:
-                    spans[axis] = self.roi[half + position] - self.roi[position]
-        return _over_lengths(scale, header.shape, output, spans)
+        axes = self._axes(header.shape, common, header.layout)
+        lines = resize_coordinate_map(header.shape, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
+        output = self.output_shape(header, common)
+        return tuple(value * (float(a) if a else length / out if out else 1.0)
+                     for value, (a, _), length, out in zip(scale, lines, header.shape, output, strict=True))
 
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
                 common: Common) -> tuple[float, ...] | None:
@@ -960,15 +960,6 @@ class Resize(Operation):
         count = 0 if given is None else len(given)
         option = "--sizes" if self.sizes is not None else "--scales"
         return _crop_pad_axes((0,) * count, self.axes, shape, common.layout, from_file, option)
-
-
-def _over_lengths(scale: tuple[float, ...], before: tuple[int, ...], after: tuple[int, ...],
-                  spans: list[float] | None = None) -> tuple[float, ...]:
-    """The pixel size along each axis times its length in (times the share ``spans`` of it that
-    is shown) over its length out: the same extent in fewer pixels makes bigger ones."""
-    spans = spans or [1.0] * len(after)
-    return tuple(value * length * span / out if (length != out or span != 1.0) and out else value
-                 for value, length, out, span in zip(scale, before, after, spans))
 
 
 def _resolution_scaled(operation: Operation, metadata: Metadata, header: Header, common: Common) -> Metadata:

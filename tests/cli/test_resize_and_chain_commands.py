@@ -59,6 +59,17 @@ def test_not_smaller_rounds_half_up_as_onnx(tmp_path: Path) -> None:
     assert result.exit_code == 0 and json.loads(result.stdout)["output_shape"] == [256, 385, 3]
 
 
+def test_not_smaller_keeps_square_pixels_square(tmp_path: Path) -> None:
+    """Both axes are sampled at the one scale 256/300, so the DPI stays the same on both (it was
+    length in over length out: 451/385 on x, 300/256 on y)."""
+    Image.fromarray(np.zeros((300, 451, 3), np.uint8)).save(tmp_path / "wide.png", dpi=(72, 72))
+    assert run("resize", tmp_path / "wide.png", "-o", tmp_path / "o.png", "--sizes", "256,256",
+               "--keep-aspect-ratio-policy", "not_smaller", "-q").exit_code == 0
+    with Image.open(tmp_path / "o.png") as image:
+        assert image.size == (385, 256)
+        assert image.info["dpi"][0] == image.info["dpi"][1] == pytest.approx(72 * 256 / 300, abs=0.02)
+
+
 def test_dpi_follows_the_pixels(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     assert run("resize", path, "-o", tmp_path / "o.png", "--scales", "2,3", "-q").exit_code == 0

@@ -690,6 +690,36 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
                                                      "dropped"]
 
 
+@pytest.mark.parametrize(("args", "scale", "translation"), [
+    # align_corners: x_in = (60 - 1)/(30 - 1) x_out and (80 - 1)/(40 - 1) x_out, not 60/30 and 80/40
+    (["--sizes", "30,40", "--coordinate-transformation-mode", "align_corners"],
+     [1.0, 59 / 29 * 0.5, 79 / 39 * 0.25], [0.0, 10.0, 20.0]),
+    # 60 * 0.375 = 22.5: 22 outputs, stepping 1/0.375 = 2.67 inputs (not 60/22 = 2.73) from 1/0.75 - 1/2
+    (["--scales", "0.375,0.375"], [1.0, 0.5 / 0.375, 0.25 / 0.375],
+     [0.0, 10 + 0.5 * (0.5 / 0.375 - 0.5), 20 + 0.25 * (0.5 / 0.375 - 0.5)]),
+    (["--scales", "0.625,1", "--coordinate-transformation-mode", "asymmetric"],  # 37 outputs, step 1.6
+     [1.0, 0.5 / 0.625, 0.25], [0.0, 10.0, 20.0]),
+    # one pixel has no step: the extent it shows, 60 input pixels, at input pixel 0 where align_corners samples it
+    (["--sizes", "1,80", "--coordinate-transformation-mode", "align_corners"], [1.0, 30.0, 0.25], [0.0, 10.0, 20.0]),
+])
+def test_a_resizes_scale_and_translation_place_each_pixel_where_it_was_sampled(
+        tmp_path: Path, args: list[str], scale: list[float], translation: list[float]) -> None:
+    """Pixel i of the output lies at translation + scale * i, and resize samples it at input
+    pixel x_in = a*i + b: so scale = a * the input's, translation = the input's + b * its scale.
+    The scale was the length in over the length out, which misplaced the last pixel under
+    align_corners and for a scale that does not divide the length."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+            {"name": "x", "type": "space", "unit": "nanometer"}]
+    ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]}, {"type": "translation", "translation": [0, 10, 20]}])
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--mode", "linear", "--json", *args)
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    written = written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"]
+    assert [step["type"] for step in written] == ["scale", "translation"]
+    assert written[0]["scale"] == pytest.approx(scale, rel=1e-12)
+    assert written[1]["translation"] == pytest.approx(translation, rel=1e-12)
+
+
 @pytest.mark.parametrize(("args", "scale", "units"), [
     (["warp", "--scale", "2"], [1.0, 1.0, 0.5], True),  # an output pixel steps over 2 input pixels
     (["warp", "--size", "30,40"], [1.0, 1.0, 0.5], True),
