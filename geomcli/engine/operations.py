@@ -387,6 +387,21 @@ class _Blocks(Operation):
         factor = self.blocksize if self.kernel == "space_to_depth" else 1 / self.blocksize
         return tuple(value * factor if role in "HW" else value for role, value in zip(layouts.roles(layout), scale))
 
+    def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                common: Common) -> tuple[float, ...] | None:
+        """On y and x, the first output pixel's centre: space-to-depth's is its block's, (b - 1)/2
+        input pixels on; depth-to-space's is the first of b in its input pixel, (b - 1)/(2b) of
+        one back."""
+        from geomcli.engine import layout as layouts
+
+        layout = layouts.resolve_layout(header.shape, common.layout, header.layout)
+        if not len(translation) == len(scale) == len(layout):
+            return None
+        b = self.blocksize
+        step = (b - 1) / 2 if self.kernel == "space_to_depth" else -(b - 1) / (2 * b)
+        return tuple(value + step * size if role in "HW" else value
+                     for role, value, size in zip(layouts.roles(layout), translation, scale))
+
     def _nchw_output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         import geomcli.ops.space_depth as space_depth_ops
 

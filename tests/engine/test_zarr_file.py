@@ -659,8 +659,9 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
 
 
 def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(tmp_path: Path) -> None:
-    """The first pixel kept (a crop's offset, minus a pad's) times the pixel size; an operation
-    that does not say where its pixels lie drops it with a warning (a try-out's went silently)."""
+    """The first pixel kept (a crop's offset, minus a pad's) times the pixel size; a resize's or a
+    block move's first output pixel's centre; an operation that does not say where its pixels lie
+    (a warp) drops it with a warning (a try-out's went silently; space-to-depth's was dropped)."""
     axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
             {"name": "x", "type": "space", "unit": "nanometer"}]
     ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
@@ -683,11 +684,19 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
     assert result.exit_code == 0
     assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
         {"type": "scale", "scale": [1.0, 1.0, 0.5]}, {"type": "translation", "translation": [0.0, 10.0, 20.0]}]
-    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2", "--json")
+    # space-to-depth: a block's centre, half an input pixel on for b = 2; depth-to-space back: a quarter
+    # of its input pixel back, where the pixels started
+    for command, source, target, moved in [
+            ("space-to-depth", "in.zarr", "s2d.zarr", ([1.0, 1.0, 0.5], [0.0, 10.25, 20.125])),
+            ("depth-to-space", "s2d.zarr", "back.zarr", ([1.0, 0.5, 0.25], [0.0, 10.0, 20.0]))]:
+        result = run(command, tmp_path / source, "-o", tmp_path / target, "--blocksize", "2", "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+        assert written_image(tmp_path / target)["datasets"][0]["coordinateTransformations"] == [
+            {"type": "scale", "scale": moved[0]}, {"type": "translation", "translation": moved[1]}], command
+    result = run("warp", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--scale", "2", "--json")
     assert result.exit_code == 0
     assert json.loads(result.stdout)["warnings"] == ["the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried "
-                                                     "through space-to-depth (it does not say where its pixels lie); "
-                                                     "dropped"]
+                                                     "through warp (it does not say where its pixels lie); dropped"]
 
 
 @pytest.mark.parametrize(("args", "scale", "translation"), [
