@@ -54,7 +54,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine import jobs as job_steps
@@ -189,8 +189,8 @@ class Session:
             raise
         return sorted(found, key=lambda fault: fault[0].index)
 
-    def run_jobs(self, task: Task, todo: Sequence[Job], outcomes: Outcomes, fail_fast: bool) -> Stats:
-        """Do ``todo`` on the cluster, each report into ``outcomes``; what the run measured. (This
+    def run_jobs(self, task: Task, todo: Sequence[Job], outcomes: Outcomes, fail_fast: bool) -> None:
+        """Do ``todo`` on the cluster, each report into ``outcomes``. (This
         process does no files itself while a LocalCluster starts, as -j does while its workers
         start: the scheduler and the nannies run in this process, and a file done here holds the
         interpreter they need; measured, it made the run slower, not faster.) Ctrl-C and SIGTERM
@@ -206,7 +206,6 @@ class Session:
             with signals_held():
                 self.dispatch.cancel_all()
             raise
-        return self.dispatch.stats
 
     def sweep(self) -> None:
         """Remove the temp files of the jobs still in flight (a run stopped), a signal held off."""
@@ -225,24 +224,10 @@ def header_faults(task: Task, jobs: Sequence[Job]) -> list[tuple[int, str]]:
 
 
 @dataclass
-class Stats:
-    """What a run on the cluster measured: per task, its files, the seconds from its submission to
-    its result here, and the seconds its files took on the worker (summed)."""
-
-    tasks: list[tuple[int, float, float]] = field(default_factory=list)
-
-    @property
-    def overhead(self) -> float:
-        """The mean seconds a task spent outside its files' work (queues, messages, scheduling)."""
-        return sum(wall - work for _, wall, work in self.tasks) / max(1, len(self.tasks))
-
-
-@dataclass
 class _Sent:
-    """A task in flight: its jobs, when it was submitted, and whether it is a retry after a worker died."""
+    """A task in flight: its jobs, and whether it is a retry after a worker died."""
 
     jobs: list[Job]
-    submitted: float
     after_death: bool = False
 
 
@@ -261,7 +246,7 @@ class _Dispatch:
         self.rate = float(FIRST_RATE)
         self.io_tries: dict[int, int] = {}
         self.in_flight: dict[Future[Any], _Sent] = {}
-        self.stats = Stats()
+        self.rate_seen = False  # FIRST_RATE stands until a task tells the rate
         self.run_id = uuid.uuid4().hex[:12]
         self.count = 0
         self.threads = 1
@@ -320,7 +305,7 @@ class _Dispatch:
         self.count += 1
         future = self.client.submit(do_files, self.task, [_moved(job) for job in batch], self.stop,
                                     after_death, pure=False, key=f"geomcli-{self.run_id}-{self.count}")
-        self.in_flight[future] = _Sent(batch, time.perf_counter(), after_death)
+        self.in_flight[future] = _Sent(batch, after_death)
         self.completed.add(future)
 
     def _finished(self, future: Future[Any], result: Any, sent: _Sent) -> None:
@@ -375,13 +360,12 @@ class _Dispatch:
         Event(self.stop, client=self.client).set()
 
     def _measure(self, sent: _Sent, done: list[tuple[Report, bool]]) -> None:
-        wall = time.perf_counter() - sent.submitted
         work = sum(report.seconds or 0.0 for report, _ in done)
-        self.stats.tasks.append((len(done), wall, work))
         done_bytes = sum(_size(job) for job in sent.jobs[:len(done)])
         if work > 0.05 and done_bytes:  # a shorter task says little of the rate
             seen = done_bytes / work
-            self.rate = seen if len(self.stats.tasks) == 1 else 0.7 * self.rate + 0.3 * seen
+            self.rate = 0.7 * self.rate + 0.3 * seen if self.rate_seen else seen
+            self.rate_seen = True
 
     def cancel_all(self) -> None:
         """Send nothing more, and cancel the tasks in flight (they stay in ``in_flight``, whose temp
