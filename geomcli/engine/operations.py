@@ -663,28 +663,64 @@ class Warp(Operation):
         over, where theta scales, flips and shifts each axis alone (zero off its diagonal, one
         matrix for every image; a flip keeps the size): ``--scale 2`` twice the size, ``--size``
         its length in over its length out (as resize makes it; less one of each with
-        --align-corners). None for a rotation or shear, whose output's pixels have no size per axis."""
+        --align-corners; an axis warped to one pixel: the extent it shows). None for a rotation or
+        shear, whose output's pixels have no size per axis."""
+        maps = self._axis_maps(header, common)
+        if maps is None or len(scale) != len(header.shape):
+            return None if maps is None else scale
+        scaled = list(scale)
+        for axis, factor, a, _ in maps:
+            scaled[axis] = scale[axis] * (abs(a) if a else abs(factor) * header.shape[axis])
+        return tuple(scaled)
+
+    def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                common: Common) -> tuple[float, ...] | None:
+        """Moved to where the first output pixel is sampled (x_in = a·x_out + b: b input pixels)
+        times the pixel size, where theta scales and shifts each axis alone; None for a flip
+        (its pixels run the other way), a rotation or a shear."""
+        maps = self._axis_maps(header, common)
+        if maps is None or any(factor < 0 for _, factor, _, _ in maps):
+            return None
+        if not len(translation) == len(scale) == len(header.shape):
+            return None
+        moved = list(translation)
+        for axis, _, _, b in maps:
+            moved[axis] = translation[axis] + b * scale[axis]
+        return tuple(moved)
+
+    def _axis_maps(self, header: Header, common: Common) -> list[tuple[int, float, float, float]] | None:
+        """Per warped axis, (axis, theta's factor f, a, b) with x_in = a·x_out + b in input pixels,
+        where theta scales and shifts each axis alone (one matrix for every image): affine-grid's
+        coordinate u = alpha·x_out + beta (0 on an axis of one pixel), f·u + the shift, unnormalised
+        as grid-sample does, in closed form. None for a rotation or shear."""
         import numpy as np
 
         from geomcli.engine import layout as layouts
 
         output = self.output_shape(header, common)
-        if len(scale) != len(output):
-            return scale
         layout = _warp_layout(header.shape, common, header.layout)
         axes = (2, 3, 4) if layout is None else layouts.spatial_axes(layout)  # D, H, W or H, W
+        if len(header.shape) != len(output) or max(axes) >= len(output):
+            return None
         theta = self.theta.of_rank(len(axes)).astype(np.float64)
         diagonal = np.diagonal(theta[..., :-1], axis1=-2, axis2=-1)
         if ((theta != theta[:1]).any() or (diagonal == 0).any()
                 or (theta[..., :-1] != diagonal[..., None] * np.eye(len(axes))).any()):
             return None
-        scaled = list(scale)
-        for axis, factor in zip(axes, diagonal[0][::-1]):  # theta's rows are x, y[, z]: the axes reversed
+        maps = []
+        # theta's rows are x, y[, z]: the axes reversed
+        for axis, factor, shift in zip(axes, diagonal[0][::-1], theta[0][::-1, -1]):
             before, after = header.shape[axis], output[axis]
-            corners = self.align_corners and min(before, after) > 1
-            stepped = (before - 1) / (after - 1) if corners else before / after
-            scaled[axis] = scale[axis] * abs(float(factor)) * stepped
-        return tuple(scaled)
+            if after == 1:
+                alpha, beta = 0.0, 0.0
+            elif self.align_corners:
+                alpha, beta = 2 / (after - 1), -1.0
+            else:
+                alpha, beta = 2 / after, 1 / after - 1
+            half, offset = ((before - 1) / 2, 0.0) if self.align_corners else (before / 2, -0.5)
+            f, t = float(factor), float(shift)
+            maps.append((axis, f, half * f * alpha, half * (f * beta + t + 1) + offset))
+        return maps
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         return _resolution_scaled(self, metadata, header, common)

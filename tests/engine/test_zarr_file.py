@@ -661,7 +661,7 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
 def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(tmp_path: Path) -> None:
     """The first pixel kept (a crop's offset, minus a pad's) times the pixel size; a resize's or a
     block move's first output pixel's centre; an operation that does not say where its pixels lie
-    (a warp) drops it with a warning (a try-out's went silently; space-to-depth's was dropped)."""
+    (a rotation) drops it with a warning (a try-out's went silently; space-to-depth's was dropped)."""
     axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
             {"name": "x", "type": "space", "unit": "nanometer"}]
     ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
@@ -693,10 +693,10 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
         assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
         assert written_image(tmp_path / target)["datasets"][0]["coordinateTransformations"] == [
             {"type": "scale", "scale": moved[0]}, {"type": "translation", "translation": moved[1]}], command
-    result = run("warp", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--scale", "2", "--json")
+    result = run("warp", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--rotate", "30", "--json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout)["warnings"] == ["the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried "
-                                                     "through warp (it does not say where its pixels lie); dropped"]
+    assert ("the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried through warp (it does not say where its "
+            "pixels lie); dropped") in json.loads(result.stdout)["warnings"]
 
 
 @pytest.mark.parametrize(("args", "scale", "translation"), [
@@ -727,6 +727,42 @@ def test_a_resizes_scale_and_translation_place_each_pixel_where_it_was_sampled(
     assert [step["type"] for step in written] == ["scale", "translation"]
     assert written[0]["scale"] == pytest.approx(scale, rel=1e-12)
     assert written[1]["translation"] == pytest.approx(translation, rel=1e-12)
+
+
+@pytest.mark.parametrize("args", [
+    ["resize", "--sizes", "30,40", "--mode", "linear"],
+    ["resize", "--scales", "0.375,1.5", "--mode", "linear"],
+    ["resize", "--sizes", "23,33", "--mode", "linear", "--coordinate-transformation-mode", "align_corners"],
+    ["resize", "--scales", "0.625,0.7", "--mode", "linear", "--coordinate-transformation-mode", "asymmetric"],
+    ["resize", "--sizes", "30,41", "--mode", "linear", "--coordinate-transformation-mode", "half_pixel_symmetric"],
+    ["warp", "--scale", "0.5"],
+    ["warp", "--scale", "0.75,0.4", "--translate", "0.1,-0.2"],
+    ["warp", "--scale", "0.5", "--size", "25,35"],
+    ["warp", "--scale", "0.5", "--translate", "0.2,0.1", "--size", "25,35", "--align-corners"],
+    ["crop-pad", "--shape", "31,50"],
+], ids=lambda args: " ".join(args))
+def test_each_output_pixel_lies_where_its_scale_and_translation_say(tmp_path: Path, args: list[str]) -> None:
+    """Data equal to its own physical position (y on channel 0, x on channel 1), resampled
+    linearly, reads back as the output's own positions wherever it was sampled inside the input:
+    the written scale and translation, independent of how they were worked out."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+            {"name": "x", "type": "space", "unit": "nanometer"}]
+    y, x = np.mgrid[0:60, 0:80].astype(np.float64)
+    ome_group(tmp_path / "in.zarr", np.stack([10 + 0.5 * y, 20 + 0.25 * x]), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]}, {"type": "translation", "translation": [0, 10, 20]}])
+    result = run(args[0], tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *args[1:])
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    group = read_zarr(tmp_path / "out.zarr")
+    (_, sy, sx), (_, ty, tx) = [step[step["type"]] for step in
+                                written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"]]
+    out = group["0"][...]
+    j, i = np.mgrid[0:out.shape[1], 0:out.shape[2]]
+    expected = np.stack([ty + sy * j, tx + sx * i])
+    # inside the input's pixel centres (a linear ramp is exact there; outside, padding)
+    inside = ((expected[0] >= 10) & (expected[0] <= 10 + 0.5 * 59)
+              & (expected[1] >= 20) & (expected[1] <= 20 + 0.25 * 79))
+    assert inside.sum() > out.shape[1] * out.shape[2] // 4
+    assert out[:, inside] == pytest.approx(expected[:, inside], abs=1e-4)  # warp: a float32 theta and grid
 
 
 @pytest.mark.parametrize(("args", "scale", "units"), [
