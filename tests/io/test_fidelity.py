@@ -997,8 +997,10 @@ def test_ome_physical_sizes_follow_the_pixels(tmp_path: Path, args: list[str], e
     ((3, 40, 50), ["--sizes", "10,50", "--layout", "NHW"], (2.0, 1.0)),  # pages of grey: H, W are the last two
     ((3, 40, 50), ["--sizes", "6,40,50", "--layout", "NHW"], (2.0, 4.0)),  # only the page count changes
     ((3, 20, 30, 3), ["--sizes", "10,60"], (4.0, 2.0)),  # pages of RGB: H, W before the samples
+    # tf_crop_and_resize samples the roi's share corner to corner: 10 pixels step 0.5 * 49 / 9 input
+    # pixels on x, 0.5 * 39 / 9 on y
     ((40, 50), ["--sizes", "10,10", "--coordinate-transformation-mode", "tf_crop_and_resize", "--roi",
-                "0.2,0.5,0.7,1.0"], (0.8, 2.0)),  # the roi's share: 10 pixels for 25 (x), 20 (y)
+                "0.2,0.5,0.7,1.0"], (2 / (0.5 * 49 / 9), 4 / (0.5 * 39 / 9))),
 ])
 def test_resize_updates_the_resolution_along_x_and_y(tmp_path: Path, shape: tuple[int, ...], options: list[str],
                                                      expected: tuple[float, float]) -> None:
