@@ -26,7 +26,9 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
 - **Retries.** A file whose read or write failed on a passing I/O error (a connection reset, a
   timeout, EIO) is sent again in a later task, up to ``IO_RETRIES`` times; a bad file fails at
   once. A task whose worker died (Dask's KilledWorker) is tried again file by file, each file
-  alone in its own task on whichever worker is free; a file whose worker dies again fails.
+  alone on the cluster: nothing else in flight, so a second death is that file's own (a task
+  Dask sends a busy worker waits there, and dies with the one running); a file whose worker
+  dies again fails.
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first.
 - **Stopping.** After a failure under ``--fail-fast`` nothing more is sent, and the tasks in
@@ -285,6 +287,12 @@ class _Dispatch:
                 # workers, sent to a new one), and the cluster then drops it: scale brings it back
                 self.local.scale(self.workers)
         while len(self.in_flight) < IN_FLIGHT * self.threads and (self.again or self.todo):
+            if any(sent.after_death for sent in self.in_flight.values()):
+                return  # a file retried after a death runs alone
+            if self.again and self.again[0][1]:
+                if not self.in_flight:
+                    self._submit(*self.again.popleft())
+                return
             batch, after_death = self.again.popleft() if self.again else (self._next_batch(), False)
             self._submit(batch, after_death)
 

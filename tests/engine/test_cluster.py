@@ -373,6 +373,48 @@ def test_tasks_hold_about_a_second_of_work_and_shrink_at_the_end() -> None:
     assert len(dispatch._next_batch()) == cluster.MAX_FILES
 
 
+def test_a_file_retried_after_a_death_runs_alone_on_the_cluster() -> None:
+    """Dask sends each submitted task to a worker at once, two at a worker (measured: 4 tasks on 2
+    one-thread workers), and one waiting there dies with the one running: a good file queued behind
+    a deadly one twice failed as "ended ... (twice)" (once in a loaded run). So a retry after a death
+    waits until nothing is in flight, and nothing is sent beside it."""
+    class Client:
+        def __init__(self) -> None:
+            self.sent: list[list[str]] = []
+
+        def nthreads(self) -> dict[str, int]:
+            return {"a": 1, "b": 1}
+
+        def submit(self, function: Any, task: Any, jobs: list[Job], *args: Any, **kwargs: Any) -> object:
+            self.sent.append([Path(job.input).stem for job in jobs])
+            return object()
+
+    class Completed:
+        def add(self, future: object) -> None:
+            pass
+
+    jobs = [Job(index, f"/nowhere/{index}.png", f"/out/{index}.png", "png", size=1_000_000) for index in range(9)]
+    client = Client()
+    dispatch = cluster._Dispatch(client, Task(operations.CropPad((2, 2)), Common()), jobs[3:], None, False)  # type: ignore[arg-type]
+    dispatch.completed = Completed()  # type: ignore[assignment]
+    dispatch.in_flight = {object(): cluster._Sent(jobs[:1])}  # type: ignore[dict-item]
+    dispatch.again.extend(([job], True) for job in jobs[1:3])
+    dispatch._top_up()
+    assert client.sent == []  # a task is in flight: the retry waits for it
+    dispatch.in_flight.clear()
+    dispatch._top_up()
+    assert client.sent == [["1"]]  # alone
+    dispatch._top_up()
+    assert client.sent == [["1"]]  # nothing beside it
+    dispatch.in_flight.clear()
+    dispatch._top_up()
+    while dispatch.todo:
+        dispatch.in_flight.clear()
+        dispatch._top_up()
+    assert client.sent[1] == ["2"]
+    assert [name for batch in client.sent[2:] for name in batch] == ["3", "4", "5", "6", "7", "8"]  # then as before
+
+
 def test_passing_errors_are_told_from_bad_files() -> None:
     from geomcli.engine import report as reports
     from geomcli.engine.summary import Report
