@@ -31,11 +31,12 @@ INSTALL = "pip install 'geomcli[dask]'"
 # seconds to wait for a scheduler that does not answer
 CONNECT_SECONDS = 10
 # A LocalCluster's settings: no retry of its own after a worker dies (the dispatch retries file by
-# file, each alone on the cluster: a task waiting at a worker dies with the one it runs, and the
-# dispatch's few tasks in flight are each sent to a worker as submitted, however the scheduler's
-# worker-saturation is set); workers forked from one forkserver that imported Dask once (as -j's),
-# where spawn imports it in each (a second apiece)
-LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0,
+# file, each alone on the cluster: a task waiting at a worker dies with the one it runs); a zarr's
+# chunked graph given one root task at a worker thread at a time (its memory: about 4 chunks a
+# worker; the batch dispatch's few tasks are sent to workers as submitted, whatever this says);
+# workers forked from one forkserver that imported Dask once (as -j's), where spawn imports it in
+# each (a second apiece)
+LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0,
                 "distributed.worker.multiprocessing-method": "forkserver",
                 # the workers' sampling profiler walks the task thread's stack every 10 ms: time taken
                 # from the files, for a dashboard no one opens
