@@ -493,17 +493,12 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
     from geomcli.io import _atomic
 
     committer = _Committer(connection, under_way)
-    connection.send("ready")
     try:
-        while True:
-            while not connection.poll(_TICK):
-                pass  # see _TICK
-            try:
-                job = connection.recv()
-            except EOFError:
-                return
-            if job is None:
-                return
+        try:
+            connection.send("ready")
+        except OSError:  # the parent has gone already
+            return
+        while (job := _next_job(connection)) is not None:
             _jobs_under_way.append(job)
             under_way.value = job.index
             with _atomic.deferred_commits() as commits:
@@ -511,6 +506,18 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
             committer.put(job, report, commits)
     finally:
         committer.close()  # every report sent (or, the parent gone, every temp file removed)
+
+
+def _next_job(connection: Connection) -> Job | None:
+    """The parent's next job; None when it says stop, or has gone: ended (EOF), or killed with a
+    message of ours unread (ECONNRESET), which printed a traceback from every worker."""
+    try:
+        while not connection.poll(_TICK):
+            pass  # see _TICK
+        job: Job | None = connection.recv()
+    except (EOFError, ConnectionResetError):
+        return None
+    return job
 
 
 class _Committer:

@@ -1092,3 +1092,28 @@ def test_headers_on_object_storage_are_read_side_by_side_in_order(monkeypatch: p
         assert [job.index for job, _ in faults] == list(range(0, 40, 5))
         assert all(line.startswith(f"/out/{job.index}.png") or f"{job.index}.png" in line for job, line in faults)
         assert most[0] == 1 if scheme == "/local/" else 1 < most[0] <= 16
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_worker_whose_parent_was_killed_ends_without_a_traceback(
+        when: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """The parent killed (SIGKILL, the OOM killer) before or after it read the worker's "ready":
+    the worker's send met EPIPE, or its recv ECONNRESET, and every worker printed a traceback."""
+    import multiprocessing
+    import threading
+
+    monkeypatch.setattr(workers.signal, "signal", lambda number, handler: None)  # not this process's handlers
+    parent, child = multiprocessing.Pipe()
+    if when == "before":
+        parent.close()
+        killer = None
+    else:  # closed with the worker's "ready" unread
+        killer = threading.Thread(target=lambda: parent.poll(10) and parent.close())
+        killer.start()
+    from geomcli.engine.options import Common
+
+    task = plan.Task(operations.CropPad((4, 4)), Common(quiet=True))
+    workers._serve(child, task, multiprocessing.Value("q", -1, lock=False))
+    if killer is not None:
+        killer.join()
+    assert capfd.readouterr().err == ""
