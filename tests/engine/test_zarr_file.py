@@ -1616,3 +1616,28 @@ def test_a_shard_past_max_pixels_is_read_by_its_chunks(tmp_path: Path) -> None:
                  "--max-pixels", "20000", "-q")
     assert result.exit_code == 0, result.stderr
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == crop_ops.center_crop_pad(data, [300, 300]).tobytes()
+
+
+def test_a_full_disk_under_a_batch_s_zarr_outputs_names_each_output(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's write failing (ENOSPC) is the line of the output it was for, and leaves nothing:
+    it was `Error: [Errno 28] No space left on device`, naming no file, once per file of a batch."""
+    from zarr.storage import _local
+
+    for name in ("a", "b"):
+        np.save(tmp_path / f"{name}.npy", tensor(np.dtype("float32"), (1, 4, 8, 8)))
+
+    def full(path: Path, value: Any, exclusive: bool = False) -> int:
+        if "/c/" in str(path):  # the chunks; the metadata fits
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return put(path, value, exclusive)
+
+    put = _local._put
+    monkeypatch.setattr(_local, "_put", full)
+    out = tmp_path / "out"
+    result = run("space-to-depth", tmp_path / "a.npy", tmp_path / "b.npy", "--out-dir", out, "--name", "{stem}.zarr",
+                 "--blocksize", "2", "-j", "1")
+    assert result.exit_code == 1
+    assert [line for line in result.stderr.splitlines() if line.startswith("Error:")] == [
+        f"Error: {out / name}.zarr: cannot write (No space left on device)" for name in ("a", "b")]
+    assert os.listdir(out) == []
