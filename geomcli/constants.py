@@ -11,6 +11,9 @@ LAYOUTS = ("NCHW", "NHWC", "CHW", "HWC", "NHW", "HW")
 TIFF_COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg", "packbits")
 """The TIFF compressions --compression takes."""
 
+NAME_MAX = 255
+"""Bytes in one file name, on Linux's file systems: an output's, and its hidden temp's beside it."""
+
 DEFAULT_MAX_PIXELS = 2**31
 """The default of --max-pixels: the elements an input or output may have."""
 

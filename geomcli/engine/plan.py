@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from geomcli.constants import NAME_MAX
 from geomcli.engine import summary
 from geomcli.engine.one_file import (
     FormatConflictError,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 FIELDS = ("stem", "suffix", "name", "parent", "index")
 _GLOB_MAGIC = re.compile(r"[*?[]")
-NAME_MAX = 255  # bytes in one file name, on Linux's file systems
 
 
 @dataclass(frozen=True)

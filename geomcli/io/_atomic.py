@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO
 
+from geomcli.constants import NAME_MAX
 from geomcli.errors import GeomError
 
 
@@ -262,7 +263,7 @@ def _temp_beside(path: str) -> tuple[int, str]:
     if os.path.isdir(path):
         raise GeomError(f"{path}: is a directory")
     try:
-        fd, tmp = tempfile.mkstemp(".tmp", f".{os.path.basename(path)}.", folder)
+        fd, tmp = tempfile.mkstemp(_TEMP_SUFFIX, _hidden(os.path.basename(path), _TEMP_TAIL) + ".", folder)
         return fd, os.path.abspath(tmp)
     except FileExistsError as e:
         raise GeomError(f"{path}: cannot make a temp file in {folder} (every name tried exists)") from e
@@ -327,12 +328,34 @@ _FOLDER_MARK, _ASIDE = ".geomcli-", "-old"
 def _folder_beside(path: str) -> str:
     """A new name for a folder beside ``path`` (``path/`` too), as :func:`_folders_beside` finds it."""
     folder, name = _split(path)
-    return os.path.join(folder, f".{name}{_FOLDER_MARK}{os.urandom(4).hex()}")
+    return os.path.join(folder, f"{_hidden(name, _FOLDER_TAIL)}{_FOLDER_MARK}{os.urandom(4).hex()}")
 
 
 def _folders_beside(name: str) -> re.Pattern[str]:
     """The names :func:`atomic_folder` gives its folders beside ``name``, and their asides."""
-    return re.compile(re.escape(f".{name}{_FOLDER_MARK}") + "[0-9a-f]{8}" + f"({re.escape(_ASIDE)})?")
+    return re.compile(re.escape(f"{_hidden(name, _FOLDER_TAIL)}{_FOLDER_MARK}") + "[0-9a-f]{8}"
+                      + f"({re.escape(_ASIDE)})?")
+
+
+# what follows ``.NAME`` in a hidden name beside NAME: mkstemp's ".XXXXXXXX.tmp", and
+# atomic_folder's ".geomcli-XXXXXXXX-old"
+_TEMP_SUFFIX = ".tmp"
+_TEMP_TAIL = len(f".XXXXXXXX{_TEMP_SUFFIX}")
+_FOLDER_TAIL = len(f"{_FOLDER_MARK}XXXXXXXX{_ASIDE}")
+
+
+def _hidden(name: str, tail: int) -> str:
+    """``.NAME``, the start of a hidden name beside NAME that ``tail`` more bytes end within
+    NAME_MAX: a NAME too long for that (an output's name of 243 to 255 bytes could not be
+    written) is cut, and ends in a hash of it, so that the names beside each NAME stay its own
+    (remove_leftovers sweeps no other output's)."""
+    import hashlib
+
+    hidden = os.fsencode(f".{name}")
+    if len(hidden) + tail <= NAME_MAX:
+        return f".{name}"
+    digest = hashlib.blake2b(hidden, digest_size=4).hexdigest()
+    return os.fsdecode(hidden[:NAME_MAX - tail - len(digest) - 1]) + "~" + digest
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -576,7 +599,7 @@ def remove_leftovers(path: str) -> list[str]:
     """
     folder, name = _split(path)
     # the temp names: the prefix, mkstemp's 8 random characters, the suffix
-    temp = re.compile(re.escape(f".{name}.") + r"[a-z0-9_]{8}\.tmp")
+    temp = re.compile(re.escape(f"{_hidden(name, _TEMP_TAIL)}.") + r"[a-z0-9_]{8}" + re.escape(_TEMP_SUFFIX))
     folders = _folders_beside(name)
     try:
         names = os.listdir(folder)

@@ -1480,6 +1480,26 @@ def test_write_policy_names_the_formats_that_can_hold_it(
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("name", ["a" * 251 + ".npy", "é" * 125 + "a.npy"], ids=["ascii", "two-byte"])
+def test_an_output_name_of_255_bytes_is_written_and_its_leftovers_are_its_own(tmp_path: Path, name: str) -> None:
+    """Its temp file's name is cut to fit (it was ``.NAME.XXXXXXXX.tmp``, 269 bytes: `cannot write
+    (File name too long)` for any name over 241 bytes), and a killed writer's leftovers are found
+    for it alone, not for another name that starts with the same 240 bytes."""
+    from geomcli.io import _atomic
+
+    assert len(os.fsencode(name)) == 255
+    io.write_array(np.arange(3), str(tmp_path / name))
+    assert os.listdir(tmp_path) == [name]
+    with _atomic.atomic_folder(str(tmp_path / (name[:-5] + ".zarr"))) as folder:  # a zarr array's staging folder
+        os.mkdir(folder)
+    other = name[:-5] + "b.npy"
+    for output in (name, other):
+        os.close(_atomic._temp_beside(str(tmp_path / output))[0])
+    assert len(_atomic.remove_leftovers(str(tmp_path / name))) == 1
+    assert len(_atomic.remove_leftovers(str(tmp_path / other))) == 1
+    assert sorted(os.listdir(tmp_path)) == sorted([name, name[:-5] + ".zarr"])
+
+
 def test_write_replaces_with_normal_permissions(tmp_path: Path) -> None:
     path = str(tmp_path / "a.npy")
     old = os.umask(0o027)
