@@ -90,7 +90,12 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         if workers > 1:
             # started now, its imports (about 0.2 s) are done on another core while the headers are checked
             _forkserver(arrays=_needs_arrays(task, todo))
-            forkserver.start()
+            try:
+                forkserver.start()
+            except OSError as error:  # no process to be had (ulimit -u: EAGAIN)
+                echo_stderr(f"Warning: no worker process could start ({error.strerror or error}); this process "
+                            "does every file")
+                workers = 1
     faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
     if faults:
         _refused(task, faults, len(jobs), options, time.perf_counter() - started)
@@ -231,7 +236,7 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
     lock = threading.Lock()  # pending, workers and their jobs: the starter thread adds workers
     wake, woken = context.Pipe(duplex=False)  # the starter's "a new worker", so the wait below ends
     failed: list[BaseException] = []
-    unstarted: list[OSError] = []  # why a worker could not start: its jobs go to the others
+    unstarted: list[Exception] = []  # why a worker could not start: its jobs go to the others
     workers_started: list[_Worker] = []
     stopping = False
     finished = False
@@ -269,6 +274,9 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
         except OSError as error:  # no more processes (EAGAIN, ENOMEM): the rest do the jobs
             unstarted.append(error)
             woken.send_bytes(b"")
+        except EOFError:  # as above, met by the forkserver, which ended (with a traceback of its own)
+            unstarted.append(RuntimeError("the forkserver ended"))
+            woken.send_bytes(b"")
         except BaseException as error:  # handed to the main thread, which raises it
             failed.append(error)
             woken.send_bytes(b"")
@@ -280,7 +288,10 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
             stopping = stopping or (fail_fast and report.status == "error")
 
     starter = threading.Thread(target=start_all, name="geomcli-starter", daemon=True)
-    starter.start()
+    try:
+        starter.start()
+    except RuntimeError as error:  # no thread to be had (ulimit -u): no worker starts, the loop does every job
+        unstarted.append(error)
     try:
         while True:
             with lock:
@@ -337,7 +348,8 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
         raise failed[0]
     if unstarted:
         echo_stderr(f"Warning: only {len(workers_started)} of {count} worker processes could start "
-                               f"({unstarted[0].strerror or unstarted[0]}); the others took their files")
+                               f"({getattr(unstarted[0], 'strerror', None) or unstarted[0]}); the others took "
+                               "their files")
 
 
 # The descriptors a run with workers needs besides those open when it begins: the forkserver's,
@@ -452,7 +464,8 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool)
     The starter thread is waited for first: it may be starting one more worker.
     """
     if finished:
-        starter.join()
+        if starter.ident is not None:  # (never started: no thread was to be had)
+            starter.join()
         for worker in workers:
             if not worker.ready:
                 worker.process.terminate()  # still importing, holding no job: no need to wait
@@ -468,7 +481,8 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool)
     previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         # bounded: a starter that cannot go on (see _forkserver) holds no worker yet, and is a daemon
-        starter.join(timeout=10)
+        if starter.ident is not None:
+            starter.join(timeout=10)
         for worker in workers:
             if worker.process.is_alive():
                 worker.process.terminate()  # SIGTERM: see _terminated
@@ -492,7 +506,10 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
     from geomcli import io  # noqa: F401
     from geomcli.io import _atomic
 
-    committer = _Committer(connection, under_way)
+    try:
+        committer = _Committer(connection, under_way)
+    except RuntimeError:  # no thread to be had (ulimit -u): ended before "ready", its jobs are done elsewhere
+        return
     try:
         try:
             connection.send("ready")

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -802,7 +803,7 @@ def test_a_dry_run_reads_an_animation_as_the_run_does(tmp_path: Path, frames: li
 class _Context:
     """The workers' context, with each worker ending at once (``exit_code``) or unable to start (``error``)."""
 
-    def __init__(self, real: Any, *, exit_code: int | None = None, error: OSError | None = None) -> None:
+    def __init__(self, real: Any, *, exit_code: int | None = None, error: Exception | None = None) -> None:
         self.real, self.exit_code, self.error = real, exit_code, error
 
     def Pipe(self, duplex: bool = True) -> Any:  # noqa: N802 (multiprocessing's names)
@@ -851,6 +852,66 @@ def test_workers_that_cannot_start_leave_their_files_to_this_process(
     assert "Warning: only 0 of 2 worker processes could start (no fork); the others took their files" in result.stderr
     assert contents(tmp_path / "two") == contents(tmp_path / "one")
     assert not any(name.startswith(".") for name in files(tmp_path / "two"))
+
+
+class _NoStarterThread(threading.Thread):
+    """A thread, but none is to be had for the workers' starter (as under ulimit -u)."""
+
+    def start(self) -> None:
+        if self.name == "geomcli-starter":
+            raise RuntimeError("can't start new thread")
+        super().start()
+
+
+def _no_forkserver() -> None:
+    raise BlockingIOError(11, "Resource temporarily unavailable")
+
+
+@pytest.mark.parametrize("short", ["forkserver", "forkserver-ended", "thread"])
+def test_a_process_limit_leaves_every_file_to_this_process_with_one_warning(
+        short: str, mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of processes or threads (ulimit -u) as workers start: every file is still done here.
+    It was `Error: <stdout>: cannot write (Resource temporarily unavailable)` and nothing done
+    (the forkserver's start), `Aborted!` and half the files (the forkserver ended, unable to
+    fork), or a traceback (the starter thread)."""
+    args = ("space-to-depth", mixed, "--name", "{stem}.npy", "--blocksize", "2")
+    expected = run(*args, "--out-dir", tmp_path / "one", "-j", "1")
+    warning = {"forkserver": "Warning: no worker process could start (Resource temporarily unavailable); "
+                             "this process does every file",
+               "forkserver-ended": "Warning: only 0 of 2 worker processes could start (the forkserver ended); "
+                                   "the others took their files",
+               "thread": "Warning: only 0 of 2 worker processes could start (can't start new thread); "
+                         "the others took their files"}[short]
+    if short == "forkserver":
+        monkeypatch.setattr(workers.forkserver, "start", _no_forkserver)
+    elif short == "forkserver-ended":
+        real = workers._forkserver()
+        monkeypatch.setattr(workers, "_forkserver",
+                            lambda arrays=True: _Context(real, error=EOFError("unexpected EOF")))
+    else:
+        monkeypatch.setattr(threading, "Thread", _NoStarterThread)
+    result = run(*args, "--out-dir", tmp_path / "two", "-j", "2")
+    assert result.exit_code == expected.exit_code == 0, result.stderr
+    assert warning in result.stderr.splitlines()
+    assert contents(tmp_path / "two") == contents(tmp_path / "one")
+
+
+def test_a_worker_with_no_thread_for_its_committer_ends_before_its_ready(monkeypatch: pytest.MonkeyPatch,
+                                                                       capfd: pytest.CaptureFixture[str]) -> None:
+    """Its jobs then go to the others, as a worker's that ends before "ready" (it printed a traceback)."""
+    import multiprocessing
+
+    from geomcli.engine.options import Common
+
+    def no_thread(*args: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(workers.signal, "signal", lambda number, handler: None)  # not this process's handlers
+    monkeypatch.setattr(workers, "_Committer", no_thread)
+    parent, child = multiprocessing.Pipe()
+    workers._serve(child, plan.Task(operations.CropPad((4, 4)), Common(quiet=True)),
+                   multiprocessing.Value("q", -1, lock=False))
+    assert not parent.poll(0) and capfd.readouterr().err == ""
 
 
 def test_numpy_is_preloaded_for_the_workers_only_when_a_job_needs_arrays(tmp_path: Path) -> None:
