@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from geomcli.cli.base import Command, drop_stdout, escape_message
-from geomcli.constants import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
+from geomcli.constants import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED
 from geomcli.errors import StdoutError
 
 # Each command and the module that defines it, loaded when named (click's pattern for lazily
@@ -36,7 +36,7 @@ _COMMANDS = {
 
 
 class _Group(Command, click.Group):
-    """Ctrl-C exits 130, SIGTERM 143 and a closed stdout pipe 141, all without a traceback."""
+    """Ctrl-C exits 130, SIGTERM 143, SIGHUP 129 and a closed stdout pipe 141, all without a traceback."""
 
     command_class = Command
 
@@ -57,12 +57,13 @@ class _Group(Command, click.Group):
 
         io.clear_signals()
         _hold_standard_descriptors()
-        # a signal the caller ignores (SIG_IGN: `geomcli ... &` in a script) stays ignored
-        previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+        # a signal the caller ignores (SIG_IGN: `geomcli ... &` in a script, nohup) stays ignored
+        previous = {number: signal.getsignal(number) for number in io.STOP_SIGNALS}
         if previous[signal.SIGINT] is signal.default_int_handler:
             signal.signal(signal.SIGINT, _interrupt)
-        if previous[signal.SIGTERM] == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _terminate)
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            if previous[number] == signal.SIG_DFL:
+                signal.signal(number, _terminate)
         try:
             try:
                 done = super().invoke(ctx)
@@ -119,7 +120,7 @@ def _terminate(signum: int, frame: Any) -> None:
     from geomcli import io
 
     io.note_signal(signum)
-    raise SystemExit(EXIT_TERMINATED)
+    raise SystemExit(128 + signum)  # as the shell reports a process the signal ended: 143 for SIGTERM
 
 
 def installed_version() -> str:

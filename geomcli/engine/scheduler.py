@@ -120,8 +120,10 @@ def start_local_workers_early(scheduler: Scheduler) -> None:
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """Ignore SIGINT and SIGTERM (a second Ctrl-C) while a stopped run cleans up."""
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
+    """Ignore STOP_SIGNALS (a second Ctrl-C) while a stopped run cleans up."""
+    from geomcli.io import STOP_SIGNALS
+
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in STOP_SIGNALS}
     try:
         yield
     finally:

@@ -35,7 +35,7 @@ from geomcli.engine.operations import CropPad
 from geomcli.engine.plan import Job, Task, local_paths, option_faults, plan, planned, skip_reason, to_do
 from geomcli.engine.report import Outcomes, echo_stderr, echo_stdout
 from geomcli.errors import GeomError, PlanError
-from geomcli.io import _remote
+from geomcli.io import STOP_SIGNALS, _remote
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -478,7 +478,7 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool)
             worker.process.join()
         return
     # A second Ctrl-C or SIGTERM must not cut this cleanup short.
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in STOP_SIGNALS}
     try:
         # bounded: a starter that cannot go on (see _forkserver) holds no worker yet, and is a daemon
         if starter.ident is not None:
@@ -500,7 +500,8 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool)
 def _serve(connection: Connection, task: Task, under_way: Any) -> None:
     """A worker: take jobs until told to stop; SIGTERM ends it without a temp file (_terminated).
     ``under_way`` tells the parent which job it began last, should it die on it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    for number in (signal.SIGINT, signal.SIGHUP):  # Ctrl-C and a hang-up are the parent's to handle
+        signal.signal(number, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
     from geomcli import io  # noqa: F401

@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from geomcli.errors import GeomError
 from geomcli.io import _remote
-from geomcli.io._atomic import clear_signals, note_signal, refuse_after_signal, signal_taken
+from geomcli.io._atomic import STOP_SIGNALS, clear_signals, note_signal, refuse_after_signal, signal_taken
 from geomcli.io._base import (
     DEFAULT_MAX_PIXELS,
     SNIFF_BYTES,
@@ -60,6 +60,7 @@ __all__ = [
     "WriteOptions",
     "check_size",
     "check_writable",
+    "STOP_SIGNALS",
     "clear_signals",
     "crop_picture",
     "display_name",

@@ -426,7 +426,11 @@ def _take_over(fd: int, path: str) -> None:
     os.fchmod(fd, stat.S_IMODE(replaced.st_mode) & 0o777)
 
 
-# The signals (SIGINT, SIGTERM) the command line's handlers have taken (note_signal). A handler
+# The signals that stop a run as Ctrl-C does, with its cleanup: SIGHUP too, as a closed terminal
+# or a dropped ssh session sends it (it killed a run where it stood, its temp file left behind).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+# The signals (STOP_SIGNALS) the command line's handlers have taken (note_signal). A handler
 # raises, but Python can run it where its exception vanishes: inside an import's compile(), for
 # one (seen: SIGTERM mid-write, then exit 0 and the new output in place, 1 run in 4 on a busy
 # machine; batch workers exit at once for that reason). So no output is placed once one has
@@ -461,13 +465,12 @@ def refuse_after_signal() -> None:
 
 
 def hold_signals() -> Callable[[], None]:
-    """Hold SIGINT and SIGTERM back (in the main thread, where Python runs their handlers); the
+    """Hold STOP_SIGNALS back (in the main thread, where Python runs their handlers); the
     function returned restores the handlers and delivers what came meanwhile."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     held: list[int] = []
-    previous = {number: signal.signal(number, lambda got, frame: held.append(got))
-                for number in (signal.SIGINT, signal.SIGTERM)}
+    previous = {number: signal.signal(number, lambda got, frame: held.append(got)) for number in STOP_SIGNALS}
 
     def release() -> None:
         for number, handler in previous.items():

@@ -690,7 +690,8 @@ def _wait_for_temp(folder: Path, process: subprocess.Popen[str], timeout: float 
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+# SIGHUP: a closed terminal or dropped ssh session; it killed the run where it stood, its temp file left
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 @pytest.mark.parametrize("kind", ["mapped-npy", "png-in-ram"])
 def test_a_signal_mid_write_leaves_the_old_output_and_no_temp(
     signum: int, code: int, kind: str, tmp_path: Path
@@ -765,7 +766,7 @@ def test_a_signal_whose_exception_vanished_still_ends_the_run(
     assert np.load(tmp_path / "later.npy").tolist() == [1.0, 1.0]
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_mid_batch_of_big_outputs_leaves_only_complete_files(signum: int, code: int, tmp_path: Path) -> None:
     inputs = tmp_path / "in"
     inputs.mkdir()
