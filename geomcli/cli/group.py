@@ -86,6 +86,13 @@ class _Group(Command, click.Group):
         except StdoutError as error:
             click.echo(f"Error: {error}", err=True)
             ctx.exit(EXIT_FAILED)
+        except FileNotFoundError as error:
+            # os.getcwd's, wherever a relative name is made absolute: a traceback from deep inside
+            if error.filename is not None or _current_folder_exists():
+                raise
+            click.echo("Error: the current folder has been deleted, so a relative name reaches nothing; "
+                       "cd to a folder, or give absolute names", err=True)
+            ctx.exit(EXIT_FAILED)
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
@@ -107,6 +114,14 @@ def _hold_standard_descriptors() -> None:
             os.set_inheritable(descriptor, True)  # held for child processes too
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+
+
+def _current_folder_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _interrupt(signum: int, frame: Any) -> None:

@@ -682,6 +682,22 @@ def test_a_batch_whose_out_dir_cannot_be_made(tmp_path: Path) -> None:
                                         "link to nowhere)")
 
 
+@pytest.mark.parametrize("relative", [["-o", "out.npy"], ["--out-dir", "out"]])
+def test_a_deleted_current_folder_fails_relative_names_in_one_line(relative: list[str], tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cron job whose folder was removed (make clean meanwhile): os.getcwd fails wherever a
+    relative name is made absolute, and that was a traceback; absolute names still work."""
+    source, gone = _small_input(tmp_path), tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    result = run("crop-pad", source, *relative, "--shape", "1,1,2,2")
+    assert result.exit_code == 1
+    assert result.stderr == ("Error: the current folder has been deleted, so a relative name reaches nothing; "
+                             "cd to a folder, or give absolute names\n")
+    assert run("crop-pad", source, "-o", tmp_path / "abs.npy", "--shape", "1,1,2,2", "-q").exit_code == 0
+
+
 def _wait_for_temp(folder: Path, process: subprocess.Popen[str], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not temps(folder):
