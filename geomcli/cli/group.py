@@ -114,6 +114,10 @@ def _hold_standard_descriptors() -> None:
             os.set_inheritable(descriptor, True)  # held for child processes too
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    if sys.stdout is not None and hasattr(sys.stdout, "reconfigure"):
+        # a character its encoding lacks is escaped, as stderr's are: a latin-1 or ASCII locale's
+        # stdout raised UnicodeEncodeError (a traceback) on --dry-run's arrow and info's names
+        sys.stdout.reconfigure(errors="backslashreplace")
 
 
 def _current_folder_exists() -> bool:

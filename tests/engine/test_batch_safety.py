@@ -265,6 +265,19 @@ def test_a_name_that_is_not_utf8_is_escaped_on_a_strict_stdout(tmp_path: Path) -
     assert result.stdout == f"{folder}/a\\udcff.png → {tmp_path}/out/a\\udcff.png: 4×4 uint8\n"
 
 
+def test_a_stdout_whose_encoding_lacks_a_character_gets_it_escaped(tmp_path: Path) -> None:
+    """A latin-1 or ASCII locale's stdout: --dry-run's arrow and info's non-ASCII names were a
+    UnicodeEncodeError traceback; they are escaped, as on stderr."""
+    Image.new("L", (6, 6)).save(tmp_path / "phöto.png")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    dry = subprocess.run([*GEOMCLI, "crop-pad", str(tmp_path / "phöto.png"), "--out-dir", str(tmp_path / "out"),
+                          "--shape", "4,4", "--dry-run", "-q"], capture_output=True, env=env)
+    info = subprocess.run([*GEOMCLI, "info", str(tmp_path / "phöto.png")], capture_output=True, env=env)
+    assert dry.returncode == info.returncode == 0, dry.stderr + info.stderr
+    assert dry.stdout == f"{tmp_path}/ph\\xf6to.png \\u2192 {tmp_path}/out/ph\\xf6to.png: 4\\xd74 uint8\n".encode()
+    assert info.stdout.startswith(f"{tmp_path}/ph\\xf6to.png: png 6\\xd76 uint8".encode())
+
+
 @pytest.mark.parametrize(("text", "shown"), [
     ("plain ünïcode ✓ 画像.png", "plain ünïcode ✓ 画像.png"),
     ("a\nb\r\tc\x00", "a\\nb\\r\\tc\\x00"),
