@@ -169,28 +169,28 @@ def local_paths(options: BatchOptions) -> BatchOptions:
         raise PlanError(str(error)) from error
 
 
+# the most a --files-from list may hold: a million names of 256 bytes (/dev/zero is no list)
+LIST_BYTES = 1 << 28
+
+
 def read_list(path: str) -> list[str]:
     """The inputs ``--files-from`` lists, one a line (``-``: read from stdin), or NUL-separated
     where it holds a NUL (``find -print0``); blank lines skipped. A name is taken as it is written
     (no glob), a name that is no UTF-8 as its bytes."""
     import sys
 
+    from geomcli import io
     from geomcli.io import _remote
 
     try:
         path = _remote.local_path(path)
         if _remote.is_url(path):
-            text = _remote.read_bytes(path, 1 << 34)
-        elif path == "-":
-            if sys.stdin is None:
-                raise PlanError("- (stdin) is closed: there is no list to read", options="--files-from")
-            text = sys.stdin.buffer.read()
+            text = _remote.read_bytes(path, LIST_BYTES)
+        elif path == "-" and sys.stdin is None:
+            raise PlanError("- (stdin) is closed: there is no list to read", options="--files-from")
         else:
-            with open(path, "rb") as f:
-                text = f.read()
-    except OSError as error:
-        raise PlanError(f"{path}: cannot read the list ({error.strerror or error})", options="--files-from") from error
-    except GeomError as error:  # of a URL
+            text = io.read_list_bytes(path, LIST_BYTES)
+    except GeomError as error:
         raise PlanError(f"cannot read the list: {error}", options="--files-from") from error
     if b"\0" in text:  # no name holds a NUL: the list is find -print0's, whose names may hold newlines
         return [name for name in os.fsdecode(text).split("\0") if name]

@@ -19,6 +19,7 @@ geomcli.errors.GeomError: ...a.png: PNG cannot hold float32 data; write .npy or 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -741,6 +742,30 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
                                 "read it through '-' instead")
             fmt = _content_format(name, head, named, empty=not head, stdin=False)
             return stream.whole(fmt), name, fmt, None
+    except OSError as e:
+        raise _read_error(name, e) from e
+
+
+def read_list_bytes(path: str, limit: int, /) -> bytes:
+    """A list of names (--files-from) whole: a file, a pipe or ``-`` (stdin), opened as an input
+    is (a device refused, a FIFO that no writer opens within 2 s empty), and never more than
+    ``limit`` bytes: /dev/zero or `yes |` filled the memory until the OOM killer came."""
+    from geomcli.io._stream import Stream
+
+    name = display_name(path)
+    try:
+        with contextlib.ExitStack() as opened:
+            if path == "-":
+                stream = Stream(sys.stdin.buffer, name, 0, limit=limit)
+            else:
+                descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+                f = opened.enter_context(open(descriptor, "rb"))
+                info = os.fstat(descriptor)
+                if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+                    raise GeomError(f"{name}: is a device, not a file or a pipe")
+                os.set_blocking(descriptor, True)
+                stream = Stream(f, name, 0, stat.S_ISFIFO(info.st_mode), limit=limit)
+            return stream.peek(0, limit + 1)
     except OSError as e:
         raise _read_error(name, e) from e
 

@@ -46,11 +46,14 @@ class Stream:
     there already). A FIFO nobody ever writes to is an empty input, not a hung run.
     """
 
-    def __init__(self, f: IO[bytes], name: str, max_pixels: int, fifo: bool = False) -> None:
+    def __init__(self, f: IO[bytes], name: str, max_pixels: int, fifo: bool = False, *,
+                 limit: int | None = None) -> None:
         self._f = f
         self._name = name
         self._max_pixels = max_pixels
-        self._limit = max_pixels * _STREAM_BYTES_PER_ELEMENT + _STREAM_SLACK
+        # ``limit``: a bound of the caller's in bytes, for what is not an array (a --files-from list)
+        self._given_limit = limit is not None
+        self._limit = byte_limit(max_pixels) if limit is None else limit
         self._fifo = fifo
         self._deadline = time.monotonic() + _WRITER_GRACE
         self._buffer = io.BytesIO()
@@ -94,6 +97,8 @@ class Stream:
             self._ended = not piece
             self._buffer.write(piece)
             held += len(piece)
+        if held > self._limit and self._given_limit:
+            raise GeomError(f"{self._name}: more than {self._limit} bytes; read no further")
         if held > self._limit:
             raise GeomError(
                 f"{self._name}: more than {self._limit} bytes, more than {self._max_pixels} elements could "

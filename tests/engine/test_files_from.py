@@ -92,7 +92,7 @@ def test_names_that_are_not_utf8_are_kept_as_bytes(shots: Path, tmp_path: Path) 
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--files-from", "{missing}", "--out-dir", "{out}"], "cannot read the list (No such file or directory)"),
+    (["--files-from", "{missing}", "--out-dir", "{out}"], "cannot read the list: {missing}: no such file"),
     (["--files-from", "{empty}", "--out-dir", "{out}"], "lists no input"),
     (["--files-from", "{empty}", "-o", "{out}/x.png"], "give an INPUT, or --files-from FILE with --out-dir"),
     (["{shots}/a.png", "--files-from", "{empty}", "-o", "{out}/x.png"], "--files-from goes with --out-dir, not -o"),
@@ -104,8 +104,36 @@ def test_list_mistakes_are_usage_errors(args: list[str], message: str, shots: Pa
              "shots": shots}
     result = run("crop-pad", *[arg.format(**names) for arg in args], "--shape", "4,4")
     assert result.exit_code == 2
-    assert message in result.stderr
+    assert message.format(**names) in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "fifo", "long", "long-stdin"])
+def test_a_list_that_is_no_list_is_refused_without_hanging_or_filling_memory(
+        source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--files-from /dev/zero read until the OOM killer came (24 GB in 10 s), and a FIFO that
+    no writer opens waited forever: a device is refused, such a FIFO is an empty list (after
+    io._stream's grace, here shortened), and a list past LIST_BYTES is refused unread."""
+    from geomcli.io import _stream
+
+    monkeypatch.setattr(_stream, "_WRITER_GRACE", 0.05)
+    monkeypatch.setattr(plan, "LIST_BYTES", 100)
+    listing, stdin = tmp_path / "list.txt", None
+    if source == "/dev/zero":
+        listing = Path(source)
+    elif source == "fifo":
+        os.mkfifo(listing)
+    elif source == "long":
+        listing.write_text("a.png\n" * 20)
+    else:
+        listing, stdin = Path("-"), b"a.png\n" * 20
+    result = run("crop-pad", "--files-from", listing, "--out-dir", tmp_path / "out", "--shape", "4,4", stdin=stdin)
+    assert result.exit_code == 2
+    message = {"/dev/zero": "cannot read the list: /dev/zero: is a device, not a file or a pipe",
+               "fifo": f"{listing} lists no input",
+               "long": f"cannot read the list: {listing}: more than 100 bytes; read no further",
+               "long-stdin": "cannot read the list: <stdin>: more than 100 bytes; read no further"}[source]
+    assert result.stderr.splitlines()[-1] == f"Error: Invalid value for '--files-from': {message}"
 
 
 def test_a_pipe_from_find_feeds_a_batch(shots: Path, tmp_path: Path) -> None:
