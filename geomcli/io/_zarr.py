@@ -470,9 +470,30 @@ def staged(path: str) -> Iterator[str]:
             _remove_url(local)
             raise
         return
+    _refuse_other_folder(local)
     # under -n too, an array a stopped run left incomplete is replaced (engine.plan.skip_reason)
     with _atomic.atomic_folder(local, replace=_atomic.replaces() or incomplete(local)) as temporary:
         yield temporary
+
+
+# what a folder holds where it is a zarr array or group (zarr v3; v2), which an output may replace
+_ZARR_METADATA = frozenset({"zarr.json", ".zarray", ".zgroup"})
+
+
+def _refuse_other_folder(path: str) -> None:
+    """Refuse to replace a folder at a zarr output's name that holds files but no zarr metadata:
+    someone's data under a name ending .zarr, which the output removed with all it held. An
+    empty one, an array, a file and a symbolic link (the link replaced, not what it names) are
+    replaced as before."""
+    if os.path.islink(path):
+        return
+    try:
+        names = os.listdir(path)
+    except OSError:  # no folder there
+        return
+    if names and _ZARR_METADATA.isdisjoint(names):
+        raise GeomError(f"{path}: a folder that is no zarr array (no zarr.json) is there; "
+                        "it is not replaced: move it, or write elsewhere")
 
 def _remove_url(url: str) -> None:
     from geomcli.io import _remote

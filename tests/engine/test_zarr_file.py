@@ -1641,3 +1641,21 @@ def test_a_full_disk_under_a_batch_s_zarr_outputs_names_each_output(tmp_path: Pa
     assert [line for line in result.stderr.splitlines() if line.startswith("Error:")] == [
         f"Error: {out / name}.zarr: cannot write (No space left on device)" for name in ("a", "b")]
     assert os.listdir(out) == []
+
+
+def test_a_folder_that_is_no_zarr_array_is_not_replaced_by_a_zarr_output(tmp_path: Path) -> None:
+    """A folder named like the output, holding files but no zarr metadata, was replaced: removed
+    with everything in it. It fails that file now; an empty folder is still replaced."""
+    np.save(tmp_path / "in.npy", tensor(np.dtype("float32"), (1, 4, 8, 8)))
+    (tmp_path / "out.zarr" / "notes").mkdir(parents=True)
+    (tmp_path / "out.zarr" / "notes" / "thesis.txt").write_text("years of work")
+    (tmp_path / "empty.zarr").mkdir()
+    result = run("space-to-depth", tmp_path / "in.npy", "-o", tmp_path / "out.zarr", "--blocksize", "2")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {tmp_path / 'out.zarr'}: a folder that is no zarr array (no zarr.json) is "
+                             "there; it is not replaced: move it, or write elsewhere\n")
+    assert (tmp_path / "out.zarr" / "notes" / "thesis.txt").read_text() == "years of work"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["empty.zarr", "in.npy", "out.zarr"]
+    assert run("space-to-depth", tmp_path / "in.npy", "-o", tmp_path / "empty.zarr", "--blocksize", "2",
+               "-q").exit_code == 0
+    assert read_zarr(tmp_path / "empty.zarr").shape == (1, 16, 4, 4)
