@@ -67,9 +67,9 @@ def write_whole(data: np.ndarray, output: str) -> None:
     io.check_writable(data.dtype, data.shape, "zarr", output)
     chunks = tuple(max(1, length) for length in (1, *data.shape[1:]))[:data.ndim]
     with _zarr.staged(output) as place:
-        target = _zarr.create_output(place, data.shape, data.dtype, chunks, None, space=None)
+        target = _zarr.create_output(place, data.shape, data.dtype, chunks, None, space=None, name=output)
         _zarr.write_whole(target, data, output)
-        _zarr.mark_complete(place)
+        _zarr.mark_complete(place, output)
 
 
 def check_output_format(output: str, output_format: str) -> None:
@@ -321,11 +321,11 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         try:
             with _zarr.staged(output) as place:  # into place only when whole: a failed run leaves what was there
                 target = _zarr.create_output(place, result.shape, result.dtype, chunks, written_layout,
-                                             space=space, like=like)
+                                             space=space, like=like, name=output)
                 with _scheduler(scheduler, common) as (how, _):
                     # one dask chunk per zarr chunk: no two tasks write one chunk
                     ranges = _write_blocks(result.rechunk(chunks), target, None, how)
-                _zarr.mark_complete(place)
+                _zarr.mark_complete(place, output)
         except OSError as error:  # a chunk's write (a full disk) names no file: a batch's line named none
             raise GeomError(f"{output}: cannot write ({error.strerror or error})") from error
         return (*summary.joined_range(ranges), len(ranges))

@@ -300,6 +300,11 @@ def _first_line(error: BaseException) -> str:
     return lines[0][:200] if lines else type(error).__name__
 
 
+def _reason(error: BaseException) -> str:
+    """An OSError's reason alone: its text names the file, a staging folder the user never named."""
+    return (error.strerror if isinstance(error, OSError) else None) or _first_line(error)
+
+
 def exists(path: str) -> bool:
     """Whether a zarr array or group is at ``path``."""
     zarr = _zarr()
@@ -403,10 +408,11 @@ def refusal(dtype: np.dtype) -> str | None:
 
 
 def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...], layout: str | None,
-                  *, space: Space | None, like: Any = None) -> Any:
+                  *, space: Space | None, like: Any = None, name: str | None = None) -> Any:
     """A new zarr array at ``path`` (replacing what is there), marked incomplete: an OME-Zarr
     group of one level in ``space`` (the output's axes, scale) when one is given and the layout
-    fits, else an array with dimension_names.
+    fits, else an array with dimension_names. ``name``: the output as errors name it, where
+    ``path`` is its hidden staging folder (:func:`staged`).
     ``like``: an input array whose compressors it takes, and its sharding: a sharded input's
     output is stored in shards of ``chunks`` (each written whole by one task), of the input's
     inner chunks where they divide them."""
@@ -446,9 +452,9 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
         return zarr.create_array(store=store, shape=shape, dtype=dtype, chunks=chunks, dimension_names=names,
                                  attributes=incomplete, overwrite=True, **options)
     except (OSError, ValueError, TypeError) as error:
-        raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
+        raise GeomError(f"{name or path}: cannot write a zarr array ({_reason(error)})") from error
     except _remote._failures() as error:  # botocore's no credentials, say
-        raise GeomError(f"{path}: cannot write a zarr array ({_first_line(error)})") from error
+        raise GeomError(f"{name or path}: cannot write a zarr array ({_reason(error)})") from error
 
 
 @contextmanager
@@ -506,12 +512,13 @@ def _remove_url(url: str) -> None:
         pass
 
 
-def mark_complete(path: str) -> None:
-    """Mark the output at ``path`` complete: the last write of a run, after every chunk."""
+def mark_complete(path: str, name: str | None = None) -> None:
+    """Mark the output at ``path`` complete: the last write of a run, after every chunk.
+    ``name``: as for :func:`create_output`."""
     zarr = _zarr()
     try:
         node = zarr.open(store=_store(path, read_only=False), mode="r+")
         marker = dict(node.attrs.get(MARKER) or {})
         node.attrs[MARKER] = {**marker, "complete": True}
     except (OSError, ValueError, KeyError) as error:
-        raise GeomError(f"{path}: cannot mark the zarr array complete ({_first_line(error)})") from error
+        raise GeomError(f"{name or path}: cannot mark the zarr array complete ({_reason(error)})") from error

@@ -259,7 +259,7 @@ def test_an_output_cut_short_leaves_nothing_and_an_old_one_as_it_was(tmp_path: P
     data = tensor(np.dtype("float32"), (1, 4, 8, 8))
     write_zarr(tmp_path / "in.zarr", data, (1, 4, 4, 4))
 
-    def cut_short(path: str) -> None:
+    def cut_short(path: str, name: str | None = None) -> None:
         raise KeyboardInterrupt  # as Ctrl-C after the last chunk, before the marker
 
     monkeypatch.setattr(_zarr, "mark_complete", cut_short)
@@ -337,8 +337,8 @@ def test_a_signal_whose_exception_vanished_places_no_array(tmp_path: Path, old_o
 
     mark_complete = _zarr.mark_complete
 
-    def taken_then_lost(path: str) -> None:
-        mark_complete(path)
+    def taken_then_lost(path: str, name: str | None = None) -> None:
+        mark_complete(path, name)
         io.note_signal(signal.SIGTERM)
 
     monkeypatch.setattr(_zarr, "mark_complete", taken_then_lost)
@@ -375,13 +375,13 @@ def test_no_clobber_skips_a_zarr_output_made_during_the_run(tmp_path: Path, monk
     out = tmp_path / "out"
     mark_complete = _zarr.mark_complete
 
-    def planted_meanwhile(path: str) -> None:
+    def planted_meanwhile(path: str, name: str | None = None) -> None:
         if os.path.basename(path).startswith(".b.zarr."):
             if planted == "array":
                 write_zarr(out / "b.zarr", np.full((2, 2), 7, np.uint8), (2, 2))
             else:
                 (out / "b.zarr").write_text("precious")
-        mark_complete(path)
+        mark_complete(path, name)
 
     monkeypatch.setattr(_zarr, "mark_complete", planted_meanwhile)
     result = run("space-to-depth", f"{tmp_path}/in/*.zarr", "--out-dir", out, "--blocksize", "2", "-n", "-j", "1",
@@ -1659,3 +1659,20 @@ def test_a_folder_that_is_no_zarr_array_is_not_replaced_by_a_zarr_output(tmp_pat
     assert run("space-to-depth", tmp_path / "in.npy", "-o", tmp_path / "empty.zarr", "--blocksize", "2",
                "-q").exit_code == 0
     assert read_zarr(tmp_path / "empty.zarr").shape == (1, 16, 4, 4)
+
+
+def test_a_zarr_output_that_cannot_be_made_is_named_not_its_staging_folder(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only file system: it was `Error: /abs/.out.zarr.geomcli-1a2b3c4d: cannot write a zarr
+    array ([Errno 30] Read-only file system: '/abs/.out.zarr.geomcli-1a2b3c4d')`."""
+    from zarr.storage import _local
+
+    def read_only(path: Path, value: Any, exclusive: bool = False) -> int:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    np.save(tmp_path / "in.npy", tensor(np.dtype("float32"), (1, 4, 8, 8)))
+    monkeypatch.setattr(_local, "_put", read_only)
+    result = run("space-to-depth", tmp_path / "in.npy", "-o", tmp_path / "out.zarr", "--blocksize", "2")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {tmp_path / 'out.zarr'}: cannot write a zarr array (Read-only file system)\n"
+    assert os.listdir(tmp_path) == ["in.npy"]
