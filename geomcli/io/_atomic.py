@@ -567,12 +567,15 @@ def _removed_on_error(tmp: str, path: str) -> Iterator[None]:
         # numpy reports a short write ("N requested and M written") with no errno: say why
         # (looked at before the temp file's blocks are freed)
         short = _short_write(tmp) if isinstance(e, OSError) and e.errno is None else None
+        left = ""
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        except OSError as error:  # (an append-only folder): the first error stays the one told, and the file is named
+            left = f"; its temporary file {tmp} is left ({error.strerror or error})"
         if isinstance(e, OSError):
-            raise GeomError(f"{path}: cannot write ({short or e.strerror or e})") from e
+            raise GeomError(f"{path}: cannot write ({short or e.strerror or e}){left}") from e
         raise
 
 

@@ -1500,6 +1500,25 @@ def test_an_output_name_of_255_bytes_is_written_and_its_leftovers_are_its_own(tm
     assert sorted(os.listdir(tmp_path)) == sorted([name, name[:-5] + ".zarr"])
 
 
+def test_a_temp_file_that_cannot_be_removed_is_named_and_the_first_error_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An append-only folder (chattr +a) takes new files but neither renames nor removes them:
+    the error was the unlink's, `<the temp file>: Operation not permitted`, naming neither the
+    output nor that the hidden file stays."""
+    def refused(name: str, *args: Any) -> None:
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), name)
+
+    monkeypatch.setattr(os, "replace", refused)
+    monkeypatch.setattr(os, "unlink", refused)
+    out = tmp_path / "a.npy"
+    with pytest.raises(GeomError) as refusal:
+        io.write_array(np.arange(3), str(out))
+    monkeypatch.undo()
+    [left] = os.listdir(tmp_path)
+    assert str(refusal.value) == (f"{out}: cannot write (Operation not permitted); its temporary file "
+                                  f"{tmp_path / left} is left (Operation not permitted)")
+
+
 def test_write_replaces_with_normal_permissions(tmp_path: Path) -> None:
     path = str(tmp_path / "a.npy")
     old = os.umask(0o027)
