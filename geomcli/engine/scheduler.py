@@ -163,7 +163,9 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
                     silence_logs=logging.WARNING if debug else logging.CRITICAL)
         except BaseException as error:
             release()
-            if isinstance(error, OSError):  # no port, no process
+            # no port, no process; no thread or worker process under ulimit -u (distributed's
+            # RuntimeError: "can't start new thread", "Nanny failed to start."), a traceback
+            if isinstance(error, (OSError, RuntimeError)):
                 raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
             raise
         try:

@@ -606,3 +606,18 @@ def test_a_local_cluster_s_forkserver_starts_before_the_plan_with_dask_imported_
 
 def _put_whether_distributed_is_loaded(queue: Any) -> None:
     queue.put("distributed" in sys.modules and "geomcli.engine.cluster" in sys.modules)
+
+
+def test_a_local_cluster_that_cannot_start_is_one_error_line(mixed: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a low ulimit -u distributed raises RuntimeError ("Nanny failed to start.", "can't
+    start new thread"): that was a traceback."""
+    def no_processes(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("Nanny failed to start.")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_processes)
+    result = run("crop-pad", mixed / "rgb00.png", mixed / "rgb01.png", "--out-dir", tmp_path / "out", "--shape", "4,4",
+                 "--scheduler", "local:2")
+    assert result.exit_code == 1
+    assert result.stderr == "Error: cannot start a local Dask cluster (Nanny failed to start.)\n"
+    assert not (tmp_path / "out").exists()
