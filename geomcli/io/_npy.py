@@ -208,7 +208,11 @@ def read(source: str | bytes, name: str, max_pixels: int, mmap: bool) -> Loaded:
             data = np.load(io.BytesIO(source), allow_pickle=False)
         else:
             data = np.load(source, mmap_mode="r" if use_mmap else None, allow_pickle=False)
-    except (ValueError, EOFError, OSError) as e:
+    except OSError as e:
+        if e.errno is not None:  # the system's refusal (no memory to map it, no descriptor), not the file's fault
+            raise GeomError(f"{name}: cannot read ({e.strerror or e})") from e
+        raise GeomError(f"{name}: not a readable NPY ({one_line(e)})") from e
+    except (ValueError, EOFError) as e:
         # the file may have changed since the header was checked
         raise GeomError(f"{name}: not a readable NPY ({one_line(e)})") from e
     return Loaded(data, "npy", None, "-" if isinstance(source, bytes) else source)

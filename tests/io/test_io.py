@@ -1519,6 +1519,22 @@ def test_a_temp_file_that_cannot_be_removed_is_named_and_the_first_error_kept(
                                   f"{tmp_path / left} is left (Operation not permitted)")
 
 
+@pytest.mark.parametrize("mmap", [True, False])
+def test_a_npy_the_system_cannot_read_is_not_called_unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               mmap: bool) -> None:
+    """Under prlimit --as (no memory to map it) or ulimit -n, a good file read `not a readable NPY
+    ([Errno 12] Cannot allocate memory)`, as if it were damaged; TIFFs already said `cannot read`."""
+    path = str(tmp_path / "a.npy")
+    np.save(path, np.zeros((2, 3), np.float32))
+
+    def no_memory(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+
+    monkeypatch.setattr(np, "load", no_memory)
+    with pytest.raises(GeomError, match=r"a\.npy: cannot read \(Cannot allocate memory\)$"):
+        io.read_array(path, mmap=mmap)
+
+
 def test_write_replaces_with_normal_permissions(tmp_path: Path) -> None:
     path = str(tmp_path / "a.npy")
     old = os.umask(0o027)
