@@ -180,7 +180,7 @@ def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:
         raise SystemExit(EXIT_FAILED) from None
     except OSError as error:
         # --help, --version and usage errors write before any command runs, out of _Group.invoke's reach
-        if error.errno not in _STREAM_FULL:
+        if error.errno not in _STREAM_FULL or _raised_below_the_command_line(error):
             raise
         with contextlib.suppress(OSError):  # a full stderr has no room for the message either
             click.echo(f"Error: <stdout>: cannot write ({error.strerror})", err=True)
@@ -188,6 +188,18 @@ def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:
 
 
 _STREAM_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO, errno.EAGAIN)
+
+
+def _raised_below_the_command_line(error: BaseException) -> bool:
+    """Whether ``error`` came from the engine, io or the kernels: a file's, not a write of text to
+    a standard stream (--debug lets it out, for its traceback, which read '<stdout>: cannot write')."""
+    below = ("geomcli.engine", "geomcli.io", "geomcli.ops")
+    frame = error.__traceback__
+    while frame is not None:
+        if str(frame.tb_frame.f_globals.get("__name__", "")).startswith(below):
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def run() -> None:

@@ -8,6 +8,7 @@ processes where only a process shows it (signals, pipes, a full disk, another us
 
 from __future__ import annotations
 
+import errno
 import functools
 import io as bytes_io
 import json
@@ -696,6 +697,24 @@ def test_a_deleted_current_folder_fails_relative_names_in_one_line(relative: lis
     assert result.stderr == ("Error: the current folder has been deleted, so a relative name reaches nothing; "
                              "cd to a folder, or give absolute names\n")
     assert run("crop-pad", source, "-o", tmp_path / "abs.npy", "--shape", "1,1,2,2", "-q").exit_code == 0
+
+
+def test_debug_shows_a_file_s_full_disk_as_its_traceback_not_as_stdout_s(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An OSError --debug lets out of the engine reached main's handler for --help on a full
+    stdout, which printed `Error: <stdout>: cannot write (No space left on device)`: a file's
+    failure blamed on stdout, and no traceback."""
+    from geomcli.cli.group import main
+    from geomcli.engine import operations
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(operations.CropPad, "apply", full)
+    with pytest.raises(OSError, match="No space left on device"):
+        main(["crop-pad", str(_small_input(tmp_path)), "-o", str(tmp_path / "out.npy"), "--shape", "1,1,2,2",
+              "--debug"])
+    assert "<stdout>" not in capsys.readouterr().err
 
 
 def _wait_for_temp(folder: Path, process: subprocess.Popen[str], timeout: float = 60) -> None:
