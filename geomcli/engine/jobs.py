@@ -36,11 +36,25 @@ def transform(task: Task, job: Job) -> Report:
     report = job_report(task, job)
     if not _remote.is_url(job.output):  # an object store has no folders to make
         with reporting(report, task.common):
-            os.makedirs(os.path.dirname(job.output), exist_ok=True)
+            _make_folder(job.output)
     if report.status != "ok":
         return report
     with _atomic.no_replace() if task.no_clobber else _atomic.files_only():
         return transform_file(task.operation, job.input, job.output, job.format, task.common)
+
+
+def _make_folder(output: str) -> None:
+    """The folder of ``output``; its failure names the output, and a file in the way as such (a
+    batch's line was `o/photo: File exists` for --name '{stem}/x.png' where a file o/photo is)."""
+    try:
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as error:
+        in_the_way = os.path.dirname(output)
+        while in_the_way and not os.path.lexists(in_the_way):
+            in_the_way = os.path.dirname(in_the_way)
+        raise GeomError(f"{output}: {in_the_way or error.filename} is not a folder") from error
+    except OSError as error:
+        raise GeomError(f"{output}: cannot make its folder ({error.strerror or error})") from error
 
 
 def commit(report: Report, commits: Sequence[Callable[[], None]]) -> None:

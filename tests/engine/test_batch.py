@@ -1178,3 +1178,18 @@ def test_a_worker_whose_parent_was_killed_ends_without_a_traceback(
     if killer is not None:
         killer.join()
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("name", ["{stem}/x.png", "a/b/{stem}.png"])
+def test_a_file_in_the_way_of_an_output_s_folder_is_named(name: str, tmp_path: Path, rng: np.random.Generator) -> None:
+    """It was `Error: out/photo: File exists`: the folder alone, not the output, nor why."""
+    source = png(tmp_path / "photo.png", rng)
+    out = tmp_path / "out"
+    out.mkdir()
+    in_the_way = out / name.split("/")[0].format(stem="photo")
+    in_the_way.write_text("a file")
+    result = run("crop-pad", source, "--out-dir", out, "--name", name, "--shape", "4,4")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (f"Error: {out / name.format(stem='photo')}: {in_the_way} is not a "
+                                             "folder")
+    assert in_the_way.read_text() == "a file"
