@@ -36,7 +36,8 @@ _COMMANDS = {
 
 
 class _Group(Command, click.Group):
-    """Ctrl-C exits 130, SIGTERM 143, SIGHUP 129 and a closed stdout pipe 141, all without a traceback."""
+    """Ctrl-C exits 130, SIGTERM 143, SIGHUP 129, SIGXCPU 152 and a closed stdout pipe 141, all
+    without a traceback."""
 
     command_class = Command
 
@@ -61,8 +62,8 @@ class _Group(Command, click.Group):
         previous = {number: signal.getsignal(number) for number in io.STOP_SIGNALS}
         if previous[signal.SIGINT] is signal.default_int_handler:
             signal.signal(signal.SIGINT, _interrupt)
-        for number in (signal.SIGTERM, signal.SIGHUP):
-            if previous[number] == signal.SIG_DFL:
+        for number in io.STOP_SIGNALS:
+            if number != signal.SIGINT and previous[number] == signal.SIG_DFL:
                 signal.signal(number, _terminate)
         try:
             try:

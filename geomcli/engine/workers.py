@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from geomcli import cpus
-from geomcli.constants import EXIT_FAILED, EXIT_TERMINATED
+from geomcli.constants import EXIT_FAILED
 from geomcli.engine import forkserver, summary
 from geomcli.engine.jobs import commit
 from geomcli.engine.jobs import job_report as _report
@@ -502,7 +502,8 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
     ``under_way`` tells the parent which job it began last, should it die on it."""
     for number in (signal.SIGINT, signal.SIGHUP):  # Ctrl-C and a hang-up are the parent's to handle
         signal.signal(number, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _terminated)
+    for number in (signal.SIGTERM, signal.SIGXCPU):  # SIGXCPU: its own CPU time limit (ulimit -t) reached
+        signal.signal(number, _terminated)
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
     from geomcli import io  # noqa: F401
     from geomcli.io import _atomic
@@ -592,13 +593,13 @@ _jobs_under_way: list[Job] = []
 
 
 def _terminated(signum: int, frame: Any) -> None:
-    """A worker's SIGTERM: remove the temp files of the jobs under way and end at once.
+    """A worker's SIGTERM (or SIGXCPU): remove the temp files of the jobs under way and end at once.
 
     Not SystemExit: raised at an arbitrary point of a job (inside an import, say), it has been seen
     to vanish, leaving the worker running.
     """
     _ending()
-    os._exit(EXIT_TERMINATED)
+    os._exit(128 + signum)  # as the shell tells a signal's end: 143, or 152 for SIGXCPU
 
 
 def _ending() -> None:

@@ -427,8 +427,9 @@ def _take_over(fd: int, path: str) -> None:
 
 
 # The signals that stop a run as Ctrl-C does, with its cleanup: SIGHUP too, as a closed terminal
-# or a dropped ssh session sends it (it killed a run where it stood, its temp file left behind).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# or a dropped ssh session sends it, and SIGXCPU, as a CPU time limit (ulimit -t) does; each killed
+# a run where it stood, its temp file left behind.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU)
 
 # The signals (STOP_SIGNALS) the command line's handlers have taken (note_signal). A handler
 # raises, but Python can run it where its exception vanishes: inside an import's compile(), for

@@ -725,8 +725,12 @@ def _wait_for_temp(folder: Path, process: subprocess.Popen[str], timeout: float 
         time.sleep(0.01)
 
 
-# SIGHUP: a closed terminal or dropped ssh session; it killed the run where it stood, its temp file left
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+# SIGHUP: a closed terminal or dropped ssh session; SIGXCPU: a CPU time limit (ulimit -t). Each killed
+# the run where it stood, its temp file left
+_STOPS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGXCPU, 152)]
+
+
+@pytest.mark.parametrize(("signum", "code"), _STOPS)
 @pytest.mark.parametrize("kind", ["mapped-npy", "png-in-ram"])
 def test_a_signal_mid_write_leaves_the_old_output_and_no_temp(
     signum: int, code: int, kind: str, tmp_path: Path
@@ -801,7 +805,7 @@ def test_a_signal_whose_exception_vanished_still_ends_the_run(
     assert np.load(tmp_path / "later.npy").tolist() == [1.0, 1.0]
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+@pytest.mark.parametrize(("signum", "code"), _STOPS)
 def test_a_signal_mid_batch_of_big_outputs_leaves_only_complete_files(signum: int, code: int, tmp_path: Path) -> None:
     inputs = tmp_path / "in"
     inputs.mkdir()
