@@ -17,9 +17,10 @@ NAME_MAX = 255
 DEFAULT_MAX_PIXELS = 2**31
 """The default of --max-pixels: the elements an input or output may have."""
 
-EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 1, 2, 130, 143, 141
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 1, 2, 130, 141
 """Exit codes: a file failed; the command line asked what cannot be done (click's own code for
-its usage errors); Ctrl-C; SIGTERM; stdout's reader went away (as a shell reports SIGPIPE)."""
+its usage errors); Ctrl-C; stdout's reader went away (as a shell reports SIGPIPE). A run a stop
+signal ended exits 128 + its number, as a shell reports it: 143 for SIGTERM, 129 for SIGHUP."""
 
 
 def plain_number(text: str) -> bool:
