@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 INSTALL = "pip install 'geomcli[dask]'"
 # seconds to wait for a scheduler that does not answer
 CONNECT_SECONDS = 10
+# local:N's most worker processes: more than one machine runs (LocalCluster built a dict of
+# local:99999999999 workers and died of MemoryError, with a traceback)
+MAX_LOCAL_WORKERS = 1024
 # A LocalCluster's settings: no retry of its own after a worker dies (the dispatch retries file by
 # file, each alone on the cluster: a task waiting at a worker dies with the one it runs); a zarr's
 # chunked graph given one root task at a worker thread at a time (its memory: about 4 chunks a
@@ -76,8 +79,9 @@ def parse_scheduler(text: str) -> Scheduler:
         return Scheduler(workers=cpus.available_cpus())
     if text.startswith("local:"):
         count = text.removeprefix("local:")
-        if not (count.isascii() and count.isdigit()) or int(count) < 1:
-            raise PlanError(f"{text!r}: local:N needs a number of workers N of 1 or more", options="--scheduler")
+        if not (count.isascii() and count.isdigit()) or not 1 <= int(count) <= MAX_LOCAL_WORKERS:
+            raise PlanError(f"{text!r}: local:N needs a number of workers N from 1 to {MAX_LOCAL_WORKERS}",
+                            options="--scheduler")
         return Scheduler(workers=int(count))
     match = _ADDRESS.fullmatch(text)
     if match is None or not 0 < int(match["port"]) < 65536:

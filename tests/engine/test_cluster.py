@@ -500,7 +500,9 @@ def test_an_unreachable_scheduler_is_one_error_line(tmp_path: Path, mixed: Path,
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--scheduler", "somewhere"], "'somewhere' is not local, local:N or a scheduler's address such as"),
-    (["--scheduler", "local:0"], "'local:0': local:N needs a number of workers N of 1 or more"),
+    (["--scheduler", "local:0"], "'local:0': local:N needs a number of workers N from 1 to 1024"),
+    # LocalCluster's MemoryError, with a traceback
+    (["--scheduler", "local:99999999999"], "'local:99999999999': local:N needs a number of workers N from 1 to 1024"),
     (["--scheduler", "local:2", "-j", "2"], "give -j N or --scheduler, not both"),
     # what distributed would take 20 s to refuse, with a traceback
     (["--scheduler", "tcp://127.0.0.1:8786/"], "'tcp://127.0.0.1:8786/' is not local, local:N or a scheduler's"),

@@ -1166,6 +1166,17 @@ def test_on_a_dask_cluster_as_on_threads(tmp_path: Path, scheduler: str) -> None
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
 
 
+def test_more_local_workers_than_a_machine_runs_is_a_usage_error(tmp_path: Path) -> None:
+    """LocalCluster died of MemoryError, with a traceback, building its dict of workers."""
+    write_zarr(tmp_path / "in.zarr", tensor(np.dtype("float32")), (1, 5, 7, 5))
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2",
+                 "--scheduler", "local:99999999999")
+    assert result.exit_code == 2
+    assert result.stderr.endswith("Error: Invalid value for '--scheduler': 'local:99999999999': local:N needs a "
+                                  "number of workers N from 1 to 1024\n"), result.stderr
+    assert not (tmp_path / "out.zarr").exists()
+
+
 @pytest.mark.cluster
 def test_relative_names_on_a_cluster_are_this_shell_s(tmp_path: Path, scheduler: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
