@@ -58,8 +58,10 @@ def encode(
     strategy, as ImageMagick writes); ``icc``, ``ppm`` (pixels per metre) and ``exif`` become
     iCCP, pHYs and eXIf chunks after the IHDR, followed by ``chunks`` (type, body) as given."""
     import imagecodecs
+    import numpy as np
 
-    png = imagecodecs.png_encode(data, level=level, strategy=imagecodecs.PNG.STRATEGY.FILTERED)
+    # libpng's encoder takes C-contiguous rows only; a space-to-depth result is a strided view
+    png = imagecodecs.png_encode(np.ascontiguousarray(data), level=level, strategy=imagecodecs.PNG.STRATEGY.FILTERED)
     extra = b""
     if icc is not None:
         extra += _chunk(b"iCCP", b"ICC profile\0\0" + zlib.compress(icc, 9))

@@ -567,6 +567,14 @@ def test_png16_keeps_icc_dpi_and_exif(tmp_path: Path, rng: np.random.Generator, 
         assert im.info["icc_profile"] == metadata.icc
 
 
+def test_png16_of_a_strided_view(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A space-to-depth result is a view; imagecodecs refused it (ValueError, a traceback)."""
+    data = rng.integers(0, 65536, (9, 11, 8), dtype=np.uint16)[:, :, ::2]
+    path = str(tmp_path / "a.png")
+    assert io.write_array(data, path) == ()
+    assert _equal(io.read_array(path).data, data)
+
+
 def test_png16_grey_written_by_pillow(tmp_path: Path, rng: np.random.Generator) -> None:
     from PIL import Image
 
