@@ -643,6 +643,15 @@ def test_affine_grid_bad_size_is_a_usage_error(tmp_path: Path, size: str, messag
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("size", ["0,1,4,4", "0,1,2,4,4"])
+def test_affine_grid_of_no_matrices_from_the_flags(tmp_path: Path, size: str) -> None:
+    """N = 0 is allowed: an empty grid, and no matrix to record (an IndexError, with a traceback, took one)."""
+    result = run("affine-grid", "--size", size, "-o", tmp_path / "g.npy", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["parameters"]["theta"] is None
+    assert np.load(tmp_path / "g.npy").shape == (0, *map(int, size.split(",")[2:]), len(size.split(",")) - 2)
+
+
 @pytest.mark.parametrize("theta", [[], ["--theta", "1,0,0,0,1,0"]])
 def test_affine_grid_size_is_checked_before_theta_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           theta: list[str]) -> None:
