@@ -430,10 +430,15 @@ def _write_grid(report: Report, theta: np.ndarray, size: tuple[int, ...], align_
                 output_format: str, common: Common) -> None:
     """Make the grids and write them to ``output`` (a file memory-mapped when big, or a .zarr), filling ``report``."""
     import geomcli.ops.affine_grid as grid_ops
+    from geomcli import io
     from geomcli.engine import summary
 
     report.input_shape, report.input_dtype = list(theta.shape), str(theta.dtype)
     shape = grid_ops.affine_grid_output_shape(theta.shape, size)
+    try:  # grids are floats: -o grid.png is what the options ask, a usage fault as warp's float result to PNG
+        io.check_writable(theta.dtype, shape, output_format, io.display_name(output, output=True))
+    except GeomError as error:
+        raise OptionFault(str(error)) from error
     if output_format == "zarr":  # a grid is small (within --max-pixels): made whole, stored whole
         from geomcli.engine import zarr_file
 

@@ -643,6 +643,21 @@ def test_affine_grid_bad_size_is_a_usage_error(tmp_path: Path, size: str, messag
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("args, message", [
+    (["-o", "g.png"], "g.png: PNG cannot hold float32 data; write .npy or .tiff"),
+    (["-o", "g.tiff", "--dtype", "bfloat16"], "g.tiff: TIFF cannot hold bfloat16 data; write .npy"),
+    (["-o", "-", "--format", "jpeg"], "<stdout>: JPEG cannot hold float32 data; write .npy or .tiff"),
+])
+def test_affine_grid_to_a_format_that_holds_no_grid_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     args: list[str], message: str) -> None:
+    """What the options alone ask, as warp's float result to PNG is (it was exit 1)."""
+    monkeypatch.chdir(tmp_path)
+    result = run("affine-grid", "--size", "1,1,4,4", *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"Error: {message}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("size", ["0,1,4,4", "0,1,2,4,4"])
 def test_affine_grid_of_no_matrices_from_the_flags(tmp_path: Path, size: str) -> None:
     """N = 0 is allowed: an empty grid, and no matrix to record (an IndexError, with a traceback, took one)."""
