@@ -236,8 +236,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
         except GeomError as error:  # typed numbers that do not fit --like's file: a usage error too
             raise _usage(str(error).removeprefix("--theta: "), ["theta"]) from error
     grid_size = (batch, *spatial_sizes)
-    shape = grid_ops.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
     try:
+        # (a shape past what numpy addresses is refused as one past max_pixels)
+        shape = grid_ops.affine_grid_output_shape((batch, spatial, spatial + 1), grid_size)
         io.check_size(shape, max_pixels, f"the output {shape}")
     except GeomError as error:
         if like is None:

@@ -682,6 +682,15 @@ def test_affine_grid_size_is_checked_before_theta_is_built(tmp_path: Path, monke
                              "2147483648; raise it with --max-pixels or GEOMCLI_MAX_PIXELS\n")
 
 
+def test_affine_grid_size_past_what_numpy_addresses_is_a_usage_error(tmp_path: Path) -> None:
+    """As --size 10000000000,1,1,1 past --max-pixels (and warp's --size past both): it was exit 1."""
+    result = run("affine-grid", "--size", f"{2**63 - 1},1,4,4", "-o", tmp_path / "g.npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (f"Error: affine_grid: the output shape ({2**63 - 1}, 4, 4, 2) has {(2**63 - 1) * 32} "
+                             f"elements; numpy addresses at most {2**63 - 1} (theta shape ({2**63 - 1}, 2, 3))\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_affine_grid_theta_for_every_n_stays_one_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import geomcli.ops.affine_grid as grid_ops
 
