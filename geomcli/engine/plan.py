@@ -541,8 +541,11 @@ def render(template: str, source: Source, index: int) -> list[str]:
     stem, suffix = os.path.splitext(name)
     try:
         text = template.format(stem=stem, suffix=suffix, name=name, parent=source.parent, index=index)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, OverflowError) as error:  # {index:c} past U+10FFFF overflows
         raise PlanError(f"{template!r}: {error}", options="--name") from error
+    if "\0" in text:  # {index:c} of index 0; the file system would refuse it with a ValueError
+        raise PlanError(f"{template!r} names {text!r} for {source.path}; a file name cannot hold a NUL",
+                        options="--name")
     parts = [part for part in text.split("/") if part not in ("", ".")]
     if ".." in parts:
         raise PlanError(f"{template!r} names {text!r} for {source.path}, outside --out-dir", options="--name")

@@ -462,10 +462,13 @@ def test_a_named_input_is_found_unreadable_by_reading_it(shots: Path, tmp_path: 
     ("{stem:05d}.png", "Unknown format code 'd'"),
     ("{stem", "expected '}' before end of string"),
     ("{index}.txt", "unknown extension '.txt'"),
+    # the first input's index, 0, as a character: a ValueError's traceback
+    ("{index:c}.png", "'{index:c}.png' names '\\x00.png' for {shots}/a.png; a file name cannot hold a NUL"),
 ])
 def test_bad_templates_are_usage_errors(template: str, message: str, shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", shots / "a.png", "--out-dir", tmp_path / "out", "--name", template, "--shape", "4,4")
-    assert result.exit_code == 2 and message in result.stderr
+    assert result.exit_code == 2 and message.replace("{shots}", str(shots)) in result.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_render_examples() -> None:
