@@ -63,7 +63,9 @@ def local_path(path: str) -> str:
     parts = urlsplit(path)
     if parts.netloc not in ("", "localhost"):
         raise GeomError(f"{path}: a file:// URL names a file of this machine (file:///path), not of {parts.netloc}")
-    return unquote(parts.path) or "/"
+    if not parts.path:  # it was /: --out-dir file:// wrote into the root folder
+        raise GeomError(f"{path}: a file:// URL names no path (file:///path)")
+    return unquote(parts.path)
 
 
 def configure(options: tuple[tuple[str, Any], ...] | dict[str, Any]) -> None:

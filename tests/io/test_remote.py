@@ -465,6 +465,14 @@ def test_file_urls_are_local_paths(shots: dict[str, bytes], tmp_path: Path) -> N
     assert (tmp_path / "one.png").read_bytes() == (tmp_path / "out" / "a.png").read_bytes()
 
 
+@pytest.mark.parametrize("url", ["file://", "file://localhost", "FILE://"])
+def test_a_file_url_of_no_path_is_refused(shots: dict[str, bytes], tmp_path: Path, url: str) -> None:
+    """It was the root folder: --out-dir file:// wrote /a.png (a fuzzer's run)."""
+    result = run("crop-pad", tmp_path / "raw" / "a.png", "--out-dir", url, "--shape", "6,6")
+    assert result.exit_code == 2 and f"{url}: a file:// URL names no path (file:///path)" in result.stderr
+    assert not Path("/a.png").exists()
+
+
 def test_a_filesystem_not_installed_is_named(tmp_path: Path, shots: dict[str, bytes]) -> None:
     try:  # gcsfs is no dependency of the extra
         import gcsfs  # noqa: F401
