@@ -80,8 +80,13 @@ def _padded(data: Dask, pads: Sequence[tuple[int, int]], value: np.ndarray, max_
     CHUNK_BYTES and ``max_pixels`` elements (at least the data's own chunk along the axis): dask's
     pad cut them into the data's chunks, so a 4x4 chunk padded to 8200x8200 was 4 million tasks
     (10 GB and ten minutes); a block past --max-pixels refused a run whose chunks were within it."""
+    import math
+
     import dask.array as da
 
+    from geomcli.errors import GeomError
+
+    padded = tuple(length + before + after for length, (before, after) in zip(data.shape, pads))
     for axis, (before, after) in enumerate(pads):
         if not before and not after:
             continue
@@ -93,6 +98,11 @@ def _padded(data: Dask, pads: Sequence[tuple[int, int]], value: np.ndarray, max_
         if max_pixels is not None:
             most = min(most, max_pixels // elements)
         step = max(max(data.chunks[axis]), most)
+        blocks = sum(-(-width // step) for width in (before, after)) * math.prod(
+            len(lengths) for other, lengths in enumerate(data.chunks) if other != axis)
+        if blocks > MOST_TASKS:  # a 10**8 x 10**8 pad was a MemoryError listing 2 * 10**8 blocks
+            raise GeomError(f"padding to shape {padded} takes {blocks} blocks, more than the {MOST_TASKS} "
+                            "tasks a run takes")
         parts = []
         for width in (before, after):
             if width:

@@ -129,6 +129,17 @@ def test_a_pad_is_in_blocks_within_max_pixels_where_the_chunks_are(tmp_path: Pat
     assert np.array_equal(np.load(tmp_path / "out.npy"), crop_ops.center_crop_pad(data, [8, 2000], fill=7))
 
 
+def test_a_pad_of_more_blocks_than_a_run_takes_is_one_error_line(tmp_path: Path) -> None:
+    """A photo padded to 10**8 x 10**8 into a zarr listed 4 * 10**8 pad blocks: a MemoryError with a
+    traceback (an option fuzzer's run). --max-pixels does not bound a zarr output; MOST_TASKS does."""
+    write_zarr(tmp_path / "in.zarr", np.zeros((12, 16), np.uint8), (4, 4))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "99999999,99999999")
+    assert result.exit_code == 2  # refused as the run is planned, before anything is made
+    assert result.stderr.startswith(f"Error: {tmp_path / 'in.zarr'}: padding to shape (99999999, 99999999) takes ")
+    assert result.stderr.endswith(" blocks, more than the 16777216 tasks a run takes\n")
+    assert not (tmp_path / "out.zarr").exists()
+
+
 def test_a_stripped_tiff_page_past_max_pixels_is_read_by_its_strips(tmp_path: Path) -> None:
     """A stripped page was one chunk (read whole, or merged to about 64 MiB) whatever --max-pixels
     said: "an input chunk (200, 200): 40000 elements exceed the limit of 5000", its strips 16 rows."""
