@@ -502,7 +502,7 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
     ``under_way`` tells the parent which job it began last, should it die on it."""
     for number in (signal.SIGINT, signal.SIGHUP):  # Ctrl-C and a hang-up are the parent's to handle
         signal.signal(number, signal.SIG_IGN)
-    for number in (signal.SIGTERM, signal.SIGXCPU):  # SIGXCPU: its own CPU time limit (ulimit -t) reached
+    for number in (signal.SIGTERM, signal.SIGXCPU):  # SIGXCPU: its own soft CPU time limit (ulimit -St) reached
         signal.signal(number, _terminated)
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
     from geomcli import io  # noqa: F401

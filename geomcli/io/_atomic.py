@@ -427,7 +427,7 @@ def _take_over(fd: int, path: str) -> None:
 
 
 # The signals that stop a run as Ctrl-C does, with its cleanup: SIGHUP too, as a closed terminal
-# or a dropped ssh session sends it, and SIGXCPU, as a CPU time limit (ulimit -t) does; each killed
+# or a dropped ssh session sends it, and SIGXCPU, as a soft CPU time limit (ulimit -St) does; each killed
 # a run where it stood, its temp file left behind.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU)
 

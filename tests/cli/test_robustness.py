@@ -725,8 +725,8 @@ def _wait_for_temp(folder: Path, process: subprocess.Popen[str], timeout: float 
         time.sleep(0.01)
 
 
-# SIGHUP: a closed terminal or dropped ssh session; SIGXCPU: a CPU time limit (ulimit -t). Each killed
-# the run where it stood, its temp file left
+# SIGHUP: a closed terminal or dropped ssh session; SIGXCPU: a soft CPU time limit (ulimit -St;
+# bash's ulimit -t sets the hard one too, which kills). Each killed the run where it stood, its temp file left
 _STOPS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGXCPU, 152)]
 
 
