@@ -663,14 +663,16 @@ class Warp(Operation):
         over, where theta scales, flips and shifts each axis alone (zero off its diagonal, one
         matrix for every image; a flip keeps the size): ``--scale 2`` twice the size, ``--size``
         its length in over its length out (as resize makes it; less one of each with
-        --align-corners; an axis warped to one pixel: the extent it shows). None for a rotation or
-        shear, whose output's pixels have no size per axis."""
+        --align-corners; an axis with no step, warped to one pixel or from one: the extent it shows
+        over its length out, as resize's). None for a rotation or shear, whose output's pixels have
+        no size per axis."""
         maps = self._axis_maps(header, common)
         if maps is None or len(scale) != len(header.shape):
             return None if maps is None else scale
+        output = self.output_shape(header, common)
         scaled = list(scale)
         for axis, factor, a, _ in maps:
-            scaled[axis] = scale[axis] * (abs(a) if a else abs(factor) * header.shape[axis])
+            scaled[axis] = scale[axis] * (abs(a) if a else abs(factor) * header.shape[axis] / output[axis])
         return tuple(scaled)
 
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,

@@ -780,6 +780,9 @@ def test_each_output_pixel_lies_where_its_scale_and_translation_say(tmp_path: Pa
     (["warp", "--scale", "2"], [1.0, 1.0, 0.5], True),  # an output pixel steps over 2 input pixels
     (["warp", "--size", "30,40"], [1.0, 1.0, 0.5], True),
     (["warp", "--scale", "2", "--size", "30,40", "--align-corners"], [1.0, 59 / 29 * 1.0, 79 / 39 * 0.5], True),
+    # an input axis of one pixel under align_corners has no step (every row samples it): its extent over 30 rows,
+    # as resize gives it (it was the input's pixel size, |f| * 1)
+    (["warp", "--layout", "CHW", "--size", "30,80", "--align-corners", "ONE-ROW"], [1.0, 1 / 30, 0.25], True),
     (["warp", "--rotate", "30"], [1.0, 1.0, 1.0], False),
     (["grid-sample", "--grid", "GRID"], [1.0, 1.0, 1.0], False),
 ])
@@ -792,6 +795,10 @@ def test_a_warp_scales_the_pixel_size_and_a_grid_drops_it(tmp_path: Path, args: 
             {"name": "x", "type": "space", "unit": "nanometer"}]
     ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
               [{"type": "scale", "scale": [1.0, 0.5, 0.25]}])
+    if "ONE-ROW" in args:
+        ome_group(tmp_path / "in.zarr", np.zeros((3, 1, 80), np.uint16), axes,
+                  [{"type": "scale", "scale": [1.0, 1.0, 0.25]}])
+        args = [arg for arg in args if arg != "ONE-ROW"]
     np.save(tmp_path / "grid.npy", np.zeros((1, 30, 40, 2), np.float32))
     command, *rest = [str(tmp_path / "grid.npy") if arg == "GRID" else arg for arg in args]
     result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *rest)
