@@ -501,6 +501,7 @@ def _refuse_other_folder(path: str) -> None:
         raise GeomError(f"{path}: a folder that is no zarr array (no zarr.json) is there; "
                         "it is not replaced: move it, or write elsewhere")
 
+
 def _remove_url(url: str) -> None:
     from geomcli.io import _remote
 
