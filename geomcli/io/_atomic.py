@@ -467,11 +467,13 @@ def refuse_after_signal() -> None:
 
 def hold_signals() -> Callable[[], None]:
     """Hold STOP_SIGNALS back (in the main thread, where Python runs their handlers); the
-    function returned restores the handlers and delivers what came meanwhile."""
+    function returned restores the handlers and delivers what came meanwhile. An ignored one
+    (nohup's SIGHUP) stays ignored: a process started meanwhile (a LocalCluster's) inherits that."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     held: list[int] = []
-    previous = {number: signal.signal(number, lambda got, frame: held.append(got)) for number in STOP_SIGNALS}
+    previous = {number: signal.signal(number, lambda got, frame: held.append(got)) for number in STOP_SIGNALS
+                if signal.getsignal(number) != signal.SIG_IGN}
 
     def release() -> None:
         for number, handler in previous.items():

@@ -1508,6 +1508,28 @@ def test_an_output_name_of_255_bytes_is_written_and_its_leftovers_are_its_own(tm
     assert sorted(os.listdir(tmp_path)) == sorted([name, name[:-5] + ".zarr"])
 
 
+def test_holding_signals_leaves_an_ignored_one_ignored_for_processes_started_meanwhile() -> None:
+    """nohup's SIGHUP: a LocalCluster starts its forkserver and workers while the signals are
+    held, and they got SIG_DFL (exec resets a handler, not SIG_IGN): a closed terminal killed them."""
+    import signal
+
+    from geomcli.io import _atomic
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        release = _atomic.hold_signals()
+        try:
+            child = subprocess.run([sys.executable, "-c", "import signal; "
+                                    "print(signal.getsignal(signal.SIGHUP) == signal.SIG_IGN)"],
+                                   capture_output=True, text=True, check=True)
+        finally:
+            release()
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert child.stdout == "True\n"
+
+
 def test_a_temp_file_that_cannot_be_removed_is_named_and_the_first_error_kept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An append-only folder (chattr +a) takes new files but neither renames nor removes them:
