@@ -18,6 +18,8 @@ from geomcli.constants import plain_number
 from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
+    from fractions import Fraction
+
     import numpy as np
 
     from geomcli.engine.options import Common
@@ -943,27 +945,28 @@ class Resize(Operation):
         then every output pixel lies where it was sampled (align_corners: (in - 1)/(out - 1);
         a scale that does not divide the length: 1/scale). An axis resized to one pixel has no
         step (a = 0): there its length in over its length out, the extent it shows."""
-        from geomcli.ops.resize import resize_coordinate_map
-
         if len(scale) != len(header.shape):
             return scale
-        axes = self._axes(header.shape, common, header.layout)
-        lines = resize_coordinate_map(header.shape, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
         output = self.output_shape(header, common)
         return tuple(value * (float(a) if a else length / out if out else 1.0)
-                     for value, (a, _), length, out in zip(scale, lines, header.shape, output, strict=True))
+                     for value, (a, _), length, out in zip(scale, self._lines(header, common), header.shape, output,
+                                                           strict=True))
 
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
                 common: Common) -> tuple[float, ...] | None:
         """Moved to where the first output pixel is sampled in the input (resize_coordinate_map:
         x_in = a·x_out + b, so b input pixels) times the pixel size."""
-        from geomcli.ops.resize import resize_coordinate_map
-
         if not len(translation) == len(scale) == len(header.shape):
             return None
+        return tuple(value + float(b) * size
+                     for value, size, (_, b) in zip(translation, scale, self._lines(header, common), strict=True))
+
+    def _lines(self, header: Header, common: Common) -> tuple[tuple[Fraction, Fraction], ...]:
+        """Per axis, (a, b) with x_in = a·x_out + b: where each output pixel is sampled."""
+        from geomcli.ops.resize import resize_coordinate_map
+
         axes = self._axes(header.shape, common, header.layout)
-        lines = resize_coordinate_map(header.shape, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
-        return tuple(value + float(b) * size for value, size, (_, b) in zip(translation, scale, lines, strict=True))
+        return resize_coordinate_map(header.shape, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
 
     def unused_options(self) -> list[str]:
         return list(self._ignored().values())
