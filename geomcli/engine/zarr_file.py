@@ -318,6 +318,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         if not _zarr.is_zarr(output):
             raise GeomError(f"{output}: a zarr output is named NAME.zarr")
         chunks = _output_chunks(result, data)
+        place: str | None = None
         try:
             with _zarr.staged(output) as place:  # into place only when whole: a failed run leaves what was there
                 target = _zarr.create_output(place, result.shape, result.dtype, chunks, written_layout,
@@ -326,7 +327,9 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
                     # one dask chunk per zarr chunk: no two tasks write one chunk
                     ranges = _write_blocks(result.rechunk(chunks), target, None, how)
                 _zarr.mark_complete(place, output)
-        except OSError as error:  # a chunk's write (a full disk) names no file: a batch's line named none
+        except OSError as error:  # a chunk's write (a full disk) names no file, or the staging folder's
+            if error.filename is not None and not (place and str(error.filename).startswith(place)):
+                raise  # an input chunk's read, which names its file
             raise GeomError(f"{output}: cannot write ({error.strerror or error})") from error
         return (*summary.joined_range(ranges), len(ranges))
     else:

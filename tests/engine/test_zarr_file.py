@@ -1672,6 +1672,39 @@ def test_a_full_disk_under_a_batch_s_zarr_outputs_names_each_output(tmp_path: Pa
     assert os.listdir(out) == []
 
 
+@pytest.mark.parametrize("failing", ["read", "write"])
+def test_a_chunk_s_os_error_names_the_file_that_failed(failing: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input chunk's read names that chunk (it was blamed on the output: `out.zarr: cannot
+    write (Input/output error)`); an output chunk's write, which names the hidden staging folder,
+    names the output."""
+    from zarr.storage import _local
+
+    write_zarr(tmp_path / "in.zarr", tensor(np.dtype("float32"), (2, 4, 8, 8)), (1, 4, 8, 8))
+    get, put = _local._get, _local._put
+
+    def broken_get(path: Path, *args: Any, **kwargs: Any) -> Any:
+        if "in.zarr/c/1" in str(path):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(path))
+        return get(path, *args, **kwargs)
+
+    def broken_put(path: Path, *args: Any, **kwargs: Any) -> Any:
+        if "/c/" in str(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return put(path, *args, **kwargs)
+
+    if failing == "read":
+        monkeypatch.setattr(_local, "_get", broken_get)
+    else:
+        monkeypatch.setattr(_local, "_put", broken_put)
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0].startswith(
+        f"Error: {tmp_path / 'in.zarr'}/c/1/" if failing == "read" else
+        f"Error: {tmp_path / 'out.zarr'}: cannot write (No space left on device)")
+    assert sorted(os.listdir(tmp_path)) == ["in.zarr"]
+
+
 def test_a_folder_that_is_no_zarr_array_is_not_replaced_by_a_zarr_output(tmp_path: Path) -> None:
     """A folder named like the output, holding files but no zarr metadata, was replaced: removed
     with everything in it. It fails that file now; an empty folder is still replaced."""
