@@ -1164,14 +1164,16 @@ def test_an_impossible_shape_is_a_usage_error_before_any_file_is_read(photo: Pat
     assert sorted(os.listdir(tmp_path)) == ["photo.png"]  # nothing written, no --out-dir made
 
 
-def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path: Path) -> None:
-    """`geomcli ... &` in a script starts with SIGINT ignored: Ctrl-C at the terminal is not for it."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
+def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path: Path, signum: int) -> None:
+    """`geomcli ... &` in a script starts with SIGINT ignored: Ctrl-C at the terminal is not for
+    it; nohup starts it with SIGHUP ignored."""
     out = tmp_path / "out.npy"
     process = subprocess.Popen([*GEOMCLI, "crop-pad", "-", "-o", str(out), "--shape", "2,2", "-q"],
                                stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+                               preexec_fn=lambda: signal.signal(signum, signal.SIG_IGN))
     time.sleep(1.0)  # mid-read of stdin
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     time.sleep(0.3)
     assert process.poll() is None
     payload = bytes_io.BytesIO()
