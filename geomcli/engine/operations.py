@@ -944,22 +944,24 @@ class Resize(Operation):
         (resize_coordinate_map: x_in = a·x_out + b, so a), as :meth:`shifted` places the first:
         then every output pixel lies where it was sampled (align_corners: (in - 1)/(out - 1);
         a scale that does not divide the length: 1/scale). An axis resized to one pixel has no
-        step (a = 0): there its length in over its length out, the extent it shows."""
+        step (a = 0): there its length in over its length out, the extent it shows. A roi whose
+        start is past its end flips the axis: a size is |a|."""
         if len(scale) != len(header.shape):
             return scale
         output = self.output_shape(header, common)
-        return tuple(value * (float(a) if a else length / out if out else 1.0)
+        return tuple(value * (abs(float(a)) if a else length / out if out else 1.0)
                      for value, (a, _), length, out in zip(scale, self._lines(header, common), header.shape, output,
                                                            strict=True))
 
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
                 common: Common) -> tuple[float, ...] | None:
         """Moved to where the first output pixel is sampled in the input (resize_coordinate_map:
-        x_in = a·x_out + b, so b input pixels) times the pixel size."""
-        if not len(translation) == len(scale) == len(header.shape):
+        x_in = a·x_out + b, so b input pixels) times the pixel size; None for a flip (a roi whose
+        start is past its end), whose pixels run the other way."""
+        lines = self._lines(header, common)
+        if not len(translation) == len(scale) == len(header.shape) or any(a < 0 for a, _ in lines):
             return None
-        return tuple(value + float(b) * size
-                     for value, size, (_, b) in zip(translation, scale, self._lines(header, common), strict=True))
+        return tuple(value + float(b) * size for value, size, (_, b) in zip(translation, scale, lines, strict=True))
 
     def _lines(self, header: Header, common: Common) -> tuple[tuple[Fraction, Fraction], ...]:
         """Per axis, (a, b) with x_in = a·x_out + b: where each output pixel is sampled."""

@@ -70,6 +70,17 @@ def test_not_smaller_keeps_square_pixels_square(tmp_path: Path) -> None:
         assert image.info["dpi"][0] == image.info["dpi"][1] == pytest.approx(72 * 256 / 300, abs=0.02)
 
 
+def test_a_roi_that_flips_an_axis_keeps_a_positive_dpi(tmp_path: Path) -> None:
+    """A roi whose start is past its end samples the axis backwards (x_in = a·x_out + b, a < 0):
+    its pixels are |a| input pixels apart. The negative DPI was Pillow's OverflowError, a traceback."""
+    Image.fromarray(np.zeros((40, 60, 3), np.uint8)).save(tmp_path / "in.png", dpi=(72, 72))
+    result = run("resize", tmp_path / "in.png", "-o", tmp_path / "o.png", "--sizes", "20,60,3",
+                 "--coordinate-transformation-mode", "tf_crop_and_resize", "--roi", "1,0,0,0,1,1", "-q")
+    assert result.exit_code == 0, result.stderr
+    with Image.open(tmp_path / "o.png") as image:
+        assert image.info["dpi"] == pytest.approx((72, 72 * 19 / 39), abs=0.02)  # y: 39/19 input pixels a step
+
+
 def test_dpi_follows_the_pixels(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     assert run("resize", path, "-o", tmp_path / "o.png", "--scales", "2,3", "-q").exit_code == 0

@@ -740,6 +740,22 @@ def test_a_resizes_scale_and_translation_place_each_pixel_where_it_was_sampled(
     assert written[1]["translation"] == pytest.approx(translation, rel=1e-12)
 
 
+def test_a_resize_that_flips_an_axis_keeps_a_positive_scale_and_drops_the_translation(tmp_path: Path) -> None:
+    """A roi whose start is past its end: the scale was negative (a * the input's, a < 0), and the
+    translation put the first pixel at the input's last one with the others running backwards."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+            {"name": "x", "type": "space", "unit": "nanometer"}]
+    ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]}, {"type": "translation", "translation": [0, 10, 20]}])
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--sizes", "30,80", "--json",
+                 "--coordinate-transformation-mode", "tf_crop_and_resize", "--roi", "1,0,0,1")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == ["the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried "
+                                                     "through resize (it does not say where its pixels lie); dropped"]
+    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": pytest.approx([1.0, 0.5 * 59 / 29, 0.25])}]
+
+
 @pytest.mark.parametrize("args", [
     ["resize", "--sizes", "30,40", "--mode", "linear"],
     ["resize", "--scales", "0.375,1.5", "--mode", "linear"],
