@@ -185,7 +185,7 @@ def read_list(path: str) -> list[str]:
     try:
         path = _remote.local_path(path)
         if _remote.is_url(path):
-            text = _remote.read_bytes(path, LIST_BYTES)
+            text = _remote.read_bytes(path, LIST_BYTES, ", more than a list of names may hold")
         elif path == "-" and sys.stdin is None:
             raise PlanError("- (stdin) is closed: there is no list to read", options="--files-from")
         else:

@@ -53,6 +53,7 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "FORMATS",
     "IMAGE_FORMATS",
+    "STOP_SIGNALS",
     "Header",
     "Loaded",
     "Metadata",
@@ -61,7 +62,6 @@ __all__ = [
     "WriteOptions",
     "check_size",
     "check_writable",
-    "STOP_SIGNALS",
     "clear_signals",
     "crop_picture",
     "display_name",
@@ -692,7 +692,8 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         named = format_for_path(path, format, hint="") if format is not None or os.path.splitext(path)[1] else None
         from geomcli.io._stream import byte_limit
 
-        data = _remote.read_bytes(path, byte_limit(max_pixels))
+        data = _remote.read_bytes(path, byte_limit(max_pixels), ", more than the --max-pixels limit could need; "
+                                  "raise it with --max-pixels or GEOMCLI_MAX_PIXELS")
         fmt = _content_format(name, data[:SNIFF_BYTES], named, empty=not data, stdin=False)
         return data, name, fmt, len(data)
     path = _remote.local_path(path)

@@ -220,15 +220,14 @@ def check_readable(url: str) -> None:
         fs.isdir(path)
 
 
-def read_bytes(url: str, limit: int) -> bytes:
-    """The whole object at ``url``; a GeomError for a missing one, one past ``limit`` bytes, or a
-    failed read."""
+def read_bytes(url: str, limit: int, past_limit: str) -> bytes:
+    """The whole object at ``url``; a GeomError for a missing one, a failed read, or one past
+    ``limit`` bytes (its message ending in ``past_limit``: what the limit is and what raises it)."""
     fs, path = filesystem(url)
     with _errors(url, "read"):
         size = fs.size(path)
         if size is not None and size > limit:
-            raise GeomError(f"{url}: {size} bytes, more than {limit}, more than the --max-pixels limit could need; "
-                            "raise it with --max-pixels or GEOMCLI_MAX_PIXELS")
+            raise GeomError(f"{url}: {size} bytes, more than {limit}{past_limit}")
         data = fs.cat_file(path)
     return bytes(data)
 

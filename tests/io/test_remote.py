@@ -134,6 +134,18 @@ def test_local_inputs_to_an_s3_folder_and_files_from_a_list_on_s3(s3: S3, shots:
     assert [key for key in s3.keys() if key.startswith("out/")] == ["out/a.png", "out/b.png", "out/c.png"]
 
 
+def test_a_list_on_s3_past_its_limit_names_the_list_limit(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """It told a list of names to raise --max-pixels, which bounds no list."""
+    from geomcli.engine import plan
+
+    monkeypatch.setattr(plan, "LIST_BYTES", 16)
+    s3.put("list.txt", f"{tmp_path / 'raw' / 'b.png'}\n".encode())
+    result = run("crop-pad", "--files-from", f"{s3.url}/list.txt", "--out-dir", tmp_path / "out", "--shape", "6,6")
+    assert result.exit_code == 2
+    assert "more than 16, more than a list of names may hold" in result.stderr and "max-pixels" not in result.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["{url}/raw/a.png", "{url}/raw/*.png"], "would replace the input"),  # the --out-dir is raw
     (["{url}/raw/*.png", "{url}/raw/day/*.png", "--name", "x.png"], "would both be written to"),
