@@ -347,9 +347,10 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
     if failed:  # even if this process did every job meanwhile
         raise failed[0]
     if unstarted:
-        echo_stderr(f"Warning: only {len(workers_started)} of {count} worker processes could start "
-                               f"({getattr(unstarted[0], 'strerror', None) or unstarted[0]}); the others took "
-                               "their files")
+        why = getattr(unstarted[0], "strerror", None) or unstarted[0]
+        echo_stderr(f"Warning: only {len(workers_started)} of {count} worker processes could start ({why}); the "
+                    "others took their files" if workers_started else
+                    f"Warning: no worker process could start ({why}); this process did every file")
 
 
 # The descriptors a run with workers needs besides those open when it begins: the forkserver's,

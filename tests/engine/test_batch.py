@@ -852,7 +852,7 @@ def test_workers_that_cannot_start_leave_their_files_to_this_process(
                         lambda arrays=True: _Context(real, error=BlockingIOError(11, "no fork")))
     result = run(*args, "--out-dir", tmp_path / "two", "-j", "2")
     assert result.exit_code == expected.exit_code == 0, result.stderr
-    assert "Warning: only 0 of 2 worker processes could start (no fork); the others took their files" in result.stderr
+    assert "Warning: no worker process could start (no fork); this process did every file" in result.stderr
     assert contents(tmp_path / "two") == contents(tmp_path / "one")
     assert not any(name.startswith(".") for name in files(tmp_path / "two"))
 
@@ -881,10 +881,10 @@ def test_a_process_limit_leaves_every_file_to_this_process_with_one_warning(
     expected = run(*args, "--out-dir", tmp_path / "one", "-j", "1")
     warning = {"forkserver": "Warning: no worker process could start (Resource temporarily unavailable); "
                              "this process does every file",
-               "forkserver-ended": "Warning: only 0 of 2 worker processes could start (the forkserver ended); "
-                                   "the others took their files",
-               "thread": "Warning: only 0 of 2 worker processes could start (can't start new thread); "
-                         "the others took their files"}[short]
+               "forkserver-ended": "Warning: no worker process could start (the forkserver ended); "
+                                   "this process did every file",
+               "thread": "Warning: no worker process could start (can't start new thread); "
+                         "this process did every file"}[short]
     if short == "forkserver":
         monkeypatch.setattr(workers.forkserver, "start", _no_forkserver)
     elif short == "forkserver-ended":
