@@ -33,12 +33,9 @@ CONNECT_SECONDS = 10
 # local:N's most worker processes: more than one machine runs (LocalCluster built a dict of
 # local:99999999999 workers and died of MemoryError, with a traceback)
 MAX_LOCAL_WORKERS = 1024
-# A LocalCluster's settings: no retry of its own after a worker dies (the dispatch retries file by
-# file, each alone on the cluster: a task waiting at a worker dies with the one it runs); a zarr's
-# chunked graph given one root task at a worker thread at a time (its memory: about 4 chunks a
-# worker; the batch dispatch's few tasks are sent to workers as submitted, whatever this says);
-# workers forked from one forkserver that imported Dask once (as -j's), where spawn imports it in
-# each (a second apiece)
+# A LocalCluster's settings: no retry of its own after a worker dies (the dispatch retries each
+# file alone); one root task of a zarr's graph at a worker thread (about 4 chunks a worker); workers
+# forked from a forkserver that imported Dask once, where spawn imports it in each (a second apiece)
 LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0,
                 "distributed.worker.multiprocessing-method": "forkserver",
                 # the workers' sampling profiler walks the task thread's stack every 10 ms: time taken
