@@ -25,7 +25,7 @@ import io
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING, Any
 
@@ -716,22 +716,14 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
     # decides, as for "-"; an extension geomcli does not know stays an error
     named = format_for_path(path, format, hint="") if format is not None or os.path.splitext(path)[1] else None
     try:
-        # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one forever
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with open(descriptor, "rb") as f:
-            info = os.fstat(descriptor)
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
-            if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
-                # /dev/zero or a terminal: endless or interactive, never an image
-                raise GeomError(f"{name}: is a device, not a file or a pipe")
+        with _opened_input(path, name) as (f, info):
             if stat.S_ISREG(info.st_mode):
                 fmt = _content_format(name, f.read(SNIFF_BYTES), named, empty=info.st_size == 0, stdin=False,
                                       by_content=format is None)
                 return path, name, fmt, info.st_size
             # a FIFO (process substitution, /dev/stdin): no size, no seeking, no mmap; read
             # to its end, waiting for data once a writer has it open
-            os.set_blocking(descriptor, True)
+            os.set_blocking(f.fileno(), True)
             from geomcli.io._stream import Stream
 
             fifo = stat.S_ISFIFO(info.st_mode)
@@ -747,6 +739,21 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         raise _read_error(name, e) from e
 
 
+@contextlib.contextmanager
+def _opened_input(path: str, name: str) -> Iterator[tuple[IO[bytes], os.stat_result]]:
+    """A named input opened for reading, and its stat: a folder or a device refused (/dev/zero or
+    a terminal: endless or interactive, never an input). Opened without blocking, since a FIFO
+    that has no writer would otherwise wait for one forever; the caller makes it block to read."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with open(descriptor, "rb") as f:
+        info = os.fstat(descriptor)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+            raise GeomError(f"{name}: is a device, not a file or a pipe")
+        yield f, info
+
+
 def read_list_bytes(path: str, limit: int, /) -> bytes:
     """A list of names (--files-from) whole: a file, a pipe or ``-`` (stdin), opened as an input
     is (a device refused, a FIFO that no writer opens within 2 s empty), and never more than
@@ -759,12 +766,8 @@ def read_list_bytes(path: str, limit: int, /) -> bytes:
             if path == "-":
                 stream = Stream(sys.stdin.buffer, name, 0, limit=limit)
             else:
-                descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-                f = opened.enter_context(open(descriptor, "rb"))
-                info = os.fstat(descriptor)
-                if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
-                    raise GeomError(f"{name}: is a device, not a file or a pipe")
-                os.set_blocking(descriptor, True)
+                f, info = opened.enter_context(_opened_input(path, name))
+                os.set_blocking(f.fileno(), True)
                 stream = Stream(f, name, 0, stat.S_ISFIFO(info.st_mode), limit=limit)
             return stream.peek(0, limit + 1)
     except OSError as e:
