@@ -52,8 +52,9 @@ class Stream:
         self._name = name
         self._max_pixels = max_pixels
         # ``limit``: a bound of the caller's in bytes, for what is not an array (a --files-from list)
-        self._given_limit = limit is not None
         self._limit = byte_limit(max_pixels) if limit is None else limit
+        self._past_limit = (f", more than {max_pixels} elements could need; raise the limit with --max-pixels or "
+                            "GEOMCLI_MAX_PIXELS" if limit is None else "; read no further")
         self._fifo = fifo
         self._deadline = time.monotonic() + _WRITER_GRACE
         self._buffer = io.BytesIO()
@@ -97,13 +98,8 @@ class Stream:
             self._ended = not piece
             self._buffer.write(piece)
             held += len(piece)
-        if held > self._limit and self._given_limit:
-            raise GeomError(f"{self._name}: more than {self._limit} bytes; read no further")
         if held > self._limit:
-            raise GeomError(
-                f"{self._name}: more than {self._limit} bytes, more than {self._max_pixels} elements could "
-                "need; raise the limit with --max-pixels or GEOMCLI_MAX_PIXELS"
-            )
+            raise GeomError(f"{self._name}: more than {self._limit} bytes{self._past_limit}")
 
 
 # what a BMP's header may declare beyond its pixels (an ICC profile after them), read from a pipe
