@@ -14,6 +14,10 @@ TIFF_COMPRESSIONS = ("none", "zlib", "lzma", "zstd", "lzw", "jpeg", "packbits")
 NAME_MAX = 255
 """Bytes in one file name, on Linux's file systems: an output's, and its hidden temp's beside it."""
 
+MAX_THREADS = 1024
+"""The most --threads: a chunked run's Dask pool starts up to one thread per chunk, so
+--threads 99999999999 on a zarr of many chunks started thousands of threads."""
+
 DEFAULT_MAX_PIXELS = 2**31
 """The default of --max-pixels: the elements an input or output may have."""
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from geomcli.cli.params import Float, FloatList, Int, KeyValue
-from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, TIFF_COMPRESSIONS
+from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, MAX_THREADS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
 storage_option = click.option(
@@ -43,7 +43,7 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--max-pixels", type=Int(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
                   envvar="GEOMCLI_MAX_PIXELS", show_envvar=True,
                   help="Refuse inputs and outputs with more elements than this, before allocating them.")
-    @click.option("--threads", type=Int(min=1), default=None, envvar="GEOMCLI_THREADS",
+    @click.option("--threads", type=Int(min=1, max=MAX_THREADS), default=None, envvar="GEOMCLI_THREADS",
                   show_envvar=True, help="Threads for large arrays and PNG compression; results (and files) are "
                   "the same for any count.  [default: every CPU]")
     @storage_option

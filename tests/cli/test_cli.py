@@ -1137,9 +1137,11 @@ def test_thread_count_does_not_change_the_result(tmp_path: Path, threads: str) -
         assert np.array_equal(np.load(out), expected)
 
 
-def test_threads_must_be_positive(tensor: Path, tmp_path: Path) -> None:
-    result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "2", "--threads", "0")
-    assert result.exit_code == 2 and "--threads" in result.stderr
+@pytest.mark.parametrize("threads", ["0", "1025", "99999999999"])
+def test_threads_must_be_from_one_to_1024(threads: str, tensor: Path, tmp_path: Path) -> None:
+    result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "2", "--threads", threads)
+    assert result.exit_code == 2 and "--threads" in result.stderr and "1<=x<=1024" in result.stderr
+    assert not (tmp_path / "o.npy").exists()
 
 
 def test_the_shared_constants_are_ios() -> None:
