@@ -355,7 +355,10 @@ def _hidden(name: str, tail: int) -> str:
     if len(hidden) + tail <= NAME_MAX:
         return f".{name}"
     digest = hashlib.blake2b(hidden, digest_size=4).hexdigest()
-    return os.fsdecode(hidden[:NAME_MAX - tail - len(digest) - 1]) + "~" + digest
+    cut = NAME_MAX - tail - len(digest) - 1
+    while cut > 1 and hidden[cut] & 0xC0 == 0x80:  # not inside a UTF-8 character
+        cut -= 1
+    return os.fsdecode(hidden[:cut]) + "~" + digest
 
 
 def _split(path: str) -> tuple[str, str]:

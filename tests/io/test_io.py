@@ -1496,6 +1496,12 @@ def test_an_output_name_of_255_bytes_is_written_and_its_leftovers_are_its_own(tm
     from geomcli.io import _atomic
 
     assert len(os.fsencode(name)) == 255
+    for shift in ("", "a"):  # the cut falls on either byte of a two-byte character: never inside one
+        fd, temp = _atomic._temp_beside(str(tmp_path / (shift + name)))
+        os.close(fd)
+        os.remove(temp)
+        assert len(os.fsencode(os.path.basename(temp))) <= 255
+        assert temp.encode("utf-8")  # a name that prints: no half character
     io.write_array(np.arange(3), str(tmp_path / name))
     assert os.listdir(tmp_path) == [name]
     with _atomic.atomic_folder(str(tmp_path / (name[:-5] + ".zarr"))) as folder:  # a zarr array's staging folder
