@@ -334,6 +334,7 @@ class _Dispatch:
             if not sent.after_death:
                 self.again.extend(([job], True) for job in sent.jobs)  # each alone: a bad file fails alone
                 return
+            job_steps.remove_leftovers(sent.jobs)  # what the second death left: no retry sweeps it
             for job in sent.jobs:
                 self._add(job, job_steps.job_report(self.task, job, status="error",
                                                     error=f"{job.input}: the worker process ended while "

@@ -76,8 +76,9 @@ def commit(report: Report, commits: Sequence[Callable[[], None]]) -> None:
 
 def remove_leftovers(jobs: Sequence[Job]) -> None:
     """Remove the temp files (and a zarr output's hidden folders) that stopped writers of these
-    jobs' outputs left (io._atomic.remove_leftovers), and a zarr output at a URL they left marked
-    incomplete (io._zarr.remove_incomplete: written in place, chunk by chunk, it has no temp name)."""
+    jobs' outputs left (io._atomic.remove_leftovers), a zarr output at a URL they left marked
+    incomplete (io._zarr.remove_incomplete: written in place, chunk by chunk, it has no temp name),
+    and another object's multipart upload a killed writer left pending (io._remote.abort_pending_uploads)."""
     from geomcli.io import _atomic, _remote, _zarr
 
     for job in jobs:
@@ -85,5 +86,7 @@ def remove_leftovers(jobs: Sequence[Job]) -> None:
             continue
         if not _remote.is_url(job.output):
             _atomic.remove_leftovers(job.output)
-        elif _zarr.is_zarr(job.output):  # any other object is placed whole or not at all
+        elif _zarr.is_zarr(job.output):
             _zarr.remove_incomplete(job.output)
+        else:  # placed whole or not at all, but a writer killed mid-upload leaves its parts
+            _remote.abort_pending_uploads(job.output)

@@ -312,6 +312,25 @@ async def _put_s3(fs: Any, path: str, data: bytes, create: bool, cancelled: Call
     fs.invalidate_cache(path)
 
 
+def abort_pending_uploads(url: str) -> int:
+    """Abort the multipart uploads pending at ``url`` on S3, how many: what a writer killed on its
+    way leaves (SIGKILL: the OOM killer, or a nanny's after 4 s), no object but parts kept, and
+    billed, until aborted. For a caller that stopped the writers of ``url`` (jobs.remove_leftovers);
+    a sweep that fails leaves them, and never fails the run."""
+    fs, path = filesystem(url)
+    if fs.__class__.__name__ != "S3FileSystem":
+        return 0
+    bucket, key, _ = fs.split_path(path)
+    try:
+        listed = fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key)
+        uploads = [upload["UploadId"] for upload in listed.get("Uploads", []) if upload["Key"] == key]
+        for upload in uploads:
+            fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload)
+    except _failures():
+        return 0
+    return len(uploads)
+
+
 # the uploads under way in this process (their tasks on fsspec's loop, and the events their ends
 # set), for stop_uploads; and whether it has been called (no upload starts since, until configure)
 _under_way: dict[Any, Any] = {}

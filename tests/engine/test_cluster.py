@@ -255,6 +255,52 @@ class _Deadly(operations.CropPad):
 
 
 @dataclass(frozen=True)
+class _DiesUploading(operations.CropPad):
+    """A crop-pad whose worker, on a file named deadly, is killed as its output's first part goes
+    up, its multipart upload made (the OOM killer's SIGKILL mid-upload)."""
+
+    command: ClassVar[str] = "crop-pad"
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        if "deadly" in loaded.source:
+            import s3fs
+
+            from geomcli.io import _remote
+
+            _remote.MULTIPART_BYTES = 10 << 20  # parts of 5 MiB, S3's least
+            real = s3fs.S3FileSystem._call_s3
+
+            async def killed(fs: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+                if method == "upload_part":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return await real(fs, method, *args, **kwargs)
+
+            s3fs.S3FileSystem._call_s3 = killed  # type: ignore[method-assign]
+        return super().apply(loaded, common, allocate)
+
+
+def test_a_file_whose_worker_dies_uploading_leaves_no_pending_upload(tmp_path: Path, scheduler: str, s3: Any,
+                                                                     by_value: None,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Killed twice mid-upload: the retry sweeps the first death's upload, the client the second's."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a", "deadly"):
+        np.save(folder / f"{name}.npy", np.arange(3 << 20, dtype=np.float32))  # 12 MiB
+    common = Common(json=True, storage_options=(("endpoint_url", s3.endpoint), ("key", "testing"),
+                                                ("secret", "testing")))
+    options = BatchOptions(f"{s3.url}/out", scheduler=scheduler)
+    code = workers.run(_DiesUploading((3145000,)), common, [str(folder / "a.npy"), str(folder / "deadly.npy")],
+                       options)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert [line["status"] for line in lines[:2]] == ["ok", "error"], lines
+    assert lines[1]["error"].endswith("deadly.npy: the worker process ended while doing it (twice)")
+    assert s3.keys() == ["out/a.npy"]
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+
+
+@dataclass(frozen=True)
 class _Flaky(operations.CropPad):
     """A crop-pad whose reads fail with EIO the first ``failures`` times for each file (counted in
     files beside the inputs), and always with a bad file's GeomError on a file named bad."""
@@ -289,7 +335,7 @@ def test_a_file_that_kills_its_worker_fails_alone_after_one_retry(tmp_path: Path
     code = workers.run(_Deadly((2, 2)), Common(json=True), inputs, options)
     assert code == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [line["status"] for line in lines[:5]] == ["ok", "ok", "error", "ok", "ok"]
+    assert [line["status"] for line in lines[:5]] == ["ok", "ok", "error", "ok", "ok"], lines
     assert lines[2]["error"] == f"{inputs[2]}: the worker process ended while doing it (twice)"
     assert files(tmp_path / "out") == ["a.npy", "b.npy", "c.npy", "d.npy"]
 

@@ -285,6 +285,57 @@ def test_a_signal_during_a_multipart_upload_aborts_it(signal_name: str, code: in
     assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
 
 
+# Loaded by the runs' interpreters (sitecustomize on PYTHONPATH): parts of 5 MiB, and a worker
+# process killed as its first part goes up, its multipart upload made (the OOM killer's SIGKILL)
+_KILLED_MID_UPLOAD = """
+import multiprocessing, os, signal
+import s3fs
+from geomcli.io import _remote
+_remote.MULTIPART_BYTES = 10 << 20
+real = s3fs.S3FileSystem._call_s3
+async def killed(self, method, *args, **kwargs):
+    if method == "upload_part" and multiprocessing.current_process().name != "MainProcess":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await real(self, method, *args, **kwargs)
+s3fs.S3FileSystem._call_s3 = killed
+"""
+
+
+def test_a_worker_killed_mid_upload_leaves_no_pending_upload(s3: S3, tmp_path: Path) -> None:
+    """No object, and no multipart upload left pending (billed until aborted): the batch sweeps
+    the output of the job its worker died on."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    names = [f"n{index}.npy" for index in range(8)]  # some done here while the workers start
+    for name in names:
+        np.save(folder / name, np.arange(3 << 20, dtype=np.float32))  # 12 MiB: three parts
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_KILLED_MID_UPLOAD)
+    done = subprocess.run([sys.executable, "-m", "geomcli", "crop-pad", str(folder), "--out-dir", f"{s3.url}/out",
+                           "--shape", "3145000", "-j", "2"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(hooks)})
+    assert done.returncode == 1, done.stderr
+    failed = [name for name in names if f"{name}: the worker process ended (exit code -9)" in done.stderr]
+    assert failed, done.stderr
+    assert s3.keys() == [f"out/{name}" for name in names if name not in failed]
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+
+
+def test_the_sweep_aborts_the_uploads_pending_at_its_key_only(s3: S3) -> None:
+    keys = ["out/a.npy", "out/a.npy", "out/a.npy.more", "out/b.npy"]
+    for key in keys:
+        s3.client.create_multipart_upload(Bucket=s3.bucket, Key=key)
+    assert _remote.abort_pending_uploads(f"{s3.url}/out/a.npy") == 2
+    left = s3.client.list_multipart_uploads(Bucket=s3.bucket)["Uploads"]
+    assert sorted(upload["Key"] for upload in left) == ["out/a.npy.more", "out/b.npy"]
+    assert _remote.abort_pending_uploads("memory://out/a.npy") == 0  # no multipart uploads there
+
+
 def test_stop_uploads_aborts_another_threads_upload_and_starts_no_more(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch worker's SIGTERM: its committing thread's upload is aborted from the main thread,
     and the thread's next output is not begun."""
