@@ -225,6 +225,18 @@ def rows() -> tuple[list[str], list[Row]]:
                      "`--exclude-outside`, to leave the borders out of it)",
                      "geomcli `--sizes 256,385` (stretch) `--exclude-outside`: "
                      + within(geomcli_u8(image, wide, **aa_outside), torch_call(image, wide, "bilinear", True))))
+    # where the sizes agree (480x640 -> 256x341 either way), the width is still sampled otherwise
+    agree = photo(480, 640)
+    agree_tv = torchvision_size(480, 640, 256)
+    agree_ours = geomcli_u8(agree, (256, 256), keep_aspect_ratio_policy="not_smaller", **aa_outside)
+    agree_v1 = torch_call(agree, agree_tv, "bilinear", True)
+    table.append(Row("Resize(256) of 480×640", "torchvision v1 (float32 tensor)",
+                     f"{agree_ours.shape[0]}×{agree_ours.shape[1]} vs {agree_tv[0]}×{agree_tv[1]}", agree_ours,
+                     agree_v1,
+                     "the sizes agree, the positions do not: ONNX samples the width with the policy's scale "
+                     "256/480, torch with 341/640 (geomcli here with `--exclude-outside`)",
+                     "geomcli `--sizes 256,341` (stretch) `--exclude-outside`: "
+                     + within(geomcli_u8(agree, agree_tv, **aa_outside), agree_v1)))
     at_tv = geomcli_u8(image, tv, **aa)
     exact_outside = geomcli_exact(image, tv, **aa_outside)
     v1 = torch_call(image, tv, "bilinear", True)
@@ -246,7 +258,8 @@ def rows() -> tuple[list[str], list[Row]]:
                      "256×384", at_tv, pil,
                      "the same filter, but Pillow resizes the width, rounds to uint8, then the height; it "
                      "renormalises at the borders as torch; 22-bit fixed-point weights",
-                     "two passes rounded half up, `exclude_outside`: " + within(two_passes, pil)))
+                     "two passes rounded half up, `exclude_outside`: " + within(two_passes, pil)
+                     + "; geomcli `--exclude-outside`: " + within(geomcli_u8(image, tv, **aa_outside), pil)))
     cv_linear = cv2_call(image, tv, "INTER_LINEAR")
     table.append(Row("Resize(256), at torchvision's 256×384", "OpenCV `INTER_LINEAR`", "256×384", at_tv, cv_linear,
                      "no antialias: 2 taps per axis however much it shrinks; then 11-bit weights and "
@@ -263,7 +276,8 @@ def rows() -> tuple[list[str], list[Row]]:
     table.append(Row("2× down, linear + antialias", "Pillow `BILINEAR`", "600×902 → 300×451", ours_aa, pil,
                      "Pillow's two passes, each rounded to uint8; its border renormalisation",
                      "two passes rounded half up, `exclude_outside`: "
-                     + within(pillow_two_passes(big, half, **aa_outside), pil)))
+                     + within(pillow_two_passes(big, half, **aa_outside), pil)
+                     + "; geomcli `--exclude-outside`: " + within(geomcli_u8(big, half, **aa_outside), pil)))
     torch_aa = torch_call(big, half, "bilinear", True)
     table.append(Row("2× down, linear + antialias", "torch `antialias=True` (float32)", "600×902 → 300×451", ours_aa,
                      torch_aa, "the border ring (torch renormalises)",
@@ -300,6 +314,13 @@ def rows() -> tuple[list[str], list[Row]]:
                      "none here: OpenCV's cubic has a = -0.75, as ONNX, and clamps border taps as ONNX does",
                      "geomcli `--cubic-coeff-a -0.5`: "
                      + within(geomcli_u8(image, double, mode="cubic", cubic_coeff_a=-0.5), cv_cubic)))
+    odd = (411, 726)  # 1.37x and 1.61x: weights that 11 bits do not hold exactly
+    cv_odd = cv2_call(image, odd, "INTER_CUBIC")
+    ours_odd = geomcli_u8(image, odd, mode="cubic")
+    table.append(Row("1.37× / 1.61× up, cubic", "OpenCV `INTER_CUBIC`", "300×451 → 411×726", ours_odd, cv_odd,
+                     "OpenCV's weights in 11-bit fixed point (INTER_RESIZE_COEF_BITS); the filter is ONNX's",
+                     "-" if cv_odd is None
+                     else f"{np.count_nonzero(ours_odd != cv_odd)} of {ours_odd.size} values differ"))
     tv_up = torch_call(image, double, "bicubic", True)
     table.append(Row("2× up, cubic", "torchvision `Resize` bicubic (antialias=True, its default)",
                      "300×451 → 600×902", ours_cubic, tv_up,
