@@ -94,7 +94,8 @@ def chain(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | Non
 
     Each STEP is an operation's name followed by its own options; metadata is carried
     through every step, and --dry-run --json gives the shape after each step from the headers.
-    The ImageNet recipe (shorter side to 256, centre 224):
+    The ImageNet recipe as an ONNX graph does it (shorter side to 256, centre 224; for
+    torchvision's own pixels see geomcli resize --help):
 
     \b
       geomcli chain -i photos --out-dir crops \\

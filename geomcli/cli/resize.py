@@ -75,9 +75,12 @@ def resize(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | No
            **options: Any) -> None:
     """Resize to sizes or by scales (ONNX Resize, opset 19), exactly as an ONNX graph does.
 
-    The defaults are the spec's (nearest, half_pixel). torchvision's Resize(256) on an
-    image is --sizes 256,256 --keep-aspect-ratio-policy not_smaller --mode linear
-    --antialias; Pillow's resize((w, h), BILINEAR) is --sizes h,w --mode linear --antialias.
+    The defaults are the spec's (nearest, half_pixel). An exported "shorter side to 256"
+    is --sizes 256,256 --keep-aspect-ratio-policy not_smaller --mode linear --antialias;
+    that is not torchvision's Resize(256), which truncates the long side to int(256 * long
+    / short) and samples each axis at its own out/in. Its pixels, like Pillow's
+    resize((w, h), BILINEAR), are --sizes h,w --mode linear --antialias --exclude-outside
+    at its size, within 1 level.
 
     Example: geomcli resize samples/photo.png -o small.png --sizes 60,80 --mode linear --antialias
     """

@@ -670,6 +670,27 @@ def test_antialias_by_hand() -> None:
     assert resize(data, scales=[0.5], mode="cubic", antialias=True).tolist() == [5, -0.703125, 0, 0]
 
 
+def test_the_readmes_pillow_and_torchvision_settings_hold(rng: np.random.Generator) -> None:
+    # README: Pillow's resize((w, h), BILINEAR) and torchvision's Resize(256) are --sizes h,w --mode
+    # linear --antialias --exclude-outside at their size; not_smaller is not torchvision's Resize(256)
+    from PIL import Image
+
+    data = rng.uniform(0, 255, (300, 451)).astype(np.float32)
+    data[:, -3:] = 255  # an edge the border taps see
+    settings = {"mode": "linear", "antialias": True}
+    pillow = np.asarray(Image.fromarray(data, mode="F").resize((200, 173), Image.Resampling.BILINEAR))
+    np.testing.assert_allclose(resize(data, sizes=[173, 200], exclude_outside=True, **settings), pillow, atol=1e-3)
+    assert np.abs(resize(data, sizes=[173, 200], **settings) - pillow).max() > 1
+    torch = pytest.importorskip("torch")
+    image = rng.uniform(0, 255, (480, 640)).astype(np.float32)
+    size = [256, int(256 * 640 / 480)]  # torchvision's _compute_resized_output_size: 341
+    theirs = torch.nn.functional.interpolate(torch.from_numpy(image)[None, None], size=size, mode="bilinear",
+                                             align_corners=False, antialias=True)[0, 0].numpy()
+    np.testing.assert_allclose(resize(image, sizes=size, exclude_outside=True, **settings), theirs, atol=1e-2)
+    policy = resize(image, sizes=[256, 256], keep_aspect_ratio_policy="not_smaller", exclude_outside=True, **settings)
+    assert policy.shape == theirs.shape and np.abs(policy - theirs).max() > 1  # the width sampled at 256/480
+
+
 def test_linear_exclude_outside_without_antialias_reads_the_edge() -> None:
     # onnxruntime refuses this combination; the text defines it: x = -0.25 reads taps -1 and 0
     # with weights 1/4 and 3/4, tap -1 weighs 0 and the rest renormalise to the edge pixel
