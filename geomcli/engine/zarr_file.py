@@ -139,14 +139,19 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
                   report: Report) -> Space | None:
     """The input's OME-Zarr coordinate system as the operation makes it: the scale
     (Operation.scaled) and the translation (Operation.shifted; where the operation does not say
-    where its pixels lie, dropped with a warning)."""
+    where its pixels lie, dropped with a warning). An input without a translation has its first
+    pixel's centre at 0: a crop or a resize moves it, and the output says where to."""
     if space is None:
         return None
     scale = space.scale or (1.0,) * len(header.shape)
-    translation = None if space.translation is None else operation.shifted(space.translation, scale, header, common)
-    if space.translation is not None and translation is None:
-        report.warnings.append(f"the OME-Zarr translation {list(space.translation)} cannot be carried through "
-                               f"{operation.command} (it does not say where its pixels lie); dropped")
+    if space.translation is None:
+        moved = operation.shifted((0.0,) * len(header.shape), scale, header, common)
+        translation = moved if moved is not None and any(moved) else None
+    else:
+        translation = operation.shifted(space.translation, scale, header, common)
+        if translation is None:
+            report.warnings.append(f"the OME-Zarr translation {list(space.translation)} cannot be carried "
+                                   f"through {operation.command} (it does not say where its pixels lie); dropped")
     from geomcli.io._zarr import Space
 
     scaled = operation.scaled(scale, header, common)

@@ -224,8 +224,9 @@ def test_an_ome_zarr_image_is_read_at_full_resolution_and_written_as_one(tmp_pat
     group = read_zarr(tmp_path / "out.zarr")
     image = group.attrs["ome"]["multiscales"][0]
     assert [axis["name"] for axis in image["axes"]] == ["c", "y", "x"]
-    assert image["datasets"] == [{"path": "0", "coordinateTransformations": [{"type": "scale",
-                                                                            "scale": [1.0, 1.0, 0.5]}]}]
+    # its first pixel's centre lies between the first two input rows and columns: half an input pixel in
+    assert image["datasets"] == [{"path": "0", "coordinateTransformations": [
+        {"type": "scale", "scale": [1.0, 1.0, 0.5]}, {"type": "translation", "translation": [0.0, 0.25, 0.125]}]}]
     assert group.attrs["geomcli"] == {"complete": True}
     expected = space_depth_ops.space_to_depth(data[None], 2)[0]
     assert np.array_equal(group["0"][...], expected)
@@ -588,7 +589,10 @@ def test_a_five_axis_ome_zarr_is_its_own_layout_as_a_tiff_hyperstack_is(tmp_path
         assert [axis["name"] for axis in image["axes"]] == ["t", "c", "z", "y", "x"]
         assert group["0"].metadata.dimension_names == ("t", "c", "z", "y", "x")
         scale = [1.0, 1.0, 2.0, 1.0, 1.0] if command == "space-to-depth" else [1.0, 1.0, 2.0, 0.5, 0.5]
-        assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": scale}]
+        # the crop starts 2 rows and 1 column in; a block's centre is half an input pixel in
+        moved = [0.0, 0.0, 0.0, 0.25, 0.25] if command == "space-to-depth" else [0.0, 0.0, 0.0, 1.0, 0.5]
+        assert image["datasets"][0]["coordinateTransformations"] == [
+            {"type": "scale", "scale": scale}, {"type": "translation", "translation": moved}]
 
 
 def ome_group(path: Path, data: np.ndarray, axes: list[dict[str, str]],
@@ -609,17 +613,21 @@ NANOMETRE_TCZYX = [{"name": "t", "type": "time", "unit": "second"}, {"name": "c"
                    *({"name": name, "type": "space", "unit": "nanometer"} for name in "zyx")]
 
 
-@pytest.mark.parametrize(("axes", "scale", "args", "expected_scale"), [
+@pytest.mark.parametrize(("axes", "scale", "args", "expected_scale", "translation"), [
+    # 30x40 -> 30x30: 5 columns of 0.25 cut on the left
     (NANOMETRE_TCZYX[1:2] + NANOMETRE_TCZYX[3:], [1.0, 0.5, 0.25],
-     ["crop-pad", "IN", "-o", "OUT", "-q", "--shape", "30,30"], [1.0, 0.5, 0.25]),
+     ["crop-pad", "IN", "-o", "OUT", "-q", "--shape", "30,30"], [1.0, 0.5, 0.25], [0.0, 0.0, 1.25]),
+    # halved (x_in = 2 x_out + 0.5: 50 nm in), then 2 rows and 5 columns of 200 cut
     (NANOMETRE_TCZYX, [2.0, 1.0, 300.0, 100.0, 100.0],
      ["chain", "-i", "IN", "-o", "OUT", "-q", "resize", "--scales", "0.5,0.5", "crop-pad", "--shape", "10,10"],
-     [2.0, 1.0, 300.0, 200.0, 200.0]),
+     [2.0, 1.0, 300.0, 200.0, 200.0], [0.0, 0.0, 0.0, 450.0, 1050.0]),
     ([{"name": name, "type": kind} for name, kind in zip("czyx", ["channel", "space", "space", "space"])],
-     [1.0, 2.0, 0.5, 0.5], ["crop-pad", "IN", "-o", "OUT", "-q", "--shape", "10,10"], [1.0, 2.0, 0.5, 0.5]),
+     [1.0, 2.0, 0.5, 0.5], ["crop-pad", "IN", "-o", "OUT", "-q", "--shape", "10,10"], [1.0, 2.0, 0.5, 0.5],
+     [0.0, 0.0, 5.0, 7.5]),
 ])
 def test_each_ome_axis_keeps_its_name_type_and_unit(tmp_path: Path, axes: list[dict[str, str]], scale: list[float],
-                                                    args: list[str], expected_scale: list[float]) -> None:
+                                                    args: list[str], expected_scale: list[float],
+                                                    translation: list[float]) -> None:
     """A try-out's nanometres were written as micrometres (1000 times the size) and its time
     axis lost its seconds; an axis of no unit gets none (NGFF's unit is optional)."""
     shape = (2, 3, 4, 30, 40)[-len(axes):]
@@ -630,8 +638,8 @@ def test_each_ome_axis_keeps_its_name_type_and_unit(tmp_path: Path, axes: list[d
     assert result.stderr == ""
     image = written_image(tmp_path / "out.zarr")
     assert image["axes"] == axes
-    assert image["datasets"] == [{"path": "0", "coordinateTransformations": [{"type": "scale",
-                                                                            "scale": expected_scale}]}]
+    assert image["datasets"] == [{"path": "0", "coordinateTransformations": [
+        {"type": "scale", "scale": expected_scale}, {"type": "translation", "translation": translation}]}]
 
 
 def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as_dropped(tmp_path: Path) -> None:
@@ -649,7 +657,9 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
     image = written_image(tmp_path / "cyx.zarr")
     assert image["axes"] == [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
                              {"name": "x", "type": "space", "unit": "nanometer"}]
-    assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": [1.0, 0.5, 1.0]}]
+    # half an input pixel in (x_in = 2 x_out + 0.5): the OME-TIFF's first pixel's centre is at 0
+    assert image["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 0.5, 1.0]}, {"type": "translation", "translation": [0.0, 0.125, 0.25]}]
     # ZCYX: no order NGFF allows
     tifffile.imwrite(tmp_path / "zcyx.ome.tif", np.stack([data, data]), ome=True, photometric="minisblack",
                      metadata={"axes": "ZCYX", **physical})
@@ -768,42 +778,51 @@ def test_a_resize_that_flips_an_axis_keeps_a_positive_scale_and_drops_the_transl
     ["warp", "--scale", "0.5", "--translate", "0.2,0.1", "--size", "25,35", "--align-corners"],
     ["crop-pad", "--shape", "31,50"],
 ], ids=lambda args: " ".join(args))
-def test_each_output_pixel_lies_where_its_scale_and_translation_say(tmp_path: Path, args: list[str]) -> None:
+@pytest.mark.parametrize("origin", [(10.0, 20.0), None], ids=["translated", "no-translation"])
+def test_each_output_pixel_lies_where_its_scale_and_translation_say(tmp_path: Path, args: list[str],
+                                                                   origin: tuple[float, float] | None) -> None:
     """Data equal to its own physical position (y on channel 0, x on channel 1), resampled
     linearly, reads back as the output's own positions wherever it was sampled inside the input:
-    the written scale and translation, independent of how they were worked out."""
+    the written scale and translation, independent of how they were worked out. An input without
+    a translation has its first pixel at 0, and its output says where its own lies (a try-out's
+    crop of one was written without, its first pixel at 0)."""
     axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
             {"name": "x", "type": "space", "unit": "nanometer"}]
+    oy, ox = origin or (0.0, 0.0)
     y, x = np.mgrid[0:60, 0:80].astype(np.float64)
-    ome_group(tmp_path / "in.zarr", np.stack([10 + 0.5 * y, 20 + 0.25 * x]), axes,
-              [{"type": "scale", "scale": [1.0, 0.5, 0.25]}, {"type": "translation", "translation": [0, 10, 20]}])
+    ome_group(tmp_path / "in.zarr", np.stack([oy + 0.5 * y, ox + 0.25 * x]), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]},
+               *([{"type": "translation", "translation": [0, oy, ox]}] if origin else [])])
     result = run(args[0], tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *args[1:])
     assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
     group = read_zarr(tmp_path / "out.zarr")
-    (_, sy, sx), (_, ty, tx) = [step[step["type"]] for step in
-                                written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"]]
+    written = {step["type"]: step[step["type"]]
+               for step in written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"]}
+    (_, sy, sx), (_, ty, tx) = written["scale"], written.get("translation", [0.0, 0.0, 0.0])
     out = group["0"][...]
     j, i = np.mgrid[0:out.shape[1], 0:out.shape[2]]
     expected = np.stack([ty + sy * j, tx + sx * i])
     # inside the input's pixel centres (a linear ramp is exact there; outside, padding)
-    inside = ((expected[0] >= 10) & (expected[0] <= 10 + 0.5 * 59)
-              & (expected[1] >= 20) & (expected[1] <= 20 + 0.25 * 79))
+    inside = ((expected[0] >= oy) & (expected[0] <= oy + 0.5 * 59)
+              & (expected[1] >= ox) & (expected[1] <= ox + 0.25 * 79))
     assert inside.sum() > out.shape[1] * out.shape[2] // 4
     assert out[:, inside] == pytest.approx(expected[:, inside], abs=1e-4)  # warp: a float32 theta and grid
 
 
-@pytest.mark.parametrize(("args", "scale", "units"), [
-    (["warp", "--scale", "2"], [1.0, 1.0, 0.5], True),  # an output pixel steps over 2 input pixels
-    (["warp", "--size", "30,40"], [1.0, 1.0, 0.5], True),
-    (["warp", "--scale", "2", "--size", "30,40", "--align-corners"], [1.0, 59 / 29 * 1.0, 79 / 39 * 0.5], True),
+@pytest.mark.parametrize(("args", "scale", "units", "translation"), [
+    # an output pixel steps over 2 input pixels: x_in = 2 x_out + (1 - W) / 2, from -29.5 rows and -39.5 columns
+    (["warp", "--scale", "2"], [1.0, 1.0, 0.5], True, [0.0, -14.75, -9.875]),
+    (["warp", "--size", "30,40"], [1.0, 1.0, 0.5], True, [0.0, 0.25, 0.125]),  # x_in = 2 x_out + 0.5
+    (["warp", "--scale", "2", "--size", "30,40", "--align-corners"], [1.0, 59 / 29 * 1.0, 79 / 39 * 0.5], True,
+     [0.0, -14.75, -9.875]),
     # an input axis of one pixel under align_corners has no step (every row samples it): its extent over 30 rows,
-    # as resize gives it (it was the input's pixel size, |f| * 1)
-    (["warp", "--layout", "CHW", "--size", "30,80", "--align-corners", "ONE-ROW"], [1.0, 1 / 30, 0.25], True),
-    (["warp", "--rotate", "30"], [1.0, 1.0, 1.0], False),
-    (["grid-sample", "--grid", "GRID"], [1.0, 1.0, 1.0], False),
+    # as resize gives it (it was the input's pixel size, |f| * 1); every row samples row 0: no translation
+    (["warp", "--layout", "CHW", "--size", "30,80", "--align-corners", "ONE-ROW"], [1.0, 1 / 30, 0.25], True, None),
+    (["warp", "--rotate", "30"], [1.0, 1.0, 1.0], False, None),
+    (["grid-sample", "--grid", "GRID"], [1.0, 1.0, 1.0], False, None),
 ])
 def test_a_warp_scales_the_pixel_size_and_a_grid_drops_it(tmp_path: Path, args: list[str], scale: list[float],
-                                                          units: bool) -> None:
+                                                          units: bool, translation: list[float] | None) -> None:
     """theta maps output positions to input ones: a per-axis scale of it (and --size) scales the
     pixel size; a rotation's or a grid's pixels have none per axis, so the axes of space lose their
     scale and unit, with a warning (a try-out's grid-sample kept the input's scale, warp --scale 2 too)."""
@@ -820,7 +839,10 @@ def test_a_warp_scales_the_pixel_size_and_a_grid_drops_it(tmp_path: Path, args: 
     result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *rest)
     assert result.exit_code == 0, result.stderr
     image = written_image(tmp_path / "out.zarr")
-    assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": scale}]
+    transforms = image["datasets"][0]["coordinateTransformations"]
+    assert transforms[0] == {"type": "scale", "scale": scale}
+    assert transforms[1:] == ([] if translation is None else [
+        {"type": "translation", "translation": pytest.approx(translation, abs=1e-12)}])
     assert image["axes"] == (axes if units else [{"name": "c", "type": "channel"}, {"name": "y", "type": "space"},
                                                  {"name": "x", "type": "space"}])
     assert json.loads(result.stdout)["warnings"] == ([] if units else [
@@ -1004,7 +1026,9 @@ def test_an_ome_image_resized_keeps_its_pixel_size_in_micrometres(tmp_path: Path
     result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--sizes", "8,24", "-q")
     assert result.exit_code == 0, result.stderr
     image = read_zarr(tmp_path / "out.zarr").attrs["ome"]["multiscales"][0]
-    assert image["datasets"][0]["coordinateTransformations"] == [{"type": "scale", "scale": [1.0, 1.0, 0.125]}]
+    # 16 -> 8 rows: x_in = 2 x_out + 0.5 (0.25 in); 12 -> 24 columns: x_in = x_out / 2 - 0.25 (0.0625 out)
+    assert image["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 1.0, 0.125]}, {"type": "translation", "translation": [0.0, 0.25, -0.0625]}]
 
 
 def test_the_sampling_graphs_hold_a_chunk_of_planes_never_the_array() -> None:
