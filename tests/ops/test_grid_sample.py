@@ -697,6 +697,29 @@ def test_float64_positions_differ_from_float32_near_ties() -> None:
     assert run_onnx_reference(data, grid, "nearest", "zeros", False).item() == 2.0
 
 
+@pytest.mark.parametrize(("g", "align_corners", "onnxruntime", "onnx_reference"), [
+    (-3.0, True, 1.0, np.nan),  # x = -1, clamped to 0: taps 0 (weight 1) and 1 (weight 0)
+    (-1.0, False, 1.0, 1.0),  # x = -0.5: we clamp it to 0; the reference keeps taps -1 and 0
+])
+def test_border_clamp_non_finite_neighbour_differs(g: float, align_corners: bool, onnxruntime: float,
+                                                   onnx_reference: float) -> None:
+    """Border padding clamps x to [0, L - 1] (PyTorch's clip), so a point left of the image has
+    the pixel after the edge as a tap of weight 0, and an Inf there gives NaN (0 · inf). Finite
+    data reads the edge in every implementation; with Inf they part: onnxruntime 1.32 reads the
+    edge alone after a clamp, the ONNX reference clamps only outside [-0.5, L - 0.5]."""
+    data = np.array([[[[1.0, np.inf]]]])
+    grid = np.array([[[[g, 0.0]]]])
+    assert np.isnan(grid_sample(data, grid, "linear", "border", align_corners).item())
+    np.testing.assert_equal(run_onnxruntime(data, grid, "linear", "border", align_corners).item(), onnxruntime)
+    with np.errstate(invalid="ignore"):  # the reference's own 0 · inf
+        reference_value = run_onnx_reference(data, grid, "linear", "border", align_corners).item()
+    np.testing.assert_equal(reference_value, onnx_reference)
+    finite = np.array([[[[1.0, 7.0]]]])
+    assert grid_sample(finite, grid, "linear", "border", align_corners).item() == 1.0
+    assert run_onnxruntime(finite, grid, "linear", "border", align_corners).item() == 1.0
+    assert run_onnx_reference(finite, grid, "linear", "border", align_corners).item() == 1.0
+
+
 # --- errors ---------------------------------------------------------------------------
 
 D4 = np.zeros((1, 2, 3, 4))
