@@ -1131,6 +1131,19 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan], threa
         if target is not result:
             result[...] = target
         return result
+    _weigh_by_bands(array, order, result, threads)
+    # A band's product multiplies every input in its span, most of them by weight 0: a NaN or inf
+    # there would turn every output of the band into NaN, where the formula spreads it only to
+    # the outputs that tap it. Only then (the bands' result not all finite) are the sums redone
+    # tap by tap, as the compiled kernel makes them.
+    if (result.dtype.kind in "fc" or result.dtype.name == "bfloat16") and not np.isfinite(result).all():
+        _weigh_by_taps(array, order, result)
+    return result
+
+
+def _weigh_by_bands(array: np.ndarray, order: list[_Plan], result: np.ndarray, threads: int) -> None:
+    """The numpy path's weighted passes in ``order`` into ``result``: products of bands."""
+    work = _numeric.working_dtype(array.dtype)
     if len(order) == 2 and order[0].axis < order[1].axis and math.prod(array.shape[order[0].axis + 1:]) >= _NARROW:
         first, second = order
         grouped = (math.prod(array.shape[:first.axis]), first.in_len,
@@ -1138,7 +1151,7 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan], threa
                    math.prod(array.shape[second.axis + 1:]))
         target = result.reshape(grouped[0], first.out_len, grouped[2], second.out_len, grouped[4])
         _run(_pair_jobs(array.reshape(grouped), first, second, target), work, result.size, threads)
-        return result
+        return
     # every pass but the last makes a working-dtype array; the last converts into the result
     values = array
     shape = list(array.shape)
@@ -1148,7 +1161,34 @@ def _weigh_all(array: np.ndarray, output_shape: Shape, order: list[_Plan], threa
         target = result if final else np.empty(shape, dtype=work)
         _weigh(values, plan, target, final, threads)
         values = target
-    return result
+
+
+def _weigh_by_taps(array: np.ndarray, order: list[_Plan], result: np.ndarray) -> None:
+    """The weighted passes into ``result`` as the formula sums them: per output, its own taps
+    (the plan's, weight 0 included) in tap order, axis after axis in axis order, in the working
+    dtype, converted once. For data with NaN or inf, where the bands would spread them."""
+    work = _numeric.working_dtype(array.dtype)
+
+    def sums(values: np.ndarray) -> np.ndarray:
+        for plan in sorted(order, key=lambda plan: plan.axis):
+            assert plan.weights is not None
+            shape = [1] * values.ndim
+            shape[plan.axis] = plan.out_len
+            total = np.zeros(values.shape[:plan.axis] + (plan.out_len,) + values.shape[plan.axis + 1:])
+            for k in range(plan.taps.shape[1]):
+                total += np.take(values, plan.taps[:, k], axis=plan.axis) * plan.weights[:, k].reshape(shape)
+            values = total
+        return values
+
+    with _quiet():
+        if work.kind == "c":
+            # each part weighed on its own (a complex product would make 0 · inf of the other part)
+            values = np.empty(result.shape, work)
+            values.real = sums(array.real.astype(np.float64))
+            values.imag = sums(array.imag.astype(np.float64))
+        else:
+            values = sums(array.astype(np.float64))
+    result[...] = _numeric.to_dtype(values, result.dtype)
 
 
 # what the compiled kernel takes: data's dtype, in native byte order (the rest takes the numpy path)

@@ -1050,6 +1050,29 @@ def test_nan_and_inf_in_the_data_raise_no_floating_point_warning() -> None:
         assert np.isnan(found).any() and np.isfinite(found[0, 2]).all()
 
 
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "complex64", "float64"])
+@pytest.mark.parametrize(("shape", "sizes"), [((16,), [5]), ((3, 16), [2, 5]), ((6, 6, 16), [4, 4, 5])])
+def test_an_inf_reaches_only_the_outputs_that_tap_it(dtype: str, shape: tuple[int, ...], sizes: list[int]) -> None:
+    """16 -> 5 linear (half_pixel): x = 1.1, 4.3, 7.5, 10.7, 13.9, so no output taps input 12.
+    An inf there left every output finite in the compiled kernel (float32/64, one or two axes)
+    but turned every output of its band into NaN on the numpy path (float16, bfloat16, complex,
+    three axes): the bands multiply their whole span, the inf by weight 0 (0 · inf = NaN).
+    onnxruntime and both references give the finite values. Cubic taps 9 .. 12 for x = 10.7 and
+    12 .. 15 for 13.9, input 12 with a negative weight: -inf there, the rest finite."""
+    kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    line = np.arange(16.0)
+    line[12] = np.inf
+    data = np.broadcast_to(line, shape).astype(kind)
+    linear = resize(data, sizes=sizes, mode="linear").reshape(-1, 5).astype(np.complex128)
+    expected = np.array([1.1, 4.3, 7.5, 10.7, 13.9]).astype(kind).astype(np.complex128)
+    np.testing.assert_allclose(linear, np.broadcast_to(expected, linear.shape), rtol=1e-15)
+    cubic = resize(data, sizes=sizes, mode="cubic").reshape(-1, 5).astype(np.complex128)
+    assert np.isfinite(cubic[:, :3]).all()
+    if len(shape) == 1:  # (on more axes the other axes' taps add -inf and inf: NaN, as the formula says)
+        assert (cubic[:, 3:] == -np.inf).all()
+
+
 # --- the compiled passes ---------------------------------------------------------------------------
 
 COMPILED_LAYOUTS = [  # (shape, sizes, axes)
