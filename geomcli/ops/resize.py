@@ -842,6 +842,10 @@ def resize(
     - Coordinates are exact where they decide a tap. The reference works in float64, and
       a coordinate one rounding error off an integer shifts its tap window by one (a cubic
       at x = 2 reads pixel 1 there); onnxruntime works in float32, so a near-tie can move.
+    - A negative axis counts from the end under every policy. onnxruntime leaves the axes given
+      as negative numbers out of ``not_larger``/``not_smaller`` ((5, 4), sizes [3, 3], axes
+      [-1, 0], not_smaller: (3, 4) there, (4, 3) here and there with axes [1, 0]); the
+      reference fails on any negative axis.
 
     A policy other than ``stretch`` scales every listed axis by one scale (the smallest or
     largest ``sizes[i] / n``), used by the coordinate formulas too, and rounds each length

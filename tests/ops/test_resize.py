@@ -576,6 +576,21 @@ def test_tf_crop_and_resize_samples_its_roi_at_an_unchanged_length() -> None:
     assert by_onnxruntime(data[None], roi=f32(0, 0.5, 1, 1), sizes=[1, 3], **keywords).tolist() == [[0, 10, 20]]
 
 
+def test_negative_axes_count_from_the_end_under_every_policy() -> None:
+    """axes [-1] is axis 1 of a rank-2 tensor (the spec's [-r, r-1]). (5, 4), sizes [3, 3] on
+    axes [-1, 0], not_smaller: one scale max(3/4, 3/5) = 3/4, so 4 -> 3 and 5 -> 3.75 -> 4.
+    onnxruntime 1.32 leaves the axes of a negative number out under not_larger/not_smaller
+    (with stretch it takes them); the ONNX reference fails on any negative axis."""
+    data = np.zeros((5, 4), np.float32)
+    keywords: dict[str, Any] = {"sizes": [3, 3], "keep_aspect_ratio_policy": "not_smaller", "mode": "linear"}
+    assert resize(data, axes=[-1, 0], **keywords).shape == (4, 3)
+    assert resize(data, axes=[1, 0], **keywords).shape == (4, 3)
+    assert by_onnxruntime(data, axes=[1, 0], **keywords).shape == (4, 3)
+    assert by_onnxruntime(data, axes=[-1, 0], **keywords).shape == (3, 4)  # -1 left out: 3/5 from axis 0 alone
+    with pytest.raises(ValueError, match="axes don't match array"):
+        by_onnx_reference(data, axes=[-1, 0], **keywords)
+
+
 def test_integers_round_half_to_even_and_saturate() -> None:
     linear: dict[str, Any] = {"sizes": [4], "mode": "linear"}  # x = -0.25, 0.25, 0.75, 1.25
     assert resize(np.array([0, 1], dtype=np.uint8), **linear).tolist() == [0, 0, 1, 1]  # 0.25 -> 0, 0.75 -> 1
