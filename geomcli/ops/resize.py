@@ -842,6 +842,10 @@ def resize(
     - Coordinates are exact where they decide a tap. The reference works in float64, and
       a coordinate one rounding error off an integer shifts its tap window by one (a cubic
       at x = 2 reads pixel 1 there); onnxruntime works in float32, so a near-tie can move.
+    - A tap of weight 0 takes part, as in onnxruntime: linear at a whole x reads x and x + 1
+      with weights 1 and 0, so an Inf or NaN at x + 1 gives NaN there (``[1, 2, inf, 4]``
+      align_corners to 7: ``[1, 1.5, nan, inf, inf, inf, 4]``); the ONNX reference (and
+      :func:`geomcli.ops.reference.resize`) read x alone there: 2. Finite data: the same.
     - A negative axis counts from the end under every policy. onnxruntime leaves the axes given
       as negative numbers out of ``not_larger``/``not_smaller`` ((5, 4), sizes [3, 3], axes
       [-1, 0], not_smaller: (3, 4) there, (4, 3) here and there with axes [1, 0]); the

@@ -576,6 +576,21 @@ def test_tf_crop_and_resize_samples_its_roi_at_an_unchanged_length() -> None:
     assert by_onnxruntime(data[None], roi=f32(0, 0.5, 1, 1), sizes=[1, 3], **keywords).tolist() == [[0, 10, 20]]
 
 
+def test_a_tap_of_weight_0_takes_part_as_in_onnxruntime() -> None:
+    """[1, 2, inf, 4] align_corners to 7: x = 0, 0.5, 1, 1.5, 2, 2.5, 3. At x = 1 the taps are 1
+    and 2 with weights 1 and 0: 0 · inf = NaN, as onnxruntime gives; the ONNX reference and our
+    readable reference take the single tap 1 there (2). Every path of the kernel alike."""
+    keywords: dict[str, Any] = {"sizes": [1, 7], "mode": "linear", "coordinate_transformation_mode": "align_corners"}
+    data = f32(1, 2, np.inf, 4)[None]
+    expected = [1.0, 1.5, np.nan, np.inf, np.inf, np.inf, 4.0]
+    np.testing.assert_array_equal(by_onnxruntime(data, **keywords)[0], expected)
+    for dtype in ("float32", "float64", "float16", "complex128"):
+        np.testing.assert_array_equal(resize(data.astype(dtype), **keywords)[0].real, expected)
+    with np.errstate(invalid="ignore"):
+        assert by_reference(data, **keywords)[0, 2] == 2.0
+        assert by_onnx_reference(data, **keywords)[0, 2] == 2.0
+
+
 def test_negative_axes_count_from_the_end_under_every_policy() -> None:
     """axes [-1] is axis 1 of a rank-2 tensor (the spec's [-r, r-1]). (5, 4), sizes [3, 3] on
     axes [-1, 0], not_smaller: one scale max(3/4, 3/5) = 3/4, so 4 -> 3 and 5 -> 3.75 -> 4.
