@@ -373,11 +373,14 @@ def grid_sample(
     - Nearest copies data's values (any dtype, exactly).
     - A point whose coordinates are not all finite reads ``fill``, in every padding mode.
     - A tap of weight 0 still takes part: an Inf or NaN beside a point spreads to it (as in
-      onnxruntime and PyTorch). With border padding the clamp to [0, L - 1] makes the pixel
-      after the edge such a tap (as PyTorch's clip): data ``[1, inf]``, align_corners, x clamped
-      from -1 to 0 gives NaN here and in the ONNX reference, 1 in onnxruntime 1.32 (it reads
-      the edge alone); without align_corners at x = -0.5 the reference (which clamps only
-      outside [-0.5, L - 0.5]) and onnxruntime give 1, we NaN. Finite data: the same values.
+      onnxruntime and PyTorch). Which pixel that tap is differs where x was padded: we pad x
+      (border clamps it to [0, L - 1], as PyTorch's clip), onnxruntime 1.32 pads the taps of
+      the unpadded x. Border, data ``[1, inf]``, align_corners, x = -1: we read 0 and 1 (NaN,
+      as the ONNX reference), onnxruntime -1 and 0, both the edge (1); without align_corners
+      at x = -0.5 the reference (which clamps only outside [-0.5, L - 0.5]) and onnxruntime
+      give 1, we NaN. Reflection, ``[5, inf, 3, 7, 9]``, align_corners, x = -2: we (and the
+      reference) reflect to 2 and read 2 and 3 (3), onnxruntime reflects -2 and -1 to 2 and
+      1 (NaN). Finite data: the same values.
     - With zeros padding, data with an empty spatial axis gives ``fill`` wherever the output
       has points (the interpolation of taps that all read ``fill``).
 

@@ -697,28 +697,34 @@ def test_float64_positions_differ_from_float32_near_ties() -> None:
     assert run_onnx_reference(data, grid, "nearest", "zeros", False).item() == 2.0
 
 
-@pytest.mark.parametrize(("g", "align_corners", "onnxruntime", "onnx_reference"), [
-    (-3.0, True, 1.0, np.nan),  # x = -1, clamped to 0: taps 0 (weight 1) and 1 (weight 0)
-    (-1.0, False, 1.0, 1.0),  # x = -0.5: we clamp it to 0; the reference keeps taps -1 and 0
+@pytest.mark.parametrize(("padding", "row", "g", "align_corners", "onnxruntime", "onnx_reference"), [
+    # x = -1 clamped to 0: taps 0 (weight 1) and 1 (weight 0); onnxruntime clamps taps -1, 0
+    ("border", [1.0, np.inf], -3.0, True, 1.0, np.nan),
+    # x = -0.5: we clamp it to 0; the reference keeps taps -1 and 0, onnxruntime clamps them
+    ("border", [1.0, np.inf], -1.0, False, 1.0, 1.0),
+    # x = -2 reflected to 2: taps 2 and 3 (weight 0); onnxruntime reflects taps -2, -1 to 2, 1
+    ("reflection", [5.0, np.inf, 3.0, 7.0, 9.0], -2.0, True, np.nan, 3.0),
 ])
-def test_border_clamp_non_finite_neighbour_differs(g: float, align_corners: bool, onnxruntime: float,
-                                                   onnx_reference: float) -> None:
-    """Border padding clamps x to [0, L - 1] (PyTorch's clip), so a point left of the image has
-    the pixel after the edge as a tap of weight 0, and an Inf there gives NaN (0 · inf). Finite
-    data reads the edge in every implementation; with Inf they part: onnxruntime 1.32 reads the
-    edge alone after a clamp, the ONNX reference clamps only outside [-0.5, L - 0.5]."""
-    data = np.array([[[[1.0, np.inf]]]])
-    grid = np.array([[[[g, 0.0]]]])
-    assert np.isnan(grid_sample(data, grid, "linear", "border", align_corners).item())
-    np.testing.assert_equal(run_onnxruntime(data, grid, "linear", "border", align_corners).item(), onnxruntime)
+def test_padding_a_position_or_its_taps_parts_with_non_finite_data(
+        padding: str, row: list[float], g: float, align_corners: bool, onnxruntime: float,
+        onnx_reference: float) -> None:
+    """We pad the position (border clamps x to [0, L - 1], PyTorch's clip; reflection mirrors
+    it), then take taps floor(x), floor(x) + 1; onnxruntime 1.32 takes the taps of the unpadded
+    x and pads each. With finite data the values agree; a tap of weight 0 (it still takes
+    part, 0 · inf = NaN) can be another pixel, so an Inf there parts them. The ONNX reference
+    clamps only outside [-0.5, L - 0.5] (align_corners=0)."""
+    data = np.array([[[row, row]]])  # two equal rows: y = 0 (g = -1, align_corners) reads row 0
+    grid = np.array([[[[g, -1.0 if align_corners else -0.5]]]])
+    ours = grid_sample(data, grid, "linear", padding, align_corners).item()
+    expected = 3.0 if padding == "reflection" else np.nan
+    np.testing.assert_equal(ours, expected)
+    np.testing.assert_equal(run_onnxruntime(data, grid, "linear", padding, align_corners).item(), onnxruntime)
     with np.errstate(invalid="ignore"):  # the reference's own 0 · inf
-        reference_value = run_onnx_reference(data, grid, "linear", "border", align_corners).item()
+        reference_value = run_onnx_reference(data, grid, "linear", padding, align_corners).item()
     np.testing.assert_equal(reference_value, onnx_reference)
-    finite = np.array([[[[1.0, 7.0]]]])
-    assert grid_sample(finite, grid, "linear", "border", align_corners).item() == 1.0
-    assert run_onnxruntime(finite, grid, "linear", "border", align_corners).item() == 1.0
-    assert run_onnx_reference(finite, grid, "linear", "border", align_corners).item() == 1.0
-
+    finite = np.nan_to_num(data, posinf=4.0)
+    assert grid_sample(finite, grid, "linear", padding, align_corners).item() == pytest.approx(
+        run_onnxruntime(finite, grid, "linear", padding, align_corners).item(), abs=1e-12)
 
 # --- errors ---------------------------------------------------------------------------
 
