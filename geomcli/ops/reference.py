@@ -318,7 +318,9 @@ def resize(data: np.ndarray, output_shape: tuple[int, ...], scales: list[Fractio
     """Resize-19 of ``data`` to ``output_shape``, one axis after another in order: ``scales`` and
     ``rois`` give every axis's scale (exact) and (start, end). An axis whose every output reads
     its own index with weight 1 is left as it is. Points outside the input on any axis
-    (tf_crop_and_resize) read ``extrapolation_value``."""
+    (tf_crop_and_resize) read ``extrapolation_value``. An oracle for finite data: a tap of weight
+    0 at a whole coordinate is left out here, where the kernel (as onnxruntime) counts it, so an
+    inf beside it makes NaN there and not here (resize's docstring)."""
     transform = coordinate_transformation_mode
     nearest = mode == "nearest"
     values = data if nearest else data.astype(_numeric.working_dtype(data.dtype))
