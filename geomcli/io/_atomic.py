@@ -356,8 +356,13 @@ def _hidden(name: str, tail: int) -> str:
         return f".{name}"
     digest = hashlib.blake2b(hidden, digest_size=4).hexdigest()
     cut = NAME_MAX - tail - len(digest) - 1
-    while cut > 1 and hidden[cut] & 0xC0 == 0x80:  # not inside a UTF-8 character
-        cut -= 1
+    # never inside a UTF-8 character: back to its lead byte, at most 3 continuations before the
+    # cut; bytes that are no character (a Latin-1 name's) are cut where the length says
+    start = cut
+    while start > max(1, cut - 3) and hidden[start] & 0xC0 == 0x80:
+        start -= 1
+    if hidden[start] & 0xC0 == 0xC0:
+        cut = start
     return os.fsdecode(hidden[:cut]) + "~" + digest
 
 

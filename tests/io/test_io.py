@@ -1514,6 +1514,20 @@ def test_an_output_name_of_255_bytes_is_written_and_its_leftovers_are_its_own(tm
     assert sorted(os.listdir(tmp_path)) == sorted([name, name[:-5] + ".zarr"])
 
 
+def test_a_long_name_not_in_utf_8_keeps_its_bytes_in_its_temp_name(tmp_path: Path) -> None:
+    """A Latin-1 name (bytes 0xA9, which UTF-8 reads as continuations) is no UTF-8 character to
+    keep whole: the cut stays where the length puts it (it went back to the first byte, the temp
+    name ``.~HASH``, nothing of the output's name left in it)."""
+    from geomcli.io import _atomic
+
+    name = os.fsdecode(b"\xa9" * 251 + b".npy")
+    fd, temp = _atomic._temp_beside(str(tmp_path / name))
+    os.close(fd)
+    kept = os.fsencode(os.path.basename(temp))
+    assert len(kept) <= 255 and kept.startswith(b"." + b"\xa9" * 232 + b"~"), kept
+    assert _atomic.remove_leftovers(str(tmp_path / name)) == [temp]
+
+
 def test_holding_signals_leaves_an_ignored_one_ignored_for_processes_started_meanwhile() -> None:
     """nohup's SIGHUP: a LocalCluster starts its forkserver and workers while the signals are
     held, and they got SIG_DFL (exec resets a handler, not SIG_IGN): a closed terminal killed them."""
