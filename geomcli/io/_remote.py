@@ -321,14 +321,22 @@ def abort_pending_uploads(url: str) -> int:
     if fs.__class__.__name__ != "S3FileSystem":
         return 0
     bucket, key, _ = fs.split_path(path)
+    uploads: list[str] = []
+    aborted = 0
     try:
-        listed = fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key)
-        uploads = [upload["UploadId"] for upload in listed.get("Uploads", []) if upload["Key"] == key]
+        page: dict[str, Any] = {}
+        while True:  # up to 1000 a page: the next from the markers while IsTruncated
+            listed = fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key, **page)
+            uploads += [upload["UploadId"] for upload in listed.get("Uploads", []) if upload["Key"] == key]
+            if not listed.get("IsTruncated"):
+                break
+            page = {"KeyMarker": listed["NextKeyMarker"], "UploadIdMarker": listed["NextUploadIdMarker"]}
         for upload in uploads:
             fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload)
+            aborted += 1
     except _failures():
-        return 0
-    return len(uploads)
+        pass
+    return aborted
 
 
 # the uploads under way in this process (their tasks on fsspec's loop, and the events their ends

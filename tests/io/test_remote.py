@@ -336,6 +336,33 @@ def test_the_sweep_aborts_the_uploads_pending_at_its_key_only(s3: S3) -> None:
     assert _remote.abort_pending_uploads("memory://out/a.npy") == 0  # no multipart uploads there
 
 
+def test_the_sweep_reads_every_page_of_the_listing(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """S3 lists at most 1000 uploads a request (IsTruncated, then KeyMarker and UploadIdMarker for
+    the next page); the sweep read the first page only. Here a page holds one (the test server
+    pages none)."""
+    for key in ["out/a.npy"] * 3 + ["out/a.npy.more"]:
+        s3.client.create_multipart_upload(Bucket=s3.bucket, Key=key)
+    fs, _ = _remote.filesystem(f"{s3.url}/out/a.npy")
+    real = fs.call_s3
+
+    def one_a_page(method: str, **kwargs: Any) -> Any:
+        if method != "list_multipart_uploads":
+            return real(method, **kwargs)
+        after = (kwargs.pop("KeyMarker", None), kwargs.pop("UploadIdMarker", None))
+        uploads = real(method, **kwargs).get("Uploads", [])
+        start = 0 if after[0] is None else 1 + [(upload["Key"], upload["UploadId"]) for upload in uploads].index(after)
+        page = uploads[start:start + 1]
+        if start + 1 >= len(uploads):
+            return {"Uploads": page, "IsTruncated": False}
+        return {"Uploads": page, "IsTruncated": True, "NextKeyMarker": page[0]["Key"],
+                "NextUploadIdMarker": page[0]["UploadId"]}
+
+    monkeypatch.setattr(fs, "call_s3", one_a_page)
+    assert _remote.abort_pending_uploads(f"{s3.url}/out/a.npy") == 3
+    left = s3.client.list_multipart_uploads(Bucket=s3.bucket)["Uploads"]
+    assert [upload["Key"] for upload in left] == ["out/a.npy.more"]
+
+
 def test_stop_uploads_aborts_another_threads_upload_and_starts_no_more(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch worker's SIGTERM: its committing thread's upload is aborted from the main thread,
     and the thread's next output is not begun."""
