@@ -1174,29 +1174,44 @@ def _weigh_by_bands(array: np.ndarray, order: list[_Plan], result: np.ndarray, t
 def _weigh_by_taps(array: np.ndarray, order: list[_Plan], result: np.ndarray) -> None:
     """The weighted passes into ``result`` as the formula sums them: per output, its own taps
     (the plan's, weight 0 included) in tap order, axis after axis in axis order, in the working
-    dtype, converted once. For data with NaN or inf, where the bands would spread them."""
-    work = _numeric.working_dtype(array.dtype)
-
-    def sums(values: np.ndarray) -> np.ndarray:
-        for plan in sorted(order, key=lambda plan: plan.axis):
-            assert plan.weights is not None
-            shape = [1] * values.ndim
-            shape[plan.axis] = plan.out_len
-            total = np.zeros(values.shape[:plan.axis] + (plan.out_len,) + values.shape[plan.axis + 1:])
-            for k in range(plan.taps.shape[1]):
-                total += np.take(values, plan.taps[:, k], axis=plan.axis) * plan.weights[:, k].reshape(shape)
-            values = total
-        return values
-
+    dtype, converted once. For data with NaN or inf, where the bands would spread them; a block
+    of the first axis's outputs at a time, of about _PIECE float64 values at each pass."""
+    first, *rest = sorted(order, key=lambda plan: plan.axis)
+    assert first.weights is not None
+    shape = list(array.shape)
+    shape[first.axis] = 1
+    widest = math.prod(shape)  # the values one output of first's has, at its largest pass
+    for plan in rest:
+        shape[plan.axis] = plan.out_len
+        widest = max(widest, math.prod(shape))
+    # each part weighed on its own (a complex product would make 0 · inf of the other part)
+    parts = (array.real, array.imag) if array.dtype.kind == "c" else (array,)
+    count = max(1, _PIECE // max(1, widest))
     with _quiet():
-        if work.kind == "c":
-            # each part weighed on its own (a complex product would make 0 · inf of the other part)
-            values = np.empty(result.shape, work)
-            values.real = sums(array.real.astype(np.float64))
-            values.imag = sums(array.imag.astype(np.float64))
-        else:
-            values = sums(array.astype(np.float64))
-    result[...] = _numeric.to_dtype(values, result.dtype)
+        for start in range(0, first.out_len, count):
+            rows = slice(start, start + count)
+            steps: list[tuple[int, np.ndarray, np.ndarray | None]] = [(first.axis, first.taps[rows],
+                                                                        first.weights[rows])]
+            steps += [(plan.axis, plan.taps, plan.weights) for plan in rest]
+            sums = [_tap_sums(part, steps) for part in parts]
+            values = sums[0]
+            if len(sums) == 2:
+                values = np.empty(sums[0].shape, np.complex128)
+                values.real, values.imag = sums
+            result[(slice(None),) * first.axis + (rows,)] = _numeric.to_dtype(values, result.dtype)
+
+
+def _tap_sums(values: np.ndarray, steps: list[tuple[int, np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    """Each step's (axis, taps, weights) summed tap by tap into float64, one after another."""
+    for axis, taps, weights in steps:
+        assert weights is not None
+        shape = [1] * values.ndim
+        shape[axis] = len(taps)
+        total = np.zeros(values.shape[:axis] + (len(taps),) + values.shape[axis + 1:])
+        for k in range(taps.shape[1]):
+            total += np.take(values, taps[:, k], axis=axis).astype(np.float64) * weights[:, k].reshape(shape)
+        values = total
+    return values
 
 
 # what the compiled kernel takes: data's dtype, in native byte order (the rest takes the numpy path)

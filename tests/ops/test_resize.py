@@ -1103,6 +1103,27 @@ def test_an_inf_reaches_only_the_outputs_that_tap_it(dtype: str, shape: tuple[in
         assert (cubic[:, 3:] == -np.inf).all()
 
 
+def test_an_inf_costs_the_numpy_path_little_more_memory() -> None:
+    """The tap-by-tap sums that an inf or NaN calls for go a block of outputs at a time: they
+    made the whole input in float64 and three float64 arrays of each pass's size (float16 data
+    doubled on three axes: 43 MiB at the peak, against 9 MiB without the inf)."""
+    import tracemalloc
+
+    peaks = []
+    for value in (1.0, np.inf):
+        data = np.ones((20, 100, 100), np.float16)
+        data[3, 5, 7] = value
+        out = np.empty((40, 200, 200), np.float16)
+        tracemalloc.start()
+        try:
+            resize(data, sizes=list(out.shape), mode="linear", out=out, threads=1)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert np.isinf(out).any() == (value == np.inf)
+    assert peaks[1] < 1.5 * peaks[0], [peak >> 20 for peak in peaks]
+
+
 # --- the compiled passes ---------------------------------------------------------------------------
 
 COMPILED_LAYOUTS = [  # (shape, sizes, axes)
