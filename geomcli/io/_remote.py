@@ -315,8 +315,10 @@ async def _put_s3(fs: Any, path: str, data: bytes, create: bool, cancelled: Call
 def abort_pending_uploads(url: str) -> int:
     """Abort the multipart uploads pending at ``url`` on S3, how many: what a writer killed on its
     way leaves (SIGKILL: the OOM killer, or a nanny's after 4 s), no object but parts kept, and
-    billed, until aborted. For a caller that stopped the writers of ``url`` (jobs.remove_leftovers);
-    a sweep that fails leaves them, and never fails the run."""
+    billed, until aborted. For a caller that stopped a writer of ``url`` and knows no other is
+    running, as io._atomic.remove_leftovers (jobs.remove_leftovers): S3 does not say whose an
+    upload is, so another process's at this key is aborted too. A sweep that fails leaves them,
+    and never fails the run."""
     fs, path = filesystem(url)
     if fs.__class__.__name__ != "S3FileSystem":
         return 0
