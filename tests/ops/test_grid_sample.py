@@ -726,6 +726,7 @@ def test_padding_a_position_or_its_taps_parts_with_non_finite_data(
     assert grid_sample(finite, grid, "linear", padding, align_corners).item() == pytest.approx(
         run_onnxruntime(finite, grid, "linear", padding, align_corners).item(), abs=1e-12)
 
+
 # --- errors ---------------------------------------------------------------------------
 
 D4 = np.zeros((1, 2, 3, 4))

@@ -1080,7 +1080,6 @@ def test_nan_and_inf_in_the_data_raise_no_floating_point_warning() -> None:
         assert np.isnan(found).any() and np.isfinite(found[0, 2]).all()
 
 
-
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "complex64", "float64"])
 @pytest.mark.parametrize(("shape", "sizes"), [((16,), [5]), ((3, 16), [2, 5]), ((6, 6, 16), [4, 4, 5])])
 def test_an_inf_reaches_only_the_outputs_that_tap_it(dtype: str, shape: tuple[int, ...], sizes: list[int]) -> None:
