@@ -331,10 +331,12 @@ class _Dispatch:
             return
         error = result[1] if future.status == "error" else GeomError("cancelled by the cluster")
         if isinstance(error, KilledWorker):
+            # what the death left, as seen from here: a retry sweeps again on a worker, but is not
+            # sent once the run stops (--fail-fast, Ctrl-C), and after a second death there is none
+            job_steps.remove_leftovers(sent.jobs)
             if not sent.after_death:
                 self.again.extend(([job], True) for job in sent.jobs)  # each alone: a bad file fails alone
                 return
-            job_steps.remove_leftovers(sent.jobs)  # what the second death left: no retry sweeps it
             for job in sent.jobs:
                 self._add(job, job_steps.job_report(self.task, job, status="error",
                                                     error=f"{job.input}: the worker process ended while "

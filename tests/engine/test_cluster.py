@@ -27,6 +27,7 @@ from geomcli.engine import cluster, operations, workers
 from geomcli.engine import scheduler as scheduler_module
 from geomcli.engine.options import BatchOptions, Common
 from geomcli.engine.plan import Job, Task
+from geomcli.errors import GeomError
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.cluster
@@ -297,6 +298,38 @@ def test_a_file_whose_worker_dies_uploading_leaves_no_pending_upload(tmp_path: P
     assert [line["status"] for line in lines[:2]] == ["ok", "error"], lines
     assert lines[1]["error"].endswith("deadly.npy: the worker process ended while doing it (twice)")
     assert s3.keys() == ["out/a.npy"]
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+
+
+@dataclass(frozen=True)
+class _DiesUploadingOrFailsLate(_DiesUploading):
+    """As _DiesUploading, and a file named late fails after 6 s (once the deadly file's worker
+    has died, and before its retry is sent: a retry waits until no other task is in flight)."""
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        if "late" in loaded.source:
+            time.sleep(6)
+            raise GeomError(f"{loaded.source}: late")
+        return super().apply(loaded, common, allocate)
+
+
+def test_fail_fast_before_a_retry_leaves_no_pending_upload(tmp_path: Path, scheduler: str, s3: Any,
+                                                           by_value: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """--fail-fast stops the run between a worker's death and its file's retry, which is never
+    sent: the retry swept what the death left (here a pending upload) on a worker, so nothing did."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("deadly", "late"):
+        np.save(folder / f"{name}.npy", np.arange(3 << 20, dtype=np.float32))  # 12 MiB: a task each
+    common = Common(json=True, storage_options=(("endpoint_url", s3.endpoint), ("key", "testing"),
+                                                ("secret", "testing")))
+    options = BatchOptions(f"{s3.url}/out", scheduler=scheduler, fail_fast=True)
+    code = workers.run(_DiesUploadingOrFailsLate((3145000,)), common,
+                       [str(folder / "deadly.npy"), str(folder / "late.npy")], options)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert [line.get("status") for line in lines[:1]] == ["error"] and lines[0]["error"].endswith(": late"), lines
+    assert s3.keys() == []
     assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
 
 
