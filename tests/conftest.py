@@ -75,6 +75,16 @@ def run(*args: Any, stdin: bytes | None = None, env: dict[str, str] | None = Non
     return CliRunner().invoke(cli, [str(arg) for arg in args], input=stdin, env=env, catch_exceptions=False)
 
 
+def hooked(hooks: Path, **more: str) -> dict[str, str]:
+    """This process's environment for a run that loads ``hooks/sitecustomize.py`` first, then the
+    geomcli under test (the hooks alone on PYTHONPATH ran an installed geomcli, from a worktree
+    the checkout's instead of its own), with ``more`` variables."""
+    import geomcli
+
+    under_test = str(Path(geomcli.__file__).parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), under_test]), **more}
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(42)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
-from conftest import run
+from conftest import hooked, run
 from PIL import Image
 
 import geomcli.ops.center_crop_pad as crop_ops
@@ -1018,7 +1018,7 @@ def test_a_worker_killed_on_a_file_fails_that_file_only(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = subprocess.run([sys.executable, "-m", "geomcli", "crop-pad", str(folder), "--out-dir", str(out),
                              "--shape", "200,200", "-j", "2"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(hooks)})
+                            env=hooked(hooks))
     assert result.returncode == 1, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "n30.png: the worker process ended (exit code -9)" in errors[0], result.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import run
+from conftest import hooked, run
 from PIL import Image, PngImagePlugin
 
 from geomcli.cli import cli
@@ -60,7 +60,7 @@ def test_no_clobber_skips_an_output_made_during_the_run(tmp_path: Path, jobs: st
         Image.fromarray(rng.integers(0, 256, (40, 50, 3), np.uint8)).save(folder / f"n{index:02d}.png", pnginfo=info)
     result = subprocess.run([*GEOMCLI, "crop-pad", str(folder), "--out-dir", str(out), "--shape", "8,8", "-n",
                              "-j", jobs, "--json"], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONPATH": str(hooks), "GEOMCLI_TEST_PLANT": str(out / "n09.png")})
+                            env=hooked(hooks, GEOMCLI_TEST_PLANT=str(out / "n09.png")))
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     planted = [record for record in records if record.get("input", "").endswith("n09.png")]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
-from conftest import S3
+from conftest import S3, hooked
 from PIL import Image
 
 from geomcli.cli import cli
@@ -304,7 +304,6 @@ s3fs.S3FileSystem._call_s3 = killed
 def test_a_worker_killed_mid_upload_leaves_no_pending_upload(s3: S3, tmp_path: Path) -> None:
     """No object, and no multipart upload left pending (billed until aborted): the batch sweeps
     the output of the job its worker died on."""
-    import os
     import subprocess
     import sys
 
@@ -316,10 +315,9 @@ def test_a_worker_killed_mid_upload_leaves_no_pending_upload(s3: S3, tmp_path: P
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(_KILLED_MID_UPLOAD)
-    under_test = str(Path(_remote.__file__).parents[2])  # this geomcli, not one installed elsewhere
     done = subprocess.run([sys.executable, "-m", "geomcli", "crop-pad", str(folder), "--out-dir", f"{s3.url}/out",
                            "--shape", "3145000", "-j", "2"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), under_test])})
+                          env=hooked(hooks))
     assert done.returncode == 1, done.stderr
     failed = [name for name in names if f"{name}: the worker process ended (exit code -9)" in done.stderr]
     assert failed, done.stderr
