@@ -221,12 +221,35 @@ def open_input(path: str) -> Opened:
     assert isinstance(image, dict) and isinstance(dataset, dict)
     listed = image.get("axes")
     axes = tuple(_entry(axis) for axis in listed) if isinstance(listed, list) else ()  # (NGFF 0.3's: bare names)
-    given = dataset.get("coordinateTransformations")
+    scale, translation = _transforms(dataset, path, array.ndim)
+    # the multiscales' own transformations apply after every level's: folded into the level's, so that
+    # the output (a level's alone) puts each pixel where the input did (a try-out's were dropped)
+    outer_scale, outer_translation = _transforms(image, path, array.ndim)
+    if outer_scale is not None:
+        scale = tuple(outer * own for outer, own in zip(outer_scale, scale or (1.0,) * array.ndim, strict=True))
+        translation = None if translation is None else tuple(
+            outer * own for outer, own in zip(outer_scale, translation, strict=True))
+    if outer_translation is not None:
+        translation = tuple(outer + own for outer, own in
+                            zip(outer_translation, translation or (0.0,) * array.ndim, strict=True))
+    return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale, translation))
+
+
+def _transforms(entry: dict[str, Any], path: str,
+                count: int) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """The scale and translation of an OME dataset's (or multiscales') coordinateTransformations,
+    None for one it has not; a GeomError for one of another length than the array's ``count``
+    axes (a try-out's was written as it was, and a resize left it unscaled)."""
+    given = entry.get("coordinateTransformations")
     transforms = {transform.get("type"): transform for transform in given if isinstance(transform, dict)} \
         if isinstance(given, list) else {}
     scale, translation = (_numbers(transforms[kind].get(kind), path, kind) if kind in transforms else None
                           for kind in ("scale", "translation"))
-    return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale, translation))
+    for kind, numbers in (("scale", scale), ("translation", translation)):
+        if numbers is not None and len(numbers) != count:
+            raise GeomError(f"{path}: not a readable OME-Zarr image (its {kind} has {len(numbers)} numbers for "
+                            f"{count} axes)")
+    return scale, translation
 
 
 def _first(listed: Any) -> Any:

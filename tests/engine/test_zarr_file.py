@@ -245,7 +245,14 @@ def ome(datasets: Any, axes: Any = ({"name": "y"}, {"name": "x"})) -> dict[str, 
     (ome([{"path": "0"}]), "group", "the OME-Zarr level '0' is not an array"),
     (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": ["a", "b"]}]}]), "array",
      "not a readable OME-Zarr image (its scale ['a', 'b'] is not a list of numbers)"),
-], ids=["dot-dot", "no-level", "path-int", "image-str", "ome-str", "level-group", "scale-str"])
+    (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [0.5]}]}]), "array",
+     "not a readable OME-Zarr image (its scale has 1 numbers for 2 axes)"),
+    ({"ome": {"version": "0.5", "multiscales": [{"axes": [{"name": "y"}, {"name": "x"}], "datasets": [{"path": "0"}],
+                                                  "coordinateTransformations": [
+                                                      {"type": "translation", "translation": [1, 2, 3]}]}]}},
+     "array", "not a readable OME-Zarr image (its translation has 3 numbers for 2 axes)"),
+], ids=["dot-dot", "no-level", "path-int", "image-str", "ome-str", "level-group", "scale-str", "scale-short",
+        "outer-long"])
 def test_ome_attributes_that_name_no_readable_level_are_one_error_line(tmp_path: Path, attributes: dict[str, Any],
                                                                        level: str | None, reason: str) -> None:
     """Attributes are any JSON: geomcli's own reading of them raised IndexError, TypeError,
@@ -718,6 +725,25 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
     assert result.exit_code == 0
     assert ("the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried through warp (it does not say where its "
             "pixels lie); dropped") in json.loads(result.stdout)["warnings"]
+
+
+def test_the_multiscales_own_transformations_are_folded_into_the_level_s(tmp_path: Path) -> None:
+    """NGFF's multiscales may hold coordinateTransformations applied after every level's: a
+    try-out's output, of the level's alone, lost them (its pixels 3 times too small, 100 and
+    200 units away). Folded: scale 3 * 0.5, translation 3 * (the level's, moved by the crop) + 100."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "micrometer"},
+            {"name": "x", "type": "space", "unit": "micrometer"}]
+    level = [{"type": "scale", "scale": [1, 0.5, 0.5]}]
+    group = zarr.open_group(str(tmp_path / "in.zarr"), mode="w", attributes={"ome": {"version": "0.5", "multiscales": [{
+        "axes": axes, "datasets": [{"path": "0", "coordinateTransformations": level}],
+        "coordinateTransformations": [{"type": "scale", "scale": [1, 3, 3]},
+                                      {"type": "translation", "translation": [0, 100, 200]}]}]}})
+    group.create_array("0", shape=(2, 10, 12), dtype="uint8", chunks=(1, 5, 5), dimension_names=["c", "y", "x"])
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 1.5, 1.5]},
+        {"type": "translation", "translation": [0.0, 100 + 3 * 0.5 * 3, 200 + 3 * 0.5 * 4]}]
 
 
 @pytest.mark.parametrize(("args", "scale", "translation"), [
