@@ -197,8 +197,7 @@ def open_input(path: str) -> Opened:
     _check_complete(path, attributes)
     if isinstance(node, zarr.Array):
         _check_grid(node, path)
-        return Opened(node, layout_of(node.metadata.dimension_names if node.metadata.zarr_format == 3 else None),
-                      None)
+        return Opened(node, layout_of(dimension_names(node)), None)
     # the attributes are any JSON a file holds: each step is checked for the type it must have
     ome = attributes.get("ome")
     multiscales = (ome.get("multiscales") if isinstance(ome, dict) else None) or attributes.get("multiscales")
@@ -250,6 +249,17 @@ def _transforms(entry: dict[str, Any], path: str,
             raise GeomError(f"{path}: not a readable OME-Zarr image (its {kind} has {len(numbers)} numbers for "
                             f"{count} axes)")
     return scale, translation
+
+
+def dimension_names(array: Any) -> list[str] | None:
+    """A zarr array's axis names: a v3 array's ``dimension_names``, a v2 array's
+    ``_ARRAY_DIMENSIONS`` attribute (xarray's, the names v2 has no field for); None where it
+    gives none."""
+    if array.metadata.zarr_format == 3:
+        given = array.metadata.dimension_names
+    else:
+        given = array.attrs.get("_ARRAY_DIMENSIONS")
+    return list(given) if isinstance(given, (list, tuple)) and all(isinstance(name, str) for name in given) else None
 
 
 def _first(listed: Any) -> Any:
@@ -442,7 +452,7 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
     from geomcli.io import _remote
 
     zarr = _zarr()
-    kept = getattr(like.metadata, "dimension_names", None) if like is not None else None
+    kept = dimension_names(like) if like is not None else None
     names: list[str] | None
     if kept and layout is not None and len(kept) == len(layout) and layout_of(list(kept)) == layout:
         names = [str(name) for name in kept]  # the input's own names where they still fit (t, z: not n)

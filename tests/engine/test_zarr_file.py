@@ -203,6 +203,22 @@ def test_dimension_names_give_the_layout_and_the_output_keeps_them(tmp_path: Pat
     assert np.array_equal(read_zarr(tmp_path / "crop.zarr")[...], data[4:8, 3:7])
 
 
+def test_a_zarr_v2_array_s_xarray_dimension_names_give_the_layout_and_travel(tmp_path: Path) -> None:
+    """zarr v2 has no dimension_names: xarray writes them as the attribute _ARRAY_DIMENSIONS, which
+    a try-out's run ignored (a two-value --shape refused, the output's names lost)."""
+    data = tensor(np.dtype("uint16"), (3, 20, 24))
+    array = zarr.create_array(str(tmp_path / "in.zarr"), shape=data.shape, dtype=data.dtype, chunks=(1, 8, 8),
+                              zarr_format=2, attributes={"_ARRAY_DIMENSIONS": ["c", "y", "x"]})
+    array[...] = data
+    result = run("info", tmp_path / "in.zarr", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["layout"] == "CHW"
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "10,10", "-q")
+    assert result.exit_code == 0, result.stderr
+    out = read_zarr(tmp_path / "out.zarr")
+    assert np.array_equal(out[...], data[:, 5:15, 7:17])
+    assert out.metadata.dimension_names == ("c", "y", "x")
+
+
 def ome_image(path: Path, data: np.ndarray, chunks: tuple[int, ...]) -> None:
     """An OME-Zarr 0.5 image of two levels, axes c, y, x."""
     axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "micrometer"},
