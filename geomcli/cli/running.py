@@ -59,7 +59,7 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
         if len(inputs) > 1:
             raise click.UsageError(f"-o takes one INPUT, found {len(inputs)}; give --out-dir DIR for several", ctx)
         from geomcli.engine import zarr_file
-        from geomcli.io import _remote
+        from geomcli.io import _remote, _zarr
 
         if _remote.is_url(inputs[0]):
             try:
@@ -68,8 +68,10 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
                 raise click.UsageError(str(error), ctx) from error
 
         chunked = zarr_file.involved(inputs[0], output)  # a zarr array (a folder) is one input; it takes --scheduler
-        if inputs[0] != "-" and os.path.isdir(inputs[0]) and not chunked:  # (- is stdin, whatever is named so)
-            raise click.UsageError(f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
+        # (- is stdin, whatever is named so); a zarr array is a folder named .zarr, one named else is none
+        if inputs[0] != "-" and os.path.isdir(inputs[0]) and not _zarr.is_zarr(inputs[0]):
+            raise click.UsageError(_zarr.misnamed(inputs[0])
+                                   or f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
         for name, flag in _BATCH_ONLY.items():
             # (an environment variable, GEOMCLI_SCHEDULER, is for the jobs it is for)
             if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT,

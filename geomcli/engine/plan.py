@@ -233,6 +233,9 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             found, what = [Source(argument, "")], argument
         else:
             found, what = _glob(argument, skip), f"the pattern {argument!r}"
+        misnamed = None if found or _remote.is_url(argument) else _zarr.misnamed(argument)
+        if misnamed is not None:
+            raise PlanError(misnamed)
         if not found:
             raise PlanError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, "
                             ".zarr)" + (f" outside --out-dir {out_dir}, which it leaves out" if skip.met else ""))

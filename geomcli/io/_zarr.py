@@ -202,7 +202,7 @@ def open_input(path: str) -> Opened:
     ome = attributes.get("ome")
     multiscales = (ome.get("multiscales") if isinstance(ome, dict) else None) or attributes.get("multiscales")
     if not multiscales:
-        raise GeomError(f"{path}: a zarr group, not an array (nor an OME-Zarr image)")
+        raise GeomError(f"{path}: a zarr group, not an array (nor an OME-Zarr image){_arrays_in(node)}")
     image = _first(multiscales)
     dataset = _first(image.get("datasets")) if isinstance(image, dict) else None
     level = dataset.get("path") if isinstance(dataset, dict) else None
@@ -260,6 +260,33 @@ def dimension_names(array: Any) -> list[str] | None:
     else:
         given = array.attrs.get("_ARRAY_DIMENSIONS")
     return list(given) if isinstance(given, (list, tuple)) and all(isinstance(name, str) for name in given) else None
+
+
+def _arrays_in(group: Any) -> str:
+    """What a group's arrays are, for its error: the names a user would pick from (an array is
+    read by a path of its own ending in .zarr); empty for none, or a listing that fails."""
+    try:
+        names = sorted(name for name, _ in group.arrays())
+    except Exception:  # noqa: BLE001 - the listing only helps the error it is in
+        return ""
+    if not names:
+        return ""
+    shown = ", ".join(repr(name) for name in names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return (f"; it holds the arrays {shown}: geomcli reads an array by a name of its own ending in .zarr (locally, "
+            "a link: ln -s GROUP.zarr/ARRAY ARRAY.zarr)")
+
+
+def misnamed(folder: str) -> str | None:
+    """Why a local ``folder`` whose name does not end in .zarr is no input, where it is a zarr array
+    or group (its zarr.json, .zarray or .zgroup: an array in a group, an OME-Zarr level, say);
+    None for another folder, whose error is a folder's."""
+    try:
+        if _ZARR_METADATA.isdisjoint(os.listdir(folder)):
+            return None
+    except OSError:
+        return None
+    return (f"{folder}: a zarr array or group, read only by a name ending in .zarr: link it under one "
+            "(ln -s FOLDER NAME.zarr)")
 
 
 def _first(listed: Any) -> Any:

@@ -219,6 +219,31 @@ def test_a_zarr_v2_array_s_xarray_dimension_names_give_the_layout_and_travel(tmp
     assert out.metadata.dimension_names == ("c", "y", "x")
 
 
+def test_an_array_in_a_group_is_named_as_one_a_link_reads(tmp_path: Path) -> None:
+    """A path to an array in a group (or to an OME-Zarr level) was a folder of no file, or with
+    -o OUT.zarr "no file extension"; a group's error named none of its arrays. Each now says what
+    it is and how to read it, and the link it names reads it."""
+    group = zarr.open_group(str(tmp_path / "grp.zarr"), mode="w")
+    group.create_array("raw", shape=(6, 8), dtype="uint8", chunks=(4, 4))[...] = np.arange(48).reshape(6, 8)
+    group.create_array("labels", shape=(6, 8), dtype="uint32", chunks=(4, 4))
+    inner = tmp_path / "grp.zarr" / "raw"
+    said = f"Error: {inner}: a zarr array or group, read only by a name ending in .zarr: link it under one"
+    for args in (["info", inner], ["crop-pad", inner, "-o", tmp_path / "out.zarr", "--shape", "2,2"],
+                 ["crop-pad", inner, "--out-dir", tmp_path / "outs", "--shape", "2,2"]):
+        result = run(*args)
+        assert result.exit_code == 2 and said in result.stderr, result.stderr
+    result = run("info", tmp_path / "grp.zarr")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {tmp_path / 'grp.zarr'}: a zarr group, not an array (nor an OME-Zarr image); "
+                             "it holds the arrays 'labels', 'raw': geomcli reads an array by a name of its own ending "
+                             "in .zarr (locally, a link: ln -s GROUP.zarr/ARRAY ARRAY.zarr)\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["grp.zarr"]
+    (tmp_path / "raw.zarr").symlink_to(inner)
+    result = run("crop-pad", tmp_path / "raw.zarr", "-o", tmp_path / "out.zarr", "--shape", "2,2", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], np.arange(48).reshape(6, 8)[2:4, 3:5])
+
+
 def ome_image(path: Path, data: np.ndarray, chunks: tuple[int, ...]) -> None:
     """An OME-Zarr 0.5 image of two levels, axes c, y, x."""
     axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "micrometer"},
