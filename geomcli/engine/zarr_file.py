@@ -111,6 +111,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         space = _output_space(operation, space, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common,
                               report)
+        space = _channels_kept(space, result.shape, operation.command, report)
         try:
             report.value_range, nan, blocks = _write(operation, result, data, written, output_format, common,
                                                      scheduler, layout=layout, space=space, like=like)
@@ -163,10 +164,27 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
             report.warnings.append(f"the physical pixel sizes ({dropped}) cannot be carried through "
                                    f"{operation.command}, whose pixels have no size per axis (a grid, a rotation "
                                    "or shear); dropped")
-        return Space(tuple({key: value for key, value in axis.items() if key != "unit" or not drop}
-                           for axis, drop in zip(space.axes, spatial)),
-                     tuple(1.0 if drop else value for value, drop in zip(scale, spatial)), translation)
+        return space._replace(axes=tuple({key: value for key, value in axis.items() if key != "unit" or not drop}
+                                         for axis, drop in zip(space.axes, spatial)),
+                              scale=tuple(1.0 if drop else value for value, drop in zip(scale, spatial)),
+                              translation=translation)
     return space._replace(scale=None if space.scale is None else scaled, translation=translation)
+
+
+def _channels_kept(space: Space | None, shape: tuple[int, ...], command: str, report: Report) -> Space | None:
+    """``space`` with its ``omero`` (the channels' labels, colours, windows) where the output has
+    as many channels as it lists; else without it, and a warning (space-to-depth's channels are
+    blocks of pixels)."""
+    if space is None or space.omero is None:
+        return space
+    channels = space.omero.get("channels")
+    where = [index for index, axis in enumerate(space.axes) if axis.get("type") == "channel"]
+    if not isinstance(channels, list) or (len(where) == 1 and len(shape) == len(space.axes)
+                                          and shape[where[0]] == len(channels)):
+        return space
+    report.warnings.append(f"the OME-Zarr omero metadata of {len(channels)} channel(s) does not fit the output of "
+                           f"{command}; dropped")
+    return space._replace(omero=None)
 
 
 def _say_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None) -> None:

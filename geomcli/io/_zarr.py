@@ -59,6 +59,10 @@ class Space(NamedTuple):
     scale: tuple[float, ...] | None = None
     translation: tuple[float, ...] | None = None
     """Where its first pixel's centre lies, per axis, in the units of ``axes``."""
+    name: str | None = None
+    """The multiscales' name."""
+    omero: dict[str, Any] | None = None
+    """The image's ``omero`` (its channels' labels, colours and display windows), as given."""
 
     def physical(self) -> str:
         """Its scale and units as a warning names them (``y 0.5 nanometer, x 0.25 nanometer``);
@@ -231,7 +235,11 @@ def open_input(path: str) -> Opened:
     if outer_translation is not None:
         translation = tuple(outer + own for outer, own in
                             zip(outer_translation, translation or (0.0,) * array.ndim, strict=True))
-    return Opened(array, layout_of([axis.get("name") for axis in axes]), Space(axes, scale, translation))
+    name = image.get("name")
+    omero = (ome if isinstance(ome, dict) else attributes).get("omero")  # (NGFF 0.4's beside its multiscales)
+    return Opened(array, layout_of([axis.get("name") for axis in axes]),
+                  Space(axes, scale, translation, name if isinstance(name, str) else None,
+                        omero if isinstance(omero, dict) else None))
 
 
 def _transforms(entry: dict[str, Any], path: str,
@@ -504,9 +512,12 @@ def create_output(path: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tu
             transforms = [{"type": "scale", "scale": list(space.scale or (1.0,) * len(layout))}]
             if space.translation is not None:
                 transforms.append({"type": "translation", "translation": list(space.translation)})
-            group = zarr.open_group(store=store, mode="w", attributes={
-                "ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": [
-                    {"path": "0", "coordinateTransformations": transforms}]}]}, **incomplete})
+            image: dict[str, Any] = {"axes": axes, "datasets": [{"path": "0", "coordinateTransformations": transforms}]}
+            ome: dict[str, Any] = {"version": "0.5", "multiscales": [
+                image | ({} if space.name is None else {"name": space.name})]}
+            if space.omero is not None:
+                ome["omero"] = space.omero
+            group = zarr.open_group(store=store, mode="w", attributes={"ome": ome, **incomplete})
             return group.create_array("0", shape=shape, dtype=dtype, chunks=chunks, dimension_names=names,
                                       **options)
         return zarr.create_array(store=store, shape=shape, dtype=dtype, chunks=chunks, dimension_names=names,

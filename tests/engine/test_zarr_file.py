@@ -768,6 +768,32 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
             "pixels lie); dropped") in json.loads(result.stdout)["warnings"]
 
 
+@pytest.mark.parametrize("version", ["0.4", "0.5"])
+def test_an_ome_zarr_s_name_and_omero_channels_travel_where_the_channels_do(tmp_path: Path, version: str) -> None:
+    """A try-out's output lost the image's name and its omero (channel labels, colours, display
+    windows) without a word; space-to-depth, whose channels are blocks of pixels, drops the omero
+    with a warning."""
+    omero = {"channels": [{"label": "DAPI", "color": "0000FF"}, {"label": "GFP", "color": "00FF00"}],
+             "rdefs": {"model": "color"}}
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
+    image = {"axes": axes, "name": "cells", "datasets": [
+        {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1, 1, 1]}]}]}
+    attributes = ({"multiscales": [{**image, "version": "0.4"}], "omero": omero} if version == "0.4"
+                  else {"ome": {"version": "0.5", "multiscales": [image], "omero": omero}})
+    group = zarr.open_group(str(tmp_path / "in.zarr"), mode="w", zarr_format=2 if version == "0.4" else 3,
+                            attributes=attributes)
+    group.create_array("0", shape=(2, 8, 8), dtype="uint8", chunks=(1, 4, 4))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "6,6", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    written = read_zarr(tmp_path / "out.zarr").attrs["ome"]
+    assert written["omero"] == omero and written["multiscales"][0]["name"] == "cells"
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "s2d.zarr", "--blocksize", "2", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [
+        "the OME-Zarr omero metadata of 2 channel(s) does not fit the output of space-to-depth; dropped"]
+    assert "omero" not in read_zarr(tmp_path / "s2d.zarr").attrs["ome"]
+
+
 def test_the_multiscales_own_transformations_are_folded_into_the_level_s(tmp_path: Path) -> None:
     """NGFF's multiscales may hold coordinateTransformations applied after every level's: a
     try-out's output, of the level's alone, lost them (its pixels 3 times too small, 100 and
