@@ -168,7 +168,9 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
                                          for axis, drop in zip(space.axes, spatial)),
                               scale=tuple(1.0 if drop else value for value, drop in zip(scale, spatial)),
                               translation=translation)
-    return space._replace(scale=None if space.scale is None else scaled, translation=translation)
+    # (an image of no scale, pixels of 1, likewise has one where the operation changed it)
+    unscaled = space.scale is None and all(value == 1.0 for value in scaled)
+    return space._replace(scale=None if unscaled else scaled, translation=translation)
 
 
 def _channels_kept(space: Space | None, shape: tuple[int, ...], command: str, report: Report) -> Space | None:

@@ -794,6 +794,28 @@ def test_an_ome_zarr_s_name_and_omero_channels_travel_where_the_channels_do(tmp_
     assert "omero" not in read_zarr(tmp_path / "s2d.zarr").attrs["ome"]
 
 
+@pytest.mark.parametrize(("args", "transforms"), [
+    # the window kept starts at pixel 15, 25: there, in units of 0.5 and 0.25
+    (["crop-pad", "--shape", "30,30"], [{"type": "scale", "scale": [1.0, 0.5, 0.25]},
+                                        {"type": "translation", "translation": [0.0, 7.5, 6.25]}]),
+    # half_pixel, 2x down: the first output pixel is sampled half an input pixel on
+    (["resize", "--scales", "0.5,0.5"], [{"type": "scale", "scale": [1.0, 1.0, 0.5]},
+                                         {"type": "translation", "translation": [0.0, 0.25, 0.125]}]),
+    (["crop-pad", "--shape", "60,80"], [{"type": "scale", "scale": [1.0, 0.5, 0.25]}]),  # still at 0: as it was
+])
+def test_an_ome_zarr_of_no_translation_has_its_first_pixel_at_zero_and_the_output_one_where_it_moved(
+        tmp_path: Path, args: list[str], transforms: list[dict[str, Any]]) -> None:
+    """Most OME-Zarr writers give a scale alone: a try-out's crop or resize of one wrote no
+    translation, so the output's first pixel lay at 0 again (7.5 units off for this crop)."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "micrometer"},
+            {"name": "x", "type": "space", "unit": "micrometer"}]
+    ome_group(tmp_path / "in.zarr", np.zeros((2, 60, 80), np.uint8), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]}])
+    result = run(args[0], tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *args[1:])
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == transforms
+
+
 def test_the_multiscales_own_transformations_are_folded_into_the_level_s(tmp_path: Path) -> None:
     """NGFF's multiscales may hold coordinateTransformations applied after every level's: a
     try-out's output, of the level's alone, lost them (its pixels 3 times too small, 100 and
