@@ -149,6 +149,9 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
     # still log as they close, after the run (a closed comm's traceback on SIGTERM, once in 70 runs)
     if not debug:
         logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        # and asyncio's "Task exception was never retrieved" of each wait a Ctrl-C ended in the client's
+        # gather (distributed.client.AllExit): a chunked job's compute on a cluster printed dozens
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     if scheduler.local:
         from geomcli.io import _atomic
 
