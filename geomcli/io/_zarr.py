@@ -348,7 +348,9 @@ def describe(path: str) -> dict[str, Any]:
     return {"shape": list(array.shape), "dtype": array.dtype, "layout": opened.layout,
             "chunks": list(array.chunks), "shards": None if array.shards is None else list(array.shards),
             "compression": ", ".join(codecs) or "none", "ome": opened.space is not None,
-            "scale": None if opened.space is None or opened.space.scale is None else list(opened.space.scale)}
+            "scale": None if opened.space is None or opened.space.scale is None else list(opened.space.scale),
+            "translation": None if opened.space is None or opened.space.translation is None
+            else list(opened.space.translation)}
 
 
 def _says_incomplete(attributes: Any) -> bool:

@@ -828,6 +828,10 @@ def test_the_multiscales_own_transformations_are_folded_into_the_level_s(tmp_pat
         "coordinateTransformations": [{"type": "scale", "scale": [1, 3, 3]},
                                       {"type": "translation", "translation": [0, 100, 200]}]}]}})
     group.create_array("0", shape=(2, 10, 12), dtype="uint8", chunks=(1, 5, 5), dimension_names=["c", "y", "x"])
+    # info's line shows where its pixels lie (it showed no OME-Zarr at all)
+    assert run("info", tmp_path / "in.zarr").stdout == (
+        f"{tmp_path / 'in.zarr'}: zarr 2×10×12 uint8, layout CHW, chunks 1×5×5, OME-Zarr scale [1, 1.5, 1.5] "
+        "translation [0, 100, 200], compression zstd\n")
     result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
     assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
