@@ -560,6 +560,10 @@ def _encode(
 
 def _refusal(fmt: str, dtype: np.dtype, shape: tuple[int, ...]) -> str | None:
     """Why ``fmt`` cannot hold an array of this dtype and shape, or None if it can."""
+    if fmt == "zarr" and dtype.kind == "T":  # zarr's own variable-length strings (its str arrays)
+        from geomcli.io import _zarr
+
+        return _zarr.refusal(dtype)
     if dtype.hasobject:
         return "cannot hold Python objects"
     if fmt == "npy":
@@ -661,7 +665,8 @@ def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name
     if reason is None:
         return
     if dtype.kind == "T":
-        raise GeomError(f"{name}: {dtype} strings have no file form without pickling; give them as .astype(str)")
+        raise GeomError(f"{name}: {dtype} strings have no file form without pickling; give them as .astype(str), "
+                       "or write .zarr")
     if dtype.hasobject:
         raise GeomError(f"{name}: {dtype} arrays hold Python objects; geomcli never pickles")
     others = [_SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, dtype, shape) is None]

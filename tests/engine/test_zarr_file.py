@@ -203,6 +203,22 @@ def test_dimension_names_give_the_layout_and_the_output_keeps_them(tmp_path: Pat
     assert np.array_equal(read_zarr(tmp_path / "crop.zarr")[...], data[4:8, 3:7])
 
 
+def test_a_zarr_array_of_variable_length_strings_is_written_as_one(tmp_path: Path) -> None:
+    """zarr's own str arrays (numpy's StringDType in memory) were refused for a .zarr output too,
+    with advice for Python code (.astype(str)); a .npy output's refusal names .zarr."""
+    data = np.array([["a", "bb", "ccc"], ["d", "e", "f"]], np.dtypes.StringDType())
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=data.shape, dtype=str, chunks=(1, 2))[...] = data
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,2", "--fill", "zz", "-q")
+    assert result.exit_code == 0, result.stderr
+    out = read_zarr(tmp_path / "out.zarr")[...]
+    assert out.dtype.kind == "T"
+    assert out.tolist() == crop_ops.center_crop_pad(data, (4, 2), fill="zz").tolist()
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.npy", "--shape", "4,2")
+    assert result.exit_code == 2
+    assert result.stderr.endswith("strings have no file form without pickling; give them as .astype(str), or write "
+                                  ".zarr\n")
+
+
 def test_a_zarr_v2_array_s_xarray_dimension_names_give_the_layout_and_travel(tmp_path: Path) -> None:
     """zarr v2 has no dimension_names: xarray writes them as the attribute _ARRAY_DIMENSIONS, which
     a try-out's run ignored (a two-value --shape refused, the output's names lost)."""
