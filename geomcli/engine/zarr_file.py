@@ -86,7 +86,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
-    from geomcli.io import _remote
+    from geomcli.io import _remote, _zarr
 
     _remote.configure(common.storage_options)
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
@@ -126,6 +126,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             raise GeomError(f"{input_path}: a chunk could not be read, transformed or written "
                             f"({type(error).__name__}: {_first_line(error)})") from error
         report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
+        said = _zarr.unstable(result.dtype) if output_format == "zarr" else None
+        report.warnings.extend([said] if said else [])
         compression = common.fidelity.compression
         if compression not in (None, "none") and io.maps_output(output, result.shape, result.dtype,
                                                                  format=output_format):

@@ -138,7 +138,33 @@ def _zarr() -> Any:
         import zarr
     except ImportError as error:
         raise GeomError(f".zarr arrays are read and written by zarr, which is not installed: {INSTALL}") from error
+    import warnings
+
+    # zarr's Python warning of a data type of no v3 specification (a <U3 array's), a paragraph with
+    # its source line on stderr, -q or not: a run says it once, as a Warning: line (see unstable)
+    warnings.filterwarnings("ignore", category=getattr(zarr.errors, "UnstableSpecificationWarning", Warning))
     return zarr
+
+
+def unstable(dtype: np.dtype) -> str | None:
+    """A warning for an output of ``dtype`` where zarr v3 has no specification of its data type
+    (fixed-width strings and bytes, structured data: other zarr libraries may not read it); None
+    for the rest."""
+    import warnings
+
+    try:
+        from zarr.core.dtype import get_data_type_from_native_dtype
+    except ImportError:
+        return None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            get_data_type_from_native_dtype(dtype).to_json(zarr_format=3)
+        except (ValueError, TypeError):
+            return None
+    if not any(type(warning.message).__name__ == "UnstableSpecificationWarning" for warning in caught):
+        return None
+    return f"zarr v3 has no specification of {dtype} data yet: other zarr libraries may not read this array"
 
 
 def _store(path: str, read_only: bool) -> Any:
