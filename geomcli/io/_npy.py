@@ -133,6 +133,14 @@ _TAKES = ("bool, int8-int64, uint8-uint64, float16/32/64, bfloat16 (and ml_dtype
           "complex64/128 and strings")
 
 
+def refuse_type(dtype: np.dtype, name: str) -> None:
+    """A GeomError for an array of ``dtype`` geomcli never reads (no ONNX tensor type: dates,
+    durations, long double, structured records), as a .npy's header is refused; for another
+    array's (a zarr's) header, whose data reads as numpy's."""
+    if dtype.kind != "T" and not _is_tensor_type(dtype):
+        raise GeomError(f"{name}: dtype {dtype} is not an ONNX tensor type geomcli reads; it takes {_TAKES}")
+
+
 def _is_tensor_type(dtype: np.dtype) -> bool:
     """Whether geomcli reads a .npy of this dtype: the ONNX tensor types. Refused: dates and
     durations, long double and its complex (float128, complex256: no ONNX type), raw bytes

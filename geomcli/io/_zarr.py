@@ -343,7 +343,12 @@ _METADATA_ERRORS = (TypeError, ZeroDivisionError, AttributeError, IndexError, Ov
 
 def _check_grid(array: Any, path: str) -> None:
     """Refuse a shape or chunks zarr opens but no run can take: a chunk of 0 (or less) elements
-    along an axis divided dask by zero; a length past int64 failed numpy in dask."""
+    along an axis divided dask by zero; a length past int64 failed numpy in dask. And a data type
+    of no ONNX tensor type (datetime64), as a .npy's: each operation refused it in its own words,
+    some naming no file, crop-pad an input shape of (0,)."""
+    from geomcli.io import _npy
+
+    _npy.refuse_type(array.dtype, path)
     sides = (*array.chunks, *(array.shards or ()))
     if any(side < 1 for side in sides) or any(not 0 <= length < 2**63 for length in array.shape):
         raise GeomError(f"{path}: not a readable zarr array (shape {tuple(array.shape)} in chunks {tuple(sides)})")

@@ -234,6 +234,21 @@ def test_an_output_of_a_data_type_zarr_v3_does_not_specify_is_one_warning_line(t
     assert result.exit_code == 0 and result.stderr == ""
 
 
+@pytest.mark.parametrize("args", [["info"], ["crop-pad", "--shape", "3,2"], ["resize", "--scales", "2,2"],
+                                  ["space-to-depth", "--blocksize", "1", "--layout", "HW"]])
+def test_a_zarr_of_no_onnx_tensor_type_is_refused_as_a_npy_is(tmp_path: Path, args: list[str]) -> None:
+    """datetime64: each operation refused it in its own words (resize's and space-to-depth's named
+    no file, crop-pad's an input shape of (0,)), info showed it; now the .npy reader's one line."""
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=(2, 3), dtype="M8[s]", chunks=(1, 2))
+    output = [] if args[0] == "info" else ["-o", tmp_path / "out.zarr"]
+    result = run(args[0], tmp_path / "in.zarr", *output, *args[1:])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {tmp_path / 'in.zarr'}: dtype datetime64[s] is not an ONNX tensor type "
+                                    "geomcli reads; it takes bool, "), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr"]
+
+
 def test_a_zarr_v2_array_s_xarray_dimension_names_give_the_layout_and_travel(tmp_path: Path) -> None:
     """zarr v2 has no dimension_names: xarray writes them as the attribute _ARRAY_DIMENSIONS, which
     a try-out's run ignored (a two-value --shape refused, the output's names lost)."""
