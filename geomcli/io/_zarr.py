@@ -90,7 +90,8 @@ def space_of(metadata: Metadata) -> Space | None:
     >>> from geomcli.io import Metadata
     >>> space_of(Metadata(axes="CYX", axes_kind="ome", physical=(("X", 0.25, "nm"), ("Y", 0.5, "nm"))))
     Space(axes=({'name': 'c', 'type': 'channel'}, {'name': 'y', 'type': 'space', 'unit': 'nanometer'}, \
-{'name': 'x', 'type': 'space', 'unit': 'nanometer'}), scale=(1.0, 0.5, 0.25), translation=None)
+{'name': 'x', 'type': 'space', 'unit': 'nanometer'}), scale=(1.0, 0.5, 0.25), translation=None, name=None, \
+omero=None)
     """
     physical, axes = metadata.physical, metadata.axes or ""
     if (not physical or not axes or any(letter not in "TCZYX" for letter in axes)
