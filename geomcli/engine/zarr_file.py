@@ -2,7 +2,8 @@
 chunk by chunk (the operation's ``apply_chunked``; geomcli.engine.chunked), never holding the
 whole array; on this machine's threads, or with ``--scheduler`` on a Dask cluster.
 
-The output is a zarr array chunked as the input (through the operation's change of shape), and
+The output is a zarr array chunked as the input (through the operation's change of shape; an input
+of many tiny chunks as the blocks of them it is read in, chunked.grouped), and
 the result is rechunked to exactly those chunks before it is written: one task per zarr chunk.
 It is marked complete last (geomcli.io._zarr). A .npy or .tiff on either side is a memory map
 (io.read_array, io.open_output), read or written slab by slab by the same graph.
