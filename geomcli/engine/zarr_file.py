@@ -110,6 +110,9 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         except GeomError as error:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        if output_format == "zarr" and result.dtype.kind in "biufc" and result.dtype.byteorder == ">":
+            # zarr v3 keeps no byte order in the data type: a '>f4' result reads back as float32
+            report.output_dtype = str(result.dtype.newbyteorder("="))
         space = _output_space(operation, space, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common,
                               report)
         space = _channels_kept(space, result.shape, operation.command, report)

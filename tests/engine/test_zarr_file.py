@@ -269,6 +269,22 @@ def test_an_array_of_many_tiny_chunks_is_read_and_written_in_blocks_of_them(tmp_
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == crop_ops.center_crop_pad(data, (40, 50), (2, 3)).tobytes()
 
 
+def test_a_big_endian_input_s_zarr_output_is_reported_as_it_reads_back(tmp_path: Path) -> None:
+    """zarr v3 has no byte order in its data type: a '>f4' .npy (or v2 array) written to .zarr reads
+    back as float32, where the summary and --json said >f4."""
+    data = np.arange(24, dtype=">f4").reshape(4, 6)
+    np.save(tmp_path / "in.npy", data)
+    zarr.create_array(str(tmp_path / "v2.zarr"), shape=data.shape, dtype=data.dtype, chunks=(2, 3),
+                      zarr_format=2)[...] = data
+    for source in ("in.npy", "v2.zarr"):
+        result = run("crop-pad", tmp_path / source, "-o", tmp_path / "out.zarr", "--shape", "2,2", "--json")
+        assert result.exit_code == 0, result.stderr
+        record = json.loads(result.stdout)
+        out = read_zarr(tmp_path / "out.zarr")
+        assert (record["input_dtype"], record["output_dtype"], str(out.dtype)) == (">f4", "float32", "float32")
+        assert out[...].tolist() == [[8.0, 9.0], [14.0, 15.0]]
+
+
 def test_a_zarr_v2_array_s_xarray_dimension_names_give_the_layout_and_travel(tmp_path: Path) -> None:
     """zarr v2 has no dimension_names: xarray writes them as the attribute _ARRAY_DIMENSIONS, which
     a try-out's run ignored (a two-value --shape refused, the output's names lost)."""
