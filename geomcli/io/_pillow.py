@@ -350,8 +350,11 @@ def _exif_tags(exif: bytes) -> Any:
     return tags
 
 
-def fitted_exif(exif: bytes, width: int, height: int) -> bytes | None:
-    """The EXIF block with its pixel dimensions (if it has them) set to the written image's."""
+def fitted_exif(exif: bytes, width: int, height: int, dpi: tuple[float, float] | None = None) -> bytes | None:
+    """The EXIF block with its pixel dimensions (if it has them) set to the written image's, and
+    its XResolution and YResolution (if it states them in inches or centimetres) to ``dpi``, the
+    DPI written beside it (removed where none is): a resize or space-to-depth left the input's
+    there, a second DPI that contradicted the JFIF density or pHYs chunk."""
     tags = _exif_tags(exif)
     if tags is None:
         return None
@@ -359,6 +362,13 @@ def fitted_exif(exif: bytes, width: int, height: int) -> bytes | None:
         sub = tags.get_ifd(0x8769)  # the Exif IFD: PixelXDimension, PixelYDimension
         if 0xA002 in sub or 0xA003 in sub:
             sub[0xA002], sub[0xA003] = width, height
+        per_inch = {2: 1.0, 3: 2.54}.get(tags.get(0x0128, 2))  # 1 is "no absolute unit": left as it is
+        if (0x011A in tags or 0x011B in tags) and per_inch is not None:
+            if dpi is None:
+                for tag in (0x011A, 0x011B, 0x0128):
+                    tags.pop(tag, None)
+            else:
+                tags[0x011A], tags[0x011B] = dpi[0] / per_inch, dpi[1] / per_inch
         return bytes(tags.tobytes())
     except (*_DECODE_ERRORS, TypeError):  # a crafted tag Pillow read but cannot write back
         return None
@@ -758,7 +768,8 @@ def _kept(
     kept: dict[str, Any] = {
         "icc_profile": metadata.icc if "icc" in holds else None,
         "dpi": metadata.dpi if "dpi" in holds else None,
-        "exif": None if metadata.exif is None or "exif" not in holds else fitted_exif(metadata.exif, width, height),
+        "exif": None if metadata.exif is None or "exif" not in holds else fitted_exif(
+            metadata.exif, width, height, metadata.dpi if "dpi" in holds else None),
     }
     if fmt == "png":
         kept["chunks"] = _png.metadata_chunks(xmp, metadata.text, comment)

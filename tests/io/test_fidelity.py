@@ -254,6 +254,34 @@ def test_a_jfif_density_is_read_in_its_units(tmp_path: Path, units: int, density
     assert io.read_array(str(path)).metadata.dpi == pytest.approx(dpi)
 
 
+@pytest.mark.parametrize(("orientation", "out", "dpi"), [
+    (1, "o.jpg", (150, 50)), (1, "o.png", (150, 50)), (6, "o.jpg", (50, 150)), (3, "o.png", (150, 50)),
+    (1, "o.webp", None)])
+def test_the_exif_resolution_is_the_dpi_written_beside_it(tmp_path: Path, rng: np.random.Generator,
+                                                        orientation: int, out: str,
+                                                        dpi: tuple[int, int] | None) -> None:
+    """A camera's EXIF-only 300 x 100 DPI resized by 1/2: the JFIF density (or pHYs) said 150 x 50
+    while the EXIF carried beside it still said 300 x 100, which readers that prefer EXIF
+    (exiftool, Photoshop) showed. Turned by orientation 6, x is the stored y. WebP holds no DPI but
+    EXIF's: it is dropped with the warning, not left stale."""
+    from PIL import Image
+
+    tags = Image.Exif()
+    tags.load(camera_exif(x=300, y=100, unit=2))
+    tags[0x0112] = orientation
+    source = saved(tmp_path / "in.jpg", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8), exif=tags.tobytes())
+    sizes = "30,20" if orientation == 6 else "20,30"
+    assert run("resize", source, "-o", tmp_path / out, "--sizes", sizes, "-q").exit_code == 0
+    written = pillow_exif(str(tmp_path / out))
+    assert written[0x0112] == 1
+    if dpi is None:
+        assert 0x011A not in written and 0x011B not in written
+    else:
+        assert (float(written[0x011A]), float(written[0x011B])) == pytest.approx(dpi)
+        with Image.open(tmp_path / out) as im:
+            assert im.info["dpi"] == pytest.approx(dpi, abs=0.05)
+
+
 @pytest.mark.parametrize("dpi", [None, (300, 150)])
 def test_a_bmp_output_states_the_dpi_it_was_given_or_none(tmp_path: Path, rng: np.random.Generator,
                                                          dpi: tuple[int, int] | None) -> None:
