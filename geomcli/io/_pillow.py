@@ -165,6 +165,11 @@ def _decoded(
         stored = _stored_orientation(im)
         orientation = (stored or 1) if auto_orient else 1
         metadata = _metadata(im, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
+        if note and metadata.icc is not None and not _icc_fits(metadata.icc, mode):
+            # a CMYK JPEG's CMYK profile does not describe the RGB Pillow converts it to (without it)
+            notes.append(f"its {metadata.icc[16:20].decode('latin-1').strip()} ICC profile dropped: "
+                         f"it does not describe the {mode} values")
+            metadata = metadata._replace(icc=None)
         try:
             im.load()
             if orientation in ORIENTATIONS:
@@ -522,6 +527,15 @@ def exif_orientation(exif: bytes | None) -> int:
     except (*_DECODE_ERRORS, TypeError):  # a crafted tag of another type: the pixels still count
         return 1
     return value if value in ORIENTATIONS else 1
+
+
+def _icc_fits(icc: bytes, mode: str) -> bool:
+    """Whether an ICC profile's data colour space (header bytes 16-19) is that of ``mode``'s
+    values: RGB for RGB(A), GRAY for grey; a profile too short to say is let be."""
+    space = icc[16:20]
+    if len(space) < 4:
+        return True
+    return space == (b"RGB " if mode in ("RGB", "RGBA") else b"GRAY")
 
 
 def _target_mode(im: Any) -> tuple[str, str | None]:

@@ -1210,3 +1210,28 @@ def test_an_input_codec_geomcli_does_not_write_is_named_and_zlib_written(tmp_pat
         assert written.pages[0].compression == tifffile.COMPRESSION.ADOBE_DEFLATE
     # another format has no TIFF compression to lose: nothing said
     assert "Warning" not in run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "8,8").stderr
+
+
+@pytest.mark.parametrize("out", ["o.png", "o.jpg", "o.tiff"])
+def test_a_cmyk_jpegs_cmyk_profile_does_not_label_its_rgb_output(tmp_path: Path, rng: np.random.Generator,
+                                                               icc: bytes, out: str) -> None:
+    """Pillow converts a CMYK JPEG to RGB without its profile; the CMYK profile was written onto
+    the RGB output, which libpng calls an invalid ICC profile colour space and a colour-managed
+    viewer reads as CMYK. It is dropped, with a note; an RGB profile still travels."""
+    from PIL import Image
+
+    cmyk = bytearray(icc)
+    assert cmyk[16:20] == b"RGB "
+    cmyk[16:20] = b"CMYK"
+    source = tmp_path / "in.jpg"
+    Image.fromarray(rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)).convert("CMYK").save(
+        source, icc_profile=bytes(cmyk))
+    result = run("resize", source, "-o", tmp_path / out, "--sizes", "20,30", "--json")
+    assert result.exit_code == 0
+    assert "its CMYK ICC profile dropped: it does not describe the RGB values" in json.loads(result.stdout)["notes"]
+    with Image.open(tmp_path / out) as im:
+        assert im.mode == "RGB" and "icc_profile" not in im.info
+    rgb = saved(tmp_path / "rgb.jpg", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8), icc_profile=icc)
+    assert run("resize", rgb, "-o", tmp_path / out, "--sizes", "20,30", "-q").exit_code == 0
+    with Image.open(tmp_path / out) as im:
+        assert im.info["icc_profile"] == icc
