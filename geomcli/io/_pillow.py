@@ -248,15 +248,18 @@ def _read_frames(
 
 
 def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...]] | None:
-    """A JPEG's chroma subsampling and quantisation tables, as Pillow reads them; None for others."""
+    """A JPEG's chroma subsampling (-1 where Pillow names none) and quantisation tables, as Pillow
+    reads them; None for others."""
     if im.format != "JPEG":
         return None
     from PIL import JpegImagePlugin
 
     sampling = JpegImagePlugin.get_sampling(im)
     tables = getattr(im, "quantization", None)
-    if sampling < 0 or not tables:
+    if not tables:
         return None
+    # -1: one component (grey), or a subsampling Pillow does not write (4:1:1, 4:4:0): the tables
+    # are kept all the same, the subsampling left to Pillow (grey has none; else 4:2:0)
     return sampling, tuple(tuple(tables[index]) for index in sorted(tables))
 
 
@@ -741,7 +744,7 @@ def _jpeg_saving(metadata: Metadata, options: WriteOptions) -> dict[str, Any]:
         saving["qtables"] = [list(table) for table in coding[1]]
     if options.subsampling is not None:
         saving["subsampling"] = _SUBSAMPLING[options.subsampling]
-    elif coding is not None:
+    elif coding is not None and coding[0] >= 0:
         saving["subsampling"] = coding[0]
     return saving
 

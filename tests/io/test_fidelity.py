@@ -1193,6 +1193,18 @@ def test_a_jpeg_keeps_its_coding(tmp_path: Path) -> None:
     assert "--subsampling is for JPEG output, not PNG; ignored" in warned.stderr
 
 
+def test_a_grey_jpeg_keeps_its_quantisation_tables(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A grey JPEG has no chroma subsampling (Pillow's get_sampling is -1), and its coding was
+    dropped with it: a quality-50 grey photo was resized into a quality-95 one, 2 to 4 times the
+    quantisation steps finer than the input's and larger, against the documented default."""
+    from PIL import Image
+
+    source = saved(tmp_path / "grey.jpg", rng.integers(0, 256, (40, 60), dtype=np.uint8), quality=50)
+    assert run("resize", source, "-o", tmp_path / "o.jpg", "--sizes", "20,30", "-q").exit_code == 0
+    with Image.open(source) as before, Image.open(tmp_path / "o.jpg") as after:
+        assert after.mode == "L" and after.quantization == before.quantization
+
+
 @pytest.mark.parametrize("codec", ["webp", "jpeg2000", "png"])
 def test_an_input_codec_geomcli_does_not_write_is_named_and_zlib_written(tmp_path: Path, codec: str) -> None:
     import tifffile
