@@ -162,6 +162,21 @@ def _made_alpha(input_shape: tuple[int, ...], input_layout: str | None, output_s
             f"its last channel is the {output_format.upper()}'s transparency")
 
 
+def _no_colours(metadata: Any, output_shape: tuple[int, ...], output_layout: str | None,
+                output_format: str) -> str | None:
+    """What an image format makes of 3 or 4 channels that are no colours (a TIFF's grey samples or
+    CMYK, Metadata.colour False): RGB or RGBA, other colours than they are; a TIFF output writes
+    them as grey samples. An image format's RGB(A) said nothing of it."""
+    from geomcli import io
+
+    if (metadata is None or metadata.colour is not False or output_format not in io.IMAGE_FORMATS
+            or output_layout != "HWC" or len(output_shape) != 3 or output_shape[2] not in (3, 4)):
+        return None
+    kind = "RGB" if output_shape[2] == 3 else "RGBA"
+    return (f"its {output_shape[2]} channels are no colours (a TIFF's grey or CMYK samples), written as "
+            f"{kind}: a viewer shows them as {kind}")
+
+
 def judged_by(common: Common, input_path: str, output: str) -> Common:
     """The options a job's header is judged by: a chunked job (a zarr on either side) holds
     blocks, never its whole arrays, which --max-pixels then does not bound."""
@@ -271,8 +286,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         else:
             written = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
             input_layout = layouts.written_layout(loaded.shape, loaded.shape, common.layout, loaded.layout)
-            report.warnings.extend(filter(None, [_made_alpha(loaded.shape, input_layout, tuple(result.shape), written,
-                                                             output_format)]))
+            made_alpha = _made_alpha(loaded.shape, input_layout, tuple(result.shape), written, output_format)
+            report.warnings.extend(filter(None, [made_alpha or _no_colours(metadata, tuple(result.shape), written,
+                                                                          output_format)]))
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common), metadata=metadata,
                 layout=written))

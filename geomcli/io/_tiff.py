@@ -549,7 +549,7 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
         dropped.append(f"the TIFF min-is-white photometric ({choice.dtype} values kept as stored, "
                        "so a viewer shows the output inverted)")
     if photometric not in _COLOUR_PHOTOMETRICS | {"MINISBLACK", "MINISWHITE"}:
-        dropped.append(f"the TIFF photometric {photometric} (written as grey samples)")
+        dropped.append(f"the TIFF photometric {photometric} (written as grey samples to a TIFF)")
     extra = choice.keyframe.extrasamples if isinstance(choice.keyframe.extrasamples, tuple) else ()
     if any(_int(value) == _ASSOCIATED_ALPHA for value in extra):
         # every output's alpha is straight (PNG's, and a TIFF's unassociated): the colours stay premultiplied

@@ -267,5 +267,30 @@ def test_samples_that_are_no_rgb_are_not_written_as_rgb(photometric: str, shape:
     with tifffile.TiffFile(cropped) as tif:
         assert tif.pages.first.photometric == tifffile.PHOTOMETRIC.MINISBLACK
         assert np.array_equal(tif.asarray(), data[3:9, 5:13])
-    warning = f"Warning: {cropped}: the TIFF photometric SEPARATED (written as grey samples) cannot be carried"
+    warning = (f"Warning: {cropped}: the TIFF photometric SEPARATED (written as grey samples to a TIFF) "
+               "cannot be carried")
     assert (warning in result.stderr) == dropped
+
+
+@pytest.mark.parametrize(("photometric", "shape", "warned"), [
+    ("minisblack", (12, 18, 3), "RGB"), ("separated", (12, 18, 4), "RGBA"), ("rgb", (12, 18, 3), None)])
+def test_samples_that_are_no_rgb_say_so_in_an_image_format(photometric: str, shape: tuple[int, ...],
+                                                            warned: str | None, tmp_path: Path,
+                                                            rng: np.random.Generator) -> None:
+    """A TIFF output keeps them grey samples (above); a PNG can only hold them as RGB or RGBA, which
+    was written without a word for grey samples, and for CMYK under a warning that said they were
+    written as grey samples."""
+    import tifffile
+
+    source, out = tmp_path / "in.tiff", tmp_path / "out.png"
+    tifffile.imwrite(source, rng.integers(0, 256, shape, dtype=np.uint8), photometric=photometric,
+                     planarconfig="contig")
+    for args in (["resize", source, "-o", out, "--sizes", "6,9"],
+                 ["chain", "-i", source, "-o", out, "resize", "--sizes", "6,9", "crop-pad", "--shape", "4,4"]):
+        result = run(*args)
+        assert result.exit_code == 0
+        said = f"Warning: {out}: its {shape[2]} channels are no colours (a TIFF's grey or CMYK samples), written as "
+        assert (said in result.stderr) == (warned is not None)
+        assert "written as grey samples) cannot" not in result.stderr
+        if warned:
+            assert f"written as {warned}: a viewer shows them as {warned}" in result.stderr
