@@ -287,8 +287,13 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             written = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
             input_layout = layouts.written_layout(loaded.shape, loaded.shape, common.layout, loaded.layout)
             made_alpha = _made_alpha(loaded.shape, input_layout, tuple(result.shape), written, output_format)
-            report.warnings.extend(filter(None, [made_alpha or _no_colours(metadata, tuple(result.shape), written,
-                                                                          output_format)]))
+            no_colours = None if made_alpha else _no_colours(metadata, tuple(result.shape), written, output_format)
+            report.warnings.extend(filter(None, [made_alpha or no_colours]))
+            if no_colours and metadata.icc is not None and metadata.icc[16:20] != b"RGB ":
+                # its GRAY or CMYK profile would label the RGB(A) (libpng: an invalid ICC colour space)
+                space = metadata.icc[16:20].decode("latin-1").strip()
+                metadata = metadata._replace(icc=None)
+                report.warnings.append(f"its {space} ICC profile does not describe RGB; dropped")
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common), metadata=metadata,
                 layout=written))

@@ -294,3 +294,27 @@ def test_samples_that_are_no_rgb_say_so_in_an_image_format(photometric: str, sha
         assert "written as grey samples) cannot" not in result.stderr
         if warned:
             assert f"written as {warned}: a viewer shows them as {warned}" in result.stderr
+
+
+@pytest.mark.parametrize(("photometric", "shape", "space"), [("minisblack", (12, 18, 3), b"GRAY"),
+                                                            ("separated", (12, 18, 4), b"CMYK")])
+def test_a_grey_or_cmyk_profile_does_not_label_an_rgb_png(photometric: str, shape: tuple[int, ...], space: bytes,
+                                                          tmp_path: Path, rng: np.random.Generator) -> None:
+    """The TIFF's GRAY or CMYK ICC profile was written onto the RGB(A) PNG its samples became: libpng
+    reads it as an invalid ICC colour space. It is dropped with a warning; a TIFF output keeps it."""
+    import tifffile
+    from PIL import Image, ImageCms
+
+    icc = bytearray(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    icc[16:20] = space
+    source = tmp_path / "in.tiff"
+    tifffile.imwrite(source, rng.integers(0, 256, shape, dtype=np.uint8), photometric=photometric,
+                     planarconfig="contig", iccprofile=bytes(icc))
+    result = run("resize", source, "-o", tmp_path / "o.png", "--sizes", "6,9")
+    assert result.exit_code == 0
+    assert f"its {space.decode().strip()} ICC profile does not describe RGB; dropped" in result.stderr
+    with Image.open(tmp_path / "o.png") as im:
+        assert "icc_profile" not in im.info
+    assert run("resize", source, "-o", tmp_path / "o.tiff", "--sizes", "6,9", "-q").exit_code == 0
+    with tifffile.TiffFile(tmp_path / "o.tiff") as tif:
+        assert tif.pages.first.tags[34675].value == bytes(icc)
