@@ -30,7 +30,8 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   Dask sends a busy worker waits there, and dies with the one running); a file whose worker
   dies again fails.
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
-  keeps its own setting, which it spends first.
+  keeps its own setting, which it spends first: a task it ran again after its worker died (the
+  scheduler's "remove-worker" event names it) has that worker's leftovers swept here as it ends.
 - **Stopping.** After a failure under ``--fail-fast`` nothing more is sent, and the tasks in
   flight stop before their next file (a Dask Event the client sets) and report those they did,
   as -j's workers finish the one they hold. On Ctrl-C or SIGTERM the tasks in flight are
@@ -255,11 +256,16 @@ class _Dispatch:
         self.threads_seen = -1.0
         self.stopping = False
         self.stop = f"geomcli-stop-{self.run_id}" if fail_fast else None  # the Event tasks look at, with --fail-fast
+        self.died_running: set[str] = set()  # keys of our tasks a worker was running as it was removed
 
     def run(self) -> None:
         from distributed import as_completed
 
         self.completed = as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
+        if self.local is None:
+            # a joined cluster runs a dead worker's task again itself (its allowed-failures): the
+            # scheduler's word of each worker removed names the tasks it was running
+            self.client.subscribe_topic("all", self._worker_removed)
         self._top_up()
         try:
             while self.in_flight:
@@ -269,11 +275,23 @@ class _Dispatch:
                 if not self.stopping:
                     self._top_up()
         finally:
+            if self.local is None:
+                with contextlib.suppress(OSError, RuntimeError, ValueError):  # the scheduler gone
+                    self.client.unsubscribe_topic("all")
             if self.stop is not None and self.stopping:
                 from distributed import Event
 
                 with contextlib.suppress(OSError, RuntimeError):  # the scheduler gone: nothing kept
                     Event(self.stop, client=self.client).clear()  # a joined scheduler keeps a set one
+
+    def _worker_removed(self, event: tuple[float, Any]) -> None:
+        """On the client's event loop: note which of our tasks a removed worker was running (the
+        scheduler's "remove-worker" event, which comes before those tasks' results)."""
+        message = event[1]
+        if isinstance(message, dict) and message.get("action") == "remove-worker":
+            prefix = f"geomcli-{self.run_id}-"
+            self.died_running.update(key for key in message.get("processing-tasks", ())
+                                     if isinstance(key, str) and key.startswith(prefix))
 
     def _top_up(self) -> None:
         """Submit tasks until ``IN_FLIGHT`` per worker thread are in flight, or none is left."""
@@ -320,6 +338,10 @@ class _Dispatch:
         from distributed import KilledWorker
 
         if future.status == "finished":
+            if future.key in self.died_running:
+                # run again by the cluster after its worker died there: the temp files (a pending
+                # upload) of the file that worker was on are left, as for a KilledWorker below
+                job_steps.remove_leftovers(sent.jobs)
             self._measure(sent, result)
             for job, (report, passing) in zip(sent.jobs, result):
                 tries = self.io_tries.get(job.index, 0)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -241,6 +242,27 @@ def test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path: P
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith("crop-pad: 40 ok, 0 failed, 0 skipped in ")
     assert contents(out) == contents(reference)  # every file, none half-written, no temp file left
+
+
+@pytest.fixture
+def dask_retries(dask_cluster: Any) -> Iterator[None]:
+    """The session cluster set as a scheduler started from the shell is: Dask's default of 3
+    retries of its own after a worker dies, before the client hears of it (KilledWorker)."""
+    scheduler = dask_cluster.scheduler
+    before = scheduler.allowed_failures
+    scheduler.allowed_failures = 3
+    try:
+        yield
+    finally:
+        scheduler.allowed_failures = before
+
+
+def test_a_worker_killed_on_a_cluster_that_retries_itself_leaves_no_temp_file(tmp_path: Path, scheduler: str,
+                                                                              dask_retries: None) -> None:
+    """Dask ran the dead worker's task again elsewhere and the client saw it finish: the temp file
+    the dead worker was writing was left in the output folder (.f157.png.u94hedwk.tmp in a
+    try-out on a cluster started with `dask scheduler`)."""
+    test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path, scheduler)
 
 
 @dataclass(frozen=True)
