@@ -400,7 +400,21 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
     if client is None:
         tasks = [delayed(_put, pure=False)(blocks[index], target, place)
                  for index, place in zip(indices, places, strict=True)]
-        return list(compute(*tasks, **how))
+        cluster = how.get("scheduler")
+        if cluster is None or isinstance(cluster, str):
+            return list(compute(*tasks, **how))
+        # on a cluster, whose workers write the chunks: a failure or Ctrl-C here waits until none
+        # is writing one, as the pool above is shut down, before the output is removed (a joined
+        # cluster's workers get no signal, and wrote their chunks into the array removed)
+        futures = cluster.compute(tasks)
+        try:
+            return list(cluster.gather(futures))
+        except BaseException:
+            from geomcli.engine.scheduler import signals_held
+
+            with signals_held():
+                _stop_writing(cluster, futures)
+            raise
     from distributed import as_completed
 
     futures = client.compute([delayed(_block_and_range, pure=False)(blocks[index]) for index in indices])
@@ -412,6 +426,32 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
         ranges.append(found)
         future.release()
     return ranges
+
+
+# how long a stopped run waits for the chunks being written on a cluster's workers (seconds)
+STOP_WAIT = 60.0
+
+
+def _stop_writing(client: Any, futures: list[Any]) -> None:
+    """Cancel ``futures``' tasks, and wait (up to STOP_WAIT) until no worker still runs one: a task
+    cancelled mid-chunk finishes its write."""
+    import time
+
+    keys = [future.key for future in futures]
+    deadline = time.monotonic() + STOP_WAIT
+    try:
+        client.cancel(futures)
+        while time.monotonic() < deadline and any(client.run(_running, keys).values()):
+            time.sleep(0.05)
+    except (OSError, RuntimeError):  # the scheduler or the workers gone: nothing left to write
+        pass
+
+
+def _running(keys: list[Any], dask_worker: Any = None) -> bool:
+    """On a worker: whether it still runs one of ``keys`` (a cancelled task runs to its end)."""
+    tasks = dask_worker.state.tasks
+    return any(key in tasks and tasks[key].state in ("executing", "long-running", "cancelled", "resumed")
+               for key in keys)
 
 
 def _put(block: Any, target: Any, place: tuple[slice, ...]) -> tuple[list[Any] | None, bool]:

@@ -748,3 +748,32 @@ def test_ctrl_c_of_a_zarr_job_on_its_own_cluster_prints_no_traceback(tmp_path: P
     assert "Traceback" not in stderr and "never retrieved" not in stderr, stderr
     assert zarr.open(str(tmp_path / "out.zarr"), mode="r")[...].tolist() == [7, 7]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]
+
+
+def test_ctrl_c_of_a_zarr_job_on_a_joined_cluster_leaves_no_chunk_on_s3(tmp_path: Path, scheduler: str,
+                                                                      s3: Any) -> None:
+    """A joined cluster's workers get no signal: the chunks they were making when the client,
+    stopped, removed the output were written after it, and stayed (zj-2.zarr/c/1/0/0 and c/2/0/0
+    in a try-out, on a cluster started with `dask scheduler`)."""
+    zarr = pytest.importorskip("zarr")
+    source = zarr.create_array(str(tmp_path / "in.zarr"), shape=(3, 1000, 1200), chunks=(1, 256, 256),
+                               dtype="float32")
+    source[:] = np.random.default_rng(0).random((3, 1000, 1200), dtype=np.float32)
+    process = subprocess.Popen([*GEOMCLI, "resize", str(tmp_path / "in.zarr"), "-o", f"{s3.url}/out.zarr",
+                                "--scales", "1,4,4", "--mode", "linear", "--scheduler", scheduler, *s3.options],
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        while not any(str(key).startswith("_put") for keys in client.run(_executing).values() for key in keys):
+            assert time.monotonic() < deadline and process.poll() is None  # a worker making a chunk
+            time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    stderr = process.communicate(timeout=60)[1]
+    assert process.returncode == 130, stderr
+    time.sleep(3)  # a chunk still being made would be written by now
+    assert s3.keys() == []
+
+
+def _executing(dask_worker: Any) -> list[Any]:
+    """On a worker: the keys of the tasks it runs."""
+    return [task.key for task in dask_worker.state.tasks.values() if task.state == "executing"]
