@@ -12,6 +12,7 @@ Only the standard library loads at import time: Dask loads when a run asks for i
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -180,17 +181,48 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
             with signals_held():
                 cluster.close()
         return
+    address = str(scheduler.address)
+    if address.startswith(("tls://", "wss://")) and \
+            distributed.Security().get_connection_args("client").get("ssl_context") is None:
+        # distributed's TypeError, with a traceback
+        raise GeomError(f"{address}: tls:// needs TLS settings: a CA file, and this client's certificate and "
+                        "key (distributed.comm.tls in Dask's configuration, or DASK_DISTRIBUTED__COMM__TLS__CA_FILE, "
+                        "..._CLIENT__CERT and ..._CLIENT__KEY)")
     try:
-        client = distributed.Client(scheduler.address, timeout=CONNECT_SECONDS, set_as_default=False)
+        client = distributed.Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
     except (OSError, ValueError) as error:  # the connection's TimeoutError is an OSError
-        raise GeomError(f"{scheduler.address}: cannot reach the Dask scheduler "
-                        f"({first_line(error)})") from error
+        _drop_half_made(error)
+        raise GeomError(f"{address}: cannot reach the Dask scheduler ({first_line(error)})") from error
+    except Exception as error:  # noqa: BLE001 (a server that is not Dask's: its bytes read as a frame of 3 EiB)
+        _drop_half_made(error)
+        raise GeomError(f"{address}: what answers there is not a Dask scheduler "
+                        f"({type(error).__name__}: {first_line(error)})") from error
     with client:
         if not client.nthreads():
             echo_stderr(f"Warning: the cluster at {scheduler.address} has no workers yet; waiting for some")
         else:
             _check_workers_code(client, str(scheduler.address))
         yield client, None
+
+
+def _drop_half_made(error: BaseException) -> None:
+    """Close the Client whose constructor raised ``error`` at once: left to its __del__, its close
+    waited 20 s for a scheduler that never answered (after the error line)."""
+    import distributed
+
+    traceback = error.__traceback__
+    while traceback is not None:
+        client = traceback.tb_frame.f_locals.get("self")
+        if isinstance(client, distributed.Client):
+            try:
+                client.close(timeout=1)
+            except Exception:  # noqa: BLE001, S110 (it is being dropped: whatever its close met)
+                pass
+            client.status = "closed"  # its __del__ closes no more
+            with contextlib.suppress(Exception):
+                client._loop_runner.stop()
+            return
+        traceback = traceback.tb_next
 
 
 @functools.cache

@@ -5,6 +5,7 @@ scheduler; the usage errors."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -597,6 +598,53 @@ def test_an_unreachable_scheduler_is_one_error_line(tmp_path: Path, mixed: Path,
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: tcp://127.0.0.1:{port}: cannot reach the Dask scheduler (")
     assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_tls_without_tls_settings_is_one_error_line(tmp_path: Path, mixed: Path) -> None:
+    """distributed raised a TypeError (a traceback), then its half-made client took 20 s to close."""
+    started = time.monotonic()
+    done = subprocess.run([*GEOMCLI, "crop-pad", str(mixed / "rgb00.png"), str(mixed / "rgb01.png"), "--out-dir",
+                           str(tmp_path / "out"), "--shape", "8,8", "--scheduler", "tls://127.0.0.1:8786"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert time.monotonic() - started < 10
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: tls://127.0.0.1:8786: tls:// needs TLS settings"), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_what_answers_but_is_no_scheduler_is_one_error_line(tmp_path: Path, mixed: Path) -> None:
+    """A port where another server answers (a proxy, here bytes read as a frame of 3 EiB): a
+    MemoryError's traceback, then 20 s for the half-made client to close."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    taken: list[socket.socket] = []
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = server.accept()
+            taken.append(connection)
+            connection.sendall(b"HTTP/1.1 400 Bad Request\r\n" * 8)
+
+    threading.Thread(target=answer, daemon=True).start()
+    started = time.monotonic()
+    try:
+        done = subprocess.run([*GEOMCLI, "crop-pad", str(mixed / "rgb00.png"), "--out-dir", str(tmp_path / "out"),
+                               "--shape", "8,8", "--scheduler", f"tcp://127.0.0.1:{port}"],
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    finally:
+        server.close()
+        for connection in taken:
+            connection.close()
+    assert time.monotonic() - started < 15
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: tcp://127.0.0.1:{port}: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
