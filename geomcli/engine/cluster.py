@@ -297,7 +297,10 @@ class _Dispatch:
         """Submit tasks until ``IN_FLIGHT`` per worker thread are in flight, or none is left."""
         now = time.monotonic()
         if now - self.threads_seen > 1.0:  # workers come and go: ask again at most once a second
-            threads = self.client.nthreads()
+            try:
+                threads = self.client.nthreads()
+            except OSError as error:
+                raise self._scheduler_lost() from error
             self.threads = max(1, sum(threads.values()))
             self.threads_seen = now
             if self.local is not None and len(threads) < self.workers:
@@ -351,6 +354,9 @@ class _Dispatch:
                 else:
                     self._add(job, _report_as_planned(report, job))
             return
+        if future.status == "cancelled" and self.client.status != "running":
+            self.in_flight[future] = sent  # its temp files swept as the run ends
+            raise self._scheduler_lost()  # its tasks, lost with it, are "cancelled"
         error = result[1] if future.status == "error" else GeomError("cancelled by the cluster")
         if isinstance(error, KilledWorker):
             # what the death left, as seen from here: a retry sweeps again on a worker, but is not
@@ -374,6 +380,13 @@ class _Dispatch:
             self._add(job, job_steps.job_report(self.task, job, status="error",
                                                 error=f"{job.input}: the task failed on the cluster "
                                                       f"({type(error).__name__}: {first_line(error)})"))
+
+    def _scheduler_lost(self) -> GeomError:
+        """The run's end when its scheduler went away (killed, or its machine): one line, not a
+        failure for each file in flight (their outputs may be placed) and a traceback."""
+        address = getattr(self.client.scheduler, "address", None) or "the cluster"
+        return GeomError(f"{address}: the Dask scheduler went away mid-run; the files in flight and those not "
+                         "sent yet were not done or not reported (outputs placed are whole)")
 
     def _add(self, job: Job, report: Report) -> None:
         self.outcomes.add(job.index, report)

@@ -150,6 +150,9 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
     # still log as they close, after the run (a closed comm's traceback on SIGTERM, once in 70 runs)
     if not debug:
         logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        # which Dask's configuration gives a level of its own: its reconnection's traceback, ended
+        # as a run whose scheduler went away ends
+        logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
         # and asyncio's "Task exception was never retrieved" of each wait a Ctrl-C ended in the client's
         # gather (distributed.client.AllExit): a chunked job's compute on a cluster printed dozens
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)

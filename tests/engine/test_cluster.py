@@ -825,3 +825,42 @@ def test_ctrl_c_of_a_zarr_job_on_a_joined_cluster_leaves_no_chunk_on_s3(tmp_path
 def _executing(dask_worker: Any) -> list[Any]:
     """On a worker: the keys of the tasks it runs."""
     return [task.key for task in dask_worker.state.tasks.values() if task.state == "executing"]
+
+
+def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
+    """A joined cluster's scheduler killed (kill -9 of `dask scheduler`): each file in flight was
+    an error "cancelled by the cluster" (placed or not), then a traceback (the client's
+    nthreads, refused); now one line, exit 1."""
+    slow_inputs(tmp_path / "in", 60)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    address_file = tmp_path / "scheduler.json"
+    scheduler_process = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                          "--port", "0", "--no-dashboard", "--scheduler-file", str(address_file)],
+                                         env=env, stderr=subprocess.DEVNULL, start_new_session=True)
+    worker_process = None
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(0.2)
+        address = json.loads(address_file.read_text())["address"]
+        worker_process = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                           "--nthreads", "1", "--no-dashboard"], env=env,
+                                          stderr=subprocess.DEVNULL, start_new_session=True)
+        with distributed.Client(address, set_as_default=False) as client:
+            client.wait_for_workers(1, timeout=60)
+        out = tmp_path / "out"
+        process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
+                                    "290,390", "--scheduler", address], env=env, stderr=subprocess.PIPE, text=True)
+        first_output(out)
+        scheduler_process.kill()
+        stderr = process.communicate(timeout=60)[1]
+    finally:
+        for started in (scheduler_process, worker_process):
+            if started is not None:
+                started.kill()
+                started.wait()
+    assert process.returncode == 1
+    assert stderr == (f"Error: {address}: the Dask scheduler went away mid-run; the files in flight and those not "
+                      "sent yet were not done or not reported (outputs placed are whole)\n")
