@@ -221,9 +221,14 @@ class Outcomes:
             self.progress.add_task(self.command, total=self.total)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
+        if kind is not None and issubclass(kind, GeomError):
+            # a run ended by one error (a joined cluster's scheduler gone): the files whose reports
+            # came still get their lines and records, though one before them never reported
+            for index in sorted(self.waiting):
+                self._show(self.waiting.pop(index))
 
     def add(self, index: int, report: Report) -> None:
         self.counts[report.status] += 1

@@ -852,10 +852,11 @@ def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
             client.wait_for_workers(1, timeout=60)
         out = tmp_path / "out"
         process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
-                                    "290,390", "--scheduler", address], env=env, stderr=subprocess.PIPE, text=True)
+                                    "290,390", "--scheduler", address, "--json"], env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
         first_output(out)
         scheduler_process.kill()
-        stderr = process.communicate(timeout=60)[1]
+        stdout, stderr = process.communicate(timeout=60)
     finally:
         for started in (scheduler_process, worker_process):
             if started is not None:
@@ -864,3 +865,5 @@ def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
     assert process.returncode == 1
     assert stderr == (f"Error: {address}: the Dask scheduler went away mid-run; the files in flight and those not "
                       "sent yet were not done or not reported (outputs placed are whole)\n")
+    for record in map(json.loads, stdout.splitlines()):  # those that came, each placed and whole
+        assert record["status"] == "ok" and Image.open(record["output"]).size == (390, 290)

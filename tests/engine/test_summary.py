@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from geomcli.engine.summary import Report, show, strict_json, value_range
+from geomcli.errors import GeomError
 
 
 def report() -> Report:
@@ -210,3 +211,21 @@ def test_outcomes_show_reports_in_input_order_as_soon_as_those_before_are_in(
         assert outcomes.finish(1.0) == 0
     shown = [json.loads(line)["input"] for line in capsys.readouterr().out.splitlines()[:-1]]
     assert shown == [f"{index}.png" for index in range(total)]
+
+
+@pytest.mark.parametrize("ending", [GeomError("the Dask scheduler went away mid-run"), KeyboardInterrupt()])
+def test_a_run_ended_by_an_error_still_shows_the_reports_that_came(
+        capsys: pytest.CaptureFixture[str], ending: BaseException) -> None:
+    """A joined cluster's scheduler killed mid-run: the files whose reports had come, behind one
+    that never reported, got no record at all (their outputs placed, unreported). A run ended by
+    that one error shows them, in order; a Ctrl-C shows nothing more."""
+    from geomcli.engine.options import Common
+    from geomcli.engine.report import Outcomes
+
+    with pytest.raises(type(ending)), Outcomes("crop-pad", Common(json=True), 5) as outcomes:
+        for index in [3, 1, 2]:  # 0, in flight, never reports
+            outcomes.add(index, Report("crop-pad", f"{index}.png", f"o{index}.png"))
+        assert capsys.readouterr().out == ""
+        raise ending
+    shown = [json.loads(line)["input"] for line in capsys.readouterr().out.splitlines()]
+    assert shown == ([] if isinstance(ending, KeyboardInterrupt) else ["1.png", "2.png", "3.png"])
