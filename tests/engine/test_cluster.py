@@ -9,6 +9,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -394,6 +395,47 @@ def test_a_file_that_kills_its_worker_fails_alone_after_one_retry(tmp_path: Path
     assert [line["status"] for line in lines[:5]] == ["ok", "ok", "error", "ok", "ok"], lines
     assert lines[2]["error"] == f"{inputs[2]}: the worker process ended while doing it (twice)"
     assert files(tmp_path / "out") == ["a.npy", "b.npy", "c.npy", "d.npy"]
+
+
+class _Greedy(operations.CropPad):
+    """A crop-pad that, on a file named greedy, takes 600 MiB and holds it (until its nanny stops it)."""
+
+    command: ClassVar[str] = "crop-pad"
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        if "greedy" in loaded.source:
+            held = np.ones(600 * 2**20, dtype=np.uint8)
+            time.sleep(30)
+            raise AssertionError(f"not stopped, holding {held.nbytes} bytes")
+        return super().apply(loaded, common, allocate)
+
+
+def _nanny_memory_limit(limit: int, dask_worker: Any) -> int:
+    """On a nanny (``dask_worker``, as client.run names it): set its memory limit; the one before."""
+    before = dask_worker.memory_manager.memory_limit
+    dask_worker.memory_manager.memory_limit = limit
+    return int(before)
+
+
+def test_a_file_whose_worker_went_over_its_memory_limit_says_so(tmp_path: Path, scheduler: str, by_value: None,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker its nanny restarts over its memory limit (a file too big for ``dask worker
+    --memory-limit``): the file failed as "the worker process ended while doing it (twice)", with
+    nothing to say why; the nanny's word to the scheduler now names it."""
+    inputs = npy_inputs(tmp_path / "in", ["a", "greedy", "b"])
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        limits = client.run(_nanny_memory_limit, 400 * 2**20, nanny=True)
+        try:
+            code = workers.run(_Greedy((2, 2)), Common(json=True), inputs, BatchOptions(str(tmp_path / "out"),
+                                                                                        scheduler=scheduler))
+        finally:
+            (limit,) = set(limits.values())  # the session cluster's, the same for each
+            client.run(_nanny_memory_limit, limit, nanny=True)
+    assert code == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["status"] for line in lines[:3]] == ["ok", "error", "ok"], lines
+    assert re.fullmatch(rf"{re.escape(inputs[1])}: the worker process ended while doing it \(twice; its nanny "
+                        r"stopped it at \d+ MiB, over its memory limit\)", lines[1]["error"]), lines[1]["error"]
 
 
 def test_passing_io_errors_are_retried_and_bad_files_are_not(tmp_path: Path, scheduler: str, by_value: None,
