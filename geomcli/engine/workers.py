@@ -456,7 +456,27 @@ def _died(task: Task, worker: _Worker, job: Job) -> Report:
     worker.process.join()
     _remove_leftovers([job])
     return _report(task, job, status="error",
-                   error=f"{job.input}: the worker process ended (exit code {worker.process.exitcode})")
+                   error=f"{job.input}: the worker process ended ({_how_it_ended(worker.process)})")
+
+
+def _how_it_ended(process: BaseProcess) -> str:
+    """How a worker process ended, as a user can act on it: the signal (the OOM killer's SIGKILL
+    named as such) or the exit code.
+
+    >>> from types import SimpleNamespace
+    >>> [_how_it_ended(SimpleNamespace(exitcode=code)) for code in (3, -11, -99)]  # type: ignore[arg-type]
+    ['exit code 3', 'killed by SIGSEGV', 'killed by signal 99']
+    """
+    code = process.exitcode
+    if code is None or code >= 0:
+        return f"exit code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    if name == "SIGKILL":
+        return "killed by SIGKILL, as the kernel's out-of-memory killer does"
+    return f"killed by {name}"
 
 
 def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool) -> None:
