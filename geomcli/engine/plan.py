@@ -309,8 +309,8 @@ def _folder(root: str, recursive: bool, skip: _OutDir | None = None) -> list[Sou
             if recursive else []
         for name in names:
             path = os.path.join(folder, name)
-            if not name.startswith(".") and _readable(name) and os.path.isfile(path):
-                found.append(Source(path, _parent(path, root)))
+            if not name.startswith(".") and _readable(name) and (os.path.isfile(path) or _broken_link(path)):
+                found.append(_file_source(path, root))
     return _in_order(found, root)
 
 
@@ -370,9 +370,21 @@ def _glob(pattern: str, skip: _OutDir | None = None) -> list[Source]:
 
     for path in matches("/" if pattern.startswith("/") else "", named):
         array = _zarr.is_zarr(path) and os.path.isdir(path) and not skip.holds(path)
-        if (_readable(path) and os.path.isfile(path)) or array:
-            found.append(Source(path, _parent(path, root)))
+        if (_readable(path) and (os.path.isfile(path) or _broken_link(path))) or array:
+            found.append(_file_source(path, root))
     return _in_order(found, root)
+
+
+def _broken_link(path: str) -> bool:
+    return os.path.islink(path) and not os.path.exists(path)
+
+
+def _file_source(path: str, root: str) -> Source:
+    """A file a folder or glob found; a broken link among them is that input's failure, as the
+    shell's own glob would give it, not left out of the run unsaid."""
+    if _broken_link(path):
+        return Source(path, _parent(path, root), f"{path}: a broken symbolic link to {os.readlink(path)}")
+    return Source(path, _parent(path, root))
 
 
 def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None = None) -> tuple[list[Source], str]:

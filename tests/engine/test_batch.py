@@ -176,6 +176,22 @@ def test_a_missing_file_is_one_failure(shots: Path, tmp_path: Path) -> None:
     assert f"Error: {shots / 'gone.png'}: no such file" in result.stderr
     assert files(tmp_path / "out") == ["a.png"]
 
+@pytest.mark.parametrize("argument", ["{shots}", "{shots}/*.png", "{shots}/**/*.png"])
+def test_a_broken_link_a_folder_or_glob_finds_is_one_failure(argument: str, shots: Path, tmp_path: Path) -> None:
+    """The shell's glob gives a broken link, and the run fails on it: it was left out unsaid, exit 0."""
+    (shots / "gone.png").symlink_to("nowhere.png")
+    result = run("crop-pad", argument.format(shots=shots), "--out-dir", tmp_path / "out", "--shape", "4,4",
+                 "--layout", "NCHW")
+    assert result.exit_code == 1
+    assert f"Error: {shots / 'gone.png'}: a broken symbolic link to nowhere.png\n" in result.stderr
+    assert "a.png" in files(tmp_path / "out") and "gone.png" not in files(tmp_path / "out")
+    info = run("info", argument.format(shots=shots), "--json")
+    assert info.exit_code == 1
+    assert {"input": str(shots / "gone.png"), "status": "error",
+            "error": f"{shots / 'gone.png'}: a broken symbolic link to nowhere.png"}.items() <= \
+        next(record for record in map(json.loads, info.stdout.splitlines()) if "gone" in record["input"]).items()
+
+
 
 # --- usage ----------------------------------------------------------------------------
 
