@@ -69,11 +69,15 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
     """Warp images and tensors by an affine matrix: what grid-sample gives for the grid
     affine-grid makes from the same flags, bit for bit, without holding that grid.
 
-    theta maps output positions to the input positions sampled, in -1..1 units: --scale 2
-    shows twice the area (the picture shrinks), --rotate 30 turns the picture 30°
-    counter-clockwise as a viewer sees it, --translate 0.5,0 shows what lies a quarter of
-    the width to the right (the picture moves left). The output is the input's H×W unless
-    --size. A rank-5 tensor (N, C, D, H, W) is warped in 3-D, by --theta's 3×4 matrices.
+    theta maps output positions to the input positions sampled, in -1..1 units across the
+    width and across the height: --scale 2 shows twice the width and height (the picture
+    shrinks to half), --translate 0.5,0 shows what lies a quarter of the width to the right
+    (the picture moves left), --rotate 30 turns the -1..1 square 30° counter-clockwise as a
+    viewer sees it: a square picture turns, one W wide and H high is sheared too (W 160,
+    H 120: its rows turn 23°, its columns 38°); an a° turn of it into its own size is
+    --theta cos(a),-sin(a)·H/W,0,sin(a)·W/H,cos(a),0. The output is the input's H×W
+    unless --size. A rank-5 tensor (N, C, D, H, W) is warped in 3-D, by --theta's 3×4
+    matrices.
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """

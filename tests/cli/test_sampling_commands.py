@@ -200,14 +200,49 @@ def test_rotate_turns_the_picture_counter_clockwise_as_a_viewer_sees_it(tmp_path
     assert np.argwhere(np.load(tmp_path / "r.npy")).tolist() == [[20, 50]]
 
 
-def test_scale_2_shows_twice_the_area(tmp_path: Path) -> None:
+def test_scale_2_shows_twice_the_width_and_height(tmp_path: Path) -> None:
     ramp = np.tile(np.arange(0, 200, 2, dtype=np.uint8), (10, 1))  # 10 x 100, value 2x
     Image.fromarray(ramp).save(tmp_path / "ramp.png")
     assert run("warp", tmp_path / "ramp.png", "--scale", "2", "-o", tmp_path / "s.npy", "-q").exit_code == 0
-    row = np.load(tmp_path / "s.npy")[5].astype(int)
+    shrunk = np.load(tmp_path / "s.npy")
+    # a quarter of the area (the help said "twice the area"): the middle half of the rows too
+    assert shrunk[[0, 1, 8, 9]].max() == 0 and shrunk[3:7, 30:70].min() > 0
+    assert "--scale 2 shows twice the width and height" in " ".join(run("warp", "--help").stdout.split())
+    row = shrunk[5].astype(int)
     # the middle half of the output shows the whole input, half as wide; the rest lies outside it
     assert row[:24].max() == 0 and row[76:].max() == 0
     assert (np.diff(row[26:74]) == 4).all()  # two input pixels (2 apart in value) per output pixel
+
+
+def _turns(lines: np.ndarray) -> tuple[float, float]:
+    """The angles, in degrees counter-clockwise as a viewer sees them, of a picture's row of 255s
+    and its column of 128s."""
+    rows, columns = np.nonzero(lines == 255)
+    row_slope = np.polyfit(columns, rows, 1)[0]
+    rows, columns = np.nonzero(lines == 128)
+    column_slope = np.polyfit(rows, columns, 1)[0]
+    return float(np.degrees(np.arctan(-row_slope))), float(np.degrees(np.arctan(column_slope)))
+
+
+def test_rotate_shears_a_picture_that_is_not_square_as_the_help_says(tmp_path: Path) -> None:
+    """--rotate turns the -1..1 square: on the 160-wide, 120-high photo the help's figures, not 30° (the
+    help said "turns the picture 30°"); the help's theta of a true turn turns both by 30°."""
+    height, width = 120, 160
+    lines = np.zeros((height, width), np.uint8)
+    lines[height // 2, :] = 255
+    lines[:, width // 2] = 128
+    Image.fromarray(lines).save(tmp_path / "lines.png")
+    flags = run("warp", tmp_path / "lines.png", "--rotate", "30", "--mode", "nearest", "-o", tmp_path / "f.npy", "-q")
+    assert flags.exit_code == 0, flags.stderr
+    assert [round(angle) for angle in _turns(np.load(tmp_path / "f.npy"))] == [23, 38]
+    cos, sin = np.cos(np.radians(30)), np.sin(np.radians(30))
+    theta = f"{cos},{-sin * height / width},0,{sin * width / height},{cos},0"
+    true = run("warp", tmp_path / "lines.png", "--theta", theta, "--mode", "nearest", "-o", tmp_path / "t.npy", "-q")
+    assert true.exit_code == 0, true.stderr
+    assert [round(angle) for angle in _turns(np.load(tmp_path / "t.npy"))] == [30, 30]
+    said = " ".join(run("warp", "--help").stdout.split())
+    assert "(W 160, H 120: its rows turn 23°, its columns 38°)" in said
+    assert "--theta cos(a),-sin(a)·H/W,0,sin(a)·W/H,cos(a),0" in said
 
 
 def test_a_grid_from_a_pipe(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
