@@ -669,12 +669,14 @@ def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name
                        "or write .zarr")
     if dtype.hasobject:
         raise GeomError(f"{name}: {dtype} arrays hold Python objects; geomcli never pickles")
-    others = [_SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, dtype, shape) is None]
+    # stdout has no extension to change: its format is --format's
+    to_stdout = name == display_name("-", output=True)
+    others = [f if to_stdout else _SUFFIX[f] for f in _PREFERRED if f != fmt and _refusal(f, dtype, shape) is None]
     if len(others) > 1:
         where = ", ".join(others[:-1]) + " or " + others[-1]
     else:
         where = others[0]
-    raise GeomError(f"{name}: {fmt.upper()} {reason}; write {where}")
+    raise GeomError(f"{name}: {fmt.upper()} {reason}; {'give --format' if to_stdout else 'write'} {where}")
 
 
 # the order alternatives are suggested in: lossless images first, then the array formats

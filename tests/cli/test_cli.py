@@ -646,7 +646,8 @@ def test_affine_grid_bad_size_is_a_usage_error(tmp_path: Path, size: str, messag
 @pytest.mark.parametrize("args, message", [
     (["-o", "g.png"], "g.png: PNG cannot hold float32 data; write .npy or .tiff"),
     (["-o", "g.tiff", "--dtype", "bfloat16"], "g.tiff: TIFF cannot hold bfloat16 data; write .npy"),
-    (["-o", "-", "--format", "jpeg"], "<stdout>: JPEG cannot hold float32 data; write .npy or .tiff"),
+    # stdout's format is --format's: there is no extension to change ('write .npy or .tiff' was said)
+    (["-o", "-", "--format", "jpeg"], "<stdout>: JPEG cannot hold float32 data; give --format npy or tiff"),
 ])
 def test_affine_grid_to_a_format_that_holds_no_grid_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                      args: list[str], message: str) -> None:
