@@ -92,6 +92,20 @@ def test_man_pages_name_every_environment_variable_of_their_command() -> None:
                           and param.envvar}, name
 
 
+def test_man_pages_list_every_exit_code_the_readme_lists() -> None:
+    """geomcli.1 and each command's page said 130 and 143 alone: a SIGHUP's 129 and a SIGXCPU's 152
+    (README, docs/safety.md) were missing."""
+    table = README.split("## Exit codes and safety")[1].split("\n\n")[1]
+    documented = {code for row in re.findall(r"^\| ([0-9 /]+) \|", table, flags=re.MULTILINE)
+                  for code in row.split(" / ")}
+    assert {"0", "1", "2", "129", "130", "141", "143", "152"} <= documented
+    for page in sorted((ROOT / "man").glob("*.1")):
+        status = page.read_text(encoding="utf-8").split(".SH EXIT STATUS")[1].split(".SH ")[0]
+        listed = {code for codes in re.findall(r"^\.B ([0-9, ]+)$", status, flags=re.MULTILINE)
+                  for code in codes.split(", ")}
+        assert listed == documented, page.name
+
+
 def run_in(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, capture_output=True, text=True,
