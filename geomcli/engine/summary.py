@@ -245,7 +245,8 @@ def show(report: Report, stream: IO[str] | None = None) -> None:
     stream = stream or sys.stderr
     line = _plain_line(report)
     if not wants_colour(stream):
-        print(line, file=stream)
+        stream.write(line + "\n")  # one write, as report._write_line says why
+        stream.flush()
         return
     from rich.console import Console
     from rich.markup import escape

@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from geomcli.engine.report import echo_stderr, echo_stdout
 from geomcli.engine.summary import Report, show, strict_json, value_range
 from geomcli.errors import GeomError
 
@@ -40,6 +41,33 @@ def test_a_line_keeps_double_spaces_in_paths_and_the_note_indent() -> None:
     show(line, stream)
     assert stream.getvalue() == ("crop-pad my  shots/a.png → out  dir/a.png: 4×6×3 uint8 → 2×2×3 uint8\n"
                                  "  note: turned upright by its EXIF orientation\n")
+
+
+class Writes(io.StringIO):
+    """A stream that writes through, as stdout and stderr do under PYTHONUNBUFFERED=1: each write()
+    is one write(2), which another process's line can follow at once (xargs -P)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return super().write(text)
+
+
+def test_each_line_is_one_write_so_parallel_runs_cannot_split_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ls *.png | PYTHONUNBUFFERED=1 xargs -P4 geomcli info --json` gave lines holding two records
+    (print() wrote a record, then its newline, in two writes)."""
+    out, err = Writes(), Writes()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    echo_stdout(strict_json({"input": "a.png", "status": "ok"}))
+    echo_stderr("Error: b.png: no such file")
+    show(report())
+    assert out.calls == ['{"input": "a.png", "status": "ok"}\n']
+    assert err.calls == ["Error: b.png: no such file\n",
+                         "crop-pad in.png → out.png: 4×6×3 uint8 → 2×2×3 uint8 range [0, 255] shape=[2, 2] in 12 ms\n"]
 
 
 def test_colour_on_a_terminal_unless_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
