@@ -265,6 +265,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             except GeomError as error:
                 raise OptionFault(str(error)) from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        report.warnings.extend(_stdout_default(output, common.format, loaded.format, result))
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
             report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it
         _add_steps(report, operation, loaded, common)
@@ -400,6 +401,22 @@ def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -
         if value is not None and input_format != "tiff":
             unused.extend(summary.of_input(f"{name} is for TIFF input, not {input_format.upper()}; ignored"))
     return unused
+
+
+def _stdout_default(output: str, given: str | None, input_format: str, result: np.ndarray | Picture) -> list[str]:
+    """-o - without --format writes NPY: piped on to a command that wants a picture, or put in a
+    .png by the shell's >, the bytes are NPY without a word. Said where the input's own format
+    could hold the result, the format the user would have expected."""
+    from geomcli import io
+
+    if output != "-" or given is not None or input_format == "npy":
+        return []
+    try:
+        io.check_writable(result.dtype, tuple(result.shape), input_format, io.display_name(output, output=True))
+    except GeomError:
+        return []
+    return [f"written as NPY, the default for -o -: give --format {input_format} for {input_format.upper()}, "
+            "as the input is (or --format npy)"]
 
 
 def _compresses(output_format: str, fidelity: Fidelity, metadata: Metadata) -> bool:

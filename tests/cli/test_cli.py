@@ -501,6 +501,42 @@ def test_dash_is_stdin_and_stdout_beside_a_folder_named_dash(tensor: Path, tmp_p
     assert list((tmp_path / "-").iterdir()) == []
 
 
+STDOUT_NPY = ("Warning: <stdout>: written as NPY, the default for -o -: give --format png for PNG, as the input "
+              "is (or --format npy)\n")
+
+
+def png_bytes(pixels: np.ndarray) -> bytes:
+    buffer = bytes_io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="png")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("command", "steps"), [
+    (["crop-pad", "-"], ["--shape", "4,4"]),
+    (["warp", "-"], ["--size", "4,4"]),
+    (["chain", "-i", "-"], ["resize", "--sizes", "6,6", "crop-pad", "--shape", "4,4"]),
+])
+def test_a_picture_to_stdout_without_format_says_it_is_written_as_npy(command: list[str], steps: list[str],
+                                                                       photo: Path) -> None:
+    """`geomcli crop-pad photo.png -o - --shape 4,4 > small.png` put NPY bytes in small.png without a
+    word (and a pipeline of PNGs failed downstream, on a tensor of no layout)."""
+    result = run(*command, "-o", "-", *steps, stdin=photo.read_bytes())
+    assert result.exit_code == 0, result.stderr
+    assert np.load(bytes_io.BytesIO(result.stdout_bytes)).shape == (4, 4, 3)
+    assert result.stderr.startswith(STDOUT_NPY)
+    for said in (["--format", "npy"], ["--format", "png"], ["-q"]):
+        assert "Warning" not in run(*command, "-o", "-", *said, *steps, stdin=photo.read_bytes()).stderr
+
+
+def test_no_word_of_npy_on_stdout_where_the_input_is_npy_or_its_format_cannot_hold_the_result(
+        tensor: Path, rng: np.random.Generator) -> None:
+    from_npy = run("crop-pad", "-", "-o", "-", "--shape", "1,1,2,2", stdin=tensor.read_bytes())
+    assert from_npy.exit_code == 0 and "Warning" not in from_npy.stderr
+    pixels = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    blocks = run("space-to-depth", "-", "-o", "-", "--blocksize", "2", stdin=png_bytes(pixels))  # 12 channels
+    assert blocks.exit_code == 0 and "Warning" not in blocks.stderr
+
+
 def test_out_dir_dash_is_a_usage_error(photo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = run("crop-pad", photo, "--out-dir", "-", "--shape", "4,4")
