@@ -137,7 +137,7 @@ def echo_stderr(line: str) -> None:
     """A message line on standard error (Error:, Warning:, a batch's counts), control characters
     escaped (summary.printable): a file name in it cannot break the line or drive the terminal."""
     if sys.stderr is not None:
-        _write_line(sys.stderr, summary.printable(line))
+        summary.message_line(sys.stderr, summary.printable(line))
 
 
 def _write_line(stream: IO[str], line: str) -> None:

@@ -240,13 +240,26 @@ def wants_colour(stream: IO[str]) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
 
+def message_line(stream: IO[str], line: str) -> None:
+    """A line for a person on ``stream`` (stderr), in one write (report.echo_stdout says why). A
+    stream that cannot take it (2>/dev/full, a full disk) loses the line, not the run: the files'
+    outcome and exit code stand; it was an exit 1 (a traceback nobody saw) after every file was
+    written. A reader gone away still ends the run, as on stdout."""
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError:
+        pass
+
+
 def show(report: Report, stream: IO[str] | None = None) -> None:
     """Write a one-line summary; rich-coloured only on a terminal without NO_COLOR."""
     stream = stream or sys.stderr
     line = _plain_line(report)
     if not wants_colour(stream):
-        stream.write(line + "\n")  # one write, as report._write_line says why
-        stream.flush()
+        message_line(stream, line)
         return
     from rich.console import Console
     from rich.markup import escape

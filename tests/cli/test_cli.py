@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import fifo_feeding, run
+from conftest import fifo_feeding, hooked, run
 from PIL import Image
 
 import geomcli.ops.affine_grid as grid_ops
@@ -1007,6 +1007,24 @@ def test_the_console_script_flushes_what_main_left_in_stdouts_buffer(tmp_path: P
     with open("/dev/full", "w") as full:  # the flush fails: what was written did not arrive
         result = subprocess.run([sys.executable, "-c", script], stdout=full, stderr=subprocess.PIPE, cwd=tmp_path)
     assert result.returncode == 1
+
+
+def test_a_full_stderr_loses_its_messages_not_the_run(tmp_path: Path, photo: Path) -> None:
+    """`geomcli crop-pad photo.png -o out.png --shape 4,4 2>/dev/full` wrote out.png, then exited 1
+    with a traceback nobody could read: the summary's write had failed. The files' outcome decides."""
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not a png")
+    env = hooked(tmp_path)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*GEOMCLI, "crop-pad", str(photo), "-o", str(tmp_path / "out.png"), "--shape", "4,4"],
+                              stderr=full, env=env)
+        piped = subprocess.run([*GEOMCLI, "warp", str(photo), "-o", "-", "--rotate", "10"], stdout=subprocess.PIPE,
+                               stderr=full, env=env)
+        failed = subprocess.run([*GEOMCLI, "crop-pad", str(photo), str(broken), "--out-dir", str(tmp_path / "out"),
+                                 "--shape", "4,4"], stderr=full, env=env)
+    assert done.returncode == 0 and read_png(tmp_path / "out.png").shape == (4, 4, 3)
+    assert piped.returncode == 0 and np.load(bytes_io.BytesIO(piped.stdout)).shape == (9, 12, 3)
+    assert failed.returncode == 1 and os.listdir(tmp_path / "out") == ["photo.png"]
 
 
 def test_the_console_script_is_run() -> None:
