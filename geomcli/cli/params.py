@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import click
 
 from geomcli.constants import plain_number
 
+_X_SEPARATED = re.compile(r"[0-9]+(?: *[xX,] *[0-9]+)+")  # 640x480; with an x in it, checked apart
+
 
 class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
-    """Comma-separated integers, ``224,224``; ``224x224`` is accepted too. Each fits an int64;
-    ``sizes``: none is negative; ``empty``: no integers at all (``''``) are allowed."""
+    """Comma-separated integers, ``224,224``, each an int64; ``640x480`` is refused, being width x height
+    where it comes from (ImageMagick, ffmpeg). ``sizes``: none is negative; ``empty``: no integers at
+    all (``''``) are allowed."""
 
     name = "DIMS"
 
@@ -23,7 +27,11 @@ class IntList(click.ParamType):  # type: ignore[type-arg]  # generic only from c
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
         if isinstance(value, tuple):
             return value
-        text = str(value).strip().lower().replace("x", ",")
+        text = str(value).strip()
+        if "x" in text.lower() and _X_SEPARATED.fullmatch(text):
+            # ImageMagick's and ffmpeg's 640x480 is width x height: read as H,W it was the transpose
+            self.fail(f"{value!r}: give the numbers comma-separated, in the order the option names them "
+                      "(an x is ambiguous: 640x480 is width x height to ImageMagick and ffmpeg)", param, ctx)
         if not text and not self.empty:
             self.fail(f"{value!r}: give one or more comma-separated integers", param, ctx)
         try:

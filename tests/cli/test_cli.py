@@ -98,7 +98,7 @@ def test_crop_pad_tensor_equals_kernel(tensor: Path, tmp_path: Path) -> None:
 
 def test_crop_pad_tensor_axes_negative(tensor: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.npy"
-    assert run("crop-pad", tensor, "-o", out, "--shape", "3x9", "--axes", "-2,-1").exit_code == 0
+    assert run("crop-pad", tensor, "-o", out, "--shape", "3,9", "--axes", "-2,-1").exit_code == 0
     assert np.array_equal(np.load(out), crop_ops.center_crop_pad(np.load(tensor), [3, 9], [-2, -1]))
 
 
@@ -1211,6 +1211,9 @@ def test_the_shared_constants_are_ios() -> None:
 
 @pytest.mark.parametrize(("shape", "message"), [
     ("-5,10", "'-5,10': a length cannot be negative"),
+    # ImageMagick's and ffmpeg's width x height: it was read as H,W, an output 640 high and 480 wide
+    ("640x480", "'640x480': give the numbers comma-separated, in the order the option names them (an x is "
+                "ambiguous: 640x480 is width x height to ImageMagick and ffmpeg)"),
     ("99999999999999999999,1", "99999999999999999999 does not fit a 64-bit integer"),
 ])
 def test_an_impossible_shape_is_a_usage_error_before_any_file_is_read(photo: Path, tmp_path: Path, shape: str,
