@@ -851,4 +851,7 @@ def _read_error(name: str, e: OSError) -> GeomError:
         errno.EPERM: "permission denied",
         errno.ENOTDIR: "not a directory (a parent in the path is a file)",
     }
+    if e.errno == errno.ENOENT and isinstance(e.filename, str) and os.path.islink(e.filename):
+        # ls lists it: 'no such file' left the user looking for a file that is there
+        return GeomError(f"{name}: a broken symbolic link to {os.readlink(e.filename)}")
     return GeomError(f"{name}: {reasons.get(e.errno or 0, f'cannot read ({e.strerror or e})')}")

@@ -170,6 +170,18 @@ def test_a_glob_or_folder_without_inputs_is_a_usage_error(argument: str, shots: 
     assert not (tmp_path / "out").exists()
 
 
+def test_a_broken_link_named_says_so(shots: Path, tmp_path: Path) -> None:
+    """Named, or listed by --files-from, it was 'no such file', for a name that ls lists."""
+    (shots / "gone.png").symlink_to("nowhere.png")
+    line = f"Error: {shots / 'gone.png'}: a broken symbolic link to nowhere.png\n"
+    named = run("crop-pad", shots / "a.png", shots / "gone.png", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    listed = run("crop-pad", "--files-from", "-", "--out-dir", tmp_path / "listed", "--shape", "4,4",
+                 stdin=f"{shots / 'gone.png'}\n".encode())
+    one = run("info", shots / "gone.png")
+    assert (named.exit_code, listed.exit_code, one.exit_code) == (1, 1, 1)
+    assert line in named.stderr and line in listed.stderr and one.stderr == line
+
+
 def test_a_missing_file_is_one_failure(shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", shots / "a.png", shots / "gone.png", "--out-dir", tmp_path / "out", "--shape", "4,4")
     assert result.exit_code == 1
