@@ -241,7 +241,7 @@ def wants_colour(stream: IO[str]) -> bool:
 
 
 def message_line(stream: IO[str], line: str) -> None:
-    """A line for a person on ``stream`` (stderr), in one write (report.echo_stdout says why). A
+    """A line for a person on ``stream`` (stderr), in one write (report._write_line says why). A
     stream that cannot take it (2>/dev/full, a full disk) loses the line, not the run: the files'
     outcome and exit code stand; it was an exit 1 (a traceback nobody saw) after every file was
     written. A reader gone away still ends the run, as on stdout."""
