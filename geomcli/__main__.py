@@ -1,10 +1,8 @@
 """``python -m geomcli`` and the ``geomcli`` console script: the command line, loaded here so
 that a Ctrl-C while it loads (click and the rest: about 30 ms of each start) ends the run as
-one later does, "Interrupted" and exit 130, not with Python's traceback."""
+one later does, "Interrupted" and the end by SIGINT (exit status 130), not Python's traceback."""
 
 import sys
-
-from geomcli.constants import EXIT_INTERRUPTED
 
 
 def main() -> None:
@@ -12,7 +10,8 @@ def main() -> None:
         from geomcli.cli import run
     except KeyboardInterrupt:
         print("Interrupted", file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED) from None
+        sys.excepthook = lambda *args: None  # ended by SIGINT, as a run is (cli.group._end_by_sigint)
+        raise
     run()
 
 

@@ -114,8 +114,9 @@ EXIT_STATUS = [
     ("1", "A file could not be read, transformed or written; one line Error: PATH: REASON each."),
     ("2", "A command-line mistake, or options a file cannot take as its header shows (a blocksize that does "
           "not divide it, a float result to PNG); nothing is written."),
-    ("130, 143, 129, 152", "Interrupted by SIGINT (Ctrl-C), SIGTERM, SIGHUP (a closed terminal) or SIGXCPU (a "
-                           "soft CPU limit, ulimit -St); no partial file is left."),
+    ("130, 143, 129, 152", "Interrupted by SIGINT (Ctrl-C: ended by SIGINT after its clean-up, so a shell loop "
+                           "stops too), SIGTERM, SIGHUP (a closed terminal) or SIGXCPU (a soft CPU limit, "
+                           "ulimit -St); no partial file is left."),
     ("141", "The reader of standard output went away."),
 ]
 

@@ -12,7 +12,7 @@ import errno
 import os
 import sys
 from importlib import import_module
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -36,8 +36,8 @@ _COMMANDS = {
 
 
 class _Group(Command, click.Group):
-    """Ctrl-C exits 130, SIGTERM 143, SIGHUP 129, SIGXCPU 152 and a closed stdout pipe 141, all
-    without a traceback."""
+    """Ctrl-C exits 130 (the console script then ends by SIGINT: :func:`_end_by_sigint`), SIGTERM
+    143, SIGHUP 129, SIGXCPU 152 and a closed stdout pipe 141, all without a traceback."""
 
     command_class = Command
 
@@ -230,9 +230,21 @@ def run() -> None:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
             if stream is sys.stdout and not code:  # what was written did not all arrive
                 code = EXIT_BROKEN_PIPE if isinstance(error, BrokenPipeError) else EXIT_FAILED
+    if code == EXIT_INTERRUPTED:
+        _end_by_sigint()
     if "multiprocessing" in sys.modules or _watched():
         sys.exit(code)
     os._exit(code or 0)
+
+
+def _end_by_sigint() -> NoReturn:
+    """End a Ctrl-C'd run by SIGINT, as a shell expects: an exit status of 130 tells bash the
+    program took the Ctrl-C for its own, so a `for` loop over files (and xargs) went on to the
+    next one. A KeyboardInterrupt that reaches the top ends Python by SIGINT, after its exit
+    handlers (multiprocessing's too); its traceback is not shown ("Interrupted" was said).
+    The shell's $? is 130 still; Python's subprocess sees -2."""
+    sys.excepthook = lambda *args: None
+    raise KeyboardInterrupt
 
 
 def _watched() -> bool:

@@ -7,6 +7,7 @@ import io as bytes_io
 import json
 import os
 import pty
+import shlex
 import shutil
 import signal
 import subprocess
@@ -1034,7 +1035,7 @@ def test_the_console_script_is_run() -> None:
     assert script.value == "geomcli.__main__:main"
 
 
-def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130() -> None:
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_an_end_by_sigint() -> None:
     # The console script imported geomcli.cli itself: a Ctrl-C in its ~30 ms of imports gave
     # Python's traceback.
     script = (
@@ -1048,7 +1049,7 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130() -> None:
         "main()\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert (result.returncode, result.stdout, result.stderr) == (130, "", "Interrupted\n")
+    assert (result.returncode, result.stdout, result.stderr) == (-signal.SIGINT, "", "Interrupted\n")
 
 
 def test_pipeline_through_stdin_and_stdout(tensor: Path, tmp_path: Path) -> None:
@@ -1067,7 +1068,7 @@ def test_closed_pipe_ends_quietly(photo: Path) -> None:
     assert result.stderr == ""
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, -signal.SIGINT), (signal.SIGTERM, 143)])
 def test_signals_exit_without_a_traceback(tmp_path: Path, signum: int, code: int) -> None:
     out = tmp_path / "out.npy"
     # stdin stays open and empty, so the process is certainly mid-read when the signal lands.
@@ -1079,6 +1080,22 @@ def test_signals_exit_without_a_traceback(tmp_path: Path, signum: int, code: int
     assert process.returncode == code
     assert "Traceback" not in stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_stops_a_shell_loop_over_files(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C (SIGINT to the foreground group) in `for f in ...; do geomcli ...; done`:
+    geomcli exited 130, which tells bash the program took the Ctrl-C for its own, so the loop ran
+    every other file. It now ends by SIGINT (the shell's $? still 130), and the loop stops there."""
+    script = tmp_path / "loop.sh"
+    script.write_text(f'for f in 1 2 3; do {shlex.join(GEOMCLI)} crop-pad - -o "{tmp_path}/$f.npy" --shape 2,2; '
+                      f'echo "ended $?"; done\n')
+    # stdin stays open and empty: each geomcli waits in its read
+    loop = subprocess.Popen(["bash", str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(1.5)
+    os.killpg(loop.pid, signal.SIGINT)
+    stdout, stderr = loop.communicate(timeout=20)
+    assert (loop.returncode, stdout, stderr) == (-signal.SIGINT, "", "Interrupted\n")
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -727,7 +727,8 @@ def _wait_for_temp(folder: Path, process: subprocess.Popen[str], timeout: float 
 
 # SIGHUP: a closed terminal or dropped ssh session; SIGXCPU: a soft CPU time limit (ulimit -St;
 # bash's ulimit -t sets the hard one too, which kills). Each killed the run where it stood, its temp file left
-_STOPS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGXCPU, 152)]
+# (a Ctrl-C ends geomcli by SIGINT, the shell's 130: Python's subprocess sees -2)
+_STOPS = [(signal.SIGINT, -signal.SIGINT), (signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGXCPU, 152)]
 
 
 @pytest.mark.parametrize(("signum", "code"), _STOPS)
