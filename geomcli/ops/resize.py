@@ -30,7 +30,7 @@ import numpy as np
 from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import as_out, as_threads, shown
+from geomcli.ops._checks import as_out, as_threads, new_output, shown
 
 _compiled: ModuleType | None
 try:
@@ -437,8 +437,12 @@ def _plan(axis: int, in_len: int, out_len: int, scale: Fraction, roi: tuple[Frac
 # --- applying the plans ----------------------------------------------------------------------
 
 
-def _gather(values: np.ndarray, plan: _Plan) -> np.ndarray:
-    return np.take(values, plan.taps[:, 0], axis=plan.axis)
+def _gather(values: np.ndarray, plan: _Plan, into: np.ndarray | None = None) -> np.ndarray:
+    if into is None:
+        return np.take(values, plan.taps[:, 0], axis=plan.axis)
+    # "clip" changes no index (every tap is inside), and writes into ``into`` without the
+    # output-sized buffer that "raise" makes
+    return np.take(values, plan.taps[:, 0], axis=plan.axis, out=into, mode="clip")
 
 
 # The weighted passes work in pieces of about this many float64 values (1 MiB): a piece is
@@ -770,8 +774,8 @@ def resize(
         run on by default.
     out : numpy.ndarray, optional
         Where to write the result: writable, of the output's shape and data's dtype, byte
-        order included; any strides (linear and cubic write a C-contiguous one in place; the
-        rest is copied in). It must not overlap data.
+        order included; any strides (a C-contiguous one is written in place; another is
+        copied in). It must not overlap data.
 
     Returns
     -------
@@ -928,6 +932,13 @@ def _resize(data: Any, roi: Any, scales: Any, sizes: Any, window: tuple[slice, .
         raise GeomError(f"{_FUNC}: the output of shape {output} is bigger than numpy can address ({where})")
     target: np.ndarray | None = None if out is None else as_out(out, output, array.dtype, array, _FUNC, where,
                                                                 name="data")
+    into: np.ndarray | None = None
+    if window is None:
+        # The output is made before the plans, which are as long as its axes: an output that
+        # cannot be held is refused at once (sizes [10**8, 10**8] of a 2x2 took 37 s and 13 GiB
+        # of plans to find out). A C-contiguous out takes the results where they are made.
+        into = target if target is not None and target.flags.c_contiguous else new_output(
+            output, array.dtype, _FUNC, where)
     try:
         plans = _plans(shape, sizing, rois, settings)
         if kind in "UST":
@@ -935,8 +946,6 @@ def _resize(data: Any, roi: Any, scales: Any, sizes: Any, window: tuple[slice, .
         working = [plan for plan in plans if plan.out_len == 0 or not plan.is_identity()]
         if window is not None:
             return _apply_window(array, output, working, fill, _as_window(window, output), count)
-        # a C-contiguous out takes the weighted passes' sums where they are made; another, a copy
-        into = target if target is not None and target.flags.c_contiguous else None
         result = _apply(array, output, working, fill, count, into)
     except MemoryError as error:
         raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
@@ -1098,20 +1107,24 @@ def _plans(shape: Shape, sizing: _Sizing, rois: list[tuple[Fraction, Fraction]] 
 def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: float, threads: int,
            into: np.ndarray | None = None) -> np.ndarray:
     """The plans applied to ``array`` on up to ``threads`` threads: a gather for nearest,
-    weighted passes for the others (into ``into`` when given: a C-contiguous array of the
+    weighted passes for the others, into ``into`` when given (a C-contiguous array of the
     output's shape and dtype); then the points outside the input (tf_crop_and_resize) take
     ``fill``."""
     dtype = array.dtype
     if math.prod(output_shape) == 0:
-        return np.empty(output_shape, dtype=dtype)
+        return np.empty(output_shape, dtype=dtype) if into is None else into
     if not plans:
-        return np.array(array, copy=True)
+        if into is None:
+            return np.array(array, copy=True)
+        np.copyto(into, array)
+        return into
     # the shrinking axes first: every later pass then works on less
     order = sorted(plans, key=lambda plan: plan.out_len / plan.in_len)
     if order[0].weights is None:
         result = array
-        for plan in order:
+        for plan in order[:-1]:
             result = _gather(result, plan)
+        result = _gather(result, order[-1], into)
         value: Any = bool(fill) if dtype.kind == "b" else None
     else:
         result = _weigh_all(array, output_shape, order, threads, into)

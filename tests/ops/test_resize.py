@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import tracemalloc
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -944,8 +945,35 @@ def test_outputs_too_big() -> None:
     # past 64 bits a list of Python ints is an object array: still numbers, judged by size
     with pytest.raises(GeomError, match=r"^resize: the output of shape \(2, 1180591620717411303424\) is bigger than "):
         resize(np.zeros((2, 2)), sizes=[2, 2**70])
-    with pytest.raises(GeomError, match=r"^resize: the output of shape \(35184372088832,\) does not fit in memory"):
+    with pytest.raises(GeomError, match=r"^resize: could not allocate 281474976710656 bytes \(256\.0 TiB\) for the "
+                                        r"output of shape \(35184372088832,\) and dtype float64 "
+                                        r"\(input shape \(1,\)\)$"):
         resize(np.zeros(1), sizes=[2**45], mode="linear")
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_an_output_that_cannot_be_held_is_refused_before_its_plans(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plans are as long as the output's axes: for these sizes they would take hours and more
+    memory than the machine has (sizes [10**8, 10**8]: 37 s and 13 GiB, then the refusal)."""
+    monkeypatch.setattr(resize_module, "_plans", lambda *args: pytest.fail("plans made for an output never made"))
+    with pytest.raises(GeomError, match=r"^resize: could not allocate 2305843009213693952 bytes \(2\.0 EiB\) for the "
+                                        r"output of shape \(1073741824, 536870912\) and dtype float32 "
+                                        r"\(input shape \(2, 2\)\)$"):
+        resize(np.zeros((2, 2), np.float32), sizes=[2**30, 2**29], mode=mode)
+
+
+def test_nearest_writes_into_out_without_a_copy_of_the_output() -> None:
+    data = np.arange(1000 * 1000, dtype=np.uint32).reshape(1000, 1000)
+    out = np.empty((1000, 2000), np.uint32)  # 8 MB
+    tracemalloc.start()
+    try:
+        got = resize(data, sizes=[2000], axes=[1], out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got is out
+    assert_array_equal(out, np.repeat(data, 2, axis=1))
+    assert peak < out.nbytes // 4, peak
 
 
 def test_a_steep_antialiased_shrink_keeps_its_bands_small() -> None:
