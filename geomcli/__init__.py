@@ -6,9 +6,19 @@ no cost, where importlib.metadata took 34 ms of imports.
 """
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geomcli.errors import GeomError
+
+if TYPE_CHECKING:
+    # what type checkers see of the kernels looked up below: their signatures, where the lookup
+    # alone made each of them Any (no error for mode="bilinear", nor for geomcli.no_such_name)
+    from geomcli.ops.affine_grid import affine_grid as affine_grid
+    from geomcli.ops.center_crop_pad import center_crop_pad as center_crop_pad
+    from geomcli.ops.grid_sample import grid_sample as grid_sample
+    from geomcli.ops.resize import resize as resize
+    from geomcli.ops.space_depth import depth_to_space as depth_to_space
+    from geomcli.ops.space_depth import space_to_depth as space_to_depth
 
 # each operator and the module it lives in, imported on first use
 _KERNELS = {
@@ -23,10 +33,12 @@ __version__ = "0.1.0"
 __all__ = ["GeomError", "__version__", *_KERNELS]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _KERNELS:
-        return getattr(import_module(_KERNELS[name]), name)
-    raise AttributeError(f"module 'geomcli' has no attribute {name!r}")
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name in _KERNELS:
+            return getattr(import_module(_KERNELS[name]), name)
+        raise AttributeError(f"module 'geomcli' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

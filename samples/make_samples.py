@@ -94,7 +94,7 @@ def grid() -> np.ndarray:
     """(1, 60, 80, 2) float32: theta.npy's sampling grid at half the photo's size, for grid-sample."""
     from geomcli import affine_grid
 
-    return affine_grid(theta(), (1, 3, 60, 80))  # type: ignore[no-any-return]
+    return affine_grid(theta(), (1, 3, 60, 80))
 
 
 def main(folder: str) -> None:

@@ -166,6 +166,7 @@ def test_the_wheel_carries_every_module_and_the_man_pages(tmp_path: Path) -> Non
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "geomcli").rglob("*.py")}
     assert modules <= names, modules - names
+    assert "geomcli/py.typed" in names  # a user's type checker reads the kernels' annotations
     pages = {f"share/man/man1/{page.name}" for page in (ROOT / "man").glob("*.1")}
     assert {name.split(".data/data/", 1)[-1] for name in names} >= pages
     assert not [name for name in names if name.endswith(".so")]

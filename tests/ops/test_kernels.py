@@ -19,12 +19,14 @@ import functools
 import inspect
 import itertools
 import math
+import os
 import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -1202,6 +1204,35 @@ def test_the_package_offers_its_kernels_and_geom_error_only() -> None:
         "GeomError", "__version__", "affine_grid", "center_crop_pad", "depth_to_space", "grid_sample", "resize",
         "space_to_depth"]
     assert all(callable(getattr(geomcli, name)) for name in geomcli.__all__ if name != "__version__")
+
+
+USER_SCRIPT = """
+import numpy as np
+import geomcli
+
+reveal_type(geomcli.space_to_depth(np.zeros((1, 1, 2, 2)), 2))
+geomcli.resize(np.zeros(3), sizes=[2], mode="bilinear")
+geomcli.no_such_kernel
+"""
+
+
+@pytest.mark.slow
+def test_type_checkers_see_the_kernels_signatures(tmp_path: Path) -> None:
+    """The kernels are looked up on first use, which alone made each of them Any to a type checker:
+    a caller's mypy --strict saw no wrong mode, no missing name and no return type. py.typed says
+    the package's annotations are to be read (pip install . without it: "missing library stubs")."""
+    root = Path(geomcli.__file__).parent
+    assert (root / "py.typed").is_file()
+    (tmp_path / "user.py").write_text(USER_SCRIPT)
+    found = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "user.py"],
+                           cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "MYPYPATH": str(root.parent)})
+    lines = [line.split(": ", 1)[1] for line in found.stdout.splitlines()]
+    assert lines == [
+        'note: Revealed type is "numpy.ndarray[tuple[Any, ...], numpy.dtype[Any]]"',
+        'error: Argument "mode" to "resize" has incompatible type "Literal[\'bilinear\']"; '
+        'expected "Literal[\'nearest\', \'linear\', \'cubic\']"  [arg-type]',
+        'error: Module has no attribute "no_such_kernel"  [attr-defined]',
+    ], found.stdout + found.stderr
 
 
 # Inputs a caller could pass that the spec neither allows nor forbids. Each must either work or
