@@ -79,13 +79,20 @@ def is_masked(array: Any) -> bool:
     return ma is not None and isinstance(array, ma.MaskedArray)
 
 
+def to_array(value: Any, func: str, name: str) -> np.ndarray:
+    """``value`` as an ndarray (an ndarray as it is). What numpy raises, or the value's own
+    ``__array__`` (a ragged list; a torch tensor that requires grad, whose RuntimeError says to
+    detach it), is a GeomError that names the argument."""
+    try:
+        return value if isinstance(value, np.ndarray) else np.asarray(value)
+    except (ValueError, TypeError, RuntimeError) as error:
+        raise GeomError(f"{func}: {name} is not an array ({one_line(str(error))})") from error
+
+
 def as_array(data: Any, func: str, name: str = "input", *, grid: bool = False) -> np.ndarray:
     """The input as an ndarray of a type the operator takes (memory maps stay maps). A masked
     array is refused: its mask would be dropped, and the result hold what lies under it."""
-    try:
-        array = data if isinstance(data, np.ndarray) else np.asarray(data)
-    except (ValueError, TypeError) as error:
-        raise GeomError(f"{func}: {name} is not an array ({one_line(str(error))})") from error
+    array = to_array(data, func, name)
     if is_masked(array):
         raise GeomError(
             f"{func}: {name} is a masked array, whose mask would be lost; give its .filled(value) "
@@ -141,7 +148,7 @@ def as_ints(values: Any, name: str, func: str, where: str = "") -> Shape:
             return tuple(int(value) for value in values)
     try:
         array = np.asarray(values)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, RuntimeError) as error:
         raise GeomError(
             f"{func}: {name} must be a 1-D list of integers ({one_line(str(error))}){about(where)}"
         ) from error

@@ -45,6 +45,7 @@ from geomcli.ops._checks import (
     dtype_text,
     is_masked,
     new_output,
+    to_array,
 )
 from geomcli.ops.affine_grid import affine_grid, affine_grid_checked, affine_grid_output_shape
 
@@ -136,10 +137,7 @@ def grid_sample_output_shape(data_shape: Sequence[int], grid_shape: Sequence[int
 
 
 def _as_array(value: Any, name: str) -> np.ndarray:
-    try:
-        array = value if isinstance(value, np.ndarray) else np.asarray(value)
-    except (ValueError, TypeError) as error:
-        raise GeomError(f"{_FUNC}: {name} is not an array ({' '.join(str(error).split())})") from error
+    array = to_array(value, _FUNC, name)
     if is_masked(array):
         raise GeomError(f"{_FUNC}: {name} is a masked array, whose mask would be lost; give its .filled(value) "
                         f"({name} shape {array.shape})")

@@ -30,7 +30,7 @@ import numpy as np
 from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import as_out, as_threads, new_output, shown
+from geomcli.ops._checks import as_out, as_threads, new_output, shown, to_array
 
 _compiled: ModuleType | None
 try:
@@ -103,19 +103,25 @@ def _as_data(data: Any) -> np.ndarray:
     if masked is not None and isinstance(data, masked.MaskedArray):
         raise GeomError(f"{_FUNC}: data is a masked array, whose mask would be lost; give its .filled(value) "
                         f"(input shape {data.shape})")
-    try:
-        # a plain ndarray view of subclasses too (memory maps, matrices)
-        array = np.asarray(data)
-    except (TypeError, ValueError) as error:
-        raise GeomError(f"{_FUNC}: data is not an array ({' '.join(str(error).split())})") from error
+    # a plain ndarray view of subclasses too (memory maps, matrices)
+    array = np.asarray(to_array(data, _FUNC, "data"))
     dtype = array.dtype
     if not (dtype.kind == "b" or dtype.kind in "UST" or dtype.name in _NUMERIC):
         raise GeomError(f"{_FUNC}: data must be {_TYPES_TEXT}; found dtype {dtype} ({_where(array.shape)})")
     return array
 
 
+def _array_like(values: Any, name: str) -> Any:
+    """An array-like that is neither a sequence nor an ndarray (a torch tensor, say) as an
+    ndarray, as the other kernels take their lists; anything else as it is."""
+    if values is None or isinstance(values, (Sequence, np.ndarray)) or not hasattr(values, "__array__"):
+        return values
+    return to_array(values, _FUNC, name)
+
+
 def _as_list(values: Any, name: str, where: str, what: str = "numbers") -> list[Any]:
     """The values of a 1-D sequence or array of numbers (each checked by the caller)."""
+    values = _array_like(values, name)
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
         raise GeomError(f"{_FUNC}: {name} must be a 1-D list of {what}, found {shown(values)} ({where})")
     array = np.asarray(values) if not isinstance(values, np.ndarray) else values
@@ -216,6 +222,7 @@ class _Sizing:
 def _sizing(shape: Shape, scales: Any, sizes: Any, axes: Any, policy: Any) -> _Sizing:
     where = _where(shape)
     policy = _choice(policy, "keep_aspect_ratio_policy", _POLICIES, where)
+    scales, sizes = _array_like(scales, "scales"), _array_like(sizes, "sizes")
     has_scales, has_sizes = _given(scales, sizes), _given(sizes, scales)
     if has_scales and has_sizes:
         raise GeomError(f"{_FUNC}: give scales or sizes, not both ({where})")

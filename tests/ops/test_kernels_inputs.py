@@ -22,6 +22,7 @@ import geomcli.ops._checks as checks
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.grid_sample as grid_sample_ops
+import geomcli.ops.resize as resize_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
 
@@ -503,3 +504,67 @@ def test_crop_pad_shape_of_another_length_names_both_counts(shape: list[int], ax
                                                            message: str) -> None:
     with pytest.raises(GeomError, match=rf"^center_crop_pad: {message} \(input shape \(3, 5\)\)$"):
         crop_ops.center_crop_pad(np.zeros((3, 5)), shape, axes)
+
+
+# --------------------------------------------------------------------------------------------------
+# Array-likes that are not numpy arrays (a torch tensor, say)
+# --------------------------------------------------------------------------------------------------
+
+
+class ArrayLike:
+    """An object numpy reads through ``__array__`` alone, as it reads a torch tensor."""
+
+    def __init__(self, values: object) -> None:
+        self.values = values
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        return np.asarray(self.values, dtype)  # type: ignore[call-overload]
+
+
+class RequiresGrad:
+    """Stands for a torch tensor that requires grad, whose ``__array__`` raises RuntimeError."""
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+
+
+GRID = np.zeros((1, 2, 2, 2), np.float32)
+
+
+@pytest.mark.parametrize(("call", "where"), [
+    (lambda: crop_ops.center_crop_pad(RequiresGrad(), [1]), "center_crop_pad: input"),
+    (lambda: space_depth_ops.space_to_depth(RequiresGrad(), 1), "space_to_depth: input"),
+    (lambda: space_depth_ops.depth_to_space(RequiresGrad(), 1), "depth_to_space: input"),
+    (lambda: grid_ops.affine_grid(RequiresGrad(), [1, 1, 2, 2]), "affine_grid: theta"),
+    (lambda: grid_sample_ops.grid_sample(RequiresGrad(), GRID), "grid_sample: data"),
+    (lambda: grid_sample_ops.grid_sample(X, RequiresGrad()), "grid_sample: grid"),
+    (lambda: resize_ops.resize(RequiresGrad(), sizes=[1]), "resize: data"),
+    (lambda: resize_ops.resize(X, sizes=RequiresGrad()), "resize: sizes"),
+    (lambda: resize_ops.resize(X, scales=RequiresGrad()), "resize: scales"),
+    (lambda: resize_ops.resize(X, sizes=[2], axes=RequiresGrad()), "resize: axes"),
+    (lambda: resize_ops.resize(X, sizes=[2], axes=[3], roi=RequiresGrad(),
+                               coordinate_transformation_mode="tf_crop_and_resize"), "resize: roi"),
+])
+def test_an_array_like_numpy_cannot_read_is_a_geom_error(call: Callable[[], object], where: str) -> None:
+    """Its RuntimeError escaped as it was, naming no argument."""
+    with pytest.raises(GeomError, match=rf"^{where} is not an array \(Can't call numpy\(\) on Tensor that requires "
+                                        r"grad\. Use tensor\.detach\(\)\.numpy\(\) instead\.\)$"):
+        call()
+
+
+def test_resize_takes_array_likes_for_its_lists_as_the_other_kernels_do() -> None:
+    """sizes=torch.tensor([3, 5]) was 'sizes must be a 1-D list of integers, found tensor([3, 5])',
+    where center_crop_pad's shape and affine_grid's size take it."""
+    data = np.arange(20.0).reshape(4, 5)
+    for listed, attributes in [
+        ({"sizes": [3, 7], "axes": [1, 0]}, {"mode": "linear"}),
+        ({"scales": [0.7, 1.5]}, {"mode": "cubic"}),
+        ({"scales": [], "sizes": [2, 3]}, {}),  # an empty one beside the other is absent
+        ({"sizes": [3, 7], "roi": [0.1, 0.2, 0.9, 1.0]}, {"coordinate_transformation_mode": "tf_crop_and_resize"}),
+    ]:
+        expected = resize_ops.resize(data, **listed, **attributes)  # type: ignore[arg-type]
+        got = resize_ops.resize(data, **{name: ArrayLike(values) for name, values in listed.items()},
+                                **attributes)  # type: ignore[arg-type]
+        assert same_bits(got, expected), listed
+    assert crop_ops.center_crop_pad(data, ArrayLike([2, 2])).shape == (2, 2)
+    assert grid_ops.affine_grid(THETA, ArrayLike([1, 1, 2, 3])).shape == (1, 2, 3, 2)
