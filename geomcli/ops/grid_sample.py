@@ -331,6 +331,8 @@ def grid_sample(
     -------
     numpy.ndarray
         (N, C, D1_out, ..., Dr_out) of data's dtype (``out`` itself when given).
+        A new output of 32 MiB or more may take the memory of one let go before, and then
+        does not own it (see geomcli.ops.reuse).
 
     Raises
     ------

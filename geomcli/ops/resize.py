@@ -788,6 +788,8 @@ def resize(
     -------
     numpy.ndarray
         A new array of data's dtype (``out`` when given); the unlisted axes keep their length.
+        A new output of 32 MiB or more may take the memory of one let go before, and then
+        does not own it (see geomcli.ops.reuse).
 
     Raises
     ------

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 from conftest import ALL_DTYPES, make_array
 
+import geomcli
 import geomcli.ops._checks as checks
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
+import geomcli.ops.resize as resize_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.errors import GeomError
 from geomcli.ops import reuse
@@ -43,6 +45,10 @@ def _address(array: np.ndarray) -> int:
 def _junk(array: np.ndarray) -> None:
     """Every byte 0xA5: what a let-go output leaves for the next one to overwrite."""
     array.view(np.uint8).reshape(-1)[:] = 0xA5
+
+
+def same_bits(found: np.ndarray, expected: np.ndarray) -> bool:
+    return found.dtype == expected.dtype and found.shape == expected.shape and found.tobytes() == expected.tobytes()
 
 
 def _held_junk(array: np.ndarray) -> bool:
@@ -252,6 +258,45 @@ def test_the_kernels_overwrite_every_byte_of_kept_memory(
         in_junk(space_depth_ops.space_to_depth, moved, data, 3, mode)
         in_junk(space_depth_ops.depth_to_space, data, moved, 3, mode)
     in_junk(crop_ops.center_crop_pad, data[:, 1:11, 1:16, 3:20], data, [10, 15, 17], [1, 2, 3])
+
+
+RESIZES = [
+    {"scales": [2, 1.5], "axes": [2, 3]},
+    {"sizes": [1, 5, 40, 30], "mode": "linear"},  # the numpy path's passes (three axes)
+    {"scales": [1.5, 2], "axes": [2, 3], "mode": "linear"},  # the compiled kernel's, for its types
+    {"sizes": [25, 40], "axes": [2, 3], "mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize",
+     "roi": [-0.2, -0.1, 1.1, 1.3]},  # fill outside
+    {"scales": [1, 1], "axes": [2, 3]},  # a copy
+]
+
+
+@pytest.mark.parametrize("dtype", KEPT_DTYPES, ids=str)
+@pytest.mark.parametrize("attributes", RESIZES, ids=["nearest", "numpy-passes", "passes", "cubic-roi", "copy"])
+def test_resize_overwrites_every_byte_of_kept_memory(
+    small_outputs: None, rng: np.random.Generator, dtype: np.dtype, attributes: dict[str, Any]
+) -> None:
+    if (dtype.kind in "bSU") and attributes.get("mode", "nearest") != "nearest":
+        pytest.skip("bool and strings take nearest only")
+    data = make_array(rng, (2, 3, 30, 24), dtype)  # every output 4 KiB or more, even of 1-byte items
+    found = resize_ops.resize(data, **attributes)
+    # the result in an out of zeros and in one of junk: the kernel writes every element of both
+    expected = resize_ops.resize(data, **attributes, out=np.zeros_like(found))
+    in_junk = np.empty_like(found)
+    _junk(in_junk)
+    assert same_bits(resize_ops.resize(data, **attributes, out=in_junk), expected)
+    for threads in (1, 2):
+        _junk(reuse.new(expected.shape, expected.dtype))  # let go at once, full of 0xA5
+        found = resize_ops.resize(data, **attributes, threads=threads)
+        assert not found.flags.owndata  # in the kept memory
+        assert same_bits(found, expected)
+
+
+def test_every_kernel_says_its_output_may_be_in_kept_memory() -> None:
+    for name in geomcli.__all__:
+        kernel = getattr(geomcli, name)
+        if callable(kernel) and name != "GeomError":
+            returns = (kernel.__doc__ or "").split("Returns\n", 1)[1].split("Raises\n", 1)[0]
+            assert "may take the memory of one let go before" in " ".join(returns.split()), name
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16], ids=str)
