@@ -1,9 +1,28 @@
-"""geomcli: ONNX geometry operators on images and tensors.
+"""ONNX geometry operators on numpy arrays, exactly as the spec defines them.
 
-The kernels load numpy, so they are looked up on first use: ``geomcli --help`` stays fast.
-The version is written here once (pyproject.toml reads it from here): ``--version`` reads it at
-no cost, where importlib.metadata took 34 ms of imports.
+``center_crop_pad``, ``resize``, ``affine_grid``, ``grid_sample``, ``space_to_depth`` and
+``depth_to_space``: each named after its ONNX operator, with the spec's inputs and attributes
+(their defaults too) as arguments. An array, or anything numpy reads, in; a new array of the
+input's dtype out. Any bad argument is a :class:`GeomError` (a ValueError) of one line.
+``help(geomcli.resize)`` and the others give the rules where the spec is silent.
+
+>>> import numpy as np
+>>> import geomcli
+>>> geomcli.center_crop_pad(np.arange(12).reshape(3, 4), [2, 2])
+array([[1, 2],
+       [5, 6]])
+>>> geomcli.resize(np.array([[0, 10], [20, 30]], dtype=np.uint8), sizes=[3, 3], mode="linear")
+array([[ 0,  5, 10],
+       [10, 15, 20],
+       [20, 25, 30]], dtype=uint8)
+>>> geomcli.resize(np.zeros((2, 2)), sizes=[3])
+Traceback (most recent call last):
+geomcli.errors.GeomError: resize: sizes has 1 value for rank 2 (input shape (2, 2))
 """
+
+# The kernels load numpy, so they are looked up on first use: ``geomcli --help`` stays fast.
+# The version is written here once (pyproject.toml reads it from here): ``--version`` reads it at
+# no cost, where importlib.metadata took 34 ms of imports.
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
