@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,10 @@ from geomcli.cli.running import engine_errors, run_files
 from geomcli.engine.operations import GridSample
 from geomcli.engine.options import BatchOptions, Common
 
+if TYPE_CHECKING:
+    from geomcli.ops.grid_sample import Mode as SamplingMode
+    from geomcli.ops.grid_sample import PaddingMode
+
 
 def grid_sample_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--grid and GridSample's attributes, for ``geomcli grid-sample`` and a chain's step."""
@@ -30,8 +34,8 @@ def grid_sample_options(command: Callable[..., Any]) -> Callable[..., Any]:
                              "stdin.")(command)
 
 
-def grid_sample_operation(common: Common, grid_path: str, mode: str, padding_mode: str, align_corners: bool,
-                          fill: str | None) -> GridSample:
+def grid_sample_operation(common: Common, grid_path: str, mode: SamplingMode, padding_mode: PaddingMode,
+                          align_corners: bool, fill: str | None) -> GridSample:
     """The operation, with its grid read (before any input)."""
     from geomcli.engine.theta import read_grid
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,10 @@ from geomcli.cli.running import engine_errors, run_files
 from geomcli.engine.operations import Warp
 from geomcli.engine.options import BatchOptions, Common
 
+if TYPE_CHECKING:
+    from geomcli.ops.grid_sample import Mode as SamplingMode
+    from geomcli.ops.grid_sample import PaddingMode
+
 
 def warp_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """theta, the output's size and GridSample's attributes, for ``geomcli warp`` and a chain's step."""
@@ -38,7 +42,8 @@ def warp_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def warp_operation(common: Common, theta_text: str | None, rotate: float, scale: tuple[float, ...],
                    translate: tuple[float, ...], shear: tuple[float, ...], size: tuple[int, ...] | None,
-                   dtype: str | None, mode: str, padding_mode: str, align_corners: bool, fill: str | None) -> Warp:
+                   dtype: str | None, mode: SamplingMode, padding_mode: PaddingMode, align_corners: bool,
+                   fill: str | None) -> Warp:
     """The operation, with theta built (and a theta file read) before any input."""
     from geomcli.engine import theta as thetas
 

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from geomcli.engine.options import Common
     from geomcli.engine.theta import WarpTheta
     from geomcli.io import Header, Loaded, Metadata, Picture
+    from geomcli.ops.grid_sample import Mode as SamplingMode
+    from geomcli.ops.grid_sample import PaddingMode
 
 
 class Allocate(Protocol):
@@ -532,8 +534,8 @@ class GridSample(Operation):
 
     grid: np.ndarray = field(compare=False, repr=False)
     grid_name: str = "-"
-    mode: str = "linear"
-    padding_mode: str = "zeros"
+    mode: SamplingMode = "linear"
+    padding_mode: PaddingMode = "zeros"
     align_corners: bool = False
     fill: str | None = None
     command: ClassVar[str] = "grid-sample"
@@ -605,8 +607,8 @@ class Warp(Operation):
     theta: WarpTheta = field(compare=False, repr=False)
     theta_name: str | None = None
     size: tuple[int, ...] | None = None
-    mode: str = "linear"
-    padding_mode: str = "zeros"
+    mode: SamplingMode = "linear"
+    padding_mode: PaddingMode = "zeros"
     align_corners: bool = False
     fill: str | None = None
     flags: tuple[Any, ...] | None = None

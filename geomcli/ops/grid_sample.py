@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 import numpy as np
 
@@ -60,6 +60,8 @@ __all__ = ["affine_grid_sample", "grid_sample", "grid_sample_output_shape"]
 Shape = tuple[int, ...]
 
 _FUNC = "grid_sample"
+Mode: TypeAlias = Literal["linear", "nearest", "cubic"]
+PaddingMode: TypeAlias = Literal["zeros", "border", "reflection"]
 _MODES = ("linear", "nearest", "cubic")
 _OPSET16_MODES = {"bilinear": "linear", "bicubic": "cubic"}
 _PADDINGS = ("zeros", "border", "reflection")
@@ -285,8 +287,8 @@ class _Plan:
 def grid_sample(
     data: Any,
     grid: Any,
-    mode: str = "linear",
-    padding_mode: str = "zeros",
+    mode: Mode = "linear",
+    padding_mode: PaddingMode = "zeros",
     align_corners: bool | int = False,
     *,
     fill: Any = 0,
@@ -409,8 +411,8 @@ def affine_grid_sample(
     data: Any,
     theta: Any,
     size: Sequence[int],
-    mode: str = "linear",
-    padding_mode: str = "zeros",
+    mode: Mode = "linear",
+    padding_mode: PaddingMode = "zeros",
     align_corners: bool | int = False,
     *,
     fill: Any = 0,

@@ -1212,6 +1212,7 @@ import geomcli
 
 reveal_type(geomcli.space_to_depth(np.zeros((1, 1, 2, 2)), 2))
 geomcli.resize(np.zeros(3), sizes=[2], mode="bilinear")
+geomcli.grid_sample(np.zeros((1, 1, 2)), np.zeros((1, 2, 1)), "bilinear", padding_mode="edge")
 geomcli.no_such_kernel
 """
 
@@ -1220,7 +1221,8 @@ geomcli.no_such_kernel
 def test_type_checkers_see_the_kernels_signatures(tmp_path: Path) -> None:
     """The kernels are looked up on first use, which alone made each of them Any to a type checker:
     a caller's mypy --strict saw no wrong mode, no missing name and no return type. py.typed says
-    the package's annotations are to be read (pip install . without it: "missing library stubs")."""
+    the package's annotations are to be read (pip install . without it: "missing library stubs").
+    grid_sample's modes are Literal types as resize's are (they were str)."""
     root = Path(geomcli.__file__).parent
     assert (root / "py.typed").is_file()
     (tmp_path / "user.py").write_text(USER_SCRIPT)
@@ -1231,6 +1233,10 @@ def test_type_checkers_see_the_kernels_signatures(tmp_path: Path) -> None:
         'note: Revealed type is "numpy.ndarray[tuple[Any, ...], numpy.dtype[Any]]"',
         'error: Argument "mode" to "resize" has incompatible type "Literal[\'bilinear\']"; '
         'expected "Literal[\'nearest\', \'linear\', \'cubic\']"  [arg-type]',
+        'error: Argument 3 to "grid_sample" has incompatible type "Literal[\'bilinear\']"; '
+        'expected "Literal[\'linear\', \'nearest\', \'cubic\']"  [arg-type]',
+        'error: Argument "padding_mode" to "grid_sample" has incompatible type "Literal[\'edge\']"; '
+        'expected "Literal[\'zeros\', \'border\', \'reflection\']"  [arg-type]',
         'error: Module has no attribute "no_such_kernel"  [attr-defined]',
     ], found.stdout + found.stderr
 
