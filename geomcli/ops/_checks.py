@@ -19,7 +19,7 @@ from geomcli.cpus import available_cpus
 from geomcli.errors import GeomError
 from geomcli.ops import reuse
 
-Ints: TypeAlias = "Sequence[int] | np.ndarray"
+Ints: TypeAlias = Sequence[int] | np.ndarray
 Mode: TypeAlias = Literal["DCR", "CRD"]
 Shape: TypeAlias = tuple[int, ...]
 

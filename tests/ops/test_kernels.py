@@ -22,6 +22,7 @@ import math
 import os
 import subprocess
 import sys
+import typing
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -1204,6 +1205,17 @@ def test_the_package_offers_its_kernels_and_geom_error_only() -> None:
         "GeomError", "__version__", "affine_grid", "center_crop_pad", "depth_to_space", "grid_sample", "resize",
         "space_to_depth"]
     assert all(callable(getattr(geomcli, name)) for name in geomcli.__all__ if name != "__version__")
+
+
+def test_the_kernels_annotations_resolve_at_run_time() -> None:
+    """Tools that read a signature's types (typing.get_type_hints: validators, CLI and config
+    builders) could not read center_crop_pad's: 'unsupported operand type(s) for |: 'str' and
+    'NoneType'', from an alias written as a string."""
+    for name in geomcli.__all__:
+        kernel = getattr(geomcli, name)
+        if inspect.isfunction(kernel):
+            hints = typing.get_type_hints(kernel)
+            assert set(hints) == {*inspect.signature(kernel).parameters, "return"}, name
 
 
 USER_SCRIPT = """
