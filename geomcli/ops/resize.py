@@ -30,7 +30,7 @@ import numpy as np
 from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import as_out, as_threads, new_output, shown, to_array
+from geomcli.ops._checks import as_out, as_threads, bytes_text, new_output, shown, to_array
 
 _compiled: ModuleType | None
 try:
@@ -804,7 +804,7 @@ def resize(
         ``antialias`` is asked of nearest; bool or string data is asked for linear or
         cubic, or string data for a point outside the input (there is no string
         extrapolation value); data is of another type or a masked array; the output is
-        bigger than numpy can address, or does not fit in memory.
+        bigger than numpy can address, or it or the work arrays do not fit in memory.
 
     Notes
     -----
@@ -957,7 +957,11 @@ def _resize(data: Any, roi: Any, scales: Any, sizes: Any, window: tuple[slice, .
             return _apply_window(array, output, working, fill, _as_window(window, output), count)
         result = _apply(array, output, working, fill, count, into)
     except MemoryError as error:
-        raise GeomError(f"{_FUNC}: the output of shape {output} does not fit in memory ({where})") from error
+        # the output is made: what is missing is the work's (a strided view's copy, say)
+        copied = "" if array.flags.c_contiguous else (
+            f"; data that is not C-contiguous may be copied whole: {bytes_text(array.size * array.dtype.itemsize)}")
+        raise GeomError(f"{_FUNC}: not enough memory for the work arrays of the output of shape {output}{copied} "
+                        f"({where})") from error
     if target is None or result is target:
         return result
     np.copyto(target, result)

@@ -962,6 +962,24 @@ def test_an_output_that_cannot_be_held_is_refused_before_its_plans(mode: str, mo
         resize(np.zeros((2, 2), np.float32), sizes=[2**30, 2**29], mode=mode)
 
 
+def test_memory_missing_for_the_work_is_not_said_to_be_the_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It read 'the output of shape (10, 10) does not fit in memory' for a linear resize of a
+    broadcast (100000, 100000) view, copied whole by the work."""
+
+    def no_memory(*args: Any, **kwargs: Any) -> np.ndarray:
+        raise MemoryError("Unable to allocate 37.3 GiB for an array with shape (100000, 100000)")
+
+    monkeypatch.setattr(resize_module, "_weigh_all", no_memory)
+    view = np.broadcast_to(np.float32(1), (100000, 100000))
+    with pytest.raises(GeomError, match=r"^resize: not enough memory for the work arrays of the output of shape "
+                                        r"\(10, 10\); data that is not C-contiguous may be copied whole: 40000000000 "
+                                        r"bytes \(37\.3 GiB\) \(input shape \(100000, 100000\)\)$"):
+        resize(view, sizes=[10, 10], mode="linear")
+    with pytest.raises(GeomError, match=r"^resize: not enough memory for the work arrays of the output of shape "
+                                        r"\(4, 6\) \(input shape \(2, 3\)\)$"):
+        resize(np.zeros((2, 3)), scales=[2, 2], mode="linear")
+
+
 def test_nearest_writes_into_out_without_a_copy_of_the_output() -> None:
     data = np.arange(1000 * 1000, dtype=np.uint32).reshape(1000, 1000)
     out = np.empty((1000, 2000), np.uint32)  # 8 MB
