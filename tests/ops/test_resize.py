@@ -980,6 +980,22 @@ def test_memory_missing_for_the_work_is_not_said_to_be_the_outputs(monkeypatch: 
         resize(np.zeros((2, 3)), scales=[2, 2], mode="linear")
 
 
+@pytest.mark.parametrize("into", [False, True])
+def test_nearest_copies_only_what_it_takes_of_a_strided_view(into: bool) -> None:
+    """np.take copied a view that is not C-contiguous whole first: sizes [10, 10] of a broadcast
+    (100000, 100000) view was 'does not fit in memory' (37.3 GiB)."""
+    view = np.broadcast_to(np.arange(4000.0), (4000, 4000))  # 128 MB, as seen
+    out = np.empty((10, 10)) if into else None
+    tracemalloc.start()
+    try:
+        got = resize(view, sizes=[10, 10], out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_array_equal(got, resize(np.ascontiguousarray(view), sizes=[10, 10]))
+    assert peak < 1 << 20, peak
+
+
 def test_nearest_writes_into_out_without_a_copy_of_the_output() -> None:
     data = np.arange(1000 * 1000, dtype=np.uint32).reshape(1000, 1000)
     out = np.empty((1000, 2000), np.uint32)  # 8 MB
