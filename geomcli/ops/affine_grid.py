@@ -143,7 +143,8 @@ def affine_grid(
         (``out`` itself when given): the grid holds new values, not theta's bytes. The last
         axis is (x, y[, z]): x runs along W, y along H, z along D.
         A new output of 32 MiB or more may take the memory of one let go before, and then
-        does not own it (see geomcli.ops.reuse).
+        does not own it: the last two let go (of the last size, 1 GiB in all at most) stay
+        in memory for that until ``geomcli.ops.reuse.release()`` (see geomcli.ops.reuse).
 
     Raises
     ------

@@ -163,7 +163,8 @@ def center_crop_pad(
         A new array of ``data``'s dtype, byte order included (``out`` itself when given);
         the unlisted axes keep their length.
         A new output of 32 MiB or more may take the memory of one let go before, and then
-        does not own it (see geomcli.ops.reuse).
+        does not own it: the last two let go (of the last size, 1 GiB in all at most) stay
+        in memory for that until ``geomcli.ops.reuse.release()`` (see geomcli.ops.reuse).
 
     Raises
     ------

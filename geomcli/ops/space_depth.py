@@ -111,7 +111,8 @@ def space_to_depth(
         (N, C·b², H/b, W/b), of ``data``'s dtype, byte order included (``out`` itself
         when given).
         A new output of 32 MiB or more may take the memory of one let go before, and then
-        does not own it (see geomcli.ops.reuse).
+        does not own it: the last two let go (of the last size, 1 GiB in all at most) stay
+        in memory for that until ``geomcli.ops.reuse.release()`` (see geomcli.ops.reuse).
 
     Raises
     ------
@@ -300,7 +301,8 @@ def depth_to_space(
         (N, C, H·b, W·b), of ``data``'s dtype, byte order included (``out`` itself when
         given).
         A new output of 32 MiB or more may take the memory of one let go before, and then
-        does not own it (see geomcli.ops.reuse).
+        does not own it: the last two let go (of the last size, 1 GiB in all at most) stay
+        in memory for that until ``geomcli.ops.reuse.release()`` (see geomcli.ops.reuse).
 
     Raises
     ------
