@@ -300,6 +300,7 @@ def resize_output_shape(
 def _as_roi(roi: Any, sizing: _Sizing, shape: Shape, needed: bool) -> list[tuple[Fraction, Fraction]] | None:
     """(start, end) per resized axis, exactly, or None when no roi is given."""
     where = _where(shape)
+    roi = _array_like(roi, "roi")
     if roi is None or _is_empty(roi):
         if needed:
             raise GeomError(

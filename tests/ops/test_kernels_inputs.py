@@ -560,6 +560,7 @@ def test_resize_takes_array_likes_for_its_lists_as_the_other_kernels_do() -> Non
         ({"sizes": [3, 7], "axes": [1, 0]}, {"mode": "linear"}),
         ({"scales": [0.7, 1.5]}, {"mode": "cubic"}),
         ({"scales": [], "sizes": [2, 3]}, {}),  # an empty one beside the other is absent
+        ({"sizes": [2, 3], "roi": []}, {}),  # an empty roi too
         ({"sizes": [3, 7], "roi": [0.1, 0.2, 0.9, 1.0]}, {"coordinate_transformation_mode": "tf_crop_and_resize"}),
     ]:
         expected = resize_ops.resize(data, **listed, **attributes)  # type: ignore[arg-type]
