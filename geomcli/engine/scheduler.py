@@ -159,30 +159,33 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
     if scheduler.local:
         from geomcli.io import _atomic
 
-        # a Ctrl-C waits until the cluster is up and can be closed: one stopped as it started
-        # was left to distributed's exit hook, which failed on its workers with a traceback
-        release = _atomic.hold_signals()
-        try:
-            with dask.config.set(LOCAL_CONFIG):
+        # for the cluster's life, not its start alone: a worker it adds later (scale, after a
+        # nanny gave one up) is made with these settings then; one made without had no preload
+        # (worker_setup: a SIGTERM left its upload pending) and sampled its stack for a profile
+        with dask.config.set(LOCAL_CONFIG):
+            # a Ctrl-C waits until the cluster is up and can be closed: one stopped as it started
+            # was left to distributed's exit hook, which failed on its workers with a traceback
+            release = _atomic.hold_signals()
+            try:
                 cluster = distributed.LocalCluster(
                     n_workers=scheduler.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                     # no dashboard; its HTTP server (always started) on a free port, never 8787's
                     dashboard_address=None, scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                     silence_logs=logging.WARNING if debug else logging.CRITICAL)
-        except BaseException as error:
-            release()
-            # no port, no process; no thread or worker process under ulimit -u (distributed's
-            # RuntimeError: "can't start new thread", "Nanny failed to start."), a traceback
-            if isinstance(error, (OSError, RuntimeError)):
-                raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
-            raise
-        try:
-            release()  # a Ctrl-C held meanwhile lands here, where the cluster is closed
-            with distributed.Client(cluster, set_as_default=False) as client:
-                yield client, cluster
-        finally:
-            with signals_held():
-                cluster.close()
+            except BaseException as error:
+                release()
+                # no port, no process; no thread or worker process under ulimit -u (distributed's
+                # RuntimeError: "can't start new thread", "Nanny failed to start."), a traceback
+                if isinstance(error, (OSError, RuntimeError)):
+                    raise GeomError(f"cannot start a local Dask cluster ({first_line(error)})") from error
+                raise
+            try:
+                release()  # a Ctrl-C held meanwhile lands here, where the cluster is closed
+                with distributed.Client(cluster, set_as_default=False) as client:
+                    yield client, cluster
+            finally:
+                with signals_held():
+                    cluster.close()
         return
     address = str(scheduler.address)
     if address.startswith(("tls://", "wss://")) and \

@@ -64,6 +64,31 @@ def test_a_worker_ended_aborts_its_uploads_first(how: str, s3: S3, scheduler: st
     assert s3.keys() == []
 
 
+def _sigterm_handler() -> str:
+    """On a worker: the name of its SIGTERM handler."""
+    handler = signal.getsignal(signal.SIGTERM)
+    return str(getattr(getattr(handler, "func", handler), "__qualname__", handler))
+
+
+def test_a_worker_a_local_cluster_adds_later_has_the_preload_too() -> None:
+    """A worker that --scheduler local:N's cluster adds during the run (scale, where a nanny gave
+    one up) was made without the run's settings, held only while the cluster started: no preload,
+    so a SIGTERM left its uploads pending."""
+    from geomcli.engine import scheduler as scheduler_module
+
+    with scheduler_module.connect("local:2") as (client, cluster):
+        assert cluster is not None
+        for count in (1, 2):
+            cluster.scale(count)
+            client.wait_for_workers(count, timeout=60)
+            deadline = time.monotonic() + 60
+            while len(client.nthreads()) != count:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        handlers = client.run(_sigterm_handler)
+    assert list(handlers.values()) == ["_terminated", "_terminated"], handlers
+
+
 def test_sigterm_hands_over_to_what_was_there(monkeypatch: pytest.MonkeyPatch) -> None:
     stopped: list[str] = []
     handed: list[int] = []
