@@ -606,7 +606,7 @@ def only_complete_pngs(out: Path, shape: tuple[int, ...]) -> list[str]:
     return written
 
 
-@pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)],
+@pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, -signal.SIGINT, True), (signal.SIGTERM, 143, False)],
                          ids=["ctrl-c-to-the-group-own-cluster", "sigterm-joined-cluster"])
 def test_a_signal_cancels_what_is_in_flight_and_leaves_only_complete_outputs(
         sent: int, code: int, own: bool, tmp_path: Path, scheduler: str) -> None:
