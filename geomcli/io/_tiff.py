@@ -216,7 +216,7 @@ class Tiles:
         import zarr
 
         # tifffile's and its codecs' failures as read gives them: a damaged strip is one error line
-        with _as_geom_errors(self.path):
+        with _as_geom_errors(self.path, self.path):
             store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0, chunkmode=self.chunkmode)
             try:
                 return np.asarray(zarr.open_array(store, mode="r")[key])
@@ -302,9 +302,15 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
         one = tif.pages[page]
         if one.dtype is None:
             raise GeomError(_unsupported(name, one))
+        _check_sides(one, name)
         return _choice(one, one.axes, None, (one,), one.asarray, None, f"page {page} of {len(tif.pages)}")
     _check_subifds(tif.pages.first, name)
     found = tif.series
+    if found and found[0].kind == "generic":
+        # tifffile's page iterator takes a page that fails to parse (an IndexError) for the end:
+        # its generic series left the page out, silently; by index, it raises. They are parsed already.
+        for index in range(len(tif.pages)):
+            tif.pages[index]
     # a series' pages after its first as tifffile's light TiffFrames (offsets and byte counts, the
     # first page's tags): full pages parse every tag of every page, 1 ms of a 16-page float stack
     tif.pages.useframes = True
@@ -361,12 +367,28 @@ def _checked(series: Any, name: str) -> Any:
     # tifffile can name a dtype for the series (float64) when its pages have none
     if series.dtype is None or series.keyframe is None or series.keyframe.dtype is None:
         raise GeomError(_unsupported(name, series.keyframe))
+    _check_sides(series.keyframe, name)
     return series
+
+
+def _check_sides(page: Any, name: str) -> None:
+    """A side of 0 (a zeroed tag, which TIFF forbids): tifffile reads an empty image from it."""
+    for side, tag in ((page.imagewidth, "ImageWidth"), (page.imagelength, "ImageLength")):
+        if side == 0:
+            raise GeomError(f"{name}: not a readable TIFF (its {tag} tag is 0)")
 
 
 def _unsupported(name: str, page: Any) -> str:
     """The error for a page whose samples tifffile cannot decode (3-bit signed integers, say)."""
-    found = f": {page.bitspersample}-bit {_enum_name(page.sampleformat)}" if page is not None else ""
+    import tifffile
+
+    if page is not None and page.bitspersample == 0:
+        return f"{name}: not a readable TIFF (its BitsPerSample tag is 0)"
+    # a tag of a known value is an int, not tifffile's enum, after a crafted one of another
+    kind = page.sampleformat if page is not None else None
+    if isinstance(kind, int) and kind in set(tifffile.SAMPLEFORMAT):
+        kind = tifffile.SAMPLEFORMAT(kind)
+    found = f": {page.bitspersample}-bit {_enum_name(kind)}" if page is not None else ""
     return f"{name}: not a readable TIFF (unsupported sample format{found})"
 
 
@@ -609,7 +631,7 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
     # tifffile logs what it repairs or skips; the summary shows it instead of a stray stderr line
     log.propagate = False
     try:
-        with _as_geom_errors(name), \
+        with _as_geom_errors(name, source), \
                 tifffile.TiffFile(io.BytesIO(source) if isinstance(source, bytes) else source) as tif:
             if handler.damage:
                 # refused before its pages are walked: a circular IFD chain can keep tifffile's
@@ -626,9 +648,11 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
 
 
 @contextmanager
-def _as_geom_errors(name: str) -> Iterator[None]:
+def _as_geom_errors(name: str, source: str | bytes) -> Iterator[None]:
     """tifffile's and its codecs' exceptions as GeomErrors naming ``name``; geomcli's own keep their traceback."""
-    from geomcli.io import _tiff_padded
+    import tifffile
+
+    from geomcli.io import _tiff_padded, _tiff_tags
 
     try:
         yield
@@ -642,7 +666,14 @@ def _as_geom_errors(name: str) -> Iterator[None]:
         if not raised_in(e, "tifffile"):
             # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
             raise
-        raise GeomError(f"{name}: not a readable TIFF ({one_line(e)})") from e
+        said = one_line(e)
+        if not isinstance(e, tifffile.TiffFileError):
+            # tifffile's own code tripped on a tag (Python's words: "tuple index out of range")
+            said = _tiff_tags.damaged_tag(source) or f"malformed tags: {said}"
+        raise GeomError(f"{name}: not a readable TIFF ({said})") from e
+
+
+_TIFFFILE_REPR = re.compile(r"<tifffile\.Tiff(?:Page (\d+) @\d+|\w+(?: [^>]*)?)> ")
 
 
 class _Collect(logging.Handler):
@@ -654,7 +685,10 @@ class _Collect(logging.Handler):
         self.damage: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        text = "tifffile: " + " ".join(record.getMessage().split())[:200]
+        text = " ".join(record.getMessage().split())
+        # its objects' reprs say where: "<tifffile.TiffPage 0 @8> incorrect ..." -> "page 0: incorrect ..."
+        text = _TIFFFILE_REPR.sub(lambda m: f"page {m[1]}: " if m[1] else "", text)
+        text = "tifffile: " + text[:200]
         (self.damage if record.levelno >= logging.ERROR else self.notes).append(text)
 
 
@@ -704,10 +738,14 @@ def _check_extent(tif: Any, pages: tuple[Any, ...], name: str) -> None:
             raise GeomError(f"{name}: not a readable TIFF (missing strip offsets or byte counts)")
         try:
             past_end = any(int(o) + int(c) > size for o, c in zip(offsets, counts))
+            # the first 8 bytes are the header: tifffile read them as pixels
+            in_header = any(int(o) < 8 and int(c) > 0 for o, c in zip(offsets, counts))
         except (TypeError, ValueError) as e:
             raise GeomError(f"{name}: not a readable TIFF (malformed strip offsets)") from e
         if past_end:
             raise GeomError(f"{name}: not a readable TIFF (truncated)")
+        if in_header:
+            raise GeomError(f"{name}: not a readable TIFF (a strip or tile offset points into the file header)")
 
 
 def _memmap(tif: Any, series: Any, path: str) -> np.ndarray | None:

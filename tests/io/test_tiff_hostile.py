@@ -5,6 +5,7 @@ data, and image-like results whose channels must survive a round trip through ge
 from __future__ import annotations
 
 import lzma
+import re
 import resource
 import struct
 import subprocess
@@ -283,6 +284,95 @@ def test_a_sample_format_tifffile_cannot_decode_is_refused(tmp_path: Path) -> No
         io.read_header(str(path))
     assert one_error(run("info", path), path)
     assert one_error(run("crop-pad", path, "-o", tmp_path / "o.tif", "--shape", "1,4"), path)
+
+
+def zeroed_tag(path: Path, tag: str, part: str, *, byteorder: str = "<", bigtiff: bool = False,
+               pages: int = 1) -> Path:
+    """A 6 x 5 RGB uint8 TIFF (``pages`` pages) whose last page's ``tag`` has its count (``part``
+    "count") or every value ("value") zeroed in the IFD bytes."""
+    import tifffile
+
+    data = np.arange(pages * 90, dtype=np.uint8).reshape(pages, 6, 5, 3)
+    tifffile.imwrite(path, data if pages > 1 else data[0], byteorder=byteorder, bigtiff=bigtiff,
+                     photometric="rgb", metadata=None)
+    raw = bytearray(path.read_bytes())
+    with tifffile.TiffFile(path) as tif:
+        entry = tif.pages[pages - 1].tags[tag]
+        width = 8 if bigtiff else 4
+        at, size = entry.offset + 4, width  # the count
+        if part == "value":
+            item = {3: 2, 4: 4, 16: 8}[entry.dtype]
+            # inline values sit in the entry's last field; more than fit, where it points
+            at = entry.valueoffset
+            size = item * entry.count
+    raw[at:at + size] = bytes(size)
+    path.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize(("tag", "part", "said"), [
+    ("BitsPerSample", "count", "its BitsPerSample tag holds no value"),
+    ("BitsPerSample", "value", "its BitsPerSample tag is 0"),
+    ("SamplesPerPixel", "count", "its SamplesPerPixel tag holds no value"),
+    ("SamplesPerPixel", "value", "its SamplesPerPixel tag is 0"),
+    ("ImageWidth", "count", "its ImageWidth tag holds no value"),
+    ("ImageWidth", "value", "its ImageWidth tag is 0"),
+    ("ImageLength", "count", "its ImageLength tag holds no value"),
+    ("ImageLength", "value", "its ImageLength tag is 0"),
+    ("RowsPerStrip", "count", "its RowsPerStrip tag holds no value"),
+    # tifffile's own message, its page's repr ("<tifffile.TiffPage 0 @8>") put in words
+    ("StripOffsets", "count", "tifffile: page 0: incorrect StripOffsets count (0 != 1)"),
+])
+@pytest.mark.parametrize(("byteorder", "bigtiff"), [("<", False), (">", True)], ids=["le", "big-be"])
+def test_a_zeroed_tag_is_named_not_pythons_error(tmp_path: Path, tag: str, part: str, said: str,
+                                                 byteorder: str, bigtiff: bool) -> None:
+    """Was: "not a readable TIFF (tuple index out of range)" and other Python error texts (a side of
+    0 without tifffile's shape description: an empty image)."""
+    path = zeroed_tag(tmp_path / "bad.tif", tag, part, byteorder=byteorder, bigtiff=bigtiff)
+    reason = rf"bad\.tif: not a readable TIFF \({re.escape(said)}\)"
+    with pytest.raises(GeomError, match=reason):
+        io.read_header(str(path))
+    with pytest.raises(GeomError, match=reason):
+        io.read_array(str(path))
+    assert said in one_error(run("info", path), path)
+    piped = run("info", "-", stdin=path.read_bytes())  # read from bytes, not a file
+    assert piped.exit_code == 1 and f"({said})" in piped.stderr and "Traceback" not in piped.stderr
+
+
+def test_a_strip_offset_of_0_is_refused_not_read_from_the_header(tmp_path: Path) -> None:
+    """Was: the file's first bytes (its header) read as the strip's pixels, exit 0."""
+    path = zeroed_tag(tmp_path / "bad.tif", "StripOffsets", "value")
+    reason = r"bad\.tif: not a readable TIFF \(a strip or tile offset points into the file header\)"
+    with pytest.raises(GeomError, match=reason):
+        io.read_array(str(path))
+    assert one_error(run("crop-pad", path, "-o", tmp_path / "o.tif", "--shape", "4,4"), path)
+    assert not (tmp_path / "o.tif").exists()
+
+
+def test_a_zeroed_tag_past_the_first_page_names_its_page(tmp_path: Path) -> None:
+    path = zeroed_tag(tmp_path / "pages.tif", "SamplesPerPixel", "value", pages=3)
+    assert "(page 2: its SamplesPerPixel tag is 0)" in one_error(run("info", path), path)
+
+
+def test_zeroed_tags_in_a_batch_are_one_line_each_and_the_rest_done(tmp_path: Path) -> None:
+    import tifffile
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    zeroed_tag(folder / "a.tif", "BitsPerSample", "count")
+    zeroed_tag(folder / "b.tif", "ImageLength", "value")
+    tifffile.imwrite(folder / "c.tif", np.zeros((6, 5, 3), np.uint8), photometric="rgb")
+    for command in (["crop-pad", "--shape", "4,4"], ["resize", "--sizes", "4,4"],
+                    ["resize", "--sizes", "4,4", "--dry-run"]):
+        out = tmp_path / f"out{len(command)}{command[0]}"
+        result = run(*command, folder, "--out-dir", out, "-j", "1")
+        assert result.exit_code == 1, result.output
+        assert "Traceback" not in result.stderr
+        errors = sorted(line for line in result.stderr.splitlines() if line.startswith("Error: "))
+        assert errors == [f"Error: {folder / 'a.tif'}: not a readable TIFF (its BitsPerSample tag holds no value)",
+                          f"Error: {folder / 'b.tif'}: not a readable TIFF (its ImageLength tag is 0)"]
+        written = sorted(p.name for p in out.iterdir()) if out.exists() else []
+        assert written == ([] if "--dry-run" in command else ["c.tif"])
 
 
 # ---- 4. a palette is checked against --max-pixels as it is expanded -----------------------------
