@@ -59,9 +59,10 @@ _NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
 def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
     """Refuse a JPEG whose entropy-coded data is too short for the frame its SOF declares, or
     whose scans stop before every component (and, progressive, every coefficient) is coded,
-    before it is decoded: libjpeg fills what is missing with grey and only warns, which Pillow
-    does not pass on (a 335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey;
-    a file cut in its scans with an EOI appended was read as a picture grey from the cut on).
+    before it is decoded ("truncated" where the file has no EOI, "damaged" where it has):
+    libjpeg fills what is missing with grey and only warns, which Pillow does not pass on (a
+    335-byte file declaring 40000x40000 took 4.7 GB and gave 1.6 GB of grey; a file cut in its scans
+    with an EOI appended was read as a picture grey from the cut on).
 
     What this cannot see: a progressive file cut inside one of its last scans (their headers
     are all there; libjpeg leaves the rest of that scan's refinement out), and a one-scan file
@@ -118,6 +119,8 @@ def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
             coded += end - at
             at = scan_end = end
     height, width = size
+    # a file that ends with its EOI is not cut short: bytes are missing (or wrong) inside it
+    fault = "damaged" if ended else "truncated"
     if 8 * coded < least_bits:
         if sof in _ARITHMETIC:
             if height * width > _ARITHMETIC_UNBOUNDED_PIXELS:
@@ -127,10 +130,10 @@ def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
                     f"({-(-least_bits // 8)}): arithmetic coding bounds no frame by its data"
                 )
         else:
-            raise GeomError(f"{name}: not a readable JPEG (truncated: too little image data for {width}x{height})")
+            raise GeomError(f"{name}: not a readable JPEG ({fault}: too little image data for {width}x{height})")
     whole = (1 << 64) - 1 if sof in _PROGRESSIVE else 1
     if least_bits and any(bits != whole for bits in coded_bits.values()):
-        raise GeomError(f"{name}: not a readable JPEG (truncated: its scans stop before the whole "
+        raise GeomError(f"{name}: not a readable JPEG ({fault}: its scans stop before the whole "
                         f"{width}x{height} frame is coded)")
     # (a file without its EOI is left to Pillow, which says it is truncated)
     return scan_end if ended and sof in _SEQUENTIAL_HUFFMAN and scans == 1 else None

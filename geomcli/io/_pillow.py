@@ -131,14 +131,15 @@ def read(
     decoded: AbstractContextManager[str | bytes | IO[bytes]]
     decoded = nullcontext(source) if scan_end is None else _jpeg_check.ended(source, scan_end)
     with decoded as opened:
-        return _decoded(opened, name, fmt, src, max_pixels, auto_orient, frames, picture)
+        return _decoded(opened, name, fmt, src, max_pixels, auto_orient, frames, picture, scan_end is not None)
 
 
 def _decoded(
     source: str | bytes | IO[bytes], name: str, fmt: str, src: str, max_pixels: int, auto_orient: bool,
-    frames: str | None, picture: bool,
+    frames: str | None, picture: bool, ended: bool = False,
 ) -> Loaded | Picture:
-    """:func:`read`'s decoding, once the PNG's chunks or the JPEG's scans are checked."""
+    """:func:`read`'s decoding, once the PNG's chunks or the JPEG's scans are checked. ``ended``: a
+    JPEG that has its EOI, whose data running out is damage inside the file, not a cut end."""
     notes: list[str] = []
     sixteen_bit = fmt == "png" and isinstance(source, bytes) and _png.sixteen_bit(source)
     with _opened(source, name, fmt, notes) as im:
@@ -192,7 +193,10 @@ def _decoded(
         except _DECODE_ERRORS as e:
             if not raised_in(e, "PIL"):
                 raise
-            raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
+            reason = _reason(e)
+            if ended and reason == "truncated":
+                reason = f"damaged: its image data runs out before the whole {width}x{height} frame is decoded"
+            raise GeomError(f"{name}: not a readable {fmt.upper()} ({reason})") from e
     if kept is not None:
         return kept._replace(notes=tuple(notes))  # with the notes Pillow's warnings added on closing
     if data.dtype.byteorder not in ("=", "|"):
