@@ -15,6 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     pass
 
+from geomcli.constants import MAX_THREADS
 from geomcli.cpus import available_cpus
 from geomcli.errors import GeomError
 from geomcli.ops import reuse
@@ -342,12 +343,13 @@ def split_axes(array: np.ndarray, shape: Shape) -> np.ndarray:
 
 
 def as_threads(threads: Any, func: str, where: str) -> int:
-    """The number of threads to use: ``None`` means every CPU this process may run on."""
+    """The number of threads to use: ``None`` means every CPU this process may run on; at most
+    MAX_THREADS, as --threads (the kernels start up to one a quarter MiB: 487 for a 512 MiB crop)."""
     if threads is None:
         return available_cpus()
     count = as_int(threads, "threads", func, where)
-    if count < 1:
-        raise GeomError(f"{func}: threads must be at least 1, found {count} ({where})")
+    if not 1 <= count <= MAX_THREADS:
+        raise GeomError(f"{func}: threads must be 1 to {MAX_THREADS}, found {count} ({where})")
     return count
 
 

@@ -127,7 +127,7 @@ def affine_grid(
         outer edges.
     threads : int, optional, keyword-only
         Threads that share a large grid (4 MiB and more). ``None`` uses every CPU this
-        process may run on. The result is the same for any count.
+        process may run on; at most 1024. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the grid (a memory-mapped file, say), of exactly its shape and
         dtype (theta's type in native byte order); any strides.
@@ -151,7 +151,7 @@ def affine_grid(
     GeomError
         If theta's dtype is not a float type or theta is a masked array, its shape does
         not fit ``size``, ``size[0]`` differs from theta's batch, a spatial size is below
-        1, ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer >= 1,
+        1, ``align_corners`` is not a bool or 0/1, ``threads`` is not an integer from 1 to 1024,
         ``out`` is not a writable, unmasked array of the grid's shape and dtype (byte order
         included) or overlaps theta or itself, or if the grid would be bigger than numpy can
         address, or it or its float64 work arrays cannot be allocated.

@@ -151,7 +151,7 @@ def center_crop_pad(
         300 in uint8, no 0.5 in an integer type).
     threads : int, optional, keyword-only
         Threads that share the copy of a large output (4 MiB and more). ``None`` uses
-        every CPU this process may run on. The result is the same for any count.
+        every CPU this process may run on; at most 1024. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the result (a memory-mapped file, say), of exactly the output's
         shape and ``data``'s dtype, byte order included; any strides. Its padding is
@@ -173,7 +173,7 @@ def center_crop_pad(
         non-integers or negative values, or its length differs from the number of
         axes; if ``data`` is of another type (float128, datetime64, object, float8, ...)
         or a masked array; if ``fill`` is not one value that fits its dtype; if
-        ``threads`` is not an integer >= 1; if ``out`` is not a writable, unmasked array of
+        ``threads`` is not an integer from 1 to 1024; if ``out`` is not a writable, unmasked array of
         the output's shape and dtype (byte order included), or overlaps ``data`` or itself;
         if the output would be bigger than numpy can address, or cannot be allocated.
 

@@ -321,7 +321,7 @@ def grid_sample(
         bool and "" for strings.
     threads : int, optional, keyword-only
         Threads that share the slabs of a large output. ``None`` uses every CPU this process
-        may run on. The result is the same for any count.
+        may run on; at most 1024. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the result (a slab of a memory-mapped file, say): exactly the output's
         shape and data's dtype, byte order included; any strides. Besides data, the grid and
@@ -347,7 +347,7 @@ def grid_sample(
         ``align_corners`` is not a bool or 0/1; if linear or cubic is asked of bool or string
         data; if ``fill`` does not fit data's dtype; if ``padding_mode`` is border or
         reflection and a spatial axis of data is empty while the output is not; if
-        ``threads`` is not an integer >= 1; if ``out`` is not a writable, unmasked array of the
+        ``threads`` is not an integer from 1 to 1024; if ``out`` is not a writable, unmasked array of the
         output's shape and dtype or may overlap data or the grid; or if either is masked.
 
     Notes

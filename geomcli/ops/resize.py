@@ -789,7 +789,7 @@ def resize(
         every axis by default.
     threads : int, optional
         Threads to share the work (outputs of 4 MiB or more); every CPU this process may
-        run on by default.
+        run on by default; at most 1024.
     out : numpy.ndarray, optional
         Where to write the result: writable, of the output's shape and data's dtype, byte
         order included; any strides (a C-contiguous one is written in place; another is

@@ -100,7 +100,7 @@ def space_to_depth(
         Channel order: DCR puts the block offset first, CRD the input channel first.
     threads : int, optional, keyword-only
         Threads that share a large input (4 MiB and more). ``None`` uses every CPU this
-        process may run on. The result is the same for any count.
+        process may run on; at most 1024. The result is the same for any count.
     out : numpy.ndarray, optional, keyword-only
         Where to write the result (a memory-mapped file, or a slab of one), of exactly the
         output's shape and ``data``'s dtype, byte order included; any strides.
@@ -119,7 +119,7 @@ def space_to_depth(
     GeomError
         If ``data`` is not rank 4, of another type or masked, H or W is not divisible by b,
         b is not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads`` is
-        not an integer >= 1, ``out`` is not a writable, unmasked array of the output's shape
+        not an integer from 1 to 1024, ``out`` is not a writable, unmasked array of the output's shape
         and dtype (byte order included) or overlaps ``data`` or itself, or the output
         cannot be allocated.
 
@@ -309,7 +309,7 @@ def depth_to_space(
     GeomError
         If ``data`` is not rank 4, of another type or masked, its channels are not divisible
         by b², b is not an integer >= 1, ``mode`` is not exactly "DCR" or "CRD", ``threads``
-        is not an integer >= 1, ``out`` is not a writable, unmasked array of the output's
+        is not an integer from 1 to 1024, ``out`` is not a writable, unmasked array of the output's
         shape and dtype (byte order included) or overlaps ``data`` or itself, or the output
         cannot be allocated.
 

@@ -766,7 +766,7 @@ G4 = np.zeros((1, 5, 6, 2))
     (np.zeros((1, 2, 3, 4), "U2"), G4, {"fill": "abc", "mode": "nearest"}, r"fill 'abc' .* <U2: it would be cut to"),
     (np.zeros((1, 2, 3, 4), "U2"), G4, {"fill": 3, "mode": "nearest"}, r"fill 3 .* a number for string data"),
     (np.zeros((1, 2, 3, 4), "S2"), G4, {"fill": "é", "mode": "nearest"}, r"fill 'é' does not fit data's dtype \|S2"),
-    (D4, G4, {"threads": 0}, r"threads must be at least 1, found 0"),
+    (D4, G4, {"threads": 0}, r"threads must be 1 to 1024, found 0"),
     (D4, G4, {"threads": True}, r"threads must be an integer, found True"),
     (D4, G4, {"out": [0]}, r"out must be a numpy array, found list"),
     (D4, G4, {"out": np.zeros((1, 2, 5, 5))}, r"out must have shape \(1, 2, 5, 6\) and dtype float64, found shape"),

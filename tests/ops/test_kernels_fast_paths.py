@@ -21,6 +21,7 @@ import geomcli.ops._checks as checks
 import geomcli.ops.affine_grid as grid_ops
 import geomcli.ops.center_crop_pad as crop_ops
 import geomcli.ops.space_depth as space_depth_ops
+from geomcli.constants import MAX_THREADS
 from geomcli.errors import GeomError
 
 MODES = ["DCR", "CRD"]
@@ -111,14 +112,36 @@ def test_threads_must_be_a_positive_integer() -> None:
     x = np.zeros((1, 1, 2, 2))
     theta = np.zeros((1, 2, 3))
     shape = r" \(input shape \(1, 1, 2, 2\)\)$"
-    with pytest.raises(GeomError, match=r"^space_to_depth: threads must be at least 1, found 0" + shape):
+    with pytest.raises(GeomError, match=r"^space_to_depth: threads must be 1 to 1024, found 0" + shape):
         space_depth_ops.space_to_depth(x, 2, threads=0)
     with pytest.raises(GeomError, match=r"^depth_to_space: threads must be an integer, found 1.5 \(input shape "):
         space_depth_ops.depth_to_space(np.zeros((1, 4, 1, 1)), 2, threads=1.5)  # type: ignore[arg-type]
     with pytest.raises(GeomError, match=r"^center_crop_pad: threads must be an integer, found True" + shape):
         crop_ops.center_crop_pad(x, [1, 1, 1, 1], threads=True)
-    with pytest.raises(GeomError, match=r"^affine_grid: threads must be at least 1, found -2 \(theta shape \(1, 2, 3"):
+    with pytest.raises(GeomError, match=r"^affine_grid: threads must be 1 to 1024, found -2 \(theta shape \(1, 2, 3"):
         grid_ops.affine_grid(theta, [1, 1, 2, 2], threads=-2)
+
+
+@pytest.mark.parametrize("threads", [MAX_THREADS + 1, 10**9, 2**70])
+def test_threads_past_the_command_lines_limit_are_refused(threads: int) -> None:
+    """The kernels took threads=10**9 (--threads stops at 1024): a 512 MiB crop started 487 threads,
+    and a bigger one more."""
+    from geomcli.ops import grid_sample as sample_ops
+    from geomcli.ops import resize as resize_ops
+
+    x = np.zeros((1, 4, 2, 2))
+    calls = {
+        "space_to_depth": lambda: space_depth_ops.space_to_depth(x, 2, threads=threads),
+        "depth_to_space": lambda: space_depth_ops.depth_to_space(x, 2, threads=threads),
+        "center_crop_pad": lambda: crop_ops.center_crop_pad(x, [1, 4, 1, 1], threads=threads),
+        "affine_grid": lambda: grid_ops.affine_grid(np.zeros((1, 2, 3)), [1, 1, 2, 2], threads=threads),
+        "grid_sample": lambda: sample_ops.grid_sample(x, np.zeros((1, 2, 2, 2)), threads=threads),
+        "resize": lambda: resize_ops.resize(x, sizes=[1, 4, 3, 3], threads=threads),
+    }
+    for name, call in calls.items():
+        with pytest.raises(GeomError, match=rf"^{name}: threads must be 1 to {MAX_THREADS}, found {threads} \("):
+            call()
+    assert space_depth_ops.space_to_depth(x, 2, threads=MAX_THREADS).shape == (1, 16, 1, 1)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)

@@ -443,7 +443,7 @@ def test_threads_and_out_give_the_same_bits(mode: str, dtype: str, rng: np.rando
     for out in (np.empty((3, 700, 520), dtype), np.empty((520, 700, 3), dtype).transpose(2, 1, 0)):
         assert resize(data, **kwargs, out=out) is out
         assert_array_equal(out, expected, strict=True)
-    with pytest.raises(GeomError, match=r"^resize: threads must be at least 1, found 0"):
+    with pytest.raises(GeomError, match=r"^resize: threads must be 1 to 1024, found 0"):
         resize(data, **kwargs, threads=0)
     with pytest.raises(GeomError, match=r"^resize: out must"):
         resize(data, **kwargs, out=np.empty((3, 700, 521), dtype))
