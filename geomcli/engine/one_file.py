@@ -281,7 +281,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             # an image's samples (YXS, no metadata of the file's) are what the map writes too
             plain = metadata.axes_kind is None and metadata.axes == "YXS"
-            if output_format != "npy" and metadata._replace(compression=None, colour=None,
+            if output_format != "npy" and metadata._replace(compression=None, predictor=None, colour=None,
                                                             axes=None if plain else metadata.axes) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:

@@ -78,6 +78,10 @@ class Metadata(NamedTuple):
     tile: tuple[int, int] | None = None
     """A tiled TIFF's tile length and width, an encoding kept like the compression (a viewer of a
     big image reads the tiles it shows)."""
+    predictor: int | None = None
+    """A compressed TIFF's predictor (2, horizontal differencing of integers; 3, floating point), an
+    encoding kept with its compression: without it, a 32x32 LZW crop of a 16-bit gradient took 2965
+    bytes, 465 with it."""
     colour: bool | None = None
     """Whether 3 or 4 channels are colours (RGB, RGBA): False where an operation made them of
     space (space-to-depth's 2x2 blocks of one grey channel) or a TIFF's photometric says they are
@@ -104,9 +108,9 @@ class Metadata(NamedTuple):
         return self._replace(resolution=self.resolution[::-1])
 
     def kept(self) -> Metadata:
-        """What ``--strip`` leaves: the TIFF compression and tiles, which are no metadata but an
-        encoding, and what the channels are."""
-        return Metadata(compression=self.compression, tile=self.tile, colour=self.colour)
+        """What ``--strip`` leaves: the TIFF compression, predictor and tiles, which are no metadata
+        but an encoding, and what the channels are."""
+        return Metadata(compression=self.compression, tile=self.tile, predictor=self.predictor, colour=self.colour)
 
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read

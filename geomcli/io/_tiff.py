@@ -78,6 +78,10 @@ _ENUM_OF = {"zlib": "ADOBE_DEFLATE", "lzma": "LZMA", "zstd": "ZSTD", "lzw": "LZW
 _HOLDS: dict[str, tuple[tuple[str, ...], tuple[int, ...], str, int]] = {
     "jpeg": (("uint8",), (1, 3), "grey or RGB", 65535),
 }
+# TIFF's predictors geomcli writes back, by the dtype kind each takes (tifffile refuses the others:
+# horizontal differencing of floats), and the codecs it keeps one with (lossless, of bytes)
+_PREDICTED = {2: "iu", 3: "f"}
+_PREDICTABLE = ("zlib", "lzma", "zstd", "lzw")
 _JPEG_ROWS = 65520  # a JPEG strip's most rows: below libjpeg's 65535, a multiple of its 16-row blocks
 # ImageJ's units, as tifffile reads them from the description, in geomcli's names
 _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "micron",
@@ -507,6 +511,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     # a codec geomcli does not write (WebP, JPEG 2000...) is named too: its output says so (see _compression)
     coded = _enum_name(page.compression)
     compression = _COMPRESSION_NAMES.get(coded, None if coded == "NONE" else coded.lower())
+    predictor = _int(page.predictor) if compression is not None and _int(page.predictor) in _PREDICTED else None
     tile = (_int(page.tilelength), _int(page.tilewidth)) if page.is_tiled else None
     if tile is not None and _sides_past(tile, (page.imagelength, page.imagewidth)):
         # a tile past its page's sides rounded up to 16 holds only padding: kept for the output, a
@@ -518,7 +523,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
                     dropped=_not_carried(tif, info, choice, kept_orientation, bool(physical)), tile=tile,
-                    physical=physical, colour=colour)
+                    physical=physical, colour=colour, predictor=predictor)
 
 
 def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
@@ -823,6 +828,8 @@ def write(
         warnings.append("the OME physical sizes cannot be written without OME axes; dropped")
     if compression is not None:
         write_args["compression"] = compression
+        if compression in _PREDICTABLE and stored.dtype.kind in _PREDICTED.get(metadata.predictor or 0, "-"):
+            write_args["predictor"] = metadata.predictor  # (one the result's dtype cannot take is dropped)
     if metadata.tile is not None and all(side > 0 and side % 16 == 0 for side in metadata.tile):
         write_args["tile"] = metadata.tile  # (TIFF tiles are multiples of 16; a crafted tag's are not kept)
     elif compression == "jpeg":  # (H, W) or (..., H, W, S), as compression_refusal allows
