@@ -203,18 +203,21 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     _remote.configure(common.storage_options)  # for a URL, the zarr header's too: in a worker too
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     if zarr_file.involved(input_path, output):
-        piped = None
-        with reporting(report, common):
-            if zarr_file.is_piped(input_path):  # a pipe can be read once: whole, within --max-pixels
-                piped = zarr_file.read_piped(input_path, common)
-            if usage_faults:  # from its header: a chunked job's data is never read whole
-                from geomcli.engine.operations import header_of
+        from geomcli.io import _zarr
 
-                refuse_usage_fault(operation, common, input_path, output, output_format,
-                                   None if piped is None else header_of(piped))
-        if report.status != "ok":
-            return report
-        return zarr_file.transform(operation, input_path, output, output_format, common, scheduler, piped=piped)
+        piped = None
+        with _zarr.shared_opens():  # the header's, the tasks' check's and the run's open are one
+            with reporting(report, common):
+                if zarr_file.is_piped(input_path):  # a pipe can be read once: whole, within --max-pixels
+                    piped = zarr_file.read_piped(input_path, common)
+                if usage_faults:  # from its header: a chunked job's data is never read whole
+                    from geomcli.engine.operations import header_of
+
+                    refuse_usage_fault(operation, common, input_path, output, output_format,
+                                       None if piped is None else header_of(piped))
+            if report.status != "ok":
+                return report
+            return zarr_file.transform(operation, input_path, output, output_format, common, scheduler, piped=piped)
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
         pictures = operation.takes_pictures(common, output_format)

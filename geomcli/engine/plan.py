@@ -708,11 +708,12 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import zarr_file
+    from geomcli.io import _zarr
 
     report = summary.Report(task.operation.command, job.input, job.output or None,
                             parameters=task.operation.parameters())
     reason = skip_reason(job, options)
-    with reporting(report, task.common):
+    with reporting(report, task.common), _zarr.shared_opens():  # (the header's and the tasks' check's open)
         if job.error is not None:
             raise GeomError(job.error)
         fidelity = task.common.fidelity

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from geomcli.errors import GeomError
@@ -176,8 +177,24 @@ def _store(path: str, read_only: bool) -> Any:
     path = _remote.local_path(path)
     if not _remote.is_url(path):
         return zarr.storage.LocalStore(path, read_only=read_only)
-    return zarr.storage.FsspecStore.from_url(path, storage_options=dict(_remote._options) or None,
-                                             read_only=read_only)
+    options = dict(_remote._options)
+    if _remote.protocol(path) in ("s3", "s3a"):
+        # s3fs asks an object's size (a HEAD) before reading it whole, to split one past its block
+        # size (50 MiB) into ranged reads 10 at a time: a request more for every chunk (4 chunks
+        # took 8), where zarr reads many chunks side by side itself. (--storage-option sets it.)
+        options.setdefault("max_concurrency", 1)
+    return zarr.storage.FsspecStore.from_url(path, storage_options=options or None, read_only=read_only)
+
+
+def _open_node(store: Any, mode: str) -> Any:
+    """``zarr.open``, a v3 node looked for first, then a v2 one: without a format zarr asks for
+    both's metadata side by side, 3 requests (zarr.json, .zarray, .zattrs) to an object store
+    where one finds a v3 array (what geomcli writes); a v2 array costs one or two more."""
+    zarr = _zarr()
+    try:
+        return zarr.open(store=store, mode=mode, zarr_format=3)
+    except FileNotFoundError:  # (zarr's NodeNotFoundError is one)
+        return zarr.open(store=store, mode=mode, zarr_format=2)
 
 
 def layout_of(names: Any) -> str | None:
@@ -203,9 +220,35 @@ def layout_of(names: Any) -> str | None:
     return own if re.fullmatch(r"[TZC]*YX", own) and own.count("C") <= 1 and len(set(own)) == len(own) else None
 
 
+# within shared_opens(): each input path's Opened, opened once (a context's own: a thread's, a task's)
+_shared: ContextVar[dict[str, Opened] | None] = ContextVar("geomcli_zarr_shared", default=None)
+
+
+@contextmanager
+def shared_opens() -> Iterator[None]:
+    """Within it, :func:`open_input` opens each path once: one file's run read the array's metadata
+    for its header, again to judge its tasks, and again to run (3 requests of a URL's 8, 4 chunks
+    aside). For one file's checks and run: not longer, where the array could change."""
+    token = _shared.set({} if _shared.get() is None else _shared.get())
+    try:
+        yield
+    finally:
+        _shared.reset(token)
+
+
 def open_input(path: str) -> Opened:
     """The array at ``path`` (an OME-Zarr group's first level), with its layout; a GeomError
-    for no array there, one that cannot be read, or one a geomcli run left incomplete."""
+    for no array there, one that cannot be read, or one a geomcli run left incomplete. Opened
+    once within :func:`shared_opens`."""
+    shared = _shared.get()
+    if shared is None:
+        return _open_input(path)
+    if path not in shared:
+        shared[path] = _open_input(path)
+    return shared[path]
+
+
+def _open_input(path: str) -> Opened:
     from geomcli.io import _remote
     from geomcli.io._base import raised_in
 
@@ -213,7 +256,7 @@ def open_input(path: str) -> Opened:
     if _remote.is_url(path):  # one request first (see check_readable)
         _remote.check_readable(path)
     try:
-        node = zarr.open(store=_store(path, read_only=True), mode="r")
+        node = _open_node(_store(path, read_only=True), "r")
     except (FileNotFoundError, KeyError) as error:
         raise GeomError(f"{path}: no zarr array there") from error
     except (OSError, ValueError) as error:
@@ -409,9 +452,9 @@ def _reason(error: BaseException) -> str:
 
 def exists(path: str) -> bool:
     """Whether a zarr array or group is at ``path``."""
-    zarr = _zarr()
+    _zarr()  # (zarr not installed: its GeomError, not False)
     try:
-        zarr.open(store=_store(path, read_only=True), mode="r")
+        _open_node(_store(path, read_only=True), "r")
     except (FileNotFoundError, KeyError, OSError, ValueError):
         return False
     return True
@@ -621,9 +664,8 @@ def _remove_url(url: str) -> None:
 def mark_complete(path: str, name: str | None = None) -> None:
     """Mark the output at ``path`` complete: the last write of a run, after every chunk.
     ``name``: as for :func:`create_output`."""
-    zarr = _zarr()
     try:
-        node = zarr.open(store=_store(path, read_only=False), mode="r+")
+        node = _open_node(_store(path, read_only=False), "r+")
         marker = dict(node.attrs.get(MARKER) or {})
         node.attrs[MARKER] = {**marker, "complete": True}
     except (OSError, ValueError, KeyError) as error:

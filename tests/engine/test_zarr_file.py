@@ -1507,6 +1507,40 @@ def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
     assert "b.zarr/zarr.json" in " ".join(s3.keys())
 
 
+@pytest.mark.parametrize(("zarr_format", "metadata"), [
+    (3, ["zarr.json"]),
+    (2, ["zarr.json", "zarr.json", ".zarray", ".zattrs"]),  # v3's looked for first: an array, then a group
+])
+def test_a_zarr_on_s3_is_read_in_a_request_a_chunk_and_its_metadata_once(s3: S3, tmp_path: Path, zarr_format: int,
+                                                                         metadata: list[str],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A v3 array of 4 chunks took 27 requests: a HEAD before each object's GET (s3fs's size, for
+    its ranged reads of objects past 50 MiB), and its metadata read 3 times (the header, the
+    tasks' check, the run), each asking for v3's and v2's at once (zarr.json, .zarray, .zattrs; a
+    missing one a HEAD and a listing). Now 6: a listing (the reachability check), zarr.json, 4 chunks."""
+    import s3fs
+
+    data = tensor(np.dtype("uint8"), (2, 3, 32, 32))
+    store = zarr.storage.FsspecStore(s3fs.S3FileSystem(endpoint_url=s3.endpoint, asynchronous=True),
+                                     path=f"{s3.bucket}/a.zarr")
+    zarr.create_array(store, shape=data.shape, chunks=(1, 3, 16, 32), dtype=data.dtype,
+                      zarr_format=zarr_format)[...] = data
+    requests: list[str] = []
+    call = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        requests.append(method if method != "get_object" else kwargs["Key"].removeprefix("a.zarr/"))
+        return await call(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    result = run("crop-pad", f"{s3.url}/a.zarr", "-o", tmp_path / "c.npy", "--shape", "8,8", "--layout", "NCHW")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "c.npy"), data[:, :, 12:20, 12:20])
+    chunks = ["c/0/0/0/0", "c/0/0/1/0", "c/1/0/0/0", "c/1/0/1/0"] if zarr_format == 3 else \
+        ["0.0.0.0", "0.0.1.0", "1.0.0.0", "1.0.1.0"]
+    assert sorted(requests) == sorted(["list_objects_v2", *metadata, *chunks])
+
+
 @pytest.mark.parametrize("suffix", [".npy", ".tif"])
 def test_a_big_result_from_a_zarr_is_put_whole_on_s3(s3: S3, tmp_path: Path, suffix: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
