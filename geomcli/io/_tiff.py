@@ -147,7 +147,7 @@ def read(
         if mmap and isinstance(source, str) and choice.series is not None:
             data = _memmap(tif, choice.series, source)
         if data is None:
-            data = _load(choice, name)
+            data = _load(choice, name, source)
         if choice.note:
             notes.append(choice.note)
         if choice.planar:
@@ -228,14 +228,21 @@ class Tiles:
                 store.close()
 
 
-def _load(choice: _Choice, name: str) -> np.ndarray:
-    """``choice.load()``; a strip or tile its codec refuses is a GeomError naming the compression."""
+def _load(choice: _Choice, name: str, source: str | bytes) -> np.ndarray:
+    """``choice.load()``; a strip or tile its codec refuses is a GeomError naming the compression,
+    one tifffile's own code trips on (a tile side of 0: "division by zero") the tag to blame."""
+    from geomcli.io import _tiff_tags
+
     try:
         return choice.load()
     except _DECODE_ERRORS as e:
         if not raised_in(e, "tifffile"):
             raise
+        tag = _tiff_tags.damaged_tag(source) if type(e).__module__ == "builtins" else None
+        if tag is not None:
+            raise GeomError(f"{name}: not a readable TIFF ({tag})") from e
         codec = _enum_name(choice.keyframe.compression)
+        codec = "uncompressed" if codec == "NONE" else codec
         raise GeomError(f"{name}: not a readable TIFF ({codec} data: {one_line(e)})") from e
 
 

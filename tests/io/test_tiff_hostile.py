@@ -231,7 +231,7 @@ def test_a_tile_far_past_its_page_is_decoded_whole_for_a_zarr_output(tmp_path: P
     result = run("crop-pad", source, "-o", tmp_path / "out.zarr", "--shape", "4,4", "-q")
     assert result.exit_code == exit_code, result.stderr
     if exit_code == 1:  # (tifffile reads no tile of 0, decoded whole too)
-        assert one_error(result, source) == f"Error: {source}: not a readable TIFF (NONE data: division by zero)"
+        assert one_error(result, source) == f"Error: {source}: not a readable TIFF (its TileWidth tag is 0)"
     else:
         expected = io.read_array(str(source)).data[6:10, 6:10]
         assert np.array_equal(zarr.open(str(tmp_path / "out.zarr"), mode="r")[...], expected)
@@ -287,14 +287,15 @@ def test_a_sample_format_tifffile_cannot_decode_is_refused(tmp_path: Path) -> No
 
 
 def zeroed_tag(path: Path, tag: str, part: str, *, byteorder: str = "<", bigtiff: bool = False,
-               pages: int = 1) -> Path:
-    """A 6 x 5 RGB uint8 TIFF (``pages`` pages) whose last page's ``tag`` has its count (``part``
-    "count") or every value ("value") zeroed in the IFD bytes."""
+               pages: int = 1, fill: int = 0, **write: Any) -> Path:
+    """A 6 x 5 RGB uint8 TIFF (``pages`` pages; ``write``: more of tifffile's options) whose last
+    page's ``tag`` has its count (``part`` "count") or every value ("value") zeroed (every byte
+    ``fill``) in the IFD bytes."""
     import tifffile
 
     data = np.arange(pages * 90, dtype=np.uint8).reshape(pages, 6, 5, 3)
     tifffile.imwrite(path, data if pages > 1 else data[0], byteorder=byteorder, bigtiff=bigtiff,
-                     photometric="rgb", metadata=None)
+                     photometric="rgb", metadata=None, **write)
     raw = bytearray(path.read_bytes())
     with tifffile.TiffFile(path) as tif:
         entry = tif.pages[pages - 1].tags[tag]
@@ -305,7 +306,7 @@ def zeroed_tag(path: Path, tag: str, part: str, *, byteorder: str = "<", bigtiff
             # inline values sit in the entry's last field; more than fit, where it points
             at = entry.valueoffset
             size = item * entry.count
-    raw[at:at + size] = bytes(size)
+    raw[at:at + size] = bytes([fill]) * size
     path.write_bytes(bytes(raw))
     return path
 
@@ -337,6 +338,28 @@ def test_a_zeroed_tag_is_named_not_pythons_error(tmp_path: Path, tag: str, part:
     assert said in one_error(run("info", path), path)
     piped = run("info", "-", stdin=path.read_bytes())  # read from bytes, not a file
     assert piped.exit_code == 1 and f"({said})" in piped.stderr and "Traceback" not in piped.stderr
+
+
+@pytest.mark.parametrize(("tag", "part", "write"), [
+    ("TileWidth", "count", {"tile": (16, 16)}), ("TileWidth", "value", {"tile": (16, 16)}),
+    ("TileLength", "count", {"tile": (16, 16)}), ("TileLength", "value", {"tile": (16, 16)}),
+    ("RowsPerStrip", "value", {"compression": "lzw"}),
+])
+def test_a_zeroed_tag_found_as_the_pixels_are_read_is_named(tmp_path: Path, tag: str, part: str,
+                                                            write: dict[str, Any]) -> None:
+    """Was: "not a readable TIFF (NONE data: division by zero)", "(NONE data: '>' not supported
+    between instances of 'tuple' and 'int')", "(LZW data: division by zero)"."""
+    path = zeroed_tag(tmp_path / "bad.tif", tag, part, **write)
+    said = f"its {tag} tag holds no value" if part == "count" else f"its {tag} tag is 0"
+    assert one_error(run("info", path), path) == f"Error: {path}: not a readable TIFF ({said})"
+    assert one_error(run("crop-pad", path, "-o", tmp_path / "o.tif", "--shape", "4,4"), path)
+    assert not (tmp_path / "o.tif").exists()
+
+
+def test_uncompressed_data_is_called_so_not_by_tifffiles_enum_name(tmp_path: Path) -> None:
+    """Was: "not a readable TIFF (NONE data: failed to read 1966050 bytes, got 90)"."""
+    path = zeroed_tag(tmp_path / "bad.tif", "SamplesPerPixel", "value", fill=0xFF)
+    assert "not a readable TIFF (uncompressed data: failed to read" in one_error(run("info", path), path)
 
 
 def test_a_strip_offset_of_0_is_refused_not_read_from_the_header(tmp_path: Path) -> None:
