@@ -424,6 +424,11 @@ def _plan(axis: int, in_len: int, out_len: int, scale: Fraction, roi: tuple[Frac
     stretch = min(scale, Fraction(1)) if antialias else Fraction(1)
     support = 1 if mode == "linear" else 2
     half_width = math.ceil(support / stretch)
+    if out_len == 0:
+        # antialias widens the taps to support / scale a side, bounded by the input's length (an
+        # output of 1 or more has scale >= 1 / in_len) but for an empty output: at scale 1e-20,
+        # numpy was asked for 2e20 ("Maximum allowed size exceeded"), at 1e-12 a MemoryError
+        return _Plan(axis, in_len, 0, np.zeros((0, 1), np.intp), np.zeros((0, 1)), outside)
     # taps floor(x) - half_width + 1 .. floor(x) + half_width cover every j with
     # |j - x| * stretch < support
     offsets = np.arange(1 - half_width, half_width + 1)

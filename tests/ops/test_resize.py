@@ -1291,3 +1291,15 @@ def test_the_largest_64_bit_value_stays_itself(dtype: str, mode: str) -> None:
     assert np.array_equal(geomcli.grid_sample(data, grid, mode=mode), np.full((1, 1, 2, 2), top, dtype))
     assert np.array_equal(geomcli.ops._numeric.to_dtype(np.array([2.0**70, -(2.0**70), np.nan]), np.dtype(dtype)),
                           np.array([top, np.iinfo(dtype).min, 0], dtype))
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("scale", [1e-3, 1e-12, 1e-20])
+def test_antialias_to_an_empty_axis_makes_no_taps(mode: str, scale: float) -> None:
+    """floor(8 * scale) is 0; antialias widened the taps to 2 / scale a side all the same: at
+    1e-20 numpy's "ValueError: Maximum allowed size exceeded" (a traceback from the command
+    line), at 1e-12 "the output of shape (1, 2, 0, 8) does not fit in memory"."""
+    data = np.arange(128, dtype=np.float32).reshape(1, 2, 8, 8)
+    for exclude_outside in (0, 1):
+        result = resize(data, scales=[1, 1, scale, 1], mode=mode, antialias=1, exclude_outside=exclude_outside)
+        assert result.shape == (1, 2, 0, 8) and result.dtype == np.float32
