@@ -6,6 +6,7 @@ plain read), in bounded memory, measured on a real process where memory is the p
 from __future__ import annotations
 
 import io as bytes_io
+import re
 import shlex
 import struct
 import subprocess
@@ -416,7 +417,7 @@ def test_a_sequential_jpeg_cut_mid_scan_with_an_eoi_appended_is_refused(tmp_path
     assert one_error(result.stderr, "<stdin>") == damaged
 
 
-@pytest.mark.parametrize("case", ["RGB-baseline", "L-optimized", "RGB-restarts", "RGB-progressive"])
+@pytest.mark.parametrize("case", ["RGB-baseline", "L-optimized", "RGB-420", "RGB-progressive"])
 def test_a_jpeg_missing_bytes_in_its_middle_is_damaged_and_one_cut_short_truncated(tmp_path: Path,
                                                                                    case: str) -> None:
     """1000 bytes (of about 3500) taken out of the middle of the scans said "not a readable JPEG
@@ -435,6 +436,24 @@ def test_a_jpeg_missing_bytes_in_its_middle_is_damaged_and_one_cut_short_truncat
     assert one_error(run("info", cut).stderr, cut).startswith("not a readable JPEG (truncated")
     piped = run("info", "-", stdin=damaged.read_bytes())
     assert one_error(piped.stderr, "<stdin>") == said
+
+
+@pytest.mark.parametrize("case", ["L-restarts", "RGB-restarts", "CMYK-restarts"])
+def test_a_jpeg_missing_bytes_across_a_restart_marker_is_damaged_there(tmp_path: Path, case: str) -> None:
+    """A third of the scan taken out of its middle was read (exit 0), the blocks after the gap
+    wrong: libjpeg decodes on from the next restart marker and only warns. Its markers RST0-7 are
+    then out of order, which says where. (A gap within one restart interval is still read.)"""
+    whole = good_jpeg(case)
+    first_scan, end = whole.index(b"\xff\xda"), whole.rindex(b"\xff\xd9")
+    gap = (end - first_scan) // 3
+    middle = (first_scan + end) // 2 - gap // 2
+    source = tmp_path / "damaged.jpg"
+    source.write_bytes(whole[:middle] + whole[middle + gap:])
+    said = one_error(run("info", source).stderr, source)
+    found = re.fullmatch(r"not a readable JPEG \(damaged before byte (\d+): its restart marker RST(\d) stands "
+                         r"where RST(\d) belongs\)", said)
+    assert found is not None, said
+    assert middle <= int(found[1]) < end - gap and found[2] != found[3]
 
 
 # (case, bytes cut from the end of its scan data): cuts in its last 2% that the 8 bytes of 1 bits
