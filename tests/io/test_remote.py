@@ -674,3 +674,24 @@ def test_info_takes_storage_options_and_files_from(s3: S3, shots: dict[str, byte
     assert result.stdout.startswith(f"{s3.url}/raw/b.png: png 10×12×3 uint8")
     result = run("info")
     assert result.exit_code == 2 and result.stderr.splitlines()[-1] == "Error: give an INPUT, or --files-from FILE"
+
+
+def test_one_file_from_s3_is_read_in_two_requests(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its size (a HEAD, against the --max-pixels limit), then its bytes: it took a second HEAD
+    before the GET (s3fs's, to read an object past 50 MiB in ranges side by side)."""
+    import s3fs
+
+    requests: list[str] = []
+    call = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        requests.append(method)
+        return await call(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png", "--shape", "6,6")
+    assert result.exit_code == 0, result.stderr
+    assert requests == ["head_object", "get_object"]
+    local = run("crop-pad", tmp_path / "raw" / "a.png", "-o", tmp_path / "local.png", "--shape", "6,6")
+    assert local.exit_code == 0 and (tmp_path / "a.png").read_bytes() == (tmp_path / "local.png").read_bytes()
