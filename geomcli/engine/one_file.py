@@ -99,6 +99,8 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     try:
         check_writable(header, shape, input_path, output, output_format, common)
         zarr_file.check_tasks(operation, input_path, output, given)  # what a task holds: --max-pixels' bound there
+    except zarr_file.Unreadable:
+        return None  # a bad file (a truncated TIFF): its own failure, as header_as_read's None
     except GeomError as error:
         return str(error)  # it names the output, or the input
     return None

@@ -290,16 +290,31 @@ def _open(input_path: str, common: Common, piped: Loaded | None = None) -> _Open
     return chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format
 
 
+class Unreadable(GeomError):
+    """:func:`_stored`'s input could not be read: a bad file (a truncated TIFF), the file's failure
+    (exit 1) where :func:`check_tasks` finds it, not the options' (a usage fault) as its chunks' are."""
+
+
+@contextmanager
+def _reading() -> Iterator[None]:
+    try:
+        yield
+    except GeomError as error:
+        raise Unreadable(str(error)) from error
+
+
 def _stored(input_path: str, common: Common) -> _Opened | None:
     """As :func:`_open`, where the input is read chunk by chunk as it is stored: a zarr array, a
     TIFF through tifffile's zarr store (tile by tile or strip by strip, in chunks of about
-    CHUNK_BYTES), a local .npy as a memory map; None for one that must be decoded whole."""
+    CHUNK_BYTES), a local .npy as a memory map; None for one that must be decoded whole. A read's
+    GeomError is an Unreadable."""
     from geomcli import io
     from geomcli.engine import chunked
     from geomcli.io import _zarr
 
     if _zarr.is_zarr(input_path):
-        opened = _zarr.open_input(input_path)
+        with _reading():
+            opened = _zarr.open_input(input_path)
         try:
             data = chunked.as_dask(opened.array, max_pixels=common.max_pixels)
         except GeomError as error:  # (more chunks than a run takes)
@@ -309,16 +324,18 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
         return None
     fidelity = common.fidelity
     if io.format_for_path(input_path) == "tiff":
-        tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient,
-                                max_pixels=common.max_pixels)
+        with _reading():
+            tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient,
+                                    max_pixels=common.max_pixels)
         if tiles is not None:
             array, layout, metadata = tiles
             return chunked.as_dask(array, "auto", common.max_pixels), layout, _zarr.space_of(metadata), None, "tiff"
     if io.format_for_path(input_path) != "npy":
         return None
-    loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels, mmap=True,
-                           auto_orient=fidelity.auto_orient, frames=fidelity.frames, series=fidelity.series,
-                           page=fidelity.page)
+    with _reading():
+        loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels, mmap=True,
+                               auto_orient=fidelity.auto_orient, frames=fidelity.frames, series=fidelity.series,
+                               page=fidelity.page)
     return chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format
 
 

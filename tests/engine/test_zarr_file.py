@@ -2013,3 +2013,29 @@ def test_a_zarr_output_that_cannot_be_made_is_named_not_its_staging_folder(tmp_p
     assert result.exit_code == 1
     assert result.stderr == f"Error: {tmp_path / 'out.zarr'}: cannot write a zarr array (Read-only file system)\n"
     assert os.listdir(tmp_path) == ["in.npy"]
+
+
+def test_a_tiff_cut_short_to_a_zarr_output_is_the_files_failure_not_the_options(tmp_path: Path) -> None:
+    """Read to judge a chunked job's tasks, a truncated TIFF (its header whole) was a usage fault:
+    in a batch "1 of 2 inputs cannot take these options (each named above); nothing was written"
+    (exit 2, the good file not done), for -o exit 2, and --dry-run the same. It is the file's
+    failure: exit 1, the other files done, the dry run counting it failed."""
+    import tifffile
+
+    data = tensor(np.dtype("uint8"), (16, 20))
+    good, cut = tmp_path / "good.tif", tmp_path / "cut.tif"
+    tifffile.imwrite(good, data, photometric="minisblack")
+    cut.write_bytes(good.read_bytes()[:-100])
+    said = f"Error: {cut}: not a readable TIFF (truncated)"
+    batch = run("crop-pad", cut, good, "--out-dir", tmp_path / "out", "--name", "{stem}.zarr", "--shape", "8,8",
+                "-j", "1")
+    assert batch.exit_code == 1, batch.stderr
+    assert batch.stderr.splitlines()[0] == said
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["good.zarr"]
+    assert np.array_equal(read_zarr(tmp_path / "out" / "good.zarr")[...], data[4:12, 6:14])
+    one = run("crop-pad", cut, "-o", tmp_path / "one.zarr", "--shape", "8,8")
+    assert (one.exit_code, one.stderr.splitlines()) == (1, [said])
+    assert not (tmp_path / "one.zarr").exists()
+    dry = run("crop-pad", cut, good, "--out-dir", tmp_path / "dry", "--name", "{stem}.zarr", "--shape", "8,8",
+              "--dry-run")
+    assert dry.exit_code == 1 and said in dry.stderr and "1 to write, 1 failed" in dry.stderr, dry.stderr
