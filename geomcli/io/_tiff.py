@@ -748,6 +748,16 @@ def _check_extent(tif: Any, pages: tuple[Any, ...], name: str) -> None:
         offsets, counts = page.dataoffsets, page.databytecounts
         if len(offsets) != len(counts) or not offsets:
             raise GeomError(f"{name}: not a readable TIFF (missing strip offsets or byte counts)")
+        key = getattr(page, "keyframe", None) or page
+        sides = (key.tilelength, key.tilewidth) if key.is_tiled else (key.rowsperstrip,)
+        # (a side of 0 or none, tifffile's chunked refuses: the read names the tag)
+        needed = math.prod(key.chunked) if all(isinstance(side, int) and side > 0 for side in sides) else 0
+        if len(offsets) < needed:
+            # tifffile refuses too few strips, not too few tiles: an ImageLength of 4294967295 over
+            # 12 tiles of 16 x 16 asked dask for a grid of 805 million (a minute, gigabytes)
+            kind = "Tile" if key.is_tiled else "Strip"
+            raise GeomError(f"{name}: not a readable TIFF (its {kind}Offsets hold {len(offsets)}; its "
+                            f"{key.imagewidth}x{key.imagelength} page takes {needed})")
         try:
             past_end = any(int(o) + int(c) > size for o, c in zip(offsets, counts))
             # the first 8 bytes are the header: tifffile read them as pixels

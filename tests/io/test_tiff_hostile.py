@@ -356,6 +356,22 @@ def test_a_zeroed_tag_found_as_the_pixels_are_read_is_named(tmp_path: Path, tag:
     assert not (tmp_path / "o.tif").exists()
 
 
+def test_a_page_of_more_tiles_than_its_offsets_is_refused_at_once(tmp_path: Path) -> None:
+    """A tiled 6 x 5 page whose ImageLength became 4294967295 (one tile of 16 x 16 stored, 268
+    million declared): read for a zarr output, dask's chunking of that grid took over a minute
+    and gigabytes (a PNG output refuses it by --max-pixels)."""
+    pytest.importorskip("zarr")
+    pytest.importorskip("dask.array")
+    path = zeroed_tag(tmp_path / "bad.tif", "ImageLength", "value", fill=0xFF, tile=(16, 16))
+    said = f"Error: {path}: not a readable TIFF (its TileOffsets hold 1; its 5x4294967295 page takes 268435456)"
+    started = time.monotonic()
+    assert one_error(run("crop-pad", path, "-o", tmp_path / "o.zarr", "--shape", "4,4"), path) == said
+    assert time.monotonic() - started < 10
+    assert not (tmp_path / "o.zarr").exists()
+    with pytest.raises(GeomError, match=r"its TileOffsets hold 1; its 5x4294967295 page takes 268435456"):
+        io.read_array(str(path), max_pixels=2**62)
+
+
 def test_uncompressed_data_is_called_so_not_by_tifffiles_enum_name(tmp_path: Path) -> None:
     """Was: "not a readable TIFF (NONE data: failed to read 1966050 bytes, got 90)"."""
     path = zeroed_tag(tmp_path / "bad.tif", "SamplesPerPixel", "value", fill=0xFF)
