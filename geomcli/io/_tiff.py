@@ -8,6 +8,7 @@ import math
 import re
 import struct
 import sys
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -219,13 +220,35 @@ class Tiles:
         import tifffile
         import zarr
 
+        log = logging.getLogger("tifffile")
+        if _IN_TILE_READS not in log.filters:
+            log.addFilter(_IN_TILE_READS)
+        _tile_reads.on = True
         # tifffile's and its codecs' failures as read gives them: a damaged strip is one error line
-        with _as_geom_errors(self.path, self.path):
-            store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0, chunkmode=self.chunkmode)
-            try:
-                return np.asarray(zarr.open_array(store, mode="r")[key])
-            finally:
-                store.close()
+        try:
+            with _as_geom_errors(self.path, self.path):
+                store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0,
+                                        chunkmode=self.chunkmode)
+                try:
+                    return np.asarray(zarr.open_array(store, mode="r")[key])
+                finally:
+                    store.close()
+        finally:
+            _tile_reads.on = False
+
+
+# tifffile logs what it repairs each time a file is opened: as_zarr judged the file, so its chunks'
+# reads (each opens it, on dask's threads) say nothing; "<tifffile.TiffTag 262 @58> raised
+# ValueError('65535 is not a valid PHOTOMETRIC')" went to stderr once a chunk, -q or not
+_tile_reads = threading.local()
+
+
+class _InTileReads(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_tile_reads, "on", False)
+
+
+_IN_TILE_READS = _InTileReads()
 
 
 def _load(choice: _Choice, name: str, source: str | bytes) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import Result
-from conftest import run
+from conftest import hooked, run
 
 from geomcli import io
 from geomcli.errors import GeomError
@@ -370,6 +370,21 @@ def test_a_page_of_more_tiles_than_its_offsets_is_refused_at_once(tmp_path: Path
     assert not (tmp_path / "o.zarr").exists()
     with pytest.raises(GeomError, match=r"its TileOffsets hold 1; its 5x4294967295 page takes 268435456"):
         io.read_array(str(path), max_pixels=2**62)
+
+
+def test_tifffiles_log_lines_stay_off_stderr_when_read_chunk_by_chunk(tmp_path: Path) -> None:
+    """A photometric of 65535 read for a zarr output printed "<tifffile.TiffTag 262 @58> raised
+    ValueError('65535 is not a valid PHOTOMETRIC')" once a chunk read, with -q too."""
+    zarr = pytest.importorskip("zarr")
+    pytest.importorskip("dask.array")
+    path = zeroed_tag(tmp_path / "odd.tif", "PhotometricInterpretation", "value", fill=0xFF)
+    # a real run: pytest's own log handler would take the lines in this process
+    done = subprocess.run([sys.executable, "-m", "geomcli", "crop-pad", str(path), "-o", str(tmp_path / "o.zarr"),
+                           "--shape", "4,4", "-q"], capture_output=True, text=True, timeout=120,
+                          env=hooked(tmp_path))
+    assert (done.returncode, done.stderr) == (0, "")
+    expected = np.arange(90, dtype=np.uint8).reshape(6, 5, 3)[1:5, 0:4]
+    assert np.array_equal(zarr.open(str(tmp_path / "o.zarr"), mode="r")[...], expected)
 
 
 def test_uncompressed_data_is_called_so_not_by_tifffiles_enum_name(tmp_path: Path) -> None:
