@@ -759,12 +759,13 @@ def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
     have, no layout, an output over --max-pixels or that its format cannot hold): each such job
     and its one line (:func:`header_fault`), found before anything is written. Local headers are
     read one after another (parsing them holds the interpreter); URLs' side by side."""
-    from geomcli.io import _remote
+    from geomcli.io import _remote, _zarr
 
     def fault(job: Job) -> str | None:
-        header = header_as_read(job.input, task.common)
-        return None if header is None else header_fault(task.operation, task.common, header, job.input,
-                                                        job.output, job.format)
+        with _zarr.shared_opens():  # (a zarr's header and its tasks' check: one open)
+            header = header_as_read(job.input, task.common)
+            return None if header is None else header_fault(task.operation, task.common, header, job.input,
+                                                            job.output, job.format)
 
     if not any(_remote.is_url(job.input) for job in todo):
         found = [fault(job) for job in todo]

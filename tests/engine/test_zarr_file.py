@@ -1511,13 +1511,15 @@ def test_zarr_on_s3(s3: S3, tmp_path: Path) -> None:
     (3, ["zarr.json"]),
     (2, ["zarr.json", "zarr.json", ".zarray", ".zattrs"]),  # v3's looked for first: an array, then a group
 ])
+@pytest.mark.parametrize(("output", "opens"), [("-o", 1), ("--out-dir", 2)])
 def test_a_zarr_on_s3_is_read_in_a_request_a_chunk_and_its_metadata_once(s3: S3, tmp_path: Path, zarr_format: int,
-                                                                         metadata: list[str],
+                                                                         metadata: list[str], output: str, opens: int,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A v3 array of 4 chunks took 27 requests: a HEAD before each object's GET (s3fs's size, for
     its ranged reads of objects past 50 MiB), and its metadata read 3 times (the header, the
     tasks' check, the run), each asking for v3's and v2's at once (zarr.json, .zarray, .zattrs; a
-    missing one a HEAD and a listing). Now 6: a listing (the reachability check), zarr.json, 4 chunks."""
+    missing one a HEAD and a listing). Now 6: a listing (the reachability check), zarr.json, 4 chunks;
+    a batch reads the metadata once more, for its plan."""
     import s3fs
 
     data = tensor(np.dtype("uint8"), (2, 3, 32, 32))
@@ -1533,12 +1535,15 @@ def test_a_zarr_on_s3_is_read_in_a_request_a_chunk_and_its_metadata_once(s3: S3,
         return await call(self, method, *args, **kwargs)
 
     monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
-    result = run("crop-pad", f"{s3.url}/a.zarr", "-o", tmp_path / "c.npy", "--shape", "8,8", "--layout", "NCHW")
+    written = tmp_path / "a.npy" if output == "-o" else tmp_path / "out" / "a.npy"
+    naming = () if output == "-o" else ("--name", "a.npy", "-j", "1")
+    result = run("crop-pad", f"{s3.url}/a.zarr", output, written if output == "-o" else written.parent,
+                 "--shape", "8,8", "--layout", "NCHW", *naming)
     assert result.exit_code == 0, result.stderr
-    assert np.array_equal(np.load(tmp_path / "c.npy"), data[:, :, 12:20, 12:20])
+    assert np.array_equal(np.load(written), data[:, :, 12:20, 12:20])
     chunks = ["c/0/0/0/0", "c/0/0/1/0", "c/1/0/0/0", "c/1/0/1/0"] if zarr_format == 3 else \
         ["0.0.0.0", "0.0.1.0", "1.0.0.0", "1.0.1.0"]
-    assert sorted(requests) == sorted(["list_objects_v2", *metadata, *chunks])
+    assert sorted(requests) == sorted(["list_objects_v2", *metadata * opens, *chunks])
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".tif"])
