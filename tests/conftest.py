@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import threading
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -190,15 +189,15 @@ class OnnxCase:
 
 @functools.cache
 def onnx_cases(op_type: str) -> dict[str, OnnxCase]:
-    """Every backend node case of ``op_type`` (expanded function bodies left out), by name. The
-    generators all run on the first call (seconds), once per session."""
+    """Every backend node case of ``op_type`` (expanded function bodies left out), by name, made
+    by running its module of generators, once per session."""
     import onnx
 
     def as_array(value: Any) -> np.ndarray:
         return onnx.numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
 
     found: dict[str, OnnxCase] = {}
-    for case in _all_onnx_cases():
+    for case in _onnx_generated_cases(ONNX_CASE_MODULES[op_type]):
         assert case.model is not None and case.data_sets is not None
         node = case.model.graph.node[0]
         if node.op_type != op_type or "_expanded" in case.name:
@@ -213,14 +212,28 @@ def onnx_cases(op_type: str) -> dict[str, OnnxCase]:
     return found
 
 
-@functools.cache
-def _all_onnx_cases() -> list[Any]:
-    from onnx.backend.test.case.node import collect_testcases
+# The module of onnx.backend.test.case.node whose generators make each operator's cases: importing
+# a module runs its generators. collect_testcases(None) imports and runs all ~190 of them (7 s of
+# CPU for 1884 cases, 73 of them ours); test_kernels.py checks that no other module makes ours.
+ONNX_CASE_MODULES = {
+    "AffineGrid": "affinegrid",
+    "CenterCropPad": "center_crop_pad",
+    "DepthToSpace": "depthtospace",
+    "GridSample": "gridsample",
+    "Resize": "resize",
+    "SpaceToDepth": "spacetodepth",
+}
 
-    with warnings.catch_warnings():
-        # Importing the generators runs all of them; the Cast cases overflow on purpose.
-        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"onnx\.backend\.test\.case\.node\.")
-        return list(collect_testcases(None))
+
+@functools.cache
+def _onnx_generated_cases(module: str) -> list[Any]:
+    """The cases ``module``'s generators make (with any made by modules imported before it)."""
+    import importlib
+
+    importlib.import_module(f"onnx.backend.test.case.node.{module}")
+    from onnx.backend.test.case import node
+
+    return list(node._NodeTestCases)  # what collect_testcases returns, without importing the rest
 
 
 # ---- real parts for the dask extra: a LocalCluster and an S3 server on 127.0.0.1 ----------------

@@ -36,7 +36,7 @@ import onnx
 import onnx.helper
 import onnx.numpy_helper
 import pytest
-from conftest import ALL_DTYPES, FLOAT_DTYPES, OnnxCase, make_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, ONNX_CASE_MODULES, OnnxCase, make_array
 from conftest import onnx_cases as onnx_cases_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -256,6 +256,25 @@ def run_kernel(op_type: str, attributes: dict[str, Any], inputs: list[np.ndarray
 def test_onnx_case_list_is_complete() -> None:
     """Every backend case of our ops that onnx generates is in ONNX_CASE_NAMES, and vice versa."""
     assert sorted(onnx_cases()) == sorted(ONNX_CASE_NAMES)
+
+
+def test_onnx_cases_come_from_every_generator_of_our_ops_and_no_other() -> None:
+    """conftest runs only the generator modules of ONNX_CASE_MODULES: no other module of the
+    installed onnx names one of the six operators (where it would make a case we missed), and the
+    others are never imported (running all of them cost 7 s of CPU per session)."""
+    import onnx.backend.test.case.node as generators
+
+    naming: dict[str, set[str]] = {op: set() for op in ONNX_CASE_MODULES}
+    for source in Path(generators.__file__).parent.glob("*.py"):
+        text = source.read_text(encoding="utf-8")
+        for op in naming:
+            if f'"{op}"' in text:
+                naming[op].add(source.stem)
+    assert naming == {op: {module} for op, module in ONNX_CASE_MODULES.items()}
+    for op in ONNX_CASE_MODULES:
+        assert onnx_cases_of(op)
+    imported = {name.rsplit(".", 1)[1] for name in sys.modules if name.startswith(f"{generators.__name__}.")}
+    assert imported == set(ONNX_CASE_MODULES.values())
 
 
 @pytest.mark.parametrize("name", ONNX_CASE_NAMES)
