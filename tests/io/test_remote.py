@@ -493,7 +493,8 @@ def http_root(tmp_path: Path) -> Iterator[str]:
 def _served(handler: Any) -> Iterator[str]:
     """A server of ``handler`` on 127.0.0.1 and a free port, its root URL, for a fixture's life."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: half a second per test at the default interval
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
