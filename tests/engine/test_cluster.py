@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import io
 import json
 import os
 import re
@@ -188,11 +190,18 @@ def test_no_clobber_and_skip_existing_are_planned_here(mixed: Path, tmp_path: Pa
 
 def slow_inputs(folder: Path, count: int) -> None:
     """Inputs that take a while each (noise compresses badly, so the encoder works)."""
-    rng = np.random.default_rng(7)
     folder.mkdir()
-    frame = rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)
     for index in range(count):
-        Image.fromarray(np.roll(frame, index, axis=1)).save(folder / f"{index:03d}.png", compress_level=0)
+        (folder / f"{index:03d}.png").write_bytes(_slow_png(index))
+
+
+@functools.cache
+def _slow_png(index: int) -> bytes:
+    """The index-th slow input's file, encoded once per session (4 tests encoded 200 of them)."""
+    frame = np.random.default_rng(7).integers(0, 256, (300, 400, 3), dtype=np.uint8)
+    encoded = io.BytesIO()
+    Image.fromarray(np.roll(frame, index, axis=1)).save(encoded, format="PNG", compress_level=0)
+    return encoded.getvalue()
 
 
 def worker_pids(scheduler: str) -> list[int]:
