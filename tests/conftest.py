@@ -157,6 +157,35 @@ def tiff_file(tmp_path: Path, rng: np.random.Generator) -> FileFactory:
     return make
 
 
+# read(2)'s number, as /proc/PID/syscall shows it, where we know it
+_READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
+
+
+def wait_until_reading_stdin(process: subprocess.Popen[Any], timeout: float = 30) -> None:
+    """Returns once a thread of ``process`` waits in a read of its standard input (Linux's
+    /proc/PID/task/*/syscall), so a signal sent next lands mid-read: a fixed second of sleep took
+    that long on an idle machine and could be too short on a busy one. Elsewhere, that second."""
+    import platform
+    import time
+
+    number = _READ_SYSCALL.get(platform.machine())
+    if number is None or not Path(f"/proc/{process.pid}/task").is_dir():
+        time.sleep(1.0)
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        assert process.poll() is None, "the process ended before it read its standard input"
+        for task in Path(f"/proc/{process.pid}/task").iterdir():
+            try:
+                call = (task / "syscall").read_text().split()
+            except OSError:  # the thread ended meanwhile
+                continue
+            if call[:2] == [str(number), "0x0"]:  # read(0, ...)
+                return
+        assert time.monotonic() < deadline, "the process never read its standard input"
+        time.sleep(0.01)
+
+
 @contextmanager
 def fifo_feeding(fifo: Path, payload: bytes) -> Iterator[Path]:
     """A named pipe at ``fifo`` that a thread fills with ``payload`` once a reader opens it."""

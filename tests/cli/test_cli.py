@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import fifo_feeding, hooked, run
+from conftest import fifo_feeding, hooked, run, wait_until_reading_stdin
 from PIL import Image
 
 import geomcli.ops.affine_grid as grid_ops
@@ -1074,7 +1074,7 @@ def test_signals_exit_without_a_traceback(tmp_path: Path, signum: int, code: int
     # stdin stays open and empty, so the process is certainly mid-read when the signal lands.
     process = subprocess.Popen([*GEOMCLI, "crop-pad", "-", "-o", str(out), "--shape", "2,2"],
                                stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    wait_until_reading_stdin(process)
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=20)
     assert process.returncode == code
@@ -1249,7 +1249,7 @@ def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path: Path, signum: in
     process = subprocess.Popen([*GEOMCLI, "crop-pad", "-", "-o", str(out), "--shape", "2,2", "-q"],
                                stdin=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=lambda: signal.signal(signum, signal.SIG_IGN))
-    time.sleep(1.0)  # mid-read of stdin
+    wait_until_reading_stdin(process)
     process.send_signal(signum)
     time.sleep(0.3)
     assert process.poll() is None
