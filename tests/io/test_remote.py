@@ -54,6 +54,14 @@ def tree(folder: Path) -> dict[str, bytes]:
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
+def test_the_s3_server_runs_where_s3fs_is_installed() -> None:
+    """The test extra names moto[s3] and the Flask its server needs, not moto[server]: a missing
+    piece would make every S3 test skip (conftest.s3_endpoint), so it fails here instead."""
+    import moto.server
+
+    assert moto.server.ThreadedMotoServer
+
+
 def test_one_file_from_s3_to_s3_is_the_local_run_byte_for_byte(s3: S3, shots: dict[str, bytes],
                                                                 tmp_path: Path) -> None:
     local = run("crop-pad", tmp_path / "raw" / "a.png", "-o", tmp_path / "a.png", "--shape", "6,6")
