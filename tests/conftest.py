@@ -22,6 +22,9 @@ import pytest
 # so would every geomcli the tests start: the signal tests need Ctrl-C as a terminal delivers it.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# ... and under nohup, SIGHUP ignored: geomcli rightly keeps it so, and the SIGHUP tests saw exit 0
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 # Every ONNX tensor type, as numpy spells it (bfloat16 through ml_dtypes).
 ALL_DTYPES = [
