@@ -65,6 +65,7 @@ from geomcli.engine import plan as plans
 from geomcli.engine.report import cause, echo_stderr
 from geomcli.engine.scheduler import (
     Scheduler,
+    cancel_and_wait,
     check_code,
     code_fingerprint,
     connect,
@@ -429,14 +430,20 @@ class _Dispatch:
 
     def cancel_all(self) -> None:
         """Send nothing more, and cancel the tasks in flight (they stay in ``in_flight``, whose temp
-        files the caller sweeps after an interruption)."""
+        files the caller sweeps after an interruption). A joined cluster's are waited for: its
+        workers get no signal, and one still on a file made its temp file after the sweep (a
+        '.015.png.*.tmp' left, 2 runs in 3 on a loaded machine); a LocalCluster of ours is closed."""
         self.todo.clear()
         self.again.clear()
-        if self.in_flight:
-            try:
-                self.client.cancel(list(self.in_flight))
-            except (OSError, RuntimeError):  # the scheduler has gone: nothing runs there to cancel
-                pass
+        if not self.in_flight:
+            return
+        if self.local is None:
+            cancel_and_wait(self.client, list(self.in_flight))
+            return
+        try:
+            self.client.cancel(list(self.in_flight))
+        except (OSError, RuntimeError):  # the scheduler has gone: nothing runs there to cancel
+            pass
 
 
 def _moved(job: Job) -> Job:

@@ -20,7 +20,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.report import echo_stderr
 from geomcli.errors import GeomError, PlanError
@@ -131,6 +131,34 @@ def signals_held() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+# how long a stopped run waits for the tasks it cancelled to end on a cluster's workers (seconds)
+STOP_WAIT = 60.0
+
+
+def cancel_and_wait(client: Any, futures: list[Any]) -> None:
+    """Cancel ``futures``' tasks, and wait (up to STOP_WAIT) until no worker still runs one: a
+    cancelled task runs on to the end of what it does (a zarr chunk's write; a file's, which then
+    removes its temp file), and a joined cluster's workers get no signal. Only then may the run
+    remove what they were writing, and end."""
+    import time
+
+    keys = [future.key for future in futures]
+    deadline = time.monotonic() + STOP_WAIT
+    try:
+        client.cancel(futures)
+        while time.monotonic() < deadline and any(client.run(_running, keys).values()):
+            time.sleep(0.05)
+    except (OSError, RuntimeError):  # the scheduler or the workers gone: nothing left running
+        pass
+
+
+def _running(keys: list[Any], dask_worker: Any = None) -> bool:
+    """On a worker: whether it still runs one of ``keys`` (a cancelled task runs to its end)."""
+    tasks = dask_worker.state.tasks
+    return any(key in tasks and tasks[key].state in ("executing", "long-running", "cancelled", "resumed")
+               for key in keys)
 
 
 @contextmanager

@@ -427,10 +427,10 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
         try:
             return list(cluster.gather(futures))
         except BaseException:
-            from geomcli.engine.scheduler import signals_held
+            from geomcli.engine.scheduler import cancel_and_wait, signals_held
 
             with signals_held():
-                _stop_writing(cluster, futures)
+                cancel_and_wait(cluster, futures)
             raise
     from distributed import as_completed
 
@@ -444,31 +444,6 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
         future.release()
     return ranges
 
-
-# how long a stopped run waits for the chunks being written on a cluster's workers (seconds)
-STOP_WAIT = 60.0
-
-
-def _stop_writing(client: Any, futures: list[Any]) -> None:
-    """Cancel ``futures``' tasks, and wait (up to STOP_WAIT) until no worker still runs one: a task
-    cancelled mid-chunk finishes its write."""
-    import time
-
-    keys = [future.key for future in futures]
-    deadline = time.monotonic() + STOP_WAIT
-    try:
-        client.cancel(futures)
-        while time.monotonic() < deadline and any(client.run(_running, keys).values()):
-            time.sleep(0.05)
-    except (OSError, RuntimeError):  # the scheduler or the workers gone: nothing left to write
-        pass
-
-
-def _running(keys: list[Any], dask_worker: Any = None) -> bool:
-    """On a worker: whether it still runs one of ``keys`` (a cancelled task runs to its end)."""
-    tasks = dask_worker.state.tasks
-    return any(key in tasks and tasks[key].state in ("executing", "long-running", "cancelled", "resumed")
-               for key in keys)
 
 
 def _put(block: Any, target: Any, place: tuple[slice, ...]) -> tuple[list[Any] | None, bool]:

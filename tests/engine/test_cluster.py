@@ -878,6 +878,23 @@ def _executing(dask_worker: Any) -> list[Any]:
     return [task.key for task in dask_worker.state.tasks.values() if task.state == "executing"]
 
 
+def test_a_stopped_run_on_a_joined_cluster_waits_for_the_tasks_it_cancels(scheduler: str) -> None:
+    """A joined cluster's workers get no signal: a task cancelled mid-file runs on to the end of
+    that file, then removes its temp file. The run swept and ended at once, so the temp file was
+    made after its sweep (test_a_signal_cancels_...[sigterm-joined-cluster]: '.015.png.*.tmp' left,
+    2 loaded runs in 3). It now waits until no worker runs one of its tasks."""
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        future = client.submit(time.sleep, 2, pure=False)
+        deadline = time.monotonic() + 30
+        while future.key not in [key for keys in client.run(_executing).values() for key in keys]:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        dispatch = cluster._Dispatch(client, Task(operations.CropPad((1, 1)), Common()), [], None, False)  # type: ignore[arg-type]
+        dispatch.in_flight[future] = cluster._Sent([])
+        dispatch.cancel_all()
+        assert not [key for keys in client.run(_executing).values() for key in keys]
+
+
 def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
     """A joined cluster's scheduler killed (kill -9 of `dask scheduler`): each file in flight was
     an error "cancelled by the cluster" (placed or not), then a traceback (the client's
