@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import os
 import shutil
 import signal
@@ -158,6 +159,24 @@ def tiff_file(tmp_path: Path, rng: np.random.Generator) -> FileFactory:
         return str(path), data
 
     return make
+
+
+def slow_inputs(folder: Path, count: int, shape: tuple[int, int] = (400, 600)) -> None:
+    """``count`` PNGs of ``shape`` that take a while each: noise compresses badly, so the encoder works."""
+    folder.mkdir()
+    for index in range(count):
+        (folder / f"{index:03d}.png").write_bytes(_slow_png(index, shape))
+
+
+@functools.cache
+def _slow_png(index: int, shape: tuple[int, int]) -> bytes:
+    """The index-th slow input's file, encoded once per session (60 of them took 1.2 s of CPU)."""
+    from PIL import Image
+
+    frame = np.random.default_rng(7).integers(0, 256, (*shape, 3), dtype=np.uint8)
+    encoded = io.BytesIO()
+    Image.fromarray(np.roll(frame, index, axis=1)).save(encoded, format="PNG", compress_level=0)
+    return encoded.getvalue()
 
 
 # read(2)'s number, as /proc/PID/syscall shows it, where we know it

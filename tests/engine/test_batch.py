@@ -3,8 +3,6 @@ failures, interruptions, the JSON stream and samples/Makefile."""
 
 from __future__ import annotations
 
-import functools
-import io
 import json
 import os
 import shutil
@@ -20,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
-from conftest import hooked, run
+from conftest import hooked, run, slow_inputs
 from PIL import Image
 
 import geomcli.ops.center_crop_pad as crop_ops
@@ -619,22 +617,6 @@ def test_an_interrupted_in_process_run_clears_a_writer_killed_in_mkstemp(
     result = run("crop-pad", f"{shots}/*.png", "--out-dir", out, "--shape", "4,4", "-j", "1")
     assert result.exit_code == 130
     assert files(out) == ["a.png"]
-
-
-def slow_inputs(folder: Path, count: int) -> None:
-    """Inputs that take a while each: noise compresses badly, so the encoder works."""
-    folder.mkdir()
-    for index in range(count):
-        (folder / f"{index:03d}.png").write_bytes(_slow_png(index))
-
-
-@functools.cache
-def _slow_png(index: int) -> bytes:
-    """The index-th slow input's file, encoded once per session (60 of them took 1.2 s of CPU)."""
-    frame = np.random.default_rng(7).integers(0, 256, (400, 600, 3), dtype=np.uint8)
-    encoded = io.BytesIO()
-    Image.fromarray(np.roll(frame, index, axis=1)).save(encoded, format="PNG", compress_level=0)
-    return encoded.getvalue()
 
 
 @pytest.mark.process

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
-import io
 import json
 import os
 import re
@@ -25,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from conftest import slow_inputs
 from PIL import Image
 
 from geomcli.cli import cli
@@ -188,22 +187,6 @@ def test_no_clobber_and_skip_existing_are_planned_here(mixed: Path, tmp_path: Pa
     assert result.stderr.startswith("crop-pad: 0 ok, 0 failed, 12 skipped in ")
 
 
-def slow_inputs(folder: Path, count: int) -> None:
-    """Inputs that take a while each (noise compresses badly, so the encoder works)."""
-    folder.mkdir()
-    for index in range(count):
-        (folder / f"{index:03d}.png").write_bytes(_slow_png(index))
-
-
-@functools.cache
-def _slow_png(index: int) -> bytes:
-    """The index-th slow input's file, encoded once per session (4 tests encoded 200 of them)."""
-    frame = np.random.default_rng(7).integers(0, 256, (300, 400, 3), dtype=np.uint8)
-    encoded = io.BytesIO()
-    Image.fromarray(np.roll(frame, index, axis=1)).save(encoded, format="PNG", compress_level=0)
-    return encoded.getvalue()
-
-
 def worker_pids(scheduler: str) -> list[int]:
     with distributed.Client(scheduler, set_as_default=False) as client:
         return list(client.run(os.getpid).values())
@@ -220,7 +203,7 @@ def first_output(out: Path, deadline: float = 30) -> None:
 def test_fail_fast_reports_every_output_it_placed(tmp_path: Path, scheduler: str) -> None:
     """The tasks in flight stop before their next file and report what they did, as -j's workers
     finish the file they hold: every output there has its record, and the rest are not run."""
-    slow_inputs(tmp_path / "in", 40)
+    slow_inputs(tmp_path / "in", 40, (300, 400))
     (tmp_path / "in" / "005.png").write_bytes(b"not a PNG")
     out = tmp_path / "out"
     result = run("crop-pad", tmp_path / "in", "--out-dir", out, "--shape", "64,64", "--fail-fast", "--json",
@@ -235,7 +218,7 @@ def test_fail_fast_reports_every_output_it_placed(tmp_path: Path, scheduler: str
 
 
 def test_a_worker_killed_mid_run_costs_its_files_a_retry_not_the_run(tmp_path: Path, scheduler: str) -> None:
-    slow_inputs(tmp_path / "in", 40)
+    slow_inputs(tmp_path / "in", 40, (300, 400))
     out = tmp_path / "out"
     reference = tmp_path / "reference"
     assert run("crop-pad", tmp_path / "in", "--out-dir", reference, "--shape", "290,390", "-j", "2").exit_code == 0
@@ -619,7 +602,7 @@ def only_complete_pngs(out: Path, shape: tuple[int, ...]) -> list[str]:
                          ids=["ctrl-c-to-the-group-own-cluster", "sigterm-joined-cluster"])
 def test_a_signal_cancels_what_is_in_flight_and_leaves_only_complete_outputs(
         sent: int, code: int, own: bool, tmp_path: Path, scheduler: str) -> None:
-    slow_inputs(tmp_path / "in", 60)
+    slow_inputs(tmp_path / "in", 60, (300, 400))
     out = tmp_path / "out"
     process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
                                 "290,390", "--scheduler", "local:2" if own else scheduler],
@@ -899,7 +882,7 @@ def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
     """A joined cluster's scheduler killed (kill -9 of `dask scheduler`): each file in flight was
     an error "cancelled by the cluster" (placed or not), then a traceback (the client's
     nthreads, refused); now one line, exit 1."""
-    slow_inputs(tmp_path / "in", 60)
+    slow_inputs(tmp_path / "in", 60, (300, 400))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     address_file = tmp_path / "scheduler.json"
     scheduler_process = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
