@@ -183,6 +183,9 @@ def main(args: list[str] | None = None, prog_name: str = "geomcli") -> None:
         # --help, --version and usage errors write before any command runs, out of _Group.invoke's reach
         if error.errno not in _STREAM_FULL or _raised_below_the_command_line(error):
             raise
+        unshown = _unshown_click_error(error)
+        if unshown is not None:  # a full stderr loses the message, not its exit code (2 for usage)
+            raise SystemExit(unshown.exit_code) from None
         with contextlib.suppress(OSError):  # a full stderr has no room for the message either
             click.echo(f"Error: <stdout>: cannot write ({error.strerror})", err=True)
         raise SystemExit(EXIT_FAILED) from None
@@ -201,6 +204,18 @@ def _raised_below_the_command_line(error: BaseException) -> bool:
             return True
         frame = frame.tb_next
     return False
+
+
+def _unshown_click_error(error: OSError) -> click.ClickException | None:
+    """The usage error (or other click error) whose message stderr could not take, where
+    ``error`` came from its ``show``; None for a write of text to stdout."""
+    frame = error.__traceback__
+    while frame is not None:
+        shown = frame.tb_frame.f_locals.get("self")
+        if frame.tb_frame.f_code.co_name == "show" and isinstance(shown, click.ClickException):
+            return shown
+        frame = frame.tb_next
+    return None
 
 
 def run() -> None:

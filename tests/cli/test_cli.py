@@ -1028,6 +1028,20 @@ def test_a_full_stderr_loses_its_messages_not_the_run(tmp_path: Path, photo: Pat
     assert failed.returncode == 1 and os.listdir(tmp_path / "out") == ["photo.png"]
 
 
+@pytest.mark.parametrize("wrong", [["--shape", "4x4"], ["--bogus"], []], ids=["x-form", "no-such-option", "no-shape"])
+def test_a_full_stderr_keeps_a_usage_errors_exit_code(tmp_path: Path, photo: Path, wrong: list[str]) -> None:
+    """A usage error whose message a full stderr could not take exited 1 (it was taken for a
+    failed write to stdout), where the same mistake with room on stderr exits 2."""
+    command = [*GEOMCLI, "crop-pad", str(photo), "-o", str(tmp_path / "out.png"), *wrong]
+    env = hooked(tmp_path)
+    with open("/dev/full", "w") as full:
+        lost = subprocess.run(command, stderr=full, env=env)
+    said = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert said.returncode == 2 and "Error: " in said.stderr
+    assert lost.returncode == 2
+    assert not (tmp_path / "out.png").exists()
+
+
 def test_the_console_script_is_run() -> None:
     from importlib import metadata
 
