@@ -184,9 +184,10 @@ _READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
 
 
 def wait_until_reading_stdin(process: subprocess.Popen[Any], timeout: float = 30) -> None:
-    """Returns once a thread of ``process`` waits in a read of its standard input (Linux's
-    /proc/PID/task/*/syscall), so a signal sent next lands mid-read: a fixed second of sleep took
-    that long on an idle machine and could be too short on a busy one. Elsewhere, that second."""
+    """Returns once a thread of ``process``, or of a process it started (a shell's geomcli), waits
+    in a read of its standard input (Linux's /proc/PID/task/*/syscall), so a signal sent next lands
+    mid-read: a fixed second of sleep took that long on an idle machine and could be too short on
+    a busy one. Elsewhere, that second."""
     import platform
     import time
 
@@ -197,7 +198,7 @@ def wait_until_reading_stdin(process: subprocess.Popen[Any], timeout: float = 30
     deadline = time.monotonic() + timeout
     while True:
         assert process.poll() is None, "the process ended before it read its standard input"
-        for task in Path(f"/proc/{process.pid}/task").iterdir():
+        for task in (task for pid in _family(process.pid) for task in Path(f"/proc/{pid}/task").glob("*")):
             try:
                 call = (task / "syscall").read_text().split()
             except OSError:  # the thread ended meanwhile
@@ -206,6 +207,21 @@ def wait_until_reading_stdin(process: subprocess.Popen[Any], timeout: float = 30
                 return
         assert time.monotonic() < deadline, "the process never read its standard input"
         time.sleep(0.01)
+
+
+def _family(pid: int) -> list[int]:
+    """``pid`` and the processes it started, at any depth (each /proc/PID/stat's parent: the
+    kernel's task children lists are not always built in)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            continue
+    family = [pid]
+    for member in family:  # (grows as it goes: children, then theirs)
+        family += [child for child, parent in parents.items() if parent == member]
+    return family
 
 
 @contextmanager

@@ -1105,8 +1105,8 @@ def test_ctrl_c_stops_a_shell_loop_over_files(tmp_path: Path) -> None:
                       f'echo "ended $?"; done\n')
     # stdin stays open and empty: each geomcli waits in its read
     loop = subprocess.Popen(["bash", str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(1.5)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=hooked(tmp_path))
+    wait_until_reading_stdin(loop)  # the first geomcli's read
     os.killpg(loop.pid, signal.SIGINT)
     stdout, stderr = loop.communicate(timeout=20)
     assert (loop.returncode, stdout, stderr) == (-signal.SIGINT, "", "Interrupted\n")
