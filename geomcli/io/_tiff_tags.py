@@ -24,6 +24,7 @@ _POSITIVE = (256, 257, 258, 277, 278, 322, 323)  # sides, sizes and counts: 0 de
 _INTEGERS = {1: "B", 3: "H", 4: "I", 16: "Q"}
 _MOST_IFDS = 4096  # a chain longer (or circular) is judged by tifffile, not here
 _MOST_VALUES = 64  # BitsPerSample holds one per sample; more are not looked at
+_MOST_TAGS = 4096  # an IFD of more is tifffile's 'suspicious number of tags': not read here
 
 
 def damaged_tag(source: str | bytes) -> str | None:
@@ -32,7 +33,7 @@ def damaged_tag(source: str | bytes) -> str | None:
     try:
         with (io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")) as f:
             return _first_damage(f)
-    except (OSError, struct.error, ValueError):
+    except (OSError, struct.error, ValueError, OverflowError):  # (an offset past what a seek takes)
         return None
 
 
@@ -55,6 +56,8 @@ def _first_damage(f: IO[bytes]) -> str | None:
         seen.add(offset)
         f.seek(offset)
         (n,) = struct.unpack(order + count_fmt, f.read(struct.calcsize(order + count_fmt)))
+        if n > _MOST_TAGS:
+            return None
         entries = f.read(n * struct.calcsize(order + entry))
         next_offset = f.read(field)
         tags = {code: (kind, count, value)

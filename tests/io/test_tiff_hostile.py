@@ -356,6 +356,31 @@ def test_a_zeroed_tag_found_as_the_pixels_are_read_is_named(tmp_path: Path, tag:
     assert not (tmp_path / "o.tif").exists()
 
 
+@pytest.mark.parametrize("chain", ["offset-past-2**63", "2**60-tags"])
+@pytest.mark.parametrize("given", ["path", "bytes"])
+def test_the_tag_walker_tells_nothing_of_a_chain_too_damaged_to_walk(tmp_path: Path, chain: str, given: str) -> None:
+    """_tiff_tags.damaged_tag runs where tifffile failed, to name a tag: a BigTIFF whose next IFD
+    sits at 2**64 - 1, or holds 2**60 tags, raised OverflowError out of it (a traceback in place
+    of the file's error line), where its contract is None."""
+    import tifffile
+
+    from geomcli.io import _tiff_tags
+
+    path = tmp_path / "chain.tif"
+    tifffile.imwrite(path, np.zeros((6, 5, 3), np.uint8), bigtiff=True, photometric="rgb", metadata=None)
+    raw = bytearray(path.read_bytes())
+    (ifd,) = struct.unpack("<Q", raw[8:16])
+    (count,) = struct.unpack("<Q", raw[ifd:ifd + 8])
+    next_ifd = ifd + 8 + 20 * count
+    if chain == "offset-past-2**63":
+        raw[next_ifd:next_ifd + 8] = struct.pack("<Q", 2**64 - 1)
+    else:
+        raw[next_ifd:next_ifd + 8] = struct.pack("<Q", len(raw))
+        raw += struct.pack("<Q", 2**60) + bytes(40)
+    path.write_bytes(bytes(raw))
+    assert _tiff_tags.damaged_tag(str(path) if given == "path" else bytes(raw)) is None
+
+
 def test_a_page_of_more_tiles_than_its_offsets_is_refused_at_once(tmp_path: Path) -> None:
     """A tiled 6 x 5 page whose ImageLength became 4294967295 (one tile of 16 x 16 stored, 268
     million declared): read for a zarr output, dask's chunking of that grid took over a minute
