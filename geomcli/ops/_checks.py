@@ -81,11 +81,11 @@ def is_masked(array: Any) -> bool:
 
 
 def to_array(value: Any, func: str, name: str) -> np.ndarray:
-    """``value`` as an ndarray (an ndarray as it is). What numpy raises, or the value's own
-    ``__array__`` (a ragged list; a torch tensor that requires grad, whose RuntimeError says to
-    detach it), is a GeomError that names the argument."""
+    """``value`` as an ndarray (an ndarray, memory maps included, as it is). What numpy raises, or
+    the value's own ``__array__`` (a ragged list; a torch tensor that requires grad, whose
+    RuntimeError says to detach it), is a GeomError that names the argument."""
     try:
-        return value if isinstance(value, np.ndarray) else np.asarray(value)
+        return np.asanyarray(value)
     except (ValueError, TypeError, RuntimeError) as error:
         raise GeomError(f"{func}: {name} is not an array ({one_line(str(error))})") from error
 
