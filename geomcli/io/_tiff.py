@@ -771,6 +771,7 @@ def _enum_name(value: Any) -> str:
 def _check_extent(tif: Any, pages: tuple[Any, ...], name: str) -> None:
     """A strip or tile past the end of the file: tifffile would fill it with zeros, we refuse."""
     size = tif.filehandle.size
+    header = 16 if tif.is_bigtiff else 8  # a BigTIFF's header is 16 bytes
     for page in pages:
         if page is None:
             continue
@@ -789,8 +790,8 @@ def _check_extent(tif: Any, pages: tuple[Any, ...], name: str) -> None:
                             f"{key.imagewidth}x{key.imagelength} page takes {needed})")
         try:
             past_end = any(int(o) + int(c) > size for o, c in zip(offsets, counts))
-            # the first 8 bytes are the header: tifffile read them as pixels
-            in_header = any(int(o) < 8 and int(c) > 0 for o, c in zip(offsets, counts))
+            # the first bytes are the header: tifffile read them as pixels
+            in_header = any(int(o) < header and int(c) > 0 for o, c in zip(offsets, counts))
         except (TypeError, ValueError) as e:
             raise GeomError(f"{name}: not a readable TIFF (malformed strip offsets)") from e
         if past_end:

@@ -447,9 +447,20 @@ def test_uncompressed_data_is_called_so_not_by_tifffiles_enum_name(tmp_path: Pat
     assert "not a readable TIFF (uncompressed data: failed to read" in one_error(run("info", path), path)
 
 
-def test_a_strip_offset_of_0_is_refused_not_read_from_the_header(tmp_path: Path) -> None:
-    """Was: the file's first bytes (its header) read as the strip's pixels, exit 0."""
-    path = zeroed_tag(tmp_path / "bad.tif", "StripOffsets", "value")
+@pytest.mark.parametrize(("bigtiff", "offset"), [(False, 0), (True, 0), (True, 8)], ids=["classic", "big", "big-8"])
+def test_a_strip_offset_into_the_header_is_refused_not_read_from_it(tmp_path: Path, bigtiff: bool,
+                                                                     offset: int) -> None:
+    """Was: the file's first bytes (its header) read as the strip's pixels, exit 0; a BigTIFF's
+    header is 16 bytes, and an offset of 8 was read (range [0, 16]: the first IFD's offset)."""
+    import tifffile
+
+    path = zeroed_tag(tmp_path / "bad.tif", "StripOffsets", "value", bigtiff=bigtiff)
+    if offset:
+        with tifffile.TiffFile(path) as tif:
+            at = tif.pages[0].tags["StripOffsets"].valueoffset
+        raw = bytearray(path.read_bytes())
+        raw[at:at + 8] = struct.pack("<Q", offset)
+        path.write_bytes(bytes(raw))
     reason = r"bad\.tif: not a readable TIFF \(a strip or tile offset points into the file header\)"
     with pytest.raises(GeomError, match=reason):
         io.read_array(str(path))
