@@ -346,7 +346,7 @@ def as_threads(threads: Any, func: str, where: str) -> int:
     """The number of threads to use: ``None`` means every CPU this process may run on; at most
     MAX_THREADS, as --threads (the kernels start up to one a quarter MiB: 487 for a 512 MiB crop)."""
     if threads is None:
-        return available_cpus()
+        return min(available_cpus(), MAX_THREADS)
     count = as_int(threads, "threads", func, where)
     if not 1 <= count <= MAX_THREADS:
         raise GeomError(f"{func}: threads must be 1 to {MAX_THREADS}, found {count} ({where})")

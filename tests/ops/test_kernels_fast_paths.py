@@ -144,6 +144,17 @@ def test_threads_past_the_command_lines_limit_are_refused(threads: int) -> None:
     assert space_depth_ops.space_to_depth(x, 2, threads=MAX_THREADS).shape == (1, 16, 1, 1)
 
 
+def test_every_cpu_is_at_most_the_limit_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """threads=None, every CPU this process may run on, is at most 1024 too, as each kernel's
+    docstring says: on a machine of 4096 CPUs it was 4096 (b51b5ad capped only a count given)."""
+    from geomcli.ops import _checks
+
+    monkeypatch.setattr(_checks, "available_cpus", lambda: 4096)
+    assert _checks.as_threads(None, "resize", "input shape (2, 2)") == MAX_THREADS
+    monkeypatch.setattr(_checks, "available_cpus", lambda: 3)
+    assert _checks.as_threads(None, "resize", "input shape (2, 2)") == 3
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize(
