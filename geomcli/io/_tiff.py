@@ -714,7 +714,9 @@ def _as_geom_errors(name: str, source: str | bytes) -> Iterator[None]:
         raise GeomError(f"{name}: not a readable TIFF ({said})") from e
 
 
-_TIFFFILE_REPR = re.compile(r"<tifffile\.Tiff(?:Page (\d+) @\d+|\w+(?: [^>]*)?)> ")
+# tifffile's objects in its log lines: "<tifffile.TiffPage 0 @8> ", "<tifffile.TiffTag 262 @58> ",
+# "<TiffTag.fromfile> " (a page's number kept, the rest dropped)
+_TIFFFILE_REPR = re.compile(r"<(?:tifffile\.)?Tiff(?:Page (\d+) @\d+|\w+(?:[ .][^>]*)?)> ")
 
 
 class _Collect(logging.Handler):

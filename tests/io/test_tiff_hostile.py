@@ -679,3 +679,21 @@ def test_a_pyramid_of_subifds_still_reads(tmp_path: Path, rng: np.random.Generat
         tif.write(data[::2, ::2], subfiletype=1, tile=(16, 16))
         tif.write(data[::4, ::4], subfiletype=1, tile=(16, 16))
     assert np.array_equal(io.read_array(str(tmp_path / "pyramid.tif")).data, data)
+
+
+@pytest.mark.parametrize(("logged", "said"), [
+    ("<tifffile.TiffPage 2 @8> incorrect StripByteCounts", "tifffile: page 2: incorrect StripByteCounts"),
+    ("<tifffile.TiffTag 262 @58> raised ValueError('65535')", "tifffile: raised ValueError('65535')"),
+    ("<TiffTag.fromfile> raised TiffFileError('invalid value offset 9')",
+     "tifffile: raised TiffFileError('invalid value offset 9')"),
+])
+def test_tifffiles_object_names_are_left_out_of_its_lines(logged: str, said: str) -> None:
+    """The review found "<TiffTag.fromfile> raised TiffFileError(...)" in a message: the pattern
+    knew tifffile's objects only as "<tifffile.Tiff...>"."""
+    import logging
+
+    from geomcli.io import _tiff
+
+    collect = _tiff._Collect([])
+    collect.emit(logging.LogRecord("tifffile", logging.ERROR, __file__, 1, logged, None, None))
+    assert collect.damage == [said]
