@@ -225,6 +225,22 @@ def test_skip_existing_judges_by_the_listings_modified_times(s3: S3, shots: dict
     assert s3.get("out/b.png") == s3.get("out/a.png")
 
 
+def test_a_batch_readies_its_filesystem_once_not_for_every_url(s3: S3, shots: dict[str, bytes],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The options' check and s3fs's connect cost 0.28 ms a call, and a batch asks for the
+    filesystem about 7 times a file (1,800 objects: 12,605 times, half its planning)."""
+    import s3fs
+
+    readied: list[str] = []
+    check_flags, connect = _remote._check_flags, s3fs.S3FileSystem.connect
+    monkeypatch.setattr(_remote, "_check_flags", lambda cls: (readied.append("checked"), check_flags(cls))[1])
+    monkeypatch.setattr(s3fs.S3FileSystem, "connect",
+                        lambda self, *args, **kwargs: (readied.append("connected"), connect(self, *args, **kwargs))[1])
+    monkeypatch.setattr(_remote, "_ready", {}, raising=False)  # as in a new process
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "-j", "1")
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert readied == ["checked", "connected"]
+
 def test_a_multipart_write_that_fails_halfway_leaves_no_object(s3: S3, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import s3fs
