@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import BatchOptions, Common
     from geomcli.engine.summary import Report
+    from geomcli.io import Header
 
 FIELDS = ("stem", "suffix", "name", "parent", "index")
 _GLOB_MAGIC = re.compile(r"[*?[]")
@@ -702,9 +703,10 @@ def _raise(error: OSError) -> None:
     raise error
 
 
-def planned(task: Task, job: Job, options: BatchOptions) -> Report:
+def planned(task: Task, job: Job, options: BatchOptions, header: Header | None = None) -> Report:
     """What the run would do to ``job``, from its input's header alone (--dry-run): the output's
-    shape and dtype, or the failure the header shows; nothing is written."""
+    shape and dtype, or the failure the header shows; nothing is written. ``header``: the one
+    already read as the run reads it (:func:`header_as_read`), else it is read here."""
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import zarr_file
@@ -717,8 +719,9 @@ def planned(task: Task, job: Job, options: BatchOptions) -> Report:
         if job.error is not None:
             raise GeomError(job.error)
         fidelity = task.common.fidelity
-        header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
-                                page=fidelity.page, frames=fidelity.frames)
+        if header is None:
+            header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
+                                    page=fidelity.page, frames=fidelity.frames)
         report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
         common = layouts.own_axes(judged_by(task.common, job.input, job.output), header.format)
         # the limits the run would apply: the input's here, the output's in output_shape
