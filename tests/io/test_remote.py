@@ -241,6 +241,34 @@ def test_a_batch_readies_its_filesystem_once_not_for_every_url(s3: S3, shots: di
     assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
     assert readied == ["checked", "connected"]
 
+def test_a_batchs_reads_take_the_size_the_listing_told(s3: S3, shots: dict[str, bytes],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker process has not listed the inputs: asking each one's size (a HEAD) was 1 request
+    of every 4 of a -j 2 run from S3 to S3. The cache is dropped after the plan here, as a worker has none."""
+    import s3fs
+
+    from geomcli.engine import workers
+
+    methods: list[str] = []
+    option_faults, real = workers.option_faults, s3fs.S3FileSystem._call_s3
+
+    def then_forget(*args: Any) -> Any:
+        found = option_faults(*args)
+        _remote.filesystem(s3.url)[0].invalidate_cache()
+        methods.clear()  # the run's requests alone
+        return found
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        methods.append(method)
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(workers, "option_faults", then_forget)
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "-j", "1")
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert sorted(methods) == ["get_object"] * 4 + ["put_object"] * 4
+
+
 def test_a_multipart_write_that_fails_halfway_leaves_no_object(s3: S3, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import s3fs
