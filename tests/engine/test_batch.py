@@ -728,6 +728,25 @@ def test_a_dry_run_reads_each_header_once(mixed: Path, tmp_path: Path, monkeypat
     assert sorted(read) == sorted(str(path) for path in mixed.iterdir())
 
 
+def test_the_plan_follows_each_folders_links_once(tmp_path: Path, rng: np.random.Generator,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not once a file: 40,000 looks were a fifth of a --skip-existing re-run of 20,000 files."""
+    looked: list[str] = []
+    realpath = os.path.realpath
+    monkeypatch.setattr(os.path, "realpath", lambda path, **kwargs: (looked.append(path), realpath(path, **kwargs))[1])
+
+    def looks_at_the_folders(files: int) -> list[int]:
+        folder = tmp_path / f"in{files}"
+        for index in range(files):
+            png(folder / f"{index}.png", rng, (4, 4, 3))
+        looked.clear()
+        result = run("crop-pad", folder, "--out-dir", tmp_path / f"out{files}", "--shape", "2,2", "--dry-run")
+        assert result.exit_code == 0, result.stderr
+        return [looked.count(str(folder)), looked.count(str(tmp_path / f"out{files}"))]
+
+    assert looks_at_the_folders(3) == looks_at_the_folders(6)
+
+
 def test_json_streams_one_object_per_file_and_a_summary(shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", f"{shots}/**/*.png", "--out-dir", tmp_path / "out", "--shape", "4,4", "--json")
     records = [json.loads(line) for line in result.stdout.splitlines()]
