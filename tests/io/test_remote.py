@@ -241,16 +241,30 @@ def test_a_batch_readies_its_filesystem_once_not_for_every_url(s3: S3, shots: di
     assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
     assert readied == ["checked", "connected"]
 
+
+def counted_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The S3 requests this process makes from now on, by method name, in order."""
+    import s3fs
+
+    requests: list[str] = []
+    real = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        requests.append(method)
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    return requests
+
+
 def test_a_batchs_reads_take_the_size_the_listing_told(s3: S3, shots: dict[str, bytes],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker process has not listed the inputs: asking each one's size (a HEAD) was 1 request
     of every 4 of a -j 2 run from S3 to S3. The cache is dropped after the plan here, as a worker has none."""
-    import s3fs
-
     from geomcli.engine import workers
 
-    methods: list[str] = []
-    option_faults, real = workers.option_faults, s3fs.S3FileSystem._call_s3
+    option_faults = workers.option_faults
+    methods = counted_requests(monkeypatch)
 
     def then_forget(*args: Any) -> Any:
         found = option_faults(*args)
@@ -258,12 +272,7 @@ def test_a_batchs_reads_take_the_size_the_listing_told(s3: S3, shots: dict[str, 
         methods.clear()  # the run's requests alone
         return found
 
-    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        methods.append(method)
-        return await real(self, method, *args, **kwargs)
-
     monkeypatch.setattr(workers, "option_faults", then_forget)
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
     result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "-j", "1")
     assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
     assert sorted(methods) == ["get_object"] * 4 + ["put_object"] * 4
@@ -462,19 +471,10 @@ def test_a_multipart_upload_whose_work_was_cancelled_is_aborted_between_parts(
         s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Dask task cancelled while its committer uploads (io._atomic.stopped_when): no more parts
     are sent, the upload is aborted, and nothing is left, nor pending."""
-    import s3fs
-
     from geomcli.io import _atomic
 
     monkeypatch.setattr(_remote, "MULTIPART_BYTES", 10 << 20)  # 12 MiB: three parts of 5 MiB or less
-    calls: list[str] = []
-    real = s3fs.S3FileSystem._call_s3
-
-    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(method)
-        return await real(self, method, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    calls = counted_requests(monkeypatch)
     monkeypatch.setattr(_remote, "_options", {"max_concurrency": 1})  # a part at a time
     with _atomic.stopped_when(lambda: "upload_part" in calls), pytest.raises(_atomic.Cancelled, match="aborted"):
         _remote.write_bytes(f"{s3.url}/a.npy", bytes(12 << 20), "a.npy")
@@ -733,16 +733,7 @@ def test_one_file_from_s3_is_read_in_two_requests(s3: S3, shots: dict[str, bytes
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Its size (a HEAD, against the --max-pixels limit), then its bytes: it took a second HEAD
     before the GET (s3fs's, to read an object past 50 MiB in ranges side by side)."""
-    import s3fs
-
-    requests: list[str] = []
-    call = s3fs.S3FileSystem._call_s3
-
-    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        requests.append(method)
-        return await call(self, method, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    requests = counted_requests(monkeypatch)
     result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png", "--shape", "6,6")
     assert result.exit_code == 0, result.stderr
     assert requests == ["head_object", "get_object"]
