@@ -14,7 +14,7 @@ import re
 import string
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geomcli.constants import NAME_MAX
 from geomcli.engine import summary
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from geomcli.io import Header
 
 FIELDS = ("stem", "suffix", "name", "parent", "index")
+T = TypeVar("T")
 _GLOB_MAGIC = re.compile(r"[*?[]")
 
 
@@ -766,7 +767,8 @@ def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
     have, no layout, an output over --max-pixels or that its format cannot hold): each such job
     and its one line (:func:`header_fault`), found before anything is written. Local headers are
     read one after another (parsing them holds the interpreter); URLs' side by side."""
-    from geomcli.io import _remote, _zarr
+
+    from geomcli.io import _zarr
 
     def fault(job: Job) -> str | None:
         with _zarr.shared_opens():  # (a zarr's header and its tasks' check: one open)
@@ -774,15 +776,22 @@ def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
             return None if header is None else header_fault(task.operation, task.common, header, job.input,
                                                             job.output, job.format)
 
-    if not any(_remote.is_url(job.input) for job in todo):
-        found = [fault(job) for job in todo]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
+    return [(job, line) for job, line in zip(todo, by_headers(fault, todo)) if line is not None]
 
-        pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix="geomcli-header")
-        try:
-            found = [one for start in range(0, len(todo), RUN_OF_HEADERS)
-                     for one in pool.map(fault, todo[start:start + RUN_OF_HEADERS])]
-        finally:
-            pool.shutdown(cancel_futures=True)  # a Ctrl-C waits for the requests under way, no more
-    return [(job, line) for job, line in zip(todo, found) if line is not None]
+
+def by_headers(read: Callable[[Job], T], jobs: Sequence[Job]) -> Iterator[T]:
+    """``read`` of each job in order, where ``read`` reads the job's header: local ones one after
+    another (parsing them holds the interpreter), URLs' side by side."""
+    from geomcli.io import _remote
+
+    if not any(_remote.is_url(job.input) for job in jobs):
+        yield from map(read, jobs)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix="geomcli-header")
+    try:
+        for start in range(0, len(jobs), RUN_OF_HEADERS):
+            yield from pool.map(read, jobs[start:start + RUN_OF_HEADERS])
+    finally:
+        pool.shutdown(cancel_futures=True)  # a Ctrl-C waits for the requests under way, no more

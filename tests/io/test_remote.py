@@ -739,3 +739,29 @@ def test_one_file_from_s3_is_read_in_two_requests(s3: S3, shots: dict[str, bytes
     assert requests == ["head_object", "get_object"]
     local = run("crop-pad", tmp_path / "raw" / "a.png", "-o", tmp_path / "local.png", "--shape", "6,6")
     assert local.exit_code == 0 and (tmp_path / "a.png").read_bytes() == (tmp_path / "local.png").read_bytes()
+
+
+def test_a_dry_run_reads_the_headers_of_urls_side_by_side(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each a request's round trip: a dry run read them one by one (06f30e6 made it one read a
+    file, not a parallel check and then a serial one), as a run's check reads them side by side.
+    Local headers stay in this thread (parsing holds the interpreter)."""
+    import threading
+
+    from geomcli.engine import workers
+
+    readers: set[str] = set()
+    header_as_read = workers.header_as_read
+
+    def noted(*args: Any) -> Any:
+        readers.add(threading.current_thread().name)
+        return header_as_read(*args)
+
+    monkeypatch.setattr(workers, "header_as_read", noted)
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 4 and readers and all(
+        name.startswith("geomcli-header") for name in readers), readers
+    readers.clear()
+    local = run("crop-pad", tmp_path / "raw", "--out-dir", tmp_path / "out", "--shape", "6,6", "--dry-run")
+    assert local.exit_code == 0 and readers == {threading.current_thread().name}, (local.stderr, readers)
