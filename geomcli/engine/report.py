@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from geomcli.constants import EXIT_FAILED, EXIT_USAGE
 from geomcli.engine import summary
@@ -126,7 +126,7 @@ def echo_stdout(text: str) -> None:
     text in silence."""
     check_stdout()
     try:
-        _write_line(sys.stdout, summary.printable(text))
+        summary.write_line(sys.stdout, summary.printable(text))
     except BrokenPipeError:
         raise
     except OSError as error:
@@ -138,14 +138,6 @@ def echo_stderr(line: str) -> None:
     escaped (summary.printable): a file name in it cannot break the line or drive the terminal."""
     if sys.stderr is not None:
         summary.message_line(sys.stderr, summary.printable(line))
-
-
-def _write_line(stream: IO[str], line: str) -> None:
-    """The line and its newline in one write: print() makes two where the stream writes through
-    (PYTHONUNBUFFERED=1, as many container images set), and under `xargs -P` another process's
-    line then lands between them: two JSON records on one line."""
-    stream.write(line + "\n")
-    stream.flush()
 
 
 def show_info(record: dict[str, Any], as_json: bool) -> int:

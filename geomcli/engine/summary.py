@@ -240,14 +240,21 @@ def wants_colour(stream: IO[str]) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
 
+def write_line(stream: IO[str], line: str) -> None:
+    """The line and its newline in one write: print() makes two where the stream writes through
+    (PYTHONUNBUFFERED=1, as many container images set), and under `xargs -P` another process's
+    line then lands between them: two JSON records on one line."""
+    stream.write(line + "\n")
+    stream.flush()
+
+
 def message_line(stream: IO[str], line: str) -> None:
-    """A line for a person on ``stream`` (stderr), in one write (report._write_line says why). A
-    stream that cannot take it (2>/dev/full, a full disk) loses the line, not the run: the files'
-    outcome and exit code stand; it was an exit 1 (a traceback nobody saw) after every file was
-    written. A reader gone away still ends the run, as on stdout."""
+    """A line for a person on ``stream`` (stderr), as :func:`write_line` writes it. A stream that
+    cannot take it (2>/dev/full, a full disk) loses the line, not the run: the files' outcome and
+    exit code stand; it was an exit 1 (a traceback nobody saw) after every file was written. A
+    reader gone away still ends the run, as on stdout."""
     try:
-        stream.write(line + "\n")
-        stream.flush()
+        write_line(stream, line)
     except BrokenPipeError:
         raise
     except OSError:
