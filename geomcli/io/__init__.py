@@ -183,23 +183,40 @@ def read_header(
 
     if _zarr.is_zarr(path):
         return _zarr.read_header(path)
-    source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
+    source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
+    if isinstance(source, bytes) and file_size is not None and len(source) < file_size:
+        try:  # a URL's first bytes: where its header runs past them, the whole object
+            return _header(source, name, fmt, auto_orient, series, page, frames)._replace(file_size=file_size)
+        except (GeomError, OSError):
+            source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
+    return _header(source, name, fmt, auto_orient, series, page, frames)._replace(file_size=file_size)
+
+
+# Of a URL, a JPEG's or a PNG's header is read from its first bytes, which hold it before the
+# pixels (64 KiB: all but a camera's biggest EXIF): a batch from object storage checks every
+# header before anything is written, and that read every input whole, each then read again by
+# its run. Other formats are read whole: an animation's frames are counted to its end, and a
+# TIFF's directories may be anywhere.
+HEAD_BYTES = 64 << 10
+_HEADER_FIRST = ("jpeg", "png")
+
+
+def _header(source: str | bytes, name: str, fmt: str, auto_orient: bool, series: int | None, page: int | None,
+            frames: str | None) -> Header:
     try:
         if fmt == "npy":
             from geomcli.io import _npy
 
-            header = _npy.read_header(source, name)
-        elif fmt == "tiff":
+            return _npy.read_header(source, name)
+        if fmt == "tiff":
             from geomcli.io import _tiff
 
-            header = _tiff.read_header(source, name, series, page, auto_orient)
-        else:
-            from geomcli.io import _pillow
+            return _tiff.read_header(source, name, series, page, auto_orient)
+        from geomcli.io import _pillow
 
-            header = _pillow.read_header(source, name, fmt, auto_orient, frames)
+        return _pillow.read_header(source, name, fmt, auto_orient, frames)
     except OSError as e:
         raise _read_error(name, e) from e
-    return header._replace(file_size=file_size)
 
 
 def read_array(
@@ -686,9 +703,11 @@ _PREFERRED = ("png", "webp", "bmp", "gif", "jpeg", "npy", "tiff")
 # ---- inputs ------------------------------------------------------------------------------------
 
 
-def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes, str, str, int | None]:
+def _input(path: str, format: str | None, max_pixels: int,
+           header_only: bool = False) -> tuple[str | bytes, str, str, int | None]:
     """(what the backend reads: a path or the bytes, the name for messages, the format, the
-    file's size: None for stdin and pipes).
+    file's size: None for stdin and pipes). ``header_only``: of a URL named as a format whose header
+    comes first (_HEADER_FIRST), only its first HEAD_BYTES where it is longer.
 
     Streams (stdin, a FIFO) are sniffed from their first bytes, then read as far as their header
     declares (.npy, PNG) or else at most as many bytes as ``max_pixels`` elements of the widest
@@ -699,10 +718,16 @@ def _input(path: str, format: str | None, max_pixels: int) -> tuple[str | bytes,
         named = format_for_path(path, format, hint="") if format is not None or os.path.splitext(path)[1] else None
         from geomcli.io._stream import byte_limit
 
-        data = _remote.read_bytes(path, byte_limit(max_pixels), ", more than the --max-pixels limit could need; "
-                                  "raise it with --max-pixels or GEOMCLI_MAX_PIXELS")
+        limit, past_limit = byte_limit(max_pixels), (", more than the --max-pixels limit could need; "
+                                                      "raise it with --max-pixels or GEOMCLI_MAX_PIXELS")
+        size: int | None
+        if header_only and named in _HEADER_FIRST:
+            data, size = _remote.read_head(path, HEAD_BYTES, limit, past_limit)
+        else:
+            data = _remote.read_bytes(path, limit, past_limit)
+            size = len(data)
         fmt = _content_format(name, data[:SNIFF_BYTES], named, empty=not data, stdin=False)
-        return data, name, fmt, len(data)
+        return data, name, fmt, size
     path = _remote.local_path(path)
     if path == "-":
         stdin = sys.stdin

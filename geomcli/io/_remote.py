@@ -266,6 +266,21 @@ def read_bytes(url: str, limit: int, past_limit: str) -> bytes:
     return bytes(data)
 
 
+def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes, int | None]:
+    """The object at ``url``'s first ``count`` bytes, in one ranged request (the whole object,
+    as :func:`read_bytes` reads it, where it is no longer or its size cannot be told), and its
+    size in bytes (None where it cannot be told)."""
+    fs, path = filesystem(url)
+    with _errors(url, "read"):
+        size = _listed_sizes.get(str(fs.unstrip_protocol(path)))
+        if size is None:
+            size = fs.size(path)
+        if size is not None and size > count:
+            return bytes(fs.cat_file(path, start=0, end=count)), size
+    data = read_bytes(url, limit, past_limit)
+    return data, len(data)
+
+
 def write_bytes(url: str, data: bytes, name: str) -> None:
     """Place ``data`` as the whole object at ``url`` (see the module docstring); at once, or as
     the commit deferred_commits leaves to its caller."""

@@ -243,14 +243,15 @@ def test_a_batch_readies_its_filesystem_once_not_for_every_url(s3: S3, shots: di
 
 
 def counted_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The S3 requests this process makes from now on, by method name, in order."""
+    """The S3 requests this process makes from now on, by method name (and the range of a ranged
+    read: "get_object bytes=0-65535"), in order."""
     import s3fs
 
     requests: list[str] = []
     real = s3fs.S3FileSystem._call_s3
 
     async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        requests.append(method)
+        requests.append(f"{method} {kwargs['Range']}" if "Range" in kwargs else method)
         return await real(self, method, *args, **kwargs)
 
     monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
@@ -765,3 +766,45 @@ def test_a_dry_run_reads_the_headers_of_urls_side_by_side(s3: S3, shots: dict[st
     readers.clear()
     local = run("crop-pad", tmp_path / "raw", "--out-dir", tmp_path / "out", "--shape", "6,6", "--dry-run")
     assert local.exit_code == 0 and readers == {threading.current_thread().name}, (local.stderr, readers)
+
+
+def jpeg_bytes(rng: np.random.Generator, shape: tuple[int, int, int], **save: Any) -> bytes:
+    buffer = bytes_io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).save(buffer, format="JPEG", quality=95, **save)
+    return buffer.getvalue()
+
+
+def test_a_batchs_check_reads_a_jpegs_or_pngs_header_from_its_first_bytes(s3: S3, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check of every header before anything is written read each input whole, and its run
+    then read it again: 2.0x the bytes of the inputs. Now one ranged read of its first 64 KiB; a
+    header that runs past them (a JPEG's 100 KB ICC profile) is read whole, as it was. The plan is
+    the local one, shapes and dtypes (a 16-bit PNG) alike."""
+    from geomcli import io
+
+    rng = np.random.default_rng(7)
+    sixteen = bytes_io.BytesIO()
+    Image.fromarray(rng.integers(0, 65536, (200, 300), dtype=np.uint16)).save(sixteen, format="PNG")
+    inputs = {"a.jpg": jpeg_bytes(rng, (300, 400, 3)), "b.jpg": jpeg_bytes(rng, (310, 260, 3), exif=b"Exif\0\0"),
+              "c.jpg": jpeg_bytes(rng, (120, 90, 3), icc_profile=bytes(100_000)), "d.png": sixteen.getvalue(),
+              "e.jpg": jpeg_bytes(rng, (300, 400, 3))[:90_000]}  # cut short: its run's failure, as on disk
+    assert all(len(data) > io.HEAD_BYTES for data in inputs.values())
+    for name, data in inputs.items():
+        s3.put(f"raw/{name}", data)
+        (tmp_path / "raw").mkdir(exist_ok=True)
+        (tmp_path / "raw" / name).write_bytes(data)
+    requests = counted_requests(monkeypatch)
+    remote = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "out", "--shape", "50,50", "--dry-run")
+    local = run("crop-pad", tmp_path / "raw", "--out-dir", tmp_path / "out", "--shape", "50,50", "--dry-run")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    assert remote.stdout.replace(f"{s3.url}/raw", str(tmp_path / "raw")) == local.stdout
+    assert "d.png: 50×50 uint16" in local.stdout, local.stdout
+    head = f"get_object bytes=0-{io.HEAD_BYTES - 1}"
+    assert sorted(request for request in requests if request.startswith("get_object")) == [
+        "get_object", *[head] * 5], requests  # c.jpg's header read whole after its first bytes
+    requests.clear()
+    result = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "out", "--shape", "50,50")
+    assert result.exit_code == 1 and f"{s3.url}/raw/e.jpg: not a readable JPEG" in result.stderr, result.stderr
+    assert sorted(request for request in requests if request.startswith("get_object")) == [
+        *["get_object"] * 6, *[head] * 5], requests  # the check's, then each input's run
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.jpg", "b.jpg", "c.jpg", "d.png"]
