@@ -168,7 +168,7 @@ def _no_colours(metadata: Any, output_shape: tuple[int, ...], output_layout: str
                 output_format: str) -> str | None:
     """What an image format makes of 3 or 4 channels that are no colours (a TIFF's grey samples or
     CMYK, Metadata.colour False): RGB or RGBA, other colours than they are; a TIFF output writes
-    them as grey samples. An image format's RGB(A) said nothing of it."""
+    them as grey samples, or CMYK (Metadata.inks). An image format's RGB(A) said nothing of it."""
     from geomcli import io
 
     if (metadata is None or metadata.colour is not False or output_format not in io.IMAGE_FORMATS

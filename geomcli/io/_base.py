@@ -86,6 +86,9 @@ class Metadata(NamedTuple):
     """Whether 3 or 4 channels are colours (RGB, RGBA): False where an operation made them of
     space (space-to-depth's 2x2 blocks of one grey channel) or a TIFF's photometric says they are
     none (grey samples, CMYK), None where the shape says it."""
+    inks: bool = False
+    """Whether 4 channels are a TIFF's CMYK inks (photometric SEPARATED): a TIFF output of 4
+    channels is written as CMYK again, not as 1 grey and 3 extra samples a viewer shows grey."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
@@ -110,7 +113,8 @@ class Metadata(NamedTuple):
     def kept(self) -> Metadata:
         """What ``--strip`` leaves: the TIFF compression, predictor and tiles, which are no metadata
         but an encoding, and what the channels are."""
-        return Metadata(compression=self.compression, tile=self.tile, predictor=self.predictor, colour=self.colour)
+        return Metadata(compression=self.compression, tile=self.tile, predictor=self.predictor, colour=self.colour,
+                        inks=self.inks)
 
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read

@@ -559,7 +559,17 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
                     dropped=_not_carried(tif, info, choice, kept_orientation, bool(physical)), tile=tile,
-                    physical=physical, colour=colour, predictor=predictor)
+                    physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice))
+
+
+def _cmyk(choice: _Choice) -> bool:
+    """Whether what is read is CMYK, which a TIFF output writes as CMYK again: photometric
+    SEPARATED of 4 unsigned samples and no extra ones, with InkSet 1 (CMYK, the default when absent)."""
+    page = choice.keyframe
+    inkset = page.tags.get(332)
+    return (_enum_name(page.photometric) == "SEPARATED" and _int(page.samplesperpixel) == 4
+            and not page.extrasamples and choice.dtype in (np.uint8, np.uint16)
+            and (inkset is None or _int(inkset.value) == 1))
 
 
 def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
@@ -611,7 +621,7 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
     if photometric == "MINISWHITE" and choice.dtype.kind not in "bu":
         dropped.append(f"the TIFF min-is-white photometric ({choice.dtype} values kept as stored, "
                        "so a viewer shows the output inverted)")
-    if photometric not in _COLOUR_PHOTOMETRICS | {"MINISBLACK", "MINISWHITE"}:
+    if photometric not in _COLOUR_PHOTOMETRICS | {"MINISBLACK", "MINISWHITE"} and not _cmyk(choice):
         dropped.append(f"the TIFF photometric {photometric} (written as grey samples to a TIFF)")
     extra = choice.keyframe.extrasamples if isinstance(choice.keyframe.extrasamples, tuple) else ()
     if any(_int(value) == _ASSOCIATED_ALPHA for value in extra):
@@ -861,7 +871,10 @@ def write(
             axes = "YXS"  # (tifffile's bits, and JPEG's colours, take samples contiguous)
         else:
             stored = np.moveaxis(data, -1, 0)  # planar, as the input was stored: (H, W, S) -> (S, H, W)
-    write_args = _pages(stored.shape, data.dtype, axes, kind, metadata.colour)
+    write_args = _pages(stored.shape, data.dtype, axes, kind, metadata.colour, metadata.inks)
+    if metadata.inks and write_args["photometric"] != "separated":
+        warnings.append(f"the TIFF's CMYK photometric cannot describe the result's shape {data.shape} "
+                        f"{data.dtype}; written as grey samples")
     write_args["bigtiff"] = data.nbytes >= BIGTIFF_BYTES
     if kind == "imagej":
         write_args["imagej"] = True
@@ -921,10 +934,11 @@ def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None,
 
 
 def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None,
-           colour: bool | None = None) -> dict[str, Any]:
+           colour: bool | None = None, inks: bool = False) -> dict[str, Any]:
     """tifffile's photometric, planar config, extra samples and axes metadata for an array of
     this shape and dtype with these axes (``kind`` None: none written unless needed); ``colour``
-    False: 3 or 4 samples that are no colours, written as grey samples (Metadata.colour)."""
+    False: 3 or 4 samples that are no colours, written as grey samples (Metadata.colour), or as
+    CMYK where ``inks`` says 4 are (Metadata.inks)."""
     # planar samples (SYX, QSYX, TZSYX: a plane a sample, before Y and X), else contiguous (last)
     planar = bool(axes and axes.endswith("SYX")) and dtype.kind != "b"
     channels = shape[-3] if planar else shape[-1] if len(shape) >= 3 else 1
@@ -935,11 +949,12 @@ def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str 
     samples = (image or ((planar or bool(axes and axes.endswith("S"))) and channels > 1)) and dtype.kind != "b"
     # (4 samples of MINISBLACK are 1 grey and 3 unspecified extra samples, as a reader shows them)
     rgb = samples and channels in (3, 4) and dtype.kind in "iuf" and colour is not False
+    cmyk = samples and channels == 4 and inks and dtype in (np.uint8, np.uint16)
     if kind is None and axes not in (None, "YX") and not (axes in ("YXS", "SYX") and samples):
         kind = "shaped"  # the pages do not show these axes (one channel, bool, N or C): the JSON names them
     write_args: dict[str, Any] = {
         # photometric is always explicit: tifffile's guess for (N, H, 3) data is deprecated
-        "photometric": "rgb" if rgb else "minisblack",
+        "photometric": "rgb" if rgb else "separated" if cmyk else "minisblack",
         "metadata": {"axes": axes} if kind else {},
     }
     if samples and planar:
