@@ -267,6 +267,9 @@ def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...]] | None:
     return sampling, tuple(tuple(tables[index]) for index in sorted(tables))
 
 
+# Photoshop's image resource holding the IPTC-IIM record
+_IPTC_RESOURCE = 0x0404
+
 _SUBSAMPLING = {"4:4:4": 0, "4:2:2": 1, "4:2:0": 2}
 
 
@@ -324,8 +327,14 @@ def _carried(im: Any, source: str | bytes | IO[bytes]) -> dict[str, Any]:
         comments = [body for marker, body in getattr(im, "applist", ()) if marker == "COM"]
         if comments:
             carried["comment"] = comments[0]
-        if len(comments) > 1:
-            carried["dropped"] = (f"the JPEG's {len(comments) - 1} comment(s) after the first",)
+        dropped = [f"the JPEG's {len(comments) - 1} comment(s) after the first"] if len(comments) > 1 else []
+        # a photo agency's caption, keywords and copyright (IPTC-IIM, in Photoshop's APP13), which
+        # Pillow cannot write; the block's other resources (thumbnail, resolution) go stale anyway
+        resources = im.info.get("photoshop")
+        if isinstance(resources, dict) and resources.get(_IPTC_RESOURCE):
+            dropped.append("the JPEG's IPTC record (caption, keywords, copyright: Photoshop's APP13)")
+        if dropped:
+            carried["dropped"] = tuple(dropped)
     elif im.format == "GIF" and isinstance(im.info.get("comment"), bytes) and im.info["comment"]:
         carried["comment"] = im.info["comment"]
     return carried

@@ -230,6 +230,32 @@ def test_a_jpeg_with_two_comments_keeps_the_first_and_names_the_other(tmp_path: 
     assert opened_info(tmp_path / "o.jpg")["comment"] == b"second"
 
 
+def photoshop_app13(resource: int, body: bytes) -> bytes:
+    """A JPEG APP13 segment of one Photoshop image resource, as Photoshop and Lightroom write it."""
+    block = b"8BIM" + struct.pack(">H", resource) + b"\0\0" + struct.pack(">I", len(body)) + body
+    payload = b"Photoshop 3.0\0" + block + b"\0" * (len(body) % 2)
+    return b"\xff\xed" + struct.pack(">H", 2 + len(payload)) + payload
+
+
+@pytest.mark.parametrize(("resource", "body", "said"), [
+    (0x0404, b"\x1c\x02\x78\x00\x07Caption\x1c\x02\x74\x00\x09(c) Anna.", True),  # IPTC caption, copyright
+    (0x0404, b"", False),  # Photoshop's empty IPTC record: nothing is lost
+    (0x03ED, b"\0\x48\0\0\0\x01\0\x01\0\x48\0\0\0\x01\0\x01", False)])  # resolution info only
+def test_a_jpegs_iptc_record_is_named_when_dropped(tmp_path: Path, photo: np.ndarray, resource: int, body: bytes,
+                                                  said: bool) -> None:
+    """A photo's IPTC caption, keywords and copyright (Photoshop's APP13) were dropped without a
+    word, where the docs promise a warning for each field an output does not keep."""
+    data = pillow_jpeg(tmp_path / "one.jpg", photo).read_bytes()
+    (tmp_path / "in.jpg").write_bytes(data[:2] + photoshop_app13(resource, body) + data[2:])
+    warning = (f"Warning: {tmp_path / 'o.jpg'}: the JPEG's IPTC record "
+               "(caption, keywords, copyright: Photoshop's APP13) ")
+    result = run("crop-pad", tmp_path / "in.jpg", "-o", tmp_path / "o.jpg", "--shape", "4,4")
+    assert result.exit_code == 0
+    assert (warning + "cannot be carried; dropped" in warnings_of(result)) == said
+    result = run("crop-pad", tmp_path / "in.jpg", "-o", tmp_path / "o.jpg", "--shape", "4,4", "--strip")
+    assert result.exit_code == 0 and not any("IPTC" in line for line in warnings_of(result))
+
+
 def test_strip_writes_none_of_them(tmp_path: Path, photo: np.ndarray) -> None:
     source = pillow_png(tmp_path / "in.png", photo)
     result = run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "4,4", "--strip")
