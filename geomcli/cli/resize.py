@@ -80,7 +80,10 @@ def resize(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | No
     that is not torchvision's Resize(256), which truncates the long side to int(256 * long
     / short) and samples each axis at its own out/in. Its pixels, like Pillow's
     resize((w, h), BILINEAR), are --sizes h,w --mode linear --antialias --exclude-outside
-    at its size, within 1 level.
+    at its size, within 1 level; but not on RGBA or grey + alpha, where Pillow
+    premultiplies the colours by alpha: geomcli resizes each channel alone, alpha too, as
+    the graph does, so where alpha varies the colours differ, and those under transparent
+    pixels show at their edges.
 
     Example: geomcli resize samples/photo.png -o small.png --sizes 60,80 --mode linear --antialias
     """

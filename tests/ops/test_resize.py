@@ -714,6 +714,28 @@ def test_the_readmes_pillow_settings_hold(rng: np.random.Generator) -> None:
     assert np.abs(resize(data, sizes=[173, 200], **settings) - pillow).max() > 1
 
 
+def test_alpha_is_resized_as_a_channel_not_premultiplied_as_pillow_does() -> None:
+    # README and docs/files.md: the Pillow settings above hold on RGB, not on RGBA, which Pillow
+    # premultiplies by alpha. Transparent green beside opaque purple, 2x down: output column 2
+    # reads input columns 3..6 by 1 3 3 1 (/8), column 3 transparent: alpha 7/8 of 255, and 1/8 of
+    # its green shows (32 levels), where Pillow's premultiplied green is 0
+    from PIL import Image
+
+    rgba = np.zeros((8, 8, 4), np.uint8)
+    rgba[:, :4] = (0, 255, 0, 0)
+    rgba[:, 4:] = (128, 0, 128, 255)
+    settings: dict[str, Any] = {"sizes": [4, 4], "axes": [0, 1], "mode": "linear", "antialias": True,
+                                "exclude_outside": True}
+    ours = resize(rgba, **settings)
+    assert ours[0, 2].tolist() == [112, 32, 112, 223]
+    for channel in range(4):  # each channel alone, alpha too
+        assert np.array_equal(ours[..., channel], resize(rgba[..., channel], **settings))
+    pillow = np.asarray(Image.fromarray(rgba, "RGBA").resize((4, 4), Image.Resampling.BILINEAR))
+    assert pillow[0, 2].tolist() == [128, 0, 128, 223]
+    opaque = np.asarray(Image.fromarray(rgba[..., :3], "RGB").resize((4, 4), Image.Resampling.BILINEAR))
+    assert np.abs(opaque.astype(int) - ours[..., :3]).max() <= 1  # without alpha, within 1 level
+
+
 def test_the_readmes_torchvision_settings_hold(rng: np.random.Generator) -> None:
     # README: torchvision's Resize(256) is those settings at its own size; not_smaller is not it
     # (torch is the bench extra's: benchmarks/resize_compare.py shows the same where it is installed)
