@@ -457,6 +457,12 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
         fields.append((_text_name(metadata.text), True))
     if metadata.comment is not None and "comment" not in holds:
         fields.append(("comment", True))
+    if metadata.png_colour and "png_colour" not in holds and metadata.icc is None:
+        # (an ICC profile, which travels or is named above, outranks them)
+        from geomcli.io._png import colour_name
+
+        colour = colour_name(metadata.png_colour)
+        fields.extend([] if colour is None else [(colour, True)])
     fields.extend((name, True) for name in unfit.values())
     fields.extend((name, False) for name in metadata.dropped)
     if metadata.physical and fmt != "tiff":

@@ -72,6 +72,9 @@ class Metadata(NamedTuple):
     """A PNG's tEXt, zTXt and iTXt chunks but the XMP one: (chunk type, body as stored)."""
     comment: bytes | None = None
     """A JPEG's (first COM segment) or GIF's comment, byte for byte."""
+    png_colour: tuple[tuple[bytes, bytes], ...] = ()
+    """A PNG's gAMA, cHRM and sRGB chunks (type, body as stored): how its values are shown where
+    it has no ICC profile (gamma 1.0: linear light)."""
     physical: tuple[tuple[str, float, str | None], ...] = ()
     """An OME-TIFF's physical pixel sizes: (axis X, Y or Z, size, unit or None for OME's micrometre),
     as each operation makes them (twice the size after space-to-depth of blocksize 2)."""
@@ -119,7 +122,7 @@ class Metadata(NamedTuple):
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read
         shown = (f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)
-                 if name not in ("icc", "exif", "xmp", "text"))
+                 if name not in ("icc", "exif", "xmp", "text", "png_colour"))
         return f"Metadata({', '.join(shown)})"
 
 

@@ -321,6 +321,7 @@ def _carried(im: Any, source: str | bytes | IO[bytes]) -> dict[str, Any]:
         from PIL import PngImagePlugin
 
         carried["text"], carried["xmp"] = _png.text_chunks(source, PngImagePlugin.MAX_TEXT_CHUNK)
+        carried["png_colour"] = _png.colour_chunks(source)
     elif im.format in ("JPEG", "MPO", "WEBP"):
         xmp = im.info.get("xmp")
         carried["xmp"] = bytes(xmp) if isinstance(xmp, (bytes, bytearray)) and xmp else None
@@ -587,7 +588,7 @@ def _size(path: str) -> int:
 # What each image format holds of Metadata (the facade warns about the rest); a PNG holds a
 # comment as a tEXt chunk (see _png.metadata_chunks)
 HOLDS = {
-    "png": {"icc", "dpi", "exif", "xmp", "text", "comment"},
+    "png": {"icc", "dpi", "exif", "xmp", "text", "comment", "png_colour"},
     "jpeg": {"icc", "dpi", "exif", "xmp", "comment"},
     "webp": {"icc", "exif", "xmp"},
     "bmp": {"dpi"},
@@ -802,7 +803,7 @@ def _kept(
             metadata.exif, width, height, metadata.dpi if "dpi" in holds else None),
     }
     if fmt == "png":
-        kept["chunks"] = _png.metadata_chunks(xmp, metadata.text, comment)
+        kept["chunks"] = _png.metadata_chunks(xmp, metadata.text, comment, metadata.png_colour)
     else:
         kept.update(xmp=xmp, comment=comment)
     return level, {key: value for key, value in kept.items() if value is not None}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,6 +20,11 @@ _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
 # the chunks of text a PNG's metadata carries as stored; the XMP packet is the iTXt of this keyword
 TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
 XMP_KEYWORD = b"XML:com.adobe.xmp"
+# the chunks that say how a PNG's values are shown where it has no ICC profile (gamma, primaries,
+# sRGB), carried to a PNG as stored; sRGB's own gamma (1/2.2 stored as 45455) and primaries
+_COLOUR_CHUNKS = (b"gAMA", b"cHRM", b"sRGB")
+_SRGB_GAMMA = 45455
+_SRGB_PRIMARIES = (31270, 32900, 64000, 33000, 30000, 60000, 15000, 6000)
 
 
 def sixteen_bit(head: bytes) -> bool:
@@ -83,14 +88,8 @@ def text_chunks(data: bytes, limit: int) -> tuple[tuple[tuple[bytes, bytes], ...
     chunks: list[tuple[bytes, bytes]] = []
     xmp = None
     seen_xmp = False
-    pos = 8
-    while pos + 12 <= len(data):
-        length, kind = struct.unpack_from(">I4s", data, pos)
-        body = data[pos + 8 : pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IEND":
-            break
-        if kind not in TEXT_CHUNKS or len(body) != length:
+    for kind, body in _chunks(data):
+        if kind not in TEXT_CHUNKS:
             continue
         if kind == b"iTXt" and body.startswith(XMP_KEYWORD + b"\0"):
             if not seen_xmp:
@@ -98,6 +97,45 @@ def text_chunks(data: bytes, limit: int) -> tuple[tuple[tuple[bytes, bytes], ...
         else:
             chunks.append((kind, body))
     return tuple(chunks), xmp
+
+
+def colour_chunks(data: bytes) -> tuple[tuple[bytes, bytes], ...]:
+    """A PNG's gAMA, cHRM and sRGB chunks as stored, (type, body), the first of each (the
+    specification allows one)."""
+    found: dict[bytes, bytes] = {}
+    for kind, body in _chunks(data):
+        if kind in _COLOUR_CHUNKS and kind not in found:
+            found[kind] = body
+    return tuple(found.items())
+
+
+def colour_name(chunks: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The colour chunks as a warning names them when they are dropped, or None where dropping
+    them changes nothing a viewer shows: an sRGB chunk, or sRGB's gamma and primaries (what a
+    file without them is taken for)."""
+    stated = dict(chunks)
+    if b"sRGB" in stated:
+        return None
+    named = []
+    gamma = stated.get(b"gAMA", b"")
+    if len(gamma) == 4 and abs(struct.unpack(">I", gamma)[0] - _SRGB_GAMMA) > 10:
+        named.append(f"gamma {struct.unpack('>I', gamma)[0] / 100000:g} (gAMA)")
+    primaries = stated.get(b"cHRM", b"")
+    if len(primaries) == 32 and struct.unpack(">8I", primaries) != _SRGB_PRIMARIES:
+        named.append("primaries (cHRM)")
+    return f"PNG {' and '.join(named)}" if named else None
+
+
+def _chunks(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """A PNG's chunks, (type, body), up to IEND or the first one cut short."""
+    pos = 8
+    while pos + 12 <= len(data):
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        body = data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IEND" or len(body) != length:
+            return
+        yield kind, body
 
 
 def _itxt_value(rest: bytes, limit: int) -> bytes | None:
@@ -121,12 +159,14 @@ def _itxt_value(rest: bytes, limit: int) -> bytes | None:
 
 
 def metadata_chunks(
-    xmp: bytes | None, text: Sequence[tuple[bytes, bytes]], comment: bytes | None
+    xmp: bytes | None, text: Sequence[tuple[bytes, bytes]], comment: bytes | None,
+    colour: Sequence[tuple[bytes, bytes]] = (),
 ) -> list[tuple[bytes, bytes]]:
-    """The chunks a PNG output carries them in: the text chunks as they were, the XMP packet as an
-    uncompressed iTXt (as the XMP specification asks), a comment as a tEXt ``Comment`` (the PNG
-    specification's keyword; ImageMagick's way with a JPEG's comment)."""
-    chunks = list(text)
+    """The chunks a PNG output carries them in: the colour chunks (gAMA, cHRM, sRGB) and text
+    chunks as they were, the XMP packet as an uncompressed iTXt (as the XMP specification asks), a
+    comment as a tEXt ``Comment`` (the PNG specification's keyword; ImageMagick's way with a JPEG's
+    comment)."""
+    chunks = [*colour, *text]
     if xmp is not None:
         chunks.append((b"iTXt", XMP_KEYWORD + b"\0\0\0\0\0" + xmp))
     if comment is not None:

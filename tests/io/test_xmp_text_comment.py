@@ -5,6 +5,7 @@ Pillow's PngInfo and JPEG save, ImageMagick's convert."""
 
 from __future__ import annotations
 
+import io as io_module
 import json
 import struct
 import subprocess
@@ -254,6 +255,74 @@ def test_a_jpegs_iptc_record_is_named_when_dropped(tmp_path: Path, photo: np.nda
     assert (warning + "cannot be carried; dropped" in warnings_of(result)) == said
     result = run("crop-pad", tmp_path / "in.jpg", "-o", tmp_path / "o.jpg", "--shape", "4,4", "--strip")
     assert result.exit_code == 0 and not any("IPTC" in line for line in warnings_of(result))
+
+
+def png_chunks(path: Path | str) -> list[tuple[bytes, bytes]]:
+    """Every chunk of a PNG, (type, body), read here without geomcli or Pillow."""
+    data = Path(path).read_bytes()
+    chunks, pos = [], 8
+    while pos < len(data):
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        chunks.append((kind, data[pos + 8 : pos + 8 + length]))
+        pos += 12 + length
+    return chunks
+
+
+def plain_png(data: np.ndarray) -> bytes:
+    """A PNG of nothing but its IHDR, pixels and IEND."""
+    from PIL import Image
+
+    encoded = io_module.BytesIO()
+    Image.fromarray(data).save(encoded, format="PNG")
+    return encoded.getvalue()
+
+
+LINEAR = [(b"gAMA", struct.pack(">I", 100000)),  # gamma 1.0: linear light, as a renderer writes it
+          (b"cHRM", struct.pack(">8I", 31270, 32900, 70800, 29200, 17000, 79700, 13100, 4600))]  # BT.2020's
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_a_pngs_gamma_and_primaries_travel_into_a_png(tmp_path: Path, rng: np.random.Generator,
+                                                       dtype: type) -> None:
+    """A PNG of linear light (gAMA 1.0) or other primaries (cHRM) lost them without a word, and
+    viewers that honour them (browsers) then showed its crop darker, in other colours. They are
+    carried to a PNG as stored, before the pixels; another format names them in a warning."""
+    from geomcli.io import _png
+
+    data = rng.integers(0, np.iinfo(dtype).max, (12, 16, 3), dtype=dtype)
+    plain = _png.encode(data, 6) if dtype is np.uint16 else plain_png(data)
+    source = tmp_path / "in.png"
+    chunks = b"".join(_png._chunk(kind, body) for kind, body in LINEAR)
+    source.write_bytes(plain[:33] + chunks + plain[33:])  # after the IHDR
+    result = run("crop-pad", source, "-o", tmp_path / "o.png", "--shape", "8,10")
+    assert result.exit_code == 0 and warnings_of(result) == []
+    written = png_chunks(tmp_path / "o.png")
+    kinds = [kind for kind, _ in written]
+    assert [chunk for chunk in written if chunk[0] in (b"gAMA", b"cHRM")] == LINEAR
+    assert kinds.index(b"cHRM") < kinds.index(b"IDAT") and kinds.index(b"gAMA") < kinds.index(b"IDAT")
+    if dtype is np.uint8:
+        result = run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "8,10")
+        assert warnings_of(result)[1:] == [
+            f"Warning: {tmp_path / 'o.jpg'}: JPEG cannot hold the PNG gamma 1 (gAMA) and primaries (cHRM); dropped"]
+
+
+@pytest.mark.parametrize("chunks", [
+    [(b"sRGB", b"\0")], [(b"gAMA", struct.pack(">I", 45455))],
+    [(b"gAMA", struct.pack(">I", 45455)), (b"cHRM", struct.pack(">8I", 31270, 32900, 64000, 33000, 30000, 60000,
+                                                                 15000, 6000))]], ids=["sRGB", "gamma", "both"])
+def test_srgbs_own_colour_chunks_are_dropped_without_a_word(tmp_path: Path, photo: np.ndarray,
+                                                             chunks: list[tuple[bytes, bytes]]) -> None:
+    # what a JPEG or TIFF without them is taken for anyway (Pillow writes gAMA 1/2.2 on request,
+    # Photoshop writes all three): nothing a viewer shows changes
+    from geomcli.io import _png
+
+    plain = plain_png(photo)
+    source = tmp_path / "in.png"
+    source.write_bytes(plain[:33] + b"".join(_png._chunk(kind, body) for kind, body in chunks) + plain[33:])
+    result = run("crop-pad", source, "-o", tmp_path / "o.tiff", "--shape", "8,10")
+    assert result.exit_code == 0 and warnings_of(result) == []
+    assert run("crop-pad", source, "-o", tmp_path / "o.png", "--shape", "8,10", "-q").exit_code == 0
+    assert [chunk for chunk in png_chunks(tmp_path / "o.png") if chunk[0] in (b"sRGB", b"gAMA", b"cHRM")] == chunks
 
 
 def test_strip_writes_none_of_them(tmp_path: Path, photo: np.ndarray) -> None:
