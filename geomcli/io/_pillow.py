@@ -334,6 +334,11 @@ def _carried(im: Any, source: str | bytes | IO[bytes]) -> dict[str, Any]:
         resources = im.info.get("photoshop")
         if isinstance(resources, dict) and resources.get(_IPTC_RESOURCE):
             dropped.append("the JPEG's IPTC record (caption, keywords, copyright: Photoshop's APP13)")
+        others = getattr(im, "n_frames", 1) - 1 if im.format == "MPO" else 0
+        if others > 0:
+            # a phone's gain map or depth map, a stereo camera's other eye: geomcli reads the first
+            dropped.append(f"the JPEG's {others} other image(s) after the first (MPO: a preview, gain or depth "
+                           "map, or the other eye)")
         if dropped:
             carried["dropped"] = tuple(dropped)
     elif im.format == "GIF" and isinstance(im.info.get("comment"), bytes) and im.info["comment"]:

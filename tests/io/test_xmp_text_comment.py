@@ -257,6 +257,21 @@ def test_a_jpegs_iptc_record_is_named_when_dropped(tmp_path: Path, photo: np.nda
     assert result.exit_code == 0 and not any("IPTC" in line for line in warnings_of(result))
 
 
+def test_a_multi_picture_jpegs_other_images_are_named_when_dropped(tmp_path: Path, photo: np.ndarray) -> None:
+    """An MPO JPEG (a phone's gain or depth map, a stereo camera's two eyes) lost its second
+    image without a word; the first is read, as before, and a warning names the others."""
+    from PIL import Image
+
+    Image.fromarray(photo).save(tmp_path / "in.jpg", format="MPO", save_all=True,
+                                append_images=[Image.fromarray(photo[::2, ::2])])
+    result = run("crop-pad", tmp_path / "in.jpg", "-o", tmp_path / "o.png", "--shape", "8,10")
+    assert result.exit_code == 0
+    assert warnings_of(result) == [f"Warning: {tmp_path / 'o.png'}: the JPEG's 1 other image(s) after the first "
+                                   "(MPO: a preview, gain or depth map, or the other eye) cannot be carried; dropped"]
+    with Image.open(tmp_path / "in.jpg") as im:
+        assert np.array_equal(io.read_array(str(tmp_path / "o.png")).data, np.asarray(im)[2:10, 3:13])
+
+
 def png_chunks(path: Path | str) -> list[tuple[bytes, bytes]]:
     """Every chunk of a PNG, (type, body), read here without geomcli or Pillow."""
     data = Path(path).read_bytes()
