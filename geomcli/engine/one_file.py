@@ -59,17 +59,18 @@ class _OutputError(GeomError):
 
 
 def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
-                  output_format: str, layout: str | None = None, colour: bool | None = None) -> np.ndarray | None:
+                  output_format: str, layout: str | None = None, colour: bool | None = None,
+                  inks: bool = False) -> np.ndarray | None:
     """A memory-mapped output for a big result in ``layout`` (None: unknown), its channels
-    colours or not as ``colour`` says (Metadata.colour), open until ``outputs`` closes (then
-    renamed into place); None for a result that is written from RAM."""
+    colours or not as ``colour`` says (Metadata.colour), CMYK where ``inks`` does (Metadata.inks),
+    open until ``outputs`` closes (then renamed into place); None for a result that is written from RAM."""
     from geomcli import io
 
     if not io.maps_output(output, shape, dtype, format=output_format):
         return None
     try:
         return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout,
-                                                    colour=colour))
+                                                    colour=colour, inks=inks))
     except GeomError as error:
         raise _OutputError(str(error)) from error  # it names the output already
 
@@ -247,9 +248,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if _compresses(output_format, fidelity, loaded.metadata):
                 return None  # a map holds raw bytes: a compressed output is encoded from RAM
             layout = layouts.written_layout(loaded.shape, shape, common.layout, loaded.layout)
-            # a map keeps no metadata, but whether its channels are colours (its photometric)
-            colour = _output_metadata(operation, loaded, common).colour
-            out = mapped_output(outputs, output, shape, dtype, output_format, layout, colour)
+            # a map keeps no metadata, but whether its channels are colours or inks (its photometric)
+            channels = _output_metadata(operation, loaded, common)
+            out = mapped_output(outputs, output, shape, dtype, output_format, layout, channels.colour, channels.inks)
             mapped.extend([] if out is None else [out])
             return out
 
@@ -286,7 +287,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             # an image's samples (YXS, no metadata of the file's) are what the map writes too
             plain = metadata.axes_kind is None and metadata.axes == "YXS"
-            if output_format != "npy" and metadata._replace(compression=None, predictor=None, colour=None,
+            if output_format != "npy" and metadata._replace(compression=None, predictor=None, colour=None, inks=False,
                                                             axes=None if plain else metadata.axes) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:

@@ -518,7 +518,7 @@ def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format:
 
 def open_output(
     path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None, layout: str | None = None,
-    options: WriteOptions | None = None, colour: bool | None = None,
+    options: WriteOptions | None = None, colour: bool | None = None, inks: bool = False,
 ) -> AbstractContextManager[np.ndarray]:
     """A context manager yielding a zero-filled, writable array for the output at ``path``.
 
@@ -529,7 +529,7 @@ def open_output(
     and an existing file is untouched. ``layout`` is as for :func:`write_array`: a mapped TIFF
     is laid out as one written from RAM. ``options`` encode one written from RAM; a memory map is
     uncompressed (see :func:`maps_output`). ``colour``: whether 3 or 4 channels are colours, as
-    :attr:`Metadata.colour`.
+    :attr:`Metadata.colour`; ``inks``: whether 4 are CMYK, as :attr:`Metadata.inks`.
 
     >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "big.npy")
@@ -543,7 +543,7 @@ def open_output(
     from geomcli.io import _mapped
 
     return _mapped.open_output(_remote.local_path(path), shape, np.dtype(dtype), format_for_path(path, format), layout,
-                               options, colour)
+                               options, colour, inks)
 
 
 def release(array: np.ndarray, /) -> None:

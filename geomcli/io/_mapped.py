@@ -45,21 +45,22 @@ def maps_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> b
 @contextmanager
 def open_output(
     path: str, shape: Sequence[int], dtype: np.dtype, fmt: str, layout: str | None = None,
-    options: WriteOptions | None = None, colour: bool | None = None,
+    options: WriteOptions | None = None, colour: bool | None = None, inks: bool = False,
 ) -> Iterator[np.ndarray]:
     """Yield a zero-filled writable array; at normal exit its contents are at ``path``, atomically.
     ``layout``: the layout of what is written, for the formats that record it (TIFF); ``options``:
-    how an array written from RAM is encoded; ``colour``: whether 3 or 4 channels are colours."""
+    how an array written from RAM is encoded; ``colour``: whether 3 or 4 channels are colours;
+    ``inks``: whether 4 are CMYK."""
     from geomcli.io import Metadata, write_array
 
     shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
     if not maps_output(path, shape, dtype, fmt):
         data = np.zeros(shape, dtype)
         yield data
-        write_array(data, path, format=fmt, layout=layout, options=options, metadata=Metadata(colour=colour))
+        write_array(data, path, format=fmt, layout=layout, options=options, metadata=Metadata(colour=colour, inks=inks))
         return
     with _atomic.atomic_path(path) as tmp:
-        mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else _map_tiff(tmp, shape, dtype, layout, colour)
+        mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else _map_tiff(tmp, shape, dtype, layout, colour, inks)
         _reserve(tmp)
         yield mapped
         mapped.flush()  # msync: the pages reach the file before atomic_path syncs and renames it
@@ -105,13 +106,14 @@ def _write_header(f: IO[bytes], header: dict[str, Any]) -> None:
 
 
 def _map_tiff(tmp: str, shape: tuple[int, ...], dtype: np.dtype, layout: str | None,
-              colour: bool | None = None) -> np.memmap:
+              colour: bool | None = None, inks: bool = False) -> np.memmap:
     import tifffile
 
     from geomcli.io import _tiff
 
     # the pages _tiff.write lays the same array out in, so both paths read back alike
-    mapped: np.memmap = tifffile.memmap(tmp, shape=shape, dtype=dtype, **_tiff.pages(shape, dtype, layout, colour))
+    laid_out = _tiff.pages(shape, dtype, layout, colour, inks)
+    mapped: np.memmap = tifffile.memmap(tmp, shape=shape, dtype=dtype, **laid_out)
     return mapped
 
 

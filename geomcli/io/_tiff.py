@@ -911,7 +911,7 @@ def write(
 
 
 def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None,
-          colour: bool | None = None) -> dict[str, Any]:
+          colour: bool | None = None, inks: bool = False) -> dict[str, Any]:
     """tifffile's arguments that lay out an array of this shape and dtype, in ``layout``, in pages
     as :func:`write` does without metadata: so a memory-mapped output (tifffile.memmap) reads back
     as the same array, in the same layout, as one written from RAM.
@@ -930,7 +930,7 @@ def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None,
     {'photometric': 'minisblack', 'metadata': {'axes': 'QCYX'}}
     """
     axes = _AXES.get(layout, layout) if layout is not None and len(layout) == len(shape) else None
-    return _pages(shape, dtype, axes, None, colour)
+    return _pages(shape, dtype, axes, None, colour, inks)
 
 
 def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None,

@@ -296,6 +296,25 @@ def test_a_cmyk_tiff_is_written_back_as_cmyk(dtype: type, planar: str, tmp_path:
             assert im.mode == "CMYK" and np.array_equal(np.asarray(im), data[3:9, 5:13])
 
 
+def test_a_mapped_cmyk_crop_is_the_tiff_written_from_ram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         rng: np.random.Generator) -> None:
+    # a big output, written through a memory map, was grey samples under a warning that it was
+    # written without metadata, where one from RAM is CMYK
+    import tifffile
+
+    source = tmp_path / "in.tiff"
+    tifffile.imwrite(source, rng.integers(0, 256, (12, 18, 4), dtype=np.uint8), photometric="separated")
+    ram, mapped = tmp_path / "ram.tiff", tmp_path / "mapped.tiff"
+    assert run("crop-pad", source, "--shape", "8,8", "-o", ram, "-q").exit_code == 0
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    result = run("crop-pad", source, "--shape", "8,8", "-o", mapped)
+    assert result.exit_code == 0 and "Warning" not in result.stderr
+    assert _tags(mapped) == _tags(ram)
+    with tifffile.TiffFile(mapped) as tif:
+        assert tif.pages.first.photometric == tifffile.PHOTOMETRIC.SEPARATED
+    assert np.array_equal(io.read_array(str(mapped)).data, io.read_array(str(ram)).data)
+
+
 def test_cmyk_that_no_longer_fits_4_inks_says_so(tmp_path: Path, rng: np.random.Generator) -> None:
     """Space-to-depth makes 16 channels of CMYK's 4: no CMYK page holds them, and a warning says
     they are written as grey samples; CMYK with an alpha sample is not carried, as before."""
