@@ -459,7 +459,28 @@ def _opened(
     except _DECODE_ERRORS as e:
         if not raised_in(e, "PIL"):
             raise  # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
-        raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
+        reason = _reason(e)
+        cut = _riff_cut(source) if fmt == "webp" and reason != "truncated" else None
+        if cut is not None:
+            reason = f"truncated: its RIFF header declares {cut[0]} bytes, the file holds {cut[1]}"
+        raise GeomError(f"{name}: not a readable {fmt.upper()} ({reason})") from e
+
+
+def _riff_cut(source: str | bytes | IO[bytes]) -> tuple[int, int] | None:
+    """A WebP's size as its RIFF header declares it and the bytes the file holds, where it holds
+    fewer: a file cut short, of which libwebp says only that it 'could not create decoder object'."""
+    if isinstance(source, bytes):
+        head, size = source[:8], len(source)
+    elif isinstance(source, str):
+        with open(source, "rb") as f:
+            head = f.read(8)
+        size = _size(source)
+    else:
+        return None
+    if len(head) < 8 or not head.startswith(b"RIFF"):
+        return None
+    declared = struct.unpack_from("<I", head, 4)[0] + 8
+    return (declared, size) if declared > size else None
 
 
 @contextmanager

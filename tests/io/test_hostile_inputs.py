@@ -676,3 +676,21 @@ def test_a_file_cut_short_after_its_signature_is_not_called_unrecognised(tmp_pat
     result = run("info", tmp_path / f"cut.{fmt}")
     assert result.exit_code == 1
     assert one_error(result.stderr, tmp_path / f"cut.{fmt}") == reason
+
+
+@pytest.mark.parametrize("save", [{}, {"lossless": True}, {"exif": b"Exif\x00\x00II*\x00\x08\x00\x00\x00\x00\x00"}],
+                         ids=["lossy", "lossless", "extended"])
+def test_a_webp_cut_short_is_called_truncated(tmp_path: Path, save: dict[str, object]) -> None:
+    """A WebP cut short (an interrupted copy) read 'not a readable WEBP (could not create decoder
+    object)', libwebp's words, which say nothing of what is wrong with the file."""
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(
+        tmp_path / "f.webp", **save)
+    whole = (tmp_path / "f.webp").read_bytes()
+    cut = tmp_path / "cut.webp"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    for args in (["info", cut], ["crop-pad", cut, "-o", tmp_path / "o.png", "--shape", "4,4"]):
+        result = run(*args)
+        assert result.exit_code == 1
+        assert one_error(result.stderr, cut) == (f"not a readable WEBP (truncated: its RIFF header declares "
+                                                 f"{len(whole)} bytes, the file holds {len(whole) * 2 // 3})")
+    assert not (tmp_path / "o.png").exists()
