@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -108,10 +109,15 @@ class Metadata(NamedTuple):
         return self._replace(resolution=(self.resolution[0] * factor, self.resolution[1] * factor))
 
     def upright(self, orientation: int) -> Metadata:
-        """The same, for pixels turned upright by EXIF/TIFF ``orientation``: 5 to 8 swap x and y."""
-        if self.resolution is None or orientation not in (5, 6, 7, 8):
-            return self
-        return self._replace(resolution=self.resolution[::-1])
+        """The same, for pixels turned upright by EXIF/TIFF ``orientation``: 5 to 8 swap x and y,
+        and an orientation the XMP packet states (as Lightroom writes it beside EXIF's) is 1, as
+        EXIF's is, else a viewer that reads it turns the upright pixels again."""
+        turned = self
+        if self.xmp is not None and orientation in ORIENTATIONS:
+            turned = turned._replace(xmp=_XMP_ORIENTATION.sub(rb"\g<1>1\g<2>", self.xmp))
+        if turned.resolution is None or orientation not in (5, 6, 7, 8):
+            return turned
+        return turned._replace(resolution=turned.resolution[::-1])
 
     def kept(self) -> Metadata:
         """What ``--strip`` leaves: the TIFF compression, predictor and tiles, which are no metadata
@@ -295,6 +301,10 @@ def raised_in(exc: BaseException, package: str) -> bool:
 # the folder of the geomcli package, as raised_in compares frame file names
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\", "/") + "/"
 
+
+# XMP's tiff:Orientation, as an attribute or an element: the digit between the two groups
+_XMP_ORIENTATION = re.compile(rb"""(tiff:Orientation\s*=\s*["']\s*|<tiff:Orientation>\s*)[2-8]"""
+                              rb"""(\s*["']|\s*</tiff:Orientation>)""")
 
 # EXIF/TIFF orientation -> what turning the pixels upright does
 ORIENTATIONS = {

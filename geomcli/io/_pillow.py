@@ -166,6 +166,7 @@ def _decoded(
         stored = _stored_orientation(im)
         orientation = (stored or 1) if auto_orient else 1
         metadata = _metadata(im, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
+        metadata = metadata.upright(orientation)
         if note and metadata.icc is not None and not _icc_fits(metadata.icc, mode):
             # a CMYK JPEG's CMYK profile does not describe the RGB Pillow converts it to (without it)
             notes.append(f"its {metadata.icc[16:20].decode('latin-1').strip()} ICC profile dropped: "
@@ -289,7 +290,7 @@ def _metadata(im: Any, orientation: int) -> Metadata:
         resolution=resolution,
         unit="inch" if resolution else None,
         exif=exif if isinstance(exif, bytes) else None,
-    ).upright(orientation)
+    )
 
 
 def _jpeg_dpi(info: dict[str, Any]) -> tuple[float, float] | None:
@@ -419,7 +420,7 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
     if orientation in ORIENTATIONS:
         array = orient(array, orientation)
         notes.append(f"{ORIENTATIONS[orientation]} by its EXIF orientation {orientation}")
-    metadata = _metadata(im, orientation)._replace(**_carried(im, data))
+    metadata = _metadata(im, orientation)._replace(**_carried(im, data)).upright(orientation)
     return Loaded(array, "png", image_layout(array.shape), src, tuple(notes), metadata, pages, orientation=stored,
                   upright=orientation in ORIENTATIONS)
 

@@ -340,6 +340,49 @@ def test_srgbs_own_colour_chunks_are_dropped_without_a_word(tmp_path: Path, phot
     assert [chunk for chunk in png_chunks(tmp_path / "o.png") if chunk[0] in (b"sRGB", b"gAMA", b"cHRM")] == chunks
 
 
+ORIENTED_XMP = {
+    "attribute": b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+                 b'<rdf:Description rdf:about="" xmlns:tiff="http://ns.adobe.com/tiff/1.0/" tiff:Orientation="{}" '
+                 b'tiff:Make="Canon"/></rdf:RDF></x:xmpmeta>',
+    "element": b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+               b'<rdf:Description rdf:about="" xmlns:tiff="http://ns.adobe.com/tiff/1.0/">'
+               b"<tiff:Orientation>{}</tiff:Orientation></rdf:Description></rdf:RDF></x:xmpmeta>",
+}
+
+
+@pytest.mark.parametrize("form", ORIENTED_XMP)
+@pytest.mark.parametrize("fmt", ["jpg", "png", "webp", "tiff"])
+def test_an_xmp_orientation_is_1_once_the_pixels_are_upright(tmp_path: Path, photo: np.ndarray, form: str,
+                                                             fmt: str) -> None:
+    """A photo whose EXIF and XMP both say orientation 6 (Lightroom writes both) came out upright
+    with EXIF orientation 1 but the XMP's tiff:Orientation still 6: a viewer that reads the XMP
+    turned the upright picture a second time. It says 1 too; with --no-auto-orient, 6 as stored."""
+    import tifffile
+    from PIL import Image
+
+    xmp = ORIENTED_XMP[form].replace(b"{}", b"6")
+    source = tmp_path / f"in.{fmt}"
+    if fmt == "tiff":
+        tifffile.imwrite(source, photo, photometric="rgb", extratags=[(274, "H", 1, 6, True), (700, 1, len(xmp), xmp,
+                                                                                               True)])
+    else:
+        exif = Image.Exif()
+        exif[0x0112] = 6
+        saving: dict[str, Any] = {"lossless": True} if fmt == "webp" else {}
+        if fmt == "png":
+            from PIL import PngImagePlugin
+
+            saving["pnginfo"] = PngImagePlugin.PngInfo()
+            saving["pnginfo"].add_itxt("XML:com.adobe.xmp", xmp.decode())
+        Image.fromarray(photo).save(source, exif=exif.tobytes(), xmp=xmp, **saving)
+    for flags, orientation in (((), b"1"), (("--no-auto-orient",), b"6")):
+        out = tmp_path / f"o.{fmt}"
+        result = run("crop-pad", source, "-o", out, "--shape", "8,8", *flags)
+        assert result.exit_code == 0
+        written = io.read_array(str(out), auto_orient=False).metadata.xmp
+        assert written == ORIENTED_XMP[form].replace(b"{}", orientation)
+
+
 def test_strip_writes_none_of_them(tmp_path: Path, photo: np.ndarray) -> None:
     source = pillow_png(tmp_path / "in.png", photo)
     result = run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "4,4", "--strip")
