@@ -457,6 +457,9 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
         fields.append((_text_name(metadata.text), True))
     if metadata.comment is not None and "comment" not in holds:
         fields.append(("comment", True))
+    if metadata.inks and fmt not in ("tiff", *IMAGE_FORMATS):
+        # (an image format's RGBA says so in its own warning, see engine.one_file._no_colours)
+        fields.append(("TIFF's CMYK photometric (the 4 channels are C, M, Y and K inks)", True))
     if metadata.png_colour and "png_colour" not in holds and metadata.icc is None:
         # (an ICC profile, which travels or is named above, outranks them)
         from geomcli.io._png import colour_name

@@ -948,8 +948,9 @@ def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str 
     image = axes is None and len(shape) == 3 and channels in (2, 3, 4) and dtype in (np.uint8, np.uint16)
     samples = (image or ((planar or bool(axes and axes.endswith("S"))) and channels > 1)) and dtype.kind != "b"
     # (4 samples of MINISBLACK are 1 grey and 3 unspecified extra samples, as a reader shows them)
-    rgb = samples and channels in (3, 4) and dtype.kind in "iuf" and colour is not False
+    # (CMYK first: depth-to-space gives back 4 inks, whose colour it cannot tell, as CMYK)
     cmyk = samples and channels == 4 and inks and dtype in (np.uint8, np.uint16)
+    rgb = samples and channels in (3, 4) and dtype.kind in "iuf" and colour is not False and not cmyk
     if kind is None and axes not in (None, "YX") and not (axes in ("YXS", "SYX") and samples):
         kind = "shaped"  # the pages do not show these axes (one channel, bool, N or C): the JSON names them
     write_args: dict[str, Any] = {

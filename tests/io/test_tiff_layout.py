@@ -296,6 +296,29 @@ def test_a_cmyk_tiff_is_written_back_as_cmyk(dtype: type, planar: str, tmp_path:
             assert im.mode == "CMYK" and np.array_equal(np.asarray(im), data[3:9, 5:13])
 
 
+def test_cmyk_blocks_put_back_are_cmyk_and_an_npy_names_what_it_drops(tmp_path: Path,
+                                                                       rng: np.random.Generator) -> None:
+    """Space-to-depth then depth-to-space gives back the 4 inks, which were written as RGBA (its
+    colour unknown after depth-to-space, the shape's RGBA won); an .npy's --json did not name the
+    CMYK photometric among what it dropped once a TIFF output carried it."""
+    import json
+
+    import tifffile
+
+    data = rng.integers(0, 256, (12, 18, 4), dtype=np.uint8)
+    source, out = tmp_path / "in.tiff", tmp_path / "back.tiff"
+    tifffile.imwrite(source, data, photometric="separated")
+    result = run("chain", "-i", source, "-o", out, "--layout", "HWC", "space-to-depth", "--blocksize", 2,
+                 "depth-to-space", "--blocksize", 2)
+    assert result.exit_code == 0 and "Warning" not in result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert tif.pages.first.photometric == tifffile.PHOTOMETRIC.SEPARATED
+        assert np.array_equal(tif.asarray(), data)
+    result = run("crop-pad", source, "-o", tmp_path / "o.npy", "--shape", "6,8", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["dropped"] == ["TIFF's CMYK photometric (the 4 channels are C, M, Y and K inks)"]
+
+
 def test_a_mapped_cmyk_crop_is_the_tiff_written_from_ram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          rng: np.random.Generator) -> None:
     # a big output, written through a memory map, was grey samples under a warning that it was
