@@ -61,9 +61,10 @@ class Metadata(NamedTuple):
     """ImageJ entries that stay true through a crop: spacing, finterval, unit."""
     compression: str | None = None
     """The TIFF compression, by tifffile's name: ``zlib``, ``lzma``, ``lzw``, ``jpeg``, ``zstd``."""
-    jpeg: tuple[int, tuple[tuple[int, ...], ...]] | None = None
-    """A JPEG input's coding: its chroma subsampling (Pillow's 0 = 4:4:4, 1 = 4:2:2, 2 = 4:2:0; -1 grey or other) and
-    its quantisation tables, which a JPEG output keeps unless --quality or --subsampling says."""
+    jpeg: tuple[int, tuple[tuple[int, ...], ...], bool] | None = None
+    """A JPEG input's coding: its chroma subsampling (Pillow's 0 = 4:4:4, 1 = 4:2:2, 2 = 4:2:0; -1 grey or other),
+    its quantisation tables, which a JPEG output keeps unless --quality or --subsampling says, and whether
+    it is progressive, which a JPEG output keeps."""
     dropped: tuple[str, ...] = ()
     """What the file said that no output carries (OME-XML channel names, ImageJ display ranges...),
     each named in one warning when a file is written from it."""

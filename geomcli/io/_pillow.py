@@ -252,9 +252,9 @@ def _read_frames(
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count, orientation=_stored_orientation(im))
 
 
-def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...]] | None:
-    """A JPEG's chroma subsampling (-1 where Pillow names none) and quantisation tables, as Pillow
-    reads them; None for others."""
+def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...], bool] | None:
+    """A JPEG's chroma subsampling (-1 where Pillow names none), quantisation tables and whether it
+    is progressive, as Pillow reads them; None for others."""
     if im.format != "JPEG":
         return None
     from PIL import JpegImagePlugin
@@ -265,7 +265,8 @@ def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...]] | None:
         return None
     # -1: one component (grey), or a subsampling Pillow does not write (4:1:1, 4:4:0): the tables
     # are kept all the same, the subsampling left to Pillow (grey has none; else 4:2:0)
-    return sampling, tuple(tuple(tables[index]) for index in sorted(tables))
+    progressive = bool(im.info.get("progressive") or im.info.get("progression"))
+    return sampling, tuple(tuple(tables[index]) for index in sorted(tables)), progressive
 
 
 # Photoshop's image resource holding the IPTC-IIM record
@@ -771,9 +772,10 @@ def _paletted_with_transparency(im: Any) -> tuple[Any, list[str]]:
 
 
 def _jpeg_saving(metadata: Metadata, options: WriteOptions) -> dict[str, Any]:
-    """A JPEG output from a JPEG input keeps the input's coding: its chroma subsampling and, unless
-    --quality is given, its quantisation tables, so a crop is coded as the photo was (a 4:4:4
-    quality-96 photo stays one); --subsampling chooses. Otherwise quality 95 (or --quality), 4:2:0.
+    """A JPEG output from a JPEG input keeps the input's coding: its chroma subsampling, progressive
+    scans and, unless --quality is given, its quantisation tables, so a crop is coded as the photo
+    was (a 4:4:4 quality-96 photo stays one); --subsampling chooses. Otherwise quality 95 (or
+    --quality), 4:2:0, baseline.
     A 224² crop of a 4:4:4 quality-96 photo: 58.44 dB in 45648 bytes, as ImageMagick's
     `convert -gravity center -extent` (58.44 dB, 45648 bytes); it was 4:2:0 at 95 before."""
     coding = metadata.jpeg
@@ -787,6 +789,8 @@ def _jpeg_saving(metadata: Metadata, options: WriteOptions) -> dict[str, Any]:
         saving["subsampling"] = _SUBSAMPLING[options.subsampling]
     elif coding is not None and coding[0] >= 0:
         saving["subsampling"] = coding[0]
+    if coding is not None and coding[2]:
+        saving["progressive"] = True  # a web photo's coding: shown coarse first, while it loads
     return saving
 
 

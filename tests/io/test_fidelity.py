@@ -1249,6 +1249,24 @@ def test_a_grey_jpeg_keeps_its_quantisation_tables(tmp_path: Path, rng: np.rando
         assert after.mode == "L" and after.quantization == before.quantization
 
 
+def test_a_progressive_jpeg_stays_progressive(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A web photo's progressive scans (shown coarse first while it loads) became one baseline
+    scan; a baseline photo stays baseline, and a PNG's JPEG is baseline as before."""
+    from PIL import Image
+
+    data = rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    for progressive in (True, False):
+        source = saved(tmp_path / f"in{progressive}.jpg", data, progressive=progressive, quality=80)
+        assert run("resize", source, "-o", tmp_path / "o.jpg", "--sizes", "20,30", "-q").exit_code == 0
+        with Image.open(source) as before, Image.open(tmp_path / "o.jpg") as after:
+            assert bool(after.info.get("progressive")) == progressive
+            assert after.quantization == before.quantization
+    png = saved(tmp_path / "in.png", data)
+    assert run("resize", png, "-o", tmp_path / "p.jpg", "--sizes", "20,30", "-q").exit_code == 0
+    with Image.open(tmp_path / "p.jpg") as after:
+        assert not after.info.get("progressive")
+
+
 @pytest.mark.parametrize("codec", ["webp", "jpeg2000", "png"])
 def test_an_input_codec_geomcli_does_not_write_is_named_and_zlib_written(tmp_path: Path, codec: str) -> None:
     import tifffile
