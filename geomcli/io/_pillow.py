@@ -648,6 +648,12 @@ def unfit(metadata: Metadata, fmt: str) -> dict[str, str]:
         said["xmp"] = f"XMP packet of {len(metadata.xmp)} bytes (one segment takes {JPEG_XMP})"
     if fmt == "jpeg" and metadata.comment is not None and len(metadata.comment) > JPEG_SEGMENT:
         said["comment"] = f"comment of {len(metadata.comment)} bytes (one segment takes {JPEG_SEGMENT})"
+    if fmt == "jpeg" and metadata.exif is not None:
+        # a PNG's eXIf or a WebP's EXIF has no such bound (Pillow refused it: 'EXIF data is too
+        # long'); measured as written, whose pixel sizes take the same bytes whatever they are
+        fitted = fitted_exif(metadata.exif, 1, 1, metadata.dpi)
+        if fitted is not None and len(fitted) > JPEG_SEGMENT:
+            said["exif"] = f"EXIF data of {len(fitted)} bytes (one segment takes {JPEG_SEGMENT})"
     if fmt == "png" and metadata.comment is not None and b"\0" in metadata.comment:
         said["comment"] = "comment (it holds a NUL byte, which a PNG text chunk cannot)"
     return said
@@ -830,7 +836,7 @@ def _kept(
     kept: dict[str, Any] = {
         "icc_profile": metadata.icc if "icc" in holds else None,
         "dpi": metadata.dpi if "dpi" in holds else None,
-        "exif": None if metadata.exif is None or "exif" not in holds else fitted_exif(
+        "exif": None if metadata.exif is None or "exif" not in holds or "exif" in too_big else fitted_exif(
             metadata.exif, width, height, metadata.dpi if "dpi" in holds else None),
     }
     if fmt == "png":

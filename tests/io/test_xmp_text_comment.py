@@ -220,6 +220,33 @@ def test_what_a_jpeg_cannot_take_is_one_warning_and_the_file_is_written(tmp_path
     assert list(said) == ["PNG cannot hold the comment (it holds a NUL byte, which a PNG text chunk cannot); dropped"]
 
 
+@pytest.mark.parametrize("fmt", ["png", "webp"])
+def test_exif_too_long_for_a_jpeg_is_one_warning_not_a_traceback(tmp_path: Path, photo: np.ndarray,
+                                                                 fmt: str) -> None:
+    """A PNG's eXIf or a WebP's EXIF holds any length; one of 100 KB (a maker note) written to a
+    JPEG ended the run with Pillow's 'ValueError: EXIF data is too long' and a traceback, a batch
+    too, its other files unwritten. It is dropped with a warning; the rest of the file is written."""
+    from PIL import ExifTags, Image
+
+    exif = Image.Exif()
+    exif[0x010F] = "Canon"
+    exif.get_ifd(ExifTags.IFD.Exif)[0x927C] = b"M" * 100_000
+    saving: dict[str, Any] = {"lossless": True} if fmt == "webp" else {}
+    Image.fromarray(photo).save(tmp_path / f"big.{fmt}", exif=exif.tobytes(), **saving)
+    Image.fromarray(photo).save(tmp_path / "small.png")
+    result = run("crop-pad", tmp_path / f"big.{fmt}", tmp_path / "small.png", "--out-dir", tmp_path / "out",
+                 "--name", "{stem}.jpg", "--shape", "8,8")
+    assert result.exit_code == 0
+    size = len(exif.tobytes())
+    assert f"Warning: {tmp_path / 'out' / 'big.jpg'}: JPEG cannot hold the EXIF data of {size} bytes (one segment " \
+           "takes 65533); dropped" in warnings_of(result)
+    assert "exif" not in opened_info(tmp_path / "out" / "big.jpg") and (tmp_path / "out" / "small.jpg").exists()
+    exif.get_ifd(ExifTags.IFD.Exif)[0x927C] = b"M" * 60_000  # one that fits is written
+    Image.fromarray(photo).save(tmp_path / f"fits.{fmt}", exif=exif.tobytes(), **saving)
+    assert run("crop-pad", tmp_path / f"fits.{fmt}", "-o", tmp_path / "fits.jpg", "--shape", "8,8", "-q").exit_code == 0
+    assert len(opened_info(tmp_path / "fits.jpg")["exif"]) == len(exif.tobytes())
+
+
 def test_a_jpeg_with_two_comments_keeps_the_first_and_names_the_other(tmp_path: Path, photo: np.ndarray) -> None:
     source = pillow_jpeg(tmp_path / "one.jpg", photo)
     data = source.read_bytes()
