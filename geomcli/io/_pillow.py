@@ -626,6 +626,8 @@ HOLDS = {
 # APP1 XMP packet after its 29-byte namespace (Pillow refuses more rather than split it)
 JPEG_SEGMENT = 65533
 JPEG_XMP = JPEG_SEGMENT - len(b"http://ns.adobe.com/xap/1.0/\0")
+# the most dots per inch (or cm) a JFIF density's 16 bits hold
+_JFIF_DENSITY = 65535
 
 
 def as_written(metadata: Metadata, fmt: str) -> Metadata:
@@ -648,10 +650,14 @@ def unfit(metadata: Metadata, fmt: str) -> dict[str, str]:
         said["xmp"] = f"XMP packet of {len(metadata.xmp)} bytes (one segment takes {JPEG_XMP})"
     if fmt == "jpeg" and metadata.comment is not None and len(metadata.comment) > JPEG_SEGMENT:
         said["comment"] = f"comment of {len(metadata.comment)} bytes (one segment takes {JPEG_SEGMENT})"
+    dpi = metadata.dpi
+    if fmt == "jpeg" and dpi is not None and max(round(dpi[0]), round(dpi[1])) > _JFIF_DENSITY:
+        # libjpeg's 16-bit JFIF density wrapped past it (127000 dpi was written as 61464)
+        said["dpi"] = f"DPI ({dpi[0]:g} x {dpi[1]:g}: a JFIF density holds up to {_JFIF_DENSITY})"
     if fmt == "jpeg" and metadata.exif is not None:
         # a PNG's eXIf or a WebP's EXIF has no such bound (Pillow refused it: 'EXIF data is too
         # long'); measured as written, whose pixel sizes take the same bytes whatever they are
-        fitted = fitted_exif(metadata.exif, 1, 1, metadata.dpi)
+        fitted = fitted_exif(metadata.exif, 1, 1, None if "dpi" in said else dpi)
         if fitted is not None and len(fitted) > JPEG_SEGMENT:
             said["exif"] = f"EXIF data of {len(fitted)} bytes (one segment takes {JPEG_SEGMENT})"
     if fmt == "png" and metadata.comment is not None and b"\0" in metadata.comment:
@@ -835,9 +841,9 @@ def _kept(
     comment = metadata.comment if "comment" in holds and "comment" not in too_big else None
     kept: dict[str, Any] = {
         "icc_profile": metadata.icc if "icc" in holds else None,
-        "dpi": metadata.dpi if "dpi" in holds else None,
+        "dpi": metadata.dpi if "dpi" in holds and "dpi" not in too_big else None,
         "exif": None if metadata.exif is None or "exif" not in holds or "exif" in too_big else fitted_exif(
-            metadata.exif, width, height, metadata.dpi if "dpi" in holds else None),
+            metadata.exif, width, height, metadata.dpi if "dpi" in holds and "dpi" not in too_big else None),
     }
     if fmt == "png":
         kept["chunks"] = _png.metadata_chunks(xmp, metadata.text, comment, metadata.png_colour)

@@ -284,6 +284,27 @@ def test_the_exif_resolution_is_the_dpi_written_beside_it(tmp_path: Path, rng: n
             assert im.info["dpi"] == pytest.approx(dpi, abs=0.05)
 
 
+def test_a_dpi_past_a_jfif_density_is_dropped_not_wrapped(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A microscope's 0.2 um pixels (127000 dpi) in a PNG became a JPEG of 61464 dpi, 127000 less
+    65536: libjpeg's 16-bit density wrapped without a word. Such a DPI is dropped with a warning, its
+    EXIF XResolution with it; half of it (63500) fits and is written."""
+    from PIL import Image
+
+    tags = Image.Exif()
+    tags.load(camera_exif(x=300, y=300, unit=2))
+    source = saved(tmp_path / "in.png", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8), dpi=(127000, 127000),
+                   exif=tags.tobytes())
+    result = run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "20,30")
+    assert result.exit_code == 0
+    assert (f"Warning: {tmp_path / 'o.jpg'}: JPEG cannot hold the DPI (127000 x 127000: a JFIF density holds up to "
+            "65535); dropped") in result.stderr
+    assert io.read_array(str(tmp_path / "o.jpg")).metadata.dpi is None
+    assert 0x011A not in pillow_exif(str(tmp_path / "o.jpg"))
+    result = run("resize", source, "-o", tmp_path / "half.jpg", "--scales", "0.5,0.5")
+    assert result.exit_code == 0 and "DPI" not in result.stderr
+    assert io.read_array(str(tmp_path / "half.jpg")).metadata.dpi == pytest.approx((63500, 63500))
+
+
 @pytest.mark.parametrize("dpi", [None, (300, 150)])
 def test_a_bmp_output_states_the_dpi_it_was_given_or_none(tmp_path: Path, rng: np.random.Generator,
                                                          dpi: tuple[int, int] | None) -> None:
