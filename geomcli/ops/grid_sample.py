@@ -374,7 +374,9 @@ def grid_sample(
       saturated to their range, bfloat16 without double rounding. int64/uint64 values past
       2**53 are rounded to float64 first. bool and string data take nearest only.
     - Nearest copies data's values (any dtype, exactly).
-    - A point whose coordinates are not all finite reads ``fill``, in every padding mode.
+    - A point whose coordinates are not all finite reads ``fill``, in every padding mode. A
+      finite coordinate takes the padding however far out it lies: one whose position
+      overflows float64 (1e308 on 4 pixels) is the largest float64 of its sign there.
     - A tap of weight 0 still takes part: an Inf or NaN beside a point spreads to it (as in
       onnxruntime and PyTorch). Which pixel that tap is differs where x was padded: we pad x
       (border clamps it to [0, L - 1], as PyTorch's clip), onnxruntime 1.32 pads the taps of
@@ -815,11 +817,16 @@ def _sample_slab(plane: np.ndarray, coordinates: np.ndarray, target: np.ndarray,
     positions = [coordinates[:, rank - 1 - axis].astype(np.float64) for axis in range(rank)]
     for x, length in zip(positions, plan.lengths):
         _unnormalize(x, length, plan.align_corners)
-    # not finite: NaN or Inf in the grid, or a coordinate so large its position overflows
+    # not finite: NaN or Inf in the grid. A finite coordinate whose position overflows lies past
+    # every border: the largest float64 of its sign (reference.unnormalize)
     unfinite = None
-    for x in positions:
+    for axis, x in enumerate(positions):
         if not math.isfinite(float(np.add.reduce(x))):  # one fast pass; a huge sum only looks closer
             bad = ~np.isfinite(x)
+            overflow = bad & np.isfinite(coordinates[:, rank - 1 - axis].astype(np.float64))
+            if overflow.any():
+                np.copyto(x, np.copysign(sys.float_info.max, x), where=overflow)
+                bad &= ~overflow
             unfinite = bad if unfinite is None else unfinite | bad
     if unfinite is not None:
         if not unfinite.any():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -95,10 +96,16 @@ CUBIC_A = -0.75  # Keys' parameter, as onnxruntime and PyTorch
 
 
 def unnormalize(g: float, length: int, align_corners: bool) -> float:
-    """A normalised coordinate in [-1, 1] as a position in pixels of an axis of ``length``."""
+    """A normalised coordinate in [-1, 1] as a position in pixels of an axis of ``length``. A
+    finite ``g`` whose position overflows float64 lies past every border: the largest float64 of
+    its sign (Inf would read fill, as a point with no position)."""
     if align_corners:
-        return (g + 1) / 2 * (length - 1)
-    return ((g + 1) * length - 1) / 2
+        x = (g + 1) / 2 * (length - 1)
+    else:
+        x = ((g + 1) * length - 1) / 2
+    if math.isinf(x) and math.isfinite(g):
+        return math.copysign(sys.float_info.max, x)
+    return x
 
 
 def borders(length: int, align_corners: bool) -> tuple[float, float]:
@@ -196,7 +203,7 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str = "linear", paddin
                 align_corners: bool = False, fill: Any = 0) -> np.ndarray:
     """GridSample-22 by its definition: (N, C, D1..Dr) sampled at grid (N, D1out..Drout, r).
 
-    Each point's coordinates (x innermost) are unnormalised in float64; a point with a position
+    Each point's coordinates (x innermost) are unnormalised in float64; a point with a coordinate
     that is not finite (or over data with an empty spatial axis) reads ``fill``. Otherwise
     :func:`axis_taps` gives each axis's taps and weights, every tap of the lattice reads its
     pixel (``fill`` where any index is None), and the lattice is contracted innermost axis

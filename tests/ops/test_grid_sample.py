@@ -495,20 +495,25 @@ def test_complex_interpolates_both_parts() -> None:
         assert np.isfinite(both.real).all()
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
 @pytest.mark.parametrize(("mode", "padding", "align_corners"), COMBOS)
-def test_non_finite_positions_read_fill(mode: str, padding: str, align_corners: bool) -> None:
-    """NaN, Inf and -Inf in any coordinate (and a position that overflows float64) read fill, in
-    every padding mode; huge finite positions take the padding and finish at once."""
+def test_non_finite_positions_read_fill(mode: str, padding: str, align_corners: bool, compiled: bool,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """NaN, Inf and -Inf in any coordinate read fill, in every padding mode; huge finite
+    coordinates take the padding and finish at once, those whose position overflows float64
+    too (1.7e308 on 4 pixels: the position is past 3e308; it read fill, also under border)."""
+    if not compiled:
+        monkeypatch.setattr(module, "_compiled", None)
     data = np.arange(1.0, 13.0).reshape(1, 1, 3, 4)
-    bad = [(np.nan, 0.0), (0.0, np.inf), (-np.inf, 0.3), (1.7e308, 0.0)]
-    grid = np.array([[bad + [(1e300, 0.0), (-1e300, 1e300)]]])
+    bad = [(np.nan, 0.0), (0.0, np.inf), (-np.inf, 0.3)]
+    grid = np.array([[bad + [(1e300, 0.0), (-1e300, 1e300), (1.7e308, 0.0), (-1.7e308, 1.7e308)]]])
     actual = grid_sample(data, grid, mode, padding, align_corners, fill=-7)
-    assert actual[0, 0, 0, :4].tolist() == [-7] * 4
-    huge = actual[0, 0, 0, 4:]
+    assert actual[0, 0, 0, :3].tolist() == [-7] * 3
+    huge = actual[0, 0, 0, 3:]
     if padding == "zeros":
-        assert huge.tolist() == [-7, -7]  # every tap outside
+        assert huge.tolist() == [-7] * 4  # every tap outside
     elif padding == "border":
-        assert huge.tolist() == [8, 9]  # the right end of row 1; the bottom-left corner
+        assert huge.tolist() == [8, 9, 8, 9]  # the right end of row 1; the bottom-left corner
     else:
         assert np.isin(huge, data).all()  # some pixel, mirrored in
     with np.errstate(over="ignore"):

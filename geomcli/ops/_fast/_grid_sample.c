@@ -36,6 +36,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -292,15 +293,19 @@ ALWAYS_INLINE double coordinate(const Job *job, Py_ssize_t p, int a)
     return single;
 }
 
-/* Point p's taps on every axis, each padded on its own. Returns 0 if a position is not finite
+/* Point p's taps on every axis, each padded on its own. Returns 0 if a coordinate is not finite
    (the point reads fill), else 1, with *any set if a tap reads fill. */
 static int point_taps(const Job *job, Py_ssize_t p, Axis *axes, int *any)
 {
     *any = 0;
     for (int a = 0; a < job->rank; a++) {
-        double x = unnormalize(coordinate(job, p, a), job->length[a], job->align);
-        if (!isfinite(x))
-            return 0;
+        double g = coordinate(job, p, a);
+        double x = unnormalize(g, job->length[a], job->align);
+        if (!isfinite(x)) {
+            if (!isfinite(g))
+                return 0;
+            x = copysign(DBL_MAX, x); /* a finite g whose position overflows: past every border */
+        }
         *any |= axis_taps(x, job->length[a], job->stride[a], job->mode, job->padding, job->align, &axes[a]);
     }
     return 1;
