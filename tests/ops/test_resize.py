@@ -624,6 +624,23 @@ def test_integers_round_half_to_even_and_saturate() -> None:
         assert resize(big, sizes=[4], mode="cubic").dtype == dtype  # saturates in range, no overflow
 
 
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("scale", [0.5, 2.0])
+def test_onnxruntime_clips_int8_to_0_255_under_antialias(mode: str, scale: float) -> None:
+    """onnxruntime 1.32's antialias path clips int8 as if it were uint8: every negative result
+    is 0, on a downscale and on an upscale (where antialias changes nothing in the formula).
+    We keep int8's range, as the ONNX reference does and as int32 data gives in onnxruntime."""
+    data = np.array([[-50, -20, 10, 40, 100, 7]], dtype=np.int8)
+    keywords: dict[str, Any] = {"mode": mode, "antialias": 1}
+    ours = resize(data, scales=[1, scale], **keywords)
+    assert (ours < 0).any()
+    np.testing.assert_array_equal(ours, by_onnx_reference(data, scales=F32([1, scale]), **keywords))
+    np.testing.assert_array_equal(ours, resize(data.astype(np.int32), scales=[1, scale], **keywords))
+    theirs = by_onnxruntime(data, scales=F32([1, scale]), **keywords)
+    assert theirs.min() == 0 and (theirs[ours < 0] == 0).all()
+    assert (by_onnxruntime(data.astype(np.int32), scales=F32([1, scale]), **keywords) < 0).any()
+
+
 def test_a_float32_scale_is_read_as_its_decimal() -> None:
     # 10 * 0.7 = 7, as onnxruntime; the reference and ONNX's shape inference multiply the binary
     # value 0.699999988... and give 6
