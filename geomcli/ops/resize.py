@@ -357,9 +357,10 @@ def _line(transform: str, in_len: int, out_len: int, scale: Fraction,
             return Fraction(0), Fraction(0)
         return 1 / scale, _HALF / scale - _HALF
     if transform == "half_pixel_symmetric":
-        # offset = center * (1 - adjustment), adjustment = output_width_int / output_width
+        # offset = center * (1 - adjustment), adjustment = output_width_int / output_width; an
+        # empty axis has no width to adjust to (nor an output): no offset
         width = scale * in_len
-        offset = Fraction(in_len, 2) * (1 - out_len / width)
+        offset = Fraction(in_len, 2) * (1 - out_len / width) if width else Fraction(0)
         return 1 / scale, offset + _HALF / scale - _HALF
     if transform == "asymmetric":
         return 1 / scale, Fraction(0)

@@ -23,7 +23,7 @@ from numpy.testing import assert_array_equal
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric, reference
 from geomcli.ops import resize as resize_module
-from geomcli.ops.resize import resize, resize_output_shape, resize_window
+from geomcli.ops.resize import resize, resize_changed_axes, resize_coordinate_map, resize_output_shape, resize_window
 
 MODES = ["nearest", "linear", "cubic"]
 TRANSFORMS = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -868,6 +868,19 @@ def test_empty_output_and_empty_input() -> None:
     assert resize(np.arange(3.0), scales=[0.25], mode="linear").shape == (0,)
     assert resize(np.zeros((0, 4)), scales=[1, 0.5], mode="cubic").shape == (0, 2)
     assert resize(np.zeros((3, 0), dtype=np.uint8), sizes=[5], axes=[0]).shape == (5, 0)
+
+
+@pytest.mark.parametrize("transform", [t for t in TRANSFORMS if t != "tf_crop_and_resize"])
+@pytest.mark.parametrize("mode", MODES)
+def test_an_empty_axis_scaled_in_every_transformation(mode: str, transform: str) -> None:
+    """An axis of length 0 resized by a scale has no output width: half_pixel_symmetric's
+    adjustment (output_width_int / output_width) divided 0 by 0, a ZeroDivisionError (and a
+    traceback from geomcli resize) where the other transformations gave the empty result."""
+    keywords: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": transform}
+    assert resize(np.zeros((0, 3), np.float32), scales=[2, 1.5], **keywords).shape == (0, 4)
+    assert resize_changed_axes((0, 3), scales=[2, 1.5], **keywords) == (0, 1)
+    assert resize_coordinate_map((0, 3), scales=[2, 1.5], **keywords)[1] == resize_coordinate_map(
+        (1, 3), scales=[2, 1.5], **keywords)[1]
 
 
 def test_bfloat16_and_big_coordinates() -> None:
