@@ -702,6 +702,23 @@ def test_float64_positions_differ_from_float32_near_ties() -> None:
     assert run_onnx_reference(data, grid, "nearest", "zeros", False).item() == 2.0
 
 
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize(("g", "onnxruntime"), [(1e7, 10.0), (1e8, 0.0), (-1e9, 0.0), (1e30, 1.0)])
+def test_onnxruntime_reads_far_out_border_positions_off_the_data(g: float, onnxruntime: float,
+                                                                   align_corners: bool) -> None:
+    """Linear with border padding on a row 1..5 reads an edge however far out the position is
+    (5 to the right, 1 to the left): so do we and the ONNX reference. onnxruntime 1.32 works in
+    float32, where past 2**24 neighbouring taps are no longer 1 apart: at g = 1e7 (x = 2.5e7 + 2,
+    floats 2 apart) its weights add up to 2 and it reads 10, a value not in the data; further
+    out 0, and at 1e30 (past int64) the left edge, 1."""
+    data = np.arange(1.0, 6.0, dtype=np.float32).reshape(1, 1, 1, 5)
+    grid = np.array([[[[g, 0.0]]]], np.float32)
+    edge = 5.0 if g > 0 else 1.0
+    assert grid_sample(data, grid, "linear", "border", align_corners).item() == edge
+    assert run_onnx_reference(data, grid, "linear", "border", align_corners).item() == edge
+    assert run_onnxruntime(data, grid, "linear", "border", align_corners).item() == onnxruntime
+
+
 @pytest.mark.parametrize(("padding", "row", "g", "align_corners", "onnxruntime", "onnx_reference"), [
     # x = -1 clamped to 0: taps 0 (weight 1) and 1 (weight 0); onnxruntime clamps taps -1, 0
     ("border", [1.0, np.inf], -3.0, True, 1.0, np.nan),
