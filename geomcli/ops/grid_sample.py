@@ -262,7 +262,7 @@ def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
         raise GeomError(f"{refusal} ({' '.join(str(error).split())}; {where})") from error
     for wanted, stored in ((asked.real, kept.real), (asked.imag, kept.imag)):
         if math.isfinite(wanted) and not math.isfinite(stored):
-            raise GeomError(f"{refusal}: it overflows to {kept} ({where})")
+            raise GeomError(f"{refusal}: it overflows to {kept if dtype.kind == 'c' else kept.real} ({where})")
     return value
 
 
