@@ -879,6 +879,12 @@ def resize(
       with weights 1 and 0, so an Inf or NaN at x + 1 gives NaN there (``[1, 2, inf, 4]``
       align_corners to 7: ``[1, 1.5, nan, inf, inf, inf, 4]``); the ONNX reference (and
       :func:`geomcli.ops.reference.resize`) read x alone there: 2. Finite data: the same.
+      Elsewhere onnxruntime's taps differ, which only non-finite data shows: it clamps a
+      coordinate before the first pixel to 0 and reads taps 0 and 1 (``[1, inf, 3]`` to 4,
+      half_pixel: NaN first, where we read 1); it leaves out an antialias window's end taps
+      of weight 0 (``[1, 2, 3, 4, inf]`` to 2, asymmetric: inf last, where we and the ONNX
+      reference give NaN); and it weighs an axis it keeps (cubic (6, 1) to (8, 1): NaN from
+      the W axis where we copy it).
     - A negative axis counts from the end under every policy. onnxruntime leaves the axes given
       as negative numbers out of ``not_larger``/``not_smaller`` ((5, 4), sizes [3, 3], axes
       [-1, 0], not_smaller: (3, 4) there, (4, 3) here and there with axes [1, 0]); the

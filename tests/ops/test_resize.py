@@ -592,6 +592,34 @@ def test_a_tap_of_weight_0_takes_part_as_in_onnxruntime() -> None:
         assert by_onnx_reference(data, **keywords)[0, 2] == 2.0
 
 
+def test_non_finite_data_reaches_other_outputs_than_in_onnxruntime() -> None:
+    """Three places where onnxruntime 1.32's taps are not ours, seen only through Inf and NaN
+    (finite data gives the same values): it clamps x = -0.125 to 0 and reads taps 0 and 1
+    (weight 0 on the inf: NaN), where our taps -1 and 0 both read pixel 0; it leaves out the
+    end taps of weight 0 of an antialias window (x = 2.5 at scale 0.4: taps 0 and 5 weigh
+    0; tap 5 is the inf at 4, 0 * inf = NaN, as the ONNX reference gives); and it weighs a
+    kept axis (W = 1 to 1, cubic: taps -1..2, all pixel 0, weights 0, 1, 0, 0), which we copy."""
+    half: dict[str, Any] = {"sizes": [4, 1], "mode": "linear"}
+    data = f32(1, np.inf, 3)[:, None]
+    np.testing.assert_array_equal(resize(data, **half)[:, 0], [1, np.inf, np.inf, 3])
+    np.testing.assert_array_equal(by_onnxruntime(data, **half)[:, 0], [np.nan, np.inf, np.inf, 3])
+    window: dict[str, Any] = {"sizes": [1, 2], "mode": "linear", "coordinate_transformation_mode": "asymmetric",
+                              "antialias": 1}
+    data = f32(1, 2, 3, 4, np.inf)[None]
+    assert np.isnan(resize(data, **window)[0, 1])
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(by_onnx_reference(data, **window)[0, 1])
+    assert by_onnxruntime(data, **window)[0, 1] == np.inf
+    np.testing.assert_allclose(resize(data, **window)[0, 0], by_onnxruntime(data, **window)[0, 0], rtol=1e-6)
+    kept: dict[str, Any] = {"sizes": [8, 1], "mode": "cubic", "coordinate_transformation_mode": "align_corners"}
+    data = f32(1, 2, 3, 4, 5, np.inf)[:, None]
+    ours = resize(data, **kept)[:, 0]
+    np.testing.assert_array_equal(ours, resize(data[:, 0], sizes=[8], mode="cubic",
+                                               coordinate_transformation_mode="align_corners"))
+    assert ours[5] == -np.inf and np.isnan(by_onnxruntime(data, **kept)[5, 0])
+    np.testing.assert_allclose(ours[:5], by_onnxruntime(data, **kept)[:5, 0], rtol=1e-6)
+
+
 def test_negative_axes_count_from_the_end_under_every_policy() -> None:
     """axes [-1] is axis 1 of a rank-2 tensor (the spec's [-r, r-1]). (5, 4), sizes [3, 3] on
     axes [-1, 0], not_smaller: one scale max(3/4, 3/5) = 3/4, so 4 -> 3 and 5 -> 3.75 -> 4.
