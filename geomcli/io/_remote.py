@@ -253,17 +253,7 @@ def read_bytes(url: str, limit: int, past_limit: str) -> bytes:
     ``limit`` bytes (its message ending in ``past_limit``: what the limit is and what raises it)."""
     fs, path = filesystem(url)
     with _errors(url, "read"):
-        size = _listed_sizes.get(str(fs.unstrip_protocol(path)))
-        if size is None:
-            size = fs.size(path)
-        if size is not None and size > limit:
-            raise GeomError(f"{url}: {size} bytes, more than {limit}{past_limit}")
-        # s3fs asks the size again (a HEAD) before a whole read, to read one past its block size
-        # (50 MiB) in ranges side by side: told it is not, one request of 3 is saved
-        one_read = (fs.__class__.__name__ == "S3FileSystem" and size is not None
-                    and size <= getattr(fs, "default_block_size", 0))
-        data = fs.cat_file(path, max_concurrency=1) if one_read else fs.cat_file(path)
-    return bytes(data)
+        return _whole(fs, path, url, _size(fs, path), limit, past_limit)
 
 
 def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes, int | None]:
@@ -272,13 +262,27 @@ def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes,
     size in bytes (None where it cannot be told)."""
     fs, path = filesystem(url)
     with _errors(url, "read"):
-        size = _listed_sizes.get(str(fs.unstrip_protocol(path)))
-        if size is None:
-            size = fs.size(path)
+        size = _size(fs, path)
         if size is not None and size > count:
             return bytes(fs.cat_file(path, start=0, end=count)), size
-    data = read_bytes(url, limit, past_limit)
+        data = _whole(fs, path, url, size, limit, past_limit)
     return data, len(data)
+
+
+def _size(fs: AbstractFileSystem, path: str) -> int | None:
+    """The object's size as a listing told it (listed_size), else as the filesystem says (a HEAD)."""
+    size = _listed_sizes.get(str(fs.unstrip_protocol(path)))
+    return fs.size(path) if size is None else size
+
+
+def _whole(fs: AbstractFileSystem, path: str, url: str, size: int | None, limit: int, past_limit: str) -> bytes:
+    if size is not None and size > limit:
+        raise GeomError(f"{url}: {size} bytes, more than {limit}{past_limit}")
+    # s3fs asks the size again (a HEAD) before a whole read, to read one past its block size
+    # (50 MiB) in ranges side by side: told it is not, one request of 3 is saved
+    one_read = (fs.__class__.__name__ == "S3FileSystem" and size is not None
+                and size <= getattr(fs, "default_block_size", 0))
+    return bytes(fs.cat_file(path, max_concurrency=1) if one_read else fs.cat_file(path))
 
 
 def write_bytes(url: str, data: bytes, name: str) -> None:

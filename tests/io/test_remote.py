@@ -808,3 +808,15 @@ def test_a_batchs_check_reads_a_jpegs_or_pngs_header_from_its_first_bytes(s3: S3
     assert sorted(request for request in requests if request.startswith("get_object")) == [
         *["get_object"] * 6, *[head] * 5], requests  # the check's, then each input's run
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.jpg", "b.jpg", "c.jpg", "d.png"]
+
+
+def test_a_small_object_named_is_read_whole_once_for_its_header(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Named (not listed), its size is asked once, then its bytes read whole (shorter than the
+    first bytes a header is read from): no second HEAD before the read."""
+    requests = counted_requests(monkeypatch)
+    result = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/b.png", "--out-dir", tmp_path / "out",
+                 "--shape", "6,6", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(request for request in requests if request != "list_objects_v2") == [
+        "get_object"] * 2 + ["head_object"] * 2, requests
