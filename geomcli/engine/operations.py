@@ -73,6 +73,11 @@ class Operation:
         """A warning for each option given that this operation does not use (the spec ignores it)."""
         return []
 
+    def files_read(self) -> tuple[tuple[str, str], ...]:
+        """(option, path) of each file this operation read besides its inputs (a --grid, a --theta
+        file; stdin is none): a batch must not write over these either."""
+        return ()
+
     def cautions(self, header: Header, common: Common) -> list[str]:
         """A warning for what the options do to a file of this header that is seldom meant (the
         spec allows it)."""
@@ -544,6 +549,9 @@ class GridSample(Operation):
         return {"grid": self.grid_name, "mode": self.mode, "padding_mode": self.padding_mode,
                 "align_corners": self.align_corners, **_recorded_fill(self.fill, dtype, _sampled_fill)}
 
+    def files_read(self) -> tuple[tuple[str, str], ...]:
+        return () if self.grid_name == "-" else (("--grid", self.grid_name),)
+
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return _sampled_shape(self, header, common, _as_tensor(header.shape, common, header.layout))
 
@@ -626,6 +634,12 @@ class Warp(Operation):
         return {**source, "size": None if self.size is None else list(self.size), "mode": self.mode,
                 "padding_mode": self.padding_mode, "align_corners": self.align_corners,
                 **_recorded_fill(self.fill, dtype, _sampled_fill)}
+
+    def files_read(self) -> tuple[tuple[str, str], ...]:
+        from geomcli.engine import theta as thetas
+
+        named = self.theta_name
+        return (("--theta", named),) if named is not None and named != "-" and thetas.is_file(named) else ()
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return _sampled_shape(self, header, common, _warp_layout(header.shape, common, header.layout))
@@ -1075,6 +1089,9 @@ class Chain(Operation):
 
     def unused_options(self) -> list[str]:
         return [f"{step.command}: {warning}" for step in self.steps for warning in step.unused_options()]
+
+    def files_read(self) -> tuple[tuple[str, str], ...]:
+        return tuple((f"{step.command} {option}", path) for step in self.steps for option, path in step.files_read())
 
     def cautions(self, header: Header, common: Common) -> list[str]:
         return [f"{step.command}: {warning}" for step, step_header, step_common in self._walk(header, common)

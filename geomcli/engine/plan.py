@@ -73,8 +73,11 @@ class Job:
     size: int | None = None  # the input's bytes, where its listing told them (a task's share of work)
 
 
-def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> list[Job]:
-    """Every input with its output path and format; usage errors for names that cannot work."""
+def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
+         files_read: Sequence[tuple[str, str]] = ()) -> list[Job]:
+    """Every input with its output path and format; usage errors for names that cannot work.
+    ``files_read``, (option, path) of the files the operation read (Operation.files_read), are
+    inputs too: no output may replace them."""
     from geomcli import io
     from geomcli.io import _remote
 
@@ -107,6 +110,11 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
             identity = _identity(source.path)
             if identity is not None:
                 inputs.setdefault(identity, source.path)
+    read_by: dict[str | tuple[int, int], str] = {}  # the files options read, as inputs are known
+    for option, path in files_read:
+        for key in (_landing(path, folder_realpath), _real(path), _identity(path)):
+            if key is not None:
+                read_by.setdefault(key, f"{path}, which {option} reads")
     writers: dict[str, str] = {}
     jobs = []
     for index, source in enumerate(sources):
@@ -125,6 +133,10 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common) -> lis
         if replaced is not None:
             raise PlanError(f"{_replacing(output, source.path, replaced)}; a batch never writes over its inputs: "
                             "choose another --out-dir or --name")
+        option_file = read_by.get(key) or read_by.get(_identity(output) or key)
+        if option_file is not None:
+            raise PlanError(f"{output}, the output of {source.path}, would replace {option_file}; a batch never "
+                            "writes over its inputs: choose another --out-dir or --name")
         if not remote and io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
             raise PlanError(f"{output} is a device, FIFO or socket, or a link to one; "
                             "--out-dir writes files only: remove it or choose another --name")

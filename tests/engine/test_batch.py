@@ -293,6 +293,33 @@ def test_an_output_that_is_another_input_is_refused(tmp_path: Path, rng: np.rand
     assert one.read_bytes() != b"" and other.exists() and not (tmp_path / "0.png").exists()
 
 
+def test_an_output_over_the_grid_or_theta_file_is_refused(tmp_path: Path, rng: np.random.Generator) -> None:
+    # --grid and --theta files are inputs of the run too: photo.png's output grid.npy was written
+    # over the grid it was sampled at (exit 0), as theta.npy over the matrix
+    photos = tmp_path / "photos"
+    png(photos / "grid.png", rng)
+    png(photos / "theta.png", rng)
+    grid, theta = tmp_path / "out" / "grid.npy", tmp_path / "out" / "theta.npy"
+    grid.parent.mkdir()
+    np.save(grid, np.zeros((1, 4, 4, 2), np.float32))
+    np.save(theta, np.array([[[1, 0, 0], [0, 1, 0]]], np.float32))
+    (tmp_path / "alias").symlink_to(grid.parent)
+    kept = _unchanged(grid, theta)
+    result = run("grid-sample", photos, "--grid", grid, "--out-dir", tmp_path / "alias", "--name", "{stem}.npy")
+    assert result.exit_code == 2
+    assert (f"Error: {tmp_path / 'alias' / 'grid.npy'}, the output of {photos / 'grid.png'}, would replace {grid}, "
+            "which --grid reads; a batch never writes over its inputs: choose another --out-dir or --name"
+            ) in result.stderr
+    result = run("warp", photos, "--theta", theta, "--out-dir", grid.parent, "--name", "{stem}.npy")
+    assert result.exit_code == 2 and f"would replace {theta}, which --theta reads;" in result.stderr
+    result = run("chain", "-i", photos, "--out-dir", grid.parent, "--name", "{stem}.npy", "crop-pad", "--shape",
+                 "4,4", "warp", "--theta", theta)
+    assert result.exit_code == 2 and f"would replace {theta}, which warp --theta reads;" in result.stderr
+    assert kept() and sorted(os.listdir(grid.parent)) == ["grid.npy", "theta.npy"]
+    numbers = run("warp", photos, "--theta", "1,0,0,0,1,0", "--out-dir", grid.parent, "--name", "{stem}.npy")
+    assert numbers.exit_code == 0, numbers.stderr  # numbers read no file: outputs replace files, as make expects
+
+
 def _unchanged(*paths: Path) -> Callable[[], bool]:
     before = {path: path.read_bytes() for path in paths}
     return lambda: all(path.read_bytes() == data for path, data in before.items())
