@@ -229,6 +229,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
         report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
         report.notes.extend(loaded.notes)
+        report.notes.extend(operation.notes())
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, loaded.format, loaded.layout),
                                                 io.mislabelled(input_path, loaded.format)))
         common = layouts.own_axes(common, loaded.format)

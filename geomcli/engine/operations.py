@@ -73,6 +73,10 @@ class Operation:
         """A warning for each option given that this operation does not use (the spec ignores it)."""
         return []
 
+    def notes(self) -> list[str]:
+        """A note for what the options make of every file that is not a fault (a theta holding NaN)."""
+        return []
+
     def files_read(self) -> tuple[tuple[str, str], ...]:
         """(option, path) of each file this operation read besides its inputs (a --grid, a --theta
         file; stdin is none): a batch must not write over these either."""
@@ -635,6 +639,13 @@ class Warp(Operation):
                 "padding_mode": self.padding_mode, "align_corners": self.align_corners,
                 **_recorded_fill(self.fill, dtype, _sampled_fill)}
 
+    def notes(self) -> list[str]:
+        import numpy as np
+
+        # only a theta file can hold them: typed numbers and the flags must be finite
+        finite = all(np.isfinite(matrices).all() for matrices in self.theta.matrices.values())
+        return [] if finite else ["theta holds NaN or Inf: the positions it reaches read the fill value"]
+
     def files_read(self) -> tuple[tuple[str, str], ...]:
         from geomcli.engine import theta as thetas
 
@@ -1089,6 +1100,9 @@ class Chain(Operation):
 
     def unused_options(self) -> list[str]:
         return [f"{step.command}: {warning}" for step in self.steps for warning in step.unused_options()]
+
+    def notes(self) -> list[str]:
+        return [f"{step.command}: {note}" for step in self.steps for note in step.notes()]
 
     def files_read(self) -> tuple[tuple[str, str], ...]:
         return tuple((f"{step.command} {option}", path) for step in self.steps for option, path in step.files_read())

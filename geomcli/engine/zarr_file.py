@@ -103,6 +103,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
         common = layouts.own_axes(common, file_format)
         report.warnings.extend(operation.unused_options())
+        report.notes.extend(operation.notes())
         try:
             result = operation.apply_chunked(data, layout, common)  # --max-pixels: what a task holds
             _check_blocks(data, result, common)

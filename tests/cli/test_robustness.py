@@ -561,6 +561,24 @@ def test_nan_and_inf_theta_from_a_file_are_allowed_and_reported_in_text_and_json
     assert record["status"] == "ok" and any("NaN or Inf" in note for note in record["notes"])
 
 
+def test_a_warp_by_a_theta_file_holding_nan_says_so_in_text_and_json(tmp_path: Path) -> None:
+    # warp's output is all fill then (every position is NaN): it said nothing, in text or --json
+    theta, data = tmp_path / "theta.npy", tmp_path / "data.npy"
+    np.save(theta, np.array([[[1, 0, np.nan], [0, 1, 0]]], np.float32))
+    np.save(data, np.arange(1, 13, dtype=np.float32).reshape(1, 1, 3, 4))
+    note = "theta holds NaN or Inf: the positions it reaches read the fill value"
+    text = run("warp", data, "--theta", theta, "-o", tmp_path / "out.npy")
+    assert text.exit_code == 0 and f"\n  note: {note}\n" in text.stderr
+    assert (np.load(tmp_path / "out.npy") == 0).all()
+    record = json.loads(run("warp", data, "--theta", theta, "-o", tmp_path / "out.npy", "--json").stdout)
+    assert record["status"] == "ok" and record["notes"] == [note]
+    chained = run("chain", "-i", data, "-o", tmp_path / "out.npy", "--json", "crop-pad", "--shape", "1,1,2,2",
+                  "warp", "--theta", theta)
+    assert json.loads(chained.stdout)["notes"] == [f"warp: {note}"]
+    finite = run("warp", data, "--theta", "1,0,0,0,1,0", "-o", tmp_path / "out.npy", "--json")
+    assert json.loads(finite.stdout)["notes"] == []
+
+
 # ---- faults that must lose nothing --------------------------------------------------------------
 
 
