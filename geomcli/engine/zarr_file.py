@@ -38,6 +38,21 @@ def involved(input_path: str, output: str) -> bool:
     return _zarr.is_zarr(input_path) or _zarr.is_zarr(output)
 
 
+def require_modules() -> None:
+    """A chunked job reads or writes zarr and runs on Dask (the dask extra): without them, one line
+    that says what to install, not an ImportError's traceback."""
+    import importlib
+
+    from geomcli.io import _zarr
+
+    for module, does in (("zarr", ".zarr arrays are read and written by zarr"),
+                         ("dask.array", ".zarr arrays are done chunk by chunk by Dask")):
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise GeomError(f"{does}, which is not installed: {_zarr.INSTALL}") from error
+
+
 def is_piped(input_path: str) -> bool:
     """Whether the input is a stream (stdin, a FIFO, process substitution's /dev/fd/N), which has
     no chunks to read one at a time and can be read only once."""
@@ -92,6 +107,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     _remote.configure(common.storage_options)
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
     with reporting(report, common):
+        require_modules()
         _refuse_in_place(input_path, output)
         opened, written = input_path, output
         if scheduler is not None:  # a cluster's workers open the arrays by these names
@@ -225,6 +241,7 @@ def check_tasks(operation: Operation, input_path: str, output: str, common: Comm
 
     if not involved(input_path, output):
         return
+    require_modules()
     stored = _stored(input_path, common)
     if stored is None:
         return

@@ -2050,3 +2050,22 @@ def test_a_tiff_cut_short_to_a_zarr_output_is_the_files_failure_not_the_options(
     dry = run("crop-pad", cut, good, "--out-dir", tmp_path / "dry", "--name", "{stem}.zarr", "--shape", "8,8",
               "--dry-run")
     assert dry.exit_code == 1 and said in dry.stderr and "1 to write, 1 failed" in dry.stderr, dry.stderr
+
+
+@pytest.mark.parametrize("missing", ["dask.array", "zarr"])
+def test_without_the_dask_extra_a_zarr_job_says_what_to_install(missing: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # 'geomcli space-to-depth samples/tensor.npy -o blocks.zarr' after a plain 'pip install .'
+    # ended in ModuleNotFoundError's traceback (exit 1), in a batch too
+    import sys
+
+    np.save(tmp_path / "t.npy", np.zeros((1, 2, 4, 4), np.float32))
+    monkeypatch.setitem(sys.modules, missing, None)  # its import raises ImportError
+    said = ("zarr arrays are read and written by zarr" if missing == "zarr" else
+            "zarr arrays are done chunk by chunk by Dask") + ", which is not installed: pip install 'geomcli[dask]'\n"
+    result = run("space-to-depth", tmp_path / "t.npy", "-o", tmp_path / "t.zarr", "--blocksize", "2")
+    assert result.exit_code == 2 and result.stderr == f"Error: .{said}"
+    result = run("space-to-depth", tmp_path / "t.npy", "--out-dir", tmp_path / "out", "--name", "{stem}.zarr",
+                 "--blocksize", "2")
+    assert result.exit_code == 2 and f"Error: .{said}" in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["t.npy"]
