@@ -244,8 +244,8 @@ def sampling_options(command: Callable[..., Any]) -> Callable[..., Any]:
     --align-corners and --fill."""
     for option in reversed([
         click.option("--mode", default="linear", show_default=True, callback=_sampling_mode,
-                      metavar="[linear|nearest|cubic]", help="Interpolation: N-linear, nearest (half to even) or "
-                      "N-cubic (Keys, A = -0.75)."),
+                      shell_complete=_complete_sampling_mode, metavar="[linear|nearest|cubic]",
+                      help="Interpolation: N-linear, nearest (half to even) or N-cubic (Keys, A = -0.75)."),
         click.option("--padding-mode", type=click.Choice(["zeros", "border", "reflection"]), default="zeros",
                       show_default=True, help="What a position outside the input reads: --fill (0), the nearest "
                       "border pixel, or the input mirrored at its borders."),
@@ -260,11 +260,20 @@ def sampling_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+# not a click.Choice, which would not name GridSample-16's modes as such (_sampling_mode)
+SAMPLING_MODES = ("linear", "nearest", "cubic")
+
+
+def _complete_sampling_mode(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """The modes a shell completes --mode to, as a Choice's would be."""
+    return [mode for mode in SAMPLING_MODES if mode.startswith(incomplete)]
+
+
 def _sampling_mode(ctx: click.Context, param: click.Parameter, value: str) -> str:
     renamed = {"bilinear": "linear", "bicubic": "cubic"}
     if value in renamed:
         raise click.BadParameter(f"{value!r} is GridSample-16's name; opset 20 and later call it "
                                  f"{renamed[value]!r}", ctx, param)
-    if value not in ("linear", "nearest", "cubic"):
+    if value not in SAMPLING_MODES:
         raise click.BadParameter(f"{value!r} is not one of 'linear', 'nearest', 'cubic'", ctx, param)
     return value

@@ -1171,6 +1171,20 @@ def test_bash_completion_script_and_mode_values() -> None:
     assert layouts == [f"plain,{name}" for name in ("NCHW", "NHWC", "CHW", "HWC", "NHW", "HW")]
 
 
+@pytest.mark.parametrize(("words", "values"), [
+    ("geomcli warp --mode ", ["linear", "nearest", "cubic"]),
+    ("geomcli grid-sample x.png --mode c", ["cubic"]),
+    ("geomcli chain -i x.png warp --mode n", ["nearest"]),
+    ("geomcli resize --mode ", ["nearest", "linear", "cubic"]),
+])
+def test_every_mode_option_completes_its_values(words: str, values: list[str]) -> None:
+    # warp's and grid-sample's --mode (checked by a callback, not a Choice) completed to nothing
+    env = {"_GEOMCLI_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) -
+                                                                                       (not words.endswith(" ")))}
+    result = CliRunner().invoke(cli, [], env=env, prog_name="geomcli", catch_exceptions=False)
+    assert result.output.split() == [f"plain,{value}" for value in values]
+
+
 HEAVY = ("numpy", "PIL", "tifffile", "rich", "ml_dtypes")
 PROBE = """
 import sys
