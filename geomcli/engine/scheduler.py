@@ -223,10 +223,12 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
                         "key (distributed.comm.tls in Dask's configuration, or DASK_DISTRIBUTED__COMM__TLS__CA_FILE, "
                         "..._CLIENT__CERT and ..._CLIENT__KEY)")
     try:
-        client = distributed.Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
+        client = _joined_client(address)
     except (OSError, ValueError) as error:  # the connection's TimeoutError is an OSError
         _drop_half_made(error)
         raise GeomError(f"{address}: cannot reach the Dask scheduler ({first_line(error)})") from error
+    except _SaidNothing as error:
+        raise GeomError(f"{address}: what answers there is not a Dask scheduler ({error})") from error
     except Exception as error:  # noqa: BLE001 (a server that is not Dask's: its bytes read as a frame of 3 EiB)
         _drop_half_made(error)
         raise GeomError(f"{address}: what answers there is not a Dask scheduler "
@@ -237,6 +239,39 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
         else:
             _check_workers_code(client, str(scheduler.address))
         yield client, None
+
+
+class _SaidNothing(Exception):
+    """A server that took the connection and never sent Dask's handshake."""
+
+
+def _joined_client(address: str) -> Client:
+    """``distributed.Client(address)``, within CONNECT_SECONDS a step. Its connect waits for the
+    server's handshake with no timeout at all (distributed.comm.core.connect): a server that takes
+    the connection and says nothing (an HTTP server, a database: they wait for the client to
+    speak) held the run for ever. A Dask scheduler sends its handshake at once, and each later step
+    has a timeout of CONNECT_SECONDS: past three of them, the Client is left to its thread (a
+    daemon: the process ends without it)."""
+    import threading
+
+    import distributed
+
+    made: dict[str, Any] = {}
+
+    def make() -> None:
+        try:
+            made["client"] = distributed.Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
+        except BaseException as error:  # noqa: BLE001 (raised again in the caller's thread)
+            made["error"] = error
+
+    thread = threading.Thread(target=make, name="geomcli-connect", daemon=True)
+    thread.start()
+    thread.join(3 * CONNECT_SECONDS)
+    if thread.is_alive():
+        raise _SaidNothing(f"it took the connection and sent nothing in {3 * CONNECT_SECONDS} s")
+    if "error" in made:
+        raise made["error"]
+    return made["client"]  # type: ignore[no-any-return]
 
 
 def _drop_half_made(error: BaseException) -> None:

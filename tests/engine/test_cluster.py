@@ -634,6 +634,27 @@ def test_an_unreachable_scheduler_is_one_error_line(tmp_path: Path, mixed: Path,
     assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
+def test_a_server_that_takes_the_connection_and_says_nothing_is_one_error_line(
+        tmp_path: Path, mixed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTP server or a database waits for the client to speak: distributed waited for its
+    handshake for ever (over 100 s with moto's server, the run still held)."""
+    import socket
+
+    monkeypatch.setattr(scheduler_module, "CONNECT_SECONDS", 1)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()  # never accepted: the kernel takes the connection, nothing is ever sent
+        port = server.getsockname()[1]
+        started = time.monotonic()
+        result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
+                     "--scheduler", f"tcp://127.0.0.1:{port}")
+        assert time.monotonic() - started < 10
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: tcp://127.0.0.1:{port}: what answers there is not a Dask scheduler (it took "
+                             "the connection and sent nothing in 3 s)\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_tls_without_tls_settings_is_one_error_line(tmp_path: Path, mixed: Path) -> None:
     """distributed raised a TypeError (a traceback), then its half-made client took 20 s to close."""
     started = time.monotonic()
