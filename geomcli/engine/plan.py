@@ -210,6 +210,9 @@ def read_list(path: str) -> list[str]:
             text = io.read_list_bytes(path, LIST_BYTES)
     except GeomError as error:
         raise PlanError(f"cannot read the list: {error}", options="--files-from") from error
+    found = io.sniff_format(text[:16])
+    if found is not None:  # (its bytes split at NULs read as names: a 3 KB line of escapes)
+        raise PlanError(f"{path} is a {found.upper()} file, not a list of names, one a line", options="--files-from")
     if b"\0" in text:  # no name holds a NUL: the list is find -print0's, whose names may hold newlines
         return [name for name in os.fsdecode(text).split("\0") if name]
     lines = os.fsdecode(text).split("\n") if text else []

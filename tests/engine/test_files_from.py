@@ -97,6 +97,9 @@ def test_names_that_are_not_utf8_are_kept_as_bytes(shots: Path, tmp_path: Path) 
     (["--files-from", "{empty}", "-o", "{out}/x.png"], "give an INPUT, or --files-from FILE with --out-dir"),
     (["{shots}/a.png", "--files-from", "{empty}", "-o", "{out}/x.png"], "--files-from goes with --out-dir, not -o"),
     (["--out-dir", "{out}"], "give an INPUT, or --files-from FILE with --out-dir"),
+    # (it was split at its NULs and read as names: a 3 KB --name error of escapes)
+    (["--files-from", "{shots}/a.png", "--out-dir", "{out}"],
+     "{shots}/a.png is a PNG file, not a list of names, one a line"),
 ])
 def test_list_mistakes_are_usage_errors(args: list[str], message: str, shots: Path, tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_text("\n\n")
