@@ -166,8 +166,10 @@ def _info_line(record: dict[str, Any]) -> str:
         parts.append(f"chunks {'×'.join(map(str, record['chunks']))}"
                      + (f" in shards of {'×'.join(map(str, record['shards']))}" if record.get("shards") else ""))
     if record.get("ome"):  # where its pixels lie: what a crop or resize of it moves
-        parts.append("OME-Zarr" + "".join(f" {key} [{', '.join(f'{value:g}' for value in record[key])}]"
-                                          for key in ("scale", "translation") if record.get(key) is not None))
+        levels = record.get("levels") or 1  # only the first is read: said, as a run's note says it
+        parts.append("OME-Zarr" + (f" (the first of {levels} levels)" if levels > 1 else "")
+                     + "".join(f" {key} [{', '.join(f'{value:g}' for value in record[key])}]"
+                               for key in ("scale", "translation") if record.get(key) is not None))
     if record["value_range"]:
         low, high = record["value_range"]
         parts.append(f"range [{low:g}, {high:g}]" + (" and NaN" if summary.NAN_NOTE in record["notes"] else ""))

@@ -116,6 +116,9 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             opened, written = for_workers(input_path), for_workers(output)
         data, layout, space, like, file_format = _open(opened, common, piped)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
+        if space is not None and space.levels > 1:  # a pyramid's other levels are not made again
+            report.notes.append(f"an OME-Zarr of {space.levels} levels: the first (full resolution) alone is read, "
+                                "and the output has that one level")
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
         common = layouts.own_axes(common, file_format)
         report.warnings.extend(operation.unused_options())

@@ -151,6 +151,9 @@ def read(
             data = _load(choice, name, source)
         if choice.note:
             notes.append(choice.note)
+        levels = 1 if choice.series is None else len(choice.series.levels)
+        if levels > 1:  # a pyramid's other levels are not made again
+            notes.append(f"a pyramid of {levels} levels: the first (full resolution) alone is read")
         if choice.planar:
             # a planar image (S, Y, X) is the same HWC as a contiguous one (as image formats hold
             # it); its metadata's axes (SYX) have a TIFF output store it planar again

@@ -64,6 +64,8 @@ class Space(NamedTuple):
     """The multiscales' name."""
     omero: dict[str, Any] | None = None
     """The image's ``omero`` (its channels' labels, colours and display windows), as given."""
+    levels: int = 1
+    """How many levels its multiscales list: only the first is read, and an output has that one."""
 
     def physical(self) -> str:
         """Its scale and units as a warning names them (``y 0.5 nanometer, x 0.25 nanometer``);
@@ -92,7 +94,7 @@ def space_of(metadata: Metadata) -> Space | None:
     >>> space_of(Metadata(axes="CYX", axes_kind="ome", physical=(("X", 0.25, "nm"), ("Y", 0.5, "nm"))))
     Space(axes=({'name': 'c', 'type': 'channel'}, {'name': 'y', 'type': 'space', 'unit': 'nanometer'}, \
 {'name': 'x', 'type': 'space', 'unit': 'nanometer'}), scale=(1.0, 0.5, 0.25), translation=None, name=None, \
-omero=None)
+omero=None, levels=1)
     """
     physical, axes = metadata.physical, metadata.axes or ""
     if (not physical or not axes or any(letter not in "TCZYX" for letter in axes)
@@ -307,9 +309,10 @@ def _open_input(path: str) -> Opened:
                             zip(outer_translation, translation or (0.0,) * array.ndim, strict=True))
     name = image.get("name")
     omero = (ome if isinstance(ome, dict) else attributes).get("omero")  # (NGFF 0.4's beside its multiscales)
+    datasets = image.get("datasets")
     return Opened(array, layout_of([axis.get("name") for axis in axes]),
                   Space(axes, scale, translation, name if isinstance(name, str) else None,
-                        omero if isinstance(omero, dict) else None))
+                        omero if isinstance(omero, dict) else None, len(datasets) if isinstance(datasets, list) else 1))
 
 
 def _transforms(entry: dict[str, Any], path: str,
@@ -414,8 +417,9 @@ def read_header(path: str) -> Header:
 
 def describe(path: str) -> dict[str, Any]:
     """What ``geomcli info`` shows of a zarr array, from its metadata alone: its dtype (numpy's),
-    chunks (and shards) and codecs where an image shows its compression; no value range, which
-    would read every chunk."""
+    chunks (and shards) and codecs where an image shows its compression, an OME-Zarr's scale,
+    translation and number of levels (the first alone is read); no value range, which would read
+    every chunk."""
     opened = open_input(path)
     array = opened.array
     # what packs the bytes (a sharded array's inner codecs; the serializer only lays them out)
@@ -425,7 +429,8 @@ def describe(path: str) -> dict[str, Any]:
             "compression": ", ".join(codecs) or "none", "ome": opened.space is not None,
             "scale": None if opened.space is None or opened.space.scale is None else list(opened.space.scale),
             "translation": None if opened.space is None or opened.space.translation is None
-            else list(opened.space.translation)}
+            else list(opened.space.translation),
+            "levels": None if opened.space is None else opened.space.levels}
 
 
 def _says_incomplete(attributes: Any) -> bool:

@@ -346,10 +346,19 @@ def ome_image(path: Path, data: np.ndarray, chunks: tuple[int, ...]) -> None:
 
 
 def test_an_ome_zarr_image_is_read_at_full_resolution_and_written_as_one(tmp_path: Path) -> None:
+    """Its other levels are not made again, and info and the run say so: a try-out's pyramid of 2
+    levels became one, said nowhere (info showed no levels; the record's notes, none)."""
     data = tensor(np.dtype("uint16"), (3, 16, 12))
     ome_image(tmp_path / "in.zarr", data, (1, 7, 7))
-    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2", "-q")
+    shown = run("info", tmp_path / "in.zarr")
+    assert "OME-Zarr (the first of 2 levels) scale [1, 0.5, 0.25]," in shown.stdout, shown.output
+    assert json.loads(run("info", "--json", tmp_path / "in.zarr").stdout)["levels"] == 2
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2", "--json")
     assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[0])["notes"][0] == (
+        "an OME-Zarr of 2 levels: the first (full resolution) alone is read, and the output has that one level")
+    assert json.loads(run("info", "--json", tmp_path / "out.zarr").stdout)["levels"] == 1
+    assert "(the first of" not in run("info", tmp_path / "out.zarr").stdout
     group = read_zarr(tmp_path / "out.zarr")
     image = group.attrs["ome"]["multiscales"][0]
     assert [axis["name"] for axis in image["axes"]] == ["c", "y", "x"]

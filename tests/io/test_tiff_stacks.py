@@ -237,3 +237,23 @@ def test_a_big_hyperstack_through_a_memory_map(kind: str, axes: str, shape: tupl
     assert mapped == (axes == "TZCYX")
     assert _series(blocks)[:2] == (axes, _blocks(data, axes, 2, "DCR").shape)
     assert np.array_equal(tifffile.imread(blocks), _blocks(data, axes, 2, "DCR"))
+
+
+def test_a_pyramid_s_first_level_alone_is_read_and_a_note_says_so(tmp_path: Path, rng: np.random.Generator) -> None:
+    """An OME-TIFF pyramid (SubIFDs of half and a quarter the size): the full-resolution level is
+    read, and its other levels are not made again: said in a note (info and a run said nothing)."""
+    import tifffile
+
+    data = rng.integers(0, 4000, (2, 32, 24), dtype=np.uint16)
+    with tifffile.TiffWriter(tmp_path / "pyramid.ome.tif", ome=True) as tif:
+        tif.write(data, subifds=2, tile=(16, 16), metadata={"axes": "CYX"})
+        for step in (2, 4):
+            tif.write(data[:, ::step, ::step], tile=(16, 16), subfiletype=1)
+    loaded = io.read_array(str(tmp_path / "pyramid.ome.tif"))
+    assert np.array_equal(loaded.data, data)
+    assert loaded.notes[0] == "a pyramid of 3 levels: the first (full resolution) alone is read"
+    result = run("crop-pad", tmp_path / "pyramid.ome.tif", "-o", tmp_path / "out.tif", "--shape", "8,8")
+    assert result.exit_code == 0, result.stderr
+    assert "note: a pyramid of 3 levels: the first (full resolution) alone is read" in result.stderr
+    tifffile.imwrite(tmp_path / "flat.ome.tif", data, ome=True, metadata={"axes": "CYX"})
+    assert not any("pyramid" in note for note in io.read_array(str(tmp_path / "flat.ome.tif")).notes)
