@@ -380,11 +380,14 @@ def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, co
     letters = _axis_letters(layouts.resolve_layout(header.shape, common.layout, header.layout), metadata)
     sizes = {axis: size for axis, size, _ in metadata.physical}
     scale = operation.scaled(tuple(sizes.get(letter, 1.0) for letter in letters), header, common)
-    if scale is None:
+    if scale is None:  # the sampled axes' sizes are lost; a stack's Z keeps its own
         from geomcli.engine.operations import sizeless
 
-        return metadata._replace(physical=(), dropped=(*metadata.dropped,
-                                                       f"OME physical sizes of {sizeless(operation)}"))
+        sampled = {letters[index] for index in operation.sampled_axes(header, common) if index < len(letters)}
+        kept = tuple(entry for entry in metadata.physical if entry[0] not in sampled)
+        lost = "" if not kept else " along " + ", ".join(axis for axis, _, _ in metadata.physical if axis in sampled)
+        return metadata._replace(physical=kept,
+                                 dropped=(*metadata.dropped, f"OME physical sizes{lost} of {sizeless(operation)}"))
     if len(scale) != len(letters):
         return metadata._replace(physical=())
     scaled = dict(zip(letters, scale))  # (an axis --layout names otherwise, a stack axis, keeps its size)

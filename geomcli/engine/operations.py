@@ -114,6 +114,12 @@ class Operation:
         say where its pixels lie (then it is dropped, with a warning)."""
         return None
 
+    def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
+        """The axes of a file of this header whose pixel sizes and translation are lost where
+        ``scaled`` or ``shifted`` says None: those the operation places its output pixels along
+        (every axis, unless it says fewer); the others keep theirs."""
+        return tuple(range(len(header.shape)))
+
 
 @dataclass(frozen=True)
 class CropPad(Operation):
@@ -595,6 +601,10 @@ class GridSample(Operation):
         """None: a grid's positions are arbitrary, so its output's pixels have no size of the input's."""
         return None
 
+    def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
+        """The sampled plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes."""
+        return _sampled_axes(header.shape, _as_tensor(header.shape, common, header.layout))
+
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         return _resolution_scaled(self, metadata, header, common)
 
@@ -719,6 +729,10 @@ class Warp(Operation):
             moved[axis] = translation[axis] + b * scale[axis]
         return tuple(moved)
 
+    def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
+        """The warped plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes."""
+        return _sampled_axes(header.shape, _warp_layout(header.shape, common, header.layout))
+
     def _axis_maps(self, header: Header, common: Common) -> list[tuple[int, float, float, float]] | None:
         """Per warped axis, (axis, theta's factor f, a, b) with x_in = a·x_out + b in input pixels,
         where theta scales and shifts each axis alone (one matrix for every image): affine-grid's
@@ -797,6 +811,14 @@ class Warp(Operation):
         out_lengths = self.size or tuple(lengths)
         affine_grid_output_shape((n, *theta.shape[1:]), (n, channels, *out_lengths))
         return n, channels, *out_lengths
+
+
+def _sampled_axes(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
+    """The axes GridSample places its output pixels along, in a file of this layout: H and W (a
+    TIFF's Y and X), or D1..Dr of an (N, C, D1, ..., Dr) tensor of no named layout."""
+    from geomcli.engine import layout as layouts
+
+    return tuple(range(2, len(shape))) if layout is None else layouts.spatial_axes(layout)
 
 
 def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None) -> str | None:

@@ -166,24 +166,32 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
                   report: Report) -> Space | None:
     """The input's OME-Zarr coordinate system as the operation makes it: the scale
     (Operation.scaled) and the translation (Operation.shifted; where the operation does not say
-    where its pixels lie, dropped with a warning). An input without a translation has its first
-    pixel's centre at 0: a crop or a resize moves it, and the output says where to."""
+    where its pixels lie, dropped with a warning along the axes it samples, Operation.sampled_axes:
+    a rotated z-stack keeps its z). An input without a translation has its first pixel's centre
+    at 0: a crop or a resize moves it, and the output says where to."""
     if space is None:
         return None
     scale = space.scale or (1.0,) * len(header.shape)
+    sampled = operation.sampled_axes(header, common)
     if space.translation is None:
         moved = operation.shifted((0.0,) * len(header.shape), scale, header, common)
         translation = moved if moved is not None and any(moved) else None
     else:
         translation = operation.shifted(space.translation, scale, header, common)
         if translation is None:
-            report.warnings.append(f"the OME-Zarr translation {list(space.translation)} cannot be carried "
-                                   f"through {operation.command} (it does not say where its pixels lie); dropped")
+            lost = [index for index in range(len(space.translation)) if index in sampled]
+            kept = tuple(0.0 if index in lost else value for index, value in enumerate(space.translation))
+            translation = kept if any(kept) else None
+            what = (f"{list(space.translation)}" if len(lost) == len(kept) else
+                    f"{[space.translation[index] for index in lost]} along "
+                    f"{', '.join(str(space.axes[index].get('name', '?')) for index in lost)}")
+            report.warnings.append(f"the OME-Zarr translation {what} cannot be carried through {operation.command} "
+                                   "(it does not say where its pixels lie); dropped")
     from geomcli.io._zarr import Space
 
     scaled = operation.scaled(scale, header, common)
-    if scaled is None:  # no size per axis: the axes of space keep none, nor their units
-        spatial = [axis.get("type") == "space" for axis in space.axes]
+    if scaled is None:  # no size per axis: the sampled axes of space keep none, nor their units
+        spatial = [axis.get("type") == "space" and index in sampled for index, axis in enumerate(space.axes)]
         dropped = Space(tuple(axis for axis, drop in zip(space.axes, spatial) if drop),
                         tuple(value for value, drop in zip(scale, spatial) if drop)).physical()
         if dropped:

@@ -861,8 +861,8 @@ def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(
             {"type": "scale", "scale": moved[0]}, {"type": "translation", "translation": moved[1]}], command
     result = run("warp", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--rotate", "30", "--json")
     assert result.exit_code == 0
-    assert ("the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried through warp (it does not say where its "
-            "pixels lie); dropped") in json.loads(result.stdout)["warnings"]
+    assert ("the OME-Zarr translation [10.0, 20.0] along y, x cannot be carried through warp (it does not say where "
+            "its pixels lie); dropped") in json.loads(result.stdout)["warnings"]
 
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])
@@ -1064,6 +1064,31 @@ def test_a_warp_scales_the_pixel_size_and_a_grid_drops_it(tmp_path: Path, args: 
     assert json.loads(result.stdout)["warnings"] == ([] if units else [
         f"the physical pixel sizes (y 0.5 nanometer, x 0.25 nanometer) cannot be carried through {command}, whose "
         "pixels have no size per axis (a grid, a rotation or shear); dropped"])
+
+
+@pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"]])
+def test_a_warp_of_each_plane_keeps_the_stack_s_z_scale_and_translation(tmp_path: Path, args: list[str]) -> None:
+    """A rotation or a grid samples each z plane on its own: y and x lose their sizes and place,
+    z keeps its own. A try-out's rotated stack of z 2 micrometer, 10 micrometer in, came out with
+    z of scale 1, no unit and no translation, a warning naming z among the sizes lost."""
+    axes = [{"name": "c", "type": "channel"},
+            *({"name": name, "type": "space", "unit": "micrometer"} for name in "zyx")]
+    ome_group(tmp_path / "in.zarr", np.zeros((2, 3, 12, 10), np.uint16), axes,
+              [{"type": "scale", "scale": [1.0, 2.0, 0.5, 0.25]},
+               {"type": "translation", "translation": [0.0, 10.0, 20.0, 30.0]}])
+    np.save(tmp_path / "grid.npy", np.zeros((3, 6, 5, 2), np.float32))  # (a grid for each z plane)
+    command, *rest = [str(tmp_path / "grid.npy") if arg == "GRID" else arg for arg in args]
+    result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *rest)
+    assert result.exit_code == 0, result.stderr
+    image = written_image(tmp_path / "out.zarr")
+    assert image["axes"] == [axes[0], axes[1], {"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
+    assert image["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 2.0, 1.0, 1.0]}, {"type": "translation", "translation": [0.0, 10.0, 0.0, 0.0]}]
+    assert json.loads(result.stdout)["warnings"] == [
+        f"the OME-Zarr translation [20.0, 30.0] along y, x cannot be carried through {command} (it does not say "
+        "where its pixels lie); dropped",
+        f"the physical pixel sizes (y 0.5 micrometer, x 0.25 micrometer) cannot be carried through {command}, whose "
+        "pixels have no size per axis (a grid, a rotation or shear); dropped"]
 
 
 def test_a_corrupt_chunk_is_one_error_line_the_old_output_kept_and_the_batch_goes_on(tmp_path: Path) -> None:

@@ -1049,6 +1049,26 @@ def test_a_mapped_output_of_a_file_without_metadata_says_nothing(tmp_path: Path,
     assert record["warnings"] == [] and record["dropped"] == ["DPI (299.999 x 299.999)"]
 
 
+@pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"]])
+def test_a_warp_of_each_plane_keeps_the_stack_s_z_size(tmp_path: Path, args: list[str]) -> None:
+    """A rotation or a grid leaves its plane's pixels no size along Y and X, not the spacing of
+    the planes it samples one by one: a z-stack's PhysicalSizeZ of 3 was dropped with them."""
+    import tifffile
+
+    source, out = tmp_path / "in.ome.tif", tmp_path / "out.ome.tif"
+    tifffile.imwrite(source, np.zeros((2, 4, 8, 8), np.uint16), ome=True, metadata={
+        "axes": "ZCYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.25, "PhysicalSizeZ": 3.0})
+    np.save(tmp_path / "grid.npy", np.zeros((2, 6, 6, 2), np.float32))  # (one grid for each of the 2 planes)
+    result = run(args[0], source, "-o", out, *[str(tmp_path / "grid.npy") if arg == "GRID" else arg
+                                               for arg in args[1:]])
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+    assert pixels["PhysicalSizeZ"] == 3.0 and "PhysicalSizeX" not in pixels and "PhysicalSizeY" not in pixels
+    assert (f"OME physical sizes along X, Y of {args[0]}'s output (its pixels have no size per axis: a grid, a "
+            "rotation or shear) cannot be carried; dropped") in result.stderr
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["crop-pad", "--shape", "4,4"], {"X": 0.5, "Y": 0.25, "Z": 3.0}),
     (["space-to-depth", "--blocksize", "2"], {"X": 1.0, "Y": 0.5, "Z": 3.0}),
