@@ -114,8 +114,9 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             from geomcli.engine.scheduler import for_workers
 
             opened, written = for_workers(input_path), for_workers(output)
-        data, layout, space, like, file_format = _open(opened, common, piped)
+        data, layout, space, like, file_format, notes = _open(opened, common, piped)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
+        report.notes.extend(notes)
         if space is not None and space.levels > 1:  # a pyramid's other levels are not made again
             report.notes.append(f"an OME-Zarr of {space.levels} levels: the first (full resolution) alone is read, "
                                 "and the output has that one level")
@@ -256,7 +257,7 @@ def check_tasks(operation: Operation, input_path: str, output: str, common: Comm
     stored = _stored(input_path, common)
     if stored is None:
         return
-    data, layout, _, _, file_format = stored
+    data, layout, _, _, file_format, _ = stored
     try:
         _check_blocks(data, operation.apply_chunked(data, layout, layouts.own_axes(common, file_format)), common)
     except GeomError as error:
@@ -296,12 +297,13 @@ def _refuse_in_place(input_path: str, output: str) -> None:
                         "the output is written; write another")
 
 
-_Opened = tuple[Any, str | None, "Space | None", Any, str]
+_Opened = tuple[Any, str | None, "Space | None", Any, str, tuple[str, ...]]
 
 
 def _open(input_path: str, common: Common, piped: Loaded | None = None) -> _Opened:
     """The input as a dask array of its chunks, its layout, its OME-Zarr coordinate system (None
-    for another input), the zarr array itself (or None) and the input's format: as stored
+    for another input), the zarr array itself (or None), the input's format and what its read
+    notes (a TIFF pyramid's first level alone read, a palette expanded): as stored
     (:func:`_stored`), else decoded whole (a palette TIFF, say), within --max-pixels. ``piped``: a
     piped input already read whole."""
     from geomcli import io
@@ -309,14 +311,16 @@ def _open(input_path: str, common: Common, piped: Loaded | None = None) -> _Open
     from geomcli.io import _zarr
 
     if piped is not None:
-        return chunked.as_dask(piped.data, None), piped.layout, _zarr.space_of(piped.metadata), None, piped.format
+        return (chunked.as_dask(piped.data, None), piped.layout, _zarr.space_of(piped.metadata), None, piped.format,
+                piped.notes)
     stored = _stored(input_path, common)
     if stored is not None:
         return stored
     fidelity = common.fidelity
     loaded = io.read_array(input_path, max_pixels=common.max_pixels, mmap=True, auto_orient=fidelity.auto_orient,
                            frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
-    return chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format
+    return (chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format,
+            loaded.notes)
 
 
 class Unreadable(GeomError):
@@ -348,7 +352,7 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
             data = chunked.as_dask(opened.array, max_pixels=common.max_pixels)
         except GeomError as error:  # (more chunks than a run takes)
             raise GeomError(f"{input_path}: {error}") from error
-        return data, opened.layout, opened.space, opened.array, "zarr"
+        return data, opened.layout, opened.space, opened.array, "zarr", ()
     if _remote_or_stream(input_path):
         return None
     fidelity = common.fidelity
@@ -358,14 +362,16 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
                                     max_pixels=common.max_pixels)
         if tiles is not None:
             array, layout, metadata = tiles
-            return chunked.as_dask(array, "auto", common.max_pixels), layout, _zarr.space_of(metadata), None, "tiff"
+            return (chunked.as_dask(array, "auto", common.max_pixels), layout, _zarr.space_of(metadata), None, "tiff",
+                    array.notes)
     if io.format_for_path(input_path) != "npy":
         return None
     with _reading():
         loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels, mmap=True,
                                auto_orient=fidelity.auto_orient, frames=fidelity.frames, series=fidelity.series,
                                page=fidelity.page)
-    return chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format
+    return (chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format,
+            loaded.notes)
 
 
 def _first_line(error: BaseException) -> str:

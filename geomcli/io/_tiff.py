@@ -151,9 +151,7 @@ def read(
             data = _load(choice, name, source)
         if choice.note:
             notes.append(choice.note)
-        levels = 1 if choice.series is None else len(choice.series.levels)
-        if levels > 1:  # a pyramid's other levels are not made again
-            notes.append(f"a pyramid of {levels} levels: the first (full resolution) alone is read")
+        notes.extend(pyramid_notes(choice))
         if choice.planar:
             # a planar image (S, Y, X) is the same HWC as a contiguous one (as image formats hold
             # it); its metadata's axes (SYX) have a TIFF output store it planar again
@@ -170,6 +168,12 @@ def read(
         stored = _orientation(choice) if 274 in choice.keyframe.tags else None
     src = "-" if isinstance(source, bytes) else source
     return Loaded(data, "tiff", layout, src, tuple(notes), metadata, pages, orientation=stored, upright=bool(turned))
+
+
+def pyramid_notes(choice: _Choice) -> list[str]:
+    """A note where the series read is a pyramid: its other levels are not read, nor made again."""
+    levels = 1 if choice.series is None else len(choice.series.levels)
+    return [f"a pyramid of {levels} levels: the first (full resolution) alone is read"] if levels > 1 else []
 
 
 def as_zarr(path: str, series: int | None, auto_orient: bool = True,
@@ -197,6 +201,7 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True,
             # allocated an exabyte, one of 0 (or 0 rows a strip) divided by zero; decoded whole instead
             return None
         metadata = _metadata(tif, choice)
+        notes = tuple(pyramid_notes(choice))
     samples = choice.shape[len(choice.shape) - 1:] if keyframe.samplesperpixel > 1 else ()  # (planar: None above)
     stack = choice.shape[:len(choice.shape) - 2 - len(samples)]
     elements = math.prod(page) * math.prod(samples)
@@ -204,7 +209,8 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True,
                    and (max_pixels is None or elements <= max_pixels))
     step = page if whole_pages else tuple(min(length, side or length) for length, side in zip(page, tile))
     chunks = (*(1 for _ in stack), *step, *samples)
-    return Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile"), layout, metadata
+    return (Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile", notes),
+            layout, metadata)
 
 
 class Tiles:
@@ -214,9 +220,10 @@ class Tiles:
     read opens the file and closes it."""
 
     def __init__(self, path: str, series: int, shape: tuple[int, ...], dtype: np.dtype,
-                 chunks: tuple[int, ...], chunkmode: str = "strile") -> None:
+                 chunks: tuple[int, ...], chunkmode: str = "strile", notes: tuple[str, ...] = ()) -> None:
         self.path, self.series, self.shape, self.dtype, self.chunks = path, series, shape, dtype, chunks
         self.chunkmode = chunkmode
+        self.notes = notes  # what a run reading it notes (a pyramid's first level alone read)
         self.ndim = len(shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:

@@ -241,7 +241,8 @@ def test_a_big_hyperstack_through_a_memory_map(kind: str, axes: str, shape: tupl
 
 def test_a_pyramid_s_first_level_alone_is_read_and_a_note_says_so(tmp_path: Path, rng: np.random.Generator) -> None:
     """An OME-TIFF pyramid (SubIFDs of half and a quarter the size): the full-resolution level is
-    read, and its other levels are not made again: said in a note (info and a run said nothing)."""
+    read, and its other levels are not made again: said in a note (info and a run, read whole or
+    tile by tile into a zarr, said nothing)."""
     import tifffile
 
     data = rng.integers(0, 4000, (2, 32, 24), dtype=np.uint16)
@@ -255,5 +256,11 @@ def test_a_pyramid_s_first_level_alone_is_read_and_a_note_says_so(tmp_path: Path
     result = run("crop-pad", tmp_path / "pyramid.ome.tif", "-o", tmp_path / "out.tif", "--shape", "8,8")
     assert result.exit_code == 0, result.stderr
     assert "note: a pyramid of 3 levels: the first (full resolution) alone is read" in result.stderr
+    pytest.importorskip("zarr")
+    pytest.importorskip("dask.array")
+    # tile by tile into a zarr
+    chunked = run("crop-pad", tmp_path / "pyramid.ome.tif", "-o", tmp_path / "out.zarr", "--shape", "8,8")
+    assert chunked.exit_code == 0, chunked.stderr
+    assert "note: a pyramid of 3 levels: the first (full resolution) alone is read" in chunked.stderr
     tifffile.imwrite(tmp_path / "flat.ome.tif", data, ome=True, metadata={"axes": "CYX"})
     assert not any("pyramid" in note for note in io.read_array(str(tmp_path / "flat.ome.tif")).notes)
