@@ -12,7 +12,7 @@ What makes that true:
 - **GridSample, an affine warp and Resize** may read anywhere in a plane: each task holds whole
   planes (every axis from the first the operation changes on), the axes before them keep their
   chunks (images of a stack, channels). A task holds a plane, not the array; an array that is
-  one huge plane is one task.
+  one huge plane is one task. Its planes are then cut into chunks of the input's sides.
 - The writer then rechunks the result to the output's zarr chunks: one dask chunk per zarr
   chunk, so no two tasks write one chunk (concurrent misaligned writes lose data,
   zarr-python#3682).
@@ -147,6 +147,7 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first
     giving a block whose axes from ``first_whole`` on have the lengths ``tail``. Blocks of more
     than ``max_pixels`` elements (--max-pixels: what a task may hold) are refused before any is made."""
     check_planes(data, first_whole, (), max_pixels)
+    stored = data.chunks
     data = data.rechunk({axis: -1 for axis in range(first_whole, data.ndim)})
     chunks = data.chunks[:first_whole] + tuple((length,) for length in tail)
 
@@ -154,7 +155,13 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, int], np.ndarray], first
         start = block_info[0]["array-location"][0][0] if first_whole and block_info else 0
         return kernel(block, start)
 
-    return data.map_blocks(run, dtype=data.dtype, chunks=chunks, meta=data._meta)
+    result = data.map_blocks(run, dtype=data.dtype, chunks=chunks, meta=data._meta)
+    # each block of whole planes cut into chunks of the input's sides, which the output is chunked
+    # by (a plane is one task, not one chunk: a resize to 24576 x 16384 of 2048 x 2048 chunks wrote
+    # one chunk of 1.5 GiB a plane, that a viewer read whole for a corner)
+    pieces = {axis: min(max(stored[axis]), length)
+              for axis, length in zip(range(first_whole, data.ndim), tail) if len(stored[axis]) > 1}
+    return result.rechunk(pieces) if pieces else result
 
 
 def check_planes(data: Dask, first_whole: int, tail: Sequence[int], max_pixels: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import signal
 import time
@@ -1236,6 +1237,25 @@ def test_the_sampling_operations_chunk_by_chunk_equal_the_kernels(
     assert found.dtype == expected.dtype and found.tobytes() == expected.tobytes()
 
 
+@pytest.mark.parametrize("args", [["resize", "--scales", "4,4", "--axes", "2,3", "--mode", "linear"],
+                                  ["warp", "--size", "80,72", "--rotate", "10"]])
+def test_a_plane_s_output_is_chunked_as_its_input_not_one_chunk_a_plane(tmp_path: Path, args: list[str]) -> None:
+    """A task holds whole planes, but the output is written in chunks of the input's sides, each
+    by its own task: a try-out's resize of 2048 x 2048 chunks to 24576 x 16384 wrote one 1.5 GiB
+    chunk a plane (here chunks of 1 x 1 x 80 x 72 for 8 x 8 ones). Bit for bit the numpy run."""
+    data = tensor(np.dtype("float32"), (2, 3, 20, 18))
+    write_zarr(tmp_path / "in.zarr", data, (1, 1, 8, 8), ["n", "c", "y", "x"])
+    np.save(tmp_path / "in.npy", data)
+    command, *rest = args
+    result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *rest)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["notes"][-1] == "chunk by chunk: 540 output chunk(s)"  # 2 x 3 x 10 x 9
+    assert run(command, tmp_path / "in.npy", "-o", tmp_path / "out.npy", "-q", *rest).exit_code == 0
+    out = read_zarr(tmp_path / "out.zarr")
+    assert out.chunks == (1, 1, 8, 8) and out.shape == (2, 3, 80, 72)
+    assert out[...].tobytes() == np.load(tmp_path / "out.npy").tobytes()
+
+
 def test_resize_splits_the_axes_it_leaves_alone() -> None:
     """Where sizes or scales name an axis as it is, the data still splits there; under a policy
     (its one scale taken from every listed axis) it does not, and the result is the kernel's."""
@@ -1254,7 +1274,10 @@ def test_resize_splits_the_axes_it_leaves_alone() -> None:
             (operations.Resize(sizes=(4, 3, 6, 6), keep_aspect_ratio_policy="not_larger", mode="linear"), ()),
             (operations.Resize(sizes=(2, 3, 12, 10), mode="linear"), ())]:
         result = operation.apply_chunked(chunked, None, Common())
-        assert result.numblocks[:len(split)] == split and all(n == 1 for n in result.numblocks[len(split):])
+        # a task of whole planes for each block of the axes split (chunked.by_planes's run), its
+        # planes then cut into output chunks of the input's sides
+        tasks = [layer for name, layer in result.dask.layers.items() if name.startswith("run-")]
+        assert len(tasks) == 1 and len(tasks[0]) == math.prod(split), operation
         axes = None if operation.axes is None else list(operation.axes)
         expected = resize_ops.resize(data, None, operation.scales, operation.sizes, axes=axes,
                                      mode=operation.mode, keep_aspect_ratio_policy=operation.keep_aspect_ratio_policy)
@@ -1280,16 +1303,17 @@ def test_the_sampling_graphs_hold_a_chunk_of_planes_never_the_array() -> None:
     from geomcli.engine.theta import WarpTheta
 
     data = da.zeros((4, 8, 256, 192), dtype=np.float32, chunks=(1, 2, 128, 96))
-    planes = {"Resize": 128 * 300, "Warp": 256 * 192, "GridSample": 256 * 192}  # whole output planes
+    # the output's planes, cut into chunks of the input's sides (128 x 96) to be written
+    cut = {"Resize": ((128,), (96, 96, 96, 12)), "Warp": ((128, 128), (96, 96)), "GridSample": ((128, 128), (96, 96))}
     theta = WarpTheta({2: np.array([[[1.0, 0.2, 0.0], [-0.2, 1.0, 0.1]]], np.float32)}, {})
     grid = np.zeros((4, 256, 192, 2), np.float32)
     for operation in (operations.Resize(sizes=(128, 300), mode="linear"), operations.Warp(theta),
                       operations.GridSample(grid)):
         result = operation.apply_chunked(data, "NCHW", Common())
-        assert result.numblocks == (4, 4, 1, 1), operation
-        biggest = max(np.prod([axis[index] for axis, index in zip(result.chunks, block)]) for block in
-                      np.ndindex(*result.numblocks)) * 4
-        assert biggest == 1 * 2 * planes[type(operation).__name__] * 4  # of a chunk's images and channels
+        # a task for each chunk of images and channels (4 x 4), each of its whole planes (chunked.by_planes's run)
+        tasks = [layer for name, layer in result.dask.layers.items() if name.startswith("run-")]
+        assert len(tasks) == 1 and len(tasks[0]) == 4 * 4, operation
+        assert result.chunks == ((1,) * 4, (2,) * 4, *cut[type(operation).__name__]), operation
 
 
 @pytest.mark.parametrize(("args", "expected", "inner", "shards"), [
