@@ -45,10 +45,12 @@ def aligned(chunks: Sequence[int], multiple: int) -> tuple[int, ...]:
     """Chunks along one axis whose boundaries all fall on multiples of ``multiple`` (the axis's
     length being one): as near the first chunk's size as that allows.
 
-    >>> aligned((5, 5, 5, 1), 2), aligned((4, 4), 2), aligned((3,), 3)
-    ((6, 6, 4), (4, 4), (3,))
+    >>> aligned((5, 5, 5, 1), 2), aligned((4, 4), 2), aligned((3,), 3), aligned((0,), 2)
+    ((6, 6, 4), (4, 4), (3,), (0,))
     """
     length = sum(chunks)
+    if not length:  # an empty axis is one chunk of 0 for dask (no chunk at all, it refused)
+        return (0,)
     size = max(multiple, -(-chunks[0] // multiple) * multiple)  # the first chunk's, up to a multiple
     full, rest = divmod(length, size)
     return (size,) * full + ((rest,) if rest else ())

@@ -1256,6 +1256,19 @@ def test_a_plane_s_output_is_chunked_as_its_input_not_one_chunk_a_plane(tmp_path
     assert out[...].tobytes() == np.load(tmp_path / "out.npy").tobytes()
 
 
+@pytest.mark.parametrize("shape", [(1, 2, 0, 4), (1, 2, 4, 0)])
+def test_space_to_depth_of_an_empty_axis_is_the_kernel_s(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    """A zarr of no rows (or columns) gave a traceback ('ValueError: Empty tuples are not allowed
+    in chunks'): its chunks aligned to the blocksize were none. Now the kernel's empty result, as
+    a .npy input gives."""
+    data = np.zeros(shape, np.uint8)
+    write_zarr(tmp_path / "in.zarr", data, (1, 1, 4, 4), ["n", "c", "y", "x"])
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--blocksize", "2", "-q")
+    assert result.exit_code == 0, result.output
+    expected = space_depth_ops.space_to_depth(data, 2)
+    assert read_zarr(tmp_path / "out.zarr").shape == expected.shape == (1, 8, shape[2] // 2, shape[3] // 2)
+
+
 def test_resize_splits_the_axes_it_leaves_alone() -> None:
     """Where sizes or scales name an axis as it is, the data still splits there; under a policy
     (its one scale taken from every listed axis) it does not, and the result is the kernel's."""
