@@ -7,7 +7,8 @@ What makes that true:
   misaligned chunk would split a block), so they are rechunked to the nearest multiples of b.
 - **Both** put a pixel's channels side by side (DCR: the block offset first; CRD: the input
   channel first): a chunk must hold every channel, or DepthToSpace's DCR order comes out the
-  right shape and silently wrong. C is one chunk.
+  right shape and silently wrong. C is one chunk (its H chunks made as many times shorter as C
+  had chunks, so that a task's block stays about a stored chunk's size).
 - **CenterCropPad** is a slice, then pads of the one value the kernel would write there.
 - **GridSample, an affine warp and Resize** may read anywhere in a plane: each task holds whole
   planes (every axis from the first the operation changes on), the axes before them keep their
@@ -128,16 +129,21 @@ def _steps(length: int, step: int) -> tuple[int, ...]:
 
 def blockwise(data: Dask, kernel: Callable[..., np.ndarray], blocksize: int, *, to_depth: bool) -> Dask:
     """SpaceToDepth (``to_depth``) or DepthToSpace of an (N, C, H, W) dask array, the ``kernel``
-    run on each chunk: C in one chunk, H and W chunks multiples of the blocksize for SpaceToDepth."""
+    run on each chunk: C in one chunk, H and W chunks multiples of the blocksize for SpaceToDepth.
+    Where C was in several chunks, its H chunks are made as many times shorter, so that a task
+    holds about a stored chunk's bytes still: an OME-Zarr's channels are a chunk each, and 4 of
+    them in 16 MiB chunks made tasks and output chunks of 64 MiB (32 channels, 32 times)."""
     b = blocksize
-    n_chunks, _, h_chunks, w_chunks = data.chunks
+    n_chunks, c_chunks, h_chunks, w_chunks = data.chunks
+    if len(c_chunks) > 1:
+        h_chunks = _steps(sum(h_chunks), max(1, -(-max(h_chunks) // len(c_chunks)))) or (0,)
     if to_depth:
         data = data.rechunk({1: -1, 2: aligned(h_chunks, b), 3: aligned(w_chunks, b)})
         _, (channels,), h_chunks, w_chunks = data.chunks
         out_chunks = (n_chunks, (channels * b * b,), tuple(h // b for h in h_chunks), tuple(w // b for w in w_chunks))
     else:
-        data = data.rechunk({1: -1})
-        _, (channels,), _, _ = data.chunks
+        data = data.rechunk({1: -1, 2: h_chunks})
+        _, (channels,), h_chunks, _ = data.chunks
         out_chunks = (n_chunks, (channels // (b * b),), tuple(h * b for h in h_chunks), tuple(w * b for w in w_chunks))
     return data.map_blocks(kernel, dtype=data.dtype, chunks=out_chunks, meta=data._meta)
 

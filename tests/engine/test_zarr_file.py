@@ -1256,6 +1256,29 @@ def test_a_plane_s_output_is_chunked_as_its_input_not_one_chunk_a_plane(tmp_path
     assert out[...].tobytes() == np.load(tmp_path / "out.npy").tobytes()
 
 
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_channels_a_chunk_each_give_blocks_of_a_chunk_s_size_not_c_times_it(tmp_path: Path, mode: str) -> None:
+    """C must be one chunk for the kernels; an OME-Zarr's channels are a chunk each, and gathering
+    4 of them made tasks and output chunks of 4 input chunks (1 x 16 x 8 x 8 of 1 x 1 x 16 x 16;
+    32 channels, 32 times). Their H chunks are now made 4 times shorter: a chunk's elements still,
+    bit for bit the kernels', there and back."""
+    data = tensor(np.dtype("uint16"), (2, 4, 32, 48))
+    write_zarr(tmp_path / "in.zarr", data, (1, 1, 16, 16), ["n", "c", "y", "x"])
+    result = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "s2d.zarr", "--blocksize", "2",
+                 "--mode", mode, "-q")
+    assert result.exit_code == 0, result.stderr
+    blocks = read_zarr(tmp_path / "s2d.zarr")
+    assert blocks.chunks == (1, 16, 2, 8) and math.prod(blocks.chunks) == 16 * 16
+    assert blocks[...].tobytes() == space_depth_ops.space_to_depth(data, 2, mode).tobytes()
+    write_zarr(tmp_path / "split.zarr", blocks[...], (1, 4, 8, 8), ["n", "c", "y", "x"])  # 16 channels, 4 chunks
+    result = run("depth-to-space", tmp_path / "split.zarr", "-o", tmp_path / "back.zarr", "--blocksize", "2",
+                 "--mode", mode, "-q")
+    assert result.exit_code == 0, result.stderr
+    back = read_zarr(tmp_path / "back.zarr")
+    assert back.chunks == (1, 4, 4, 16) and math.prod(back.chunks) == 4 * 8 * 8
+    assert back[...].tobytes() == data.tobytes()
+
+
 @pytest.mark.parametrize("shape", [(1, 2, 0, 4), (1, 2, 4, 0)])
 def test_space_to_depth_of_an_empty_axis_is_the_kernel_s(tmp_path: Path, shape: tuple[int, ...]) -> None:
     """A zarr of no rows (or columns) gave a traceback ('ValueError: Empty tuples are not allowed
