@@ -273,6 +273,9 @@ def _open_input(path: str) -> Opened:
     _check_complete(path, attributes)
     if isinstance(node, zarr.Array):
         _check_grid(node, path)
+        linked = None if _remote.is_url(path) else _level_of(path, node.ndim)
+        if linked is not None:  # a level of an OME-Zarr image, by a link: its image's axes, scale, place
+            return Opened(node, *linked)
         return Opened(node, layout_of(dimension_names(node)), None)
     # the attributes are any JSON a file holds: each step is checked for the type it must have
     ome = attributes.get("ome")
@@ -294,25 +297,57 @@ def _open_input(path: str) -> Opened:
         raise GeomError(f"{path}: the OME-Zarr level {level!r} is not an array")
     _check_grid(array, path)
     assert isinstance(image, dict) and isinstance(dataset, dict)
+    return Opened(array, *_image_space(attributes, image, dataset, path, array.ndim))
+
+
+def _level_of(path: str, count: int) -> tuple[str | None, Space] | None:
+    """The layout and coordinate system of the local array at ``path`` (of ``count`` axes) where it
+    is a level of an OME-Zarr image (``ln -s scan.zarr/1 half.zarr``): read from its image's
+    multiscales, its own scale and translation (a try-out's level 1 came out as a plain array, its
+    pixels of no size, the OME-Zarr it is a level of unsaid); None for another array."""
+    real = os.path.realpath(path)
+    try:
+        group = _open_node(_store(os.path.dirname(real), read_only=True), "r")
+        attributes = dict(group.attrs)
+    except (FileNotFoundError, KeyError, OSError, ValueError, GeomError, *_METADATA_ERRORS):
+        return None
+    ome = attributes.get("ome")
+    multiscales = (ome.get("multiscales") if isinstance(ome, dict) else None) or attributes.get("multiscales")
+    image = _first(multiscales)
+    datasets = image.get("datasets") if isinstance(image, dict) else None
+    dataset = next((entry for entry in datasets if isinstance(entry, dict)
+                    and entry.get("path") == os.path.basename(real)), None) if isinstance(datasets, list) else None
+    if dataset is None:
+        return None
+    assert isinstance(image, dict)
+    layout, space = _image_space(attributes, image, dataset, path, count)
+    return layout, space._replace(levels=1)  # (its own level alone: no other is dropped)
+
+
+def _image_space(attributes: dict[str, Any], image: dict[str, Any], dataset: dict[str, Any], path: str,
+                 count: int) -> tuple[str | None, Space]:
+    """The layout and coordinate system of the level ``dataset`` of an OME-Zarr ``image`` (its
+    multiscales entry; ``attributes``: its group's), of ``count`` axes."""
     listed = image.get("axes")
     axes = tuple(_entry(axis) for axis in listed) if isinstance(listed, list) else ()  # (NGFF 0.3's: bare names)
-    scale, translation = _transforms(dataset, path, array.ndim)
+    scale, translation = _transforms(dataset, path, count)
     # the multiscales' own transformations apply after every level's: folded into the level's, so that
     # the output (a level's alone) puts each pixel where the input did (a try-out's were dropped)
-    outer_scale, outer_translation = _transforms(image, path, array.ndim)
+    outer_scale, outer_translation = _transforms(image, path, count)
     if outer_scale is not None:
-        scale = tuple(outer * own for outer, own in zip(outer_scale, scale or (1.0,) * array.ndim, strict=True))
+        scale = tuple(outer * own for outer, own in zip(outer_scale, scale or (1.0,) * count, strict=True))
         translation = None if translation is None else tuple(
             outer * own for outer, own in zip(outer_scale, translation, strict=True))
     if outer_translation is not None:
         translation = tuple(outer + own for outer, own in
-                            zip(outer_translation, translation or (0.0,) * array.ndim, strict=True))
+                            zip(outer_translation, translation or (0.0,) * count, strict=True))
     name = image.get("name")
+    ome = attributes.get("ome")
     omero = (ome if isinstance(ome, dict) else attributes).get("omero")  # (NGFF 0.4's beside its multiscales)
     datasets = image.get("datasets")
-    return Opened(array, layout_of([axis.get("name") for axis in axes]),
-                  Space(axes, scale, translation, name if isinstance(name, str) else None,
-                        omero if isinstance(omero, dict) else None, len(datasets) if isinstance(datasets, list) else 1))
+    return (layout_of([axis.get("name") for axis in axes]),
+            Space(axes, scale, translation, name if isinstance(name, str) else None,
+                  omero if isinstance(omero, dict) else None, len(datasets) if isinstance(datasets, list) else 1))
 
 
 def _transforms(entry: dict[str, Any], path: str,

@@ -914,6 +914,30 @@ def test_an_ome_zarr_of_no_translation_has_its_first_pixel_at_zero_and_the_outpu
     assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == transforms
 
 
+def test_a_level_linked_under_a_name_of_its_own_keeps_its_image_s_axes_and_scale(tmp_path: Path) -> None:
+    """``ln -s scan.zarr/1 half.zarr``: a try-out read level 1 as a plain array and wrote one, its
+    pixels of no size; it now has its level's scale (and the multiscales' axes and units), moved
+    by the crop as level 0's would be."""
+    data = tensor(np.dtype("uint16"), (3, 16, 12))
+    ome_image(tmp_path / "scan.zarr", data, (1, 7, 7))
+    zarr.open_array(str(tmp_path / "scan.zarr" / "1"), mode="r+")[...] = data[:, ::2, ::2]  # (ome_image's 3x8x6)
+    os.symlink(tmp_path / "scan.zarr" / "1", tmp_path / "half.zarr")
+    assert run("info", tmp_path / "half.zarr").stdout == (
+        f"{tmp_path / 'half.zarr'}: zarr 3×8×6 uint16, layout CHW, chunks 1×7×7, OME-Zarr scale [1, 1, 0.5], "
+        "compression zstd\n")
+    result = run("crop-pad", tmp_path / "half.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["notes"] == ["chunk by chunk: 3 output chunk(s)"]  # (no other level dropped)
+    image = written_image(tmp_path / "out.zarr")
+    assert [axis.get("unit") for axis in image["axes"]] == [None, "micrometer", "micrometer"]
+    # 2 rows and 1 column of the level's pixels (1 and 0.5 micrometer) cut
+    assert image["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [1.0, 1.0, 0.5]}, {"type": "translation", "translation": [0.0, 2.0, 0.5]}]
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")["0"][...], data[:, ::2, ::2][:, 2:6, 1:5])
+    os.symlink(tmp_path / "scan.zarr" / "0", tmp_path / "full.zarr")  # level 0 as the image itself reads it
+    assert "OME-Zarr scale [1, 0.5, 0.25]," in run("info", tmp_path / "full.zarr").stdout
+
+
 def test_the_multiscales_own_transformations_are_folded_into_the_level_s(tmp_path: Path) -> None:
     """NGFF's multiscales may hold coordinateTransformations applied after every level's: a
     try-out's output, of the level's alone, lost them (its pixels 3 times too small, 100 and
