@@ -68,6 +68,9 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                     "orientation": None, "upright": False, "value_range": None, "file_size": None,
                     "xmp": None, "text": [], "comment": None,
                     "notes": ["value range not read: it would read every chunk"], "status": "ok", "error": None}
+        past = _past_the_limit(path, max_pixels, frames)
+        if past is not None:
+            return past
         loaded = io.read_array(path, max_pixels=max_pixels, frames=frames, mmap=maps_input(path))
         data = loaded.data
         if isinstance(data, np.memmap):
@@ -99,6 +102,48 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                           "with --series N"], "status": "ok", "error": None}
     except (GeomError, OSError) as error:
         return {"input": path, "status": "error", "error": describe(error)}
+
+
+def _past_the_limit(path: str, max_pixels: int, frames: str | None) -> dict[str, Any] | None:
+    """The record of a local TIFF or .npy that declares more elements than ``max_pixels`` and that
+    the transforms read chunk by chunk (tile by tile, or a memory map), from its header and tags
+    alone, as a zarr's: a 200 GB stack the transforms take was refused as a bomb is ('elements
+    exceed the limit', exit 1), and its value range would read it all. None for another file."""
+    import math
+
+    from geomcli import io
+    from geomcli.io import _remote
+
+    if path == "-" or _remote.is_url(path) or io.is_stream(path):
+        return None
+    try:
+        kind = io.format_for_path(path)
+    except GeomError:
+        return None
+    if kind not in ("tiff", "npy"):
+        return None
+    header = io.read_header(path, frames=frames)
+    if math.prod(header.shape) <= max_pixels:
+        return None
+    metadata = io.Metadata()
+    if kind == "tiff":
+        tiles = io.tiff_as_zarr(path, max_pixels=max_pixels)
+        if tiles is None or tiles[0].strile > max_pixels:
+            return None  # decoded whole, or a strip past the limit, by a transform too: refused as before
+        metadata = tiles[2]
+        notes = list(tiles[0].notes)
+    else:
+        notes = []
+    return {"input": path, "format": kind, "shape": list(header.shape), "dtype": str(header.dtype),
+            "bit_depth": _bit_depth(header.dtype), "layout": header.layout, "pages": header.pages,
+            "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
+            "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
+            "orientation": None, "upright": False, "xmp": None if metadata.xmp is None else len(metadata.xmp),
+            "text": io.text_keywords(metadata.text),
+            "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
+            "compression": metadata.compression, "value_range": None, "file_size": header.file_size,
+            "notes": [*notes, f"value range not read: {math.prod(header.shape)} elements, more than --max-pixels "
+                      "(a transform reads it chunk by chunk)"], "status": "ok", "error": None}
 
 
 def _bit_depth(dtype: np.dtype) -> int:

@@ -209,8 +209,9 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True,
                    and (max_pixels is None or elements <= max_pixels))
     step = page if whole_pages else tuple(min(length, side or length) for length, side in zip(page, tile))
     chunks = (*(1 for _ in stack), *step, *samples)
-    return (Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile", notes),
-            layout, metadata)
+    tiles = Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile", notes)
+    tiles.strile = math.prod(step) * (1 if keyframe.planarconfig == 2 else keyframe.samplesperpixel)  # (2: separate)
+    return tiles, layout, metadata
 
 
 class Tiles:
@@ -224,6 +225,7 @@ class Tiles:
         self.path, self.series, self.shape, self.dtype, self.chunks = path, series, shape, dtype, chunks
         self.chunkmode = chunkmode
         self.notes = notes  # what a run reading it notes (a pyramid's first level alone read)
+        self.strile = 0  # the most elements one read decodes: a strip, a tile or a page (as_zarr's)
         self.ndim = len(shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:

@@ -123,3 +123,31 @@ def test_a_compression_the_output_cannot_take_is_refused_when_planned(tmp_path: 
     fine = run("crop-pad", *inputs[:3], "--out-dir", out, "--name", "{stem}.tif", "--shape", "10,10",
                "--compression", "zlib")
     assert fine.exit_code == 0, fine.stderr
+
+
+def test_info_of_a_stack_past_max_pixels_that_a_transform_takes_reads_its_header(tmp_path: Path) -> None:
+    """A tiled TIFF or a .npy of more elements than --max-pixels, which the transforms read chunk
+    by chunk: info refused it as a bomb ('2304 elements exceed the limit of 1000', exit 1) where
+    a crop of it runs; it is described from its header now, its value range not read (that would
+    read it all). A PNG past the limit is still refused: it is decoded whole."""
+    import json
+
+    from PIL import Image
+
+    _write(tmp_path / "stack.tif", (4, 24, 24), np.uint16, tile=(16, 16), metadata={"axes": "CYX"})
+    np.save(tmp_path / "stack.npy", np.zeros((4, 24, 24), np.uint16))
+    Image.fromarray(np.zeros((48, 48), np.uint8)).save(tmp_path / "big.png")
+    for name, line in [("stack.tif", "tiff 4×24×24 uint16, layout CHW, 1 page(s), "),
+                       ("stack.npy", "npy 4×24×24 uint16, layout -, 1 page(s), ")]:
+        result = run("info", tmp_path / name, "--max-pixels", 1000)
+        assert (result.exit_code, result.stderr) == (0, ""), result.stderr
+        assert result.stdout.startswith(f"{tmp_path / name}: {line}") and "range" not in result.stdout
+        record = json.loads(run("info", "--json", tmp_path / name, "--max-pixels", 1000).stdout)
+        assert record["value_range"] is None and record["notes"][-1] == (
+            "value range not read: 2304 elements, more than --max-pixels (a transform reads it chunk by chunk)")
+    pytest.importorskip("zarr")
+    pytest.importorskip("dask.array")
+    assert run("crop-pad", tmp_path / "stack.tif", "-o", tmp_path / "out.zarr", "--shape", "8,8",
+               "--max-pixels", 1000).exit_code == 0  # (what info now agrees with)
+    refused = run("info", tmp_path / "big.png", "--max-pixels", 1000)
+    assert refused.exit_code == 1 and "2304 elements exceed the limit of 1000" in refused.stderr
