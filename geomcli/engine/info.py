@@ -4,7 +4,7 @@ profile, DPI, EXIF orientation, XMP, PNG text, comment, compression and value ra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.one_file import maps_input
@@ -104,11 +104,19 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
         return {"input": path, "status": "error", "error": describe(error)}
 
 
+# a TIFF of more decoded bytes than this that is read tile by tile has its value range taken a region
+# at a time: decoded whole, a 512 MiB one peaked at 1.3 GB
+TILED_RANGE_BYTES = 256 << 20
+REGION_BYTES = 64 << 20
+
+
 def _past_the_limit(path: str, max_pixels: int, frames: str | None) -> dict[str, Any] | None:
-    """The record of a local TIFF or .npy that declares more elements than ``max_pixels`` and that
-    the transforms read chunk by chunk (tile by tile, or a memory map), from its header and tags
-    alone, as a zarr's: a 200 GB stack the transforms take was refused as a bomb is ('elements
-    exceed the limit', exit 1), and its value range would read it all. None for another file."""
+    """The record of a local TIFF or .npy that the transforms read chunk by chunk (tile by tile,
+    or a memory map) where the whole read would be refused or costly: past ``max_pixels``, from
+    its header and tags alone, as a zarr's (a 200 GB stack the transforms take was refused as a
+    bomb is: 'elements exceed the limit', exit 1; its value range would read it all); a TIFF of
+    more than TILED_RANGE_BYTES within it, its value range taken region by region. None for
+    another file, read whole as before."""
     import math
 
     from geomcli import io
@@ -123,17 +131,27 @@ def _past_the_limit(path: str, max_pixels: int, frames: str | None) -> dict[str,
     if kind not in ("tiff", "npy"):
         return None
     header = io.read_header(path, frames=frames)
-    if math.prod(header.shape) <= max_pixels:
+    elements = math.prod(header.shape)
+    past = elements > max_pixels
+    if not past and (kind == "npy" or elements * header.dtype.itemsize <= TILED_RANGE_BYTES):
         return None
-    metadata = io.Metadata()
+    metadata, notes, value_range, nan = io.Metadata(), [], None, False
     if kind == "tiff":
         tiles = io.tiff_as_zarr(path, max_pixels=max_pixels)
         if tiles is None or tiles[0].strile > max_pixels:
-            return None  # decoded whole, or a strip past the limit, by a transform too: refused as before
-        metadata = tiles[2]
-        notes = list(tiles[0].notes)
-    else:
-        notes = []
+            return None  # decoded whole, or a strip past the limit, by a transform too: as before
+        metadata, notes = tiles[2], list(tiles[0].notes)
+        if not past:
+            import importlib.util
+
+            if importlib.util.find_spec("zarr") is None:  # (tifffile's store needs it: read whole)
+                return None
+            value_range, nan = _range_by_regions(tiles[0], max_pixels)
+    if past:
+        notes.append(f"value range not read: {elements} elements, more than --max-pixels (a transform reads it "
+                     "chunk by chunk)")
+    from geomcli.engine import summary
+
     return {"input": path, "format": kind, "shape": list(header.shape), "dtype": str(header.dtype),
             "bit_depth": _bit_depth(header.dtype), "layout": header.layout, "pages": header.pages,
             "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
@@ -141,9 +159,40 @@ def _past_the_limit(path: str, max_pixels: int, frames: str | None) -> dict[str,
             "orientation": None, "upright": False, "xmp": None if metadata.xmp is None else len(metadata.xmp),
             "text": io.text_keywords(metadata.text),
             "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
-            "compression": metadata.compression, "value_range": None, "file_size": header.file_size,
-            "notes": [*notes, f"value range not read: {math.prod(header.shape)} elements, more than --max-pixels "
-                      "(a transform reads it chunk by chunk)"], "status": "ok", "error": None}
+            "compression": metadata.compression, "value_range": value_range, "file_size": header.file_size,
+            "notes": [*notes, *([summary.NAN_NOTE] if nan else [])], "status": "ok", "error": None}
+
+
+def _range_by_regions(tiles: Any, max_pixels: int) -> tuple[list[Any] | None, bool]:
+    """The value range (and whether NaN is held) of a TIFF's tiles, a region of about
+    REGION_BYTES (and at most ``max_pixels`` elements) at a time."""
+    from geomcli.engine import summary
+
+    budget = max(1, min(max_pixels, REGION_BYTES // max(1, tiles.dtype.itemsize)))
+    return summary.joined_range(summary.range_and_nan(tiles[region]) for region in _regions(tiles.shape, budget))
+
+
+def _regions(shape: tuple[int, ...], budget: int) -> Iterator[tuple[slice, ...]]:
+    """Regions covering an array of ``shape``, in order: bands along the first axis of about
+    ``budget`` elements, a band of each index of it where one index holds more.
+
+    >>> list(_regions((4, 3), 6)), len(list(_regions((2, 8, 5), 10)))
+    ([(slice(0, 2, None),), (slice(2, 4, None),)], 8)
+    """
+    import math
+
+    if not shape:
+        yield ()
+        return
+    tail = math.prod(shape[1:])
+    if tail <= budget or len(shape) == 1:
+        step = max(1, budget // max(1, tail))
+        for start in range(0, shape[0], step):
+            yield (slice(start, min(start + step, shape[0])),)
+        return
+    for index in range(shape[0]):
+        for rest in _regions(shape[1:], budget):
+            yield (slice(index, index + 1), *rest)
 
 
 def _bit_depth(dtype: np.dtype) -> int:

@@ -186,7 +186,7 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True,
     elements (a task's limit), else strip by strip."""
     with _tiff(path, path) as (tif, _):
         choice = _choose(tif, path, series, None)
-        layout, _ = _layout(choice)
+        layout, layout_note = _layout(choice)
         if (choice.series is None or choice.planar or _palette(choice) is not None
                 or _enum_name(choice.keyframe.photometric) == "MINISWHITE" or _turned(choice, layout, auto_orient)):
             return None
@@ -201,7 +201,9 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True,
             # allocated an exabyte, one of 0 (or 0 rows a strip) divided by zero; decoded whole instead
             return None
         metadata = _metadata(tif, choice)
-        notes = tuple(pyramid_notes(choice))
+        # as read notes them (a palette, min-is-white or an orientation are not read so)
+        notes = (*([choice.note] if choice.note else []), *pyramid_notes(choice),
+                 *([layout_note] if layout_note else []))
     samples = choice.shape[len(choice.shape) - 1:] if keyframe.samplesperpixel > 1 else ()  # (planar: None above)
     stack = choice.shape[:len(choice.shape) - 2 - len(samples)]
     elements = math.prod(page) * math.prod(samples)

@@ -151,3 +151,32 @@ def test_info_of_a_stack_past_max_pixels_that_a_transform_takes_reads_its_header
                "--max-pixels", 1000).exit_code == 0  # (what info now agrees with)
     refused = run("info", tmp_path / "big.png", "--max-pixels", 1000)
     assert refused.exit_code == 1 and "2304 elements exceed the limit of 1000" in refused.stderr
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.float32])
+def test_info_of_a_big_tiled_tiff_takes_its_range_region_by_region(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   dtype: Any) -> None:
+    """A TIFF the transforms read tile by tile: info decoded it whole for its value range (a 512
+    MiB one peaked at 1.3 GB); past TILED_RANGE_BYTES it reads a region at a time now (125 MB),
+    its line and record the same as the whole read's."""
+    import json
+
+    import tifffile
+
+    from geomcli.engine import info, summary
+
+    pytest.importorskip("zarr")
+    data = np.random.default_rng(3).integers(0, 60000, (3, 40, 56)).astype(dtype)
+    if data.dtype.kind == "f":
+        data[1, 7, 9] = np.nan
+    tifffile.imwrite(tmp_path / "stack.ome.tif", data, tile=(16, 16), ome=True, metadata={"axes": "CYX"})
+    whole = [run("info", tmp_path / "stack.ome.tif", *more).stdout for more in ([], ["--json"])]
+    ranged = summary.range_and_nan
+    sizes: list[int] = []
+    monkeypatch.setattr(summary, "range_and_nan", lambda block: sizes.append(block.size) or ranged(block))
+    monkeypatch.setattr(info, "TILED_RANGE_BYTES", 1000)
+    monkeypatch.setattr(info, "REGION_BYTES", 700 * data.itemsize)
+    assert [run("info", tmp_path / "stack.ome.tif", *more).stdout for more in ([], ["--json"])] == whole
+    # each of 3 channels in bands of 12 rows (672 elements) or fewer, twice
+    assert sizes == [672, 672, 672, 224] * 6
+    assert json.loads(whole[1])["value_range"] is not None
