@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from geomcli.engine.report import reporting
 from geomcli.errors import GeomError
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import Common
     from geomcli.engine.summary import Report
-    from geomcli.io import Header, Loaded
+    from geomcli.io import Header, Loaded, Metadata
     from geomcli.io._zarr import Space
 
 
@@ -114,7 +114,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             from geomcli.engine.scheduler import for_workers
 
             opened, written = for_workers(input_path), for_workers(output)
-        data, layout, space, like, file_format, notes = _open(opened, common, piped)
+        data, layout, space, like, file_format, notes, unkept = _open(opened, common, piped)
         report.input_shape, report.input_dtype = list(data.shape), str(data.dtype)
         report.notes.extend(notes)
         if space is not None and space.levels > 1:  # a pyramid's other levels are not made again
@@ -159,7 +159,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             report.warnings.append(f"a big output written chunk by chunk is a memory map, uncompressed: --compression "
                                    f"{compression} dropped")
         _say_dropped(report, space, output_format,
-                     layouts.written_layout(data.shape, result.shape, common.layout, layout))
+                     layouts.written_layout(data.shape, result.shape, common.layout, layout), unkept)
     return report
 
 
@@ -224,17 +224,22 @@ def _channels_kept(space: Space | None, shape: tuple[int, ...], command: str, re
     return space._replace(omero=None)
 
 
-def _say_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None) -> None:
-    """The physical pixel sizes a chunked output cannot hold, named: a warning (``dropped`` in
-    the record of a .npy, which holds no metadata by its nature), as io.unkept names a field."""
+def _say_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None,
+                 unkept: tuple[str, ...]) -> None:
+    """What the input said that a chunked output does not hold, named: ``unkept`` (an image's ICC
+    profile, EXIF...: a zarr holds its array's coordinate system alone, and a .npy nothing, by
+    their nature) in the record's ``dropped``, as one_file's record of a .npy names them; the
+    physical pixel sizes in a warning (``dropped`` for a .npy), as io.unkept names a field."""
     from geomcli.io import _zarr
 
+    if unkept:
+        report.dropped = list(unkept)  # type: ignore[attr-defined]
     said = "" if space is None else space.physical()
     if not said or (output_format == "zarr" and _zarr.holds(space, written_layout)):
         return
     what = f"physical pixel sizes ({said})"
     if output_format == "npy":
-        report.dropped = [what]  # type: ignore[attr-defined]  # as one_file's record of a .npy
+        report.dropped = [*unkept, what]  # type: ignore[attr-defined]
     elif output_format == "zarr":
         axes = "".join(str(axis.get("name", "?")) for axis in space.axes).upper()  # type: ignore[union-attr]
         report.warnings.append(f"zarr cannot hold the {what} of axes {axes} (OME-Zarr orders time, channel, then "
@@ -257,7 +262,7 @@ def check_tasks(operation: Operation, input_path: str, output: str, common: Comm
     stored = _stored(input_path, common)
     if stored is None:
         return
-    data, layout, _, _, file_format, _ = stored
+    data, layout, file_format = stored.data, stored.layout, stored.format
     try:
         _check_blocks(data, operation.apply_chunked(data, layout, layouts.own_axes(common, file_format)), common)
     except GeomError as error:
@@ -297,13 +302,21 @@ def _refuse_in_place(input_path: str, output: str) -> None:
                         "the output is written; write another")
 
 
-_Opened = tuple[Any, str | None, "Space | None", Any, str, tuple[str, ...]]
+class _Opened(NamedTuple):
+    data: Any  # a dask array
+    layout: str | None
+    space: Space | None
+    array: Any  # the zarr array, or None
+    format: str
+    notes: tuple[str, ...]
+    unkept: tuple[str, ...]
 
 
 def _open(input_path: str, common: Common, piped: Loaded | None = None) -> _Opened:
     """The input as a dask array of its chunks, its layout, its OME-Zarr coordinate system (None
-    for another input), the zarr array itself (or None), the input's format and what its read
-    notes (a TIFF pyramid's first level alone read, a palette expanded): as stored
+    for another input), the zarr array itself (or None), the input's format, what its read
+    notes (a TIFF pyramid's first level alone read, a palette expanded) and what else its
+    metadata says that a chunked output does not hold (:func:`_unkept`): as stored
     (:func:`_stored`), else decoded whole (a palette TIFF, say), within --max-pixels. ``piped``: a
     piped input already read whole."""
     from geomcli import io
@@ -311,16 +324,24 @@ def _open(input_path: str, common: Common, piped: Loaded | None = None) -> _Open
     from geomcli.io import _zarr
 
     if piped is not None:
-        return (chunked.as_dask(piped.data, None), piped.layout, _zarr.space_of(piped.metadata), None, piped.format,
-                piped.notes)
+        return _Opened(chunked.as_dask(piped.data, None), piped.layout, _zarr.space_of(piped.metadata), None,
+                       piped.format, piped.notes, _unkept(piped.metadata))
     stored = _stored(input_path, common)
     if stored is not None:
         return stored
     fidelity = common.fidelity
     loaded = io.read_array(input_path, max_pixels=common.max_pixels, mmap=True, auto_orient=fidelity.auto_orient,
                            frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
-    return (chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format,
-            loaded.notes)
+    return _Opened(chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None,
+                   loaded.format, loaded.notes, _unkept(loaded.metadata))
+
+
+def _unkept(metadata: Metadata) -> tuple[str, ...]:
+    """What ``metadata`` says beside its coordinate system (the OME-Zarr scale a zarr output keeps,
+    which :func:`_say_dropped` judges): none of it is written chunk by chunk."""
+    from geomcli import io
+
+    return tuple(io.dropped(metadata._replace(physical=(), axes_kind=None), "npy"))
 
 
 class Unreadable(GeomError):
@@ -352,7 +373,7 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
             data = chunked.as_dask(opened.array, max_pixels=common.max_pixels)
         except GeomError as error:  # (more chunks than a run takes)
             raise GeomError(f"{input_path}: {error}") from error
-        return data, opened.layout, opened.space, opened.array, "zarr", ()
+        return _Opened(data, opened.layout, opened.space, opened.array, "zarr", (), ())
     if _remote_or_stream(input_path):
         return None
     fidelity = common.fidelity
@@ -362,16 +383,16 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
                                     max_pixels=common.max_pixels)
         if tiles is not None:
             array, layout, metadata = tiles
-            return (chunked.as_dask(array, "auto", common.max_pixels), layout, _zarr.space_of(metadata), None, "tiff",
-                    array.notes)
+            return _Opened(chunked.as_dask(array, "auto", common.max_pixels), layout, _zarr.space_of(metadata), None,
+                           "tiff", array.notes, _unkept(metadata))
     if io.format_for_path(input_path) != "npy":
         return None
     with _reading():
         loaded = io.read_array(input_path, max_pixels=whole(common).max_pixels, mmap=True,
                                auto_orient=fidelity.auto_orient, frames=fidelity.frames, series=fidelity.series,
                                page=fidelity.page)
-    return (chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None, loaded.format,
-            loaded.notes)
+    return _Opened(chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None,
+                   loaded.format, loaded.notes, _unkept(loaded.metadata))
 
 
 def _first_line(error: BaseException) -> str:

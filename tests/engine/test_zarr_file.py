@@ -825,6 +825,29 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
     assert (record["warnings"], record["dropped"]) == ([], ["physical pixel sizes (y 0.5 nanometer, x 1 nanometer)"])
 
 
+def test_what_a_zarr_output_does_not_hold_is_named_in_the_record_as_for_npy(tmp_path: Path) -> None:
+    """A JPEG's ICC profile, DPI and EXIF, or a TIFF's, written to a .zarr were dropped without a
+    word, where a .npy's record names them under ``dropped`` (a zarr, like a .npy, holds none by
+    its nature: no warning)."""
+    import tifffile
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x010F] = "Canon"
+    picture = np.random.default_rng(3).integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    Image.fromarray(picture).save(tmp_path / "shot.jpg", exif=exif.tobytes(), icc_profile=b"\0" * 128, dpi=(300, 300))
+    tifffile.imwrite(tmp_path / "scan.tif", picture, photometric="rgb", resolution=(300, 300), resolutionunit=2,
+                     tile=(16, 16))
+    for name, expected in (("shot.jpg", ["ICC profile", "DPI (300 x 300)", "EXIF data"]),
+                           ("scan.tif", ["DPI (300 x 300)"])):
+        for output in ("out.zarr", "out.npy"):
+            result = run("crop-pad", tmp_path / name, "-o", tmp_path / output, "--shape", "20,20", "--json", "-q",
+                         "--layout", "HWC")
+            assert result.exit_code == 0, result.stderr
+            record = json.loads(result.stdout)
+            assert (record["warnings"], record.get("dropped")) == ([], expected), (name, output, record)
+
+
 def test_an_ome_translation_is_moved_by_a_crop_or_pad_and_else_named_as_dropped(tmp_path: Path) -> None:
     """The first pixel kept (a crop's offset, minus a pad's) times the pixel size; a resize's or a
     block move's first output pixel's centre; an operation that does not say where its pixels lie
