@@ -1217,6 +1217,21 @@ class Chain(Operation):
             translation, scale = moved, scaled
         return translation
 
+    def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
+        """The axes a step of no size per axis (a rotation) samples, and those a later step then
+        scales or moves (their input's sizes no longer hold there): a chain of warp and crop-pad
+        of a z-stack keeps its z as warp alone does. (Every step keeps the rank.)"""
+        sampled: set[int] = set()
+        for step, step_header, step_common in self._walk(header, common):
+            ones, zeros = (1.0,) * len(step_header.shape), (0.0,) * len(step_header.shape)
+            scaled = step.scaled(ones, step_header, step_common)
+            moved = step.shifted(zeros, ones, step_header, step_common)
+            if scaled is None or moved is None:
+                sampled.update(step.sampled_axes(step_header, step_common))
+            elif sampled:
+                sampled.update(index for index, (size, at) in enumerate(zip(scaled, moved)) if size != 1.0 or at)
+        return tuple(sorted(sampled))
+
     def _walk(self, header: Header, common: Common) -> list[tuple[Operation, Header, Common]]:
         """Each step with the header of what it reads and the options it runs with."""
         headers = self._headers(header, common)

@@ -1114,11 +1114,14 @@ def test_a_warp_scales_the_pixel_size_and_a_grid_drops_it(tmp_path: Path, args: 
         "pixels have no size per axis (a grid, a rotation or shear); dropped"])
 
 
-@pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"]])
+@pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"],
+                                  ["chain", "warp", "--rotate", "30", "crop-pad", "--shape", "6,5"],
+                                  ["chain", "crop-pad", "--shape", "10,8", "warp", "--rotate", "30", "--size", "6,5"]])
 def test_a_warp_of_each_plane_keeps_the_stack_s_z_scale_and_translation(tmp_path: Path, args: list[str]) -> None:
     """A rotation or a grid samples each z plane on its own: y and x lose their sizes and place,
     z keeps its own. A try-out's rotated stack of z 2 micrometer, 10 micrometer in, came out with
-    z of scale 1, no unit and no translation, a warning naming z among the sizes lost."""
+    z of scale 1, no unit and no translation, a warning naming z among the sizes lost; in a chain
+    too, after warp alone kept it."""
     axes = [{"name": "c", "type": "channel"},
             *({"name": name, "type": "space", "unit": "micrometer"} for name in "zyx")]
     ome_group(tmp_path / "in.zarr", np.zeros((2, 3, 12, 10), np.uint16), axes,
@@ -1126,7 +1129,8 @@ def test_a_warp_of_each_plane_keeps_the_stack_s_z_scale_and_translation(tmp_path
                {"type": "translation", "translation": [0.0, 10.0, 20.0, 30.0]}])
     np.save(tmp_path / "grid.npy", np.zeros((3, 6, 5, 2), np.float32))  # (a grid for each z plane)
     command, *rest = [str(tmp_path / "grid.npy") if arg == "GRID" else arg for arg in args]
-    result = run(command, tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--json", *rest)
+    given = ["-i", tmp_path / "in.zarr"] if command == "chain" else [tmp_path / "in.zarr"]
+    result = run(command, *given, "-o", tmp_path / "out.zarr", "--json", *rest)
     assert result.exit_code == 0, result.stderr
     image = written_image(tmp_path / "out.zarr")
     assert image["axes"] == [axes[0], axes[1], {"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
