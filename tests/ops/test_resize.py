@@ -669,6 +669,17 @@ def test_onnxruntime_clips_int8_to_0_255_under_antialias(mode: str, scale: float
     assert (by_onnxruntime(data.astype(np.int32), scales=F32([1, scale]), **keywords) < 0).any()
 
 
+def test_onnxruntime_rounds_a_half_away_from_zero_under_antialias() -> None:
+    """Two taps of weight 1/2 each (linear, antialias, 2x down) land on halves: onnxruntime rounds
+    them away from zero (-42.5 -> -43, 42.5 -> 43), not half up as the Notes said; we round half
+    to even (-42, 42), as the reference does."""
+    data = np.array([[-42, -43], [42, 43]], dtype=np.int32)
+    keywords: dict[str, Any] = {"mode": "linear", "antialias": 1}
+    np.testing.assert_array_equal(resize(data, scales=[1, 0.5], **keywords), [[-42], [42]])
+    np.testing.assert_array_equal(by_onnx_reference(data, scales=F32([1, 0.5]), **keywords), [[-42], [42]])
+    np.testing.assert_array_equal(by_onnxruntime(data, scales=F32([1, 0.5]), **keywords), [[-43], [43]])
+
+
 def test_a_float32_scale_is_read_as_its_decimal() -> None:
     # 10 * 0.7 = 7, as onnxruntime; the reference and ONNX's shape inference multiply the binary
     # value 0.699999988... and give 6
