@@ -95,6 +95,8 @@ def read_header(
             dtype = np.dtype(name_of_dtype)
             shape = (height, width) if channels == 1 else (height, width, channels)
         if stacked:
+            if fmt == "gif":
+                _gif_frames_fit(source, name, width, height)
             shape = (count, *shape)
             return Header(fmt, shape, dtype, count, file_size, "NHWC" if len(shape) == 4 else None)
         if auto_orient and _orientation(im, name) in (5, 6, 7, 8):
@@ -232,6 +234,8 @@ def _read_frames(
     width, height = im.size
     mode, _ = _target_mode(im)
     _, channels = _KEPT[mode]
+    if fmt == "gif":
+        _gif_frames_fit(source, name, width, height)
     check_size((count, height, width, channels), max_pixels, name)
     try:
         pictures = [frame.copy() for frame in ImageSequence.Iterator(im)]
@@ -250,6 +254,32 @@ def _read_frames(
     metadata = _metadata(im, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
     # the frames are not turned upright by an EXIF orientation: upright stays False
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count, orientation=_stored_orientation(im))
+
+
+def _gif_frames_fit(source: str | bytes | IO[bytes], name: str, width: int, height: int) -> None:
+    """Refuse a GIF a later frame of which reaches past the first frame's canvas, before any frame
+    is decoded: Pillow grows its canvas to such a frame's declared extent, unchecked (a 5 KB GIF
+    declaring a 65535x34423 frame took 21 GB and 10 s), and the frames would not stack."""
+    from geomcli.io import _stream
+
+    if isinstance(source, bytes):
+        ends = _stream.gif_frame_ends(lambda at, size: source[at:at + size])
+    elif isinstance(source, str):
+        with open(source, "rb") as f:
+
+            def peek(at: int, size: int) -> bytes:
+                f.seek(at)
+                return f.read(size)
+
+            ends = _stream.gif_frame_ends(peek)
+    else:
+        return
+    for index, (right, bottom) in enumerate(ends):
+        if right > width or bottom > height:
+            raise GeomError(
+                f"{name}: --frames all: frame {index + 1} reaches to {right}x{bottom}, past the "
+                f"{width}x{height} canvas of the first frame (--frames first reads that one)"
+            )
 
 
 def _jpeg_coding(im: Any) -> tuple[int, tuple[tuple[int, ...], ...], bool] | None:

@@ -216,13 +216,32 @@ _GIF_WINDOW = 1 << 16
 
 
 def _gif_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> int | None:
-    """To its trailer, walking its blocks: a colour table's size is in its flags, sub-blocks carry
-    their lengths. Where it is damaged or ends first, the bytes seen so far (and one more)."""
+    """To its trailer, walking its blocks (:func:`gif_walk`), its screen checked first."""
     head = peek(0, 13)
     if len(head) < 13:
         return len(head)
     width, height = int.from_bytes(head[6:8], "little"), int.from_bytes(head[8:10], "little")
     check_size((height, width), max_pixels, name)
+    return gif_walk(peek)
+
+
+def gif_frame_ends(peek: Callable[[int, int], bytes]) -> list[tuple[int, int]]:
+    """Each frame's right and bottom edge (x + width, y + height) as its image descriptor declares
+    them, to where the blocks can be walked."""
+    descriptors: list[bytes] = []
+    gif_walk(peek, descriptors)
+    return [(int.from_bytes(d[1:3], "little") + int.from_bytes(d[5:7], "little"),
+             int.from_bytes(d[3:5], "little") + int.from_bytes(d[7:9], "little")) for d in descriptors]
+
+
+def gif_walk(peek: Callable[[int, int], bytes], descriptors: list[bytes] | None = None) -> int:
+    """The bytes to a GIF's trailer, walking its blocks: a colour table's size is in its flags,
+    sub-blocks carry their lengths. Where it is damaged or ends first, the bytes seen so far (and
+    one more). ``descriptors`` gets each image descriptor's 10 bytes, walking past junk to the
+    next block as Pillow does."""
+    head = peek(0, 13)
+    if len(head) < 13:
+        return len(head)
     at = 13 + (3 << ((head[10] & 7) + 1) if head[10] & 0x80 else 0)
     while True:
         kind = peek(at, 1)
@@ -234,8 +253,18 @@ def _gif_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -> 
             descriptor = peek(at, 10)
             if len(descriptor) < 10:
                 return at + len(descriptor)
+            if descriptors is not None:
+                descriptors.append(descriptor)
             flags = descriptor[9]
             at += 10 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0) + 1  # and the LZW code size
+        elif kind and descriptors is not None:
+            # Pillow passes over bytes that start no block, a frame after them still a frame
+            window = peek(at, _GIF_WINDOW)
+            starts = [found for found in map(window.find, (b"!", b",", b";")) if found >= 0]
+            at += min(starts, default=len(window))
+            if not starts and len(window) < _GIF_WINDOW:
+                return at
+            continue
         else:
             return at + len(kind)  # junk or the end: Pillow says what is wrong
         while True:  # sub-blocks, to an empty one, walked a window at a time (one peek per

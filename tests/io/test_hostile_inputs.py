@@ -694,3 +694,74 @@ def test_a_webp_cut_short_is_called_truncated(tmp_path: Path, save: dict[str, ob
         assert one_error(result.stderr, cut) == (f"not a readable WEBP (truncated: its RIFF header declares "
                                                  f"{len(whole)} bytes, the file holds {len(whole) * 2 // 3})")
     assert not (tmp_path / "o.png").exists()
+
+
+# ---- GIF frames that reach past the first frame's canvas ------------------------------------------
+
+
+def gif_blocks(data: bytes) -> list[tuple[bytes, int, int]]:
+    """Each block of a GIF (its introducer, start and end), its sub-blocks included."""
+    at = 13 + (3 << ((data[10] & 7) + 1) if data[10] & 0x80 else 0)
+    blocks = []
+    while data[at : at + 1] != b";":
+        start, kind = at, data[at : at + 1]
+        if kind == b"!":
+            at += 2
+        else:
+            at += 10 + (3 << ((data[at + 9] & 7) + 1) if data[at + 9] & 0x80 else 0) + 1
+        while data[at]:
+            at += 1 + data[at]
+        at += 1
+        blocks.append((kind, start, at))
+    return blocks
+
+
+def gif_with_last_frame(last: bytes) -> bytes:
+    """An 8x6 GIF of 3 frames by Pillow, its last image block (descriptor to data) replaced."""
+    buffer = bytes_io.BytesIO()
+    frames = [Image.new("RGB", (8, 6), (60 * i, 0, 0)) for i in range(3)]
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=100)
+    data = buffer.getvalue()
+    _, start, end = [block for block in gif_blocks(data) if block[0] == b","][-1]
+    return data[:start] + last + data[end:]
+
+
+def gif_image_block(width: int, height: int, declared: tuple[int, int] | None = None) -> bytes:
+    """A GIF frame of ``width`` x ``height`` with its own colour table, as an image block; its
+    descriptor patched to ``declared`` (width, height)."""
+    buffer = bytes_io.BytesIO()
+    Image.new("RGB", (width, height), (0, 90, 0)).save(buffer, format="GIF")
+    data = buffer.getvalue()
+    table = data[13 : 13 + (3 << ((data[10] & 7) + 1))]
+    _, start, end = [block for block in gif_blocks(data) if block[0] == b","][0]
+    descriptor = bytearray(data[start : start + 10])
+    descriptor[9] = 0x80 | (data[10] & 7)
+    if declared is not None:
+        struct.pack_into("<HH", descriptor, 5, *declared)
+    return bytes(descriptor) + table + data[start + 10 : end]
+
+
+def test_a_gif_frame_larger_than_the_first_is_one_error_line(tmp_path: Path) -> None:
+    """Pillow grows its canvas for such a frame, and the frames' arrays did not stack: numpy's
+    'all input arrays must have the same shape', with a traceback."""
+    source = tmp_path / "grows.gif"
+    source.write_bytes(gif_with_last_frame(gif_image_block(10, 7)))
+    result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "4,4", "--frames", "all")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == ("--frames all: frame 3 reaches to 10x7, past the 8x6 canvas of the "
+                                                "first frame (--frames first reads that one)")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["grows.gif"]
+    assert run("crop-pad", source, "-o", tmp_path / "first.npy", "--shape", "4,4", "--frames", "first").exit_code == 0
+
+
+@pytest.mark.parametrize("junk", [b"", b"\xff" * 9], ids=["frame", "frame-after-junk"])
+def test_a_tiny_gif_declaring_a_huge_later_frame_is_refused_in_little_memory(tmp_path: Path, junk: bytes) -> None:
+    """A 5 KB GIF whose third frame declared 48904x46128 (behind bytes that start no block, which
+    Pillow passes over) took 21 GB and 10 s for `geomcli info`, then 'codec configuration error'."""
+    source = tmp_path / "liar.gif"
+    source.write_bytes(gif_with_last_frame(junk + gif_image_block(8, 6, declared=(48904, 46128))))
+    code, stderr, peak = peak_run(f"ulimit -v 3000000; {GEOMCLI} info {source}")
+    assert code == 1
+    assert one_error(stderr, source) == ("--frames all: frame 3 reaches to 48904x46128, past the 8x6 canvas of the "
+                                         "first frame (--frames first reads that one)")
+    assert peak < SMALL_RUN_MIB, peak
