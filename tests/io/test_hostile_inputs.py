@@ -765,3 +765,14 @@ def test_a_tiny_gif_declaring_a_huge_later_frame_is_refused_in_little_memory(tmp
     assert one_error(stderr, source) == ("--frames all: frame 3 reaches to 48904x46128, past the 8x6 canvas of the "
                                          "first frame (--frames first reads that one)")
     assert peak < SMALL_RUN_MIB, peak
+
+
+def test_a_16_bit_png_of_two_ihdr_chunks_is_one_error_line(tmp_path: Path) -> None:
+    """libpng's error reached imagecodecs as junk bytes: a UnicodeDecodeError and its traceback."""
+    ihdr = struct.pack(">IIBBBBB", 2, 2, 16, 0, 0, 0, 0)
+    source = tmp_path / "twice.png"
+    source.write_bytes(png(2, 2, 16, 0, b"\x00" + bytes(4) + b"\x00" + bytes(4), chunk(b"IHDR", ihdr)))
+    result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "1,1")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == "not a readable PNG (libpng refused it; its message was not text)"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["twice.png"]
