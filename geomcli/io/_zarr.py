@@ -147,6 +147,9 @@ def _zarr() -> Any:
     # zarr's Python warning of a data type of no v3 specification (a <U3 array's), a paragraph with
     # its source line on stderr, -q or not: a run says it once, as a Warning: line (see unstable)
     warnings.filterwarnings("ignore", category=getattr(zarr.errors, "UnstableSpecificationWarning", Warning))
+    from geomcli.io import _zarr_codecs
+
+    _zarr_codecs.install()
     return zarr
 
 

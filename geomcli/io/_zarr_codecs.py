@@ -1,0 +1,122 @@
+"""zarr's zstd and gzip codecs, each decoding a chunk no further than the chunk can need: zarr
+decodes a chunk whole before it looks at its size, so a 32 KB zstd chunk of an 8x8x3 array took
+1 GiB twice over (2.1 GB resident), each worker's chunks side by side.
+
+Installed by :func:`install` for zarr's codec names ``zstd`` and ``gzip``, under zarr's class names
+(what `geomcli info` shows); they encode as zarr's.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import io
+import math
+from typing import Any
+
+import zarr.codecs
+from zarr.core.buffer.cpu import as_numpy_array_wrapper
+
+# beyond a chunk's raw bytes, what another codec's output may add (a shard's index: 16 bytes for
+# each inner chunk, at most one an element), so a chain of codecs is bounded too
+_INDEX_BYTES_PER_ELEMENT = 16
+_SLACK = 4096
+# the largest buffer made up front for a zstd frame that declares no size: a chunk shape of 10**5
+# along each axis would ask for petabytes (zarr writes the size; a frame without it is rare)
+_MOST_BUFFER = 1 << 32
+
+
+def most_bytes(shape: tuple[int, ...], itemsize: int) -> int:
+    """The most bytes a chunk of ``shape`` (items of ``itemsize`` bytes) decodes to, at any stage.
+
+    >>> most_bytes((8, 8, 3), 1)
+    7552
+    """
+    elements = math.prod(shape)
+    return 2 * elements * itemsize + _INDEX_BYTES_PER_ELEMENT * elements + _SLACK
+
+
+def _bound(chunk_spec: Any) -> int | None:
+    """:func:`most_bytes` of a chunk; None for variable-length items (strings), which have no bound."""
+    dtype = chunk_spec.dtype.to_native_dtype()
+    if dtype.hasobject or dtype.itemsize == 0:
+        return None
+    return most_bytes(chunk_spec.shape, dtype.itemsize)
+
+
+def _too_big(codec: str, chunk_spec: Any, bound: int) -> ValueError:
+    shape = "x".join(map(str, chunk_spec.shape))
+    return ValueError(f"a {codec} chunk of {shape} {chunk_spec.dtype.to_native_dtype()} decodes past the "
+                      f"{bound} bytes it can need")
+
+
+class ZstdCodec(zarr.codecs.ZstdCodec):
+    """zarr's, refusing a frame that declares more than the chunk's bound; a frame that declares no
+    size decoded into a buffer of the bound."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        bound = _bound(chunk_spec)
+        declared = declared_size(chunk_bytes.to_bytes()[:18])
+        if bound is None or declared is not None and declared <= bound or declared is None and bound > _MOST_BUFFER:
+            # numcodecs': a buffer of the size declared, or grown as it decodes a frame that declares none
+            return super()._decode_sync(chunk_bytes, chunk_spec)
+        if declared is not None:
+            raise _too_big("zstd", chunk_spec, bound)
+        import imagecodecs
+
+        def decode(data: Any) -> bytes:
+            try:
+                return bytes(imagecodecs.zstd_decode(data.tobytes(), out=bound))
+            except imagecodecs.ZstdError as error:
+                if "too small" in str(error):
+                    raise _too_big("zstd", chunk_spec, bound) from error
+                raise
+
+        return as_numpy_array_wrapper(decode, chunk_bytes, chunk_spec.prototype)
+
+
+def declared_size(head: bytes) -> int | None:
+    """The content size a zstd frame's header declares (RFC 8878, 3.1.1.1); None where it declares
+    none or is no zstd frame.
+
+    >>> declared_size(bytes.fromhex("28b52ffd2000"))  # single segment, 1-byte size: empty
+    0
+    >>> declared_size(bytes.fromhex("28b52ffd0058"))  # a window, no size
+    """
+    if len(head) < 6 or head[:4] != b"\x28\xb5\x2f\xfd":
+        return None
+    descriptor = head[4]
+    single_segment = descriptor >> 5 & 1
+    at = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3]
+    width = (single_segment, 2, 4, 8)[descriptor >> 6]
+    if not width or len(head) < at + width:
+        return None
+    return int.from_bytes(head[at : at + width], "little") + (256 if width == 2 else 0)
+
+
+class GzipCodec(zarr.codecs.GzipCodec):
+    """zarr's, reading no further than the chunk's bound."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        bound = _bound(chunk_spec)
+        if bound is None:
+            return super()._decode_sync(chunk_bytes, chunk_spec)
+
+        def decode(data: Any) -> bytes:
+            with gzip.GzipFile(fileobj=io.BytesIO(data.tobytes()), mode="rb") as decompressor:
+                decoded = decompressor.read(bound + 1)  # numcodecs' GZip, read no further
+            if len(decoded) > bound:
+                raise _too_big("gzip", chunk_spec, bound)
+            return decoded
+
+        return as_numpy_array_wrapper(decode, chunk_bytes, chunk_spec.prototype)
+
+
+@functools.cache
+def install() -> None:
+    """Make zarr decode ``zstd`` and ``gzip`` chunks with the bounded codecs (once a process)."""
+    from zarr.registry import register_codec
+
+    for name, codec in (("zstd", ZstdCodec), ("gzip", GzipCodec)):
+        register_codec(name, codec)
+        zarr.config.set({f"codecs.{name}": f"{codec.__module__}.{codec.__qualname__}"})

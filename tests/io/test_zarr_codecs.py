@@ -1,0 +1,83 @@
+"""zarr chunks that decode past what their chunk can need: one error line, in little memory."""
+
+from __future__ import annotations
+
+import shlex
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run
+from test_hostile_inputs import one_error, peak_run
+
+zarr = pytest.importorskip("zarr")
+numcodecs = pytest.importorskip("numcodecs")
+
+GEOMCLI = shlex.join([sys.executable, "-m", "geomcli"])
+
+
+def zarr_of_chunk(folder: Path, codec: str, chunk: bytes) -> Path:
+    """An 8x8x3 uint8 array of one chunk, compressed by ``codec``, that chunk's bytes replaced."""
+    path = folder / "bomb.zarr"
+    compressor = {"zstd": zarr.codecs.ZstdCodec(), "gzip": zarr.codecs.GzipCodec()}[codec]
+    array = zarr.create_array(str(path), shape=(8, 8, 3), chunks=(8, 8, 3), dtype="uint8", compressors=[compressor])
+    array[...] = 7
+    (path / "c" / "0" / "0" / "0").write_bytes(chunk)
+    return path
+
+
+def undeclared_zstd(blocks: int) -> bytes:
+    """A zstd frame that declares no content size, of ``blocks`` RLE blocks of 128 KiB zeros (4 bytes each)."""
+    block = 1 << 17
+    frame = b"\x28\xb5\x2f\xfd" + b"\x00" + b"\x38"  # no size, a 128 KiB window
+    for index in range(blocks):
+        header = (index == blocks - 1) | 1 << 1 | block << 3  # last, RLE, its size
+        frame += struct.pack("<I", header)[:3] + b"\x00"
+    return frame
+
+
+BOMBS = {
+    "zstd-declared": ("zstd", lambda: numcodecs.Zstd(level=1).encode(np.zeros(512 << 20, np.uint8))),
+    "zstd-undeclared": ("zstd", lambda: undeclared_zstd(4096)),
+    "gzip": ("gzip", lambda: numcodecs.GZip(level=9).encode(np.zeros(512 << 20, np.uint8))),
+}
+
+
+@pytest.mark.parametrize("bomb", BOMBS)
+def test_a_chunk_inflating_past_its_size_is_refused_in_little_memory(tmp_path: Path, bomb: str) -> None:
+    """zarr decoded a chunk whole before looking at its size: a 32 KB zstd chunk of this 8x8x3
+    array took 1 GiB twice over (2.1 GB resident), then 'cannot reshape array of size 1073741824'."""
+    codec, make = BOMBS[bomb]
+    source = zarr_of_chunk(tmp_path, codec, make())
+    code, stderr, peak = peak_run(f"{GEOMCLI} resize {source} -o {tmp_path / 'out.npy'} --sizes 4,4 --layout HWC")
+    assert code == 1
+    assert one_error(stderr, source) == (f"a chunk could not be read, transformed or written (ValueError: a {codec} "
+                                         "chunk of 8x8x3 uint8 decodes past the 7552 bytes it can need)")
+    assert peak < 250, peak  # 512 MiB of zeros and more before
+    assert not (tmp_path / "out.npy").exists()
+
+
+@pytest.mark.parametrize("codec", ["zstd", "gzip"])
+def test_chunks_within_their_size_read_as_zarr_writes_them(tmp_path: Path, codec: str) -> None:
+    source = zarr_of_chunk(tmp_path, codec, b"")
+    compressor = {"zstd": numcodecs.Zstd(level=3), "gzip": numcodecs.GZip(level=5)}[codec]
+    data = np.arange(192, dtype=np.uint8).reshape(8, 8, 3)
+    (source / "c" / "0" / "0" / "0").write_bytes(compressor.encode(data))
+    result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "8,8", "--layout", "HWC")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data)
+
+
+def test_an_undeclared_zstd_frame_of_a_chunk_shape_past_memory_is_one_error_line(tmp_path: Path) -> None:
+    """A frame that declares no size gets a buffer of its chunk's bound up to 4 GiB only: this
+    chunk shape's would be 18 * 10**15 bytes, imagecodecs' OverflowError."""
+    source = zarr_of_chunk(tmp_path, "zstd", undeclared_zstd(1))
+    meta = (source / "zarr.json").read_text().replace('"chunk_shape": [\n        8,\n        8,\n        3\n      ]',
+                                                       '"chunk_shape": [100000, 100000, 100000]')
+    assert "100000" in meta
+    (source / "zarr.json").write_text(meta)
+    result = run("resize", source, "-o", tmp_path / "out.npy", "--sizes", "4,4", "--layout", "HWC")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source).startswith("a chunk could not be read, transformed or written (ValueError")
