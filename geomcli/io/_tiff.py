@@ -805,6 +805,11 @@ def _check_extent(tif: Any, pages: tuple[Any, ...], name: str) -> None:
         if len(offsets) != len(counts) or not offsets:
             raise GeomError(f"{name}: not a readable TIFF (missing strip offsets or byte counts)")
         key = getattr(page, "keyframe", None) or page
+        if key.samplesperpixel > 1 and key.planarconfig not in (1, 2):
+            # tifffile shapes such a page planar but counts its strips chunky: the strips fill part
+            # of the array, the rest kept what memory held (values that changed from run to run)
+            raise GeomError(f"{name}: not a readable TIFF (its PlanarConfiguration is {int(key.planarconfig)}; "
+                            "TIFF has 1, chunky, and 2, planar)")
         sides = (key.tilelength, key.tilewidth) if key.is_tiled else (key.rowsperstrip,)
         # (a side of 0 or none, tifffile's chunked refuses: the read names the tag)
         needed = math.prod(key.chunked) if all(isinstance(side, int) and side > 0 for side in sides) else 0

@@ -697,3 +697,24 @@ def test_tifffiles_object_names_are_left_out_of_its_lines(logged: str, said: str
     collect = _tiff._Collect([])
     collect.emit(logging.LogRecord("tifffile", logging.ERROR, __file__, 1, logged, None, None))
     assert collect.damage == [said]
+
+
+@pytest.mark.parametrize("planar", [0, 3, 65535])
+@pytest.mark.parametrize("compression", ["zlib", "jpeg"])
+def test_a_planar_configuration_tiff_has_not_is_refused(tmp_path: Path, planar: int, compression: str) -> None:
+    """An RGB page of 2 strips whose PlanarConfiguration became 3: tifffile shaped it (3, 24, 32)
+    and decoded 2 strips into it, the rest of the output whatever memory held (993 of 2304 values
+    differed between two runs of crop-pad)."""
+    import tifffile
+
+    path = tmp_path / "planar.tif"
+    data = np.arange(24 * 32 * 3, dtype=np.uint8).reshape(24, 32, 3)
+    tifffile.imwrite(path, data, photometric="rgb", rowsperstrip=16, compression=compression, metadata=None)
+    raw = bytearray(path.read_bytes())
+    with tifffile.TiffFile(path) as tif:
+        struct.pack_into("<H", raw, tif.pages[0].tags["PlanarConfiguration"].valueoffset, planar)
+    path.write_bytes(bytes(raw))
+    said = (f"Error: {path}: not a readable TIFF (its PlanarConfiguration is {planar}; TIFF has 1, chunky, and 2, "
+            "planar)")
+    assert one_error(run("crop-pad", path, "-o", tmp_path / "out.npy", "--shape", "24,32"), path) == said
+    assert not (tmp_path / "out.npy").exists()
