@@ -808,7 +808,7 @@ def _check_extent(tif: Any, pages: tuple[Any, ...], name: str) -> None:
         if key.samplesperpixel > 1 and key.planarconfig not in (1, 2):
             # tifffile shapes such a page planar but counts its strips chunky: the strips fill part
             # of the array, the rest kept what memory held (values that changed from run to run)
-            raise GeomError(f"{name}: not a readable TIFF (its PlanarConfiguration is {int(key.planarconfig)}; "
+            raise GeomError(f"{name}: not a readable TIFF (its PlanarConfiguration is {key.planarconfig}; "
                             "TIFF has 1, chunky, and 2, planar)")
         sides = (key.tilelength, key.tilewidth) if key.is_tiled else (key.rowsperstrip,)
         # (a side of 0 or none, tifffile's chunked refuses: the read names the tag)

@@ -699,9 +699,9 @@ def test_tifffiles_object_names_are_left_out_of_its_lines(logged: str, said: str
     assert collect.damage == [said]
 
 
-@pytest.mark.parametrize("planar", [0, 3, 65535])
+@pytest.mark.parametrize("planar", [0, 3, 65535, (1, 0)], ids=["0", "3", "65535", "two-values"])
 @pytest.mark.parametrize("compression", ["zlib", "jpeg"])
-def test_a_planar_configuration_tiff_has_not_is_refused(tmp_path: Path, planar: int, compression: str) -> None:
+def test_a_planar_configuration_tiff_has_not_is_refused(tmp_path: Path, planar: Any, compression: str) -> None:
     """An RGB page of 2 strips whose PlanarConfiguration became 3: tifffile shaped it (3, 24, 32)
     and decoded 2 strips into it, the rest of the output whatever memory held (993 of 2304 values
     differed between two runs of crop-pad)."""
@@ -712,7 +712,9 @@ def test_a_planar_configuration_tiff_has_not_is_refused(tmp_path: Path, planar: 
     tifffile.imwrite(path, data, photometric="rgb", rowsperstrip=16, compression=compression, metadata=None)
     raw = bytearray(path.read_bytes())
     with tifffile.TiffFile(path) as tif:
-        struct.pack_into("<H", raw, tif.pages[0].tags["PlanarConfiguration"].valueoffset, planar)
+        entry = tif.pages[0].tags["PlanarConfiguration"]
+        values = planar if isinstance(planar, tuple) else (planar,)
+        struct.pack_into(f"<I{len(values)}H", raw, entry.offset + 4, len(values), *values)  # count, inline values
     path.write_bytes(bytes(raw))
     said = (f"Error: {path}: not a readable TIFF (its PlanarConfiguration is {planar}; TIFF has 1, chunky, and 2, "
             "planar)")
