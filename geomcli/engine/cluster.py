@@ -110,7 +110,8 @@ IO_RETRIES = 2
 # errnos of a failure that may pass: a retry can succeed where the first try failed
 _PASSING = {errno.EIO, errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ETIMEDOUT, errno.ECONNRESET,
             errno.ECONNREFUSED, errno.ECONNABORTED, errno.ENETDOWN, errno.ENETUNREACH, errno.ENETRESET,
-            errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ESTALE, errno.EPIPE}
+            errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ESTALE, errno.EPIPE,
+            getattr(errno, "EREMOTEIO", errno.EIO)}  # s3fs's for S3's 500 InternalError: 'try again'
 
 
 def check(options: BatchOptions) -> Scheduler:
@@ -492,13 +493,16 @@ def _size(job: Job) -> int:
 
 def passing(report: Report) -> bool:
     """Whether ``report`` failed on an I/O error that may pass (a reset connection, a timeout,
-    EIO), which a retry could overcome; not a bad file, nor a missing one."""
+    EIO, S3's 500; botocore's and aiohttp's own: io._remote.passing_failure), which a retry could
+    overcome; not a bad file, nor a missing one."""
+    from geomcli.io import _remote
+
     error: BaseException | None = cause(report)
     for _ in range(100):
         if error is None:
             return False
         if isinstance(error, (ConnectionError, TimeoutError)) or (
-                isinstance(error, OSError) and error.errno in _PASSING):
+                isinstance(error, OSError) and error.errno in _PASSING) or _remote.passing_failure(error):
             return True
         error = error.__cause__ or error.__context__
     return False

@@ -213,6 +213,28 @@ def _failures() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def passing_failure(error: BaseException) -> bool:
+    """Whether ``error`` is a store's failure that may pass, raised as no ConnectionError or
+    TimeoutError: botocore's (a connection closed, reset or timed out, a body cut short or whose
+    checksum did not match) and aiohttp's (the same, over http:// and gcsfs). A certificate
+    refused is none. Only libraries already loaded are asked: a failure of theirs loaded them."""
+    import sys
+
+    kinds: list[type[BaseException]] = []
+    refused: list[type[BaseException]] = []
+    if "botocore.exceptions" in sys.modules:
+        from botocore import exceptions as boto
+
+        kinds += [boto.HTTPClientError, boto.ConnectionError, boto.FlexibleChecksumError, boto.IncompleteReadError]
+        refused.append(boto.SSLError)
+    if "aiohttp" in sys.modules:
+        import aiohttp
+
+        kinds += [aiohttp.ClientConnectionError, aiohttp.ClientPayloadError]
+        refused.append(aiohttp.ClientSSLError)
+    return isinstance(error, tuple(kinds)) and not isinstance(error, tuple(refused))
+
+
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return " ".join(lines[0].split())[:200] if lines else type(error).__name__

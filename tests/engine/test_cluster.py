@@ -580,6 +580,51 @@ def test_passing_errors_are_told_from_bad_files() -> None:
     assert not cluster.passing(Report("crop-pad", "a.png", "b.png"))
 
 
+def _object_store_failures() -> dict[str, tuple[BaseException, bool]]:
+    """What reading or writing S3 raises once s3fs's own retries are spent, as s3fs raises it, and
+    whether it may pass."""
+    pytest.importorskip("s3fs")
+    from botocore import exceptions as boto
+    from s3fs.errors import translate_boto_error
+
+    def refused(code: str, message: str) -> BaseException:
+        return translate_boto_error(boto.ClientError({"Error": {"Code": code, "Message": message}}, "GetObject"))
+
+    endpoint = "http://127.0.0.1:9/bucket/a.png"
+    return {
+        "reset": (boto.ConnectionClosedError(endpoint_url=endpoint), True),
+        "read timeout": (boto.ReadTimeoutError(endpoint_url=endpoint), True),
+        "no answer": (boto.EndpointConnectionError(endpoint_url=endpoint), True),
+        "body cut short": (boto.ResponseStreamingError(error="Response payload is not completed"), True),
+        "checksum": (boto.FlexibleChecksumError(error_msg="Expected checksum a did not match calculated b"), True),
+        "500": (refused("InternalError", "We encountered an internal error. Please try again."), True),
+        "503": (refused("SlowDown", "Please reduce your request rate."), True),
+        "403": (refused("AccessDenied", "Access Denied"), False),
+        "no credentials": (boto.NoCredentialsError(), False),
+        "certificate": (boto.SSLError(endpoint_url=endpoint, error="certificate verify failed"), False),
+    }
+
+
+@pytest.mark.parametrize("kind", ["reset", "read timeout", "no answer", "body cut short", "checksum", "500", "503",
+                                  "403", "no credentials", "certificate"])
+def test_an_object_stores_passing_failures_are_told_from_refusals(kind: str) -> None:
+    """botocore's connection errors are no ConnectionError (nor its timeouts an OSError with an
+    errno), and s3fs gives S3's 500 EREMOTEIO: a file whose read met a reset connection, a
+    timeout, a body cut short or S3's 'try again' failed at once on a cluster, not retried."""
+    from geomcli.engine import report as reports
+    from geomcli.engine.summary import Report
+    from geomcli.errors import GeomError
+
+    error, expected = _object_store_failures()[kind]
+    made = Report("crop-pad", "s3://bucket/a.png", "b.png")
+    with reports.reporting(made, Common()):
+        try:
+            raise error
+        except Exception as failure:
+            raise GeomError("s3://bucket/a.png: cannot read") from failure
+    assert made.status == "error" and cluster.passing(made) is expected
+
+
 def wait_for_output_then(process: subprocess.Popen[str], out: Path, sent: int, group: bool) -> str:
     first_output(out)
     if group:  # as a terminal's Ctrl-C: to every process of the group, the cluster's workers too
