@@ -286,7 +286,7 @@ def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes,
     with _errors(url, "read"):
         size = _size(fs, path)
         if size is not None and size > count:
-            return bytes(fs.cat_file(path, start=0, end=count)), size
+            return _whole_body(lambda: bytes(fs.cat_file(path, start=0, end=count)), count), size
         data = _whole(fs, path, url, size, limit, past_limit)
     return data, len(data)
 
@@ -304,7 +304,36 @@ def _whole(fs: AbstractFileSystem, path: str, url: str, size: int | None, limit:
     # (50 MiB) in ranges side by side: told it is not, one request of 3 is saved
     one_read = (fs.__class__.__name__ == "S3FileSystem" and size is not None
                 and size <= getattr(fs, "default_block_size", 0))
-    return bytes(fs.cat_file(path, max_concurrency=1) if one_read else fs.cat_file(path))
+    return _whole_body(lambda: bytes(fs.cat_file(path, max_concurrency=1) if one_read else fs.cat_file(path)), size)
+
+
+# how often in all a read whose body came short, or failed its checksum, is made: s3fs makes a
+# request again when it fails, never when its body arrives wrong (a 200 cut short)
+READ_TRIES = 3
+
+
+def _whole_body(read: Callable[[], bytes], size: int | None) -> bytes:
+    """``read()``, made again where its body failed its checksum (botocore's FlexibleChecksumError)
+    or came shorter than the ``size`` the object was said to have (a listing's or a HEAD's; an
+    object replaced by a shorter one meanwhile fails so too); still so after READ_TRIES, a
+    ConnectionError (a failure that may pass: a batch on Dask tries the file again)."""
+    for tries in range(1, READ_TRIES + 1):
+        try:
+            data = read()
+        except _failures() as error:
+            if tries == READ_TRIES or not _checksum_failed(error):
+                raise
+            continue
+        if size is None or len(data) >= size:
+            return data
+    raise ConnectionError(f"the response ended after {len(data)} of {size} bytes")
+
+
+def _checksum_failed(error: BaseException) -> bool:
+    import sys
+
+    return "botocore.exceptions" in sys.modules and isinstance(
+        error, sys.modules["botocore.exceptions"].FlexibleChecksumError)
 
 
 def write_bytes(url: str, data: bytes, name: str) -> None:
