@@ -164,11 +164,19 @@ def _errors(url: str, doing: str) -> Iterator[None]:
     except FileNotFoundError as error:
         raise GeomError(f"{url}: {_http_refusal(error, doing) or 'no such file'}") from error
     except PermissionError as error:
-        raise GeomError(f"{url}: permission denied") from error
+        raise GeomError(f"{url}: permission denied{_refusal_reason(error)}") from error
     except IsADirectoryError as error:
         raise GeomError(f"{url}: is a directory") from error
     except _failures() as error:
         raise GeomError(f"{url}: {_http_refusal(error, doing) or f'cannot {doing} ({_first_line(error)})'}") from error
+
+
+def _refusal_reason(error: PermissionError) -> str:
+    """The store's reason for a refusal, where it says more than that it refused (' (The provided
+    token has expired.)': credentials that ran out mid-run, not a bucket's policy)."""
+    reason = _first_line(error)
+    generic = {"", "access denied", "forbidden", "permission denied", type(error).__name__.lower()}
+    return "" if reason.strip(". ").lower() in generic else f" ({reason})"
 
 
 def _http_refusal(error: BaseException, doing: str) -> str | None:
@@ -365,6 +373,8 @@ def _put(url: str, data: bytes, name: str, create: bool, cancelled: Callable[[],
             fs.pipe_file(path, data, **({"mode": "create"} if create else {}))
     except FileExistsError as error:
         raise _atomic.appeared(name) from error
+    except PermissionError as error:
+        raise GeomError(f"{name}: permission denied{_refusal_reason(error)}") from error
     except _failures() as error:
         if create and _precondition_failed(error):
             raise _atomic.appeared(name) from error

@@ -1755,7 +1755,7 @@ def test_a_zarr_on_s3_that_cannot_be_reached_is_one_error_line(s3: S3, tmp_path:
     monkeypatch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server checks keys: these are none
     for _ in range(3):  # zarr's other requests, left running, once made tracebacks at exit, 1 run in 10
         assert geomcli("crop-pad", url, "-o", tmp_path / "x.npy", "--shape", "1,3,4,4") == (
-            1, f"Error: {url}: permission denied\n")
+            1, f"Error: {url}: permission denied (The AWS Access Key Id you provided does not exist in our records.)\n")
     assert not (tmp_path / "x.npy").exists()
 
 

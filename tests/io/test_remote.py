@@ -650,7 +650,8 @@ def test_a_listing_refused_is_its_error_not_an_empty_match(kind: str, s3: S3, sh
     argument = f"{s3.url}/raw/*.png" if kind == "glob" else f"{s3.url}/raw"
     result = run("crop-pad", argument, "--out-dir", tmp_path / "out", "--shape", "6,6")
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[0] == f"Error: {s3.url}/raw: permission denied"
+    assert result.stderr.splitlines()[0] == (f"Error: {s3.url}/raw: permission denied (The AWS Access Key Id you "
+                                             "provided does not exist in our records.)")
     assert result.stderr.splitlines()[1].startswith("crop-pad: 0 ok, 1 failed, 0 skipped in ")
 
 
@@ -885,3 +886,30 @@ def test_a_read_cut_short_every_time_fails_its_file_saying_so(s3: S3, shots: dic
     assert f"Error: {s3.url}/raw/a.png: cannot read (the response ended after {size // 2} of {size} bytes)\n" \
         in result.stderr, result.stderr
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_credentials_that_expire_mid_run_say_so_on_each_files_line(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read refused said 'permission denied' alone (a bucket's policy, for all the user could
+    tell) where the write beside it said 'cannot write (The provided token has expired.)'."""
+    import s3fs
+    from botocore.exceptions import ClientError
+    from s3fs.errors import translate_boto_error
+
+    real = s3fs.S3FileSystem._call_s3
+
+    async def expired(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method in ("get_object", "put_object"):  # as s3fs raises S3's 403 once its retries are spent
+            raise translate_boto_error(ClientError(
+                {"Error": {"Code": "ExpiredToken", "Message": "The provided token has expired."}}, method))
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", expired)
+    read = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/b.png", "--out-dir", tmp_path / "out",
+               "--shape", "6,6")
+    written = run("crop-pad", tmp_path / "raw" / "a.png", "-o", f"{s3.url}/out/a.png", "--shape", "6,6")
+    assert read.exit_code == written.exit_code == 1
+    assert read.stderr.splitlines()[:2] == [f"Error: {s3.url}/raw/{name}: permission denied (The provided token "
+                                            "has expired.)" for name in ("a.png", "b.png")], read.stderr
+    assert written.stderr == f"Error: {s3.url}/out/a.png: permission denied (The provided token has expired.)\n"
+    assert s3.keys() == sorted(f"raw/{name}" for name in shots)
