@@ -415,8 +415,14 @@ async def _put_s3(fs: Any, path: str, data: bytes, create: bool, cancelled: Call
                 raise _atomic.Cancelled(f"{path}: the upload's work was cancelled; it was aborted")
         if _atomic.signal_taken() is not None:
             raise asyncio.CancelledError  # the caller is raising the signal's exception meanwhile
-        await fs._call_s3("complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload,
-                          MultipartUpload={"Parts": parts}, **condition)
+        try:
+            await fs._call_s3("complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload,
+                              MultipartUpload={"Parts": parts}, **condition)
+        except _failures():
+            # its answer lost (a reset, a timeout, a 500 once S3 had completed it): s3fs asked
+            # again, and the upload was no more (or, under -n, the object there): ours or not
+            if not await _completed(fs, bucket, key, parts):
+                raise
     except BaseException:
         with suppress(*_failures()):  # the failure that stopped the upload is the one to report
             if upload is None:  # cancelled while the upload was being made: made all the same
@@ -424,6 +430,23 @@ async def _put_s3(fs: Any, path: str, data: bytes, create: bool, cancelled: Call
             await fs._call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload)
         raise
     fs.invalidate_cache(path)
+
+
+async def _completed(fs: Any, bucket: str, key: str, parts: list[dict[str, Any]]) -> bool:
+    """Whether the object at ``key`` is the multipart upload of ``parts``: its ETag is S3's, the
+    MD5 of the parts' MD5s and their count (an object another put there has another)."""
+    import hashlib
+
+    try:
+        digests = b"".join(bytes.fromhex(part["ETag"].strip('"')) for part in parts)
+    except ValueError:  # an ETag of no MD5 (SSE-KMS): not told, so not ours
+        return False
+    try:
+        found = await fs._call_s3("head_object", Bucket=bucket, Key=key)
+    except _failures():
+        return False
+    expected = f"{hashlib.md5(digests, usedforsecurity=False).hexdigest()}-{len(parts)}"
+    return str(found.get("ETag", "")).strip('"') == expected
 
 
 def abort_pending_uploads(url: str) -> int:

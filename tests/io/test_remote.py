@@ -913,3 +913,37 @@ def test_credentials_that_expire_mid_run_say_so_on_each_files_line(s3: S3, shots
                                             "has expired.)" for name in ("a.png", "b.png")], read.stderr
     assert written.stderr == f"Error: {s3.url}/out/a.png: permission denied (The provided token has expired.)\n"
     assert s3.keys() == sorted(f"raw/{name}" for name in shots)
+
+
+@pytest.mark.parametrize("completed", [True, False])
+def test_a_multipart_upload_whose_completion_went_unanswered_is_told_by_its_etag(
+        completed: bool, s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CompleteMultipartUpload that S3 did but whose answer was lost (the connection reset after
+    it; s3fs's retries then find no such upload) failed its file, 'cannot write (Could not connect
+    to the endpoint URL ...)', the whole object there all the same. One not done still fails, and
+    is aborted."""
+    import s3fs
+    from botocore.exceptions import ConnectionClosedError
+
+    np.save(tmp_path / "big.npy", np.arange(3 << 20, dtype=np.float32))  # 12 MiB
+    monkeypatch.setattr(_remote, "MULTIPART_BYTES", 10 << 20)  # parts of 5 MiB, S3's least
+    real = s3fs.S3FileSystem._call_s3
+
+    async def unanswered(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "complete_multipart_upload":
+            if completed:
+                await real(self, method, *args, **kwargs)
+            raise ConnectionClosedError(endpoint_url=f"{s3.endpoint}/{s3.bucket}/big.npy")
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", unanswered)
+    result = run("crop-pad", tmp_path / "big.npy", "-o", f"{s3.url}/big.npy", "--shape", "3145000")
+    assert s3.client.list_multipart_uploads(Bucket=s3.bucket).get("Uploads", []) == []
+    if not completed:
+        assert result.exit_code == 1
+        assert result.stderr.startswith(f"Error: {s3.url}/big.npy: cannot write (Connection was closed before")
+        assert s3.keys() == []
+        return
+    assert result.exit_code == 0, result.stderr
+    expected = np.arange(3 << 20, dtype=np.float32)[364:364 + 3145000]  # the centre window
+    assert np.array_equal(np.load(bytes_io.BytesIO(s3.get("big.npy"))), expected)
