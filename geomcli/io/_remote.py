@@ -111,6 +111,7 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
             return fs, path
         _check_flags(fs.__class__)
         if fs.__class__.__name__ == "S3FileSystem":
+            _retry_checksum_failures()
             fs.connect()  # its options go to botocore only now (no request is made): here, before any work
         _ready[id(fs)] = fs
     except PlanError:
@@ -126,6 +127,16 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
             raise  # none given: a bug, or libraries that do not fit, with its traceback
         raise PlanError(_refused_option(url, error)) from error
     return fs, path
+
+
+def _retry_checksum_failures() -> None:
+    """Have s3fs make a read again when its body fails botocore's checksum (a response cut short),
+    as it does when its request fails: a zarr chunk's read that did failed its whole array's job."""
+    import s3fs.core
+    from botocore.exceptions import FlexibleChecksumError
+
+    if not issubclass(FlexibleChecksumError, s3fs.core.S3_RETRYABLE_ERRORS):
+        s3fs.core.add_retryable_error(FlexibleChecksumError)
 
 
 def _check_flags(filesystem_class: Any) -> None:
@@ -315,33 +326,22 @@ def _whole(fs: AbstractFileSystem, path: str, url: str, size: int | None, limit:
     return _whole_body(lambda: bytes(fs.cat_file(path, max_concurrency=1) if one_read else fs.cat_file(path)), size)
 
 
-# how often in all a read whose body came short, or failed its checksum, is made: s3fs makes a
-# request again when it fails, never when its body arrives wrong (a 200 cut short)
+# how often in all a read whose body came shorter than the object is made: s3fs makes a request
+# again when it fails (or its body fails its checksum: _retry_checksum_failures), not when a 200's
+# body is whole and short
 READ_TRIES = 3
 
 
 def _whole_body(read: Callable[[], bytes], size: int | None) -> bytes:
-    """``read()``, made again where its body failed its checksum (botocore's FlexibleChecksumError)
-    or came shorter than the ``size`` the object was said to have (a listing's or a HEAD's; an
-    object replaced by a shorter one meanwhile fails so too); still so after READ_TRIES, a
-    ConnectionError (a failure that may pass: a batch on Dask tries the file again)."""
-    for tries in range(1, READ_TRIES + 1):
-        try:
-            data = read()
-        except _failures() as error:
-            if tries == READ_TRIES or not _checksum_failed(error):
-                raise
-            continue
+    """``read()``, made again where its body came shorter than the ``size`` the object was said to
+    have (a listing's or a HEAD's; an object replaced by a shorter one meanwhile fails so too);
+    still so after READ_TRIES, a ConnectionError (a failure that may pass: a batch on Dask tries
+    the file again)."""
+    for _ in range(READ_TRIES):
+        data = read()
         if size is None or len(data) >= size:
             return data
     raise ConnectionError(f"the response ended after {len(data)} of {size} bytes")
-
-
-def _checksum_failed(error: BaseException) -> bool:
-    import sys
-
-    return "botocore.exceptions" in sys.modules and isinstance(
-        error, sys.modules["botocore.exceptions"].FlexibleChecksumError)
 
 
 def write_bytes(url: str, data: bytes, name: str) -> None:

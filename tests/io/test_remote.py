@@ -842,18 +842,21 @@ class _CutBody:
         self.body.close()
 
 
-def cut_reads(monkeypatch: pytest.MonkeyPatch, fault: str, count: int) -> list[str]:
-    """The first ``count`` whole reads (get_object) of this process come cut short (``fault``:
-    "short", a 200 of half the body; "checksum", a body whose checksum fails); the S3 requests."""
+def cut_reads(monkeypatch: pytest.MonkeyPatch, fault: str, count: int, keys: str = "") -> list[str]:
+    """The first ``count`` reads (get_object) of this process of a key holding ``keys`` come cut
+    short (``fault``: "short", a 200 of half the body; "checksum", a body whose checksum fails);
+    the S3 requests."""
     import s3fs
 
     requests: list[str] = []
+    cut_so_far = [0]
     real = s3fs.S3FileSystem._call_s3
 
     async def cut(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
         requests.append(method)
         response = await real(self, method, *args, **kwargs)
-        if method == "get_object" and requests.count("get_object") <= count:
+        if method == "get_object" and keys in kwargs["Key"] and cut_so_far[0] < count:
+            cut_so_far[0] += 1
             response["Body"] = _CutBody(response["Body"], fault)
         return response
 
@@ -947,3 +950,20 @@ def test_a_multipart_upload_whose_completion_went_unanswered_is_told_by_its_etag
     assert result.exit_code == 0, result.stderr
     expected = np.arange(3 << 20, dtype=np.float32)[364:364 + 3145000]  # the centre window
     assert np.array_equal(np.load(bytes_io.BytesIO(s3.get("big.npy"))), expected)
+
+
+def test_a_zarr_chunk_read_that_fails_its_checksum_is_made_again(s3: S3, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """s3fs makes a read again when its request fails, not when its body fails its checksum: one
+    chunk's failed the whole array's job, 'a chunk could not be read, transformed or written
+    (FlexibleChecksumError: Expected checksum 5LJziQ== did not match ...)', with 5% of GETs cut."""
+    pytest.importorskip("zarr")
+    data = np.random.default_rng(3).integers(0, 1000, (1, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "in.npy", data)
+    made = run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "1,3,8,8")
+    assert made.exit_code == 0, made.stderr
+    requests = cut_reads(monkeypatch, "checksum", 2, keys="in.zarr/c/")  # a chunk's, not the metadata's
+    result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "1,3,6,6")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "out.npy"), data[:, :, 1:7, 1:7])
+    assert requests.count("get_object") >= 3  # the chunk's two cut reads, made again
