@@ -255,7 +255,9 @@ def passing_failure(error: BaseException) -> bool:
 
 
 def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
+    # s3fs gives S3's refusals an errno ('[Errno 121] We encountered an internal error.'): the text alone
+    text = error.strerror if isinstance(error, OSError) and error.errno and error.strerror else str(error)
+    lines = str(text).strip().splitlines()
     return " ".join(lines[0].split())[:200] if lines else type(error).__name__
 
 

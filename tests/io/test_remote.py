@@ -967,3 +967,28 @@ def test_a_zarr_chunk_read_that_fails_its_checksum_is_made_again(s3: S3, tmp_pat
     assert result.exit_code == 0, result.stderr
     assert np.array_equal(np.load(tmp_path / "out.npy"), data[:, :, 1:7, 1:7])
     assert requests.count("get_object") >= 3  # the chunk's two cut reads, made again
+
+
+@pytest.mark.parametrize(("code", "message"), [("InternalError", "We encountered an internal error."),
+                                               ("SlowDown", "Please reduce your request rate.")])
+def test_a_refusal_past_s3fss_retries_is_its_message_alone(code: str, message: str, s3: S3, shots: dict[str, bytes],
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """s3fs gives S3's refusals an errno: the line read 'cannot read ([Errno 121] We encountered an
+    internal error.)'."""
+    import s3fs
+    from botocore.exceptions import ClientError
+    from s3fs.errors import translate_boto_error
+
+    real = s3fs.S3FileSystem._call_s3
+
+    async def refused(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method in ("get_object", "put_object"):
+            raise translate_boto_error(ClientError({"Error": {"Code": code, "Message": message}}, method))
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", refused)
+    read = run("crop-pad", f"{s3.url}/raw/a.png", "-o", tmp_path / "a.png", "--shape", "6,6")
+    written = run("crop-pad", tmp_path / "raw" / "a.png", "-o", f"{s3.url}/out/a.png", "--shape", "6,6")
+    assert read.stderr == f"Error: {s3.url}/raw/a.png: cannot read ({message})\n"
+    assert written.stderr == f"Error: {s3.url}/out/a.png: cannot write ({message})\n"
+    assert read.exit_code == written.exit_code == 1
