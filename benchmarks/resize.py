@@ -76,7 +76,11 @@ CASES = [
 
 
 def median_ms(call: Callable[[], object], repeat: int) -> float:
-    call()  # set-up and first touch
+    # set-up, first touch, and as many calls again untimed, for every engine alike: some days the
+    # first 15-20 calls of one run were 1.5-3x slower (geomcli 3.4-6.8 ms, then 1.9 from the 19th),
+    # which a median of 20 then measured (the same at afe2088, whose runs had given 2.0-2.5)
+    for _ in range(1 + repeat):
+        call()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
