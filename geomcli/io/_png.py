@@ -42,6 +42,9 @@ def decode(data: bytes) -> np.ndarray:
     colour key, which libpng makes an alpha channel, is dropped: the samples stay as stored."""
     import imagecodecs
 
+    if sum(kind == b"IHDR" for kind, _ in _chunks(data)) > 1:
+        # libpng refuses it with a message it never filled in: junk bytes, "p" one run, no UTF-8 the next
+        raise RuntimeError("its IHDR chunk appears twice")
     _quiet_interlace_notice()
     array: np.ndarray = imagecodecs.png_decode(data)
     stored = channels(data)
