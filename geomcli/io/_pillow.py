@@ -446,7 +446,7 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
         array = _png.decode(data)
     except RuntimeError as e:  # imagecodecs' PngError
         raise GeomError(f"{name}: not a readable PNG ({_reason(e)})") from e
-    except UnicodeDecodeError as e:  # libpng's message on a second IHDR reaches imagecodecs as junk bytes
+    except UnicodeDecodeError as e:  # libpng's message, unset on some refusals, reached imagecodecs as junk bytes
         raise GeomError(f"{name}: not a readable PNG (libpng refused it; its message was not text)") from e
     stored = _stored_orientation(im)
     orientation = (stored or 1) if auto_orient else 1
