@@ -15,6 +15,8 @@ from geomcli.errors import GeomError, PlanError
 if TYPE_CHECKING:
     import numpy as np
 
+    from geomcli.io import Metadata
+
 
 def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, frames: str | None,
                max_pixels: int, files_from: str | None = None,
@@ -79,19 +81,9 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
             value_range, nan = slabs.range_and_nan(data)
         else:
             value_range, nan = summary.range_and_nan(data)
-        metadata = loaded.metadata
-        return {"input": path, "format": loaded.format, "shape": list(data.shape), "dtype": str(data.dtype),
-                "bit_depth": _bit_depth(data.dtype),
-                "layout": loaded.layout, "pages": loaded.pages,
-                "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
-                "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
-                "orientation": loaded.orientation, "upright": loaded.upright,
-                "xmp": None if metadata.xmp is None else len(metadata.xmp),
-                "text": io.text_keywords(metadata.text),
-                "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
-                "compression": metadata.compression, "value_range": value_range, "file_size": loaded.file_size,
-                "notes": [*loaded.notes, *([summary.NAN_NOTE] if nan else [])],
-                "status": "ok", "error": None}
+        return _record(path, loaded.format, data.shape, data.dtype, loaded.layout, loaded.pages, loaded.metadata,
+                       value_range, loaded.file_size, [*loaded.notes, *([summary.NAN_NOTE] if nan else [])],
+                       loaded.orientation, loaded.upright)
     except io.SeriesError as error:
         # which one a transform is to read is its --series; info shows them all
         return {"input": path, "format": "tiff", "shape": None, "dtype": None, "layout": None, "pages": None,
@@ -152,15 +144,26 @@ def _past_the_limit(path: str, max_pixels: int, frames: str | None) -> dict[str,
                      "chunk by chunk)")
     from geomcli.engine import summary
 
-    return {"input": path, "format": kind, "shape": list(header.shape), "dtype": str(header.dtype),
-            "bit_depth": _bit_depth(header.dtype), "layout": header.layout, "pages": header.pages,
+    return _record(path, kind, header.shape, header.dtype, header.layout, header.pages, metadata, value_range,
+                   header.file_size, [*notes, *([summary.NAN_NOTE] if nan else [])])
+
+
+def _record(path: str, format: str, shape: tuple[int, ...], dtype: Any, layout: str | None, pages: int | None,
+            metadata: Metadata, value_range: list[Any] | None, file_size: int | None, notes: list[str],
+            orientation: int | None = None, upright: bool = False) -> dict[str, Any]:
+    """The record of a file read (or described from its header and tags): its shape, dtype and layout as
+    the transforms read it, and what its metadata says."""
+    from geomcli import io
+
+    return {"input": path, "format": format, "shape": list(shape), "dtype": str(dtype), "bit_depth": _bit_depth(dtype),
+            "layout": layout, "pages": pages,
             "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
             "dpi": None if metadata.dpi is None else [round(value, 3) for value in metadata.dpi],
-            "orientation": None, "upright": False, "xmp": None if metadata.xmp is None else len(metadata.xmp),
+            "orientation": orientation, "upright": upright, "xmp": None if metadata.xmp is None else len(metadata.xmp),
             "text": io.text_keywords(metadata.text),
             "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
-            "compression": metadata.compression, "value_range": value_range, "file_size": header.file_size,
-            "notes": [*notes, *([summary.NAN_NOTE] if nan else [])], "status": "ok", "error": None}
+            "compression": metadata.compression, "value_range": value_range, "file_size": file_size,
+            "notes": notes, "status": "ok", "error": None}
 
 
 def _range_by_regions(tiles: Any, max_pixels: int) -> tuple[list[Any] | None, bool]:
