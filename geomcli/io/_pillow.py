@@ -503,14 +503,10 @@ def _opened(
 def _riff_cut(source: str | bytes | IO[bytes]) -> tuple[int, int] | None:
     """A WebP's size as its RIFF header declares it and the bytes the file holds, where it holds
     fewer: a file cut short, of which libwebp says only that it 'could not create decoder object'."""
-    if isinstance(source, bytes):
-        head, size = source[:8], len(source)
-    elif isinstance(source, str):
-        with open(source, "rb") as f:
-            head = f.read(8)
-        size = _size(source)
-    else:
+    if not isinstance(source, (str, bytes)):
         return None
+    head = _first_bytes(source, 8)
+    size = len(source) if isinstance(source, bytes) else _size(source)
     if len(head) < 8 or not head.startswith(b"RIFF"):
         return None
     declared = struct.unpack_from("<I", head, 4)[0] + 8
@@ -628,12 +624,14 @@ def _target_mode(im: Any) -> tuple[str, str | None]:
 
 
 def _head_bytes(source: str | bytes, fmt: str) -> bytes | None:
-    if fmt != "png":
-        return None
+    return _first_bytes(source, 33) if fmt == "png" else None
+
+
+def _first_bytes(source: str | bytes, count: int) -> bytes:
     if isinstance(source, bytes):
-        return source[:33]
+        return source[:count]
     with open(source, "rb") as f:
-        return f.read(33)
+        return f.read(count)
 
 
 def _read_all(path: str) -> bytes:

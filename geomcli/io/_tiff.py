@@ -211,8 +211,8 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True,
                    and (max_pixels is None or elements <= max_pixels))
     step = page if whole_pages else tuple(min(length, side or length) for length, side in zip(page, tile))
     chunks = (*(1 for _ in stack), *step, *samples)
-    tiles = Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile", notes)
-    tiles.strile = math.prod(step) * (1 if keyframe.planarconfig == 2 else keyframe.samplesperpixel)  # (2: separate)
+    strile = math.prod(step) * (1 if keyframe.planarconfig == 2 else keyframe.samplesperpixel)  # (2: separate)
+    tiles = Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile", notes, strile)
     return tiles, layout, metadata
 
 
@@ -223,11 +223,12 @@ class Tiles:
     read opens the file and closes it."""
 
     def __init__(self, path: str, series: int, shape: tuple[int, ...], dtype: np.dtype,
-                 chunks: tuple[int, ...], chunkmode: str = "strile", notes: tuple[str, ...] = ()) -> None:
+                 chunks: tuple[int, ...], chunkmode: str = "strile", notes: tuple[str, ...] = (),
+                 strile: int = 0) -> None:
         self.path, self.series, self.shape, self.dtype, self.chunks = path, series, shape, dtype, chunks
         self.chunkmode = chunkmode
         self.notes = notes  # what a run reading it notes (a pyramid's first level alone read)
-        self.strile = 0  # the most elements one read decodes: a strip, a tile or a page (as_zarr's)
+        self.strile = strile  # the most elements one read decodes: a strip, a tile or a page
         self.ndim = len(shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
