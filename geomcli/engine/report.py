@@ -191,7 +191,9 @@ def _info_line(record: dict[str, Any]) -> str:
         parts.append(f"comment {_shown(record['comment'])}")
     if record.get("compression") not in (None, "none"):
         parts.append(f"compression {record['compression']}")
-    return f"{record['input']}: " + ", ".join(parts)
+    # what --json notes (a TIFF pyramid's levels, tifffile's warnings, a range not read) is said here too
+    notes = [note for note in record["notes"] if note != summary.NAN_NOTE]
+    return f"{record['input']}: " + ", ".join(parts) + "".join(f"; {note}" for note in notes)
 
 
 def _shown(text: str, most: int = 60) -> str:

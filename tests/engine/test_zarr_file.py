@@ -947,7 +947,7 @@ def test_a_level_linked_under_a_name_of_its_own_keeps_its_image_s_axes_and_scale
     os.symlink(tmp_path / "scan.zarr" / "1", tmp_path / "half.zarr")
     assert run("info", tmp_path / "half.zarr").stdout == (
         f"{tmp_path / 'half.zarr'}: zarr 3×8×6 uint16, layout CHW, chunks 1×7×7, OME-Zarr scale [1, 1, 0.5], "
-        "compression zstd\n")
+        "compression zstd; value range not read: it would read every chunk\n")
     result = run("crop-pad", tmp_path / "half.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["notes"] == ["chunk by chunk: 3 output chunk(s)"]  # (no other level dropped)
@@ -976,7 +976,7 @@ def test_the_multiscales_own_transformations_are_folded_into_the_level_s(tmp_pat
     # info's line shows where its pixels lie (it showed no OME-Zarr at all)
     assert run("info", tmp_path / "in.zarr").stdout == (
         f"{tmp_path / 'in.zarr'}: zarr 2×10×12 uint8, layout CHW, chunks 1×5×5, OME-Zarr scale [1, 1.5, 1.5] "
-        "translation [0, 100, 200], compression zstd\n")
+        "translation [0, 100, 200], compression zstd; value range not read: it would read every chunk\n")
     result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
     assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
@@ -1442,11 +1442,13 @@ def test_dry_run_info_and_the_plan_read_a_zarr_header_never_its_chunks(tmp_path:
     result = run("info", tmp_path / "big.zarr")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == (f"{tmp_path / 'big.zarr'}: zarr 64×4×4096×4096 float32, layout NCHW, "
-                             "chunks 1×4×1024×1024, compression zstd\n")
+                             "chunks 1×4×1024×1024, compression zstd; value range not read: it would read every "
+                             "chunk\n")
     zarr.create_array(str(tmp_path / "sharded.zarr"), shape=(64, 64), dtype="uint8", chunks=(8, 8), shards=(32, 32),
                       compressors=None)
     result = run("info", tmp_path / "sharded.zarr")
-    assert result.stdout == f"{tmp_path / 'sharded.zarr'}: zarr 64×64 uint8, layout -, chunks 8×8 in shards of 32×32\n"
+    assert result.stdout == (f"{tmp_path / 'sharded.zarr'}: zarr 64×64 uint8, layout -, chunks 8×8 in shards of "
+                             "32×32; value range not read: it would read every chunk\n")
     record = json.loads(run("info", "--json", tmp_path / "big.zarr").stdout)
     assert (record["shape"], record["chunks"], record["layout"], record["value_range"]) == (
         [64, 4, 4096, 4096], [1, 4, 1024, 1024], "NCHW", None)

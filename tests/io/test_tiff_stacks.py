@@ -256,6 +256,9 @@ def test_a_pyramid_s_first_level_alone_is_read_and_a_note_says_so(tmp_path: Path
     result = run("crop-pad", tmp_path / "pyramid.ome.tif", "-o", tmp_path / "out.tif", "--shape", "8,8")
     assert result.exit_code == 0, result.stderr
     assert "note: a pyramid of 3 levels: the first (full resolution) alone is read" in result.stderr
+    # info's line says it as its --json notes it (it said nothing of the levels)
+    assert (f"{(tmp_path / 'pyramid.ome.tif').stat().st_size} bytes; a pyramid of 3 levels: the first (full "
+            "resolution) alone is read; ") in run("info", tmp_path / "pyramid.ome.tif").stdout
     pytest.importorskip("zarr")
     pytest.importorskip("dask.array")
     # tile by tile into a zarr
