@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.one_file import maps_input
-from geomcli.engine.plan import expand, read_list
-from geomcli.engine.report import check_stdout, describe, show_info
+from geomcli.engine.plan import expand, passed_over_text, read_list
+from geomcli.engine.report import check_stdout, describe, echo_stderr, show_info
 from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
@@ -38,7 +38,10 @@ def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, fram
         elif literal:  # a name a list gives, as written (no glob)
             sources = list(expand([], recursive, [argument]))
         else:
-            sources = list(expand([argument], recursive))
+            passed_over: list[str] = []
+            sources = list(expand([argument], recursive, passed_over=passed_over))
+            if passed_over:
+                echo_stderr(f"Warning: {passed_over_text(sorted(passed_over))}")
         for source in sources:
             if source is not None and source.error is not None:
                 record: dict[str, Any] = {"input": source.path, "status": "error", "error": source.error}

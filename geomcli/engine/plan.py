@@ -27,7 +27,7 @@ from geomcli.engine.one_file import (
     output_format,
 )
 from geomcli.engine.options import write_options
-from geomcli.engine.report import OUTPUT_EXISTS, reporting
+from geomcli.engine.report import OUTPUT_EXISTS, echo_stderr, reporting
 from geomcli.errors import GeomError, PlanError
 from geomcli.io import _zarr  # a zarr array (a folder) is one input, as a file is
 
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from geomcli.io import Header
 
 FIELDS = ("stem", "suffix", "name", "parent", "index")
+# the files a folder's walk takes, as a message names them
+READ_SUFFIXES = "(.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, .zarr)"
 T = TypeVar("T")
 _GLOB_MAGIC = re.compile(r"[*?[]")
 
@@ -96,7 +98,10 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     listed = () if options.files_from is None else read_list(options.files_from)
     if not arguments and not listed:
         raise PlanError(f"{options.files_from} lists no input", options="--files-from")
-    sources = expand(arguments, options.recursive, listed, out_dir=options.out_dir)
+    passed_over: list[str] = []
+    sources = expand(arguments, options.recursive, listed, out_dir=options.out_dir, passed_over=passed_over)
+    if passed_over and not common.quiet:
+        echo_stderr(f"Warning: {passed_over_text(sorted(passed_over))}")
     # An input is its name, the file read through its links, and that file's device and inode (a
     # hard link): an output landing on any of them would destroy an input, its own included.
     inputs: dict[str | tuple[int, int], str] = {}
@@ -156,6 +161,20 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     else:
         _check_inside(jobs, options.out_dir)
     return jobs
+
+
+def passed_over_text(paths: Sequence[str], named: int = 3) -> str:
+    """What a warning says of the files folders and globs held that no reader takes by name: that a
+    photo folder's .heic files were not done, where the run's counts alone would not tell it.
+
+    >>> passed_over_text(["a/x.txt"])
+    'left out a/x.txt: geomcli reads no such file (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, .zarr)'
+    >>> passed_over_text(["1.heic", "2.heic", "3.heic", "4.txt"], named=2).partition(":")[0]
+    'left out 4 files, 1.heic, 2.heic and 2 more'
+    """
+    shown = ", ".join(paths[:named]) + (f" and {len(paths) - named} more" if len(paths) > named else "")
+    what = shown if len(paths) == 1 else f"{len(paths)} files, {shown}"
+    return f"left out {what}: geomcli reads no such file {READ_SUFFIXES}"
 
 
 def _replacing(output: str, source: str, replaced: str) -> str:
@@ -220,7 +239,7 @@ def read_list(path: str) -> list[str]:
 
 
 def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = (), *,
-           out_dir: str | None = None) -> list[Source]:
+           out_dir: str | None = None, passed_over: list[str] | None = None) -> list[Source]:
     """Files, folders (their readable files; -r: and their subfolders') and globs, in order; then
     the ``listed`` names (--files-from), files or folders but never patterns.
 
@@ -228,11 +247,13 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
     limit. Hidden files are left out of folders and globs; a file named twice is taken once.
     ``out_dir`` (--out-dir), where a folder or glob walks into it below the folder it starts from,
     is left out with all it holds: an earlier run's outputs are not this run's inputs. A folder or
-    file named itself is still taken.
+    file named itself is still taken. The files of folders and globs that no reader takes by their
+    names (a .txt, a .heic) are left out and added to ``passed_over``, for a warning.
     """
     from geomcli.io import _remote
 
     skip = _OutDir(out_dir)
+    passed_over = [] if passed_over is None else passed_over
     sources: list[Source] = []
     seen: set[str] = set()
     for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
@@ -247,19 +268,19 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             # a zarr array is one input, folder or not
             found, what = [Source(argument.rstrip("/"), "")], argument
         elif _remote.is_url(argument):
-            found, what = _url_sources(argument, recursive, literal, skip)
+            found, what = _url_sources(argument, recursive, literal, skip, passed_over)
         elif os.path.isdir(argument):
-            found, what = _folder(argument, recursive, skip), f"the folder {argument}"
+            found, what = _folder(argument, recursive, skip, passed_over), f"the folder {argument}"
         elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
             found, what = [Source(argument, "")], argument
         else:
-            found, what = _glob(argument, skip), f"the pattern {argument!r}"
+            found, what = _glob(argument, skip, passed_over), f"the pattern {argument!r}"
         misnamed = None if found or _remote.is_url(argument) else _zarr.misnamed(argument)
         if misnamed is not None:
             raise PlanError(misnamed)
         if not found:
-            raise PlanError(f"{what} has no file geomcli reads (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, "
-                            ".zarr)" + (f" outside --out-dir {out_dir}, which it leaves out" if skip.met else ""))
+            raise PlanError(f"{what} has no file geomcli reads {READ_SUFFIXES}"
+                            + (f" outside --out-dir {out_dir}, which it leaves out" if skip.met else ""))
         for source in found:
             # links to one file are each an input
             key = source.path if _remote.is_url(source.path) else os.path.normcase(os.path.abspath(source.path))
@@ -313,9 +334,11 @@ class _OutDir:
         return self.url[len(base):] if self.url.startswith(base) and self.url != base else None
 
 
-def _folder(root: str, recursive: bool, skip: _OutDir | None = None) -> list[Source]:
+def _folder(root: str, recursive: bool, skip: _OutDir | None = None,
+            passed_over: list[str] | None = None) -> list[Source]:
     """The readable files of ``root`` (-r: and of its subfolders, links to folders not followed,
-    ``skip`` left out), and a failing Source for each folder that could not be listed."""
+    ``skip`` left out), and a failing Source for each folder that could not be listed; its other
+    files added to ``passed_over``."""
     found = []
     skip = skip or _OutDir(None)
 
@@ -330,16 +353,21 @@ def _folder(root: str, recursive: bool, skip: _OutDir | None = None) -> list[Sou
             if recursive else []
         for name in names:
             path = os.path.join(folder, name)
-            if not name.startswith(".") and _readable(name) and (os.path.isfile(path) or _broken_link(path)):
+            if name.startswith(".") or not (os.path.isfile(path) or _broken_link(path)):
+                continue
+            if _readable(name):
                 found.append(_file_source(path, root))
+            elif passed_over is not None:
+                passed_over.append(path)
     return _in_order(found, root)
 
 
-def _glob(pattern: str, skip: _OutDir | None = None) -> list[Source]:
+def _glob(pattern: str, skip: _OutDir | None = None, passed_over: list[str] | None = None) -> list[Source]:
     """The readable files a pattern matches, as glob.glob(recursive=True) finds them, but for
     ``**``, which never follows a link to a folder (a link to ``.`` would repeat the tree without
     end), and for ``skip``, left out below the pattern's fixed folder; and a failing Source for each
-    folder that could not be listed."""
+    folder that could not be listed. The files it matches that are not readable are added to
+    ``passed_over``."""
     skip = skip or _OutDir(None)
     if pattern.endswith("/"):  # folders only: no file
         return []
@@ -391,8 +419,11 @@ def _glob(pattern: str, skip: _OutDir | None = None) -> list[Source]:
 
     for path in matches("/" if pattern.startswith("/") else "", named):
         array = _zarr.is_zarr(path) and os.path.isdir(path) and not skip.holds(path)
-        if (_readable(path) and (os.path.isfile(path) or _broken_link(path))) or array:
+        is_file = os.path.isfile(path) or _broken_link(path)
+        if (_readable(path) and is_file) or array:
             found.append(_file_source(path, root))
+        elif is_file and passed_over is not None:
+            passed_over.append(path)
     return _in_order(found, root)
 
 
@@ -408,11 +439,12 @@ def _file_source(path: str, root: str) -> Source:
     return Source(path, _parent(path, root))
 
 
-def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None = None) -> tuple[list[Source], str]:
+def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None = None,
+                 passed_over: list[str] | None = None) -> tuple[list[Source], str]:
     """What a URL argument names, as for a local one: the readable files a glob matches (``**``
     any depth; hidden names only where the pattern names them), a folder's (-r: at every depth),
-    or the one file, those in ``skip`` below where the listing starts left out; and how a message
-    names it. Sizes come from the listing."""
+    or the one file, those in ``skip`` below where the listing starts left out (the unreadable
+    added to ``passed_over``); and how a message names it. Sizes come from the listing."""
     from geomcli.io import _remote
 
     skip = skip or _OutDir(None)
@@ -435,7 +467,7 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
                      if (relative := _relative(entry.url, root)) and _glob_match(pattern, relative.split("/"))
                      and (depth is None or relative.count("/") < depth)
                      and not skip.holds_url(relative, left_out)]
-            return _url_order(found, root), f"the pattern {url!r}"
+            return _url_order(found, root, passed_over), f"the pattern {url!r}"
         if _remote.is_folder(url):
             root = url.rstrip("/")
             left_out = skip.below(root)
@@ -443,10 +475,10 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
             for entry in _remote.listing(root, recursive):
                 relative = _relative(entry.url, root)
                 names = relative.split("/")
-                if relative and not any(name.startswith(".") for name in names) and _url_readable(names[-1]) \
+                if relative and not any(name.startswith(".") for name in names) \
                         and not skip.holds_url(relative, left_out):
                     found.append((entry, relative))
-            return _url_order(found, root), f"the folder {url}"
+            return _url_order(found, root, passed_over), f"the folder {url}"
     except GeomError as error:
         # as a local folder that cannot be listed: one failure of the run (a store that does not
         # answer, credentials refused), not a pattern that matched nothing
@@ -480,11 +512,15 @@ def _relative(url: str, root: str) -> str:
     return url[len(base):] if url.startswith(base) else ""
 
 
-def _url_order(found: list[tuple[Any, str]], root: str) -> list[Source]:
-    """Sources in the order of their path below ``root``, name by name, as local folders are."""
+def _url_order(found: list[tuple[Any, str]], root: str, passed_over: list[str] | None = None) -> list[Source]:
+    """The readable of ``found`` as Sources, in the order of their path below ``root``, name by
+    name, as local folders are; the others' URLs added to ``passed_over``."""
     found.sort(key=lambda item: item[1].split("/"))
-    return [Source(entry.url, relative.rpartition("/")[0], size=entry.size) for entry, relative in found
-            if _url_readable(relative.rpartition("/")[2])]
+    readable = [_url_readable(relative.rpartition("/")[2]) for _, relative in found]
+    if passed_over is not None:
+        passed_over.extend(entry.url for (entry, _), taken in zip(found, readable, strict=True) if not taken)
+    return [Source(entry.url, relative.rpartition("/")[0], size=entry.size)
+            for (entry, relative), taken in zip(found, readable, strict=True) if taken]
 
 
 def _url_readable(name: str) -> bool:

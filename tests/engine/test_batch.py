@@ -66,7 +66,8 @@ def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4")
     # c.npy is a rank-4 tensor: its header shows --shape 4,4 does not fit it, before anything is written
     assert result.exit_code == 2
-    assert result.stderr.splitlines()[0].startswith(f"Error: {shots / 'c.npy'}: --shape has 2 values for a tensor")
+    assert result.stderr.splitlines()[0].startswith(f"Warning: left out {shots / 'notes.txt'}: ")
+    assert result.stderr.splitlines()[1].startswith(f"Error: {shots / 'c.npy'}: --shape has 2 values for a tensor")
     assert "1 of 3 inputs cannot take these options (each named above); nothing was written" in result.stderr
     assert not out.exists()
     # --layout names the tensor's axes; the images keep their own (HWC, HW), with a warning
@@ -84,6 +85,28 @@ def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
         expected = crop_ops.center_crop_pad(np.asarray(image), [4, 4], [0, 1])
     with Image.open(out / "a.png") as image:
         assert np.array_equal(np.asarray(image), expected)
+
+
+def test_files_of_a_folder_or_glob_that_geomcli_does_not_read_are_named_in_a_warning(shots: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A photo folder's .heic files were left out with no word: the counts said 2 ok, as if that
+    were all. They are still left out (no reader takes them), now said once, before the run."""
+    (shots / "c.npy").unlink()
+    (shots / "x.heic").write_bytes(b"not read")
+    said = f"Warning: left out 2 files, {shots / 'notes.txt'}, {shots / 'x.heic'}: geomcli reads no such file ("
+    for argument in (shots, f"{shots}/*"):
+        result = run("crop-pad", argument, "--out-dir", tmp_path / "out", "--shape", "4,4", "-n")
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.splitlines()[0].startswith(said)
+        assert files(tmp_path / "out") == ["a.png", "b.png"]
+        shutil.rmtree(tmp_path / "out")
+    recursive = run("crop-pad", shots, "-r", "--out-dir", tmp_path / "out", "--shape", "4,4", "--dry-run")
+    assert recursive.exit_code == 0 and recursive.stderr.startswith(said)
+    for quiet in (run("crop-pad", shots, "--out-dir", tmp_path / "q", "--shape", "4,4", "-q"),
+                  run("crop-pad", f"{shots}/*.png", "--out-dir", tmp_path / "png", "--shape", "4,4")):
+        assert quiet.exit_code == 0 and "Warning" not in quiet.stderr
+    info = run("info", shots)
+    assert info.exit_code == 0 and info.stderr.startswith(said) and len(info.stdout.splitlines()) == 2
 
 
 def test_recursive_mirrors_subfolders(shots: Path, tmp_path: Path) -> None:

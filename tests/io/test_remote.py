@@ -97,6 +97,16 @@ def test_a_glob_on_s3_is_expanded_as_a_local_one_hidden_names_left_out(s3: S3, s
         [json.loads(line).get("input", "").rsplit("/raw/")[-1] for line in local.stdout.splitlines()]
 
 
+def test_a_listing_s_files_that_geomcli_does_not_read_are_named_in_a_warning(s3: S3, shots: dict[str, bytes],
+                                                                              tmp_path: Path) -> None:
+    for argument in (f"{s3.url}/raw", f"{s3.url}/raw/*"):
+        result = run("crop-pad", argument, "--out-dir", tmp_path / "out", "--shape", "6,6", "--dry-run")
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.startswith(f"Warning: left out {s3.url}/raw/notes.txt: geomcli reads no such file (")
+    result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6", "--dry-run")
+    assert result.exit_code == 0 and "Warning" not in result.stderr
+
+
 def test_worker_processes_read_and_write_s3_and_a_dry_run_reads_headers(s3: S3, shots: dict[str, bytes],
                                                                         tmp_path: Path) -> None:
     dry = run("crop-pad", f"{s3.url}/raw", "-r", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "--dry-run")
