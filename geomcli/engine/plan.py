@@ -212,8 +212,9 @@ LIST_BYTES = 1 << 28
 
 def read_list(path: str) -> list[str]:
     """The inputs ``--files-from`` lists, one a line (``-``: read from stdin), or NUL-separated
-    where it holds a NUL (``find -print0``); blank lines skipped. A name is taken as it is written
-    (no glob), a name that is no UTF-8 as its bytes."""
+    where it holds a NUL (``find -print0``); blank lines and a UTF-8 byte order mark skipped, UTF-16
+    or UTF-32 text refused. A name is taken as it is written (no glob), a name that is no UTF-8 as
+    its bytes."""
     import sys
 
     from geomcli import io
@@ -232,10 +233,28 @@ def read_list(path: str) -> list[str]:
     found = io.sniff_format(text[:16])
     if found is not None:  # (its bytes split at NULs read as names: a 3 KB line of escapes)
         raise PlanError(f"{path} is a {found.upper()} file, not a list of names, one a line", options="--files-from")
+    wide = _wide_text(text[:4])
+    if wide is not None:  # split at its NULs, every character was a name: "." the current folder
+        raise PlanError(f"{path} is {wide} text: save the list as UTF-8, one name a line", options="--files-from")
+    text = text.removeprefix(b"\xef\xbb\xbf")  # Notepad's UTF-8 byte order mark, not the first name's
     if b"\0" in text:  # no name holds a NUL: the list is find -print0's, whose names may hold newlines
         return [name for name in os.fsdecode(text).split("\0") if name]
     lines = os.fsdecode(text).split("\n") if text else []
     return [line.removesuffix("\r") for line in lines if line.removesuffix("\r")]
+
+
+def _wide_text(head: bytes) -> str | None:
+    """The encoding a byte order mark names where it is UTF-16 or UTF-32 (PowerShell 5 writes
+    UTF-16 with ``>``), else None.
+
+    >>> _wide_text(b"\\xff\\xfea\\x00"), _wide_text(b"\\x00\\x00\\xfe\\xff"), _wide_text(b"a.pn")
+    ('UTF-16', 'UTF-32', None)
+    """
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    return None
 
 
 def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = (), *,

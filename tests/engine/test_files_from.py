@@ -91,6 +91,32 @@ def test_names_that_are_not_utf8_are_kept_as_bytes(shots: Path, tmp_path: Path) 
     assert outputs(tmp_path / "out") == [odd]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_utf16_list_is_refused_not_split_into_one_letter_names(
+        encoding: str, shots: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PowerShell 5's ``>`` writes UTF-16: split at its NULs, each letter was a name, and the "."
+    of "a.png" the current folder, whose every file was then done (here a.png and b.png)."""
+    monkeypatch.chdir(shots)
+    listing = tmp_path / "list.txt"
+    bom = {"utf-16-be": "\ufeff"}.get(encoding, "")
+    listing.write_bytes((bom + "a.png\r\n").encode(encoding))
+    result = run("crop-pad", "--files-from", listing, "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 2
+    wide = encoding[:6].upper()
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for '--files-from': {listing} is {wide} text: save the list as UTF-8, one name a line")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_name(shots: Path, tmp_path: Path) -> None:
+    # Notepad's list read 'Error: \ufeff.../a.png: no such file', the mark unseen in the message
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{shots / 'a.png'}\r\n{shots / 'b.png'}\r\n", encoding="utf-8-sig")
+    result = run("crop-pad", "--files-from", listing, "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert outputs(tmp_path / "out") == ["a.png", "b.png"]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--files-from", "{missing}", "--out-dir", "{out}"], "cannot read the list: {missing}: no such file"),
     (["--files-from", "{empty}", "--out-dir", "{out}"], "lists no input"),
