@@ -8,7 +8,7 @@ import click
 
 from geomcli.cli.base import Command
 from geomcli.cli.options import common_options, is_stdout, output_option, read_stdin_once, transform_options
-from geomcli.cli.params import FloatList, IntList
+from geomcli.cli.params import FloatList, IntList, Name
 from geomcli.cli.running import output_format, usage_errors
 from geomcli.engine.options import Common
 from geomcli.errors import GeomError
@@ -18,7 +18,7 @@ from geomcli.errors import GeomError
 @output_option
 @click.option("--size", type=IntList(empty=True), default=None,
               help="N,C,H,W for a 2-D grid or N,C,D,H,W for a 3-D grid.")
-@click.option("--like", type=click.Path(allow_dash=False), default=None, metavar="FILE",
+@click.option("--like", type=Name(allow_dash=False), default=None, metavar="FILE",
               help="Take N,C,H,W (N,C,D,H,W from a rank-5 tensor) from this file, as grid-sample and warp "
                    "read it.")
 @click.option("--no-auto-orient", is_flag=True,

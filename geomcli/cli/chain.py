@@ -14,6 +14,7 @@ from geomcli.cli.blocks import blocks_options, depth_to_space_operation, space_t
 from geomcli.cli.crop_pad import crop_pad_operation, crop_pad_options
 from geomcli.cli.grid_sample import grid_sample_operation, grid_sample_options
 from geomcli.cli.options import common_options, fidelity_options, outputs_options, read_stdin_once, stdin_readers
+from geomcli.cli.params import Name
 from geomcli.cli.resize import resize_operation, resize_options
 from geomcli.cli.running import run_files
 from geomcli.cli.warp import warp_operation, warp_options
@@ -83,7 +84,7 @@ def _looks_like_an_input(name: str, like_a_step: bool) -> bool:
              subcommand_metavar="COMMAND1 [ARGS]... [COMMAND2 [ARGS]...]...",
              short_help="Several operations per file, one read and one write.")
 @click.option("-i", "--input", "inputs", multiple=True, metavar="INPUT",
-              type=click.Path(allow_dash=True, readable=False),
+              type=Name(allow_dash=True, readable=False),
               help="A file, folder or quoted glob to read, as the other commands' INPUT (repeat for more; or "
                    "--files-from).")
 @outputs_options

@@ -16,6 +16,7 @@ from geomcli.cli.options import (
     sampling_options,
     stdin_readers,
 )
+from geomcli.cli.params import Name
 from geomcli.cli.running import engine_errors, run_files
 from geomcli.engine.operations import GridSample
 from geomcli.engine.options import BatchOptions, Common
@@ -29,6 +30,7 @@ def grid_sample_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--grid and GridSample's attributes, for ``geomcli grid-sample`` and a chain's step."""
     command = sampling_options(command)
     return click.option("--grid", "grid_path", required=True, metavar="FILE|-",
+                        type=Name(allow_dash=True, readable=False),
                         help="The grid, (N, Hout, Wout, 2) for 2-D data of batch N (1 for an image; (N, Dout..., "
                              "r) for r spatial axes), x first, in -1..1 units: a .npy, TIFF or .zarr, or - for "
                              "stdin.")(command)

@@ -8,12 +8,12 @@ import click
 
 from geomcli.cli.base import Command
 from geomcli.cli.options import files_from_option, storage_option
-from geomcli.cli.params import Int
+from geomcli.cli.params import Int, Name
 from geomcli.constants import DEFAULT_MAX_PIXELS
 
 
 @click.command("info", cls=Command, short_help="Format, shape, dtype and value range of files.")
-@click.argument("inputs", nargs=-1, metavar="INPUT...", type=click.Path(allow_dash=True, readable=False))
+@click.argument("inputs", nargs=-1, metavar="INPUT...", type=Name(allow_dash=True, readable=False))
 @files_from_option
 @click.option("-r", "--recursive", is_flag=True, help="Take folders' subfolders too.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file instead of a line.")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from geomcli.cli.params import Float, FloatList, Int, KeyValue
+from geomcli.cli.params import Float, FloatList, Int, KeyValue, Name
 from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, MAX_THREADS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
@@ -20,7 +20,7 @@ storage_option = click.option(
          "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. Credentials "
          "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
 files_from_option = click.option(
-    "--files-from", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+    "--files-from", metavar="FILE", type=Name(dir_okay=False, allow_dash=True),
     help="Take inputs from FILE too, one a line or NUL-separated (find -print0; - for stdin), each name "
          "as written (no glob).")
 
@@ -121,7 +121,7 @@ def files_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """INPUT..., -o for one file, or --out-dir and the batch options for many; the command gets
     ``inputs``, ``output`` and, with --out-dir, one ``BatchOptions`` as ``batch`` (else None)."""
     return click.argument("inputs", nargs=-1, required=False, metavar="INPUT...",
-                          type=click.Path(allow_dash=True, readable=False))(outputs_options(command))
+                          type=Name(allow_dash=True, readable=False))(outputs_options(command))
 
 
 def _no_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -89,6 +89,18 @@ class Float(click.types.FloatParamType):
         return super().convert(value, param, ctx)
 
 
+class Name(click.Path):
+    """A path that is not empty: ``""`` is what an unset shell variable gives (``"$SRC"``), which
+    read as a name said ``Error: : no such file`` (exit 1), or in a batch that --name gave an empty
+    name for nothing shown."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("an empty name (an unset variable?); give a file" + (", or - for stdin" if self.allow_dash
+                                                                          else ""), param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class KeyValue(click.ParamType):  # type: ignore[type-arg]
     """``KEY=VALUE``, the value read as JSON where it is JSON (``true``, ``5``, ``{"a": 1}``),
     else as the text it is; a value that begins as JSON does (``{``, ``[``, ``"``) must be JSON.

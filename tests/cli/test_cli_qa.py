@@ -166,6 +166,24 @@ def test_an_empty_output_name_is_a_usage_error(tensor: Path, command: list[str])
     usage_error(result, "-o' / '--output", "an empty name; give a file name, or - for stdout")
 
 
+@pytest.mark.parametrize("command, option", [
+    (["crop-pad", "", "-o", "OUT", "--shape", "4,4"], "INPUT..."),
+    (["crop-pad", "IN", "", "--out-dir", "DIR", "--shape", "4,4"], "INPUT..."),
+    (["info", ""], "INPUT..."),
+    (["chain", "-i", "", "-o", "OUT", "crop-pad", "--shape", "4,4"], "-i' / '--input"),
+    (["grid-sample", "IN", "--grid", "", "-o", "OUT"], "--grid"),
+    (["crop-pad", "--files-from", "", "--out-dir", "DIR", "--shape", "4,4"], "--files-from"),
+    (["affine-grid", "--like", "", "-o", "OUT"], "--like"),
+])
+def test_an_empty_input_name_is_a_usage_error(tensor: Path, tmp_path: Path, command: list[str], option: str) -> None:
+    # "$SRC" of an unset variable: 'Error: : no such file', exit 1; in a batch "--name gives an empty
+    # name for " and nothing after it
+    names = {"IN": str(tensor), "OUT": str(tmp_path / "out.npy"), "DIR": str(tmp_path / "out")}
+    result = run(*[names.get(part, part) for part in command])
+    usage_error(result, option, "an empty name (an unset variable?); give a file")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["tensor.npy"]
+
+
 # --- inputs of an unknown extension ------------------------------------------------------------
 
 
