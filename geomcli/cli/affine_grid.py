@@ -9,7 +9,7 @@ import click
 from geomcli.cli.base import Command
 from geomcli.cli.options import common_options, is_stdout, output_option, read_stdin_once, transform_options
 from geomcli.cli.params import FloatList, IntList, Name
-from geomcli.cli.running import output_format, usage_errors
+from geomcli.cli.running import output_format, refuse_writing_into, usage_errors
 from geomcli.engine.options import Common
 from geomcli.errors import GeomError
 
@@ -62,6 +62,7 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_
     from geomcli.engine import theta as thetas
 
     theta_file = theta_text if thetas.is_file(theta_text) else None
+    refuse_writing_into(output, (("--theta", theta_file), ("--like", like)))
     theta_option = next(param for param in ctx.command.params if param.name == "theta_text")
     numbers = None if theta_text is None or theta_file else FloatList().convert(theta_text, theta_option, ctx)
     if numbers is not None and size is not None:

@@ -4,7 +4,7 @@ exit code: a PlanError is click's usage error (exit 2), another GeomError one li
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -117,6 +117,18 @@ def output_format(output: str, common: Common) -> str:
     return found
 
 
+def refuse_writing_into(output: str, read: Iterable[tuple[str, str | None]]) -> None:
+    """A usage error where ``output`` is a descriptor the shell opened on a file an (option, path)
+    of ``read`` reads (``-o - >> input.npy``): the result would be written into it, as GNU cat
+    refuses ('input file is output file')."""
+    from geomcli.io import display_name, writes_into
+
+    for option, path in read:
+        if path is not None and writes_into(output, path):
+            raise click.UsageError(f"{display_name(output, output=True)} is {display_name(path)} itself, which "
+                                   f"{option} reads: write the output to another file", click.get_current_context())
+
+
 def run_transform(operation: Operation, input_path: str, output: str, common: Common,
                   scheduler: str | None = None) -> None:
     """One file from the command line: exit 2 for a bad output name or options the file cannot
@@ -125,6 +137,9 @@ def run_transform(operation: Operation, input_path: str, output: str, common: Co
     from geomcli.engine import one_file, report
 
     found = output_format(output, common)
+    given = next(param for param in click.get_current_context().command.params if param.name == "inputs")
+    refuse_writing_into(output, ((given.opts[0] if isinstance(given, click.Option) else "INPUT", input_path),
+                                 *operation.files_read()))
     with usage_errors():
         # what the options cannot do with this file: its report, and exit 2 as in a batch
         outcome = one_file.transform_file(operation, input_path, output, found, common, usage_faults=True,

@@ -85,6 +85,7 @@ __all__ = [
     "sniff_format",
     "tiff_as_zarr",
     "write_array",
+    "writes_into",
 ]
 
 FORMATS: tuple[str, ...] = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
@@ -490,6 +491,14 @@ def is_stdout(path: str, /) -> bool:
     from geomcli.io import _atomic
 
     return _atomic.is_stdout(path)
+
+
+def writes_into(output: str, path: str, /) -> bool:
+    """Whether an output that is one of this process's descriptors (``-o -`` with ``>> input``)
+    is the file ``path`` itself."""
+    from geomcli.io import _atomic
+
+    return _atomic.writes_into(output, path)
 
 
 def is_stdin(path: str, /) -> bool:

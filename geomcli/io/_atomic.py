@@ -87,6 +87,21 @@ def is_stdin(path: str) -> bool:
     return path == "-" or _own_descriptor(path) == 0
 
 
+def writes_into(output: str, path: str) -> bool:
+    """Whether writing ``output``, where it is one of this process's descriptors (``-``,
+    /dev/stdout, /dev/fd/3), would write into the file ``path`` (``-``: stdin's) reads: the shell
+    opened it there, ``>> input.npy`` or ``1<> input.npy``, and the result would land in the input."""
+    number = 1 if output == "-" else _own_descriptor(output)
+    if number is None:
+        return False
+    try:
+        written = os.fstat(number)
+        read = os.fstat(0) if is_stdin(path) else os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(written.st_mode) and (written.st_dev, written.st_ino) == (read.st_dev, read.st_ino)
+
+
 def is_special(path: str) -> bool:
     """Whether ``path`` is, or links to, a device, FIFO or socket (/dev/null, a named pipe) or
     one of this process's descriptors (/dev/stdout): a stream to write into, which no file may

@@ -1286,6 +1286,37 @@ def test_dev_stdout_is_this_process_stdout_even_when_it_is_a_file(tmp_path: Path
         assert np.load(written).shape == np.load(written).shape == (1, 3, 2, 2)
 
 
+@pytest.mark.parametrize("mode", ["ab", "r+b"], ids=[">>", "1<>"])
+@pytest.mark.parametrize("command, read", [
+    (["crop-pad", "IN", "--shape", "1,3,2,2", "-o", "-"], "IN"),
+    (["crop-pad", "IN", "--shape", "1,3,2,2", "--format", "npy", "-o", "/dev/stdout"], "IN"),
+    (["crop-pad", "-", "--shape", "1,3,2,2", "-o", "-"], "IN"),
+    (["chain", "-i", "IN", "-o", "-", "crop-pad", "--shape", "1,3,2,2"], "IN"),
+    (["grid-sample", "IN", "--grid", "GRID", "-o", "-"], "GRID"),
+    (["affine-grid", "--theta", "THETA", "--size", "1,3,4,4", "-o", "-"], "THETA"),
+], ids=["-o -", "/dev/stdout", "stdin", "chain", "--grid", "--theta"])
+def test_stdout_opened_on_a_file_the_run_reads_is_refused_and_the_file_kept(
+        tmp_path: Path, command: list[str], read: str, mode: str) -> None:
+    """'crop-pad in.npy -o - >> in.npy' appended the result to its own input (and '1<> in.npy'
+    wrote it over its start), as 'cat x >> x' would, which GNU cat refuses: so does geomcli now,
+    before anything is read or written."""
+    files = {"IN": tmp_path / "in.npy", "GRID": tmp_path / "grid.npy", "THETA": tmp_path / "theta.npy"}
+    shutil.copy(ROOT / "samples" / "tensor.npy", files["IN"])
+    np.save(files["GRID"], np.zeros((1, 2, 2, 2), np.float32))
+    np.save(files["THETA"], np.eye(2, 3, dtype=np.float32)[None])
+    before = {path: path.read_bytes() for path in files.values()}
+    argv = [*GEOMCLI, *[str(files.get(part, part)) for part in command]]
+    with open(files[read], mode) as sink, open(files["IN"], "rb") as source:
+        done = subprocess.run(argv, stdin=source, stdout=sink, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2
+    shown = "<stdin>" if "-" in command[:2] else files[read]
+    assert done.stderr.splitlines()[-1] == (
+        f"Error: {'/dev/stdout' if '/dev/stdout' in command else '<stdout>'} is {shown} itself, which "
+        f"{ {'IN': '-i' if 'chain' in command else 'INPUT', 'GRID': '--grid', 'THETA': '--theta'}[read] } reads: "
+        "write the output to another file")
+    assert {path: path.read_bytes() for path in files.values()} == before
+
+
 def test_a_link_swapped_to_a_plain_file_meanwhile_is_not_written_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
