@@ -96,7 +96,7 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     try:
         shape = operation.output_shape(header, common)
     except GeomError as error:
-        return f"{input_path}: {error}"
+        return f"{io.display_name(input_path)}: {error}"
     try:
         check_writable(header, shape, input_path, output, output_format, common)
         zarr_file.check_tasks(operation, input_path, output, given)  # what a task holds: --max-pixels' bound there

@@ -1989,7 +1989,7 @@ def test_a_piped_input_is_read_once_and_written_chunk_by_chunk(tmp_path: Path) -
     result = CliRunner().invoke(cli, ["space-to-depth", "-", "-o", str(tmp_path / "s2d.zarr"), "--blocksize", "7"],
                                 input=buffer.getvalue(), catch_exceptions=False)
     assert (result.exit_code, result.stderr.splitlines()[-1]) == (
-        2, "Error: -: space_to_depth: height 10 is not divisible by blocksize 7 (input shape (2, 3, 10, 12))")
+        2, "Error: <stdin>: space_to_depth: height 10 is not divisible by blocksize 7 (input shape (2, 3, 10, 12))")
     assert not (tmp_path / "big.zarr").exists() and not (tmp_path / "s2d.zarr").exists()
 
 
