@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import stat
+import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -30,6 +31,25 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+# POSIX ACL entries' tags (linux/posix_acl_xattr.h): owner, owning group, mask, others
+_ACL_OWNER, _ACL_GROUP, _ACL_MASK, _ACL_OTHERS = 0x01, 0x04, 0x10, 0x20
+
+
+def _new_file_mode(folder: str) -> int:
+    """The mode open() gives a new file in ``folder``: 0666 less the umask, or where the folder
+    has a default ACL (which the kernel then takes instead of the umask), 0666 less what its
+    owner, group class (the mask, else the owning group) and others entries do not allow."""
+    try:
+        acl = os.getxattr(folder, "system.posix_acl_default")
+    except (OSError, AttributeError):  # none (ENODATA), no ACLs here, or no xattrs on this system
+        return 0o666 & ~_umask()
+    if len(acl) < 4 or (len(acl) - 4) % 8:
+        return 0o666 & ~_umask()
+    perms: dict[int, int] = {tag: perm & 0o7 for tag, perm, _ in struct.iter_unpack("<HHI", acl[4:])}
+    group = perms.get(_ACL_MASK, perms.get(_ACL_GROUP, 0))
+    return 0o666 & (perms.get(_ACL_OWNER, 0) << 6 | group << 3 | perms.get(_ACL_OTHERS, 0))
 
 
 @contextmanager
@@ -435,14 +455,15 @@ def _remove_entry(path: str) -> None:
 
 def _take_over(fd: int, path: str) -> None:
     """Give the temp file the permissions of the file it replaces (as root, its owner and group
-    too), so overwriting a 0600 output keeps it 0600; a new file gets 0666 less the umask, as a
-    plain open() would (the temp file is made 0600). Set-id bits are not carried over."""
+    too), so overwriting a 0600 output keeps it 0600; a new file gets the mode a plain open()
+    would give it (the temp file is made 0600): 0666 less the umask, or as the folder's default ACL
+    says. Set-id bits are not carried over."""
     try:
         replaced = os.stat(path)
     except OSError:
         replaced = None  # no file there yet (or none we may look at): a new file's mode
     if replaced is None or not stat.S_ISREG(replaced.st_mode):
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, _new_file_mode(os.path.dirname(path) or "."))
         return
     if os.geteuid() == 0 and (replaced.st_uid, replaced.st_gid) != (os.geteuid(), os.getegid()):
         os.fchown(fd, replaced.st_uid, replaced.st_gid)  # before the chmod, which it would reset

@@ -1597,6 +1597,51 @@ def test_write_replaces_with_normal_permissions(tmp_path: Path) -> None:
     assert np.array_equal(io.read_array(path).data, np.ones(3))
 
 
+@pytest.mark.parametrize("entries", [
+    [(0x01, 6), (0x04, 0), (0x20, 0)],  # u::rw, g::-, o::-
+    [(0x01, 6), (0x02, 6, 1000), (0x04, 4), (0x10, 6), (0x20, 0)],  # u::rw, u:1000:rw, g::r, m::rw, o::-
+], ids=["private", "named-user"])
+@pytest.mark.parametrize("mapped", [False, True], ids=["in-memory", "mapped"])
+def test_a_new_file_gets_the_mode_and_acl_a_plain_open_gets_under_a_default_acl(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entries: list[tuple[int, ...]], mapped: bool) -> None:
+    """A folder whose default ACL keeps group and others out (setfacl -d -m g::-,o::-) got outputs
+    of 0644, readable by all, where cp and open() make 0600: the mode was 0666 less the umask,
+    which the kernel does not use where a default ACL is. The kernel's own answer is the oracle."""
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1 if mapped else _mapped.MAP_OUTPUT_BYTES)
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry, *(() if len(entry) == 3 else (2**32 - 1,)))
+                                          for entry in entries)
+    try:
+        os.setxattr(folder, "system.posix_acl_default", acl)
+    except OSError as error:
+        pytest.skip(f"no POSIX ACLs here ({error.strerror})")
+    (folder / "plain.npy").touch()
+    old = os.umask(0o022)
+    try:
+        if mapped:
+            with io.open_output(str(folder / "ours.npy"), (3,), np.float64) as out:
+                out[:] = 1
+        else:
+            io.write_array(np.ones(3), str(folder / "ours.npy"))
+    finally:
+        os.umask(old)
+    plain, ours = (folder / "plain.npy").stat(), (folder / "ours.npy").stat()
+    assert oct(ours.st_mode) == oct(plain.st_mode) and ours.st_mode & 0o077 != 0o044
+
+    def access_acl(path: Path) -> bytes | None:  # none where the mode says it all
+        try:
+            return os.getxattr(path, "system.posix_acl_access")
+        except OSError as error:
+            assert error.errno == errno.ENODATA
+            return None
+
+    assert access_acl(folder / "ours.npy") == access_acl(folder / "plain.npy")
+    assert np.array_equal(np.load(folder / "ours.npy"), np.ones(3))
+
+
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o444, 0o755])
 @pytest.mark.parametrize("mapped", [False, True], ids=["in-memory", "mapped"])
 def test_replacing_a_file_keeps_its_permissions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
