@@ -17,10 +17,13 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 # What would end a line or drive the terminal if printed as it is: C0 and C1 controls (ESC, CSI,
-# NEL), DEL, the line and paragraph separators, bidirectional overrides that reorder what
-# follows; and lone surrogates, the bytes of a name that is not UTF-8, which a strict stream
-# could not encode at all.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# NEL), DEL, the line and paragraph separators, bidirectional overrides and marks that reorder
+# what follows; characters that show as nothing, so that a name holding one looks like another
+# ('Error: photo.png: no such file' for a byte order mark or zero-width space before it; not the
+# joiners, which emoji and scripts such as Persian need); and lone surrogates, the bytes of a
+# name that is not UTF-8, which a strict stream could not encode at all.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+                          "\u2060\u2066-\u2069\ufeff\ud800-\udfff]")
 
 
 def printable(text: str) -> str:

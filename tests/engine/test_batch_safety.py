@@ -284,6 +284,12 @@ def test_a_stdout_whose_encoding_lacks_a_character_gets_it_escaped(tmp_path: Pat
     ("\x1b[2J\x9b31m\x7f", "\\x1b[2J\\x9b31m\\x7f"),
     ("line\u2028sep\u202eevil", "line\\u2028sep\\u202eevil"),
     ("a\udcffb", "a\\udcffb"),
+    # invisible: a listed name behind a byte order mark or a zero-width space read 'Error: photo.png:
+    # no such file' for a photo.png that was there; the joiners of emoji and scripts are kept
+    ("\ufeffphoto.png", "\\ufeffphoto.png"),
+    ("ph\u200boto\u2060.png", "ph\\u200boto\\u2060.png"),
+    ("\u200eright\u200f\u061c", "\\u200eright\\u200f\\u061c"),
+    ("👨\u200d👩 می\u200cخواهم.png", "👨\u200d👩 می\u200cخواهم.png"),
 ])
 def test_printable_escapes_what_would_break_or_drive_a_line(text: str, shown: str) -> None:
     assert summary.printable(text) == shown
