@@ -159,7 +159,8 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--keep-going/--fail-fast", default=True, show_default=True,
                   help="After a file fails, go on with the rest, or stop.")
     @click.option("--skip-existing", is_flag=True,
-                  help="With --out-dir: skip inputs whose output is not older than they are.")
+                  help="With --out-dir: skip inputs whose output is not older than they are (nor than the "
+                       "--grid or --theta file).")
     @click.option("-n", "--no-clobber", is_flag=True,
                   help="With --out-dir: never replace an existing file; skip its input.")
     @click.option("--dry-run", is_flag=True,

@@ -73,6 +73,9 @@ class Job:
     format: str
     error: str | None = None  # the input was never found: a folder that could not be listed
     size: int | None = None  # the input's bytes, where its listing told them (a task's share of work)
+    # --skip-existing: when the newest file the options read (--grid, --theta) was changed; make
+    # takes it as a prerequisite of every output, as the input is of its own
+    options_read_at: int | None = None
 
 
 def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
@@ -121,6 +124,9 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
             if key is not None:
                 read_by.setdefault(key, f"{path}, which {option} reads")
     writers: dict[str, str] = {}
+    read_at = None
+    if options.skip_existing:
+        read_at = max((time for time in (_modified(path) for _, path in files_read) if time is not None), default=None)
     jobs = []
     for index, source in enumerate(sources):
         if source.error is not None:
@@ -154,7 +160,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
             # an input that is not there: its own failure, as for a name whose output has a format
             jobs.append(Job(index, source.path, "", "", f"{source.path}: no such file"))
             continue
-        jobs.append(Job(index, source.path, output, fmt, size=source.size))
+        jobs.append(Job(index, source.path, output, fmt, size=source.size, options_read_at=read_at))
     if remote:
         if options.skip_existing or options.no_clobber:
             _listing(options.out_dir, True)  # one listing tells every output's modified time (skip_reason)
@@ -743,8 +749,9 @@ def skip_reason(job: Job, options: BatchOptions) -> str | None:
     changed = _modified(job.input)
     if changed is None:
         return None  # the read reports it
-    # as make judges: an output not older than its input is up to date
-    return "the output is up to date (--skip-existing)" if made >= changed else None
+    # as make judges: an output not older than its input, nor than a --grid or --theta file, is up to date
+    newest = changed if job.options_read_at is None else max(changed, job.options_read_at)
+    return "the output is up to date (--skip-existing)" if made >= newest else None
 
 
 def _modified(path: str) -> int | None:

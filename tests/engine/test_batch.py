@@ -574,6 +574,31 @@ def test_skip_existing_redoes_only_outputs_older_than_their_input(shots: Path, t
     assert json.loads(result.stdout.splitlines()[-1])["skipped"] == 1
 
 
+@pytest.mark.parametrize("option", ["--grid", "--theta"])
+def test_skip_existing_redoes_outputs_older_than_the_grid_or_theta_file(
+        option: str, shots: Path, tmp_path: Path) -> None:
+    """A --theta or --grid file is a prerequisite of every output, as make takes it: after
+    'warp in --theta t.npy --out-dir out', a changed t.npy left every output as it was under
+    --skip-existing ('0 ok, 0 failed, 2 skipped'), each made with the old matrix."""
+    out, read = tmp_path / "out", tmp_path / "read.npy"
+    command = "grid-sample" if option == "--grid" else "warp"
+    grid = np.zeros((1, 3, 4, 2), np.float32)
+    np.save(read, grid if option == "--grid" else np.eye(2, 3, dtype=np.float32)[None])
+    argv = [command, f"{shots}/*.png", option, read, "--out-dir", out, "--json"]
+    assert run(*argv).exit_code == 0
+    first = {path.name: path.read_bytes() for path in out.iterdir()}
+    np.save(read, grid + 0.5 if option == "--grid" else np.array([[[0.5, 0, 0], [0, 0.5, 0]]], np.float32))
+    past = time.time() - 100
+    for made in [*shots.glob("*.png"), *out.iterdir()]:  # outputs as new as their inputs, older than it
+        os.utime(made, (past, past))
+    result = run(*argv, "--skip-existing")
+    assert result.exit_code == 0
+    assert statuses(result) == {"a.png": "ok", "b.png": "ok"}
+    assert all((out / name).read_bytes() != before for name, before in first.items())
+    result = run(*argv, "--skip-existing")  # now each output is newer than all it is made from
+    assert statuses(result) == {"a.png": "skipped", "b.png": "skipped"}
+
+
 def test_no_clobber_never_replaces_a_file(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
