@@ -897,4 +897,21 @@ def _read_error(name: str, e: OSError) -> GeomError:
     if e.errno == errno.ENOENT and isinstance(e.filename, str) and os.path.islink(e.filename):
         # ls lists it: 'no such file' left the user looking for a file that is there
         return GeomError(f"{name}: a broken symbolic link to {os.readlink(e.filename)}")
+    if e.errno == errno.ENOENT and isinstance(e.filename, str):
+        form = _other_normalisation(e.filename)
+        if form is not None:  # (a list made on macOS, whose names are NFD): the two look the same
+            return GeomError(f"{name}: no such file, but the same name with its accents in Unicode {form} is "
+                             "there (the two look alike)")
     return GeomError(f"{name}: {reasons.get(e.errno or 0, f'cannot read ({e.strerror or e})')}")
+
+
+def _other_normalisation(path: str) -> str | None:
+    """The Unicode normalisation form, NFC or NFD, in which ``path`` spells a file that is there,
+    where it does not itself; else None."""
+    import unicodedata
+
+    for form in ("NFC", "NFD"):
+        other = unicodedata.normalize(form, path)
+        if other != path and os.path.lexists(other):
+            return form
+    return None

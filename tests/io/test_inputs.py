@@ -274,3 +274,19 @@ def test_crop_pad_json_is_strict_with_inf_and_nan(tmp_path: Path) -> None:
     record = json_strictly(result.stdout)
     assert record["value_range"] == ["-Infinity", "Infinity"]
     assert [float(value) for value in record["value_range"]] == [-math.inf, math.inf]
+
+
+@pytest.mark.parametrize(("on_disk", "asked", "form"), [("cafe\u0301.png", "caf\u00e9.png", "NFD"),
+                                                        ("caf\u00e9.png", "cafe\u0301.png", "NFC")])
+def test_a_name_there_in_the_other_unicode_normalisation_is_named_so(
+        tmp_path: Path, on_disk: str, asked: str, form: str) -> None:
+    """A list made on macOS (NFD names) read 'Error: café.png: no such file' beside a café.png
+    that ls shows, the two spelling é differently and looking alike."""
+    np.save(tmp_path / "a.npy", np.zeros((2, 2), np.uint8))
+    (tmp_path / "a.npy").rename(tmp_path / on_disk)
+    with pytest.raises(GeomError) as error:
+        io.read_array(str(tmp_path / asked))
+    assert str(error.value) == (f"{tmp_path / asked}: no such file, but the same name with its accents in Unicode "
+                                f"{form} is there (the two look alike)")
+    with pytest.raises(GeomError, match=r"gon\u00e9\.png: no such file$"):
+        io.read_array(str(tmp_path / "gon\u00e9.png"))
