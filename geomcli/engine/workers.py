@@ -15,12 +15,13 @@ once; the parent then sweeps the same names again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -113,8 +114,10 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
     if on_cluster is not None:
         on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
     options = local_paths(options)
+    made = None  # the outermost folder this run makes, if any
     try:
         if not _remote.is_url(options.out_dir):  # an object store has no folders to make
+            made = _first_missing(options.out_dir)
             os.makedirs(options.out_dir, exist_ok=True)
     except OSError as error:
         why = error.strerror or str(error)
@@ -124,7 +127,8 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
     doing = {job.index for job in todo}
     operation = task.operation
     general = frozenset(operation.unused_options())
-    with Outcomes(operation.command, task.common, len(jobs), of_the_options=general) as outcomes:
+    with Outcomes(operation.command, task.common, len(jobs), of_the_options=general) as outcomes, \
+            _unmade_unless_written(made, outcomes):
         for job in jobs:
             if job.error is not None:
                 outcomes.add(job.index, _report(task, job, status="error", error=job.error))
@@ -138,6 +142,28 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         else:
             _in_process(task, todo, outcomes, options.fail_fast)
     return outcomes.finish(time.perf_counter() - started)
+
+
+def _first_missing(folder: str) -> str | None:
+    """The outermost folder of ``folder``'s path that is not there yet; None where it is."""
+    missing, path = None, os.path.abspath(folder)
+    while not os.path.lexists(path):
+        missing, path = path, os.path.dirname(path)
+    return missing
+
+
+@contextlib.contextmanager
+def _unmade_unless_written(made: str | None, outcomes: Outcomes) -> Iterator[None]:
+    """Remove the folders the run made (``made`` and the empty folders in it) where it wrote no
+    file: a run whose every input failed left an empty --out-dir, which make then took for an
+    up-to-date target."""
+    try:
+        yield
+    finally:
+        if made is not None and not outcomes.counts["ok"]:
+            for folder, _, _ in os.walk(made, topdown=False):
+                with contextlib.suppress(OSError):  # not empty: another writer's files are kept
+                    os.rmdir(folder)
 
 
 def _refused(task: Task, faults: Sequence[tuple[Job, str]], total: int, options: BatchOptions,

@@ -362,3 +362,24 @@ def test_a_pipe_made_at_an_output_name_after_the_plan_is_replaced_not_written_in
                                       "--shape", "4,4", "-j", "1"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     assert (out / "a.png").is_file() and (out / "a.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_run_that_writes_nothing_takes_away_the_folders_it_made(tmp_path: Path, jobs: str) -> None:
+    """Every input failed, and --out-dir new/sub stayed, empty: make then took the folder target
+    for up to date. The folders the run made go where it wrote no file; those that were there, or
+    that got a file, stay."""
+    (tmp_path / "in" / "day").mkdir(parents=True)
+    for name in ("bad.png", "day/bad.png"):
+        (tmp_path / "in" / name).write_bytes(b"not a png")
+    failed = run("crop-pad", tmp_path / "in", "-r", "--out-dir", tmp_path / "new" / "sub", "--shape", "4,4", "-j", jobs)
+    assert failed.exit_code == 1 and "0 ok, 2 failed" in failed.stderr
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+    (tmp_path / "there").mkdir()
+    failed = run("crop-pad", tmp_path / "in", "-r", "--out-dir", tmp_path / "there" / "sub", "--shape", "4,4")
+    assert failed.exit_code == 1 and os.listdir(tmp_path / "there") == []
+    Image.fromarray(np.zeros((6, 6), np.uint8)).save(tmp_path / "in" / "day" / "good.png")
+    some = run("crop-pad", tmp_path / "in", "-r", "--out-dir", tmp_path / "new", "--shape", "4,4", "-j", jobs)
+    assert some.exit_code == 1 and "1 ok, 2 failed" in some.stderr
+    assert [path.relative_to(tmp_path / "new").as_posix() for path in sorted((tmp_path / "new").rglob("*"))] == \
+        ["day", "day/good.png"]
