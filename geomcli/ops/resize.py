@@ -876,6 +876,12 @@ def resize(
     - Coordinates are exact where they decide a tap. The reference works in float64, and
       a coordinate one rounding error off an integer shifts its tap window by one (a cubic
       at x = 2 reads pixel 1 there); onnxruntime works in float32, so a near-tie can move.
+    - Keys' weights are computed in float64 from ``cubic_coeff_a``'s float32 value. The
+      reference (its ``A`` a float32 scalar) and onnxruntime compute them in float32, so their
+      cubic results are ~1e-7 off ours even on float64 data, and with an ``a`` that is no
+      short binary fraction (-0.6) their weights no longer sum to 1: ``[0, 1, 2, 3]`` to 7
+      with align_corners reads 3 at x = 3 here, 2.9999993 in the reference (float64 data)
+      and 2.9999964 in onnxruntime (float32), which gives -1.1e-6 at x = 0.
     - A tap of weight 0 takes part, as in onnxruntime: linear at a whole x reads x and x + 1
       with weights 1 and 0, so an Inf or NaN at x + 1 gives NaN there (``[1, 2, inf, 4]``
       align_corners to 7: ``[1, 1.5, nan, inf, inf, inf, 4]``); the ONNX reference (and

@@ -732,6 +732,30 @@ def test_coordinates_are_exact() -> None:
     assert by_onnx_reference(data, mode="cubic", **keywords)[0, 5] == pytest.approx(10, abs=1e-5)  # wrong taps
 
 
+def test_keys_weights_are_float64_where_the_oracles_take_float32() -> None:
+    """align_corners 4 -> 7 puts x at 0, 0.5, ..., 3. At a whole x Keys' weights are 0, 1, 0, 0
+    and at x = 1.5 they are symmetric, for any a: the pixel, and 1.5 on a ramp. The ONNX
+    reference (a float32 A times a Python float ratio) and onnxruntime compute the weights in
+    float32: with a = -0.6 (float32 holds it only approximately) they no longer sum to 1."""
+    keywords: dict[str, Any] = {"sizes": [1, 7], "mode": "cubic", "coordinate_transformation_mode": "align_corners"}
+    ramp = np.array([[0, 1, 2, 3]], dtype=np.float64)
+    whole_and_half = [0, 2, 3, 4, 6]  # x = 0, 1, 1.5, 2, 3
+    for a in (-0.6, -0.75):
+        ours = resize(ramp, cubic_coeff_a=a, **keywords)[0]
+        assert ours[whole_and_half].tolist() == [0, 1, 1.5, 2, 3]
+        np.testing.assert_array_equal(resize(ramp.astype(np.float32), cubic_coeff_a=a, **keywords)[0],
+                                      ours.astype(np.float32))
+    reference_at_3 = by_onnx_reference(ramp, cubic_coeff_a=-0.6, **keywords)[0, 6]
+    assert reference_at_3 != 3 and reference_at_3 == pytest.approx(2.9999993, abs=1e-7)
+    onnxruntime = by_onnxruntime(ramp.astype(np.float32), cubic_coeff_a=-0.6, **keywords)[0]
+    assert onnxruntime[0] != 0 and onnxruntime[6] != 3
+    np.testing.assert_allclose(onnxruntime[whole_and_half], [0, 1, 1.5, 2, 3], atol=1e-5)
+    # a short binary fraction keeps their float32 weights exact at these points
+    assert by_onnx_reference(ramp, cubic_coeff_a=-0.75, **keywords)[0, whole_and_half].tolist() == [0, 1, 1.5, 2, 3]
+    assert by_onnxruntime(ramp.astype(np.float32), cubic_coeff_a=-0.75,
+                          **keywords)[0, whole_and_half].tolist() == [0, 1, 1.5, 2, 3]
+
+
 def test_keep_aspect_ratio_rounds_half_up() -> None:
     assert resize_output_shape((300, 451), sizes=[256, 256], keep_aspect_ratio_policy="not_smaller") == (256, 385)
     assert resize_output_shape((200, 301), sizes=[100, 1000], keep_aspect_ratio_policy="not_larger") == (100, 151)
