@@ -444,6 +444,12 @@ def _plan(axis: int, in_len: int, out_len: int, scale: Fraction, roi: tuple[Frac
         total = weights.sum(axis=1, keepdims=True)
         # a point whose taps all weigh 0 keeps its zero weights (it reads 0) rather than 0/0
         np.divide(weights, total, out=weights, where=total != 0)
+    if in_len == 1:
+        # every tap reads the one pixel, and the weights sum to 1 exactly (0 where exclude_outside
+        # left none): summed in float64 they missed it by an ulp or two, so a 1-pixel axis
+        # upscaled came out uneven ([1.1] to 3, cubic: 1.0999999999999994, 1.1, 1.1000000000000003)
+        whole = np.where(weights.sum(axis=1, keepdims=True) != 0, 1.0, 0.0)
+        return _Plan(axis, in_len, out_len, np.zeros((out_len, 1), np.intp), whole, outside)
     clamped = np.clip(taps, 0, last).astype(np.intp)
     return _Plan(axis, in_len, out_len, clamped, weights, outside)
 
@@ -861,6 +867,10 @@ def resize(
       whole shape is unchanged or under antialias. ``tf_crop_and_resize`` with an
       unchanged length samples its roi (onnxruntime copies). An axis whose every output
       reads its own index with weight 1 is copied (so NaN and inf there stay themselves).
+      An input axis of length 1 gives its one pixel at every output, exactly (its taps
+      all read it and their weights sum to 1), inf and NaN too; onnxruntime and the
+      reference sum the taps, which can miss it by a rounding error, and give NaN for an
+      inf under cubic (whose weights are not all positive).
     - Integers are rounded half to even and saturated once (as the reference);
       onnxruntime truncates (0.75 -> 0), has no uint8 cubic without antialias, and with
       antialias rounds half away from zero (int32's -42.5 -> -43) and clips to uint8 between its

@@ -732,6 +732,26 @@ def test_coordinates_are_exact() -> None:
     assert by_onnx_reference(data, mode="cubic", **keywords)[0, 5] == pytest.approx(10, abs=1e-5)  # wrong taps
 
 
+def test_an_axis_of_length_1_gives_its_pixel_at_every_output() -> None:
+    """Every tap of a 1-pixel axis reads that pixel and the weights sum to 1, so each output is
+    the pixel. Summed in float64 they missed it by an ulp: a 1x2 uint8 [[1, 2]] to 3x3 cubic
+    gave rows [1, 1, 2], [1, 2, 2], [1, 2, 2], as the middle column (x = 1/2: weights symmetric,
+    1.5 exactly, half to even 2) fell either side of its tie."""
+    row = resize(np.array([1, 2], dtype=np.uint8), sizes=[3], mode="cubic")
+    assert row.tolist() == [1, 2, 2]  # x = -1/6, 1/2, 7/6
+    np.testing.assert_array_equal(resize(np.array([[1, 2]], dtype=np.uint8), sizes=[3, 3], mode="cubic"),
+                                  np.tile(row, (3, 1)))
+    for mode in ("linear", "cubic"):
+        for transform in TRANSFORMS[:5]:
+            for size in (2, 3, 5, 7):
+                keywords: dict[str, Any] = {"sizes": [size], "mode": mode, "coordinate_transformation_mode": transform}
+                assert resize(np.array([1.1]), **keywords).tolist() == [1.1] * size
+                assert resize(np.array([1.1]), exclude_outside=True, **keywords).tolist() == [1.1] * size
+                assert resize(f32(np.inf), **keywords).tolist() == [np.inf] * size
+    # the reference sums the taps: 1.1 * (weights summing to 1 in exact arithmetic) misses 1.1
+    assert by_onnx_reference(np.array([1.1]), sizes=[3], mode="cubic").tolist() != [1.1] * 3
+
+
 def test_keys_weights_are_float64_where_the_oracles_take_float32() -> None:
     """align_corners 4 -> 7 puts x at 0, 0.5, ..., 3. At a whole x Keys' weights are 0, 1, 0, 0
     and at x = 1.5 they are symmetric, for any a: the pixel, and 1.5 on a ramp. The ONNX
