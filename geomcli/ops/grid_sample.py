@@ -367,6 +367,9 @@ def grid_sample(
     - A tap index past an end is clamped (border) or mirrored (reflection: about the edge
       pixels' centres with align_corners, their outer edges without); a reflected axis of
       length 1 reads its only pixel.
+    - Under border or reflection every tap of an axis of length 1 reads its pixel, so linear
+      and cubic take it with weight 1: exactly the pixel, inf and NaN too (summed tap by
+      tap, the weights missed it by a rounding error, which a tie in an integer type shows).
     - The taps' values are combined innermost axis first, each sum in tap order, as
       onnxruntime and the ONNX reference nest their 1-D interpolations.
     - Linear and cubic compute in float64 (complex128 for complex data, both parts
@@ -595,6 +598,8 @@ def _compiled_kind(plan: _Plan) -> str | None:
     """
     if _compiled is None or not 1 <= len(plan.lengths) <= 3:
         return None
+    if plan.mode != "nearest" and plan.padding != "zeros" and 1 in plan.lengths:
+        return None  # a 1-pixel axis reads its pixel with weight 1: _axis
     if plan.mode == "nearest":
         return None if plan.dtype.hasobject or plan.dtype.kind == "T" else "raw"
     return plan.dtype.name if plan.dtype.isnative and plan.dtype.name in _COMPILED_NUMERIC else None
@@ -1090,6 +1095,10 @@ def _axis(x: np.ndarray, length: int, plan: _Plan) -> _Axis:
     if plan.mode == "nearest":
         np.rint(x, out=x)
         return _Axis(*_pad_taps(x, 0, 1, length, plan), None)
+    if length == 1 and plan.padding != "zeros":
+        # every tap reads the one pixel and the weights sum to 1: summed in float64 they missed
+        # it by an ulp or two (1.1 on 1x1 data, cubic and border: 1.0999999999999992)
+        return _Axis([np.zeros(x.shape, np.intp)], [None], [np.ones(x.shape)])
     if plan.mode == "linear":
         if plan.padding == "border":
             np.clip(x, 0.0, length - 1.0, out=x)

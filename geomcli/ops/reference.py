@@ -168,10 +168,13 @@ def axis_taps(x: float, length: int, mode: str, padding_mode: str,
     - linear: border clamps ``x`` to [0, L - 1] and reflection mirrors it into the borders first;
       taps ``floor(x)`` and ``floor(x) + 1`` with weights ``1 - t`` and ``t``, each tap padded;
     - cubic: ``x`` as it is; taps ``floor(x) - 1 .. floor(x) + 2``, each padded, weighted
-      ``far(t + 1), near(t), near(1 - t), far(2 - t)``.
+      ``far(t + 1), near(t), near(1 - t), far(2 - t)``;
+    - linear and cubic on a 1-pixel axis with border or reflection: that pixel, weight 1.
     """
     if mode == "nearest":
         return [pad_index(int(np.rint(x)), length, padding_mode, align_corners)], [1.0]
+    if length == 1 and padding_mode != "zeros":
+        return [0], [1.0]  # every tap reads the one pixel, and the weights sum to 1
     if mode == "linear":
         if padding_mode == "border":
             x = min(max(x, 0.0), length - 1.0)

@@ -540,13 +540,30 @@ def test_fill_is_honoured(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_reflection_on_a_length_1_axis_reads_its_only_pixel(mode: str, align_corners: bool) -> None:
-    """Every tap reads the one pixel: nearest and linear give it exactly, cubic to a rounding
-    (its four weights sum to 1 up to one)."""
+    """Every tap reads the one pixel: each mode gives it exactly."""
     data = np.array([[[[2.0]]]])
     grid = np.array([[[[-3.3, -1.0], [0.4, 1.0], [7.9, 0.2], [1.0, 1.0]]]])
     result = grid_sample(data, grid, mode, "reflection", align_corners)
-    np.testing.assert_allclose(result, np.full((1, 1, 1, 4), 2.0), rtol=0 if mode != "cubic" else 1e-15)
+    assert_same(result, np.full((1, 1, 1, 4), 2.0))
     assert_same(result, reference.grid_sample(data, grid, mode, "reflection", align_corners))
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("padding", ["border", "reflection"])
+def test_an_axis_of_length_1_gives_its_pixel_under_border_and_reflection(mode: str, padding: str) -> None:
+    """A 1x2 row [1, 2] sampled at x = 0.5 (g = 0 on W = 2): the W weights are symmetric, so 1.5
+    exactly, 2 in uint8 (half to even), whatever y reads of the one row: every H tap is that row
+    and the H weights sum to 1. Summed tap by tap they missed 1 by an ulp: cubic with border gave
+    2, 2, 1 down a column."""
+    grid = np.zeros((1, 4, 1, 2))
+    grid[0, :, 0, 1] = [-0.9, 0.1, 0.7, 3.3]
+    data = np.array([[[[1, 2]]]], dtype=np.uint8)
+    assert grid_sample(data, grid, mode, padding).ravel().tolist() == [2, 2, 2, 2]
+    assert grid_sample(data.astype(np.float64), grid, mode, padding).ravel().tolist() == [1.5] * 4
+    point = np.array([[[[0.3, 0.3], [-1.7, 0.9]]]])
+    assert grid_sample(np.array([[[[1.1]]]]), point, mode, padding).ravel().tolist() == [1.1, 1.1]
+    assert grid_sample(np.array([[[[np.inf]]]]), point, mode, padding).ravel().tolist() == [np.inf, np.inf]
+    assert_same(grid_sample(data, grid, mode, padding), reference.grid_sample(data, grid, mode, padding))
 
 
 def test_empty_and_zero_size() -> None:

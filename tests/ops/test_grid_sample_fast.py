@@ -494,7 +494,9 @@ def test_affine_grid_sample_is_grid_sample_of_affine_grids_grid(monkeypatch: pyt
                     actual = module.affine_grid_sample(data, theta, size, mode, padding, align_corners, fill=3,
                                                        threads=threads, rows=rows)
                     assert_bits(actual, expected)
-                    assert calls or actual.size == 0
+                    # a 1-pixel axis under border or reflection is read with weight 1 by the numpy path
+                    one_pixel = mode != "nearest" and padding != "zeros" and 1 in (in_h, in_w)
+                    assert bool(calls) == (actual.size > 0 and not one_pixel)
 
 
 @needs_compiled
