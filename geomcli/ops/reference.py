@@ -318,6 +318,8 @@ def resize_taps(x: Fraction, in_len: int, scale: Fraction, mode: str, nearest_mo
     if antialias or exclude_outside:
         total = sum(weights)
         weights = [w / total for w in weights] if total != 0 else weights
+    if in_len == 1:  # every tap reads the one pixel, and the weights sum to 1 (0 if none is left)
+        return [(0, 1.0 if sum(weights) != 0 else 0.0)]
     return [(min(max(j, 0), last), w) for j, w in zip(taps, weights)]
 
 

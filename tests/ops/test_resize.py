@@ -741,6 +741,8 @@ def test_an_axis_of_length_1_gives_its_pixel_at_every_output() -> None:
     assert row.tolist() == [1, 2, 2]  # x = -1/6, 1/2, 7/6
     np.testing.assert_array_equal(resize(np.array([[1, 2]], dtype=np.uint8), sizes=[3, 3], mode="cubic"),
                                   np.tile(row, (3, 1)))
+    np.testing.assert_array_equal(by_reference(np.array([[1, 2]], dtype=np.uint8), sizes=[3, 3], mode="cubic"),
+                                  np.tile(row, (3, 1)))
     for mode in ("linear", "cubic"):
         for transform in TRANSFORMS[:5]:
             for size in (2, 3, 5, 7):
