@@ -20,7 +20,13 @@ from geomcli.cpus import available_cpus
 from geomcli.errors import GeomError
 from geomcli.ops import reuse
 
-Ints: TypeAlias = Sequence[int] | np.ndarray
+# The kernels' numbers as a caller's type checker sees them: numpy's scalars too (np.int64(2) from
+# a shape's arithmetic, np.float32(0.5) from a float32 array, np.True_), which the checks take
+Int: TypeAlias = int | np.integer[Any]
+Ints: TypeAlias = Sequence[int | np.integer[Any]] | np.ndarray
+Real: TypeAlias = float | np.floating[Any] | np.integer[Any]
+Reals: TypeAlias = Sequence[float | np.floating[Any] | np.integer[Any]] | np.ndarray
+Flag: TypeAlias = bool | int | np.bool_ | np.integer[Any]
 Mode: TypeAlias = Literal["DCR", "CRD"]
 Shape: TypeAlias = tuple[int, ...]
 

@@ -16,6 +16,8 @@ from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops import _checks
 from geomcli.ops._checks import (
+    Flag,
+    Int,
     Ints,
     Shape,
     as_array,
@@ -69,7 +71,7 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: D
 
 
 def affine_grid_checked(
-    theta: Any, size: Ints, align_corners: bool | int = False, *, threads: int | None = None, rows: slice | None = None
+    theta: Any, size: Ints, align_corners: Flag = False, *, threads: Int | None = None, rows: slice | None = None
 ) -> tuple[np.ndarray, Shape, slice, int]:
     """What :func:`affine_grid` checks of these arguments, checked: theta as an array, the shape of
     the grid (of its ``rows`` only), those rows as ``slice(start, stop)`` within the grid, and the
@@ -108,9 +110,9 @@ def _base_coordinates(length: int, align_corners: bool) -> np.ndarray:
 def affine_grid(
     theta: Any,
     size: Ints,
-    align_corners: bool | int = False,
+    align_corners: Flag = False,
     *,
-    threads: int | None = None,
+    threads: Int | None = None,
     out: np.ndarray | None = None,
     rows: slice | None = None,
 ) -> np.ndarray:

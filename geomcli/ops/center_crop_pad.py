@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops._checks import (
+    Int,
     Ints,
     Shape,
     as_array,
@@ -128,7 +129,7 @@ def center_crop_pad(
     axes: Ints | None = None,
     *,
     fill: Any = None,
-    threads: int | None = None,
+    threads: Int | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Centre-crop or zero-pad ``data`` to ``shape`` on ``axes``.

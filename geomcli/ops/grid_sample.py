@@ -39,6 +39,8 @@ from geomcli.ops._checks import (
     GRID_TEXT,
     TENSOR_DTYPES,
     TENSOR_TEXT,
+    Flag,
+    Int,
     as_out,
     as_threads,
     check_addressable,
@@ -289,10 +291,10 @@ def grid_sample(
     grid: Any,
     mode: Mode = "linear",
     padding_mode: PaddingMode = "zeros",
-    align_corners: bool | int = False,
+    align_corners: Flag = False,
     *,
     fill: Any = 0,
-    threads: int | None = None,
+    threads: Int | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Sample ``data`` at the normalised positions of ``grid``.

@@ -30,7 +30,19 @@ import numpy as np
 from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric
-from geomcli.ops._checks import as_out, as_threads, bytes_text, new_output, shown, to_array
+from geomcli.ops._checks import (
+    Flag,
+    Int,
+    Ints,
+    Real,
+    Reals,
+    as_out,
+    as_threads,
+    bytes_text,
+    new_output,
+    shown,
+    to_array,
+)
 
 _compiled: ModuleType | None
 try:
@@ -745,20 +757,20 @@ def _fill_outside(result: np.ndarray, plans: list[_Plan], value: Any) -> None:
 
 def resize(
     data: Any,
-    roi: Sequence[float] | np.ndarray | None = None,
-    scales: Sequence[float] | np.ndarray | None = None,
-    sizes: Sequence[int] | np.ndarray | None = None,
+    roi: Reals | None = None,
+    scales: Reals | None = None,
+    sizes: Ints | None = None,
     *,
     mode: Mode = "nearest",
     coordinate_transformation_mode: Transform = "half_pixel",
-    cubic_coeff_a: float = -0.75,
-    exclude_outside: bool = False,
-    extrapolation_value: float = 0.0,
+    cubic_coeff_a: Real = -0.75,
+    exclude_outside: Flag = False,
+    extrapolation_value: Real = 0.0,
     keep_aspect_ratio_policy: Policy = "stretch",
     nearest_mode: NearestMode = "round_prefer_floor",
-    antialias: bool = False,
-    axes: Sequence[int] | np.ndarray | None = None,
-    threads: int | None = None,
+    antialias: Flag = False,
+    axes: Ints | None = None,
+    threads: Int | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Resize ``data`` on ``axes`` to ``sizes`` or by ``scales``, as ONNX Resize-19 does.

@@ -16,6 +16,7 @@ from geomcli.cpus import share
 from geomcli.errors import GeomError
 from geomcli.ops._checks import (
     BLOCK_BYTES,
+    Int,
     Mode,
     Shape,
     as_array,
@@ -86,7 +87,7 @@ def depth_to_space_output_shape(
 
 
 def space_to_depth(
-    data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None, out: np.ndarray | None = None
+    data: Any, blocksize: Int, mode: Mode = "DCR", *, threads: Int | None = None, out: np.ndarray | None = None
 ) -> np.ndarray:
     """Move each ``blocksize`` × ``blocksize`` block of space into channels.
 
@@ -280,7 +281,7 @@ def _space_to_depth_blocked(
 
 
 def depth_to_space(
-    data: Any, blocksize: int, mode: Mode = "DCR", *, threads: int | None = None, out: np.ndarray | None = None
+    data: Any, blocksize: Int, mode: Mode = "DCR", *, threads: Int | None = None, out: np.ndarray | None = None
 ) -> np.ndarray:
     """Move channels back into ``blocksize`` × ``blocksize`` blocks of space.
 

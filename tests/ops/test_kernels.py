@@ -1272,6 +1272,47 @@ def test_type_checkers_see_the_kernels_signatures(tmp_path: Path) -> None:
     ], found.stdout + found.stderr
 
 
+NUMPY_NUMBERS_SCRIPT = """
+import numpy as np
+import geomcli
+
+x = np.zeros((1, 4, 6, 6), np.float32)
+half = np.float32(0.5)
+print(geomcli.resize(x, scales=(np.int64(1), 1, half, half), mode="cubic", cubic_coeff_a=np.float32(-0.5),
+                     exclude_outside=np.True_, antialias=1, threads=np.int64(1)).shape)
+print(geomcli.resize(x, sizes=[np.int64(3), np.uint8(3)], axes=(np.int64(-2), -1)).shape)
+print(geomcli.resize(x, sizes=[1, 4, 3, 3], coordinate_transformation_mode="tf_crop_and_resize",
+                     roi=[np.float32(0)] * 4 + [1] * 4, extrapolation_value=np.float16(1)).shape)
+print(geomcli.center_crop_pad(x, [np.int64(4)], axes=[np.int32(-1)], threads=np.int32(1)).shape)
+grid = geomcli.affine_grid(np.eye(2, 3)[None], [np.int64(1), 4, 3, 3], align_corners=np.True_)
+print(geomcli.grid_sample(x, grid, align_corners=np.True_, threads=np.int64(1)).shape)
+print(geomcli.depth_to_space(geomcli.space_to_depth(x, np.int64(2)), np.int64(2)).shape)
+geomcli.resize(x, sizes="1,4,3,3")
+"""
+
+
+@pytest.mark.slow
+def test_type_checkers_take_the_numpy_numbers_the_kernels_take(tmp_path: Path) -> None:
+    """py.typed promised Python numbers only: mypy --strict refused np.int64 sizes, axes and
+    blocksize, np.float32 scales and cubic_coeff_a, np.True_ or 1 for antialias and align_corners,
+    all of which the kernels take (a shape's arithmetic gives np.int64, a float32 array's element
+    np.float32); a str where numbers go is still an error."""
+    root = Path(geomcli.__file__).parent
+    (tmp_path / "user.py").write_text(NUMPY_NUMBERS_SCRIPT)
+    env = {**os.environ, "MYPYPATH": str(root.parent), "PYTHONPATH": str(root.parent)}
+    found = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "user.py"],
+                           cwd=tmp_path, capture_output=True, text=True, env=env)
+    lines = [line.split(": ", 1)[1] for line in found.stdout.splitlines()]
+    assert lines == [
+        'error: Argument "sizes" to "resize" has incompatible type "str"; '
+        'expected "Sequence[int | integer[Any]] | ndarray[tuple[Any, ...], dtype[Any]] | None"  [arg-type]',
+    ], found.stdout + found.stderr
+    ran = subprocess.run([sys.executable, "user.py"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert ran.stdout.splitlines() == ["(1, 4, 3, 3)"] * 3 + ["(1, 4, 6, 4)", "(1, 4, 3, 3)", "(1, 4, 6, 6)"]
+    assert ran.stderr.rstrip().endswith("GeomError: resize: sizes must be a 1-D list of integers, found '1,4,3,3' "
+                                        "(input shape (1, 4, 6, 6))"), ran.stderr
+
+
 # Inputs a caller could pass that the spec neither allows nor forbids. Each must either work or
 # raise GeomError: never a TypeError, IndexError, OverflowError, ... from inside numpy.
 ODD_CALLS: dict[str, Callable[[], object]] = {
