@@ -50,7 +50,7 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: D
     sizes = as_ints(size, "size", func, where)
     if len(sizes) not in (4, 5):
         raise GeomError(
-            f"{func}: size must have 4 values (N, C, H, W) or 5 (N, C, D, H, W), found {list(sizes)} ({where})"
+            f"{func}: size must have 4 values (N, C, H, W) or 5 (N, C, D, H, W), found {shown(list(sizes))} ({where})"
         )
     spatial = len(sizes) - 2
     expected = (spatial, spatial + 1)
@@ -62,9 +62,11 @@ def affine_grid_output_shape(theta_shape: Sequence[int], size: Ints, *, dtype: D
     if sizes[0] != theta_shape[0]:
         raise GeomError(f"{func}: size[0] = {sizes[0]} does not match theta's batch of {theta_shape[0]} ({where})")
     if sizes[1] < 0:
-        raise GeomError(f"{func}: the channel count size[1] must not be negative, found size {list(sizes)} ({where})")
+        raise GeomError(
+            f"{func}: the channel count size[1] must not be negative, found size {shown(list(sizes))} ({where})"
+        )
     if min(sizes[2:]) < 1:
-        raise GeomError(f"{func}: spatial sizes must be at least 1, found size {list(sizes)} ({where})")
+        raise GeomError(f"{func}: spatial sizes must be at least 1, found size {shown(list(sizes))} ({where})")
     output = (sizes[0], *sizes[2:], spatial)
     check_addressable(output, dtype, func, where, grid=True)
     return output

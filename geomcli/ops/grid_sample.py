@@ -47,6 +47,7 @@ from geomcli.ops._checks import (
     dtype_text,
     is_masked,
     new_output,
+    shown,
     to_array,
 )
 from geomcli.ops.affine_grid import affine_grid, affine_grid_checked, affine_grid_output_shape
@@ -98,10 +99,10 @@ def _as_shape(values: Any, name: str) -> Shape:
     try:
         shape = tuple(values)
     except TypeError as error:
-        raise GeomError(f"{_FUNC}: {name} must be a sequence of integers, found {values!r}") from error
+        raise GeomError(f"{_FUNC}: {name} must be a sequence of integers, found {shown(values)}") from error
     for length in shape:
         if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)) or length < 0:
-            raise GeomError(f"{_FUNC}: {name} must hold integers >= 0, found {shape}")
+            raise GeomError(f"{_FUNC}: {name} must hold integers >= 0, found {shown(shape)}")
     return tuple(int(length) for length in shape)
 
 
@@ -163,14 +164,14 @@ def _as_mode(mode: Any, where: str) -> str:
             f"(mode must be 'linear', 'nearest' or 'cubic'; {where})"
         )
     if not isinstance(mode, str) or mode not in _MODES:
-        raise GeomError(f"{_FUNC}: mode must be 'linear', 'nearest' or 'cubic', found {mode!r} ({where})")
+        raise GeomError(f"{_FUNC}: mode must be 'linear', 'nearest' or 'cubic', found {shown(mode)} ({where})")
     return mode
 
 
 def _as_padding(padding_mode: Any, where: str) -> str:
     if not isinstance(padding_mode, str) or padding_mode not in _PADDINGS:
         raise GeomError(
-            f"{_FUNC}: padding_mode must be 'zeros', 'border' or 'reflection', found {padding_mode!r} ({where})"
+            f"{_FUNC}: padding_mode must be 'zeros', 'border' or 'reflection', found {shown(padding_mode)} ({where})"
         )
     return padding_mode
 
@@ -179,7 +180,7 @@ def _as_flag(align_corners: Any, where: str) -> bool:
     if isinstance(align_corners, (np.bool_, np.integer)):
         align_corners = align_corners.item()
     if not isinstance(align_corners, int) or align_corners not in (0, 1):
-        raise GeomError(f"{_FUNC}: align_corners must be a bool or 0/1, found {align_corners!r} ({where})")
+        raise GeomError(f"{_FUNC}: align_corners must be a bool or 0/1, found {shown(align_corners)} ({where})")
     return bool(align_corners)
 
 
@@ -223,7 +224,7 @@ def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
     (0/1) for bool, text that fits for strings. 0, the default, is "" for strings."""
     if isinstance(fill, np.ndarray) and fill.ndim == 0 and not is_masked(fill):
         fill = fill[()]
-    refusal = f"{_FUNC}: fill {fill!r} does not fit data's dtype {dtype_text(dtype)}"
+    refusal = f"{_FUNC}: fill {shown(fill)} does not fit data's dtype {dtype_text(dtype)}"
     is_text = isinstance(fill, (str, bytes, np.str_, np.bytes_))
     is_number = isinstance(fill, (int, float, complex, np.number, np.bool_))
     if not (is_text or is_number):
@@ -239,7 +240,7 @@ def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
             raise GeomError(f"{refusal} ({' '.join(str(error).split())}; {where})") from error
         kept = value.item()
         if kept != fill and not (isinstance(kept, bytes) and isinstance(fill, str) and kept.decode("latin-1") == fill):
-            raise GeomError(f"{refusal}: it would be cut to {kept!r} ({where})")
+            raise GeomError(f"{refusal}: it would be cut to {shown(kept)} ({where})")
         return value
     if is_text:
         raise GeomError(f"{refusal}: text for numeric data ({where})")

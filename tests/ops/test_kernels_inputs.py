@@ -485,6 +485,16 @@ ODD_ARGUMENTS: dict[str, Callable[[], object]] = {
     "fill": lambda: crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill=TwoLines()),
     "dtype": lambda: crop_ops.center_crop_pad_output_shape((3,), [3], dtype=MATRIX),
     "long-mode": lambda: space_depth_ops.space_to_depth(X, 1, "DCR" * 1000),
+    # grid_sample and affine_grid wrote these out whole: 100 kB lines for a 100,000-letter string
+    "grid-sample-long-mode": lambda: grid_sample_ops.grid_sample(X, GRID, "linear" * 1000),
+    "grid-sample-long-padding": lambda: grid_sample_ops.grid_sample(X, GRID, padding_mode="zeros" * 1000),
+    "grid-sample-long-fill": lambda: grid_sample_ops.grid_sample(X, GRID, fill="0" * 1000),
+    "grid-sample-fill-cut": lambda: grid_sample_ops.grid_sample(np.zeros((1, 1, 2, 2), "U500"), GRID,
+                                                                 mode="nearest", fill="x" * 501),
+    "grid-sample-align-corners": lambda: grid_sample_ops.grid_sample(X, GRID, align_corners=MATRIX),
+    "grid-sample-long-shape": lambda: grid_sample_ops.grid_sample_output_shape([-1] * 1000, (1, 2, 2, 2)),
+    "affine-grid-long-size": lambda: grid_ops.affine_grid(THETA, list(range(1000))),
+    "affine-grid-spatial-size": lambda: grid_ops.affine_grid(THETA, [1, 1, *[0] * 1000]),
 }
 
 
