@@ -7,7 +7,7 @@ import functools
 import itertools
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
@@ -111,13 +111,33 @@ def as_array(data: Any, func: str, name: str = "input", *, grid: bool = False) -
     return array
 
 
-def shown(value: Any, limit: int = 80) -> str:
+def shown(value: Any, limit: int | None = 80) -> str:
     """``repr(value)`` fit for a one-line message: a numpy number as the number it is (``0.0``,
-    not ``np.float64(0.0)``), a multi-line repr (an array's, a masked array's) on one line, and a
-    long one cut short."""
+    not ``np.float64(0.0)``), a multi-line repr (an array's, a masked array's) on one line, a
+    long one cut short (``limit=None``: not), and an int of more digits than Python writes out
+    (its ValueError; 4300 by default) by its size.
+
+    >>> shown(10**5000)
+    'an integer of 16610 bits'
+    """
     if isinstance(value, np.generic) and value.dtype.kind in "biufc":
         value = value.item()
+    if unwritable(value):
+        return f"an integer of {abs(value).bit_length()} bits"
     return one_line(repr(value), limit)
+
+
+def unwritable(value: Any) -> bool:
+    """Whether ``value`` is an int of more decimal digits than Python writes (sys.set_int_max_str_digits):
+    refused as an integer argument before any message would write it."""
+    limit = sys.get_int_max_str_digits()
+    return isinstance(value, int) and limit > 0 and value.bit_length() > 3 * limit and abs(value) >= 10**limit
+
+
+def refuse_unwritable(values: Iterable[Any], name: str, func: str, where: str) -> None:
+    for index, value in enumerate(values):
+        if unwritable(value):
+            raise GeomError(f"{func}: {name} is too big at index {index}: {shown(value)}{about(where)}")
 
 
 def one_line(text: str, limit: int | None = None) -> str:
@@ -136,6 +156,8 @@ def as_int(value: Any, name: str, func: str, where: str) -> int:
     shape of the input the value is for, ends the messages of these checks."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise GeomError(f"{func}: {name} must be an integer, found {shown(value)}{about(where)}")
+    if unwritable(value):
+        raise GeomError(f"{func}: {name} is too big: {shown(value)}{about(where)}")
     return int(value)
 
 
@@ -152,6 +174,7 @@ def as_ints(values: Any, name: str, func: str, where: str = "") -> Shape:
             if isinstance(value, (bool, np.bool_)):
                 raise GeomError(f"{func}: {name} must hold integers, found {shown(value)}{about(where)}")
         if all(isinstance(value, (int, np.integer)) for value in values):
+            refuse_unwritable(values, name, func, where)
             return tuple(int(value) for value in values)
     try:
         array = np.asarray(values)
@@ -204,7 +227,7 @@ def check_addressable(output: Shape, dtype: Any, func: str, where: str, *, grid:
     if span <= sys.maxsize:
         return
     if dtype is None:
-        of_dtype, verb, amount, factors = "", "has", f"{span} elements", "its lengths other than 0"
+        of_dtype, verb, amount, factors = "", "has", f"{shown(span, None)} elements", "its lengths other than 0"
     else:
         of_dtype, verb, amount = f" of {dtype_text(np.dtype(dtype))}", "would take", bytes_text(span)
         factors = "its lengths other than 0 times the item size"
@@ -218,6 +241,8 @@ def bytes_text(count: int) -> str:
     """``count`` bytes, exact and in binary units: ``6917529027641081856 bytes (6.0 EiB)``."""
     if count < 1024:
         return f"{count} bytes"
+    if count.bit_length() > 1000:  # past a float's range (and Python may not write its digits)
+        return f"2**{count.bit_length() - 1} bytes or more"
     size = float(count)
     for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"):
         size /= 1024
@@ -355,7 +380,7 @@ def as_threads(threads: Any, func: str, where: str) -> int:
         return min(available_cpus(), MAX_THREADS)
     count = as_int(threads, "threads", func, where)
     if not 1 <= count <= MAX_THREADS:
-        raise GeomError(f"{func}: threads must be 1 to {MAX_THREADS}, found {count} ({where})")
+        raise GeomError(f"{func}: threads must be 1 to {MAX_THREADS}, found {shown(count)} ({where})")
     return count
 
 

@@ -40,6 +40,7 @@ from geomcli.ops._checks import (
     as_threads,
     bytes_text,
     new_output,
+    refuse_unwritable,
     shown,
     to_array,
 )
@@ -99,12 +100,20 @@ def _flag(value: Any, name: str, where: str) -> bool:
     raise GeomError(f"{_FUNC}: {name} must be 0, 1, False or True; found {shown(value)} ({where})")
 
 
+def _float32(value: int | float | np.integer | np.floating) -> np.float32:
+    """``value`` as a float32, infinite past its range: an int past a float64's too (10**400)."""
+    with np.errstate(over="ignore"):
+        try:
+            return np.float32(value)
+        except OverflowError:
+            return np.float32(math.inf if value > 0 else -math.inf)
+
+
 def _float32_attribute(value: Any, name: str, where: str, *, finite: bool) -> float:
     """An ONNX float attribute: a real number, as the float32 it is stored as."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise GeomError(f"{_FUNC}: {name} must be a real number, found {shown(value)} ({where})")
-    with np.errstate(over="ignore"):
-        stored = float(np.float32(value))
+    stored = float(_float32(value))
     if finite and not math.isfinite(stored):
         raise GeomError(f"{_FUNC}: {name} must be finite in float32, found {shown(value)} ({where})")
     return stored
@@ -145,6 +154,7 @@ def _as_list(values: Any, name: str, where: str, what: str = "numbers") -> list[
         raise GeomError(f"{_FUNC}: {name} must hold numbers, found dtype {array.dtype} ({where})")
     # A list keeps its Python ints, however big, for the range checks; an array its numpy
     # scalars, whose precision _decimal reads.
+    refuse_unwritable(values, name, _FUNC, where)
     return list(values)
 
 
@@ -178,8 +188,7 @@ def _as_scales(scales: Any, where: str) -> list[Fraction]:
     for index, value in enumerate(found):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise GeomError(f"{_FUNC}: scales must hold numbers, found {shown(value)} at index {index} ({where})")
-        with np.errstate(over="ignore"):
-            stored = np.float32(value)
+        stored = _float32(value)
         if not (np.isfinite(stored) and stored > 0):
             raise GeomError(
                 f"{_FUNC}: scales must be > 0 and finite in float32, found {shown(value)} at index {index} ({where})"

@@ -505,6 +505,45 @@ def test_messages_name_odd_arguments_on_one_short_line(name: str) -> None:
     assert "\n" not in str(caught.value) and len(str(caught.value)) < 300, str(caught.value)
 
 
+GIANT = 10**5000  # more digits than Python writes out (4300): str() of it is a ValueError
+WHERE = r" \(input shape \(1, 1, 3, 3\)\)$"
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    # ints past a float64 escaped as OverflowError (no ValueError): 'int too large to convert to float'
+    (lambda: resize_ops.resize(X, scales=[1, 1, 1, 10**400]),
+     r"^resize: scales must be > 0 and finite in float32, found 10{76}\.\.\. at index 3" + WHERE),
+    (lambda: resize_ops.resize(X, sizes=[1, 1, 2, 2], mode="cubic", cubic_coeff_a=-(10**400)),
+     r"^resize: cubic_coeff_a must be finite in float32, found -10{75}\.\.\." + WHERE),
+    (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, 10**400]),
+     r"^center_crop_pad: the output shape \(1, 1, 3, 10{400}\) of float32 would take 2\*\*1332 bytes or more; "
+     r"numpy addresses at most \d+" + WHERE),
+    # ints past 4300 digits: the messages that wrote them out raised ValueError, not GeomError
+    (lambda: crop_ops.center_crop_pad(X, [1, 1, 3, GIANT]),
+     r"^center_crop_pad: shape is too big at index 3: an integer of 16610 bits" + WHERE),
+    (lambda: crop_ops.center_crop_pad(X, [3], axes=[-GIANT]),
+     r"^center_crop_pad: axes is too big at index 0: an integer of 16610 bits" + WHERE),
+    (lambda: crop_ops.center_crop_pad(X, [1, 1, 5, 5], fill=GIANT),
+     r"^center_crop_pad: fill value an integer of 16610 bits does not fit dtype float32 "
+     r"\(int too large to convert to float; input shape \(1, 1, 3, 3\)\)$"),
+    (lambda: resize_ops.resize(X, sizes=[1, 1, 2, GIANT]),
+     r"^resize: sizes is too big at index 3: an integer of 16610 bits" + WHERE),
+    (lambda: resize_ops.resize(X, sizes=[2], axes=[GIANT]),
+     r"^resize: axes is too big at index 0: an integer of 16610 bits" + WHERE),
+    (lambda: space_depth_ops.space_to_depth(X, GIANT),
+     r"^space_to_depth: blocksize is too big: an integer of 16610 bits" + WHERE),
+    (lambda: space_depth_ops.depth_to_space(X, 1, threads=GIANT),
+     r"^depth_to_space: threads is too big: an integer of 16610 bits" + WHERE),
+    (lambda: grid_ops.affine_grid(THETA, [1, 1, GIANT, 2]),
+     r"^affine_grid: size is too big at index 2: an integer of 16610 bits \(theta shape \(1, 2, 3\)\)$"),
+    (lambda: grid_sample_ops.grid_sample(X, GRID, fill=GIANT),
+     r"^grid_sample: fill an integer of 16610 bits does not fit data's dtype float32"),
+])
+def test_integers_too_big_for_a_float_or_for_print_are_geom_errors(call: Callable[[], object], message: str) -> None:
+    with pytest.raises(GeomError, match=message):
+        call()
+
+
 @pytest.mark.parametrize(("shape", "axes", "message"), [
     ([4], None, "shape has 1 value but the input's rank is 2"),
     ([4, 4, 4], None, "shape has 3 values but the input's rank is 2"),
