@@ -44,7 +44,7 @@ def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, fram
                 echo_stderr(f"Warning: {passed_over_text(sorted(passed_over))}")
         for source in sources:
             if source is not None and source.error is not None:
-                record: dict[str, Any] = {"input": source.path, "status": "error", "error": source.error}
+                record: dict[str, Any] = _failed(source.path, source.error)
             else:
                 record = info(argument if source is None else source.path, max_pixels=max_pixels, frames=frames)
             code = max(code, show_info(record, as_json))
@@ -89,14 +89,26 @@ def info(path: str, *, max_pixels: int, frames: str | None) -> dict[str, Any]:
                        loaded.orientation, loaded.upright)
     except io.SeriesError as error:
         # which one a transform is to read is its --series; info shows them all
-        return {"input": path, "format": "tiff", "shape": None, "dtype": None, "layout": None, "pages": None,
+        return {**_nothing_read(path), "format": "tiff",
                 "series": [{"index": index, "shape": list(shape), "dtype": dtype, "axes": axes}
                            for index, (shape, dtype, axes) in enumerate(error.series)],
-                "value_range": None, "file_size": None,
                 "notes": [f"{len(error.series)} image series of different shapes; a transform takes one "
-                          "with --series N"], "status": "ok", "error": None}
+                          "with --series N"]}
     except (GeomError, OSError) as error:
-        return {"input": path, "status": "error", "error": describe(error)}
+        return _failed(path, describe(error))
+
+
+def _nothing_read(path: str) -> dict[str, Any]:
+    """The keys of every record (_record's), for a file whose pixels were not read: a script reading
+    record["shape"] of a failed file finds None, not a KeyError, as in a transform's record."""
+    return {"input": path, "format": None, "shape": None, "dtype": None, "bit_depth": None, "layout": None,
+            "pages": None, "icc": None, "dpi": None, "orientation": None, "upright": False, "xmp": None, "text": [],
+            "comment": None, "compression": None, "value_range": None, "file_size": None, "notes": [],
+            "status": "ok", "error": None}
+
+
+def _failed(path: str, error: str) -> dict[str, Any]:
+    return {**_nothing_read(path), "status": "error", "error": error}
 
 
 # a TIFF of more decoded bytes than this that is read tile by tile has its value range taken a region

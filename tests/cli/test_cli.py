@@ -853,6 +853,28 @@ def test_info_json_and_a_failure(tensor: Path, tmp_path: Path) -> None:
     assert result.stderr.startswith("Error: ") and "missing.npy" in result.stderr
 
 
+def test_every_info_record_has_the_keys_of_a_file_read(tensor: Path, tmp_path: Path) -> None:
+    """A failed file's record held input, status and error alone, and a TIFF of series of different
+    shapes' lacked bit_depth, icc, dpi...: record["shape"] was a KeyError in a script."""
+    import tifffile
+
+    with tifffile.TiffWriter(tmp_path / "mixed.tif") as tif:
+        tif.write(np.zeros((4, 5), np.uint8), photometric="minisblack")
+        tif.write(np.zeros((2, 6, 7), np.uint16), photometric="minisblack")
+    (tmp_path / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 20)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "gone.npy").symlink_to(tmp_path / "nowhere.npy")
+    result = run("info", "--json", tensor, tmp_path / "missing.npy", tmp_path / "bad.png", tmp_path / "mixed.tif",
+                 tmp_path / "folder")
+    assert result.exit_code == 1
+    read, *others = map(json.loads, result.stdout.splitlines())
+    assert [record["status"] for record in others] == ["error", "error", "ok", "error"]
+    for record in others:
+        assert list(record)[:len(read)] == list(read)
+        assert record["shape"] is None and record["dtype"] is None and record["text"] == []
+    assert others[2]["format"] == "tiff" and len(others[2]["series"]) == 2
+
+
 def test_info_reads_a_fifo_once(tensor: Path, tmp_path: Path) -> None:
     with fifo_feeding(tmp_path / "pipe.npy", tensor.read_bytes()) as fifo:
         result = run("info", fifo)
