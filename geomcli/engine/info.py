@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, frames: str | None,
                max_pixels: int, files_from: str | None = None,
                storage_options: tuple[tuple[str, Any], ...] = ()) -> int:
-    """Each input read and shown in turn, then those ``files_from`` lists (--files-from); the exit
-    code (1 if any failed). ``storage_options``: for URLs' filesystems (--storage-option)."""
+    """Each input read and shown in turn, then those ``files_from`` lists (--files-from), once all
+    are found; the exit code (1 if any failed). ``storage_options``: for URLs' filesystems
+    (--storage-option)."""
     from geomcli.io import _remote
 
     _remote.configure(storage_options)
@@ -31,23 +32,26 @@ def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, fram
     if "-" in listed:  # before any record: stdin is read as INPUT -, and the list may be stdin
         raise PlanError("- in a --files-from list names no file; give - as an INPUT to read stdin",
                         options="--files-from")
-    code = 0
+    # every argument expanded before any record, as a transform plans: a pattern matching nothing is
+    # a usage error (exit 2) with nothing shown, not one after the records of the arguments before it
+    found: list[tuple[str, Any]] = []
+    passed_over: list[str] = []  # the files of folders and patterns that are no input
     for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
         if argument == "-" and not literal:
-            sources: list[Any] = [None]  # stdin, read as it comes
+            found.append((argument, None))  # stdin, read as it comes
         elif literal:  # a name a list gives, as written (no glob)
-            sources = list(expand([], recursive, [argument]))
+            found.extend((argument, source) for source in expand([], recursive, [argument]))
         else:
-            passed_over: list[str] = []
-            sources = list(expand([argument], recursive, passed_over=passed_over))
-            if passed_over:
-                echo_stderr(f"Warning: {passed_over_text(sorted(passed_over))}")
-        for source in sources:
-            if source is not None and source.error is not None:
-                record: dict[str, Any] = _failed(source.path, source.error)
-            else:
-                record = info(argument if source is None else source.path, max_pixels=max_pixels, frames=frames)
-            code = max(code, show_info(record, as_json))
+            found.extend((argument, source) for source in expand([argument], recursive, passed_over=passed_over))
+    if passed_over:
+        echo_stderr(f"Warning: {passed_over_text(sorted(passed_over))}")
+    code = 0
+    for argument, source in found:
+        if source is not None and source.error is not None:
+            record: dict[str, Any] = _failed(source.path, source.error)
+        else:
+            record = info(argument if source is None else source.path, max_pixels=max_pixels, frames=frames)
+        code = max(code, show_info(record, as_json))
     return code
 
 

@@ -875,6 +875,15 @@ def test_every_info_record_has_the_keys_of_a_file_read(tensor: Path, tmp_path: P
     assert others[2]["format"] == "tiff" and len(others[2]["series"]) == 2
 
 
+@pytest.mark.parametrize("as_json", [[], ["--json"]], ids=["line", "json"])
+def test_info_with_a_pattern_matching_nothing_shows_nothing(tensor: Path, tmp_path: Path, as_json: list[str]) -> None:
+    """The usage error (exit 2) came after the records of the inputs before the pattern, and those after
+    it were never shown: a script saw half a listing under a usage error."""
+    result = run("info", *as_json, tensor, tmp_path / "nothing*.png", tensor)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"Error: the pattern '{tmp_path / 'nothing*.png'}' has no file geomcli reads" in result.stderr
+
+
 def test_info_reads_a_fifo_once(tensor: Path, tmp_path: Path) -> None:
     with fifo_feeding(tmp_path / "pipe.npy", tensor.read_bytes()) as fifo:
         result = run("info", fifo)
