@@ -270,9 +270,8 @@ class Outcomes:
         ok, failed, skipped = self.counts["ok"], self.counts["error"], self.counts["skipped"]
         not_run = self.total - ok - failed - skipped
         if self.common.json:
-            echo_stdout(summary.strict_json({"command": self.command, "status": "summary", "ok": ok,
-                                               "failed": failed, "skipped": skipped, "not_run": not_run,
-                                               "total": self.total, "seconds": round(seconds, 3)}))
+            echo_stdout(summary.summary_json(self.command, ok=ok, failed=failed, skipped=skipped, not_run=not_run,
+                                             total=self.total, seconds=seconds))
         elif not self.common.quiet:
             line = f"{self.command}: {ok} ok, {failed} failed, {skipped} skipped"
             line += f", {not_run} not run (--fail-fast)" if not_run else ""

@@ -72,6 +72,18 @@ class Report:
         return strict_json(vars(self))
 
 
+def summary_json(command: str, *, ok: int, failed: int, skipped: int, not_run: int, total: int, seconds: float,
+                 dry_run: bool = False) -> str:
+    """A batch's last --json record, with the same keys whether it ran, was refused or was a dry run.
+
+    >>> summary_json("crop-pad", ok=2, failed=0, skipped=1, not_run=0, total=3, seconds=0.1234, dry_run=True)
+    '{"command": "crop-pad", "status": "summary", "dry_run": true, "ok": 2, "failed": 0, "skipped": 1, \
+"not_run": 0, "total": 3, "seconds": 0.123}'
+    """
+    return strict_json({"command": command, "status": "summary", "dry_run": dry_run, "ok": ok, "failed": failed,
+                        "skipped": skipped, "not_run": not_run, "total": total, "seconds": round(seconds, 3)})
+
+
 def strict_json(record: Mapping[str, Any]) -> str:
     """``record`` as one line of strict JSON: Inf and NaN (Python or numpy floats, at any depth)
     become "Infinity", "-Infinity" and "NaN"; numpy scalars become numbers; anything else JSON

@@ -178,9 +178,8 @@ def _refused(task: Task, faults: Sequence[tuple[Job, str]], total: int, options:
             record.status, record.error, record.seconds = "error", fault, None
             echo_stdout(record.to_json())
     if task.common.json:
-        echo_stdout(summary.strict_json({"command": task.operation.command, "status": "summary", "ok": 0,
-                                         "failed": len(faults), "skipped": 0, "not_run": total - len(faults),
-                                         "total": total, "seconds": round(seconds, 3)}))
+        echo_stdout(summary.summary_json(task.operation.command, ok=0, failed=len(faults), skipped=0,
+                                         not_run=total - len(faults), total=total, seconds=seconds))
     raise PlanError(f"{len(faults)} of {total} inputs cannot take these options (each named above); "
                     "nothing was written")
 
@@ -205,6 +204,7 @@ def _one_thread(task: Task) -> Task:
 def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     """Each input -> output with the output's shape, from headers only; nothing is written. An
     input that cannot take the options makes it a usage fault (exit 2), as it makes the run."""
+    started = time.perf_counter()
     doing = {job.index for job in to_do(jobs, options)}
 
     def judged(job: Job) -> tuple[bool, Report]:
@@ -231,9 +231,9 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
                         f"{report.output_dtype}{skip}")
     command = task.operation.command
     if task.common.json:
-        echo_stdout(summary.strict_json({"command": command, "status": "summary", "dry_run": True,
-                                         "ok": counts["ok"], "failed": counts["error"],
-                                         "skipped": counts["skipped"], "not_run": 0, "total": len(jobs)}))
+        echo_stdout(summary.summary_json(command, ok=counts["ok"], failed=counts["error"], skipped=counts["skipped"],
+                                         not_run=0, total=len(jobs), seconds=time.perf_counter() - started,
+                                         dry_run=True))
     elif not task.common.quiet:
         echo_stderr(f"{command}: dry run, {counts['ok']} to write, {counts['error']} failed, "
                     f"{counts['skipped']} skipped")

@@ -670,8 +670,8 @@ def test_fail_fast_stops_at_the_first_failure(mixed: Path, tmp_path: Path) -> No
                  "--fail-fast", "--json")
     assert result.exit_code == 1
     summary = json.loads(result.stdout.splitlines()[-1])
-    assert summary | {"seconds": 0} == {"command": "space-to-depth", "status": "summary", "ok": 0, "failed": 1,
-                                       "skipped": 0, "not_run": 5, "total": 6, "seconds": 0}
+    assert summary | {"seconds": 0} == {"command": "space-to-depth", "status": "summary", "dry_run": False, "ok": 0,
+                                       "failed": 1, "skipped": 0, "not_run": 5, "total": 6, "seconds": 0}
     assert files(out) == []
 
 
@@ -789,6 +789,22 @@ def test_dry_run_predicts_failures_and_skips(mixed: Path, tmp_path: Path) -> Non
     assert files(out) == ["t.npy"]
 
 
+def test_the_summary_record_has_the_same_keys_run_dry_run_or_refused(mixed: Path, tmp_path: Path) -> None:
+    """A dry run's summary had dry_run and no seconds, a run's seconds and no dry_run: a script reading
+    summary["seconds"] (or ["dry_run"]) failed on the other."""
+    def last(*more: object, code: int) -> dict[str, Any]:
+        result = run("space-to-depth", mixed, "--out-dir", tmp_path / "out", "--name", "{stem}.npy", *more, "--json")
+        assert result.exit_code == code, result.stderr
+        return dict(json.loads(result.stdout.splitlines()[-1]))
+
+    dry, done, refused = (last("--blocksize", "2", "--dry-run", code=0), last("--blocksize", "2", code=0),
+                          last("--blocksize", "3", code=2))
+    assert list(dry) == list(done) == list(refused)
+    assert (dry["dry_run"], done["dry_run"], refused["dry_run"]) == (True, False, False)
+    assert (dry["ok"], done["ok"], refused["ok"], refused["failed"]) == (5, 5, 0, 3)
+    assert all(isinstance(record["seconds"], float) and record["seconds"] >= 0 for record in (dry, done, refused))
+
+
 def test_a_dry_run_reads_each_header_once(mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The options' check and the listing share one read: two were 35% of a dry run of 20,000 PNGs."""
     import geomcli.io
@@ -829,8 +845,8 @@ def test_json_streams_one_object_per_file_and_a_summary(shots: Path, tmp_path: P
     assert [Path(record["input"]).name for record in records[:-1]] == ["a.png", "b.png", "d.png", "e.png"]
     assert all(record["status"] == "ok" and record["error"] is None for record in records[:-1])
     assert records[0]["output_shape"] == [4, 4, 3] and records[0]["command"] == "crop-pad"
-    assert records[-1] | {"seconds": 0} == {"command": "crop-pad", "status": "summary", "ok": 4, "failed": 0,
-                                           "skipped": 0, "not_run": 0, "total": 4, "seconds": 0}
+    assert records[-1] | {"seconds": 0} == {"command": "crop-pad", "status": "summary", "dry_run": False, "ok": 4,
+                                           "failed": 0, "skipped": 0, "not_run": 0, "total": 4, "seconds": 0}
 
 
 def test_quiet_batch_says_nothing_unless_a_file_fails(shots: Path, tmp_path: Path) -> None:
