@@ -19,6 +19,16 @@ storage_option = click.option(
     help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
          "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. Credentials "
          "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
+
+
+def complete_a_file(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """A shell completes the value to a path, as a click.Path's: for an option that names a file
+    but is not one (--theta FILE|NUMBERS)."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]
+
+
 files_from_option = click.option(
     "--files-from", metavar="FILE", type=Name(dir_okay=False, allow_dash=True),
     help="Take inputs from FILE too, one a line or NUL-separated (find -print0; - for stdin), each name "
@@ -217,7 +227,7 @@ def transform_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """theta from a file, inline numbers, or the transform flags: one vocabulary for affine-grid
     and warp. The command gets ``theta_text``, ``rotate``, ``scale``, ``translate`` and ``shear``."""
     for option in reversed([
-        click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS",
+        click.option("--theta", "theta_text", default=None, metavar="FILE|NUMBERS", shell_complete=complete_a_file,
                       help="(N,2,3)/(N,3,4) matrices from a .npy/.tiff/.zarr (- reads one from stdin), or inline: "
                            "6 (2-D) or 12 (3-D) comma-separated numbers per matrix, row by row.  "
                            "[default: the transform flags]"),

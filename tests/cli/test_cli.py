@@ -1216,6 +1216,20 @@ def test_every_mode_option_completes_its_values(words: str, values: list[str]) -
     assert result.output.split() == [f"plain,{value}" for value in values]
 
 
+def completed(words: str) -> list[str]:
+    env = {"_GEOMCLI_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) -
+                                                                                       (not words.endswith(" ")))}
+    return CliRunner().invoke(cli, [], env=env, prog_name="geomcli", catch_exceptions=False).output.split()
+
+
+@pytest.mark.parametrize("words", ["geomcli grid-sample x.png --grid gr", "geomcli warp x.png --theta th",
+                                   "geomcli chain -i x.png grid-sample --grid gr", "geomcli affine-grid --theta th",
+                                   "geomcli chain -i x.png warp --theta th"])
+def test_the_options_naming_a_file_complete_to_paths(words: str) -> None:
+    # --grid and --theta (no click.Path: - and inline numbers) completed to nothing, as -o completes to paths
+    assert completed(words) == [f"file,{words.split()[-1]}"]
+
+
 HEAVY = ("numpy", "PIL", "tifffile", "rich", "ml_dtypes")
 PROBE = """
 import sys
