@@ -175,6 +175,15 @@ class _Pending(NamedTuple):
 class _Step(Command):
     """A step: an option of the chain's own given after it says where it goes."""
 
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        """Its options, then every step: click leaves out the steps already given, as if none could
+        come again (resize ... resize ... runs)."""
+        from click.shell_completion import CompletionItem
+
+        return [*(item for item in super().shell_complete(ctx, incomplete) if item.value not in chain.commands),
+                *(CompletionItem(name, help=chain.commands[name].get_short_help_str())
+                  for name in sorted(chain.commands) if name.startswith(incomplete))]
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)

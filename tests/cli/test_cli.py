@@ -1230,6 +1230,18 @@ def test_the_options_naming_a_file_complete_to_paths(words: str) -> None:
     assert completed(words) == [f"file,{words.split()[-1]}"]
 
 
+def test_a_chain_completes_a_step_already_given(tmp_path: Path, photo: Path) -> None:
+    # click leaves out the steps given, as if none could come again: resize<Tab> after a resize was nothing
+    steps = ["crop-pad", "depth-to-space", "grid-sample", "resize", "space-to-depth", "warp"]
+    assert completed("geomcli chain -i x.png crop-pad --shape 4,4 resize --sizes 2,2 ") == [f"plain,{step}"
+                                                                                           for step in steps]
+    assert completed("geomcli chain -i x.png resize --sizes 4,4 res") == ["plain,resize"]
+    assert completed("geomcli chain -i x.png resize --sizes 4,4 --mo") == ["plain,--mode"]
+    # and a step given twice runs twice
+    result = run("chain", "-i", photo, "-o", tmp_path / "o.npy", "resize", "--sizes", "8,8", "resize", "--sizes", "4,4")
+    assert result.exit_code == 0 and np.load(tmp_path / "o.npy").shape[:2] == (4, 4)
+
+
 HEAVY = ("numpy", "PIL", "tifffile", "rich", "ml_dtypes")
 PROBE = """
 import sys
