@@ -84,7 +84,7 @@ ENVIRONMENT = [
     ("GEOMCLI_MAX_PIXELS", "The default of \\fB\\-\\-max\\-pixels\\fR."),
     ("GEOMCLI_THREADS", "The default of \\fB\\-\\-threads\\fR."),
     ("GEOMCLI_SCHEDULER", "The default of \\fB\\-\\-scheduler\\fR (\\fB\\-j\\fR on the command line overrides it)."),
-    ("NO_COLOR", "When set, the summary on stderr has no colour even on a terminal."),
+    ("NO_COLOR", "When set and not empty, the summary on stderr has no colour even on a terminal."),
 ]
 
 # Beyond each command's own "Example:" line: a pipe, a batch and a Makefile rule.

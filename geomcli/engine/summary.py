@@ -252,7 +252,8 @@ def _short(value: Any) -> str:
 
 
 def wants_colour(stream: IO[str]) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ
+    # no-color.org: NO_COLOR counts when not empty (NO_COLOR= is unset, as rich's progress bar reads it)
+    return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
 def write_line(stream: IO[str], line: str) -> None:

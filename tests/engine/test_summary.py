@@ -81,6 +81,14 @@ def test_colour_on_a_terminal_unless_no_color(monkeypatch: pytest.MonkeyPatch) -
     assert "\x1b[" not in plain.getvalue()
 
 
+def test_an_empty_no_color_keeps_the_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    # no-color.org: NO_COLOR counts when not empty; NO_COLOR= took the colour away (rich's bar kept it)
+    monkeypatch.setenv("NO_COLOR", "")
+    stream = Terminal()
+    show(report(), stream)
+    assert "\x1b[" in stream.getvalue()
+
+
 def test_json_keys() -> None:
     record = json.loads(report().to_json())
     assert list(record) == ["command", "input", "output", "input_shape", "input_dtype", "output_shape",
