@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from geomcli.cli.base import Command
-from geomcli.cli.options import files_from_option, storage_option
+from geomcli.cli.options import files_from_option, read_stdin_once, storage_option
 from geomcli.cli.params import Int, Name
 from geomcli.constants import DEFAULT_MAX_PIXELS
 
@@ -37,6 +37,8 @@ def info(inputs: tuple[str, ...], files_from: str | None, recursive: bool, as_js
 
     if not inputs and files_from is None:
         raise click.UsageError("give an INPUT, or --files-from FILE", click.get_current_context())
+    # (- twice, or - and --files-from -: the second found stdin empty, 'Error: <stdin>: empty input')
+    read_stdin_once(*(("the input", path) for path in inputs), ("--files-from", files_from))
     with usage_errors():
         code = info_files(inputs, recursive=recursive, as_json=as_json, frames=frames, max_pixels=max_pixels,
                           files_from=files_from, storage_options=storage_options)

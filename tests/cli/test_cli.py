@@ -884,6 +884,15 @@ def test_info_with_a_pattern_matching_nothing_shows_nothing(tensor: Path, tmp_pa
     assert f"Error: the pattern '{tmp_path / 'nothing*.png'}' has no file geomcli reads" in result.stderr
 
 
+@pytest.mark.parametrize("more, second", [(["-"], "the input -"), (["--files-from", "-"], "--files-from -")],
+                         ids=["twice", "files-from"])
+def test_info_reads_stdin_once(tensor: Path, more: list[str], second: str) -> None:
+    # the second reader found stdin empty: 'Error: <stdin>: empty input', exit 1, after the first's line
+    result = run("info", "-", *more, stdin=f"{tensor}\n".encode())
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"Error: the input - and {second} cannot both read stdin: it can be read once" in result.stderr
+
+
 def test_info_reads_a_fifo_once(tensor: Path, tmp_path: Path) -> None:
     with fifo_feeding(tmp_path / "pipe.npy", tensor.read_bytes()) as fifo:
         result = run("info", fifo)
