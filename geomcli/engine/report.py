@@ -304,7 +304,11 @@ def _progress_bar() -> Progress:
             return Text(f"{rate:.1f} files/s {int(left) // 60}:{int(left) % 60:02d} left",
                         style="progress.data.speed")
 
+    # rich sends stdout's lines through the bar's console (stderr) while the bar shows: --json's
+    # records with stdout a file or pipe (> run.jsonl from a terminal) went to the terminal, wrapped
+    # at its width. Only stdout on a terminal too is sent there, and then not wrapped.
+    to_a_terminal = sys.stdout is not None and sys.stdout.isatty()
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateAndTimeLeft(),
-                    console=Console(stderr=True), transient=True)
+                    console=Console(stderr=True, soft_wrap=True), transient=True, redirect_stdout=to_a_terminal)
 
 

@@ -1193,6 +1193,37 @@ def test_binary_output_to_a_terminal_is_refused(tensor: Path) -> None:
     assert "terminal" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_json_records_go_to_stdout_while_the_progress_bar_shows_on_a_terminal(tmp_path: Path,
+                                                                             rng: np.random.Generator) -> None:
+    """From a terminal, '--json > run.jsonl' wrote the summary alone there: rich sent each record
+    written while its bar showed to the terminal (stderr), wrapped at its width."""
+    import threading
+
+    for name in ("a", "b", "c"):
+        Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(tmp_path / f"{name}.png")
+    controller, terminal = pty.openpty()
+    shown = bytearray()
+
+    def drain() -> None:
+        try:
+            while chunk := os.read(controller, 4096):
+                shown.extend(chunk)
+        except OSError:  # the terminal's side closed
+            pass
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(tmp_path / "*.png"), "--out-dir", str(tmp_path / "out"),
+                             "--shape", "8,8", "--json"], stdout=subprocess.PIPE, stderr=terminal, text=True)
+    os.close(terminal)
+    reader.join(timeout=10)
+    os.close(controller)
+    assert result.returncode == 0
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [record.get("input") for record in records] == [str(tmp_path / f"{name}.png") for name in "abc"] + [None]
+    assert records[-1]["status"] == "summary" and b'"command"' not in shown
+
+
 def test_python_dash_m() -> None:
     result = subprocess.run([*GEOMCLI, "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("geomcli ")
