@@ -58,8 +58,12 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_
             raise click.UsageError(f"--{', --'.join(flags_used)} make{'s' if len(flags_used) == 1 else ''} 2-D "
                                    "matrices; a 3-D grid (5 --size values) takes --theta", ctx)
     found = output_format(output, common)
-    from geomcli.engine import one_file, report
+    from geomcli.engine import one_file, plan, report
     from geomcli.engine import theta as thetas
+
+    if like is not None:  # (--theta is its input, which -o may name, as any command's)
+        with usage_errors():
+            plan.check_spared(output, [("--like", like)])
 
     theta_file = theta_text if thetas.is_file(theta_text) else None
     refuse_writing_into(output, (("--theta", theta_file), ("--like", like)))

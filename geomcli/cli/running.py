@@ -134,13 +134,14 @@ def run_transform(operation: Operation, input_path: str, output: str, common: Co
     """One file from the command line: exit 2 for a bad output name or options the file cannot
     take, 1 if the file failed. A zarr job runs on ``scheduler``'s cluster where one is named (else
     on this machine's threads)."""
-    from geomcli.engine import one_file, report
+    from geomcli.engine import one_file, plan, report
 
     found = output_format(output, common)
     given = next(param for param in click.get_current_context().command.params if param.name == "inputs")
     refuse_writing_into(output, ((given.opts[0] if isinstance(given, click.Option) else "INPUT", input_path),
                                  *operation.files_read()))
     with usage_errors():
+        plan.check_spared(output, operation.files_read())
         # what the options cannot do with this file: its report, and exit 2 as in a batch
         outcome = one_file.transform_file(operation, input_path, output, found, common, usage_faults=True,
                                           scheduler=scheduler)

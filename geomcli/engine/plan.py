@@ -675,6 +675,22 @@ def _format(output: str, common: Common, template: str) -> str:
     return found
 
 
+def check_spared(output: str, files_read: Sequence[tuple[str, str]]) -> None:
+    """A usage error where -o ``output`` would replace a file an option reads, (option, path) of
+    ``files_read`` (a --grid, a --theta file, --like): -o may name its own INPUT, not these, which a
+    batch never writes over either."""
+    from geomcli import io
+
+    if io.is_stdout(output):
+        return
+    written = {_landing(output), _identity(output)} - {None}  # (no inode where nothing is there yet)
+    for option, path in files_read:
+        if path == "-" or io.is_stdin(path):
+            continue
+        if written & ({_landing(path), _real(path), _identity(path)} - {None}):
+            raise PlanError(f"-o {output} would replace {path}, which {option} reads; write the result elsewhere")
+
+
 def _check_inside(jobs: Sequence[Job], out_dir: str) -> None:
     """A symlinked folder under --out-dir must not lead outside it."""
     root = os.path.realpath(out_dir)

@@ -593,3 +593,39 @@ def test_a_grid_like_an_image_as_stored_fits_grid_sample_without_auto_orient(tmp
         assert result.exit_code == 0, result.stderr
     result = run("affine-grid", "--size", "1,1,4,4", "--no-auto-orient", "-o", tmp_path / "g.npy")
     assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, "Error: --no-auto-orient is for --like's file")
+
+
+@pytest.mark.parametrize("command, option", [
+    (["grid-sample", "IN", "--grid", "READ", "-o", "OUT"], "--grid"),
+    (["warp", "IN", "--theta", "READ", "-o", "OUT"], "--theta"),
+    (["chain", "-i", "IN", "-o", "OUT", "crop-pad", "--shape", "1,3,8,12", "warp", "--theta", "READ"], "warp --theta"),
+    (["affine-grid", "--like", "READ", "-o", "OUT"], "--like"),
+], ids=["grid", "theta", "chain", "like"])
+@pytest.mark.parametrize("through_a_link", [False, True], ids=["same-name", "link"])
+def test_o_never_replaces_a_file_an_option_reads(tmp_path: Path, rng: np.random.Generator, command: list[str],
+                                                 option: str, through_a_link: bool) -> None:
+    """-o names its own INPUT only: 'grid-sample t.npy --grid g.npy -o g.npy' wrote the result over the
+    grid (exit 0), as warp over its --theta file and affine-grid over --like's tensor, where a batch
+    refuses any output landing on them."""
+    data = rng.standard_normal((1, 3, 8, 12)).astype(np.float32)
+    np.save(tmp_path / "t.npy", data)
+    read = tmp_path / "read.npy"
+    if option == "--grid":
+        np.save(read, rotation_grid(8, 12).astype(np.float32))
+    elif option == "--like":
+        np.save(read, data)
+    else:
+        np.save(read, from_transforms(rotate=20.0)[None].astype(np.float32))
+    before = read.read_bytes()
+    output = read
+    if through_a_link:
+        output = tmp_path / "link.npy"
+        output.symlink_to(read)
+    parts = {"IN": str(tmp_path / "t.npy"), "READ": str(read), "OUT": str(output)}
+    result = run(*[parts.get(part, part) for part in command])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"Error: -o {output} would replace {read}, which {option} reads; write the result elsewhere" in result.stderr
+    assert read.read_bytes() == before
+    # elsewhere, the same run writes
+    parts["OUT"] = str(tmp_path / "out.npy")
+    assert run(*[parts.get(part, part) for part in command]).exit_code == 0
