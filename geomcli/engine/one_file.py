@@ -233,7 +233,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, loaded.format, loaded.layout),
                                                 io.mislabelled(input_path, loaded.format)))
         common = layouts.own_axes(common, loaded.format)
-        report.warnings.extend(_unused_options(fidelity, loaded.format, output_format))
+        report.warnings.extend(unused_options(fidelity, loaded.format, output_format))
         report.warnings.extend(operation.unused_options())
         picture = isinstance(loaded, io.Picture)
         if not isinstance(loaded, io.Picture):  # (a plain crop's picture: no cautions; its faults below)
@@ -395,7 +395,7 @@ def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, co
                                             for axis, size, unit in metadata.physical))
 
 
-def _unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
+def unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
     """One warning for each encoder or reader option this file's formats do not use (a reader's
     is of the input). (--compression on output other than TIFF is a usage error: io.refused_option.)"""
     from geomcli.engine import summary

@@ -102,6 +102,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
+    from geomcli.engine.one_file import unused_options
     from geomcli.io import _remote, _zarr
 
     _remote.configure(common.storage_options)
@@ -122,6 +123,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                                 "and the output has that one level")
         report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
         common = layouts.own_axes(common, file_format)
+        # (--quality, --page...: said here as for a file read whole, where they went unsaid)
+        report.warnings.extend(unused_options(common.fidelity, file_format, output_format))
         report.warnings.extend(operation.unused_options())
         report.notes.extend(operation.notes())
         try:

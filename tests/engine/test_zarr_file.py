@@ -2216,3 +2216,30 @@ def test_without_the_dask_extra_a_zarr_job_says_what_to_install(missing: str, tm
                  "--blocksize", "2")
     assert result.exit_code == 2 and f"Error: .{said}" in result.stderr
     assert sorted(os.listdir(tmp_path)) == ["t.npy"]
+
+
+@pytest.mark.parametrize("source, output", [("in.png", "out.zarr"), ("in.zarr", "out.npy")],
+                         ids=["to-zarr", "from-zarr"])
+def test_options_a_chunked_job_does_not_use_are_said_ignored(tmp_path: Path, source: str, output: str) -> None:
+    """--quality, --subsampling, --compress-level and --page went unsaid on a job read or written chunk
+    by chunk, where the same options on a file read whole each give a Warning and a record's warning."""
+    from PIL import Image
+
+    data = np.arange(6 * 8 * 3, dtype=np.uint8).reshape(6, 8, 3)
+    if source.endswith(".png"):
+        Image.fromarray(data).save(tmp_path / source)
+    else:
+        write_zarr(tmp_path / source, data, (3, 4, 3), ["y", "x", "c"])
+    result = run("crop-pad", tmp_path / source, "-o", tmp_path / output, "--shape", "4,4", "--quality", "50",
+                 "--subsampling", "4:4:4", "--compress-level", "2", "--page", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    kind, read = output.removeprefix("out.").upper(), source.removeprefix("in.").upper()
+    said = [f"--quality is for JPEG and WebP output, not {kind}; ignored",
+            f"--subsampling is for JPEG output, not {kind}; ignored",
+            f"--compress-level is for PNG output, not {kind}; ignored",
+            f"--page is for TIFF input, not {read}; ignored"]
+    assert json.loads(result.stdout)["warnings"] == said
+    result = run("crop-pad", tmp_path / source, "-o", tmp_path / output, "--shape", "4,4", "--quality", "50",
+                 "--subsampling", "4:4:4", "--compress-level", "2", "--page", "1")
+    assert [line for line in result.stderr.splitlines() if line.startswith("Warning:")] == [
+        *(f"Warning: {tmp_path / output}: {text}" for text in said[:3]), f"Warning: {tmp_path / source}: {said[3]}"]
