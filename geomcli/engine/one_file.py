@@ -13,7 +13,7 @@ import os
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from geomcli.engine.options import write_options
+from geomcli.engine.options import unused_options, write_options
 from geomcli.engine.report import reporting
 from geomcli.errors import GeomError, OptionFault
 
@@ -393,24 +393,6 @@ def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, co
     scaled = dict(zip(letters, scale))  # (an axis --layout names otherwise, a stack axis, keeps its size)
     return metadata._replace(physical=tuple((axis, scaled.get(axis, size), unit)
                                             for axis, size, unit in metadata.physical))
-
-
-def unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
-    """One warning for each encoder or reader option this file's formats do not use (a reader's
-    is of the input). (--compression on output other than TIFF is a usage error: io.refused_option.)"""
-    from geomcli.engine import summary
-
-    unused = []
-    if fidelity.quality is not None and output_format not in ("jpeg", "webp"):
-        unused.append(f"--quality is for JPEG and WebP output, not {output_format.upper()}; ignored")
-    if fidelity.subsampling is not None and output_format != "jpeg":
-        unused.append(f"--subsampling is for JPEG output, not {output_format.upper()}; ignored")
-    if fidelity.compress_level is not None and output_format != "png":
-        unused.append(f"--compress-level is for PNG output, not {output_format.upper()}; ignored")
-    for name, value in (("--series", fidelity.series), ("--page", fidelity.page)):
-        if value is not None and input_format != "tiff":
-            unused.extend(summary.of_input(f"{name} is for TIFF input, not {input_format.upper()}; ignored"))
-    return unused
 
 
 def _stdout_default(output: str, given: str | None, input_format: str, result: np.ndarray | Picture) -> list[str]:

@@ -54,6 +54,24 @@ def write_options(common: Common) -> WriteOptions:
                            fidelity.subsampling)
 
 
+def unused_options(fidelity: Fidelity, input_format: str, output_format: str) -> list[str]:
+    """One warning for each encoder or reader option this file's formats do not use (a reader's
+    is of the input). (--compression on output other than TIFF is a usage error: io.refused_option.)"""
+    from geomcli.engine import summary
+
+    unused = []
+    if fidelity.quality is not None and output_format not in ("jpeg", "webp"):
+        unused.append(f"--quality is for JPEG and WebP output, not {output_format.upper()}; ignored")
+    if fidelity.subsampling is not None and output_format != "jpeg":
+        unused.append(f"--subsampling is for JPEG output, not {output_format.upper()}; ignored")
+    if fidelity.compress_level is not None and output_format != "png":
+        unused.append(f"--compress-level is for PNG output, not {output_format.upper()}; ignored")
+    for name, value in (("--series", fidelity.series), ("--page", fidelity.page)):
+        if value is not None and input_format != "tiff":
+            unused.extend(summary.of_input(f"{name} is for TIFF input, not {input_format.upper()}; ignored"))
+    return unused
+
+
 @dataclass(frozen=True)
 class BatchOptions:
     """A run over many files: ``--out-dir`` and what goes with it."""

@@ -102,7 +102,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
-    from geomcli.engine.one_file import unused_options
+    from geomcli.engine.options import unused_options
     from geomcli.io import _remote, _zarr
 
     _remote.configure(common.storage_options)
