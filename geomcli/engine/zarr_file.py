@@ -380,7 +380,7 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
     if _remote_or_stream(input_path):
         return None
     fidelity = common.fidelity
-    if io.format_for_path(input_path) == "tiff":
+    if io.format_for_path(input_path) == "tiff" and fidelity.page is None:  # (tifffile's store holds every page)
         with _reading():
             tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient,
                                     max_pixels=common.max_pixels)

@@ -2243,3 +2243,16 @@ def test_options_a_chunked_job_does_not_use_are_said_ignored(tmp_path: Path, sou
                  "--subsampling", "4:4:4", "--compress-level", "2", "--page", "1")
     assert [line for line in result.stderr.splitlines() if line.startswith("Warning:")] == [
         *(f"Warning: {tmp_path / output}: {text}" for text in said[:3]), f"Warning: {tmp_path / source}: {said[3]}"]
+
+
+def test_a_tiff_page_to_zarr_is_that_page(tmp_path: Path) -> None:
+    """--page went unheeded where a TIFF was read tile by tile for a .zarr output: 'crop-pad stack.tiff
+    -o out.zarr --page 1' cropped every page (4x4x4, where -o out.npy gives 4x4), the dry run's
+    4x4 beside it."""
+    import tifffile
+
+    pages = np.arange(4 * 32 * 48, dtype=np.uint16).reshape(4, 32, 48)
+    tifffile.imwrite(tmp_path / "stack.tiff", pages, photometric="minisblack")
+    result = run("crop-pad", tmp_path / "stack.tiff", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--page", "1")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], pages[1, 14:18, 22:26])
