@@ -173,7 +173,8 @@ def _errors(url: str, doing: str) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError as error:
-        raise GeomError(f"{url}: {_http_refusal(error, doing) or 'no such file'}") from error
+        said = _http_refusal(error, doing) or _unreached(error, doing) or "no such file"
+        raise GeomError(f"{url}: {said}") from error
     except PermissionError as error:
         raise GeomError(f"{url}: permission denied{_refusal_reason(error)}") from error
     except IsADirectoryError as error:
@@ -210,6 +211,18 @@ def _http_refusal(error: BaseException, doing: str) -> str | None:
             return f"{refused} (HTTP {seen.status}{reason})"
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def _unreached(error: FileNotFoundError, doing: str) -> str | None:
+    """What could not be done, with aiohttp's reason, where fsspec's http:// reports a host it
+    could not reach (a connection refused, a name that does not resolve) as a FileNotFoundError:
+    a server that was down read 'no such file', as if the name were wrong."""
+    try:
+        from aiohttp import ClientConnectionError
+    except ImportError:
+        return None
+    cause = error.__cause__ or error.__context__
+    return f"cannot {doing} ({_first_line(cause)})" if isinstance(cause, ClientConnectionError) else None
 
 
 def _failures() -> tuple[type[BaseException], ...]:

@@ -610,6 +610,22 @@ def test_an_http_status_is_reported_as_what_it_says(status: int, message: str, h
     assert not (tmp_path / "a.png").exists()
 
 
+def test_an_http_host_that_cannot_be_reached_is_not_a_missing_file(tmp_path: Path) -> None:
+    """fsspec reports a refused connection as a FileNotFoundError: a server that was down read
+    'Error: http://127.0.0.1:PORT/a.png: no such file', as if the name were wrong."""
+    import socket
+
+    with socket.socket() as unused:  # a port nothing listens on once it is closed
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/a.png"
+    for command in (["crop-pad", url, "-o", tmp_path / "a.png", "--shape", "6,6"], ["info", url]):
+        result = run(*command)
+        assert result.exit_code == 1 and result.stderr.startswith(f"Error: {url}: cannot read (")
+        assert "no such file" not in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "a.png").exists()
+
+
 def test_file_urls_are_local_paths(shots: dict[str, bytes], tmp_path: Path) -> None:
     result = run("crop-pad", f"file://{tmp_path}/raw/*.png", "--out-dir", f"file://{tmp_path}/out", "--shape", "6,6")
     assert result.exit_code == 0, result.stderr
