@@ -681,12 +681,14 @@ def check_spared(output: str, files_read: Sequence[tuple[str, str]]) -> None:
     batch never writes over either."""
     from geomcli import io
 
-    if io.is_stdout(output):
+    read = [(option, path) for option, path in files_read if path != "-" and not io.is_stdin(path)]
+    if io.is_stdout(output) or not read:
         return
-    written = {_landing(output), _identity(output)} - {None}  # (no inode where nothing is there yet)
-    for option, path in files_read:
-        if path == "-" or io.is_stdin(path):
-            continue
+    try:
+        written = {_landing(output), _identity(output)} - {None}  # (no inode where nothing is there yet)
+    except GeomError:
+        return  # an output the run cannot write (gs:// without gcsfs) fails there, with its one line
+    for option, path in read:
         if written & ({_landing(path), _real(path), _identity(path)} - {None}):
             raise PlanError(f"-o {output} would replace {path}, which {option} reads; write the result elsewhere")
 

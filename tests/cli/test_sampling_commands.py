@@ -629,3 +629,22 @@ def test_o_never_replaces_a_file_an_option_reads(tmp_path: Path, rng: np.random.
     # elsewhere, the same run writes
     parts["OUT"] = str(tmp_path / "out.npy")
     assert run(*[parts.get(part, part) for part in command]).exit_code == 0
+
+
+def test_o_to_a_store_not_installed_is_one_line_beside_a_grid(tmp_path: Path, rng: np.random.Generator) -> None:
+    # d72216b's check of -o against the --grid file ended in a traceback where -o's filesystem is missing
+    pytest.importorskip("fsspec")
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("gcsfs is installed")
+    np.save(tmp_path / "t.npy", rng.standard_normal((1, 3, 8, 12)).astype(np.float32))
+    np.save(tmp_path / "g.npy", rotation_grid(8, 12).astype(np.float32))
+    for command in (["crop-pad", tmp_path / "t.npy", "--shape", "1,3,4,4"],
+                    ["grid-sample", tmp_path / "t.npy", "--grid", tmp_path / "g.npy"]):
+        result = run(*command, "-o", "gs://bucket/a.npy")
+        assert result.exit_code == 1
+        assert result.stderr == ("Error: gs://bucket/a.npy: gs:// needs gcsfs, which is not installed "
+                                 "(pip install gcsfs)\n")
