@@ -100,7 +100,7 @@ EXTRA_EXAMPLES = {
         "geomcli space-to-depth frames/ --out-dir blocks --name '{stem}.npy' --blocksize 4 --mode CRD",
     ],
     "depth-to-space": [
-        "geomcli depth-to-space blocks/ --out-dir frames --name '{stem}.tiff' --blocksize 4 --mode CRD",
+        "geomcli depth-to-space blocks/ --out-dir frames --name '{stem}.tiff' --blocksize 4 --mode CRD --layout HWC",
     ],
     "affine-grid": [
         "geomcli affine-grid --size 8,3,224,224 --theta thetas.npy -o grids.npy --align-corners",
