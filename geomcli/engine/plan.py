@@ -307,12 +307,19 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             raise PlanError(f"{what} has no file geomcli reads {READ_SUFFIXES}"
                             + (f" outside --out-dir {out_dir}, which it leaves out" if skip.met else ""))
         for source in found:
-            # links to one file are each an input
-            key = source.path if _remote.is_url(source.path) else os.path.normcase(os.path.abspath(source.path))
+            key = input_key(source.path)
             if key not in seen:
                 seen.add(key)
                 sources.append(source)
     return sources
+
+
+def input_key(path: str) -> str:
+    """What names one input however it is spelled (./a.png, a.png): a file named twice is done once.
+    Links to one file are each an input."""
+    from geomcli.io import _remote
+
+    return path if _remote.is_url(path) else os.path.normcase(os.path.abspath(path))
 
 
 class _OutDir:

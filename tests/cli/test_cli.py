@@ -893,6 +893,14 @@ def test_info_reads_stdin_once(tensor: Path, more: list[str], second: str) -> No
     assert f"Error: the input - and {second} cannot both read stdin: it can be read once" in result.stderr
 
 
+def test_info_shows_a_file_named_twice_once(tensor: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as a transform does it once: a name, ./name, a pattern and its folder each showed it again
+    monkeypatch.chdir(tmp_path)
+    result = run("info", tensor.name, f"./{tensor.name}", "*.npy", ".", "--json")
+    assert result.exit_code == 0
+    assert [json.loads(line)["input"] for line in result.stdout.splitlines()] == [tensor.name]
+
+
 def test_info_reads_a_fifo_once(tensor: Path, tmp_path: Path) -> None:
     with fifo_feeding(tmp_path / "pipe.npy", tensor.read_bytes()) as fifo:
         result = run("info", fifo)
