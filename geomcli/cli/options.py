@@ -265,7 +265,7 @@ def sampling_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--fill", type=str, default=None,
                       help="What a tap outside reads with --padding-mode zeros, and a position that is not "
                            "finite (NaN, inf) with any padding mode, in the input's dtype (must fit it exactly).  "
-                           "[default: 0]"),
+                           "[default: the dtype's zero]"),
     ]):
         command = option(command)
     return command

@@ -648,3 +648,15 @@ def test_o_to_a_store_not_installed_is_one_line_beside_a_grid(tmp_path: Path, rn
         assert result.exit_code == 1
         assert result.stderr == ("Error: gs://bucket/a.npy: gs:// needs gcsfs, which is not installed "
                                  "(pip install gcsfs)\n")
+
+
+@pytest.mark.parametrize("command", ["crop-pad", "grid-sample", "warp"])
+def test_fill_tells_one_default_in_every_command(command: str) -> None:
+    # grid-sample's and warp's said 0 where a bool input pads with False and text with "", as crop-pad's says
+    from click.testing import CliRunner
+
+    from geomcli.cli import cli
+
+    shown = " ".join(CliRunner().invoke(cli, [command, "--help"]).stdout.split())
+    fill = shown[shown.index("--fill TEXT"):]
+    assert fill[fill.index("[default:"):].startswith("[default: the dtype's zero]")
