@@ -25,9 +25,10 @@ from geomcli.errors import GeomError
               help="With --like: the file's shape as stored, as grid-sample --no-auto-orient reads it, not "
                    "turned upright by its EXIF (or TIFF) orientation.")
 @transform_options
-@click.option("--align-corners", is_flag=True, help="-1 and 1 are the centres of the corner pixels, not their edges.")
+@click.option("--align-corners", is_flag=True,
+              help="-1 and 1 are the centres of the corner pixels, not their outer edges.")
 @click.option("--dtype", type=click.Choice(("float32", "float64", "float16", "bfloat16")), default=None,
-              help="Grid dtype.  [default: a theta file's float dtype, else float32]")
+              help="theta's and the grid's dtype.  [default: a theta file's float dtype, else float32]")
 @common_options
 def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_auto_orient: bool,
                 theta_text: str | None, rotate: float, scale: tuple[float, ...], translate: tuple[float, ...],

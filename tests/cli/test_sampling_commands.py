@@ -660,3 +660,14 @@ def test_fill_tells_one_default_in_every_command(command: str) -> None:
     shown = " ".join(CliRunner().invoke(cli, [command, "--help"]).stdout.split())
     fill = shown[shown.index("--fill TEXT"):]
     assert fill[fill.index("[default:"):].startswith("[default: the dtype's zero]")
+
+
+@pytest.mark.parametrize("option", ["--align-corners", "--dtype"])
+def test_affine_grid_and_warp_tell_one_option_alike(option: str) -> None:
+    # affine-grid's said 'not their edges' and 'Grid dtype.' (its theta is cast too, as its record's
+    # input_dtype shows), warp's 'not their outer edges' and "theta's and the grid's dtype."
+    from geomcli.cli.group import commands
+
+    helps = {name: next(param.help for param in commands()[name].params if option in param.opts)
+             for name in ("affine-grid", "warp")}
+    assert helps["affine-grid"] == helps["warp"]
