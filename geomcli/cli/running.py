@@ -72,6 +72,12 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
         if inputs[0] != "-" and os.path.isdir(inputs[0]) and not _zarr.is_zarr(inputs[0]):
             raise click.UsageError(_zarr.misnamed(inputs[0])
                                    or f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
+        from geomcli.engine import plan
+
+        if not _remote.is_url(inputs[0]) and plan.is_pattern(inputs[0]):
+            # a quoted glob, which -o took as a name: 'Error: shots/*.png: no such file' (exit 1)
+            raise click.UsageError(f"{inputs[0]!r} is a pattern, and -o takes one file; give --out-dir DIR for the "
+                                   "files it matches", ctx)
         for name, flag in _BATCH_ONLY.items():
             # (an environment variable, GEOMCLI_SCHEDULER, is for the jobs it is for)
             if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT,

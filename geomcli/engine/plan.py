@@ -314,6 +314,11 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
     return sources
 
 
+def is_pattern(name: str) -> bool:
+    """Whether ``name`` is a glob a batch expands (a file so named is taken as it is)."""
+    return bool(_GLOB_MAGIC.search(name)) and not os.path.lexists(name)
+
+
 def input_key(path: str) -> str:
     """What names one input however it is spelled (./a.png, a.png): a file named twice is done once.
     Links to one file are each an input."""

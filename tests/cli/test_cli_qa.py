@@ -184,6 +184,24 @@ def test_an_empty_input_name_is_a_usage_error(tensor: Path, tmp_path: Path, comm
     assert sorted(path.name for path in tmp_path.iterdir()) == ["tensor.npy"]
 
 
+@pytest.mark.parametrize("command", [["crop-pad", "PATTERN", "-o", "OUT", "--shape", "4,4"],
+                                     ["chain", "-i", "PATTERN", "-o", "OUT", "crop-pad", "--shape", "4,4"]],
+                         ids=["crop-pad", "chain"])
+def test_a_quoted_glob_with_o_is_a_usage_error(tensor: Path, tmp_path: Path, command: list[str]) -> None:
+    """-o took it as a name: 'Error: dir/*.npy: no such file' (exit 1), where a folder is a usage error
+    that points to --out-dir; a file whose name holds a glob's characters is still read as named."""
+    pattern, out = str(tmp_path / "*.npy"), tmp_path / "out.npy"
+    result = run(*[{"PATTERN": pattern, "OUT": str(out)}.get(part, part) for part in command])
+    assert result.exit_code == 2 and result.stdout == "" and not out.exists()
+    assert (f"Error: {pattern!r} is a pattern, and -o takes one file; give --out-dir DIR for the files it matches"
+            in result.stderr)
+    odd = tmp_path / "t[1].npy"
+    odd.write_bytes(tensor.read_bytes())
+    result = run(*[{"PATTERN": str(odd), "OUT": str(out)}.get(part, part) for part in command][:-2],
+                 "--shape", "1,3,4,4")
+    assert result.exit_code == 0, result.stderr
+
+
 # --- inputs of an unknown extension ------------------------------------------------------------
 
 
