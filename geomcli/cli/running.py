@@ -83,7 +83,9 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
             if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT,
                                                       click.core.ParameterSource.ENVIRONMENT) and not (
                     chunked and name == "scheduler"):
-                raise click.UsageError(f"{flag} goes with --out-dir, not -o", ctx)
+                # (--scheduler does a zarr array's chunks too: said, where it was left for a guess)
+                also = " or a .zarr input or output" if name == "scheduler" else ""
+                raise click.UsageError(f"{flag} goes with --out-dir{also}, not -o", ctx)
         run_transform(operation, inputs[0], output, common, ctx.params.get("scheduler") if chunked else None)
         return
     if output is not None:

@@ -202,6 +202,13 @@ def test_a_quoted_glob_with_o_is_a_usage_error(tensor: Path, tmp_path: Path, com
     assert result.exit_code == 0, result.stderr
 
 
+def test_scheduler_with_o_names_what_it_goes_with(tensor: Path, tmp_path: Path) -> None:
+    # 'goes with --out-dir, not -o', where -o a .zarr (or a .zarr input) takes it too
+    result = run("crop-pad", tensor, "-o", tmp_path / "out.npy", "--shape", "1,3,4,4", "--scheduler", "local:1")
+    assert result.exit_code == 2 and not (tmp_path / "out.npy").exists()
+    assert "Error: --scheduler goes with --out-dir or a .zarr input or output, not -o\n" in result.stderr
+
+
 # --- inputs of an unknown extension ------------------------------------------------------------
 
 
