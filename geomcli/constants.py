@@ -5,6 +5,9 @@ choices) for free."""
 FORMATS = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
 """The formats read and written, as --format names them."""
 
+FORMAT_ALIASES = {"jpg": "jpeg", "tif": "tiff"}
+"""The other names --format takes, as the extensions spell them."""
+
 LAYOUTS = ("NCHW", "NHWC", "CHW", "HWC", "NHW", "HW")
 """The layouts --layout names."""
 

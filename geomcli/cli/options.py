@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from geomcli.cli.params import Float, FloatList, Int, KeyValue, Name
-from geomcli.constants import DEFAULT_MAX_PIXELS, FORMATS, LAYOUTS, MAX_THREADS, TIFF_COMPRESSIONS
+from geomcli.constants import DEFAULT_MAX_PIXELS, FORMAT_ALIASES, FORMATS, LAYOUTS, MAX_THREADS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
 storage_option = click.option(
@@ -43,7 +43,8 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
                        "--layout says. Rank 4 defaults to NCHW where channels matter (space-to-depth, "
                        "depth-to-space, grid-sample, warp). On a tensor, --shape, --sizes and --scales name "
                        "every axis unless --axes or --layout picks some.")
-    @click.option("--format", "format_", type=click.Choice(FORMATS, case_sensitive=False), default=None,
+    @click.option("--format", "format_", type=click.Choice((*FORMATS, *FORMAT_ALIASES), case_sensitive=False),
+                  default=None,
                   help="Output format for -o - (default npy) or a name without a known extension; "
                        "a known extension decides, and --format must agree with it.")
     @click.option("-q", "--quiet", is_flag=True, help="No summary and no warnings on stderr (errors are still shown).")
@@ -65,7 +66,8 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
             from geomcli.engine import report
 
             report.check_stdout()  # before any file is written, not at the first record
-        common = Common(layout, format_ and format_.lower(), quiet, as_json, debug, max_pixels, threads,
+        format_ = format_ and FORMAT_ALIASES.get(format_.lower(), format_.lower())
+        common = Common(layout, format_, quiet, as_json, debug, max_pixels, threads,
                         storage_options=storage_options)
         return command(common=common, **kwargs)
 

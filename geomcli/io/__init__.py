@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING, Any
 
+from geomcli import constants
 from geomcli.errors import GeomError
 from geomcli.io import _remote
 from geomcli.io._atomic import STOP_SIGNALS, clear_signals, note_signal, refuse_after_signal, signal_taken
@@ -88,7 +89,7 @@ __all__ = [
     "writes_into",
 ]
 
-FORMATS: tuple[str, ...] = ("png", "jpeg", "bmp", "gif", "webp", "npy", "tiff")
+FORMATS: tuple[str, ...] = constants.FORMATS
 IMAGE_FORMATS: frozenset[str] = frozenset({"png", "jpeg", "bmp", "gif", "webp"})
 
 _EXTENSIONS = {
@@ -102,7 +103,6 @@ _EXTENSIONS = {
     ".tif": "tiff",
     ".tiff": "tiff",
 }
-_ALIASES = {"jpg": "jpeg", "tif": "tiff"}
 # the extension an error message suggests for each format
 _SUFFIX = {
     "png": ".png",
@@ -125,7 +125,7 @@ def format_for_path(path: str, override: str | None = None, *, hint: str = " (or
     ('tiff', 'jpeg')
     """
     if override is not None:
-        fmt = _ALIASES.get(override.lower(), override.lower())
+        fmt = constants.FORMAT_ALIASES.get(override.lower(), override.lower())
         if fmt not in FORMATS:
             raise GeomError(f"unknown format {override!r}; expected one of {', '.join(FORMATS)}")
         return fmt

@@ -252,6 +252,18 @@ def test_format_for_a_name_without_a_known_extension_or_agreeing(photo: Path, tm
     assert io.read_array(str(tmp_path / name), format=fmt).data.shape == (2, 2, 3)
 
 
+@pytest.mark.parametrize("alias, fmt", [("jpg", "jpeg"), ("TIF", "tiff")])
+def test_format_takes_the_extensions_spelling_too(photo: Path, tmp_path: Path, alias: str, fmt: str) -> None:
+    """'--format jpg' was 'invalid choice' (exit 2), where .jpg names a JPEG and the library's format took it."""
+    written = run("crop-pad", photo, "-o", tmp_path / "a.bin", "--shape", "2,2", "--format", alias, "-q")
+    assert (written.exit_code, written.stderr) == (0, "")
+    assert run("crop-pad", photo, "-o", tmp_path / "b.bin", "--shape", "2,2", "--format", fmt, "-q").exit_code == 0
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    record = json.loads(run("crop-pad", photo, "-o", tmp_path / "c.bin", "--shape", "2,2", "--format", alias,
+                            "--json").stdout)
+    assert record["status"] == "ok" and io.format_for_path(str(tmp_path / "c.bin"), alias) == fmt
+
+
 def test_huge_shape_is_refused_before_allocating(photo: Path, tmp_path: Path) -> None:
     result = run("crop-pad", photo, "-o", tmp_path / "out.npy", "--shape", "100000000,100000000")
     assert result.exit_code == 2
