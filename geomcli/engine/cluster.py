@@ -224,8 +224,8 @@ def header_faults(task: Task, jobs: Sequence[Job]) -> list[tuple[int, str]]:
     from geomcli.io import _remote
 
     check_code(task.code)
-    _remote.configure(task.common.storage_options)
-    return [(job.index, line) for job, line in plans.option_faults(task, jobs)]
+    with _remote.task_options(task.common.storage_options):  # not another run's, on this worker
+        return [(job.index, line) for job, line in plans.option_faults(task, jobs)]
 
 
 @dataclass
@@ -517,17 +517,27 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
     (--fail-fast) names the run's Event: the task stops after its first failure, or before its
     next file once the Event is set, and returns the reports of those it did. ``sweep``: a retry
     after a worker died, whose temp files it removes first."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from geomcli.io import _atomic
+    from geomcli.io import _remote
 
     check_code(task.code)
+    # this run's --storage-option, in this thread and its committer's: a worker of several threads
+    # runs other runs' tasks beside it, each with its own
+    with _remote.task_options(task.common.storage_options):
+        return _do_files(task, jobs, stop, sweep)
+
+
+def _do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool) -> list[tuple[Report, bool]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from geomcli.io import _atomic, _remote
+
     if sweep:
         job_steps.remove_leftovers(jobs)  # listing each output's folder: only when some may be there
     cancelled = _cancellation()
     done: list[Report] = []
     placing: list[Any] = []  # concurrent.futures.Future of each placing
-    with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit") as committer, _atomic.stopped_when(cancelled):
+    with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit",
+                            initializer=_remote.pool_initializer()) as committer, _atomic.stopped_when(cancelled):
         try:
             asked = -STOP_ASKED  # before the first file, then (a round trip to the scheduler) twice a second
             for job in jobs:

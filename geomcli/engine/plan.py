@@ -896,7 +896,8 @@ def by_headers(read: Callable[[Job], T], jobs: Sequence[Job]) -> Iterator[T]:
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix="geomcli-header")
+    pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix="geomcli-header",
+                              initializer=_remote.pool_initializer())
     try:
         for start in range(0, len(jobs), RUN_OF_HEADERS):
             yield from pool.map(read, jobs[start:start + RUN_OF_HEADERS])

@@ -535,10 +535,12 @@ def _scheduler(scheduler: str | None, common: Common) -> Iterator[tuple[dict[str
     if scheduler is None:
         from concurrent.futures import ThreadPoolExecutor
 
+        from geomcli.io import _remote
+
         how = dict(chunked.threads_for(common.threads))
         # a pool of our own, shut down before a failure goes on: dask raises the first task's
         # error while others still run, and they would write into an output being removed
-        pool = ThreadPoolExecutor(how["num_workers"])
+        pool = ThreadPoolExecutor(how["num_workers"], initializer=_remote.pool_initializer())
         try:
             yield {**how, "pool": pool}, None
         finally:

@@ -17,9 +17,11 @@ Only the standard library loads at import time; fsspec loads with the first URL.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from geomcli.errors import GeomError, PlanError
@@ -38,6 +40,9 @@ READ_ONLY = frozenset({"http", "https"})
 MULTIPART_BYTES = 50 << 20
 
 _options: dict[str, Any] = {}
+# a cluster task's own options (task_options), over the process's: a joined cluster's worker runs
+# the tasks of several runs at once, one a thread, each run with its own --storage-option
+_task_options: ContextVar[dict[str, Any] | None] = ContextVar("geomcli_task_storage_options", default=None)
 # the filesystems already checked and connected, by id (each kept here, so no id is reused):
 # fsspec hands back one instance for one set of options, and readying it again cost 0.28 ms a
 # call, 7 calls a file (1,800 objects from S3 to S3: 12,605 calls, 3.5 s of a 21 s run)
@@ -82,6 +87,31 @@ def configure(options: tuple[tuple[str, Any], ...] | dict[str, Any]) -> None:
     _options = dict(options)
 
 
+def options() -> dict[str, Any]:
+    """The options a URL's filesystem is made with here: this task's (:func:`task_options`), else
+    the process's (:func:`configure`)."""
+    own = _task_options.get()
+    return _options if own is None else own
+
+
+@contextmanager
+def task_options(given: tuple[tuple[str, Any], ...] | dict[str, Any]) -> Iterator[None]:
+    """Within it, in this thread (and the pools it starts with :func:`pool_initializer`), URLs'
+    filesystems are made with ``given``, whatever another thread configures meanwhile: a task
+    on a cluster's worker, beside other runs' tasks."""
+    token = _task_options.set(dict(given))
+    try:
+        yield
+    finally:
+        _task_options.reset(token)
+
+
+def pool_initializer() -> Callable[[], object]:
+    """A thread pool's initializer: its threads make filesystems with the options this thread
+    does (a cluster task's own)."""
+    return functools.partial(_task_options.set, _task_options.get())
+
+
 def protocol(url: str) -> str:
     match = _URL.match(url)
     assert match is not None
@@ -106,7 +136,7 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
         raise GeomError(f"{url}: URLs are read and written through fsspec, which is not installed: "
                         f"{INSTALL}") from error
     try:
-        fs, path = fsspec.core.url_to_fs(url, **_options)
+        fs, path = fsspec.core.url_to_fs(url, **options())
         if _ready.get(id(fs)) is fs:
             return fs, path
         _check_flags(fs.__class__)
@@ -123,7 +153,7 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     except ValueError as error:  # an unknown protocol, or options it does not take
         raise GeomError(f"{url}: {error}") from error
     except (TypeError, AttributeError) as error:  # an option the filesystem or botocore cannot take
-        if not _options:
+        if not options():
             raise  # none given: a bug, or libraries that do not fit, with its traceback
         raise PlanError(_refused_option(url, error)) from error
     return fs, path
@@ -145,7 +175,7 @@ def _check_flags(filesystem_class: Any) -> None:
     import inspect
 
     parameters = inspect.signature(filesystem_class.__init__).parameters
-    for key, value in _options.items():
+    for key, value in options().items():
         if key in parameters and isinstance(parameters[key].default, bool) and not isinstance(value, bool):
             raise PlanError(f"--storage-option {key}={value}: {key} is true or false")
 
@@ -154,7 +184,7 @@ def _refused_option(url: str, error: BaseException) -> str:
     """What a filesystem's TypeError or AttributeError over its options says, naming the option
     (the message names --storage-option: a plan's usage error passes on its text alone)."""
     named = re.search(r"keyword argument '(\w+)'", str(error))
-    if named is not None and named.group(1) in _options:
+    if named is not None and named.group(1) in options():
         return f"--storage-option {named.group(1)}: {protocol(url)}:// takes no such option"
     return f"--storage-option: {protocol(url)}:// cannot take the options given ({_first_line(error)})"
 

@@ -182,7 +182,7 @@ def _store(path: str, read_only: bool) -> Any:
     path = _remote.local_path(path)
     if not _remote.is_url(path):
         return zarr.storage.LocalStore(path, read_only=read_only)
-    options = dict(_remote._options)
+    options = dict(_remote.options())
     if _remote.protocol(path) in ("s3", "s3a"):
         # s3fs asks an object's size (a HEAD) before reading it whole, to split one past its block
         # size (50 MiB) into ranged reads 10 at a time: a request more for every chunk (4 chunks

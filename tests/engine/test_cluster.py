@@ -984,3 +984,67 @@ def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
                       "sent yet were not done or not reported (outputs placed are whole)\n")
     for record in map(json.loads, stdout.splitlines()):  # those that came, each placed and whole
         assert record["status"] == "ok" and Image.open(record["output"]).size == (390, 290)
+
+
+@dataclass(frozen=True)
+class _Meets(operations.CropPad):
+    """A crop-pad whose file named first waits, once read, until the file named second is read
+    (another run's task, on another thread of the same worker process)."""
+
+    command: ClassVar[str] = "crop-pad"
+    second_read: ClassVar[threading.Event] = threading.Event()
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        if "second" in loaded.source:
+            type(self).second_read.set()
+        else:
+            assert type(self).second_read.wait(30)
+        return super().apply(loaded, common, allocate)
+
+
+@pytest.fixture
+def other_s3(tmp_path: Path) -> Iterator[str]:
+    """A second S3 server, of its own store (moto's are shared within a process): its endpoint."""
+    script = ("import sys, time\nfrom moto.server import ThreadedMotoServer\n"
+              "server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)\nserver.start()\n"
+              "print(server._server.server_port, flush=True)\ntime.sleep(600)\n")
+    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            yield f"http://127.0.0.1:{int(process.stdout.readline())}"
+        finally:
+            process.kill()
+
+
+def test_two_runs_on_one_worker_each_keep_their_own_storage_options(tmp_path: Path, s3: Any,
+                                                                    other_s3: str) -> None:
+    """Two runs at once on a joined cluster whose workers have several threads, each with its own
+    --storage-option (another endpoint, other keys): a run's output was placed with the options
+    of whichever run's task had begun last on that worker, so it went to the other run's store
+    (into a bucket of the same name there, or 'The specified bucket does not exist')."""
+    import boto3
+
+    boto3.client("s3", endpoint_url=other_s3, aws_access_key_id="testing", aws_secret_access_key="testing",
+                 region_name="us-east-1").create_bucket(Bucket=s3.bucket)
+    _Meets.second_read.clear()
+    inputs = npy_inputs(tmp_path / "in", ["first", "second"])
+    reports: dict[str, Any] = {}
+
+    def run(path: str, endpoint: str) -> None:  # a task of its own run, as a worker thread runs it
+        name = Path(path).stem
+        common = Common(storage_options=(("endpoint_url", endpoint), ("key", "testing"), ("secret", "testing")))
+        job = Job(0, path, f"{s3.url}/out/{name}.npy", "npy")
+        [(reports[name], _)] = cluster.do_files(Task(_Meets((2, 3)), common), [job], None)
+
+    threads = [threading.Thread(target=run, args=(inputs[0], s3.endpoint)),
+               threading.Thread(target=run, args=(inputs[1], other_s3))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert {name: (report.status, report.error) for name, report in reports.items()} == \
+        {"first": ("ok", None), "second": ("ok", None)}
+    assert s3.keys() == ["out/first.npy"]
+    other = boto3.client("s3", endpoint_url=other_s3, aws_access_key_id="testing", aws_secret_access_key="testing",
+                         region_name="us-east-1")
+    assert [item["Key"] for item in other.list_objects_v2(Bucket=s3.bucket).get("Contents", [])] == ["out/second.npy"]
