@@ -148,10 +148,32 @@ def cancel_and_wait(client: Any, futures: list[Any]) -> None:
     deadline = time.monotonic() + STOP_WAIT
     try:
         client.cancel(futures)
-        while time.monotonic() < deadline and any(client.run(_running, keys).values()):
+        # a client whose scheduler went away can ask no worker (each ask spent 10 s reconnecting)
+        while time.monotonic() < deadline and client.status == "running" and \
+                any(client.run(_running, keys).values()):
             time.sleep(0.05)
     except (OSError, RuntimeError):  # the scheduler or the workers gone: nothing left running
         pass
+
+
+@contextmanager
+def scheduler_kept(client: Any, lost: str) -> Iterator[None]:
+    """Within it, a joined cluster's scheduler that goes away (killed, or its machine) is one
+    GeomError, ``{address}: the Dask scheduler went away mid-run; {lost}``: distributed cancels
+    every future of the client then, and its FutureCancelledError ended the run in a traceback;
+    a result on its way when the connection closed ended it in 'Error: in <TCP (closed)
+    ConnectionPool.gather local=... remote=...>: ConnectionResetError: ...'."""
+    from concurrent.futures import CancelledError
+
+    from distributed.comm.core import CommClosedError
+
+    try:
+        yield
+    except (CancelledError, CommClosedError) as error:
+        if isinstance(error, CancelledError) and client.status == "running":
+            raise  # cancelled otherwise: not the scheduler's going
+        address = getattr(client.scheduler, "address", None) or "the cluster"
+        raise GeomError(f"{address}: the Dask scheduler went away mid-run; {lost}") from error
 
 
 def _running(keys: list[Any], dask_worker: Any = None) -> bool:

@@ -467,6 +467,8 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
     from dask.base import compute
     from dask.delayed import delayed
 
+    from geomcli.engine.scheduler import scheduler_kept
+
     starts = [np.cumsum((0, *lengths[:-1])) for lengths in result.chunks]
     blocks = result.to_delayed(optimize_graph=True)
     indices = list(np.ndindex(*result.numblocks))
@@ -484,7 +486,8 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
         # cluster's workers get no signal, and wrote their chunks into the array removed)
         futures = cluster.compute(tasks)
         try:
-            return list(cluster.gather(futures))
+            with scheduler_kept(cluster, _NOT_WRITTEN):
+                return list(cluster.gather(futures))
         except BaseException:
             from geomcli.engine.scheduler import cancel_and_wait, signals_held
 
@@ -496,12 +499,17 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
     futures = client.compute([delayed(_block_and_range, pure=False)(blocks[index]) for index in indices])
     where = {future.key: place for future, place in zip(futures, places, strict=True)}
     ranges = []
-    for future in as_completed(futures, loop=client.loop):
-        block, found = future.result()
-        target[where[future.key]] = block
-        ranges.append(found)
-        future.release()
+    with scheduler_kept(client, _NOT_WRITTEN):
+        for future in as_completed(futures, loop=client.loop):
+            block, found = future.result()
+            target[where[future.key]] = block
+            ranges.append(found)
+            future.release()
     return ranges
+
+
+# what a zarr job whose joined cluster's scheduler went away leaves (scheduler.scheduler_kept)
+_NOT_WRITTEN = "the output was not written"
 
 
 

@@ -944,12 +944,15 @@ def test_a_stopped_run_on_a_joined_cluster_waits_for_the_tasks_it_cancels(schedu
         assert not [key for keys in client.run(_executing).values() for key in keys]
 
 
-def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
-    """A joined cluster's scheduler killed (kill -9 of `dask scheduler`): each file in flight was
-    an error "cancelled by the cluster" (placed or not), then a traceback (the client's
-    nthreads, refused); now one line, exit 1."""
-    slow_inputs(tmp_path / "in", 60, (300, 400))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+def _with_this_geomcli() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+
+
+@contextlib.contextmanager
+def own_cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A scheduler and a worker of one thread started with Dask's own CLI, as a user's cluster is:
+    its address, and the scheduler's process (for a test to kill); both killed at the end."""
+    env = _with_this_geomcli()
     address_file = tmp_path / "scheduler.json"
     scheduler_process = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                                           "--port", "0", "--no-dashboard", "--scheduler-file", str(address_file)],
@@ -967,23 +970,60 @@ def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
                                           stderr=subprocess.DEVNULL, start_new_session=True)
         with distributed.Client(address, set_as_default=False) as client:
             client.wait_for_workers(1, timeout=60)
-        out = tmp_path / "out"
-        process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
-                                    "290,390", "--scheduler", address, "--json"], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
-        first_output(out)
-        scheduler_process.kill()
-        stdout, stderr = process.communicate(timeout=60)
+        yield address, scheduler_process
     finally:
         for started in (scheduler_process, worker_process):
             if started is not None:
                 started.kill()
                 started.wait()
+
+
+def test_a_scheduler_killed_mid_run_is_one_error_line(tmp_path: Path) -> None:
+    """A joined cluster's scheduler killed (kill -9 of `dask scheduler`): each file in flight was
+    an error "cancelled by the cluster" (placed or not), then a traceback (the client's
+    nthreads, refused); now one line, exit 1."""
+    slow_inputs(tmp_path / "in", 60, (300, 400))
+    with own_cluster(tmp_path) as (address, scheduler_process):
+        out = tmp_path / "out"
+        process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out), "--shape",
+                                    "290,390", "--scheduler", address, "--json"], env=_with_this_geomcli(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first_output(out)
+        scheduler_process.kill()
+        stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 1
     assert stderr == (f"Error: {address}: the Dask scheduler went away mid-run; the files in flight and those not "
                       "sent yet were not done or not reported (outputs placed are whole)\n")
     for record in map(json.loads, stdout.splitlines()):  # those that came, each placed and whole
         assert record["status"] == "ok" and Image.open(record["output"]).size == (390, 290)
+
+
+@pytest.mark.parametrize("output", ["out.zarr", "out.npy"])
+def test_a_scheduler_killed_mid_zarr_job_is_one_error_line(tmp_path: Path, output: str) -> None:
+    """A zarr job on a joined cluster whose scheduler is killed: distributed's
+    FutureCancelledError ('... cancelled for reason: scheduler-connection-lost.') ended it in a
+    traceback; now one line, exit 1, and no output (a zarr's chunks are written by the workers,
+    a .npy's here)."""
+    zarr = pytest.importorskip("zarr")
+    data = np.random.default_rng(42).standard_normal((24, 3, 256, 256)).astype(np.float32)
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=data.shape, dtype=data.dtype,
+                      chunks=(1, 3, 128, 128))[...] = data
+    with own_cluster(tmp_path) as (address, scheduler_process):
+        client = distributed.Client(address, set_as_default=False)
+        process = subprocess.Popen([*GEOMCLI, "warp", str(tmp_path / "in.zarr"), "-o", str(tmp_path / output),
+                                    "--rotate", "7", "--mode", "cubic", "--scheduler", address],
+                                   env=_with_this_geomcli(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not client.processing() or not any(client.processing().values()):  # its tasks are running
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        time.sleep(0.5)
+        scheduler_process.kill()
+        stdout, stderr = process.communicate(timeout=60)
+        client.close(timeout=1)
+    assert (process.returncode, stdout) == (1, "")
+    assert stderr == f"Error: {address}: the Dask scheduler went away mid-run; the output was not written\n"
+    assert not (tmp_path / output).exists()
 
 
 @dataclass(frozen=True)
