@@ -71,6 +71,7 @@ from geomcli.engine.scheduler import (
     connect,
     first_line,
     for_workers,
+    over_memory,
     parse_scheduler,
     require_dask,
     signals_held,
@@ -367,7 +368,7 @@ class _Dispatch:
             if not sent.after_death:
                 self.again.extend(([job], True) for job in sent.jobs)  # each alone: a bad file fails alone
                 return
-            why = self._over_memory(error)
+            why = over_memory(self.client, error)
             for job in sent.jobs:
                 self._add(job, job_steps.job_report(self.task, job, status="error",
                                                     error=f"{job.input}: the worker process ended while "
@@ -383,19 +384,6 @@ class _Dispatch:
             self._add(job, job_steps.job_report(self.task, job, status="error",
                                                 error=f"{job.input}: the task failed on the cluster "
                                                       f"({type(error).__name__}: {first_line(error)})"))
-
-    def _over_memory(self, killed: Any) -> str:
-        """Why the last worker on a file ended, where its nanny told the scheduler: over its memory
-        limit (``dask worker --memory-limit``, or a LocalCluster's share of this machine's memory)."""
-        address = getattr(killed.last_worker, "address", None)
-        try:
-            events = self.client.get_events("worker-restart-memory")
-        except (OSError, RuntimeError):  # the scheduler gone: no reason to give
-            return ""
-        for _, event in reversed(events):
-            if isinstance(event, dict) and event.get("worker") == address and isinstance(event.get("rss"), int):
-                return f"; its nanny stopped it at {event['rss'] / 2**20:.0f} MiB, over its memory limit"
-        return ""
 
     def _scheduler_lost(self) -> GeomError:
         """The run's end when its scheduler went away (killed, or its machine): one line, not a

@@ -157,14 +157,20 @@ def cancel_and_wait(client: Any, futures: list[Any]) -> None:
 
 
 @contextmanager
-def scheduler_kept(client: Any, lost: str) -> Iterator[None]:
-    """Within it, a joined cluster's scheduler that goes away (killed, or its machine) is one
-    GeomError, ``{address}: the Dask scheduler went away mid-run; {lost}``: distributed cancels
-    every future of the client then, and its FutureCancelledError ended the run in a traceback;
-    a result on its way when the connection closed ended it in 'Error: in <TCP (closed)
-    ConnectionPool.gather local=... remote=...>: ConnectionResetError: ...'."""
+def scheduler_kept(client: Any, name: str, lost: str) -> Iterator[None]:
+    """Within it, while ``client`` computes a job of the file ``name``, what ends it on the
+    cluster is one GeomError, not a traceback:
+
+    - a joined cluster's scheduler that goes away (killed, or its machine): ``{address}: the Dask
+      scheduler went away mid-run; {lost}``. distributed cancels every future of the client then
+      (FutureCancelledError), or a result on its way meets the closed connection ('in <TCP
+      (closed) ConnectionPool.gather ...>: ConnectionResetError');
+    - a task whose worker process died each time the cluster ran it (distributed's KilledWorker:
+      a nanny that stopped it over its memory limit, or a crash), which says so where it was the
+      nanny."""
     from concurrent.futures import CancelledError
 
+    from distributed import KilledWorker
     from distributed.comm.core import CommClosedError
 
     try:
@@ -174,6 +180,24 @@ def scheduler_kept(client: Any, lost: str) -> Iterator[None]:
             raise  # cancelled otherwise: not the scheduler's going
         address = getattr(client.scheduler, "address", None) or "the cluster"
         raise GeomError(f"{address}: the Dask scheduler went away mid-run; {lost}") from error
+    except KilledWorker as error:
+        raise GeomError(f"{name}: the worker process ended while doing a chunk of it, each time the cluster tried"
+                        f"{over_memory(client, error)}; {lost}") from error
+
+
+def over_memory(client: Any, killed: Any) -> str:
+    """Why the last worker on a task (distributed's KilledWorker ``killed``) ended, where its nanny
+    told the scheduler: over its memory limit (``dask worker --memory-limit``, or a LocalCluster's
+    share of this machine's memory)."""
+    address = getattr(killed.last_worker, "address", None)
+    try:
+        events = client.get_events("worker-restart-memory")
+    except (OSError, RuntimeError):  # the scheduler gone: no reason to give
+        return ""
+    for _, event in reversed(events):
+        if isinstance(event, dict) and event.get("worker") == address and isinstance(event.get("rss"), int):
+            return f"; its nanny stopped it at {event['rss'] / 2**20:.0f} MiB, over its memory limit"
+    return ""
 
 
 def _running(keys: list[Any], dask_worker: Any = None) -> bool:

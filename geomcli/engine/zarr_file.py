@@ -142,7 +142,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         space = _channels_kept(space, result.shape, operation.command, report)
         try:
             report.value_range, nan, blocks = _write(operation, result, data, written, output_format, common,
-                                                     scheduler, layout=layout, space=space, like=like)
+                                                     scheduler, layout=layout, space=space, like=like,
+                                                     name=input_path)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
         except (GeomError, OSError):
             raise
@@ -412,9 +413,10 @@ def _remote_or_stream(path: str) -> bool:
 
 def _write(operation: Operation, result: Any, data: Any, output: str, output_format: str, common: Common,
            scheduler: str | None, *, layout: str | None, space: Space | None,
-           like: Any) -> tuple[list[Any] | None, bool, int]:
+           like: Any, name: str) -> tuple[list[Any] | None, bool, int]:
     """Write ``result`` chunk by chunk (one task per output chunk, or shard); its value range and
-    whether it holds NaN (summary.range_and_nan), found by the same pass, and the chunks written."""
+    whether it holds NaN (summary.range_and_nan), found by the same pass, and the chunks written.
+    ``name``: the input, as a failure on a cluster names it."""
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary
@@ -432,7 +434,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
                                              space=space, like=like, name=output)
                 with _scheduler(scheduler, common) as (how, _):
                     # one dask chunk per zarr chunk: no two tasks write one chunk
-                    ranges = _write_blocks(result.rechunk(chunks), target, None, how)
+                    ranges = _write_blocks(result.rechunk(chunks), target, None, how, name)
                 _zarr.mark_complete(place, output)
         except OSError as error:  # a chunk's write (a full disk) names no file, or the staging folder's
             if error.filename is not None and not (place and str(error.filename).startswith(place)):
@@ -450,7 +452,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         with _scheduler(scheduler, common) as (how, client):
             # a worker process writes a zarr chunk itself (above); a file here (a memory map) only
             # this process can write, so a cluster's blocks come back to be put in it one by one
-            ranges = _write_blocks(result, target, client, how)
+            ranges = _write_blocks(result, target, client, how, name)
     except BaseException as error:
         outputs.__exit__(type(error), error, error.__traceback__)
         raise
@@ -458,7 +460,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
     return (*summary.joined_range(ranges), len(ranges))
 
 
-def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) -> list[Any]:
+def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any], name: str) -> list[Any]:
     """Each block of ``result`` put in ``target`` by one task that also gives its range and
     whether it holds NaN (summary.range_and_nan), so that a block is let go once written (a
     separate pass for the range would hold it); with a ``client``, the blocks come back and are
@@ -486,7 +488,7 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
         # cluster's workers get no signal, and wrote their chunks into the array removed)
         futures = cluster.compute(tasks)
         try:
-            with scheduler_kept(cluster, _NOT_WRITTEN):
+            with scheduler_kept(cluster, name, _NOT_WRITTEN):
                 return list(cluster.gather(futures))
         except BaseException:
             from geomcli.engine.scheduler import cancel_and_wait, signals_held
@@ -499,7 +501,7 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any]) ->
     futures = client.compute([delayed(_block_and_range, pure=False)(blocks[index]) for index in indices])
     where = {future.key: place for future, place in zip(futures, places, strict=True)}
     ranges = []
-    with scheduler_kept(client, _NOT_WRITTEN):
+    with scheduler_kept(client, name, _NOT_WRITTEN):
         for future in as_completed(futures, loop=client.loop):
             block, found = future.result()
             target[where[future.key]] = block

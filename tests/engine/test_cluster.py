@@ -430,6 +430,46 @@ def test_a_file_whose_worker_went_over_its_memory_limit_says_so(tmp_path: Path, 
                         r"stopped it at \d+ MiB, over its memory limit\)", lines[1]["error"]), lines[1]["error"]
 
 
+class _GreedyChunks(operations.CropPad):
+    """A crop-pad whose chunks' task takes 600 MiB and holds it (until its nanny stops it)."""
+
+    command: ClassVar[str] = "crop-pad"
+
+    def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
+        def greedy(block: np.ndarray) -> np.ndarray:
+            held = np.ones(600 * 2**20, dtype=np.uint8)
+            time.sleep(30)
+            raise AssertionError(f"not stopped, holding {held.nbytes} bytes")
+
+        return data.map_blocks(greedy, dtype=data.dtype)
+
+
+@pytest.mark.parametrize("output", ["out.zarr", "out.npy"])
+def test_a_zarr_job_whose_worker_went_over_its_memory_limit_is_one_error_line(
+        tmp_path: Path, scheduler: str, by_value: None, output: str) -> None:
+    """A zarr job on a cluster whose chunk's task a nanny stopped over its memory limit (each time
+    the cluster ran it): distributed's KilledWorker ended it in a traceback; now the file's one
+    error line, which says why, and no output."""
+    from geomcli.engine import zarr_file
+
+    zarr = pytest.importorskip("zarr")
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=(4, 6), dtype="int16", chunks=(4, 6))[...] = 1
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        limits = client.run(_nanny_memory_limit, 400 * 2**20, nanny=True)
+        try:
+            report = zarr_file.transform(_GreedyChunks((2, 2)), str(tmp_path / "in.zarr"), str(tmp_path / output),
+                                         output.split(".")[1], Common(), scheduler)
+        finally:
+            client.wait_for_workers(2, timeout=60)  # the one stopped, back: its nanny's limit too
+            (limit,) = set(limits.values())
+            client.run(_nanny_memory_limit, limit, nanny=True)
+    assert report.status == "error"
+    assert re.fullmatch(rf"{re.escape(str(tmp_path / 'in.zarr'))}: the worker process ended while doing a chunk of it, "
+                        r"each time the cluster tried; its nanny stopped it at \d+ MiB, over its memory limit; the "
+                        r"output was not written", str(report.error)), report.error
+    assert sorted(os.listdir(tmp_path)) == ["in.zarr"]
+
+
 def test_passing_io_errors_are_retried_and_bad_files_are_not(tmp_path: Path, scheduler: str, by_value: None,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     inputs = npy_inputs(tmp_path / "in", ["a", "bad", "b"])
