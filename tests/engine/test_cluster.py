@@ -421,6 +421,7 @@ def test_a_file_whose_worker_went_over_its_memory_limit_says_so(tmp_path: Path, 
             code = workers.run(_Greedy((2, 2)), Common(json=True), inputs, BatchOptions(str(tmp_path / "out"),
                                                                                         scheduler=scheduler))
         finally:
+            client.wait_for_workers(2, timeout=60)  # the one stopped, back: its nanny's limit too
             (limit,) = set(limits.values())  # the session cluster's, the same for each
             client.run(_nanny_memory_limit, limit, nanny=True)
     assert code == 1
