@@ -26,7 +26,7 @@ from geomcli.engine.one_file import (
     judged_by,
     output_format,
 )
-from geomcli.engine.options import write_options
+from geomcli.engine.options import unused_options, write_options
 from geomcli.engine.report import OUTPUT_EXISTS, echo_stderr, reporting
 from geomcli.errors import GeomError, PlanError
 from geomcli.io import _zarr  # a zarr array (a folder) is one input, as a file is
@@ -849,6 +849,9 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         check_writable(header, shape, job.input, job.output, job.format, common)
         zarr_file.check_tasks(task.operation, job.input, job.output, task.common)
+        # the options the run would warn of, this file's formats not using them
+        report.warnings.extend(unused_options(task.common.fidelity, header.format, job.format))
+        report.warnings.extend(task.operation.unused_options())
     if reason is not None:
         # the run would not read this file: whatever the header says, it is not a failure
         report.status, report.error = "skipped", None

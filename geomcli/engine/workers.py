@@ -218,11 +218,18 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
 
     faults = 0
     counts = {"ok": 0, "error": 0, "skipped": 0}
+    general = frozenset(task.operation.unused_options())
+    warned: set[str] = set()
     for job, (refused, report) in zip(jobs, by_headers(judged, jobs)):
         faults += refused
         counts[report.status] += 1
         if report.status == "error":
             echo_stderr(f"Error: {report.error}")
+        for warning in [] if task.common.quiet or task.common.json else report.warnings:
+            if warning not in warned:  # once a run, as the run says it
+                warned.add(warning)
+                whose = task.operation.command if warning in general else summary.about(report, warning)
+                echo_stderr(f"Warning: {whose}: {warning}")
         if task.common.json:
             echo_stdout(report.to_json())
         elif report.status != "error":

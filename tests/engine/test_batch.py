@@ -775,6 +775,23 @@ def test_dry_run_lists_shapes_from_headers_and_writes_nothing(mixed: Path, tmp_p
     assert not out.exists()
 
 
+def test_a_dry_run_warns_of_the_options_a_file_would_not_use_as_the_run_does(mixed: Path, tmp_path: Path) -> None:
+    """'--quality 50' to PNG outputs: the run warned it was ignored, the dry run's records had no
+    warning and its lines said nothing."""
+    args = ("crop-pad", mixed / "rgb.png", mixed / "rgba.png", mixed / "s.tiff", "--out-dir", tmp_path / "out",
+            "--shape", "2,2", "--quality", "50", "--page", "0")
+    dry, real = run(*args, "--dry-run", "--json"), run(*args, "--json")
+    assert dry.exit_code == real.exit_code == 0, (dry.stderr, real.stderr)
+    dry_records, records = ([json.loads(line) for line in result.stdout.splitlines()[:-1]] for result in (dry, real))
+    assert [record["warnings"] for record in dry_records] == [record["warnings"] for record in records]
+    assert dry_records[0]["warnings"] == ["--quality is for JPEG and WebP output, not PNG; ignored",
+                                          "--page is for TIFF input, not PNG; ignored"]
+    shutil.rmtree(tmp_path / "out")
+    dry, real = run(*args, "--dry-run"), run(*args)
+    warnings = [line for line in real.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 3 and [line for line in dry.stderr.splitlines() if line.startswith("Warning:")] == warnings
+
+
 def test_dry_run_predicts_failures_and_skips(mixed: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
