@@ -311,6 +311,11 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             if key not in seen:
                 seen.add(key)
                 sources.append(source)
+    # a file two arguments pass over (a folder and its glob, a/ and ./a/) is named once, as it is taken once
+    once: dict[str, str] = {}
+    for path in passed_over:
+        once.setdefault(input_key(path), path)
+    passed_over[:] = once.values()
     return sources
 
 

@@ -109,6 +109,17 @@ def test_files_of_a_folder_or_glob_that_geomcli_does_not_read_are_named_in_a_war
     assert info.exit_code == 0 and info.stderr.startswith(said) and len(info.stdout.splitlines()) == 2
 
 
+def test_a_file_two_arguments_pass_over_is_named_once(shots: Path, tmp_path: Path) -> None:
+    """A folder and its glob (or the folder spelt twice) each passed over notes.txt, and the warning
+    named it twice: 'left out 2 files, .../notes.txt, .../notes.txt', where the file is one."""
+    (shots / "c.npy").unlink()
+    said = f"Warning: left out {shots / 'notes.txt'}: geomcli reads no such file ("
+    for command in (("crop-pad", "--out-dir", tmp_path / "out", "--shape", "4,4", "--dry-run"), ("info",)):
+        result = run(command[0], shots, f"{shots}/*", f"{shots}/./", *command[1:])
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.splitlines()[0].startswith(said), result.stderr
+
+
 def test_recursive_mirrors_subfolders(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run("space-to-depth", shots, "-r", "--out-dir", out, "--name", "{stem}.npy", "--blocksize", "2")
