@@ -74,7 +74,7 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
                                    or f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
         from geomcli.engine import plan
 
-        if not _remote.is_url(inputs[0]) and plan.is_pattern(inputs[0]):
+        if plan.is_pattern(inputs[0]):
             # a quoted glob, which -o took as a name: 'Error: shots/*.png: no such file' (exit 1)
             raise click.UsageError(f"{inputs[0]!r} is a pattern, and -o takes one file; give --out-dir DIR for the "
                                    "files it matches", ctx)

@@ -320,8 +320,18 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
 
 
 def is_pattern(name: str) -> bool:
-    """Whether ``name`` is a glob a batch expands (a file so named is taken as it is)."""
-    return bool(_GLOB_MAGIC.search(name)) and not os.path.lexists(name)
+    """Whether ``name`` is a glob a batch expands (a file or object so named is taken as it is; an
+    http(s):// URL's ? starts its query)."""
+    from geomcli.io import _remote
+
+    if not _remote.is_url(name):
+        return bool(_GLOB_MAGIC.search(name)) and not os.path.lexists(name)
+    if _remote.protocol(name) in _remote.READ_ONLY or not _GLOB_MAGIC.search(name.split("://", 1)[1]):
+        return False
+    try:
+        return _remote.modified(name) is None  # no object so named
+    except GeomError:
+        return False  # a store that cannot be asked: the read says why
 
 
 def input_key(path: str) -> str:

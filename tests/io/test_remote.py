@@ -1018,3 +1018,17 @@ def test_a_refusal_past_s3fss_retries_is_its_message_alone(code: str, message: s
     assert read.stderr == f"Error: {s3.url}/raw/a.png: cannot read ({message})\n"
     assert written.stderr == f"Error: {s3.url}/out/a.png: cannot write ({message})\n"
     assert read.exit_code == written.exit_code == 1
+
+
+def test_a_glob_on_s3_with_o_is_a_usage_error_as_a_local_one(s3: S3, shots: dict[str, bytes], tmp_path: Path) -> None:
+    """-o took an s3:// glob as an object's name, 'Error: s3://.../raw/*.png: no such file' (exit 1),
+    where the same glob of a local folder is a usage error that points to --out-dir (and a batch
+    expands it); an object whose name holds a glob's characters is still read as named."""
+    out = tmp_path / "out.png"
+    pattern = f"{s3.url}/raw/*.png"
+    result = run("crop-pad", pattern, "-o", out, "--shape", "6,6")
+    assert result.exit_code == 2 and not out.exists(), result.stderr
+    assert f"Error: {pattern!r} is a pattern, and -o takes one file; give --out-dir DIR" in result.stderr
+    s3.client.put_object(Bucket=s3.bucket, Key="raw/a[1].png", Body=shots["a.png"])
+    result = run("crop-pad", f"{s3.url}/raw/a[1].png", "-o", out, "--shape", "6,6")
+    assert result.exit_code == 0 and out.exists(), result.stderr
