@@ -146,8 +146,9 @@ def run_transform(operation: Operation, input_path: str, output: str, common: Co
 
     found = output_format(output, common)
     given = next(param for param in click.get_current_context().command.params if param.name == "inputs")
+    stdin_option = operation.stdin_option()  # (--grid -: files_read leaves stdin out)
     refuse_writing_into(output, ((given.opts[0] if isinstance(given, click.Option) else "INPUT", input_path),
-                                 *operation.files_read()))
+                                 *operation.files_read(), *([(stdin_option, "-")] if stdin_option else [])))
     with usage_errors():
         plan.check_spared(output, operation.files_read())
         # what the options cannot do with this file: its report, and exit 2 as in a batch

@@ -82,6 +82,11 @@ class Operation:
         file; stdin is none): a batch must not write over these either."""
         return ()
 
+    def stdin_option(self) -> str | None:
+        """The option that reads stdin (``--grid -``), if one does: -o - must not be the file the
+        shell opened there either."""
+        return None
+
     def cautions(self, header: Header, common: Common) -> list[str]:
         """A warning for what the options do to a file of this header that is seldom meant (the
         spec allows it)."""
@@ -562,6 +567,9 @@ class GridSample(Operation):
     def files_read(self) -> tuple[tuple[str, str], ...]:
         return () if self.grid_name == "-" else (("--grid", self.grid_name),)
 
+    def stdin_option(self) -> str | None:
+        return "--grid" if self.grid_name == "-" else None
+
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return _sampled_shape(self, header, common, _as_tensor(header.shape, common, header.layout))
 
@@ -661,6 +669,9 @@ class Warp(Operation):
 
         named = self.theta_name
         return (("--theta", named),) if named is not None and named != "-" and thetas.is_file(named) else ()
+
+    def stdin_option(self) -> str | None:
+        return "--theta" if self.theta_name == "-" else None
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return _sampled_shape(self, header, common, _warp_layout(header.shape, common, header.layout))
@@ -1128,6 +1139,9 @@ class Chain(Operation):
 
     def files_read(self) -> tuple[tuple[str, str], ...]:
         return tuple((f"{step.command} {option}", path) for step in self.steps for option, path in step.files_read())
+
+    def stdin_option(self) -> str | None:
+        return next((f"{step.command} {option}" for step in self.steps if (option := step.stdin_option())), None)
 
     def cautions(self, header: Header, common: Common) -> list[str]:
         return [f"{step.command}: {warning}" for step, step_header, step_common in self._walk(header, common)

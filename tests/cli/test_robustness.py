@@ -1317,6 +1317,30 @@ def test_stdout_opened_on_a_file_the_run_reads_is_refused_and_the_file_kept(
     assert {path: path.read_bytes() for path in files.values()} == before
 
 
+@pytest.mark.parametrize("command, read, option", [
+    (["grid-sample", "IN", "--grid", "-", "-o", "-"], "GRID", "--grid"),
+    (["warp", "IN", "--theta", "-", "-o", "-"], "THETA", "--theta"),
+    (["chain", "-i", "IN", "-o", "-", "grid-sample", "--grid", "-"], "GRID", "grid-sample --grid"),
+], ids=["--grid -", "--theta -", "chain"])
+def test_stdout_opened_on_the_file_an_option_reads_from_stdin_is_refused(
+        tmp_path: Path, command: list[str], read: str, option: str) -> None:
+    """'grid-sample in.npy --grid - -o - < grid.npy >> grid.npy' appended the result to the grid
+    (exit 0), as warp's --theta - and a chain step's: only a named --grid or --theta file was
+    compared with stdout (files_read leaves stdin out)."""
+    files = {"IN": tmp_path / "in.npy", "GRID": tmp_path / "grid.npy", "THETA": tmp_path / "theta.npy"}
+    shutil.copy(ROOT / "samples" / "tensor.npy", files["IN"])
+    np.save(files["GRID"], np.zeros((1, 2, 2, 2), np.float32))
+    np.save(files["THETA"], np.eye(2, 3, dtype=np.float32)[None])
+    before = {path: path.read_bytes() for path in files.values()}
+    argv = [*GEOMCLI, *[str(files.get(part, part)) for part in command]]
+    with open(files[read], "ab") as sink, open(files[read], "rb") as source:
+        done = subprocess.run(argv, stdin=source, stdout=sink, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"Error: <stdout> is <stdin> itself, which {option} reads: write the output to another file")
+    assert {path: path.read_bytes() for path in files.values()} == before
+
+
 def test_a_link_swapped_to_a_plain_file_meanwhile_is_not_written_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
