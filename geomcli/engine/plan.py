@@ -716,7 +716,11 @@ def check_spared(output: str, files_read: Sequence[tuple[str, str]]) -> None:
     except GeomError:
         return  # an output the run cannot write (gs:// without gcsfs) fails there, with its one line
     for option, path in read:
-        if written & ({_landing(path), _real(path), _identity(path)} - {None}):
+        try:
+            spellings = {_landing(path), _real(path), _identity(path)} - {None}
+        except GeomError:
+            continue  # a file the run cannot read (gs:// without gcsfs) fails there, with its one line
+        if written & spellings:
             raise PlanError(f"-o {output} would replace {path}, which {option} reads; write the result elsewhere")
 
 

@@ -671,3 +671,25 @@ def test_affine_grid_and_warp_tell_one_option_alike(option: str) -> None:
     helps = {name: next(param.help for param in commands()[name].params if option in param.opts)
              for name in ("affine-grid", "warp")}
     assert helps["affine-grid"] == helps["warp"]
+
+
+def test_an_option_s_file_on_a_store_not_installed_is_one_line_beside_o(tmp_path: Path,
+                                                                         rng: np.random.Generator) -> None:
+    """check_spared named the file --like (--grid, --theta) reads to compare it with -o, and a
+    filesystem not installed ended in a traceback: 'affine-grid --like gs://b/t.npy -o out.npy'
+    raised 'GeomError: gs:// needs gcsfs' through click. The read now says so, one line, exit 1."""
+    pytest.importorskip("fsspec")
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("gcsfs is installed")
+    np.save(tmp_path / "t.npy", rng.standard_normal((1, 3, 8, 12)).astype(np.float32))
+    for command, named in ((["affine-grid", "--like", "gs://bucket/t.npy"], "gs://bucket/t.npy"),
+                           (["grid-sample", tmp_path / "t.npy", "--grid", "gs://bucket/g.npy"], "gs://bucket/g.npy"),
+                           (["warp", tmp_path / "t.npy", "--theta", "gs://bucket/th.npy"], "gs://bucket/th.npy")):
+        result = run(*command, "-o", tmp_path / "out.npy")
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr == f"Error: {named}: gs:// needs gcsfs, which is not installed (pip install gcsfs)\n"
+        assert not (tmp_path / "out.npy").exists()
