@@ -69,7 +69,7 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
 
         chunked = zarr_file.involved(inputs[0], output)  # a zarr array (a folder) is one input; it takes --scheduler
         # (- is stdin, whatever is named so); a zarr array is a folder named .zarr, one named else is none
-        if inputs[0] != "-" and os.path.isdir(inputs[0]) and not _zarr.is_zarr(inputs[0]):
+        if inputs[0] != "-" and _is_folder(inputs[0]) and not _zarr.is_zarr(inputs[0]):
             raise click.UsageError(_zarr.misnamed(inputs[0])
                                    or f"{inputs[0]} is a folder; give --out-dir DIR for the files in it", ctx)
         from geomcli.engine import plan
@@ -123,6 +123,21 @@ def output_format(output: str, common: Common) -> str:
     if refusal is not None:
         raise click.UsageError(f"{refusal} (-o {output})", click.get_current_context())
     return found
+
+
+def _is_folder(path: str) -> bool:
+    """Whether ``path`` is a folder (a URL's prefix of objects: asked of the store only where its
+    name has no extension, as a folder's has not; 's3://b/raw -o x.png' said 'no such file')."""
+    from geomcli.io import _remote
+
+    if not _remote.is_url(path):
+        return os.path.isdir(path)
+    if os.path.splitext(path.rstrip("/").rpartition("/")[2])[1] and not path.endswith("/"):
+        return False
+    try:
+        return _remote.is_folder(path)
+    except GeomError:
+        return False  # a store that cannot be asked: the read says why
 
 
 def refuse_writing_into(output: str, read: Iterable[tuple[str, str | None]]) -> None:

@@ -1032,3 +1032,15 @@ def test_a_glob_on_s3_with_o_is_a_usage_error_as_a_local_one(s3: S3, shots: dict
     s3.client.put_object(Bucket=s3.bucket, Key="raw/a[1].png", Body=shots["a.png"])
     result = run("crop-pad", f"{s3.url}/raw/a[1].png", "-o", out, "--shape", "6,6")
     assert result.exit_code == 0 and out.exists(), result.stderr
+
+
+def test_an_s3_folder_with_o_is_a_usage_error_as_a_local_one(s3: S3, shots: dict[str, bytes], tmp_path: Path) -> None:
+    """-o took an s3:// folder as an object's name, 'Error: s3://.../raw: no such file' (exit 1),
+    where a local folder there is a usage error that points to --out-dir."""
+    out = tmp_path / "out.png"
+    for folder in (f"{s3.url}/raw", f"{s3.url}/raw/"):
+        result = run("crop-pad", folder, "-o", out, "--shape", "6,6")
+        assert result.exit_code == 2 and not out.exists(), result.stderr
+        assert f"Error: {folder} is a folder; give --out-dir DIR for the files in it" in result.stderr
+    result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", out, "--shape", "6,6")
+    assert result.exit_code == 0 and out.exists(), result.stderr
