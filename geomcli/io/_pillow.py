@@ -658,6 +658,8 @@ JPEG_SEGMENT = 65533
 JPEG_XMP = JPEG_SEGMENT - len(b"http://ns.adobe.com/xap/1.0/\0")
 # the most dots per inch (or cm) a JFIF density's 16 bits hold
 _JFIF_DENSITY = 65535
+# the most pixels per metre a PNG's pHYs (a PNG four-byte integer) and a BMP's signed header field hold
+_PIXELS_PER_METRE = 2**31 - 1
 
 
 def as_written(metadata: Metadata, fmt: str) -> Metadata:
@@ -684,6 +686,11 @@ def unfit(metadata: Metadata, fmt: str) -> dict[str, str]:
     if fmt == "jpeg" and dpi is not None and max(round(dpi[0]), round(dpi[1])) > _JFIF_DENSITY:
         # libjpeg's 16-bit JFIF density wrapped past it (127000 dpi was written as 61464)
         said["dpi"] = f"DPI ({dpi[0]:g} x {dpi[1]:g}: a JFIF density holds up to {_JFIF_DENSITY})"
+    if fmt in ("png", "bmp") and dpi is not None and max(dpi) / 0.0254 > _PIXELS_PER_METRE - 0.5:
+        # Pillow's (and our 16-bit PNG encoder's) packing raised past it: a traceback, no output
+        field = "a pHYs chunk" if fmt == "png" else "a BMP header"
+        said["dpi"] = (f"DPI ({dpi[0]:g} x {dpi[1]:g}: {field} holds up to {_PIXELS_PER_METRE} pixels per metre, "
+                       f"{_PIXELS_PER_METRE * 0.0254:.0f} dpi)")
     if fmt == "jpeg" and metadata.exif is not None:
         # a PNG's eXIf or a WebP's EXIF has no such bound (Pillow refused it: 'EXIF data is too
         # long'); measured as written, whose pixel sizes take the same bytes whatever they are

@@ -305,6 +305,29 @@ def test_a_dpi_past_a_jfif_density_is_dropped_not_wrapped(tmp_path: Path, rng: n
     assert io.read_array(str(tmp_path / "half.jpg")).metadata.dpi == pytest.approx((63500, 63500))
 
 
+@pytest.mark.parametrize(("name", "dtype", "shape"), [("o.png", np.uint8, (30, 40, 3)), ("o.png", np.uint16, (30, 40)),
+                                                   ("o.bmp", np.uint8, (30, 40, 3))])
+def test_a_dpi_past_pixels_per_metre_is_dropped_not_a_traceback(tmp_path: Path, rng: np.random.Generator, name: str,
+                                                                dtype: type, shape: tuple[int, ...]) -> None:
+    """A warp by --scale 1e-6 of a 300 dpi picture has pixels of 3e8 dpi, past the 2**31 - 1 pixels
+    per metre a PNG's pHYs and a BMP's header hold: Pillow's (and, 16-bit, our encoder's) packing
+    raised OverflowError / struct.error, a traceback. It is dropped with a warning; 3e7 dpi fits."""
+    source = saved(tmp_path / "in.png", rng.integers(0, 256 if dtype == np.uint8 else 65536, shape, dtype=dtype),
+                   dpi=(300, 300))
+    result = run("warp", source, "-o", tmp_path / name, "--scale", "1e-6")
+    assert result.exit_code == 0
+    assert (f"Warning: {tmp_path / name}: {name[2:].upper()} cannot hold the DPI (2.99999e+08 x 2.99999e+08: "
+            f"{'a pHYs chunk' if name == 'o.png' else 'a BMP header'} holds up to 2147483647 pixels per metre, "
+            "54546085 dpi); dropped") in result.stderr
+    written = io.read_array(str(tmp_path / name))
+    assert written.metadata.dpi is None
+    assert run("warp", source, "-o", tmp_path / "o.npy", "--scale", "1e-6").exit_code == 0
+    assert_array_equal(written.data, np.load(tmp_path / "o.npy"))
+    result = run("warp", source, "-o", tmp_path / name, "--scale", "1e-5")
+    assert result.exit_code == 0 and "DPI" not in result.stderr
+    assert io.read_array(str(tmp_path / name)).metadata.dpi == pytest.approx((3e7, 3e7), rel=1e-5)
+
+
 @pytest.mark.parametrize("dpi", [None, (300, 150)])
 def test_a_bmp_output_states_the_dpi_it_was_given_or_none(tmp_path: Path, rng: np.random.Generator,
                                                          dpi: tuple[int, int] | None) -> None:
