@@ -924,8 +924,14 @@ def write(
         write_args["extratags"] = [(700, 1, len(metadata.xmp), metadata.xmp, True)]  # XMP: BYTE, first page
     if metadata.resolution is not None:
         resolution = _resolution(metadata, kind)
-        write_args["metadata"].update(resolution.pop("metadata", {}))
-        write_args.update(resolution)
+        if max(resolution["resolution"]) < _RATIONAL:
+            write_args["metadata"].update(resolution.pop("metadata", {}))
+            write_args.update(resolution)
+        else:  # tifffile raised ValueError for it (a warp by --scale 1e-8 of 300 dpi): a traceback
+            (x, y), unit = resolution["resolution"], resolution.get("metadata", {}).get("unit", "unit")
+            unit = {"INCH": "inch", "CENTIMETER": "cm"}.get(resolution["resolutionunit"], unit)
+            warnings.append(f"TIFF cannot hold the resolution ({x:g} x {y:g} pixels per {unit}: a rational tag "
+                            f"holds up to {_RATIONAL - 1}); dropped")
     tifffile.imwrite(f, stored, **write_args)
     return warnings
 
@@ -1011,6 +1017,10 @@ def _imagej_fits(data: np.ndarray, axes: str) -> bool:
     if "S" in axes and (data.dtype != np.uint8 or data.shape[-1] not in (3, 4)):
         return False
     return data.dtype in (np.uint8, np.uint16, np.float32)
+
+
+# a TIFF RATIONAL's 32-bit numerator holds less than this
+_RATIONAL = 2**32
 
 
 def _resolution(metadata: Metadata, kind: str | None) -> dict[str, Any]:

@@ -328,6 +328,29 @@ def test_a_dpi_past_pixels_per_metre_is_dropped_not_a_traceback(tmp_path: Path, 
     assert io.read_array(str(tmp_path / name)).metadata.dpi == pytest.approx((3e7, 3e7), rel=1e-5)
 
 
+def test_a_resolution_past_a_tiff_rational_is_dropped_not_a_traceback(tmp_path: Path,
+                                                                      rng: np.random.Generator) -> None:
+    """A warp by --scale 1e-10 of a 300 dpi TIFF has pixels of 3e12 dpi, past a RATIONAL's 32-bit
+    numerator: tifffile raised ValueError ('max_denominator should be at least 1'), a traceback. It
+    is dropped with a warning; 3e8 dpi fits and is written."""
+    import tifffile
+
+    source = tmp_path / "in.tif"
+    tifffile.imwrite(source, rng.integers(0, 256, (30, 40, 3), dtype=np.uint8), resolution=(300, 300),
+                     resolutionunit="INCH", photometric="rgb")
+    result = run("warp", source, "-o", tmp_path / "o.tif", "--scale", "1e-10")
+    assert result.exit_code == 0
+    assert (f"Warning: {tmp_path / 'o.tif'}: TIFF cannot hold the resolution (3e+12 x 3e+12 pixels per inch: a "
+            "rational tag holds up to 4294967295); dropped") in result.stderr
+    written = io.read_array(str(tmp_path / "o.tif"))
+    assert written.metadata.dpi is None
+    assert run("warp", source, "-o", tmp_path / "o.npy", "--scale", "1e-10").exit_code == 0
+    assert_array_equal(written.data, np.load(tmp_path / "o.npy"))
+    result = run("warp", source, "-o", tmp_path / "o.tif", "--scale", "1e-6")
+    assert result.exit_code == 0 and "Warning" not in result.stderr
+    assert io.read_array(str(tmp_path / "o.tif")).metadata.dpi == pytest.approx((3e8, 3e8), rel=1e-6)
+
+
 @pytest.mark.parametrize("dpi", [None, (300, 150)])
 def test_a_bmp_output_states_the_dpi_it_was_given_or_none(tmp_path: Path, rng: np.random.Generator,
                                                          dpi: tuple[int, int] | None) -> None:
