@@ -24,6 +24,9 @@ from geomcli.errors import GeomError
 @click.option("--no-auto-orient", is_flag=True,
               help="With --like: the file's shape as stored, as grid-sample --no-auto-orient reads it, not "
                    "turned upright by its EXIF (or TIFF) orientation.")
+@click.option("--frames", type=click.Choice(["all", "first"]), default=None,
+              help="With --like: an animated GIF, WebP or PNG as grid-sample --frames reads it: all gives N = "
+                   "its frame count, first N = 1.  [default: first]")
 @transform_options
 @click.option("--align-corners", is_flag=True,
               help="-1 and 1 are the centres of the corner pixels, not their outer edges.")
@@ -31,7 +34,8 @@ from geomcli.errors import GeomError
               help="theta's and the grid's dtype.  [default: a theta file's float dtype, else float32]")
 @common_options
 def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_auto_orient: bool,
-                theta_text: str | None, rotate: float, scale: tuple[float, ...], translate: tuple[float, ...],
+                frames: str | None, theta_text: str | None, rotate: float, scale: tuple[float, ...],
+                translate: tuple[float, ...],
                 shear: tuple[float, ...], align_corners: bool, dtype: str | None, common: Common) -> None:
     """Sampling grids from affine matrices (ONNX AffineGrid, opset 20).
 
@@ -47,7 +51,10 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_
         raise click.UsageError("give exactly one of --size and --like", ctx)
     if no_auto_orient and like is None:
         raise click.UsageError("--no-auto-orient is for --like's file", ctx)
-    common = dataclasses.replace(common, fidelity=dataclasses.replace(common.fidelity, auto_orient=not no_auto_orient))
+    if frames is not None and like is None:
+        raise click.UsageError("--frames is for --like's file", ctx)
+    common = dataclasses.replace(common, fidelity=dataclasses.replace(common.fidelity, auto_orient=not no_auto_orient,
+                                                                      frames=frames))
     flags_used = [name for name in ("rotate", "scale", "translate", "shear")
                   if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
     if theta_text is not None and flags_used:

@@ -187,12 +187,14 @@ def is_file(text: str | None) -> bool:
 
 def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | None,
             numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None, layout: str | None,
-            max_pixels: int, auto_orient: bool = True) -> tuple[np.ndarray, tuple[int, ...]]:
+            max_pixels: int, auto_orient: bool = True,
+            frames: str = "first") -> tuple[np.ndarray, tuple[int, ...]]:
     """theta as (N, s, s+1) in the grid dtype, and the grid size it goes with.
 
     The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
-    reads it); theta from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``: one
-    matrix for every N, or one per N. The grid's size is checked against ``max_pixels`` before
+    reads it, an animation's by ``frames``: "first", N = 1, or "all", N = its frame count); theta
+    from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``: one matrix for every N,
+    or one per N. The grid's size is checked against ``max_pixels`` before
     theta is built: N matrices could be gigabytes themselves. What the options cannot make of
     the files (a layout ``like`` cannot take, matrices that do not fit the grid, an output past
     ``max_pixels``) is an OptionFault, a usage fault (exit 2).
@@ -207,8 +209,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     options = ["theta"] if numbers is not None else _given(flags)
     declared: tuple[int, ...] = ()  # --like's file's shape
     if like is not None:
-        # an animation's size is its frames' size; an image's turned upright, unless auto_orient is off
-        header = io.read_header(like, frames="first", auto_orient=auto_orient)
+        # an animation's size is its frames' size (times their count for "all"); an image's turned
+        # upright, unless auto_orient is off
+        header = io.read_header(like, frames=frames, auto_orient=auto_orient)
         declared = header.shape
         batch, *spatial_sizes = _like_size(header, like, layout)
         what = f"{like}'s N = {batch}"

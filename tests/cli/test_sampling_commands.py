@@ -595,6 +595,30 @@ def test_a_grid_like_an_image_as_stored_fits_grid_sample_without_auto_orient(tmp
     assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, "Error: --no-auto-orient is for --like's file")
 
 
+def test_a_grid_like_an_animation_takes_its_frames_as_grid_sample_does(tmp_path: Path) -> None:
+    """'warp anim.gif --frames all --rotate 10' had no affine-grid + grid-sample to match it: --like
+    read an animation as one frame (N = 1), which grid-sample --frames all refused ('grid's batch
+    N = 1 does not match data's N = 3'). affine-grid --frames all now gives N = 3, and the two steps
+    give warp's bits; without it, or with first, N = 1 as before."""
+    frames = [Image.fromarray(np.full((20, 30, 3), 60 * index, np.uint8)) for index in range(3)]
+    frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:], duration=100)
+    for flags, batch in (([], 1), (["--frames", "first"], 1), (["--frames", "all"], 3)):
+        result = run("affine-grid", "--like", tmp_path / "anim.gif", *flags, "--rotate", "10", "-o", tmp_path / "g.npy")
+        assert result.exit_code == 0, result.stderr
+        assert np.load(tmp_path / "g.npy").shape == (batch, 20, 30, 2)
+    result = run("grid-sample", tmp_path / "anim.gif", "--frames", "all", "--grid", tmp_path / "g.npy", "-o",
+                 tmp_path / "sampled.npy", "-q")
+    assert result.exit_code == 0, result.stderr
+    result = run("warp", tmp_path / "anim.gif", "--frames", "all", "--rotate", "10", "-o", tmp_path / "warped.npy",
+                 "-q")
+    assert result.exit_code == 0, result.stderr
+    warped = np.load(tmp_path / "warped.npy")
+    assert warped.shape == (3, 20, 30, 3) and len(np.unique(warped[:, 10, 15, 0])) == 3
+    np.testing.assert_array_equal(np.load(tmp_path / "sampled.npy"), warped)
+    result = run("affine-grid", "--size", "1,1,4,4", "--frames", "all", "-o", tmp_path / "x.npy")
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, "Error: --frames is for --like's file")
+
+
 @pytest.mark.parametrize("command, option", [
     (["grid-sample", "IN", "--grid", "READ", "-o", "OUT"], "--grid"),
     (["warp", "IN", "--theta", "READ", "-o", "OUT"], "--theta"),
