@@ -80,9 +80,10 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
     (the picture moves left), --rotate 30 turns the -1..1 square 30° counter-clockwise as a
     viewer sees it: a square picture turns, one W wide and H high is sheared too (W 160,
     H 120: its rows turn 23°, its columns 38°); an a° turn of it into its own size is
-    --theta cos(a),-sin(a)·H/W,0,sin(a)·W/H,cos(a),0. The output is the input's H×W
-    unless --size. A rank-5 tensor (N, C, D, H, W) is warped in 3-D, by --theta's 3×4
-    matrices.
+    --theta cos(a),-sin(a)·H/W,0,sin(a)·W/H,cos(a),0. Given together, the flags compose as
+    translate · rotate · shear · scale (scale applies first). The output is the input's H×W
+    unless --size. A rank-5 tensor (N, C, D, H, W) of no named axes (.npy, a plain zarr) is
+    warped in 3-D, by --theta's 3×4 matrices; a TIFF's or OME-Zarr's z-stack, plane by plane.
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """
