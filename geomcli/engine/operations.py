@@ -1132,10 +1132,11 @@ class Chain(Operation):
         return self._headers(header, common)[-1].shape
 
     def unused_options(self) -> list[str]:
-        return [f"{step.command}: {warning}" for step in self.steps for warning in step.unused_options()]
+        return [f"{self._named(index)}: {warning}" for index, step in enumerate(self.steps)
+                for warning in step.unused_options()]
 
     def notes(self) -> list[str]:
-        return [f"{step.command}: {note}" for step in self.steps for note in step.notes()]
+        return [f"{self._named(index)}: {note}" for index, step in enumerate(self.steps) for note in step.notes()]
 
     def files_read(self) -> tuple[tuple[str, str], ...]:
         return tuple((f"{step.command} {option}", path) for step in self.steps for option, path in step.files_read())
@@ -1144,8 +1145,17 @@ class Chain(Operation):
         return next((f"{step.command} {option}" for step in self.steps if (option := step.stdin_option())), None)
 
     def cautions(self, header: Header, common: Common) -> list[str]:
-        return [f"{step.command}: {warning}" for step, step_header, step_common in self._walk(header, common)
+        return [f"{self._named(index)}: {warning}"
+                for index, (step, step_header, step_common) in enumerate(self._walk(header, common))
                 for warning in step.cautions(step_header, step_common)]
+
+    def _named(self, index: int) -> str:
+        """Step ``index`` as its warnings and notes name it: by its command, which names one step,
+        else by its number too, as its errors are (two resize steps' ignored --roi read alike)."""
+        command = self.steps[index].command
+        if sum(step.command == command for step in self.steps) == 1:
+            return command
+        return f"step {index + 1} ({command})"
 
     def trace(self, header: Header, common: Common) -> list[dict[str, Any]]:
         """Every step's command, parameters and output shape, for the file's report."""

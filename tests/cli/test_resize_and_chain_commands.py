@@ -231,6 +231,25 @@ def test_an_option_the_spec_ignores_here_is_a_warning(photo: tuple[Path, np.ndar
     assert batch.stderr.count(warning) == 1, batch.stderr
 
 
+def test_a_warning_of_a_repeated_step_names_which(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    """Two resize steps that each ignore --roi warned twice alike ('resize: --roi is for ...'):
+    which step the line was about could not be told. A command given once still names it alone."""
+    path, _ = photo
+    ignored = "--roi is for tf_crop_and_resize, not half_pixel; ignored"
+    result = run("chain", "-i", path, "-o", tmp_path / "c.npy", "--json", "resize", "--scales", "2,2", "--roi",
+                 "0,0,1,1", "crop-pad", "--shape", "8,8", "resize", "--sizes", "4,4", "--roi", "0,0,1,1")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [f"step 1 (resize): {ignored}", f"step 3 (resize): {ignored}"]
+    text = run("chain", "-i", path, "-o", tmp_path / "c.npy", "crop-pad", "--shape", "8,8", "resize", "--sizes",
+               "4,4", "--roi", "0,0,1,1", "--cubic-coeff-a", "-0.5", "resize", "--sizes", "2,2")
+    assert text.exit_code == 0 and text.stderr.splitlines()[:2] == [
+        f"Warning: {tmp_path / 'c.npy'}: step 2 (resize): --cubic-coeff-a is for --mode cubic, not nearest; ignored",
+        f"Warning: {tmp_path / 'c.npy'}: step 2 (resize): {ignored}"]
+    once = run("chain", "-i", path, "-o", tmp_path / "c.npy", "--json", "crop-pad", "--shape", "8,8", "resize",
+               "--sizes", "4,4", "--roi", "0,0,1,1")
+    assert json.loads(once.stdout)["warnings"] == [f"resize: {ignored}"]
+
+
 def test_an_ignored_roi_is_not_shown_as_used(tmp_path: Path) -> None:
     np.save(tmp_path / "a.npy", np.arange(24, dtype=np.float32).reshape(4, 6))
     result = run("resize", tmp_path / "a.npy", "-o", tmp_path / "b.npy", "--sizes", "8,12", "--roi", "0,0,1,1")
