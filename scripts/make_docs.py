@@ -74,7 +74,9 @@ DESCRIPTIONS = {
     "chain": (
         "The steps: crop-pad, resize, space-to-depth, depth-to-space, grid-sample and warp. A resize "
         "and a crop-pad after it that only crops are made in one pass, the same bits as the two. A "
-        "step's error names its step. An unknown step or an option of the wrong step is a usage error "
+        "step's error names its step by number; its warnings and notes by its command, and by number "
+        "too where that command is given more than once (step 3 (resize): ...). An unknown step or an "
+        "option of the wrong step is a usage error "
         "before anything is read."
     ),
     "info": "Reads each file as the transforms would and prints one line (or one JSON object) for it.",
