@@ -131,14 +131,16 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             result = operation.apply_chunked(data, layout, common)  # --max-pixels: what a task holds
             _check_blocks(data, result, common)
             report.parameters = operation.parameters(data.dtype)  # as used: a --fill as the dtype holds it
+            header = io.Header("zarr", data.shape, data.dtype, 1, None, layout)
+            if steps := operation.trace(header, common):  # a chain's shape after each step, as read whole
+                report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         except GeomError as error:
             raise GeomError(f"{input_path}: {error}") from error
         report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
         if output_format == "zarr" and result.dtype.kind in "biufc" and result.dtype.byteorder == ">":
             # zarr v3 keeps no byte order in the data type: a '>f4' result reads back as float32
             report.output_dtype = str(result.dtype.newbyteorder("="))
-        space = _output_space(operation, space, io.Header("zarr", data.shape, data.dtype, 1, None, layout), common,
-                              report)
+        space = _output_space(operation, space, header, common, report)
         space = _channels_kept(space, result.shape, operation.command, report)
         try:
             report.value_range, nan, blocks = _write(operation, result, data, written, output_format, common,

@@ -825,6 +825,28 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
     assert (record["warnings"], record["dropped"]) == ([], ["physical pixel sizes (y 0.5 nanometer, x 1 nanometer)"])
 
 
+def test_a_chains_record_gives_each_steps_shape_done_chunk_by_chunk(tmp_path: Path) -> None:
+    """A chain read or written as a zarr gave a --json record without ``steps`` (its dry run, and
+    the same chain to .npy from a .npy, have them): the shape after each step was not told."""
+    data = np.arange(2 * 3 * 16 * 20, dtype=np.float32).reshape(2, 3, 16, 20)
+    write_zarr(tmp_path / "in.zarr", data, (1, 3, 8, 8))
+    np.save(tmp_path / "in.npy", data)
+    steps = ["--layout", "NCHW", "resize", "--scales", "0.5,0.5", "crop-pad", "--shape", "6,8", "space-to-depth",
+             "--blocksize", "2"]
+    expected = [{"command": "resize", "scales": [0.5, 0.5], "mode": "nearest", "output_shape": [2, 3, 8, 10]},
+                {"command": "crop-pad", "shape": [6, 8], "axes": None, "output_shape": [2, 3, 6, 8]},
+                {"command": "space-to-depth", "blocksize": 2, "mode": "DCR", "output_shape": [2, 12, 3, 4]}]
+    whole = run("chain", "-i", tmp_path / "in.npy", "-o", tmp_path / "out.npy", "--json", *steps)
+    assert whole.exit_code == 0 and json.loads(whole.stdout)["steps"] == expected
+    for source, target in [("in.zarr", "out.npy"), ("in.npy", "out.zarr"), ("in.zarr", "out.zarr")]:
+        result = run("chain", "-i", tmp_path / source, "-o", tmp_path / target, "--json", *steps)
+        assert result.exit_code == 0, result.stderr
+        record = json.loads(result.stdout)
+        assert any(note.startswith("chunk by chunk: ") for note in record["notes"])  # not read whole
+        assert record["steps"] == expected, (source, target)
+    assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], np.load(tmp_path / "out.npy"))
+
+
 def test_what_a_zarr_output_does_not_hold_is_named_in_the_record_as_for_npy(tmp_path: Path) -> None:
     """A JPEG's ICC profile, DPI and EXIF, or a TIFF's, written to a .zarr were dropped without a
     word, where a .npy's record names them under ``dropped`` (a zarr, like a .npy, holds none by
