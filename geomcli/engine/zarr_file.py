@@ -132,6 +132,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             _check_blocks(data, result, common)
             report.parameters = operation.parameters(data.dtype)  # as used: a --fill as the dtype holds it
             header = io.Header("zarr", data.shape, data.dtype, 1, None, layout)
+            report.warnings.extend(operation.cautions(header, common))  # (channels resized), as read whole
             if steps := operation.trace(header, common):  # a chain's shape after each step, as read whole
                 report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         except GeomError as error:

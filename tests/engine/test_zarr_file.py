@@ -847,6 +847,22 @@ def test_a_chains_record_gives_each_steps_shape_done_chunk_by_chunk(tmp_path: Pa
     assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], np.load(tmp_path / "out.npy"))
 
 
+def test_resizing_a_zarrs_channels_is_the_warning_it_is_read_whole(tmp_path: Path) -> None:
+    """--sizes 10,10,1 on an HWC array resamples its channels as pixels: read whole, a warning says
+    so; read chunk by chunk (a .zarr input or output), resize and a chain's resize step said nothing."""
+    data = (np.arange(20 * 30 * 3) % 251).astype(np.uint8).reshape(20, 30, 3)
+    write_zarr(tmp_path / "in.zarr", data, (10, 10, 3))
+    np.save(tmp_path / "in.npy", data)
+    said = "the channel axis is resized (3 -> 1): channels are resampled as pixels are"
+    for command, prefix in [(["resize", "INPUT"], ""), (["chain", "-i", "INPUT"], "resize: ")]:
+        for source, target in [("in.npy", "out.npy"), ("in.zarr", "out.npy"), ("in.npy", "out.zarr")]:
+            args = [tmp_path / source if arg == "INPUT" else arg for arg in command]
+            result = run(*args, "-o", tmp_path / target, "--layout", "HWC", "--json",
+                         *(["resize"] if command[0] == "chain" else []), "--sizes", "10,10,1")
+            assert result.exit_code == 0, result.stderr
+            assert json.loads(result.stdout)["warnings"] == [prefix + said], (command, source, target)
+
+
 def test_what_a_zarr_output_does_not_hold_is_named_in_the_record_as_for_npy(tmp_path: Path) -> None:
     """A JPEG's ICC profile, DPI and EXIF, or a TIFF's, written to a .zarr were dropped without a
     word, where a .npy's record names them under ``dropped`` (a zarr, like a .npy, holds none by
