@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import string
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -79,10 +80,11 @@ class Job:
 
 
 def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
-         files_read: Sequence[tuple[str, str]] = ()) -> list[Job]:
+         files_read: Sequence[tuple[str, str]] = (), stdin_read: bool = False) -> list[Job]:
     """Every input with its output path and format; usage errors for names that cannot work.
     ``files_read``, (option, path) of the files the operation read (Operation.files_read), are
-    inputs too: no output may replace them."""
+    inputs too: no output may replace them. ``stdin_read``: an option read stdin (--theta -), a
+    prerequisite of every output with no time of its own, so --skip-existing skips none."""
     from geomcli import io
     from geomcli.io import _remote
 
@@ -126,7 +128,9 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     writers: dict[str, str] = {}
     read_at = None
     if options.skip_existing:
-        read_at = max((time for time in (_modified(path) for _, path in files_read) if time is not None), default=None)
+        read_at = max((when for when in (_modified(path) for _, path in files_read) if when is not None), default=None)
+        if stdin_read:
+            read_at = time.time_ns()
     jobs = []
     for index, source in enumerate(sources):
         if source.error is not None:

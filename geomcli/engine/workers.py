@@ -80,7 +80,7 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
         from geomcli.engine import cluster
 
         scheduler = cluster.check(options)  # a usage error before the plan's work: bad syntax, -j too, no Dask
-    jobs = plan(arguments, options, common, operation.files_read())
+    jobs = plan(arguments, options, common, operation.files_read(), operation.stdin_option() is not None)
     task = Task(operation, common, no_clobber=options.no_clobber)
     if options.dry_run:
         return _dry_run(task, jobs, options)

@@ -610,6 +610,18 @@ def test_skip_existing_redoes_outputs_older_than_the_grid_or_theta_file(
     assert statuses(result) == {"a.png": "skipped", "b.png": "skipped"}
 
 
+def test_skip_existing_skips_nothing_made_from_a_theta_read_from_stdin(shots: Path, tmp_path: Path) -> None:
+    """'--theta -' has no time to judge by: after a run, 'warp d/ --theta - --skip-existing < new.npy'
+    skipped every output, each made with the old matrix. Every output is done again."""
+    out, theta = tmp_path / "out", tmp_path / "theta.npy"
+    np.save(theta, np.eye(2, 3, dtype=np.float32)[None])
+    argv = ["warp", f"{shots}/*.png", "--theta", "-", "--out-dir", out, "--json"]
+    assert run(*argv, stdin=theta.read_bytes()).exit_code == 0
+    np.save(theta, np.array([[[0.5, 0, 0], [0, 0.5, 0]]], np.float32))
+    result = run(*argv, "--skip-existing", stdin=theta.read_bytes())
+    assert result.exit_code == 0 and statuses(result) == {"a.png": "ok", "b.png": "ok"}
+
+
 def test_no_clobber_never_replaces_a_file(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
