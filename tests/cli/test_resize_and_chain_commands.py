@@ -449,6 +449,13 @@ def test_a_chain_reports_every_steps_shape(photo: tuple[Path, np.ndarray], tmp_p
     first = json.loads(planned.stdout.splitlines()[0])
     assert first["output_shape"] == [20, 20, 3] and len(first["steps"]) == 2
     assert not (tmp_path / "out").exists()
+    # a file that cannot be read has the key too, null (it had none: record["steps"] was a KeyError)
+    (tmp_path / "cut.png").write_bytes(path.read_bytes()[:40])
+    for extra in ((), ("--dry-run",)):
+        records = [json.loads(line) for line in run("chain", "-i", tmp_path, "--out-dir", tmp_path / "out", "--json",
+                                                    *extra, *RECIPE).stdout.splitlines()[:-1]]
+        assert [(record["status"], record["steps"] is None) for record in records] == [
+            ("error", True), ("ok", False), ("ok", False)]  # cut.png, o.png, photo.png
 
 
 def test_a_chain_carries_metadata_through_every_step(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
