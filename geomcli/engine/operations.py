@@ -1217,8 +1217,13 @@ class Chain(Operation):
         return data
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
-        for step, step_header, step_common in self._walk(header, common):
+        for index, (step, step_header, step_common) in enumerate(self._walk(header, common)):
+            before = len(metadata.dropped)
             metadata = step.metadata(metadata, step_header, step_common)
+            # what a step dropped, said of that step as its warnings name it (two warps read alike)
+            said = tuple(text.replace(f"{step.command}'s output", f"{self._named(index)}'s output")
+                         for text in metadata.dropped[before:])
+            metadata = metadata._replace(dropped=(*metadata.dropped[:before], *said))
         return metadata
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:

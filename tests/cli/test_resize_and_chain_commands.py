@@ -646,3 +646,18 @@ def test_an_image_keeps_its_axes_into_a_zarr_and_as_affine_grids_like(photo: tup
     grid = run("affine-grid", "--like", path, "--layout", "CHW", "--rotate", "10", "-o", tmp_path / "g.npy")
     assert grid.exit_code == 0, grid.stderr
     assert np.load(tmp_path / "g.npy").shape == (1, 30, 45, 2)
+
+
+def test_what_a_repeated_step_drops_is_said_of_that_step(tmp_path: Path) -> None:
+    """'chain ... warp --scale 2 warp --rotate 10' said 'DPI ... of warp's output ... dropped': which
+    warp? Named as the step's warnings are, step 2 (warp); a step given once keeps its command's name."""
+    Image.new("RGB", (40, 30)).save(tmp_path / "o.png", dpi=(300, 300))
+    twice = run("chain", "-i", tmp_path / "o.png", "-o", tmp_path / "w.png", "--json",
+                "warp", "--scale", "2", "warp", "--rotate", "10")
+    assert twice.exit_code == 0, twice.stderr
+    assert json.loads(twice.stdout)["warnings"] == [
+        "DPI (150 x 150) of step 2 (warp)'s output (its pixels have no size per axis: a grid, a rotation or "
+        "shear) cannot be carried; dropped"]
+    once = run("chain", "-i", tmp_path / "o.png", "-o", tmp_path / "c.png", "--json",
+               "warp", "--rotate", "10", "crop-pad", "--shape", "8,8")
+    assert json.loads(once.stdout)["warnings"][0].startswith("DPI (300 x 300) of warp's output (")
