@@ -1286,6 +1286,15 @@ def test_dev_stdout_is_this_process_stdout_even_when_it_is_a_file(tmp_path: Path
         assert np.load(written).shape == np.load(written).shape == (1, 3, 2, 2)
 
 
+def _read_files(folder: Path) -> dict[str, Path]:
+    """An input tensor, a grid and a theta in ``folder``, by the names the commands below use."""
+    files = {"IN": folder / "in.npy", "GRID": folder / "grid.npy", "THETA": folder / "theta.npy"}
+    shutil.copy(ROOT / "samples" / "tensor.npy", files["IN"])
+    np.save(files["GRID"], np.zeros((1, 2, 2, 2), np.float32))
+    np.save(files["THETA"], np.eye(2, 3, dtype=np.float32)[None])
+    return files
+
+
 @pytest.mark.parametrize("mode", ["ab", "r+b"], ids=[">>", "1<>"])
 @pytest.mark.parametrize("command, read", [
     (["crop-pad", "IN", "--shape", "1,3,2,2", "-o", "-"], "IN"),
@@ -1300,10 +1309,7 @@ def test_stdout_opened_on_a_file_the_run_reads_is_refused_and_the_file_kept(
     """'crop-pad in.npy -o - >> in.npy' appended the result to its own input (and '1<> in.npy'
     wrote it over its start), as 'cat x >> x' would, which GNU cat refuses: so does geomcli now,
     before anything is read or written."""
-    files = {"IN": tmp_path / "in.npy", "GRID": tmp_path / "grid.npy", "THETA": tmp_path / "theta.npy"}
-    shutil.copy(ROOT / "samples" / "tensor.npy", files["IN"])
-    np.save(files["GRID"], np.zeros((1, 2, 2, 2), np.float32))
-    np.save(files["THETA"], np.eye(2, 3, dtype=np.float32)[None])
+    files = _read_files(tmp_path)
     before = {path: path.read_bytes() for path in files.values()}
     argv = [*GEOMCLI, *[str(files.get(part, part)) for part in command]]
     with open(files[read], mode) as sink, open(files["IN"], "rb") as source:
@@ -1327,10 +1333,7 @@ def test_stdout_opened_on_the_file_an_option_reads_from_stdin_is_refused(
     """'grid-sample in.npy --grid - -o - < grid.npy >> grid.npy' appended the result to the grid
     (exit 0), as warp's --theta - and a chain step's: only a named --grid or --theta file was
     compared with stdout (files_read leaves stdin out)."""
-    files = {"IN": tmp_path / "in.npy", "GRID": tmp_path / "grid.npy", "THETA": tmp_path / "theta.npy"}
-    shutil.copy(ROOT / "samples" / "tensor.npy", files["IN"])
-    np.save(files["GRID"], np.zeros((1, 2, 2, 2), np.float32))
-    np.save(files["THETA"], np.eye(2, 3, dtype=np.float32)[None])
+    files = _read_files(tmp_path)
     before = {path: path.read_bytes() for path in files.values()}
     argv = [*GEOMCLI, *[str(files.get(part, part)) for part in command]]
     with open(files[read], "ab") as sink, open(files[read], "rb") as source:

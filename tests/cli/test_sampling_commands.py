@@ -696,15 +696,19 @@ def test_o_never_replaces_a_file_an_option_reads(tmp_path: Path, rng: np.random.
     assert run(*[parts.get(part, part) for part in command]).exit_code == 0
 
 
-def test_o_to_a_store_not_installed_is_one_line_beside_a_grid(tmp_path: Path, rng: np.random.Generator) -> None:
-    # d72216b's check of -o against the --grid file ended in a traceback where -o's filesystem is missing
+@pytest.fixture
+def without_gcsfs() -> None:
+    """gs:// with its filesystem not installed: fsspec is, gcsfs is not."""
+    import importlib.util
+
     pytest.importorskip("fsspec")
-    try:
-        import gcsfs  # noqa: F401
-    except ImportError:
-        pass
-    else:
+    if importlib.util.find_spec("gcsfs") is not None:
         pytest.skip("gcsfs is installed")
+
+
+def test_o_to_a_store_not_installed_is_one_line_beside_a_grid(tmp_path: Path, rng: np.random.Generator,
+                                                              without_gcsfs: None) -> None:
+    # d72216b's check of -o against the --grid file ended in a traceback where -o's filesystem is missing
     np.save(tmp_path / "t.npy", rng.standard_normal((1, 3, 8, 12)).astype(np.float32))
     np.save(tmp_path / "g.npy", rotation_grid(8, 12).astype(np.float32))
     for command in (["crop-pad", tmp_path / "t.npy", "--shape", "1,3,4,4"],
@@ -738,18 +742,11 @@ def test_affine_grid_and_warp_tell_one_option_alike(option: str) -> None:
     assert helps["affine-grid"] == helps["warp"]
 
 
-def test_an_option_s_file_on_a_store_not_installed_is_one_line_beside_o(tmp_path: Path,
-                                                                         rng: np.random.Generator) -> None:
+def test_an_option_s_file_on_a_store_not_installed_is_one_line_beside_o(tmp_path: Path, rng: np.random.Generator,
+                                                                         without_gcsfs: None) -> None:
     """check_spared named the file --like (--grid, --theta) reads to compare it with -o, and a
     filesystem not installed ended in a traceback: 'affine-grid --like gs://b/t.npy -o out.npy'
     raised 'GeomError: gs:// needs gcsfs' through click. The read now says so, one line, exit 1."""
-    pytest.importorskip("fsspec")
-    try:
-        import gcsfs  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("gcsfs is installed")
     np.save(tmp_path / "t.npy", rng.standard_normal((1, 3, 8, 12)).astype(np.float32))
     for command, named in ((["affine-grid", "--like", "gs://bucket/t.npy"], "gs://bucket/t.npy"),
                            (["grid-sample", tmp_path / "t.npy", "--grid", "gs://bucket/g.npy"], "gs://bucket/g.npy"),
