@@ -48,7 +48,7 @@ def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, fram
                 seen.add(input_key(source.path))
                 found.append((argument, source))
     if passed_over:
-        echo_stderr(f"Warning: {passed_over_text(sorted(passed_over))}")
+        echo_stderr(f"Warning: {passed_over_text(passed_over)}")
     code = 0
     for argument, source in found:
         if source is not None and source.error is not None:

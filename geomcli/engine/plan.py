@@ -106,7 +106,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     passed_over: list[str] = []
     sources = expand(arguments, options.recursive, listed, out_dir=options.out_dir, passed_over=passed_over)
     if passed_over and not common.quiet:
-        echo_stderr(f"Warning: {passed_over_text(sorted(passed_over))}")
+        echo_stderr(f"Warning: {passed_over_text(passed_over)}")
     # An input is its name, the file read through its links, and that file's device and inode (a
     # hard link): an output landing on any of them would destroy an input, its own included.
     inputs: dict[str | tuple[int, int], str] = {}
@@ -174,14 +174,16 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
 
 
 def passed_over_text(paths: Sequence[str], named: int = 3) -> str:
-    """What a warning says of the files folders and globs held that no reader takes by name: that a
-    photo folder's .heic files were not done, where the run's counts alone would not tell it.
+    """What a warning says of the files folders and globs held that no reader takes by name (in
+    name order): that a photo folder's .heic files were not done, where the run's counts alone
+    would not tell it.
 
     >>> passed_over_text(["a/x.txt"])
     'left out a/x.txt: geomcli reads no such file (.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, .zarr)'
     >>> passed_over_text(["1.heic", "2.heic", "3.heic", "4.txt"], named=2).partition(":")[0]
     'left out 4 files, 1.heic, 2.heic and 2 more'
     """
+    paths = sorted(paths)
     shown = ", ".join(paths[:named]) + (f" and {len(paths) - named} more" if len(paths) > named else "")
     what = shown if len(paths) == 1 else f"{len(paths)} files, {shown}"
     return f"left out {what}: geomcli reads no such file {READ_SUFFIXES}"
