@@ -322,12 +322,19 @@ def rows() -> tuple[list[str], list[Row]]:
                      "-" if cv_odd is None
                      else f"{np.count_nonzero(ours_odd != cv_odd)} of {ours_odd.size} values differ"))
     tv_up = torch_call(image, double, "bicubic", True)
-    table.append(Row("2× up, cubic", "torchvision `Resize` bicubic (antialias=True, its default)",
+    table.append(Row("2× up, cubic", "torchvision v1 `Resize` bicubic (float32; antialias=True, its default)",
                      "300×451 → 600×902", ours_cubic, tv_up,
                      "with antialias torch takes its antialias kernel even to enlarge, and that one has a = -0.5 "
                      "(Pillow's) and renormalises at the borders",
                      "geomcli `--cubic-coeff-a -0.5 --exclude-outside`: "
                      + within(geomcli_u8(image, double, **keys), tv_up)))
+    tv_up_v2 = torch_call(image, double, "bicubic", True, native_uint8=True)
+    table.append(Row("2× up, cubic", "torchvision v2 bicubic (uint8 tensor)", "300×451 → 600×902", ours_cubic,
+                     tv_up_v2, "torch's uint8 kernel, which v2 takes for bicubic on every CPU, works as Pillow does: "
+                     "a = -0.5, width, round and clip, height, round",
+                     "Pillow's two passes: " + within(pillow_two_passes(image, double, **keys), tv_up_v2)
+                     + "; geomcli `--cubic-coeff-a -0.5 --exclude-outside`: "
+                     + within(geomcli_u8(image, double, **keys), tv_up_v2)))
     table.append(Row("2× up, cubic", "torch bicubic, `antialias=False` (float32)", "300×451 → 600×902", ours_cubic,
                      torch_call(image, double, "bicubic", False),
                      "a = -0.75 and clamped border taps, as ONNX: float32 rounding only"))

@@ -54,7 +54,7 @@ def test_the_resize_comparison_prints_its_table() -> None:
     result = run("benchmarks/resize_compare.py")
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
-    assert rows[0].startswith("| resize | geomcli against |") and len(rows) == 18, result.stdout
+    assert rows[0].startswith("| resize | geomcli against |") and len(rows) == 19, result.stdout
 
 
 @pytest.mark.cluster

@@ -852,6 +852,31 @@ def test_the_readmes_torchvision_settings_hold(rng: np.random.Generator) -> None
     assert policy.shape == theirs.shape and np.abs(policy - theirs).max() > 1  # the width sampled at 256/480
 
 
+def test_the_readmes_torchvision_bicubic_settings_hold_for_its_float_path_alone(rng: np.random.Generator) -> None:
+    """README, cubic up: `--cubic-coeff-a -0.5 --exclude-outside` is torchvision's float path (v1
+    casts a uint8 tensor to float32) within 1 level. It said "torchvision" alone, but v2 hands a
+    uint8 tensor to torch's uint8 kernel, which rounds and clips between its two passes as Pillow
+    (torchvision on a PIL image) does: far from it where edges overshoot."""
+    torch = pytest.importorskip("torch")
+    from PIL import Image
+
+    image = rng.choice(np.array([0, 255], np.uint8), (12, 16, 3))  # an edge at every other pixel
+    size = [24, 32]
+    ours = resize(image, sizes=size, axes=[0, 1], mode="cubic", cubic_coeff_a=-0.5, exclude_outside=True)
+    tensor = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))[None]
+
+    def interpolate(data: Any) -> np.ndarray:
+        out = torch.nn.functional.interpolate(data, size=size, mode="bicubic", align_corners=False, antialias=True)
+        return np.asarray(out[0].permute(1, 2, 0).numpy())
+
+    v1 = np.rint(np.clip(interpolate(tensor.to(torch.float32)), 0, 255)).astype(np.uint8)
+    v2 = interpolate(tensor)
+    pillow = np.asarray(Image.fromarray(image).resize(size[::-1], Image.Resampling.BICUBIC))
+    assert np.abs(ours.astype(int) - v1).max() <= 1
+    assert np.abs(v2.astype(int) - pillow).max() <= 1
+    assert np.abs(ours.astype(int) - v2).max() > 10
+
+
 def test_linear_exclude_outside_without_antialias_reads_the_edge() -> None:
     # onnxruntime refuses this combination; the text defines it: x = -0.25 reads taps -1 and 0
     # with weights 1/4 and 3/4, tap -1 weighs 0 and the rest renormalise to the edge pixel
