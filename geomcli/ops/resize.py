@@ -899,7 +899,7 @@ def resize(
       up to 17 levels apart where a cubic's overshoot is clipped (a 500x375 photo to 224),
       within 1 level of those two passes redone in float64. It clips int8 to [0, 255] there
       too: under antialias every negative int8 result is 0 (``[-50, -20, 10, 40]`` by 0.5:
-      ``[0, 29]``, where we and the reference give ``[-31, 29]``).
+      ``[0, 21]``, where we and the reference give ``[-31, 21]``).
     - ``exclude_outside`` and ``antialias`` with nearest are undefined in the text
       (onnxruntime refuses the first, the reference the second): both are refused.
       onnxruntime also refuses exclude_outside for linear without antialias; we take it

@@ -669,6 +669,17 @@ def test_onnxruntime_clips_int8_to_0_255_under_antialias(mode: str, scale: float
     assert (by_onnxruntime(data.astype(np.int32), scales=F32([1, scale]), **keywords) < 0).any()
 
 
+def test_the_notes_int8_example_under_antialias() -> None:
+    """resize's Notes gave onnxruntime's [0, 29] and our [-31, 29] for this row: the second value is
+    21 in all three (taps 1..4, the last read at the edge, weigh 1 3 3 1: (-20 + 30 + 120 + 40) / 8)."""
+    data = np.array([[-50, -20, 10, 40]], dtype=np.int8)
+    keywords: dict[str, Any] = {"mode": "linear", "antialias": 1}
+    assert resize(data[0], scales=[0.5], **keywords).tolist() == [-31, 21]
+    assert by_onnx_reference(data, scales=F32([1, 0.5]), **keywords).tolist() == [[-31, 21]]
+    assert by_onnxruntime(data, scales=F32([1, 0.5]), **keywords).tolist() == [[0, 21]]
+    assert "``[0, 21]``, where we and the reference give ``[-31, 21]``" in " ".join((resize.__doc__ or "").split())
+
+
 def test_onnxruntime_rounds_a_half_away_from_zero_under_antialias() -> None:
     """Two taps of weight 1/2 each (linear, antialias, 2x down) land on halves: onnxruntime rounds
     them away from zero (-42.5 -> -43, 42.5 -> 43), not half up as the Notes said; we round half
