@@ -219,3 +219,50 @@ def test_every_option_has_help_and_shows_its_default() -> None:
                 continue
             record = param.get_help_record(ctx)
             assert record is not None and "default:" in record[1], f"{name} {param.opts} hides its default"
+
+
+def test_readme_crop_pad_table_is_what_each_tool_computes() -> None:
+    """Each row of 'where the extra pixel goes': geomcli's column by the kernel itself, the others by
+    the rules the text gives them (ImageMagick's window at d//2 - t//2; torchvision's crop at
+    round((d - t) / 2), half to even, and its pad of (t - d) // 2 before)."""
+    import numpy as np
+
+    from geomcli import center_crop_pad
+
+    rows = re.findall(r"^\| (\d+) → (\d+) \((crop|pad)\) \| (.+?) \| (.+?) \| (.+?) \|$", README, flags=re.MULTILINE)
+    assert len(rows) == 5
+    for length, target, kind, ours, magick, torchvision in rows:
+        d, t = int(length), int(target)
+        kept = center_crop_pad(np.arange(1, d + 1), [t])
+        if kind == "crop":
+            assert (int(ours), int(magick), int(torchvision)) == (kept[0] - 1, d // 2 - t // 2, round((d - t) / 2))
+        else:
+            before = int(np.argmax(kept == 1))
+            said = {text: [int(n) for n in re.findall(r"\d+", text)] for text in (ours, magick, torchvision)}
+            assert said[ours] == [before, t - d - before]
+            assert said[magick] == [t // 2 - d // 2, t - d - (t // 2 - d // 2)]
+            assert said[torchvision] == [(t - d) // 2, t - d - (t - d) // 2]
+
+
+def test_readme_resize_sizes_are_what_onnx_and_torchvision_give() -> None:
+    """The sizes the resize section quotes: not_smaller 256 against torchvision's Resize(256) (its
+    long side int(256 * long / short)), and where CenterCrop(224) starts on each."""
+    from geomcli.ops.resize import resize_output_shape
+
+    def onnx(height: int, width: int) -> tuple[int, ...]:
+        return resize_output_shape((height, width), sizes=[256, 256], keep_aspect_ratio_policy="not_smaller")
+
+    def torchvision(height: int, width: int) -> tuple[int, int]:
+        short, long = sorted((height, width))
+        return (256, int(256 * long / short)) if height <= width else (int(256 * long / short), 256)
+
+    section = README.split("## resize:")[1].split("\n## ")[0]
+    assert "451·256/300 = 384.85 half up (385), torchvision truncates (384)" in section
+    assert f"{451 * 256 / 300:.2f}" == "384.85" and onnx(300, 451) == (256, 385) and torchvision(300, 451) == (256, 384)
+    assert "(480×640 → 256×341)" in section and onnx(480, 640) == torchvision(480, 640) == (256, 341)
+    quoted = re.search(r"\(300×402 → 256×343: torchvision's `round\((\d+) / 2\)`, half to even, is (\d+), "
+                       r"ONNX's `(\d+) // 2` is (\d+)\)", section)
+    assert quoted is not None and onnx(300, 402) == torchvision(300, 402) == (256, 343)
+    excess, torchvision_start, same_excess, onnx_start = (int(n) for n in quoted.groups())
+    assert excess == same_excess == 343 - 224 and excess % 4 == 3
+    assert (torchvision_start, onnx_start) == (round(excess / 2), excess // 2)
