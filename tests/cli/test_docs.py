@@ -50,6 +50,23 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert any("pip install" in line and "'.[test,dask]'" in line for line in ci_lines)
 
 
+def test_the_readmes_lint_line_checks_what_ci_checks() -> None:
+    """The README's 'ruff check . && mypy geomcli/' left out of mypy the benchmarks, scripts and
+    samples CI type-checks: a change passing it could fail CI."""
+    def targets(line: str, tool: str) -> set[str]:
+        command = re.search(rf"(?:^|; |&& ){tool} ([^&#]*)", line)
+        assert command is not None, line
+        words = command.group(1).split()
+        return {word.rstrip("/") for word in words if not word.startswith("-")}
+
+    (readme_line,) = (line for block in fenced_blocks("sh") for line in block.splitlines() if "lint-imports" in line)
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    for tool in ("ruff check", "mypy"):
+        (ci_line,) = (line for line in ci_lines if f"; {tool} " in line)
+        assert targets(readme_line, tool) == targets(ci_line, tool), tool
+    assert any(line.strip().endswith("lint-imports") for line in ci_lines)
+
+
 def test_generated_docs_are_fresh() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_docs.py"), "--check"],
                             capture_output=True, text=True)
