@@ -888,6 +888,19 @@ def test_the_readmes_torchvision_bicubic_settings_hold_for_its_float_path_alone(
     assert np.abs(ours.astype(int) - v2).max() > 10
 
 
+def test_the_readmes_opencv_inter_area_row_holds(rng: np.random.Generator) -> None:
+    """README: at exactly 2x down OpenCV's INTER_AREA is linear without antialias, a 2x2 box, within
+    1 level (it rounds a half up, the graph to even), which the row did not say."""
+    cv2 = pytest.importorskip("cv2")
+    image = rng.integers(0, 256, (16, 24, 3), dtype=np.uint8)
+    area = np.asarray(cv2.resize(image, (12, 8), interpolation=cv2.INTER_AREA))
+    ours = resize(image, sizes=[8, 12], axes=[0, 1], mode="linear")
+    exact = resize(image.astype(np.float64), sizes=[8, 12], axes=[0, 1], mode="linear")
+    assert np.array_equal(exact * 4, image.reshape(8, 2, 12, 2, 3).sum(axis=(1, 3)))  # the 2x2 box
+    assert np.array_equal(np.floor(exact + 0.5).astype(np.uint8), area)
+    assert np.abs(ours.astype(int) - area).max() == 1  # the halves, rounded to even here
+
+
 def test_linear_exclude_outside_without_antialias_reads_the_edge() -> None:
     # onnxruntime refuses this combination; the text defines it: x = -0.25 reads taps -1 and 0
     # with weights 1/4 and 3/4, tap -1 weighs 0 and the rest renormalise to the edge pixel
