@@ -283,3 +283,18 @@ def test_readme_resize_sizes_are_what_onnx_and_torchvision_give() -> None:
     excess, torchvision_start, same_excess, onnx_start = (int(n) for n in quoted.groups())
     assert excess == same_excess == 343 - 224 and excess % 4 == 3
     assert (torchvision_start, onnx_start) == (round(excess / 2), excess // 2)
+
+
+def test_the_commands_that_take_out_dir_are_those_the_docs_name() -> None:
+    """The README said every command takes folders and globs with --out-dir; affine-grid reads no
+    input and info writes none. docs/files.md names the commands that do."""
+    from geomcli.cli.group import commands
+
+    files_md = (ROOT / "docs" / "files.md").read_text(encoding="utf-8")
+    listed = re.search(r"Every command that transforms files \(([^)]*)\)", " ".join(files_md.split()))
+    assert listed is not None and "Every command\nthat transforms files takes files" in README
+    names = listed.group(1).replace("`", "").replace("chain with -i", "chain")
+    named = set(re.findall(r"[a-z]+(?:-[a-z]+)*", names)) - {"and"}
+    taking = {name for name, command in commands().items()
+              if any("--out-dir" in getattr(param, "opts", ()) for param in command.params)}
+    assert named == taking
