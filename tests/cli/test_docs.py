@@ -298,3 +298,24 @@ def test_the_commands_that_take_out_dir_are_those_the_docs_name() -> None:
     taking = {name for name, command in commands().items()
               if any("--out-dir" in getattr(param, "opts", ()) for param in command.params)}
     assert named == taking
+
+
+def test_the_json_keys_docs_files_names_are_in_the_records(tmp_path: Path) -> None:
+    """docs/files.md gave the transforms' record keys (command, output, input_shape, ...) right after
+    describing info, whose records hold none of them; each list is now named for its command."""
+    import json
+
+    text = " ".join((ROOT / "docs" / "files.md").read_text(encoding="utf-8").split())
+    lists = re.findall(r"one object per file with at least `([a-z_, ]+)` (?:\(`\"ok\"`/`\"error\"`\) )?and `error`",
+                       text)
+    assert len(lists) == 2
+    info_keys, transform_keys = ({*key_list.replace(" ", "").split(","), "error"} for key_list in lists)
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+    info = run_in(tmp_path, "geomcli info samples/photo.png nosuch.png --json")
+    transform = run_in(tmp_path, "geomcli crop-pad samples/photo.png nosuch.png --out-dir out --shape 8,8 --json")
+    for result, keys in ((info, info_keys), (transform, transform_keys)):
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        records = [record for record in records if record.get("status") != "summary"]
+        assert sorted(record["status"] for record in records) == ["error", "ok"], result.stdout
+        for record in records:
+            assert keys <= set(record), keys - set(record)
