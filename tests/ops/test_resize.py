@@ -888,6 +888,31 @@ def test_the_readmes_torchvision_bicubic_settings_hold_for_its_float_path_alone(
     assert np.abs(ours.astype(int) - v2).max() > 10
 
 
+def test_the_readmes_pillow_bilinear_row_is_torchvision_v2s_on_uint8_not_v1s(rng: np.random.Generator) -> None:
+    """README, linear + antialias down: Pillow's rounding between passes (1 level on many values) is
+    torchvision's on a PIL image and v2's on a uint8 tensor (torch's uint8 kernel); the row said 'or
+    uint8 tensor', but v1 casts one to float32 and matches `--exclude-outside` to float rounding."""
+    torch = pytest.importorskip("torch")
+    from PIL import Image
+
+    image = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    size = [20, 27]
+    ours = resize(image, sizes=size, axes=[0, 1], mode="linear", antialias=True, exclude_outside=True)
+    tensor = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))[None]
+
+    def interpolate(data: Any) -> np.ndarray:
+        out = torch.nn.functional.interpolate(data, size=size, mode="bilinear", align_corners=False, antialias=True)
+        return np.asarray(out[0].permute(1, 2, 0).numpy())
+
+    v1 = np.rint(interpolate(tensor.to(torch.float32))).astype(np.uint8)
+    v2 = interpolate(tensor)
+    pillow = np.asarray(Image.fromarray(image).resize(size[::-1], Image.Resampling.BILINEAR))
+    assert np.mean(ours != v1) < 0.01 and np.abs(ours.astype(int) - v1).max() <= 1
+    assert np.mean(v2 != pillow) < 0.01
+    for theirs in (v2, pillow):
+        assert np.abs(ours.astype(int) - theirs).max() == 1 and np.mean(ours != theirs) > 0.05
+
+
 def test_the_readmes_opencv_inter_area_row_holds(rng: np.random.Generator) -> None:
     """README: at exactly 2x down OpenCV's INTER_AREA is linear without antialias, a 2x2 box, within
     1 level (it rounds a half up, the graph to even), which the row did not say."""
