@@ -287,30 +287,33 @@ def _read_theta(theta_file: str, max_pixels: int) -> np.ndarray:
 
 
 def _read_floats(path: str, max_pixels: int, option: str, what: str) -> np.ndarray:
-    """:func:`_read_whole`, refused unless it holds floats (``what`` names it in the error)."""
+    """A small array of floats an ``option`` names (theta, a grid; ``what`` names it in errors),
+    read whole within ``max_pixels``: a .npy or TIFF file (``-``: stdin) or a .zarr array. A name
+    of another extension is the option's mistake (a PlanError, exit 2), found before anything is
+    read: no other format holds floats."""
     from geomcli import io
+    from geomcli.io import _zarr
 
-    data = _read_whole(path, max_pixels, option)
+    if _zarr.is_zarr(path):
+        data = _zarr.read_whole(path, max_pixels)
+    else:
+        extension = os.path.splitext(path)[1]
+        if path != "-" and extension:
+            try:
+                fmt = io.format_for_path(path)
+            except GeomError:
+                fmt = None
+            if fmt not in _FLOAT_FORMATS:
+                raise PlanError(f"{path}: {what} is read from a .npy, .tif, .tiff or .zarr file, the formats that "
+                                f"hold floats; not {extension}", options=option)
+        data = io.read_array(path, max_pixels=max_pixels, mmap=False).data
     if data.dtype.kind != "f" and data.dtype.name != "bfloat16":
         raise GeomError(f"{io.display_name(path)}: {what} must hold floats, found {data.dtype}")
     return data
 
 
-def _read_whole(path: str, max_pixels: int, option: str) -> np.ndarray:
-    """A small array an ``option`` names (theta, a grid), read whole within ``max_pixels``: a file
-    io reads (``-``: stdin) or a .zarr array; an extension of neither is the option's mistake
-    (a PlanError, exit 2), found before anything is read."""
-    from geomcli import io
-    from geomcli.io import _zarr
-
-    if _zarr.is_zarr(path):
-        return _zarr.read_whole(path, max_pixels)
-    if path != "-" and os.path.splitext(path)[1]:
-        try:
-            io.format_for_path(path, hint=" or .zarr")
-        except GeomError as error:
-            raise PlanError(str(error), options=option) from error
-    return io.read_array(path, max_pixels=max_pixels, mmap=False).data
+# the file formats geomcli reads that hold floats (with .zarr)
+_FLOAT_FORMATS = ("npy", "tiff")
 
 
 def _grid_theta_file(theta_file: str, spatial: int, batch: int, what: str, max_pixels: int) -> np.ndarray:

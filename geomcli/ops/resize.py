@@ -896,7 +896,8 @@ def resize(
       onnxruntime truncates (0.75 -> 0), has no uint8 cubic without antialias, and with
       antialias rounds half away from zero (int32's -42.5 -> -43) and clips to uint8 between its
       two passes (the width first):
-      up to 17 levels apart where a cubic's overshoot is clipped (a 500x375 photo to 224),
+      a dozen levels apart where a cubic's overshoot is clipped (12 on benchmarks/resize_compare's
+      500x375 photo to 224x299),
       within 1 level of those two passes redone in float64. It clips int8 to [0, 255] there
       too: under antialias every negative int8 result is 0 (``[-50, -20, 10, 40]`` by 0.5:
       ``[0, 21]``, where we and the reference give ``[-31, 21]``).

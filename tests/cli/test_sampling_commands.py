@@ -567,13 +567,15 @@ def test_a_grid_and_theta_may_be_zarr_arrays_read_and_written_whole(tmp_path: Pa
     result = run("warp", tmp_path / "data.npy", "--theta", tmp_path / "t.zarr", "-o", tmp_path / "w.npy", "-q")
     assert result.exit_code == 0, result.stderr
     (tmp_path / "g.xyz").write_bytes(b"")
-    for option in ["--grid", "--theta"]:
-        command = "grid-sample" if option == "--grid" else "warp"
-        result = run(command, tmp_path / "data.npy", option, tmp_path / "g.xyz", "-o", tmp_path / "x.npy")
+    Image.fromarray(np.zeros((4, 4), np.uint8)).save(tmp_path / "g.png")
+    # the formats that hold floats alone, not every one geomcli reads (a PNG was read, then refused)
+    for option, name in itertools.product(["--grid", "--theta"], ["g.xyz", "g.png"]):
+        command, what = ("grid-sample", "a grid") if option == "--grid" else ("warp", "theta")
+        result = run(command, tmp_path / "data.npy", option, tmp_path / name, "-o", tmp_path / "x.npy")
         assert result.exit_code == 2
         assert result.stderr.splitlines()[-1] == (
-            f"Error: Invalid value for '{option}': {tmp_path / 'g.xyz'}: unknown extension '.xyz'; expected one of "
-            ".png, .jpg, .jpeg, .bmp, .gif, .webp, .npy, .tif, .tiff or .zarr")
+            f"Error: Invalid value for '{option}': {tmp_path / name}: {what} is read from a .npy, .tif, .tiff or "
+            f".zarr file, the formats that hold floats; not {name[1:]}")
     assert not (tmp_path / "x.npy").exists()
 
 
