@@ -922,16 +922,24 @@ def write(
         write_args["iccprofile"] = metadata.icc
     if metadata.xmp is not None:
         write_args["extratags"] = [(700, 1, len(metadata.xmp), metadata.xmp, True)]  # XMP: BYTE, first page
+    unit_written = False
     if metadata.resolution is not None:
         resolution = _resolution(metadata, kind)
         if max(resolution["resolution"]) < _RATIONAL:
             write_args["metadata"].update(resolution.pop("metadata", {}))
             write_args.update(resolution)
+            unit_written = True
         else:  # tifffile raised ValueError for it (a warp by --scale 1e-8 of 300 dpi): a traceback
             (x, y), unit = resolution["resolution"], resolution.get("metadata", {}).get("unit", "unit")
             unit = {"INCH": "inch", "CENTIMETER": "cm"}.get(resolution["resolutionunit"], unit)
             warnings.append(f"TIFF cannot hold the resolution ({x:g} x {y:g} pixels per {unit}: a rational tag "
                             f"holds up to {_RATIONAL - 1}); dropped")
+    if kind == "imagej" and metadata.unit is not None and not unit_written and "spacing" in write_args["metadata"]:
+        # ImageJ reads the spacing in the resolution's unit: without it, in pixels (0.5 um of 1 um pixels
+        # would read as half a pixel)
+        spacing = write_args["metadata"].pop("spacing")
+        warnings.append(f"the ImageJ slice spacing ({spacing:g} {metadata.unit}) is in the unit of the "
+                        "resolution dropped, which ImageJ would read as pixels; dropped")
     tifffile.imwrite(f, stored, **write_args)
     return warnings
 

@@ -1115,6 +1115,27 @@ def test_a_warp_of_each_plane_keeps_the_stack_s_z_size(tmp_path: Path, args: lis
             "rotation or shear) cannot be carried; dropped") in result.stderr
 
 
+@pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"]])
+def test_a_warp_of_an_imagej_stack_drops_the_spacing_with_the_unit_it_is_in(tmp_path: Path, args: list[str]) -> None:
+    """ImageJ gives the slice spacing in the one unit of its resolution: a warp that drops the
+    resolution (and so the unit) kept 'spacing=0.5' alone, which ImageJ reads as 0.5 pixels
+    where the planes' pixels are 1, turning Z's 2:1 aspect to the pixels' 1:2."""
+    import tifffile
+
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, np.zeros((2, 8, 8), np.uint16), imagej=True, resolution=(4.0, 4.0),
+                     metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um"})
+    np.save(tmp_path / "grid.npy", np.zeros((2, 6, 6, 2), np.float32))
+    result = run(args[0], source, "-o", out, *[str(tmp_path / "grid.npy") if arg == "GRID" else arg
+                                               for arg in args[1:]])
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        meta = tif.imagej_metadata
+    assert meta is not None and "spacing" not in meta and "unit" not in meta
+    assert ("the ImageJ slice spacing (0.5 micron) is in the unit of the resolution dropped, which ImageJ "
+            "would read as pixels; dropped") in result.stderr
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["crop-pad", "--shape", "4,4"], {"X": 0.5, "Y": 0.25, "Z": 3.0}),
     (["space-to-depth", "--blocksize", "2"], {"X": 1.0, "Y": 0.5, "Z": 3.0}),
