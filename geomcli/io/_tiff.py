@@ -612,6 +612,8 @@ _IMAGEJ_REWRITTEN = {"ImageJ", "images", "channels", "slices", "frames", "hypers
 # OME-XML content beyond sizes and axes, which geomcli writes anew and so cannot keep
 _OME_EXTRAS = (("physical sizes", re.compile(r"PhysicalSize[XYZ]=")),
                ("channel names", re.compile(r"<(?:\w+:)?Channel\b[^>]*\bName=")),
+               ("time increment", re.compile(r"<(?:\w+:)?Pixels\b[^>]*\bTimeIncrement=")),
+               ("plane positions and times", re.compile(r"<(?:\w+:)?Plane\b[^>]*\b(?:Position[XYZ]|DeltaT)=")),
                ("annotations", re.compile(r"<(?:\w+:)?StructuredAnnotations\b")))
 
 

@@ -1199,6 +1199,23 @@ def test_resize_updates_the_resolution_along_x_and_y(tmp_path: Path, shape: tupl
     assert (x, y) == pytest.approx(expected)
 
 
+def test_an_ome_time_increment_and_plane_positions_are_named_where_dropped(tmp_path: Path) -> None:
+    """An OME-TIFF's TimeIncrement (the frame interval of a time series) and its planes' stage
+    positions and times were lost without a word, where its channel names are named: geomcli writes
+    its OME-XML anew from the sizes and physical sizes alone."""
+    import tifffile
+
+    source, out = tmp_path / "in.ome.tif", tmp_path / "out.ome.tif"
+    tifffile.imwrite(source, np.zeros((3, 8, 8), np.uint16), ome=True, metadata={
+        "axes": "TYX", "TimeIncrement": 2.5, "TimeIncrementUnit": "ms",
+        "Plane": {"PositionX": [1.0, 1.0, 1.0], "DeltaT": [0.0, 2.5, 5.0]}})
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert "the OME-XML time increment, plane positions and times cannot be carried; dropped" in result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert "TimeIncrement" not in tif.ome_metadata and "DeltaT" not in tif.ome_metadata
+
+
 def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
     """OME-XML channel names and ImageJ display ranges are not rewritten for the new shape: the
     user is told, once per field, rather than losing them silently (physical sizes are carried:
