@@ -1216,6 +1216,20 @@ def test_an_ome_time_increment_and_plane_positions_are_named_where_dropped(tmp_p
         assert "TimeIncrement" not in tif.ome_metadata and "DeltaT" not in tif.ome_metadata
 
 
+@pytest.mark.parametrize("suffix", [".npy", ".zarr"])
+def test_an_imagej_stack_s_spacing_and_frame_interval_are_named_where_dropped(tmp_path: Path, suffix: str) -> None:
+    """A .npy or .zarr output holds no ImageJ entries: its --json 'dropped' named the DPI and the
+    axes, not the slice spacing and frame interval lost with them."""
+    import tifffile
+
+    source = tmp_path / "in.tif"
+    tifffile.imwrite(source, np.zeros((2, 3, 8, 8), np.uint8), imagej=True, resolution=(2.0, 2.0),
+                     metadata={"axes": "TZYX", "spacing": 0.5, "finterval": 3.0, "unit": "um"})
+    result = run("crop-pad", source, "-o", tmp_path / f"out{suffix}", "--shape", "4,4", "--json", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "ImageJ spacing 0.5, finterval 3" in json.loads(result.stdout)["dropped"]
+
+
 def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
     """OME-XML channel names and ImageJ display ranges are not rewritten for the new shape: the
     user is told, once per field, rather than losing them silently (physical sizes are carried:
