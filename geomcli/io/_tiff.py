@@ -87,6 +87,8 @@ _JPEG_ROWS = 65520  # a JPEG strip's most rows: below libjpeg's 65535, a multipl
 # ImageJ's units, as tifffile reads them from the description, in geomcli's names
 _UNITS = {"micron": "micron", "um": "micron", "\u00b5m": "micron", "\\u00B5m": "micron",
           "cm": "centimeter", "mm": "millimeter", "inch": "inch"}
+# geomcli's names of units as ImageJ writes them (a script of its own tests for 'mm')
+_IMAGEJ_UNITS = {"micron": "micron", "centimeter": "cm", "millimeter": "mm", "inch": "inch"}
 _IMAGEJ_KEPT = ("spacing", "finterval", "fps")
 # the axes a written TIFF names each layout by; N is tifffile's Q (other), as for stacked series
 _AXES = {"HW": "YX", "HWC": "YXS", "CHW": "CYX", "NCHW": "QCYX", "NHWC": "QYXS", "NHW": "QYX"}
@@ -1040,7 +1042,7 @@ def _resolution(metadata: Metadata, kind: str | None) -> dict[str, Any]:
     if kind == "imagej":
         # ImageJ keeps the unit in its description and the pixels per unit in the tags
         return {"resolution": (x, y), "resolutionunit": "NONE",
-                "metadata": {"unit": "micron" if unit == "micron" else (unit or "pixel")}}
+                "metadata": {"unit": _IMAGEJ_UNITS.get(unit or "", unit or "pixel")}}
     if unit in ("micron", "millimeter"):
         per_cm = 10000.0 if unit == "micron" else 10.0
         return {"resolution": (x * per_cm, y * per_cm), "resolutionunit": "CENTIMETER"}

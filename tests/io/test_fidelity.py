@@ -525,6 +525,21 @@ def test_imagej_hyperstack_layout_from_metadata_and_fresh_metadata(tmp_path: Pat
         assert (tif.pages[0].imagelength, tif.pages[0].imagewidth) == (6, 6)
 
 
+@pytest.mark.parametrize("unit", ["mm", "cm", "micron", "inch", "nm"])
+def test_an_imagej_unit_is_written_as_imagej_spells_it(tmp_path: Path, unit: str) -> None:
+    """An ImageJ stack's unit came back as geomcli's own name for it: 'unit=mm' as 'unit=millimeter'
+    and 'cm' as 'centimeter', which ImageJ shows as it is and a script testing for 'mm' misses."""
+    import tifffile
+
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, np.zeros((3, 8, 8), np.uint8), imagej=True, resolution=(4.0, 4.0),
+                     metadata={"axes": "ZYX", "spacing": 0.5, "unit": unit})
+    result = run("resize", source, "-o", out, "--scales", "0.5,0.5")
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert tif.imagej_metadata["unit"] == unit and tif.pages[0].resolution == (2.0, 2.0)
+
+
 def test_space_to_depth_finds_c_h_w_of_a_hyperstack_without_layout(tmp_path: Path,
                                                                   hyperstack: tuple[str, np.ndarray]) -> None:
     import tifffile
