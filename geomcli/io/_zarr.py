@@ -18,6 +18,7 @@ Only the standard library loads at import time; zarr loads with the first ``.zar
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -414,10 +415,12 @@ def _first(listed: Any) -> Any:
 
 
 def _numbers(given: Any, path: str, kind: str) -> tuple[float, ...]:
-    """An OME scale or translation: a list of numbers, else a GeomError."""
-    if not isinstance(given, list) or not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in given):
+    """An OME scale or translation: a list of finite numbers, else a GeomError (a NaN or Infinity,
+    which Python's JSON reads, would be written back as no JSON a strict reader takes)."""
+    if not isinstance(given, list) or not all(isinstance(n, (int, float)) and not isinstance(n, bool)
+                                              and math.isfinite(n) for n in given):
         raise GeomError(f"{path}: not a readable OME-Zarr image (its {kind} {str(given)[:100]} is not a list of "
-                        "numbers)")
+                        "finite numbers)")
     return tuple(map(float, given))
 
 

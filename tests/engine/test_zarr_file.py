@@ -383,15 +383,21 @@ def ome(datasets: Any, axes: Any = ({"name": "y"}, {"name": "x"})) -> dict[str, 
     ({"ome": "0", "multiscales": {"path": "0"}}, None, "not a readable OME-Zarr image (its multiscales name no"),
     (ome([{"path": "0"}]), "group", "the OME-Zarr level '0' is not an array"),
     (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": ["a", "b"]}]}]), "array",
-     "not a readable OME-Zarr image (its scale ['a', 'b'] is not a list of numbers)"),
+     "not a readable OME-Zarr image (its scale ['a', 'b'] is not a list of finite numbers)"),
     (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [0.5]}]}]), "array",
      "not a readable OME-Zarr image (its scale has 1 numbers for 2 axes)"),
+    # (written back, a NaN made the output's zarr.json no JSON a strict reader takes: JSON.parse fails)
+    (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [float("nan"), 0.5]}]}]), "array",
+     "not a readable OME-Zarr image (its scale [nan, 0.5] is not a list of finite numbers)"),
+    (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1, 1]},
+                                                      {"type": "translation", "translation": [0, float("inf")]}]}]),
+     "array", "not a readable OME-Zarr image (its translation [0, inf] is not a list of finite numbers)"),
     ({"ome": {"version": "0.5", "multiscales": [{"axes": [{"name": "y"}, {"name": "x"}], "datasets": [{"path": "0"}],
                                                   "coordinateTransformations": [
                                                       {"type": "translation", "translation": [1, 2, 3]}]}]}},
      "array", "not a readable OME-Zarr image (its translation has 3 numbers for 2 axes)"),
 ], ids=["dot-dot", "no-level", "path-int", "image-str", "ome-str", "level-group", "scale-str", "scale-short",
-        "outer-long"])
+        "scale-nan", "translation-inf", "outer-long"])
 def test_ome_attributes_that_name_no_readable_level_are_one_error_line(tmp_path: Path, attributes: dict[str, Any],
                                                                        level: str | None, reason: str) -> None:
     """Attributes are any JSON: geomcli's own reading of them raised IndexError, TypeError,
