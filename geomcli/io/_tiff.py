@@ -653,6 +653,11 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
     described = [label for code, label in _DESCRIPTIVE_TAGS.items() if code in tags]
     if described:
         dropped.append(f"the TIFF tags {', '.join(described)}")
+    bits, width = _int(choice.keyframe.bitspersample), choice.dtype.itemsize * 8
+    if choice.dtype.kind == "u" and 1 < bits < width and photometric != "PALETTE":  # (a palette's become RGB)
+        # (tifffile writes such samples only uncompressed, and a result may pass them: a cubic's overshoot)
+        dropped.append(f"the TIFF's {bits}-bit samples (written as {width}-bit: {(1 << bits) - 1}, their white, "
+                       "is no longer the output's)")
     others = sorted(str(key) for key in imagej if key not in _IMAGEJ_REWRITTEN)
     if others:
         dropped.append(f"the ImageJ metadata {', '.join(others)}")

@@ -1245,6 +1245,25 @@ def test_an_imagej_stack_s_spacing_and_frame_interval_are_named_where_dropped(tm
     assert "ImageJ spacing 0.5, finterval 3" in json.loads(result.stdout)["dropped"]
 
 
+@pytest.mark.parametrize(("bits", "dtype"), [(12, np.uint16), (4, np.uint8)])
+def test_samples_narrower_than_their_type_are_named_where_widened(tmp_path: Path, bits: int, dtype: Any) -> None:
+    """A 12-bit TIFF (a microscope camera's) is read as uint16 and written as 16-bit samples of the
+    same values: its white, 4095, is then a sixteenth of the output's range, which a viewer shows
+    near black. That was said nowhere."""
+    import tifffile
+
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    data = np.full((8, 8), (1 << bits) - 1, dtype)
+    tifffile.imwrite(source, data, bitspersample=bits)
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    width = np.dtype(dtype).itemsize * 8
+    assert (f"the TIFF's {bits}-bit samples (written as {width}-bit: {(1 << bits) - 1}, their white, is no longer "
+            "the output's) cannot be carried; dropped") in result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert tif.pages[0].bitspersample == width and np.array_equal(tif.asarray(), data[2:6, 2:6])
+
+
 def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
     """OME-XML channel names and ImageJ display ranges are not rewritten for the new shape: the
     user is told, once per field, rather than losing them silently (physical sizes are carried:
