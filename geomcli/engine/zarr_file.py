@@ -347,8 +347,11 @@ def _unkept(metadata: Metadata) -> tuple[str, ...]:
     """What ``metadata`` says beside its coordinate system (the OME-Zarr scale a zarr output keeps,
     which :func:`_say_dropped` judges): none of it is written chunk by chunk."""
     from geomcli import io
+    from geomcli.io import _zarr
 
-    return tuple(io.dropped(metadata._replace(physical=(), axes_kind=None), "npy"))
+    # sizes no OME-Zarr scale takes (in 'pixel', of axes other than TCZYX) are named with the rest
+    held = () if _zarr.space_of(metadata) is not None else metadata.physical
+    return tuple(io.dropped(metadata._replace(physical=held, axes_kind=None), "npy"))
 
 
 class Unreadable(GeomError):

@@ -2300,3 +2300,19 @@ def test_a_tiff_page_to_zarr_is_that_page(tmp_path: Path) -> None:
     result = run("crop-pad", tmp_path / "stack.tiff", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--page", "1")
     assert result.exit_code == 0, result.stderr
     assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], pages[1, 14:18, 22:26])
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".npy"])
+def test_ome_tiff_sizes_no_ome_zarr_scale_takes_are_named_where_dropped(tmp_path: Path, suffix: str) -> None:
+    """An OME-TIFF's PhysicalSizeX in a unit NGFF names none for ('pixel', 'reference frame')
+    becomes no OME-Zarr scale: 'crop-pad in.ome.tif -o out.zarr' wrote a plain array and said
+    nothing of the sizes, where sizes in micrometres are carried or named."""
+    import tifffile
+
+    source = tmp_path / "in.ome.tif"
+    tifffile.imwrite(source, np.zeros((2, 8, 8), np.uint8), ome=True, metadata={
+        "axes": "ZYX", "PhysicalSizeX": 0.5, "PhysicalSizeXUnit": "pixel"})
+    result = run("crop-pad", source, "-o", tmp_path / f"out{suffix}", "--shape", "4,4", "--json", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "OME physical sizes" in json.loads(result.stdout)["dropped"]
+
