@@ -148,15 +148,18 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                                                      scheduler, layout=layout, space=space, like=like,
                                                      name=input_path)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
-        except (GeomError, OSError):
+        except GeomError:
             raise
+        except OSError as error:
+            if common.debug or not _zarr.codec_failed(error):
+                raise  # a file's read or write, which names it (see _write)
+            raise _chunk_failed(input_path, error) from error
         # a chunk's codec or store failing in a task (numcodecs', imagecodecs' RuntimeError, zarr's
         # ValueError, botocore's): this file's failure; a bug (TypeError, AttributeError) keeps its traceback
-        except (RuntimeError, ValueError, KeyError, EOFError) + _remote._failures() as error:
+        except (RuntimeError, ValueError, KeyError, EOFError) + _zarr.CODEC_FAILURES + _remote._failures() as error:
             if common.debug:
                 raise
-            raise GeomError(f"{input_path}: a chunk could not be read, transformed or written "
-                            f"({type(error).__name__}: {_first_line(error)})") from error
+            raise _chunk_failed(input_path, error) from error
         report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
         said = _zarr.unstable(result.dtype) if output_format == "zarr" else None
         report.warnings.extend([said] if said else [])
@@ -168,6 +171,11 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         _say_dropped(report, space, output_format,
                      layouts.written_layout(data.shape, result.shape, common.layout, layout), unkept)
     return report
+
+
+def _chunk_failed(input_path: str, error: BaseException) -> GeomError:
+    return GeomError(f"{input_path}: a chunk could not be read, transformed or written "
+                     f"({type(error).__name__}: {_first_line(error)})")
 
 
 def _output_space(operation: Operation, space: Space | None, header: Header, common: Common,
@@ -445,6 +453,8 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         except OSError as error:  # a chunk's write (a full disk) names no file, or the staging folder's
             if error.filename is not None and not (place and str(error.filename).startswith(place)):
                 raise  # an input chunk's read, which names its file
+            if _zarr.codec_failed(error):
+                raise  # an input chunk's decompressor (bz2's 'Invalid data stream'), which names none
             raise GeomError(f"{output}: cannot write ({error.strerror or error})") from error
         return (*summary.joined_range(ranges), len(ranges))
     else:

@@ -18,8 +18,10 @@ Only the standard library loads at import time; zarr loads with the first ``.zar
 
 from __future__ import annotations
 
+import lzma
 import math
 import os
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,6 +43,9 @@ _NAMES = {"N": "n", "C": "c", "H": "y", "W": "x"}
 _OME_TYPES = {"N": "time", "C": "channel", "H": "space", "W": "space",
               "T": "time", "Z": "space", "Y": "space", "X": "space"}  # and OME's own axes, as a layout
 _OME_NAMES = {"N": "t", "C": "c", "H": "y", "W": "x"}
+# what a damaged chunk's decompressor raises beyond RuntimeError and ValueError: numcodecs' zlib
+# and lzma (a zarr v2 compressor, a v3 numcodecs.* codec) pass on the standard library's own
+CODEC_FAILURES: tuple[type[Exception], ...] = (zlib.error, lzma.LZMAError)
 
 
 def is_zarr(path: str) -> bool:
@@ -491,6 +496,17 @@ def _first_line(error: BaseException) -> str:
     return lines[0][:200] if lines else type(error).__name__
 
 
+def codec_failed(error: OSError) -> bool:
+    """Whether a chunk's decompressor raised the OSError ``error``, on a damaged chunk: bz2's
+    'Invalid data stream' under numcodecs (a zarr v2 compressor, a v3 ``numcodecs.bz2``), gzip's
+    BadGzipFile. Either names no file, and so read as the output's write failing."""
+    import gzip
+
+    from geomcli.io._base import raised_in
+
+    return isinstance(error, gzip.BadGzipFile) or raised_in(error, "numcodecs")
+
+
 def _reason(error: BaseException) -> str:
     """An OSError's reason alone: its text names the file, a staging folder the user never named."""
     return (error.strerror if isinstance(error, OSError) else None) or _first_line(error)
@@ -566,7 +582,7 @@ def read_whole(path: str, max_pixels: int) -> np.ndarray:
 
     array = open_input(path).array
     check_size(array.shape, max_pixels, path)
-    failures: tuple[type[BaseException], ...] = (RuntimeError, ValueError, *_remote._failures())
+    failures: tuple[type[BaseException], ...] = (RuntimeError, ValueError, *CODEC_FAILURES, *_remote._failures())
     try:
         return np.asarray(array[...])
     except failures as error:
@@ -577,7 +593,7 @@ def write_whole(target: Any, data: np.ndarray, path: str) -> None:
     """``data`` put in the new zarr array ``target`` whole; a store's failure a GeomError naming ``path``."""
     from geomcli.io import _remote
 
-    failures: tuple[type[BaseException], ...] = (RuntimeError, ValueError, *_remote._failures())
+    failures: tuple[type[BaseException], ...] = (RuntimeError, ValueError, *CODEC_FAILURES, *_remote._failures())
     try:
         target[...] = data
     except failures as error:

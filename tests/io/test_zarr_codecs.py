@@ -81,3 +81,28 @@ def test_an_undeclared_zstd_frame_of_a_chunk_shape_past_memory_is_one_error_line
     result = run("resize", source, "-o", tmp_path / "out.npy", "--sizes", "4,4", "--layout", "HWC")
     assert result.exit_code == 1
     assert one_error(result.stderr, source).startswith("a chunk could not be read, transformed or written (ValueError")
+
+
+V2_COMPRESSORS = {"zlib": ("zlib", "error: Error -3 while decompressing data: incorrect header check"),
+                  "bz2": ("bz2", "OSError: Invalid data stream"),
+                  "lzma": ("lzma", "LZMAError: Input format not supported by decoder"),
+                  "gzip": ("gzip", "BadGzipFile: Not a gzipped file (b'\\x07\\x07')")}
+
+
+@pytest.mark.parametrize("output", ["out.npy", "out.zarr"])
+@pytest.mark.parametrize("compressor", V2_COMPRESSORS)
+def test_a_damaged_chunk_of_a_v2_compressor_is_one_error_line_naming_the_input(tmp_path: Path, compressor: str,
+                                                                               output: str) -> None:
+    """numcodecs passes on its decompressor's own error: zlib's and lzma's (no ValueError) were a
+    traceback, bz2's and gzip's OSError 'Error: Invalid data stream' (no file) or the output's
+    'cannot write'."""
+    source = tmp_path / "v2.zarr"
+    codec, said = V2_COMPRESSORS[compressor]
+    array = zarr.create_array(str(source), shape=(8, 8, 3), chunks=(8, 8, 3), dtype="uint8", zarr_format=2,
+                              compressors=numcodecs.get_codec({"id": codec}))
+    array[...] = 7
+    (source / "0.0.0").write_bytes(b"\x07" * 192)  # the chunk stored raw
+    result = run("crop-pad", source, "-o", tmp_path / output, "--shape", "4,4", "--layout", "HWC")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == f"a chunk could not be read, transformed or written ({said})"
+    assert not (tmp_path / output).exists()
