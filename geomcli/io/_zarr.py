@@ -153,6 +153,8 @@ def _zarr() -> Any:
     # zarr's Python warning of a data type of no v3 specification (a <U3 array's), a paragraph with
     # its source line on stderr, -q or not: a run says it once, as a Warning: line (see unstable)
     warnings.filterwarnings("ignore", category=getattr(zarr.errors, "UnstableSpecificationWarning", Warning))
+    # and its paragraph for each array of a numcodecs.* codec read, of which a reader can do nothing
+    warnings.filterwarnings("ignore", message="Numcodecs codecs are not in the Zarr version 3 specification")
     from geomcli.io import _zarr_codecs
 
     _zarr_codecs.install()
@@ -282,6 +284,7 @@ def _open_input(path: str) -> Opened:
     _check_complete(path, attributes)
     if isinstance(node, zarr.Array):
         _check_grid(node, path)
+        _bound_compressor(node)
         linked = None if _remote.is_url(path) else _level_of(path, node.ndim)
         if linked is not None:  # a level of an OME-Zarr image, by a link: its image's axes, scale, place
             return Opened(node, *linked)
@@ -305,6 +308,7 @@ def _open_input(path: str) -> Opened:
     if not isinstance(array, zarr.Array):
         raise GeomError(f"{path}: the OME-Zarr level {level!r} is not an array")
     _check_grid(array, path)
+    _bound_compressor(array)
     assert isinstance(image, dict) and isinstance(dataset, dict)
     return Opened(array, *_image_space(attributes, image, dataset, path, array.ndim))
 
@@ -432,6 +436,12 @@ def _numbers(given: Any, path: str, kind: str) -> tuple[float, ...]:
 # what zarr raises, besides ValueError, on metadata it cannot make an array of (a shape of floats,
 # a fill value of the wrong type, a shard of zero chunks): caught only when raised in zarr's code
 _METADATA_ERRORS = (TypeError, ZeroDivisionError, AttributeError, IndexError, OverflowError)
+
+
+def _bound_compressor(array: Any) -> None:
+    from geomcli.io import _zarr_codecs
+
+    _zarr_codecs.bound_compressor(array)
 
 
 def _check_grid(array: Any, path: str) -> None:
