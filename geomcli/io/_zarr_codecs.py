@@ -207,28 +207,80 @@ class LZMA(_BoundedCompressor, numcodecs.LZMA):  # type: ignore[misc]  # (numcod
     pass
 
 
+def check_items(data: Any, items: int, name: str, chunk: str) -> None:
+    """Refuse a variable-length chunk whose header declares other than its ``items``: numcodecs
+    makes an array of the count declared before it reads on (4 bytes: 2**31 - 1 is 16 GiB)."""
+    head = bytes(memoryview(data).cast("B")[:4])
+    declared = int.from_bytes(head, "little") if len(head) == 4 else items  # (shorter: numcodecs says so)
+    if declared != items:
+        raise ValueError(f"a {name} chunk of {chunk} declares {declared} items")
+
+
+class VLenUTF8Codec(zarr.codecs.VLenUTF8Codec):
+    """zarr's, refusing a chunk that declares other than its items."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        check_items(chunk_bytes.as_array_like(), math.prod(chunk_spec.shape), "vlen-utf8", _chunk(chunk_spec))
+        return super()._decode_sync(chunk_bytes, chunk_spec)
+
+
+class VLenBytesCodec(zarr.codecs.VLenBytesCodec):
+    """zarr's, refusing a chunk that declares other than its items."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        check_items(chunk_bytes.as_array_like(), math.prod(chunk_spec.shape), "vlen-bytes", _chunk(chunk_spec))
+        return super()._decode_sync(chunk_bytes, chunk_spec)
+
+
+class _CountedFilter:
+    """A zarr v2 variable-length filter that refuses a chunk declaring other than ``items``
+    (the chunk's element count, and its shape and dtype), once :func:`bound_compressor` has set it."""
+
+    codec_id: str
+    items: tuple[int, str] | None = None
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        if self.items is not None:
+            check_items(buf, self.items[0], self.codec_id, self.items[1])
+        return super().decode(buf, out)  # type: ignore[misc]
+
+
+class VLenUTF8(_CountedFilter, numcodecs.VLenUTF8):  # type: ignore[misc]  # (numcodecs is untyped)
+    pass
+
+
+class VLenBytes(_CountedFilter, numcodecs.VLenBytes):  # type: ignore[misc]  # (numcodecs is untyped)
+    pass
+
+
 def bound_compressor(array: Any) -> None:
-    """Give the compressor of the zarr v2 ``array`` its chunk's bound (a v3 codec finds it itself)."""
+    """Give the compressor of the zarr v2 ``array`` its chunk's bound, and its variable-length
+    filter the chunk's item count (a v3 codec finds them itself)."""
     compressor = getattr(array.metadata, "compressor", None)
     dtype = array.dtype
+    shape = tuple(array.chunks)
+    chunk = f"{'x'.join(map(str, shape))} {dtype}"
     if isinstance(compressor, _BoundedCompressor) and not dtype.hasobject and dtype.itemsize:
-        shape = tuple(array.chunks)
-        compressor.bound = (most_bytes(shape, dtype.itemsize), f"{'x'.join(map(str, shape))} {dtype}")
+        compressor.bound = (most_bytes(shape, dtype.itemsize), chunk)
+    for codec in getattr(array.metadata, "filters", None) or ():
+        if isinstance(codec, _CountedFilter):
+            codec.items = (math.prod(shape), chunk)
 
 
 @functools.cache
 def install() -> None:
     """Make zarr decode ``zstd`` and ``gzip`` chunks with the bounded codecs, and numcodecs'
-    zlib, gzip, bz2 and lzma, v3 and v2 (once a process)."""
+    zlib, gzip, bz2 and lzma, and the variable-length strings and bytes, v3 and v2 (once a process)."""
     from numcodecs.registry import register_codec as register_numcodec
     from zarr.registry import register_codec
 
     chosen = {}
     for name, codec in (("zstd", ZstdCodec), ("gzip", GzipCodec), ("numcodecs.zlib", NumcodecsZlib),
                         ("numcodecs.gzip", NumcodecsGZip), ("numcodecs.bz2", NumcodecsBZ2),
-                        ("numcodecs.lzma", NumcodecsLZMA)):
+                        ("numcodecs.lzma", NumcodecsLZMA), ("vlen-utf8", VLenUTF8Codec),
+                        ("vlen-bytes", VLenBytesCodec)):
         register_codec(name, codec)
         chosen[name] = f"{codec.__module__}.{codec.__qualname__}"
     zarr.config.set({"codecs": {**zarr.config.get("codecs"), **chosen}})
-    for compressor in (Zlib, GZip, BZ2, LZMA):
-        register_numcodec(compressor)
+    for numcodec in (Zlib, GZip, BZ2, LZMA, VLenUTF8, VLenBytes):
+        register_numcodec(numcodec)

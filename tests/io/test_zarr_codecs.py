@@ -163,3 +163,23 @@ def test_a_numcodecs_chunk_cut_short_is_damaged(tmp_path: Path, compressor: str)
     assert result.exit_code == 1
     assert one_error(result.stderr, source).startswith("a chunk could not be read, transformed or written "
                                                        f"(ValueError: a {compressor} chunk of 8x8x3 uint8 is damaged (")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_string_chunk_declaring_more_items_than_it_holds_is_refused_in_little_memory(tmp_path: Path,
+                                                                                       zarr_format: int) -> None:
+    """numcodecs made an array of the count a vlen-utf8 chunk's first 4 bytes declare before it
+    read on: 2**31 - 1 of them was 16 GiB of object pointers, a MemoryError's traceback (and a
+    float32 chunk read as strings, 8 GiB)."""
+    source = tmp_path / "strings.zarr"
+    array = zarr.create_array(str(source), shape=(4, 4), chunks=(4, 4), dtype=str, zarr_format=zarr_format,
+                              compressors=None)
+    array[...] = np.full((4, 4), "ab")
+    chunk = source / "0.0" if zarr_format == 2 else source / "c" / "0" / "0"
+    chunk.write_bytes(struct.pack("<I", 2**31 - 1) + chunk.read_bytes()[4:])
+    code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {source} -o {tmp_path / 'out.zarr'} --shape 2,2")
+    assert code == 1
+    assert one_error(stderr, source) == ("a chunk could not be read, transformed or written (ValueError: a "
+                                         "vlen-utf8 chunk of 4x4 StringDType() declares 2147483647 items)")
+    assert peak < 200, peak
+    assert not (tmp_path / "out.zarr").exists()
