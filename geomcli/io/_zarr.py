@@ -189,6 +189,10 @@ def _store(path: str, read_only: bool) -> Any:
     zarr = _zarr()
     path = _remote.local_path(path)
     if not _remote.is_url(path):
+        if read_only:  # (an input, which may be anyone's)
+            from geomcli.io._zarr_store import ContainedStore
+
+            return ContainedStore(path, read_only=True)
         return zarr.storage.LocalStore(path, read_only=read_only)
     options = dict(_remote.options())
     if _remote.protocol(path) in ("s3", "s3a"):

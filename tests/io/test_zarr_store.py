@@ -1,0 +1,70 @@
+"""A zarr array's folder is read no further than itself: links out of it and FIFOs are refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run
+from test_hostile_inputs import one_error
+
+zarr = pytest.importorskip("zarr")
+
+
+def raw_array(folder: Path, zarr_format: int) -> tuple[Path, Path]:
+    """A 4x8 uint8 array of one uncompressed chunk, and that chunk's file."""
+    path = folder / "in.zarr"
+    array = zarr.create_array(str(path), shape=(4, 8), chunks=(4, 8), dtype="uint8", zarr_format=zarr_format,
+                              compressors=None)
+    array[...] = 1
+    return path, path / "0.0" if zarr_format == 2 else path / "c" / "0" / "0"
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_chunk_linked_to_a_file_outside_the_array_is_refused(tmp_path: Path, zarr_format: int) -> None:
+    """zarr's LocalStore read the file a chunk links to: its bytes came out as the output's pixels."""
+    source, chunk = raw_array(tmp_path, zarr_format)
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"not for the output, 32 bytes ..!")
+    chunk.unlink()
+    chunk.symlink_to(secret)
+    result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "4,8")
+    assert result.exit_code == 1
+    key = chunk.relative_to(source).as_posix()
+    assert one_error(result.stderr, source) == ("a chunk could not be read, transformed or written (ValueError: "
+                                                f"{key} is a link to {secret}, outside the array's folder)")
+    assert not (tmp_path / "out.npy").exists()
+
+
+def test_metadata_linked_outside_the_array_is_refused(tmp_path: Path) -> None:
+    source, _ = raw_array(tmp_path, 3)
+    (source / "zarr.json").rename(tmp_path / "elsewhere.json")
+    (source / "zarr.json").symlink_to(tmp_path / "elsewhere.json")
+    result = run("info", source)
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == (f"not a readable zarr array (zarr.json is a link to "
+                                                f"{tmp_path / 'elsewhere.json'}, outside the array's folder)")
+
+
+def test_a_chunk_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    source, chunk = raw_array(tmp_path, 3)
+    chunk.unlink()
+    os.mkfifo(chunk)
+    result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "4,8")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, source) == ("a chunk could not be read, transformed or written (ValueError: "
+                                                "c/0/0 is not a regular file)")
+
+
+def test_links_inside_the_array_and_to_the_array_are_read(tmp_path: Path) -> None:
+    source, chunk = raw_array(tmp_path, 3)
+    data = np.arange(32, dtype=np.uint8).reshape(4, 8)
+    (source / "kept").write_bytes(data.tobytes())
+    chunk.unlink()
+    chunk.symlink_to(source / "kept")
+    (tmp_path / "link.zarr").symlink_to(source)
+    result = run("crop-pad", tmp_path / "link.zarr", "-o", tmp_path / "out.npy", "--shape", "4,8")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data)
