@@ -6,7 +6,9 @@ Installed by :func:`install` for zarr's codec names ``zstd`` and ``gzip``, under
 (what `geomcli info` shows); they encode as zarr's. The zlib, gzip, bz2 and lzma of numcodecs
 are bounded the same way, as a v3 array's ``numcodecs.*`` codecs and as a v2 array's compressor
 (given its chunk's bound by :func:`bound_compressor` once the array is open: numcodecs is handed
-no chunk's shape): a 242-byte bz2 chunk inflated to 300 MB before its size was looked at.
+no chunk's shape): a 242-byte bz2 chunk inflated to 300 MB before its size was looked at. A v2
+zstd, blosc or lz4 buffer, and a v3 blosc one, is refused where its header declares more than
+the bound: numcodecs makes a buffer of the size declared first.
 """
 
 from __future__ import annotations
@@ -188,7 +190,10 @@ class _BoundedCompressor:
     def decode(self, buf: Any, out: Any = None) -> Any:
         if self.bound is None or out is not None:
             return super().decode(buf, out)  # type: ignore[misc]
-        return inflate(self, memoryview(buf).cast("B"), *self.bound)
+        return self._within(memoryview(buf).cast("B"), *self.bound)
+
+    def _within(self, data: Any, bound: int, chunk: str) -> Any:
+        return inflate(self, data, bound, chunk)
 
 
 class Zlib(_BoundedCompressor, numcodecs.Zlib):  # type: ignore[misc]  # (numcodecs is untyped)
@@ -205,6 +210,65 @@ class BZ2(_BoundedCompressor, numcodecs.BZ2):  # type: ignore[misc]  # (numcodec
 
 class LZMA(_BoundedCompressor, numcodecs.LZMA):  # type: ignore[misc]  # (numcodecs is untyped)
     pass
+
+
+def _blosc_size(head: bytes) -> int | None:
+    """The bytes a blosc buffer's header declares it decodes to (bytes 4 to 8)."""
+    return int.from_bytes(head[4:8], "little") if len(head) >= 16 else None
+
+
+def _lz4_size(head: bytes) -> int | None:
+    """The bytes numcodecs' LZ4 buffer declares it decodes to (its first 4)."""
+    return int.from_bytes(head[:4], "little") if len(head) >= 4 else None
+
+
+class _DeclaredSize(_BoundedCompressor):
+    """A zarr v2 compressor whose buffer declares the size it decodes to, and numcodecs makes a
+    buffer of that size first: refused past the chunk's bound."""
+
+    codec_id: str
+    declared: Callable[[bytes], int | None]
+
+    def _within(self, data: Any, bound: int, chunk: str) -> Any:
+        declared = type(self).declared(bytes(data[:18]))
+        if declared is not None and declared > bound:
+            raise ValueError(f"a {self.codec_id} chunk of {chunk} declares {declared} bytes, past the "
+                             f"{bound} it can need")
+        if declared is None and self.codec_id == "zstd":  # no size: a buffer of the bound (see ZstdCodec)
+            import imagecodecs
+
+            try:
+                return bytes(imagecodecs.zstd_decode(bytes(data), out=bound))
+            except imagecodecs.ZstdError as error:
+                if "too small" in str(error):
+                    raise ValueError(f"a zstd chunk of {chunk} decodes past the {bound} bytes it can need") from error
+                raise
+        return super(_BoundedCompressor, self).decode(data)  # type: ignore[misc]  # numcodecs'
+
+
+class Zstd(_DeclaredSize, numcodecs.Zstd):  # type: ignore[misc]  # (numcodecs is untyped)
+    declared = staticmethod(declared_size)
+
+
+class Blosc(_DeclaredSize, numcodecs.Blosc):  # type: ignore[misc]  # (numcodecs is untyped)
+    declared = staticmethod(_blosc_size)
+
+
+class LZ4(_DeclaredSize, numcodecs.LZ4):  # type: ignore[misc]  # (numcodecs is untyped)
+    declared = staticmethod(_lz4_size)
+
+
+class BloscCodec(zarr.codecs.BloscCodec):
+    """zarr's, refusing a chunk whose header declares more than the chunk can need (numcodecs
+    makes a buffer of the size declared before it decodes)."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        bound = _bound(chunk_spec)
+        declared = _blosc_size(chunk_bytes.to_bytes()[:16])
+        if bound is not None and declared is not None and declared > bound:
+            raise ValueError(f"a blosc chunk of {_chunk(chunk_spec)} declares {declared} bytes, past the "
+                             f"{bound} it can need")
+        return super()._decode_sync(chunk_bytes, chunk_spec)
 
 
 def check_items(data: Any, items: int, name: str, chunk: str) -> None:
@@ -278,9 +342,9 @@ def install() -> None:
     for name, codec in (("zstd", ZstdCodec), ("gzip", GzipCodec), ("numcodecs.zlib", NumcodecsZlib),
                         ("numcodecs.gzip", NumcodecsGZip), ("numcodecs.bz2", NumcodecsBZ2),
                         ("numcodecs.lzma", NumcodecsLZMA), ("vlen-utf8", VLenUTF8Codec),
-                        ("vlen-bytes", VLenBytesCodec)):
+                        ("vlen-bytes", VLenBytesCodec), ("blosc", BloscCodec)):
         register_codec(name, codec)
         chosen[name] = f"{codec.__module__}.{codec.__qualname__}"
     zarr.config.set({"codecs": {**zarr.config.get("codecs"), **chosen}})
-    for numcodec in (Zlib, GZip, BZ2, LZMA, VLenUTF8, VLenBytes):
+    for numcodec in (Zlib, GZip, BZ2, LZMA, Zstd, Blosc, LZ4, VLenUTF8, VLenBytes):
         register_numcodec(numcodec)

@@ -183,3 +183,51 @@ def test_a_string_chunk_declaring_more_items_than_it_holds_is_refused_in_little_
                                          "vlen-utf8 chunk of 4x4 StringDType() declares 2147483647 items)")
     assert peak < 200, peak
     assert not (tmp_path / "out.zarr").exists()
+
+
+DECLARING = {"zstd-2": ("zstd", 2), "blosc-2": ("blosc", 2), "lz4-2": ("lz4", 2), "blosc-3": ("blosc", 3)}
+
+
+def declaring_zarr(folder: Path, case: str) -> Path:
+    """An 8x8x3 uint8 array of one chunk compressed by a codec whose buffer declares its size."""
+    codec, zarr_format = DECLARING[case]
+    path = folder / f"{case}.zarr"
+    compressor = zarr.codecs.BloscCodec() if zarr_format == 3 else numcodecs.get_codec({"id": codec})
+    array = zarr.create_array(str(path), shape=(8, 8, 3), chunks=(8, 8, 3), dtype="uint8", zarr_format=zarr_format,
+                              compressors=compressor)
+    array[...] = np.arange(192, dtype=np.uint8).reshape(8, 8, 3)
+    return path
+
+
+@pytest.mark.parametrize("case", DECLARING)
+def test_a_chunk_declaring_more_than_its_size_is_refused_in_little_memory(tmp_path: Path, case: str) -> None:
+    """numcodecs makes a buffer of the size a zstd, blosc or lz4 buffer declares, then decodes into
+    it: an 8 KB zstd chunk of a v2 array's 8x8x3 took 350 MB resident (zarr's v3 zstd was bounded)."""
+    source = declaring_zarr(tmp_path, case)
+    codec = DECLARING[case][0]
+    chunk_file(source).write_bytes(numcodecs.get_codec({"id": codec}).encode(np.zeros(256 << 20, np.uint8)))
+    code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {source} -o {tmp_path / 'out.npy'} --shape 4,4 --layout HWC")
+    assert code == 1
+    assert one_error(stderr, source) == ("a chunk could not be read, transformed or written (ValueError: a "
+                                         f"{codec} chunk of 8x8x3 uint8 declares 268435456 bytes, past the 7552 "
+                                         "it can need)")
+    assert peak < 200, peak
+    assert not (tmp_path / "out.npy").exists()
+
+
+@pytest.mark.parametrize("case", DECLARING)
+def test_chunks_declaring_their_size_read_as_zarr_writes_them(tmp_path: Path, case: str) -> None:
+    source = declaring_zarr(tmp_path, case)
+    result = run("crop-pad", source, "-o", tmp_path / "out.npy", "--shape", "8,8", "--layout", "HWC")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), np.arange(192, dtype=np.uint8).reshape(8, 8, 3))
+
+
+def test_an_undeclared_zstd_frame_of_a_v2_chunk_is_bounded_as_a_v3_ones(tmp_path: Path) -> None:
+    source = declaring_zarr(tmp_path, "zstd-2")
+    chunk_file(source).write_bytes(undeclared_zstd(4096))
+    code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {source} -o {tmp_path / 'out.npy'} --shape 4,4 --layout HWC")
+    assert code == 1
+    assert one_error(stderr, source) == ("a chunk could not be read, transformed or written (ValueError: a "
+                                         "zstd chunk of 8x8x3 uint8 decodes past the 7552 bytes it can need)")
+    assert peak < 200, peak
