@@ -161,7 +161,9 @@ class _BoundedNumcodec:
         bound = _bound(chunk_spec)
         if bound is None:
             return await super()._decode_single(chunk_data, chunk_spec)  # type: ignore[misc]
-        decode = functools.partial(inflate, self._codec, bound=bound, chunk=_chunk(chunk_spec))
+        if not isinstance(self._codec, _BoundedCompressor):  # (numcodecs' registry without ours)
+            return await super()._decode_single(chunk_data, chunk_spec)  # type: ignore[misc]
+        decode = functools.partial(self._codec._within, bound=bound, chunk=_chunk(chunk_spec))
         return await asyncio.to_thread(as_numpy_array_wrapper, decode, chunk_data, chunk_spec.prototype)
 
 
@@ -178,6 +180,18 @@ class NumcodecsBZ2(_BoundedNumcodec, zarr.codecs.numcodecs.BZ2):
 
 
 class NumcodecsLZMA(_BoundedNumcodec, zarr.codecs.numcodecs.LZMA):
+    pass
+
+
+class NumcodecsZstd(_BoundedNumcodec, zarr.codecs.numcodecs.Zstd):
+    pass
+
+
+class NumcodecsBlosc(_BoundedNumcodec, zarr.codecs.numcodecs.Blosc):
+    pass
+
+
+class NumcodecsLZ4(_BoundedNumcodec, zarr.codecs.numcodecs.LZ4):
     pass
 
 
@@ -341,8 +355,9 @@ def install() -> None:
     chosen = {}
     for name, codec in (("zstd", ZstdCodec), ("gzip", GzipCodec), ("numcodecs.zlib", NumcodecsZlib),
                         ("numcodecs.gzip", NumcodecsGZip), ("numcodecs.bz2", NumcodecsBZ2),
-                        ("numcodecs.lzma", NumcodecsLZMA), ("vlen-utf8", VLenUTF8Codec),
-                        ("vlen-bytes", VLenBytesCodec), ("blosc", BloscCodec)):
+                        ("numcodecs.lzma", NumcodecsLZMA), ("numcodecs.zstd", NumcodecsZstd),
+                        ("numcodecs.blosc", NumcodecsBlosc), ("numcodecs.lz4", NumcodecsLZ4),
+                        ("vlen-utf8", VLenUTF8Codec), ("vlen-bytes", VLenBytesCodec), ("blosc", BloscCodec)):
         register_codec(name, codec)
         chosen[name] = f"{codec.__module__}.{codec.__qualname__}"
     zarr.config.set({"codecs": {**zarr.config.get("codecs"), **chosen}})
