@@ -411,7 +411,7 @@ def _folder(root: str, recursive: bool, skip: _OutDir | None = None,
             if recursive else []
         for name in names:
             path = os.path.join(folder, name)
-            if name.startswith(".") or not (os.path.isfile(path) or _broken_link(path)):
+            if name.startswith("."):  # (names holds no folder: a FIFO or device is an input that fails, as by name)
                 continue
             if _readable(name):
                 found.append(_file_source(path, root))
@@ -477,7 +477,7 @@ def _glob(pattern: str, skip: _OutDir | None = None, passed_over: list[str] | No
 
     for path in matches("/" if pattern.startswith("/") else "", named):
         array = _zarr.is_zarr(path) and os.path.isdir(path) and not skip.holds(path)
-        is_file = os.path.isfile(path) or _broken_link(path)
+        is_file = not os.path.isdir(path)  # a FIFO or device too: an input that fails, as given by name
         if (_readable(path) and is_file) or array:
             found.append(_file_source(path, root))
         elif is_file and passed_over is not None:

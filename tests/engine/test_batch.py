@@ -238,6 +238,17 @@ def test_a_broken_link_a_folder_or_glob_finds_is_one_failure(argument: str, shot
         next(record for record in map(json.loads, info.stdout.splitlines()) if "gone" in record["input"]).items()
 
 
+@pytest.mark.parametrize("argument", ["{shots}", "{shots}/*.png", "{shots}/**/*.png"])
+def test_a_device_a_folder_or_glob_finds_is_one_failure(argument: str, shots: Path, tmp_path: Path) -> None:
+    """A link to a device (or a FIFO) was left out unsaid, exit 0, where the shell's glob gives it
+    and geomcli fails it when named."""
+    (shots / "zero.png").symlink_to("/dev/zero")
+    result = run("crop-pad", argument.format(shots=shots), "--out-dir", tmp_path / "out", "--shape", "4,4",
+                 "--layout", "NCHW")
+    assert result.exit_code == 1
+    assert f"Error: {shots / 'zero.png'}: is a device, not a file or a pipe\n" in result.stderr
+    assert "a.png" in files(tmp_path / "out") and "zero.png" not in files(tmp_path / "out")
+
 
 # --- usage ----------------------------------------------------------------------------
 
