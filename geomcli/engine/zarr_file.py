@@ -226,9 +226,18 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
 def _channels_kept(space: Space | None, shape: tuple[int, ...], command: str, report: Report) -> Space | None:
     """``space`` with its ``omero`` (the channels' labels, colours, windows) where the output has
     as many channels as it lists; else without it, and a warning (space-to-depth's channels are
-    blocks of pixels)."""
+    blocks of pixels). An omero holding NaN or Infinity (Python's JSON reads them) is dropped with
+    a warning too: written back, it made the output's zarr.json no JSON a strict reader takes."""
+    import json
+
     if space is None or space.omero is None:
         return space
+    try:
+        json.dumps(space.omero, allow_nan=False)
+    except ValueError:
+        report.warnings.append("the OME-Zarr omero metadata holds NaN or Infinity, which JSON has no number for; "
+                               "dropped")
+        return space._replace(omero=None)
     channels = space.omero.get("channels")
     where = [index for index, axis in enumerate(space.axes) if axis.get("type") == "channel"]
     if not isinstance(channels, list) or (len(where) == 1 and len(shape) == len(space.axes)

@@ -959,6 +959,26 @@ def test_an_ome_zarr_s_name_and_omero_channels_travel_where_the_channels_do(tmp_
     assert "omero" not in read_zarr(tmp_path / "s2d.zarr").attrs["ome"]
 
 
+def test_an_omero_of_nan_or_infinity_is_dropped_not_written_as_no_json(tmp_path: Path) -> None:
+    """Python's JSON reads a display window's NaN or Infinity: carried as given, it made the output's
+    zarr.json no JSON a strict reader (JSON.parse) takes, as a NaN scale did (now refused)."""
+    omero = {"channels": [{"label": "DAPI", "window": {"start": float("nan"), "end": 1.0, "max": float("inf")}}]}
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
+    scale = [{"type": "scale", "scale": [1, 1, 1]}]
+    image = {"axes": axes, "datasets": [{"path": "0", "coordinateTransformations": scale}]}
+    group = zarr.open_group(str(tmp_path / "in.zarr"), mode="w",
+                            attributes={"ome": {"version": "0.5", "multiscales": [image], "omero": omero}})
+    group.create_array("0", shape=(1, 8, 8), dtype="uint8", chunks=(1, 4, 4))
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "6,6", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [
+        "the OME-Zarr omero metadata holds NaN or Infinity, which JSON has no number for; dropped"]
+    text = (tmp_path / "out.zarr" / "zarr.json").read_text()
+    written = json.loads(text, parse_constant=lambda constant: pytest.fail(f"zarr.json holds {constant}"))
+    ome = written["attributes"]["ome"]
+    assert "omero" not in ome and ome["multiscales"][0]["axes"] == axes
+
+
 @pytest.mark.parametrize(("args", "transforms"), [
     # the window kept starts at pixel 15, 25: there, in units of 0.5 and 0.25
     (["crop-pad", "--shape", "30,30"], [{"type": "scale", "scale": [1.0, 0.5, 0.25]},
