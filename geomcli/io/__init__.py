@@ -472,8 +472,9 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
     if metadata.physical and fmt != "tiff":
         fields.append(("OME physical sizes", True))
     if metadata.imagej and fmt != "tiff":
-        fields.append(("ImageJ " + ", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
-                                             for key, value in metadata.imagej), True))
+        from geomcli.io._tiff import imagej_entries
+
+        fields.append((f"ImageJ {imagej_entries(metadata.imagej)}", True))
     if metadata.axes_kind in ("imagej", "ome") and fmt != "tiff" and metadata.axes not in ("YX", "YXS"):
         kind = {"imagej": "ImageJ", "ome": "OME"}[metadata.axes_kind or ""]
         fields.append((f"{kind} axes metadata ({metadata.axes})", True))

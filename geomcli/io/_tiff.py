@@ -917,6 +917,9 @@ def write(
                 write_args["metadata"][f"PhysicalSize{axis}Unit"] = unit
     if metadata.physical and kind != "ome":
         warnings.append("the OME physical sizes cannot be written without OME axes; dropped")
+    if metadata.imagej and kind != "imagej":  # (a space-to-depth of RGB planes: no ImageJ hyperstack)
+        warnings.append(f"the ImageJ {imagej_entries(metadata.imagej)} cannot be written without ImageJ metadata; "
+                        "dropped")
     if compression is not None:
         write_args["compression"] = compression
         if compression in _PREDICTABLE and stored.dtype.kind in _PREDICTED.get(metadata.predictor or 0, "-"):
@@ -1023,6 +1026,15 @@ def _ome_uuid(data: np.ndarray) -> str:
         for index in np.ndindex(data.shape[:-2]):
             digest.update(np.ascontiguousarray(data[index]).data)
     return f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_OID, digest.hexdigest())}"
+
+
+def imagej_entries(imagej: tuple[tuple[str, float | str], ...]) -> str:
+    """The ImageJ entries carried (slice spacing, frame interval, fps) as a warning names them.
+
+    >>> imagej_entries((("spacing", 0.5), ("finterval", 3.0)))
+    'spacing 0.5, finterval 3'
+    """
+    return ", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}" for key, value in imagej)
 
 
 def _imagej_fits(data: np.ndarray, axes: str) -> bool:

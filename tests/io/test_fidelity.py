@@ -1245,6 +1245,24 @@ def test_an_imagej_stack_s_spacing_and_frame_interval_are_named_where_dropped(tm
     assert "ImageJ spacing 0.5, finterval 3" in json.loads(result.stdout)["dropped"]
 
 
+def test_an_imagej_stack_s_spacing_is_named_where_a_tiff_output_is_no_imagej_hyperstack(tmp_path: Path) -> None:
+    """ImageJ holds RGB as uint8 of 3 or 4 samples: a space-to-depth of an RGB z-stack (12 samples)
+    is written with tifffile's metadata, and its slice spacing was lost there without a word, where
+    a .npy's --json names it."""
+    import tifffile
+
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, np.zeros((3, 8, 8, 3), np.uint8), imagej=True, resolution=(2.0, 2.0),
+                     photometric="rgb", metadata={"axes": "ZYXS", "spacing": 0.5, "unit": "um"})
+    result = run("space-to-depth", source, "-o", out, "--blocksize", "2", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [
+        "ImageJ metadata cannot describe uint8 data with axes ZYXS; written as tifffile metadata with the same axes",
+        "the ImageJ spacing 0.5 cannot be written without ImageJ metadata; dropped"]
+    with tifffile.TiffFile(out) as tif:
+        assert tif.imagej_metadata is None and tif.series[0].shape == (3, 4, 4, 12)
+
+
 @pytest.mark.parametrize(("bits", "dtype"), [(12, np.uint16), (4, np.uint8)])
 def test_samples_narrower_than_their_type_are_named_where_widened(tmp_path: Path, bits: int, dtype: Any) -> None:
     """A 12-bit TIFF (a microscope camera's) is read as uint16 and written as 16-bit samples of the
