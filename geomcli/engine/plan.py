@@ -916,7 +916,8 @@ def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
 
 def by_headers(read: Callable[[Job], T], jobs: Sequence[Job]) -> Iterator[T]:
     """``read`` of each job in order, where ``read`` reads the job's header: local ones one after
-    another (parsing them holds the interpreter), URLs' side by side."""
+    another (parsing them holds the interpreter), URLs' side by side, each taking the size its
+    listing told (:func:`geomcli.io._remote.listed_size`)."""
     from geomcli.io import _remote
 
     if not any(_remote.is_url(job.input) for job in jobs):
@@ -924,10 +925,15 @@ def by_headers(read: Callable[[Job], T], jobs: Sequence[Job]) -> Iterator[T]:
         return
     from concurrent.futures import ThreadPoolExecutor
 
+    def read_sized(job: Job) -> T:
+        # a Dask worker checking a big batch's headers has not listed them: asked, each size was a HEAD
+        with _remote.listed_size(job.input, job.size):
+            return read(job)
+
     pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix="geomcli-header",
                               initializer=_remote.pool_initializer())
     try:
         for start in range(0, len(jobs), RUN_OF_HEADERS):
-            yield from pool.map(read, jobs[start:start + RUN_OF_HEADERS])
+            yield from pool.map(read_sized, jobs[start:start + RUN_OF_HEADERS])
     finally:
         pool.shutdown(cancel_futures=True)  # a Ctrl-C waits for the requests under way, no more

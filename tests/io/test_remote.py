@@ -289,6 +289,30 @@ def test_a_batchs_reads_take_the_size_the_listing_told(s3: S3, shots: dict[str, 
     assert sorted(methods) == ["get_object"] * 4 + ["put_object"] * 4
 
 
+def test_a_batchs_header_check_takes_the_size_the_listing_told(s3: S3, shots: dict[str, bytes],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past 2000 inputs the Dask workers check the headers, and a worker has not listed them:
+    each header cost a HEAD before its read (2,505 HEADs for 2,505 JPEGs on S3). The cache is
+    dropped before the check here, as a worker has none."""
+    from geomcli.engine import workers
+
+    option_faults = workers.option_faults
+    methods = counted_requests(monkeypatch)
+
+    def forgotten(*args: Any) -> Any:
+        _remote.filesystem(s3.url)[0].invalidate_cache()
+        methods.clear()
+        found = option_faults(*args)
+        checked.extend(methods)
+        return found
+
+    checked: list[str] = []
+    monkeypatch.setattr(workers, "option_faults", forgotten)
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "-j", "1")
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert checked == ["get_object"] * 4  # each header read whole (they are small), unasked its size
+
+
 def test_a_multipart_write_that_fails_halfway_leaves_no_object(s3: S3, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import s3fs
