@@ -648,7 +648,7 @@ def listing(url: str, recursive: bool = True) -> list[Entry]:
                                 default=None)
         elif array is not None:
             arrays.setdefault(array, None)  # its files not seen: no modified time
-        elif info.get("type") != "directory":
+        elif info.get("type") != "directory" and not path.endswith("/"):  # "day/": a folder's marker (S3's console)
             _modified[entry.url] = entry.modified
             entries.append(entry)
     for array, newest in arrays.items():

@@ -107,6 +107,19 @@ def test_a_listing_s_files_that_geomcli_does_not_read_are_named_in_a_warning(s3:
     assert result.exit_code == 0 and "Warning" not in result.stderr
 
 
+def test_a_folder_marker_is_a_folder_not_a_file_left_out(s3: S3, shots: dict[str, bytes]) -> None:
+    """The S3 console's 'Create folder' puts an empty object named 'day/': a run over the folder
+    warned 'left out s3://.../raw/day/: geomcli reads no such file', a folder as a file."""
+    s3.put("raw/day/", b"")
+    s3.put("raw/empty/", b"")
+    for inputs in ([f"{s3.url}/raw", "-r"], [f"{s3.url}/raw/**/*"]):
+        result = run("crop-pad", *inputs, "--out-dir", f"{s3.url}/out", "--shape", "6,6", "--dry-run")
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.startswith(f"Warning: left out {s3.url}/raw/notes.txt: geomcli reads no such file (")
+        assert "raw/day/" not in result.stderr and "raw/empty/" not in result.stderr
+        assert len(result.stdout.splitlines()) == 4  # a.png, b.png, day/c.png, day/night/d.png
+
+
 def test_worker_processes_read_and_write_s3_and_a_dry_run_reads_headers(s3: S3, shots: dict[str, bytes],
                                                                         tmp_path: Path) -> None:
     dry = run("crop-pad", f"{s3.url}/raw", "-r", "--out-dir", f"{s3.url}/out", "--shape", "6,6", "--dry-run")
