@@ -674,8 +674,12 @@ def _terminated(signum: int, frame: Any) -> None:
     Not SystemExit: raised at an arbitrary point of a job (inside an import, say), it has been seen
     to vanish, leaving the worker running.
     """
-    _ending()
-    os._exit(128 + signum)  # as the shell tells a signal's end: 143, or 152 for SIGXCPU
+    try:
+        _ending()
+    finally:
+        # even where the clean-up fails: a SIGTERM that came while the first job imported s3fs
+        # found it half made (AttributeError), a traceback on the user's terminal and an exit 1
+        os._exit(128 + signum)  # as the shell tells a signal's end: 143, or 152 for SIGXCPU
 
 
 def _ending() -> None:

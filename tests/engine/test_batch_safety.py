@@ -102,6 +102,32 @@ def test_no_replace_holds_for_a_commit_deferred_to_another_thread(tmp_path: Path
     assert target.read_text() == "precious" and temp_files(tmp_path) == []
 
 
+def test_a_worker_stopped_while_it_imports_s3fs_ends_as_stopped_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGTERM in a -j worker's first job, while it imported s3fs: the handler's sweep of the
+    job's pending uploads imported it again, half made (AttributeError: partially initialized
+    module 's3fs'), printed a traceback and ended the worker with 1, not 143."""
+    import signal
+
+    from geomcli.io import _remote
+
+    def half_imported(url: str) -> None:
+        raise AttributeError("partially initialized module 's3fs' has no attribute '__version__'")
+
+    def ended(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(_remote, "filesystem", half_imported)
+    monkeypatch.setattr(workers.os, "_exit", ended)
+    workers._jobs_under_way.append(plan.Job(0, "s3://bkt/in.png", "s3://bkt/out/in.png", "png"))
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            workers._terminated(signal.SIGTERM, None)
+    finally:
+        workers._jobs_under_way.clear()
+    assert stopped.value.code == 143
+
+
 def test_a_commit_whose_work_was_cancelled_places_nothing(tmp_path: Path) -> None:
     """A Dask task cancelled while its committer holds its output (io._atomic.stopped_when): the
     temp file goes, nothing is renamed, and a file of the same thread made before is untouched."""
