@@ -526,7 +526,8 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
                      and (depth is None or relative.count("/") < depth)
                      and not skip.holds_url(relative, left_out)]
             return _url_order(found, root, passed_over), f"the pattern {url!r}"
-        if _remote.is_folder(url):
+        named = _remote.named(url)
+        if named is None:  # a folder
             root = url.rstrip("/")
             left_out = skip.below(root)
             found = []
@@ -541,7 +542,7 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
         # as a local folder that cannot be listed: one failure of the run (a store that does not
         # answer, credentials refused), not a pattern that matched nothing
         return [Source(root, "", str(error))], url
-    return [Source(url, "")], url
+    return [Source(url, "", size=named.size)], url
 
 
 def _filesystem(url: str) -> None:

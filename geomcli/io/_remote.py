@@ -690,6 +690,29 @@ def is_folder(url: str) -> bool:
         return bool(fs.isdir(path))
 
 
+def named(url: str) -> Entry | None:
+    """The object ``url`` names, as a listing gives it (its size, and its modified time kept for
+    :func:`modified`), or None where it names a folder (a prefix under which objects are). One
+    request for an object (a HEAD), where is_folder's listing and then the header's and the
+    read's asking its size made three: a --files-from of 5,000 names on S3. A missing object is
+    an Entry of no size, its read's to fail."""
+    if protocol(url) in READ_ONLY:
+        return Entry(url, None, None)
+    fs, path = filesystem(url)
+    with _errors(url, "look at it"):
+        try:
+            info = fs.info(path)
+        except FileNotFoundError:
+            return Entry(url, None, None)
+        except PermissionError:  # a HEAD's refusal has no body to say why (bad keys): a listing's says it
+            return None if is_folder(url) else Entry(url, None, None)
+    if info.get("type") == "directory":
+        return None
+    entry = Entry(url, info.get("size"), _info_modified(info))
+    _modified[canonical(url)] = entry.modified
+    return entry
+
+
 def modified(url: str) -> int | None:
     """The modified time of the file at ``url`` in ns (of a zarr array: its newest file's): from
     a listing made, else asked of the store; None where there is no such file."""

@@ -326,6 +326,24 @@ def test_a_batchs_header_check_takes_the_size_the_listing_told(s3: S3, shots: di
     assert checked == ["get_object"] * 4  # each header read whole (they are small), unasked its size
 
 
+def test_names_from_files_from_are_each_asked_once(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name given alone (--files-from, or an argument) was listed to tell a folder from a file,
+    then its size asked (a HEAD) by the header check and again by the read: 5 requests an input
+    where 3 do. One HEAD now tells the file, its size and its modified time (--skip-existing)."""
+    (tmp_path / "list.txt").write_text(f"{s3.url}/raw/a.png\n{s3.url}/raw/day/c.png\n")
+    methods = counted_requests(monkeypatch)
+    args = ["crop-pad", "--files-from", tmp_path / "list.txt", "--out-dir", f"{s3.url}/out", "--shape", "6,6"]
+    result = run(*args, "-j", "1")
+    assert result.stderr.startswith("crop-pad: 2 ok, 0 failed, 0 skipped in "), result.stderr
+    assert sorted(methods) == ["get_object"] * 4 + ["head_object"] * 2 + ["put_object"] * 2
+    assert [key for key in s3.keys() if key.startswith("out/")] == ["out/a.png", "out/c.png"]
+    methods.clear()
+    result = run(*args, "-j", "1", "--skip-existing")
+    assert result.stderr.startswith("crop-pad: 0 ok, 0 failed, 2 skipped in "), result.stderr
+    assert sorted(methods) == ["head_object"] * 2 + ["list_objects_v2"]  # the output folder's one listing
+
+
 def test_a_multipart_write_that_fails_halfway_leaves_no_object(s3: S3, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import s3fs
