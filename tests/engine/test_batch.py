@@ -223,31 +223,24 @@ def test_a_missing_file_is_one_failure(shots: Path, tmp_path: Path) -> None:
     assert files(tmp_path / "out") == ["a.png"]
 
 @pytest.mark.parametrize("argument", ["{shots}", "{shots}/*.png", "{shots}/**/*.png"])
-def test_a_broken_link_a_folder_or_glob_finds_is_one_failure(argument: str, shots: Path, tmp_path: Path) -> None:
-    """The shell's glob gives a broken link, and the run fails on it: it was left out unsaid, exit 0."""
-    (shots / "gone.png").symlink_to("nowhere.png")
+@pytest.mark.parametrize(("name", "target", "error"), [
+    ("gone.png", "nowhere.png", "a broken symbolic link to nowhere.png"),
+    ("zero.png", "/dev/zero", "is a device, not a file or a pipe"),
+])
+def test_a_broken_link_or_a_device_a_folder_or_glob_finds_is_one_failure(
+        argument: str, name: str, target: str, error: str, shots: Path, tmp_path: Path) -> None:
+    """The shell's glob gives a broken link or a link to a device (a FIFO alike), and the run fails
+    on it as when it is named: each was left out unsaid, exit 0."""
+    (shots / name).symlink_to(target)
     result = run("crop-pad", argument.format(shots=shots), "--out-dir", tmp_path / "out", "--shape", "4,4",
                  "--layout", "NCHW")
     assert result.exit_code == 1
-    assert f"Error: {shots / 'gone.png'}: a broken symbolic link to nowhere.png\n" in result.stderr
-    assert "a.png" in files(tmp_path / "out") and "gone.png" not in files(tmp_path / "out")
+    assert f"Error: {shots / name}: {error}\n" in result.stderr
+    assert "a.png" in files(tmp_path / "out") and name not in files(tmp_path / "out")
     info = run("info", argument.format(shots=shots), "--json")
     assert info.exit_code == 1
-    assert {"input": str(shots / "gone.png"), "status": "error",
-            "error": f"{shots / 'gone.png'}: a broken symbolic link to nowhere.png"}.items() <= \
-        next(record for record in map(json.loads, info.stdout.splitlines()) if "gone" in record["input"]).items()
-
-
-@pytest.mark.parametrize("argument", ["{shots}", "{shots}/*.png", "{shots}/**/*.png"])
-def test_a_device_a_folder_or_glob_finds_is_one_failure(argument: str, shots: Path, tmp_path: Path) -> None:
-    """A link to a device (or a FIFO) was left out unsaid, exit 0, where the shell's glob gives it
-    and geomcli fails it when named."""
-    (shots / "zero.png").symlink_to("/dev/zero")
-    result = run("crop-pad", argument.format(shots=shots), "--out-dir", tmp_path / "out", "--shape", "4,4",
-                 "--layout", "NCHW")
-    assert result.exit_code == 1
-    assert f"Error: {shots / 'zero.png'}: is a device, not a file or a pipe\n" in result.stderr
-    assert "a.png" in files(tmp_path / "out") and "zero.png" not in files(tmp_path / "out")
+    assert {"input": str(shots / name), "status": "error", "error": f"{shots / name}: {error}"}.items() <= \
+        next(record for record in map(json.loads, info.stdout.splitlines()) if name in record["input"]).items()
 
 
 # --- usage ----------------------------------------------------------------------------
