@@ -344,6 +344,41 @@ def test_names_from_files_from_are_each_asked_once(s3: S3, shots: dict[str, byte
     assert sorted(methods) == ["head_object"] * 2 + ["list_objects_v2"]  # the output folder's one listing
 
 
+def test_names_from_files_from_are_asked_side_by_side_and_taken_in_order(s3: S3, shots: dict[str, bytes],
+                                                                          tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names on object storage given alone were asked of the store one after another: a
+    --files-from of 2,505 took 43 s of a local S3 server before anything was read. They are now
+    asked together, as headers are; files, a folder and a missing name are taken in their order."""
+    import time
+
+    real, asking, most = _remote.named, [0], [0]
+    lock = threading.Lock()
+
+    def slow(url: str) -> Any:
+        with lock:
+            asking[0] += 1
+            most[0] = max(most[0], asking[0])
+        try:
+            time.sleep(0.2)
+            return real(url)
+        finally:
+            with lock:
+                asking[0] -= 1
+
+    monkeypatch.setattr(_remote, "named", slow)
+    names = ["raw/b.png", "raw/gone.png", "raw/day", "raw/a.png"]
+    (tmp_path / "list.txt").write_text("".join(f"{s3.url}/{name}\n" for name in names))
+    result = run("crop-pad", "--files-from", tmp_path / "list.txt", "--out-dir", tmp_path / "out", "--shape", "6,6",
+                 "-j", "1", "--json")
+    assert result.exit_code == 1
+    records = [json.loads(line) for line in result.stdout.splitlines()][:-1]
+    assert [(record["input"], record["status"]) for record in records] == [
+        (f"{s3.url}/raw/b.png", "ok"), (f"{s3.url}/raw/gone.png", "error"), (f"{s3.url}/raw/day/c.png", "ok"),
+        (f"{s3.url}/raw/a.png", "ok")]
+    assert most[0] == len(names)
+
+
 def test_a_multipart_write_that_fails_halfway_leaves_no_object(s3: S3, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import s3fs
