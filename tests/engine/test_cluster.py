@@ -402,28 +402,31 @@ class _Greedy(operations.CropPad):
         return super().apply(loaded, common, allocate)
 
 
-def _nanny_memory_limit(limit: int, dask_worker: Any) -> int:
-    """On a nanny (``dask_worker``, as client.run names it): set its memory limit; the one before."""
-    before = dask_worker.memory_manager.memory_limit
-    dask_worker.memory_manager.memory_limit = limit
-    return int(before)
+@pytest.fixture
+def tight_cluster() -> Iterator[str]:
+    """The address of a LocalCluster of 2 workers of its own, whose nannies stop a worker over 400
+    MiB: not the session's, whose workers every test before has grown (one at 380 MiB was stopped
+    on a small file too, and did not come back within a minute, 1 run in 4)."""
+    import logging
+
+    import dask
+
+    with dask.config.set({**scheduler_module.LOCAL_CONFIG, "distributed.worker.multiprocessing-method": "spawn"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     memory_limit=400 * 2**20, dashboard_address=None,
+                                     silence_logs=logging.CRITICAL,
+                                     scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}) as local:
+        yield str(local.scheduler_address)
 
 
-def test_a_file_whose_worker_went_over_its_memory_limit_says_so(tmp_path: Path, scheduler: str, by_value: None,
+def test_a_file_whose_worker_went_over_its_memory_limit_says_so(tmp_path: Path, tight_cluster: str, by_value: None,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """A worker its nanny restarts over its memory limit (a file too big for ``dask worker
     --memory-limit``): the file failed as "the worker process ended while doing it (twice)", with
     nothing to say why; the nanny's word to the scheduler now names it."""
     inputs = npy_inputs(tmp_path / "in", ["a", "greedy", "b"])
-    with distributed.Client(scheduler, set_as_default=False) as client:
-        limits = client.run(_nanny_memory_limit, 400 * 2**20, nanny=True)
-        try:
-            code = workers.run(_Greedy((2, 2)), Common(json=True), inputs, BatchOptions(str(tmp_path / "out"),
-                                                                                        scheduler=scheduler))
-        finally:
-            client.wait_for_workers(2, timeout=60)  # the one stopped, back: its nanny's limit too
-            (limit,) = set(limits.values())  # the session cluster's, the same for each
-            client.run(_nanny_memory_limit, limit, nanny=True)
+    code = workers.run(_Greedy((2, 2)), Common(json=True), inputs, BatchOptions(str(tmp_path / "out"),
+                                                                                scheduler=tight_cluster))
     assert code == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["status"] for line in lines[:3]] == ["ok", "error", "ok"], lines
@@ -448,7 +451,7 @@ class _GreedyChunks(operations.CropPad):
 
 @pytest.mark.parametrize("output", ["out.zarr", "out.npy"])
 def test_a_zarr_job_whose_worker_went_over_its_memory_limit_is_one_error_line(
-        tmp_path: Path, scheduler: str, by_value: None, output: str) -> None:
+        tmp_path: Path, tight_cluster: str, by_value: None, output: str) -> None:
     """A zarr job on a cluster whose chunk's task a nanny stopped over its memory limit (each time
     the cluster ran it): distributed's KilledWorker ended it in a traceback; now the file's one
     error line, which says why, and no output."""
@@ -456,15 +459,8 @@ def test_a_zarr_job_whose_worker_went_over_its_memory_limit_is_one_error_line(
 
     zarr = pytest.importorskip("zarr")
     zarr.create_array(str(tmp_path / "in.zarr"), shape=(4, 6), dtype="int16", chunks=(4, 6))[...] = 1
-    with distributed.Client(scheduler, set_as_default=False) as client:
-        limits = client.run(_nanny_memory_limit, 400 * 2**20, nanny=True)
-        try:
-            report = zarr_file.transform(_GreedyChunks((2, 2)), str(tmp_path / "in.zarr"), str(tmp_path / output),
-                                         output.split(".")[1], Common(), scheduler)
-        finally:
-            client.wait_for_workers(2, timeout=60)  # the one stopped, back: its nanny's limit too
-            (limit,) = set(limits.values())
-            client.run(_nanny_memory_limit, limit, nanny=True)
+    report = zarr_file.transform(_GreedyChunks((2, 2)), str(tmp_path / "in.zarr"), str(tmp_path / output),
+                                 output.split(".")[1], Common(), tight_cluster)
     assert report.status == "error"
     assert re.fullmatch(rf"{re.escape(str(tmp_path / 'in.zarr'))}: the worker process ended while doing a chunk of it, "
                         r"each time the cluster tried; its nanny stopped it at \d+ MiB, over its memory limit; the "
