@@ -42,6 +42,7 @@ FIELDS = ("stem", "suffix", "name", "parent", "index")
 # the files a folder's walk takes, as a message names them
 READ_SUFFIXES = "(.png, .jpg, .bmp, .gif, .webp, .npy, .tiff, .zarr)"
 T = TypeVar("T")
+U = TypeVar("U")
 _GLOB_MAGIC = re.compile(r"[*?[]")
 
 
@@ -559,8 +560,6 @@ def _named_together(urls: Sequence[str]) -> dict[str, Any]:
     a folder (geomcli.io._remote.named), or what asking raised, to be raised where the name is
     taken. Asked REMOTE_HEADER_THREADS at a time, as headers are: one after another, 2,505 names
     took 43 s of a local S3 server, and a real store's round trips are longer."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from geomcli.io import _remote
 
     urls = list(dict.fromkeys(urls))
@@ -575,15 +574,7 @@ def _named_together(urls: Sequence[str]) -> dict[str, Any]:
         except Exception as error:  # (raised in order, where the name is taken, as when asked there)
             return error
 
-    pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix="geomcli-named",
-                              initializer=_remote.pool_initializer())
-    try:
-        answers: list[Any] = []
-        for start in range(0, len(urls), RUN_OF_HEADERS):
-            answers.extend(pool.map(ask, urls[start:start + RUN_OF_HEADERS]))
-    finally:
-        pool.shutdown(cancel_futures=True)  # a Ctrl-C waits for the requests under way, no more
-    return dict(zip(urls, answers, strict=True))
+    return dict(zip(urls, _side_by_side(ask, urls, "geomcli-named"), strict=True))
 
 
 def _filesystem(url: str) -> None:
@@ -965,17 +956,27 @@ def by_headers(read: Callable[[Job], T], jobs: Sequence[Job]) -> Iterator[T]:
     if not any(_remote.is_url(job.input) for job in jobs):
         yield from map(read, jobs)
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     def read_sized(job: Job) -> T:
         # a Dask worker checking a big batch's headers has not listed them: asked, each size was a HEAD
         with _remote.listed_size(job.input, job.size):
             return read(job)
 
-    pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix="geomcli-header",
+    yield from _side_by_side(read_sized, jobs, "geomcli-header")
+
+
+def _side_by_side(ask: Callable[[U], T], items: Sequence[U], threads: str) -> Iterator[T]:
+    """``ask`` of each item, in order, on threads named ``threads``, REMOTE_HEADER_THREADS at a
+    time (each a store's round trip), in runs of RUN_OF_HEADERS: a million items are never a
+    million futures at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from geomcli.io import _remote
+
+    pool = ThreadPoolExecutor(REMOTE_HEADER_THREADS, thread_name_prefix=threads,
                               initializer=_remote.pool_initializer())
     try:
-        for start in range(0, len(jobs), RUN_OF_HEADERS):
-            yield from pool.map(read_sized, jobs[start:start + RUN_OF_HEADERS])
+        for start in range(0, len(items), RUN_OF_HEADERS):
+            yield from pool.map(ask, items[start:start + RUN_OF_HEADERS])
     finally:
         pool.shutdown(cancel_futures=True)  # a Ctrl-C waits for the requests under way, no more
