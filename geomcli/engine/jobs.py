@@ -39,7 +39,8 @@ def transform(task: Task, job: Job) -> Report:
             _make_folder(job.output)
     if report.status != "ok":
         return report
-    with _atomic.no_replace() if task.no_clobber else _atomic.files_only(), _remote.listed_size(job.input, job.size):
+    with _atomic.no_replace() if task.no_clobber else _atomic.files_only(), _atomic.remaking_folder(), \
+            _remote.listed_size(job.input, job.size):
         return transform_file(task.operation, job.input, job.output, job.format, task.common)
 
 

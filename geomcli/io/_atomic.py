@@ -12,7 +12,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO
 
 from geomcli.constants import NAME_MAX
@@ -205,6 +205,7 @@ class _ThisThread(threading.local):
     pending: list[Callable[[], None]] | None = None  # deferred_commits' list
     replace = True  # False inside no_replace
     into_streams = True  # False inside no_replace and files_only
+    remake_folder = False  # True inside remaking_folder
     cancelled: Callable[[], bool] | None = None  # stopped_when's condition
 
 
@@ -289,6 +290,24 @@ def files_only() -> Iterator[None]:
         _here.into_streams = previous
 
 
+@contextmanager
+def remaking_folder() -> Iterator[None]:
+    """While open (in this thread), a temp file whose folder is gone makes that folder again: a
+    batch's output folder, made before its input was read, that another run into the same
+    --out-dir removed meanwhile (a run that writes no file removes the folders it made, and
+    make -j runs one geomcli per file)."""
+    previous, _here.remake_folder = _here.remake_folder, True
+    try:
+        yield
+    finally:
+        _here.remake_folder = previous
+
+
+# how often remaking_folder makes a vanished folder again for one temp file (each run that
+# removes it does so once)
+_REMAKES = 3
+
+
 def _temp_beside(path: str) -> tuple[int, str]:
     """A new temp file in ``path``'s folder (tempfile.mkstemp: O_CREAT | O_EXCL, never through a
     symlink, mode 0600), named as remove_leftovers expects."""
@@ -298,6 +317,13 @@ def _temp_beside(path: str) -> tuple[int, str]:
     if os.path.isdir(path):
         raise GeomError(f"{path}: is a directory")
     try:
+        for _ in range(_REMAKES if _here.remake_folder else 0):
+            try:
+                fd, tmp = tempfile.mkstemp(_TEMP_SUFFIX, _hidden(os.path.basename(path), _TEMP_TAIL) + ".", folder)
+                return fd, os.path.abspath(tmp)
+            except FileNotFoundError:
+                with suppress(OSError):  # what stops it stops mkstemp next, which says why
+                    os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(_TEMP_SUFFIX, _hidden(os.path.basename(path), _TEMP_TAIL) + ".", folder)
         return fd, os.path.abspath(tmp)
     except FileExistsError as e:

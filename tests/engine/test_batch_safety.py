@@ -18,7 +18,7 @@ from conftest import hooked, run
 from PIL import Image, PngImagePlugin
 
 from geomcli.cli import cli
-from geomcli.engine import plan, summary, workers
+from geomcli.engine import jobs, plan, summary, workers
 from geomcli.engine.summary import Report
 from geomcli.errors import GeomError
 from geomcli.io import _atomic, _mapped
@@ -409,3 +409,29 @@ def test_a_run_that_writes_nothing_takes_away_the_folders_it_made(tmp_path: Path
     assert some.exit_code == 1 and "1 ok, 2 failed" in some.stderr
     assert [path.relative_to(tmp_path / "new").as_posix() for path in sorted((tmp_path / "new").rglob("*"))] == \
         ["day", "day/good.png"]
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_folder_another_run_took_away_while_this_one_read_is_made_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recursive: bool) -> None:
+    """make -j4 over a pattern rule, one geomcli per file into one --out-dir: the run of a bad
+    file made out/, failed, and removed it as empty while the run of a good file, which had found
+    it there, read its input; that one then failed too ('folder out does not exist', exit 1).
+    Its folder is made again."""
+    (tmp_path / "in" / "day").mkdir(parents=True)
+    Image.fromarray(np.full((6, 6), 7, np.uint8)).save(tmp_path / "in" / "day" / "a.png")
+    out = tmp_path / "out"
+    real = jobs.transform_file
+
+    def after_the_other_run(*args: object, **kwargs: object) -> object:
+        for folder in sorted((path for path in out.rglob("*") if path.is_dir()), reverse=True) + [out]:
+            folder.rmdir()  # what the other run's clean-up does: empty folders only
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "transform_file", after_the_other_run)
+    inputs = [tmp_path / "in", "-r"] if recursive else [tmp_path / "in" / "day" / "a.png"]
+    result = run("crop-pad", *inputs, "--out-dir", out, "--shape", "4,4", "-j", "1")
+    assert result.exit_code == 0, result.stderr
+    written = out / "day" / "a.png" if recursive else out / "a.png"
+    assert np.array_equal(np.asarray(Image.open(written)), np.full((4, 4), 7, np.uint8))
+    assert temp_files(written.parent) == []
