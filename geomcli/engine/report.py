@@ -220,7 +220,10 @@ class Outcomes:
 
     def __enter__(self) -> Outcomes:
         if not self.common.quiet and sys.stderr.isatty():
-            self.progress = _progress_bar()
+            progress = _progress_bar()
+            if progress.console.is_dumb_terminal:  # TERM=dumb: rich draws no bar, but a blank line
+                return self
+            self.progress = progress
             self.progress.start()
             self.progress.add_task(self.command, total=self.total)
         return self

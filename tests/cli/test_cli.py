@@ -7,6 +7,7 @@ import io as bytes_io
 import json
 import os
 import pty
+import re
 import shlex
 import shutil
 import signal
@@ -1242,6 +1243,22 @@ def test_json_records_go_to_stdout_while_the_progress_bar_shows_on_a_terminal(tm
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [record.get("input") for record in records] == [str(tmp_path / f"{name}.png") for name in "abc"] + [None]
     assert records[-1]["status"] == "summary" and b'"command"' not in shown
+
+
+def test_a_dumb_terminal_gets_the_lines_alone(tmp_path: Path, rng: np.random.Generator) -> None:
+    """On a terminal with TERM=dumb (Emacs' shell, a CI log on a pty), where rich draws no bar,
+    every batch printed a blank line before its summary."""
+    for name in ("a", "b"):
+        Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(tmp_path / f"{name}.png")
+    controller, terminal = pty.openpty()
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(tmp_path / "*.png"), "--out-dir", str(tmp_path / "out"),
+                             "--shape", "8,8"], stdout=subprocess.PIPE, stderr=terminal,
+                            env={**os.environ, "TERM": "dumb"})
+    os.close(terminal)
+    shown = os.read(controller, 65536)
+    os.close(controller)
+    assert result.returncode == 0
+    assert re.fullmatch(rb"crop-pad: 2 ok, 0 failed, 0 skipped in [0-9.]+ s\r\n", shown), shown
 
 
 def test_python_dash_m() -> None:
