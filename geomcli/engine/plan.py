@@ -126,7 +126,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
         for key in (_landing(path, folder_realpath), _real(path), _identity(path)):
             if key is not None:
                 read_by.setdefault(key, f"{path}, which {option} reads")
-    writers: dict[str, str] = {}
+    writers: dict[str, Source] = {}
     read_at = None
     if options.skip_existing:
         read_at = max((when for when in (_modified(path) for _, path in files_read) if when is not None), default=None)
@@ -143,8 +143,8 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
         output = "/".join([options.out_dir.rstrip("/"), *parts]) if remote else os.path.join(options.out_dir, *parts)
         key = _landing(output, folder_realpath)
         if key in writers:
-            raise PlanError(f"{writers[key]} and {source.path} would both be written to {output}; "
-                            "put {parent} or {index} in --name")
+            raise PlanError(f"{writers[key].path} and {source.path} would both be written to {output}; "
+                            f"put {_telling_apart(writers[key], source, fields)} in --name")
         replaced = inputs.get(key) or inputs.get(_identity(output) or key)
         if replaced is not None:
             raise PlanError(f"{_replacing(output, source.path, replaced)}; a batch never writes over its inputs: "
@@ -156,7 +156,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
         if not remote and io.is_stream(output):  # in a folder of files, a planted FIFO would hang the run
             raise PlanError(f"{output} is a device, FIFO or socket, or a link to one; "
                             "--out-dir writes files only: remove it or choose another --name")
-        writers[key] = source.path
+        writers[key] = source
         try:
             fmt = _format(output, common, options.name)
         except PlanError:
@@ -690,6 +690,25 @@ def check_template(template: str) -> set[str]:
     if os.path.isabs(template):
         raise PlanError(f"{template!r} is an absolute path; names are relative to --out-dir", options="--name")
     return fields
+
+
+def _telling_apart(first: Source, second: Source, fields: set[str]) -> str:
+    """The --name fields that give two inputs bound for one output names of their own: the part of
+    their names that differs, where the template leaves it out, and {index}. Not {parent}: it is
+    already in every output's path, and where it is alike, as for two files named alone from two
+    folders, it cannot tell them apart (the hint was {parent} for them, which changed nothing).
+
+    >>> _telling_apart(Source("a/x.jpg", ""), Source("a/x.JPG", ""), {"stem"})
+    '{suffix} or {index}'
+    >>> _telling_apart(Source("a/x.jpg", ""), Source("b/x.jpg", ""), {"parent", "stem", "suffix"})
+    '{index}'
+    """
+    if "name" in fields:
+        return "{index}"
+    names = [os.path.splitext(os.path.basename(source.path)) for source in (first, second)]
+    differing = [field for field, (one, other) in zip(("stem", "suffix"), zip(*names), strict=True)
+                 if one != other and field not in fields]
+    return " or ".join(f"{{{field}}}" for field in [*differing, "index"])
 
 
 def render(template: str, source: Source, index: int) -> list[str]:

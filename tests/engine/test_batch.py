@@ -322,6 +322,30 @@ def test_two_inputs_for_one_output_is_caught_before_writing(shots: Path, tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("inputs", "name", "hint", "taken"), [
+    (["a/x.png", "a/x.npy"], "{stem}.npy", "{suffix} or {index}", "{stem}{suffix}.npy"),
+    (["a/x.png", "b/x.png"], "{parent}{stem}.png", "{index}", "{index}_{stem}.png"),
+])
+def test_the_hint_for_two_inputs_for_one_output_names_what_tells_them_apart(
+        tmp_path: Path, rng: np.random.Generator, inputs: list[str], name: str, hint: str, taken: str) -> None:
+    """The hint was always '{parent} or {index}', and {parent} changed nothing: it is in every
+    output's path already, and two files named alone from two folders have the same one."""
+    for path in inputs:
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        if path.endswith(".png"):
+            png(tmp_path / path, rng)
+        else:
+            np.save(tmp_path / path, np.zeros((3, 3), np.uint8))
+    out = tmp_path / "out"
+    result = run("crop-pad", *(tmp_path / path for path in inputs), "--out-dir", out, "--name", name, "--shape", "2,2")
+    assert result.exit_code == 2 and f"would both be written to {out / 'x'}" in result.stderr
+    assert f"; put {hint} in --name\n" in result.stderr and not out.exists()
+    followed = run("crop-pad", *(tmp_path / path for path in inputs), "--out-dir", out, "--name", taken,
+                   "--shape", "2,2")
+    assert followed.exit_code == 0, followed.stderr
+    assert len(files(out)) == 2
+
+
 def test_an_output_that_is_another_input_is_refused(tmp_path: Path, rng: np.random.Generator) -> None:
     one, other = png(tmp_path / "1.png", rng), png(tmp_path / "a.png", rng)
     result = run("crop-pad", tmp_path, "--out-dir", tmp_path, "--name", "{index}.png", "--shape", "4,4")
