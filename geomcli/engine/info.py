@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from geomcli.engine.one_file import maps_input
 from geomcli.engine.plan import expand, input_key, passed_over_text, read_list
 from geomcli.engine.report import check_stdout, describe, echo_stderr, show_info
-from geomcli.errors import GeomError, PlanError
+from geomcli.errors import GeomError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,10 +28,7 @@ def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, fram
 
     _remote.configure(storage_options)
     check_stdout()
-    listed = () if files_from is None else read_list(files_from)
-    if "-" in listed:  # before any record: stdin is read as INPUT -, and the list may be stdin
-        raise PlanError("- in a --files-from list names no file; give - as an INPUT to read stdin",
-                        options="--files-from")
+    listed = () if files_from is None else read_list(files_from)  # before any record
     # every argument expanded before any record, as a transform plans: a pattern matching nothing is
     # a usage error (exit 2) with nothing shown, not one after the records of the arguments before it
     found: list[tuple[str, Any]] = []

@@ -227,7 +227,7 @@ def read_list(path: str) -> list[str]:
     """The inputs ``--files-from`` lists, one a line (``-``: read from stdin), or NUL-separated
     where it holds a NUL (``find -print0``); blank lines and a UTF-8 byte order mark skipped, UTF-16
     or UTF-32 text refused. A name is taken as it is written (no glob), a name that is no UTF-8 as
-    its bytes."""
+    its bytes; ``-`` is refused, as no file's name."""
     import sys
 
     from geomcli import io
@@ -251,9 +251,14 @@ def read_list(path: str) -> list[str]:
         raise PlanError(f"{path} is {wide} text: save the list as UTF-8, one name a line", options="--files-from")
     text = text.removeprefix(b"\xef\xbb\xbf")  # Notepad's UTF-8 byte order mark, not the first name's
     if b"\0" in text:  # no name holds a NUL: the list is find -print0's, whose names may hold newlines
-        return [name for name in os.fsdecode(text).split("\0") if name]
-    lines = os.fsdecode(text).split("\n") if text else []
-    return [line.removesuffix("\r") for line in lines if line.removesuffix("\r")]
+        names = [name for name in os.fsdecode(text).split("\0") if name]
+    else:
+        lines = os.fsdecode(text).split("\n") if text else []
+        names = [line.removesuffix("\r") for line in lines if line.removesuffix("\r")]
+    if "-" in names:  # not stdin, which is read as INPUT - (and the list may be stdin itself)
+        raise PlanError("- in a --files-from list names no file; give - as an INPUT to read stdin",
+                        options="--files-from")
+    return names
 
 
 def _wide_text(head: bytes) -> str | None:

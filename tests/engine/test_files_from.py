@@ -184,3 +184,18 @@ def test_info_reads_a_list_and_refuses_a_dash_in_it_before_any_record(tmp_path: 
     assert result.exit_code == 2 and result.stdout == ""  # it read "- (stdin) is one input: give -o OUTPUT"
     assert result.stderr.splitlines()[-1] == ("Error: Invalid value for '--files-from': - in a --files-from list names "
                                               "no file; give - as an INPUT to read stdin")
+
+
+@pytest.mark.parametrize("command", [["crop-pad", "--shape", "4,4"], ["chain", "crop-pad", "--shape", "4,4"]])
+def test_a_dash_in_a_transforms_list_is_refused_as_info_refuses_it(tmp_path: Path, command: list[str]) -> None:
+    """'printf "%s\\n" * > list' of a folder holding a file named -: a transform's --files-from
+    said '- (stdin) is one input: give -o OUTPUT, not --out-dir', of an INPUT never given."""
+    Image.fromarray(np.zeros((4, 6, 3), np.uint8)).save(tmp_path / "a.png")
+    (tmp_path / "list.txt").write_text(f"{tmp_path / 'a.png'}\n-\n")
+    options = ["--files-from", tmp_path / "list.txt", "--out-dir", tmp_path / "out"]
+    at = 1 if command[0] == "chain" else len(command)
+    result = run(*command[:at], *options, *command[at:])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == ("Error: Invalid value for '--files-from': - in a --files-from list names "
+                                              "no file; give - as an INPUT to read stdin")
+    assert not (tmp_path / "out").exists()
