@@ -858,12 +858,25 @@ def skip_reason(job: Job, options: BatchOptions) -> str | None:
         return None  # none there, or an array a stopped run left incomplete: done again, replaced
     if options.no_clobber:
         return OUTPUT_EXISTS
+    if _no_output(job.output):
+        return None  # its write fails, with its line, as without --skip-existing
     changed = _modified(job.input)
     if changed is None:
         return None  # the read reports it
     # as make judges: an output not older than its input, nor than a --grid or --theta file, is up to date
     newest = changed if job.options_read_at is None else max(changed, job.options_read_at)
     return "the output is up to date (--skip-existing)" if made >= newest else None
+
+
+def _no_output(path: str) -> bool:
+    """Whether the folder at the local output ``path`` is no output a run made: any folder at a
+    file's name, or one that is no zarr array at a .zarr name. --skip-existing took it for an
+    output up to date (exit 0, '1 skipped', where the run without it failed that file)."""
+    from geomcli.io import _remote
+
+    if _remote.is_url(path) or not os.path.isdir(path):
+        return False
+    return not (_zarr.is_zarr(path) and _zarr.has_metadata(path))
 
 
 def _modified(path: str) -> int | None:

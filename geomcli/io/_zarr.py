@@ -409,14 +409,19 @@ def _arrays_in(group: Any) -> str:
             "a link: ln -s GROUP.zarr/ARRAY ARRAY.zarr)")
 
 
+def has_metadata(folder: str) -> bool:
+    """Whether the local ``folder`` is a zarr array or group: it holds a zarr.json, .zarray or .zgroup."""
+    try:
+        return not _ZARR_METADATA.isdisjoint(os.listdir(folder))
+    except OSError:
+        return False
+
+
 def misnamed(folder: str) -> str | None:
     """Why a local ``folder`` whose name does not end in .zarr is no input, where it is a zarr array
     or group (its zarr.json, .zarray or .zgroup: an array in a group, an OME-Zarr level, say);
     None for another folder, whose error is a folder's."""
-    try:
-        if _ZARR_METADATA.isdisjoint(os.listdir(folder)):
-            return None
-    except OSError:
+    if not has_metadata(folder):
         return None
     return (f"{folder}: a zarr array or group, read only by a name ending in .zarr: link it under one "
             "(ln -s FOLDER NAME.zarr)")

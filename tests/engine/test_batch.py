@@ -650,6 +650,21 @@ def test_skip_existing_skips_nothing_made_from_a_theta_read_from_stdin(shots: Pa
     assert result.exit_code == 0 and statuses(result) == {"a.png": "ok", "b.png": "ok"}
 
 
+def test_skip_existing_takes_no_folder_for_an_output_up_to_date(shots: Path, tmp_path: Path) -> None:
+    """A folder at an output's name, newer than its input, was skipped as up to date: exit 0, '1
+    skipped', where the run without --skip-existing failed that file, and a make pipeline went on."""
+    out = tmp_path / "out"
+    (out / "a.png").mkdir(parents=True)
+    argv = ["crop-pad", f"{shots}/*.png", "--out-dir", out, "--shape", "4,4", "--json"]
+    plain = run(*argv)
+    result = run(*argv, "--skip-existing")
+    assert plain.exit_code == result.exit_code == 1
+    assert statuses(plain) == {"a.png": "error", "b.png": "ok"}
+    assert statuses(result) == {"a.png": "error", "b.png": "skipped"}
+    assert f"Error: {out / 'a.png'}: is a directory" in result.stderr
+    assert (out / "a.png").is_dir() and os.listdir(out / "a.png") == []
+
+
 def test_no_clobber_never_replaces_a_file(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

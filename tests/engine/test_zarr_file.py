@@ -2018,6 +2018,26 @@ def test_skip_existing_does_again_a_local_zarr_input_updated_in_place(tmp_path: 
     assert (read_zarr(tmp_path / "out" / "b.zarr")[0, 0, 1:3, 1:3] == 99).all()
 
 
+def test_skip_existing_takes_a_folder_that_is_no_array_for_no_zarr_output(tmp_path: Path) -> None:
+    """A folder of someone's files at a .zarr output's name, newer than the input, was skipped as
+    up to date (exit 0) where the run without --skip-existing refused to replace it (exit 1); an
+    empty one was kept, where it is replaced."""
+    np.save(tmp_path / "a.npy", tensor(np.dtype("uint8"), (1, 3, 8, 8)))
+    (tmp_path / "out" / "a.zarr").mkdir(parents=True)
+    (tmp_path / "out" / "a.zarr" / "notes.txt").write_text("mine")
+    args = ["crop-pad", tmp_path / "a.npy", "--out-dir", tmp_path / "out", "--name", "{stem}.zarr",
+            "--shape", "1,3,4,4", "--skip-existing"]
+    then = time.time() - 10
+    os.utime(tmp_path / "a.npy", (then, then))
+    result = run(*args)
+    assert result.exit_code == 1 and "a folder that is no zarr array (no zarr.json) is there" in result.stderr
+    assert os.listdir(tmp_path / "out" / "a.zarr") == ["notes.txt"]
+    (tmp_path / "out" / "a.zarr" / "notes.txt").unlink()
+    assert run(*args, "-q").exit_code == 0
+    assert read_zarr(tmp_path / "out" / "a.zarr").shape == (1, 3, 4, 4)
+    assert "0 ok, 0 failed, 1 skipped" in run(*args).stderr  # the array it wrote is one
+
+
 def test_a_piped_input_is_read_once_and_written_chunk_by_chunk(tmp_path: Path) -> None:
     """stdin, a FIFO and process substitution have no chunks and can be read once: read whole
     (within --max-pixels), its header judged from what was read, then written chunk by chunk."""
