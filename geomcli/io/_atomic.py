@@ -405,6 +405,22 @@ _TEMP_TAIL = len(f".XXXXXXXX{_TEMP_SUFFIX}")
 _FOLDER_TAIL = len(f"{_FOLDER_MARK}XXXXXXXX{_ASIDE}")
 
 
+def is_leftover_name(name: str) -> bool:
+    """Whether ``name`` is one this module gives a temp file or folder beside an output, which
+    :func:`remove_leftovers` of that output removes: no output may be named so.
+
+    >>> is_leftover_name(".a.png.k3x_9q2z.tmp"), is_leftover_name(".a.zarr.geomcli-0a1b2c3d-old")
+    (True, True)
+    >>> is_leftover_name("a.png.k3x_9q2z.tmp"), is_leftover_name(".a.png")
+    (False, False)
+    """
+    return _LEFTOVER.fullmatch(name) is not None
+
+
+_LEFTOVER = re.compile(r"\..+(\.[a-z0-9_]{8}" + re.escape(_TEMP_SUFFIX) + "|" + re.escape(_FOLDER_MARK)
+                       + "[0-9a-f]{8}(" + re.escape(_ASIDE) + ")?)", re.DOTALL)
+
+
 def _hidden(name: str, tail: int) -> str:
     """``.NAME``, the start of a hidden name beside NAME that ``tail`` more bytes end within
     NAME_MAX: a NAME too long for that (an output's name of 243 to 255 bytes could not be

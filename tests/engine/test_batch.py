@@ -1424,3 +1424,11 @@ def test_a_file_in_the_way_of_an_output_s_folder_is_named(name: str, tmp_path: P
     assert result.stderr.splitlines()[0] == (f"Error: {out / name.format(stem='photo')}: {in_the_way} is not a "
                                              "folder")
     assert in_the_way.read_text() == "a file"
+
+
+@pytest.mark.parametrize("template", [".{stem}.png.k3x_9q2z.tmp", "d/.{stem}.zarr.geomcli-0a1b2c3d-old"])
+def test_an_output_named_as_a_temp_file_is_a_usage_error(template: str, shots: Path, tmp_path: Path) -> None:
+    # the sweep of another output's leftovers (after a worker died) would have removed it
+    result = run("crop-pad", shots / "a.png", "--out-dir", tmp_path / "out", "--name", template, "--shape", "4,4")
+    assert result.exit_code == 2 and "a name geomcli gives its temp files" in result.stderr
+    assert not (tmp_path / "out").exists()
