@@ -318,10 +318,10 @@ def grid_sample(
     align_corners : bool or 0/1
         If true, -1 and 1 are the centres of the corner pixels; otherwise their outer edges.
     fill : scalar, optional, keyword-only
-        What a tap outside reads with ``padding_mode="zeros"``, and what a point with a
-        coordinate that is not finite gives in every padding mode: one value data's dtype
-        holds (no 300 in uint8, no 0.5 in an integer type). 0 (the spec's value) is False for
-        bool and "" for strings.
+        What a tap outside reads with ``padding_mode="zeros"`` (0 where the tap's weight is
+        0: see Notes), and what a point with a coordinate that is not finite gives in every
+        padding mode: one value data's dtype holds (no 300 in uint8, no 0.5 in an integer
+        type). 0 (the spec's value) is False for bool and "" for strings.
     threads : int, optional, keyword-only
         Threads that share the slabs of a large output. ``None`` uses every CPU this process
         may run on; at most 1024. The result is the same for any count.
@@ -383,8 +383,8 @@ def grid_sample(
     - A point whose coordinates are not all finite reads ``fill``, in every padding mode. A
       finite coordinate takes the padding however far out it lies: one whose position
       overflows float64 (1e308 on 4 pixels) is the largest float64 of its sign there.
-    - A tap of weight 0 still takes part: an Inf or NaN beside a point spreads to it (as in
-      onnxruntime and PyTorch). Which pixel that tap is differs where x was padded: we pad x
+    - A tap of weight 0 that reads a pixel still takes part: an Inf or NaN beside a point
+      spreads to it (as in onnxruntime and PyTorch). Which pixel that tap is differs where x was padded: we pad x
       (border clamps it to [0, L - 1], as PyTorch's clip), onnxruntime 1.32 pads the taps of
       the unpadded x. Border, data ``[1, inf]``, align_corners, x = -1: we read 0 and 1 (NaN,
       as the ONNX reference), onnxruntime -1 and 0, both the edge (1); without align_corners
@@ -392,6 +392,14 @@ def grid_sample(
       give 1, we NaN. Reflection, ``[5, inf, 3, 7, 9]``, align_corners, x = -2: we (and the
       reference) reflect to 2 and read 2 and 3 (3), onnxruntime reflects -2 and -1 to 2 and
       1 (NaN). Finite data: the same values.
+    - With zeros padding a tap outside reads ``fill``, unless one of its weights (per axis) is
+      exactly 0: then it reads 0, as under the spec's fill 0, so it counts for nothing and a
+      NaN or infinite ``fill`` (NaN times 0) reaches only the points it weighs in. A point on
+      the last pixel centre (x = L - 1: taps L - 1 and L, weights 1 and 0) reads its pixel;
+      one a hair past it reads NaN with ``fill=nan``. With ``fill`` 0 this changes no bit
+      (onnxruntime's and the official cases' results stay exact). Positions are what the
+      grid's floats give: AffineGrid's coordinates of a pixel centre are exact for lengths
+      2**k (2**k + 1 with align_corners), elsewhere often an ulp off, and that ulp weighs in.
     - With zeros padding, data with an empty spatial axis gives ``fill`` wherever the output
       has points (the interpolation of taps that all read ``fill``).
 
@@ -983,12 +991,17 @@ def _interpolated_fill(weights: list[list[np.ndarray]], plan: _Plan) -> np.ndarr
 
 
 def _interpolated_fill_of(fill: float, weights: list[list[np.ndarray]]) -> np.ndarray:
+    # level: the lattice's value so far where no outer tap weighs 0; zero: where one does, whose
+    # taps all read 0 (_gather's rule), so that a NaN or Inf fill does not spread through them
     level: np.ndarray | float = fill
+    zero: np.ndarray | float = 0.0
     for axis in reversed(weights):
-        total = axis[0] * level
+        total = axis[0] * np.where(axis[0] == 0, zero, level)
+        total_zero = axis[0] * zero
         for weight in axis[1:]:
-            total = total + weight * level
-        level = total
+            total = total + weight * np.where(weight == 0, zero, level)
+            total_zero = total_zero + weight * zero
+        level, zero = total, total_zero
     assert isinstance(level, np.ndarray)
     return level
 
@@ -1205,11 +1218,15 @@ def _mirror(tap: np.ndarray, length: int, align_corners: bool) -> np.ndarray:
 
 
 def _gather(plane: np.ndarray, flat: np.ndarray, outside: np.ndarray | None, plan: _Plan,
-            into: np.ndarray | None = None) -> np.ndarray:
-    """The (C, S) values of ``plane`` at flat indices ``flat``, ``fill`` where ``outside``."""
+            into: np.ndarray | None = None, weightless: np.ndarray | None = None) -> np.ndarray:
+    """The (C, S) values of ``plane`` at flat indices ``flat``, ``fill`` where ``outside``, and 0
+    where a tap outside is also ``weightless`` (one of its weights is 0): fill times 0 would
+    be NaN for a NaN or infinite fill, where the tap does not count."""
     gathered = np.take(plane, flat, axis=1, mode="clip", out=into)
     if outside is not None:
         np.copyto(gathered, plan.fill, where=outside)
+        if weightless is not None:
+            np.copyto(gathered, 0, where=outside & weightless)
     return gathered
 
 
@@ -1224,9 +1241,10 @@ def _weighted(values: np.ndarray, weight: np.ndarray, out: np.ndarray) -> np.nda
 
 
 def _interpolate(plane: np.ndarray, axes: list[_Axis], plan: _Plan, level: int, base: np.ndarray | None,
-                 outside: np.ndarray | None) -> np.ndarray:
+                 outside: np.ndarray | None, weightless: np.ndarray | None = None) -> np.ndarray:
     """The interpolation over axes ``level`` .. r-1 of the taps whose flat offset over the axes
-    before is ``base`` (None at the top), as a new (C, S) array of the working dtype: each tap's
+    before is ``base`` (None at the top), outside the data where ``outside`` and with a weight
+    of 0 there where ``weightless``, as a new (C, S) array of the working dtype: each tap's
     value times its weight, summed in tap order."""
     axis = axes[level]
     weights = axis.weights
@@ -1240,10 +1258,14 @@ def _interpolate(plane: np.ndarray, axes: list[_Axis], plan: _Plan, level: int, 
         if base is not None:
             flat = flat + base
         where_outside = _either(outside, tap_outside)
+        where_weightless = weightless
+        if plan.padding == "zeros":
+            zero = weight == 0
+            where_weightless = _either(weightless, zero if zero.any() else None)
         if innermost:
-            values = _gather(plane, flat, where_outside, plan)
+            values = _gather(plane, flat, where_outside, plan, weightless=where_weightless)
         else:
-            values = _interpolate(plane, axes, plan, level + 1, flat, where_outside)
+            values = _interpolate(plane, axes, plan, level + 1, flat, where_outside, where_weightless)
         if total is None:
             total = _weighted(values, weight, np.empty(values.shape, plan.work))
             continue

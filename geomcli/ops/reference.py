@@ -209,7 +209,8 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str = "linear", paddin
     Each point's coordinates (x innermost) are unnormalised in float64; a point with a coordinate
     that is not finite (or over data with an empty spatial axis) reads ``fill``. Otherwise
     :func:`axis_taps` gives each axis's taps and weights, every tap of the lattice reads its
-    pixel (``fill`` where any index is None), and the lattice is contracted innermost axis
+    pixel (``fill`` where any index is None, but 0 where one of its weights is also exactly 0:
+    the fill of the taps that do not count), and the lattice is contracted innermost axis
     first. Linear and cubic work in ``_numeric.working_dtype`` and end in
     ``_numeric.to_dtype``; nearest copies data's values.
     """
@@ -223,6 +224,7 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str = "linear", paddin
         fill_value = _numeric.round_once(np.array(fill, dtype=np.float64), data.dtype)
     values = data.astype(work) if numeric else data
     fill_work = np.full(channels, fill_value.astype(work) if numeric else fill_value, dtype=work)
+    zero_work = np.zeros(channels, dtype=work)
     result = np.empty((batch, channels, *points), dtype=work)
     for n in range(batch):
         for point in np.ndindex(*points):
@@ -236,7 +238,12 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str = "linear", paddin
             lattice = np.empty((channels, *(len(taps) for taps, _ in per_axis)), dtype=work)
             for combo in itertools.product(*(range(len(taps)) for taps, _ in per_axis)):
                 index = [per_axis[a][0][k] for a, k in enumerate(combo)]
-                read = fill_work if None in index else values[(n, slice(None), *index)]
+                if None not in index:
+                    read = values[(n, slice(None), *index)]
+                elif any(per_axis[a][1][k] == 0 for a, k in enumerate(combo)):
+                    read = zero_work  # a tap that does not count reads fill times 0, even NaN or Inf
+                else:
+                    read = fill_work
                 at: tuple[Any, ...] = (slice(None), *combo)
                 lattice[at] = read
             if not numeric:

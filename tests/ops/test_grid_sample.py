@@ -520,6 +520,32 @@ def test_non_finite_positions_read_fill(mode: str, padding: str, align_corners: 
         assert_same(actual, reference.grid_sample(data, grid, mode, padding, align_corners, -7))
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_fill_reaches_only_the_points_it_weighs_in(mode: str, align_corners: bool, compiled: bool,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NaN fill marks what lies outside: the pixel centres of the data (the identity grid: the
+    edge rows' taps past the edge weigh 0) read their pixels exactly, 2-D and 3-D, while a point
+    a quarter pixel past the last centre, whose tap outside counts, reads NaN. It spread one
+    pixel (linear) or two (cubic) into the picture. (Lengths whose centres AffineGrid's float
+    coordinates hit exactly: 2**k + 1 with align_corners, 2**k without.)"""
+    from geomcli.ops.affine_grid import affine_grid
+
+    if not compiled:
+        monkeypatch.setattr(module, "_compiled", None)
+    rng = np.random.default_rng(5)
+    lengths = (3, 5, 9) if align_corners else (2, 4, 8)
+    for theta, size in [(np.eye(2, 3)[None], (1, 2, *lengths[1:])), (np.eye(3, 4)[None], (1, 2, *lengths))]:
+        data = rng.normal(size=size)
+        grid = affine_grid(theta, size, align_corners).astype(np.float64)
+        np.testing.assert_array_equal(grid_sample(data, grid, mode, align_corners=align_corners, fill=np.nan), data)
+        grid[..., 0] += 0.5 / (size[-1] - 1 if align_corners else size[-1])  # x a quarter pixel on
+        past = grid_sample(data, grid, mode, align_corners=align_corners, fill=np.nan)
+        reached = slice(0, -1) if mode == "linear" else slice(1, -2)  # x + 0.25 with taps only inside
+        assert np.isnan(past[..., -1]).all() and not np.isnan(past[..., reached]).any()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_fill_is_honoured(mode: str) -> None:
     """zeros padding: a tap outside reads fill, in data's dtype: a point wholly outside gives it,

@@ -160,6 +160,28 @@ def test_other_dtypes_equal_reference(mode: str, padding: str, dtype: str) -> No
         assert_bits(*run_both(data, grid, mode, padding, align_corners, fill))
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("fill", [np.nan, np.inf, -2.5])
+def test_a_fill_of_nan_or_inf_equals_reference(mode: str, fill: float, compiled: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tap outside whose weight is 0 reads 0, not fill (NaN and Inf times 0 would be NaN):
+    the interior, edge and wholly-outside points of both paths, every rank, bit for bit. The
+    grid's pixel centres give taps of weight exactly 0 at and past the edges."""
+    if compiled and module._compiled is None:
+        pytest.skip("the extension is not built")
+    if not compiled:
+        monkeypatch.setattr(module, "_compiled", None)
+    rng = np.random.default_rng([MODES.index(mode), int(compiled)])
+    for rank in (1, 2, 3):
+        for shape, grid_shape in SHAPES[rank]:
+            for dtype in (np.float32, np.float64):
+                align_corners = bool(rng.integers(2))
+                data = make_data(rng, shape, dtype)
+                grid = make_grid(rng, grid_shape, shape[2:], align_corners)
+                assert_bits(*run_both(data, grid, mode, "zeros", align_corners, fill))
+
+
 @needs_compiled
 def test_float16_rounding_over_every_value() -> None:
     """Every float16 as data (a 256 × 256 image of all bit patterns), sampled half-way and a third

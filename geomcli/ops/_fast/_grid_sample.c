@@ -79,7 +79,8 @@ enum { ZEROS, BORDER, REFLECTION };
 typedef struct {
     int count;                 /* taps on this axis: 1, 2 or 4 */
     Py_ssize_t offset[4];      /* each tap's index times the axis's stride; 0 where it reads fill */
-    unsigned char outside[4];  /* 1 where the tap reads fill (zeros padding) */
+    unsigned char outside[4];  /* bit 1 where the tap reads fill (zeros padding), bit 2 where its
+                                  weight is 0 (zeros padding): a lattice tap with both reads 0 */
     double weight[4];
 } Axis;
 
@@ -211,6 +212,8 @@ ALWAYS_INLINE int axis_taps(double x, Py_ssize_t length, Py_ssize_t stride, int 
                 index = index < 0 ? 0 : length - 1;
             }
         }
+        if (padding == ZEROS && axis->weight[k] == 0.0)
+            outside |= 2;
         axis->offset[k] = index * stride;
         axis->outside[k] = outside;
     }
@@ -547,15 +550,21 @@ ALWAYS_INLINE void run_positions(const Job *job, Py_ssize_t first, int n, int ra
 }
 
 /* fill interpolated by point q's weights, innermost axis first, each sum in tap order: what the
-   lattice of taps that all read fill gives (the same operations, the same values at each level) */
+   lattice of taps that all read fill (0 where one of a tap's weights is 0: TAP_VALUE) gives, the
+   same operations, the same values at each level: level where no outer weight is 0, zero where one is */
 ALWAYS_INLINE double away_value(const Job *job, const Positions *at, int q, int rank, int taps)
 {
-    double level = job->fill;
+    double level = job->fill, zero = 0.0;
     for (int a = rank - 1; a >= 0; a--) {
-        double total = at->w[a][0][q] * level;
-        for (int j = 1; j < taps; j++)
-            total = total + at->w[a][j][q] * level;
+        double w = at->w[a][0][q];
+        double total = w * (w == 0.0 ? zero : level), total_zero = w * zero;
+        for (int j = 1; j < taps; j++) {
+            w = at->w[a][j][q];
+            total = total + w * (w == 0.0 ? zero : level);
+            total_zero = total_zero + w * zero;
+        }
         level = total;
+        zero = total_zero;
     }
     return level;
 }
@@ -628,15 +637,20 @@ static uint16_t double_to_half(double v)
 }
 
 /* fill interpolated by a point's weights, innermost axis first, each sum in tap order: what the
-   lattice gives when every tap reads fill (the same operations, the same values at each level) */
+   lattice gives when every tap reads fill (0 where one of its weights is 0), as away_value */
 static double interpolated_fill(const Axis *ax, int rank, double fill)
 {
-    double level = fill;
+    double level = fill, zero = 0.0;
     for (int a = rank - 1; a >= 0; a--) {
-        double total = ax[a].weight[0] * level;
-        for (int k = 1; k < ax[a].count; k++)
-            total = total + ax[a].weight[k] * level;
+        double w = ax[a].weight[0];
+        double total = w * (w == 0.0 ? zero : level), total_zero = w * zero;
+        for (int k = 1; k < ax[a].count; k++) {
+            w = ax[a].weight[k];
+            total = total + w * (w == 0.0 ? zero : level);
+            total_zero = total_zero + w * zero;
+        }
         level = total;
+        zero = total_zero;
     }
     return level;
 }
@@ -887,7 +901,7 @@ ALWAYS_INLINE __m128d row_sums(__m128d a0, __m128d b0, __m128d a1, __m128d b1, c
             for (int a = 0; a < job->rank && any; a++) {                                              \
                 int all = 1;                                                                          \
                 for (int k = 0; k < ax[a].count; k++)                                                 \
-                    all &= ax[a].outside[k];                                                          \
+                    all &= ax[a].outside[k] & 1;                                                          \
                 away |= all;                                                                          \
             }                                                                                         \
             if (!away) {                                                                              \
@@ -1000,8 +1014,9 @@ ALWAYS_INLINE __m128d row_sums(__m128d a0, __m128d b0, __m128d a1, __m128d b1, c
 
 /* the general path's taps: each its own offset, fill where outside (check: zeros padding only) */
 #define TAP_AT(a, k) ax[a].offset[k]
-#define TAP_OUT(a, k) (check && ax[a].outside[k])
-#define TAP_VALUE(LOADFN, offset, outside) ((outside) ? job->fill : LOADFN(p, offset))
+#define TAP_OUT(a, k) (check ? ax[a].outside[k] : 0)
+/* outside: the bits of the lattice tap's axes' taps; fill times a weight of 0 counts as 0 */
+#define TAP_VALUE(LOADFN, offset, outside) (((outside) & 1) ? (((outside) & 2) ? 0.0 : job->fill) : LOADFN(p, offset))
 /* the interior's: fixed steps from the first tap (flat), the innermost axis's taps neighbours */
 #define STEP_AT(a, k) ((k) * ((a) == rank - 1 ? 1 : (a) == 0 ? s0 : s1))
 #define NO_OUT(a, k) 0
