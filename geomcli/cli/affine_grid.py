@@ -8,7 +8,7 @@ import click
 
 from geomcli.cli.base import Command
 from geomcli.cli.options import common_options, is_stdout, output_option, read_stdin_once, transform_options
-from geomcli.cli.params import FloatList, IntList, Name
+from geomcli.cli.params import FloatList, Int, IntList, Name
 from geomcli.cli.running import output_format, refuse_writing_into, usage_errors
 from geomcli.engine.options import Common
 from geomcli.errors import GeomError
@@ -27,6 +27,11 @@ from geomcli.errors import GeomError
 @click.option("--frames", type=click.Choice(["all", "first"]), default=None,
               help="With --like: an animated GIF, WebP or PNG as grid-sample --frames reads it: all gives N = "
                    "its frame count, first N = 1.  [default: first]")
+@click.option("--series", type=Int(min=0), default=None, metavar="N",
+              help="With --like: a TIFF's series N only, as grid-sample --series reads it.  [default: every "
+                   "page, and every series of one shape]")
+@click.option("--page", type=Int(min=0), default=None, metavar="N",
+              help="With --like: a TIFF's page N only (N = 1), as grid-sample --page reads it.")
 @transform_options
 @click.option("--align-corners", is_flag=True,
               help="-1 and 1 are the centres of the corner pixels, not their outer edges.")
@@ -34,9 +39,9 @@ from geomcli.errors import GeomError
               help="theta's and the grid's dtype.  [default: a theta file's float dtype, else float32]")
 @common_options
 def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_auto_orient: bool,
-                frames: str | None, theta_text: str | None, rotate: float, scale: tuple[float, ...],
-                translate: tuple[float, ...],
-                shear: tuple[float, ...], align_corners: bool, dtype: str | None, common: Common) -> None:
+                frames: str | None, series: int | None, page: int | None, theta_text: str | None, rotate: float,
+                scale: tuple[float, ...], translate: tuple[float, ...], shear: tuple[float, ...], align_corners: bool,
+                dtype: str | None, common: Common) -> None:
     """Sampling grids from affine matrices (ONNX AffineGrid, opset 20).
 
     Writes (N,H,W,2) or (N,D,H,W,3) grids of (x, y[, z]) positions in -1..1 units, x
@@ -51,10 +56,13 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_
         raise click.UsageError("give exactly one of --size and --like", ctx)
     if no_auto_orient and like is None:
         raise click.UsageError("--no-auto-orient is for --like's file", ctx)
-    if frames is not None and like is None:
-        raise click.UsageError("--frames is for --like's file", ctx)
+    for name, value in (("frames", frames), ("series", series), ("page", page)):
+        if value is not None and like is None:
+            raise click.UsageError(f"--{name} is for --like's file", ctx)
+    if series is not None and page is not None:
+        raise click.UsageError("give --series or --page, not both", ctx)
     common = dataclasses.replace(common, fidelity=dataclasses.replace(common.fidelity, auto_orient=not no_auto_orient,
-                                                                      frames=frames))
+                                                                      frames=frames, series=series, page=page))
     flags_used = [name for name in ("rotate", "scale", "translate", "shear")
                   if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
     if theta_text is not None and flags_used:

@@ -187,12 +187,13 @@ def is_file(text: str | None) -> bool:
 
 def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | None,
             numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None, layout: str | None,
-            max_pixels: int, auto_orient: bool = True,
-            frames: str = "first") -> tuple[np.ndarray, tuple[int, ...]]:
+            max_pixels: int, auto_orient: bool = True, frames: str = "first", series: int | None = None,
+            page: int | None = None) -> tuple[np.ndarray, tuple[int, ...]]:
     """theta as (N, s, s+1) in the grid dtype, and the grid size it goes with.
 
     The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
-    reads it, an animation's by ``frames``: "first", N = 1, or "all", N = its frame count); theta
+    reads it, an animation's by ``frames``: "first", N = 1, or "all", N = its frame count; a
+    TIFF's ``series`` or ``page`` alone, if given); theta
     from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``: one matrix for every N,
     or one per N. The grid's size is checked against ``max_pixels`` before
     theta is built: N matrices could be gigabytes themselves. What the options cannot make of
@@ -211,7 +212,7 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     if like is not None:
         # an animation's size is its frames' size (times their count for "all"); an image's turned
         # upright, unless auto_orient is off
-        header = io.read_header(like, frames=frames, auto_orient=auto_orient)
+        header = io.read_header(like, frames=frames, auto_orient=auto_orient, series=series, page=page)
         declared = header.shape
         batch, *spatial_sizes = _like_size(header, like, layout)
         what = f"{like}'s N = {batch}"

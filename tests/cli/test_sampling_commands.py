@@ -274,6 +274,36 @@ def test_a_grid_like_a_batch_has_its_n_and_samples_it_as_warp_does(tmp_path: Pat
     assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
 
 
+def test_a_grid_like_a_tiffs_page_or_series_fits_that_page_or_series(tmp_path: Path,
+                                                                      rng: np.random.Generator) -> None:
+    """--like with --page or --series reads that page or series's shape, as grid-sample and warp
+    read the file (a page of 3 gave N = 3 grid's, which grid-sample --page refused)."""
+    import tifffile
+
+    path = tmp_path / "two.tif"
+    with tifffile.TiffWriter(path) as tif:
+        tif.write(rng.integers(0, 60000, (3, 6, 8), dtype=np.uint16), photometric="minisblack")  # series 0: 3 pages
+        tif.write(rng.integers(0, 60000, (5, 7), dtype=np.uint16), photometric="minisblack")  # series 1: 1 page
+    grid = tmp_path / "g.npy"
+    for option, shape in [(["--page", "1"], (1, 6, 8, 2)), (["--series", "1"], (1, 5, 7, 2)),
+                          (["--series", "0"], (3, 6, 8, 2))]:
+        made = run("affine-grid", "--like", path, *option, "--rotate", "10", "-o", grid, "-q")
+        assert made.exit_code == 0, made.stderr
+        assert np.load(grid).shape == shape
+        sampled = run("grid-sample", path, *option, "--grid", grid, "-o", tmp_path / "a.tif", "-q")
+        assert sampled.exit_code == 0, sampled.stderr
+        assert run("warp", path, *option, "--rotate", "10", "-o", tmp_path / "b.tif", "-q").exit_code == 0
+        assert np.array_equal(tifffile.imread(tmp_path / "a.tif"), tifffile.imread(tmp_path / "b.tif"))
+    beyond = run("affine-grid", "--like", path, "--page", "9", "-o", grid)
+    assert beyond.exit_code == 1 and beyond.stderr == f"Error: {path}: --page 9 is out of range (pages 0 to 3)\n"
+    for args, message in [(["--size", "1,1,4,4", "--page", "1"], "--page is for --like's file"),
+                          (["--size", "1,1,4,4", "--series", "0"], "--series is for --like's file"),
+                          (["--like", path, "--page", "1", "--series", "0"], "give --series or --page, not both")]:
+        refused = run("affine-grid", *args, "-o", tmp_path / "r.npy")
+        assert refused.exit_code == 2 and f"Error: {message}\n" in refused.stderr
+        assert not (tmp_path / "r.npy").exists()
+
+
 def test_a_theta_file_of_another_count_than_n_names_both(tmp_path: Path) -> None:
     np.save(tmp_path / "n2.npy", np.zeros((2, 3, 6, 8), np.float32))
     np.save(tmp_path / "theta3.npy", np.zeros((3, 2, 3), np.float32))
