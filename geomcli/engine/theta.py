@@ -265,16 +265,17 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
 
 def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]:
     """The grid size of --like's file, of ``header``: (N, C, H, W) as grid-sample and warp see it
-    (a stack's images flattened into N), (N, C, D, H, W) of a rank-5 tensor. A layout the file
+    (a stack's images flattened into N: an OME TCZYX's T·Z planes), (N, C, D, H, W) of a rank-5
+    tensor of no named axes. A layout the file
     cannot take is an OptionFault (exit 2), naming the file."""
     from geomcli.engine import layout as layouts
 
     shape = tuple(header.shape)
     try:
-        if len(shape) == 5 and layout is not None:
-            raise GeomError(f"a rank-5 tensor {shape} is read as N, C, D, H, W; --layout {layout} names rank 4 "
-                            "or less")
-        if len(shape) == 5:
+        if len(shape) == 5 and header.layout is None:  # a TIFF's or OME-Zarr's TCZYX is a stack of planes
+            if layout is not None:
+                raise GeomError(f"a rank-5 tensor {shape} is read as N, C, D, H, W; --layout {layout} names rank "
+                                "4 or less")
             return shape
         given = layouts.given_layout(layout, header.format)  # an image keeps its own, as grid-sample reads it
         return layouts.to_nchw_shape(shape, layouts.resolve_layout(shape, given, header.layout))

@@ -304,6 +304,26 @@ def test_a_grid_like_a_tiffs_page_or_series_fits_that_page_or_series(tmp_path: P
         assert not (tmp_path / "r.npy").exists()
 
 
+def test_a_grid_like_an_ome_stack_is_its_planes_as_grid_sample_reads_them(tmp_path: Path,
+                                                                          rng: np.random.Generator) -> None:
+    """An OME-TIFF's or OME-Zarr's TCZYX stack is sampled plane by plane (N = T·Z): --like made a
+    3-D grid of it (N = T, as of a rank-5 .npy), which grid-sample refused, and refused --rotate."""
+    import tifffile
+
+    path = tmp_path / "v.ome.tif"
+    tifffile.imwrite(path, rng.random((2, 3, 4, 5, 6)).astype(np.float32), ome=True, metadata={"axes": "TCZYX"})
+    assert run("crop-pad", path, "--shape", "5,6", "-o", tmp_path / "v.zarr", "-q").exit_code == 0  # OME-Zarr
+    grid = tmp_path / "g.npy"
+    for stack in (path, tmp_path / "v.zarr"):
+        made = run("affine-grid", "--like", stack, "--rotate", "10", "-o", grid, "-q")
+        assert made.exit_code == 0, made.stderr
+        assert np.load(grid).shape == (8, 5, 6, 2)
+        sampled = run("grid-sample", stack, "--grid", grid, "-o", tmp_path / "a.npy", "-q")
+        assert sampled.exit_code == 0, sampled.stderr
+        assert run("warp", stack, "--rotate", "10", "-o", tmp_path / "b.npy", "-q").exit_code == 0
+        assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
 def test_a_theta_file_of_another_count_than_n_names_both(tmp_path: Path) -> None:
     np.save(tmp_path / "n2.npy", np.zeros((2, 3, 6, 8), np.float32))
     np.save(tmp_path / "theta3.npy", np.zeros((3, 2, 3), np.float32))
