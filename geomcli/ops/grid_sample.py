@@ -1120,7 +1120,9 @@ def _axis(x: np.ndarray, length: int, plan: _Plan) -> _Axis:
             np.clip(x, 0.0, length - 1.0, out=x)
         elif plan.padding == "reflection":
             _reflect(x, length, plan.align_corners)
-    first = np.floor(x)
+    # + 0.0: math.floor's int 0 for -0.0 (x = -0.0 on a 1-pixel axis with align_corners), so that t
+    # keeps x's -0.0 as in reference.axis_taps; it is the weight of a tap outside
+    first = np.floor(x) + 0.0
     t = np.subtract(x, first, out=x)
     weights = _weights_of(t, plan.mode)
     index, outside = _pad_taps(first, -1 if plan.mode == "cubic" else 0, len(weights), length, plan)

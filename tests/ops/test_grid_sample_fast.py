@@ -167,7 +167,8 @@ def test_a_fill_of_nan_or_inf_equals_reference(mode: str, fill: float, compiled:
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A tap outside whose weight is 0 reads 0, not fill (NaN and Inf times 0 would be NaN):
     the interior, edge and wholly-outside points of both paths, every rank, bit for bit. The
-    grid's pixel centres give taps of weight exactly 0 at and past the edges."""
+    grid's pixel centres give taps of weight exactly 0 at and past the edges; a point on whole
+    pixel positions with an axis 2 or 3 pixels out (its taps all outside) reads fill itself."""
     if compiled and module._compiled is None:
         pytest.skip("the extension is not built")
     if not compiled:
@@ -179,7 +180,20 @@ def test_a_fill_of_nan_or_inf_equals_reference(mode: str, fill: float, compiled:
                 align_corners = bool(rng.integers(2))
                 data = make_data(rng, shape, dtype)
                 grid = make_grid(rng, grid_shape, shape[2:], align_corners)
-                assert_bits(*run_both(data, grid, mode, "zeros", align_corners, fill))
+                lengths = shape[2:][::-1]  # x first, as the grid's coordinates
+                planted = grid.reshape(-1, rank)[:4]  # (a view) the first points: whole pixels, one axis far out
+                for k, point in enumerate(planted):
+                    pixels = [int(rng.integers(length)) for length in lengths]
+                    pixels[k % rank] = [-3, -2, lengths[k % rank] + 1, lengths[k % rank] + 2][k]
+                    point[:] = [2 * x / max(1, n - 1) - 1 if align_corners else (2 * x + 1) / n - 1
+                                for x, n in zip(pixels, lengths)]
+                actual, expected = run_both(data, grid, mode, "zeros", align_corners, fill)
+                assert_bits(actual, expected)
+                if mode == "linear" and fill == np.inf and not (align_corners and 1 in lengths):
+                    # weights >= 0 on taps that all read inf: inf, not inf + inf × 0 (a 1-pixel axis with
+                    # align_corners has every position on its pixel)
+                    planted_values = actual.reshape(*actual.shape[:2], -1)[0, :, :len(planted)]
+                    assert (planted_values == np.inf).all()
 
 
 @needs_compiled
