@@ -193,10 +193,10 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
 
     The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
     reads it, an animation's by ``frames``: "first", N = 1, or "all", N = its frame count; a
-    TIFF's ``series`` or ``page`` alone, if given); theta
-    from ``theta_file``, inline ``numbers`` or the 2-D transform ``flags``: one matrix for every N,
-    or one per N. The grid's size is checked against ``max_pixels`` before
-    theta is built: N matrices could be gigabytes themselves. What the options cannot make of
+    TIFF's ``series`` or ``page`` alone, if given); theta from ``theta_file``, inline ``numbers``
+    or the 2-D transform ``flags``: one matrix for every N, or one per N. The grid's size is
+    checked against ``max_pixels`` before theta is built: N matrices could be gigabytes
+    themselves. What the options cannot make of
     the files (a layout ``like`` cannot take, matrices that do not fit the grid, an output past
     ``max_pixels``) is an OptionFault, a usage fault (exit 2).
     """
@@ -266,8 +266,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
 def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]:
     """The grid size of --like's file, of ``header``: (N, C, H, W) as grid-sample and warp see it
     (a stack's images flattened into N: an OME TCZYX's T·Z planes), (N, C, D, H, W) of a rank-5
-    tensor of no named axes. A layout the file
-    cannot take is an OptionFault (exit 2), naming the file."""
+    tensor of no named axes. A layout the file cannot take is an OptionFault (exit 2), naming the
+    file."""
     from geomcli.engine import layout as layouts
 
     shape = tuple(header.shape)

@@ -79,8 +79,8 @@ enum { ZEROS, BORDER, REFLECTION };
 typedef struct {
     int count;                 /* taps on this axis: 1, 2 or 4 */
     Py_ssize_t offset[4];      /* each tap's index times the axis's stride; 0 where it reads fill */
-    unsigned char outside[4];  /* bit 1 where the tap reads fill (zeros padding), bit 2 where its
-                                  weight is 0 (zeros padding): a lattice tap with both reads 0 */
+    unsigned char outside[4];  /* 1 where the tap reads fill (zeros padding), plus 2 where its weight
+                                  is 0 (zeros padding): a lattice tap with both, OR'd over its axes, reads 0 */
     double weight[4];
 } Axis;
 
