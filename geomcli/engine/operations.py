@@ -744,6 +744,19 @@ class Warp(Operation):
         """The warped plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes."""
         return _sampled_axes(header.shape, _warp_layout(header.shape, common, header.layout))
 
+    def cautions(self, header: Header, common: Common) -> list[str]:
+        """Typed numbers in 12s on a z-stack of named axes (a TIFF's, an OME-Zarr's), which is
+        warped plane by plane: read as two 2-D matrices per 3-D one that was more likely meant."""
+        try:
+            layout = _warp_layout(header.shape, common, header.layout)
+        except GeomError:
+            return []  # a layout the run refuses
+        if layout is None or "Z" not in layout or len(self.theta.matrices) < 2:
+            return []
+        count = self.theta.of_rank(2).shape[0]
+        return [f"--theta's {6 * count} numbers are read as {count} 2-D matrices (6 numbers each): a {layout} "
+                "stack is warped plane by plane, not in 3-D (a 3-D warp takes a rank-5 tensor of no named axes)"]
+
     def _axis_maps(self, header: Header, common: Common) -> list[tuple[int, float, float, float]] | None:
         """Per warped axis, (axis, theta's factor f, a, b) with x_in = a·x_out + b in input pixels,
         where theta scales and shifts each axis alone (one matrix for every image): affine-grid's

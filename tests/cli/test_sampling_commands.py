@@ -324,6 +324,28 @@ def test_a_grid_like_an_ome_stack_is_its_planes_as_grid_sample_reads_them(tmp_pa
         assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
 
 
+def test_twelve_numbers_on_a_z_stack_warn_that_they_make_2d_matrices(tmp_path: Path,
+                                                                     rng: np.random.Generator) -> None:
+    """A 3-D matrix typed for a 2-plane OME z-stack was taken, without a word, as a 2-D matrix for
+    each plane (the second singular here): the stack is warped plane by plane. It now says so;
+    12 numbers for two images of no Z axis, or for a rank-5 tensor (3-D), say nothing."""
+    import tifffile
+
+    volume = rng.random((2, 5, 6)).astype(np.float32)
+    tifffile.imwrite(tmp_path / "z.ome.tif", volume, ome=True, metadata={"axes": "ZYX"})
+    np.save(tmp_path / "n2.npy", volume[:, None])
+    np.save(tmp_path / "v.npy", volume[None, None])
+    theta = "1,0,0,0,0,1,0,0,0,0,1,0"
+    stack = run("warp", tmp_path / "z.ome.tif", "--theta", theta, "-o", tmp_path / "w.ome.tif")
+    assert stack.exit_code == 0, stack.stderr
+    assert (f"Warning: {tmp_path / 'w.ome.tif'}: --theta's 12 numbers are read as 2 2-D matrices (6 numbers each): "
+            "a ZYX stack is warped plane by plane, not in 3-D (a 3-D warp takes a rank-5 tensor of no named "
+            "axes)\n") in stack.stderr
+    for name in ("n2.npy", "v.npy"):
+        quiet = run("warp", tmp_path / name, "--theta", theta, "-o", tmp_path / f"w_{name}")
+        assert quiet.exit_code == 0 and "Warning" not in quiet.stderr, quiet.stderr
+
+
 def test_a_theta_file_of_another_count_than_n_names_both(tmp_path: Path) -> None:
     np.save(tmp_path / "n2.npy", np.zeros((2, 3, 6, 8), np.float32))
     np.save(tmp_path / "theta3.npy", np.zeros((3, 2, 3), np.float32))
