@@ -20,7 +20,7 @@ import math
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from types import ModuleType
 from typing import Any, Literal, TypeAlias
@@ -1199,10 +1199,7 @@ def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: flo
     # the shrinking axes first: every later pass then works on less
     order = sorted(plans, key=lambda plan: plan.out_len / plan.in_len)
     if order[0].weights is None:
-        result = array
-        for plan in order[:-1]:
-            result = _gather(result, plan)
-        result = _gather(result, order[-1], into)
+        result = _gather_all(array, output_shape, order, into)
         value: Any = bool(fill) if dtype.kind == "b" else None
     else:
         result = _weigh_all(array, output_shape, order, threads, into)
@@ -1211,6 +1208,41 @@ def _apply(array: np.ndarray, output_shape: Shape, plans: list[_Plan], fill: flo
         if value is None:
             value = _numeric.to_dtype(np.array([fill]), dtype)[0]
         _fill_outside(result, plans, value)
+    return result
+
+
+# Nearest's gathers are made a band of about this many bytes at a time: gathered axis by axis
+# whole, the first axis's result was held beside the output (half of it, on a 2x2 upscale)
+_GATHERED_BAND = 1 << 22
+
+
+def _gather_all(array: np.ndarray, output_shape: Shape, order: list[_Plan], into: np.ndarray | None) -> np.ndarray:
+    """Nearest's gathers in ``order``, into ``into`` or a new array, a band of the output at a
+    time: runs of an axis no later than the first gathered one, the axes before it one index
+    at a time (a band is contiguous), the earliest whose rows fit in _GATHERED_BAND."""
+    if len(order) == 1:
+        return _gather(array, order[0], into)
+    result = np.empty(output_shape, dtype=array.dtype) if into is None else into
+    first = min(plan.axis for plan in order)
+    # a band's arrays are at most its rows times, on each later axis, the longer of input and output
+    row_bytes = [array.dtype.itemsize * math.prod(max(pair) for pair in zip(array.shape[axis + 1:],
+                                                                            output_shape[axis + 1:]))
+                 for axis in range(first + 1)]
+    axis = next((axis for axis, size in enumerate(row_bytes) if size <= _GATHERED_BAND), first)
+    rows = max(1, _GATHERED_BAND // max(row_bytes[axis], 1))
+    # the plans as they apply to array[outer], whose first axis is ``axis``
+    shifted = [replace(plan, axis=plan.axis - axis) for plan in order]
+    banded = shifted[[plan.axis for plan in shifted].index(0)] if axis == first else None
+    rest = [plan for plan in shifted if plan is not banded]
+    for outer in np.ndindex(*output_shape[:axis]):
+        source, target = array[outer], result[outer]
+        for start in range(0, output_shape[axis], rows):
+            stop = min(start + rows, output_shape[axis])
+            band = source[start:stop] if banded is None else _gather(
+                source, replace(banded, out_len=stop - start, taps=banded.taps[start:stop], outside=None))
+            for plan in rest[:-1]:
+                band = _gather(band, plan)
+            _gather(band, rest[-1], target[start:stop])
     return result
 
 

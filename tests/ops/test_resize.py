@@ -1221,6 +1221,22 @@ def test_nearest_writes_into_out_without_a_copy_of_the_output() -> None:
     assert peak < out.nbytes // 4, peak
 
 
+@pytest.mark.parametrize("shape", [(1000, 1000), (1, 2, 500, 1000)], ids=["hw", "nchw"])
+def test_nearest_on_two_axes_holds_no_intermediate_beside_the_output(shape: tuple[int, ...]) -> None:
+    """The first axis's gather was held whole while the second's made the output: 1.5 times the
+    output on a 2x2 upscale (a 2x2 upscale of an 80 MP photo: 1.44 GB for a 960 MB result)."""
+    data = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    sizes = [2 * shape[-2], 2 * shape[-1]]
+    tracemalloc.start()
+    try:
+        got = resize(data, sizes=sizes, axes=[-2, -1])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_array_equal(got, data.repeat(2, axis=-2).repeat(2, axis=-1))
+    assert peak < got.nbytes * 5 // 4, (peak, got.nbytes)
+
+
 def test_a_steep_antialiased_shrink_keeps_its_bands_small() -> None:
     data = np.sin(np.arange(20000) / 300.0)
     got = resize(data, sizes=[3], mode="linear", antialias=True)  # 13334 taps per output
