@@ -448,9 +448,15 @@ _METADATA_ERRORS = (TypeError, ZeroDivisionError, AttributeError, IndexError, Ov
 
 
 def _bound_compressor(array: Any) -> None:
+    """Bound what an input's chunks are decoded into, and, for a local folder's, the size of the
+    chunk files read."""
     from geomcli.io import _zarr_codecs
+    from geomcli.io._zarr_store import ContainedStore
 
     _zarr_codecs.bound_compressor(array)
+    store = array.store_path.store
+    if isinstance(store, ContainedStore):
+        store.bound_chunks(tuple(array.shards or array.chunks), array.dtype)
 
 
 def _check_grid(array: Any, path: str) -> None:

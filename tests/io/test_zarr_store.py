@@ -68,3 +68,26 @@ def test_links_inside_the_array_and_to_the_array_are_read(tmp_path: Path) -> Non
     result = run("crop-pad", tmp_path / "link.zarr", "-o", tmp_path / "out.npy", "--shape", "4,8")
     assert result.exit_code == 0, result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("compressed", [False, True], ids=["raw", "zstd"])
+def test_a_chunk_file_bigger_than_its_chunk_can_be_is_refused_before_it_is_read(
+        tmp_path: Path, zarr_format: int, compressed: bool) -> None:
+    """zarr read such a file whole before its size told: 390 MB in place of an 8x8x3 chunk took
+    473 MB resident (855 MB zstd-compressed), then 'cannot reshape array of size 408944832'."""
+    path = tmp_path / "in.zarr"
+    array = zarr.create_array(str(path), shape=(4, 8), chunks=(4, 8), dtype="uint8", zarr_format=zarr_format,
+                              **({} if compressed else {"compressors": None}))
+    array[...] = 1
+    chunk = path / "0.0" if zarr_format == 2 else path / "c" / "0" / "0"
+    with chunk.open("ab") as f:
+        f.write(bytes(5 << 20))  # (one of up to 4 MiB is read: its codec says what is wrong with it)
+    size = chunk.stat().st_size
+    result = run("crop-pad", path, "-o", tmp_path / "out.npy", "--shape", "4,8")
+    assert result.exit_code == 1
+    key = chunk.relative_to(path).as_posix()
+    assert one_error(result.stderr, path) == ("a chunk could not be read, transformed or written (ValueError: "
+                                              f"{key} holds {size} bytes, far past the 4672 a chunk of 4x8 uint8 can "
+                                              "take)")
+    assert not (tmp_path / "out.npy").exists()
