@@ -165,6 +165,8 @@ def _decoded(
         _, channels = _KEPT[mode]
         width, height = im.size
         check_size((height, width, channels), max_pixels, name)
+        if fmt == "png":
+            _check_png_data(source, name)
         stored = _stored_orientation(im)
         orientation = (stored or 1) if auto_orient else 1
         metadata = _metadata(im, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
@@ -250,6 +252,13 @@ class _Into:
         self._rows[self.written:self.written + len(rows)] = rows
         self.written += len(rows)
         return len(chunk)
+
+
+def _check_png_data(source: object, name: str) -> None:
+    """Refuse a PNG whose image data cannot hold its frame (see _png.short_data), before decoding."""
+    short = _png.short_data(source) if isinstance(source, bytes) else None
+    if short is not None:
+        raise GeomError(f"{name}: not a readable PNG ({short})")
 
 
 def _colour_key_note(key: object) -> str:
@@ -484,6 +493,7 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
     width, height = im.size
     channels = _png.channels(data)
     check_size((height, width, channels), max_pixels, name)
+    _check_png_data(data, name)
     if "transparency" in im.info:
         notes.append(_colour_key_note(im.info["transparency"]))
     try:

@@ -116,6 +116,24 @@ def test_a_png_chunk_longer_than_its_image_can_need_is_refused_before_it_is_read
     assert stdin.tell() < 1 << 20
 
 
+@pytest.mark.parametrize("depth", [8, 16])
+def test_a_png_whose_image_data_cannot_hold_its_frame_is_truncated_before_it_is_decoded(
+        tmp_path: Path, depth: int) -> None:
+    """Past the end of its data, Pillow gave zeros without a word: a 4 KB PNG declaring 40000x40000
+    grey was read whole (exit 0) and 'info' of it took 1.6 GB. zlib holds at most 1032 bytes in
+    one; here 2 rows of 4000 in 40 bytes of image data (a 16-bit one was "truncated" once decoded)."""
+    source = tmp_path / "liar.png"
+    row = b"\0" + bytes(4000 * depth // 8)
+    source.write_bytes(png(4000, 4000, depth, 0, row * 2))
+    result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "8,8")
+    assert result.exit_code == 1
+    stored = len(zlib.compress(row * 2))
+    assert one_error(result.stderr, source) == (
+        f"not a readable PNG (truncated: its {stored} bytes of image data hold at most {stored * 1032} of the "
+        f"{4000 * 4000 * depth // 8} its 4000x4000 frame needs)")
+    assert not (tmp_path / "out.png").exists()
+
+
 def test_a_npy_header_over_the_limit_is_refused_before_its_data_is_read() -> None:
     stdin = bytes_io.BytesIO(npy_with_shape("(1000, 1000)", bytes(4 << 20)))
     with pytest.raises(GeomError, match=r"^<stdin>: 1000000 elements exceed the limit of 1000; raise it"):
