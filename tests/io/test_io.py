@@ -262,6 +262,32 @@ def test_tiff_compressed_is_read_not_mapped(tiff_file: FileFactory) -> None:
     assert not isinstance(loaded, np.memmap) and _equal(loaded, data)
 
 
+@pytest.mark.parametrize("compression", [None, "zlib"])
+def test_a_tiled_tiff_is_read_a_few_tiles_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    compression: str | None) -> None:
+    """tifffile reads 256 MiB of tiles at a time: a 20000x20000 uint16 page of tiles (800 MB)
+    took 1.57 GB. The batch is lowered to 512 KiB here, to show it on an 8 MB page."""
+    import tracemalloc
+
+    import tifffile
+
+    from geomcli.io import _tiff
+
+    path = str(tmp_path / "tiles.tif")
+    data = np.random.default_rng(42).integers(0, 1 << 16, (2048, 2048), dtype=np.uint16)  # (zlib keeps its size)
+    tifffile.imwrite(path, data, tile=(256, 256), compression=compression)
+    monkeypatch.setattr(_tiff, "_READ_BYTES", 1 << 19)
+    io.read_array(path, mmap=False)  # the imports
+    tracemalloc.start()
+    try:
+        loaded = io.read_array(path, mmap=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert _equal(loaded.data, data)
+    assert peak < data.nbytes * 3 // 2, (peak, data.nbytes)  # 3 times the page, before
+
+
 # TIFF compressions a plain install reads and writes (imagecodecs is a dependency), by tifffile's names
 LOSSLESS_TIFF = ["lzw", "packbits", "zlib", "deflate", "zstd", "lzma"]
 
