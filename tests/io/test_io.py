@@ -495,6 +495,23 @@ def test_a_big_grey_or_rgb_image_is_copied_once_into_its_array(tmp_path: Path, m
     assert peak < os.path.getsize(path) + data.nbytes * 3 // 2, (peak, data.nbytes)  # was twice the array
 
 
+@pytest.mark.parametrize("ppm", [b"P6\n# a comment\n8 6\n255\n", b"P6\n8 6\n255\n" + bytes(200)])
+def test_a_pillow_writing_ppms_otherwise_still_gives_the_array(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               ppm: bytes) -> None:
+    """The copy into the array relies on Pillow's PPM being a short header and the rows; a Pillow
+    that wrote it otherwise (a comment, more bytes) gets np.asarray's array, not a traceback."""
+    from PIL import Image
+
+    from geomcli.io import _pillow
+
+    data = np.arange(8 * 6 * 3, dtype=np.uint8).reshape(6, 8, 3)
+    path = _put(tmp_path / "a.png", png_of(data))
+    monkeypatch.setattr(_pillow, "_COPIED_ONCE", 1)
+    Image.init()
+    monkeypatch.setitem(Image.SAVE, "PPM", lambda im, fp, filename: fp.write(ppm + im.tobytes()))
+    assert _equal(io.read_array(path).data, data)
+
+
 @pytest.mark.parametrize("fmt", io.FORMATS)
 def test_writes_are_byte_identical_run_to_run(
     tmp_path: Path, rng: np.random.Generator, fmt: str
