@@ -271,7 +271,11 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                                   io.display_name(output, output=True))
             except GeomError as error:
                 raise OptionFault(str(error)) from error
-        report.output_shape, report.output_dtype = list(result.shape), str(result.dtype)
+        # the shape the file holds: an image's C×H×W result is written H×W×C, its one channel as H×W
+        report.output_shape = list(io.written_shape(
+            result.shape, output_format, layouts.written_layout(loaded.shape, tuple(result.shape), common.layout,
+                                                                loaded.layout)))
+        report.output_dtype = str(result.dtype)
         report.warnings.extend(_stdout_default(output, common.format, loaded.format, result))
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
             report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it

@@ -943,7 +943,9 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
             shape = task.operation.output_shape(header, common)
         except GeomError as error:
             raise GeomError(f"{job.input}: {error}") from error
-        report.output_shape, report.output_dtype = list(shape), str(header.dtype)
+        layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
+        report.output_shape = list(io.written_shape(shape, job.format, layout))  # as the run reports it
+        report.output_dtype = str(header.dtype)
         report.parameters = task.operation.parameters(header.dtype)  # as the run would use them
         steps = task.operation.trace(header, common)
         if steps:

@@ -87,6 +87,7 @@ __all__ = [
     "tiff_as_zarr",
     "write_array",
     "writes_into",
+    "written_shape",
 ]
 
 FORMATS: tuple[str, ...] = constants.FORMATS
@@ -677,6 +678,22 @@ def _channels_first_image(fmt: str, layout: str | None) -> bool:
     result as the H×W×C image the format holds (it was read as H×W×C: a silently wrong image,
     or a refusal naming W as the channels)."""
     return fmt in IMAGE_FORMATS and layout == "CHW"
+
+
+def written_shape(shape: Sequence[int], fmt: str, /, layout: str | None = None) -> tuple[int, ...]:
+    """The shape a file of format ``fmt`` holds (as :func:`read_array` gives it back) for an array
+    of ``shape`` in ``layout``, where known: an image format writes a C×H×W result as H×W×C, and
+    one channel as H×W; every other format the shape as it is.
+
+    >>> written_shape((3, 8, 12), "png", "CHW"), written_shape((8, 12, 1), "jpeg"), written_shape((8, 12, 1), "tiff")
+    ((8, 12, 3), (8, 12), (8, 12, 1))
+    """
+    shape = tuple(shape)
+    if fmt not in IMAGE_FORMATS or len(shape) != 3:
+        return shape
+    if _channels_first_image(fmt, layout):
+        shape = (*shape[1:], shape[0])
+    return shape[:2] if shape[2] == 1 else shape
 
 
 def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name: str,

@@ -267,13 +267,32 @@ def test_resizing_an_images_channels_is_a_warning(photo: tuple[Path, np.ndarray]
     result = run("resize", path, "-o", tmp_path / "g.png", "--sizes", "6,6,1", "--json")
     assert result.exit_code == 0
     record = json.loads(result.stdout)
-    assert record["output_shape"] == [6, 6, 1]
+    assert record["output_shape"] == [6, 6]  # one channel: the PNG is grey, H×W
     assert record["warnings"] == [f"the channel axis is resized ({pixels.shape[2]} -> 1): channels are resampled "
                                   "as pixels are"]
     chained = run("chain", "-i", path, "-o", tmp_path / "c.png", "--json", "resize", "--sizes", "6,6,1")
     assert json.loads(chained.stdout)["warnings"] == [f"resize: {record['warnings'][0]}"]
     kept = run("resize", path, "-o", tmp_path / "k.png", "--sizes", f"6,6,{pixels.shape[2]}", "--json")
     assert json.loads(kept.stdout)["warnings"] == []
+
+
+def test_the_json_output_shape_is_the_written_images(tmp_path: Path, rng: np.random.Generator) -> None:
+    """An image format writes a C×H×W result as H×W×C and one channel as H×W: --json said the
+    array's [3, 8, 12] and [8, 12, 1] of PNGs that hold 8×12×3 and 8×12 (the run and --dry-run)."""
+    np.save(tmp_path / "chw.npy", rng.integers(0, 256, (3, 4, 6), dtype=np.uint8))
+    Image.fromarray(rng.integers(0, 256, (4, 6, 4), dtype=np.uint8)).save(tmp_path / "rgba.png")
+    runs = {"chw.png": ["resize", tmp_path / "chw.npy", "--layout", "CHW", "--sizes", "8,12"],
+            "grey.png": ["depth-to-space", tmp_path / "rgba.png", "--blocksize", "2"],
+            "chained.png": ["chain", "-i", tmp_path / "rgba.png", "depth-to-space", "--blocksize", "2"]}
+    for name, command in runs.items():
+        head = 3 if command[0] == "chain" else 2
+        result = run(*command[:head], "-o", tmp_path / name, "--json", *command[head:])
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["output_shape"] == list(np.asarray(Image.open(tmp_path / name)).shape)
+    planned = run(*runs["chw.png"], "--out-dir", tmp_path / "out", "--name", "{stem}.png", "--dry-run", "--json")
+    assert json.loads(planned.stdout.splitlines()[0])["output_shape"] == [8, 12, 3]
+    kept = run(*runs["grey.png"], "-o", tmp_path / "grey.npy", "--json")  # a .npy holds the channel axis
+    assert json.loads(kept.stdout)["output_shape"] == [8, 12, 1] == list(np.load(tmp_path / "grey.npy").shape)
 
 
 def test_options_used_by_the_mode_give_no_warning(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
