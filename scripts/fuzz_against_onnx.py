@@ -46,6 +46,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -317,6 +318,17 @@ def decided_resize(data: np.ndarray, kw: dict[str, Any], axes: list[int] | None,
         if asked.get("antialias"):
             return UNVERIFIABLE + "antialias with align_corners or tf_crop_and_resize and a scale"
         asked.pop("scales", None)
+        asked["sizes"] = [out_shape[a] for a in listed]
+        asked["keep_aspect_ratio_policy"] = "stretch"
+    whole = [Fraction(repr(scale)) * data.shape[a] == out_shape[a] and Fraction(repr(scale)) != Fraction(
+        repr(float(np.float32(scale)))) for scale, a in zip(asked.get("scales", []), listed, strict=False)]
+    if any(whole) and not all(whole):
+        return UNVERIFIABLE + "a decimal scale whose product is whole beside other scales"
+    if "scales" in asked and all(Fraction(repr(scale)) * data.shape[a] == out_shape[a]
+                                 for scale, a in zip(asked["scales"], listed, strict=True)):
+        # a decimal scale whose product is whole (1.3 on 10): geomcli reads the decimal (13), the
+        # reference the float32 below it (12); as sizes, the scale is the decimal's exactly
+        del asked["scales"]
         asked["sizes"] = [out_shape[a] for a in listed]
         asked["keep_aspect_ratio_policy"] = "stretch"
     ones = [a for a in listed if out_shape[a] == 1]
@@ -645,20 +657,20 @@ def image_case(rng: np.random.Generator) -> Case:
                 writers={name: writer})
 
 
-def resized(data: np.ndarray, kw: dict[str, Any]) -> np.ndarray:
-    return geomcli.resize(data, axes=[2, 3], **kw)
+def resized(data: np.ndarray, kw: dict[str, Any], axes: list[int]) -> np.ndarray:
+    return geomcli.resize(data, axes=axes, **kw)
 
 
-def decided_step(data: np.ndarray, kw: dict[str, Any]) -> np.ndarray | str:
-    return decided_resize(data, kw, [2, 3], resized(data, kw).shape)
+def decided_step(data: np.ndarray, kw: dict[str, Any], axes: list[int]) -> np.ndarray | str:
+    return decided_resize(data, kw, axes, resized(data, kw, axes).shape)
 
 
-def cropped(data: np.ndarray, target: list[int]) -> np.ndarray:
-    return geomcli.center_crop_pad(data, target, axes=[2, 3])
+def cropped(data: np.ndarray, target: list[int], axes: list[int]) -> np.ndarray:
+    return geomcli.center_crop_pad(data, target, axes=axes)
 
 
-def onnx_cropped(data: np.ndarray, target: list[int]) -> np.ndarray | str:
-    node = helper.make_node("CenterCropPad", ["X", "shape"], ["Y"], axes=[2, 3])
+def onnx_cropped(data: np.ndarray, target: list[int], axes: list[int]) -> np.ndarray | str:
+    node = helper.make_node("CenterCropPad", ["X", "shape"], ["Y"], axes=axes)
     return one_node(node, {"X": data, "shape": np.array(target, dtype=np.int64)}, 18)
 
 
@@ -667,8 +679,18 @@ def onnx_blocks(data: np.ndarray) -> np.ndarray | str:
 
 
 def chain_case(rng: np.random.Generator) -> Case:
-    dtype = str(rng.choice(["uint8", "int16", "int32", "float16", "float32", "float64"]))
-    shape = (1, int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(2, 9)))
+    """A chain of 2 or 3 steps on an NCHW tensor, or on a PNG (H and W named by the image; its
+    steps alone go through .npy files in --layout HWC or HW)."""
+    image = rng.random() < 0.3
+    if image:
+        dtype = str(rng.choice(["uint8", "uint16"]))
+        channels = int(rng.choice([0, 3, 4]))
+        shape: tuple[int, ...] = (int(rng.integers(2, 9)), int(rng.integers(2, 9))) + ((channels,) if channels else ())
+        hw, axes_option, source_name = [0, 1], [], "in.png"
+    else:
+        dtype = str(rng.choice(["uint8", "int16", "int32", "float16", "float32", "float64"]))
+        shape = (1, int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(2, 9)))
+        hw, axes_option, source_name = [2, 3], ["--axes=2,3"], "in.npy"
     data = random_data(rng, dtype, shape)
     steps: list[list[str]] = []
     nodes: list[onnx.NodeProto] = []
@@ -679,30 +701,30 @@ def chain_case(rng: np.random.Generator) -> Case:
     texts = []
     for index in range(int(rng.integers(2, 4))):
         source, target = ("X" if index == 0 else f"T{index}"), f"T{index + 1}"
-        choice = str(rng.choice(["resize", "crop-pad", "space-to-depth"]))
+        choice = str(rng.choice(["resize", "crop-pad"] if image else ["resize", "crop-pad", "space-to-depth"]))
         if choice == "space-to-depth" and (current.shape[2] % 2 or current.shape[3] % 2):
             choice = "crop-pad"
         if choice == "resize":
             kw, options, text = resize_attributes(rng, dtype, 2)
             step_feeds: dict[str, np.ndarray] = {"X": current}
-            node = resize_node(kw, [2, 3], current.dtype, step_feeds)
+            node = resize_node(kw, hw, current.dtype, step_feeds)
             for key, value in step_feeds.items():
                 if key != "X":
                     feeds[f"{key}{index}"] = value
             node = helper.make_node("Resize", [source if i == "X" else (f"{i}{index}" if i else "")
                                                for i in node.input], [target],
                                     **{a.name: helper.get_attribute_value(a) for a in node.attribute})
-            steps.append(["resize", *options, "--axes=2,3"])
-            calls.append(partial(resized, kw=kw))
-            decided.append(partial(decided_step, kw=kw))
+            steps.append(["resize", *options, *axes_option])
+            calls.append(partial(resized, kw=kw, axes=hw))
+            decided.append(partial(decided_step, kw=kw, axes=hw))
         elif choice == "crop-pad":
             t = [int(v) for v in rng.integers(1, 9, 2)]
             feeds[f"shape{index}"] = np.array(t, dtype=np.int64)
-            node = helper.make_node("CenterCropPad", [source, f"shape{index}"], [target], axes=[2, 3])
-            steps.append(["crop-pad", f"--shape={t[0]},{t[1]}", "--axes=2,3"])
+            node = helper.make_node("CenterCropPad", [source, f"shape{index}"], [target], axes=hw)
+            steps.append(["crop-pad", f"--shape={t[0]},{t[1]}", *axes_option])
             text = f"crop-pad {t}"
-            calls.append(partial(cropped, target=t))
-            decided.append(partial(onnx_cropped, target=t))
+            calls.append(partial(cropped, target=t, axes=hw))
+            decided.append(partial(onnx_cropped, target=t, axes=hw))
         else:
             node = helper.make_node("SpaceToDepth", [source], [target], blocksize=2)
             steps.append(["space-to-depth", "--blocksize=2"])
@@ -728,9 +750,13 @@ def chain_case(rng: np.random.Generator) -> Case:
             result = step(result)
         return result
 
-    command = ["chain", "-i", "in.npy", "-o", "out.npy"] + [word for step in steps for word in step]
-    return Case("chain", f"{dtype}{shape} " + " | ".join(texts), {"in.npy": data}, command, "out.npy",
-                make_model(nodes, feeds, "Y", data.dtype, 19), feeds, api, data.dtype, steps=steps, oracle=oracle)
+    if image:  # the steps alone read the .npy of the one before in the image's layout
+        steps[1:] = [[step[0], f"--layout={'HWC' if len(shape) == 3 else 'HW'}", *step[1:]] for step in steps[1:]]
+    command = ["chain", "-i", source_name, "-o", "out.npy"] + [word for step in steps[:1] for word in step]
+    command += [word for step in steps[1:] for word in step if not word.startswith("--layout")]
+    return Case("chain", f"{dtype}{shape} " + " | ".join(texts), {source_name: data}, command, "out.npy",
+                make_model(nodes, feeds, "Y", data.dtype, 19), feeds, api, data.dtype, steps=steps, oracle=oracle,
+                writers={"in.png": write_png})
 
 
 def big_case(rng: np.random.Generator) -> Case:
@@ -871,7 +897,7 @@ def run_case(case: Case, where: Path) -> tuple[str, list[str]]:
 
 def chain_steps_problems(case: Case, where: Path, written: np.ndarray) -> list[str]:
     """The chain's file equals its steps run one after another through .npy files."""
-    source = "in.npy"
+    source = case.command[2]
     for index, step in enumerate(case.steps):
         target = f"step{index}.npy"
         code, _, stderr = geomcli_run([step[0], source, "-o", target, *step[1:]], where)
