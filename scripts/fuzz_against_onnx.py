@@ -633,7 +633,8 @@ def image_case(rng: np.random.Generator) -> Case:
     elif op in ("space-to-depth", "depth-to-space"):
         mode: Any = str(rng.choice(["DCR", "CRD"]))
         text = f"b={b} {mode}"
-        if (channels or 1) * b * b > 4 or dtype not in ("uint8", "uint16") or op == "depth-to-space":
+        made = (channels or 1) * b * b if op == "space-to-depth" else (channels or 1) // (b * b)
+        if made > 4 or dtype not in ("uint8", "uint16"):
             output = "out.npy" if not pages else output
         command = [op, name, "-o", output, f"--blocksize={b}", f"--mode={mode}"]
         feeds = {"X": np.ascontiguousarray(nchw)}
