@@ -80,6 +80,9 @@ class Metadata(NamedTuple):
     physical: tuple[tuple[str, float, str | None], ...] = ()
     """An OME-TIFF's physical pixel sizes: (axis X, Y or Z, size, unit or None for OME's micrometre),
     as each operation makes them (twice the size after space-to-depth of blocksize 2)."""
+    channels: tuple[str, ...] = ()
+    """An OME-TIFF's channel names, one for each channel of its C axis (one for a page of one
+    plane): an output of as many channels keeps them."""
     tile: tuple[int, int] | None = None
     """A tiled TIFF's tile length and width, an encoding kept like the compression (a viewer of a
     big image reads the tiles it shows)."""

@@ -114,6 +114,8 @@ class _Choice:
     load: Callable[[], np.ndarray]
     series: Any | None  # the one series read whole, which may be memory-mapped
     note: str | None
+    image: int | None = None  # the series (an OME-XML Image) read, or the page is a plane of
+    channel: int | None = None  # an OME page's channel in its image (None: its image has one, or all are read)
 
 
 def read_header(
@@ -366,7 +368,11 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
         if one.dtype is None:
             raise GeomError(_unsupported(name, one))
         _check_sides(one, name)
-        return _choice(one, one.axes, None, (one,), _reader(one), None, f"page {page} of {len(tif.pages)}")
+        which = f"page {page} of {len(tif.pages)}"
+        plane = _ome_plane(tif, one, name)
+        if plane is not None:  # a plane of an OME image: its X and Y sizes and its channel's name stay true
+            return _choice(one, one.axes, "ome", (one,), _reader(one), None, which, image=plane[0], channel=plane[1])
+        return _choice(one, one.axes, None, (one,), _reader(one), None, which)
     _check_subifds(tif.pages.first, name)
     found = tif.series
     if found and found[0].kind == "generic" and _in_series(found) < len(tif.pages):
@@ -386,10 +392,10 @@ def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choic
         chosen = _checked(found[series], name)
         note = f"series {series} of {len(found)}" if len(found) > 1 else None
         return _choice(chosen, chosen.axes, _kind(tif, series, chosen), tuple(chosen.pages), _reader(chosen),
-                       chosen, note)
+                       chosen, note, image=series)
     if len(found) == 1:
         one = _checked(found[0], name)
-        return _choice(one, one.axes, _kind(tif, 0, one), tuple(one.pages), _reader(one), one, None)
+        return _choice(one, one.axes, _kind(tif, 0, one), tuple(one.pages), _reader(one), one, None, image=0)
     everything = [_checked(s, name) for s in found]
     first = everything[0]
     if any(s.shape != first.shape or s.dtype != first.dtype or s.axes != first.axes for s in everything):
@@ -463,7 +469,8 @@ def _unsupported(name: str, page: Any) -> str:
 
 def _choice(
     item: Any, axes: str, kind: str | None, pages: tuple[Any, ...], load: Callable[[], np.ndarray],
-    series: Any | None, note: str | None, shape: tuple[int, ...] | None = None,
+    series: Any | None, note: str | None, shape: tuple[int, ...] | None = None, *,
+    image: int | None = None, channel: int | None = None,
 ) -> _Choice:
     shape = tuple(int(n) for n in (shape or item.shape))
     planar = axes == "SYX"  # a stack of planar images stays as stored: NCHW (QSYX), TZSYX...
@@ -471,7 +478,31 @@ def _choice(
         shape = (*shape[:-3], shape[-2], shape[-1], shape[-3])
         axes = axes[:-3] + "YXS"
     keyframe = getattr(item, "keyframe", item)
-    return _Choice(shape, np.dtype(item.dtype), axes, kind, planar, keyframe, pages, load, series, note)
+    return _Choice(shape, np.dtype(item.dtype), axes, kind, planar, keyframe, pages, load, series, note, image,
+                   channel)
+
+
+def _ome_plane(tif: Any, page: Any, name: str) -> tuple[int, int | None] | None:
+    """Where a page of one grey plane (YX) lies in an OME-TIFF: its image's index (its series')
+    and its channel's there (None where the image has one channel); None for a page of another
+    file, or of samples, or in no OME series."""
+    if not tif.is_ome or page.axes != "YX":
+        return None
+    _check_subifds(tif.pages.first, name)  # (as a series is read: tifffile parses them in full)
+    for index, series in enumerate(tif.series):
+        if series.kind != "ome":
+            continue
+        where = [getattr(one, "index", None) for one in series.pages]
+        axes, shape = series.get_axes(False), series.get_shape(False)
+        if page.index not in where or not axes.endswith("YXS") or shape[-1] != 1:
+            continue
+        stack = shape[:len(axes) - 3]  # (T, Z, C) in the order the planes are stored
+        if math.prod(stack) != len(where):
+            return None
+        position = np.unravel_index(where.index(page.index), stack)
+        channels = shape[axes.index("C")] if "C" in axes else 1
+        return index, int(position[axes.index("C")]) if channels > 1 else None
+    return None
 
 
 def _layout(choice: _Choice) -> tuple[str | None, str | None]:
@@ -583,12 +614,14 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         # crafted tag's (2**30 a side over 8 x 8 pixels) failed tifffile's write, or padded it to gigabytes
         tile = None
     physical = _physical_sizes(tif, choice) if choice.kind == "ome" and axes else ()
+    channels = _channel_names(tif, choice) if choice.kind == "ome" and axes else ()
     # samples of a grey (or CMYK, Lab) page are no RGB: a crop of 3 grey channels stays grey samples
     colour = False if _enum_name(page.photometric) not in _COLOUR_PHOTOMETRICS else None
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=_not_carried(tif, info, choice, kept_orientation, bool(physical)), tile=tile,
-                    physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice))
+                    dropped=_not_carried(tif, info, choice, kept_orientation, bool(physical), bool(channels)),
+                    tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
+                    channels=channels)
 
 
 def _cmyk(choice: _Choice) -> bool:
@@ -601,17 +634,39 @@ def _cmyk(choice: _Choice) -> bool:
             and (inkset is None or _int(inkset.value) == 1))
 
 
-def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
-    """The OME-XML PhysicalSizeX, Y and Z (and their units) of the image read, for the axes it
-    has; none where the XML does not give them as positive numbers."""
+def _ome_pixels(tif: Any, choice: _Choice) -> dict[str, Any]:
+    """The OME-XML Pixels element of the image read, as tifffile's xml2dict gives it; empty where
+    there is none to read."""
     import tifffile
 
     try:
         images = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]
-        image = images[list(tif.series).index(choice.series)] if isinstance(images, list) else images
+        image = images[choice.image or 0] if isinstance(images, list) else images
         pixels = image["Pixels"]
     except Exception:  # noqa: BLE001 - XML of any shape: what cannot be read is not carried
+        return {}
+    return pixels if isinstance(pixels, dict) else {}
+
+
+def _channel_names(tif: Any, choice: _Choice) -> tuple[str, ...]:
+    """The OME-XML channel names of what is read, a name for each channel (the one of a page's
+    plane); none where a channel has none, or the XML lists other than the image's channels."""
+    pixels = _ome_pixels(tif, choice)
+    listed = pixels.get("Channel")
+    listed = [listed] if isinstance(listed, dict) else listed if isinstance(listed, list) else []
+    names = tuple(entry.get("Name") if isinstance(entry, dict) else None for entry in listed)
+    if not names or not all(isinstance(one, str) for one in names):
         return ()
+    if choice.channel is not None:
+        return (str(names[choice.channel]),) if choice.channel < len(names) else ()
+    count = choice.shape[choice.axes.index("C")] if "C" in choice.axes else 1
+    return tuple(str(one) for one in names) if "S" not in choice.axes and count == len(names) else ()
+
+
+def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
+    """The OME-XML PhysicalSizeX, Y and Z (and their units) of the image read, for the axes it
+    has; none where the XML does not give them as positive numbers."""
+    pixels = _ome_pixels(tif, choice)
     sizes = []
     for axis in "XYZ":
         size, unit = pixels.get(f"PhysicalSize{axis}"), pixels.get(f"PhysicalSize{axis}Unit")
@@ -644,9 +699,9 @@ _DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageN
 
 
 def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orientation: bool,
-                 physical_read: bool = False) -> tuple[str, ...]:
-    """The metadata of this file that no output keeps, named for a warning (``physical_read``:
-    the OME physical sizes are carried, see _physical_sizes)."""
+                 physical_read: bool = False, channels_read: bool = False) -> tuple[str, ...]:
+    """The metadata of this file that no output keeps, named for a warning (``physical_read``,
+    ``channels_read``: the OME physical sizes, channel names are carried, see _physical_sizes)."""
     dropped = []
     photometric = _enum_name(choice.keyframe.photometric)
     if photometric == "MINISWHITE" and choice.dtype.kind not in "bu":
@@ -675,8 +730,9 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
         dropped.append(f"the ImageJ metadata {', '.join(others)}")
     ome = tif.ome_metadata if tif.is_ome else None
     if isinstance(ome, str):
-        found = [label for label, pattern in _OME_EXTRAS if pattern.search(ome)
-                 and not (physical_read and label == "physical sizes")]
+        carried = {"physical sizes"} if physical_read else set()
+        carried |= {"channel names"} if channels_read else set()
+        found = [label for label, pattern in _OME_EXTRAS if pattern.search(ome) and label not in carried]
         if found:
             dropped.append(f"the OME-XML {', '.join(found)}")
     return tuple(dropped)
@@ -929,6 +985,12 @@ def write(
                 write_args["metadata"][f"PhysicalSize{axis}Unit"] = unit
     if metadata.physical and kind != "ome":
         warnings.append("the OME physical sizes cannot be written without OME axes; dropped")
+    if metadata.channels:
+        refusal = _channels_said(metadata.channels, stored.shape, axes if kind == "ome" else None)
+        if refusal is None:
+            write_args["metadata"]["Channel"] = {"Name": list(metadata.channels)}
+        else:
+            warnings.append(refusal)
     if metadata.imagej and kind != "imagej":  # (a space-to-depth of RGB planes: no ImageJ hyperstack)
         warnings.append(f"the ImageJ {imagej_entries(metadata.imagej)} cannot be written without ImageJ metadata; "
                         "dropped")
@@ -1023,6 +1085,24 @@ def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str 
         if channels == 2 and dtype in (np.uint8, np.uint16):
             write_args["extrasamples"] = ("unassalpha",)  # grey and alpha, as PNG's and Pillow's LA
     return write_args
+
+
+def _channels_said(names: tuple[str, ...], shape: tuple[int, ...], axes: str | None) -> str | None:
+    """Why OME channel names cannot be written for an array of this shape with these OME axes
+    (None: no OME axes), or None where they can: as many channels (one without a C axis), no samples.
+
+    >>> _channels_said(("dapi", "gfp"), (2, 4, 4), "CYX") is None, _channels_said(("gfp",), (4, 4), "YX") is None
+    (True, True)
+    >>> _channels_said(("dapi", "gfp"), (8, 2, 2), "CYX")
+    "the OME-XML channel names (dapi, gfp) do not fit the result's 8 channels; dropped"
+    """
+    shown = ", ".join(names)
+    if axes is None or "S" in axes:
+        return f"the OME-XML channel names ({shown}) cannot be written without OME axes; dropped"
+    count = shape[axes.index("C")] if "C" in axes else 1
+    if count != len(names):
+        return f"the OME-XML channel names ({shown}) do not fit the result's {count} channels; dropped"
+    return None
 
 
 def _ome_uuid(data: np.ndarray) -> str:

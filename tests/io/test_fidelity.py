@@ -1182,7 +1182,8 @@ def test_ome_physical_sizes_follow_the_pixels(tmp_path: Path, args: list[str], e
     npy = run("crop-pad", source, "-o", tmp_path / "o.npy", "--shape", "4,4", "--json")
     assert "OME physical sizes" in json.loads(npy.stdout)["dropped"]
     png = run("crop-pad", source, "-o", tmp_path / "o.png", "--shape", "4,4", "--page", "0")
-    assert png.exit_code == 0 and "physical sizes cannot be carried; dropped" in png.stderr, png.stderr  # one page
+    # one page
+    assert png.exit_code == 0 and "PNG cannot hold the OME physical sizes; dropped" in png.stderr, png.stderr
     stripped = run("crop-pad", source, "-o", tmp_path / "s.ome.tif", "--shape", "4,4", "--strip")
     with tifffile.TiffFile(tmp_path / "s.ome.tif") as tif:
         assert "PhysicalSize" not in (tif.ome_metadata or "") and stripped.exit_code == 0
@@ -1283,25 +1284,70 @@ def test_samples_narrower_than_their_type_are_named_where_widened(tmp_path: Path
 
 
 def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
-    """OME-XML channel names and ImageJ display ranges are not rewritten for the new shape: the
-    user is told, once per field, rather than losing them silently (physical sizes are carried:
-    test_ome_physical_sizes_follow_the_pixels)."""
+    """OME-XML plane positions and ImageJ display ranges are not rewritten for the new shape: the
+    user is told, once per field, rather than losing them silently (physical sizes and channel
+    names are carried: test_ome_physical_sizes_follow_the_pixels, test_ome_channel_names_...)."""
     import tifffile
 
     ome, imagej = tmp_path / "ome.ome.tif", tmp_path / "ij.tif"
     data = np.arange(2 * 8 * 8, dtype=np.uint16).reshape(2, 8, 8)
     tifffile.imwrite(ome, data, ome=True, metadata={"axes": "CYX", "PhysicalSizeX": 0.5,
-                                                    "Channel": {"Name": ["dapi", "gfp"]}})
+                                                    "Channel": {"Name": ["dapi", "gfp"]},
+                                                    "Plane": {"PositionX": [1.0, 1.0]}})
     tifffile.imwrite(imagej, data, imagej=True, metadata={"axes": "CYX", "ranges": (0.0, 100.0, 0.0, 100.0)})
-    for source, expected in ((ome, "the OME-XML channel names cannot be carried; dropped"),
+    for source, expected in ((ome, "the OME-XML plane positions and times cannot be carried; dropped"),
                              (imagej, "the ImageJ metadata Ranges cannot be carried; dropped")):
         result = CliRunner().invoke(cli, ["crop-pad", str(source), "-o", str(tmp_path / "out.tif"),
                                           "--shape", "4,4"], catch_exceptions=False)
         assert result.exit_code == 0, result.stderr
-        assert result.stderr.count("Warning:") == 1 and expected in result.stderr
+        assert result.stderr.count("Warning:") == 1 and expected in result.stderr, result.stderr
         stripped = CliRunner().invoke(cli, ["crop-pad", str(source), "-o", str(tmp_path / "out.tif"),
                                             "--shape", "4,4", "--strip"], catch_exceptions=False)
         assert "Warning" not in stripped.stderr
+
+
+def test_ome_channel_names_are_kept_where_the_channels_are(tmp_path: Path) -> None:
+    """An OME-TIFF's channel names were dropped by every output, a crop's too, whose channels are
+    the input's: they are written where the result has as many channels, else named in a warning
+    (space-to-depth's channels are blocks of pixels) or in --json's dropped (a .npy)."""
+    import tifffile
+
+    source = tmp_path / "in.ome.tif"
+    tifffile.imwrite(source, np.zeros((3, 8, 8), np.uint16), ome=True,
+                     metadata={"axes": "CYX", "Channel": {"Name": ["dapi", "gfp", "rfp"]}})
+    cropped = run("crop-pad", source, "-o", tmp_path / "crop.ome.tif", "--shape", "4,4")
+    assert cropped.exit_code == 0 and "Warning" not in cropped.stderr, cropped.stderr
+    with tifffile.TiffFile(tmp_path / "crop.ome.tif") as tif:
+        channels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]["Channel"]
+    assert [channel["Name"] for channel in channels] == ["dapi", "gfp", "rfp"]
+    blocks = run("space-to-depth", source, "-o", tmp_path / "blocks.ome.tif", "--blocksize", "2", "--json")
+    assert json.loads(blocks.stdout)["warnings"] == [
+        "the OME-XML channel names (dapi, gfp, rfp) do not fit the result's 12 channels; dropped"]
+    with tifffile.TiffFile(tmp_path / "blocks.ome.tif") as tif:
+        assert "dapi" not in tif.ome_metadata
+    npy = run("crop-pad", source, "-o", tmp_path / "o.npy", "--shape", "4,4", "--json")
+    assert json.loads(npy.stdout)["dropped"] == ["OME channel names (dapi, gfp, rfp)", "OME axes metadata (CYX)"]
+
+
+@pytest.mark.parametrize(("page", "name"), [(1, "gfp"), (4, "gfp"), (5, "rfp")])
+def test_a_page_of_an_ome_stack_keeps_its_pixel_size_and_channel_name(tmp_path: Path, page: int, name: str) -> None:
+    """One plane (--page) of a ZCYX OME-TIFF was written as a plain TIFF with a warning that its
+    physical sizes and channel names were dropped: the plane keeps its X and Y sizes, and the name
+    of the channel it is of (page 4 of 2 slices of 3 channels is slice 1's second channel)."""
+    import tifffile
+
+    source, out = tmp_path / "in.ome.tif", tmp_path / "plane.ome.tif"
+    data = np.arange(2 * 3 * 8 * 8, dtype=np.uint16).reshape(2, 3, 8, 8)
+    tifffile.imwrite(source, data, ome=True, metadata={
+        "axes": "ZCYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.25, "PhysicalSizeYUnit": "nm", "PhysicalSizeZ": 3.0,
+        "Channel": {"Name": ["dapi", "gfp", "rfp"]}})
+    result = run("crop-pad", source, "-o", out, "--page", str(page), "--shape", "4,4", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.stdout
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert tif.series[0].axes == "YX" and np.array_equal(tif.asarray(), data[page // 3, page % 3, 2:6, 2:6])
+    assert (pixels["PhysicalSizeX"], pixels["PhysicalSizeY"], pixels["PhysicalSizeYUnit"]) == (0.5, 0.25, "nm")
+    assert pixels["Channel"]["Name"] == name and "PhysicalSizeZ" not in pixels
 
 
 @pytest.mark.parametrize(("mode", "key"), [("L", 7), ("RGB", (1, 2, 3))])
