@@ -614,12 +614,14 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         # crafted tag's (2**30 a side over 8 x 8 pixels) failed tifffile's write, or padded it to gigabytes
         tile = None
     physical = _physical_sizes(tif, choice) if choice.kind == "ome" and axes else ()
+    unusable = _unusable_sizes(tif, choice) if choice.kind == "ome" and axes else ()
     channels = _channel_names(tif, choice) if choice.kind == "ome" and axes else ()
     # samples of a grey (or CMYK, Lab) page are no RGB: a crop of 3 grey channels stays grey samples
     colour = False if _enum_name(page.photometric) not in _COLOUR_PHOTOMETRICS else None
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=_not_carried(tif, info, choice, kept_orientation, bool(physical), bool(channels)),
+                    dropped=(*unusable, *_not_carried(tif, info, choice, kept_orientation, bool(physical or unusable),
+                                                      bool(channels))),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
                     channels=channels)
 
@@ -673,6 +675,19 @@ def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | 
         if axis in choice.axes and isinstance(size, (int, float)) and 0 < size < float("inf"):
             sizes.append((axis, float(size), unit if isinstance(unit, str) else None))
     return tuple(sizes)
+
+
+def _unusable_sizes(tif: Any, choice: _Choice) -> tuple[str, ...]:
+    """The OME-XML physical sizes of the image's axes that are no positive finite number
+    (PhysicalSizeX="nan", "0", "-1"), which _physical_sizes does not read, named for a warning."""
+    pixels = _ome_pixels(tif, choice)
+    unusable = []
+    for axis in "XYZ":
+        size = pixels.get(f"PhysicalSize{axis}")
+        if axis in choice.axes and size is not None and not (isinstance(size, (int, float)) and 0 < size < math.inf):
+            shown = f"{size:g}" if isinstance(size, (int, float)) else repr(str(size)[:40])
+            unusable.append(f"the OME-XML PhysicalSize{axis} {shown} (no positive size)")
+    return tuple(unusable)
 
 
 # ImageJ entries written anew from the result (sizes, axes) or carried (spacing, unit, ...)

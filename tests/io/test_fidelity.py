@@ -1215,6 +1215,24 @@ def test_resize_updates_the_resolution_along_x_and_y(tmp_path: Path, shape: tupl
     assert (x, y) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("size", [float("nan"), 0.0, -2.0])
+def test_an_ome_physical_size_that_is_no_size_is_named_where_dropped(tmp_path: Path, size: float) -> None:
+    """PhysicalSizeX="nan" (or 0, or -2) was dropped without a word while the Y size beside it was
+    carried: the output's pixels then had a size along Y alone, and nothing said why."""
+    import tifffile
+
+    source, out = tmp_path / "in.ome.tif", tmp_path / "out.ome.tif"
+    tifffile.imwrite(source, np.zeros((8, 8), np.uint16), ome=True,
+                     metadata={"axes": "YX", "PhysicalSizeX": size, "PhysicalSizeY": 0.5})
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [
+        f"the OME-XML PhysicalSizeX {size:g} (no positive size) cannot be carried; dropped"]
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+    assert pixels["PhysicalSizeY"] == 0.5 and "PhysicalSizeX" not in pixels
+
+
 def test_an_ome_time_increment_and_plane_positions_are_named_where_dropped(tmp_path: Path) -> None:
     """An OME-TIFF's TimeIncrement (the frame interval of a time series) and its planes' stage
     positions and times were lost without a word, where its channel names are named: geomcli writes
