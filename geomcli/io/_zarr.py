@@ -381,6 +381,9 @@ def _transforms(entry: dict[str, Any], path: str,
         if numbers is not None and len(numbers) != count:
             raise GeomError(f"{path}: not a readable OME-Zarr image (its {kind} has {len(numbers)} numbers for "
                             f"{count} axes)")
+    if scale is not None and 0.0 in scale:
+        # pixels of no size: every pixel at one place, which an output's scale kept (a resize of it too)
+        raise GeomError(f"{path}: not a readable OME-Zarr image (its scale {list(scale)} holds 0: pixels of no size)")
     return scale, translation
 
 

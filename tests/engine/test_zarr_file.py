@@ -392,12 +392,15 @@ def ome(datasets: Any, axes: Any = ({"name": "y"}, {"name": "x"})) -> dict[str, 
     (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1, 1]},
                                                       {"type": "translation", "translation": [0, float("inf")]}]}]),
      "array", "not a readable OME-Zarr image (its translation [0, inf] is not a list of finite numbers)"),
+    # pixels of no size: a resize's output kept the 0, a TIFF's physical size of 0 was no size at all
+    (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [0, 0.5]}]}]), "array",
+     "not a readable OME-Zarr image (its scale [0.0, 0.5] holds 0: pixels of no size)"),
     ({"ome": {"version": "0.5", "multiscales": [{"axes": [{"name": "y"}, {"name": "x"}], "datasets": [{"path": "0"}],
                                                   "coordinateTransformations": [
                                                       {"type": "translation", "translation": [1, 2, 3]}]}]}},
      "array", "not a readable OME-Zarr image (its translation has 3 numbers for 2 axes)"),
 ], ids=["dot-dot", "no-level", "path-int", "image-str", "ome-str", "level-group", "scale-str", "scale-short",
-        "scale-nan", "translation-inf", "outer-long"])
+        "scale-nan", "translation-inf", "scale-zero", "outer-long"])
 def test_ome_attributes_that_name_no_readable_level_are_one_error_line(tmp_path: Path, attributes: dict[str, Any],
                                                                        level: str | None, reason: str) -> None:
     """Attributes are any JSON: geomcli's own reading of them raised IndexError, TypeError,
