@@ -26,7 +26,8 @@ from geomcli.constants import DEFAULT_MAX_PIXELS
 def info(inputs: tuple[str, ...], files_from: str | None, recursive: bool, as_json: bool, frames: str,
          max_pixels: int, storage_options: tuple[tuple[str, Any], ...]) -> None:
     """Show what geomcli reads from files: format, shape, dtype, layout, pages, value range, size,
-    and the ICC profile, DPI, EXIF orientation and compression where a file has them. Takes
+    and the ICC profile, DPI, pixel size (OME, ImageJ, OME-Zarr), EXIF orientation and
+    compression where a file has them. Takes
     files, folders (-r for their subfolders), quoted globs, URLs, --files-from and - as the
     transforms do.
 

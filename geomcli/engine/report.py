@@ -179,6 +179,9 @@ def _info_line(record: dict[str, Any]) -> str:
         parts.append(f"ICC profile {record['icc']!r}")
     if record.get("dpi") is not None:
         parts.append(f"{record['dpi'][0]:g}×{record['dpi'][1]:g} dpi")
+    if record.get("pixel_size"):
+        parts.append("pixel size " + ", ".join(f"{axis} {size['size']:g}{' ' + size['unit'] if size['unit'] else ''}"
+                                               for axis, size in record["pixel_size"].items()))
     if record.get("orientation") not in (None, 1):
         kind = "TIFF" if record["format"] == "tiff" else "EXIF"
         turned = "the shape shown is upright" if record.get("upright") else "not applied"

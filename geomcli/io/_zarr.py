@@ -504,7 +504,27 @@ def describe(path: str) -> dict[str, Any]:
             "scale": None if opened.space is None or opened.space.scale is None else list(opened.space.scale),
             "translation": None if opened.space is None or opened.space.translation is None
             else list(opened.space.translation),
-            "levels": None if opened.space is None else opened.space.levels}
+            "levels": None if opened.space is None else opened.space.levels,
+            "pixel_size": None if opened.space is None else pixel_size(opened.space)}
+
+
+def pixel_size(space: Space) -> dict[str, dict[str, Any]] | None:
+    """The size of a pixel along each axis of space of an OME-Zarr image, by the axis's name, with
+    its unit as OME's symbol (micrometer: µm; a unit OME has no symbol for by its name, none where
+    it gives none); None where its scale gives none.
+
+    >>> pixel_size(Space(({"name": "c"}, {"name": "y", "type": "space", "unit": "micrometer"},
+    ...                   {"name": "x", "type": "space", "unit": "micrometer"}), (1.0, 0.5, 0.25)))
+    {'y': {'size': 0.5, 'unit': 'µm'}, 'x': {'size': 0.25, 'unit': 'µm'}}
+    """
+    if space.scale is None:
+        return None
+    symbols: dict[str, str] = {}
+    for symbol, name in _OME_UNITS.items():
+        symbols.setdefault(name, symbol)
+    sizes = {str(axis.get("name", "?")): {"size": size, "unit": symbols.get(axis.get("unit", ""), axis.get("unit"))}
+             for axis, size in zip(space.axes, space.scale) if axis.get("type") == "space"}
+    return sizes or None
 
 
 def _says_incomplete(attributes: Any) -> bool:

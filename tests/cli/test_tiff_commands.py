@@ -181,3 +181,33 @@ def test_info_of_a_big_tiled_tiff_takes_its_range_region_by_region(tmp_path: Pat
     # each of 3 channels in bands of 12 rows (672 elements) or fewer, twice
     assert sizes == [672, 672, 672, 224] * 6
     assert json.loads(whole[1])["value_range"] is not None
+
+
+def test_info_shows_the_pixel_size_a_microscope_calibrated(tmp_path: Path) -> None:
+    """A microscopist's first question of a file, its pixel size, was not shown at all: an
+    OME-TIFF's physical sizes nowhere, an ImageJ TIFF's 0.25 µm pixels as '101600×101600 dpi',
+    an OME-Zarr's as a bare scale without its units. A printer's DPI stays DPI."""
+    import json
+
+    import tifffile
+
+    ome, imagej, printed = tmp_path / "in.ome.tif", tmp_path / "ij.tif", tmp_path / "printed.tif"
+    tifffile.imwrite(ome, np.zeros((2, 8, 8), np.uint16), ome=True, metadata={
+        "axes": "CYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.25, "PhysicalSizeYUnit": "nm"})
+    tifffile.imwrite(imagej, np.zeros((3, 8, 8), np.uint16), imagej=True, resolution=(4.0, 2.0),
+                     metadata={"axes": "ZYX", "spacing": 1.5, "unit": "um"})
+    tifffile.imwrite(printed, np.zeros((8, 8), np.uint8), resolution=(300.0, 300.0), resolutionunit="inch")
+    assert run("crop-pad", ome, "-o", tmp_path / "out.zarr", "--shape", "4,4").exit_code == 0
+    expected = {
+        ome: ({"x": {"size": 0.5, "unit": "µm"}, "y": {"size": 0.25, "unit": "nm"}}, None, "x 0.5 µm, y 0.25 nm"),
+        imagej: ({"x": {"size": 0.25, "unit": "µm"}, "y": {"size": 0.5, "unit": "µm"},
+                  "z": {"size": 1.5, "unit": "µm"}}, None, "x 0.25 µm, y 0.5 µm, z 1.5 µm"),
+        tmp_path / "out.zarr": ({"y": {"size": 0.25, "unit": "nm"}, "x": {"size": 0.5, "unit": "µm"}}, None,
+                                "y 0.25 nm, x 0.5 µm"),
+        printed: (None, [300.0, 300.0], None),
+    }
+    for path, (sizes, dpi, said) in expected.items():
+        record = json.loads(run("info", "--json", path).stdout)
+        assert (record["pixel_size"], record["dpi"]) == (sizes, dpi), path
+        line = run("info", path).stdout
+        assert (f", pixel size {said}" in line) if said else "pixel size" not in line, line

@@ -1014,7 +1014,7 @@ def test_a_level_linked_under_a_name_of_its_own_keeps_its_image_s_axes_and_scale
     os.symlink(tmp_path / "scan.zarr" / "1", tmp_path / "half.zarr")
     assert run("info", tmp_path / "half.zarr").stdout == (
         f"{tmp_path / 'half.zarr'}: zarr 3×8×6 uint16, layout CHW, chunks 1×7×7, OME-Zarr scale [1, 1, 0.5], "
-        "compression zstd; value range not read: it would read every chunk\n")
+        "pixel size y 1 µm, x 0.5 µm, compression zstd; value range not read: it would read every chunk\n")
     result = run("crop-pad", tmp_path / "half.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["notes"] == ["chunk by chunk: 3 output chunk(s)"]  # (no other level dropped)
@@ -1043,7 +1043,8 @@ def test_the_multiscales_own_transformations_are_folded_into_the_level_s(tmp_pat
     # info's line shows where its pixels lie (it showed no OME-Zarr at all)
     assert run("info", tmp_path / "in.zarr").stdout == (
         f"{tmp_path / 'in.zarr'}: zarr 2×10×12 uint8, layout CHW, chunks 1×5×5, OME-Zarr scale [1, 1.5, 1.5] "
-        "translation [0, 100, 200], compression zstd; value range not read: it would read every chunk\n")
+        "translation [0, 100, 200], pixel size y 1.5 µm, x 1.5 µm, compression zstd; value range not read: it would "
+        "read every chunk\n")
     result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
     assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
