@@ -261,6 +261,14 @@ def _say_dropped(report: Report, space: Space | None, output_format: str, writte
     said = "" if space is None else space.physical()
     if not said or (output_format == "zarr" and _zarr.holds(space, written_layout)):
         return
+    carried = _zarr.ome_tiff_of(space, written_layout) if output_format == "tiff" else None
+    if carried is not None:  # an OME-TIFF's physical sizes: its axes of space; a time axis's scale is none
+        assert space is not None and space.scale is not None
+        said = space._replace(axes=tuple(axis for axis in space.axes if axis.get("type") != "space"),
+                              scale=tuple(value for axis, value in zip(space.axes, space.scale)
+                                          if axis.get("type") != "space")).physical()
+        if not said:
+            return
     what = f"physical pixel sizes ({said})"
     if output_format == "npy":
         report.dropped = [*unkept, what]  # type: ignore[attr-defined]
@@ -470,8 +478,10 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         from geomcli.engine.options import write_options
 
         check_output_format(output, output_format)
+        # an OME-Zarr's axes and scale, as an OME-TIFF's axes and physical sizes
+        ome = _zarr.ome_tiff_of(space, written_layout) if output_format == "tiff" else None
         outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout,
-                                 options=write_options(common))
+                                 options=write_options(common), ome=ome)
         target = outputs.__enter__()
     try:
         with _scheduler(scheduler, common) as (how, client):

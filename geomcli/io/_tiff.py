@@ -1068,6 +1068,26 @@ def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None,
     return _pages(shape, dtype, axes, None, colour, inks)
 
 
+def ome_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype, layout: str | None,
+              metadata: Metadata, name: str) -> dict[str, Any]:
+    """:func:`pages`' arguments ``laid_out`` with ``metadata``'s OME axes and physical sizes, where
+    they still name ``layout``, as :func:`write` writes them; for a memory map, whose pixels are not
+    there yet to name its UUID: it is named by the file's name, shape and dtype, the same each run."""
+    import uuid
+
+    axes = metadata.axes
+    if metadata.axes_kind != "ome" or axes is None or len(axes) != len(shape) or _layout_of(axes) != layout:
+        return laid_out
+    laid_out = {**_pages(shape, dtype, axes, "ome", metadata.colour, metadata.inks), "ome": True}
+    described = laid_out["metadata"]
+    described["UUID"] = f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_OID, f'{name} {dtype.str} {shape}')}"
+    for axis, size, unit in metadata.physical:
+        described[f"PhysicalSize{axis}"] = size
+        if unit is not None:
+            described[f"PhysicalSize{axis}Unit"] = unit
+    return laid_out
+
+
 def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None,
            colour: bool | None = None, inks: bool = False) -> dict[str, Any]:
     """tifffile's photometric, planar config, extra samples and axes metadata for an array of

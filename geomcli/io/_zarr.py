@@ -91,6 +91,10 @@ _OME_UNITS = {"Ym": "yottameter", "Zm": "zettameter", "Em": "exameter", "Pm": "p
               "yd": "yard", "mi": "mile", "pc": "parsec"}
 
 
+# NGFF's unit names as OME's symbols (micrometer: the first of µm and um)
+_SYMBOLS = {name: symbol for symbol, name in reversed(_OME_UNITS.items())}
+
+
 def space_of(metadata: Metadata) -> Space | None:
     """The OME-Zarr coordinate system of an OME-TIFF of this metadata: its axes (of T, C, Z, Y
     and X) with its physical pixel sizes (OME's unit symbols, micrometres where it names none);
@@ -110,6 +114,35 @@ omero=None, levels=1)
     entries = tuple({"name": letter.lower(), "type": _OME_TYPES[letter]}
                     | ({"unit": sizes[letter][1]} if letter in sizes else {}) for letter in axes)
     return Space(entries, tuple(sizes[letter][0] if letter in sizes else 1.0 for letter in axes))
+
+
+def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
+    """An OME-TIFF's metadata for an OME-Zarr image of this coordinate system written in
+    ``layout``: its axes (of T, C, Z, Y and X) as OME axes, and the scale of its axes of space
+    as physical sizes in OME's unit symbols; None where its axes no longer name the layout, or
+    it gives no scale, or an axis of space no unit (OME's default, micrometres, would be a guess)
+    or one OME has no symbol for.
+
+    >>> tiff = ome_tiff_of(Space(({"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+    ...                           {"name": "x", "type": "space", "unit": "micrometer"}), (1.0, 0.5, 0.25)), "CHW")
+    >>> tiff.axes, tiff.axes_kind, tiff.physical
+    ('CYX', 'ome', (('Y', 0.5, 'nm'), ('X', 0.25, 'µm')))
+    """
+    from geomcli.io._base import Metadata
+
+    if space is None or space.scale is None or not holds(space, layout):
+        return None
+    letters = "".join(str(axis.get("name", "?")).upper() for axis in space.axes)
+    physical = []
+    for letter, axis, size in zip(letters, space.axes, space.scale, strict=True):
+        if axis.get("type") != "space":
+            continue
+        if letter not in "ZYX" or axis.get("unit") not in _SYMBOLS:
+            return None
+        physical.append((letter, size, _SYMBOLS[axis["unit"]]))
+    if not set(letters) <= set("TCZYX") or not physical:
+        return None
+    return Metadata(axes=letters, axes_kind="ome", physical=tuple(physical))
 
 
 def holds(space: Space | None, layout: str | None) -> bool:
@@ -519,10 +552,7 @@ def pixel_size(space: Space) -> dict[str, dict[str, Any]] | None:
     """
     if space.scale is None:
         return None
-    symbols: dict[str, str] = {}
-    for symbol, name in _OME_UNITS.items():
-        symbols.setdefault(name, symbol)
-    sizes = {str(axis.get("name", "?")): {"size": size, "unit": symbols.get(axis.get("unit", ""), axis.get("unit"))}
+    sizes = {str(axis.get("name", "?")): {"size": size, "unit": _SYMBOLS.get(axis.get("unit", ""), axis.get("unit"))}
              for axis, size in zip(space.axes, space.scale) if axis.get("type") == "space"}
     return sizes or None
 

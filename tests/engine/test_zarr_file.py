@@ -823,15 +823,46 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
     assert json.loads(result.stdout)["warnings"] == [
         "zarr cannot hold the physical pixel sizes (y 0.25 nanometer, x 0.5 nanometer) of axes ZCYX (OME-Zarr orders "
         "time, channel, then 2 or 3 of space); dropped"]
-    # and back: a TIFF or .npy written chunk by chunk holds none
-    result = run("crop-pad", tmp_path / "cyx.zarr", "-o", tmp_path / "back.tif", "--shape", "10,10", "--json")
-    assert result.exit_code == 0
-    assert json.loads(result.stdout)["warnings"] == [
-        "a TIFF written chunk by chunk cannot hold the physical pixel sizes (y 0.5 nanometer, x 1 nanometer); dropped"]
+    # and back: a .npy written chunk by chunk holds none (a TIFF's are OME's: see the test below)
     result = run("crop-pad", tmp_path / "cyx.zarr", "-o", tmp_path / "back.npy", "--shape", "10,10", "--json")
     assert result.exit_code == 0 and result.stderr == ""
     record = json.loads(result.stdout)
     assert (record["warnings"], record["dropped"]) == ([], ["physical pixel sizes (y 0.5 nanometer, x 1 nanometer)"])
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
+def test_an_ome_zarr_s_scale_goes_to_an_ome_tiff_written_chunk_by_chunk(tmp_path: Path, mapped: bool,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OME-Zarr -> OME-TIFF on the chunked path dropped the calibration ('a TIFF written chunk by
+    chunk cannot hold the physical pixel sizes'), where OME-TIFF -> OME-Zarr carries it: the
+    scale of its axes of space, as the operation makes it, is now the TIFF's PhysicalSize* in OME's
+    unit symbols, with its OME axes, written from RAM or through a memory map. A scale of no unit
+    is still named as dropped: OME's default unit, micrometres, would be a guess."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    if mapped:
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    data = tensor(np.dtype("uint16"), (3, 16, 12))
+    ome_image(tmp_path / "in.zarr", data, (1, 7, 7))  # scale y 0.5 micrometer, x 0.25 micrometer
+    result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "out.ome.tif", "--scales", "0.5,0.5", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    with tifffile.TiffFile(tmp_path / "out.ome.tif") as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert tif.series[0].axes == "CYX" and tif.series[0].shape == (3, 8, 6)
+    assert {key: pixels[key] for key in ("PhysicalSizeX", "PhysicalSizeXUnit", "PhysicalSizeY", "PhysicalSizeYUnit")} \
+        == {"PhysicalSizeX": 0.5, "PhysicalSizeXUnit": "µm", "PhysicalSizeY": 1.0, "PhysicalSizeYUnit": "µm"}
+    image = {"axes": [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}],
+             "datasets": [{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [0.5, 0.25]}]}]}
+    unitless = zarr.open_group(str(tmp_path / "plain.zarr"), mode="w",
+                               attributes={"ome": {"version": "0.5", "multiscales": [image]}})
+    unitless.create_array("0", shape=(8, 8), dtype="uint8", chunks=(4, 4))[...] = 1
+    result = run("crop-pad", tmp_path / "plain.zarr", "-o", tmp_path / "plain.tif", "--shape", "4,4", "--json")
+    assert json.loads(result.stdout)["warnings"] == [
+        "a TIFF written chunk by chunk cannot hold the physical pixel sizes (y 0.5, x 0.25); dropped"]
+    with tifffile.TiffFile(tmp_path / "plain.tif") as tif:
+        assert "PhysicalSize" not in (tif.ome_metadata or "")
 
 
 def test_a_chains_record_gives_each_steps_shape_done_chunk_by_chunk(tmp_path: Path) -> None:
