@@ -220,8 +220,9 @@ def pixel_size(metadata: Metadata) -> dict[str, dict[str, Any]] | None:
     >>> pixel_size(Metadata(resolution=(300.0, 300.0), unit="inch")) is None
     True
     """
-    if metadata.physical:
-        return {axis.lower(): {"size": size, "unit": unit or "\u00b5m"} for axis, size, unit in metadata.physical}
+    if any(axis != "T" for axis, _, _ in metadata.physical):  # (a time increment is no pixel's size)
+        return {axis.lower(): {"size": size, "unit": unit or "\u00b5m"} for axis, size, unit in metadata.physical
+                if axis != "T"}
     if metadata.resolution is None or not _calibrated(metadata):
         return None
     unit = _UNIT_SYMBOLS.get(metadata.unit or "", metadata.unit)

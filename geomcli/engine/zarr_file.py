@@ -262,11 +262,12 @@ def _say_dropped(report: Report, space: Space | None, output_format: str, writte
     if not said or (output_format == "zarr" and _zarr.holds(space, written_layout)):
         return
     carried = _zarr.ome_tiff_of(space, written_layout) if output_format == "tiff" else None
-    if carried is not None:  # an OME-TIFF's physical sizes: its axes of space; a time axis's scale is none
+    if carried is not None:  # an OME-TIFF's physical sizes and time increment: the rest is named
         assert space is not None and space.scale is not None
-        said = space._replace(axes=tuple(axis for axis in space.axes if axis.get("type") != "space"),
-                              scale=tuple(value for axis, value in zip(space.axes, space.scale)
-                                          if axis.get("type") != "space")).physical()
+        kept = [carried.axes is not None and carried.axes[index] in {entry[0] for entry in carried.physical}
+                for index in range(len(space.axes))]
+        said = space._replace(axes=tuple(axis for axis, held in zip(space.axes, kept) if not held),
+                              scale=tuple(value for value, held in zip(space.scale, kept) if not held)).physical()
         if not said:
             return
     what = f"physical pixel sizes ({said})"
@@ -375,7 +376,11 @@ def _unkept(metadata: Metadata) -> tuple[str, ...]:
     from geomcli.io import _zarr
 
     # sizes no OME-Zarr scale takes (in 'pixel', of axes other than TCZYX) are named with the rest
-    held = () if _zarr.space_of(metadata) is not None else metadata.physical
+    space = _zarr.space_of(metadata)
+    held = () if space is not None else metadata.physical
+    if space is not None and metadata.axes_kind == "imagej":  # its calibration is the scale
+        metadata = metadata._replace(resolution=None, imagej=tuple(
+            (key, value) for key, value in metadata.imagej if key not in ("spacing", "finterval")))
     return tuple(io.dropped(metadata._replace(physical=held, axes_kind=None), "npy"))
 
 

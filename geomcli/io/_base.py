@@ -79,7 +79,8 @@ class Metadata(NamedTuple):
     it has no ICC profile (gamma 1.0: linear light)."""
     physical: tuple[tuple[str, float, str | None], ...] = ()
     """An OME-TIFF's physical pixel sizes: (axis X, Y or Z, size, unit or None for OME's micrometre),
-    as each operation makes them (twice the size after space-to-depth of blocksize 2)."""
+    and its time increment (axis T, unit or None for seconds), as each operation makes them
+    (twice the size after space-to-depth of blocksize 2)."""
     channels: tuple[str, ...] = ()
     """An OME-TIFF's channel names, one for each channel of its C axis (one for a page of one
     plane): an output of as many channels keeps them."""

@@ -620,8 +620,8 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     colour = False if _enum_name(page.photometric) not in _COLOUR_PHOTOMETRICS else None
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=(*unusable, *_not_carried(tif, info, choice, kept_orientation, bool(physical or unusable),
-                                                      bool(channels))),
+                    dropped=(*unusable, *_not_carried(tif, info, choice, kept_orientation,
+                                                      _carried(physical, unusable, channels))),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
                     channels=channels)
 
@@ -670,11 +670,15 @@ def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | 
     has; none where the XML does not give them as positive numbers."""
     pixels = _ome_pixels(tif, choice)
     sizes = []
-    for axis in "XYZ":
-        size, unit = pixels.get(f"PhysicalSize{axis}"), pixels.get(f"PhysicalSize{axis}Unit")
+    for axis, key in _OME_SIZES.items():
+        size, unit = pixels.get(key), pixels.get(f"{key}Unit")
         if axis in choice.axes and isinstance(size, (int, float)) and 0 < size < float("inf"):
             sizes.append((axis, float(size), unit if isinstance(unit, str) else None))
     return tuple(sizes)
+
+
+# OME-XML's attributes of the size of a step along each axis (a time series' frame interval)
+_OME_SIZES = {"X": "PhysicalSizeX", "Y": "PhysicalSizeY", "Z": "PhysicalSizeZ", "T": "TimeIncrement"}
 
 
 def _unusable_sizes(tif: Any, choice: _Choice) -> tuple[str, ...]:
@@ -682,11 +686,11 @@ def _unusable_sizes(tif: Any, choice: _Choice) -> tuple[str, ...]:
     (PhysicalSizeX="nan", "0", "-1"), which _physical_sizes does not read, named for a warning."""
     pixels = _ome_pixels(tif, choice)
     unusable = []
-    for axis in "XYZ":
-        size = pixels.get(f"PhysicalSize{axis}")
+    for axis, key in _OME_SIZES.items():
+        size = pixels.get(key)
         if axis in choice.axes and size is not None and not (isinstance(size, (int, float)) and 0 < size < math.inf):
             shown = f"{size:g}" if isinstance(size, (int, float)) else repr(str(size)[:40])
-            unusable.append(f"the OME-XML PhysicalSize{axis} {shown} (no positive size)")
+            unusable.append(f"the OME-XML {key} {shown} (no positive size)")
     return tuple(unusable)
 
 
@@ -713,10 +717,20 @@ _DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageN
                      34665: "EXIF", 34853: "GPS"}
 
 
+def _carried(physical: tuple[tuple[str, float, str | None], ...], unusable: tuple[str, ...],
+             channels: tuple[str, ...]) -> frozenset[str]:
+    """The OME-XML contents (_OME_EXTRAS' labels) that Metadata carries, or names where it cannot
+    (``unusable``, see _unusable_sizes): so _not_carried does not name them again."""
+    axes = {entry[0] for entry in physical}
+    axes |= {axis for axis, key in _OME_SIZES.items() if any(f"OME-XML {key} " in text for text in unusable)}
+    return frozenset({*(["physical sizes"] if axes & set("XYZ") else []), *(["time increment"] if "T" in axes else []),
+                      *(["channel names"] if channels else [])})
+
+
 def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orientation: bool,
-                 physical_read: bool = False, channels_read: bool = False) -> tuple[str, ...]:
-    """The metadata of this file that no output keeps, named for a warning (``physical_read``,
-    ``channels_read``: the OME physical sizes, channel names are carried, see _physical_sizes)."""
+                 carried: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The metadata of this file that no output keeps, named for a warning (``carried``: the
+    OME-XML contents carried, or named already, see _carried)."""
     dropped = []
     photometric = _enum_name(choice.keyframe.photometric)
     if photometric == "MINISWHITE" and choice.dtype.kind not in "bu":
@@ -745,8 +759,6 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
         dropped.append(f"the ImageJ metadata {', '.join(others)}")
     ome = tif.ome_metadata if tif.is_ome else None
     if isinstance(ome, str):
-        carried = {"physical sizes"} if physical_read else set()
-        carried |= {"channel names"} if channels_read else set()
         found = [label for label, pattern in _OME_EXTRAS if pattern.search(ome) and label not in carried]
         if found:
             dropped.append(f"the OME-XML {', '.join(found)}")
@@ -994,10 +1006,7 @@ def write(
     elif kind == "ome":
         write_args["ome"] = True
         write_args["metadata"]["UUID"] = _ome_uuid(stored)  # (tifffile's own is new each run)
-        for axis, size, unit in metadata.physical:
-            write_args["metadata"][f"PhysicalSize{axis}"] = size
-            if unit is not None:
-                write_args["metadata"][f"PhysicalSize{axis}Unit"] = unit
+        write_args["metadata"].update(_ome_sizes(metadata.physical))
     if metadata.physical and kind != "ome":
         warnings.append("the OME physical sizes cannot be written without OME axes; dropped")
     if metadata.channels:
@@ -1081,11 +1090,24 @@ def ome_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype,
     laid_out = {**_pages(shape, dtype, axes, "ome", metadata.colour, metadata.inks), "ome": True}
     described = laid_out["metadata"]
     described["UUID"] = f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_OID, f'{name} {dtype.str} {shape}')}"
-    for axis, size, unit in metadata.physical:
-        described[f"PhysicalSize{axis}"] = size
-        if unit is not None:
-            described[f"PhysicalSize{axis}Unit"] = unit
+    described.update(_ome_sizes(metadata.physical))
     return laid_out
+
+
+def _ome_sizes(physical: tuple[tuple[str, float, str | None], ...]) -> dict[str, Any]:
+    """tifffile's OME metadata of Metadata.physical: PhysicalSizeX, Y, Z and TimeIncrement, with
+    their units.
+
+    >>> _ome_sizes((("X", 0.5, None), ("T", 2.5, "ms")))
+    {'PhysicalSizeX': 0.5, 'TimeIncrement': 2.5, 'TimeIncrementUnit': 'ms'}
+    """
+    sizes: dict[str, Any] = {}
+    for axis, size, unit in physical:
+        key = "TimeIncrement" if axis == "T" else f"PhysicalSize{axis}"
+        sizes[key] = size
+        if unit is not None:
+            sizes[f"{key}Unit"] = unit
+    return sizes
 
 
 def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str | None,

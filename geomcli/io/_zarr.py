@@ -91,8 +91,14 @@ _OME_UNITS = {"Ym": "yottameter", "Zm": "zettameter", "Em": "exameter", "Pm": "p
               "yd": "yard", "mi": "mile", "pc": "parsec"}
 
 
+# OME-XML's time unit symbols (TimeIncrementUnit; seconds where it names none) and their UDUNITS names
+_OME_TIME_UNITS = {"s": "second", "ms": "millisecond", "\u00b5s": "microsecond", "ns": "nanosecond",
+                   "ps": "picosecond", "min": "minute", "h": "hour", "d": "day"}
 # NGFF's unit names as OME's symbols (micrometer: the first of µm and um)
-_SYMBOLS = {name: symbol for symbol, name in reversed(_OME_UNITS.items())}
+_SYMBOLS = {name: symbol for symbol, name in reversed([*_OME_UNITS.items(), *_OME_TIME_UNITS.items()])}
+# ImageJ's length units, as tifffile reads them and geomcli names them (Metadata.unit), by UDUNITS' names
+_IMAGEJ_UNITS = {"micron": "micrometer", "millimeter": "millimeter", "centimeter": "centimeter", "inch": "inch",
+                 "nm": "nanometer", "m": "meter"}
 
 
 def space_of(metadata: Metadata) -> Space | None:
@@ -106,11 +112,17 @@ def space_of(metadata: Metadata) -> Space | None:
 {'name': 'x', 'type': 'space', 'unit': 'nanometer'}), scale=(1.0, 0.5, 0.25), translation=None, name=None, \
 omero=None, levels=1)
     """
-    physical, axes = metadata.physical, metadata.axes or ""
-    if (not physical or not axes or any(letter not in "TCZYX" for letter in axes)
-            or any(unit is not None and unit not in _OME_UNITS for _, _, unit in physical)):
+    axes = metadata.axes or ""
+    if not axes or any(letter not in "TCZYX" for letter in axes):
         return None
-    sizes = {axis: (size, _OME_UNITS[unit or "\u00b5m"]) for axis, size, unit in physical}
+    sizes = _imagej_sizes(metadata) if metadata.axes_kind == "imagej" else {}
+    for axis, size, unit in metadata.physical:
+        units = _OME_TIME_UNITS if axis == "T" else _OME_UNITS
+        if (unit or ("s" if axis == "T" else "\u00b5m")) not in units:
+            return None
+        sizes[axis] = (size, units[unit or ("s" if axis == "T" else "\u00b5m")])
+    if not sizes:
+        return None
     entries = tuple({"name": letter.lower(), "type": _OME_TYPES[letter]}
                     | ({"unit": sizes[letter][1]} if letter in sizes else {}) for letter in axes)
     return Space(entries, tuple(sizes[letter][0] if letter in sizes else 1.0 for letter in axes))
@@ -119,9 +131,9 @@ omero=None, levels=1)
 def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
     """An OME-TIFF's metadata for an OME-Zarr image of this coordinate system written in
     ``layout``: its axes (of T, C, Z, Y and X) as OME axes, and the scale of its axes of space
-    as physical sizes in OME's unit symbols; None where its axes no longer name the layout, or
-    it gives no scale, or an axis of space no unit (OME's default, micrometres, would be a guess)
-    or one OME has no symbol for.
+    as physical sizes in OME's unit symbols (of time, as its time increment); None where its
+    axes no longer name the layout, or it gives no scale, or an axis of space no unit (OME's
+    default, micrometres, would be a guess) or one OME has no symbol for.
 
     >>> tiff = ome_tiff_of(Space(({"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
     ...                           {"name": "x", "type": "space", "unit": "micrometer"}), (1.0, 0.5, 0.25)), "CHW")
@@ -129,20 +141,47 @@ def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
     ('CYX', 'ome', (('Y', 0.5, 'nm'), ('X', 0.25, 'µm')))
     """
     from geomcli.io._base import Metadata
+    from geomcli.io._tiff import _layout_of as tiff_layout_of
 
     if space is None or space.scale is None or not holds(space, layout):
         return None
     letters = "".join(str(axis.get("name", "?")).upper() for axis in space.axes)
+    if tiff_layout_of(letters) != layout:
+        return None  # (t, y, x read as NHW: a TIFF of axes TYX reads as its own layout, TYX)
     physical = []
     for letter, axis, size in zip(letters, space.axes, space.scale, strict=True):
+        if letter == "T" and axis.get("unit") in _OME_TIME_UNITS.values():  # (else named as dropped)
+            physical.append((letter, size, _SYMBOLS[axis["unit"]]))
         if axis.get("type") != "space":
             continue
-        if letter not in "ZYX" or axis.get("unit") not in _SYMBOLS:
+        if letter not in "ZYX" or axis.get("unit") not in _OME_UNITS.values():
             return None
         physical.append((letter, size, _SYMBOLS[axis["unit"]]))
     if not set(letters) <= set("TCZYX") or not physical:
         return None
     return Metadata(axes=letters, axes_kind="ome", physical=tuple(physical))
+
+
+def _imagej_sizes(metadata: Metadata) -> dict[str, tuple[float, str]]:
+    """An ImageJ hyperstack's calibration by axis, as NGFF's scale and units: its resolution's
+    pixel size along X and Y and its slice spacing along Z in its unit (micron: micrometer), its
+    frame interval along T in seconds; empty where it gives no length unit NGFF names.
+
+    >>> from geomcli.io import Metadata
+    >>> _imagej_sizes(Metadata(resolution=(4.0, 2.0), unit="micron", imagej=(("spacing", 3.0), ("finterval", 0.5))))
+    {'X': (0.25, 'micrometer'), 'Y': (0.5, 'micrometer'), 'Z': (3.0, 'micrometer'), 'T': (0.5, 'second')}
+    """
+    if metadata.resolution is None or metadata.unit not in _IMAGEJ_UNITS:
+        return {}
+    unit = _IMAGEJ_UNITS[metadata.unit or ""]
+    x, y = metadata.resolution
+    sizes = {"X": (1 / x, unit), "Y": (1 / y, unit)}
+    entries = dict(metadata.imagej)
+    for key, axis, named in (("spacing", "Z", unit), ("finterval", "T", "second")):
+        value = entries.get(key)
+        if isinstance(value, (int, float)) and 0 < value < math.inf:
+            sizes[axis] = (float(value), named)
+    return sizes
 
 
 def holds(space: Space | None, layout: str | None) -> bool:
@@ -151,7 +190,10 @@ def holds(space: Space | None, layout: str | None) -> bool:
     TIFF's ZCYX)."""
     if space is None or layout is None or len(space.axes) != len(layout):
         return False
-    return ome_fits(layout) and layout_of([axis.get("name") for axis in space.axes]) == layout
+    names = [axis.get("name") for axis in space.axes]
+    # (a TIFF's own axes, TYX, are the layout of an OME-TIFF's time series, where t, y, x read as NHW)
+    own = "".join(name.upper() for name in names if isinstance(name, str))
+    return ome_fits(layout) and (layout_of(names) == layout or own == layout)
 
 
 def ome_fits(layout: str | None) -> bool:

@@ -830,6 +830,43 @@ def test_physical_pixel_sizes_go_from_an_ome_tiff_to_an_ome_zarr_or_are_named_as
     assert (record["warnings"], record["dropped"]) == ([], ["physical pixel sizes (y 0.5 nanometer, x 1 nanometer)"])
 
 
+@pytest.mark.parametrize(("axes", "options", "expected"), [
+    # an ImageJ z-stack: its 0.25 micron pixels (4 a micron) and 1.5 micron slices
+    ("ZYX", {"imagej": True, "resolution": (4.0, 2.0), "metadata": {"axes": "ZYX", "spacing": 1.5, "unit": "um"}},
+     [("z", "micrometer", 1.5), ("y", "micrometer", 0.5), ("x", "micrometer", 0.25)]),
+    # an ImageJ time series: its frame interval is in seconds
+    ("TYX", {"imagej": True, "resolution": (4.0, 4.0), "metadata": {"axes": "TYX", "finterval": 3.0, "unit": "nm"}},
+     [("t", "second", 3.0), ("y", "nanometer", 0.25), ("x", "nanometer", 0.25)]),
+    # an OME-TIFF's TimeIncrement, in its unit
+    ("TCYX", {"ome": True, "metadata": {"axes": "TCYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.5,
+                                        "TimeIncrement": 2.5, "TimeIncrementUnit": "ms"}},
+     [("t", "millisecond", 2.5), ("c", None, 1.0), ("y", "micrometer", 0.5), ("x", "micrometer", 0.5)]),
+], ids=["imagej-z", "imagej-t", "ome-t"])
+def test_an_imagej_calibration_is_an_ome_zarr_s_scale(tmp_path: Path, axes: str, options: dict[str, Any],
+                                                      expected: list[tuple[str, str | None, float]]) -> None:
+    """An ImageJ TIFF's calibration (its resolution's pixel size, slice spacing and frame interval,
+    in its unit) and an OME-TIFF's TimeIncrement were not carried into the scale of a .zarr: the
+    zarr was a plain array of pixels of no size, its --json naming 'DPI (101600 x 101600)' and
+    'ImageJ spacing 1.5' as dropped, or a time axis of scale 1. They are its OME-Zarr scale now,
+    each axis with its unit."""
+    import tifffile
+
+    shape = (3, 2, 8, 8) if len(axes) == 4 else (3, 8, 8)
+    tifffile.imwrite(tmp_path / "in.tif", np.zeros(shape, np.uint16), **options)
+    result = run("crop-pad", tmp_path / "in.tif", "-o", tmp_path / "out.zarr", "--shape", "4,4", "--json")
+    record = json.loads(result.stdout)
+    assert result.exit_code == 0 and record["warnings"] == [] and "dropped" not in record, result.output
+    image = written_image(tmp_path / "out.zarr")
+    scale = image["datasets"][0]["coordinateTransformations"][0]["scale"]
+    assert [(axis["name"], axis.get("unit"), size) for axis, size in zip(image["axes"], scale)] == expected
+    if axes == "TCYX":  # and back, its time increment in its unit
+        back = run("crop-pad", tmp_path / "out.zarr", "-o", tmp_path / "back.ome.tif", "--shape", "2,2", "--json")
+        assert json.loads(back.stdout)["warnings"] == []
+        with tifffile.TiffFile(tmp_path / "back.ome.tif") as tif:
+            pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert (pixels["TimeIncrement"], pixels["TimeIncrementUnit"], pixels["PhysicalSizeX"]) == (2.5, "ms", 0.5)
+
+
 @pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
 def test_an_ome_zarr_s_scale_goes_to_an_ome_tiff_written_chunk_by_chunk(tmp_path: Path, mapped: bool,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1233,27 +1233,35 @@ def test_an_ome_physical_size_that_is_no_size_is_named_where_dropped(tmp_path: P
     assert pixels["PhysicalSizeY"] == 0.5 and "PhysicalSizeX" not in pixels
 
 
-def test_an_ome_time_increment_and_plane_positions_are_named_where_dropped(tmp_path: Path) -> None:
-    """An OME-TIFF's TimeIncrement (the frame interval of a time series) and its planes' stage
-    positions and times were lost without a word, where its channel names are named: geomcli writes
-    its OME-XML anew from the sizes and physical sizes alone."""
+@pytest.mark.parametrize(("args", "increment"), [(["crop-pad", "--shape", "4,4"], 2.5),
+                                                (["resize", "--sizes", "6,8,8"], 1.25)])
+def test_an_ome_time_increment_is_kept_and_plane_positions_are_named_where_dropped(
+        tmp_path: Path, args: list[str], increment: float) -> None:
+    """An OME-TIFF's TimeIncrement (the frame interval of a time series) was dropped with a
+    warning: it is carried as the physical sizes are (half the interval after a resize to twice
+    the frames). Its planes' stage positions and times are named where dropped: geomcli writes its
+    OME-XML anew from the sizes, physical sizes and time increment."""
     import tifffile
 
     source, out = tmp_path / "in.ome.tif", tmp_path / "out.ome.tif"
     tifffile.imwrite(source, np.zeros((3, 8, 8), np.uint16), ome=True, metadata={
         "axes": "TYX", "TimeIncrement": 2.5, "TimeIncrementUnit": "ms",
         "Plane": {"PositionX": [1.0, 1.0, 1.0], "DeltaT": [0.0, 2.5, 5.0]}})
-    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
+    result = run(args[0], source, "-o", out, *args[1:], "--json")
     assert result.exit_code == 0, result.stderr
-    assert "the OME-XML time increment, plane positions and times cannot be carried; dropped" in result.stderr
+    assert json.loads(result.stdout)["warnings"] == [
+        "the OME-XML plane positions and times cannot be carried; dropped"]
     with tifffile.TiffFile(out) as tif:
-        assert "TimeIncrement" not in tif.ome_metadata and "DeltaT" not in tif.ome_metadata
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert "DeltaT" not in tif.ome_metadata
+    assert (pixels["TimeIncrement"], pixels["TimeIncrementUnit"]) == (pytest.approx(increment), "ms")
 
 
-@pytest.mark.parametrize("suffix", [".npy", ".zarr"])
+@pytest.mark.parametrize("suffix", [".npy"])
 def test_an_imagej_stack_s_spacing_and_frame_interval_are_named_where_dropped(tmp_path: Path, suffix: str) -> None:
-    """A .npy or .zarr output holds no ImageJ entries: its --json 'dropped' named the DPI and the
-    axes, not the slice spacing and frame interval lost with them."""
+    """A .npy output holds no ImageJ entries: its --json 'dropped' named the DPI and the axes, not
+    the slice spacing and frame interval lost with them (a .zarr holds them as its OME-Zarr scale:
+    test_an_imagej_calibration_is_an_ome_zarr_s_scale in tests/engine/test_zarr_file.py)."""
     import tifffile
 
     source = tmp_path / "in.tif"
