@@ -186,7 +186,8 @@ def _record(path: str, format: str, shape: tuple[int, ...], dtype: Any, layout: 
     sizes = pixel_size(metadata)
     # a microscope's calibration (ImageJ's pixels per micron) is its pixel size, not dots per inch
     dpi = None if metadata.dpi is None or _calibrated(metadata) else [round(value, 3) for value in metadata.dpi]
-    return {"input": path, "format": format, "shape": list(shape), "dtype": str(dtype), "bit_depth": _bit_depth(dtype),
+    return {"input": path, "format": format, "shape": list(shape), "dtype": str(dtype),
+            "bit_depth": metadata.bits or _bit_depth(dtype),
             "layout": layout, "pages": pages,
             "icc": None if metadata.icc is None else io.icc_description(metadata.icc),
             "dpi": dpi, "pixel_size": sizes,

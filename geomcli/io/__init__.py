@@ -472,6 +472,8 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
     fields.extend((name, False) for name in metadata.dropped)
     if metadata.physical and fmt != "tiff":
         fields.append(("OME physical sizes", True))
+    if metadata.bits is not None and fmt != "tiff":
+        fields.append((f"TIFF's {metadata.bits}-bit samples", True))
     if metadata.channels and fmt != "tiff":
         fields.append((f"OME channel names ({', '.join(metadata.channels)})", True))
     if metadata.imagej and fmt != "tiff":

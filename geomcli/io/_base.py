@@ -81,6 +81,9 @@ class Metadata(NamedTuple):
     """An OME-TIFF's physical pixel sizes: (axis X, Y or Z, size, unit or None for OME's micrometre),
     and its time increment (axis T, unit or None for seconds), as each operation makes them
     (twice the size after space-to-depth of blocksize 2)."""
+    bits: int | None = None
+    """The bits of a sample where fewer than its dtype's (a 12-bit camera's, read as uint16): an
+    encoding a TIFF output keeps, as its compression, where it can (uncompressed, values that fit)."""
     channels: tuple[str, ...] = ()
     """An OME-TIFF's channel names, one for each channel of its C axis (one for a page of one
     plane): an output of as many channels keeps them."""
@@ -128,7 +131,7 @@ class Metadata(NamedTuple):
         """What ``--strip`` leaves: the TIFF compression, predictor and tiles, which are no metadata
         but an encoding, and what the channels are."""
         return Metadata(compression=self.compression, tile=self.tile, predictor=self.predictor, colour=self.colour,
-                        inks=self.inks)
+                        inks=self.inks, bits=self.bits)
 
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read

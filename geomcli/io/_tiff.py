@@ -618,7 +618,11 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     channels = _channel_names(tif, choice) if choice.kind == "ome" and axes else ()
     # samples of a grey (or CMYK, Lab) page are no RGB: a crop of 3 grey channels stays grey samples
     colour = False if _enum_name(page.photometric) not in _COLOUR_PHOTOMETRICS else None
-    return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes,
+    bits = _int(page.bitspersample)
+    # samples narrower than their dtype (a palette's indices become RGB)
+    narrow = bits if choice.dtype.kind == "u" and 1 < bits < choice.dtype.itemsize * 8 and _palette(choice) is None \
+        else None
+    return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes, bits=narrow,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
                     dropped=(*unusable, *_not_carried(tif, info, choice, kept_orientation,
                                                       _carried(physical, unusable, channels))),
@@ -749,11 +753,6 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
     described = [label for code, label in _DESCRIPTIVE_TAGS.items() if code in tags]
     if described:
         dropped.append(f"the TIFF tags {', '.join(described)}")
-    bits, width = _int(choice.keyframe.bitspersample), choice.dtype.itemsize * 8
-    if choice.dtype.kind == "u" and 1 < bits < width and photometric != "PALETTE":  # (a palette's become RGB)
-        # (tifffile writes such samples only uncompressed, and a result may pass them: a cubic's overshoot)
-        dropped.append(f"the TIFF's {bits}-bit samples (written as {width}-bit: {(1 << bits) - 1}, their white, "
-                       "is no longer the output's)")
     others = sorted(str(key) for key in imagej if key not in _IMAGEJ_REWRITTEN)
     if others:
         dropped.append(f"the ImageJ metadata {', '.join(others)}")
@@ -1015,6 +1014,12 @@ def write(
             write_args["metadata"]["Channel"] = {"Name": list(metadata.channels)}
         else:
             warnings.append(refusal)
+    if metadata.bits is not None:
+        refusal = _bits_refusal(stored, metadata.bits, compression)
+        if refusal is None:
+            write_args["bitspersample"] = metadata.bits
+        else:
+            warnings.append(refusal)
     if metadata.imagej and kind != "imagej":  # (a space-to-depth of RGB planes: no ImageJ hyperstack)
         warnings.append(f"the ImageJ {imagej_entries(metadata.imagej)} cannot be written without ImageJ metadata; "
                         "dropped")
@@ -1160,6 +1165,29 @@ def _channels_said(names: tuple[str, ...], shape: tuple[int, ...], axes: str | N
     if count != len(names):
         return f"the OME-XML channel names ({shown}) do not fit the result's {count} channels; dropped"
     return None
+
+
+def _bits_refusal(data: np.ndarray, bits: int, compression: str | None) -> str | None:
+    """Why ``data`` cannot be written in samples of ``bits`` (tifffile packs them only uncompressed,
+    and only values below 2**bits fit), as a warning; None where it can.
+
+    >>> _bits_refusal(np.array([[4095]], np.uint16), 12, None) is None
+    True
+    >>> _bits_refusal(np.array([[4096]], np.uint16), 12, None)[:80]
+    "the TIFF's 12-bit samples cannot be kept: the result holds values past 4095 (wri"
+    """
+    width = data.dtype.itemsize * 8
+    white = (1 << bits) - 1
+    if data.dtype.kind != "u" or bits >= width:
+        why = f"the result is {data.dtype}"
+    elif compression is not None:
+        why = f"tifffile packs them only uncompressed, not {compression}"
+    elif data.size and int(data.max()) > white:
+        why = f"the result holds values past {white}"  # (a cubic's overshoot, a --fill)
+    else:
+        return None
+    return (f"the TIFF's {bits}-bit samples cannot be kept: {why} (written as {width}-bit: {white}, their white, "
+            "is no longer the output's); dropped")
 
 
 def _ome_uuid(data: np.ndarray) -> str:

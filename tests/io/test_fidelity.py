@@ -1291,22 +1291,34 @@ def test_an_imagej_stack_s_spacing_is_named_where_a_tiff_output_is_no_imagej_hyp
 
 
 @pytest.mark.parametrize(("bits", "dtype"), [(12, np.uint16), (4, np.uint8)])
-def test_samples_narrower_than_their_type_are_named_where_widened(tmp_path: Path, bits: int, dtype: Any) -> None:
-    """A 12-bit TIFF (a microscope camera's) is read as uint16 and written as 16-bit samples of the
-    same values: its white, 4095, is then a sixteenth of the output's range, which a viewer shows
-    near black. That was said nowhere."""
+def test_samples_narrower_than_their_type_are_kept_or_named_where_widened(tmp_path: Path, bits: int,
+                                                                          dtype: Any) -> None:
+    """A 12-bit TIFF (a microscope camera's) is read as uint16, and was written as 16-bit samples
+    of the same values (warned), its white, 4095, a sixteenth of the output's range, which a viewer
+    shows near black; 'info' said bit_depth 16. Its samples are now written 12-bit where tifffile
+    can (uncompressed, values that fit) and info says 12; else a warning says why they are not."""
     import tifffile
 
     source, out = tmp_path / "in.tif", tmp_path / "out.tif"
-    data = np.full((8, 8), (1 << bits) - 1, dtype)
+    white = (1 << bits) - 1
+    data = np.arange(64, dtype=dtype).reshape(8, 8) % (white + 1)
     tifffile.imwrite(source, data, bitspersample=bits)
-    result = run("crop-pad", source, "-o", out, "--shape", "4,4")
-    assert result.exit_code == 0, result.stderr
-    width = np.dtype(dtype).itemsize * 8
-    assert (f"the TIFF's {bits}-bit samples (written as {width}-bit: {(1 << bits) - 1}, their white, is no longer "
-            "the output's) cannot be carried; dropped") in result.stderr
+    assert json.loads(run("info", "--json", source).stdout)["bit_depth"] == bits
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
     with tifffile.TiffFile(out) as tif:
-        assert tif.pages[0].bitspersample == width and np.array_equal(tif.asarray(), data[2:6, 2:6])
+        assert tif.pages[0].bitspersample == bits and np.array_equal(tif.asarray(), data[2:6, 2:6])
+    assert json.loads(run("info", "--json", out).stdout)["bit_depth"] == bits
+    width = np.dtype(dtype).itemsize * 8
+    for options, why in ((["--shape", "4,4", "--compression", "zlib"], "tifffile packs them only uncompressed, "
+                                                                        "not zlib"),
+                         (["--shape", "10,10", "--fill", str(white + 1)], f"the result holds values past {white}")):
+        result = run("crop-pad", source, "-o", out, *options, "--json")
+        assert json.loads(result.stdout)["warnings"] == [
+            f"the TIFF's {bits}-bit samples cannot be kept: {why} (written as {width}-bit: {white}, their white, is no "
+            "longer the output's); dropped"]
+        with tifffile.TiffFile(out) as tif:
+            assert tif.pages[0].bitspersample == width
 
 
 def test_metadata_no_output_carries_is_named_in_a_warning(tmp_path: Path) -> None:
