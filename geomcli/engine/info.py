@@ -183,9 +183,9 @@ def _record(path: str, format: str, shape: tuple[int, ...], dtype: Any, layout: 
     the transforms read it, and what its metadata says."""
     from geomcli import io
 
-    sizes = pixel_size(metadata)
+    sizes = metadata.pixel_size()
     # a microscope's calibration (ImageJ's pixels per micron) is its pixel size, not dots per inch
-    dpi = None if metadata.dpi is None or _calibrated(metadata) else [round(value, 3) for value in metadata.dpi]
+    dpi = None if metadata.dpi is None or metadata.calibrated else [round(value, 3) for value in metadata.dpi]
     return {"input": path, "format": format, "shape": list(shape), "dtype": str(dtype),
             "bit_depth": metadata.bits or _bit_depth(dtype),
             "layout": layout, "pages": pages,
@@ -196,43 +196,6 @@ def _record(path: str, format: str, shape: tuple[int, ...], dtype: Any, layout: 
             "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
             "compression": metadata.compression, "value_range": value_range, "file_size": file_size,
             "notes": notes, "status": "ok", "error": None}
-
-
-# geomcli's names of a resolution's units (Metadata.unit) as their symbols
-_UNIT_SYMBOLS = {"micron": "\u00b5m", "millimeter": "mm", "centimeter": "cm", "inch": "in"}
-
-
-def _calibrated(metadata: Metadata) -> bool:
-    """Whether the resolution is a microscope's calibration (ImageJ's unit: micron, mm, nm...),
-    which a TIFF's own ResolutionUnit (inch, centimeter) is not."""
-    return metadata.resolution is not None and metadata.unit not in (None, "inch", "centimeter")
-
-
-def pixel_size(metadata: Metadata) -> dict[str, dict[str, Any]] | None:
-    """The size of a pixel along x, y (and z), with its unit, as ``info`` shows it: an OME-TIFF's
-    physical sizes (micrometres where it names no unit), else an ImageJ calibration (its
-    resolution's pixels per unit, and its slice spacing); None where the file gives none.
-
-    >>> from geomcli.io import Metadata
-    >>> pixel_size(Metadata(physical=(("X", 0.5, None), ("Y", 0.25, "nm"))))
-    {'x': {'size': 0.5, 'unit': 'µm'}, 'y': {'size': 0.25, 'unit': 'nm'}}
-    >>> pixel_size(Metadata(resolution=(4.0, 2.0), unit="micron", imagej=(("spacing", 3.0),)))
-    {'x': {'size': 0.25, 'unit': 'µm'}, 'y': {'size': 0.5, 'unit': 'µm'}, 'z': {'size': 3.0, 'unit': 'µm'}}
-    >>> pixel_size(Metadata(resolution=(300.0, 300.0), unit="inch")) is None
-    True
-    """
-    if any(axis != "T" for axis, _, _ in metadata.physical):  # (a time increment is no pixel's size)
-        return {axis.lower(): {"size": size, "unit": unit or "\u00b5m"} for axis, size, unit in metadata.physical
-                if axis != "T"}
-    if metadata.resolution is None or not _calibrated(metadata):
-        return None
-    unit = _UNIT_SYMBOLS.get(metadata.unit or "", metadata.unit)
-    x, y = metadata.resolution
-    sizes = {"x": {"size": 1 / x, "unit": unit}, "y": {"size": 1 / y, "unit": unit}}
-    spacing = dict(metadata.imagej).get("spacing")
-    if isinstance(spacing, (int, float)) and spacing > 0:
-        sizes["z"] = {"size": float(spacing), "unit": unit}
-    return sizes
 
 
 def _range_by_regions(tiles: Any, max_pixels: int) -> tuple[list[Any] | None, bool]:

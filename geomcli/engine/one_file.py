@@ -281,6 +281,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it
         _add_steps(report, operation, loaded, common)
         metadata = _output_metadata(operation, loaded, common)
+        if output_format == "tiff":
+            report.notes.extend(summary.resized_pixels(loaded.metadata.pixel_size(), metadata.pixel_size()))
         if mapped:
             # renamed into place as the ExitStack closes
             from geomcli.engine import slabs

@@ -293,3 +293,19 @@ def show(report: Report, stream: IO[str] | None = None) -> None:
     style = "green" if report.status == "ok" else "red"
     head, _, rest = escape(line).partition(" ")
     Console(file=stream, highlight=True, soft_wrap=True).print(f"[bold {style}]{head}[/] {rest}")
+
+
+def resized_pixels(before: dict[str, dict[str, Any]] | None, after: dict[str, dict[str, Any]] | None) -> list[str]:
+    """A note of the pixel sizes (Metadata.pixel_size) an operation changed: space-to-depth's b
+    times, a resize's step; none where none changed.
+
+    >>> resized_pixels({"x": {"size": 0.5, "unit": "µm"}, "y": {"size": 0.25, "unit": "µm"}},
+    ...                {"x": {"size": 1.0, "unit": "µm"}, "y": {"size": 0.5, "unit": "µm"}})
+    ['pixel size x 0.5 → 1 µm, y 0.25 → 0.5 µm']
+    """
+    if not before or not after:
+        return []
+    changed = [f"{axis} {size['size']:g} → {after[axis]['size']:g}{' ' + size['unit'] if size['unit'] else ''}"
+               for axis, size in before.items()
+               if axis in after and not math.isclose(after[axis]["size"], size["size"])]
+    return [f"pixel size {', '.join(changed)}"] if changed else []

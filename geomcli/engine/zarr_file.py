@@ -141,8 +141,14 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         if output_format == "zarr" and result.dtype.kind in "biufc" and result.dtype.byteorder == ">":
             # zarr v3 keeps no byte order in the data type: a '>f4' result reads back as float32
             report.output_dtype = str(result.dtype.newbyteorder("="))
+        given = space
         space = _output_space(operation, space, header, common, report)
         space = _channels_kept(space, result.shape, operation.command, report)
+        output_layout = layouts.written_layout(data.shape, result.shape, common.layout, layout)
+        held = _zarr.holds(space, output_layout) if output_format == "zarr" else \
+            output_format == "tiff" and _zarr.ome_tiff_of(space, output_layout) is not None
+        if given is not None and space is not None and held:  # (an output that holds none says so in a warning)
+            report.notes.extend(summary.resized_pixels(_zarr.pixel_size(given), _zarr.pixel_size(space)))
         try:
             report.value_range, nan, blocks = _write(operation, result, data, written, output_format, common,
                                                      scheduler, layout=layout, space=space, like=like,

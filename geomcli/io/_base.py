@@ -25,6 +25,9 @@ DEFAULT_MAX_PIXELS: int = 2**31
 SNIFF_BYTES = 16
 
 
+# geomcli's names of a resolution's units (Metadata.unit) as their symbols
+_UNIT_SYMBOLS = {"micron": "\u00b5m", "millimeter": "mm", "centimeter": "cm", "inch": "in"}
+
 # units a resolution can be converted between, in inches
 _INCHES = {"inch": 1.0, "centimeter": 1 / 2.54, "millimeter": 1 / 25.4, "micron": 1 / 25400}
 
@@ -109,6 +112,37 @@ class Metadata(NamedTuple):
             return None
         inches = _INCHES[self.unit]
         return (self.resolution[0] / inches, self.resolution[1] / inches)
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether the resolution is a microscope's calibration (ImageJ's unit: micron, mm, nm...),
+        which a TIFF's own ResolutionUnit (inch, centimeter) is not."""
+        return self.resolution is not None and self.unit not in (None, "inch", "centimeter")
+
+    def pixel_size(self) -> dict[str, dict[str, Any]] | None:
+        """The size of a pixel along x, y (and z), with its unit, as ``info`` shows it: an OME-TIFF's
+        physical sizes (micrometres where it names no unit), else an ImageJ calibration (its
+        resolution's pixels per unit, and its slice spacing); None where the file gives none.
+
+        >>> Metadata(physical=(("X", 0.5, None), ("Y", 0.25, "nm"))).pixel_size()
+        {'x': {'size': 0.5, 'unit': 'µm'}, 'y': {'size': 0.25, 'unit': 'nm'}}
+        >>> Metadata(resolution=(4.0, 2.0), unit="micron", imagej=(("spacing", 3.0),)).pixel_size()
+        {'x': {'size': 0.25, 'unit': 'µm'}, 'y': {'size': 0.5, 'unit': 'µm'}, 'z': {'size': 3.0, 'unit': 'µm'}}
+        >>> Metadata(resolution=(300.0, 300.0), unit="inch").pixel_size() is None
+        True
+        """
+        if any(axis != "T" for axis, _, _ in self.physical):  # (a time increment is no pixel's size)
+            return {axis.lower(): {"size": size, "unit": unit or "\u00b5m"} for axis, size, unit in self.physical
+                    if axis != "T"}
+        if self.resolution is None or not self.calibrated:
+            return None
+        unit = _UNIT_SYMBOLS.get(self.unit or "", self.unit)
+        x, y = self.resolution
+        sizes = {"x": {"size": 1 / x, "unit": unit}, "y": {"size": 1 / y, "unit": unit}}
+        spacing = dict(self.imagej).get("spacing")
+        if isinstance(spacing, (int, float)) and spacing > 0:
+            sizes["z"] = {"size": float(spacing), "unit": unit}
+        return sizes
 
     def scaled(self, factor: float) -> Metadata:
         """The same, for pixels ``factor`` times as many per unit (space-to-depth: 1/b)."""

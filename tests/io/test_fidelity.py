@@ -1189,6 +1189,36 @@ def test_ome_physical_sizes_follow_the_pixels(tmp_path: Path, args: list[str], e
         assert "PhysicalSize" not in (tif.ome_metadata or "") and stripped.exit_code == 0
 
 
+@pytest.mark.parametrize(("source", "args", "note"), [
+    ("in.ome.tif", ["space-to-depth", "--blocksize", "2"], "pixel size x 0.5 → 1 µm, y 0.25 → 0.5 nm"),
+    ("blocks.ome.tif", ["depth-to-space", "--blocksize", "2"], "pixel size x 1 → 0.5 µm, y 0.5 → 0.25 nm"),
+    ("in.ome.tif", ["resize", "--scales", "0.5,0.5"], "pixel size x 0.5 → 1 µm, y 0.25 → 0.5 nm"),
+    ("ij.tif", ["space-to-depth", "--blocksize", "4"], "pixel size x 0.25 → 1 µm, y 0.5 → 2 µm"),
+    ("in.zarr", ["space-to-depth", "--blocksize", "2"], "pixel size y 0.25 → 0.5 nm, x 0.5 → 1 µm"),
+    ("in.ome.tif", ["crop-pad", "--shape", "4,4"], None),
+])
+def test_space_to_depth_says_what_it_does_to_the_pixel_size(tmp_path: Path, source: str, args: list[str],
+                                                            note: str | None) -> None:
+    """space-to-depth makes each pixel a b x b block, and wrote its pixel size b times larger
+    without a word (depth-to-space: b times smaller, a resize by its step): a note now says what
+    the calibration became; a crop, which keeps it, says nothing."""
+    import tifffile
+
+    tifffile.imwrite(tmp_path / "in.ome.tif", np.zeros((2, 8, 8), np.uint16), ome=True, metadata={
+        "axes": "CYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.25, "PhysicalSizeYUnit": "nm"})
+    tifffile.imwrite(tmp_path / "blocks.ome.tif", np.zeros((8, 4, 4), np.uint16), ome=True, photometric="minisblack",
+                     metadata={
+        "axes": "CYX", "PhysicalSizeX": 1.0, "PhysicalSizeY": 0.5, "PhysicalSizeYUnit": "nm"})
+    tifffile.imwrite(tmp_path / "ij.tif", np.zeros((3, 8, 8), np.uint16), imagej=True, resolution=(4.0, 2.0),
+                     metadata={"axes": "ZYX", "spacing": 1.5, "unit": "um"})
+    assert run("crop-pad", tmp_path / "in.ome.tif", "-o", tmp_path / "in.zarr", "--shape", "8,8").exit_code == 0
+    out = tmp_path / ("out.zarr" if source.endswith(".zarr") else "out.tif")
+    result = run(args[0], tmp_path / source, "-o", out, *args[1:], "--json")
+    assert result.exit_code == 0, result.output
+    notes = [text for text in json.loads(result.stdout)["notes"] if text.startswith("pixel size")]
+    assert notes == ([] if note is None else [note])
+
+
 @pytest.mark.parametrize(("shape", "options", "expected"), [
     ((3, 40, 50), ["--sizes", "10,50", "--layout", "NHW"], (2.0, 1.0)),  # pages of grey: H, W are the last two
     ((3, 40, 50), ["--sizes", "6,40,50", "--layout", "NHW"], (2.0, 4.0)),  # only the page count changes
