@@ -60,9 +60,10 @@ class _OutputError(GeomError):
 
 def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
                   output_format: str, layout: str | None = None, colour: bool | None = None,
-                  inks: bool = False) -> np.ndarray | None:
+                  inks: bool = False, ome: Metadata | None = None) -> np.ndarray | None:
     """A memory-mapped output for a big result in ``layout`` (None: unknown), its channels
     colours or not as ``colour`` says (Metadata.colour), CMYK where ``inks`` does (Metadata.inks),
+    with the OME axes, physical sizes and channel names of ``ome`` where they fit (io.open_output),
     open until ``outputs`` closes (then renamed into place); None for a result that is written from RAM."""
     from geomcli import io
 
@@ -70,7 +71,7 @@ def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype
         return None
     try:
         return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout,
-                                                    colour=colour, inks=inks))
+                                                    colour=colour, inks=inks, ome=ome))
     except GeomError as error:
         raise _OutputError(str(error)) from error  # it names the output already
 
@@ -201,7 +202,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary, zarr_file
-    from geomcli.io import _remote
+    from geomcli.io import _remote, _tiff
 
     _remote.configure(common.storage_options)  # for a URL, the zarr header's too: in a worker too
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
@@ -251,7 +252,10 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             layout = layouts.written_layout(loaded.shape, shape, common.layout, loaded.layout)
             # a map keeps no metadata, but whether its channels are colours or inks (its photometric)
             channels = _output_metadata(operation, loaded, common)
-            out = mapped_output(outputs, output, shape, dtype, output_format, layout, channels.colour, channels.inks)
+            ome = io.Metadata(axes=channels.axes, axes_kind="ome", physical=channels.physical,
+                              channels=channels.channels) if channels.axes_kind == "ome" else None
+            out = mapped_output(outputs, output, shape, dtype, output_format, layout, channels.colour, channels.inks,
+                                ome)
             mapped.extend([] if out is None else [out])
             return out
 
@@ -294,6 +298,13 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             # an image's samples (YXS, no metadata of the file's) are what the map writes too
             plain = metadata.axes_kind is None and metadata.axes == "YXS"
+            written = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
+            if output_format == "tiff" and _tiff.carries_ome(tuple(result.shape), written, metadata):
+                # its OME axes, physical sizes and channel names (where they fit) are the map's
+                refused = _tiff.channels_refusal(metadata.channels, tuple(result.shape), metadata.axes) \
+                    if metadata.channels else None
+                report.warnings.extend([refused] if refused else [])
+                metadata = metadata._replace(axes=None, axes_kind=None, physical=(), channels=())
             if output_format != "npy" and metadata._replace(compression=None, predictor=None, colour=None, inks=False,
                                                             axes=None if plain else metadata.axes) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")

@@ -1009,7 +1009,7 @@ def write(
     if metadata.physical and kind != "ome":
         warnings.append("the OME physical sizes cannot be written without OME axes; dropped")
     if metadata.channels:
-        refusal = _channels_said(metadata.channels, stored.shape, axes if kind == "ome" else None)
+        refusal = channels_refusal(metadata.channels, stored.shape, axes if kind == "ome" else None)
         if refusal is None:
             write_args["metadata"]["Channel"] = {"Name": list(metadata.channels)}
         else:
@@ -1090,13 +1090,25 @@ def ome_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype,
     import uuid
 
     axes = metadata.axes
-    if metadata.axes_kind != "ome" or axes is None or len(axes) != len(shape) or _layout_of(axes) != layout:
+    if not carries_ome(shape, layout, metadata):
         return laid_out
+    assert axes is not None
     laid_out = {**_pages(shape, dtype, axes, "ome", metadata.colour, metadata.inks), "ome": True}
     described = laid_out["metadata"]
     described["UUID"] = f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_OID, f'{name} {dtype.str} {shape}')}"
     described.update(_ome_sizes(metadata.physical))
+    if metadata.channels and channels_refusal(metadata.channels, shape, axes) is None:
+        described["Channel"] = {"Name": list(metadata.channels)}
     return laid_out
+
+
+def carries_ome(shape: tuple[int, ...], layout: str | None, metadata: Metadata) -> bool:
+    """Whether a memory-mapped TIFF of this shape and layout is written with ``metadata``'s OME axes,
+    physical sizes and channel names (:func:`ome_pages`): OME axes that still name the layout, of
+    no samples (whose planar pages a map does not lay out as :func:`write` does)."""
+    axes = metadata.axes
+    return (metadata.axes_kind == "ome" and axes is not None and len(axes) == len(shape) and "S" not in axes
+            and _layout_of(axes) == layout)
 
 
 def _ome_sizes(physical: tuple[tuple[str, float, str | None], ...]) -> dict[str, Any]:
@@ -1149,13 +1161,13 @@ def _pages(shape: tuple[int, ...], dtype: np.dtype, axes: str | None, kind: str 
     return write_args
 
 
-def _channels_said(names: tuple[str, ...], shape: tuple[int, ...], axes: str | None) -> str | None:
+def channels_refusal(names: tuple[str, ...], shape: tuple[int, ...], axes: str | None) -> str | None:
     """Why OME channel names cannot be written for an array of this shape with these OME axes
     (None: no OME axes), or None where they can: as many channels (one without a C axis), no samples.
 
-    >>> _channels_said(("dapi", "gfp"), (2, 4, 4), "CYX") is None, _channels_said(("gfp",), (4, 4), "YX") is None
+    >>> channels_refusal(("dapi", "gfp"), (2, 4, 4), "CYX") is None, channels_refusal(("gfp",), (4, 4), "YX") is None
     (True, True)
-    >>> _channels_said(("dapi", "gfp"), (8, 2, 2), "CYX")
+    >>> channels_refusal(("dapi", "gfp"), (8, 2, 2), "CYX")
     "the OME-XML channel names (dapi, gfp) do not fit the result's 8 channels; dropped"
     """
     shown = ", ".join(names)

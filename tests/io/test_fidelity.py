@@ -1189,6 +1189,42 @@ def test_ome_physical_sizes_follow_the_pixels(tmp_path: Path, args: list[str], e
         assert "PhysicalSize" not in (tif.ome_metadata or "") and stripped.exit_code == 0
 
 
+def test_a_big_ome_tiff_written_through_a_memory_map_keeps_its_calibration(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OME-TIFF output of 64 MiB or more is written through a memory map, and lost its OME-XML
+    (axes, physical sizes, channel names) with one warning, 'a big output is written through a
+    memory map, without metadata': a crop of a 4 x 3000 x 3000 uint16 stack, say. The map is
+    written with them now; channel names that no longer fit are named where dropped."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    source, out = tmp_path / "in.ome.tif", tmp_path / "out.ome.tif"
+    data = np.arange(2 * 8 * 8, dtype=np.uint16).reshape(2, 8, 8)
+    tifffile.imwrite(source, data, ome=True, metadata={"axes": "CYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.25,
+                                                       "Channel": {"Name": ["dapi", "gfp"]}})
+    for args, warnings, shape, names, sizes in (
+            (["crop-pad", "--shape", "4,4"], [], (2, 4, 4), ["dapi", "gfp"], (0.5, 0.25)),
+            (["space-to-depth", "--blocksize", "2"],
+             ["the OME-XML channel names (dapi, gfp) do not fit the result's 8 channels; dropped"], (8, 4, 4), [],
+             (1.0, 0.5))):
+        result = run(args[0], source, "-o", out, *args[1:], "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == warnings, result.output
+        with tifffile.TiffFile(out) as tif:
+            pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+            assert tif.series[0].axes == "CYX" and tif.series[0].shape == shape
+        channels = pixels["Channel"] if isinstance(pixels["Channel"], list) else [pixels["Channel"]]
+        assert [channel["Name"] for channel in channels if "Name" in channel] == names
+        assert (pixels["PhysicalSizeX"], pixels["PhysicalSizeY"]) == sizes
+    # the same bytes run after run (its UUID is named by the file's name, shape and dtype)
+    written = []
+    for _ in range(2):
+        assert run("crop-pad", source, "-o", out, "--shape", "4,4").exit_code == 0
+        written.append(out.read_bytes())
+    assert written[0] == written[1]
+
+
 @pytest.mark.parametrize(("source", "args", "note"), [
     ("in.ome.tif", ["space-to-depth", "--blocksize", "2"], "pixel size x 0.5 → 1 µm, y 0.25 → 0.5 nm"),
     ("blocks.ome.tif", ["depth-to-space", "--blocksize", "2"], "pixel size x 1 → 0.5 µm, y 0.5 → 0.25 nm"),
