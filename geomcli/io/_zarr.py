@@ -159,7 +159,13 @@ def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
         physical.append((letter, size, _SYMBOLS[axis["unit"]]))
     if not set(letters) <= set("TCZYX") or not physical:
         return None
-    return Metadata(axes=letters, axes_kind="ome", physical=tuple(physical))
+    listed = (space.omero or {}).get("channels")
+    labels = [entry.get("label") if isinstance(entry, dict) else None for entry in listed] \
+        if isinstance(listed, list) else []
+    # its omero's channel labels, as OME channel names (the TIFF writer names them where they do not fit)
+    channels = tuple(str(label) for label in labels) if labels and all(isinstance(label, str) for label in labels) \
+        else ()
+    return Metadata(axes=letters, axes_kind="ome", physical=tuple(physical), channels=channels)
 
 
 def _imagej_sizes(metadata: Metadata) -> dict[str, tuple[float, str]]:

@@ -867,6 +867,30 @@ def test_an_imagej_calibration_is_an_ome_zarr_s_scale(tmp_path: Path, axes: str,
         assert (pixels["TimeIncrement"], pixels["TimeIncrementUnit"], pixels["PhysicalSizeX"]) == (2.5, "ms", 0.5)
 
 
+def test_an_ome_zarr_s_channel_labels_are_an_ome_tiff_s_channel_names(tmp_path: Path) -> None:
+    """An OME-Zarr's omero channel labels were lost without a word in a TIFF output: they are its
+    OME channel names where the channels are the input's (a crop's), else dropped as the omero is."""
+    import tifffile
+
+    data = tensor(np.dtype("uint16"), (3, 16, 12))
+    ome_image(tmp_path / "in.zarr", data, (1, 7, 7))
+    group = zarr.open_group(str(tmp_path / "in.zarr"), mode="r+")
+    ome = dict(group.attrs["ome"])
+    group.attrs["ome"] = {**ome, "omero": {"channels": [{"label": "dapi", "color": "0000FF"}, {"label": "gfp"},
+                                                        {"label": "rfp"}]}}
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / "out.ome.tif", "--shape", "4,4", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    with tifffile.TiffFile(tmp_path / "out.ome.tif") as tif:
+        channels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]["Channel"]
+    assert [channel["Name"] for channel in channels] == ["dapi", "gfp", "rfp"]
+    blocks = run("space-to-depth", tmp_path / "in.zarr", "-o", tmp_path / "blocks.ome.tif", "--blocksize", "2",
+                 "--json")
+    assert json.loads(blocks.stdout)["warnings"] == [
+        "the OME-Zarr omero metadata of 3 channel(s) does not fit the output of space-to-depth; dropped"]
+    with tifffile.TiffFile(tmp_path / "blocks.ome.tif") as tif:
+        assert "dapi" not in tif.ome_metadata
+
+
 @pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
 def test_an_ome_zarr_s_scale_goes_to_an_ome_tiff_written_chunk_by_chunk(tmp_path: Path, mapped: bool,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
