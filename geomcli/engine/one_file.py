@@ -202,7 +202,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary, zarr_file
-    from geomcli.io import _remote, _tiff
+    from geomcli.io import _remote
 
     _remote.configure(common.storage_options)  # for a URL, the zarr header's too: in a worker too
     report = summary.Report(operation.command, input_path, output, parameters=operation.parameters())
@@ -290,6 +290,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if mapped:
             # renamed into place as the ExitStack closes
             from geomcli.engine import slabs
+            from geomcli.io import _tiff
 
             assert not isinstance(result, io.Picture)  # only an array asks allocate for a map
 
