@@ -687,7 +687,8 @@ _OME_SIZES = {"X": "PhysicalSizeX", "Y": "PhysicalSizeY", "Z": "PhysicalSizeZ", 
 
 def _unusable_sizes(tif: Any, choice: _Choice) -> tuple[str, ...]:
     """The OME-XML physical sizes of the image's axes that are no positive finite number
-    (PhysicalSizeX="nan", "0", "-1"), which _physical_sizes does not read, named for a warning."""
+    (PhysicalSizeX="nan", "0", "-1"), which _physical_sizes does not read, and those of a page's
+    stack along axes a plane has not (its PhysicalSizeZ), named for a warning."""
     pixels = _ome_pixels(tif, choice)
     unusable = []
     for axis, key in _OME_SIZES.items():
@@ -695,6 +696,9 @@ def _unusable_sizes(tif: Any, choice: _Choice) -> tuple[str, ...]:
         if axis in choice.axes and size is not None and not (isinstance(size, (int, float)) and 0 < size < math.inf):
             shown = f"{size:g}" if isinstance(size, (int, float)) else repr(str(size)[:40])
             unusable.append(f"the OME-XML {key} {shown} (no positive size)")
+        elif choice.series is None and choice.image is not None and axis not in choice.axes \
+                and isinstance(size, (int, float)):  # (--page: one plane of a stack, its Z or T size no pixel's)
+            unusable.append(f"the OME-XML {key} {size:g} (of the stack the page is one plane of)")
     return tuple(unusable)
 
 

@@ -1437,7 +1437,8 @@ def test_ome_channel_names_are_kept_where_the_channels_are(tmp_path: Path) -> No
 def test_a_page_of_an_ome_stack_keeps_its_pixel_size_and_channel_name(tmp_path: Path, page: int, name: str) -> None:
     """One plane (--page) of a ZCYX OME-TIFF was written as a plain TIFF with a warning that its
     physical sizes and channel names were dropped: the plane keeps its X and Y sizes, and the name
-    of the channel it is of (page 4 of 2 slices of 3 channels is slice 1's second channel)."""
+    of the channel it is of (page 4 of 2 slices of 3 channels is slice 1's second channel); its
+    stack's Z size, which no axis of a plane has, is named where dropped."""
     import tifffile
 
     source, out = tmp_path / "in.ome.tif", tmp_path / "plane.ome.tif"
@@ -1446,7 +1447,8 @@ def test_a_page_of_an_ome_stack_keeps_its_pixel_size_and_channel_name(tmp_path: 
         "axes": "ZCYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.25, "PhysicalSizeYUnit": "nm", "PhysicalSizeZ": 3.0,
         "Channel": {"Name": ["dapi", "gfp", "rfp"]}})
     result = run("crop-pad", source, "-o", out, "--page", str(page), "--shape", "4,4", "--json")
-    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.stdout
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [
+        "the OME-XML PhysicalSizeZ 3 (of the stack the page is one plane of) cannot be carried; dropped"], result.stdout
     with tifffile.TiffFile(out) as tif:
         pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
         assert tif.series[0].axes == "YX" and np.array_equal(tif.asarray(), data[page // 3, page % 3, 2:6, 2:6])
