@@ -297,6 +297,8 @@ def _read_frames(
     if fmt == "gif":
         _gif_frames_fit(source, name, width, height)
     check_size((count, height, width, channels), max_pixels, name)
+    if fmt == "png":
+        _check_png_data(source, name)  # the first frame's data, as a single frame's is checked
     try:
         pictures = [frame.copy() for frame in ImageSequence.Iterator(im)]
         if any(_KEPT.get(_target_mode(p)[0], (None, 0))[1] == 4 for p in pictures) and mode != "RGBA":

@@ -46,13 +46,18 @@ def short_data(data: bytes) -> str | None:
     its IHDR declares at deflate's most, or None. Decoded, its frame was allocated whole and the
     rows past the data's end came out as zeros (Pillow stops without a word): a 4 KB PNG declaring
     40000x40000 grey was read as such, exit 0, and 'info' of it took 1.6 GB."""
-    chunks = list(_chunks(data))
-    if not chunks or chunks[0][0] != b"IHDR" or len(chunks[0][1]) < 13:
-        return None  # (Pillow says what is wrong with it)
-    width, height, depth, colour = struct.unpack_from(">IIBB", chunks[0][1])
+    width = height = depth = colour = stored = 0
+    for kind, body in _chunks(data):  # one chunk's bytes at a time: the IDATs are most of the file
+        if not width and (kind != b"IHDR" or len(body) < 13):
+            return None  # (Pillow says what is wrong with it)
+        if kind == b"IHDR" and not width:
+            width, height, depth, colour = struct.unpack_from(">IIBB", body)
+        elif kind == b"IDAT":
+            stored += len(body)
+    if not width:
+        return None
     # every pixel's bits, without the rows' filter bytes: a floor for Adam7's passes too
     needed = (width * height * depth * _CHANNELS.get(colour, 1) + 7) // 8
-    stored = sum(len(body) for kind, body in chunks if kind == b"IDAT")
     if needed <= stored * _DEFLATE_MOST:
         return None
     return (f"truncated: its {stored} bytes of image data hold at most {stored * _DEFLATE_MOST} of the "

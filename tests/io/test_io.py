@@ -931,6 +931,26 @@ def test_png_claiming_more_pixels_than_its_data_can_hold_is_refused_before_decod
     assert io.read_header(path).shape[:2] == (40_000, 40_000)  # the header is still described
 
 
+def test_animated_png_claiming_more_pixels_than_its_data_can_hold_is_refused_with_every_frame(
+    tmp_path: Path,
+) -> None:
+    """--frames all read such an APNG's frames as whole, zeros past the data's end (2.7 GB for two
+    20000x20000 grey frames), where --frames first refused it. Here 10 whole rows of 6000."""
+    ihdr = struct.pack(">IIBBBBB", 6000, 6000, 8, 0, 0, 0, 0)
+    data = zlib.compress(b"\0" * 6001 * 10)
+
+    def frame_control(sequence: int) -> bytes:
+        return _chunk(b"fcTL", struct.pack(">IIIIIHHBB", sequence, 6000, 6000, 0, 0, 1, 10, 0, 0))
+
+    path = _put(tmp_path / "liar.png", b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr)
+                + _chunk(b"acTL", struct.pack(">II", 2, 0)) + frame_control(0) + _chunk(b"IDAT", data)
+                + frame_control(1) + _chunk(b"fdAT", struct.pack(">I", 2) + data) + _chunk(b"IEND", b""))
+    for frames in ("first", "all"):
+        with pytest.raises(GeomError, match=r"liar\.png: not a readable PNG \(truncated: its \d+ bytes of image "
+                                            r"data hold at most \d+ of the 36000000 its 6000x6000 frame needs\)$"):
+            io.read_array(path, frames=frames)
+
+
 @pytest.mark.parametrize("shape", [(2000, 2000), (1000, 700, 3)])
 def test_png_at_deflates_highest_ratio_is_read(tmp_path: Path, shape: tuple[int, ...]) -> None:
     """Zeros at zlib level 9, close to deflate's 1032:1: still within the bound."""
