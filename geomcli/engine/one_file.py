@@ -469,7 +469,7 @@ def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tu
         theta, grid_size = thetas.resolve(size, like, theta_file, numbers, flags, dtype, common.layout,
                                           common.max_pixels, auto_orient=common.fidelity.auto_orient,
                                           frames=common.fidelity.frames or "first", series=common.fidelity.series,
-                                          page=common.fidelity.page)
+                                          page=common.fidelity.page, warnings=report.warnings)
         if theta_text is None and len(theta):  # N = 0 (--size 0,...) makes no grid and uses no matrix
             report.parameters["theta"] = thetas.recorded(theta[0])
         _write_grid(report, theta, grid_size, align_corners, output, output_format, common)

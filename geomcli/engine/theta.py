@@ -188,7 +188,7 @@ def is_file(text: str | None) -> bool:
 def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | None,
             numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None, layout: str | None,
             max_pixels: int, auto_orient: bool = True, frames: str = "first", series: int | None = None,
-            page: int | None = None) -> tuple[np.ndarray, tuple[int, ...]]:
+            page: int | None = None, warnings: list[str] | None = None) -> tuple[np.ndarray, tuple[int, ...]]:
     """theta as (N, s, s+1) in the grid dtype, and the grid size it goes with.
 
     The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
@@ -198,7 +198,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     checked against ``max_pixels`` before theta is built: N matrices could be gigabytes
     themselves. What the options cannot make of
     the files (a layout ``like`` cannot take, matrices that do not fit the grid, an output past
-    ``max_pixels``) is an OptionFault, a usage fault (exit 2).
+    ``max_pixels``) is an OptionFault, a usage fault (exit 2). ``series`` or ``page`` for a ``like``
+    that is no TIFF adds its warning to ``warnings``, as grid-sample and warp warn.
     """
     import geomcli.ops.affine_grid as grid_ops
     from geomcli import io
@@ -214,6 +215,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
         # upright, unless auto_orient is off
         header = io.read_header(like, frames=frames, auto_orient=auto_orient, series=series, page=page)
         declared = header.shape
+        for option, value in (("--series", series), ("--page", page)):
+            if value is not None and header.format != "tiff" and warnings is not None:
+                warnings.append(f"{like}: {option} is for TIFF input, not {header.format.upper()}; ignored")
         batch, *spatial_sizes = _like_size(header, like, layout)
         what = f"{like}'s N = {batch}"
     else:

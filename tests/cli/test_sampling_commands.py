@@ -294,6 +294,14 @@ def test_a_grid_like_a_tiffs_page_or_series_fits_that_page_or_series(tmp_path: P
         assert sampled.exit_code == 0, sampled.stderr
         assert run("warp", path, *option, "--rotate", "10", "-o", tmp_path / "b.tif", "-q").exit_code == 0
         assert np.array_equal(tifffile.imread(tmp_path / "a.tif"), tifffile.imread(tmp_path / "b.tif"))
+    png = tmp_path / "one.png"
+    Image.fromarray(rng.integers(0, 255, (6, 8), dtype=np.uint8)).save(png)
+    for option in ["--page", "--series"]:  # ignored with a warning, as grid-sample and warp ignore it
+        made = run("affine-grid", "--like", png, option, "1", "--rotate", "10", "-o", grid)
+        assert made.exit_code == 0 and np.load(grid).shape == (1, 6, 8, 2)
+        assert f"Warning: {grid}: {png}: {option} is for TIFF input, not PNG; ignored\n" in made.stderr
+        assert f"{option} is for TIFF input, not PNG; ignored" in run("warp", png, option, "1", "--rotate", "10",
+                                                                      "-o", tmp_path / "b.png").stderr
     beyond = run("affine-grid", "--like", path, "--page", "9", "-o", grid)
     assert beyond.exit_code == 1 and beyond.stderr == f"Error: {path}: --page 9 is out of range (pages 0 to 3)\n"
     for args, message in [(["--size", "1,1,4,4", "--page", "1"], "--page is for --like's file"),
