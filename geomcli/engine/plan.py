@@ -876,13 +876,14 @@ def skip_reason(job: Job, options: BatchOptions) -> str | None:
 
 def _no_output(path: str) -> bool:
     """Whether the folder at the local output ``path`` is no output a run made: any folder at a
-    file's name, or one that is no zarr array at a .zarr name. --skip-existing took it for an
-    output up to date (exit 0, '1 skipped', where the run without it failed that file)."""
+    file's name, or one that is no zarr array at a .zarr name (a group's too, which the run
+    replaces). --skip-existing took it for an output up to date (exit 0, '1 skipped', where the
+    run without it failed that file, or wrote its array there)."""
     from geomcli.io import _remote
 
     if _remote.is_url(path) or not os.path.isdir(path):
         return False
-    return not (_zarr.is_zarr(path) and _zarr.has_metadata(path))
+    return not (_zarr.is_zarr(path) and _zarr.holds_array(path))
 
 
 def _modified(path: str) -> int | None:

@@ -501,6 +501,20 @@ def has_metadata(folder: str) -> bool:
         return False
 
 
+def holds_array(folder: str) -> bool:
+    """Whether the local ``folder`` is a zarr array, not a group: its .zarray (v2), or a zarr.json
+    whose node_type is "array" (v3). False where neither can be read."""
+    import json
+
+    if os.path.isfile(os.path.join(folder, ".zarray")):
+        return True
+    try:
+        with open(os.path.join(folder, "zarr.json"), "rb") as file:
+            return bool(json.load(file).get("node_type") == "array")
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def misnamed(folder: str) -> str | None:
     """Why a local ``folder`` whose name does not end in .zarr is no input, where it is a zarr array
     or group (its zarr.json, .zarray or .zgroup: an array in a group, an OME-Zarr level, say);

@@ -665,6 +665,27 @@ def test_skip_existing_takes_no_folder_for_an_output_up_to_date(shots: Path, tmp
     assert (out / "a.png").is_dir() and os.listdir(out / "a.png") == []
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_skip_existing_takes_no_zarr_group_for_an_output_up_to_date(shots: Path, tmp_path: Path,
+                                                                    zarr_format: int) -> None:
+    """A zarr group at a .zarr output's name, newer than its input, was skipped as up to date
+    ('1 skipped', exit 0), where the run without --skip-existing wrote its array there: no array
+    was made. It is done again, as without the option."""
+    import zarr
+
+    out = tmp_path / "out"
+    zarr.create_group(str(out / "a.zarr"), zarr_format=zarr_format)
+    result = run("crop-pad", shots / "a.png", "--out-dir", out, "--name", "{stem}.zarr", "--shape", "4,4",
+                 "--skip-existing", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert statuses(result) == {"a.png": "ok"}
+    assert zarr.open_array(str(out / "a.zarr"), mode="r").shape[:2] == (4, 4)
+    # an array made by the run is taken as up to date
+    again = run("crop-pad", shots / "a.png", "--out-dir", out, "--name", "{stem}.zarr", "--shape", "4,4",
+                "--skip-existing", "--json")
+    assert again.exit_code == 0 and statuses(again) == {"a.png": "skipped"}
+
+
 def test_no_clobber_never_replaces_a_file(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
