@@ -753,9 +753,9 @@ class Warp(Operation):
             return []  # a layout the run refuses
         if layout is None or "Z" not in layout or len(self.theta.matrices) < 2:
             return []
-        count = self.theta.of_rank(2).shape[0]
-        return [f"--theta's {6 * count} numbers are read as {count} 2-D matrices (6 numbers each): a {layout} "
-                "stack is warped plane by plane, not in 3-D (a 3-D warp takes a rank-5 tensor of no named axes)"]
+        from geomcli.engine import theta as thetas
+
+        return [thetas.planes_caution(self.theta.of_rank(2).shape[0], layout)]
 
     def _axis_maps(self, header: Header, common: Common) -> list[tuple[int, float, float, float]] | None:
         """Per warped axis, (axis, theta's factor f, a, b) with x_in = a·x_out + b in input pixels,

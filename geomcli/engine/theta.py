@@ -199,7 +199,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     themselves. What the options cannot make of
     the files (a layout ``like`` cannot take, matrices that do not fit the grid, an output past
     ``max_pixels``) is an OptionFault, a usage fault (exit 2). ``series`` or ``page`` for a ``like``
-    that is no TIFF adds its warning to ``warnings``, as grid-sample and warp warn.
+    that is no TIFF, and typed numbers in 12s for a z-stack's planes, add their warnings to
+    ``warnings``, as grid-sample and warp warn.
     """
     import geomcli.ops.affine_grid as grid_ops
     from geomcli import io
@@ -220,6 +221,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
                 warnings.append(f"{like}: {option} is for TIFF input, not {header.format.upper()}; ignored")
         batch, *spatial_sizes = _like_size(header, like, layout)
         what = f"{like}'s N = {batch}"
+        if (numbers is not None and len(spatial_sizes) == 3 and len(numbers) % 12 == 0 and layout is None
+                and "Z" in (header.layout or "") and warnings is not None):
+            warnings.append(planes_caution(len(numbers) // 6, header.layout or ""))
     else:
         assert size is not None
         batch, *spatial_sizes = size
@@ -265,6 +269,13 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
         return cast(matrices, grid_dtype(dtype or "float32")), grid_size
     except GeomError as error:
         raise GeomError(f"{theta_file}: {error}") from error
+
+
+def planes_caution(count: int, layout: str) -> str:
+    """The warning for typed numbers in 12s on a z-stack of named axes, warped plane by plane:
+    read as ``count`` 2-D matrices where 3-D ones were more likely meant."""
+    return (f"--theta's {6 * count} numbers are read as {count} 2-D matrices (6 numbers each): a {layout} "
+            "stack is warped plane by plane, not in 3-D (a 3-D warp takes a rank-5 tensor of no named axes)")
 
 
 def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]:

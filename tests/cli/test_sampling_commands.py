@@ -352,6 +352,14 @@ def test_twelve_numbers_on_a_z_stack_warn_that_they_make_2d_matrices(tmp_path: P
     for name in ("n2.npy", "v.npy"):
         quiet = run("warp", tmp_path / name, "--theta", theta, "-o", tmp_path / f"w_{name}")
         assert quiet.exit_code == 0 and "Warning" not in quiet.stderr, quiet.stderr
+    # a grid like the stack is one 2-D grid per plane too: affine-grid says so as warp does
+    grid = run("affine-grid", "--like", tmp_path / "z.ome.tif", "--theta", theta, "-o", tmp_path / "g.npy")
+    assert grid.exit_code == 0 and np.load(tmp_path / "g.npy").shape == (2, 5, 6, 2), grid.stderr
+    assert (f"Warning: {tmp_path / 'g.npy'}: --theta's 12 numbers are read as 2 2-D matrices (6 numbers each): "
+            "a ZYX stack is warped plane by plane") in grid.stderr
+    for name in ("n2.npy", "v.npy"):
+        quiet = run("affine-grid", "--like", tmp_path / name, "--theta", theta, "-o", tmp_path / f"g_{name}")
+        assert quiet.exit_code == 0 and "Warning" not in quiet.stderr, quiet.stderr
 
 
 def test_a_theta_file_of_another_count_than_n_names_both(tmp_path: Path) -> None:
