@@ -1237,6 +1237,27 @@ def test_nearest_on_two_axes_holds_no_intermediate_beside_the_output(shape: tupl
     assert peak < got.nbytes * 5 // 4, (peak, got.nbytes)
 
 
+@pytest.mark.parametrize("band", [1, 40])
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+@pytest.mark.parametrize("transform", ["half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"])
+def test_nearest_in_bands_is_the_reference(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator, band: int,
+                                           nearest_mode: str, transform: str) -> None:
+    """Gathered a band of the output at a time (here a row of one axis, or a few), bit for bit the
+    reference for every nearest_mode and transform, on axes after untouched ones and on the first."""
+    monkeypatch.setattr(resize_module, "_GATHERED_BAND", band)
+    for dtype, shape, sizes, axes in [(np.float32, (2, 3, 5, 4), [7, 3], [1, 3]),
+                                      (np.uint8, (4, 5, 3), [3, 8], [0, 1]),
+                                      (np.bool_, (2, 3, 6), [5, 4], [-2, -1]),
+                                      (np.uint8, (6, 2, 3, 4), [2, 3], [2, 3])]:
+        data = (rng.standard_normal(shape) * 50).astype(dtype)
+        roi = [0.2, -0.3, 0.9, 1.2] if transform == "tf_crop_and_resize" else None
+        options: dict[str, Any] = {"coordinate_transformation_mode": transform, "nearest_mode": nearest_mode,
+                                   "extrapolation_value": 1.0}
+        got = resize(data, roi, sizes=sizes, axes=axes, **options)
+        want = by_reference(data, roi, sizes=sizes, axes=axes, **options)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (dtype, shape)
+
+
 def test_a_steep_antialiased_shrink_keeps_its_bands_small() -> None:
     data = np.sin(np.arange(20000) / 300.0)
     got = resize(data, sizes=[3], mode="linear", antialias=True)  # 13334 taps per output
