@@ -495,6 +495,32 @@ def test_a_big_grey_or_rgb_image_is_copied_once_into_its_array(tmp_path: Path, m
     assert peak < os.path.getsize(path) + data.nbytes * 3 // 2, (peak, data.nbytes)  # was twice the array
 
 
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("mode", ["RGB", "L", "CMYK", "P"])
+def test_an_image_copied_into_its_array_is_np_asarrays_array(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            rng: np.random.Generator, mode: str,
+                                                            orientation: int) -> None:
+    """The copy through Pillow's PPM writer, for every image it takes (one turned upright by its
+    EXIF orientation, a CMYK JPEG or a palette PNG made RGB): the array np.asarray gives."""
+    from PIL import Image, ImageOps
+
+    from geomcli.io import _pillow
+
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    picture = Image.fromarray(rng.integers(0, 256, (7, 10, 3), dtype=np.uint8)).convert(mode)
+    path = tmp_path / ("a.png" if mode == "P" else "a.jpg")
+    picture.save(path, exif=exif.tobytes())
+    upright = ImageOps.exif_transpose(Image.open(path))
+    expected = np.asarray(upright if upright.mode in ("RGB", "L") else upright.convert("RGB"))
+    monkeypatch.setattr(_pillow, "_COPIED_ONCE", 1)
+    copies: list[Any] = []
+    into = _pillow._Into
+    monkeypatch.setattr(_pillow, "_Into", lambda *args: copies.append(into(*args)) or copies[-1])
+    assert _equal(io.read_array(str(path)).data, expected)
+    assert len(copies) == 1 and copies[0].written == expected.nbytes
+
+
 @pytest.mark.parametrize("ppm", [b"P6\n# a comment\n8 6\n255\n", b"P6\n8 6\n255\n" + bytes(200)])
 def test_a_pillow_writing_ppms_otherwise_still_gives_the_array(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                ppm: bytes) -> None:
