@@ -261,9 +261,10 @@ class _Into:
         return len(chunk)
 
 
-def _check_png_data(source: object, name: str) -> None:
-    """Refuse a PNG whose image data cannot hold its frame (see _png.short_data), before decoding."""
-    short = _png.short_data(source) if isinstance(source, bytes) else None
+def _check_png_data(source: object, name: str, every_frame: bool = False) -> None:
+    """Refuse a PNG whose image data cannot hold its frame (an APNG's frames, ``every_frame``: see
+    _png.short_data), before decoding."""
+    short = _png.short_data(source, every_frame) if isinstance(source, bytes) else None
     if short is not None:
         raise GeomError(f"{name}: not a readable PNG ({short})")
 
@@ -298,7 +299,7 @@ def _read_frames(
         _gif_frames_fit(source, name, width, height)
     check_size((count, height, width, channels), max_pixels, name)
     if fmt == "png":
-        _check_png_data(source, name)  # the first frame's data, as a single frame's is checked
+        _check_png_data(source, name, every_frame=True)
     try:
         pictures = [frame.copy() for frame in ImageSequence.Iterator(im)]
         if any(_KEPT.get(_target_mode(p)[0], (None, 0))[1] == 4 for p in pictures) and mode != "RGBA":

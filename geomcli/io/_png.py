@@ -41,27 +41,35 @@ def channels(head: bytes) -> int:
 _DEFLATE_MOST = 1032
 
 
-def short_data(data: bytes) -> str | None:
+def short_data(data: bytes, every_frame: bool = False) -> str | None:
     """What is wrong with a PNG whose image data (its IDAT chunks) is too short to hold the frame
     its IHDR declares at deflate's most, or None. Decoded, its frame was allocated whole and the
     rows past the data's end came out as zeros (Pillow stops without a word): a 4 KB PNG declaring
-    40000x40000 grey was read as such, exit 0, and 'info' of it took 1.6 GB."""
-    width = height = depth = colour = stored = 0
+    40000x40000 grey was read as such, exit 0, and 'info' of it took 1.6 GB. ``every_frame``: an
+    APNG's later frames too, each the region its fcTL declares from its fdAT chunks."""
+    width = depth = colour = 0
+    # (width, height, bytes of image data) of the default image, then of each later frame
+    frames: list[list[int]] = []
     for kind, body in _chunks(data):  # one chunk's bytes at a time: the IDATs are most of the file
         if not width and (kind != b"IHDR" or len(body) < 13):
             return None  # (Pillow says what is wrong with it)
         if kind == b"IHDR" and not width:
             width, height, depth, colour = struct.unpack_from(">IIBB", body)
-        elif kind == b"IDAT":
-            stored += len(body)
-    if not width:
-        return None
-    # every pixel's bits, without the rows' filter bytes: a floor for Adam7's passes too
-    needed = (width * height * depth * _CHANNELS.get(colour, 1) + 7) // 8
-    if needed <= stored * _DEFLATE_MOST:
-        return None
-    return (f"truncated: its {stored} bytes of image data hold at most {stored * _DEFLATE_MOST} of the "
-            f"{needed} its {width}x{height} frame needs")
+            frames.append([width, height, 0])
+        elif kind == b"IDAT" and len(frames) == 1:
+            frames[0][2] += len(body)
+        elif kind == b"fcTL" and every_frame and frames[0][2] and len(body) >= 12:
+            frames.append([*struct.unpack_from(">II", body, 4), 0])  # (the default image's comes before IDAT)
+        elif kind == b"fdAT" and len(frames) > 1:
+            frames[-1][2] += max(len(body) - 4, 0)  # (its first 4 bytes are a sequence number)
+    for number, (frame_width, frame_height, stored) in enumerate(frames, 1):
+        # every pixel's bits, without the rows' filter bytes: a floor for Adam7's passes too
+        needed = (frame_width * frame_height * depth * _CHANNELS.get(colour, 1) + 7) // 8
+        if needed > stored * _DEFLATE_MOST:
+            whose = "its" if number == 1 else "a later frame's"
+            return (f"truncated: {whose} {stored} bytes of image data hold at most {stored * _DEFLATE_MOST} of "
+                    f"the {needed} its {frame_width}x{frame_height} frame needs")
+    return None
 
 
 def decode(data: bytes) -> np.ndarray:

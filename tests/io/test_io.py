@@ -975,6 +975,16 @@ def test_animated_png_claiming_more_pixels_than_its_data_can_hold_is_refused_wit
         with pytest.raises(GeomError, match=r"liar\.png: not a readable PNG \(truncated: its \d+ bytes of image "
                                             r"data hold at most \d+ of the 36000000 its 6000x6000 frame needs\)$"):
             io.read_array(path, frames=frames)
+    # a whole first frame, and a later one of a row of 200: that one was read as whole, zeros past its rows
+    whole = zlib.compress(b"\0" * 6001 * 6000, 9)
+    later = _put(tmp_path / "later.png", b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr)
+                 + _chunk(b"acTL", struct.pack(">II", 2, 0)) + frame_control(0) + _chunk(b"IDAT", whole)
+                 + frame_control(1) + _chunk(b"fdAT", struct.pack(">I", 2) + zlib.compress(b"\0" + b"\xc8" * 6000))
+                 + _chunk(b"IEND", b""))
+    with pytest.raises(GeomError, match=r"later\.png: not a readable PNG \(truncated: a later frame's \d+ bytes of "
+                                        r"image data hold at most \d+ of the 36000000 its 6000x6000 frame needs\)$"):
+        io.read_array(later, frames="all")
+    assert io.read_array(later, frames="first").data.shape == (6000, 6000)  # the first frame alone is whole
 
 
 @pytest.mark.parametrize("shape", [(2000, 2000), (1000, 700, 3)])
