@@ -32,12 +32,15 @@ class FormatConflictError(GeomError):
 
 def output_format(path: str, given: str | None) -> str:
     """The format of the output ``path``: its extension's, or ``given`` (--format) for ``-``, a name
-    without an extension or one geomcli does not know; a GeomError when the two disagree."""
+    without an extension or one geomcli does not know; a GeomError when the two disagree, or for a
+    local name geomcli gives its temp files (a batch's sweep of another output's would remove it)."""
     from geomcli import io
-    from geomcli.io import _remote, _zarr
+    from geomcli.io import _atomic, _remote, _zarr
 
     if _remote.is_url(path):
         _remote.check_bucket(path)  # before its extension: s3:// has none either
+    elif _atomic.is_leftover_name(os.path.basename(path.rstrip("/"))):
+        raise GeomError(f"{path}: a name geomcli gives its temp files; choose another")
     if _zarr.is_zarr(path):  # an array chunk by chunk (geomcli.engine.zarr_file)
         if given is not None:
             raise FormatConflictError(f"--format {given} contradicts the extension of {path} (zarr)")

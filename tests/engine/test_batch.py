@@ -1453,3 +1453,17 @@ def test_an_output_named_as_a_temp_file_is_a_usage_error(template: str, shots: P
     result = run("crop-pad", shots / "a.png", "--out-dir", tmp_path / "out", "--name", template, "--shape", "4,4")
     assert result.exit_code == 2 and "a name geomcli gives its temp files" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", [["crop-pad", "--shape", "4,4"], ["affine-grid", "--size", "1,1,4,4"]])
+def test_an_output_given_with_o_named_as_a_temp_file_is_a_usage_error(command: list[str], shots: Path,
+                                                                      tmp_path: Path) -> None:
+    """-o out/.a.png.k3x_9q2z.tmp --format png was written, exit 0, where --name refuses it: a
+    batch into out/ whose output a.png was stopped would have swept it as that output's temp file."""
+    output = tmp_path / ".a.png.k3x_9q2z.tmp"
+    inputs = [shots / "a.png"] if command[0] == "crop-pad" else []
+    fmt = ["--format", "png"] if command[0] == "crop-pad" else ["--format", "npy"]
+    result = run(command[0], *inputs, *command[1:], "-o", output, *fmt)
+    assert result.exit_code == 2, result.stderr
+    assert f"{output}: a name geomcli gives its temp files; choose another" in result.stderr
+    assert not output.exists()
