@@ -854,6 +854,23 @@ def test_a_signal_mid_batch_of_big_outputs_leaves_only_complete_files(signum: in
         assert done.shape == (1, 1, 5000, 5000) and done[0, 0, 2500, 2500] == int(name[0])
 
 
+def test_a_batch_whose_stderr_reader_has_gone_ends_with_141_leaving_whole_outputs(tmp_path: Path) -> None:
+    # docs/files.md: as for stdout, a stderr whose reader has gone ends the run (`2>&1 | head -1`)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"b{i:02d}.png").write_bytes(b"not a png")
+    reader, writer = os.pipe()
+    os.close(reader)  # gone before the first error line
+    try:
+        gone = subprocess.run([*GEOMCLI, "crop-pad", str(folder), "--out-dir", str(tmp_path / "out"), "--shape",
+                               "4,4", "-j", "1"], stdout=subprocess.DEVNULL, stderr=writer, timeout=60)
+    finally:
+        os.close(writer)
+    assert gone.returncode == 141
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 def test_a_closed_pipe_on_stdout_ends_quietly(tmp_path: Path) -> None:
     paths = []
     for i in range(200):
