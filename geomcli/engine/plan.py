@@ -30,10 +30,7 @@ from geomcli.engine.one_file import (
 from geomcli.engine.options import unused_options, write_options
 from geomcli.engine.report import OUTPUT_EXISTS, echo_stderr, reporting
 from geomcli.errors import GeomError, PlanError
-from geomcli.io import (
-    _atomic,  # an output named as a temp file would be swept as one
-    _zarr,  # a zarr array (a folder) is one input, as a file is
-)
+from geomcli.io import _zarr  # a zarr array (a folder) is one input, as a file is
 
 if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
@@ -741,9 +738,6 @@ def render(template: str, source: Source, index: int) -> list[str]:
         raise PlanError(f"{template!r} names {text!r} for {source.path}, outside --out-dir", options="--name")
     if not parts:
         raise PlanError(f"{template!r} gives an empty name for {source.path}", options="--name")
-    if _atomic.is_leftover_name(parts[-1]):  # a sweep of another output's leftovers would remove it
-        raise PlanError(f"{template!r} names {parts[-1]!r} for {source.path}, a name geomcli gives its temp "
-                        "files", options="--name")
     for part in parts:
         if len(os.fsencode(part)) > NAME_MAX:
             raise PlanError(f"{template!r} names {part[:40]!r}... for {source.path}, longer than a file "
