@@ -316,16 +316,18 @@ def _temp_beside(path: str) -> tuple[int, str]:
     folder = os.path.dirname(path) or "."
     if os.path.isdir(path):
         raise GeomError(f"{path}: is a directory")
+    remakes = _REMAKES if _here.remake_folder else 0
     try:
-        for _ in range(_REMAKES if _here.remake_folder else 0):
+        while True:
             try:
                 fd, tmp = tempfile.mkstemp(_TEMP_SUFFIX, _hidden(os.path.basename(path), _TEMP_TAIL) + ".", folder)
                 return fd, os.path.abspath(tmp)
             except FileNotFoundError:
+                if not remakes:
+                    raise
+                remakes -= 1
                 with suppress(OSError):  # what stops it stops mkstemp next, which says why
                     os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(_TEMP_SUFFIX, _hidden(os.path.basename(path), _TEMP_TAIL) + ".", folder)
-        return fd, os.path.abspath(tmp)
     except FileExistsError as e:
         raise GeomError(f"{path}: cannot make a temp file in {folder} (every name tried exists)") from e
     except FileNotFoundError as e:
