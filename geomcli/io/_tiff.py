@@ -613,9 +613,9 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         # a tile past its page's sides rounded up to 16 holds only padding: kept for the output, a
         # crafted tag's (2**30 a side over 8 x 8 pixels) failed tifffile's write, or padded it to gigabytes
         tile = None
-    physical = _physical_sizes(tif, choice) if choice.kind == "ome" and axes else ()
-    unusable = _unusable_sizes(tif, choice) if choice.kind == "ome" and axes else ()
-    channels = _channel_names(tif, choice) if choice.kind == "ome" and axes else ()
+    pixels = _ome_pixels(tif, choice) if choice.kind == "ome" and axes else {}  # the XML parsed once
+    physical, unusable, channels = _physical_sizes(pixels, choice), _unusable_sizes(pixels, choice), \
+        _channel_names(pixels, choice)
     # samples of a grey (or CMYK, Lab) page are no RGB: a crop of 3 grey channels stays grey samples
     colour = False if _enum_name(page.photometric) not in _COLOUR_PHOTOMETRICS else None
     bits = _int(page.bitspersample)
@@ -654,10 +654,10 @@ def _ome_pixels(tif: Any, choice: _Choice) -> dict[str, Any]:
     return pixels if isinstance(pixels, dict) else {}
 
 
-def _channel_names(tif: Any, choice: _Choice) -> tuple[str, ...]:
-    """The OME-XML channel names of what is read, a name for each channel (the one of a page's
-    plane); none where a channel has none, or the XML lists other than the image's channels."""
-    pixels = _ome_pixels(tif, choice)
+def _channel_names(pixels: dict[str, Any], choice: _Choice) -> tuple[str, ...]:
+    """The OME-XML channel names of what is read (its ``pixels``: _ome_pixels), a name for each
+    channel (the one of a page's plane); none where a channel has none, or the XML lists other
+    than the image's channels."""
     listed = pixels.get("Channel")
     listed = [listed] if isinstance(listed, dict) else listed if isinstance(listed, list) else []
     names = tuple(entry.get("Name") if isinstance(entry, dict) else None for entry in listed)
@@ -669,10 +669,9 @@ def _channel_names(tif: Any, choice: _Choice) -> tuple[str, ...]:
     return tuple(str(one) for one in names) if "S" not in choice.axes and count == len(names) else ()
 
 
-def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
-    """The OME-XML PhysicalSizeX, Y and Z (and their units) of the image read, for the axes it
-    has; none where the XML does not give them as positive numbers."""
-    pixels = _ome_pixels(tif, choice)
+def _physical_sizes(pixels: dict[str, Any], choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
+    """The OME-XML PhysicalSizeX, Y and Z (and their units) of the image read (its ``pixels``:
+    _ome_pixels), for the axes it has; none where the XML does not give them as positive numbers."""
     sizes = []
     for axis, key in _OME_SIZES.items():
         size, unit = pixels.get(key), pixels.get(f"{key}Unit")
@@ -685,11 +684,10 @@ def _physical_sizes(tif: Any, choice: _Choice) -> tuple[tuple[str, float, str | 
 _OME_SIZES = {"X": "PhysicalSizeX", "Y": "PhysicalSizeY", "Z": "PhysicalSizeZ", "T": "TimeIncrement"}
 
 
-def _unusable_sizes(tif: Any, choice: _Choice) -> tuple[str, ...]:
+def _unusable_sizes(pixels: dict[str, Any], choice: _Choice) -> tuple[str, ...]:
     """The OME-XML physical sizes of the image's axes that are no positive finite number
     (PhysicalSizeX="nan", "0", "-1"), which _physical_sizes does not read, and those of a page's
-    stack along axes a plane has not (its PhysicalSizeZ), named for a warning."""
-    pixels = _ome_pixels(tif, choice)
+    stack along axes a plane has not (its PhysicalSizeZ), named for a warning (``pixels``: _ome_pixels)."""
     unusable = []
     for axis, key in _OME_SIZES.items():
         size = pixels.get(key)
