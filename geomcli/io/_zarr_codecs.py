@@ -159,9 +159,7 @@ class _BoundedNumcodec:
 
     async def _decode_single(self, chunk_data: Any, chunk_spec: Any) -> Any:
         bound = _bound(chunk_spec)
-        if bound is None:
-            return await super()._decode_single(chunk_data, chunk_spec)  # type: ignore[misc]
-        if not isinstance(self._codec, _BoundedCompressor):  # (numcodecs' registry without ours)
+        if bound is None or not isinstance(self._codec, _BoundedCompressor):  # (numcodecs' registry without ours)
             return await super()._decode_single(chunk_data, chunk_spec)  # type: ignore[misc]
         decode = functools.partial(self._codec._within, bound=bound, chunk=_chunk(chunk_spec))
         return await asyncio.to_thread(as_numpy_array_wrapper, decode, chunk_data, chunk_spec.prototype)
@@ -294,20 +292,23 @@ def check_items(data: Any, items: int, name: str, chunk: str) -> None:
         raise ValueError(f"a {name} chunk of {chunk} declares {declared} items")
 
 
-class VLenUTF8Codec(zarr.codecs.VLenUTF8Codec):
-    """zarr's, refusing a chunk that declares other than its items."""
+class _CountedCodec:
+    """A zarr v3 variable-length codec (zarr's, by its ``_name``) that refuses a chunk declaring
+    other than its items."""
+
+    _name: str
 
     def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
-        check_items(chunk_bytes.as_array_like(), math.prod(chunk_spec.shape), "vlen-utf8", _chunk(chunk_spec))
-        return super()._decode_sync(chunk_bytes, chunk_spec)
+        check_items(chunk_bytes.as_array_like(), math.prod(chunk_spec.shape), self._name, _chunk(chunk_spec))
+        return super()._decode_sync(chunk_bytes, chunk_spec)  # type: ignore[misc]
 
 
-class VLenBytesCodec(zarr.codecs.VLenBytesCodec):
-    """zarr's, refusing a chunk that declares other than its items."""
+class VLenUTF8Codec(_CountedCodec, zarr.codecs.VLenUTF8Codec):
+    _name = "vlen-utf8"
 
-    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
-        check_items(chunk_bytes.as_array_like(), math.prod(chunk_spec.shape), "vlen-bytes", _chunk(chunk_spec))
-        return super()._decode_sync(chunk_bytes, chunk_spec)
+
+class VLenBytesCodec(_CountedCodec, zarr.codecs.VLenBytesCodec):
+    _name = "vlen-bytes"
 
 
 class _CountedFilter:
