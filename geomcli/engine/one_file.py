@@ -278,10 +278,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                                   io.display_name(output, output=True))
             except GeomError as error:
                 raise OptionFault(str(error)) from error
+        written = layouts.written_layout(loaded.shape, tuple(result.shape), common.layout, loaded.layout)
         # the shape the file holds: an image's C×H×W result is written H×W×C, its one channel as H×W
-        report.output_shape = list(io.written_shape(
-            result.shape, output_format, layouts.written_layout(loaded.shape, tuple(result.shape), common.layout,
-                                                                loaded.layout)))
+        report.output_shape = list(io.written_shape(result.shape, output_format, written))
         report.output_dtype = str(result.dtype)
         report.warnings.extend(_stdout_default(output, common.format, loaded.format, result))
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
@@ -302,7 +301,6 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             # (the compression is not compared: a compressed output is never mapped, see allocate)
             # an image's samples (YXS, no metadata of the file's) are what the map writes too
             plain = metadata.axes_kind is None and metadata.axes == "YXS"
-            written = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
             if output_format == "tiff" and _tiff.carries_ome(tuple(result.shape), written, metadata):
                 # its OME axes, physical sizes and channel names (where they fit) are the map's
                 refused = _tiff.channels_refusal(metadata.channels, tuple(result.shape), metadata.axes) \
@@ -313,7 +311,6 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                                                             axes=None if plain else metadata.axes) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")
         else:
-            written = layouts.written_layout(loaded.shape, result.shape, common.layout, loaded.layout)
             input_layout = layouts.written_layout(loaded.shape, loaded.shape, common.layout, loaded.layout)
             made_alpha = _made_alpha(loaded.shape, input_layout, tuple(result.shape), written, output_format)
             no_colours = None if made_alpha else _no_colours(metadata, tuple(result.shape), written, output_format)
