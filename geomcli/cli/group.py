@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import os
 import sys
 from importlib import import_module
@@ -248,6 +249,8 @@ def run() -> None:
     if code == EXIT_INTERRUPTED:
         _end_by_sigint()
     if "multiprocessing" in sys.modules or _watched():
+        # the teardown's collections then skip what the imports made (Dask's ~60,000 objects: 0.1 s)
+        gc.freeze()
         sys.exit(code)
     os._exit(code or 0)
 

@@ -4,6 +4,15 @@ early so that its imports run beside this process's work."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable
+
+
+def set_preload(modules: Iterable[str]) -> None:
+    """What the forkserver imports before it forks a worker: ``modules``, then
+    geomcli.engine.preloaded, which freezes what they made."""
+    import multiprocessing
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload([*modules, "geomcli.engine.preloaded"])
 
 
 def start() -> None:

@@ -112,11 +112,9 @@ def start_local_workers_early(scheduler: Scheduler) -> None:
 
     if not scheduler.local or importlib.util.find_spec("distributed") is None:
         return
-    import multiprocessing
-
     from geomcli.engine import forkserver
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(_WORKER_PRELOAD)
+    forkserver.set_preload(_WORKER_PRELOAD)
     forkserver.start()
 
 

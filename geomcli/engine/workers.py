@@ -476,9 +476,8 @@ def _forkserver(arrays: bool = True) -> multiprocessing.context.ForkServerContex
     import multiprocessing.resource_tracker
     import multiprocessing.spawn  # noqa: F401
 
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(_PRELOAD + (_PRELOAD_ARRAYS if arrays else ())))
-    return context
+    forkserver.set_preload(_PRELOAD + (_PRELOAD_ARRAYS if arrays else ()))
+    return multiprocessing.get_context("forkserver")
 
 
 def _needs_arrays(task: Task, jobs: Sequence[Job]) -> bool:

@@ -1071,6 +1071,16 @@ def test_the_console_script_flushes_what_main_left_in_stdouts_buffer(tmp_path: P
     assert result.returncode == 1
 
 
+def test_a_run_that_started_workers_ends_the_usual_way_with_the_imports_frozen(tmp_path: Path) -> None:
+    """Its exit handlers run (multiprocessing's), and the teardown's collections skip what the
+    imports made: gc.freeze, where a --scheduler run's end walked Dask's objects for 0.1 s."""
+    script = ("import atexit, gc, multiprocessing, sys\nfrom geomcli.cli import group as cli\n"
+              "atexit.register(lambda: print(gc.get_freeze_count() > 1000, file=sys.stderr))\n"
+              "def main(): raise SystemExit(3)\ncli.main = main\ncli.run()\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (3, "True\n")
+
+
 def test_a_full_stderr_loses_its_messages_not_the_run(tmp_path: Path, photo: Path) -> None:
     """`geomcli crop-pad photo.png -o out.png --shape 4,4 2>/dev/full` wrote out.png, then exited 1
     with a traceback nobody could read: the summary's write had failed. The files' outcome decides."""

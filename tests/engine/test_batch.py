@@ -1076,6 +1076,15 @@ class _Context:
         return process
 
 
+def test_workers_fork_from_a_forkserver_that_froze_its_imports() -> None:
+    """geomcli.engine.preloaded: the collector never walks what the forkserver imported, in its
+    workers nor as it ends (in a fresh process: a forkserver started before keeps its preload)."""
+    script = ("import gc\nfrom geomcli.engine import workers\n"
+              "with workers._forkserver(arrays=False).Pool(1) as pool: print(pool.apply(gc.get_freeze_count))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert int(done.stdout) > 1000
+
+
 def test_jobs_of_workers_that_end_before_starting_them_are_done_here(
         mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker that ends before its "ready" never began its jobs: this process does them."""
