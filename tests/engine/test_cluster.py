@@ -837,6 +837,20 @@ def test_a_worker_that_joined_after_the_check_refuses_another_geomcli_s_tasks(mi
     assert not (tmp_path / "out").exists()  # made for nothing: taken away
 
 
+def test_a_local_cluster_of_ours_runs_our_geomcli_unchecked(mixed: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its workers fork from this run's forkserver: no hash of geomcli's sources (20 ms here and
+    in each worker) for a check that cannot fail."""
+    def hashed() -> str:
+        raise AssertionError("geomcli's sources hashed")
+
+    monkeypatch.setattr(cluster, "code_fingerprint", hashed)
+    result = run("crop-pad", f"{mixed}/*.png", "--out-dir", tmp_path / "out", "--shape", "8,8",
+                 "--scheduler", "local:1")
+    assert result.exit_code == 0, result.stderr
+    assert len(files(tmp_path / "out")) == 12
+
+
 def test_j_on_the_command_line_wins_over_the_environment_s_scheduler(mixed: Path, tmp_path: Path) -> None:
     """GEOMCLI_SCHEDULER is a default: a script's own -j 2 runs as ever, on no cluster."""
     code = ("import sys; from geomcli.cli.group import main\n"
