@@ -265,8 +265,9 @@ def sampling_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--align-corners", is_flag=True,
                       help="-1 and 1 are the centres of the corner pixels, not their outer edges."),
         click.option("--fill", type=str, default=None,
-                      help="What a tap outside reads with --padding-mode zeros (a tap of weight 0 reads 0, so a "
-                           "nan fill reaches only the pixels it weighs in), and a position that is not finite (NaN, "
+                      help="What a tap outside reads with --padding-mode zeros (a tap of weight 0, or of the grid's "
+                           "rounding beside a pixel centre, reads 0, so a nan fill reaches only the pixels it "
+                           "weighs in), and a position that is not finite (NaN, "
                            "inf) with any padding mode, in the input's dtype (must fit it exactly).  "
                            "[default: the dtype's zero]"),
     ]):

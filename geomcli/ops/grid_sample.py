@@ -285,6 +285,7 @@ class _Plan:
     fill: np.ndarray  # 0-d, of data's dtype
     numeric: bool  # linear or cubic
     work: np.dtype  # what linear and cubic compute in: _numeric.working_dtype
+    epsilon: float  # fill_epsilon of the grid's dtype
 
 
 def grid_sample(
@@ -395,11 +396,16 @@ def grid_sample(
     - With zeros padding a tap outside reads ``fill``, unless one of its weights (per axis) is
       exactly 0: then it reads 0, as under the spec's fill 0, so it counts for nothing and a
       NaN or infinite ``fill`` (NaN times 0) reaches only the points it weighs in. A point on
-      the last pixel centre (x = L - 1: taps L - 1 and L, weights 1 and 0) reads its pixel;
-      one a hair past it reads NaN with ``fill=nan``. With ``fill`` 0 this changes no bit
-      (onnxruntime's and the official cases' results stay exact). Positions are what the
-      grid's floats give: AffineGrid's coordinates of a pixel centre are exact for lengths
-      2**k (2**k + 1 with align_corners), elsewhere often an ulp off, and that ulp weighs in.
+      the last pixel centre (x = L - 1: taps L - 1 and L, weights 1 and 0) reads its pixel.
+      So does one past it by the grid's rounding alone: at a point with a tap inside on every
+      axis, a tap outside whose weight is at most :func:`fill_epsilon` x L (float32's epsilon
+      times the axis's length; float64's for a float64 grid) reads 0 too. AffineGrid's
+      coordinates of a pixel centre are exact only for lengths 2**k (2**k + 1 with
+      align_corners), elsewhere often an ulp off: an identity warp of 120 x 160 with
+      ``fill=nan`` gave 320 NaN edge pixels. One a thousandth of a pixel past the centre
+      reads NaN. With ``fill`` 0 none of this changes a bit (onnxruntime's and the official
+      cases' results stay exact); another finite fill loses such a tap's share, fill times a
+      weight of at most fill_epsilon x L.
     - With zeros padding, data with an empty spatial axis gives ``fill`` wherever the output
       has points (the interpolation of taps that all read ``fill``).
 
@@ -479,6 +485,15 @@ def affine_grid_sample(
     return result
 
 
+def fill_epsilon(grid_dtype: np.dtype) -> float:
+    """The grid's rounding per pixel of an axis's length: float64's machine epsilon for a float64
+    grid, float32's for the others. With zeros padding a tap outside, at a point with a tap inside
+    on every axis, whose weight is at most this times the axis's length reads 0, not ``fill``:
+    its position lies past the last pixel centre by the grid's rounding alone (see grid_sample)."""
+    dtype = np.dtype(grid_dtype)
+    return 2.0**-52 if dtype.kind == "f" and dtype.itemsize == 8 else 2.0**-23
+
+
 def _prepared(array: np.ndarray, points: np.ndarray, mode: Any, padding_mode: Any, align_corners: Any, fill: Any,
               threads: Any, out: Any) -> tuple[np.ndarray, _Plan | None, int]:
     """grid_sample's arguments validated: the result array, the plan of its compute (None where
@@ -509,7 +524,7 @@ def _prepared(array: np.ndarray, points: np.ndarray, mode: Any, padding_mode: An
     strides = tuple(math.prod(lengths[axis + 1:]) for axis in range(len(lengths)))
     numeric = chosen_mode != "nearest"
     plan = _Plan(chosen_mode, padding, corners, lengths, strides, array.dtype, fill_value, numeric,
-                 _numeric.working_dtype(array.dtype))
+                 _numeric.working_dtype(array.dtype), fill_epsilon(points.dtype))
     return result, plan, workers
 
 
@@ -677,14 +692,14 @@ class _CompiledWorker:
         if affine is not None:
             first = affine.first_row * affine.size[1] + start  # the piece's first point in the whole grid
             _compiled.sample_affine(self.planes[n], affine.thetas[n], target, plan.lengths, plan.mode, plan.padding,
-                                    plan.align_corners, self.kind, self.fill, self.row, affine.size, first,
-                                    affine.double)
+                                    plan.align_corners, self.kind, self.fill, plan.epsilon, self.row, affine.size,
+                                    first, affine.double)
         else:
             coordinates = self.coordinates(n, start, stop)
             if coordinates.dtype not in (np.float32, np.float64) or not coordinates.dtype.isnative:
                 coordinates = coordinates.astype(np.float64)  # float16, bfloat16, byte-swapped: exactly
             _compiled.sample(self.planes[n], coordinates, target, plan.lengths, plan.mode, plan.padding,
-                             plan.align_corners, self.kind, self.fill, self.row)
+                             plan.align_corners, self.kind, self.fill, plan.epsilon, self.row)
         if staged:
             self.put(n, slice(start, stop), values)
 
@@ -820,6 +835,8 @@ class _Axis:
     index: list[np.ndarray]
     outside: list[np.ndarray | None]
     weights: list[np.ndarray] | None
+    # zeros padding: where each tap does not count, and reads 0 however it lies (see _negligible)
+    negligible: list[np.ndarray | None] | None = None
 
 
 def _sample_slab(plane: np.ndarray, coordinates: np.ndarray, target: np.ndarray, plan: _Plan,
@@ -1073,6 +1090,8 @@ def _general(plane: np.ndarray, positions: list[np.ndarray], plan: _Plan) -> np.
     the reference, for points with taps outside the data (and data shorter than the taps)."""
     axes = [_axis(x, length, plan) for x, length in zip(positions, plan.lengths)]
     if plan.numeric:
+        if plan.padding == "zeros":
+            _negligible(axes, plan)
         return _interpolate(plane, axes, plan, 0, None, None)
     flat = None
     outside = None
@@ -1082,6 +1101,27 @@ def _general(plane: np.ndarray, positions: list[np.ndarray], plan: _Plan) -> np.
         outside = _either(outside, axis.outside[0])
     assert flat is not None
     return _gather(plane, flat, outside, plan)
+
+
+def _negligible(axes: list[_Axis], plan: _Plan) -> None:
+    """Set each axis's ``negligible`` taps (zeros padding): those of weight 0, and, at a point
+    with a tap inside on every axis, those outside whose weight is at most the grid's rounding
+    (fill_epsilon times the axis's length)."""
+    near: np.ndarray | bool = True  # a tap inside on every axis
+    for axis in axes:
+        inside: np.ndarray | bool = False
+        for outside in axis.outside:
+            inside = inside | (True if outside is None else ~outside)
+        near = near & inside
+    for axis, length in zip(axes, plan.lengths):
+        assert axis.weights is not None
+        tolerance = plan.epsilon * length
+        axis.negligible = []
+        for outside, weight in zip(axis.outside, axis.weights):
+            zero = weight == 0
+            if outside is not None:
+                zero |= outside & near & (np.abs(weight) <= tolerance)
+            axis.negligible.append(zero if zero.any() else None)
 
 
 def _either(first: np.ndarray | None, second: np.ndarray | None) -> np.ndarray | None:
@@ -1255,15 +1295,13 @@ def _interpolate(plane: np.ndarray, axes: list[_Axis], plan: _Plan, level: int, 
     innermost = level == len(axes) - 1
     total: np.ndarray | None = None
     term: np.ndarray | None = None
-    for index, tap_outside, weight in zip(axis.index, axis.outside, weights):
+    negligible = axis.negligible or [None] * len(weights)
+    for index, tap_outside, weight, tap_negligible in zip(axis.index, axis.outside, weights, negligible):
         flat = index if stride == 1 else index * stride
         if base is not None:
             flat = flat + base
         where_outside = _either(outside, tap_outside)
-        where_weightless = weightless
-        if plan.padding == "zeros":
-            zero = weight == 0
-            where_weightless = _either(weightless, zero if zero.any() else None)
+        where_weightless = _either(weightless, tap_negligible)
         if innermost:
             values = _gather(plane, flat, where_outside, plan, weightless=where_weightless)
         else:

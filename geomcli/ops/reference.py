@@ -225,6 +225,8 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str = "linear", paddin
     values = data.astype(work) if numeric else data
     fill_work = np.full(channels, fill_value.astype(work) if numeric else fill_value, dtype=work)
     zero_work = np.zeros(channels, dtype=work)
+    # the grid's rounding per pixel of an axis's length: float64's epsilon, float32's for the rest
+    epsilon = 2.0**-52 if grid.dtype.kind == "f" and grid.dtype.itemsize == 8 else 2.0**-23
     result = np.empty((batch, channels, *points), dtype=work)
     for n in range(batch):
         for point in np.ndindex(*points):
@@ -234,13 +236,19 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str = "linear", paddin
                 result[(n, slice(None), *point)] = fill_work
                 continue
             per_axis = [axis_taps(v, length, mode, padding_mode, align_corners) for v, length in zip(x, lengths)]
+            # the taps that do not count: weight 0, or, at a point with a tap inside on every axis, a
+            # tap outside whose weight is within the grid's rounding of 0 (its position is an ulp
+            # or so past the last pixel centre, which it is meant to be on)
+            near = all(any(i is not None for i in taps) for taps, _ in per_axis)
+            negligible = [[w == 0 or (near and i is None and abs(w) <= epsilon * length) for i, w in zip(*taps)]
+                          for taps, length in zip(per_axis, lengths)]
             # the lattice of tap values, (C, k1, ..., kr)
             lattice = np.empty((channels, *(len(taps) for taps, _ in per_axis)), dtype=work)
             for combo in itertools.product(*(range(len(taps)) for taps, _ in per_axis)):
                 index = [per_axis[a][0][k] for a, k in enumerate(combo)]
                 if None not in index:
                     read = values[(n, slice(None), *index)]
-                elif any(per_axis[a][1][k] == 0 for a, k in enumerate(combo)):
+                elif any(negligible[a][k] for a, k in enumerate(combo)):
                     read = zero_work  # a tap that does not count reads fill times 0, even NaN or Inf
                 else:
                     read = fill_work

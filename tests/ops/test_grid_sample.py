@@ -309,8 +309,9 @@ def test_kernel_equals_reference_float32_grid(mode: str, padding: str, align_cor
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(module, "_SLAB_BYTES", 1)
         patch.setattr(module, "_PARALLEL_VALUES", 1)
-        assert module._slab_points(module._Plan(mode, padding, align_corners, (6, 7), (7, 1), data.dtype,
-                                                np.zeros((), data.dtype), True, np.dtype(np.float64)), 2) == 256
+        plan = module._Plan(mode, padding, align_corners, (6, 7), (7, 1), data.dtype, np.zeros((), data.dtype), True,
+                            np.dtype(np.float64), 2.0**-23)
+        assert module._slab_points(plan, 2) == 256
     assert_same(grid_sample(data, grid, mode, padding, align_corners), expected)
 
 
@@ -544,6 +545,37 @@ def test_fill_reaches_only_the_points_it_weighs_in(mode: str, align_corners: boo
         past = grid_sample(data, grid, mode, align_corners=align_corners, fill=np.nan)
         reached = slice(0, -1) if mode == "linear" else slice(1, -2)  # x + 0.25 with taps only inside
         assert np.isnan(past[..., -1]).all() and not np.isnan(past[..., reached]).any()
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_a_pixel_centre_an_ulp_off_still_reads_its_pixel_not_fill(mode: str, dtype: Any, compiled: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An identity warp with a NaN fill: AffineGrid's coordinates of the edge pixels' centres lie
+    an ulp or so past them for most lengths (120 x 160: x = -4.7e-7), and their taps outside,
+    weighted by that rounding alone, made 320 edge pixels NaN. Such a tap (at most fill_epsilon x
+    the axis's length) reads 0 now, as the reference says; one a thousandth of a pixel out still
+    reads fill, a point wholly outside reads fill by all its weights, and fill 0 changes no bit."""
+    from geomcli.ops.affine_grid import affine_grid
+
+    if not compiled:
+        monkeypatch.setattr(module, "_compiled", None)
+    data = np.random.default_rng(6).normal(size=(1, 2, 12, 20))
+    grid = affine_grid(np.eye(2, 3, dtype=dtype)[None], data.shape, False)
+    same = grid_sample(data, grid, mode, fill=np.nan)
+    assert not np.isnan(same).any()
+    np.testing.assert_allclose(same, data, rtol=0, atol=1e-5)
+    assert_same(same, reference.grid_sample(data, grid, mode, fill=np.nan))
+    assert_same(grid_sample(data, grid, mode), reference.grid_sample(data, grid, mode))
+    pushed = grid.copy()
+    pushed[..., 0] -= np.asarray(2e-3 / 20, dtype)  # a thousandth of a pixel past the left centres
+    assert np.isnan(grid_sample(data, pushed, mode, fill=np.nan)[..., 0]).all()
+    away = np.full((1, 1, 3, 2), -5.0, dtype)
+    away[..., 1] = grid[:, :1, :3, 1]  # wholly left of the data, beside rows whose centres are an ulp off
+    outside = grid_sample(data, away, mode, fill=7.0)  # fill interpolated by every weight, as before
+    assert_same(outside, reference.grid_sample(data, away, mode, fill=7.0))
+    np.testing.assert_allclose(outside, 7.0, rtol=1e-15)
 
 
 @pytest.mark.parametrize("mode", MODES)

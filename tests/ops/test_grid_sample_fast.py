@@ -398,7 +398,7 @@ def test_threads_give_the_same_bits() -> None:
 def plan_of(dtype: Any, mode: str, rank: int = 2) -> Any:
     dtype = np.dtype(dtype)
     return module._Plan(mode, "zeros", False, (3,) * rank, (1,) * rank, dtype, np.zeros((), dtype), mode != "nearest",
-                        np.dtype(np.complex128 if dtype.kind == "c" else np.float64))
+                        np.dtype(np.complex128 if dtype.kind == "c" else np.float64), 2.0**-23)
 
 
 @needs_compiled
@@ -433,32 +433,34 @@ def test_the_extension_checks_what_it_is_given() -> None:
     """Errors of the caller (geomcli.ops.grid_sample validates first, so none reaches a user)."""
     sample = module._compiled.sample  # type: ignore[union-attr]
     plane, coords, out = np.zeros((2, 3, 4), np.float32), np.zeros((5, 2), np.float32), np.zeros((2, 5), np.float32)
-    sample(plane, coords, out, (3, 4), "linear", "zeros", False, "float32", 0.0)
+    sample(plane, coords, out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0)
     for args, error in [
-        ((plane, coords, out, (3, 4), "bilinear", "zeros", False, "float32", 0.0), "unknown mode"),
-        ((plane, coords, out, (3, 4), "linear", "wrap", False, "float32", 0.0), "unknown padding"),
-        ((plane, coords, out, (3, 4), "linear", "zeros", False, "complex64", 0.0), "not compiled"),
-        ((plane, coords, out, (1, 3, 4, 1), "linear", "zeros", False, "float32", 0.0), "spatial axes"),
-        ((plane, coords, out, (3, 0), "linear", "zeros", False, "float32", 0.0), ">= 1"),
-        ((plane, coords.astype(np.int32), out, (3, 4), "linear", "zeros", False, "float32", 0.0), "float32 or float64"),
-        ((plane, coords[:, :1], out, (3, 4), "linear", "zeros", False, "float32", 0.0), r"\(S, r\)"),
-        ((plane, coords, out[:, :4], (3, 4), "linear", "zeros", False, "float32", 0.0), r"\(S, r\)"),
-        ((plane, coords, out.astype(np.float64), (3, 4), "linear", "zeros", False, "float32", 0.0), "item size"),
-        ((plane, coords, out, (3, 5), "linear", "zeros", False, "float32", 0.0), "item size"),
-        ((plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", b"\0"), "one item's bytes"),
-        ((plane, coords, out[None], (3, 4), "linear", "zeros", False, "float32", 0.0), "2-D"),
+        ((plane, coords, out, (3, 4), "bilinear", "zeros", False, "float32", 0.0, 0.0), "unknown mode"),
+        ((plane, coords, out, (3, 4), "linear", "wrap", False, "float32", 0.0, 0.0), "unknown padding"),
+        ((plane, coords, out, (3, 4), "linear", "zeros", False, "complex64", 0.0, 0.0), "not compiled"),
+        ((plane, coords, out, (1, 3, 4, 1), "linear", "zeros", False, "float32", 0.0, 0.0), "spatial axes"),
+        ((plane, coords, out, (3, 0), "linear", "zeros", False, "float32", 0.0, 0.0), ">= 1"),
+        ((plane, coords.astype(np.int32), out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0),
+         "float32 or float64"),
+        ((plane, coords[:, :1], out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0), r"\(S, r\)"),
+        ((plane, coords, out[:, :4], (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0), r"\(S, r\)"),
+        ((plane, coords, out.astype(np.float64), (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0), "item size"),
+        ((plane, coords, out, (3, 5), "linear", "zeros", False, "float32", 0.0, 0.0), "item size"),
+        ((plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", b"\0", 0.0), "one item's bytes"),
+        ((plane, coords, out[None], (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0), "2-D"),
     ]:
         with pytest.raises(ValueError, match=error):
             sample(*args)
     with pytest.raises(ValueError, match="strided innermost axis"):  # 2-D linear and nearest take any strides
-        sample(plane[:, :, ::2], coords, out, (3, 2), "cubic", "zeros", False, "float32", 0.0)
+        sample(plane[:, :, ::2], coords, out, (3, 2), "cubic", "zeros", False, "float32", 0.0, 0.0)
     with pytest.raises(ValueError, match="whole items"):
         misaligned = np.zeros((2, 3, 9), np.uint8)[:, :, 1:].view(np.float32)  # (2, 3, 2), strides (27, 9, 4)
-        sample(misaligned, coords, out, (3, 2), "linear", "zeros", False, "float32", 0.0)
+        sample(misaligned, coords, out, (3, 2), "linear", "zeros", False, "float32", 0.0, 0.0)
     with pytest.raises(ValueError, match=r"\(C, D1..Dr\)"):  # neither shaped nor C-contiguous
-        sample(plane[:, :, ::2].reshape(2, 6)[:, ::-1], coords, out, (3, 4), "linear", "zeros", False, "float32", 0.0)
+        sample(plane[:, :, ::2].reshape(2, 6)[:, ::-1], coords, out, (3, 4), "linear", "zeros", False, "float32", 0.0,
+               0.0)
     with pytest.raises(TypeError):
-        sample(plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", 0.0)  # fill: bytes for nearest
+        sample(plane, coords, out, (3, 4), "nearest", "zeros", False, "raw", 0.0, 0.0)  # fill: bytes for nearest
 
 
 # --- affine_grid_sample: the grid's coordinates made in the kernel ------------------------------
@@ -625,12 +627,13 @@ def test_the_extension_checks_the_affine_grid_it_is_given() -> None:
     sample_affine = module._compiled.sample_affine  # type: ignore[union-attr]
     plane, out = np.zeros((2, 3, 4), np.float32), np.zeros((2, 6), np.float32)
     theta = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
-    sample_affine(plane, theta, out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0, (2, 3), 0, False)
+    sample_affine(plane, theta, out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0, 0, (2, 3), 0, False)
     for lengths, size, first, error in [((1, 3, 4, 1), (2, 3), 0, "spatial axes"), ((3,), (2, 3), 0, "2 lengths"),
                                         ((3, 4), (0, 3), 0, "size"), ((3, 4), (2, 3), 1, "within its grid"),
                                         ((3, 4), (2, 3), -1, "within its grid"),
                                         ((3, 4), (2**62, 2**62), 0, "within its grid")]:
         with pytest.raises(ValueError, match=error):
-            sample_affine(plane, theta, out, lengths, "linear", "zeros", False, "float32", 0.0, 0, size, first, False)
+            sample_affine(plane, theta, out, lengths, "linear", "zeros", False, "float32", 0.0, 0.0, 0, size, first,
+                          False)
     with pytest.raises(TypeError):
-        sample_affine(plane, theta[:5], out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0, (2, 3), 0, False)
+        sample_affine(plane, theta[:5], out, (3, 4), "linear", "zeros", False, "float32", 0.0, 0.0, 0, (2, 3), 0, False)

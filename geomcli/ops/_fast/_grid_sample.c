@@ -9,7 +9,7 @@
  * Only the buffer protocol is used (no numpy C API, no numpy headers): the Python side
  * (geomcli.ops.grid_sample) validates everything and hands over buffers:
  *
- *   sample(plane, coords, out, lengths, mode, padding, align_corners, kind, fill)
+ *   sample(plane, coords, out, lengths, mode, padding, align_corners, kind, fill, epsilon, row=0)
  *
  *   plane    (C, D1, ..., Dr) of one batch item, any strides of whole items (an H x W x C image's
  *            (C, H, W) view, read where it lies), or C-contiguous of as many items; any item size
@@ -22,9 +22,11 @@
  *            name for nearest, which copies item-size bytes
  *   fill     linear and cubic: fill as a float (what a tap outside reads with zeros padding,
  *            and what a point whose position is not finite gives); nearest: fill's bytes
+ *   epsilon  the grid's rounding per pixel of an axis's length: with zeros padding a tap outside
+ *            beside one inside reads 0, not fill, where its weight is at most epsilon x length
  *
- *   sample_affine(plane, theta, out, lengths, mode, padding, align_corners, kind, fill, row, size,
- *                 first, double)
+ *   sample_affine(plane, theta, out, lengths, mode, padding, align_corners, kind, fill, epsilon, row,
+ *                 size, first, double)
  *
  *   the same for 2-D, the coordinates made here instead of read from a grid: AffineGrid's for an
  *   output of size (H, W), theta's 2 x 3 values (x's row, then y's) given as 6 floats, rounded to
@@ -80,7 +82,8 @@ typedef struct {
     int count;                 /* taps on this axis: 1, 2 or 4 */
     Py_ssize_t offset[4];      /* each tap's index times the axis's stride; 0 where it reads fill */
     unsigned char outside[4];  /* 1 where the tap reads fill (zeros padding), plus 2 where its weight
-                                  is 0 (zeros padding): a lattice tap with both, OR'd over its axes, reads 0 */
+                                  is 0, or within the grid's rounding of 0 beside a tap inside (zeros
+                                  padding): a lattice tap with both, OR'd over its axes, reads 0 */
     double weight[4];
 } Axis;
 
@@ -98,6 +101,7 @@ typedef struct {
     Py_ssize_t points;
     Py_ssize_t row; /* points per output row: the points are visited in tiles of rows (see TILE) */
     double fill;             /* linear and cubic */
+    double epsilon;          /* the grid's rounding per pixel of an axis's length (grid_sample.fill_epsilon) */
     const char *fill_bytes;  /* nearest */
     /* sample_affine (coords NULL): the grid is AffineGrid's of theta (x's row, then y's) for an
        output of grid_height x grid_width, and the job's point p is its point first_point + p */
@@ -134,9 +138,10 @@ ALWAYS_INLINE double cubic_far(double d)
     return ((CUBIC_A * d - 5 * CUBIC_A) * d + 8 * CUBIC_A) * d - 4 * CUBIC_A;
 }
 
-/* The taps of a finite position x on an axis; returns 1 if one of them reads fill. */
+/* The taps of a finite position x on an axis; returns 1 if one of them reads fill. tolerance: a
+   tap outside beside one inside reads 0 where its weight is at most this (zeros padding). */
 ALWAYS_INLINE int axis_taps(double x, Py_ssize_t length, Py_ssize_t stride, int mode, int padding, int align,
-                            Axis *axis)
+                            double tolerance, Axis *axis)
 {
     double base;
     int first; /* the first tap's offset from base */
@@ -199,6 +204,7 @@ ALWAYS_INLINE int axis_taps(double x, Py_ssize_t length, Py_ssize_t stride, int 
     /* a few taps past an end all read fill (zeros) or the same edge pixel (border): clamped there,
        base casts to an integer whatever x was */
     double low = -8.0, high = (double)length + 8.0;
+    int inside = 0; /* taps inside */
     Py_ssize_t start = (Py_ssize_t)(base < low ? low : base > high ? high : base) + first;
     for (int k = 0; k < axis->count; k++) {
         Py_ssize_t index = start + k;
@@ -216,7 +222,12 @@ ALWAYS_INLINE int axis_taps(double x, Py_ssize_t length, Py_ssize_t stride, int 
             outside |= 2;
         axis->offset[k] = index * stride;
         axis->outside[k] = outside;
+        inside += !outside;
     }
+    if (any && inside)
+        for (int k = 0; k < axis->count; k++)
+            if (axis->outside[k] && fabs(axis->weight[k]) <= tolerance)
+                axis->outside[k] |= 2;
     return any;
 }
 
@@ -309,7 +320,8 @@ static int point_taps(const Job *job, Py_ssize_t p, Axis *axes, int *any)
                 return 0;
             x = copysign(DBL_MAX, x); /* a finite g whose position overflows: past every border */
         }
-        *any |= axis_taps(x, job->length[a], job->stride[a], job->mode, job->padding, job->align, &axes[a]);
+        *any |= axis_taps(x, job->length[a], job->stride[a], job->mode, job->padding, job->align,
+                          job->epsilon * (double)job->length[a], &axes[a]);
     }
     return 1;
 }
@@ -1228,7 +1240,7 @@ static int is_format(const char *format, char letter)
 }
 
 PyDoc_STRVAR(sample_doc,
-             "sample(plane, coords, out, lengths, mode, padding, align_corners, kind, fill)\n--\n\n"
+             "sample(plane, coords, out, lengths, mode, padding, align_corners, kind, fill, epsilon, row=0)\n--\n\n"
              "GridSample of one batch item's points: plane (C, D1..Dr) C-contiguous, coords (S, r)\n"
              "float32/float64 with x first, out (C, S) writable; any strides for coords and out.\n"
              "The same bits as geomcli.ops.reference.grid_sample. The GIL is released.");
@@ -1416,15 +1428,16 @@ static PyObject *sample(PyObject *self, PyObject *args)
     int align;
     Job job;
     memset(&job, 0, sizeof job);
-    if (!PyArg_ParseTuple(args, "OOOO!sspsO|n:sample", &plane_obj, &coords_obj, &out_obj, &PyTuple_Type,
-                          &lengths_obj, &mode_name, &padding_name, &align, &kind_name, &fill_obj, &job.row))
+    if (!PyArg_ParseTuple(args, "OOOO!sspsOd|n:sample", &plane_obj, &coords_obj, &out_obj, &PyTuple_Type,
+                          &lengths_obj, &mode_name, &padding_name, &align, &kind_name, &fill_obj, &job.epsilon,
+                          &job.row))
         return NULL;
     return run_job(job, plane_obj, coords_obj, out_obj, lengths_obj, mode_name, padding_name, align, kind_name,
                    fill_obj);
 }
 
 PyDoc_STRVAR(sample_affine_doc,
-             "sample_affine(plane, theta, out, lengths, mode, padding, align_corners, kind, fill, row, size,\n"
+             "sample_affine(plane, theta, out, lengths, mode, padding, align_corners, kind, fill, epsilon, row, size,\n"
              "              first, double)\n--\n\n"
              "sample() of 2-D data at AffineGrid's coordinates, made here: theta's 6 values (x's row,\n"
              "then y's) for an output of size (H, W), rounded to float32 (or float64 if double), of\n"
@@ -1439,10 +1452,10 @@ static PyObject *sample_affine(PyObject *self, PyObject *args)
     int align;
     Job job;
     memset(&job, 0, sizeof job);
-    if (!PyArg_ParseTuple(args, "O(dddddd)OO!sspsOn(nn)np:sample_affine", &plane_obj, &job.theta[0][0],
+    if (!PyArg_ParseTuple(args, "O(dddddd)OO!sspsOdn(nn)np:sample_affine", &plane_obj, &job.theta[0][0],
                           &job.theta[0][1], &job.theta[0][2], &job.theta[1][0], &job.theta[1][1], &job.theta[1][2],
                           &out_obj, &PyTuple_Type, &lengths_obj, &mode_name, &padding_name, &align, &kind_name,
-                          &fill_obj, &job.row, &job.grid_height, &job.grid_width, &job.first_point,
+                          &fill_obj, &job.epsilon, &job.row, &job.grid_height, &job.grid_width, &job.first_point,
                           &job.grid_double))
         return NULL;
     return run_job(job, plane_obj, NULL, out_obj, lengths_obj, mode_name, padding_name, align, kind_name, fill_obj);

@@ -12,6 +12,7 @@ def sample(
     align_corners: bool,
     kind: str,
     fill: bytes | float,
+    epsilon: float,
     row: int = 0,
     /,
 ) -> None: ...
@@ -26,6 +27,7 @@ def sample_affine(
     align_corners: bool,
     kind: str,
     fill: bytes | float,
+    epsilon: float,
     row: int,
     size: tuple[int, int],
     first: int,
