@@ -115,9 +115,11 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
     options = local_paths(options)
     made = None  # the outermost folder this run makes, if any
+    subfolders: list[str] = []  # the folders under it the jobs will make, where missing
     try:
         if not _remote.is_url(options.out_dir):  # an object store has no folders to make
             made = _first_missing(options.out_dir)
+            subfolders = _missing_folders(todo)
             os.makedirs(options.out_dir, exist_ok=True)
     except OSError as error:
         why = error.strerror or str(error)
@@ -128,7 +130,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
     operation = task.operation
     general = frozenset(operation.unused_options())
     with Outcomes(operation.command, task.common, len(jobs), of_the_options=general) as outcomes, \
-            _unmade_unless_written(made, outcomes):
+            _unmade_unless_written(made, outcomes), _unmade_if_empty(subfolders):
         for job in jobs:
             if job.error is not None:
                 outcomes.add(job.index, _report(task, job, status="error", error=job.error))
@@ -150,6 +152,30 @@ def _first_missing(folder: str) -> str | None:
     while not os.path.lexists(path):
         missing, path = path, os.path.dirname(path)
     return missing
+
+
+def _missing_folders(todo: Sequence[Job]) -> list[str]:
+    """The folders the outputs of ``todo`` go in that are not there yet, with their missing
+    parents, deepest first."""
+    missing: set[str] = set()
+    for folder in {os.path.dirname(os.path.abspath(job.output)) for job in todo}:
+        while folder not in missing and not os.path.lexists(folder):
+            missing.add(folder)
+            folder = os.path.dirname(folder)
+    return sorted(missing, key=len, reverse=True)  # a folder's path is longer than its parent's
+
+
+@contextlib.contextmanager
+def _unmade_if_empty(folders: Sequence[str]) -> Iterator[None]:
+    """Remove those of ``folders`` (made by this run's jobs, deepest first) that are empty at its
+    end: a -r batch in which every file of a subfolder failed left that subfolder empty in
+    --out-dir, for nothing."""
+    try:
+        yield
+    finally:
+        for folder in folders:
+            with contextlib.suppress(OSError):  # not empty (a file written there), or never made
+                os.rmdir(folder)
 
 
 @contextlib.contextmanager

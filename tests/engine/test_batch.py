@@ -128,6 +128,21 @@ def test_recursive_mirrors_subfolders(shots: Path, tmp_path: Path) -> None:
     assert np.load(out / "day" / "night" / "e.npy").shape == (5, 5, 16)
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_subfolder_whose_every_file_failed_is_not_left_empty(shots: Path, tmp_path: Path, jobs: str) -> None:
+    (shots / "day" / "night" / "e.png").write_bytes(b"not a png")
+    (shots / "day" / "bad" / "worse").mkdir(parents=True)
+    (shots / "day" / "bad" / "worse" / "f.png").write_bytes(b"not a png either")
+    out = tmp_path / "out"
+    (out / "night").mkdir(parents=True)  # there before the run: kept, empty as it was
+    result = run("crop-pad", shots / "day", "-r", "--out-dir", out, "--shape", "4,4", "-j", jobs)
+    assert result.exit_code == 1
+    assert result.stderr.count("Error: ") == 2
+    assert files(out) == ["d.png"]
+    # bad/ and bad/worse/ were made by the run for f.png alone, which failed: taken away
+    assert sorted(path.name for path in out.iterdir()) == ["d.png", "night"]
+
+
 def test_globs_are_expanded_by_geomcli(shots: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run("crop-pad", f"{shots}/**/*.png", "--out-dir", out, "--shape", "4,4", "--json")
