@@ -739,7 +739,21 @@ def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name
         where = ", ".join(others[:-1]) + " or " + others[-1]
     else:
         where = others[0]
-    raise GeomError(f"{name}: {fmt.upper()} {reason}; {'give --format' if to_stdout else 'write'} {where}")
+    raise GeomError(f"{name}: {fmt.upper()} {reason}; {'give --format' if to_stdout else 'write'} {where}"
+                    f"{_without_alpha(fmt, dtype, shape, layout)}")
+
+
+def _without_alpha(fmt: str, dtype: np.dtype, shape: tuple[int, ...], layout: str | None) -> str:
+    """How to get this image format where the last channel of an RGBA or grey-and-alpha image is
+    all it cannot hold ('' where that is not so): drop it with a crop of the channel axis. A
+    flatten onto a background is another tool's job (its colour is a choice geomcli would make)."""
+    if fmt not in IMAGE_FORMATS or len(shape) != 3 or shape[2] not in (2, 4) or _channels_first_image(fmt, layout):
+        return ""
+    kept = shape[2] - 1
+    if _image_refusal(fmt, dtype.name, (*shape[:2], kept)) is not None:
+        return ""
+    return (f", or drop the alpha channel for a {fmt.upper()}: crop-pad --axes -1 --shape {kept} (in chain, its "
+            "last step) keeps the other channels as stored, not flattened")
 
 
 # the order alternatives are suggested in: lossless images first, then the array formats

@@ -525,6 +525,32 @@ def test_options_a_file_cannot_take_are_exit_2_alone_as_in_a_batch(tmp_path: Pat
     assert sorted(os.listdir(tmp_path)) == ["in.png"]
 
 
+def test_an_rgba_picture_refused_as_a_jpeg_is_told_the_step_that_makes_one(tmp_path: Path) -> None:
+    """RGBA to JPEG is refused (a flatten's background colour is a choice geomcli does not make);
+    the one error line names the step that drops the alpha, and that step gives the JPEG."""
+    from PIL import Image
+
+    rows, columns = np.mgrid[0:20, 0:30]
+    # smooth colours (a JPEG keeps them closely) under an alpha that varies
+    rgba = np.stack([columns * 8, rows * 12, np.full_like(rows, 200), (rows * 30 + columns) % 256], -1).astype(np.uint8)
+    Image.fromarray(rgba).save(tmp_path / "in.png")
+    refused = run("resize", tmp_path / "in.png", "-o", tmp_path / "o.jpg", "--sizes", "10,15")
+    assert refused.exit_code == 2 and not (tmp_path / "o.jpg").exists()
+    step = re.search(r"drop the alpha channel for a JPEG: (crop-pad --axes -1 --shape 3) \(in chain, its last step\)",
+                     one_error(refused.stderr, tmp_path / "o.jpg"))
+    assert step is not None
+    command, *options = step.group(1).split()
+    alone = run(command, tmp_path / "in.png", "-o", tmp_path / "o.jpg", *options)
+    chained = run("chain", "-i", tmp_path / "in.png", "-o", tmp_path / "c.jpg", "resize", "--sizes", "10,15",
+                  command, *options)
+    assert alone.exit_code == chained.exit_code == 0, alone.stderr + chained.stderr
+    with Image.open(tmp_path / "o.jpg") as alone_jpeg, Image.open(tmp_path / "c.jpg") as chained_jpeg:
+        assert (alone_jpeg.mode, alone_jpeg.size, chained_jpeg.mode, chained_jpeg.size) == ("RGB", (30, 20), "RGB",
+                                                                                           (15, 10))
+        # the colours as stored, within JPEG's loss; no background under them
+        assert np.abs(np.asarray(alone_jpeg, np.int16) - rgba[..., :3]).max() < 12
+
+
 def test_the_shape_limit_says_how_to_raise_it_and_the_environment_raises_it(tmp_path: Path) -> None:
     source = tmp_path / "a.npy"
     np.save(source, np.ones((1, 1, 4, 4), np.uint8))

@@ -1600,8 +1600,18 @@ def test_binary_to_a_terminal_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
             np.uint8,
             (4, 4, 4),
             "a.jpg",
-            r"JPEG holds 1 or 3 channels, not 4 .*; write \.png, \.webp, \.gif, \.npy or \.tiff$",
+            r"JPEG holds 1 or 3 channels, not 4 .*; write \.png, \.webp, \.gif, \.npy or \.tiff, or drop the "
+            r"alpha channel for a JPEG: crop-pad --axes -1 --shape 3 \(in chain, its last step\) keeps the other "
+            r"channels as stored, not flattened$",
         ),
+        (
+            np.uint8,
+            (4, 4, 2),
+            "a.bmp",
+            r"BMP holds 1 or 3 channels, not 2 .*; write \.png, \.npy or \.tiff, or drop the alpha channel for a "
+            r"BMP: crop-pad --axes -1 --shape 1 ",
+        ),
+        (np.uint8, (4, 4, 2), "a.webp", r"WEBP holds 3 or 4 channels, not 2 .*; write \.png, \.npy or \.tiff$"),
         (bool, (4, 4, 3), "a.png", r"PNG holds 1-bit images as HW only"),
         (np.uint8, (0, 4), "a.png", r"PNG cannot hold an empty image \(shape \(0, 4\)\)"),
     ],
