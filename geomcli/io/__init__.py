@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import DTypeLike
 
+    from geomcli.io._stream import Stream
+
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "FORMATS",
@@ -803,7 +805,7 @@ def _input(path: str, format: str | None, max_pixels: int,
         head = stream.peek(0, SNIFF_BYTES)
         fmt = _content_format(name, head, None if format is None else format_for_path(path, format),
                               empty=not head, stdin=True)
-        return stream.whole(fmt), name, fmt, None
+        return _one_input(stream, name, fmt), name, fmt, None
     # a name without an extension (/dev/stdin, process substitution's /dev/fd/63): the content
     # decides, as for "-"; an extension geomcli does not know stays an error
     named = format_for_path(path, format, hint="") if format is not None or os.path.splitext(path)[1] else None
@@ -826,9 +828,39 @@ def _input(path: str, format: str | None, max_pixels: int,
                 raise GeomError(f"{name}: not a regular file (a FIFO) and nothing came through it; "
                                 "read it through '-' instead")
             fmt = _content_format(name, head, named, empty=not head, stdin=False)
-            return stream.whole(fmt), name, fmt, None
+            return _one_input(stream, name, fmt), name, fmt, None
     except OSError as e:
         raise _read_error(name, e) from e
+
+
+# how far past what a TIFF's IFDs point to a second input is looked for (see _tiff.referenced_end)
+_TIFF_SLACK = 1024
+
+
+def _one_input(stream: Stream, name: str, fmt: str) -> bytes:
+    """A stream's input, as far as it goes (Stream.whole); a GeomError where a second input of
+    a format geomcli reads starts where the first ends: 'cat a.png b.png | geomcli ... -' read
+    a alone and dropped b without a word. Other bytes after an input (a phone's video after its
+    JPEG) are left unread, as the libraries leave them in a file."""
+    data = stream.whole(fmt)
+    starts: Sequence[int] = () if stream.end is None else (stream.end,)
+    if fmt == "jpeg":
+        from geomcli.io import _jpeg_check
+
+        end = _jpeg_check.end_of_image(data)
+        starts = () if end is None else (end,)
+    elif fmt == "tiff":
+        from geomcli.io import _tiff
+
+        end = _tiff.referenced_end(data, name)
+        # a writer's slack after it: a second input starts somewhere in it (not a BMP's 2 bytes)
+        starts = () if end is None else range(end, min(len(data), end + _TIFF_SLACK))
+    for at in starts:
+        found = sniff_format(stream.following if at == stream.end else data[at : at + SNIFF_BYTES])
+        if found is not None and (found != "bmp" or fmt != "tiff"):
+            raise GeomError(f"{name}: another input ({found.upper()}) starts at byte {at}, after the {fmt.upper()}; a "
+                            "pipe holds one input: give each its own file or pipe")
+    return data
 
 
 @contextlib.contextmanager

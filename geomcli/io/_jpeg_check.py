@@ -52,6 +52,7 @@ _MOST_COMPONENTS = 10
 # one-scan Huffman frames, whose data Pillow is given without its EOI (see ended)
 _SEQUENTIAL_HUFFMAN = {0xC0, 0xC1}
 _START_OF_SCAN, _END_OF_IMAGE, _RESTART_INTERVAL = 0xDA, 0xD9, 0xDD
+_MULTI_PICTURE = 0xE2  # APP2, which holds an MPO's index ("MPF") among other things
 _RESTART = re.compile(rb"\xff[\xd0-\xd7]")  # RST0-7 (in a scan's data an FF byte is stuffed: FF 00)
 # markers that stand alone, without a length: TEM, RST0-7, SOI, EOI
 _NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
@@ -143,6 +144,37 @@ def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
                         f"{width}x{height} frame is coded)")
     # (a file without its EOI is left to Pillow, which says it is truncated)
     return scan_end if ended and sof in _SEQUENTIAL_HUFFMAN and scans == 1 else None
+
+
+def end_of_image(data: bytes) -> int | None:
+    """Where a JPEG's first image ends, after its EOI, walking its segments and scans as
+    check_data does; None where it has no EOI, or where its APP2 "MPF" segment says the images
+    after it are its own (an MPO: a preview, gain or depth map)."""
+    next_marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
+    at = 2  # after SOI
+    while at + 2 <= len(data):
+        if data[at] != 0xFF:  # junk between segments
+            at = data.find(b"\xff", at)
+            if at < 0:
+                return None
+            continue
+        marker = data[at + 1]
+        if marker == _END_OF_IMAGE:
+            return at + 2
+        if marker == 0xFF or marker in _NO_LENGTH:
+            at += 1 if marker == 0xFF else 2
+            continue
+        if at + 4 > len(data):
+            return None
+        if marker == _MULTI_PICTURE and data[at + 4 : at + 8] == b"MPF\0":
+            return None
+        at += 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+        if marker == _START_OF_SCAN:
+            found = next_marker.search(data, at)
+            if found is None:
+                return None
+            at = found.start()
+    return None
 
 
 def _check_restarts(data: bytes | mmap.mmap, start: int, end: int, name: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import IO
 
 from geomcli.errors import GeomError
-from geomcli.io._base import check_size
+from geomcli.io._base import SNIFF_BYTES, check_size
 
 # the widest element (complex128), so a limit in elements bounds a stream's bytes; plus room for
 # headers and metadata
@@ -59,6 +59,9 @@ class Stream:
         self._deadline = time.monotonic() + _WRITER_GRACE
         self._buffer = io.BytesIO()
         self._ended = False
+        # (whole) where the input ends as its header declares, and the first bytes after it
+        self.end: int | None = None
+        self.following = b""
 
     def peek(self, start: int, size: int) -> bytes:
         """Bytes ``start`` to ``start + size`` of the stream; fewer where it ends before."""
@@ -82,6 +85,10 @@ class Stream:
         else:
             end = self._limit + 1
         self._fill(end)
+        if end <= self._limit:
+            # a few bytes past it, to see whether a second input follows (cat a.png b.png |)
+            self._limit = max(self._limit, end + SNIFF_BYTES)
+            self.end, self.following = end, self.peek(end, SNIFF_BYTES)
         self._buffer.truncate(end)
         return self._buffer.getvalue()
 

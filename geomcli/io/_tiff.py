@@ -818,6 +818,27 @@ def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
         log.propagate = propagate
 
 
+def referenced_end(data: bytes, name: str) -> int | None:
+    """Where the last thing a TIFF's IFDs point to ends (its pages' and their SubIFDs' IFDs, tag
+    values, strips and tiles); None where it cannot be read, which its read says. A writer may
+    leave a few bytes after it (tifffile the tag values of a page it did not write)."""
+    try:
+        with _tiff(data, name) as (tif, _):
+            tif.pages.useframes = False  # frames hold no tags
+            # an IFD: its count of tags, 12 bytes a tag, the next IFD's offset (BigTIFF: 8, 20, 8)
+            count_and_next, per_tag = (16, 20) if tif.is_bigtiff else (6, 12)
+            end, pages = 0, list(tif.pages)
+            while pages:
+                page = pages.pop()
+                end = max(end, page.offset + count_and_next + per_tag * len(page.tags),
+                          *(tag.valueoffset + tag.valuebytecount for tag in page.tags.values()),
+                          *(int(o) + int(c) for o, c in zip(page.dataoffsets, page.databytecounts)))
+                pages.extend(page.pages or ())  # its SubIFDs
+            return end
+    except GeomError:
+        return None
+
+
 @contextmanager
 def _as_geom_errors(name: str, source: str | bytes) -> Iterator[None]:
     """tifffile's and its codecs' exceptions as GeomErrors naming ``name``; geomcli's own keep their traceback."""

@@ -794,3 +794,60 @@ def test_a_16_bit_png_of_two_ihdr_chunks_is_one_error_line(tmp_path: Path) -> No
     assert result.exit_code == 1
     assert one_error(result.stderr, source) == "not a readable PNG (its IHDR chunk appears twice)"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["twice.png"]
+
+
+def _encoded(fmt: str, data: np.ndarray) -> bytes:
+    """``data`` as a file of ``fmt`` (a TIFF of several pages for a 4-D array), its bytes."""
+    buffer = bytes_io.BytesIO()
+    if fmt == "npy":
+        np.save(buffer, data)
+    elif fmt == "tiff":
+        import tifffile
+
+        tifffile.imwrite(buffer, data)
+    else:
+        Image.fromarray(data).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+# tifffile leaves a page's tag values unreferenced after the last IFD of a stack (22 bytes here)
+@pytest.mark.parametrize("fmt", ["png", "jpeg", "tiff", "tiff-stack", "npy", "bmp", "gif", "webp"])
+def test_a_second_input_after_the_first_in_a_pipe_is_refused_other_bytes_are_left(fmt: str,
+                                                                                   rng: np.random.Generator) -> None:
+    """cat a.png b.png | geomcli ... - read a alone, exit 0, and b was dropped without a word."""
+    shape = (2, 12, 10, 3) if fmt == "tiff-stack" else (12, 10, 3)
+    fmt = fmt.removesuffix("-stack")
+    first, second = (_encoded(fmt, rng.integers(0, 256, shape, dtype=np.uint8)) for _ in range(2))
+    alone = _read_stdin(bytes_io.BytesIO(first)).data
+    for after in (second, _encoded("png", np.zeros((4, 4), np.uint8))):
+        found = io.sniff_format(after)
+        assert found is not None
+        with pytest.raises(GeomError, match=rf"^<stdin>: another input \({found.upper()}\) starts at byte "
+                                            rf"{len(first)}, after the {fmt.upper()}; a pipe holds one input: give "
+                                            r"each its own file or pipe$"):
+            _read_stdin(bytes_io.BytesIO(first + after))
+    # bytes that start no input (a phone's video after its JPEG, padding) are left, as in a file
+    for junk in (b"\0" * 100, b"hello\n", b"B"):
+        np.testing.assert_array_equal(_read_stdin(bytes_io.BytesIO(first + junk)).data, alone)
+
+
+def test_the_pictures_of_a_multi_picture_jpeg_in_a_pipe_are_its_own(rng: np.random.Generator) -> None:
+    """An MPO's later JPEGs follow its first; its APP2 'MPF' index says they are its own."""
+    pictures = [Image.fromarray(rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)) for _ in range(2)]
+    buffer = bytes_io.BytesIO()
+    pictures[0].save(buffer, format="MPO", save_all=True, append_images=pictures[1:])
+    assert buffer.getvalue().count(b"\xff\xd8\xff") == 2
+    assert _read_stdin(bytes_io.BytesIO(buffer.getvalue())).data.shape == (12, 10, 3)
+
+
+def test_two_pictures_catted_into_a_command_fail_it_and_write_nothing(tmp_path: Path,
+                                                                       rng: np.random.Generator) -> None:
+    for name in ("a.png", "b.png"):
+        Image.fromarray(rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)).save(tmp_path / name)
+    done = subprocess.run(["bash", "-c", f"cat a.png b.png | {GEOMCLI} crop-pad - -o out.png --shape 8,8"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    size = (tmp_path / "a.png").stat().st_size
+    assert one_error(done.stderr, "<stdin>") == (f"another input (PNG) starts at byte {size}, after the PNG; a pipe "
+                                                 "holds one input: give each its own file or pipe")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.png", "b.png"]
