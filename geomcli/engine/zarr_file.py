@@ -423,10 +423,10 @@ def _stored(input_path: str, common: Common) -> _Opened | None:
     if _remote_or_stream(input_path):
         return None
     fidelity = common.fidelity
-    if io.format_for_path(input_path) == "tiff" and fidelity.page is None:  # (tifffile's store holds every page)
+    if io.format_for_path(input_path) == "tiff":
         with _reading():
             tiles = io.tiff_as_zarr(input_path, series=fidelity.series, auto_orient=fidelity.auto_orient,
-                                    max_pixels=common.max_pixels)
+                                    max_pixels=common.max_pixels, page=fidelity.page)
         if tiles is not None:
             array, layout, metadata = tiles
             return _Opened(chunked.as_dask(array, "auto", common.max_pixels), layout, _zarr.space_of(metadata), None,

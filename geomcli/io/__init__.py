@@ -256,15 +256,16 @@ def read_array(
 
 
 def tiff_as_zarr(path: str, *, series: int | None = None, auto_orient: bool = True,
-                 max_pixels: int | None = None) -> tuple[Any, str | None, Metadata] | None:
+                 max_pixels: int | None = None, page: int | None = None) -> tuple[Any, str | None, Metadata] | None:
     """The array :func:`read_array` returns of the TIFF at ``path``, as a read-only zarr array read
     tile by tile (tifffile's zarr store), with its layout and metadata; None where read_array's array is more
     than the stored pixels (a palette, an orientation, stacked series, planar samples moved).
-    A page of more than ``max_pixels`` elements is read by its strips, not whole."""
+    A page of more than ``max_pixels`` elements is read by its strips, not whole. ``page``: that
+    page alone, as read_array's ``page``."""
     from geomcli.io import _tiff
 
     try:
-        return _tiff.as_zarr(path, series, auto_orient, max_pixels)
+        return _tiff.as_zarr(path, series, auto_orient, max_pixels, page)
     except OSError as error:
         raise _read_error(path, error) from error
 

@@ -182,26 +182,27 @@ def pyramid_notes(choice: _Choice) -> list[str]:
 
 
 def as_zarr(path: str, series: int | None, auto_orient: bool = True,
-            max_pixels: int | None = None) -> tuple[Tiles, str | None, Metadata] | None:
+            max_pixels: int | None = None, page: int | None = None) -> tuple[Tiles, str | None, Metadata] | None:
     """The array :func:`read` returns, as :class:`Tiles` read region by region through the file's
     tiles or strips, its layout and its metadata: for reading chunk by chunk, never whole. None where read's
     array is more than the stored pixels in their stored order (a palette expanded, min-is-white
     inverted, an orientation turned, several series stacked, a planar image's samples moved
     last). A stripped page is read whole where it has at most PAGE_BYTES and ``max_pixels``
-    elements (a task's limit), else strip by strip."""
+    elements (a task's limit), else strip by strip. ``page``: that page alone (--page), as read
+    gives it."""
     with _tiff(path, path) as (tif, _):
-        choice = _choose(tif, path, series, None)
+        choice = _choose(tif, path, series, page)
         layout, layout_note = _layout(choice)
-        if (choice.series is None or choice.planar or _palette(choice) is not None
+        if (choice.series is None and page is None or choice.planar or _palette(choice) is not None
                 or _enum_name(choice.keyframe.photometric) == "MINISWHITE" or _turned(choice, layout, auto_orient)):
             return None
         _check_codecs(choice.pages or (choice.keyframe,), path)
         _check_extent(tif, choice.pages, path)
-        index = list(tif.series).index(choice.series)
+        index = list(tif.series).index(choice.series) if page is None else page
         keyframe = choice.keyframe
-        page = (keyframe.imagelength, keyframe.imagewidth)
+        sides = (keyframe.imagelength, keyframe.imagewidth)
         tile = (keyframe.tilelength, keyframe.tilewidth) if keyframe.is_tiled else (keyframe.rowsperstrip, None)
-        if keyframe.is_tiled and _sides_past(tile, page) or not keyframe.is_tiled and not tile[0]:
+        if keyframe.is_tiled and _sides_past(tile, sides) or not keyframe.is_tiled and not tile[0]:
             # tifffile's store reads a whole tile a region touches: a crafted one of 2**30 a side
             # allocated an exabyte, one of 0 (or 0 rows a strip) divided by zero; decoded whole instead
             return None
@@ -211,13 +212,14 @@ def as_zarr(path: str, series: int | None, auto_orient: bool = True,
                  *([layout_note] if layout_note else []))
     samples = choice.shape[len(choice.shape) - 1:] if keyframe.samplesperpixel > 1 else ()  # (planar: None above)
     stack = choice.shape[:len(choice.shape) - 2 - len(samples)]
-    elements = math.prod(page) * math.prod(samples)
+    elements = math.prod(sides) * math.prod(samples)
     whole_pages = (not keyframe.is_tiled and elements * choice.dtype.itemsize <= PAGE_BYTES
                    and (max_pixels is None or elements <= max_pixels))
-    step = page if whole_pages else tuple(min(length, side or length) for length, side in zip(page, tile))
+    step = sides if whole_pages else tuple(min(length, side or length) for length, side in zip(sides, tile))
     chunks = (*(1 for _ in stack), *step, *samples)
     strile = math.prod(step) * (1 if keyframe.planarconfig == 2 else keyframe.samplesperpixel)  # (2: separate)
-    tiles = Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile", notes, strile)
+    tiles = Tiles(path, index, choice.shape, choice.dtype, chunks, "page" if whole_pages else "strile", notes, strile,
+                  page=page is not None)
     return tiles, layout, metadata
 
 
@@ -225,12 +227,13 @@ class Tiles:
     """A TIFF series' stored pixels, read region by region through tifffile's zarr store (which
     decodes only the tiles or strips a region touches, or with ``chunkmode`` "page" each page a
     region touches). It pickles as its path, so a task on any worker reads its own region; each
-    read opens the file and closes it."""
+    read opens the file and closes it. ``page``: ``series`` is the index of the one page read."""
 
     def __init__(self, path: str, series: int, shape: tuple[int, ...], dtype: np.dtype,
                  chunks: tuple[int, ...], chunkmode: str = "strile", notes: tuple[str, ...] = (),
-                 strile: int = 0) -> None:
+                 strile: int = 0, *, page: bool = False) -> None:
         self.path, self.series, self.shape, self.dtype, self.chunks = path, series, shape, dtype, chunks
+        self.page = page
         self.chunkmode = chunkmode
         self.notes = notes  # what a run reading it notes (a pyramid's first level alone read)
         self.strile = strile  # the most elements one read decodes: a strip, a tile or a page
@@ -247,8 +250,11 @@ class Tiles:
         # tifffile's and its codecs' failures as read gives them: a damaged strip is one error line
         try:
             with _as_geom_errors(self.path, self.path):
-                store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0,
-                                        chunkmode=self.chunkmode)
+                if self.page:
+                    store = tifffile.imread(self.path, aszarr=True, key=self.series, chunkmode=self.chunkmode)
+                else:
+                    store = tifffile.imread(self.path, aszarr=True, series=self.series, level=0,
+                                            chunkmode=self.chunkmode)
                 try:
                     return np.asarray(zarr.open_array(store, mode="r")[key])
                 finally:

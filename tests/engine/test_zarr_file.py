@@ -2438,6 +2438,27 @@ def test_a_tiff_page_to_zarr_is_that_page(tmp_path: Path) -> None:
     assert np.array_equal(read_zarr(tmp_path / "out.zarr")[...], pages[1, 14:18, 22:26])
 
 
+@pytest.mark.parametrize("tiles", [None, (16, 16)], ids=["strips", "tiles"])
+def test_a_tiff_page_to_zarr_is_read_by_its_strips_or_tiles(tmp_path: Path, tiles: tuple[int, int] | None) -> None:
+    """--page read the page whole for a .zarr output, where a TIFF of that one page is read by its
+    strips or tiles: a page past --max-pixels was refused ('40000 elements exceed the limit of
+    5000', exit 1) that the same page alone in its file is done with."""
+    import tifffile
+
+    pages = np.arange(3 * 200 * 200, dtype=np.uint32).astype(np.uint8).reshape(3, 200, 200)
+    layout = {"rowsperstrip": 16} if tiles is None else {"tile": tiles}
+    tifffile.imwrite(tmp_path / "stack.tif", pages, photometric="minisblack", compression="zlib", **layout)
+    tifffile.imwrite(tmp_path / "alone.tif", pages[1], photometric="minisblack", compression="zlib", **layout)
+    outputs = []
+    for source, page in (("alone.tif", []), ("stack.tif", ["--page", "1"])):
+        output = tmp_path / f"{source}.zarr"
+        result = run("crop-pad", tmp_path / source, "-o", output, "--shape", "30,210", "--max-pixels", "5000", *page)
+        assert result.exit_code == 0, result.stderr
+        outputs.append(read_zarr(output))
+    assert np.array_equal(outputs[1][...], crop_ops.center_crop_pad(pages[1], [30, 210]))
+    assert outputs[1].chunks == outputs[0].chunks  # (the page is read as the file of that page alone)
+
+
 @pytest.mark.parametrize("suffix", [".zarr", ".npy"])
 def test_ome_tiff_sizes_no_ome_zarr_scale_takes_are_named_where_dropped(tmp_path: Path, suffix: str) -> None:
     """An OME-TIFF's PhysicalSizeX in a unit NGFF names none for ('pixel', 'reference frame')
