@@ -127,6 +127,9 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
             if key is not None:
                 read_by.setdefault(key, f"{path}, which {option} reads")
     writers: dict[str, Source] = {}
+    # outputs by their names with letter case and Unicode normalisation folded: (output, source)
+    alike: dict[str, tuple[str, Source]] = {}
+    told_apart_by_case: list[tuple[str, Source, str, Source]] = []
     read_at = None
     if options.skip_existing:
         read_at = max((when for when in (_modified(path) for _, path in files_read) if when is not None), default=None)
@@ -157,6 +160,9 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
             raise PlanError(f"{output} is a device, FIFO or socket, or a link to one; "
                             "--out-dir writes files only: remove it or choose another --name")
         writers[key] = source
+        first = alike.setdefault(_folded(key), (output, source))
+        if first[1] is not source:
+            told_apart_by_case.append((*first, output, source))
         try:
             fmt = _format(output, common, options.name)
         except PlanError:
@@ -166,12 +172,64 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
             jobs.append(Job(index, source.path, "", "", f"{source.path}: no such file"))
             continue
         jobs.append(Job(index, source.path, output, fmt, size=source.size, options_read_at=read_at))
+    if told_apart_by_case:
+        _alike_outputs(told_apart_by_case, options.out_dir, remote, common.quiet)
     if remote:
         if options.skip_existing or options.no_clobber:
             _listing(options.out_dir, True)  # one listing tells every output's modified time (skip_reason)
     else:
         _check_inside(jobs, options.out_dir)
     return jobs
+
+
+def _folded(name: str) -> str:
+    """``name`` as a file system that tells no letter case nor Unicode normalisation apart takes
+    it (macOS's: café in NFC and in NFD, A.png and a.png, are one file)."""
+    import unicodedata
+
+    return unicodedata.normalize("NFD", name).lower()
+
+
+def _alike_outputs(pairs: Sequence[tuple[str, Source, str, Source]], out_dir: str, remote: bool,
+                   quiet: bool) -> None:
+    """Outputs whose names differ only by letter case or Unicode normalisation: a usage error
+    where --out-dir's file system is seen to take them for one file (the second would replace the
+    first), else a warning, since a copy to such a one (macOS, Windows, their shares) would. git
+    and rsync write both and say nothing until they collide."""
+    import unicodedata
+
+    first, first_source, output, source = pairs[0]
+    if unicodedata.normalize("NFD", first) == unicodedata.normalize("NFD", output):
+        how = "Unicode normalisation (NFC and NFD: they look alike)"
+    else:
+        how = "letter case" if first.lower() == output.lower() else "letter case and Unicode normalisation"
+    told = (f"{first} and {output}, the outputs of {first_source.path} and {source.path}, differ only by {how}"
+            + (f" (and {len(pairs) - 1} more pairs so)" if len(pairs) > 1 else ""))
+    if not remote and _folds_case(out_dir):
+        raise PlanError(f"{told}, and {out_dir} is on a file system that takes them for one file; put {{index}} in "
+                        "--name")
+    if not quiet:
+        echo_stderr(f"Warning: {told}: both are written, but on a file system that does not tell them apart "
+                    "(macOS, Windows, their shares) one replaces the other")
+
+
+def _folds_case(folder: str) -> bool:
+    """Whether the file system ``folder`` is on (its nearest parent's, where it is not there yet)
+    takes two names that differ only by letter case for one file: its name, or the nearest
+    parent's with a letter in it, looked up in the other case (git probes core.ignorecase alike,
+    with a file it makes; a plan makes nothing)."""
+    path = os.path.abspath(folder)
+    while not os.path.lexists(path):
+        path = os.path.dirname(path)
+    while os.path.basename(path):
+        other = os.path.join(os.path.dirname(path), os.path.basename(path).swapcase())
+        if other != path:
+            try:
+                return os.path.samefile(path, other)
+            except OSError:  # no such name in the other case
+                return False
+        path = os.path.dirname(path)
+    return False
 
 
 def passed_over_text(paths: Sequence[str], named: int = 3) -> str:

@@ -337,6 +337,45 @@ def test_two_inputs_for_one_output_is_caught_before_writing(shots: Path, tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("names", "how"), [
+    (("Photo.png", "photo.png"), "letter case"),
+    (("cafe\u0301.png", "caf\u00e9.png"), "Unicode normalisation (NFC and NFD: they look alike)"),  # one to macOS
+    (("CAFE\u0301.png", "caf\u00e9.png"), "letter case and Unicode normalisation"),
+], ids=["case", "normalisation", "both"])
+def test_outputs_that_differ_only_by_case_or_normalisation_are_told_or_refused(
+        tmp_path: Path, rng: np.random.Generator, names: tuple[str, str], how: str) -> None:
+    """Both were written without a word; on a file system that folds them (macOS, Windows, their
+    shares) the second replaced the first. Where --out-dir's file system is seen to fold them, the
+    plan refuses them as it refuses one output for two inputs; elsewhere it warns."""
+    shots = tmp_path / "shots"
+    for name in names:
+        png(shots / name, rng)
+    out = tmp_path / "out"
+    result = run("crop-pad", shots, "--out-dir", out, "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(os.listdir(out)) == sorted(names)
+    first, second = sorted(names)
+    told = (f"{out / first} and {out / second}, the outputs of {shots / first} and {shots / second}, differ only "
+            f"by {how}")
+    assert result.stderr.splitlines()[0] == (
+        f"Warning: {told}: both are written, but on a file system that does not tell them apart (macOS, Windows, "
+        "their shares) one replaces the other")
+    assert run("crop-pad", shots, "--out-dir", tmp_path / "quiet", "--shape", "4,4", "-q").stderr == ""
+    # a file system that folds letter case, as seen from --out-dir's own name (here a link stands in for it)
+    folding = tmp_path / "folds"
+    folding.mkdir()
+    (tmp_path / "FOLDS").symlink_to(folding)
+    refused = run("crop-pad", shots, "--out-dir", folding / "out", "--shape", "4,4")
+    assert refused.exit_code == 2, refused.stderr
+    assert refused.stderr.endswith(f"Error: {told.replace(str(out), str(folding / 'out'))}, and "
+                                   f"{folding / 'out'} is on a file system that takes them for one file; put "
+                                   "{index} in --name\n")
+    assert os.listdir(folding) == []
+    kept = run("crop-pad", shots, "--out-dir", folding / "out", "--name", "{index}_{stem}.png", "--shape", "4,4")
+    assert kept.exit_code == 0 and "Warning" not in kept.stderr, kept.stderr
+    assert sorted(os.listdir(folding / "out")) == [f"0_{first}", f"1_{second}"]
+
+
 @pytest.mark.parametrize(("inputs", "name", "hint", "taken"), [
     (["a/x.png", "a/x.npy"], "{stem}.npy", "{suffix} or {index}", "{stem}{suffix}.npy"),
     (["a/x.png", "b/x.png"], "{parent}{stem}.png", "{index}", "{index}_{stem}.png"),
