@@ -291,6 +291,27 @@ def test_a_name_that_is_not_utf8_is_escaped_on_a_strict_stdout(tmp_path: Path) -
     assert result.stdout == f"{folder}/a\\udcff.png → {tmp_path}/out/a\\udcff.png: 4×4 uint8\n"
 
 
+def test_a_name_that_is_not_utf8_comes_back_exact_from_json(tmp_path: Path) -> None:
+    """--json writes such a name's bytes as the surrogate escapes Python gives them (strict JSON:
+    \\udcff), so a script gets the exact name back with json.loads and os.fsencode."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    good, bad = bytes(folder) + b"/a\xff.png", bytes(folder) + b"/b\xfe\xc3.png"
+    Image.new("L", (6, 6)).save(os.fsdecode(good), format="PNG")
+    with open(bad, "wb") as f:
+        f.write(b"not a png")
+    done = subprocess.run([*GEOMCLI, "crop-pad", str(folder), "--out-dir", str(tmp_path / "out"), "--shape", "4,4",
+                           "--json"], capture_output=True, env={**os.environ, "LC_ALL": "C"})
+    assert done.returncode == 1, done.stderr
+    records = [json.loads(line) for line in done.stdout.decode("ascii").splitlines()]
+    assert [(os.fsencode(r["input"]), r["status"]) for r in records[:2]] == [(good, "ok"), (bad, "error")]
+    assert os.path.exists(os.fsencode(records[0]["output"]))
+    assert os.fsencode(records[0]["output"]) == bytes(tmp_path) + b"/out/a\xff.png"
+    assert os.fsencode(records[1]["error"]).startswith(bad + b": not a readable PNG")
+    info = subprocess.run([*GEOMCLI, "info", os.fsdecode(good), "--json"], capture_output=True)
+    assert info.returncode == 0 and os.fsencode(json.loads(info.stdout)["input"]) == good
+
+
 def test_a_stdout_whose_encoding_lacks_a_character_gets_it_escaped(tmp_path: Path) -> None:
     """A latin-1 or ASCII locale's stdout: --dry-run's arrow and info's non-ASCII names were a
     UnicodeEncodeError traceback; they are escaped, as on stderr."""
