@@ -116,8 +116,12 @@ class Metadata(NamedTuple):
     @property
     def calibrated(self) -> bool:
         """Whether the resolution is a microscope's calibration (ImageJ's unit: micron, mm, nm...),
-        which a TIFF's own ResolutionUnit (inch, centimeter) is not."""
-        return self.resolution is not None and self.unit not in (None, "inch", "centimeter")
+        which a TIFF's own ResolutionUnit (inch, centimeter) is not. An ImageJ TIFF's unit is its
+        calibration's, cm and inch too (ImageJ writes them in its description, and ResolutionUnit
+        3 and 2 beside them): 0.05 cm pixels with a 0.5 cm slice spacing, not 50.8 dpi."""
+        if self.resolution is None or self.unit is None:
+            return False
+        return self.axes_kind == "imagej" or self.unit not in ("inch", "centimeter")
 
     def pixel_size(self) -> dict[str, dict[str, Any]] | None:
         """The size of a pixel along x, y (and z), with its unit, as ``info`` shows it: an OME-TIFF's
@@ -130,6 +134,8 @@ class Metadata(NamedTuple):
         {'x': {'size': 0.25, 'unit': 'µm'}, 'y': {'size': 0.5, 'unit': 'µm'}, 'z': {'size': 3.0, 'unit': 'µm'}}
         >>> Metadata(resolution=(300.0, 300.0), unit="inch").pixel_size() is None
         True
+        >>> Metadata(resolution=(20.0, 20.0), unit="centimeter", axes="YX", axes_kind="imagej").pixel_size()
+        {'x': {'size': 0.05, 'unit': 'cm'}, 'y': {'size': 0.05, 'unit': 'cm'}}
         """
         if any(axis != "T" for axis, _, _ in self.physical):  # (a time increment is no pixel's size)
             return {axis.lower(): {"size": size, "unit": unit or "\u00b5m"} for axis, size, unit in self.physical

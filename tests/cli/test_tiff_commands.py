@@ -211,3 +211,24 @@ def test_info_shows_the_pixel_size_a_microscope_calibrated(tmp_path: Path) -> No
         assert (record["pixel_size"], record["dpi"]) == (sizes, dpi), path
         line = run("info", path).stdout
         assert (f", pixel size {said}" in line) if said else "pixel size" not in line, line
+
+
+@pytest.mark.parametrize(("unit", "shown"), [("cm", "cm"), ("mm", "mm"), ("nm", "nm"), ("micron", "µm"),
+                                             ("inch", "in")])
+def test_info_shows_an_imagej_calibration_in_its_own_unit(tmp_path: Path, unit: str, shown: str) -> None:
+    """ImageJ writes its calibration's unit in its description, and ResolutionUnit 3 beside 'cm', 2
+    beside 'inch' (TiffEncoder): a stack calibrated in cm was shown as '50.8×50.8 dpi', its slice
+    spacing not at all. Each unit's pixel size is shown in that unit, the spacing with it."""
+    import json
+
+    import tifffile
+
+    path = tmp_path / "ij.tif"
+    tifffile.imwrite(path, np.zeros((3, 8, 8), np.uint8), imagej=True, resolution=(20.0, 40.0),
+                     resolutionunit={"cm": 3, "inch": 2}.get(unit, 1), metadata={"axes": "ZYX", "unit": unit,
+                                                                                  "spacing": 0.5})
+    record = json.loads(run("info", "--json", path).stdout)
+    assert record["dpi"] is None
+    assert record["pixel_size"] == {"x": {"size": 0.05, "unit": shown}, "y": {"size": 0.025, "unit": shown},
+                                    "z": {"size": 0.5, "unit": shown}}
+    assert f", pixel size x 0.05 {shown}, y 0.025 {shown}, z 0.5 {shown};" in run("info", path).stdout
