@@ -1007,7 +1007,7 @@ def write(
             warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
         axes = None
     kind = metadata.axes_kind if axes else None
-    if layout is not None and len(layout) == data.ndim and axes != layout and _layout_of(axes) != layout:
+    if layout is not None and len(layout) == data.ndim and axes != layout and not names_layout(axes, layout):
         if kind is not None:
             warnings.append(f"the TIFF axes {axes} do not fit the result's layout {layout}; written as {_AXES[layout]}")
         axes, kind = _AXES[layout], None
@@ -1137,7 +1137,17 @@ def carries_ome(shape: tuple[int, ...], layout: str | None, metadata: Metadata) 
     no samples (whose planar pages a map does not lay out as :func:`write` does)."""
     axes = metadata.axes
     return (metadata.axes_kind == "ome" and axes is not None and len(axes) == len(shape) and "S" not in axes
-            and _layout_of(axes) == layout)
+            and names_layout(axes, layout))
+
+
+def names_layout(axes: str | None, layout: str | None) -> bool:
+    """Whether TIFF ``axes`` still name ``layout``: their own (:func:`_layout_of`), or the stack of
+    images an OME-Zarr's t, y, x reads as (NHW), which a TIFF's TYX is, read as its own layout.
+
+    >>> names_layout("CYX", "CHW"), names_layout("TYX", "NHW"), names_layout("TYX", "TYX"), names_layout("ZYX", "NHW")
+    (True, True, True, False)
+    """
+    return _layout_of(axes) == layout or (axes == "TYX" and layout == "NHW")
 
 
 def _ome_sizes(physical: tuple[tuple[str, float, str | None], ...]) -> dict[str, Any]:

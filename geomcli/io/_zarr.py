@@ -141,13 +141,13 @@ def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
     ('CYX', 'ome', (('Y', 0.5, 'nm'), ('X', 0.25, 'µm')))
     """
     from geomcli.io._base import Metadata
-    from geomcli.io._tiff import _layout_of as tiff_layout_of
+    from geomcli.io._tiff import names_layout
 
     if space is None or space.scale is None or not holds(space, layout):
         return None
     letters = "".join(str(axis.get("name", "?")).upper() for axis in space.axes)
-    if tiff_layout_of(letters) != layout:
-        return None  # (t, y, x read as NHW: a TIFF of axes TYX reads as its own layout, TYX)
+    if not names_layout(letters, layout):
+        return None  # (t, y, x read as NHW is a TIFF's TYX, read as its own layout: names_layout)
     physical = []
     for letter, axis, size in zip(letters, space.axes, space.scale, strict=True):
         if letter == "T" and axis.get("unit") in _OME_TIME_UNITS.values():  # (else named as dropped)

@@ -926,6 +926,45 @@ def test_an_ome_zarr_s_scale_goes_to_an_ome_tiff_written_chunk_by_chunk(tmp_path
         assert "PhysicalSize" not in (tif.ome_metadata or "")
 
 
+@pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
+@pytest.mark.parametrize("name", ["out.ome.tif", "out.tif"])
+def test_an_ome_zarr_time_series_keeps_its_sizes_in_a_tiff(tmp_path: Path, name: str, mapped: bool,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OME-Zarr of axes t, y, x (read as NHW) lost its scale in a TIFF: 'a TIFF written chunk by
+    chunk cannot hold the physical pixel sizes (t 2 second, y 0.5 micrometer, x 0.25 micrometer);
+    dropped', where c, y, x and t, c, y, x kept theirs. It is an OME-TIFF of axes TYX now, its
+    physical sizes and time increment those of the scale, and back to the same OME-Zarr axes."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    if mapped:
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    axes = [{"name": "t", "type": "time", "unit": "second"}, {"name": "y", "type": "space", "unit": "micrometer"},
+            {"name": "x", "type": "space", "unit": "micrometer"}]
+    image = {"axes": axes, "datasets": [{"path": "0", "coordinateTransformations": [
+        {"type": "scale", "scale": [2.0, 0.5, 0.25]}]}]}
+    group = zarr.open_group(str(tmp_path / "in.zarr"), mode="w",
+                            attributes={"ome": {"version": "0.5", "multiscales": [image]}})
+    data = tensor(np.dtype("uint16"), (3, 16, 12))
+    group.create_array("0", shape=data.shape, dtype=data.dtype, chunks=(1, 8, 8))[...] = data
+    out = tmp_path / name
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", out, "--shape", "8,8", "--compression", "none", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert tif.series[0].axes == "TYX" and np.array_equal(tif.asarray(), data[:, 4:12, 2:10])
+    assert {key: pixels[key] for key in ("PhysicalSizeX", "PhysicalSizeXUnit", "PhysicalSizeY", "PhysicalSizeYUnit",
+                                         "TimeIncrement", "TimeIncrementUnit")} == {
+        "PhysicalSizeX": 0.25, "PhysicalSizeXUnit": "µm", "PhysicalSizeY": 0.5, "PhysicalSizeYUnit": "µm",
+        "TimeIncrement": 2.0, "TimeIncrementUnit": "s"}
+    back = run("crop-pad", out, "-o", tmp_path / "back.zarr", "--shape", "8,8", "--json")
+    assert back.exit_code == 0 and json.loads(back.stdout)["warnings"] == [], back.output
+    written = written_image(tmp_path / "back.zarr")
+    assert written["axes"] == axes
+    assert written["datasets"][0]["coordinateTransformations"][0] == {"type": "scale", "scale": [2.0, 0.5, 0.25]}
+
+
 def test_a_chains_record_gives_each_steps_shape_done_chunk_by_chunk(tmp_path: Path) -> None:
     """A chain read or written as a zarr gave a --json record without ``steps`` (its dry run, and
     the same chain to .npy from a .npy, have them): the shape after each step was not told."""
