@@ -143,7 +143,7 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             report.output_dtype = str(result.dtype.newbyteorder("="))
         given = space
         space = _output_space(operation, space, header, common, report)
-        space = _channels_kept(space, result.shape, operation.command, report)
+        space = _channels_kept(space, result.shape, operation.command, report, file_format)
         output_layout = layouts.written_layout(data.shape, result.shape, common.layout, layout)
         held = _zarr.holds(space, output_layout) if output_format == "zarr" else \
             output_format == "tiff" and _zarr.ome_tiff_of(space, output_layout) is not None
@@ -176,7 +176,46 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                                    f"{compression} dropped")
         _say_dropped(report, space, output_format,
                      layouts.written_layout(data.shape, result.shape, common.layout, layout), unkept)
+        _say_omero_dropped(report, space, output_format,
+                           layouts.written_layout(data.shape, result.shape, common.layout, layout), file_format)
     return report
+
+
+def _say_omero_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None,
+                       file_format: str) -> None:
+    """What of an OME-Zarr's ``omero`` (its channels' labels, colours, display windows: kept by an
+    OME-Zarr output, see _channels_kept) the output does not hold, named once: in a warning, or
+    in the record's ``dropped`` for a .npy. A TIFF keeps the labels as OME channel names. (The
+    omero of another ``file_format``'s input holds its OME-XML channel names: _omero_named.)"""
+    from geomcli.io import _zarr
+
+    if space is None or space.omero is None or (output_format == "zarr" and _zarr.holds(space, written_layout)):
+        return
+    carried = _zarr.ome_tiff_of(space, written_layout) if output_format == "tiff" else None
+    listed = space.omero.get("channels")
+    fields = {str(key) for entry in (listed if isinstance(listed, list) else []) if isinstance(entry, dict)
+              for key in entry} - ({"label"} if carried is not None and carried.channels else set())
+    others = sorted(str(key) for key in space.omero if key != "channels")
+    what = ", ".join([*([f"channels' {', '.join(sorted(fields))}"] if fields else []), *others])
+    if not what:
+        return
+    what = _omero_named(space.omero, file_format) if file_format != "zarr" else f"OME-Zarr omero {what}"
+    if output_format == "npy":
+        report.dropped = [*getattr(report, "dropped", []), what]  # type: ignore[attr-defined]
+    else:
+        report.warnings.append(f"a {output_format.upper() if output_format != 'zarr' else 'zarr array'} cannot "
+                               f"hold the {what}; dropped")
+
+
+def _omero_named(omero: dict[str, Any], file_format: str) -> str:
+    """The omero of an input as a warning names it: an OME-Zarr's as such, another file's (an
+    OME-TIFF's, zarr.space_of) by its OME-XML channel names."""
+    if file_format == "zarr":
+        return "OME-Zarr omero metadata"
+    listed = omero.get("channels")
+    labels = [str(entry.get("label")) for entry in listed if isinstance(entry, dict)] if isinstance(listed, list) \
+        else []
+    return f"OME-XML channel names ({', '.join(labels)})"
 
 
 def _chunk_failed(input_path: str, error: BaseException) -> GeomError:
@@ -229,7 +268,8 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
     return space._replace(scale=None if unscaled else scaled, translation=translation)
 
 
-def _channels_kept(space: Space | None, shape: tuple[int, ...], command: str, report: Report) -> Space | None:
+def _channels_kept(space: Space | None, shape: tuple[int, ...], command: str, report: Report,
+                   file_format: str = "zarr") -> Space | None:
     """``space`` with its ``omero`` (the channels' labels, colours, windows) where the output has
     as many channels as it lists; else without it, and a warning (space-to-depth's channels are
     blocks of pixels). An omero holding NaN or Infinity (Python's JSON reads them) is dropped with
@@ -249,8 +289,9 @@ def _channels_kept(space: Space | None, shape: tuple[int, ...], command: str, re
     if not isinstance(channels, list) or (len(where) == 1 and len(shape) == len(space.axes)
                                           and shape[where[0]] == len(channels)):
         return space
-    report.warnings.append(f"the OME-Zarr omero metadata of {len(channels)} channel(s) does not fit the output of "
-                           f"{command}; dropped")
+    named = _omero_named(space.omero, file_format)
+    report.warnings.append(f"the {named} of {len(channels)} channel(s) does not fit the output of {command}; dropped"
+                           if file_format == "zarr" else f"the {named} do not fit the output of {command}; dropped")
     return space._replace(omero=None)
 
 
@@ -384,6 +425,8 @@ def _unkept(metadata: Metadata) -> tuple[str, ...]:
     # sizes no OME-Zarr scale takes (in 'pixel', of axes other than TCZYX) are named with the rest
     space = _zarr.space_of(metadata)
     held = () if space is not None else metadata.physical
+    if space is not None and space.omero is not None:  # its channel names are the omero's (_say_omero_dropped)
+        metadata = metadata._replace(channels=())
     if space is not None and metadata.axes_kind == "imagej":  # its calibration is the scale
         metadata = metadata._replace(resolution=None, imagej=tuple(
             (key, value) for key, value in metadata.imagej if key not in ("spacing", "finterval")))

@@ -125,7 +125,10 @@ omero=None, levels=1)
         return None
     entries = tuple({"name": letter.lower(), "type": _OME_TYPES[letter]}
                     | ({"unit": sizes[letter][1]} if letter in sizes else {}) for letter in axes)
-    return Space(entries, tuple(sizes[letter][0] if letter in sizes else 1.0 for letter in axes))
+    # its OME channel names, as the omero's channel labels (dropped with it where the channels change)
+    omero = {"channels": [{"label": name} for name in metadata.channels]} \
+        if metadata.channels and "C" in axes else None
+    return Space(entries, tuple(sizes[letter][0] if letter in sizes else 1.0 for letter in axes), omero=omero)
 
 
 def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
