@@ -237,6 +237,14 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
     if space.translation is None:
         moved = operation.shifted((0.0,) * len(header.shape), scale, header, common)
         translation = moved if moved is not None and any(moved) else None
+        if moved is None and operation.scaled(scale, header, common) is not None:
+            # pixels of a size that run the other way (a flip): no translation says where they lie,
+            # and the output's none (NGFF's 0) puts its first pixel where the input's was: said
+            names = ", ".join(str(space.axes[index].get("name", "?")) for index in sampled)
+            report.warnings.append(f"the OME-Zarr pixel positions along {names} (its first pixel's centre at 0: it "
+                                   f"gives no translation) cannot be carried through {operation.command} (a flip "
+                                   "runs its pixels the other way, which NGFF's scale and translation cannot say); "
+                                   "dropped")
     else:
         translation = operation.shifted(space.translation, scale, header, common)
         if translation is None:

@@ -1282,6 +1282,37 @@ def test_a_resize_that_flips_an_axis_keeps_a_positive_scale_and_drops_the_transl
         {"type": "scale", "scale": pytest.approx([1.0, 0.5 * 59 / 29, 0.25])}]
 
 
+@pytest.mark.parametrize("args", [["warp", "--scale", "-1,1"], ["warp", "--scale", "1,-1"], ["warp", "--rotate", "180"],
+                                  ["chain", "warp", "--scale", "-2,2", "crop-pad", "--shape", "20,30"]],
+                         ids=lambda args: " ".join(args))
+@pytest.mark.parametrize("origin", [(10.0, 20.0), None], ids=["translated", "no-translation"])
+def test_a_flip_keeps_the_pixel_size_and_says_the_positions_are_dropped(tmp_path: Path, args: list[str],
+                                                                       origin: tuple[float, float] | None) -> None:
+    """A flip's pixels keep their size and run the other way, which NGFF's scale and translation
+    cannot say (a negative scale is no NGFF one). An OME-Zarr of no translation (its first pixel's
+    centre at 0) was written flipped with the same coordinate system, and no word: its first
+    pixel, the input's last, said to lie at 0. The scale is kept, positive, and a warning says the
+    positions are dropped, as it said where the input gave a translation."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+            {"name": "x", "type": "space", "unit": "nanometer"}]
+    ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]},
+               *([{"type": "translation", "translation": [0.0, *origin]}] if origin else [])])
+    command, *rest = args
+    given = ["-i", tmp_path / "in.zarr"] if command == "chain" else [tmp_path / "in.zarr"]
+    result = run(command, *given, "-o", tmp_path / "out.zarr", "--json", *rest)
+    assert result.exit_code == 0, result.stderr
+    scale = [1.0, 1.0, 0.5] if "-2,2" in args else [1.0, 0.5, 0.25]
+    assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
+        {"type": "scale", "scale": scale}]
+    assert json.loads(result.stdout)["warnings"] == [
+        f"the OME-Zarr translation {list(origin)} along y, x cannot be carried through {command} (it does not say "
+        "where its pixels lie); dropped" if origin else
+        f"the OME-Zarr pixel positions along y, x (its first pixel's centre at 0: it gives no translation) cannot be "
+        f"carried through {command} (a flip runs its pixels the other way, which NGFF's scale and translation cannot "
+        "say); dropped"]
+
+
 @pytest.mark.parametrize("args", [
     ["resize", "--sizes", "30,40", "--mode", "linear"],
     ["resize", "--scales", "0.375,1.5", "--mode", "linear"],
