@@ -63,10 +63,11 @@ class _OutputError(GeomError):
 
 def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype: np.dtype,
                   output_format: str, layout: str | None = None, colour: bool | None = None,
-                  inks: bool = False, ome: Metadata | None = None) -> np.ndarray | None:
+                  inks: bool = False, axes_metadata: Metadata | None = None) -> np.ndarray | None:
     """A memory-mapped output for a big result in ``layout`` (None: unknown), its channels
     colours or not as ``colour`` says (Metadata.colour), CMYK where ``inks`` does (Metadata.inks),
-    with the OME axes, physical sizes and channel names of ``ome`` where they fit (io.open_output),
+    with the OME axes, physical sizes and channel names, or the ImageJ axes and calibration, of
+    ``axes_metadata`` where they fit (io.open_output),
     open until ``outputs`` closes (then renamed into place); None for a result that is written from RAM."""
     from geomcli import io
 
@@ -74,7 +75,7 @@ def mapped_output(outputs: ExitStack, output: str, shape: tuple[int, ...], dtype
         return None
     try:
         return outputs.enter_context(io.open_output(output, shape, dtype, format=output_format, layout=layout,
-                                                    colour=colour, inks=inks, ome=ome))
+                                                    colour=colour, inks=inks, axes_metadata=axes_metadata))
     except GeomError as error:
         raise _OutputError(str(error)) from error  # it names the output already
 
@@ -253,12 +254,15 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if _compresses(output_format, fidelity, loaded.metadata):
                 return None  # a map holds raw bytes: a compressed output is encoded from RAM
             layout = layouts.written_layout(loaded.shape, shape, common.layout, loaded.layout)
-            # a map keeps no metadata, but whether its channels are colours or inks (its photometric)
+            # a map keeps no metadata, but whether its channels are colours or inks (its photometric),
+            # its OME axes, physical sizes and channel names, and its ImageJ axes and calibration
             channels = _output_metadata(operation, loaded, common)
-            ome = io.Metadata(axes=channels.axes, axes_kind="ome", physical=channels.physical,
-                              channels=channels.channels) if channels.axes_kind == "ome" else None
+            axes_metadata = io.Metadata(axes=channels.axes, axes_kind="ome", physical=channels.physical,
+                                        channels=channels.channels) if channels.axes_kind == "ome" else \
+                io.Metadata(axes=channels.axes, axes_kind="imagej", resolution=channels.resolution, unit=channels.unit,
+                            imagej=channels.imagej) if channels.axes_kind == "imagej" else None
             out = mapped_output(outputs, output, shape, dtype, output_format, layout, channels.colour, channels.inks,
-                                ome)
+                                axes_metadata)
             mapped.extend([] if out is None else [out])
             return out
 
@@ -307,6 +311,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                     if metadata.channels else None
                 report.warnings.extend([refused] if refused else [])
                 metadata = metadata._replace(axes=None, axes_kind=None, physical=(), channels=())
+            if output_format == "tiff" and _tiff.carries_imagej(tuple(result.shape), result.dtype, written, metadata):
+                # its ImageJ axes, resolution and unit, slice spacing and frame interval are the map's
+                metadata = metadata._replace(axes=None, axes_kind=None, resolution=None, unit=None, imagej=())
             if output_format != "npy" and metadata._replace(compression=None, predictor=None, colour=None, inks=False,
                                                             axes=None if plain else metadata.axes) != io.Metadata():
                 report.warnings.append("a big output is written through a memory map, without metadata")

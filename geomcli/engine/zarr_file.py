@@ -543,7 +543,7 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
         # an OME-Zarr's axes and scale, as an OME-TIFF's axes and physical sizes
         ome = _zarr.ome_tiff_of(space, written_layout) if output_format == "tiff" else None
         outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout,
-                                 options=write_options(common), ome=ome)
+                                 options=write_options(common), axes_metadata=ome)
         target = outputs.__enter__()
     try:
         with _scheduler(scheduler, common) as (how, client):

@@ -543,7 +543,7 @@ def maps_output(path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format:
 def open_output(
     path: str, shape: Sequence[int], dtype: DTypeLike, /, *, format: str | None = None, layout: str | None = None,
     options: WriteOptions | None = None, colour: bool | None = None, inks: bool = False,
-    ome: Metadata | None = None,
+    axes_metadata: Metadata | None = None,
 ) -> AbstractContextManager[np.ndarray]:
     """A context manager yielding a zero-filled, writable array for the output at ``path``.
 
@@ -554,9 +554,9 @@ def open_output(
     and an existing file is untouched. ``layout`` is as for :func:`write_array`: a mapped TIFF
     is laid out as one written from RAM. ``options`` encode one written from RAM; a memory map is
     uncompressed (see :func:`maps_output`). ``colour``: whether 3 or 4 channels are colours, as
-    :attr:`Metadata.colour`; ``inks``: whether 4 are CMYK, as :attr:`Metadata.inks`. ``ome``: a
-    TIFF's OME axes and physical sizes (an OME-Zarr's scale, see ``_zarr.ome_tiff_of``), written
-    by either way.
+    :attr:`Metadata.colour`; ``inks``: whether 4 are CMYK, as :attr:`Metadata.inks`.
+    ``axes_metadata``: a TIFF's OME axes, physical sizes and channel names (an OME-Zarr's scale,
+    see ``_zarr.ome_tiff_of``), or ImageJ axes and calibration, written by either way.
 
     >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "big.npy")
@@ -570,7 +570,7 @@ def open_output(
     from geomcli.io import _mapped
 
     return _mapped.open_output(_remote.local_path(path), shape, np.dtype(dtype), format_for_path(path, format), layout,
-                               options, colour, inks, ome)
+                               options, colour, inks, axes_metadata)
 
 
 def release(array: np.ndarray, /) -> None:

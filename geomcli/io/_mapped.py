@@ -46,24 +46,24 @@ def maps_output(path: str, shape: Sequence[int], dtype: np.dtype, fmt: str) -> b
 def open_output(
     path: str, shape: Sequence[int], dtype: np.dtype, fmt: str, layout: str | None = None,
     options: WriteOptions | None = None, colour: bool | None = None, inks: bool = False,
-    ome: Metadata | None = None,
+    axes_metadata: Metadata | None = None,
 ) -> Iterator[np.ndarray]:
     """Yield a zero-filled writable array; at normal exit its contents are at ``path``, atomically.
     ``layout``: the layout of what is written, for the formats that record it (TIFF); ``options``:
     how an array written from RAM is encoded; ``colour``: whether 3 or 4 channels are colours;
-    ``inks``: whether 4 are CMYK; ``ome``: a TIFF's OME axes and physical sizes."""
+    ``inks``: whether 4 are CMYK; ``axes_metadata``: a TIFF's OME or ImageJ axes and calibration."""
     from geomcli.io import Metadata, write_array
 
     shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
     if not maps_output(path, shape, dtype, fmt):
         data = np.zeros(shape, dtype)
         yield data
-        metadata = (ome or Metadata())._replace(colour=colour, inks=inks)
+        metadata = (axes_metadata or Metadata())._replace(colour=colour, inks=inks)
         write_array(data, path, format=fmt, layout=layout, options=options, metadata=metadata)
         return
     with _atomic.atomic_path(path) as tmp:
         mapped = _map_npy(tmp, shape, dtype) if fmt == "npy" else \
-            _map_tiff(tmp, shape, dtype, layout, colour, inks, ome, path)
+            _map_tiff(tmp, shape, dtype, layout, colour, inks, axes_metadata, path)
         _reserve(tmp)
         yield mapped
         mapped.flush()  # msync: the pages reach the file before atomic_path syncs and renames it
@@ -109,7 +109,7 @@ def _write_header(f: IO[bytes], header: dict[str, Any]) -> None:
 
 
 def _map_tiff(tmp: str, shape: tuple[int, ...], dtype: np.dtype, layout: str | None,
-              colour: bool | None = None, inks: bool = False, ome: Metadata | None = None,
+              colour: bool | None = None, inks: bool = False, axes_metadata: Metadata | None = None,
               path: str = "") -> np.memmap:
     import tifffile
 
@@ -117,8 +117,10 @@ def _map_tiff(tmp: str, shape: tuple[int, ...], dtype: np.dtype, layout: str | N
 
     # the pages _tiff.write lays the same array out in, so both paths read back alike
     laid_out = _tiff.pages(shape, dtype, layout, colour, inks)
-    if ome is not None:
-        laid_out = _tiff.ome_pages(laid_out, shape, dtype, layout, ome._replace(colour=colour, inks=inks), path)
+    if axes_metadata is not None:  # (its OME or ImageJ metadata, where it still names the layout)
+        described = axes_metadata._replace(colour=colour, inks=inks)
+        laid_out = _tiff.ome_pages(laid_out, shape, dtype, layout, described, path)
+        laid_out = _tiff.imagej_pages(laid_out, shape, dtype, layout, described)
     mapped: np.memmap = tifffile.memmap(tmp, shape=shape, dtype=dtype, **laid_out)
     return mapped
 

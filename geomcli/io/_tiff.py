@@ -1011,7 +1011,7 @@ def write(
         if kind is not None:
             warnings.append(f"the TIFF axes {axes} do not fit the result's layout {layout}; written as {_AXES[layout]}")
         axes, kind = _AXES[layout], None
-    if kind == "imagej" and not _imagej_fits(data, axes or ""):
+    if kind == "imagej" and not _imagej_fits(data.shape, data.dtype, axes or ""):
         warnings.append(f"ImageJ metadata cannot describe {data.dtype} data with axes {axes}; "
                         "written as tifffile metadata with the same axes")
         kind = "shaped"
@@ -1150,6 +1150,39 @@ def names_layout(axes: str | None, layout: str | None) -> bool:
     return _layout_of(axes) == layout or (axes == "TYX" and layout == "NHW")
 
 
+def imagej_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype, layout: str | None,
+                 metadata: Metadata) -> dict[str, Any]:
+    """:func:`pages`' arguments ``laid_out`` with ``metadata``'s ImageJ axes and calibration (its
+    resolution in its unit, slice spacing, frame interval), where :func:`carries_imagej` says they
+    fit, as :func:`write` writes them."""
+    if not carries_imagej(shape, dtype, layout, metadata):
+        return laid_out
+    assert metadata.axes is not None
+    laid_out = {**_pages(shape, dtype, metadata.axes, "imagej", metadata.colour, metadata.inks), "imagej": True}
+    laid_out["metadata"].update(metadata.imagej)
+    if metadata.resolution is not None:
+        resolution = _resolution(metadata, "imagej")
+        laid_out["metadata"].update(resolution.pop("metadata", {}))
+        laid_out.update(resolution)
+    return laid_out
+
+
+def carries_imagej(shape: tuple[int, ...], dtype: np.dtype, layout: str | None, metadata: Metadata) -> bool:
+    """Whether a memory-mapped TIFF of this shape, dtype and layout is written with ``metadata``'s
+    ImageJ axes and calibration (:func:`imagej_pages`): ImageJ axes that still name the layout, of
+    no samples (as :func:`carries_ome`), of a hyperstack ImageJ holds, and a calibration
+    :func:`write` would write whole (no resolution past a TIFF rational, no slice spacing in the
+    unit of a resolution dropped), so that the map warns of nothing it would."""
+    axes = metadata.axes
+    if not (metadata.axes_kind == "imagej" and axes is not None and len(axes) == len(shape) and "S" not in axes
+            and names_layout(axes, layout) and _imagej_fits(shape, np.dtype(dtype), axes)):
+        return False
+    if metadata.resolution is None:
+        return metadata.unit is None or "spacing" not in dict(metadata.imagej)
+    x, y = _resolution(metadata, "imagej")["resolution"]
+    return bool(max(x, y) < _RATIONAL)
+
+
 def _ome_sizes(physical: tuple[tuple[str, float, str | None], ...]) -> dict[str, Any]:
     """tifffile's OME metadata of Metadata.physical: PhysicalSizeX, Y, Z and TimeIncrement, with
     their units.
@@ -1265,15 +1298,16 @@ def imagej_entries(imagej: tuple[tuple[str, float | str], ...]) -> str:
     return ", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}" for key, value in imagej)
 
 
-def _imagej_fits(data: np.ndarray, axes: str) -> bool:
-    """Whether ImageJ's hyperstack format holds this: its dtypes, its axis order, RGB as uint8."""
+def _imagej_fits(shape: tuple[int, ...], dtype: np.dtype, axes: str) -> bool:
+    """Whether ImageJ's hyperstack format holds an array of this shape and dtype: its dtypes, its
+    axis order, RGB as uint8."""
     order = "TZCYXS"
     positions = [order.find(a) for a in axes]
     if -1 in positions or positions != sorted(positions):
         return False
-    if "S" in axes and (data.dtype != np.uint8 or data.shape[-1] not in (3, 4)):
+    if "S" in axes and (dtype != np.uint8 or shape[-1] not in (3, 4)):
         return False
-    return data.dtype in (np.uint8, np.uint16, np.float32)
+    return dtype in (np.uint8, np.uint16, np.float32)
 
 
 # a TIFF RATIONAL's 32-bit numerator holds less than this

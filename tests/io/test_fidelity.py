@@ -1072,21 +1072,64 @@ def test_write_options_reach_batch_workers(tmp_path: Path, rng: np.random.Genera
 
 
 def test_a_mapped_output_says_it_has_no_metadata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 hyperstack: tuple[str, np.ndarray]) -> None:
+                                                 rng: np.random.Generator) -> None:
+    import tifffile
+
     from geomcli.io import _mapped
 
     monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
-    path, data = hyperstack
+    data = rng.integers(0, 4000, (8, 10), dtype=np.uint16)
+    path = str(tmp_path / "printed.tif")
+    tifffile.imwrite(path, data, resolution=(300.0, 300.0), resolutionunit="inch", compression="zlib")
     out = str(tmp_path / "big.tif")
     # (uncompressed: a compressed output, as this zlib TIFF's would be by default, is never mapped)
     result = run("crop-pad", path, "-o", out, "--shape", "4,4", "--compression", "none")
     assert result.exit_code == 0, result.stderr
     assert warnings_of(result) == [f"Warning: {out}: a big output is written through a memory map, without metadata"]
-    assert np.array_equal(io.read_array(out).data, data[:, :, 2:6, 3:7])
+    assert np.array_equal(io.read_array(out).data, data[2:6, 3:7])
     assert run("crop-pad", path, "-o", out, "--shape", "4,4", "--strip", "--compression", "none"
                ).stderr.count("Warning") == 0
     kept = run("crop-pad", path, "-o", out, "--shape", "4,4")
     assert kept.exit_code == 0 and warnings_of(kept) == []  # compressed, from RAM, with its metadata
+
+
+@pytest.mark.parametrize("args", [["crop-pad", "--shape", "4,4"], ["space-to-depth", "--blocksize", "2"]])
+def test_a_big_imagej_tiff_written_through_a_memory_map_keeps_its_calibration(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch,
+                                                                              rng: np.random.Generator,
+                                                                              args: list[str]) -> None:
+    """An ImageJ TIFF output of 64 MiB or more is written through a memory map, and lost its
+    calibration (pixel size and unit, slice spacing, frame interval) and hyperstack axes with one
+    warning, 'a big output is written through a memory map, without metadata': a crop of an 8 x 2048
+    x 2048 uint16 stack padded by a column, say. The map is written with them now, as one from RAM."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    data = rng.integers(0, 4000, (2, 3, 2, 8, 10), dtype=np.uint16)  # T, Z, C, Y, X
+    source = tmp_path / "in.tif"
+    tifffile.imwrite(source, data, imagej=True, resolution=(4.0, 2.0), metadata={
+        "axes": "TZCYX", "unit": "um", "spacing": 0.5, "finterval": 3.0})
+    written, maps = [], []
+    map_tiff = _mapped._map_tiff
+    monkeypatch.setattr(_mapped, "_map_tiff", lambda tmp, *more: maps.append(tmp) or map_tiff(tmp, *more))
+    for limit in (1, _mapped.MAP_OUTPUT_BYTES):  # through a map, then from RAM (both uncompressed)
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", limit)
+        out = tmp_path / f"out{limit}.tif"
+        result = run(args[0], source, "-o", out, *args[1:], "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+        with tifffile.TiffFile(out) as tif:
+            page = tif.pages[0]
+            info = {key: tif.imagej_metadata[key] for key in ("unit", "spacing", "finterval", "slices", "frames")}
+            per_unit = [page.tags[tag].value[0] / page.tags[tag].value[1] for tag in ("XResolution", "YResolution")]
+            written.append((tif.series[0].axes, tif.series[0].shape, info, per_unit, tif.asarray()))
+    mapped, in_ram = written
+    assert len(maps) == 1  # the first alone
+    blocks = args[0] == "space-to-depth"  # (twice the pixel size, 4 times the channels)
+    assert mapped[:4] == in_ram[:4] == ("TZCYX", (2, 3, 8, 4, 5) if blocks else (2, 3, 2, 4, 4), {
+        "unit": "micron", "spacing": 0.5, "finterval": 3.0, "slices": 3, "frames": 2}, [2.0, 1.0] if blocks
+        else [4.0, 2.0])
+    assert np.array_equal(mapped[4], in_ram[4])
 
 
 def test_a_mapped_output_of_a_file_without_metadata_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
