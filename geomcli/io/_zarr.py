@@ -279,12 +279,17 @@ def _store(path: str, read_only: bool) -> Any:
             return ContainedStore(path, read_only=True)
         return zarr.storage.LocalStore(path, read_only=read_only)
     options = dict(_remote.options())
+    store = zarr.storage.FsspecStore
+    if read_only:  # (an input, which may be anyone's: its chunk objects are read no further than a chunk can take)
+        from geomcli.io._zarr_store import BoundedRemoteStore
+
+        store = BoundedRemoteStore
     if _remote.protocol(path) in ("s3", "s3a"):
         # s3fs asks an object's size (a HEAD) before reading it whole, to split one past its block
         # size (50 MiB) into ranged reads 10 at a time: a request more for every chunk (4 chunks
         # took 8), where zarr reads many chunks side by side itself. (--storage-option sets it.)
         options.setdefault("max_concurrency", 1)
-    return zarr.storage.FsspecStore.from_url(path, storage_options=options or None, read_only=read_only)
+    return store.from_url(path, storage_options=options or None, read_only=read_only)
 
 
 def _open_node(store: Any, mode: str) -> Any:
@@ -549,14 +554,14 @@ _METADATA_ERRORS = (TypeError, ZeroDivisionError, AttributeError, IndexError, Ov
 
 
 def _bound_compressor(array: Any) -> None:
-    """Bound what an input's chunks are decoded into, and, for a local folder's, the size of the
-    chunk files read."""
+    """Bound what an input's chunks are decoded into, and the size of the chunk files (or
+    objects) read."""
     from geomcli.io import _zarr_codecs
-    from geomcli.io._zarr_store import ContainedStore
+    from geomcli.io._zarr_store import ChunkBound
 
     _zarr_codecs.bound_compressor(array)
     store = array.store_path.store
-    if isinstance(store, ContainedStore):
+    if isinstance(store, ChunkBound):
         store.bound_chunks(tuple(array.shards or array.chunks), array.dtype)
 
 

@@ -1,10 +1,14 @@
-"""A local zarr store that reads nothing outside its folder: an array from a stranger (an upload,
-an archive unpacked) may hold a chunk or a ``zarr.json`` that is a symbolic link to any file the
-user can read (``c/0/0 -> ~/.ssh/id_rsa``), which zarr's LocalStore read as that chunk's bytes,
-into the output's pixels; or a FIFO or device, which it read until it ended (never, for a FIFO or
-/dev/zero). A link that stays inside the folder is read as before. A chunk's file bigger than its
-chunk can be, once the array's chunks are known (:meth:`ContainedStore.bound_chunks`), is refused
-before it is read: zarr read it whole first (a 390 MB file in place of an 8x8x3 chunk took 473 MB).
+"""The stores a zarr input is read through. A local one reads nothing outside its folder: an
+array from a stranger (an upload, an archive unpacked) may hold a chunk or a ``zarr.json`` that is
+a symbolic link to any file the user can read (``c/0/0 -> ~/.ssh/id_rsa``), which zarr's
+LocalStore read as that chunk's bytes, into the output's pixels; or a FIFO or device, which it
+read until it ended (never, for a FIFO or /dev/zero). A link that stays inside the folder is read
+as before. A chunk's file bigger than its chunk can be, once the array's chunks are known
+(:meth:`ChunkBound.bound_chunks`), is refused before it is read: zarr read it whole first (a
+390 MB file in place of an 8x8x3 chunk took 473 MB). A URL's chunk objects have the same bound
+(:class:`BoundedRemoteStore`): each is read by a range one byte past it, so a bigger object is
+refused having sent no more than that, and no request more is made (a HEAD for its size would
+double a chunk's requests).
 """
 
 from __future__ import annotations
@@ -25,12 +29,36 @@ _METADATA = {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"}
 _READ_ANYWAY = 1 << 22
 
 
-class ContainedStore(zarr.storage.LocalStore):
-    """zarr's LocalStore, reading only regular files whose real path is inside its root's."""
+class ChunkBound:
+    """What a store's chunk objects may hold, once the array's chunks are known."""
 
     # the most bytes a chunk's file (a shard's, for a sharded array) may hold, and that chunk's
     # shape and dtype for the message; None: not known (metadata is being read) or no bound (strings)
     chunk_bound: tuple[int, str] | None = None
+
+    def bound_chunks(self, shape: tuple[int, ...], dtype: Any) -> None:
+        """Bound the files read whole from now on by what a chunk (or shard) of ``shape`` and
+        ``dtype`` can take, compressed or not (see _zarr_codecs.most_bytes); strings have no bound."""
+        from geomcli.io._zarr_codecs import most_bytes
+
+        if not dtype.hasobject and dtype.itemsize:
+            self.chunk_bound = (most_bytes(shape, dtype.itemsize), f"{'x'.join(map(str, shape))} {dtype}")
+
+    def _most_read(self, key: str) -> int | None:
+        """The most bytes the chunk ``key`` is read to; None where it has no bound (metadata's
+        files are no chunks)."""
+        if self.chunk_bound is None or os.path.basename(key) in _METADATA:
+            return None
+        return max(self.chunk_bound[0], _READ_ANYWAY)
+
+    def _too_big(self, key: str, size: str) -> ValueError:
+        assert self.chunk_bound is not None
+        bound, chunk = self.chunk_bound
+        return ValueError(f"{key} holds {size} bytes, far past the {bound} a chunk of {chunk} can take")
+
+
+class ContainedStore(ChunkBound, zarr.storage.LocalStore):
+    """zarr's LocalStore, reading only regular files whose real path is inside its root's."""
 
     def _check_inside(self, key: str) -> None:
         path = os.path.join(self.root, key)
@@ -46,24 +74,16 @@ class ContainedStore(zarr.storage.LocalStore):
             raise ValueError(f"{key} is not a regular file")
 
     def _check_size(self, key: str) -> None:
-        """Refuse a chunk's file bigger than the chunk can take (metadata's files are not chunks)."""
-        if self.chunk_bound is None or os.path.basename(key) in _METADATA:
+        """Refuse a chunk's file bigger than the chunk can take."""
+        most = self._most_read(key)
+        if most is None:
             return
         try:
             size = os.stat(os.path.join(self.root, key)).st_size
         except OSError:
             return
-        bound, chunk = self.chunk_bound
-        if size > max(bound, _READ_ANYWAY):
-            raise ValueError(f"{key} holds {size} bytes, far past the {bound} a chunk of {chunk} can take")
-
-    def bound_chunks(self, shape: tuple[int, ...], dtype: Any) -> None:
-        """Bound the files read whole from now on by what a chunk (or shard) of ``shape`` and
-        ``dtype`` can take, compressed or not (see _zarr_codecs.most_bytes); strings have no bound."""
-        from geomcli.io._zarr_codecs import most_bytes
-
-        if not dtype.hasobject and dtype.itemsize:
-            self.chunk_bound = (most_bytes(shape, dtype.itemsize), f"{'x'.join(map(str, shape))} {dtype}")
+        if size > most:
+            raise self._too_big(key, str(size))
 
     async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
         self._check_inside(key)
@@ -76,3 +96,19 @@ class ContainedStore(zarr.storage.LocalStore):
         for key, _ in key_ranges:
             self._check_inside(key)
         return await super().get_partial_values(prototype, key_ranges)
+
+
+class BoundedRemoteStore(ChunkBound, zarr.storage.FsspecStore):
+    """zarr's FsspecStore, reading a chunk's object no further than one byte past what the chunk
+    can take (a 20 MiB object in place of a 4x8 chunk was read whole: 104 MiB at its peak)."""
+
+    async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
+        most = self._most_read(key)
+        if most is None or byte_range is not None:  # (a shard's parts are read by their ranges, bounded by its index)
+            return await super().get(key, prototype, byte_range)
+        from zarr.abc.store import RangeByteRequest
+
+        found = await super().get(key, prototype, RangeByteRequest(0, most + 1))
+        if found is not None and len(found) > most:
+            raise self._too_big(key, f"more than {most}")
+        return found

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import run
+from conftest import S3, run
 from test_hostile_inputs import one_error
 
 zarr = pytest.importorskip("zarr")
@@ -91,3 +92,65 @@ def test_a_chunk_file_bigger_than_its_chunk_can_be_is_refused_before_it_is_read(
                                               f"{key} holds {size} bytes, far past the 4672 a chunk of 4x8 uint8 can "
                                               "take)")
     assert not (tmp_path / "out.npy").exists()
+
+
+def received(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """The bytes each S3 object's reads (get_object) of this process bring from now on, by key."""
+    import s3fs
+
+    brought: dict[str, int] = {}
+    real = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        response = await real(self, method, *args, **kwargs)
+        if method == "get_object":
+            body, key = response["Body"], kwargs["Key"]
+
+            async def read() -> bytes:
+                data = await body.__class__.read(body)
+                brought[key] = brought.get(key, 0) + len(data)
+                return bytes(data)
+
+            body.read = read
+        return response
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    return brought
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("compressed", [False, True], ids=["raw", "zstd"])
+def test_a_chunk_object_bigger_than_its_chunk_can_be_is_refused_before_it_is_read(
+        s3: S3, zarr_format: int, compressed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only local chunk files were refused by their size: a 20 MiB object in place of a 4x8 chunk
+    on S3 was read whole (104 MiB at the run's peak), then 'cannot reshape array of size 20971552'.
+    It is read no further than a byte past the most a chunk's object is read to."""
+    import s3fs
+
+    from geomcli.io import _zarr_store
+
+    store = zarr.storage.FsspecStore(s3fs.S3FileSystem(endpoint_url=s3.endpoint, asynchronous=True),
+                                     path=f"{s3.bucket}/in.zarr")
+    zarr.create_array(store, shape=(4, 8), chunks=(4, 8), dtype="uint8", zarr_format=zarr_format,
+                      **({} if compressed else {"compressors": None}))[...] = 1
+    key = "0.0" if zarr_format == 2 else "c/0/0"
+    s3.put(f"in.zarr/{key}", s3.get(f"in.zarr/{key}") + bytes(20 << 20))
+    brought = received(monkeypatch)
+    result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "4,8")
+    assert result.exit_code == 1
+    most = _zarr_store._READ_ANYWAY
+    assert one_error(result.stderr, f"{s3.url}/in.zarr") == (
+        f"a chunk could not be read, transformed or written (ValueError: {key} holds more than {most} bytes, far "
+        "past the 4672 a chunk of 4x8 uint8 can take)")
+    assert brought[f"in.zarr/{key}"] == most + 1
+    assert not (tmp_path / "out.npy").exists()
+
+
+def test_a_chunk_object_within_its_bound_is_read_as_it_was(s3: S3, tmp_path: Path) -> None:
+    """The ranged read of a chunk's object takes it whole where it is shorter than the range."""
+    data = np.arange(4 * 8, dtype=np.uint8).reshape(4, 8)
+    np.save(tmp_path / "in.npy", data)
+    assert run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "4,8").exit_code == 0
+    result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "2,6")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data[1:3, 1:7])
