@@ -157,8 +157,9 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         except GeomError:
             raise
         except OSError as error:
-            if common.debug or not _zarr.codec_failed(error):
+            if common.debug or (error.filename is not None and not _zarr.codec_failed(error)):
                 raise  # a file's read or write, which names it (see _write)
+            # a damaged chunk's decompressor, or a store's read (a connection reset), naming no file
             raise _chunk_failed(input_path, error) from error
         # a chunk's codec or store failing in a task (numcodecs', imagecodecs' RuntimeError, zarr's
         # ValueError, botocore's): this file's failure; a bug (TypeError, AttributeError) keeps its traceback

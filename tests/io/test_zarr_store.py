@@ -154,3 +154,44 @@ def test_a_chunk_object_within_its_bound_is_read_as_it_was(s3: S3, tmp_path: Pat
     result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "2,6")
     assert result.exit_code == 0, result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data[1:3, 1:7])
+
+
+def reset_reads(monkeypatch: pytest.MonkeyPatch, count: int, error: OSError) -> list[str]:
+    """The first ``count`` reads of an S3 chunk object in this process fail with ``error`` (raised
+    as the filesystem raises it once its own retries are spent); the keys of the chunk reads made."""
+    import s3fs
+
+    made: list[str] = []
+    real = s3fs.S3FileSystem._call_s3
+
+    async def failing(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "get_object" and "/c/" in kwargs["Key"]:
+            made.append(kwargs["Key"])
+            if len(made) <= count:
+                raise error
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", failing)
+    return made
+
+
+def zarr_on_s3(s3: S3, tmp_path: Path) -> np.ndarray:
+    """A 2x16x16 float32 array at in.zarr on S3, of one chunk; its values."""
+    data = np.arange(2 * 16 * 16, dtype=np.float32).reshape(2, 16, 16)
+    np.save(tmp_path / "in.npy", data)
+    assert run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "2,16,16").exit_code == 0
+    return data
+
+
+def test_a_chunk_read_the_store_refuses_names_the_input(s3: S3, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's OSError names no file, and its line named none: 'Error: [Errno 13] Access Denied'."""
+    zarr_on_s3(s3, tmp_path)
+    made = reset_reads(monkeypatch, 10, PermissionError(13, "Access Denied"))
+    result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "2,8,8")
+    assert result.exit_code == 1
+    assert one_error(result.stderr, f"{s3.url}/in.zarr") == (
+        "a chunk could not be read, transformed or written (PermissionError: [Errno 13] Access Denied)")
+    assert made == ["in.zarr/c/0/0/0"]  # a refusal is not asked again
+    assert not (tmp_path / "out.npy").exists()
+
