@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import os
 import time
 import uuid
@@ -108,11 +107,6 @@ HEADER_TASK_FILES = 1000
 STOP_ASKED = 0.5
 # how often a file is sent again after a passing I/O error
 IO_RETRIES = 2
-# errnos of a failure that may pass: a retry can succeed where the first try failed
-_PASSING = {errno.EIO, errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ETIMEDOUT, errno.ECONNRESET,
-            errno.ECONNREFUSED, errno.ECONNABORTED, errno.ENETDOWN, errno.ENETUNREACH, errno.ENETRESET,
-            errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ESTALE, errno.EPIPE,
-            getattr(errno, "EREMOTEIO", errno.EIO)}  # s3fs's for S3's 500 InternalError: 'try again'
 
 
 def check(options: BatchOptions) -> Scheduler:
@@ -492,15 +486,8 @@ def passing(report: Report) -> bool:
     overcome; not a bad file, nor a missing one."""
     from geomcli.io import _remote
 
-    error: BaseException | None = cause(report)
-    for _ in range(100):
-        if error is None:
-            return False
-        if isinstance(error, (ConnectionError, TimeoutError)) or (
-                isinstance(error, OSError) and error.errno in _PASSING) or _remote.passing_failure(error):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
+    error = cause(report)
+    return error is not None and _remote.may_pass(error)
 
 
 def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = False) -> list[tuple[Report, bool]]:

@@ -17,6 +17,7 @@ Only the standard library loads at import time; fsspec loads with the first URL.
 
 from __future__ import annotations
 
+import errno
 import functools
 import re
 from collections.abc import Callable, Iterator
@@ -273,6 +274,28 @@ def _failures() -> tuple[type[BaseException], ...]:
     except ImportError:
         pass
     return tuple(found)
+
+
+# errnos of a failure that may pass: a retry can succeed where the first try failed
+_PASSING = {errno.EIO, errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ETIMEDOUT, errno.ECONNRESET,
+            errno.ECONNREFUSED, errno.ECONNABORTED, errno.ENETDOWN, errno.ENETUNREACH, errno.ENETRESET,
+            errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ESTALE, errno.EPIPE,
+            getattr(errno, "EREMOTEIO", errno.EIO)}  # s3fs's for S3's 500 InternalError: 'try again'
+
+
+def may_pass(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, is an I/O error that may pass (a reset
+    connection, a timeout, EIO, S3's 500; botocore's and aiohttp's own: :func:`passing_failure`),
+    which a retry could overcome; not a bad file, nor a missing one."""
+    seen: BaseException | None = error
+    for _ in range(100):  # a chain is short; never a cycle followed forever
+        if seen is None:
+            return False
+        if isinstance(seen, (ConnectionError, TimeoutError)) or (
+                isinstance(seen, OSError) and seen.errno in _PASSING) or passing_failure(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def passing_failure(error: BaseException) -> bool:

@@ -8,11 +8,15 @@ as before. A chunk's file bigger than its chunk can be, once the array's chunks 
 390 MB file in place of an 8x8x3 chunk took 473 MB). A URL's chunk objects have the same bound
 (:class:`BoundedRemoteStore`): each is read by a range one byte past it, so a bigger object is
 refused having sent no more than that, and no request more is made (a HEAD for its size would
-double a chunk's requests).
+double a chunk's requests). A URL's read that fails on an error that may pass (a connection reset
+or timed out, S3's 500), once the filesystem's own retries are spent, is made again up to
+``READ_RETRIES`` times, after a pause: one chunk's failed the whole array's job, hours of work
+on a cluster, where a batch sends a file that failed so again (engine.cluster.IO_RETRIES).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from collections.abc import Iterable
@@ -27,6 +31,10 @@ _METADATA = {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"}
 # a chunk's file up to this size (4 MiB) is read, whatever its chunk: its codec then says better what is
 # wrong with it (a zstd chunk declaring more than its chunk can take), at no cost that matters
 _READ_ANYWAY = 1 << 22
+# how often a URL's read that failed on an error that may pass is made again, and the pause
+# before each (seconds, times its number): the filesystem's own retries (s3fs's 5) come within 2 s
+READ_RETRIES = 2
+RETRY_SECONDS = 1.0
 
 
 class ChunkBound:
@@ -105,10 +113,22 @@ class BoundedRemoteStore(ChunkBound, zarr.storage.FsspecStore):
     async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
         most = self._most_read(key)
         if most is None or byte_range is not None:  # (a shard's parts are read by their ranges, bounded by its index)
-            return await super().get(key, prototype, byte_range)
+            return await self._retried_get(key, prototype, byte_range)
         from zarr.abc.store import RangeByteRequest
 
-        found = await super().get(key, prototype, RangeByteRequest(0, most + 1))
+        found = await self._retried_get(key, prototype, RangeByteRequest(0, most + 1))
         if found is not None and len(found) > most:
             raise self._too_big(key, f"more than {most}")
         return found
+
+    async def _retried_get(self, key: str, prototype: Any, byte_range: Any) -> Any:
+        from geomcli.io import _remote
+
+        for retry in range(READ_RETRIES + 1):
+            try:
+                return await super().get(key, prototype, byte_range)
+            except _remote._failures() as error:
+                if retry == READ_RETRIES or not _remote.may_pass(error):
+                    raise
+            await asyncio.sleep(RETRY_SECONDS * (retry + 1))
+        raise AssertionError("unreachable")

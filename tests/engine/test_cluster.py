@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
-from conftest import slow_inputs
+from conftest import hooked, slow_inputs
 from PIL import Image
 
 from geomcli.cli import cli
@@ -1140,3 +1140,44 @@ def test_two_runs_on_one_worker_each_keep_their_own_storage_options(tmp_path: Pa
     other = boto3.client("s3", endpoint_url=other_s3, aws_access_key_id="testing", aws_secret_access_key="testing",
                          region_name="us-east-1")
     assert [item["Key"] for item in other.list_objects_v2(Bucket=s3.bucket).get("Contents", [])] == ["out/second.npy"]
+
+
+# Loaded by the run's interpreters, its cluster's workers too (sitecustomize on PYTHONPATH): the
+# first read of a chunk object, in whichever process makes it, has its connection reset
+_RESET_ONCE = """
+import errno, os
+import s3fs
+real = s3fs.S3FileSystem._call_s3
+async def reset(self, method, *args, **kwargs):
+    if method == "get_object" and "/c/" in kwargs["Key"]:
+        with open(os.environ["GEOMCLI_TEST_READS"], "a") as reads:
+            reads.write(kwargs["Key"] + "\\n")
+        try:
+            os.close(os.open(os.environ["GEOMCLI_TEST_READS"] + ".reset", os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            pass
+        else:
+            raise ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+    return await real(self, method, *args, **kwargs)
+s3fs.S3FileSystem._call_s3 = reset
+"""
+
+
+def test_a_zarr_chunk_read_whose_connection_was_reset_costs_a_retry_not_the_run(tmp_path: Path, s3: Any) -> None:
+    """A zarr job on its own cluster (--scheduler local:2) failed whole when one chunk's read had
+    its connection reset, where a batch sends a file that failed so again: 'Error: [Errno 104]
+    Connection reset by peer', exit 1. The chunk is read again on the worker."""
+    pytest.importorskip("zarr")
+    data = np.arange(2 * 16 * 16, dtype=np.float32).reshape(2, 16, 16)
+    np.save(tmp_path / "in.npy", data)
+    assert run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "2,16,16").exit_code == 0
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_RESET_ONCE)
+    reads = tmp_path / "reads.txt"
+    done = subprocess.run([*GEOMCLI, "crop-pad", f"{s3.url}/in.zarr", "-o", str(tmp_path / "out.npy"),
+                           "--shape", "2,8,8", "--scheduler", "local:2", "-q"], capture_output=True, text=True,
+                          timeout=120, env=hooked(hooks, GEOMCLI_TEST_READS=str(reads)))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert reads.read_text().splitlines() == ["in.zarr/c/0/0/0"] * 2
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data[:, 4:12, 4:12])

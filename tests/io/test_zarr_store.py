@@ -195,3 +195,26 @@ def test_a_chunk_read_the_store_refuses_names_the_input(s3: S3, tmp_path: Path,
     assert made == ["in.zarr/c/0/0/0"]  # a refusal is not asked again
     assert not (tmp_path / "out.npy").exists()
 
+
+@pytest.mark.parametrize(("count", "tries"), [(1, 2), (10, 3)], ids=["reset-once", "reset-always"])
+def test_a_chunk_read_whose_connection_was_reset_is_made_again(s3: S3, tmp_path: Path, count: int, tries: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's read whose connection was reset (once s3fs's own retries were spent) failed the
+    whole array's job, where a batch sends a file that failed so again. It is made again after a
+    pause, up to READ_RETRIES times."""
+    from geomcli.io import _zarr_store
+
+    data = zarr_on_s3(s3, tmp_path)
+    monkeypatch.setattr(_zarr_store, "RETRY_SECONDS", 0.01)
+    made = reset_reads(monkeypatch, count, ConnectionResetError(104, "Connection reset by peer"))
+    result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "2,8,8")
+    assert made == ["in.zarr/c/0/0/0"] * tries
+    if count < tries:
+        assert result.exit_code == 0, result.stderr
+        np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data[:, 4:12, 4:12])
+        return
+    assert result.exit_code == 1
+    assert one_error(result.stderr, f"{s3.url}/in.zarr") == (
+        "a chunk could not be read, transformed or written (ConnectionResetError: [Errno 104] Connection reset by "
+        "peer)")
+    assert not (tmp_path / "out.npy").exists()
