@@ -12,6 +12,19 @@ Credentials and endpoints come from each filesystem's own configuration (for S3 
 variables, AWS_ENDPOINT_URL included, or ~/.aws), plus the options :func:`configure` is given
 (``--storage-option KEY=VALUE``), passed to every URL's filesystem.
 
+A store that takes a connection and then says nothing (a stalled endpoint, a proxy that holds
+requests) is waited on for botocore's timeouts at each try, and the tries are many: botocore's 5
+of each request (its legacy retry mode), within s3fs's 5, and a GET's within 5 more. botocore
+waits 60 s to connect and 60 s for each read, so a run met such a store for 26 minutes before a
+file's HEAD failed (25 tries), 2 hours for a GET (125). geomcli gives S3 ``S3_TIMEOUTS``
+instead, 10 s to connect and 15 s between two reads of an answer (a big object's body flowing
+is never cut: the wait is for the next bytes, not the whole): a HEAD fails in about 7 minutes,
+a GET in about half an hour, and a store that answers slowly costs a try more. The number of
+tries is left as the user's AWS configuration (``AWS_MAX_ATTEMPTS``, ~/.aws) says: a number of
+ours would override it. ``--storage-option 'config_kwargs={...}'`` is merged over these
+timeouts, a key given there winning: ``config_kwargs={"read_timeout": 60}`` brings botocore's
+back, and ``{"retries": {"max_attempts": 1}}`` leaves s3fs's tries alone (a GET's 125 become 50).
+
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
 
@@ -40,6 +53,8 @@ READ_ONLY = frozenset({"http", "https"})
 # an output this big or bigger goes up in parts of this size (S3's smallest part is 5 MiB)
 MULTIPART_BYTES = 50 << 20
 
+# botocore's timeouts (seconds) for S3, where --storage-option's config_kwargs names none: see the docstring
+S3_TIMEOUTS = {"connect_timeout": 10, "read_timeout": 15}
 _options: dict[str, Any] = {}
 # a cluster task's own options (task_options), over the process's: a joined cluster's worker runs
 # the tasks of several runs at once, one a thread, each run with its own --storage-option
@@ -95,6 +110,17 @@ def options() -> dict[str, Any]:
     return _options if own is None else own
 
 
+def filesystem_options(url: str) -> dict[str, Any]:
+    """The options the filesystem of ``url`` is made with: :func:`options`, and for S3 the
+    timeouts S3_TIMEOUTS under the config_kwargs given (a config_kwargs that is no mapping is
+    the filesystem's to refuse)."""
+    given = options()
+    config = given.get("config_kwargs", {})
+    if protocol(url) not in ("s3", "s3a") or not isinstance(config, dict):
+        return given
+    return {**given, "config_kwargs": {**S3_TIMEOUTS, **config}}
+
+
 @contextmanager
 def task_options(given: tuple[tuple[str, Any], ...] | dict[str, Any]) -> Iterator[None]:
     """Within it, in this thread (and the pools it starts with :func:`pool_initializer`), URLs'
@@ -137,7 +163,7 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
         raise GeomError(f"{url}: URLs are read and written through fsspec, which is not installed: "
                         f"{INSTALL}") from error
     try:
-        fs, path = fsspec.core.url_to_fs(url, **options())
+        fs, path = fsspec.core.url_to_fs(url, **filesystem_options(url))
         if _ready.get(id(fs)) is fs:
             return fs, path
         _check_flags(fs.__class__)

@@ -278,7 +278,7 @@ def _store(path: str, read_only: bool) -> Any:
 
             return ContainedStore(path, read_only=True)
         return zarr.storage.LocalStore(path, read_only=read_only)
-    options = dict(_remote.options())
+    options = dict(_remote.filesystem_options(path))
     store = zarr.storage.FsspecStore
     if read_only:  # (an input, which may be anyone's: its chunk objects are read no further than a chunk can take)
         from geomcli.io._zarr_store import BoundedRemoteStore

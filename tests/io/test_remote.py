@@ -1134,3 +1134,77 @@ def test_an_s3_folder_with_o_is_a_usage_error_as_a_local_one(s3: S3, shots: dict
         assert f"Error: {folder} is a folder; give --out-dir DIR for the files in it" in result.stderr
     result = run("crop-pad", f"{s3.url}/raw/a.png", "-o", out, "--shape", "6,6")
     assert result.exit_code == 0 and out.exists(), result.stderr
+
+
+@pytest.fixture
+def silent_store() -> Iterator[tuple[str, list[Any]]]:
+    """A server on 127.0.0.1 that takes every connection and never answers: its URL, and the
+    connections it took."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    taken: list[Any] = []
+
+    def take() -> None:
+        while True:
+            try:
+                taken.append(server.accept()[0])
+            except OSError:  # closed: the test is over
+                return
+
+    threading.Thread(target=take, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}", taken
+    finally:
+        server.close()
+        for connection in taken:
+            connection.close()
+
+
+# Loaded by the run's interpreter (sitecustomize on PYTHONPATH): geomcli's S3 timeouts, made short
+_SHORT_TIMEOUTS = """
+from geomcli.io import _remote
+_remote.S3_TIMEOUTS = {"connect_timeout": 0.2, "read_timeout": 0.2}
+"""
+
+
+def test_a_store_that_never_answers_fails_the_file_within_geomclis_timeouts(silent_store: tuple[str, list[Any]],
+                                                                            tmp_path: Path) -> None:
+    """botocore waits 60 s for each read of an answer, at each of 25 tries of a HEAD (26 minutes
+    before the file failed) and 125 of a GET (2 hours). geomcli's own timeouts are shorter, and
+    --storage-option's config_kwargs (here its retries alone) is merged over them."""
+    import subprocess
+    import sys
+
+    endpoint, taken = silent_store
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_SHORT_TIMEOUTS)
+    done = subprocess.run([sys.executable, "-m", "geomcli", "info", "s3://bucket/a.png",
+                           "--storage-option", f"endpoint_url={endpoint}",
+                           "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}'],
+                          capture_output=True, text=True, timeout=60,
+                          env=hooked(hooks, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing"))
+    assert done.returncode == 1
+    assert done.stderr == f'Error: s3://bucket/a.png: cannot look at it (Read timeout on endpoint URL: "{endpoint}/' \
+                          'bucket/a.png")\n'
+    assert taken  # (it was reached, and held each request)
+
+
+def test_geomclis_s3_timeouts_are_under_the_storage_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key --storage-option's config_kwargs gives wins; the zarr store's filesystem has them too."""
+    from geomcli.io import _zarr
+
+    monkeypatch.setattr(_remote, "_options", {})
+    assert _remote.filesystem("s3://bucket/a.png")[0].config_kwargs == {"connect_timeout": 10, "read_timeout": 15}
+    given = {"read_timeout": 60, "retries": {"max_attempts": 1}}
+    _remote.configure({"config_kwargs": given})
+    try:
+        for fs in (_remote.filesystem("s3://bucket/a.png")[0], _zarr._store("s3://bucket/a.zarr", read_only=True).fs):
+            assert (fs.config_kwargs["connect_timeout"], fs.config_kwargs["read_timeout"]) == (10, 60)
+            assert "retries" in fs.config_kwargs
+        assert _remote.filesystem_options("https://host/a.png") == {"config_kwargs": given}  # (S3's alone)
+    finally:
+        _remote.configure(())
