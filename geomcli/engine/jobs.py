@@ -40,7 +40,7 @@ def transform(task: Task, job: Job) -> Report:
     if report.status != "ok":
         return report
     with _atomic.no_replace() if task.no_clobber else _atomic.files_only(), _atomic.remaking_folder(), \
-            _remote.listed_size(job.input, job.size):
+            _remote.listed_size(job.input, job.size), _remote.given_bytes(job.input, job.data):
         return transform_file(task.operation, job.input, job.output, job.format, task.common)
 
 

@@ -14,7 +14,7 @@ import re
 import string
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from geomcli.constants import NAME_MAX
@@ -78,6 +78,9 @@ class Job:
     # --skip-existing: when the newest file the options read (--grid, --theta) was changed; make
     # takes it as a prerequisite of every output, as the input is of its own
     options_read_at: int | None = None
+    # the input's bytes, where the check of its header read it whole (a small object: see
+    # io._remote.keeping_small_reads): its run reads them, not the object again
+    data: bytes | None = field(default=None, repr=False)
 
 
 def plan(arguments: Sequence[str], options: BatchOptions, common: Common,

@@ -108,7 +108,14 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
                 echo_stderr(f"Warning: no worker process could start ({error.strerror or error}); this process "
                             "does every file")
                 workers = 1
-    faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
+    if on_cluster is None:
+        # a small object the check reads whole goes to its run with its job: read once, not twice
+        # (a cluster's tasks are not made to carry them: Dask warns of a big graph)
+        with _remote.keeping_small_reads():
+            faults = option_faults(task, todo)
+            todo = [dataclasses.replace(job, data=_remote.take_kept(job.input)) for job in todo]
+    else:
+        faults = on_cluster.option_faults(task, todo)
     if faults:
         _refused(task, faults, len(jobs), options, time.perf_counter() - started)
     if on_cluster is not None:

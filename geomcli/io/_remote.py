@@ -33,6 +33,7 @@ from __future__ import annotations
 import errno
 import functools
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
@@ -383,12 +384,78 @@ def listed_size(url: str, size: int | None) -> Iterator[None]:
         _listed_sizes.pop(key, None)
 
 
+# Within keeping_small_reads (a batch's check of its headers, before its run), the objects read
+# whole of at most KEPT_OBJECT_BYTES each (64 KiB: io.HEAD_BYTES, the first bytes a header is read
+# from) are kept here by canonical URL, KEPT_BYTES in all, for take_kept: its run was then a second
+# GET of each. Off within given_bytes, a read of its URL takes the bytes it was given.
+KEPT_OBJECT_BYTES = 64 << 10
+KEPT_BYTES = 64 << 20
+_keeping = False
+_kept: dict[str, bytes] = {}
+_kept_total = 0
+_kept_lock = threading.Lock()
+_given: dict[str, bytes] = {}
+
+
+@contextmanager
+def keeping_small_reads() -> Iterator[None]:
+    """Within it, small objects read whole are kept for :func:`take_kept` (see above); those
+    not taken are dropped as it ends."""
+    global _keeping, _kept_total
+    _keeping = True
+    try:
+        yield
+    finally:
+        _keeping = False
+        _kept.clear()
+        _kept_total = 0
+
+
+def take_kept(url: str) -> bytes | None:
+    """The bytes of ``url`` kept by :func:`keeping_small_reads`, no longer kept; None if none."""
+    if not _kept or not is_url(url):
+        return None
+    with _kept_lock:
+        return _kept.pop(canonical(url), None)
+
+
+def _keep(fs: AbstractFileSystem, path: str, data: bytes) -> None:
+    global _kept_total
+    if not _keeping or len(data) > KEPT_OBJECT_BYTES:
+        return
+    with _kept_lock:
+        if _kept_total + len(data) <= KEPT_BYTES:
+            _kept[str(fs.unstrip_protocol(path))] = data
+            _kept_total += len(data)  # (taken ones still count: the jobs hold them until done)
+
+
+@contextmanager
+def given_bytes(url: str, data: bytes | None) -> Iterator[None]:
+    """Within it, a read of ``url`` takes ``data`` (the object's bytes, read before: take_kept)
+    for the object's, unasked; None: it reads, as without."""
+    if data is None or not is_url(url):
+        yield
+        return
+    key = canonical(url)
+    _given[key] = data
+    try:
+        yield
+    finally:
+        _given.pop(key, None)
+
+
 def read_bytes(url: str, limit: int, past_limit: str) -> bytes:
     """The whole object at ``url``; a GeomError for a missing one, a failed read, or one past
     ``limit`` bytes (its message ending in ``past_limit``: what the limit is and what raises it)."""
     fs, path = filesystem(url)
+    given = _given.get(str(fs.unstrip_protocol(path)))
+    if given is not None:
+        _check_limit(url, len(given), limit, past_limit)
+        return given
     with _errors(url, "read"):
-        return _whole(fs, path, url, _size(fs, path), limit, past_limit)
+        data = _whole(fs, path, url, _size(fs, path), limit, past_limit)
+    _keep(fs, path, data)
+    return data
 
 
 def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes, int | None]:
@@ -396,11 +463,16 @@ def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes,
     as :func:`read_bytes` reads it, where it is no longer or its size cannot be told), and its
     size in bytes (None where it cannot be told)."""
     fs, path = filesystem(url)
+    given = _given.get(str(fs.unstrip_protocol(path)))
+    if given is not None:
+        _check_limit(url, len(given), limit, past_limit)
+        return given, len(given)
     with _errors(url, "read"):
         size = _size(fs, path)
         if size is not None and size > count:
             return _whole_body(lambda: bytes(fs.cat_file(path, start=0, end=count)), count), size
         data = _whole(fs, path, url, size, limit, past_limit)
+    _keep(fs, path, data)
     return data, len(data)
 
 
@@ -410,9 +482,13 @@ def _size(fs: AbstractFileSystem, path: str) -> int | None:
     return fs.size(path) if size is None else size
 
 
-def _whole(fs: AbstractFileSystem, path: str, url: str, size: int | None, limit: int, past_limit: str) -> bytes:
+def _check_limit(url: str, size: int | None, limit: int, past_limit: str) -> None:
     if size is not None and size > limit:
         raise GeomError(f"{url}: {size} bytes, more than {limit}{past_limit}")
+
+
+def _whole(fs: AbstractFileSystem, path: str, url: str, size: int | None, limit: int, past_limit: str) -> bytes:
+    _check_limit(url, size, limit, past_limit)
     # s3fs asks the size again (a HEAD) before a whole read, to read one past its block size
     # (50 MiB) in ranges side by side: told it is not, one request of 3 is saved
     one_read = (fs.__class__.__name__ == "S3FileSystem" and size is not None

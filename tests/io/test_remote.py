@@ -284,9 +284,11 @@ def counted_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_batchs_reads_take_the_size_the_listing_told(s3: S3, shots: dict[str, bytes],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker process has not listed the inputs: asking each one's size (a HEAD) was 1 request
-    of every 4 of a -j 2 run from S3 to S3. The cache is dropped after the plan here, as a worker has none."""
+    of every 4 of a -j 2 run from S3 to S3. The cache is dropped after the plan here, as a worker has none.
+    (No object is kept from the check here: the run reads each.)"""
     from geomcli.engine import workers
 
+    monkeypatch.setattr(_remote, "KEPT_OBJECT_BYTES", 0)
     option_faults = workers.option_faults
     methods = counted_requests(monkeypatch)
 
@@ -326,17 +328,50 @@ def test_a_batchs_header_check_takes_the_size_the_listing_told(s3: S3, shots: di
     assert checked == ["get_object"] * 4  # each header read whole (they are small), unasked its size
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_batch_reads_a_small_object_once_for_its_header_and_its_run(jobs: str, s3: S3, shots: dict[str, bytes],
+                                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """The check of every header before anything is written read each object under 64 KiB whole,
+    and its run then read it again: 2 GETs of each. The check's bytes now go to the run with its
+    job (in a worker process too), within KEPT_BYTES in all; past them an object is read again."""
+    def served() -> list[str]:
+        """The objects the server was asked for (GET), by its log: a worker process's requests too."""
+        asked = [record.getMessage().split('"GET /')[1].split()[0] for record in caplog.records
+                 if '"GET /' in record.getMessage()]
+        return sorted(path.split("/", 1)[1] for path in asked if "?" not in path)
+
+    caplog.set_level("INFO", logger="werkzeug")
+    requests = counted_requests(monkeypatch)
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6", "-j", jobs)
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert served() == ["raw/a.png", "raw/b.png", "raw/day/c.png", "raw/day/night/d.png"]
+    local = run("crop-pad", tmp_path / "raw", "-r", "--out-dir", tmp_path / "local", "--shape", "6,6", "-j", jobs)
+    assert local.exit_code == 0
+    assert tree(tmp_path / "out") == {name: data for name, data in tree(tmp_path / "local").items()
+                                      if not name.startswith(".")}
+    requests.clear()
+    caplog.clear()
+    monkeypatch.setattr(_remote, "KEPT_BYTES", len(shots["a.png"]) + 1)  # room for one
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", tmp_path / "again", "--shape", "6,6", "-j", "1")
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert sorted(request for request in requests if request.startswith("get_object")) == ["get_object"] * 7
+    assert len(served()) == 7
+    assert tree(tmp_path / "again") == tree(tmp_path / "out")
+
+
 def test_names_from_files_from_are_each_asked_once(s3: S3, shots: dict[str, bytes], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A name given alone (--files-from, or an argument) was listed to tell a folder from a file,
     then its size asked (a HEAD) by the header check and again by the read: 5 requests an input
-    where 3 do. One HEAD now tells the file, its size and its modified time (--skip-existing)."""
+    where 3 do. One HEAD now tells the file, its size and its modified time (--skip-existing);
+    a small object's one GET is its header check's and its run's."""
     (tmp_path / "list.txt").write_text(f"{s3.url}/raw/a.png\n{s3.url}/raw/day/c.png\n")
     methods = counted_requests(monkeypatch)
     args = ["crop-pad", "--files-from", tmp_path / "list.txt", "--out-dir", f"{s3.url}/out", "--shape", "6,6"]
     result = run(*args, "-j", "1")
     assert result.stderr.startswith("crop-pad: 2 ok, 0 failed, 0 skipped in "), result.stderr
-    assert sorted(methods) == ["get_object"] * 4 + ["head_object"] * 2 + ["put_object"] * 2
+    assert sorted(methods) == ["get_object"] * 2 + ["head_object"] * 2 + ["put_object"] * 2
     assert [key for key in s3.keys() if key.startswith("out/")] == ["out/a.png", "out/c.png"]
     methods.clear()
     result = run(*args, "-j", "1", "--skip-existing")
