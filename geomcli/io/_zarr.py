@@ -278,18 +278,16 @@ def _store(path: str, read_only: bool) -> Any:
 
             return ContainedStore(path, read_only=True)
         return zarr.storage.LocalStore(path, read_only=read_only)
-    options = dict(_remote.filesystem_options(path))
-    store = zarr.storage.FsspecStore
-    if read_only:  # (an input, which may be anyone's: its chunk objects are read no further than a chunk can take)
-        from geomcli.io._zarr_store import BoundedRemoteStore
+    from geomcli.io._zarr_store import BoundedRemoteStore
 
-        store = BoundedRemoteStore
+    options = dict(_remote.filesystem_options(path))
     if _remote.protocol(path) in ("s3", "s3a"):
         # s3fs asks an object's size (a HEAD) before reading it whole, to split one past its block
         # size (50 MiB) into ranged reads 10 at a time: a request more for every chunk (4 chunks
         # took 8), where zarr reads many chunks side by side itself. (--storage-option sets it.)
         options.setdefault("max_concurrency", 1)
-    return store.from_url(path, storage_options=options or None, read_only=read_only)
+    # (an input's chunk objects are read no further than a chunk can take, once it is open)
+    return BoundedRemoteStore.from_url(path, storage_options=options or None, read_only=read_only)
 
 
 def _open_node(store: Any, mode: str) -> Any:

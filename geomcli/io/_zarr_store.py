@@ -1,25 +1,27 @@
-"""The stores a zarr input is read through. A local one reads nothing outside its folder: an
-array from a stranger (an upload, an archive unpacked) may hold a chunk or a ``zarr.json`` that is
-a symbolic link to any file the user can read (``c/0/0 -> ~/.ssh/id_rsa``), which zarr's
-LocalStore read as that chunk's bytes, into the output's pixels; or a FIFO or device, which it
-read until it ended (never, for a FIFO or /dev/zero). A link that stays inside the folder is read
-as before. A chunk's file bigger than its chunk can be, once the array's chunks are known
-(:meth:`ChunkBound.bound_chunks`), is refused before it is read: zarr read it whole first (a
-390 MB file in place of an 8x8x3 chunk took 473 MB). A URL's chunk objects have the same bound
+"""The stores zarr arrays are read through (and on a URL written). A local one reads nothing outside
+its folder: an array from a stranger (an upload, an archive unpacked) may hold a chunk or a
+``zarr.json`` that is a symbolic link to any file the user can read (``c/0/0 -> ~/.ssh/id_rsa``),
+which zarr's LocalStore read as that chunk's bytes, into the output's pixels; or a FIFO or device,
+which it read until it ended (never, for a FIFO or /dev/zero). A link that stays inside the folder
+is read as before. A chunk's file bigger than its chunk can be, once the array's chunks are known
+(:meth:`ChunkBound.bound_chunks`), is refused before it is read: zarr read it whole first (a 390 MB
+file in place of an 8x8x3 chunk took 473 MB). A URL's chunk objects have the same bound
 (:class:`BoundedRemoteStore`): each is read by a range one byte past it, so a bigger object is
 refused having sent no more than that, and no request more is made (a HEAD for its size would
-double a chunk's requests). A URL's read that fails on an error that may pass (a connection reset
-or timed out, S3's 500), once the filesystem's own retries are spent, is made again up to
-``READ_RETRIES`` times, after a pause: one chunk's failed the whole array's job, hours of work
-on a cluster, where a batch sends a file that failed so again (engine.cluster.IO_RETRIES).
+double a chunk's requests). A URL's read or chunk write that fails on an error that may pass (a
+connection reset or timed out, S3's 500), once the filesystem's own retries are spent, is made
+again up to ``READ_RETRIES`` times, after a pause: one chunk's failed the whole array's job, hours
+of work on a cluster, where a batch sends a file that failed so again (engine.cluster.IO_RETRIES).
+A chunk is put whole, so a put made again replaces it whole.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import zarr.storage
@@ -31,8 +33,8 @@ _METADATA = {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"}
 # a chunk's file up to this size (4 MiB) is read, whatever its chunk: its codec then says better what is
 # wrong with it (a zstd chunk declaring more than its chunk can take), at no cost that matters
 _READ_ANYWAY = 1 << 22
-# how often a URL's read that failed on an error that may pass is made again, and the pause
-# before each (seconds, times its number): the filesystem's own retries (s3fs's 5) come within 2 s
+# how often a URL's read (or chunk write) that failed on an error that may pass is made again, and
+# the pause before each (seconds, times its number): the filesystem's own retries (s3fs's 5) come within 2 s
 READ_RETRIES = 2
 RETRY_SECONDS = 1.0
 
@@ -108,25 +110,30 @@ class ContainedStore(ChunkBound, zarr.storage.LocalStore):
 
 class BoundedRemoteStore(ChunkBound, zarr.storage.FsspecStore):
     """zarr's FsspecStore, reading a chunk's object no further than one byte past what the chunk
-    can take (a 20 MiB object in place of a 4x8 chunk was read whole: 104 MiB at its peak)."""
+    can take (a 20 MiB object in place of a 4x8 chunk was read whole: 104 MiB at its peak), and
+    making a read or a write (a chunk's put, whole) that failed on an error that may pass again."""
 
     async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
         most = self._most_read(key)
         if most is None or byte_range is not None:  # (a shard's parts are read by their ranges, bounded by its index)
-            return await self._retried_get(key, prototype, byte_range)
+            return await self._retried(functools.partial(super().get, key, prototype, byte_range))
         from zarr.abc.store import RangeByteRequest
 
-        found = await self._retried_get(key, prototype, RangeByteRequest(0, most + 1))
+        found = await self._retried(functools.partial(super().get, key, prototype, RangeByteRequest(0, most + 1)))
         if found is not None and len(found) > most:
             raise self._too_big(key, f"more than {most}")
         return found
 
-    async def _retried_get(self, key: str, prototype: Any, byte_range: Any) -> Any:
+    async def set(self, key: str, value: Any, byte_range: Any = None) -> None:
+        await self._retried(functools.partial(super().set, key, value, byte_range))
+
+    @staticmethod
+    async def _retried(call: Callable[[], Awaitable[Any]]) -> Any:
         from geomcli.io import _remote
 
         for retry in range(READ_RETRIES + 1):
             try:
-                return await super().get(key, prototype, byte_range)
+                return await call()
             except _remote._failures() as error:
                 if retry == READ_RETRIES or not _remote.may_pass(error):
                     raise

@@ -218,3 +218,33 @@ def test_a_chunk_read_whose_connection_was_reset_is_made_again(s3: S3, tmp_path:
         "a chunk could not be read, transformed or written (ConnectionResetError: [Errno 104] Connection reset by "
         "peer)")
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_a_chunk_write_whose_connection_was_reset_is_made_again(s3: S3, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's put to an output on S3 whose connection was reset failed the whole job: 'cannot
+    write (Connection reset by peer)', exit 1. It is put again, whole, after a pause."""
+    import s3fs
+
+    from geomcli.io import _zarr_store
+
+    data = np.arange(2 * 16 * 16, dtype=np.float32).reshape(2, 16, 16)
+    np.save(tmp_path / "in.npy", data)
+    monkeypatch.setattr(_zarr_store, "RETRY_SECONDS", 0.01)
+    puts: list[str] = []
+    real = s3fs.S3FileSystem._call_s3
+
+    async def reset_once(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "put_object" and "/c/" in kwargs["Key"]:
+            puts.append(kwargs["Key"])
+            if len(puts) == 1:
+                raise ConnectionResetError(104, "Connection reset by peer")
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", reset_once)
+    result = run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/out.zarr", "--shape", "2,8,8")
+    assert result.exit_code == 0, result.stderr
+    assert puts == ["out.zarr/c/0/0/0"] * 2
+    monkeypatch.undo()
+    assert run("crop-pad", f"{s3.url}/out.zarr", "-o", tmp_path / "out.npy", "--shape", "2,8,8").exit_code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data[:, 4:12, 4:12])
