@@ -248,3 +248,33 @@ def test_a_chunk_write_whose_connection_was_reset_is_made_again(s3: S3, tmp_path
     monkeypatch.undo()
     assert run("crop-pad", f"{s3.url}/out.zarr", "-o", tmp_path / "out.npy", "--shape", "2,8,8").exit_code == 0
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data[:, 4:12, 4:12])
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_metadata_bigger_than_metadata_is_read_to_is_refused_before_it_is_read(
+        where: str, s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """zarr read and parsed a metadata file whole, whatever its size: a 100 MB zarr.json on S3
+    took 3 s and 211 MiB. One past METADATA_BYTES (made small here) is refused, having read no more."""
+    import json
+
+    from geomcli.io import _zarr_store
+
+    raw_array(tmp_path, 3)
+    metadata = tmp_path / "in.zarr" / "zarr.json"
+    metadata.write_text(json.dumps(json.loads(metadata.read_text()), indent=1) + " " * 3000)
+    size = metadata.stat().st_size
+    monkeypatch.setattr(_zarr_store, "METADATA_BYTES", 2000)
+    name: Path | str = tmp_path / "in.zarr"
+    if where == "s3":
+        for path in (tmp_path / "in.zarr").rglob("*"):
+            if path.is_file():
+                s3.put(f"in.zarr/{path.relative_to(tmp_path / 'in.zarr').as_posix()}", path.read_bytes())
+        name = f"{s3.url}/in.zarr"
+    brought = received(monkeypatch)
+    result = run("crop-pad", name, "-o", tmp_path / "out.npy", "--shape", "4,8")
+    assert result.exit_code == 1
+    held = f"holds {size} bytes, more than the 2000" if where == "local" else "holds more than the 2000 bytes"
+    assert one_error(result.stderr, name) == f"not a readable zarr array (zarr.json {held} zarr metadata is read to)"
+    if where == "s3":  # (asked for as an array's, then as a group's), each read 2001 bytes
+        assert brought["in.zarr/zarr.json"] in (2001, 2 * 2001)
+    assert not (tmp_path / "out.npy").exists()
