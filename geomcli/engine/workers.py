@@ -113,7 +113,8 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         # (a cluster's tasks are not made to carry them: Dask warns of a big graph)
         with _remote.keeping_small_reads():
             faults = option_faults(task, todo)
-            todo = [dataclasses.replace(job, data=_remote.take_kept(job.input)) for job in todo]
+            todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
+                    for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
     else:
         faults = on_cluster.option_faults(task, todo)
     if faults:
