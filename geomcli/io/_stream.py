@@ -11,6 +11,7 @@ zeros after a 334-byte BMP took 330 MB), an endless pipe, or a header declaring 
 from __future__ import annotations
 
 import io
+import os
 import struct
 import time
 from collections.abc import Callable
@@ -31,6 +32,9 @@ def byte_limit(max_pixels: int) -> int:
 # how long a named FIFO may stay without a writer before it counts as empty
 _WRITER_GRACE = 2.0
 _STREAM_CHUNK = 1 << 22
+# how long the bytes after an input are waited for (cat a.png b.png | writes b at once): a writer
+# may keep its pipe open after its one input (a parent that writes it, then waits for us to exit)
+_FOLLOWING_WAIT = 0.2
 
 
 class Stream:
@@ -88,9 +92,41 @@ class Stream:
         if end <= self._limit:
             # a few bytes past it, to see whether a second input follows (cat a.png b.png |)
             self._limit = max(self._limit, end + SNIFF_BYTES)
-            self.end, self.following = end, self.peek(end, SNIFF_BYTES)
+            self.end, self.following = end, self._following(end, SNIFF_BYTES)
         self._buffer.truncate(end)
         return self._buffer.getvalue()
+
+    def _following(self, start: int, size: int) -> bytes:
+        """peek(start, size) of what the stream holds or gets within _FOLLOWING_WAIT: a wait for
+        more, as peek's, hung a run whose writer kept the pipe open after its one PNG or .npy."""
+        try:
+            descriptor = self._f.fileno()
+        except (AttributeError, OSError, ValueError):  # io.BytesIO and the like, which never wait
+            return self.peek(start, size)
+        import select
+
+        deadline = time.monotonic() + _FOLLOWING_WAIT
+        blocking = os.get_blocking(descriptor)
+        os.set_blocking(descriptor, False)
+        try:
+            held = self._buffer.tell()
+            while held < start + size and not self._ended:
+                # what the reader has buffered comes first; None: nothing yet (a non-blocking read)
+                piece = self._f.read(start + size - held)
+                if piece is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not select.select([descriptor], [], [], left)[0]:
+                        break
+                    continue
+                self._ended = not piece
+                self._buffer.write(piece)
+                held += len(piece)
+        finally:
+            os.set_blocking(descriptor, blocking)
+        self._buffer.seek(start)
+        part = self._buffer.read(size)
+        self._buffer.seek(0, io.SEEK_END)
+        return part
 
     def _fill(self, size: int) -> None:
         """Read until the buffer holds ``size`` bytes or the stream ends; a GeomError once it

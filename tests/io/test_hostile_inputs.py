@@ -851,3 +851,24 @@ def test_two_pictures_catted_into_a_command_fail_it_and_write_nothing(tmp_path: 
     assert one_error(done.stderr, "<stdin>") == (f"another input (PNG) starts at byte {size}, after the PNG; a pipe "
                                                  "holds one input: give each its own file or pipe")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.png", "b.png"]
+
+
+@pytest.mark.parametrize("fmt", ["png", "npy"])
+def test_a_pipe_its_writer_keeps_open_after_one_input_is_not_waited_on(tmp_path: Path, fmt: str,
+                                                                       rng: np.random.Generator) -> None:
+    """A parent that writes one PNG or .npy to our stdin and waits for us to exit before it closes
+    the pipe (Popen.stdin.write, then wait) hung, where the input's own read stops at its end."""
+    first = _encoded(fmt, rng.integers(0, 256, (12, 10), dtype=np.uint8))
+    output = tmp_path / f"out.{fmt}"
+    child = subprocess.Popen([*shlex.split(GEOMCLI), "crop-pad", "-", "-o", str(output), "--shape", "8,8"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdin is not None
+    child.stdin.write(first)
+    child.stdin.flush()
+    try:
+        assert child.wait(timeout=30) == 0
+    finally:
+        child.kill()
+        _, stderr = child.communicate()
+    assert b"Error" not in stderr
+    assert io.read_array(str(output)).data.shape == (8, 8)
