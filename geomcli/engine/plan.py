@@ -228,7 +228,9 @@ def _folds_case(folder: str) -> bool:
         other = os.path.join(os.path.dirname(path), os.path.basename(path).swapcase())
         if other != path:
             try:
-                return os.path.samefile(path, other)
+                # the entries, not what they reach: a link in the other case (DATA -> data) is a
+                # file of its own where case is told apart
+                return os.path.samestat(os.lstat(path), os.lstat(other))
             except OSError:  # no such name in the other case
                 return False
         path = os.path.dirname(path)

@@ -343,7 +343,8 @@ def test_two_inputs_for_one_output_is_caught_before_writing(shots: Path, tmp_pat
     (("CAFE\u0301.png", "caf\u00e9.png"), "letter case and Unicode normalisation"),
 ], ids=["case", "normalisation", "both"])
 def test_outputs_that_differ_only_by_case_or_normalisation_are_told_or_refused(
-        tmp_path: Path, rng: np.random.Generator, names: tuple[str, str], how: str) -> None:
+        tmp_path: Path, rng: np.random.Generator, names: tuple[str, str], how: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Both were written without a word; on a file system that folds them (macOS, Windows, their
     shares) the second replaced the first. Where --out-dir's file system is seen to fold them, the
     plan refuses them as it refuses one output for two inputs; elsewhere it warns."""
@@ -361,10 +362,19 @@ def test_outputs_that_differ_only_by_case_or_normalisation_are_told_or_refused(
         f"Warning: {told}: both are written, but on a file system that does not tell them apart (macOS, Windows, "
         "their shares) one replaces the other")
     assert run("crop-pad", shots, "--out-dir", tmp_path / "quiet", "--shape", "4,4", "-q").stderr == ""
-    # a file system that folds letter case, as seen from --out-dir's own name (here a link stands in for it)
+    # a link named in the other case (DATA -> data) is a file of its own here: no refusal
     folding = tmp_path / "folds"
     folding.mkdir()
     (tmp_path / "FOLDS").symlink_to(folding)
+    linked = run("crop-pad", shots, "--out-dir", folding / "out", "--shape", "4,4")
+    assert linked.exit_code == 0 and linked.stderr.startswith("Warning: "), linked.stderr
+    assert sorted(os.listdir(folding / "out")) == sorted(names)
+    shutil.rmtree(folding / "out")
+    (tmp_path / "FOLDS").unlink()
+    # a file system that folds letter case, as seen from --out-dir's own name: FOLDS is folds there
+    real_lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda path, *args, **kwargs: real_lstat(
+        str(path).replace(f"{os.sep}FOLDS", f"{os.sep}folds"), *args, **kwargs))
     refused = run("crop-pad", shots, "--out-dir", folding / "out", "--shape", "4,4")
     assert refused.exit_code == 2, refused.stderr
     assert refused.stderr.endswith(f"Error: {told.replace(str(out), str(folding / 'out'))}, and "
