@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import numpy as np
 
@@ -838,11 +838,42 @@ def referenced_end(data: bytes, name: str) -> int | None:
                 page = pages.pop()
                 end = max(end, page.offset + count_and_next + per_tag * len(page.tags),
                           *(tag.valueoffset + tag.valuebytecount for tag in page.tags.values()),
-                          *(int(o) + int(c) for o, c in zip(page.dataoffsets, page.databytecounts)))
+                          *(int(o) + int(c) for o, c in zip(page.dataoffsets, page.databytecounts)),
+                          # tifffile gives such a tag the IFD's offset as its value's
+                          *(_pointed_ifd_end(data, tag.valueoffset, tif.byteorder, tif.is_bigtiff)
+                            for code, tag in page.tags.items() if code in _POINTED_IFDS))
                 pages.extend(page.pages or ())  # its SubIFDs
             return end
     except GeomError:
         return None
+
+
+# the IFDs a tag points to that tifffile reads into a dict, not a page: Exif, GPS, Interoperability
+_POINTED_IFDS = frozenset({34665, 34853, 40965})
+# the bytes an item of each TIFF type takes (BYTE, ASCII, SHORT, LONG, RATIONAL, ..., IFD8)
+_TYPE_BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4, 16: 8, 17: 8, 18: 8}
+
+
+def _pointed_ifd_end(data: bytes, at: int, byteorder: str, bigtiff: bool, depth: int = 0) -> int:
+    """Where an Exif, GPS or Interoperability IFD at ``at`` ends, with the values its entries point
+    to (a camera's maker note, which may hold a TIFF header of its own) and the IFD it points to
+    (Exif's Interoperability); 0 where it lies outside ``data``."""
+    order: Literal["little", "big"] = "little" if byteorder == "<" else "big"
+    counted, inline = (8, 8) if bigtiff else (2, 4)
+    entry = struct.Struct(byteorder + ("HHQ8s" if bigtiff else "HHI4s"))
+    count = int.from_bytes(data[at : at + counted], order)
+    end = at + counted + count * entry.size + inline  # and the next IFD's offset
+    if depth > 2 or at <= 0 or end > len(data):
+        return 0
+    for k in range(count):
+        code, kind, items, value = entry.unpack_from(data, at + counted + k * entry.size)
+        size = _TYPE_BYTES.get(kind, 1) * items
+        if size > inline:
+            end = max(end, int.from_bytes(value, order) + size)
+        elif code in _POINTED_IFDS:
+            pointer = int.from_bytes(value[: _TYPE_BYTES.get(kind, 4)], order)
+            end = max(end, _pointed_ifd_end(data, pointer, byteorder, bigtiff, depth + 1))
+    return end
 
 
 @contextmanager

@@ -872,3 +872,35 @@ def test_a_pipe_its_writer_keeps_open_after_one_input_is_not_waited_on(tmp_path:
         _, stderr = child.communicate()
     assert b"Error" not in stderr
     assert io.read_array(str(output)).data.shape == (8, 8)
+
+
+def _tiff_with_exif_after_its_pixels(data: np.ndarray, maker_note: bytes) -> bytes:
+    """A TIFF whose Exif IFD, written after its pixels as cameras write it, holds ``maker_note``."""
+    import tifffile
+
+    buffer = bytes_io.BytesIO()
+    # tifffile writes no Exif IFD pointer: a stand-in tag of one LONG (the last: 65000), renamed below
+    tifffile.imwrite(buffer, data, extratags=[(65000, "I", 1, 0, False)], metadata=None)
+    tiff = bytearray(buffer.getvalue())
+    tiff += b"\0" * (len(tiff) & 1)
+    at = len(tiff)
+    entry = tiff.index(struct.pack("<HHI", 65000, 4, 1))
+    tiff[entry : entry + 12] = struct.pack("<HHII", 34665, 4, 1, at)
+    # one entry, MakerNote (UNDEFINED), its value right after the IFD
+    tiff += struct.pack("<HHHII", 1, 0x927C, 7, len(maker_note), at + 18) + struct.pack("<I", 0) + maker_note
+    return bytes(tiff)
+
+
+def test_a_tiff_whose_exif_maker_note_holds_a_tiff_header_is_one_input(tmp_path: Path,
+                                                                      rng: np.random.Generator) -> None:
+    """A Nikon maker note starts with a TIFF header of its own ('Nikon\\0\\2\\x10\\0\\0II*\\0'): in an Exif IFD
+    after the pixels, past what the check counted (it took the Exif IFD for 4 bytes), a piped
+    TIFF was refused as 'another input (TIFF) starts at byte ...' that a file of it was not."""
+    data = rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)
+    tiff = _tiff_with_exif_after_its_pixels(data, b"Nikon\0\x02\x10\0\0II*\0\x08\0\0\0" + bytes(40))
+    (tmp_path / "nikon.tif").write_bytes(tiff)
+    np.testing.assert_array_equal(io.read_array(str(tmp_path / "nikon.tif")).data, data)
+    np.testing.assert_array_equal(_read_stdin(bytes_io.BytesIO(tiff)).data, data)
+    after = _encoded("png", np.zeros((4, 4), np.uint8))
+    with pytest.raises(GeomError, match=rf"^<stdin>: another input \(PNG\) starts at byte {len(tiff)}, after the TIFF"):
+        _read_stdin(bytes_io.BytesIO(tiff + after))
