@@ -836,6 +836,8 @@ def _input(path: str, format: str | None, max_pixels: int,
 
 # how far past what a TIFF's IFDs point to a second input is looked for (see _tiff.referenced_end)
 _TIFF_SLACK = 1024
+# the sizes of a BMP's info header (BITMAPCOREHEADER to BITMAPV5HEADER, OS/2's 16 and 64)
+_BMP_INFO_SIZES = frozenset({12, 16, 40, 52, 56, 64, 108, 124})
 
 
 def _one_input(stream: Stream, name: str, fmt: str) -> bytes:
@@ -857,8 +859,12 @@ def _one_input(stream: Stream, name: str, fmt: str) -> bytes:
         # a writer's slack after it: a second input starts somewhere in it (not a BMP's 2 bytes)
         starts = () if end is None else range(end, min(len(data), end + _TIFF_SLACK))
     for at in starts:
-        found = sniff_format(stream.following if at == stream.end else data[at : at + SNIFF_BYTES])
-        if found is not None and (found != "bmp" or fmt != "tiff"):
+        head = stream.following if at == stream.end else data[at : at + SNIFF_BYTES]
+        found = sniff_format(head)
+        # 'BM' alone starts text too ('BMW ...'): a BMP's info header has one of its few sizes
+        if found == "bmp" and (fmt == "tiff" or int.from_bytes(head[14:16], "little") not in _BMP_INFO_SIZES):
+            continue
+        if found is not None:
             raise GeomError(f"{name}: another input ({found.upper()}) starts at byte {at}, after the {fmt.upper()}; a "
                             "pipe holds one input: give each its own file or pipe")
     return data

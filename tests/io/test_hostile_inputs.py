@@ -827,7 +827,7 @@ def test_a_second_input_after_the_first_in_a_pipe_is_refused_other_bytes_are_lef
                                             r"each its own file or pipe$"):
             _read_stdin(bytes_io.BytesIO(first + after))
     # bytes that start no input (a phone's video after its JPEG, padding) are left, as in a file
-    for junk in (b"\0" * 100, b"hello\n", b"B"):
+    for junk in (b"\0" * 100, b"hello\n", b"B", b"BMW photo, 2026\n"):  # 'BM', a BMP's first bytes, starts text too
         np.testing.assert_array_equal(_read_stdin(bytes_io.BytesIO(first + junk)).data, alone)
 
 
