@@ -256,7 +256,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             layout = layouts.written_layout(loaded.shape, shape, common.layout, loaded.layout)
             # a map keeps no metadata, but whether its channels are colours or inks (its photometric),
             # its OME axes, physical sizes and channel names, and its ImageJ axes and calibration
-            channels = _output_metadata(operation, loaded, common)
+            channels, _ = _named_as(_output_metadata(operation, loaded, common), output, output_format, layout,
+                                    len(shape), common)
             axes_metadata = io.Metadata(axes=channels.axes, axes_kind="ome", physical=channels.physical,
                                         channels=channels.channels) if channels.axes_kind == "ome" else \
                 io.Metadata(axes=channels.axes, axes_kind="imagej", resolution=channels.resolution, unit=channels.unit,
@@ -290,7 +291,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
             report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it
         _add_steps(report, operation, loaded, common)
-        metadata = _output_metadata(operation, loaded, common)
+        metadata, unnamed = _named_as(_output_metadata(operation, loaded, common), output, output_format, written,
+                                      len(result.shape), common)
+        report.warnings.extend([unnamed] if unnamed else [])
         if output_format == "tiff":
             report.notes.extend(summary.resized_pixels(loaded.metadata.pixel_size(), metadata.pixel_size()))
         if mapped:
@@ -360,6 +363,18 @@ def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Com
     header = header_of(loaded)
     metadata = _physical_sizes(operation, operation.metadata(loaded.metadata, header, common), header, common)
     return _imagej_intervals(operation, metadata, header, common)
+
+
+def _named_as(metadata: Metadata, output: str, output_format: str, layout: str | None, ndim: int,
+              common: Common) -> tuple[Metadata, str | None]:
+    """``metadata`` as the output's name promises it: an OME-TIFF's for a TIFF named .ome.tif
+    (io._tiff.as_ome), an ImageJ hyperstack's calibration as OME's physical sizes; a warning where
+    it cannot be one. --strip writes none, on purpose."""
+    from geomcli.io import _tiff
+
+    if output_format != "tiff" or common.fidelity.strip or not _tiff.names_ome(output):
+        return metadata, None
+    return _tiff.as_ome(metadata, layout, ndim)
 
 
 def _axis_letters(layout: str, metadata: Metadata) -> str:

@@ -1162,6 +1162,81 @@ def ome_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype,
     return laid_out
 
 
+def names_ome(path: str) -> bool:
+    """Whether an output's name promises an OME-TIFF (``.ome.tif``, ``.ome.tiff``), as tifffile,
+    Bio-Formats and Fiji read such a name.
+
+    >>> names_ome("cells.OME.tiff"), names_ome("s3://bucket/a.ome.tif"), names_ome("a.tif")
+    (True, True, False)
+    """
+    return path.lower().endswith((".ome.tif", ".ome.tiff"))
+
+
+def as_ome(metadata: Metadata, layout: str | None, ndim: int) -> tuple[Metadata, str | None]:
+    """``metadata`` as an OME-TIFF's, for an output whose name promises OME-XML (:func:`names_ome`)
+    holding an array of ``ndim`` axes in ``layout``; and a warning where it cannot be one. An
+    ImageJ hyperstack's axes stay (ImageJ's order is one of OME's) and its calibration becomes
+    OME's physical sizes: the resolution's pixel size along X and Y and the slice spacing along Z
+    in its unit, the frame interval (s) as the time increment; a resolution of no length unit, and
+    its fps, stay as they were (the writer names them where it drops them). A file of no OME or
+    ImageJ axes takes its layout's (YX, YXS, CYX; an N is tifffile's Q, OME's modulo axis).
+
+    >>> from geomcli.io import Metadata
+    >>> ome, _ = as_ome(Metadata(axes="TZYX", axes_kind="imagej", resolution=(4.0, 4.0), unit="micron",
+    ...                          imagej=(("spacing", 2.0), ("finterval", 3.0))), "TZYX", 4)
+    >>> ome.axes, ome.axes_kind, ome.physical, ome.resolution, ome.imagej
+    ('TZYX', 'ome', (('X', 0.25, 'µm'), ('Y', 0.25, 'µm'), ('Z', 2.0, 'µm'), ('T', 3.0, 's')), None, ())
+    >>> as_ome(Metadata(), "CHW", 3)[0].axes, as_ome(Metadata(), None, 3)[1]
+    ('CYX', "a .ome.tif name promises OME-XML, but the result's axes are of no known layout; written without OME-XML")
+    """
+    if metadata.axes_kind == "ome":
+        return metadata, None
+    axes = metadata.axes if metadata.axes_kind == "imagej" else \
+        _AXES.get(layout, layout) if layout is not None else None
+    if axes is None or len(axes) != ndim or not _OME_AXES.fullmatch(axes) or len(set(axes)) != len(axes):
+        said = "are of no known layout" if axes is None or len(axes) != ndim else \
+            f"{axes} are not OME's (T, Z, C, Y, X)"
+        return metadata, f"a .ome.tif name promises OME-XML, but the result's axes {said}; written without OME-XML"
+    if metadata.axes_kind != "imagej":
+        return metadata._replace(axes=axes, axes_kind="ome"), None
+    physical = tuple(entry for entry in imagej_physical(metadata) if entry[0] in axes)
+    carried = {axis for axis, _, _ in physical}
+    converted = {"X", "Y"} & carried
+    kept = tuple((key, value) for key, value in metadata.imagej
+                 if not (key == "spacing" and "Z" in carried or key == "finterval" and "T" in carried))
+    return metadata._replace(axes=axes, axes_kind="ome", physical=physical, imagej=kept,
+                             resolution=None if converted else metadata.resolution,
+                             unit=None if converted else metadata.unit), None
+
+
+def imagej_physical(metadata: Metadata) -> tuple[tuple[str, float, str], ...]:
+    """An ImageJ hyperstack's calibration as OME's physical sizes (Metadata.physical, in OME's unit
+    symbols): its resolution's pixel size along X and Y and its slice spacing along Z in its unit,
+    its frame interval along T in seconds; none where it gives no length unit OME names.
+
+    >>> from geomcli.io import Metadata
+    >>> imagej_physical(Metadata(resolution=(4.0, 2.0), unit="micron", imagej=(("spacing", 3.0), ("finterval", 0.5))))
+    (('X', 0.25, 'µm'), ('Y', 0.5, 'µm'), ('Z', 3.0, 'µm'), ('T', 0.5, 's'))
+    """
+    if metadata.resolution is None or metadata.unit not in _OME_SYMBOLS:
+        return ()
+    unit = _OME_SYMBOLS[metadata.unit or ""]
+    x, y = metadata.resolution
+    sizes = [("X", 1 / x, unit), ("Y", 1 / y, unit)]
+    entries = dict(metadata.imagej)
+    for key, axis, named in (("spacing", "Z", unit), ("finterval", "T", "s")):
+        value = entries.get(key)
+        if isinstance(value, (int, float)) and 0 < value < math.inf:
+            sizes.append((axis, float(value), named))
+    return tuple(sizes)
+
+
+# ImageJ's length units, as tifffile reads them and geomcli names them (Metadata.unit), by OME's symbols
+_OME_SYMBOLS = {"micron": "\u00b5m", "millimeter": "mm", "centimeter": "cm", "inch": "in", "nm": "nm", "m": "m"}
+# axes OME-XML (through tifffile) names: stack axes (T, Z, C, and Q, a modulo axis), then Y, X and samples
+_OME_AXES = re.compile(r"[TZCQ]*YXS?")
+
+
 def carries_ome(shape: tuple[int, ...], layout: str | None, metadata: Metadata) -> bool:
     """Whether a memory-mapped TIFF of this shape and layout is written with ``metadata``'s OME axes,
     physical sizes and channel names (:func:`ome_pages`): OME axes that still name the layout, of

@@ -96,9 +96,6 @@ _OME_TIME_UNITS = {"s": "second", "ms": "millisecond", "\u00b5s": "microsecond",
                    "ps": "picosecond", "min": "minute", "h": "hour", "d": "day"}
 # NGFF's unit names as OME's symbols (micrometer: the first of µm and um)
 _SYMBOLS = {name: symbol for symbol, name in reversed([*_OME_UNITS.items(), *_OME_TIME_UNITS.items()])}
-# ImageJ's length units, as tifffile reads them and geomcli names them (Metadata.unit), by UDUNITS' names
-_IMAGEJ_UNITS = {"micron": "micrometer", "millimeter": "millimeter", "centimeter": "centimeter", "inch": "inch",
-                 "nm": "nanometer", "m": "meter"}
 
 
 def space_of(metadata: Metadata) -> Space | None:
@@ -115,8 +112,11 @@ omero=None, levels=1)
     axes = metadata.axes or ""
     if not axes or any(letter not in "TCZYX" for letter in axes):
         return None
-    sizes = _imagej_sizes(metadata) if metadata.axes_kind == "imagej" else {}
-    for axis, size, unit in metadata.physical:
+    from geomcli.io._tiff import imagej_physical
+
+    sizes: dict[str, tuple[float, str]] = {}
+    imagej = imagej_physical(metadata) if metadata.axes_kind == "imagej" else ()
+    for axis, size, unit in (*imagej, *metadata.physical):
         units = _OME_TIME_UNITS if axis == "T" else _OME_UNITS
         if (unit or ("s" if axis == "T" else "\u00b5m")) not in units:
             return None
@@ -169,28 +169,6 @@ def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
     channels = tuple(str(label) for label in labels) if labels and all(isinstance(label, str) for label in labels) \
         else ()
     return Metadata(axes=letters, axes_kind="ome", physical=tuple(physical), channels=channels)
-
-
-def _imagej_sizes(metadata: Metadata) -> dict[str, tuple[float, str]]:
-    """An ImageJ hyperstack's calibration by axis, as NGFF's scale and units: its resolution's
-    pixel size along X and Y and its slice spacing along Z in its unit (micron: micrometer), its
-    frame interval along T in seconds; empty where it gives no length unit NGFF names.
-
-    >>> from geomcli.io import Metadata
-    >>> _imagej_sizes(Metadata(resolution=(4.0, 2.0), unit="micron", imagej=(("spacing", 3.0), ("finterval", 0.5))))
-    {'X': (0.25, 'micrometer'), 'Y': (0.5, 'micrometer'), 'Z': (3.0, 'micrometer'), 'T': (0.5, 'second')}
-    """
-    if metadata.resolution is None or metadata.unit not in _IMAGEJ_UNITS:
-        return {}
-    unit = _IMAGEJ_UNITS[metadata.unit or ""]
-    x, y = metadata.resolution
-    sizes = {"X": (1 / x, unit), "Y": (1 / y, unit)}
-    entries = dict(metadata.imagej)
-    for key, axis, named in (("spacing", "Z", unit), ("finterval", "T", "second")):
-        value = entries.get(key)
-        if isinstance(value, (int, float)) and 0 < value < math.inf:
-            sizes[axis] = (float(value), named)
-    return sizes
 
 
 def holds(space: Space | None, layout: str | None) -> bool:

@@ -1132,6 +1132,66 @@ def test_a_big_imagej_tiff_written_through_a_memory_map_keeps_its_calibration(tm
     assert np.array_equal(mapped[4], in_ram[4])
 
 
+def test_an_imagej_tiff_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         rng: np.random.Generator) -> None:
+    """A .ome.tif name promises OME-XML (tifffile, Bio-Formats and Fiji read it so): an ImageJ
+    hyperstack written to one came out an ImageJ TIFF, is_ome False. It is an OME-TIFF of the same
+    axes now, its pixel size, slice spacing and frame interval as PhysicalSizeX/Y/Z and
+    TimeIncrement, from RAM and through a memory map alike."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    data = rng.integers(0, 4000, (2, 3, 2, 8, 10), dtype=np.uint16)  # T, Z, C, Y, X
+    source = tmp_path / "in.tif"
+    tifffile.imwrite(source, data, imagej=True, resolution=(4.0, 2.0), metadata={
+        "axes": "TZCYX", "unit": "um", "spacing": 0.5, "finterval": 3.0})
+    written, maps = [], []
+    map_tiff = _mapped._map_tiff
+    monkeypatch.setattr(_mapped, "_map_tiff", lambda tmp, *more: maps.append(tmp) or map_tiff(tmp, *more))
+    for limit in (1, _mapped.MAP_OUTPUT_BYTES):  # through a map, then from RAM
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", limit)
+        out = tmp_path / f"out{limit}.ome.tif"
+        result = run("crop-pad", source, "-o", out, "--shape", "4,4", "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+        with tifffile.TiffFile(out) as tif:
+            assert tif.is_ome and not tif.is_imagej
+            pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+            sizes = {key: pixels.get(key) for key in ("PhysicalSizeX", "PhysicalSizeXUnit", "PhysicalSizeY",
+                                                      "PhysicalSizeZ", "PhysicalSizeZUnit", "TimeIncrement",
+                                                      "TimeIncrementUnit")}
+            written.append((tif.series[0].axes, tif.series[0].shape, sizes, tif.asarray()))
+    assert len(maps) == 1
+    mapped, in_ram = written
+    assert mapped[:3] == in_ram[:3] == ("TZCYX", (2, 3, 2, 4, 4), {
+        "PhysicalSizeX": 0.25, "PhysicalSizeXUnit": "\u00b5m", "PhysicalSizeY": 0.5, "PhysicalSizeZ": 0.5,
+        "PhysicalSizeZUnit": "\u00b5m", "TimeIncrement": 3.0, "TimeIncrementUnit": "s"})
+    assert np.array_equal(mapped[3], data[..., 2:6, 3:7]) and np.array_equal(in_ram[3], mapped[3])
+    assert io.read_array(str(out)).metadata.physical == (("X", 0.25, "\u00b5m"), ("Y", 0.5, "\u00b5m"),
+                                                         ("Z", 0.5, "\u00b5m"), ("T", 3.0, "s"))
+
+
+@pytest.mark.parametrize(("shape", "axes"), [((12, 18), "YX"), ((12, 18, 3), "YXS"), ((2, 3, 12, 18), "QCYX")])
+def test_a_file_of_no_ome_axes_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, rng: np.random.Generator,
+                                                                 shape: tuple[int, ...], axes: str) -> None:
+    # a PNG's or a .npy's result named .ome.tif was a TIFF of no OME-XML: it takes its layout's axes
+    import tifffile
+
+    data = rng.integers(0, 256, shape, dtype=np.uint8)
+    source = tmp_path / ("in.png" if len(shape) < 4 else "in.npy")
+    if len(shape) < 4:
+        saved(source, data)
+    else:
+        np.save(source, data)
+    out = tmp_path / "out.OME.tiff"
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4", *(["--layout", "NCHW"] if len(shape) == 4 else []))
+    assert result.exit_code == 0 and warnings_of(result) == [], result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert tif.is_ome and tif.series[0].axes == axes
+    assert np.array_equal(io.read_array(str(out)).data, io.read_array(str(source)).data[..., 4:8, 7:11, :]
+                          if axes == "YXS" else io.read_array(str(source)).data[..., 4:8, 7:11])
+
+
 def test_a_mapped_output_of_a_file_without_metadata_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   rng: np.random.Generator) -> None:
     # a plain RGB TIFF's samples (YXS) were taken for metadata the map dropped; a .npy, which holds
