@@ -306,8 +306,6 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             report.value_range, nan = slabs.range_and_nan(result)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
             # (the compression is not compared: a compressed output is never mapped, see allocate)
-            # an image's samples (YXS, no metadata of the file's) are what the map writes too
-            plain = metadata.axes_kind is None and metadata.axes == "YXS"
             if output_format == "tiff" and _tiff.carries_ome(tuple(result.shape), written, metadata):
                 # its OME axes, physical sizes and channel names (where they fit) are the map's
                 refused = _tiff.channels_refusal(metadata.channels, tuple(result.shape), metadata.axes) \
@@ -317,9 +315,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if output_format == "tiff" and _tiff.carries_imagej(tuple(result.shape), result.dtype, written, metadata):
                 # its ImageJ axes, resolution and unit, slice spacing and frame interval are the map's
                 metadata = metadata._replace(axes=None, axes_kind=None, resolution=None, unit=None, imagej=())
-            if output_format != "npy" and metadata._replace(compression=None, predictor=None, colour=None, inks=False,
-                                                            axes=None if plain else metadata.axes) != io.Metadata():
-                report.warnings.append("a big output is written through a memory map, without metadata")
+            if output_format != "npy":
+                report.warnings.extend(_unmapped(metadata))
         else:
             input_layout = layouts.written_layout(loaded.shape, loaded.shape, common.layout, loaded.layout)
             made_alpha = _made_alpha(loaded.shape, input_layout, tuple(result.shape), written, output_format)
@@ -342,6 +339,24 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             # .npy holds no metadata, mapped or not: no warning for its nature, the record says what it left
             report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
     return report
+
+
+def _unmapped(metadata: Metadata) -> list[str]:
+    """Warnings for what of ``metadata`` a memory-mapped TIFF does not hold, each named: one for
+    what the map cannot hold (its ICC profile, resolution, tiles, the OME or ImageJ axes it could
+    not write), one for each thing no output carries (as io.unkept names them from RAM).
+    ``metadata``: what is left once the map's own (OME or ImageJ axes and calibration) are taken
+    out; its encoding (compression, photometric) is the map's too, and axes of no kind are its layout's."""
+    from geomcli import io
+
+    lost = io.dropped(metadata._replace(dropped=(), axes=None, axes_kind=None, inks=False), "npy")
+    if metadata.axes_kind in ("imagej", "ome"):
+        lost.append(f"{'ImageJ' if metadata.axes_kind == 'imagej' else 'OME'} axes metadata ({metadata.axes})")
+    if metadata.tile is not None:
+        lost.append(f"TIFF tiles ({metadata.tile[0]} x {metadata.tile[1]})")
+    said = [f"a big output is written through a memory map, which cannot hold the {', '.join(lost)}; dropped"] \
+        if lost else []
+    return said + [f"{what} cannot be carried; dropped" for what in metadata.dropped]
 
 
 def _add_steps(report: Report, operation: Operation, loaded: Loaded | Picture, common: Common) -> None:

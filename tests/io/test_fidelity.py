@@ -1085,7 +1085,8 @@ def test_a_mapped_output_says_it_has_no_metadata(tmp_path: Path, monkeypatch: py
     # (uncompressed: a compressed output, as this zlib TIFF's would be by default, is never mapped)
     result = run("crop-pad", path, "-o", out, "--shape", "4,4", "--compression", "none")
     assert result.exit_code == 0, result.stderr
-    assert warnings_of(result) == [f"Warning: {out}: a big output is written through a memory map, without metadata"]
+    assert warnings_of(result) == [f"Warning: {out}: a big output is written through a memory map, which cannot hold "
+                                   "the DPI (300 x 300); dropped"]
     assert np.array_equal(io.read_array(out).data, data[2:6, 3:7])
     assert run("crop-pad", path, "-o", out, "--shape", "4,4", "--strip", "--compression", "none"
                ).stderr.count("Warning") == 0
@@ -1190,6 +1191,31 @@ def test_a_file_of_no_ome_axes_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path,
         assert tif.is_ome and tif.series[0].axes == axes
     assert np.array_equal(io.read_array(str(out)).data, io.read_array(str(source)).data[..., 4:8, 7:11, :]
                           if axes == "YXS" else io.read_array(str(source)).data[..., 4:8, 7:11])
+
+
+def test_a_mapped_output_names_what_it_lost_beside_the_calibration_it_kept(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          rng: np.random.Generator, icc: bytes) -> None:
+    """A memory-mapped ImageJ output keeps its axes and calibration; its warning said 'a big output is
+    written through a memory map, without metadata' where an ICC profile alone was lost (and a
+    camera's Make tag, which no output keeps, was not named at all). Each is named now."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, rng.integers(0, 4000, (3, 8, 10), dtype=np.uint16), imagej=True,
+                     resolution=(4.0, 4.0), iccprofile=icc, extratags=[(271, "s", 0, "GeomCam", True)],
+                     metadata={"axes": "ZYX", "unit": "um", "spacing": 0.5})
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [
+        "a big output is written through a memory map, which cannot hold the ICC profile; dropped",
+        "the TIFF tags Make cannot be carried; dropped"]
+    with tifffile.TiffFile(out) as tif:
+        assert tif.is_imagej and tif.imagej_metadata["spacing"] == 0.5 and tif.series[0].axes == "ZYX"
+        assert 34675 not in tif.pages[0].tags
 
 
 def test_a_mapped_output_of_a_file_without_metadata_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
