@@ -10,6 +10,7 @@ Only the standard library loads at import time; numpy and the kernels load when 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
@@ -116,7 +117,10 @@ class Operation:
                 common: Common) -> tuple[float, ...] | None:
         """An OME-Zarr image's translation (where its first pixel's centre lies, per axis) as the
         output's, for an input of this header and ``scale``; None where this operation does not
-        say where its pixels lie (then it is dropped, with a warning)."""
+        say where its pixels lie (then it is dropped along the axes it samples, with a warning),
+        NaN along an axis where only that one's is lost (a flip's pixels run the other way, which
+        NGFF's scale and translation cannot say: the other axes keep theirs). NaN stays NaN through
+        the arithmetic of a chain's next steps."""
         return None
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
@@ -728,16 +732,14 @@ class Warp(Operation):
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
                 common: Common) -> tuple[float, ...] | None:
         """Moved to where the first output pixel is sampled (x_in = a·x_out + b: b input pixels)
-        times the pixel size, where theta scales and shifts each axis alone; None for a flip
-        (its pixels run the other way), a rotation or a shear."""
+        times the pixel size, where theta scales and shifts each axis alone; NaN along an axis it
+        flips (its pixels run the other way), the others' kept; None for a rotation or a shear."""
         maps = self._axis_maps(header, common)
-        if maps is None or any(factor < 0 for _, factor, _, _ in maps):
-            return None
-        if not len(translation) == len(scale) == len(header.shape):
+        if maps is None or not len(translation) == len(scale) == len(header.shape):
             return None
         moved = list(translation)
-        for axis, _, _, b in maps:
-            moved[axis] = translation[axis] + b * scale[axis]
+        for axis, factor, _, b in maps:
+            moved[axis] = math.nan if factor < 0 else translation[axis] + b * scale[axis]
         return tuple(moved)
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
@@ -788,7 +790,10 @@ class Warp(Operation):
                 alpha, beta = 2 / after, 1 / after - 1
             half, offset = ((before - 1) / 2, 0.0) if self.align_corners else (before / 2, -0.5)
             f, t = float(factor), float(shift)
-            maps.append((axis, f, half * f * alpha, half * (f * beta + t + 1) + offset))
+            # f·beta + 1 summed so that an axis theta leaves alone (f 1, t 0, as many pixels out as
+            # in) starts at b = 0 exactly: (1/60 - 1) + 1 is 1/60 less 4e-17, a translation of 8e-16
+            moved = (1 - f) + f / after if beta and not self.align_corners else f * beta + 1
+            maps.append((axis, f, half * f * alpha, half * (moved + t) + offset))
         return maps
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
@@ -1029,12 +1034,13 @@ class Resize(Operation):
     def shifted(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
                 common: Common) -> tuple[float, ...] | None:
         """Moved to where the first output pixel is sampled in the input (resize_coordinate_map:
-        x_in = a·x_out + b, so b input pixels) times the pixel size; None for a flip (a roi whose
-        start is past its end), whose pixels run the other way."""
+        x_in = a·x_out + b, so b input pixels) times the pixel size; NaN along an axis it flips (a
+        roi whose start is past its end), whose pixels run the other way."""
         lines = self._lines(header, common)
-        if not len(translation) == len(scale) == len(header.shape) or any(a < 0 for a, _ in lines):
+        if not len(translation) == len(scale) == len(header.shape):
             return None
-        return tuple(value + float(b) * size for value, size, (_, b) in zip(translation, scale, lines, strict=True))
+        return tuple(math.nan if a < 0 else value + float(b) * size
+                     for value, size, (a, b) in zip(translation, scale, lines, strict=True))
 
     def _lines(self, header: Header, common: Common) -> tuple[tuple[Fraction, Fraction], ...]:
         """Per axis, (a, b) with x_in = a·x_out + b: where each output pixel is sampled."""

@@ -14,6 +14,7 @@ every file, to ask whether one is).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -237,26 +238,33 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
     sampled = operation.sampled_axes(header, common)
     if space.translation is None:
         moved = operation.shifted((0.0,) * len(header.shape), scale, header, common)
-        translation = moved if moved is not None and any(moved) else None
-        if moved is None and operation.scaled(scale, header, common) is not None:
+        flipped = [] if moved is None else [index for index, value in enumerate(moved) if math.isnan(value)]
+        kept = None if moved is None else tuple(0.0 if math.isnan(value) else value for value in moved)
+        translation = kept if kept is not None and any(kept) else None
+        if flipped or moved is None and operation.scaled(scale, header, common) is not None:
             # pixels of a size that run the other way (a flip): no translation says where they lie,
             # and the output's none (NGFF's 0) puts its first pixel where the input's was: said
-            names = ", ".join(str(space.axes[index].get("name", "?")) for index in sampled)
+            names = ", ".join(str(space.axes[index].get("name", "?")) for index in flipped or sampled)
             report.warnings.append(f"the OME-Zarr pixel positions along {names} (its first pixel's centre at 0: it "
                                    f"gives no translation) cannot be carried through {operation.command} (a flip "
                                    "runs its pixels the other way, which NGFF's scale and translation cannot say); "
                                    "dropped")
     else:
-        translation = operation.shifted(space.translation, scale, header, common)
-        if translation is None:
-            lost = [index for index in range(len(space.translation)) if index in sampled]
-            kept = tuple(0.0 if index in lost else value for index, value in enumerate(space.translation))
+        moved = operation.shifted(space.translation, scale, header, common)
+        # (NaN: the operation flips that axis alone, the others' are kept)
+        lost = [index for index in range(len(space.translation)) if index in sampled] if moved is None else \
+            [index for index, value in enumerate(moved) if math.isnan(value)]
+        translation = space.translation if moved is None else moved
+        if lost:
+            kept = tuple(0.0 if index in lost else value
+                         for index, value in enumerate(space.translation if moved is None else moved))
             translation = kept if any(kept) else None
             what = (f"{list(space.translation)}" if len(lost) == len(kept) else
                     f"{[space.translation[index] for index in lost]} along "
                     f"{', '.join(str(space.axes[index].get('name', '?')) for index in lost)}")
+            why = "it does not say where its pixels lie" if moved is None else "a flip runs its pixels the other way"
             report.warnings.append(f"the OME-Zarr translation {what} cannot be carried through {operation.command} "
-                                   "(it does not say where its pixels lie); dropped")
+                                   f"({why}); dropped")
     from geomcli.io._zarr import Space
 
     scaled = operation.scaled(scale, header, common)

@@ -1266,9 +1266,10 @@ def test_a_resizes_scale_and_translation_place_each_pixel_where_it_was_sampled(
     assert written[1]["translation"] == pytest.approx(translation, rel=1e-12)
 
 
-def test_a_resize_that_flips_an_axis_keeps_a_positive_scale_and_drops_the_translation(tmp_path: Path) -> None:
+def test_a_resize_that_flips_an_axis_keeps_a_positive_scale_and_drops_its_translation(tmp_path: Path) -> None:
     """A roi whose start is past its end: the scale was negative (a * the input's, a < 0), and the
-    translation put the first pixel at the input's last one with the others running backwards."""
+    translation put the first pixel at the input's last one with the others running backwards.
+    The flipped axis's translation alone is dropped: x, which the roi leaves as it was, keeps its."""
     axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
             {"name": "x", "type": "space", "unit": "nanometer"}]
     ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
@@ -1276,23 +1277,29 @@ def test_a_resize_that_flips_an_axis_keeps_a_positive_scale_and_drops_the_transl
     result = run("resize", tmp_path / "in.zarr", "-o", tmp_path / "out.zarr", "--sizes", "30,80", "--json",
                  "--coordinate-transformation-mode", "tf_crop_and_resize", "--roi", "1,0,0,1")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["warnings"] == ["the OME-Zarr translation [0.0, 10.0, 20.0] cannot be carried "
-                                                     "through resize (it does not say where its pixels lie); dropped"]
+    assert json.loads(result.stdout)["warnings"] == ["the OME-Zarr translation [10.0] along y cannot be carried "
+                                                     "through resize (a flip runs its pixels the other way); dropped"]
     assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
-        {"type": "scale", "scale": pytest.approx([1.0, 0.5 * 59 / 29, 0.25])}]
+        {"type": "scale", "scale": pytest.approx([1.0, 0.5 * 59 / 29, 0.25])},
+        {"type": "translation", "translation": [0.0, 0.0, 20.0]}]
 
 
-@pytest.mark.parametrize("args", [["warp", "--scale", "-1,1"], ["warp", "--scale", "1,-1"], ["warp", "--rotate", "180"],
-                                  ["chain", "warp", "--scale", "-2,2", "crop-pad", "--shape", "20,30"]],
-                         ids=lambda args: " ".join(args))
+@pytest.mark.parametrize(("args", "flipped", "kept_y"), [
+    (["warp", "--scale", "-1,1"], "x", (10.0, 0.0)), (["warp", "--scale", "1,-1"], "y", None),
+    (["warp", "--rotate", "180"], "y, x", None),
+    # y: warp's --scale 2 samples output row 0 at input row -29.5 (-14.75 units), then the crop's 20 rows of 1
+    (["chain", "warp", "--scale", "-2,2", "crop-pad", "--shape", "20,30"], "x", (10 - 14.75 + 20, -14.75 + 20))],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None)
 @pytest.mark.parametrize("origin", [(10.0, 20.0), None], ids=["translated", "no-translation"])
-def test_a_flip_keeps_the_pixel_size_and_says_the_positions_are_dropped(tmp_path: Path, args: list[str],
-                                                                       origin: tuple[float, float] | None) -> None:
+def test_a_flip_keeps_the_pixel_size_and_says_the_positions_along_it_are_dropped(
+        tmp_path: Path, args: list[str], flipped: str, kept_y: tuple[float, float] | None,
+        origin: tuple[float, float] | None) -> None:
     """A flip's pixels keep their size and run the other way, which NGFF's scale and translation
     cannot say (a negative scale is no NGFF one). An OME-Zarr of no translation (its first pixel's
     centre at 0) was written flipped with the same coordinate system, and no word: its first
     pixel, the input's last, said to lie at 0. The scale is kept, positive, and a warning says the
-    positions are dropped, as it said where the input gave a translation."""
+    positions along the flipped axes are dropped; an axis not flipped keeps its translation, as
+    the operation moves it (a flip along x dropped y's too, NGFF's translation being per axis)."""
     axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
             {"name": "x", "type": "space", "unit": "nanometer"}]
     ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
@@ -1303,14 +1310,19 @@ def test_a_flip_keeps_the_pixel_size_and_says_the_positions_are_dropped(tmp_path
     result = run(command, *given, "-o", tmp_path / "out.zarr", "--json", *rest)
     assert result.exit_code == 0, result.stderr
     scale = [1.0, 1.0, 0.5] if "-2,2" in args else [1.0, 0.5, 0.25]
+    y = None if kept_y is None else kept_y[0 if origin else 1]
+    x = origin[1] if origin and flipped == "y" else 0.0
+    translation = [0.0, y or 0.0, x]
     assert written_image(tmp_path / "out.zarr")["datasets"][0]["coordinateTransformations"] == [
-        {"type": "scale", "scale": scale}]
+        {"type": "scale", "scale": scale}, *([{"type": "translation", "translation": translation}] if any(translation)
+                                             else [])]
+    lost = [value for axis, value in zip("yx", origin or ()) if axis in flipped]
     assert json.loads(result.stdout)["warnings"] == [
-        f"the OME-Zarr translation {list(origin)} along y, x cannot be carried through {command} (it does not say "
-        "where its pixels lie); dropped" if origin else
-        f"the OME-Zarr pixel positions along y, x (its first pixel's centre at 0: it gives no translation) cannot be "
-        f"carried through {command} (a flip runs its pixels the other way, which NGFF's scale and translation cannot "
-        "say); dropped"]
+        f"the OME-Zarr translation {lost} along {flipped} cannot be carried through {command} (a flip runs its "
+        "pixels the other way); dropped" if origin else
+        f"the OME-Zarr pixel positions along {flipped} (its first pixel's centre at 0: it gives no translation) cannot "
+        f"be carried through {command} (a flip runs its pixels the other way, which NGFF's scale and translation "
+        "cannot say); dropped"]
 
 
 @pytest.mark.parametrize("args", [
