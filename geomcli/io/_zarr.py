@@ -100,14 +100,19 @@ _SYMBOLS = {name: symbol for symbol, name in reversed([*_OME_UNITS.items(), *_OM
 
 def space_of(metadata: Metadata) -> Space | None:
     """The OME-Zarr coordinate system of an OME-TIFF of this metadata: its axes (of T, C, Z, Y
-    and X) with its physical pixel sizes (OME's unit symbols, micrometres where it names none);
-    None where it gives no size, or a unit NGFF names none for.
+    and X) with its physical pixel sizes (OME's unit symbols, micrometres where it names none) and
+    its channel names as the omero's labels; None where it gives neither a size nor channel names
+    (a plain array's dimension_names hold all it says), or a unit NGFF names none for. Channel
+    names without sizes give an OME-Zarr too, of no unit and no scale (NGFF's 1), as with sizes:
+    the names need its omero, and the axes are named alike either way.
 
     >>> from geomcli.io import Metadata
     >>> space_of(Metadata(axes="CYX", axes_kind="ome", physical=(("X", 0.25, "nm"), ("Y", 0.5, "nm"))))
     Space(axes=({'name': 'c', 'type': 'channel'}, {'name': 'y', 'type': 'space', 'unit': 'nanometer'}, \
 {'name': 'x', 'type': 'space', 'unit': 'nanometer'}), scale=(1.0, 0.5, 0.25), translation=None, name=None, \
 omero=None, levels=1)
+    >>> space_of(Metadata(axes="CYX", axes_kind="ome", channels=("dapi", "gfp"))).omero
+    {'channels': [{'label': 'dapi'}, {'label': 'gfp'}]}
     """
     axes = metadata.axes or ""
     if not axes or any(letter not in "TCZYX" for letter in axes):
@@ -121,22 +126,24 @@ omero=None, levels=1)
         if (unit or ("s" if axis == "T" else "\u00b5m")) not in units:
             return None
         sizes[axis] = (size, units[unit or ("s" if axis == "T" else "\u00b5m")])
-    if not sizes:
+    named = bool(metadata.channels) and "C" in axes
+    if not sizes and not named:
         return None
     entries = tuple({"name": letter.lower(), "type": _OME_TYPES[letter]}
                     | ({"unit": sizes[letter][1]} if letter in sizes else {}) for letter in axes)
     # its OME channel names, as the omero's channel labels (dropped with it where the channels change)
-    omero = {"channels": [{"label": name} for name in metadata.channels]} \
-        if metadata.channels and "C" in axes else None
-    return Space(entries, tuple(sizes[letter][0] if letter in sizes else 1.0 for letter in axes), omero=omero)
+    omero = {"channels": [{"label": name} for name in metadata.channels]} if named else None
+    scale = tuple(sizes[letter][0] if letter in sizes else 1.0 for letter in axes) if sizes else None
+    return Space(entries, scale, omero=omero)
 
 
 def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
     """An OME-TIFF's metadata for an OME-Zarr image of this coordinate system written in
     ``layout``: its axes (of T, C, Z, Y and X) as OME axes, and the scale of its axes of space
-    as physical sizes in OME's unit symbols (of time, as its time increment); None where its
-    axes no longer name the layout, or it gives no scale, or an axis of space no unit (OME's
-    default, micrometres, would be a guess) or one OME has no symbol for.
+    as physical sizes in OME's unit symbols (of time, as its time increment), and its omero's
+    channel labels as OME channel names; no sizes where it gives no scale, or an axis of space no
+    unit (OME's default, micrometres, would be a guess) or one OME has no symbol for; None where
+    its axes no longer name the layout, or it gives neither sizes nor labels.
 
     >>> tiff = ome_tiff_of(Space(({"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
     ...                           {"name": "x", "type": "space", "unit": "micrometer"}), (1.0, 0.5, 0.25)), "CHW")
@@ -146,28 +153,29 @@ def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
     from geomcli.io._base import Metadata
     from geomcli.io._tiff import names_layout
 
-    if space is None or space.scale is None or not holds(space, layout):
+    if space is None or not holds(space, layout):
         return None
     letters = "".join(str(axis.get("name", "?")).upper() for axis in space.axes)
-    if not names_layout(letters, layout):
+    if not names_layout(letters, layout) or not set(letters) <= set("TCZYX"):
         return None  # (t, y, x read as NHW is a TIFF's TYX, read as its own layout: names_layout)
-    physical = []
-    for letter, axis, size in zip(letters, space.axes, space.scale, strict=True):
+    physical: list[tuple[str, float, str | None]] = []
+    for letter, axis, size in zip(letters, space.axes, space.scale or (), strict=False):
         if letter == "T" and axis.get("unit") in _OME_TIME_UNITS.values():  # (else named as dropped)
             physical.append((letter, size, _SYMBOLS[axis["unit"]]))
         if axis.get("type") != "space":
             continue
         if letter not in "ZYX" or axis.get("unit") not in _OME_UNITS.values():
-            return None
+            physical = []  # (named as dropped where the scale says a size)
+            break
         physical.append((letter, size, _SYMBOLS[axis["unit"]]))
-    if not set(letters) <= set("TCZYX") or not physical:
-        return None
     listed = (space.omero or {}).get("channels")
     labels = [entry.get("label") if isinstance(entry, dict) else None for entry in listed] \
         if isinstance(listed, list) else []
     # its omero's channel labels, as OME channel names (the TIFF writer names them where they do not fit)
     channels = tuple(str(label) for label in labels) if labels and all(isinstance(label, str) for label in labels) \
         else ()
+    if not physical and not channels:
+        return None
     return Metadata(axes=letters, axes_kind="ome", physical=tuple(physical), channels=channels)
 
 

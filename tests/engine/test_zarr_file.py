@@ -919,6 +919,32 @@ def test_an_ome_tiff_s_channel_names_are_an_ome_zarr_s_channel_labels(tmp_path: 
     assert "omero" not in read_zarr(tmp_path / "blocks.zarr").attrs["ome"]
 
 
+def test_an_ome_tiff_of_channel_names_and_no_sizes_is_an_ome_zarr_as_one_with_sizes_is(tmp_path: Path) -> None:
+    """An OME-TIFF with channel names but no physical sizes wrote a plain zarr array, its names under
+    'dropped' in --json, where one with sizes wrote an OME-Zarr with them as omero labels. It is an
+    OME-Zarr too now (its axes named, of no unit, scale 1), and back to an OME-TIFF with its names."""
+    import tifffile
+
+    data = np.arange(2 * 16 * 12, dtype=np.uint16).reshape(2, 16, 12)
+    tifffile.imwrite(tmp_path / "in.ome.tif", data, ome=True, metadata={
+        "axes": "CYX", "Channel": {"Name": ["dapi", "gfp"]}})
+    result = run("crop-pad", tmp_path / "in.ome.tif", "-o", tmp_path / "out.zarr", "--shape", "8,8", "--json")
+    record = json.loads(result.stdout)
+    assert result.exit_code == 0 and record["warnings"] == [] and "dropped" not in record, result.output
+    attributes = read_zarr(tmp_path / "out.zarr").attrs["ome"]
+    assert attributes["omero"] == {"channels": [{"label": "dapi"}, {"label": "gfp"}]}
+    image = attributes["multiscales"][0]
+    assert image["axes"] == [{"name": "c", "type": "channel"}, {"name": "y", "type": "space"},
+                             {"name": "x", "type": "space"}]
+    assert image["datasets"][0]["coordinateTransformations"][0] == {"type": "scale", "scale": [1.0, 1.0, 1.0]}
+    assert np.array_equal(np.asarray(read_zarr(tmp_path / "out.zarr")["0"]), data[:, 4:12, 2:10])
+    back = run("crop-pad", tmp_path / "out.zarr", "-o", tmp_path / "back.tif", "--shape", "4,4", "--json")
+    assert back.exit_code == 0 and json.loads(back.stdout)["warnings"] == [], back.output
+    with tifffile.TiffFile(tmp_path / "back.tif") as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+    assert [channel["Name"] for channel in pixels["Channel"]] == ["dapi", "gfp"] and "PhysicalSizeX" not in pixels
+
+
 def test_an_ome_zarr_s_channel_colours_are_named_where_an_output_drops_them(tmp_path: Path) -> None:
     """An OME-Zarr's omero colours and display windows were dropped without a word by a TIFF or a
     .npy output (a TIFF keeps the labels, as OME channel names). A TIFF warns once, a .npy's record
