@@ -106,6 +106,13 @@ def space_of(metadata: Metadata) -> Space | None:
     names without sizes give an OME-Zarr too, of no unit and no scale (NGFF's 1), as with sizes:
     the names need its omero, and the axes are named alike either way.
 
+    The omero's channels hold their labels alone, no ``color`` or ``window``: NGFF 0.5's schema
+    (the version written) requires neither, ome-zarr-py and ngff-zarr write an omero only as they
+    are given it, and each default would be a guess passed off as the file's: a window of the
+    dtype's range shows a 12-bit camera's uint16 near black (and means nothing for floats), a
+    colour cycle paints channels the OME-XML gave no colour. Stricter validators (ome-zarr-models,
+    NGFF 0.4's schema) want both; a viewer without them picks its own contrast and colour.
+
     >>> from geomcli.io import Metadata
     >>> space_of(Metadata(axes="CYX", axes_kind="ome", physical=(("X", 0.25, "nm"), ("Y", 0.5, "nm"))))
     Space(axes=({'name': 'c', 'type': 'channel'}, {'name': 'y', 'type': 'space', 'unit': 'nanometer'}, \
