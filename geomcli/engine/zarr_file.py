@@ -169,6 +169,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                 raise
             raise _chunk_failed(input_path, error) from error
         report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
+        said = tiff_metadata(space, output_layout, result.ndim, output, common)[1] if output_format == "tiff" else None
+        report.warnings.extend([said] if said else [])
         said = _zarr.unstable(result.dtype) if output_format == "zarr" else None
         report.warnings.extend([said] if said else [])
         compression = common.fidelity.compression
@@ -513,6 +515,24 @@ def _remote_or_stream(path: str) -> bool:
     return _remote.is_url(path) or is_piped(path)
 
 
+def tiff_metadata(space: Space | None, layout: str | None, ndim: int, output: str,
+                  common: Common) -> tuple[Metadata | None, str | None]:
+    """A TIFF output's OME metadata of an OME-Zarr's coordinate system (zarr.ome_tiff_of), and for
+    one named .ome.tif, which promises OME-XML, its axes where it gives neither sizes nor labels
+    (a plain array's, its layout's: io._tiff.as_ome); a warning where it cannot be one."""
+    from geomcli import io
+    from geomcli.io import _tiff, _zarr
+
+    ome = _zarr.ome_tiff_of(space, layout)
+    if ome is not None or common.fidelity.strip or not _tiff.names_ome(output):
+        return ome, None
+    ome = _zarr.ome_tiff_of(space, layout, bare=True)
+    if ome is not None:
+        return ome, None
+    named, said = _tiff.as_ome(io.Metadata(), layout, ndim)
+    return (named if named.axes_kind == "ome" else None), said
+
+
 def _write(operation: Operation, result: Any, data: Any, output: str, output_format: str, common: Common,
            scheduler: str | None, *, layout: str | None, space: Space | None,
            like: Any, name: str) -> tuple[list[Any] | None, bool, int]:
@@ -550,7 +570,8 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
 
         check_output_format(output, output_format)
         # an OME-Zarr's axes and scale, as an OME-TIFF's axes and physical sizes
-        ome = _zarr.ome_tiff_of(space, written_layout) if output_format == "tiff" else None
+        ome = tiff_metadata(space, written_layout, result.ndim, output, common)[0] if output_format == "tiff" \
+            else None
         outputs = io.open_output(output, result.shape, result.dtype, format=output_format, layout=written_layout,
                                  options=write_options(common), axes_metadata=ome)
         target = outputs.__enter__()

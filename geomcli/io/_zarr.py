@@ -144,13 +144,14 @@ omero=None, levels=1)
     return Space(entries, scale, omero=omero)
 
 
-def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
+def ome_tiff_of(space: Space | None, layout: str | None, bare: bool = False) -> Metadata | None:
     """An OME-TIFF's metadata for an OME-Zarr image of this coordinate system written in
     ``layout``: its axes (of T, C, Z, Y and X) as OME axes, and the scale of its axes of space
     as physical sizes in OME's unit symbols (of time, as its time increment), and its omero's
     channel labels as OME channel names; no sizes where it gives no scale, or an axis of space no
     unit (OME's default, micrometres, would be a guess) or one OME has no symbol for; None where
-    its axes no longer name the layout, or it gives neither sizes nor labels.
+    its axes no longer name the layout, or it gives neither sizes nor labels (``bare``: its axes
+    alone then, for an output named .ome.tif).
 
     >>> tiff = ome_tiff_of(Space(({"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
     ...                           {"name": "x", "type": "space", "unit": "micrometer"}), (1.0, 0.5, 0.25)), "CHW")
@@ -181,7 +182,7 @@ def ome_tiff_of(space: Space | None, layout: str | None) -> Metadata | None:
     # its omero's channel labels, as OME channel names (the TIFF writer names them where they do not fit)
     channels = tuple(str(label) for label in labels) if labels and all(isinstance(label, str) for label in labels) \
         else ()
-    if not physical and not channels:
+    if not physical and not channels and not bare:
         return None
     return Metadata(axes=letters, axes_kind="ome", physical=tuple(physical), channels=channels)
 

@@ -945,6 +945,36 @@ def test_an_ome_tiff_of_channel_names_and_no_sizes_is_an_ome_zarr_as_one_with_si
     assert [channel["Name"] for channel in pixels["Channel"]] == ["dapi", "gfp"] and "PhysicalSizeX" not in pixels
 
 
+@pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
+def test_a_zarr_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 mapped: bool) -> None:
+    """A .ome.tif name promises OME-XML: a zarr of no scale with units and no omero labels (a plain
+    array's dimension_names c, y, x; an OME-Zarr's t, y, x of no unit) was written as a TIFF of
+    none. It is an OME-TIFF of their axes now; an array of no known layout says why it is not."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    if mapped:
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    data = np.arange(3 * 16 * 12, dtype=np.uint16).reshape(3, 16, 12)
+    write_zarr(tmp_path / "cyx.zarr", data, (1, 16, 12), ["c", "y", "x"])
+    ome_group(tmp_path / "tyx.zarr", data, [{"name": "t", "type": "time"}, {"name": "y", "type": "space"},
+                                            {"name": "x", "type": "space"}], [{"type": "scale", "scale": [1, 1, 1]}])
+    for source, axes in (("cyx.zarr", "CYX"), ("tyx.zarr", "TYX")):
+        out = tmp_path / f"{source}.ome.tif"
+        result = run("crop-pad", tmp_path / source, "-o", out, "--shape", "8,8", "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+        with tifffile.TiffFile(out) as tif:
+            assert tif.is_ome and tif.series[0].axes == axes, source
+            assert np.array_equal(tif.asarray(), data[:, 4:12, 2:10])
+    write_zarr(tmp_path / "anon.zarr", data, (1, 16, 12))
+    result = run("crop-pad", tmp_path / "anon.zarr", "-o", tmp_path / "anon.ome.tif", "--shape", "8,8", "--axes", "1,2",
+                 "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [
+        "a .ome.tif name promises OME-XML, but the result's axes are of no known layout; written without OME-XML"]
+
+
 def test_an_ome_zarr_s_channel_colours_are_named_where_an_output_drops_them(tmp_path: Path) -> None:
     """An OME-Zarr's omero colours and display windows were dropped without a word by a TIFF or a
     .npy output (a TIFF keeps the labels, as OME channel names). A TIFF warns once, a .npy's record
