@@ -1189,15 +1189,18 @@ def as_ome(metadata: Metadata, layout: str | None, ndim: int) -> tuple[Metadata,
     >>> as_ome(Metadata(), "CHW", 3)[0].axes, as_ome(Metadata(), None, 3)[1]
     ('CYX', "a .ome.tif name promises OME-XML, but the result's axes are of no known layout; written without OME-XML")
     """
-    if metadata.axes_kind == "ome":
+    fitting = metadata.axes if metadata.axes_kind in ("ome", "imagej") and metadata.axes is not None \
+        and len(metadata.axes) == ndim and (layout is None or names_layout(metadata.axes, layout)) else None
+    if metadata.axes_kind == "ome" and fitting is not None:
         return metadata, None
-    axes = metadata.axes if metadata.axes_kind == "imagej" else \
-        _AXES.get(layout, layout) if layout is not None else None
+    # the file's own axes grown by channels (ZYX to ZCYX by space-to-depth), as write takes them; else the layout's
+    axes = layout if layout is not None and len(layout) == ndim and layout not in _AXES else \
+        fitting or (_AXES.get(layout, layout) if layout is not None else None)
     if axes is None or len(axes) != ndim or not _OME_AXES.fullmatch(axes) or len(set(axes)) != len(axes):
         said = "are of no known layout" if axes is None or len(axes) != ndim else \
             f"{axes} are not OME's (T, Z, C, Y, X)"
         return metadata, f"a .ome.tif name promises OME-XML, but the result's axes {said}; written without OME-XML"
-    if metadata.axes_kind != "imagej":
+    if metadata.axes_kind != "imagej":  # (an OME file's sizes of the axes it still has stay, as write keeps them)
         return metadata._replace(axes=axes, axes_kind="ome"), None
     physical = tuple(entry for entry in imagej_physical(metadata) if entry[0] in axes)
     carried = {axis for axis, _, _ in physical}

@@ -1172,6 +1172,32 @@ def test_an_imagej_tiff_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, monkey
                                                          ("Z", 0.5, "\u00b5m"), ("T", 3.0, "s"))
 
 
+@pytest.mark.parametrize("kind", ["imagej", "ome"])
+def test_a_result_whose_axes_outgrew_its_file_s_is_an_ome_tiff_of_its_layout_s(tmp_path: Path, kind: str) -> None:
+    """Space-to-depth makes channels an ImageJ ZYX stack or an OME YX image has no axis for: to a
+    .ome.tif name the first warned that its axes were of no known layout (the TIFF's own ZCYX,
+    which a TIFF output takes, was not looked at) and the second was a TIFF of no OME-XML, its
+    OME axes YX not fitting the result. Each is an OME-TIFF of the axes its layout names, with the
+    sizes of the axes it still has."""
+    import tifffile
+
+    source = tmp_path / "in.tif"
+    if kind == "imagej":
+        tifffile.imwrite(source, np.zeros((3, 16, 16), np.uint16), imagej=True, resolution=(2.0, 2.0),
+                         metadata={"axes": "ZYX", "unit": "um", "spacing": 1.5})
+    else:
+        tifffile.imwrite(source, np.zeros((16, 16), np.uint16), ome=True, metadata={
+            "axes": "YX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.5})
+    out = tmp_path / "out.ome.tif"
+    result = run("space-to-depth", source, "-o", out, "--blocksize", "2", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert tif.is_ome and tif.series[0].axes == ("ZCYX" if kind == "imagej" else "YXS")
+    assert (pixels["PhysicalSizeX"], pixels["PhysicalSizeY"], pixels.get("PhysicalSizeZ")) == (
+        1.0, 1.0, 1.5 if kind == "imagej" else None)
+
+
 @pytest.mark.parametrize(("shape", "axes"), [((12, 18), "YX"), ((12, 18, 3), "YXS"), ((2, 3, 12, 18), "QCYX")])
 def test_a_file_of_no_ome_axes_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, rng: np.random.Generator,
                                                                  shape: tuple[int, ...], axes: str) -> None:
