@@ -1243,9 +1243,10 @@ _OME_AXES = re.compile(r"[TZCQ]*YXS?")
 def carries_ome(shape: tuple[int, ...], layout: str | None, metadata: Metadata) -> bool:
     """Whether a memory-mapped TIFF of this shape and layout is written with ``metadata``'s OME axes,
     physical sizes and channel names (:func:`ome_pages`): OME axes that still name the layout, of
-    no samples (whose planar pages a map does not lay out as :func:`write` does)."""
+    no planar samples (whose pages a map does not lay out as :func:`write` does; contiguous ones,
+    an RGB image's YXS, it does)."""
     axes = metadata.axes
-    return (metadata.axes_kind == "ome" and axes is not None and len(axes) == len(shape) and "S" not in axes
+    return (metadata.axes_kind == "ome" and axes is not None and len(axes) == len(shape) and "SYX" not in axes
             and names_layout(axes, layout))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import sys
 import zlib
@@ -1170,6 +1171,28 @@ def test_an_imagej_tiff_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, monkey
     assert np.array_equal(mapped[3], data[..., 2:6, 3:7]) and np.array_equal(in_ram[3], mapped[3])
     assert io.read_array(str(out)).metadata.physical == (("X", 0.25, "\u00b5m"), ("Y", 0.5, "\u00b5m"),
                                                          ("Z", 0.5, "\u00b5m"), ("T", 3.0, "s"))
+
+
+def test_a_big_rgb_ome_tiff_is_written_through_a_memory_map_with_its_ome_xml(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            rng: np.random.Generator) -> None:
+    # an image's samples (YXS) kept a map from writing OME-XML, whose contiguous pages it lays out as
+    # a TIFF from RAM does: a big RGB .ome.tif warned that it could not hold them
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    source = saved(tmp_path / "in.png", rng.integers(0, 256, (12, 18, 3), dtype=np.uint8))
+    ram, mapped = tmp_path / "ram.ome.tif", tmp_path / "mapped.ome.tif"
+    assert run("crop-pad", source, "-o", ram, "--shape", "8,8").exit_code == 0
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    result = run("crop-pad", source, "-o", mapped, "--shape", "8,8")
+    assert result.exit_code == 0 and warnings_of(result) == [], result.stderr
+    with tifffile.TiffFile(mapped) as tif, tifffile.TiffFile(ram) as from_ram:
+        assert tif.is_ome and tif.series[0].axes == "YXS" and tif.pages[0].photometric == tifffile.PHOTOMETRIC.RGB
+        assert tif.ome_metadata == from_ram.ome_metadata.replace(*re.findall(r'UUID="[^"]*"', from_ram.ome_metadata
+                                                                              + tif.ome_metadata)[:2])
+        assert np.array_equal(tif.asarray(), from_ram.asarray())
 
 
 @pytest.mark.parametrize("kind", ["imagej", "ome"])
