@@ -45,9 +45,9 @@ def space_to_depth(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
     for rank 4) and written back in it. Channel k of the result is what the ONNX
     operator puts there for the same data as NCHW: DCR k = (bh·b + bw)·C + c,
     CRD k = c·b² + bh·b + bw. H and W must be multiples of the blocksize. A pixel
-    is then b pixels a side: its size along y and x (DPI, OME or ImageJ
-    calibration, OME-Zarr scale) is b times the input's, and a note says so;
-    channel names no longer fit the channels, and a warning says they are dropped.
+    is then b pixels a side: its size along y and x is b times the input's (the
+    DPI over b; an OME or ImageJ calibration or an OME-Zarr scale times b, which
+    a note says); channel names no longer fit the channels, and a warning says they are dropped.
 
     Example: geomcli space-to-depth samples/tensor.npy -o blocks.npy --blocksize 2
     """
@@ -65,8 +65,9 @@ def depth_to_space(inputs: tuple[str, ...], output: str | None, batch: BatchOpti
 
     An H×W×C image becomes (H·b)×(W·b)×(C/b²); in the same --mode it undoes
     space-to-depth exactly. C must be a multiple of blocksize². A pixel is then
-    1/b of one a side: its size along y and x (DPI, OME or ImageJ calibration,
-    OME-Zarr scale) is the input's over b, and a note says so.
+    1/b of one a side: its size along y and x is the input's over b (the DPI
+    times b; an OME or ImageJ calibration or an OME-Zarr scale over b, which a
+    note says).
 
     Example: geomcli depth-to-space samples/blocks.npy -o restored.npy --blocksize 2
     """
