@@ -119,14 +119,15 @@ EXIT_STATUS = [
     ("130, 143, 129, 152", "Interrupted by SIGINT (Ctrl-C: ended by SIGINT after its clean-up, so a shell loop "
                            "stops too), SIGTERM, SIGHUP (a closed terminal) or SIGXCPU (a soft CPU limit, "
                            "ulimit -St); no partial file is left."),
-    ("141", "The reader of standard output went away."),
+    ("141", "The reader of standard output or standard error went away (| head -1, 2>&1 | head -1)."),
 ]
 
 FORMATS = (
     "PNG, JPEG, BMP, GIF and WebP through Pillow; .npy through numpy, always without pickle; "
-    ".tif and .tiff through tifffile. - reads standard input, whose format is found from its first "
-    "bytes, or writes standard output in \\fB\\-\\-format\\fR (npy by default). Dtypes are kept: float "
-    "data goes to .npy or .tiff, never silently to 8 bits."
+    ".tif and .tiff through tifffile; .zarr arrays through zarr (pip install 'geomcli[dask]'). - reads "
+    "standard input, whose format is found from its first bytes, or writes standard output in "
+    "\\fB\\-\\-format\\fR (npy by default). Dtypes are kept: float data goes to .npy or .tiff, never "
+    "silently to 8 bits."
 )
 
 
