@@ -3,7 +3,7 @@
     python scripts/make_pictures.py          # rewrite docs/pictures/*.png
     python scripts/make_pictures.py --check  # exit 1 and name the pictures that differ (a test runs this)
 
-Each picture is one geomcli command (shown under it in the README), so the pictures cannot drift
+Each picture is one geomcli command (its flags head its column in the README), so the pictures cannot drift
 from what the commands do.
 """
 
@@ -27,7 +27,7 @@ COMMANDS: dict[str, list[str]] = {
     "zeros": ["warp", PHOTO, "--rotate", "20", "--scale", "1.6", "--padding-mode", "zeros"],
     "border": ["warp", PHOTO, "--rotate", "20", "--scale", "1.6", "--padding-mode", "border"],
     "reflection": ["warp", PHOTO, "--rotate", "20", "--scale", "1.6", "--padding-mode", "reflection"],
-    # the window round the house's window, 4x enlarged: how each mode fills in between pixels
+    # the window round the house's window, 8x enlarged (scale 0.12): how each mode fills in between pixels
     "nearest": ["warp", PHOTO, "--scale", "0.12", "--translate", "-0.16,0.1", "--mode", "nearest"],
     "linear": ["warp", PHOTO, "--scale", "0.12", "--translate", "-0.16,0.1", "--mode", "linear"],
     "cubic": ["warp", PHOTO, "--scale", "0.12", "--translate", "-0.16,0.1", "--mode", "cubic"],
