@@ -143,7 +143,14 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
         if source.error is not None:
             jobs.append(Job(index, source.path, "", "", source.error))
             continue
-        parts = render(options.name, source, index)
+        try:
+            parts = render(options.name, source, index)
+        except PlanError:
+            if not _missing(source.path):
+                raise
+            # a folder that is not there ('gone/'): no name to render, and its own failure
+            jobs.append(Job(index, source.path, "", "", f"{source.path}: no such file"))
+            continue
         if "parent" not in fields and source.parent:
             parts = source.parent.split(os.sep) + parts
         output = "/".join([options.out_dir.rstrip("/"), *parts]) if remote else os.path.join(options.out_dir, *parts)

@@ -1444,6 +1444,19 @@ def test_a_missing_input_without_an_extension_is_its_own_failure(tmp_path: Path)
     assert (tmp_path / "out" / "there.png").exists()
 
 
+def test_a_missing_folder_named_with_a_slash_is_its_own_failure(tmp_path: Path) -> None:
+    """'crop-pad there.png gone/ --out-dir out' was a usage error about --name ('{stem}{suffix}'
+    gives an empty name for gone/), exit 2, and there.png was not written either."""
+    from PIL import Image
+
+    Image.new("RGB", (4, 4)).save(tmp_path / "there.png")
+    result = run("crop-pad", tmp_path / "there.png", f"{tmp_path / 'gone'}/", "--out-dir", tmp_path / "out",
+                 "--shape", "2,2")
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.splitlines()[0] == f"Error: {tmp_path / 'gone'}/: no such file"
+    assert files(tmp_path / "out") == ["there.png"]
+
+
 def test_headers_on_object_storage_are_read_side_by_side_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch's header check reads URLs' headers REMOTE_HEADER_THREADS at a time (each is a
     request's round trip; one by one, a million inputs on S3 would take hours before the first
