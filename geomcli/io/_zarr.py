@@ -665,20 +665,24 @@ def exists(path: str) -> bool:
 def incomplete(path: str) -> bool:
     """Whether the zarr array at ``path`` (a folder or a URL) is one a geomcli run left marked
     incomplete (it stopped before the last chunk): read from its metadata (zarr.json) alone, a
-    request for a URL. False where there is none, or it cannot be read: then it is not ours to
-    redo or remove."""
+    request for a URL. False where there is none, or it cannot be read (one past METADATA_BYTES,
+    as a zarr input's is refused): then it is not ours to redo or remove."""
     import json
 
     from geomcli.io import _remote
+    from geomcli.io._zarr_store import METADATA_BYTES
 
     local = _remote.local_path(path)
     try:
+        # read a byte past the bound, no further: -n and --skip-existing read a stranger's file here
         if _remote.is_url(local):
             fs, where = _remote.filesystem(local)
-            text = fs.cat_file(f"{where.rstrip('/')}/zarr.json")
+            text = fs.cat_file(f"{where.rstrip('/')}/zarr.json", start=0, end=METADATA_BYTES + 1)
         else:
             with open(os.path.join(local, "zarr.json"), "rb") as file:
-                text = file.read()
+                text = file.read(METADATA_BYTES + 1)
+        if len(text) > METADATA_BYTES:
+            return False
         return _says_incomplete(json.loads(text).get("attributes"))
     except (GeomError, ValueError, AttributeError):
         return False

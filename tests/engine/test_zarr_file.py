@@ -2287,6 +2287,30 @@ def test_no_clobber_and_skip_existing_do_again_an_output_left_incomplete(flag: s
     assert np.array_equal(again[...], crop_ops.center_crop_pad(data, [1, 3, 6, 6]))
 
 
+@pytest.mark.parametrize("on_s3", [False, True], ids=["local", "s3"])
+def test_the_incomplete_marker_is_read_no_further_than_zarr_metadata_is(on_s3: bool, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       request: pytest.FixtureRequest) -> None:
+    """-n and --skip-existing read an existing output's zarr.json for the marker: one past
+    METADATA_BYTES (as a zarr input's is refused) was read whole, a huge object on S3 all of it.
+    It is now read a byte past the bound and taken for no marker (not ours to redo); one within it
+    is read as before. (The bound is made small here: the same padded file on either side of it.)"""
+    from geomcli.io import _zarr, _zarr_store
+
+    monkeypatch.setattr(_zarr_store, "METADATA_BYTES", 4096)
+    marked = json.dumps({"zarr_format": 3, "node_type": "array", "attributes": {"geomcli": {"complete": False}}})
+    s3: S3 | None = request.getfixturevalue("s3") if on_s3 else None
+    for name, size in (("within", 4096), ("past", 4097)):
+        text = marked.ljust(size).encode()
+        if s3 is not None:
+            path = s3.put(f"out/{name}.zarr/zarr.json", text).removesuffix("/zarr.json")
+        else:
+            (tmp_path / f"{name}.zarr").mkdir()
+            (tmp_path / f"{name}.zarr" / "zarr.json").write_bytes(text)
+            path = str(tmp_path / f"{name}.zarr")
+        assert _zarr.incomplete(path) is (name == "within"), name
+
+
 def test_skip_existing_does_again_a_local_zarr_input_updated_in_place(tmp_path: Path) -> None:
     """A chunk written in place changes its file, not the array's folder nor its zarr.json: the
     array's modified time is its newest file's or folder's."""
