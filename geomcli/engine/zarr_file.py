@@ -143,9 +143,11 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             # zarr v3 keeps no byte order in the data type: a '>f4' result reads back as float32
             report.output_dtype = str(result.dtype.newbyteorder("="))
         given = space
-        space = _output_space(operation, space, header, common, report)
-        space = _channels_kept(space, result.shape, operation.command, report, file_format)
         output_layout = layouts.written_layout(data.shape, result.shape, common.layout, layout)
+        # where pixels lie: an OME-Zarr output's translation alone holds it (a TIFF's and .npy's nothing)
+        positioned = output_format == "zarr" and _zarr.holds(space, output_layout)
+        space = _output_space(operation, space, header, common, report, positioned)
+        space = _channels_kept(space, result.shape, operation.command, report, file_format)
         held = _zarr.holds(space, output_layout) if output_format == "zarr" else \
             output_format == "tiff" and _zarr.ome_tiff_of(space, output_layout) is not None
         if given is not None and space is not None and held:  # (an output that holds none says so in a warning)
@@ -228,12 +230,13 @@ def _chunk_failed(input_path: str, error: BaseException) -> GeomError:
 
 
 def _output_space(operation: Operation, space: Space | None, header: Header, common: Common,
-                  report: Report) -> Space | None:
+                  report: Report, positioned: bool) -> Space | None:
     """The input's OME-Zarr coordinate system as the operation makes it: the scale
     (Operation.scaled) and the translation (Operation.shifted; where the operation does not say
-    where its pixels lie, dropped with a warning along the axes it samples, Operation.sampled_axes:
-    a rotated z-stack keeps its z). An input without a translation has its first pixel's centre
-    at 0: a crop or a resize moves it, and the output says where to."""
+    where its pixels lie, dropped along the axes it samples, Operation.sampled_axes: a rotated
+    z-stack keeps its z; with a warning where the output is ``positioned``, one that could have
+    held them). An input without a translation has its first pixel's centre at 0: a crop or a
+    resize moves it, and the output says where to."""
     if space is None:
         return None
     scale = space.scale or (1.0,) * len(header.shape)
@@ -243,7 +246,7 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
         flipped = [] if moved is None else [index for index, value in enumerate(moved) if math.isnan(value)]
         kept = None if moved is None else tuple(0.0 if math.isnan(value) else value for value in moved)
         translation = kept if kept is not None and any(kept) else None
-        if flipped or moved is None and operation.scaled(scale, header, common) is not None:
+        if positioned and (flipped or moved is None and operation.scaled(scale, header, common) is not None):
             # pixels of a size that run the other way (a flip): no translation says where they lie,
             # and the output's none (NGFF's 0) puts its first pixel where the input's was: said
             names = ", ".join(str(space.axes[index].get("name", "?")) for index in flipped or sampled)
@@ -265,8 +268,9 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
                     f"{[space.translation[index] for index in lost]} along "
                     f"{', '.join(str(space.axes[index].get('name', '?')) for index in lost)}")
             why = "it does not say where its pixels lie" if moved is None else "a flip runs its pixels the other way"
-            report.warnings.append(f"the OME-Zarr translation {what} cannot be carried through {operation.command} "
-                                   f"({why}); dropped")
+            if positioned:
+                report.warnings.append(f"the OME-Zarr translation {what} cannot be carried through "
+                                       f"{operation.command} ({why}); dropped")
     from geomcli.io._zarr import Space
 
     scaled = operation.scaled(scale, header, common)

@@ -1381,6 +1381,23 @@ def test_a_flip_keeps_the_pixel_size_and_says_the_positions_along_it_are_dropped
         "cannot say); dropped"]
 
 
+@pytest.mark.parametrize("output", ["out.npy", "out.tif"])
+@pytest.mark.parametrize("origin", [(10.0, 20.0), None], ids=["translated", "no-translation"])
+def test_a_flip_to_an_output_that_holds_no_positions_warns_of_none_dropped(tmp_path: Path, output: str,
+                                                                           origin: tuple[float, float] | None) -> None:
+    """'warp yx.zarr -o out.npy --scale -1,1' warned that the OME-Zarr pixel positions (or its
+    translation) were dropped, where a .npy or TIFF never holds them (a crop's translation to one
+    goes unsaid): the warning is an OME-Zarr output's alone, whose translation could have held them."""
+    axes = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space", "unit": "nanometer"},
+            {"name": "x", "type": "space", "unit": "nanometer"}]
+    ome_group(tmp_path / "in.zarr", np.zeros((3, 60, 80), np.uint16), axes,
+              [{"type": "scale", "scale": [1.0, 0.5, 0.25]},
+               *([{"type": "translation", "translation": [0.0, *origin]}] if origin else [])])
+    result = run("warp", tmp_path / "in.zarr", "-o", tmp_path / output, "--json", "--scale", "-1,1")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == []
+
+
 @pytest.mark.parametrize("args", [
     ["resize", "--sizes", "30,40", "--mode", "linear"],
     ["resize", "--scales", "0.375,1.5", "--mode", "linear"],
