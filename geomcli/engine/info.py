@@ -184,8 +184,10 @@ def _record(path: str, format: str, shape: tuple[int, ...], dtype: Any, layout: 
     from geomcli import io
 
     sizes = metadata.pixel_size()
-    # a microscope's calibration (ImageJ's pixels per micron) is its pixel size, not dots per inch
-    dpi = None if metadata.dpi is None or metadata.calibrated else [round(value, 3) for value in metadata.dpi]
+    # a microscope's calibration (ImageJ's pixels per micron) is its pixel size, not dots per inch; an
+    # ImageJ TIFF's ResolutionUnit alone (no unit in its description) is both, as ImageJ and a TIFF reader read it
+    plain = not metadata.calibrated or metadata.plain_resolution
+    dpi = None if metadata.dpi is None or not plain else [round(value, 3) for value in metadata.dpi]
     return {"input": path, "format": format, "shape": list(shape), "dtype": str(dtype),
             "bit_depth": metadata.bits or _bit_depth(dtype),
             "layout": layout, "pages": pages,

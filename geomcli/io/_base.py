@@ -90,6 +90,10 @@ class Metadata(NamedTuple):
     channels: tuple[str, ...] = ()
     """An OME-TIFF's channel names, one for each channel of its C axis (one for a page of one
     plane): an output of as many channels keeps them."""
+    plain_resolution: bool = False
+    """Whether an ImageJ TIFF's resolution is in its own ResolutionUnit (inch, centimeter), its
+    description naming no unit: ImageJ takes that for its calibration (but 72 dpi, see
+    :attr:`calibrated`), and it is the TIFF's DPI all the same."""
     tile: tuple[int, int] | None = None
     """A tiled TIFF's tile length and width, an encoding kept like the compression (a viewer of a
     big image reads the tiles it shows)."""
@@ -121,6 +125,10 @@ class Metadata(NamedTuple):
         3 and 2 beside them): 0.05 cm pixels with a 0.5 cm slice spacing, not 50.8 dpi."""
         if self.resolution is None or self.unit is None:
             return False
+        if self.axes_kind == "imagej" and self.plain_resolution:
+            # ImageJ's TIFF reader: ResolutionUnit inch or cm is its calibration, but 72 pixels per
+            # inch, which it takes for a default and leaves uncalibrated
+            return self.unit == "centimeter" or self.resolution != (72.0, 72.0)
         return self.axes_kind == "imagej" or self.unit not in ("inch", "centimeter")
 
     def pixel_size(self) -> dict[str, dict[str, Any]] | None:

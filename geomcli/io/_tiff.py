@@ -598,7 +598,8 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     imagej: tuple[tuple[str, float | str], ...] = ()
     info = (tif.imagej_metadata or {}) if tif.is_imagej else {}
     info = info if isinstance(info, dict) else {}
-    if resolution is not None and isinstance(info.get("unit"), str):
+    named = resolution is not None and isinstance(info.get("unit"), str)
+    if named:
         unit = _UNITS.get(info["unit"], info["unit"])
     if resolution == (1.0, 1.0) and unit is None:
         resolution = None  # what libtiff and tifffile write when nobody set a resolution
@@ -633,6 +634,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
                     dropped=(*unusable, *_not_carried(tif, info, choice, kept_orientation,
                                                       _carried(physical, unusable, channels))),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
+                    plain_resolution=choice.kind == "imagej" and not named and unit in ("inch", "centimeter"),
                     channels=channels)
 
 

@@ -232,3 +232,30 @@ def test_info_shows_an_imagej_calibration_in_its_own_unit(tmp_path: Path, unit: 
     assert record["pixel_size"] == {"x": {"size": 0.05, "unit": shown}, "y": {"size": 0.025, "unit": shown},
                                     "z": {"size": 0.5, "unit": shown}}
     assert f", pixel size x 0.05 {shown}, y 0.025 {shown}, z 0.5 {shown};" in run("info", path).stdout
+
+
+@pytest.mark.parametrize(("resolution", "unit", "sizes"), [
+    ((300.0, 300.0), 2, {"x": {"size": 1 / 300, "unit": "in"}, "y": {"size": 1 / 300, "unit": "in"}}),
+    ((20.0, 40.0), 3, {"x": {"size": 0.05, "unit": "cm"}, "y": {"size": 0.025, "unit": "cm"}}),
+    ((72.0, 72.0), 2, None)], ids=["inch", "cm", "72dpi"])
+def test_info_of_an_imagej_tiff_whose_description_names_no_unit_is_imagej_s_and_keeps_its_dpi(
+        tmp_path: Path, resolution: tuple[float, float], unit: int, sizes: dict[str, Any] | None) -> None:
+    """An ImageJ TIFF whose description names no unit: ImageJ's TIFF reader takes its
+    ResolutionUnit for the calibration (inch, cm), but 72 pixels per inch, which it leaves
+    uncalibrated. info shows that pixel size, and --json keeps the TIFF's plain resolution as dpi,
+    which 53e0f42 made null ('300x300 dpi' became a pixel size alone)."""
+    import json
+
+    import tifffile
+
+    path = tmp_path / "ij.tif"
+    tifffile.imwrite(path, np.zeros((3, 8, 8), np.uint8), imagej=True, resolution=resolution, resolutionunit=unit,
+                     metadata={"axes": "ZYX"})
+    with tifffile.TiffFile(path) as tif:
+        assert "unit=" not in tif.pages[0].description
+    record = json.loads(run("info", "--json", path).stdout)
+    dpi = [value * (2.54 if unit == 3 else 1) for value in resolution]
+    assert record["dpi"] == pytest.approx(dpi)
+    assert record["pixel_size"] == sizes
+    line = run("info", path).stdout
+    assert f"{dpi[0]:g}×{dpi[1]:g} dpi" in line and ("pixel size" in line) == (sizes is not None), line
