@@ -27,7 +27,7 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from geomcli import constants
 from geomcli.errors import GeomError
@@ -864,10 +864,39 @@ def _one_input(stream: Stream, name: str, fmt: str) -> bytes:
         # 'BM' alone starts text too ('BMW ...'): a BMP's info header has one of its few sizes
         if found == "bmp" and (fmt == "tiff" or int.from_bytes(head[14:16], "little") not in _BMP_INFO_SIZES):
             continue
+        # within a TIFF's slack, past its end, a few stray bytes may hold a signature (a file read
+        # by name leaves them unread): an input starts there only where its header follows
+        if found is not None and fmt == "tiff" and at > starts[0] and not _header_follows(data, at, found):
+            continue
         if found is not None:
             raise GeomError(f"{name}: another input ({found.upper()}) starts at byte {at}, after the {fmt.upper()}; a "
                             "pipe holds one input: give each its own file or pipe")
     return data
+
+
+def _header_follows(data: bytes, at: int, found: str) -> bool:
+    """Whether the signature of ``found`` at ``at`` is followed by the rest of its header: a TIFF's
+    first IFD (at least one tag) within ``data``, a PNG's IHDR, a JPEG's marker, a .npy's version,
+    a GIF's screen descriptor, a WebP's first chunk."""
+    head = data[at : at + SNIFF_BYTES]
+    if found == "tiff":
+        order: Literal["little", "big"] = "little" if head[:2] == b"II" else "big"
+        big = head[2:4] in (b"+\x00", b"\x00+")
+        first = int.from_bytes(head[8:16] if big else head[4:8], order)
+        counted = 8 if big else 2
+        if first < (16 if big else 8) or at + first + counted > len(data):
+            return False
+        tags = int.from_bytes(data[at + first : at + first + counted], order)
+        return 0 < tags and at + first + counted + tags * (20 if big else 12) <= len(data)
+    if found == "png":
+        return head[8:16] == b"\x00\x00\x00\x0dIHDR"
+    if found == "jpeg":
+        return len(head) > 3 and 0xC0 <= head[3] <= 0xFE
+    if found == "npy":
+        return len(head) > 7 and head[6] in (1, 2, 3) and head[7] == 0
+    if found == "gif":
+        return len(head) >= 13
+    return found == "webp" and head[12:15] == b"VP8"
 
 
 @contextlib.contextmanager

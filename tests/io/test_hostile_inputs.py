@@ -904,3 +904,32 @@ def test_a_tiff_whose_exif_maker_note_holds_a_tiff_header_is_one_input(tmp_path:
     after = _encoded("png", np.zeros((4, 4), np.uint8))
     with pytest.raises(GeomError, match=rf"^<stdin>: another input \(PNG\) starts at byte {len(tiff)}, after the TIFF"):
         _read_stdin(bytes_io.BytesIO(tiff + after))
+
+
+@pytest.mark.parametrize("stray", [b"xx II*\0", b"x MM\0*\0\0\0\x08", b" \x89PNG\r\n\x1a\n", b"\n\xff\xd8\xff",
+                                   b"..\x93NUMPY", b" GIF89a", b"~RIFF\0\0\0\0WEBP"],
+                         ids=["tiff", "tiff-offset", "png", "jpeg", "npy", "gif", "webp"])
+def test_stray_bytes_after_a_piped_tiff_that_hold_a_signature_are_no_second_input(
+        stray: bytes, rng: np.random.Generator, tmp_path: Path) -> None:
+    """A few bytes past what a TIFF's IFDs point to that happen to hold a format's signature
+    ('xx II*\\0') were refused from a pipe as another input, where the same file read by name was
+    read. Within the writer's slack an input starts only where its header follows the signature."""
+    data = rng.integers(0, 256, (15, 20), dtype=np.uint8)
+    tiff = _encoded("tiff", data) + stray
+    (tmp_path / "t.tif").write_bytes(tiff)
+    np.testing.assert_array_equal(io.read_array(str(tmp_path / "t.tif")).data, data)
+    np.testing.assert_array_equal(_read_stdin(bytes_io.BytesIO(tiff)).data, data)
+
+
+@pytest.mark.parametrize("fmt", ["tiff", "png", "jpeg", "npy", "gif", "webp"])
+@pytest.mark.parametrize("gap", [b"", b"xyz"], ids=["at-end", "in-slack"])
+def test_a_second_input_after_a_piped_tiff_is_refused_at_its_end_or_in_its_slack(fmt: str, gap: bytes,
+                                                                                 rng: np.random.Generator) -> None:
+    """'cat a.tif b.png |' and 'cat a.tif b.tif |' (after a writer's few bytes of slack too):
+    another input, whose header follows its signature."""
+    tiff = _encoded("tiff", rng.integers(0, 256, (15, 20), dtype=np.uint8))
+    after = _encoded(fmt, rng.integers(0, 256, (6, 4, 3) if fmt == "webp" else (6, 4), dtype=np.uint8))
+    at = len(tiff) + len(gap)
+    said = rf"^<stdin>: another input \({fmt.upper()}\) starts at byte {at}, after the TIFF"
+    with pytest.raises(GeomError, match=said):
+        _read_stdin(bytes_io.BytesIO(tiff + gap + after))
