@@ -146,10 +146,11 @@ def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
     return scan_end if ended and sof in _SEQUENTIAL_HUFFMAN and scans == 1 else None
 
 
-def end_of_image(data: bytes) -> int | None:
+def end_of_image(data: bytes, pictures: bool = True) -> int | None:
     """Where a JPEG's first image ends, after its EOI, walking its segments and scans as
-    check_data does; None where it has no EOI, or where its APP2 "MPF" segment says the images
-    after it are its own (an MPO: a preview, gain or depth map)."""
+    check_data does; None where it has no EOI. An MPO's (its APP2 "MPF" segment says the images
+    after the first are its own: a preview, gain or depth map) ends where its last image does,
+    as its index says (:func:`_pictures_end`); with ``pictures`` False, that of its own image alone."""
     next_marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
     at = 2  # after SOI
     while at + 2 <= len(data):
@@ -166,14 +167,42 @@ def end_of_image(data: bytes) -> int | None:
             continue
         if at + 4 > len(data):
             return None
-        if marker == _MULTI_PICTURE and data[at + 4 : at + 8] == b"MPF\0":
-            return None
+        if pictures and marker == _MULTI_PICTURE and data[at + 4 : at + 8] == b"MPF\0":
+            return _pictures_end(data, at + 8)
         at += 2 + int.from_bytes(data[at + 2 : at + 4], "big")
         if marker == _START_OF_SCAN:
             found = next_marker.search(data, at)
             if found is None:
                 return None
             at = found.start()
+    return None
+
+
+def _pictures_end(data: bytes, header: int) -> int | None:
+    """Where the last of an MPO's pictures ends: its MP index (CIPA DC-007: a TIFF header at
+    ``header`` and an IFD whose MPEntry tag lists each picture's offset from that header) says
+    where the last starts, and its segments where it ends (the sizes listed are not trusted: Pillow
+    writes a third picture's as the second's and its own); None where neither can be read."""
+    order: Any = {b"II*\0": "little", b"MM\0*": "big"}.get(data[header : header + 4])
+    if order is None:
+        return None
+    at = header + int.from_bytes(data[header + 4 : header + 8], order)
+    count = int.from_bytes(data[at : at + 2], order)
+    for entry in range(at + 2, min(at + 2 + 12 * count, len(data) - 11), 12):
+        if int.from_bytes(data[entry : entry + 2], order) != 0xB002:  # MPEntry: 16 bytes a picture
+            continue
+        size = int.from_bytes(data[entry + 4 : entry + 8], order)
+        listed = header + int.from_bytes(data[entry + 8 : entry + 12], order)
+        if not size or size % 16 or listed + size > len(data):
+            return None
+        # (an entry: attribute, size, offset, two dependent entries; the first picture's offset is 0)
+        last = max(int.from_bytes(data[picture + 8 : picture + 12], order)
+                   for picture in range(listed, listed + size, 16))
+        start = header + last
+        if not last or data[start : start + 3] != b"\xff\xd8\xff":
+            return None
+        end = end_of_image(data[start:], pictures=False)
+        return None if end is None else start + end
     return None
 
 

@@ -840,6 +840,26 @@ def test_the_pictures_of_a_multi_picture_jpeg_in_a_pipe_are_its_own(rng: np.rand
     assert _read_stdin(bytes_io.BytesIO(buffer.getvalue())).data.shape == (12, 10, 3)
 
 
+@pytest.mark.parametrize("fmt", ["png", "jpeg", "tiff"])
+@pytest.mark.parametrize("pictures", [2, 3])
+def test_an_input_after_a_multi_picture_jpeg_in_a_pipe_is_another(fmt: str, pictures: int,
+                                                                  rng: np.random.Generator) -> None:
+    """'cat mpo.mpo b.png | geomcli info -' read the MPO and dropped b without a word (the check
+    looked for nothing after an MPO's first picture). Its MP index says where its last picture
+    ends: an input starting there is another; junk there is left unread, as after a JPEG."""
+    images = [Image.fromarray(rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)) for _ in range(pictures)]
+    buffer = bytes_io.BytesIO()
+    images[0].save(buffer, format="MPO", save_all=True, append_images=images[1:])
+    mpo = buffer.getvalue()
+    alone = _read_stdin(bytes_io.BytesIO(mpo)).data
+    for junk in (b"\0" * 100, b"hello\n"):
+        np.testing.assert_array_equal(_read_stdin(bytes_io.BytesIO(mpo + junk)).data, alone)
+    after = _encoded(fmt, rng.integers(0, 256, (6, 4, 3), dtype=np.uint8))
+    with pytest.raises(GeomError, match=rf"^<stdin>: another input \({fmt.upper()}\) starts at byte {len(mpo)}, "
+                                        "after the JPEG"):
+        _read_stdin(bytes_io.BytesIO(mpo + after))
+
+
 def test_two_pictures_catted_into_a_command_fail_it_and_write_nothing(tmp_path: Path,
                                                                        rng: np.random.Generator) -> None:
     for name in ("a.png", "b.png"):
