@@ -1256,10 +1256,15 @@ def names_layout(axes: str | None, layout: str | None) -> bool:
     """Whether TIFF ``axes`` still name ``layout``: their own (:func:`_layout_of`), or the stack of
     images an OME-Zarr's t, y, x reads as (NHW), which a TIFF's TYX is, read as its own layout.
 
+    A hyperstack's axes grown by channels (ZYX to ZCYX by space-to-depth) are their layout too, as
+    :func:`write` takes them: a memory map refused them, where :func:`_layout_of` reads ZCYX as NCHW.
+
     >>> names_layout("CYX", "CHW"), names_layout("TYX", "NHW"), names_layout("TYX", "TYX"), names_layout("ZYX", "NHW")
     (True, True, True, False)
+    >>> names_layout("ZCYX", "ZCYX"), names_layout("ZCYX", "NCHW")
+    (True, True)
     """
-    return _layout_of(axes) == layout or (axes == "TYX" and layout == "NHW")
+    return axes is not None and (axes == layout or _layout_of(axes) == layout or (axes == "TYX" and layout == "NHW"))
 
 
 def imagej_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype, layout: str | None,

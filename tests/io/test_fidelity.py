@@ -1195,14 +1195,23 @@ def test_a_big_rgb_ome_tiff_is_written_through_a_memory_map_with_its_ome_xml(tmp
         assert np.array_equal(tif.asarray(), from_ram.asarray())
 
 
+@pytest.mark.parametrize("mapped", [False, True])
 @pytest.mark.parametrize("kind", ["imagej", "ome"])
-def test_a_result_whose_axes_outgrew_its_file_s_is_an_ome_tiff_of_its_layout_s(tmp_path: Path, kind: str) -> None:
+def test_a_result_whose_axes_outgrew_its_file_s_is_an_ome_tiff_of_its_layout_s(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, mapped: bool) -> None:
     """Space-to-depth makes channels an ImageJ ZYX stack or an OME YX image has no axis for: to a
     .ome.tif name the first warned that its axes were of no known layout (the TIFF's own ZCYX,
     which a TIFF output takes, was not looked at) and the second was a TIFF of no OME-XML, its
     OME axes YX not fitting the result. Each is an OME-TIFF of the axes its layout names, with the
-    sizes of the axes it still has."""
+    sizes of the axes it still has; through a memory map too, where the first was a TIFF of no
+    OME-XML, 'a big output is written through a memory map, which cannot hold the OME physical
+    sizes, ..., OME axes metadata (ZCYX); dropped' (ZCYX was not taken for its own layout)."""
     import tifffile
+
+    from geomcli.io import _mapped
+
+    if mapped:
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
 
     source = tmp_path / "in.tif"
     if kind == "imagej":
