@@ -1030,11 +1030,7 @@ def write(
 
     metadata = metadata or Metadata()
     warnings: list[str] = []
-    axes = metadata.axes
-    if layout is not None and len(layout) == data.ndim and layout not in _AXES:
-        # a TIFF's own axes (TZCYX), or them grown by channels (ZYX to ZCYX by space-to-depth):
-        # written as the input's kind of metadata writes them (ImageJ's sizes from the shape)
-        axes = layout
+    axes = _own_axes(metadata.axes, layout, data.ndim)
     if axes is not None and len(axes) != data.ndim:
         if metadata.axes_kind is not None:  # (a plain image's YXS is no metadata of the file's)
             warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
@@ -1151,7 +1147,7 @@ def ome_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype,
     there yet to name its UUID: it is named by the file's name, shape and dtype, the same each run."""
     import uuid
 
-    axes = metadata.axes
+    axes = _own_axes(metadata.axes, layout, len(shape))
     if not carries_ome(shape, layout, metadata):
         return laid_out
     assert axes is not None
@@ -1247,7 +1243,7 @@ def carries_ome(shape: tuple[int, ...], layout: str | None, metadata: Metadata) 
     physical sizes and channel names (:func:`ome_pages`): OME axes that still name the layout, of
     no planar samples (whose pages a map does not lay out as :func:`write` does; contiguous ones,
     an RGB image's YXS, it does)."""
-    axes = metadata.axes
+    axes = _own_axes(metadata.axes, layout, len(shape))
     return (metadata.axes_kind == "ome" and axes is not None and len(axes) == len(shape) and "SYX" not in axes
             and names_layout(axes, layout))
 
@@ -1274,8 +1270,9 @@ def imagej_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dty
     fit, as :func:`write` writes them."""
     if not carries_imagej(shape, dtype, layout, metadata):
         return laid_out
-    assert metadata.axes is not None
-    laid_out = {**_pages(shape, dtype, metadata.axes, "imagej", metadata.colour, metadata.inks), "imagej": True}
+    axes = _own_axes(metadata.axes, layout, len(shape))
+    assert axes is not None
+    laid_out = {**_pages(shape, dtype, axes, "imagej", metadata.colour, metadata.inks), "imagej": True}
     laid_out["metadata"].update(metadata.imagej)
     if metadata.resolution is not None:
         resolution = _resolution(metadata, "imagej")
@@ -1284,13 +1281,20 @@ def imagej_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dty
     return laid_out
 
 
+def _own_axes(axes: str | None, layout: str | None, ndim: int) -> str | None:
+    """The axes a TIFF of ``ndim`` axes in ``layout`` is written with: a TIFF's own axes (TZCYX),
+    or them grown by channels (ZYX to ZCYX by space-to-depth), as the input's kind of metadata
+    writes them (ImageJ's sizes from the shape); else ``axes``."""
+    return layout if layout is not None and len(layout) == ndim and layout not in _AXES else axes
+
+
 def carries_imagej(shape: tuple[int, ...], dtype: np.dtype, layout: str | None, metadata: Metadata) -> bool:
     """Whether a memory-mapped TIFF of this shape, dtype and layout is written with ``metadata``'s
     ImageJ axes and calibration (:func:`imagej_pages`): ImageJ axes that still name the layout, of
     no samples (as :func:`carries_ome`), of a hyperstack ImageJ holds, and a calibration
     :func:`write` would write whole (no resolution past a TIFF rational, no slice spacing in the
     unit of a resolution dropped), so that the map warns of nothing it would."""
-    axes = metadata.axes
+    axes = _own_axes(metadata.axes, layout, len(shape))
     if not (metadata.axes_kind == "imagej" and axes is not None and len(axes) == len(shape) and "S" not in axes
             and names_layout(axes, layout) and _imagej_fits(shape, np.dtype(dtype), axes)):
         return False

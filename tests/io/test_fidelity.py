@@ -1230,6 +1230,39 @@ def test_a_result_whose_axes_outgrew_its_file_s_is_an_ome_tiff_of_its_layout_s(
         1.0, 1.0, 1.5 if kind == "imagej" else None)
 
 
+@pytest.mark.parametrize("kind", ["imagej", "ome"])
+def test_a_big_stack_grown_by_channels_keeps_its_axes_and_sizes_through_a_memory_map(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Space-to-depth of a ZYX stack writes ZCYX with its calibration from RAM; through a memory
+    map (64 MiB or more) the ImageJ stack warned 'a big output is written through a memory map,
+    which cannot hold the DPI (...), ImageJ spacing 1.5, ImageJ axes metadata (ZYX); dropped' and
+    wrote tifffile's JSON axes, the OME one lost its OME-XML. Both now write what RAM writes."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    source = tmp_path / "in.tif"
+    if kind == "imagej":
+        tifffile.imwrite(source, np.zeros((3, 16, 16), np.uint16), imagej=True, resolution=(2.0, 2.0),
+                         metadata={"axes": "ZYX", "unit": "um", "spacing": 1.5})
+    else:
+        tifffile.imwrite(source, np.zeros((3, 16, 16), np.uint16), ome=True, metadata={
+            "axes": "ZYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.5, "PhysicalSizeZ": 1.5})
+    written = []
+    for limit in (_mapped.MAP_OUTPUT_BYTES, 1):  # from RAM, then through a map
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", limit)
+        out = tmp_path / f"out{limit}.tif"
+        result = run("space-to-depth", source, "-o", out, "--blocksize", "2", "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+        with tifffile.TiffFile(out) as tif:
+            assert tif.series[0].axes == "ZCYX" and tif.series[0].shape == (3, 4, 8, 8)
+            written.append((tif.is_imagej, tif.is_ome, tif.pages[0].resolution, tif.imagej_metadata,
+                            tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"].get("PhysicalSizeZ")
+                            if tif.is_ome else None))
+    assert written[0] == written[1]
+    assert written[0][:2] == ((True, False) if kind == "imagej" else (False, True))
+
+
 @pytest.mark.parametrize(("shape", "axes"), [((12, 18), "YX"), ((12, 18, 3), "YXS"), ((2, 3, 12, 18), "QCYX")])
 def test_a_file_of_no_ome_axes_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, rng: np.random.Generator,
                                                                  shape: tuple[int, ...], axes: str) -> None:
