@@ -373,15 +373,23 @@ _listed_sizes: dict[str, int] = {}
 def listed_size(url: str, size: int | None) -> Iterator[None]:
     """Within it, a read of ``url`` takes ``size`` (bytes, from a listing) for the object's,
     unasked; None: it asks, as without."""
-    if size is None or not is_url(url):
+    with _held(_listed_sizes, url, size):
+        yield
+
+
+@contextmanager
+def _held(table: dict[str, Any], url: str, value: Any) -> Iterator[None]:
+    """Within it, ``table`` holds ``value`` by ``url``'s canonical spelling; nothing for a value
+    of None or a local path."""
+    if value is None or not is_url(url):
         yield
         return
     key = canonical(url)
-    _listed_sizes[key] = size
+    table[key] = value
     try:
         yield
     finally:
-        _listed_sizes.pop(key, None)
+        table.pop(key, None)
 
 
 # Within keeping_small_reads (a batch's check of its headers, before its run), the objects read
@@ -433,15 +441,8 @@ def _keep(fs: AbstractFileSystem, path: str, data: bytes) -> None:
 def given_bytes(url: str, data: bytes | None) -> Iterator[None]:
     """Within it, a read of ``url`` takes ``data`` (the object's bytes, read before: take_kept)
     for the object's, unasked; None: it reads, as without."""
-    if data is None or not is_url(url):
+    with _held(_given, url, data):
         yield
-        return
-    key = canonical(url)
-    _given[key] = data
-    try:
-        yield
-    finally:
-        _given.pop(key, None)
 
 
 def read_bytes(url: str, limit: int, past_limit: str) -> bytes:
