@@ -70,7 +70,8 @@ class ChunkBound:
     def _too_big(self, key: str, size: int | None, most: int) -> ValueError:
         """The error of the file ``key``, of ``size`` bytes (None: more than ``most``, read so far)."""
         if self.chunk_bound is None or os.path.basename(key) in _METADATA:
-            held = f"holds more than the {most} bytes" if size is None else f"holds {size} bytes, more than the {most}"
+            held = f"holds more than the {most} bytes" if size is None else \
+                f"holds {size} bytes, more than the {most} bytes"
             return ValueError(f"{key} {held} zarr metadata is read to")
         bound, chunk = self.chunk_bound
         held = f"holds {size} bytes" if size is not None else f"holds more than {most} bytes"

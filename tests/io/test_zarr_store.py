@@ -273,7 +273,7 @@ def test_metadata_bigger_than_metadata_is_read_to_is_refused_before_it_is_read(
     brought = received(monkeypatch)
     result = run("crop-pad", name, "-o", tmp_path / "out.npy", "--shape", "4,8")
     assert result.exit_code == 1
-    held = f"holds {size} bytes, more than the 2000" if where == "local" else "holds more than the 2000 bytes"
+    held = f"holds {size} bytes, more than the 2000 bytes" if where == "local" else "holds more than the 2000 bytes"
     assert one_error(result.stderr, name) == f"not a readable zarr array (zarr.json {held} zarr metadata is read to)"
     if where == "s3":  # (asked for as an array's, then as a group's), each read 2001 bytes
         assert brought["in.zarr/zarr.json"] in (2001, 2 * 2001)
