@@ -148,8 +148,8 @@ def ome_tiff_of(space: Space | None, layout: str | None, bare: bool = False) -> 
     """An OME-TIFF's metadata for an OME-Zarr image of this coordinate system written in
     ``layout``: its axes (of T, C, Z, Y and X) as OME axes, and the scale of its axes of space
     as physical sizes in OME's unit symbols (of time, as its time increment), and its omero's
-    channel labels as OME channel names; no sizes where it gives no scale, or an axis of space no
-    unit (OME's default, micrometres, would be a guess) or one OME has no symbol for; None where
+    channel labels as OME channel names; no size where it gives no scale, nor along an axis of
+    space of no unit (OME's default, micrometres, would be a guess) or one OME has no symbol for; None where
     its axes no longer name the layout, or it gives neither sizes nor labels (``bare``: its axes
     alone then, for an output named .ome.tif).
 
@@ -172,10 +172,10 @@ def ome_tiff_of(space: Space | None, layout: str | None, bare: bool = False) -> 
             physical.append((letter, size, _SYMBOLS[axis["unit"]]))
         if axis.get("type") != "space":
             continue
-        if letter not in "ZYX" or axis.get("unit") not in _OME_UNITS.values():
-            physical = []  # (named as dropped where the scale says a size)
-            break
-        physical.append((letter, size, _SYMBOLS[axis["unit"]]))
+        if letter in "ZYX" and axis.get("unit") in _OME_UNITS.values():
+            # (an axis of no unit has no size, the others keep theirs: a Z of none, an OME-TIFF's
+            # with no PhysicalSizeZ, cost X, Y and T theirs; it is named as dropped where its scale says one)
+            physical.append((letter, size, _SYMBOLS[axis["unit"]]))
     listed = (space.omero or {}).get("channels")
     labels = [entry.get("label") if isinstance(entry, dict) else None for entry in listed] \
         if isinstance(listed, list) else []

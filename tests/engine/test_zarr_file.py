@@ -945,6 +945,28 @@ def test_an_ome_tiff_of_channel_names_and_no_sizes_is_an_ome_zarr_as_one_with_si
     assert [channel["Name"] for channel in pixels["Channel"]] == ["dapi", "gfp"] and "PhysicalSizeX" not in pixels
 
 
+def test_an_ome_zarr_with_one_axis_of_no_unit_keeps_the_other_axes_sizes_in_an_ome_tiff(tmp_path: Path) -> None:
+    """An OME-TIFF of PhysicalSizeX/Y and TimeIncrement but no PhysicalSizeZ writes an OME-Zarr whose
+    z has no unit; back to a TIFF, that one axis cost every size: 'a TIFF written chunk by chunk
+    cannot hold the physical pixel sizes (t 3 second, y 0.5 micrometer, x 0.5 micrometer); dropped',
+    an OME-TIFF of none. The axes of a unit keep theirs now; z, which says none, has none."""
+    import tifffile
+
+    data = np.arange(2 * 3 * 16 * 12, dtype=np.uint16).reshape(2, 3, 16, 12)
+    tifffile.imwrite(tmp_path / "in.ome.tif", data, ome=True, metadata={
+        "axes": "TZYX", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.5, "TimeIncrement": 3.0})
+    assert run("crop-pad", tmp_path / "in.ome.tif", "-o", tmp_path / "mid.zarr", "--shape", "8,8").exit_code == 0
+    axes = read_zarr(tmp_path / "mid.zarr").attrs["ome"]["multiscales"][0]["axes"]
+    assert [axis.get("unit") for axis in axes] == ["second", None, "micrometer", "micrometer"]
+    back = run("crop-pad", tmp_path / "mid.zarr", "-o", tmp_path / "back.ome.tif", "--shape", "4,4", "--json")
+    assert back.exit_code == 0 and json.loads(back.stdout)["warnings"] == [], back.output
+    with tifffile.TiffFile(tmp_path / "back.ome.tif") as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert tif.series[0].axes == "TZYX" and tif.series[0].shape == (2, 3, 4, 4)
+    assert (pixels["PhysicalSizeX"], pixels["PhysicalSizeY"], pixels["TimeIncrement"]) == (0.5, 0.5, 3.0)
+    assert "PhysicalSizeZ" not in pixels
+
+
 @pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
 def test_a_zarr_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  mapped: bool) -> None:
