@@ -1095,6 +1095,24 @@ def test_a_mapped_output_says_it_has_no_metadata(tmp_path: Path, monkeypatch: py
     assert kept.exit_code == 0 and warnings_of(kept) == []  # compressed, from RAM, with its metadata
 
 
+def _calibrated_hyperstack(tmp_path: Path, rng: np.random.Generator,
+                           monkeypatch: pytest.MonkeyPatch) -> tuple[Path, np.ndarray, list[Any]]:
+    """An ImageJ TZCYX uint16 TIFF (0.25 x 0.5 um pixels, 0.5 um slices, 3 s frames), its data, and
+    a list that gets an item each time an output is written through a memory map."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    data = rng.integers(0, 4000, (2, 3, 2, 8, 10), dtype=np.uint16)  # T, Z, C, Y, X
+    source = tmp_path / "in.tif"
+    tifffile.imwrite(source, data, imagej=True, resolution=(4.0, 2.0), metadata={
+        "axes": "TZCYX", "unit": "um", "spacing": 0.5, "finterval": 3.0})
+    maps: list[Any] = []
+    map_tiff = _mapped._map_tiff
+    monkeypatch.setattr(_mapped, "_map_tiff", lambda tmp, *more: maps.append(tmp) or map_tiff(tmp, *more))
+    return source, data, maps
+
+
 @pytest.mark.parametrize("args", [["crop-pad", "--shape", "4,4"], ["space-to-depth", "--blocksize", "2"]])
 def test_a_big_imagej_tiff_written_through_a_memory_map_keeps_its_calibration(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch,
@@ -1108,13 +1126,8 @@ def test_a_big_imagej_tiff_written_through_a_memory_map_keeps_its_calibration(tm
 
     from geomcli.io import _mapped
 
-    data = rng.integers(0, 4000, (2, 3, 2, 8, 10), dtype=np.uint16)  # T, Z, C, Y, X
-    source = tmp_path / "in.tif"
-    tifffile.imwrite(source, data, imagej=True, resolution=(4.0, 2.0), metadata={
-        "axes": "TZCYX", "unit": "um", "spacing": 0.5, "finterval": 3.0})
-    written, maps = [], []
-    map_tiff = _mapped._map_tiff
-    monkeypatch.setattr(_mapped, "_map_tiff", lambda tmp, *more: maps.append(tmp) or map_tiff(tmp, *more))
+    source, data, maps = _calibrated_hyperstack(tmp_path, rng, monkeypatch)
+    written: list[Any] = []
     for limit in (1, _mapped.MAP_OUTPUT_BYTES):  # through a map, then from RAM (both uncompressed)
         monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", limit)
         out = tmp_path / f"out{limit}.tif"
@@ -1144,13 +1157,8 @@ def test_an_imagej_tiff_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path, monkey
 
     from geomcli.io import _mapped
 
-    data = rng.integers(0, 4000, (2, 3, 2, 8, 10), dtype=np.uint16)  # T, Z, C, Y, X
-    source = tmp_path / "in.tif"
-    tifffile.imwrite(source, data, imagej=True, resolution=(4.0, 2.0), metadata={
-        "axes": "TZCYX", "unit": "um", "spacing": 0.5, "finterval": 3.0})
-    written, maps = [], []
-    map_tiff = _mapped._map_tiff
-    monkeypatch.setattr(_mapped, "_map_tiff", lambda tmp, *more: maps.append(tmp) or map_tiff(tmp, *more))
+    source, data, maps = _calibrated_hyperstack(tmp_path, rng, monkeypatch)
+    written: list[Any] = []
     for limit in (1, _mapped.MAP_OUTPUT_BYTES):  # through a map, then from RAM
         monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", limit)
         out = tmp_path / f"out{limit}.ome.tif"
