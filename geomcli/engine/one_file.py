@@ -385,9 +385,11 @@ def _named_as(metadata: Metadata, output: str, output_format: str, layout: str |
     """``metadata`` as the output's name promises it: an OME-TIFF's for a TIFF named .ome.tif
     (io._tiff.as_ome), an ImageJ hyperstack's calibration as OME's physical sizes; a warning where
     it cannot be one. --strip writes none, on purpose."""
+    if output_format != "tiff" or common.fidelity.strip:
+        return metadata, None  # (tifffile and numpy unloaded: a plain image's crop needs neither)
     from geomcli.io import _tiff
 
-    if output_format != "tiff" or common.fidelity.strip or not _tiff.names_ome(output):
+    if not _tiff.names_ome(output):
         return metadata, None
     return _tiff.as_ome(metadata, layout, ndim)
 
