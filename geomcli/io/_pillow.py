@@ -261,10 +261,15 @@ class _Into:
         return len(chunk)
 
 
-def _check_png_data(source: object, name: str, every_frame: bool = False) -> None:
+def _check_png_data(source: object, name: str, every_frame: bool = False, *, by_libpng: bool = False) -> None:
     """Refuse a PNG whose image data cannot hold its frame (an APNG's frames, ``every_frame``: see
-    _png.short_data), before decoding."""
-    short = _png.short_data(source, every_frame) if isinstance(source, bytes) else None
+    _png.short_data), before decoding; then, for Pillow's decoder, one whose data ends before its
+    last row (_png.short_stream: libpng, ``by_libpng``, refuses that itself)."""
+    if not isinstance(source, bytes):
+        return
+    short = _png.short_data(source, every_frame)
+    if short is None and not by_libpng:
+        short = _png.short_stream(source, every_frame)
     if short is not None:
         raise GeomError(f"{name}: not a readable PNG ({short})")
 
@@ -503,7 +508,7 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
     width, height = im.size
     channels = _png.channels(data)
     check_size((height, width, channels), max_pixels, name)
-    _check_png_data(data, name)
+    _check_png_data(data, name, by_libpng=True)
     if "transparency" in im.info:
         notes.append(_colour_key_note(im.info["transparency"]))
     try:

@@ -10,7 +10,7 @@ import logging
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,6 +39,51 @@ def channels(head: bytes) -> int:
 
 # deflate's most: a 258-byte match coded in as little as 2 bits (zlib's figure, 1032 to 1)
 _DEFLATE_MOST = 1032
+# Adam7's passes: (first column, first row, column step, row step)
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
+# what short_stream inflates at a time, so that checking a big image takes little memory
+_INFLATED_AT_ONCE = 1 << 16
+# a PNG's bytes, or a view of them (whose chunks are views, not copies)
+_Bytes = TypeVar("_Bytes", bytes, memoryview)
+
+
+class _Frame(NamedTuple):
+    """A frame's declared size and the pieces of its zlib stream, as its chunks hold them."""
+
+    width: int
+    height: int
+    pieces: list[memoryview]
+
+
+class _ImageData(NamedTuple):
+    """What an IHDR declares of every frame's rows, and each frame's data: the default image's from
+    its IDAT chunks, then (``every_frame``) an APNG's later frames' from their fdAT chunks."""
+
+    depth: int
+    colour: int
+    interlaced: bool
+    frames: list[_Frame]
+
+
+def _image_data(data: bytes, every_frame: bool) -> _ImageData | None:
+    """A PNG's frames and their data (None without an IHDR first: Pillow says what is wrong)."""
+    found: _ImageData | None = None
+    for kind, body in _chunks(memoryview(data)):  # views, not copies: the IDATs are most of the file
+        if found is None:
+            if kind != b"IHDR" or len(body) < 13:
+                return None
+            width, height, depth, colour, _, _, interlace = struct.unpack_from(">IIBBBBB", body)
+            found = _ImageData(depth, colour, interlace == 1, [_Frame(width, height, [])])
+        frames = found.frames
+        if kind == b"IDAT" and len(frames) == 1:
+            frames[0].pieces.append(body)
+        elif kind == b"fcTL" and every_frame and any(frames[0].pieces) and len(body) >= 12:
+            # (the default image's comes before IDAT)
+            width, height = struct.unpack_from(">II", body, 4)
+            frames.append(_Frame(width, height, []))
+        elif kind == b"fdAT" and len(frames) > 1:
+            frames[-1].pieces.append(body[4:])  # after its sequence number
+    return found
 
 
 def short_data(data: bytes, every_frame: bool = False) -> str | None:
@@ -47,29 +92,60 @@ def short_data(data: bytes, every_frame: bool = False) -> str | None:
     rows past the data's end came out as zeros (Pillow stops without a word): a 4 KB PNG declaring
     40000x40000 grey was read as such, exit 0, and 'info' of it took 1.6 GB. ``every_frame``: an
     APNG's later frames too, each the region its fcTL declares from its fdAT chunks."""
-    width = depth = colour = 0
-    # (width, height, bytes of image data) of the default image, then of each later frame
-    frames: list[list[int]] = []
-    for kind, body in _chunks(data):  # one chunk's bytes at a time: the IDATs are most of the file
-        if not width and (kind != b"IHDR" or len(body) < 13):
-            return None  # (Pillow says what is wrong with it)
-        if kind == b"IHDR" and not width:
-            width, height, depth, colour = struct.unpack_from(">IIBB", body)
-            frames.append([width, height, 0])
-        elif kind == b"IDAT" and len(frames) == 1:
-            frames[0][2] += len(body)
-        elif kind == b"fcTL" and every_frame and frames[0][2] and len(body) >= 12:
-            frames.append([*struct.unpack_from(">II", body, 4), 0])  # (the default image's comes before IDAT)
-        elif kind == b"fdAT" and len(frames) > 1:
-            frames[-1][2] += max(len(body) - 4, 0)  # (its first 4 bytes are a sequence number)
-    for number, (frame_width, frame_height, stored) in enumerate(frames, 1):
+    found = _image_data(data, every_frame)
+    if found is None:
+        return None
+    for number, frame in enumerate(found.frames, 1):
+        stored = sum(len(piece) for piece in frame.pieces)
         # every pixel's bits, without the rows' filter bytes: a floor for Adam7's passes too
-        needed = (frame_width * frame_height * depth * _CHANNELS.get(colour, 1) + 7) // 8
+        needed = (frame.width * frame.height * found.depth * _CHANNELS.get(found.colour, 1) + 7) // 8
         if needed > stored * _DEFLATE_MOST:
             whose = "its" if number == 1 else "a later frame's"
             return (f"truncated: {whose} {stored} bytes of image data hold at most {stored * _DEFLATE_MOST} of "
-                    f"the {needed} its {frame_width}x{frame_height} frame needs")
+                    f"the {needed} its {frame.width}x{frame.height} frame needs")
     return None
+
+
+def short_stream(data: bytes, every_frame: bool = False) -> str | None:
+    """What is wrong with a PNG whose image data inflates to less than its frame's rows take (each
+    row with its filter byte; Adam7's passes), or None. Pillow's decoder stops where the zlib
+    stream ends without a word when a row ends there too (its check is commented out in
+    ZipDecode.c): the rows after it were read as zeros, exit 0. libpng refuses such a file ("Not
+    enough image data"); for Pillow the data is inflated once more here, 64 KiB at a time, up to
+    what the rows take. A stream zlib refuses is left to the decoder to name."""
+    found = _image_data(data, every_frame)
+    if found is None:
+        return None
+    bits = found.depth * _CHANNELS.get(found.colour, 1)
+    for number, frame in enumerate(found.frames, 1):
+        passes = _ADAM7 if found.interlaced else ((0, 0, 1, 1),)
+        needed = 0
+        for left, top, across, down in passes:
+            columns, rows = -(-(frame.width - left) // across), -(-(frame.height - top) // down)
+            if columns > 0 and rows > 0:  # (an empty pass has no rows, not even their filter bytes)
+                needed += rows * (1 + (columns * bits + 7) // 8)
+        inflated = _inflated_size(frame.pieces, needed)
+        if inflated is not None and inflated < needed:
+            whose = "its" if number == 1 else "a later frame's"
+            return (f"truncated: {whose} image data inflates to {inflated} bytes of the {needed} the rows of its "
+                    f"{frame.width}x{frame.height} frame take")
+    return None
+
+
+def _inflated_size(pieces: list[memoryview], most: int) -> int | None:
+    """The bytes the zlib stream in ``pieces`` inflates to, counted up to ``most`` (then a few
+    more); None where zlib refuses it."""
+    inflate = zlib.decompressobj()
+    size = 0
+    try:
+        for piece in pieces:
+            rest: bytes | memoryview = piece
+            while rest and size < most and not inflate.eof:
+                size += len(inflate.decompress(rest, _INFLATED_AT_ONCE))
+                rest = inflate.unconsumed_tail
+    except zlib.error:
+        return None
+    return size
 
 
 def decode(data: bytes) -> np.ndarray:
@@ -164,7 +240,7 @@ def colour_name(chunks: Sequence[tuple[bytes, bytes]]) -> str | None:
     return f"PNG {' and '.join(named)}" if named else None
 
 
-def _chunks(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+def _chunks(data: _Bytes) -> Iterator[tuple[bytes, _Bytes]]:
     """A PNG's chunks, (type, body), up to IEND or the first one cut short."""
     pos = 8
     while pos + 12 <= len(data):

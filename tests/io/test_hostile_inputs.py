@@ -59,9 +59,10 @@ def chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
 
-def png(width: int, height: int, depth: int, colour_type: int, rows: bytes, *extra: bytes) -> bytes:
+def png(width: int, height: int, depth: int, colour_type: int, rows: bytes, *extra: bytes,
+        interlace: int = 0) -> bytes:
     """A PNG of ``rows`` (each with its filter byte), with ``extra`` chunks before its image data."""
-    ihdr = struct.pack(">IIBBBBB", width, height, depth, colour_type, 0, 0, 0)
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, colour_type, 0, 0, interlace)
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + b"".join(extra) + chunk(b"IDAT", zlib.compress(rows))
             + chunk(b"IEND", b""))
 
@@ -132,6 +133,53 @@ def test_a_png_whose_image_data_cannot_hold_its_frame_is_truncated_before_it_is_
         f"not a readable PNG (truncated: its {stored} bytes of image data hold at most {stored * 1032} of the "
         f"{4000 * 4000 * depth // 8} its 4000x4000 frame needs)")
     assert not (tmp_path / "out.png").exists()
+
+
+# 64x64 images whose zlib stream ends, whole, after half their rows (each with its filter byte 0)
+HALF_ROWS = {
+    "grey": (0, (b"\0" + b"\xc8" * 64) * 32, (), 0),
+    "rgb": (2, (b"\0" + b"\xc8" * 64 * 3) * 32, (), 0),
+    "palette": (3, (b"\0" + b"\x01" * 64) * 32, (chunk(b"PLTE", b"\x10\x20\x30\xc8\xc8\xc8"),), 0),
+    # Adam7's first six passes, of (rows, columns) as below; the seventh (32 rows of 64) missing
+    "interlaced": (0, b"".join((b"\0" + b"\xc8" * columns) * rows for rows, columns in
+                               [(8, 8), (8, 8), (8, 16), (16, 16), (16, 32), (32, 32)]), (), 1),
+}
+# (bytes inflated, bytes all the rows take) of each
+HALF_ROWS_SIZES = {"grey": (2080, 4160), "rgb": (6176, 12352), "palette": (2080, 4160), "interlaced": (2136, 4216)}
+
+
+@pytest.mark.parametrize("case", HALF_ROWS)
+def test_a_png_whose_zlib_stream_ends_with_a_row_before_its_last_is_truncated(tmp_path: Path, case: str) -> None:
+    """Pillow's decoder stops where the stream ends, when a row ends there too, without a word (its
+    check is commented out in ZipDecode.c): the rows after it were zeros, exit 0. Data within
+    deflate's 1032 to 1 of the frame got past the check above; libpng (16 bits) refused it."""
+    colour_type, rows, extra, interlace = HALF_ROWS[case]
+    source = tmp_path / "half.png"
+    source.write_bytes(png(64, 64, 8, colour_type, rows, *extra, interlace=interlace))
+    result = run("crop-pad", source, "-o", tmp_path / "out.png", "--shape", "8,8")
+    assert result.exit_code == 1
+    inflated, needed = HALF_ROWS_SIZES[case]
+    assert one_error(result.stderr, source) == (
+        f"not a readable PNG (truncated: its image data inflates to {inflated} bytes of the {needed} the rows of "
+        "its 64x64 frame take)")
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_an_apng_frame_whose_zlib_stream_ends_with_a_row_before_its_last_is_truncated(tmp_path: Path) -> None:
+    """The same of a later frame of an APNG, read with --frames all (its first frame is whole)."""
+    row = b"\0" + b"\xc8" * 64
+
+    def frame_control(sequence: int) -> bytes:
+        return chunk(b"fcTL", struct.pack(">IIIIIHHBB", sequence, 64, 64, 0, 0, 1, 10, 0, 0))
+
+    whole = png(64, 64, 8, 0, row * 64, chunk(b"acTL", struct.pack(">II", 2, 0)), frame_control(0))
+    later = frame_control(1) + chunk(b"fdAT", struct.pack(">I", 2) + zlib.compress(row * 32))
+    source = tmp_path / "later.png"
+    source.write_bytes(whole[:whole.rindex(b"IEND") - 4] + later + chunk(b"IEND", b""))
+    assert io.read_array(str(source), frames="first").data.shape == (64, 64)
+    with pytest.raises(GeomError, match=r"later\.png: not a readable PNG \(truncated: a later frame's image data "
+                                        r"inflates to 2080 bytes of the 4160 the rows of its 64x64 frame take\)$"):
+        io.read_array(str(source), frames="all")
 
 
 def test_a_npy_header_over_the_limit_is_refused_before_its_data_is_read() -> None:

@@ -593,11 +593,12 @@ def test_png16_every_filter_and_interlace(tmp_path: Path, rng: np.random.Generat
 
 @pytest.mark.parametrize("channels", [1, 2, 3, 4])
 @pytest.mark.parametrize("interlace", [False, True])
+@pytest.mark.parametrize("size", [(13, 17), (1, 1), (3, 2), (2, 9)])  # Adam7 passes left empty too
 def test_an_8bit_png_reads_as_pillow_decodes_it(tmp_path: Path, rng: np.random.Generator, channels: int,
-                                                interlace: bool) -> None:
+                                                interlace: bool, size: tuple[int, int]) -> None:
     from PIL import Image
 
-    data = rng.integers(0, 256, (13, 17, channels), dtype=np.uint8).squeeze(axis=2 if channels == 1 else ())
+    data = rng.integers(0, 256, (*size, channels), dtype=np.uint8).squeeze(axis=2 if channels == 1 else ())
     path = _put(tmp_path / "a.png", png_of(data, interlace=interlace))
     with Image.open(path) as im:
         assert np.array_equal(np.asarray(im), data)
