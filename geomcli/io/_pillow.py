@@ -177,7 +177,10 @@ def _decoded(
                          f"it does not describe the {mode} values")
             metadata = metadata._replace(icc=None)
         try:
-            im.load()
+            if fmt == "webp" and count == 1 and width * height >= _WEBP_BY_LIBWEBP:
+                im = _still_webp(im, source, name, channels)
+            else:
+                im.load()
             if orientation in ORIENTATIONS:
                 from PIL import ImageOps
 
@@ -259,6 +262,33 @@ class _Into:
         self._rows[self.written:self.written + len(rows)] = rows
         self.written += len(rows)
         return len(chunk)
+
+
+# A still WebP of this many pixels or more is decoded by libwebp's own decoder (_still_webp); below
+# it Pillow's way takes little memory, and imagecodecs' import (numpy's) more time than it saves
+_WEBP_BY_LIBWEBP = 1 << 24
+
+
+def _still_webp(im: Any, source: str | bytes | IO[bytes], name: str, channels: int) -> Any:
+    """A still WebP's pixels decoded by libwebp's own decoder (imagecodecs) into an array of the
+    size checked, as a Pillow image with ``im``'s info (its EXIF: the orientation). Pillow decodes
+    every WebP through libwebp's animation decoder, which holds two RGBA canvases beside the RGBA
+    bytes it hands on and Pillow's image: a 38-byte lossless WebP declaring 16383x16383 RGB (805 M
+    elements, within the default --max-pixels) took 4.2 GB to read."""
+    import imagecodecs
+    import numpy as np
+    from PIL import Image
+
+    width, height = im.size
+    data = np.empty((height, width, channels), np.uint8)
+    encoded = source if isinstance(source, bytes) else _read_all(source) if isinstance(source, str) else source.read()
+    try:
+        imagecodecs.webp_decode(encoded, hasalpha=channels == 4, out=data)
+    except imagecodecs.WebpError as e:  # its words name libwebp's function only
+        raise GeomError(f"{name}: not a readable WEBP (libwebp could not decode its image data)") from e
+    image = Image.fromarray(data)
+    image.info = dict(im.info)
+    return image
 
 
 def _check_png_data(source: object, name: str, every_frame: bool = False, *, by_libpng: bool = False) -> None:

@@ -762,6 +762,31 @@ def test_a_webp_cut_short_is_called_truncated(tmp_path: Path, save: dict[str, ob
     assert not (tmp_path / "o.png").exists()
 
 
+def flat_webp(width: int, height: int) -> bytes:
+    """A lossless WebP of one colour declaring ``width`` x ``height``: a 16x16 one's VP8L header
+    changed (each pixel takes no bits, so its few bytes code any size)."""
+    buffer = bytes_io.BytesIO()
+    Image.new("RGB", (16, 16), (200, 100, 50)).save(buffer, "WEBP", lossless=True)
+    data = bytearray(buffer.getvalue())
+    at = data.index(b"VP8L") + 9  # after the chunk's header and its signature byte 0x2f
+    bits = int.from_bytes(data[at:at + 4], "little") & ~((1 << 28) - 1)
+    data[at:at + 4] = (bits | (width - 1) | (height - 1) << 14).to_bytes(4, "little")
+    return bytes(data)
+
+
+def test_a_big_still_webp_is_read_in_the_memory_its_array_and_image_take(tmp_path: Path) -> None:
+    """Pillow decodes a WebP through libwebp's animation decoder: two RGBA canvases, the RGBA bytes
+    it hands on and Pillow's image, beside the array. 38 bytes declaring 16383x16383 RGB (805 M
+    elements, within the default --max-pixels) took 4.2 GB; here 6000x6000 took 570 MiB for an
+    array of 103 MiB. Now: the array, Pillow's image of it (137 MiB), the interpreter."""
+    source = tmp_path / "flat.webp"
+    source.write_bytes(flat_webp(6000, 6000))
+    code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {source} -o {tmp_path / 'out.png'} --shape 8,8")
+    assert code == 0, stderr
+    assert peak < 320, peak
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "out.png")), np.full((8, 8, 3), (200, 100, 50)))
+
+
 # ---- GIF frames that reach past the first frame's canvas ------------------------------------------
 
 

@@ -495,6 +495,51 @@ def test_a_big_grey_or_rgb_image_is_copied_once_into_its_array(tmp_path: Path, m
     assert peak < os.path.getsize(path) + data.nbytes * 3 // 2, (peak, data.nbytes)  # was twice the array
 
 
+@pytest.mark.parametrize("save", [{"lossless": True}, {"quality": 80}], ids=["lossless", "lossy"])
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+@pytest.mark.parametrize("picture", [False, True])
+def test_a_big_still_webp_decoded_by_libwebp_is_pillows_pixels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              rng: np.random.Generator, save: dict[str, Any],
+                                                              mode: str, picture: bool) -> None:
+    """A still WebP of _WEBP_BY_LIBWEBP pixels or more is decoded by libwebp's own decoder (Pillow's
+    way holds four RGBA canvases), lowered here to this one's size: the same values as Pillow's,
+    turned upright by its EXIF orientation, its metadata kept."""
+    from PIL import Image
+
+    from geomcli.io import _pillow
+
+    data = rng.integers(0, 256, (21, 34, len(mode)), dtype=np.uint8)
+    if mode == "RGBA":
+        data[..., 3] = rng.choice(np.array([0, 1, 128, 255], np.uint8), (21, 34))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # turned 90 degrees clockwise to be upright
+    path = str(tmp_path / "a.webp")
+    Image.fromarray(data, mode).save(path, exif=exif.tobytes(), **save)
+    with Image.open(path) as im:
+        expected = np.rot90(np.asarray(im), -1)
+    monkeypatch.setattr(_pillow, "_WEBP_BY_LIBWEBP", 21 * 34)
+    loaded = io.read_picture(path) if picture else io.read_array(path)
+    assert isinstance(loaded, io.Picture) == picture
+    pixels = loaded.to_array() if isinstance(loaded, io.Picture) else loaded.data
+    assert _equal(pixels, expected)
+    assert loaded.metadata.exif is not None and loaded.orientation == 6
+
+
+def test_a_big_still_webp_libwebp_cannot_decode_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             rng: np.random.Generator) -> None:
+    from PIL import Image
+
+    from geomcli.io import _pillow
+
+    path = str(tmp_path / "a.webp")
+    Image.fromarray(rng.integers(0, 256, (21, 34, 3), dtype=np.uint8)).save(path, lossless=True)
+    whole = _bytes(path)
+    _put(path, whole[:40] + bytes(len(whole) - 40))  # its image data zeros past its header
+    monkeypatch.setattr(_pillow, "_WEBP_BY_LIBWEBP", 21 * 34)
+    with pytest.raises(GeomError, match=r"a\.webp: not a readable WEBP \(libwebp could not decode its image data\)$"):
+        io.read_array(path)
+
+
 @pytest.mark.parametrize("orientation", range(1, 9))
 @pytest.mark.parametrize("mode", ["RGB", "L", "CMYK", "P"])
 def test_an_image_copied_into_its_array_is_np_asarrays_array(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
