@@ -522,6 +522,50 @@ def test_a_jpeg_missing_bytes_across_a_restart_marker_is_damaged_there(tmp_path:
     assert middle <= int(found[1]) < end - gap and found[2] != found[3]
 
 
+def with_fill_bytes(whole: bytes, fill: bytes = b"\xff" * 3) -> bytes:
+    """``whole`` with fill bytes (T.81 B.1.1.2: any number of FF may come before a marker) after its
+    SOI, before its first SOS and each marker after it but RSTn (its scans' data stuffs each FF
+    data byte with a 00, so an FF followed by another byte is a marker), and before its EOI."""
+    first_scan = whole.index(b"\xff\xda")
+    markers = [found.start() for found in re.finditer(rb"\xff[^\x00\xd0-\xd7]", whole[first_scan:])]
+    cuts = [2, *(first_scan + at for at in markers)]
+    pieces = [whole[start:end] for start, end in zip([0, *cuts], [*cuts, len(whole)], strict=True)]
+    return fill.join(pieces)
+
+
+@pytest.mark.parametrize("case", ["L-baseline", "RGB-progressive", "CMYK-progressive", "RGB-restarts", "RGB-420"])
+def test_a_jpeg_with_fill_bytes_before_its_markers_is_walked_as_without(tmp_path: Path, case: str) -> None:
+    """The segment walk (check_data's, end_of_image's) steps over fill bytes as libjpeg does: the
+    file reads as it does without them, and its end is its EOI's, as a pipe's second input is looked
+    for. A sequential file's scan data ends at its EOI's marker, fill bytes in it."""
+    from geomcli.io import _jpeg_check
+
+    whole = good_jpeg(case)
+    padded = with_fill_bytes(whole)
+    assert len(padded) >= len(whole) + 9 and padded.endswith(b"\xff\xff\xff\xff\xd9")
+    for data in (whole, padded):
+        assert _jpeg_check.end_of_image(data + b"after") == len(data)
+        assert _jpeg_check.check_data(data, "x") == (None if "progressive" in case else len(data) - 2)
+    (tmp_path / "whole.jpg").write_bytes(whole)
+    (tmp_path / "padded.jpg").write_bytes(padded)
+    read = [io.read_array(str(tmp_path / name)).data for name in ("whole.jpg", "padded.jpg")]
+    assert np.array_equal(*read)
+
+
+@pytest.mark.parametrize("case", ["L-baseline", "RGB-progressive", "RGB-restarts"])
+@pytest.mark.parametrize("fill", [b"", b"\xff" * 3], ids=["plain", "fill-bytes"])
+def test_a_jpeg_cut_anywhere_has_no_end_of_image(case: str, fill: bytes) -> None:
+    """Cut in its SOI's marker, its headers (inside a length too), its scans or its EOI, a JPEG has
+    no end: a pipe's bytes after it are not looked at for a second input."""
+    from geomcli.io import _jpeg_check
+
+    whole = with_fill_bytes(good_jpeg(case), fill) if fill else good_jpeg(case)
+    first_scan = whole.index(b"\xff\xda")
+    for cut in (1, 3, 5, first_scan + 1, first_scan + 3, (first_scan + len(whole)) // 2, len(whole) - 3,
+                len(whole) - 1):
+        assert _jpeg_check.end_of_image(whole[:cut]) is None, cut
+
+
 # (case, bytes cut from the end of its scan data): cuts in its last 2% that the 8 bytes of 1 bits
 # once given after the data completed (its last blocks read as flat), and the 7 now given do not
 NEAR_THE_END = [("L-baseline", 47), ("L-baseline", 40), ("L-baseline", 33), ("RGB-baseline", 25),
