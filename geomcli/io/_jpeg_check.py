@@ -54,6 +54,8 @@ _SEQUENTIAL_HUFFMAN = {0xC0, 0xC1}
 _START_OF_SCAN, _END_OF_IMAGE, _RESTART_INTERVAL = 0xDA, 0xD9, 0xDD
 _MULTI_PICTURE = 0xE2  # APP2, which holds an MPO's index ("MPF") among other things
 _RESTART = re.compile(rb"\xff[\xd0-\xd7]")  # RST0-7 (in a scan's data an FF byte is stuffed: FF 00)
+# the end of a scan's data: the next marker other than RSTn (FF 00 is a stuffed FF)
+_NEXT_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
 # markers that stand alone, without a length: TEM, RST0-7, SOI, EOI
 _NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
 
@@ -75,9 +77,6 @@ def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
     Returns where the data of a one-scan Huffman frame that has its EOI ends (for ended),
     else None.
     """
-
-    # the end of a scan's data: the next marker other than RSTn (FF 00 is a stuffed FF)
-    next_marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
     least_bits, size, sof = 0, (0, 0), 0
     # component id -> the coefficients its scans code to the last bit, one bit each (bit k for
     # coefficient k; bit 0 alone for a sequential or lossless frame, whose scans code them all)
@@ -85,46 +84,25 @@ def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
     coded, scans = 0, 0
     scan_end, ended = 0, False
     restarts = 0  # the DRI's interval: scans have RSTn markers
-    at = 2  # after SOI
-    while at + 2 <= len(data):
-        if data[at] != 0xFF:  # junk between segments, which libjpeg skips too
-            at = data.find(b"\xff", at)
-            if at < 0:
-                break
-            continue
-        marker = data[at + 1]
+    for marker, at, body_end, end in _segments(data):
         if marker == _END_OF_IMAGE:
             ended = True
-            break
-        if marker == 0xFF:  # a fill byte before a marker
-            at += 1
-            continue
-        if marker in _NO_LENGTH:
-            at += 2
-            continue
-        if at + 4 > len(data):
-            break
-        end = at + 2 + int.from_bytes(data[at + 2 : at + 4], "big")
-        if marker in _LEAST_BITS and not least_bits:
-            least_bits, size, components = _frame_bits(marker, data[at + 4 : end])
+        elif marker in _LEAST_BITS and not least_bits:
+            least_bits, size, components = _frame_bits(marker, data[at + 4 : body_end])
             if len(components) > _MOST_COMPONENTS:
                 raise GeomError(f"{name}: not a readable JPEG (its frame has {len(components)} components; "
                                 f"libjpeg reads at most {_MOST_COMPONENTS})")
             sof = marker
             coded_bits = dict.fromkeys(components, 0)
-        if marker == _RESTART_INTERVAL and end - at >= 6:
+        elif marker == _RESTART_INTERVAL and body_end - at >= 6:
             restarts = int.from_bytes(data[at + 4 : at + 6], "big")
-        if marker == _START_OF_SCAN:
+        elif marker == _START_OF_SCAN:
             scans += 1
-            _note_scan(data[at + 4 : end], coded_bits, sof in _PROGRESSIVE)
-        at = end
-        if marker == _START_OF_SCAN:
-            found = next_marker.search(data, at)
-            end = len(data) if found is None else found.start()
+            _note_scan(data[at + 4 : body_end], coded_bits, sof in _PROGRESSIVE)
             if restarts:
-                _check_restarts(data, at, end, name)
-            coded += end - at
-            at = scan_end = end
+                _check_restarts(data, body_end, end, name)
+            coded += end - body_end
+            scan_end = end
     height, width = size
     # a file that ends with its EOI is not cut short: bytes are missing (or wrong) inside it
     fault = "damaged" if ended else "truncated"
@@ -147,35 +125,47 @@ def check_data(data: bytes | mmap.mmap, name: str) -> int | None:
 
 
 def end_of_image(data: bytes, pictures: bool = True) -> int | None:
-    """Where a JPEG's first image ends, after its EOI, walking its segments and scans as
-    check_data does; None where it has no EOI. An MPO's (its APP2 "MPF" segment says the images
-    after the first are its own: a preview, gain or depth map) ends where its last image does,
-    as its index says (:func:`_pictures_end`); with ``pictures`` False, that of its own image alone."""
-    next_marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
+    """Where a JPEG's first image ends, after its EOI; None where it has no EOI. An MPO's (its
+    APP2 "MPF" segment says the images after the first are its own: a preview, gain or depth map)
+    ends where its last image does, as its index says (:func:`_pictures_end`); with ``pictures``
+    False, that of its own image alone."""
+    for marker, at, _, end in _segments(data):
+        if marker == _END_OF_IMAGE:
+            return end
+        if pictures and marker == _MULTI_PICTURE and data[at + 4 : at + 8] == b"MPF\0":
+            return _pictures_end(data, at + 8)
+    return None
+
+
+def _segments(data: bytes | mmap.mmap) -> Iterator[tuple[int, int, int, int]]:
+    """A JPEG's segments after its SOI, up to its first EOI (the last one given) or where the walk
+    cannot go on (the data ends, inside a length too; junk with no FF after it): (marker, where
+    its marker starts, where its body ends, where it ends: a SOS segment's after its scan's data,
+    at the next marker other than RSTn or the end of the data). Junk between segments and fill
+    bytes before a marker are skipped, as libjpeg skips them; markers without a length but the EOI
+    (RSTn, TEM) are not given."""
     at = 2  # after SOI
     while at + 2 <= len(data):
         if data[at] != 0xFF:  # junk between segments
             at = data.find(b"\xff", at)
             if at < 0:
-                return None
+                return
             continue
         marker = data[at + 1]
         if marker == _END_OF_IMAGE:
-            return at + 2
-        if marker == 0xFF or marker in _NO_LENGTH:
+            yield marker, at, at + 2, at + 2
+            return
+        if marker == 0xFF or marker in _NO_LENGTH:  # a fill byte before a marker; a marker alone
             at += 1 if marker == 0xFF else 2
             continue
         if at + 4 > len(data):
-            return None
-        if pictures and marker == _MULTI_PICTURE and data[at + 4 : at + 8] == b"MPF\0":
-            return _pictures_end(data, at + 8)
-        at += 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+            return
+        body_end = end = at + 2 + int.from_bytes(data[at + 2 : at + 4], "big")
         if marker == _START_OF_SCAN:
-            found = next_marker.search(data, at)
-            if found is None:
-                return None
-            at = found.start()
-    return None
+            found = _NEXT_MARKER.search(data, body_end)
+            end = len(data) if found is None else found.start()
+        yield marker, at, body_end, end
+        at = end
 
 
 def _pictures_end(data: bytes, header: int) -> int | None:
