@@ -181,6 +181,8 @@ def _decoded(
                 im = _still_webp(im, source, name, channels)
             else:
                 im.load()
+            if fmt == "png" and _last_row_blank(im):
+                _check_png_data(source, name, stream=True)
             if orientation in ORIENTATIONS:
                 from PIL import ImageOps
 
@@ -291,17 +293,34 @@ def _still_webp(im: Any, source: str | bytes | IO[bytes], name: str, channels: i
     return image
 
 
-def _check_png_data(source: object, name: str, every_frame: bool = False, *, by_libpng: bool = False) -> None:
+def _check_png_data(source: object, name: str, every_frame: bool = False, *, stream: bool = False) -> None:
     """Refuse a PNG whose image data cannot hold its frame (an APNG's frames, ``every_frame``: see
-    _png.short_data), before decoding; then, for Pillow's decoder, one whose data ends before its
-    last row (_png.short_stream: libpng, ``by_libpng``, refuses that itself)."""
+    _png.short_data), before decoding; ``stream``: one whose data ends before its last row too
+    (_png.short_stream, which inflates it)."""
     if not isinstance(source, bytes):
         return
     short = _png.short_data(source, every_frame)
-    if short is None and not by_libpng:
+    if short is None and stream:
         short = _png.short_stream(source, every_frame)
     if short is not None:
         raise GeomError(f"{name}: not a readable PNG ({short})")
+
+
+def _last_row_blank(im: Any) -> bool:
+    """Whether the row Pillow's PNG decoder writes last is all zeros, as it is where the decoder
+    stopped at the end of a zlib stream that ends before the last row (see _png.short_stream):
+    Pillow's image starts zeroed. A good picture's can be too (a black bottom edge): such a file
+    takes that check, where the others are spared inflating their data twice. Adam7 writes the
+    last odd row last (its seventh pass); a one-row interlaced image takes the check always."""
+    width, height = im.size
+    row = height - 1
+    if im.info.get("interlace"):
+        if height == 1:
+            return True
+        row -= height % 2
+    extrema = im.crop((0, row, width, row + 1)).getextrema()
+    bands = extrema if isinstance(extrema[0], tuple) else (extrema,)
+    return all(high == 0 for _, high in bands)
 
 
 def _colour_key_note(key: object) -> str:
@@ -334,7 +353,7 @@ def _read_frames(
         _gif_frames_fit(source, name, width, height)
     check_size((count, height, width, channels), max_pixels, name)
     if fmt == "png":
-        _check_png_data(source, name, every_frame=True)
+        _check_png_data(source, name, every_frame=True, stream=True)
     try:
         pictures = [frame.copy() for frame in ImageSequence.Iterator(im)]
         if any(_KEPT.get(_target_mode(p)[0], (None, 0))[1] == 4 for p in pictures) and mode != "RGBA":
@@ -538,7 +557,7 @@ def _read_png16(im: Any, data: bytes, name: str, src: str, max_pixels: int, auto
     width, height = im.size
     channels = _png.channels(data)
     check_size((height, width, channels), max_pixels, name)
-    _check_png_data(data, name, by_libpng=True)
+    _check_png_data(data, name)  # (libpng refuses a stream that ends before the last row itself)
     if "transparency" in im.info:
         notes.append(_colour_key_note(im.info["transparency"]))
     try:
