@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from geomcli.engine.options import Common
 
 __all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "given_layout",
-           "ignored_layout", "in_file_terms", "output_layout", "own_axes", "resolve_layout", "roles", "spatial_axes",
-           "to_nchw", "to_nchw_shape", "written_layout"]
+           "ignored_layout", "in_file_terms", "ome_layout", "output_layout", "own_axes", "resolve_layout",
+           "result_layout", "roles", "spatial_axes", "to_nchw", "to_nchw_shape", "written_layout"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 
@@ -222,3 +222,34 @@ def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], 
     if layout is not None and len(output_shape) == len(layout) + 1:
         layout = output_layout(layout, 2)
     return layout if layout is not None and len(layout) == len(output_shape) else None
+
+
+def ome_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,
+               from_file: str | None) -> str | None:
+    """The layout a result named .ome.tif is described in, by an operation that reads a tensor of
+    no named layout in its rank's default (:func:`resolve_layout`: NCHW for rank 4; space-to-depth,
+    depth-to-space, grid-sample, warp): :func:`written_layout`'s, that default standing for the
+    file's. The name asks for OME-XML, and the kernel has already taken those axes for N, C, H
+    and W, so the file says so (N as OME's modulo axis Q, as ``--layout NCHW`` writes it) rather
+    than being a plain TIFF under an OME name; refusing would only make the user type the layout
+    the run used. A rank of no default (3), or an operation that assumes none (crop-pad over
+    every axis), is still written without OME-XML, with a warning: no axes were taken.
+
+    >>> ome_layout((2, 3, 8, 8), (2, 12, 4, 4), None, None), ome_layout((3, 8, 8), (12, 4, 4), None, None)
+    ('NCHW', None)
+    """
+    return written_layout(input_shape, output_shape, given, from_file or _DEFAULT_FOR_RANK.get(len(input_shape)))
+
+
+def result_layout(by_rank: bool, input_shape: tuple[int, ...], file_layout: str | None, shape: tuple[int, ...],
+                  output: str, output_format: str, common: Common) -> str | None:
+    """The layout a result of ``shape`` is written in (:func:`written_layout`); for a TIFF named
+    .ome.tif, the one a tensor of no named layout was read in too, where the operation reads it in
+    its rank's (``by_rank``: :func:`ome_layout`), so that the OME-XML its name asks for names
+    those axes."""
+    if output_format == "tiff" and not common.fidelity.strip and by_rank:
+        from geomcli.io import _tiff
+
+        if _tiff.names_ome(output):
+            return ome_layout(input_shape, shape, common.layout, file_layout)
+    return written_layout(input_shape, shape, common.layout, file_layout)

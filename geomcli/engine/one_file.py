@@ -253,7 +253,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
             if _compresses(output_format, fidelity, loaded.metadata):
                 return None  # a map holds raw bytes: a compressed output is encoded from RAM
-            layout = layouts.written_layout(loaded.shape, shape, common.layout, loaded.layout)
+            layout = layouts.result_layout(operation.takes_rank_layout(), loaded.shape, loaded.layout, shape, output,
+                                           output_format, common)
             # a map keeps no metadata, but whether its channels are colours or inks (its photometric),
             # its OME axes, physical sizes and channel names, and its ImageJ axes and calibration
             channels, _ = _named_as(_output_metadata(operation, loaded, common), output, output_format, layout,
@@ -283,7 +284,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                                   io.display_name(output, output=True))
             except GeomError as error:
                 raise OptionFault(str(error)) from error
-        written = layouts.written_layout(loaded.shape, tuple(result.shape), common.layout, loaded.layout)
+        written = layouts.result_layout(operation.takes_rank_layout(), loaded.shape, loaded.layout,
+                                        tuple(result.shape), output, output_format, common)
         # the shape the file holds: an image's C×H×W result is written H×W×C, its one channel as H×W
         report.output_shape = list(io.written_shape(result.shape, output_format, written))
         report.output_dtype = str(result.dtype)

@@ -93,6 +93,11 @@ class Operation:
         spec allows it)."""
         return []
 
+    def takes_rank_layout(self) -> bool:
+        """Whether a tensor of no named layout is read in its rank's default (NCHW for rank 4, as
+        --layout's help says), which an output named .ome.tif then names (layout.ome_layout)."""
+        return False
+
     def takes_pictures(self, common: Common, output_format: str) -> bool:
         """Whether a plain 8-bit image may stay a Pillow image (io.Picture) through this operation
         (``apply_picture``), read and written without numpy."""
@@ -359,6 +364,9 @@ class _Blocks(Operation):
     mode: str = "DCR"
     kernel: ClassVar[str]
 
+    def takes_rank_layout(self) -> bool:
+        return True
+
     def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         return {"blocksize": self.blocksize, "mode": self.mode}
 
@@ -564,6 +572,9 @@ class GridSample(Operation):
     fill: str | None = None
     command: ClassVar[str] = "grid-sample"
 
+    def takes_rank_layout(self) -> bool:
+        return True
+
     def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         return {"grid": self.grid_name, "mode": self.mode, "padding_mode": self.padding_mode,
                 "align_corners": self.align_corners, **_recorded_fill(self.fill, dtype, _sampled_fill)}
@@ -649,6 +660,9 @@ class Warp(Operation):
     command: ClassVar[str] = "warp"
     # the grid of one slab of output rows: about this many bytes
     SLAB_GRID_BYTES: ClassVar[int] = 8 << 20
+
+    def takes_rank_layout(self) -> bool:
+        return True
 
     def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         """theta as given, or the matrix used (one for every image) and the flags that made it."""
@@ -1142,6 +1156,9 @@ class Chain(Operation):
     # each step's header for the headers of files seen (Chain._headers), kept with the steps they are of
     walked: dict[Any, tuple[Header, ...]] = field(default_factory=dict, compare=False, repr=False)
     command: ClassVar[str] = "chain"
+
+    def takes_rank_layout(self) -> bool:
+        return any(step.takes_rank_layout() for step in self.steps)
 
     def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         # every step keeps the dtype

@@ -171,7 +171,9 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                 raise
             raise _chunk_failed(input_path, error) from error
         report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
-        said = tiff_metadata(space, output_layout, result.ndim, output, common)[1] if output_format == "tiff" else None
+        tiff_layout = layouts.result_layout(operation.takes_rank_layout(), data.shape, layout, result.shape, output,
+                                            output_format, common)
+        said = tiff_metadata(space, tiff_layout, result.ndim, output, common)[1] if output_format == "tiff" else None
         report.warnings.extend([said] if said else [])
         said = _zarr.unstable(result.dtype) if output_format == "zarr" else None
         report.warnings.extend([said] if said else [])
@@ -548,7 +550,8 @@ def _write(operation: Operation, result: Any, data: Any, output: str, output_for
     from geomcli.engine import summary
     from geomcli.io import _zarr
 
-    written_layout = layouts.written_layout(data.shape, result.shape, common.layout, layout)
+    written_layout = layouts.result_layout(operation.takes_rank_layout(), data.shape, layout, result.shape, output,
+                                           output_format, common)
     if output_format == "zarr":
         if not _zarr.is_zarr(output):
             raise GeomError(f"{output}: a zarr output is named NAME.zarr")

@@ -1880,3 +1880,40 @@ def test_a_cmyk_jpegs_cmyk_profile_does_not_label_its_rgb_output(tmp_path: Path,
     assert run("resize", rgb, "-o", tmp_path / out, "--sizes", "20,30", "-q").exit_code == 0
     with Image.open(tmp_path / out) as im:
         assert im.info["icc_profile"] == icc
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
+@pytest.mark.parametrize("source", ["n4.npy", "n4.zarr"])
+def test_a_4d_tensor_s_space_to_depth_to_an_ome_tif_name_is_an_ome_tiff_of_nchw(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool, source: str) -> None:
+    """'space-to-depth n4.npy -o s.ome.tif --blocksize 2' read the tensor as NCHW (rank 4's
+    default) but warned that the result's axes were of no known layout and wrote no OME-XML,
+    where '--layout NCHW' wrote an OME-TIFF. It is one of the axes the kernel took, QCYX, as with
+    --layout; crop-pad, which takes no layout for every axis it is given, still says why not."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    pytest.importorskip("zarr")
+    if mapped:
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    data = np.arange(2 * 3 * 8 * 8, dtype=np.uint8).reshape(2, 3, 8, 8)
+    if source.endswith(".npy"):
+        np.save(tmp_path / source, data)
+    else:
+        import zarr
+
+        zarr.create_array(str(tmp_path / source), shape=data.shape, dtype=data.dtype)[...] = data
+    laid_out = tmp_path / "given.ome.tif"
+    given = run("space-to-depth", tmp_path / source, "-o", laid_out, "--blocksize", "2", "--layout", "NCHW")
+    assert given.exit_code == 0, given.output
+    out = tmp_path / "out.ome.tif"
+    result = run("space-to-depth", tmp_path / source, "-o", out, "--blocksize", "2", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+    with tifffile.TiffFile(out) as tif, tifffile.TiffFile(laid_out) as given:
+        assert tif.is_ome and tif.series[0].axes == given.series[0].axes == "QCYX"
+        assert np.array_equal(tif.asarray(), given.asarray())
+        assert tif.series[0].shape == (2, 12, 4, 4)
+    result = run("crop-pad", tmp_path / source, "-o", tmp_path / "c.ome.tif", "--shape", "2,3,4,4", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [
+        "a .ome.tif name promises OME-XML, but the result's axes are of no known layout; written without OME-XML"]
