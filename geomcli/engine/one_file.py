@@ -382,6 +382,15 @@ def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Com
     return _imagej_intervals(operation, metadata, header, common)
 
 
+def unnamed_warning(output: str, output_format: str, layout: str | None, ndim: int, common: Common) -> str | None:
+    """The warning a run gives for an output named .ome.tif that cannot be an OME-TIFF
+    (:func:`_named_as`), as a dry run tells it from a header: of a file whose own OME or ImageJ
+    axes were not read, which its layout (``layout``) then stands for."""
+    from geomcli import io
+
+    return _named_as(io.Metadata(), output, output_format, layout, ndim, common)[1]
+
+
 def _named_as(metadata: Metadata, output: str, output_format: str, layout: str | None, ndim: int,
               common: Common) -> tuple[Metadata, str | None]:
     """``metadata`` as the output's name promises it: an OME-TIFF's for a TIFF named .ome.tif

@@ -26,6 +26,7 @@ from geomcli.engine.one_file import (
     header_fault,
     judged_by,
     output_format,
+    unnamed_warning,
 )
 from geomcli.engine.options import unused_options, write_options
 from geomcli.engine.report import OUTPUT_EXISTS, echo_stderr, reporting
@@ -1008,7 +1009,8 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
             shape = task.operation.output_shape(header, common)
         except GeomError as error:
             raise GeomError(f"{job.input}: {error}") from error
-        layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
+        layout = layouts.result_layout(task.operation.takes_rank_layout(), header.shape, header.layout, shape,
+                                       job.output, job.format, common)
         report.output_shape = list(io.written_shape(shape, job.format, layout))  # as the run reports it
         report.output_dtype = str(header.dtype)
         report.parameters = task.operation.parameters(header.dtype)  # as the run would use them
@@ -1020,6 +1022,8 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         # the options the run would warn of, this file's formats not using them
         report.warnings.extend(unused_options(task.common.fidelity, header.format, job.format))
         report.warnings.extend(task.operation.unused_options())
+        unnamed = unnamed_warning(job.output, job.format, layout, len(shape), common)  # a .ome.tif of no OME axes
+        report.warnings.extend([unnamed] if unnamed else [])
     if reason is not None:
         # the run would not read this file: whatever the header says, it is not a failure
         report.status, report.error = "skipped", None

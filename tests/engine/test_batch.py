@@ -1553,3 +1553,22 @@ def test_an_output_given_with_o_named_as_a_temp_file_is_a_usage_error(command: l
     assert result.exit_code == 2, result.stderr
     assert f"{output}: a name geomcli gives its temp files; choose another" in result.stderr
     assert not output.exists()
+
+
+def test_a_dry_run_warns_of_an_ome_tif_name_it_cannot_keep_as_the_run_does(tmp_path: Path) -> None:
+    """'crop-pad n3.npy --out-dir out --name {stem}.ome.tif --shape 2,4,4': the run warned that a
+    rank-3 tensor of no layout is written without OME-XML, the dry run's record had no warning.
+    It warns alike now; and a 4-D tensor's space-to-depth, an OME-TIFF of NCHW, warns in neither."""
+    rng = np.random.default_rng(42)
+    np.save(tmp_path / "n3.npy", rng.integers(0, 9, (3, 8, 8), dtype=np.uint8))
+    np.save(tmp_path / "n4.npy", rng.integers(0, 9, (2, 3, 8, 8), dtype=np.uint8))
+    for args in (("crop-pad", tmp_path / "n3.npy", "--shape", "2,4,4"),
+                 ("space-to-depth", tmp_path / "n4.npy", "--blocksize", "2")):
+        batch = (*args, "--out-dir", tmp_path / "out", "--name", "{stem}.ome.tif", "--json")
+        dry, real = run(*batch, "--dry-run"), run(*batch)
+        assert dry.exit_code == real.exit_code == 0, (dry.stderr, real.stderr)
+        dry_record, record = (json.loads(result.stdout.splitlines()[0]) for result in (dry, real))
+        assert dry_record["warnings"] == record["warnings"] == ([
+            "a .ome.tif name promises OME-XML, but the result's axes are of no known layout; written without OME-XML"]
+            if args[0] == "crop-pad" else [])
+        shutil.rmtree(tmp_path / "out")
