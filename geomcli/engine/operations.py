@@ -128,6 +128,13 @@ class Operation:
         the arithmetic of a chain's next steps."""
         return None
 
+    def translation_lost(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                         common: Common) -> tuple[float, ...]:
+        """The translation a warning names where ``shifted`` loses it, per axis: the value the step
+        that loses it was given. One operation is given the input's; a chain's flip after a
+        crop the crop's (Chain)."""
+        return translation
+
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
         """The axes of a file of this header whose pixel sizes and translation are lost where
         ``scaled`` or ``shifted`` says None: those the operation places its output pixels along
@@ -1281,6 +1288,20 @@ class Chain(Operation):
                 return None
             translation, scale = moved, scaled
         return translation
+
+    def translation_lost(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                         common: Common) -> tuple[float, ...]:
+        # each axis's value as the step given it last before it was lost (NaN after a flip, or every
+        # axis where a step says nothing of where its pixels lie): that step's, not the input's
+        lost = list(translation)
+        for step, step_header, step_common in self._walk(header, common):
+            lost = [given if not math.isnan(given) else held for given, held in zip(translation, lost, strict=True)]
+            moved = step.shifted(translation, scale, step_header, step_common)
+            scaled = step.scaled(scale, step_header, step_common)
+            if moved is None or scaled is None:
+                break
+            translation, scale = moved, scaled
+        return tuple(lost)
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
         """The axes a step of no size per axis (a rotation) samples, and those a later step then

@@ -266,8 +266,9 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
             kept = tuple(0.0 if index in lost else value
                          for index, value in enumerate(space.translation if moved is None else moved))
             translation = kept if any(kept) else None
-            what = (f"{list(space.translation)}" if len(lost) == len(kept) else
-                    f"{[space.translation[index] for index in lost]} along "
+            given = operation.translation_lost(space.translation, scale, header, common)  # (a chain's at its step)
+            what = (f"{list(given)}" if len(lost) == len(kept) else
+                    f"{[given[index] for index in lost]} along "
                     f"{', '.join(str(space.axes[index].get('name', '?')) for index in lost)}")
             why = "it does not say where its pixels lie" if moved is None else "a flip runs its pixels the other way"
             if positioned:

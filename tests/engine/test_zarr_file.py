@@ -1362,6 +1362,30 @@ def test_a_resize_that_flips_an_axis_keeps_a_positive_scale_and_drops_its_transl
         {"type": "translation", "translation": [0.0, 0.0, 20.0]}]
 
 
+def test_a_chain_s_flip_names_the_translation_its_step_was_given(tmp_path: Path) -> None:
+    """'chain -i yx.zarr -o o.zarr crop-pad --shape 8,8 warp --scale -1,1' of a translation
+    (10, 20) warned that 'the OME-Zarr translation [20.0] along x' was dropped: the input's, where
+    the crop had moved it to 22 before the flip lost it. Each axis's is the value at the step
+    that loses it: x's at the first flip, y's after the second crop; a rotation's, both after the crop."""
+    axes = [{"name": name, "type": "space", "unit": "micrometer"} for name in "yx"]
+    ome_group(tmp_path / "yx.zarr", np.arange(256, dtype=np.uint8).reshape(16, 16), axes,
+              [{"type": "scale", "scale": [0.5, 0.5]}, {"type": "translation", "translation": [10, 20]}])
+    for index, (steps, warning) in enumerate((
+            (["crop-pad", "--shape", "8,8", "warp", "--scale", "-1,1"],
+             "the OME-Zarr translation [22.0] along x cannot be carried through chain (a flip runs its pixels the "
+             "other way); dropped"),
+            (["crop-pad", "--shape", "8,8", "warp", "--scale", "-1,1", "crop-pad", "--shape", "4,4", "warp", "--scale",
+              "1,-1"],
+             "the OME-Zarr translation [13.0, 22.0] cannot be carried through chain (a flip runs its pixels the other "
+             "way); dropped"),
+            (["crop-pad", "--shape", "8,8", "warp", "--rotate", "30"],
+             "the OME-Zarr translation [12.0, 22.0] cannot be carried through chain (it does not say where its "
+             "pixels lie); dropped"))):
+        result = run("chain", "-i", tmp_path / "yx.zarr", "-o", tmp_path / f"o{index}.zarr", "--json", *steps)
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["warnings"][0] == warning
+
+
 @pytest.mark.parametrize(("args", "flipped", "kept_y"), [
     (["warp", "--scale", "-1,1"], "x", (10.0, 0.0)), (["warp", "--scale", "1,-1"], "y", None),
     (["warp", "--rotate", "180"], "y, x", None),
@@ -1526,8 +1550,10 @@ def test_a_warp_of_each_plane_keeps_the_stack_s_z_scale_and_translation(tmp_path
     assert image["axes"] == [axes[0], axes[1], {"name": "y", "type": "space"}, {"name": "x", "type": "space"}]
     assert image["datasets"][0]["coordinateTransformations"] == [
         {"type": "scale", "scale": [1.0, 2.0, 1.0, 1.0]}, {"type": "translation", "translation": [0.0, 10.0, 0.0, 0.0]}]
+    # (the translation the warp was given: after the chain's crop of a row and a column, half a pixel on)
+    lost = "[20.5, 30.25]" if args[1] == "crop-pad" else "[20.0, 30.0]"
     assert json.loads(result.stdout)["warnings"] == [
-        f"the OME-Zarr translation [20.0, 30.0] along y, x cannot be carried through {command} (it does not say "
+        f"the OME-Zarr translation {lost} along y, x cannot be carried through {command} (it does not say "
         "where its pixels lie); dropped",
         f"the physical pixel sizes (y 0.5 micrometer, x 0.25 micrometer) cannot be carried through {command}, whose "
         "pixels have no size per axis (a grid, a rotation or shear); dropped"]
