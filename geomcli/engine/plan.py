@@ -781,10 +781,28 @@ def _telling_apart(first: Source, second: Source, fields: set[str]) -> str:
     """
     if "name" in fields:
         return "{index}"
-    names = [os.path.splitext(os.path.basename(source.path)) for source in (first, second)]
+    names = [_split_name(os.path.basename(source.path)) for source in (first, second)]
     differing = [field for field, (one, other) in zip(("stem", "suffix"), zip(*names), strict=True)
                  if one != other and field not in fields]
     return " or ".join(f"{{{field}}}" for field in [*differing, "index"])
+
+
+# double extensions that name one format: {stem} of x.ome.tif is x (its {suffix} .ome.tif), as
+# tifffile, Bio-Formats and NGFF read such a name; '{stem}.ome.tif' wrote x.ome.ome.tif
+_DOUBLE_SUFFIXES = (".ome.tiff", ".ome.tif", ".ome.zarr")
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """A file name as --name's {stem} and {suffix}: os.path.splitext's, but for an OME name's
+    double extension, which is its suffix whole.
+
+    >>> _split_name("x.ome.tif"), _split_name("cells.OME.zarr"), _split_name("a.b.png"), _split_name(".ome.tif")
+    (('x', '.ome.tif'), ('cells', '.OME.zarr'), ('a.b', '.png'), ('.ome', '.tif'))
+    """
+    for suffix in _DOUBLE_SUFFIXES:
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], name[-len(suffix):]
+    return os.path.splitext(name)
 
 
 def render(template: str, source: Source, index: int) -> list[str]:
@@ -796,7 +814,7 @@ def render(template: str, source: Source, index: int) -> list[str]:
     ['b.png']
     """
     name = os.path.basename(source.path)
-    stem, suffix = os.path.splitext(name)
+    stem, suffix = _split_name(name)
     try:
         text = template.format(stem=stem, suffix=suffix, name=name, parent=source.parent, index=index)
     except (ValueError, TypeError, OverflowError) as error:  # {index:c} past U+10FFFF overflows

@@ -302,6 +302,31 @@ def test_template_fields_and_format_from_the_extension(shots: Path, tmp_path: Pa
     assert np.load(out / "001_b.png.npy").shape == (4, 4)
 
 
+def test_the_stem_of_an_ome_name_leaves_out_its_double_extension(tmp_path: Path) -> None:
+    """'--name {stem}.ome.tif' of x.ome.tif wrote x.ome.ome.tif (os.path.splitext's stem x.ome). An
+    OME name's extension is .ome.tif, .ome.tiff or .ome.zarr whole: {stem} is x, {suffix} the rest,
+    so that the default {stem}{suffix} is the input's name as before."""
+    import tifffile
+
+    pytest.importorskip("zarr")
+    import zarr
+
+    source = tmp_path / "in"
+    source.mkdir()
+    data = np.arange(64, dtype=np.uint8).reshape(8, 8)
+    tifffile.imwrite(source / "x.ome.tif", data, ome=True)
+    tifffile.imwrite(source / "y.OME.tiff", data, ome=True)
+    zarr.create_array(str(source / "z.ome.zarr"), shape=data.shape, dtype=data.dtype)[...] = data
+    for template, expected in (("{stem}.ome.tif", ["x.ome.tif", "y.ome.tif", "z.ome.tif"]),
+                               ("{stem}{suffix}", ["x.ome.tif", "y.OME.tiff", "z.ome.zarr"]),
+                               ("{stem}_{suffix}.npy", ["x_.ome.tif.npy", "y_.OME.tiff.npy", "z_.ome.zarr.npy"])):
+        out = tmp_path / template.replace("{", "").replace("}", "")
+        result = run("crop-pad", source / "x.ome.tif", source / "y.OME.tiff", source / "z.ome.zarr", "--out-dir", out,
+                     "--name", template, "--shape", "4,4", "-q")
+        assert result.exit_code == 0, result.stderr
+        assert sorted(path.name for path in out.iterdir()) == expected
+
+
 @pytest.mark.parametrize("name, suggested", [(None, "{stem}.npy"), ("{index}_{stem}.png", "{index}_{stem}.npy")])
 def test_format_contradicting_the_template_extension_is_a_usage_error(shots: Path, tmp_path: Path,
                                                                       name: str | None, suggested: str) -> None:
