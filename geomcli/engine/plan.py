@@ -150,7 +150,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
             if not _missing(source.path):
                 raise
             # a folder that is not there ('gone/'): no name to render, and its own failure
-            jobs.append(Job(index, source.path, "", "", f"{source.path}: no such file"))
+            jobs.append(Job(index, source.path, "", "", _not_there(source.path)))
             continue
         if "parent" not in fields and source.parent:
             parts = source.parent.split(os.sep) + parts
@@ -180,7 +180,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
             if not _missing(source.path):
                 raise
             # an input that is not there: its own failure, as for a name whose output has a format
-            jobs.append(Job(index, source.path, "", "", f"{source.path}: no such file"))
+            jobs.append(Job(index, source.path, "", "", _not_there(source.path)))
             continue
         jobs.append(Job(index, source.path, output, fmt, size=source.size, options_read_at=read_at))
     if told_apart_by_case:
@@ -922,6 +922,15 @@ def _landing(path: str, realpath: Callable[[str], str] = os.path.realpath) -> st
         return _remote.canonical(path)
     folder, name = os.path.split(os.path.abspath(path))
     return os.path.normcase(os.path.join(realpath(folder), name))
+
+
+def _not_there(path: str) -> str:
+    """The failure of an input :func:`_missing` finds: a local one's as its read would say it
+    ('a.png/' of a file a.png is no folder, not a missing file), a URL's 'no such file'."""
+    from geomcli import io
+    from geomcli.io import _remote
+
+    return f"{path}: no such file" if _remote.is_url(path) else io.not_there(path)
 
 
 def _missing(path: str) -> bool:

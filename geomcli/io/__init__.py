@@ -76,6 +76,7 @@ __all__ = [
     "is_stream",
     "maps_output",
     "mislabelled",
+    "not_there",
     "note_signal",
     "open_output",
     "read_array",
@@ -974,6 +975,17 @@ def text_keywords(text: Sequence[tuple[bytes, bytes]], /) -> list[str]:
     from geomcli.io import _png
 
     return _png.text_keywords(text)
+
+
+def not_there(path: str, /) -> str:
+    """The one line a local input that is not there fails with, as its read says it: 'no such
+    file', but for 'a.png/' of a file a.png 'not a directory (a parent in the path is a file)',
+    a broken link's target, a name there in another Unicode form."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        return str(_read_error(path, error))
+    return f"{path}: no such file"  # (there now: gone between the plan's look and this one)
 
 
 def mislabelled(path: str, fmt: str, /) -> str | None:

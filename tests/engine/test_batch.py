@@ -1482,6 +1482,24 @@ def test_a_missing_folder_named_with_a_slash_is_its_own_failure(tmp_path: Path) 
     assert files(tmp_path / "out") == ["there.png"]
 
 
+def test_a_file_named_with_a_slash_in_a_batch_fails_for_its_real_reason(tmp_path: Path) -> None:
+    """'crop-pad a.png/ b.png --out-dir o' said 'a.png/: no such file' where a.png is there, and
+    '-o' of the same name the real reason: a file is no folder. The batch says it as a read does."""
+    from PIL import Image
+
+    for name in ("a.png", "b.png"):
+        Image.new("RGB", (4, 4)).save(tmp_path / name)
+    single = run("crop-pad", f"{tmp_path / 'a.png'}/", "-o", tmp_path / "x.png", "--shape", "2,2")
+    result = run("crop-pad", f"{tmp_path / 'a.png'}/", tmp_path / "b.png", "--out-dir", tmp_path / "out",
+                 "--shape", "2,2")
+    assert single.exit_code == result.exit_code == 1, result.stderr
+    line = f"Error: {tmp_path / 'a.png'}/: not a directory (a parent in the path is a file)"
+    assert single.stderr.splitlines()[0] == result.stderr.splitlines()[0] == line
+    assert files(tmp_path / "out") == ["b.png"]
+    dry = run("crop-pad", f"{tmp_path / 'a.png'}/", "--out-dir", tmp_path / "dry", "--shape", "2,2", "--dry-run")
+    assert dry.exit_code == 1 and dry.stderr.splitlines()[0] == line, dry.stderr
+
+
 def test_headers_on_object_storage_are_read_side_by_side_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch's header check reads URLs' headers REMOTE_HEADER_THREADS at a time (each is a
     request's round trip; one by one, a million inputs on S3 would take hours before the first
