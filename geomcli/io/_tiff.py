@@ -679,11 +679,15 @@ def _channel_names(pixels: dict[str, Any], choice: _Choice) -> tuple[str, ...]:
 
 def _physical_sizes(pixels: dict[str, Any], choice: _Choice) -> tuple[tuple[str, float, str | None], ...]:
     """The OME-XML PhysicalSizeX, Y and Z (and their units) of the image read (its ``pixels``:
-    _ome_pixels), for the axes it has; none where the XML does not give them as positive numbers."""
+    _ome_pixels), for the axes it has, and its TimeIncrement, which the Pixels hold whatever SizeT
+    is (a ZYX stack's frame interval), but of one page of a stack; none where the XML does not give
+    them as positive numbers."""
     sizes = []
+    whole = choice.series is not None or choice.image is None  # (not --page's one plane: _unusable_sizes)
     for axis, key in _OME_SIZES.items():
         size, unit = pixels.get(key), pixels.get(f"{key}Unit")
-        if axis in choice.axes and isinstance(size, (int, float)) and 0 < size < float("inf"):
+        held = axis in choice.axes or axis == "T" and whole
+        if held and isinstance(size, (int, float)) and 0 < size < float("inf"):
             sizes.append((axis, float(size), unit if isinstance(unit, str) else None))
     return tuple(sizes)
 
@@ -1175,9 +1179,10 @@ def as_ome(metadata: Metadata, layout: str | None, ndim: int) -> tuple[Metadata,
     holding an array of ``ndim`` axes in ``layout``; and a warning where it cannot be one. An
     ImageJ hyperstack's axes stay (ImageJ's order is one of OME's) and its calibration becomes
     OME's physical sizes: the resolution's pixel size along X and Y and the slice spacing along Z
-    in its unit, the frame interval (s) as the time increment; a resolution of no length unit, and
-    its fps, stay as they were (the writer names them where it drops them). A file of no OME or
-    ImageJ axes takes its layout's (YX, YXS, CYX; an N is tifffile's Q, OME's modulo axis).
+    in its unit, the frame interval (s) as the time increment (of a stack with a T axis or not,
+    calibrated or not); a resolution of no length unit, and its fps, stay as they were (the writer
+    names them where it drops them). A file of no OME or ImageJ axes takes its layout's (YX, YXS,
+    CYX; an N is tifffile's Q, OME's modulo axis).
 
     >>> from geomcli.io import Metadata
     >>> ome, _ = as_ome(Metadata(axes="TZYX", axes_kind="imagej", resolution=(4.0, 4.0), unit="micron",
@@ -1200,7 +1205,10 @@ def as_ome(metadata: Metadata, layout: str | None, ndim: int) -> tuple[Metadata,
         return metadata, f"a .ome.tif name promises OME-XML, but the result's axes {said}; written without OME-XML"
     if metadata.axes_kind != "imagej":  # (an OME file's sizes of the axes it still has stay, as write keeps them)
         return metadata._replace(axes=axes, axes_kind="ome"), None
-    physical = tuple(entry for entry in imagej_physical(metadata) if entry[0] in axes)
+    # OME's TimeIncrement is the Pixels' own, held whatever SizeT is, and needs no length unit: a
+    # ZYX stack's frame interval (or one of no unit) was dropped, with a warning
+    lengths = tuple(entry for entry in imagej_physical(metadata) if entry[0] in axes and entry[0] != "T")
+    physical = (*lengths, *_frame_interval(metadata))
     carried = {axis for axis, _, _ in physical}
     converted = {"X", "Y"} & carried
     kept = tuple((key, value) for key, value in metadata.imagej
@@ -1224,12 +1232,21 @@ def imagej_physical(metadata: Metadata) -> tuple[tuple[str, float, str], ...]:
     unit = _OME_SYMBOLS[metadata.unit or ""]
     x, y = metadata.resolution
     sizes = [("X", 1 / x, unit), ("Y", 1 / y, unit)]
-    entries = dict(metadata.imagej)
-    for key, axis, named in (("spacing", "Z", unit), ("finterval", "T", "s")):
-        value = entries.get(key)
-        if isinstance(value, (int, float)) and 0 < value < math.inf:
-            sizes.append((axis, float(value), named))
-    return tuple(sizes)
+    spacing = dict(metadata.imagej).get("spacing")
+    if isinstance(spacing, (int, float)) and 0 < spacing < math.inf:
+        sizes.append(("Z", float(spacing), unit))
+    return (*sizes, *_frame_interval(metadata))
+
+
+def _frame_interval(metadata: Metadata) -> tuple[tuple[str, float, str], ...]:
+    """An ImageJ frame interval as OME's time increment (``T`` in seconds), where it is a positive number.
+
+    >>> from geomcli.io import Metadata
+    >>> _frame_interval(Metadata(imagej=(("finterval", 0.5),))), _frame_interval(Metadata(imagej=(("finterval", 0),)))
+    ((('T', 0.5, 's'),), ())
+    """
+    interval = dict(metadata.imagej).get("finterval")
+    return (("T", float(interval), "s"),) if isinstance(interval, (int, float)) and 0 < interval < math.inf else ()
 
 
 # ImageJ's length units, as tifffile reads them and geomcli names them (Metadata.unit), by OME's symbols

@@ -129,6 +129,8 @@ omero=None, levels=1)
     sizes: dict[str, tuple[float, str]] = {}
     imagej = imagej_physical(metadata) if metadata.axes_kind == "imagej" else ()
     for axis, size, unit in (*imagej, *metadata.physical):
+        if axis not in axes:  # (a ZYX stack's time increment: NGFF's scale is its axes' alone)
+            continue
         units = _OME_TIME_UNITS if axis == "T" else _OME_UNITS
         if (unit or ("s" if axis == "T" else "\u00b5m")) not in units:
             return None

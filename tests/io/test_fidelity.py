@@ -1917,3 +1917,34 @@ def test_a_4d_tensor_s_space_to_depth_to_an_ome_tif_name_is_an_ome_tiff_of_nchw(
     result = run("crop-pad", tmp_path / source, "-o", tmp_path / "c.ome.tif", "--shape", "2,3,4,4", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [
         "a .ome.tif name promises OME-XML, but the result's axes are of no known layout; written without OME-XML"]
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["from-ram", "memory-map"])
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_an_imagej_frame_interval_is_an_ome_time_increment_without_a_t_axis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool, calibrated: bool) -> None:
+    """An ImageJ ZYX stack with a frame interval (of a length unit or none) to a .ome.tif name
+    warned 'the ImageJ finterval 2 cannot be written without ImageJ metadata; dropped': OME's
+    TimeIncrement was written only along a T axis, and not at all without a length unit. The
+    Pixels hold it whatever SizeT is: it is written, and read back from such an OME-TIFF, so a
+    second .ome.tif keeps it too, where it warned 'the OME-XML time increment cannot be carried'."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    if mapped:
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    source = tmp_path / "ij.tif"
+    lengths = {"unit": "um", "spacing": 1.5} if calibrated else {}
+    tifffile.imwrite(source, np.arange(3 * 8 * 8, dtype=np.uint16).reshape(3, 8, 8), imagej=True,
+                     **({"resolution": (2.0, 2.0)} if calibrated else {}),
+                     metadata={"axes": "ZYX", "finterval": 2.5, **lengths})
+    once, twice = tmp_path / "once.ome.tif", tmp_path / "twice.ome.tif"
+    for given, out in ((source, once), (once, twice)):
+        result = run("crop-pad", given, "-o", out, "--shape", "4,4", "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == [], result.output
+        with tifffile.TiffFile(out) as tif:
+            assert tif.is_ome and tif.series[0].axes == "ZYX"
+            pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert (pixels["TimeIncrement"], pixels["TimeIncrementUnit"], pixels["SizeT"]) == (2.5, "s", 1)
+        assert pixels.get("PhysicalSizeZ") == (1.5 if calibrated else None)
