@@ -148,7 +148,7 @@ def show_info(record: dict[str, Any], as_json: bool) -> int:
         echo_stdout(summary.strict_json(record))
     elif record.get("series"):
         # a file of series of different shapes: a line for it, then one for each series
-        echo_stdout(f"{record['input']}: {record['format']}, {record['notes'][0]}")
+        echo_stdout(f"{_named(record['input'])}: {record['format']}, {record['notes'][0]}")
         for one in record["series"]:
             echo_stdout(f"  series {one['index']}: {summary.shape_text(one['shape'])} {one['dtype']}, "
                         f"axes {one['axes']}")
@@ -171,8 +171,8 @@ def _info_line(record: dict[str, Any]) -> str:
                      + "".join(f" {key} [{', '.join(f'{value:g}' for value in record[key])}]"
                                for key in ("scale", "translation") if record.get(key) is not None))
     if record["value_range"]:
-        low, high = record["value_range"]
-        parts.append(f"range [{low:g}, {high:g}]" + (" and NaN" if summary.NAN_NOTE in record["notes"] else ""))
+        parts.append(f"range {summary.range_text(record['value_range'])}"
+                     + (" and NaN" if summary.NAN_NOTE in record["notes"] else ""))
     if record["file_size"] is not None:
         parts.append(f"{record['file_size']} bytes")
     if record.get("icc") is not None:
@@ -196,7 +196,15 @@ def _info_line(record: dict[str, Any]) -> str:
         parts.append(f"compression {record['compression']}")
     # what --json notes (a TIFF pyramid's levels, tifffile's warnings, a range not read) is said here too
     notes = [note for note in record["notes"] if note != summary.NAN_NOTE]
-    return f"{record['input']}: " + ", ".join(parts) + "".join(f"; {note}" for note in notes)
+    return f"{_named(record['input'])}: " + ", ".join(parts) + "".join(f"; {note}" for note in notes)
+
+
+def _named(path: str) -> str:
+    """An input as an info line names it: stdin as ``<stdin>``, as its errors and warnings do (its
+    --json record keeps ``-``, the argument given)."""
+    from geomcli.io._base import display_name
+
+    return display_name(path)
 
 
 def _shown(text: str, most: int = 60) -> str:

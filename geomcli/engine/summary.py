@@ -204,6 +204,19 @@ def joined_range(parts: Iterable[tuple[list[Any] | None, bool]]) -> tuple[list[A
     return (None if low is None else [low, high]), nan
 
 
+def range_text(value_range: list[Any]) -> str:
+    """A value range as a summary or info line shows it: a bool image's as False and True (as
+    --json gives false and true), not 0 and 1; numbers short (:g).
+
+    >>> range_text([False, True]), range_text([0, 255]), range_text([-0.5, 1e20])
+    ('[False, True]', '[0, 255]', '[-0.5, 1e+20]')
+    """
+    low, high = value_range
+    if isinstance(low, bool) and isinstance(high, bool):
+        return f"[{low}, {high}]"
+    return f"[{low:g}, {high:g}]"
+
+
 def shape_text(shape: list[int] | tuple[int, ...] | None) -> str:
     """A shape as 2×3×4, "()" for a 0-d array's, "?" for an unknown one."""
     if shape is None:
@@ -222,7 +235,7 @@ def _plain_line(report: Report) -> str:
                   f"{shape_text(report.output_shape)} {report.output_dtype}")
     parts = [f"{report.command} {arrow}: {shapes}"]
     if report.value_range is not None:
-        parts.append(f"range [{report.value_range[0]:g}, {report.value_range[1]:g}]")
+        parts.append(f"range {range_text(report.value_range)}")
     for key, value in report.parameters.items():
         parts.append(f"{key}={_shown(key, value)}")
     if report.seconds is not None:

@@ -425,3 +425,17 @@ def test_info_says_upright_only_where_the_read_turned_the_pixels(tmp_path: Path)
         kind = "TIFF" if path.endswith(".tiff") else "EXIF"
         said = "the shape shown is upright" if upright else "not applied"
         assert f", {kind} orientation 6 ({said})" in run(*args).stdout
+
+
+def test_info_and_a_summary_show_a_bool_range_as_false_and_true_and_stdin_as_such(tmp_path: Path) -> None:
+    """'info b.npy' of a bool mask said 'range [0, 1]' (its --json [false, true]), a crop's summary
+    'range [1, 1]'; and 'info - < b.npy' named the file '-', where its errors say '<stdin>'."""
+    np.save(tmp_path / "b.npy", np.array([[True, False], [False, False]]))
+    shown = run("info", tmp_path / "b.npy")
+    assert shown.exit_code == 0 and ", range [False, True], " in shown.stdout, shown.stdout
+    piped = run("info", "-", stdin=(tmp_path / "b.npy").read_bytes())
+    assert piped.stdout == "<stdin>: npy 2×2 bool, layout -, 1 page(s), range [False, True]\n"
+    record = json.loads(run("info", "--json", "-", stdin=(tmp_path / "b.npy").read_bytes()).stdout)
+    assert (record["input"], record["value_range"]) == ("-", [False, True])  # (the argument given)
+    cropped = run("crop-pad", tmp_path / "b.npy", "-o", tmp_path / "c.npy", "--shape", "1,1")
+    assert cropped.exit_code == 0 and " range [True, True] " in cropped.stderr, cropped.stderr
