@@ -310,15 +310,19 @@ def show(report: Report, stream: IO[str] | None = None) -> None:
 
 def resized_pixels(before: dict[str, dict[str, Any]] | None, after: dict[str, dict[str, Any]] | None) -> list[str]:
     """A note of the pixel sizes (Metadata.pixel_size) an operation changed: space-to-depth's b
-    times, a resize's step; none where none changed.
+    times, a resize's step; none where none changed, nor where the size was dropped (a rotated
+    OME-Zarr's scale 1 of no unit, which a warning names: 'y 0.5 → 1 µm' said it was kept).
 
     >>> resized_pixels({"x": {"size": 0.5, "unit": "µm"}, "y": {"size": 0.25, "unit": "µm"}},
     ...                {"x": {"size": 1.0, "unit": "µm"}, "y": {"size": 0.5, "unit": "µm"}})
     ['pixel size x 0.5 → 1 µm, y 0.25 → 0.5 µm']
+    >>> resized_pixels({"x": {"size": 0.5, "unit": "µm"}}, {"x": {"size": 1.0, "unit": None}})
+    []
     """
     if not before or not after:
         return []
     changed = [f"{axis} {size['size']:g} → {after[axis]['size']:g}{' ' + size['unit'] if size['unit'] else ''}"
                for axis, size in before.items()
-               if axis in after and not math.isclose(after[axis]["size"], size["size"])]
+               if axis in after and after[axis]["unit"] == size["unit"]
+               and not math.isclose(after[axis]["size"], size["size"])]
     return [f"pixel size {', '.join(changed)}"] if changed else []

@@ -2753,3 +2753,20 @@ def test_ome_tiff_sizes_no_ome_zarr_scale_takes_are_named_where_dropped(tmp_path
     assert result.exit_code == 0, result.stderr
     assert "OME physical sizes" in json.loads(result.stdout)["dropped"]
 
+
+
+def test_a_rotation_that_drops_the_pixel_sizes_notes_no_new_ones(tmp_path: Path) -> None:
+    """'warp yx.zarr -o o.zarr --rotate 30' of scale 0.5 micrometer warned that the physical pixel
+    sizes were dropped, and noted 'pixel size y 0.5 → 1 µm, x 0.5 → 1 µm': the scale 1 of no unit
+    left in their place, read as micrometres. No size is noted where its unit went with it."""
+    axes = [{"name": name, "type": "space", "unit": "micrometer"} for name in "yx"]
+    ome_group(tmp_path / "yx.zarr", np.zeros((16, 16), np.uint8), axes, [{"type": "scale", "scale": [0.5, 0.5]}])
+    result = run("warp", tmp_path / "yx.zarr", "-o", tmp_path / "o.zarr", "--rotate", "30", "--json")
+    assert result.exit_code == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["warnings"] == ["the physical pixel sizes (y 0.5 micrometer, x 0.5 micrometer) cannot be carried "
+                                  "through warp, whose pixels have no size per axis (a grid, a rotation or shear); "
+                                  "dropped"]
+    assert not [note for note in record["notes"] if note.startswith("pixel size")], record["notes"]
+    scaled = run("resize", tmp_path / "yx.zarr", "-o", tmp_path / "r.zarr", "--scales", "0.5,0.5", "--json")
+    assert "pixel size y 0.5 → 1 µm, x 0.5 → 1 µm" in json.loads(scaled.stdout)["notes"]  # (kept, and said)
