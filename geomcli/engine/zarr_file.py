@@ -453,9 +453,12 @@ def _unkept(metadata: Metadata) -> tuple[str, ...]:
     held = () if space is not None else metadata.physical
     if space is not None and space.omero is not None:  # its channel names are the omero's (_say_omero_dropped)
         metadata = metadata._replace(channels=())
-    if space is not None and metadata.axes_kind == "imagej":  # its calibration is the scale
+    if space is not None and metadata.axes_kind == "imagej":  # its calibration is the scale, where it has the axis
+        # (a ZYX stack's frame interval has no t to be the scale of: named, where it went unsaid)
+        scaled = {str(axis.get("name")) for axis in space.axes if "unit" in axis}
         metadata = metadata._replace(resolution=None, imagej=tuple(
-            (key, value) for key, value in metadata.imagej if key not in ("spacing", "finterval")))
+            (key, value) for key, value in metadata.imagej
+            if not (key == "spacing" and "z" in scaled or key == "finterval" and "t" in scaled)))
     return tuple(io.dropped(metadata._replace(physical=held, axes_kind=None), "npy"))
 
 

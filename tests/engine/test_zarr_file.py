@@ -867,6 +867,28 @@ def test_an_imagej_calibration_is_an_ome_zarr_s_scale(tmp_path: Path, axes: str,
         assert (pixels["TimeIncrement"], pixels["TimeIncrementUnit"], pixels["PhysicalSizeX"]) == (2.5, "ms", 0.5)
 
 
+def test_an_imagej_z_stack_s_frame_interval_that_no_scale_holds_is_named_as_dropped(tmp_path: Path) -> None:
+    """An ImageJ ZYX stack of 1.5 micron slices and a frame interval of 2 s to a .zarr: its spacing
+    and pixel size became the OME-Zarr scale, and its frame interval, which has no t axis to be the
+    scale of, went with them without a word ('dropped' absent from --json), where a stack of no
+    length unit, whose calibration is no scale, named it. It is named as dropped now; a TZYX
+    stack's is its t scale, as before."""
+    import tifffile
+
+    for axes, shape in (("ZYX", (3, 8, 8)), ("TZYX", (2, 3, 8, 8))):
+        source = tmp_path / f"{axes}.tif"
+        tifffile.imwrite(source, np.zeros(shape, np.uint8), imagej=True, resolution=(2.0, 2.0),
+                         metadata={"axes": axes, "finterval": 2.0, "unit": "um", "spacing": 1.5})
+        result = run("crop-pad", source, "-o", tmp_path / f"{axes}.zarr", "--shape", "4,4", "--json")
+        record = json.loads(result.stdout)
+        assert result.exit_code == 0 and record["warnings"] == [], result.output
+        scale = written_image(tmp_path / f"{axes}.zarr")["datasets"][0]["coordinateTransformations"][0]["scale"]
+        if axes == "ZYX":
+            assert (record["dropped"], scale) == (["ImageJ finterval 2"], [1.5, 0.5, 0.5])
+        else:
+            assert ("dropped" not in record, scale) == (True, [2.0, 1.5, 0.5, 0.5])
+
+
 def test_an_ome_zarr_s_channel_labels_are_an_ome_tiff_s_channel_names(tmp_path: Path) -> None:
     """An OME-Zarr's omero channel labels were lost without a word in a TIFF output: they are its
     OME channel names where the channels are the input's (a crop's), else dropped as the omero is."""
