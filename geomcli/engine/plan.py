@@ -1029,7 +1029,8 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
             header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                     page=fidelity.page, frames=fidelity.frames)
         report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
-        common = layouts.own_axes(judged_by(task.common, job.input, job.output), header.format)
+        judged = judged_by(task.common, job.input, job.output)
+        common = layouts.own_axes(judged, header.format)
         # the limits the run would apply: the input's here, the output's in output_shape
         io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
         try:
@@ -1046,9 +1047,13 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         check_writable(header, shape, job.input, job.output, job.format, common)
         zarr_file.check_tasks(task.operation, job.input, job.output, task.common)
-        # the options the run would warn of, this file's formats not using them
+        # what the run would warn of, in its order: the input's --layout and name, the options this
+        # file's formats do not use, and the options seldom meant for this header (a resized channel axis)
+        report.warnings.extend(summary.of_input(layouts.ignored_layout(judged, header.format, header.layout),
+                                                io.mislabelled(job.input, header.format)))
         report.warnings.extend(unused_options(task.common.fidelity, header.format, job.format))
         report.warnings.extend(task.operation.unused_options())
+        report.warnings.extend(task.operation.cautions(header, common))
         unnamed = unnamed_warning(job.output, job.format, layout, len(shape), common)  # a .ome.tif of no OME axes
         report.warnings.extend([unnamed] if unnamed else [])
     if reason is not None:
