@@ -25,6 +25,20 @@ ours would override it. ``--storage-option 'config_kwargs={...}'`` is merged ove
 timeouts, a key given there winning: ``config_kwargs={"read_timeout": 60}`` brings botocore's
 back, and ``{"retries": {"max_attempts": 1}}`` leaves s3fs's tries alone (a GET's 125 become 50).
 
+Those tries are bounded by a deadline of ours. Measured against a server that answers HEADs and
+holds GETs, with both timeouts 0.2 s and ``max_attempts`` 1: a GET held 50 requests, 29 s; a zarr
+chunk's read, made again by the store (_zarr_store.READ_RETRIES), 150 requests, 107 s: at 15 s a
+request and botocore's 5 tries, half an hour for a file, three hours for every chunk of a zarr
+array. So each read of an object (a HEAD, a GET, a zarr chunk's get or put, its store's own tries
+in) must be done within ``DEADLINE_SECONDS``, 60 s, plus a second per ``SLOWEST_RATE`` (256 KiB)
+of the bytes it moves, else it fails at once, one line saying the store stalled, and a batch
+sends it no more (no failure that may pass: it would cost the deadline again). A healthy store
+answers in milliseconds, and a passing failure costs s3fs's and botocore's pauses (a few seconds);
+60 s still lets through a request or two held for the whole read timeout, and 256 KiB a second
+(2 Mbit/s) a big body on a slow line. ``--storage-option deadline_seconds=N`` sets the 60 s
+(``null``: no deadline, the tries alone); geomcli takes it, no filesystem is given it. A listing
+has no deadline: a big folder's pages may take minutes, each its request's tries.
+
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
 
@@ -56,6 +70,11 @@ MULTIPART_BYTES = 50 << 20
 
 # botocore's timeouts (seconds) for S3, where --storage-option's config_kwargs names none: see the docstring
 S3_TIMEOUTS = {"connect_timeout": 10, "read_timeout": 15}
+# the most seconds a read of an object may take, all its tries in, plus one per SLOWEST_RATE bytes
+# it moves; and the --storage-option, geomcli's own, that sets the seconds: see the docstring
+DEADLINE_SECONDS = 60.0
+SLOWEST_RATE = 256 << 10
+DEADLINE_OPTION = "deadline_seconds"
 _options: dict[str, Any] = {}
 # a cluster task's own options (task_options), over the process's: a joined cluster's worker runs
 # the tasks of several runs at once, one a thread, each run with its own --storage-option
@@ -116,10 +135,50 @@ def filesystem_options(url: str) -> dict[str, Any]:
     timeouts S3_TIMEOUTS under the config_kwargs given (a config_kwargs that is no mapping is
     the filesystem's to refuse)."""
     given = options()
+    if DEADLINE_OPTION in given:  # (ours, for no filesystem)
+        _check_deadline(given[DEADLINE_OPTION])
+        given = {key: value for key, value in given.items() if key != DEADLINE_OPTION}
     config = given.get("config_kwargs", {})
     if protocol(url) not in ("s3", "s3a") or not isinstance(config, dict):
         return given
     return {**given, "config_kwargs": {**S3_TIMEOUTS, **config}}
+
+
+def _check_deadline(value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+        raise PlanError(f"--storage-option {DEADLINE_OPTION}={value}: a number of seconds above 0, or null for none")
+
+
+def deadline(size: int | None = None) -> float | None:
+    """The seconds a read of an object that moves ``size`` bytes (None: a HEAD, or a body not
+    known) may take, all its tries in; None where ``--storage-option deadline_seconds=null``."""
+    given = options().get(DEADLINE_OPTION, DEADLINE_SECONDS)
+    return None if given is None else float(given) + (size or 0) / SLOWEST_RATE
+
+
+class StalledError(GeomError):
+    """A read of an object not done by its :func:`deadline`: the store takes requests and answers
+    none, or too slowly. No failure that may pass (see may_pass): trying again costs the deadline again."""
+
+
+def stalled(url: str, doing: str, seconds: float) -> StalledError:
+    return StalledError(f"{url}: cannot {doing} (the store stalled: not done within {seconds:g} s, its tries "
+                        f"included; --storage-option {DEADLINE_OPTION}=SECONDS waits longer)")
+
+
+def _in_time(fs: AbstractFileSystem, url: str, doing: str, call: Callable[..., Any], *args: Any,
+             size: int | None = None, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)``, a method of ``fs``, within its :func:`deadline` where ``fs``
+    is asynchronous (fsspec's own wait cancels it then); a StalledError past it."""
+    seconds = deadline(size)
+    if seconds is None or not getattr(fs, "async_impl", False):
+        return call(*args, **kwargs)
+    from fsspec.exceptions import FSTimeoutError
+
+    try:
+        return call(*args, timeout=seconds, **kwargs)
+    except FSTimeoutError as error:
+        raise stalled(url, doing, seconds) from error
 
 
 @contextmanager
@@ -316,7 +375,7 @@ def may_pass(error: BaseException) -> bool:
     which a retry could overcome; not a bad file, nor a missing one."""
     seen: BaseException | None = error
     for _ in range(100):  # a chain is short; never a cycle followed forever
-        if seen is None:
+        if seen is None or isinstance(seen, StalledError):  # (raised from a timeout, which may pass)
             return False
         if isinstance(seen, (ConnectionError, TimeoutError)) or (
                 isinstance(seen, OSError) and seen.errno in _PASSING) or passing_failure(seen):
@@ -454,7 +513,7 @@ def read_bytes(url: str, limit: int, past_limit: str) -> bytes:
         _check_limit(url, len(given), limit, past_limit)
         return given
     with _errors(url, "read"):
-        data = _whole(fs, path, url, _size(fs, path), limit, past_limit)
+        data = _whole(fs, path, url, _size(fs, path, url), limit, past_limit)
     _keep(fs, path, data)
     return data
 
@@ -469,18 +528,19 @@ def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes,
         _check_limit(url, len(given), limit, past_limit)
         return given, len(given)
     with _errors(url, "read"):
-        size = _size(fs, path)
+        size = _size(fs, path, url)
         if size is not None and size > count:
-            return _whole_body(lambda: bytes(fs.cat_file(path, start=0, end=count)), count), size
+            return _whole_body(lambda: bytes(_in_time(fs, url, "read", fs.cat_file, path, start=0, end=count,
+                                                      size=count)), count), size
         data = _whole(fs, path, url, size, limit, past_limit)
     _keep(fs, path, data)
     return data, len(data)
 
 
-def _size(fs: AbstractFileSystem, path: str) -> int | None:
+def _size(fs: AbstractFileSystem, path: str, url: str) -> int | None:
     """The object's size as a listing told it (listed_size), else as the filesystem says (a HEAD)."""
     size = _listed_sizes.get(str(fs.unstrip_protocol(path)))
-    return fs.size(path) if size is None else size
+    return _in_time(fs, url, "read", fs.size, path) if size is None else size
 
 
 def _check_limit(url: str, size: int | None, limit: int, past_limit: str) -> None:
@@ -494,7 +554,8 @@ def _whole(fs: AbstractFileSystem, path: str, url: str, size: int | None, limit:
     # (50 MiB) in ranges side by side: told it is not, one request of 3 is saved
     one_read = (fs.__class__.__name__ == "S3FileSystem" and size is not None
                 and size <= getattr(fs, "default_block_size", 0))
-    return _whole_body(lambda: bytes(fs.cat_file(path, max_concurrency=1) if one_read else fs.cat_file(path)), size)
+    more = {"max_concurrency": 1} if one_read else {}
+    return _whole_body(lambda: bytes(_in_time(fs, url, "read", fs.cat_file, path, size=size, **more)), size)
 
 
 # how often in all a read whose body came shorter than the object is made: s3fs makes a request
@@ -827,7 +888,7 @@ def named(url: str) -> Entry | None:
     fs, path = filesystem(url)
     with _errors(url, "look at it"):
         try:
-            info = fs.info(path)
+            info = _in_time(fs, url, "look at it", fs.info, path)
         except FileNotFoundError:
             return Entry(url, None, None)
         except PermissionError:  # a HEAD's refusal has no body to say why (bad keys): a listing's says it
@@ -853,7 +914,7 @@ def modified(url: str) -> int | None:
         return None  # listed, and not found there
     fs, path = filesystem(url)
     try:
-        info = fs.info(path)
+        info = _in_time(fs, url, "look at it", fs.info, path)
     except FileNotFoundError:
         return None
     except _failures() as error:

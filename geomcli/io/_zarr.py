@@ -283,7 +283,9 @@ def _store(path: str, read_only: bool) -> Any:
         # took 8), where zarr reads many chunks side by side itself. (--storage-option sets it.)
         options.setdefault("max_concurrency", 1)
     # (an input's chunk objects are read no further than a chunk can take, once it is open)
-    return BoundedRemoteStore.from_url(path, storage_options=options or None, read_only=read_only)
+    store: Any = BoundedRemoteStore.from_url(path, storage_options=options or None, read_only=read_only)
+    store.deadline_seconds = _remote.deadline()
+    return store
 
 
 def _open_node(store: Any, mode: str) -> Any:

@@ -13,7 +13,10 @@ double a chunk's requests). A metadata file (zarr.json, .zarray, .zmetadata) pas
 error that may pass (a connection reset or timed out, S3's 500), once the filesystem's own retries
 are spent, is made again up to ``READ_RETRIES`` times, after a pause: one chunk's failed the whole
 array's job, hours of work on a cluster, where a batch sends a file that failed so again
-(engine.cluster.IO_RETRIES). A chunk is put whole, so a put made again replaces it whole.
+(engine.cluster.IO_RETRIES). A chunk is put whole, so a put made again replaces it whole. A
+chunk's read or put, these tries and the filesystem's own in, must be done within its deadline
+(io._remote.deadline: a stalled store held each chunk for three hours, see io._remote), else it
+fails its array's job, saying the store stalled, and is not tried again.
 """
 
 from __future__ import annotations
@@ -122,24 +125,46 @@ class ContainedStore(ChunkBound, zarr.storage.LocalStore):
 class BoundedRemoteStore(ChunkBound, zarr.storage.FsspecStore):
     """zarr's FsspecStore, reading a chunk's object no further than one byte past what the chunk
     can take (a 20 MiB object in place of a 4x8 chunk was read whole: 104 MiB at its peak), and
-    making a read or a write (a chunk's put, whole) that failed on an error that may pass again."""
+    making a read or a write (a chunk's put, whole) that failed on an error that may pass again,
+    within the deadline of the bytes it moves (``deadline_seconds``: --storage-option's, as the
+    store was made: a worker that unpickles it has no options of the run's)."""
+
+    deadline_seconds: float | None = None
 
     async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
         most = self._most_read(key)
         if most is None or byte_range is not None:  # (a shard's parts are read by their ranges, bounded by its index)
-            return await self._retried(functools.partial(super().get, key, prototype, byte_range))
+            return await self._retried(functools.partial(super().get, key, prototype, byte_range), key, "read")
         from zarr.abc.store import RangeByteRequest
 
-        found = await self._retried(functools.partial(super().get, key, prototype, RangeByteRequest(0, most + 1)))
+        # (its deadline grows by what the chunk can hold, not by the 4 MiB read anyway, nor a metadata file's bound)
+        moved = self.chunk_bound[0] if self.chunk_bound is not None and most != METADATA_BYTES else None
+        found = await self._retried(functools.partial(super().get, key, prototype, RangeByteRequest(0, most + 1)),
+                                    key, "read", moved)
         if found is not None and len(found) > most:
             raise self._too_big(key, None, most)
         return found
 
     async def set(self, key: str, value: Any, byte_range: Any = None) -> None:
-        await self._retried(functools.partial(super().set, key, value, byte_range))
+        await self._retried(functools.partial(super().set, key, value, byte_range), key, "write", len(value))
+
+    async def _retried(self, call: Callable[[], Awaitable[Any]], key: str, doing: str, size: int | None = None) -> Any:
+        """``call()``, made again after a failure that may pass; a StalledError past its deadline."""
+        from geomcli.io import _remote
+
+        if self.deadline_seconds is None:
+            return await self._tries(call)
+        seconds = self.deadline_seconds + (size or 0) / _remote.SLOWEST_RATE
+        try:
+            async with asyncio.timeout(seconds) as within:
+                return await self._tries(call)
+        except TimeoutError as error:
+            if not within.expired():  # (a store's own timeout, which may pass)
+                raise
+            raise _remote.stalled(self.fs.unstrip_protocol(f"{self.path}/{key}"), doing, seconds) from error
 
     @staticmethod
-    async def _retried(call: Callable[[], Awaitable[Any]]) -> Any:
+    async def _tries(call: Callable[[], Awaitable[Any]]) -> Any:
         from geomcli.io import _remote
 
         for retry in range(READ_RETRIES + 1):

@@ -1228,6 +1228,139 @@ def test_a_store_that_never_answers_fails_the_file_within_geomclis_timeouts(sile
     assert taken  # (it was reached, and held each request)
 
 
+@pytest.fixture
+def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 that passes each request to the S3 server, but takes a GET of a key
+    the test names (in the list it gives, empty at first) and never answers it: its URL, and the
+    list. A store that answers HEADs and stalls GETs, or stalls its chunks alone."""
+    import http.client
+
+    stalled: list[str] = []
+    over = threading.Event()
+    upstream = s3.endpoint.removeprefix("http://")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_any(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            if self.command == "GET" and any(key in self.path for key in stalled):
+                over.wait()
+                self.close_connection = True
+                return
+            connection = http.client.HTTPConnection(upstream, timeout=30)
+            connection.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+            answer = connection.getresponse()
+            data = answer.read()
+            self.send_response_only(answer.status, answer.reason)
+            for name, value in answer.getheaders():
+                if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data if self.command != "HEAD" else b"")
+            connection.close()
+
+        do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = do_any
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", stalled
+    finally:
+        over.set()
+        server.shutdown()
+        server.server_close()
+
+
+def _stalled_line(url: str, seconds: float) -> str:
+    return (f"Error: {url}: cannot read (the store stalled: not done within {seconds:g} s, its tries included; "
+            "--storage-option deadline_seconds=SECONDS waits longer)\n")
+
+
+def test_a_get_that_stalls_fails_its_file_by_the_deadline_not_after_every_try(
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that answers the HEAD and never the GET: s3fs's 5 tries within 5 more, each of
+    botocore's 5 held for its read timeout, half an hour at geomcli's 15 s; here 50 requests at
+    0.2 s, 29 s. The deadline fails it at once, in one line, and it is not tried again."""
+    import time
+
+    monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
+    endpoint, stalled = stalling_proxy
+    stalled.append("/raw/a.png")
+    started = time.monotonic()
+    result = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/b.png", "--out-dir", tmp_path / "out",
+                 "--shape", "6,6", "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", "deadline_seconds=1.5")
+    assert time.monotonic() - started < 12
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines(keepends=True)
+    assert lines[0] == _stalled_line(f"{s3.url}/raw/a.png", 1.5)
+    assert lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
+    assert tree(tmp_path / "out") == {"b.png": (tmp_path / "out" / "b.png").read_bytes()}
+
+
+def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_every_try(
+        s3: S3, stalling_proxy: tuple[str, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store read a chunk again twice after its GET's 25 tries: 150 requests held, 107 s at
+    0.2 s (three hours at 15 s, for every chunk). The deadline covers the store's tries too, and
+    nothing is written."""
+    import time
+
+    pytest.importorskip("zarr")
+    from geomcli.io._zarr_codecs import most_bytes
+
+    data = np.arange(192, dtype=np.float32).reshape(1, 3, 8, 8)
+    np.save(tmp_path / "in.npy", data)
+    made = run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "1,3,8,8")
+    assert made.exit_code == 0, made.stderr
+    monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
+    endpoint, stalled = stalling_proxy
+    stalled.append("/in.zarr/c/")
+    started = time.monotonic()
+    result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "1,3,6,6",
+                 "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", "deadline_seconds=1.5")
+    assert time.monotonic() - started < 12
+    assert result.exit_code == 1
+    chunk_bytes = most_bytes((1, 3, 8, 8), 4)  # (the most its chunk may hold, read at SLOWEST_RATE)
+    assert result.stderr == _stalled_line(f"{s3.url}/in.zarr/c/0/0/0/0", 1.5 + chunk_bytes / _remote.SLOWEST_RATE)
+    assert not (tmp_path / "out.npy").exists()
+
+
+def test_the_deadline_is_geomclis_option_and_a_stall_is_no_failure_that_may_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """deadline_seconds goes to no filesystem (s3fs refused it as no option of its own); null is no
+    deadline, text a usage error; a stall raised from a timeout is not sent again by a batch on Dask."""
+    from geomcli.errors import PlanError
+
+    monkeypatch.setattr(_remote, "_options", {"deadline_seconds": 30, "anon": True})
+    assert _remote.filesystem_options("s3://bucket/a.png")["anon"] is True
+    assert "deadline_seconds" not in _remote.filesystem_options("s3://bucket/a.png")
+    assert _remote.deadline() == 30 and _remote.deadline(_remote.SLOWEST_RATE * 10) == 40
+    monkeypatch.setattr(_remote, "_options", {"deadline_seconds": None})
+    assert _remote.deadline(10 << 20) is None
+    monkeypatch.setattr(_remote, "_options", {})
+    assert _remote.deadline() == _remote.DEADLINE_SECONDS
+    for refused in ("soon", 0, True):
+        monkeypatch.setattr(_remote, "_options", {"deadline_seconds": refused})
+        with pytest.raises(PlanError, match=f"deadline_seconds={refused}: a number of seconds above 0, or null"):
+            _remote.filesystem("s3://bucket/a.png")
+    try:
+        raise _remote.stalled("s3://bucket/a.png", "read", 60) from TimeoutError()
+    except _remote.StalledError as error:
+        assert not _remote.may_pass(error)
+        assert _remote.may_pass(error.__cause__)  # (a timeout alone may pass)
+
+
 def test_geomclis_s3_timeouts_are_under_the_storage_options(monkeypatch: pytest.MonkeyPatch) -> None:
     """A key --storage-option's config_kwargs gives wins; the zarr store's filesystem has them too."""
     from geomcli.io import _zarr
