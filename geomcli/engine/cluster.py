@@ -8,7 +8,9 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
 - **Headers first.** As for ``-j``, every input's header is checked before any file is done (a
   run whose options some input cannot take writes nothing): by this process for a small batch,
   by the workers for one of more than ``HEADERS_HERE`` inputs, which is where the time goes for a
-  million inputs on object storage.
+  million inputs on object storage. An object this process read whole for its header (under 64
+  KiB) goes to its task with its bytes, ``CARRIED_BYTES`` a task at most: read once, not twice; a
+  header a worker checked is read again by the task that does its file (another worker, likely).
 - **Tasks of several files.** Consecutive jobs go to the cluster in tasks of about
   ``TASK_SECONDS`` of work each (longer on a cluster of more than ``TASK_RATE`` worker threads,
   see task_seconds), sized by their inputs' bytes at the rate the finished tasks showed (a
@@ -103,6 +105,10 @@ IN_FLIGHT = 2
 # file is, where 64 workers take seconds.
 HEADERS_HERE = 2000
 HEADER_TASK_FILES = 1000
+# the most bytes of small objects a task carries (those the check here read whole, Job.data, so
+# that a worker need not read them again): Dask warns of a graph past 10 MB (its
+# large-graph-warning-threshold), and what a task carries goes through the scheduler
+CARRIED_BYTES = 4 << 20
 # with --fail-fast, how often (seconds) a task asks whether the run has stopped, besides before its first file
 STOP_ASKED = 0.5
 # how often a file is sent again after a passing I/O error
@@ -151,11 +157,16 @@ class Session:
             self.connection = self.connections.enter_context(connect(self.scheduler, self.debug))
         return self.connection
 
+    @staticmethod
+    def headers_here(todo: Sequence[Job]) -> bool:
+        """Whether :meth:`option_faults` checks ``todo``'s headers in this process (a small batch)."""
+        return len(todo) <= HEADERS_HERE
+
     def option_faults(self, task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
         """What plan.option_faults finds in ``todo``'s headers: here for a batch of up to
         HEADERS_HERE inputs, else by the workers in tasks of HEADER_TASK_FILES, IN_FLIGHT per
         worker thread at most. A task the cluster could not run is checked here instead."""
-        if len(todo) <= HEADERS_HERE:
+        if self.headers_here(todo):
             return plans.option_faults(task, todo)
         from distributed import as_completed
 
@@ -323,14 +334,17 @@ class _Dispatch:
 
     def _next_batch(self) -> list[Job]:
         """The next consecutive jobs, about TASK_SECONDS of work at the rate seen so far, and at most
-        a share of what is left that lets every worker thread finish together."""
+        a share of what is left that lets every worker thread finish together, carrying no more
+        than CARRIED_BYTES of their objects' bytes."""
         target = min(self.rate * task_seconds(self.threads), self.left / (IN_FLIGHT * self.threads))
         batch: list[Job] = []
-        taken = 0
-        while self.todo and len(batch) < MAX_FILES and (not batch or taken < target):
+        taken = carried = 0
+        while self.todo and len(batch) < MAX_FILES and (not batch or (
+                taken < target and carried + len(self.todo[0].data or b"") <= CARRIED_BYTES)):
             job = self.todo.popleft()
             batch.append(job)
             taken += _size(job)
+            carried += len(job.data or b"")
         self.left = max(0.0, self.left - taken)
         return batch
 

@@ -108,11 +108,11 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
                 echo_stderr(f"Warning: no worker process could start ({error.strerror or error}); this process "
                             "does every file")
                 workers = 1
-    if on_cluster is None:
-        # a small object the check reads whole goes to its run with its job: read once, not twice
-        # (a cluster's tasks are not made to carry them: Dask warns of a big graph)
+    if on_cluster is None or on_cluster.headers_here(todo):
+        # a small object the check here reads whole goes to its run with its job: read once, not
+        # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES)
         with _remote.keeping_small_reads():
-            faults = option_faults(task, todo)
+            faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
             todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
                     for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
     else:

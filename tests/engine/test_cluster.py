@@ -547,6 +547,30 @@ def test_tasks_hold_about_a_second_of_work_and_shrink_at_the_end() -> None:
     assert len(dispatch._next_batch()) == cluster.MAX_FILES
 
 
+def test_a_task_carries_no_more_than_carried_bytes_of_its_objects() -> None:
+    """Small objects read whole for their headers go with their jobs: 1000 of 64 KiB in one task
+    made Dask warn of a big graph (past 10 MB). A task stops at CARRIED_BYTES, but takes one job
+    at least; jobs that carry nothing are sized as before."""
+    class Client:
+        def nthreads(self) -> dict[str, int]:
+            return {"a": 1, "b": 1}
+
+    piece = b"x" * (64 << 10)
+    count = 20 * cluster.CARRIED_BYTES // len(piece)
+    jobs = [Job(index, f"s3://b/{index}.png", f"/out/{index}.png", "png", size=len(piece), data=piece)
+            for index in range(count)]
+    jobs += [Job(count + index, f"s3://b/big{index}.png", f"/out/big{index}.png", "png", size=10 << 20)
+             for index in range(4)]
+    dispatch = cluster._Dispatch(Client(), None, jobs, None, False)  # type: ignore[arg-type]
+    dispatch.threads, dispatch.rate, dispatch.left = 2, 1e12, 1e15  # (the rate alone would take 1000)
+    batches = [dispatch._next_batch() for _ in range(20)]
+    each = cluster.CARRIED_BYTES // len(piece)
+    assert [len(batch) for batch in batches] == [each] * 19 + [each + 4]  # (the last 4 carry nothing)
+    assert [job.index for batch in batches for job in batch] == list(range(count + 4))
+    dispatch.todo.extend([Job(9, "s3://b/9.png", "/out/9.png", "png", data=b"x" * (cluster.CARRIED_BYTES + 1))])
+    assert len(dispatch._next_batch()) == 1
+
+
 def test_a_file_retried_after_a_death_runs_alone_on_the_cluster() -> None:
     """Dask sends each submitted task to a worker at once, two at a worker (measured: 4 tasks on 2
     one-thread workers), and one waiting there dies with the one running: a good file queued behind

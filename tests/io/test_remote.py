@@ -360,6 +360,41 @@ def test_a_batch_reads_a_small_object_once_for_its_header_and_its_run(jobs: str,
     assert tree(tmp_path / "again") == tree(tmp_path / "out")
 
 
+@pytest.mark.cluster
+def test_a_batch_on_dask_reads_a_small_object_once_for_its_header_and_its_run(
+        s3: S3, shots: dict[str, bytes], scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """--scheduler read each object under 64 KiB twice: here for its header, then on a worker.
+    Its bytes now go with its task, a few MiB a task at most (CARRIED_BYTES; Dask warned of a big
+    graph where a task carried all of them): here each task carries one."""
+    from geomcli.engine import cluster
+
+    def served() -> list[str]:
+        asked = [record.getMessage().split('"GET /')[1].split()[0] for record in caplog.records
+                 if '"GET /' in record.getMessage()]
+        return sorted(path.split("/", 1)[1] for path in asked if "?" not in path)
+
+    sent: list[int] = []
+    real_submit = cluster._Dispatch._submit
+
+    def submit(self: Any, batch: list[Any], after_death: bool) -> None:
+        sent.append(sum(len(job.data or b"") for job in batch))
+        real_submit(self, batch, after_death)
+
+    monkeypatch.setattr(cluster._Dispatch, "_submit", submit)
+    monkeypatch.setattr(cluster, "CARRIED_BYTES", max(map(len, shots.values())))
+    caplog.set_level("INFO", logger="werkzeug")
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6",
+                 "--scheduler", scheduler, *s3.options)
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert served() == ["raw/a.png", "raw/b.png", "raw/day/c.png", "raw/day/night/d.png"]
+    assert sorted(sent) == sorted(len(shots[name]) for name in ["a.png", "b.png", "day/c.png", "day/night/d.png"])
+    local = run("crop-pad", tmp_path / "raw", "-r", "--out-dir", tmp_path / "local", "--shape", "6,6")
+    assert local.exit_code == 0
+    assert tree(tmp_path / "out") == {name: data for name, data in tree(tmp_path / "local").items()
+                                      if not name.startswith(".")}
+
+
 def test_names_from_files_from_are_each_asked_once(s3: S3, shots: dict[str, bytes], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A name given alone (--files-from, or an argument) was listed to tell a folder from a file,
