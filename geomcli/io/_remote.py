@@ -30,7 +30,7 @@ holds GETs, with both timeouts 0.2 s and ``max_attempts`` 1: a GET held 50 reque
 chunk's read, made again by the store (_zarr_store.READ_RETRIES), 150 requests, 107 s: at 15 s a
 request and botocore's 5 tries, half an hour for a file, three hours for every chunk of a zarr
 array. So each read of an object (a HEAD, a GET, a zarr chunk's get or put, its store's own tries
-in) must be done within ``DEADLINE_SECONDS``, 60 s, plus a second per ``SLOWEST_RATE`` (256 KiB)
+in), and each output's put, must be done within ``DEADLINE_SECONDS``, 60 s, plus a second per ``SLOWEST_RATE`` (256 KiB)
 of the bytes it moves, else it fails at once, one line saying the store stalled, and a batch
 sends it no more (no failure that may pass: it would cost the deadline again). A healthy store
 answers in milliseconds, and a passing failure costs s3fs's and botocore's pauses (a few seconds);
@@ -600,9 +600,12 @@ def _put(url: str, data: bytes, name: str, create: bool, cancelled: Callable[[],
     fs, path = filesystem(url)
     try:
         if fs.__class__.__name__ == "S3FileSystem":
-            _run_stoppably(fs, _put_s3(fs, path, data, create, cancelled))
+            seconds = deadline(len(data))
+            if not _run_stoppably(fs, _put_s3(fs, path, data, create, cancelled), seconds):
+                raise stalled(name, "write", seconds or 0)
         else:
-            fs.pipe_file(path, data, **({"mode": "create"} if create else {}))
+            _in_time(fs, name, "write", fs.pipe_file, path, data, size=len(data),
+                     **({"mode": "create"} if create else {}))
     except FileExistsError as error:
         raise _atomic.appeared(name) from error
     except PermissionError as error:
@@ -718,13 +721,15 @@ _stopped = False
 ABORT_SECONDS = 10.0
 
 
-def _run_stoppably(fs: Any, upload: Any) -> None:
-    """Run the coroutine ``upload`` on the filesystem's event loop, waiting for it here. Should
-    the wait be interrupted (Ctrl-C or SIGTERM raise here; fsspec's own wait would leave the upload
-    running on its thread until the process dies), the upload is cancelled, and waited for while
-    it aborts, before the interruption goes on."""
+def _run_stoppably(fs: Any, upload: Any, seconds: float | None = None) -> bool:
+    """Run the coroutine ``upload`` on the filesystem's event loop, waiting for it here, at most
+    ``seconds`` (None: for ever): whether it was done in time; one that was not is cancelled, and
+    waited for while it aborts. Should the wait be interrupted (Ctrl-C or SIGTERM raise here;
+    fsspec's own wait would leave the upload running on its thread until the process dies), the
+    upload is cancelled so too, before the interruption goes on."""
     import asyncio
     import threading
+    import time
 
     if _stopped:
         upload.close()
@@ -738,9 +743,12 @@ def _run_stoppably(fs: Any, upload: Any) -> None:
 
     task = asyncio.run_coroutine_threadsafe(start(), fs.loop).result()
     _under_way[task] = (fs.loop, ended)
+    until = None if seconds is None else time.monotonic() + seconds
     try:
-        while not ended.wait(1):  # in steps: a signal's handler runs between them
-            pass
+        while not ended.wait(1 if until is None else max(0.0, min(1.0, until - time.monotonic()))):
+            if until is not None and time.monotonic() >= until:  # (else in steps: a signal's handler runs between them)
+                _stop(task)
+                return task.done() and not task.cancelled() and task.exception() is None  # (done meanwhile)
     except BaseException:
         _stop(task)
         raise
@@ -749,6 +757,7 @@ def _run_stoppably(fs: Any, upload: Any) -> None:
     if task.cancelled():  # by stop_uploads, from the thread ending the process
         raise InterruptedError("the upload was stopped")
     task.result()
+    return True
 
 
 def _stop(task: Any) -> None:

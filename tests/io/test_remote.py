@@ -1264,13 +1264,14 @@ def test_a_store_that_never_answers_fails_the_file_within_geomclis_timeouts(sile
 
 
 @pytest.fixture
-def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[str]]]:
-    """A server on 127.0.0.1 that passes each request to the S3 server, but takes a GET of a key
-    the test names (in the list it gives, empty at first) and never answers it: its URL, and the
-    list. A store that answers HEADs and stalls GETs, or stalls its chunks alone."""
+def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """A server on 127.0.0.1 that passes each request to the S3 server, but takes a request the
+    test names (its method and a part of its path, in the list it gives, empty at first) and never
+    answers it: its URL, and the list. A store that answers HEADs and stalls GETs, or stalls its
+    chunks alone, or its PUTs."""
     import http.client
 
-    stalled: list[str] = []
+    stalled: list[tuple[str, str]] = []
     over = threading.Event()
     upstream = s3.endpoint.removeprefix("http://")
 
@@ -1283,7 +1284,7 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[str]]]:
         def do_any(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
-            if self.command == "GET" and any(key in self.path for key in stalled):
+            if any(self.command == method and part in self.path for method, part in stalled):
                 over.wait()
                 self.close_connection = True
                 return
@@ -1319,7 +1320,7 @@ def _stalled_line(url: str, seconds: float) -> str:
 
 
 def test_a_get_that_stalls_fails_its_file_by_the_deadline_not_after_every_try(
-        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[str]], tmp_path: Path,
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A store that answers the HEAD and never the GET: s3fs's 5 tries within 5 more, each of
     botocore's 5 held for its read timeout, half an hour at geomcli's 15 s; here 50 requests at
@@ -1328,7 +1329,7 @@ def test_a_get_that_stalls_fails_its_file_by_the_deadline_not_after_every_try(
 
     monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
     endpoint, stalled = stalling_proxy
-    stalled.append("/raw/a.png")
+    stalled.append(("GET", "/raw/a.png"))
     started = time.monotonic()
     result = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/b.png", "--out-dir", tmp_path / "out",
                  "--shape", "6,6", "--storage-option", f"endpoint_url={endpoint}",
@@ -1343,7 +1344,8 @@ def test_a_get_that_stalls_fails_its_file_by_the_deadline_not_after_every_try(
 
 
 def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_every_try(
-        s3: S3, stalling_proxy: tuple[str, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The store read a chunk again twice after its GET's 25 tries: 150 requests held, 107 s at
     0.2 s (three hours at 15 s, for every chunk). The deadline covers the store's tries too, and
     nothing is written."""
@@ -1358,7 +1360,7 @@ def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_ever
     assert made.exit_code == 0, made.stderr
     monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
     endpoint, stalled = stalling_proxy
-    stalled.append("/in.zarr/c/")
+    stalled.append(("GET", "/in.zarr/c/"))
     started = time.monotonic()
     result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "1,3,6,6",
                  "--storage-option", f"endpoint_url={endpoint}",
@@ -1369,6 +1371,31 @@ def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_ever
     chunk_bytes = most_bytes((1, 3, 8, 8), 4)  # (the most its chunk may hold, read at SLOWEST_RATE)
     assert result.stderr == _stalled_line(f"{s3.url}/in.zarr/c/0/0/0/0", 1.5 + chunk_bytes / _remote.SLOWEST_RATE)
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_a_put_that_stalls_fails_its_file_by_the_deadline_and_leaves_no_object(
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output's PUT to a store that holds it: s3fs's 5 tries, each of botocore's 5 held for its
+    read timeout (about 7 minutes at geomcli's 15 s). The deadline fails it, and nothing is there."""
+    import re
+    import time
+
+    monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
+    endpoint, stalled = stalling_proxy
+    stalled.append(("PUT", "/out/a.png"))
+    started = time.monotonic()
+    result = run("crop-pad", tmp_path / "raw" / "a.png", tmp_path / "raw" / "b.png", "--out-dir", f"{s3.url}/out",
+                 "--shape", "6,6", "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", "deadline_seconds=1.5")
+    assert time.monotonic() - started < 12
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert re.fullmatch(rf"Error: {s3.url}/out/a\.png: cannot write \(the store stalled: not done within 1\.50\d* s, "
+                        r"its tries included; --storage-option deadline_seconds=SECONDS waits longer\)", lines[0])
+    assert lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
+    assert s3.keys() == ["out/b.png", *sorted(f"raw/{name}" for name in shots)]
 
 
 def test_the_deadline_is_geomclis_option_and_a_stall_is_no_failure_that_may_pass(
