@@ -162,7 +162,7 @@ class StalledError(GeomError):
 
 
 def stalled(url: str, doing: str, seconds: float) -> StalledError:
-    return StalledError(f"{url}: cannot {doing} (the store stalled: not done within {seconds:g} s, its tries "
+    return StalledError(f"{url}: cannot {doing} (the store stalled: not done within {round(seconds, 1):g} s, its tries "
                         f"included; --storage-option {DEADLINE_OPTION}=SECONDS waits longer)")
 
 

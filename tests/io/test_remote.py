@@ -1263,6 +1263,10 @@ def test_a_store_that_never_answers_fails_the_file_within_geomclis_timeouts(sile
     assert taken  # (it was reached, and held each request)
 
 
+# the requests the stalling proxy took and held, in order, for the test that counts them
+stalled_requests: list[str] = []
+
+
 @pytest.fixture
 def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
     """A server on 127.0.0.1 that passes each request to the S3 server, but takes a request the
@@ -1272,6 +1276,7 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
     import http.client
 
     stalled: list[tuple[str, str]] = []
+    held = stalled_requests
     over = threading.Event()
     upstream = s3.endpoint.removeprefix("http://")
 
@@ -1285,6 +1290,7 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
             if any(self.command == method and part in self.path for method, part in stalled):
+                held.append(f"{self.command} {self.path}")
                 over.wait()
                 self.close_connection = True
                 return
@@ -1306,6 +1312,7 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    held.clear()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", stalled
     finally:
@@ -1315,8 +1322,8 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
 
 
 def _stalled_line(url: str, seconds: float) -> str:
-    return (f"Error: {url}: cannot read (the store stalled: not done within {seconds:g} s, its tries included; "
-            "--storage-option deadline_seconds=SECONDS waits longer)\n")
+    return (f"Error: {url}: cannot read (the store stalled: not done within {round(seconds, 1):g} s, its tries "
+            "included; --storage-option deadline_seconds=SECONDS waits longer)\n")
 
 
 def test_a_get_that_stalls_fails_its_file_by_the_deadline_not_after_every_try(
@@ -1392,10 +1399,30 @@ def test_a_put_that_stalls_fails_its_file_by_the_deadline_and_leaves_no_object(
     assert time.monotonic() - started < 12
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
-    assert re.fullmatch(rf"Error: {s3.url}/out/a\.png: cannot write \(the store stalled: not done within 1\.50\d* s, "
+    assert re.fullmatch(rf"Error: {s3.url}/out/a\.png: cannot write \(the store stalled: not done within 1\.5 s, "
                         r"its tries included; --storage-option deadline_seconds=SECONDS waits longer\)", lines[0])
     assert lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
     assert s3.keys() == ["out/b.png", *sorted(f"raw/{name}" for name in shots)]
+
+
+@pytest.mark.cluster
+def test_a_batch_on_dask_does_not_send_a_stalled_file_again(
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]]], scheduler: str,
+        tmp_path: Path) -> None:
+    """A file whose read timed out is sent again, up to IO_RETRIES times (the failure may pass);
+    one past its deadline is not: its GET is held once here (its header's check) and once on a
+    worker, not twice more."""
+    endpoint, stalled = stalling_proxy
+    stalled.append(("GET", "/raw/a.png"))
+    result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6",
+                 "--scheduler", scheduler, *s3.options, "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", "deadline_seconds=1.5")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines(keepends=True)
+    assert lines[0] == _stalled_line(f"{s3.url}/raw/a.png", 1.5)
+    assert lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
+    assert [request.split("?")[0] for request in stalled_requests] == [f"GET /{s3.bucket}/raw/a.png"] * 2
+    assert tree(tmp_path / "out") == {"b.png": (tmp_path / "out" / "b.png").read_bytes()}
 
 
 def test_the_deadline_is_geomclis_option_and_a_stall_is_no_failure_that_may_pass(
