@@ -36,8 +36,9 @@ sends it no more (no failure that may pass: it would cost the deadline again). A
 answers in milliseconds, and a passing failure costs s3fs's and botocore's pauses (a few seconds);
 60 s still lets through a request or two held for the whole read timeout, and 256 KiB a second
 (2 Mbit/s) a big body on a slow line. ``--storage-option deadline_seconds=N`` sets the 60 s
-(``null``: no deadline, the tries alone); geomcli takes it, no filesystem is given it. A listing
-has no deadline: a big folder's pages may take minutes, each its request's tries.
+(``null``: no deadline, the tries alone); geomcli takes it, no filesystem is given it. Asking
+whether a name is a folder (one listing request) has it too; a listing has none: a big folder's
+pages may take minutes, each its request's tries.
 
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
@@ -419,7 +420,7 @@ def check_readable(url: str) -> None:
     at once (zarr's) meets it in each, with a traceback for every one left running."""
     fs, path = filesystem(url)
     with _errors(url, "read"):
-        fs.isdir(path)
+        _in_time(fs, url, "read", fs.isdir, path)
 
 
 # sizes of objects as the plan's listing told them, while their job runs (listed_size): a worker
@@ -883,7 +884,7 @@ def is_folder(url: str) -> bool:
         return False
     fs, path = filesystem(url)
     with _errors(url, "look at it"):
-        return bool(fs.isdir(path))
+        return bool(_in_time(fs, url, "look at it", fs.isdir, path))
 
 
 def named(url: str) -> Entry | None:

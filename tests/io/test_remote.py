@@ -1405,6 +1405,31 @@ def test_a_put_that_stalls_fails_its_file_by_the_deadline_and_leaves_no_object(
     assert s3.keys() == ["out/b.png", *sorted(f"raw/{name}" for name in shots)]
 
 
+def test_a_zarr_whose_listing_stalls_fails_by_the_deadline(
+        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a zarr's URL is a folder, and readable, is asked by a listing request, which had
+    no deadline: 14.6 s at 0.2 s timeouts and max_attempts 1 (minutes at geomcli's 15 s)."""
+    import time
+
+    pytest.importorskip("zarr")
+    np.save(tmp_path / "in.npy", np.arange(192, dtype=np.float32).reshape(1, 3, 8, 8))
+    made = run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "1,3,8,8")
+    assert made.exit_code == 0, made.stderr
+    monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
+    endpoint, stalled = stalling_proxy
+    stalled.append(("GET", "list-type=2"))
+    started = time.monotonic()
+    result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "1,3,6,6",
+                 "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", "deadline_seconds=1")
+    assert time.monotonic() - started < 8
+    assert result.exit_code == 1
+    assert result.stderr == _stalled_line(f"{s3.url}/in.zarr", 1)
+    assert not (tmp_path / "out.npy").exists()
+
+
 @pytest.mark.cluster
 def test_a_batch_on_dask_does_not_send_a_stalled_file_again(
         s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]]], scheduler: str,
