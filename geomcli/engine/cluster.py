@@ -11,6 +11,10 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   million inputs on object storage. An object this process read whole for its header (under 64
   KiB) goes to its task with its bytes, ``CARRIED_BYTES`` a task at most: read once, not twice; a
   header a worker checked is read again by the task that does its file (another worker, likely).
+  No file starts while later headers are checked, though a million inputs wait for a million
+  headers: a fault in the last is a usage error that writes nothing (exit 2), which outputs placed
+  before it would break, and holding them back until the check ends would hold a million outputs
+  (on object storage, in memory). The check is side by side instead, on every worker.
 - **Tasks of several files.** Consecutive jobs go to the cluster in tasks of about
   ``TASK_SECONDS`` of work each (longer on a cluster of more than ``TASK_RATE`` worker threads,
   see task_seconds), sized by their inputs' bytes at the rate the finished tasks showed (a
