@@ -110,11 +110,16 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
                 workers = 1
     if on_cluster is None or on_cluster.headers_here(todo):
         # a small object the check here reads whole goes to its run with its job: read once, not
-        # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES)
+        # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES); one whose
+        # read stalled has failed, and is not read again (the deadline waited out twice)
         with _remote.keeping_small_reads():
             faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
             todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
                     for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
+            stalled = {job.index: line for job in todo if (line := _remote.take_stalled(job.input)) is not None}
+        if stalled and not options.fail_fast:  # (--fail-fast: its run fails it, and the run stops there, in order)
+            jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
+            todo = [job for job in todo if job.index not in stalled]
     else:
         faults = on_cluster.option_faults(task, todo)
     if faults:

@@ -179,7 +179,11 @@ def _in_time(fs: AbstractFileSystem, url: str, doing: str, call: Callable[..., A
     try:
         return call(*args, timeout=seconds, **kwargs)
     except FSTimeoutError as error:
-        raise stalled(url, doing, seconds) from error
+        said = stalled(url, doing, seconds)
+        if _keeping:
+            with _kept_lock:
+                _stalled_reads[canonical(url)] = str(said)
+        raise said from error
 
 
 @contextmanager
@@ -455,7 +459,8 @@ def _held(table: dict[str, Any], url: str, value: Any) -> Iterator[None]:
 # Within keeping_small_reads (a batch's check of its headers, before its run), the objects read
 # whole of at most KEPT_OBJECT_BYTES each (64 KiB: io.HEAD_BYTES, the first bytes a header is read
 # from) are kept here by canonical URL, KEPT_BYTES in all, for take_kept: its run was then a second
-# GET of each. Off within given_bytes, a read of its URL takes the bytes it was given.
+# GET of each. Off within given_bytes, a read of its URL takes the bytes it was given. The reads
+# that stalled (their lines, for take_stalled) are kept too: its run waited out the deadline again.
 KEPT_OBJECT_BYTES = 64 << 10
 KEPT_BYTES = 64 << 20
 _keeping = False
@@ -463,6 +468,7 @@ _kept: dict[str, bytes] = {}
 _kept_total = 0
 _kept_lock = threading.Lock()
 _given: dict[str, bytes] = {}
+_stalled_reads: dict[str, str] = {}
 
 
 @contextmanager
@@ -476,6 +482,7 @@ def keeping_small_reads() -> Iterator[None]:
     finally:
         _keeping = False
         _kept.clear()
+        _stalled_reads.clear()
         _kept_total = 0
 
 
@@ -485,6 +492,14 @@ def take_kept(url: str) -> bytes | None:
         return None
     with _kept_lock:
         return _kept.pop(canonical(url), None)
+
+
+def take_stalled(url: str) -> str | None:
+    """The line of a read of ``url`` that stalled within :func:`keeping_small_reads`, no longer kept; None if none."""
+    if not _stalled_reads or not is_url(url):
+        return None
+    with _kept_lock:
+        return _stalled_reads.pop(canonical(url), None)
 
 
 def _keep(fs: AbstractFileSystem, path: str, data: bytes) -> None:

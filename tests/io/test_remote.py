@@ -1263,20 +1263,16 @@ def test_a_store_that_never_answers_fails_the_file_within_geomclis_timeouts(sile
     assert taken  # (it was reached, and held each request)
 
 
-# the requests the stalling proxy took and held, in order, for the test that counts them
-stalled_requests: list[str] = []
-
-
 @pytest.fixture
-def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]], list[str]]]:
     """A server on 127.0.0.1 that passes each request to the S3 server, but takes a request the
     test names (its method and a part of its path, in the list it gives, empty at first) and never
-    answers it: its URL, and the list. A store that answers HEADs and stalls GETs, or stalls its
-    chunks alone, or its PUTs."""
+    answers it: its URL, the list, and the requests it held ("GET /bucket/key"). A store that
+    answers HEADs and stalls GETs, or stalls its chunks alone, or its PUTs."""
     import http.client
 
     stalled: list[tuple[str, str]] = []
-    held = stalled_requests
+    held: list[str] = []  # (this proxy's alone: a client of an earlier test's may still ask its own)
     over = threading.Event()
     upstream = s3.endpoint.removeprefix("http://")
 
@@ -1312,9 +1308,8 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]]]]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    held.clear()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", stalled
+        yield f"http://127.0.0.1:{server.server_address[1]}", stalled, held
     finally:
         over.set()
         server.shutdown()
@@ -1327,15 +1322,16 @@ def _stalled_line(url: str, seconds: float) -> str:
 
 
 def test_a_get_that_stalls_fails_its_file_by_the_deadline_not_after_every_try(
-        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]], list[str]],
+        tmp_path: Path) -> None:
     """A store that answers the HEAD and never the GET: s3fs's 5 tries within 5 more, each of
     botocore's 5 held for its read timeout, half an hour at geomcli's 15 s; here 50 requests at
-    0.2 s, 29 s. The deadline fails it at once, in one line, and it is not tried again."""
+    0.2 s, 29 s. The deadline fails it at once, in one line, and it is not tried again: its
+    header's check stalled, and its run then waited out the deadline a second time. (geomcli's
+    timeouts here: one request held a deadline.)"""
     import time
 
-    monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
-    endpoint, stalled = stalling_proxy
+    endpoint, stalled, held = stalling_proxy
     stalled.append(("GET", "/raw/a.png"))
     started = time.monotonic()
     result = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/b.png", "--out-dir", tmp_path / "out",
@@ -1348,10 +1344,17 @@ def test_a_get_that_stalls_fails_its_file_by_the_deadline_not_after_every_try(
     assert lines[0] == _stalled_line(f"{s3.url}/raw/a.png", 1.5)
     assert lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
     assert tree(tmp_path / "out") == {"b.png": (tmp_path / "out" / "b.png").read_bytes()}
+    assert held == [f"GET /{s3.bucket}/raw/a.png"]
+    stopped = run("crop-pad", f"{s3.url}/raw/a.png", f"{s3.url}/raw/b.png", "--out-dir", tmp_path / "stopped",
+                  "--shape", "6,6", "--fail-fast", "--storage-option", f"endpoint_url={endpoint}",
+                  "--storage-option", "deadline_seconds=1.5")
+    assert stopped.exit_code == 1  # (--fail-fast: its run fails it once more, and stops there)
+    assert stopped.stderr.splitlines(keepends=True)[0] == _stalled_line(f"{s3.url}/raw/a.png", 1.5)
+    assert not (tmp_path / "stopped" / "b.png").exists()
 
 
 def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_every_try(
-        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
+        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The store read a chunk again twice after its GET's 25 tries: 150 requests held, 107 s at
     0.2 s (three hours at 15 s, for every chunk). The deadline covers the store's tries too, and
@@ -1366,7 +1369,7 @@ def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_ever
     made = run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "1,3,8,8")
     assert made.exit_code == 0, made.stderr
     monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
-    endpoint, stalled = stalling_proxy
+    endpoint, stalled, held = stalling_proxy
     stalled.append(("GET", "/in.zarr/c/"))
     started = time.monotonic()
     result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "1,3,6,6",
@@ -1381,7 +1384,7 @@ def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_ever
 
 
 def test_a_put_that_stalls_fails_its_file_by_the_deadline_and_leaves_no_object(
-        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """An output's PUT to a store that holds it: s3fs's 5 tries, each of botocore's 5 held for its
     read timeout (about 7 minutes at geomcli's 15 s). The deadline fails it, and nothing is there."""
@@ -1389,7 +1392,7 @@ def test_a_put_that_stalls_fails_its_file_by_the_deadline_and_leaves_no_object(
     import time
 
     monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
-    endpoint, stalled = stalling_proxy
+    endpoint, stalled, held = stalling_proxy
     stalled.append(("PUT", "/out/a.png"))
     started = time.monotonic()
     result = run("crop-pad", tmp_path / "raw" / "a.png", tmp_path / "raw" / "b.png", "--out-dir", f"{s3.url}/out",
@@ -1406,7 +1409,7 @@ def test_a_put_that_stalls_fails_its_file_by_the_deadline_and_leaves_no_object(
 
 
 def test_a_zarr_whose_listing_stalls_fails_by_the_deadline(
-        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]]], tmp_path: Path,
+        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a zarr's URL is a folder, and readable, is asked by a listing request, which had
     no deadline: 14.6 s at 0.2 s timeouts and max_attempts 1 (minutes at geomcli's 15 s)."""
@@ -1417,7 +1420,7 @@ def test_a_zarr_whose_listing_stalls_fails_by_the_deadline(
     made = run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/in.zarr", "--shape", "1,3,8,8")
     assert made.exit_code == 0, made.stderr
     monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
-    endpoint, stalled = stalling_proxy
+    endpoint, stalled, held = stalling_proxy
     stalled.append(("GET", "list-type=2"))
     started = time.monotonic()
     result = run("crop-pad", f"{s3.url}/in.zarr", "-o", tmp_path / "out.npy", "--shape", "1,3,6,6",
@@ -1432,12 +1435,12 @@ def test_a_zarr_whose_listing_stalls_fails_by_the_deadline(
 
 @pytest.mark.cluster
 def test_a_batch_on_dask_does_not_send_a_stalled_file_again(
-        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]]], scheduler: str,
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], scheduler: str,
         tmp_path: Path) -> None:
     """A file whose read timed out is sent again, up to IO_RETRIES times (the failure may pass);
-    one past its deadline is not: its GET is held once here (its header's check) and once on a
-    worker, not twice more."""
-    endpoint, stalled = stalling_proxy
+    one past its deadline is not: its GET is held once, by its header's check here, and its run is
+    not sent (it was held once more on a worker, and with a stall taken for a passing failure, twice more)."""
+    endpoint, stalled, held = stalling_proxy
     stalled.append(("GET", "/raw/a.png"))
     result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6",
                  "--scheduler", scheduler, *s3.options, "--storage-option", f"endpoint_url={endpoint}",
@@ -1446,7 +1449,7 @@ def test_a_batch_on_dask_does_not_send_a_stalled_file_again(
     lines = result.stderr.splitlines(keepends=True)
     assert lines[0] == _stalled_line(f"{s3.url}/raw/a.png", 1.5)
     assert lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
-    assert [request.split("?")[0] for request in stalled_requests] == [f"GET /{s3.bucket}/raw/a.png"] * 2
+    assert [request.split("?")[0] for request in held] == [f"GET /{s3.bucket}/raw/a.png"]
     assert tree(tmp_path / "out") == {"b.png": (tmp_path / "out" / "b.png").read_bytes()}
 
 
