@@ -17,7 +17,8 @@ from geomcli.engine.options import BatchOptions, Common, Fidelity
 storage_option = click.option(
     "--storage-option", "storage_options", type=KeyValue(), multiple=True,
     help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
-         "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. Credentials "
+         "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. geomcli's own, "
+         "deadline_seconds=N (default 60; null: none), bounds each read or put with its retries. Credentials "
          "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
 
 
