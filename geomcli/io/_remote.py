@@ -28,11 +28,13 @@ back, and ``{"retries": {"max_attempts": 1}}`` leaves s3fs's tries alone (a GET'
 Those tries are bounded by a deadline of ours. Measured against a server that answers HEADs and
 holds GETs, with both timeouts 0.2 s and ``max_attempts`` 1: a GET held 50 requests, 29 s; a zarr
 chunk's read, made again by the store (_zarr_store.READ_RETRIES), 150 requests, 107 s: at 15 s a
-request and botocore's 5 tries, half an hour for a file, three hours for every chunk of a zarr
-array. So each read of an object (a HEAD, a GET, a zarr chunk's get or put, its store's own tries
-in), and each output's put, must be done within ``DEADLINE_SECONDS``, 60 s, plus a second per ``SLOWEST_RATE`` (256 KiB)
-of the bytes it moves, else it fails at once, one line saying the store stalled, and a batch
-sends it no more (no failure that may pass: it would cost the deadline again). A healthy store
+request and botocore's 5 tries (125 GETs), half an hour for a file, an hour and a half for every
+chunk of a zarr array. So each read of an object (a HEAD, a GET, a zarr chunk's get or put, its
+store's own tries in), and each output's put, must be done within ``DEADLINE_SECONDS``, 60 s,
+plus a second per ``SLOWEST_RATE`` (256 KiB) of the bytes it moves, else it fails at once, one
+line saying the store stalled, and a batch sends it no more (no failure that may pass: it would
+cost the deadline again; a read that stalled in the check of a header is not made again by its
+run: take_stalled). A healthy store
 answers in milliseconds, and a passing failure costs s3fs's and botocore's pauses (a few seconds);
 60 s still lets through a request or two held for the whole read timeout, and 256 KiB a second
 (2 Mbit/s) a big body on a slow line. ``--storage-option deadline_seconds=N`` sets the 60 s

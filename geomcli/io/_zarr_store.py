@@ -15,7 +15,7 @@ are spent, is made again up to ``READ_RETRIES`` times, after a pause: one chunk'
 array's job, hours of work on a cluster, where a batch sends a file that failed so again
 (engine.cluster.IO_RETRIES). A chunk is put whole, so a put made again replaces it whole. A
 chunk's read or put, these tries and the filesystem's own in, must be done within its deadline
-(io._remote.deadline: a stalled store held each chunk for three hours, see io._remote), else it
+(io._remote.deadline: a stalled store held each chunk for an hour and a half, see io._remote), else it
 fails its array's job, saying the store stalled, and is not tried again.
 """
 

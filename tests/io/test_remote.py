@@ -1357,7 +1357,7 @@ def test_a_zarr_chunk_that_stalls_fails_its_array_by_the_deadline_not_after_ever
         s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The store read a chunk again twice after its GET's 25 tries: 150 requests held, 107 s at
-    0.2 s (three hours at 15 s, for every chunk). The deadline covers the store's tries too, and
+    0.2 s (an hour and a half at 15 s, for every chunk). The deadline covers the store's tries too, and
     nothing is written."""
     import time
 
