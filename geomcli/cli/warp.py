@@ -35,15 +35,19 @@ def warp_options(command: Callable[..., Any]) -> Callable[..., Any]:
                            help="theta's and the grid's dtype.  [default: a theta file's float dtype, else "
                                 "float32]")(command)
     command = click.option("--size", type=IntList(sizes=True), default=None, metavar="[D,]H,W",
-                           help="The output's height and width (and depth, for a rank-5 tensor).  "
+                           help="The output's height and width (and depth, for a rank-5 tensor or --volume).  "
                                 "[default: the input's]")(command)
+    command = click.option("--volume", is_flag=True,
+                           help="Warp a z-stack (a TIFF's or OME-Zarr's Z axis) as one volume, Z Y X, by 3x4 "
+                                "matrices (--theta, 12 numbers each), not plane by plane; T stays a stack, "
+                                "C channels.")(command)
     return transform_options(command)
 
 
 def warp_operation(common: Common, theta_text: str | None, rotate: float, scale: tuple[float, ...],
                    translate: tuple[float, ...], shear: tuple[float, ...], size: tuple[int, ...] | None,
                    dtype: str | None, mode: SamplingMode, padding_mode: PaddingMode, align_corners: bool,
-                   fill: str | None) -> Warp:
+                   fill: str | None, volume: bool = False) -> Warp:
     """The operation, with theta built (and a theta file read) before any input."""
     from geomcli.engine import theta as thetas
 
@@ -60,8 +64,16 @@ def warp_operation(common: Common, theta_text: str | None, rotate: float, scale:
     transforms = (rotate, scale, translate, shear)
     with engine_errors():
         theta = thetas.for_warp(theta_file, numbers, transforms, dtype, common.max_pixels)
+    if volume and 3 not in theta.matrices:  # whatever the inputs are: the options' own mistake
+        if theta_text is None:
+            found = "--rotate, --scale, --shear and --translate make 2-D matrices; give --theta"
+        elif theta_file is None:
+            found = f"--theta gives {len(numbers or ())} numbers"
+        else:
+            found = f"{theta_file} holds 2-D matrices {theta.of_rank(2).shape}"
+        raise click.UsageError(f"--volume warps in 3-D, by 3x4 matrices (12 numbers each): {found}", ctx)
     return Warp(theta, theta_text, size, mode, padding_mode, align_corners, fill,
-                flags=None if theta_text is not None else transforms)
+                flags=None if theta_text is not None else transforms, volume=volume)
 
 
 @click.command("warp", cls=Command, short_help="Turn, scale, shear or move images (AffineGrid + GridSample).")
@@ -83,7 +95,9 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
     --theta cos(a),-sin(a)·H/W,0,sin(a)·W/H,cos(a),0. Given together, the flags compose as
     translate · rotate · shear · scale (scale applies first). The output is the input's H×W
     unless --size. A rank-5 tensor (N, C, D, H, W) of no named axes (.npy, a plain zarr) is
-    warped in 3-D, by --theta's 3×4 matrices; a TIFF's or OME-Zarr's z-stack, plane by plane.
+    warped in 3-D, by --theta's 3×4 matrices; a TIFF's or OME-Zarr's z-stack, plane by plane,
+    or with --volume in 3-D as one volume: Z is D, one matrix for every T (or one per T), its
+    axes, physical sizes and channels kept, and --size D,H,W.
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """

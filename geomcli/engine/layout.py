@@ -5,6 +5,8 @@ A layout names each axis of an array. geomcli's own (``LAYOUTS``) use the letter
 TIFF hyperstack's layout is its axes string (``TZCYX``, ``TCZYX``, ``ZYX``...), whose Y and X are H
 and W, C (or S, its samples, where it has them) the channels, and every other axis a stack axis:
 those are flattened, in order, into N and restored after the kernel (their lengths: ``batch``).
+
+A volume warp (``volume=True``) reads a z-stack as one volume, NCDHW: Z is D, not a stack axis.
 """
 
 from __future__ import annotations
@@ -70,46 +72,57 @@ def ignored_layout(common: Common, file_format: str, file_layout: str | None) ->
     return f"--layout {common.layout} is for tensors: this {file_format.upper()} image is read as {file_layout}"
 
 
-def roles(layout: str) -> str:
-    """What each axis of ``layout`` is to the kernels: N (a stack axis), C, H or W.
+def roles(layout: str, volume: bool = False) -> str:
+    """What each axis of ``layout`` is to the kernels: N (a stack axis), C, H or W; with
+    ``volume``, a z-stack's Z is D, the volume's depth.
 
-    >>> roles("NHWC"), roles("TZCYX"), roles("ZYXS"), roles("TCZYX")
-    ('NHWC', 'NNCHW', 'NHWC', 'NCNHW')
+    >>> roles("NHWC"), roles("TZCYX"), roles("ZYXS"), roles("TCZYX"), roles("TZCYX", volume=True)
+    ('NHWC', 'NNCHW', 'NHWC', 'NCNHW', 'NDCHW')
     """
     if layout in LAYOUTS:
         return layout
     channels = "S" if "S" in layout else "C"  # an RGB hyperstack's C is a stack axis of RGB images
-    return "".join({"Y": "H", "X": "W", channels: "C"}.get(axis, "N") for axis in layout)
+    named = {"Y": "H", "X": "W", channels: "C", **({"Z": "D"} if volume else {})}
+    return "".join(named.get(axis, "N") for axis in layout)
 
 
-def batch_shape(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+def _inner(volume: bool) -> str:
+    """The kernel's axes after N: C, H, W, or C, D, H, W for a volume."""
+    return "CDHW" if volume else "CHW"
+
+
+def batch_shape(shape: tuple[int, ...], layout: str, volume: bool = False) -> tuple[int, ...]:
     """The lengths of the stack axes of an array of ``shape`` in ``layout``, which N flattens.
 
     >>> batch_shape((2, 3, 4, 8, 8), "TZCYX"), batch_shape((2, 3, 8, 8), "NCHW"), batch_shape((8, 8), "HW")
     ((2, 3), (2,), ())
     """
-    return tuple(length for length, role in zip(shape, roles(layout), strict=True) if role == "N")
+    return tuple(length for length, role in zip(shape, roles(layout, volume), strict=True) if role == "N")
 
 
-def flattens_in_place(layout: str) -> bool:
+def flattens_in_place(layout: str, volume: bool = False) -> bool:
     """Whether :func:`to_nchw` of a C-ordered array in ``layout`` is a view: its stack axes are
     next to each other (TZCYX), not apart (OME's TCZYX, whose N is copied together)."""
-    positions = [index for index, role in enumerate(roles(layout)) if role == "N"]
+    positions = [index for index, role in enumerate(roles(layout, volume)) if role == "N"]
     return not positions or positions[-1] - positions[0] == len(positions) - 1
 
 
-def to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
-    """``data`` as (N, C, H, W): a view, but for stack axes apart (see :func:`flattens_in_place`)."""
-    # the stack axes first, then C, H, W; missing axes become length-1 axes
-    named = roles(layout)
-    order = [index for index, role in enumerate(named) if role == "N"] + [named.index(a) for a in "CHW" if a in named]
-    return data.transpose(order).reshape(to_nchw_shape(data.shape, layout))
+def to_nchw(data: np.ndarray, layout: str, volume: bool = False) -> np.ndarray:
+    """``data`` as (N, C, H, W), or (N, C, D, H, W) for a ``volume``: a view, but for stack axes
+    apart (see :func:`flattens_in_place`)."""
+    # the stack axes first, then C, [D,] H, W; missing axes become length-1 axes
+    named = roles(layout, volume)
+    order = ([index for index, role in enumerate(named) if role == "N"]
+             + [named.index(a) for a in _inner(volume) if a in named])
+    return data.transpose(order).reshape(to_nchw_shape(data.shape, layout, volume))
 
 
-def from_nchw(data: np.ndarray, layout: str, batch: tuple[int, ...] | None = None) -> np.ndarray:
-    """A view of an (N, C, H, W) result in ``layout``; HW grows to HWC when channels appear.
-    ``batch``: the lengths N is restored to, for a layout of several stack axes (:func:`batch_shape`)."""
-    named = roles(output_layout(layout, data.shape[1]))
+def from_nchw(data: np.ndarray, layout: str, batch: tuple[int, ...] | None = None,
+              volume: bool = False) -> np.ndarray:
+    """A view of an (N, C, H, W) result (N, C, D, H, W for a ``volume``) in ``layout``; HW grows
+    to HWC when channels appear. ``batch``: the lengths N is restored to, for a layout of several
+    stack axes (:func:`batch_shape`)."""
+    named = roles(output_layout(layout, data.shape[1]), volume)
     batch = _batch(named, data.shape[0], batch)
     # (N, C, H, W) -> (*batch, C, H, W) for several stack axes -> the layout's order, the missing
     # length-1 axes last (and dropped: a reshape that only drops them keeps the other strides)
@@ -117,7 +130,7 @@ def from_nchw(data: np.ndarray, layout: str, batch: tuple[int, ...] | None = Non
         data = data.reshape(*batch, *data.shape[1:])
     first = max(len(batch), 1)  # where C is: axis 0 is N even for a layout without one
     stacks = iter(range(len(batch)))
-    order = [next(stacks) if role == "N" else first + "CHW".index(role) for role in named]
+    order = [next(stacks) if role == "N" else first + _inner(volume).index(role) for role in named]
     view = data.transpose(order + [axis for axis in range(data.ndim) if axis not in order])
     return view.reshape(view.shape[: len(named)])
 
@@ -148,38 +161,42 @@ def output_layout(layout: str, channels: int) -> str:
     return {"HW": "HWC", "NHW": "NCHW"}.get(layout, layout)
 
 
-def to_nchw_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
+def to_nchw_shape(shape: tuple[int, ...], layout: str, volume: bool = False) -> tuple[int, ...]:
     """The shape :func:`to_nchw` gives an array of ``shape`` in ``layout``.
 
     >>> to_nchw_shape((480, 640, 3), "HWC"), to_nchw_shape((2, 3, 4, 8, 8), "TZCYX")
     ((1, 3, 480, 640), (6, 4, 8, 8))
+    >>> to_nchw_shape((2, 3, 4, 8, 8), "TZCYX", volume=True), to_nchw_shape((5, 8, 8), "ZYX", volume=True)
+    ((2, 4, 3, 8, 8), (1, 1, 5, 8, 8))
     """
-    named = roles(layout)
+    named = roles(layout, volume)
     lengths = dict(zip(named, shape, strict=True))
-    c, h, w = (lengths.get(axis, 1) for axis in "CHW")
-    return math.prod(batch_shape(shape, layout)), c, h, w
+    return math.prod(batch_shape(shape, layout, volume)), *(lengths.get(axis, 1) for axis in _inner(volume))
 
 
-def from_nchw_shape(shape: tuple[int, ...], layout: str, batch: tuple[int, ...] | None = None) -> tuple[int, ...]:
-    """The shape :func:`from_nchw` gives an (N, C, H, W) array of ``shape`` in ``layout``.
+def from_nchw_shape(shape: tuple[int, ...], layout: str, batch: tuple[int, ...] | None = None,
+                    volume: bool = False) -> tuple[int, ...]:
+    """The shape :func:`from_nchw` gives an (N, C, H, W) array of ``shape`` in ``layout``
+    ((N, C, D, H, W) for a ``volume``).
 
     >>> from_nchw_shape((1, 12, 240, 320), "HWC"), from_nchw_shape((1, 4, 2, 2), "HW")
     ((240, 320, 12), (2, 2, 4))
-    >>> from_nchw_shape((6, 16, 4, 4), "TZCYX", (2, 3))
-    (2, 3, 16, 4, 4)
+    >>> from_nchw_shape((6, 16, 4, 4), "TZCYX", (2, 3)), from_nchw_shape((2, 4, 3, 8, 8), "TZCYX", volume=True)
+    ((2, 3, 16, 4, 4), (2, 3, 4, 8, 8))
     """
-    named = roles(output_layout(layout, shape[1]))
+    named = roles(output_layout(layout, shape[1]), volume)
     stacks = iter(_batch(named, shape[0], batch))
-    return tuple(next(stacks) if role == "N" else shape["NCHW".index(role)] for role in named)
+    return tuple(next(stacks) if role == "N" else shape[1 + _inner(volume).index(role)] for role in named)
 
 
 @contextmanager
-def in_file_terms(shape: tuple[int, ...], layout: str | None, *, as_nchw: bool = False) -> Iterator[None]:
+def in_file_terms(shape: tuple[int, ...], layout: str | None, *, as_nchw: bool = False,
+                  volume: bool = False) -> Iterator[None]:
     """A kernel's GeomError about the (N, C, H, W) array :func:`to_nchw` makes of an array of
     ``shape`` in ``layout``, reworded to name ``shape`` and ``layout``: what the user's file holds,
     not the kernel's view of it. ``as_nchw`` keeps that view beside them, for messages that count
-    the kernel's N or rank (grid_sample's). The kernels know nothing of files, so the rewording is
-    here; called from Python they say what they were given.
+    the kernel's N or rank (grid_sample's); ``volume``: the view is a volume's NCDHW. The kernels
+    know nothing of files, so the rewording is here; called from Python they say what they were given.
 
     >>> with in_file_terms((5, 4, 3), "HWC"):
     ...     raise GeomError("space_to_depth: height 5 is odd (input shape (1, 3, 5, 4))")
@@ -188,22 +205,22 @@ def in_file_terms(shape: tuple[int, ...], layout: str | None, *, as_nchw: bool =
     geomcli.errors.GeomError: space_to_depth: height 5 is odd (input shape (5, 4, 3), layout HWC)
     """
     shape = tuple(int(length) for length in shape)
-    nchw = None if layout is None or len(layout) != len(shape) else to_nchw_shape(shape, layout)
+    nchw = None if layout is None or len(layout) != len(shape) else to_nchw_shape(shape, layout, volume)
     try:
         yield
     except GeomError as error:
         if nchw is None or nchw == shape or len(error.args) != 1:
             raise
-        view = f", as NCHW {nchw}" if as_nchw else ""
+        view = f", as {'NCDHW' if volume else 'NCHW'} {nchw}" if as_nchw else ""
         # in place: the error keeps its class (an OptionFault stays one) and its traceback
         error.args = (str(error.args[0]).replace(f"shape {nchw}", f"shape {shape}, layout {layout}{view}"),)
         raise
 
 
-def spatial_axes(layout: str) -> tuple[int, int]:
-    """The positions of H and W (a TIFF's Y and X) in ``layout``."""
-    named = roles(layout)
-    return named.index("H"), named.index("W")
+def spatial_axes(layout: str, volume: bool = False) -> tuple[int, ...]:
+    """The positions of H and W (a TIFF's Y and X) in ``layout``; of D, H and W (Z, Y, X) for a ``volume``."""
+    named = roles(layout, volume)
+    return tuple(named.index(axis) for axis in _inner(volume)[1:])
 
 
 def written_layout(input_shape: tuple[int, ...], output_shape: tuple[int, ...], given: str | None,

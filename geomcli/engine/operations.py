@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from geomcli.constants import plain_number
-from geomcli.errors import GeomError, PlanError
+from geomcli.errors import GeomError, OptionFault, PlanError
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -472,41 +472,55 @@ class DepthToSpace(_Blocks):
         return metadata.scaled(self.blocksize)._replace(colour=None if self.blocksize > 1 else metadata.colour)
 
 
-def _maps(layout: str | None, channels: int) -> bool:
+def _maps(layout: str | None, channels: int, volume: bool = False) -> bool:
     """Whether a result in ``layout`` can be written into a memory-mapped output: the kernel's
     (N, C, ...) view of it is a view (a TIFF's stack axes apart, as OME's TCZYX, are not)."""
     from geomcli.engine import layout as layouts
 
-    return layout is None or layouts.flattens_in_place(layouts.output_layout(layout, channels))
+    return layout is None or layouts.flattens_in_place(layouts.output_layout(layout, channels), volume)
 
 
-def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None) -> str | None:
+def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None, volume: bool = False) -> str | None:
     """The layout an interpolating operation reads an array in: --layout, the file's, HW or NCHW by
-    rank; None for a tensor of another rank named by no layout, taken as (N, C, D1, ..., Dr)."""
+    rank; None for a tensor of another rank named by no layout, taken as (N, C, D1, ..., Dr). A
+    ``volume`` (--volume) is a layout with a Z axis, or that tensor; any other is an OptionFault."""
     from geomcli.engine import layout as layouts
 
     if common.layout is None and from_file is None and len(shape) not in (2, 4):
-        return None
-    return layouts.resolve_layout(shape, common.layout, from_file)
+        return _with_z(None, shape, volume)
+    return _with_z(layouts.resolve_layout(shape, common.layout, from_file), shape, volume)
 
 
-def _to_onnx(data: np.ndarray, layout: str | None) -> np.ndarray:
+def _with_z(layout: str | None, shape: tuple[int, ...], volume: bool) -> str | None:
+    """``layout`` (None: a tensor of no named axes), refused (an OptionFault, exit 2) for a
+    ``volume`` where it is neither a layout with a Z axis nor a rank-5 tensor's None."""
+    if volume and ("Z" not in layout if layout is not None else len(shape) != 5):
+        found = f"a rank-{len(shape)} tensor {shape}" if layout is None else f"axes {layout} {shape}, no Z"
+        if layout is not None and "Y" in layout:  # (a TIFF's axes: one plane's Z is read as none)
+            found += " (a TIFF's Z of one plane is not kept as an axis)"
+        raise OptionFault(f"--volume takes a z-stack (a TIFF's or OME-Zarr's Z axis) or a rank-5 tensor of no "
+                          f"named axes; found {found}")
+    return layout
+
+
+def _to_onnx(data: np.ndarray, layout: str | None, volume: bool = False) -> np.ndarray:
     from geomcli.engine import layout as layouts
 
-    return data if layout is None else layouts.to_nchw(data, layout)
+    return data if layout is None else layouts.to_nchw(data, layout, volume)
 
 
-def _from_onnx_shape(shape: tuple[int, ...], layout: str | None, batch: tuple[int, ...] | None) -> tuple[int, ...]:
+def _from_onnx_shape(shape: tuple[int, ...], layout: str | None, batch: tuple[int, ...] | None,
+                     volume: bool = False) -> tuple[int, ...]:
     from geomcli.engine import layout as layouts
 
-    return shape if layout is None else layouts.from_nchw_shape(shape, layout, batch)
+    return shape if layout is None else layouts.from_nchw_shape(shape, layout, batch, volume)
 
 
-def _batch(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...] | None:
+def _batch(shape: tuple[int, ...], layout: str | None, volume: bool = False) -> tuple[int, ...] | None:
     """The lengths of a layout's stack axes (geomcli.engine.layout.batch_shape); None for none."""
     from geomcli.engine import layout as layouts
 
-    return None if layout is None else layouts.batch_shape(shape, layout)
+    return None if layout is None else layouts.batch_shape(shape, layout, volume)
 
 
 class _Prepared(NamedTuple):
@@ -519,21 +533,24 @@ class _Prepared(NamedTuple):
     batch: tuple[int, ...] | None
     out: np.ndarray | None
     view: np.ndarray | None
+    volume: bool = False
 
 
 def _prepared(data: np.ndarray, layout: str | None, output_shape: Callable[[tuple[int, ...]], tuple[int, ...]],
-              common: Common, allocate: Allocate | None) -> _Prepared:
+              common: Common, allocate: Allocate | None, volume: bool = False) -> _Prepared:
     """``data`` in ``layout`` (None: already (N, C, ...)) made ready for a kernel whose result's
-    shape ``output_shape`` gives (checked against --max-pixels before anything is allocated)."""
-    batch = _batch(data.shape, layout)
-    onnx = _to_onnx(data, layout)
+    shape ``output_shape`` gives (checked against --max-pixels before anything is allocated);
+    ``volume``: a z-stack read as (N, C, D, H, W)."""
+    batch = _batch(data.shape, layout, volume)
+    onnx = _to_onnx(data, layout, volume)
     shape = output_shape(onnx.shape)
-    written = _from_onnx_shape(shape, layout, batch)
+    written = _from_onnx_shape(shape, layout, batch, volume)
     check_size(written, common)
-    if allocate is None or not _maps(layout, shape[1]):
-        return _Prepared(onnx, shape, batch, None, None)
+    if allocate is None or not _maps(layout, shape[1], volume):
+        return _Prepared(onnx, shape, batch, None, None, volume)
     out = allocate(written, data.dtype)
-    return _Prepared(onnx, shape, batch, out, None if out is None else _onnx_view(out, layout, shape[1]))
+    view = None if out is None else _onnx_view(out, layout, shape[1], volume)
+    return _Prepared(onnx, shape, batch, out, view, volume)
 
 
 def _result(prepared: _Prepared, layout: str | None, dtype: np.dtype) -> np.ndarray:
@@ -542,12 +559,13 @@ def _result(prepared: _Prepared, layout: str | None, dtype: np.dtype) -> np.ndar
     compiled GridSample writes any strides)."""
     import numpy as np
 
+    volume = prepared.volume
     if prepared.view is not None:
         return prepared.view
-    if not _maps(layout, prepared.shape[1]):
+    if not _maps(layout, prepared.shape[1], volume):
         return np.empty(prepared.shape, dtype)
-    return _onnx_view(np.empty(_from_onnx_shape(prepared.shape, layout, prepared.batch), dtype), layout,
-                      prepared.shape[1])
+    return _onnx_view(np.empty(_from_onnx_shape(prepared.shape, layout, prepared.batch, volume), dtype), layout,
+                      prepared.shape[1], volume)
 
 
 def _finished(result: np.ndarray, layout: str | None, prepared: _Prepared) -> np.ndarray:
@@ -555,21 +573,23 @@ def _finished(result: np.ndarray, layout: str | None, prepared: _Prepared) -> np
     a view of the result."""
     if prepared.out is not None:
         return prepared.out
-    return result if layout is None else _from_onnx(result, layout, prepared.batch)
+    return result if layout is None else _from_onnx(result, layout, prepared.batch, prepared.volume)
 
 
-def _onnx_view(out: np.ndarray, layout: str | None, channels: int) -> np.ndarray:
+def _onnx_view(out: np.ndarray, layout: str | None, channels: int, volume: bool = False) -> np.ndarray:
     """``out``, allocated in the file's layout, as the (N, C, ...) array the kernel writes."""
     from geomcli.engine import layout as layouts
 
-    return out if layout is None else layouts.to_nchw(out, layouts.output_layout(layout, channels))
+    return out if layout is None else layouts.to_nchw(out, layouts.output_layout(layout, channels), volume)
 
 
 @dataclass(frozen=True)
 class GridSample(Operation):
     """GridSample on a file: an H×W×C image is data (1, C, H, W), a tensor is read in its layout
     (a rank-3 or rank-5 one of no named layout as (N, C, D1, ..., Dr)); one grid for every file.
-    The result is in the input's layout and dtype; metadata is kept as crop-pad keeps it."""
+    The result is in the input's layout and dtype; metadata is kept as crop-pad keeps it. With
+    ``volume`` (--volume), a z-stack of named axes is (N, C, D, H, W), Z its D, for a 3-D grid
+    (N, Dout, Hout, Wout, 3), as warp --volume reads it."""
 
     grid: np.ndarray = field(compare=False, repr=False)
     grid_name: str = "-"
@@ -577,13 +597,15 @@ class GridSample(Operation):
     padding_mode: PaddingMode = "zeros"
     align_corners: bool = False
     fill: str | None = None
+    volume: bool = False
     command: ClassVar[str] = "grid-sample"
 
     def takes_rank_layout(self) -> bool:
         return True
 
     def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
-        return {"grid": self.grid_name, "mode": self.mode, "padding_mode": self.padding_mode,
+        return {"grid": self.grid_name, **({"volume": True} if self.volume else {}), "mode": self.mode,
+                "padding_mode": self.padding_mode,
                 "align_corners": self.align_corners, **_recorded_fill(self.fill, dtype, _sampled_fill)}
 
     def files_read(self) -> tuple[tuple[str, str], ...]:
@@ -593,15 +615,16 @@ class GridSample(Operation):
         return "--grid" if self.grid_name == "-" else None
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        return _sampled_shape(self, header, common, _as_tensor(header.shape, common, header.layout))
+        layout = _as_tensor(header.shape, common, header.layout, self.volume)
+        return _sampled_shape(self, header, common, layout, self.volume)
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
         from geomcli.ops.grid_sample import grid_sample
 
-        layout = _as_tensor(loaded.data.shape, common, loaded.layout)
-        with layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True):
-            prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
+        layout = _as_tensor(loaded.data.shape, common, loaded.layout, self.volume)
+        with layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True, volume=self.volume):
+            prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate, self.volume)
             fill = 0 if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
             result = grid_sample(prepared.data, self.grid, self.mode, self.padding_mode, self.align_corners,
                                  fill=fill, threads=common.threads, out=_result(prepared, layout, loaded.data.dtype))
@@ -613,10 +636,10 @@ class GridSample(Operation):
         from geomcli.engine import layout as layouts
         from geomcli.ops.grid_sample import grid_sample
 
-        layout = _as_tensor(data.shape, common, layout)
-        batch = _batch(data.shape, layout)
-        onnx = _to_onnx(data, layout)
-        with layouts.in_file_terms(data.shape, layout, as_nchw=True):
+        layout = _as_tensor(data.shape, common, layout, self.volume)
+        batch = _batch(data.shape, layout, self.volume)
+        onnx = _to_onnx(data, layout, self.volume)
+        with layouts.in_file_terms(data.shape, layout, as_nchw=True, volume=self.volume):
             shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
         fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
 
@@ -625,15 +648,15 @@ class GridSample(Operation):
                                self.align_corners, fill=fill, threads=1)  # dask runs the chunks side by side
 
         result = chunked.by_planes(onnx, sample, 2, shape[2:], common.max_pixels)
-        return result if layout is None else _from_onnx(result, layout, batch)
+        return result if layout is None else _from_onnx(result, layout, batch, self.volume)
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:
         """None: a grid's positions are arbitrary, so its output's pixels have no size of the input's."""
         return None
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
-        """The sampled plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes."""
-        return _sampled_axes(header.shape, _as_tensor(header.shape, common, header.layout))
+        """The sampled plane's (or volume's) axes: a stack's Z (but with --volume) or T, and C, keep their sizes."""
+        return _sampled_axes(header.shape, _as_tensor(header.shape, common, header.layout, self.volume), self.volume)
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         return _resolution_scaled(self, metadata, header, common)
@@ -652,6 +675,13 @@ class Warp(Operation):
     image or a tensor in its layout is warped in 2-D, a rank-5 tensor of no named layout, (N, C,
     D, H, W), in 3-D. With ``size``, the DPI and pixel sizes follow the pixels, as resize's do.
 
+    ``volume`` (--volume) warps a z-stack of named axes (a TIFF's ZYX, TCZYX, TZCYX, an OME-Zarr's
+    zyx) as one volume in 3-D: Z is D, the other stack axes N, C stays C; the result is in the
+    file's own axes. Without it such a stack is warped plane by plane, whatever theta holds: a 3x4
+    theta file on a z-stack is refused, not taken for --volume, so that the same matrices typed
+    (12 numbers, which read as two 2-D matrices as well as one 3-D) and from a file mean the same,
+    and a folder's ZYX stacks and its images are not warped in two ways by one option's absence.
+
     ``theta_name`` is the file or the numbers theta was read from; None for a theta made from the
     transform ``flags`` (rotate, scale, translate, shear), which the record then shows with the
     matrix they made."""
@@ -664,6 +694,7 @@ class Warp(Operation):
     align_corners: bool = False
     fill: str | None = None
     flags: tuple[Any, ...] | None = None
+    volume: bool = False
     command: ClassVar[str] = "warp"
     # the grid of one slab of output rows: about this many bytes
     SLAB_GRID_BYTES: ClassVar[int] = 8 << 20
@@ -678,7 +709,8 @@ class Warp(Operation):
         source = ({"theta": self.theta_name} if self.theta_name is not None else
                   {"theta": thetas.recorded(self.theta.of_rank(2)[0]),
                    "flags": {} if self.flags is None else thetas.given_flags(self.flags)})
-        return {**source, "size": None if self.size is None else list(self.size), "mode": self.mode,
+        return {**source, "size": None if self.size is None else list(self.size),
+                **({"volume": True} if self.volume else {}), "mode": self.mode,  # (a key only when given)
                 "padding_mode": self.padding_mode, "align_corners": self.align_corners,
                 **_recorded_fill(self.fill, dtype, _sampled_fill)}
 
@@ -699,29 +731,47 @@ class Warp(Operation):
         return "--theta" if self.theta_name == "-" else None
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        return _sampled_shape(self, header, common, _warp_layout(header.shape, common, header.layout))
+        layout = _warp_layout(header.shape, common, header.layout, self.volume)
+        with self._offering_volume(layout):
+            return _sampled_shape(self, header, common, layout, self.volume)
+
+    @contextlib.contextmanager
+    def _offering_volume(self, layout: str | None) -> Iterator[None]:
+        """3-D matrices refused for a z-stack warped plane by plane: the refusal names --volume,
+        which warps it by them."""
+        try:
+            yield
+        except GeomError as error:
+            if (self.volume or layout is None or "Z" not in layout or 2 in self.theta.matrices
+                    or len(error.args) != 1):
+                raise
+            error.args = (f"{error.args[0]}; --volume warps a {layout} stack in 3-D by them",)
+            raise
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
 
-        layout = _warp_layout(loaded.data.shape, common, loaded.layout)
-        with layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True):
-            prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate)
+        layout = _warp_layout(loaded.data.shape, common, loaded.layout, self.volume)
+        with self._offering_volume(layout), layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True,
+                                                                    volume=self.volume):
+            prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate, self.volume)
             result = _result(prepared, layout, loaded.data.dtype)
             self._warp(prepared.data, self._thetas(prepared.shape), result, common.threads)
         return _finished(result, layout, prepared)
 
     def apply_chunked(self, data: Any, layout: str | None, common: Common) -> Any:
-        """Each image's warp on chunks of whole planes (images and channels split as stored)."""
+        """Each image's warp on chunks of whole planes (images and channels split as stored); a
+        volume's on chunks of whole volumes, Z, Y and X of one (T, C), each within --max-pixels."""
         import numpy as np
 
         from geomcli.engine import chunked
         from geomcli.engine import layout as layouts
 
-        layout = _warp_layout(data.shape, common, layout)
-        batch = _batch(data.shape, layout)
-        onnx = _to_onnx(data, layout)
-        with layouts.in_file_terms(data.shape, layout, as_nchw=True):
+        layout = _warp_layout(data.shape, common, layout, self.volume)
+        batch = _batch(data.shape, layout, self.volume)
+        onnx = _to_onnx(data, layout, self.volume)
+        with self._offering_volume(layout), layouts.in_file_terms(data.shape, layout, as_nchw=True,
+                                                                    volume=self.volume):
             shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
         thetas = self._thetas(shape)
 
@@ -731,7 +781,7 @@ class Warp(Operation):
             return result
 
         result = chunked.by_planes(onnx, warp, 2, shape[2:], common.max_pixels)
-        return result if layout is None else _from_onnx(result, layout, batch)
+        return result if layout is None else _from_onnx(result, layout, batch, self.volume)
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:
         """The pixel size along each warped axis times the input pixels an output pixel steps
@@ -764,21 +814,22 @@ class Warp(Operation):
         return tuple(moved)
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
-        """The warped plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes."""
-        return _sampled_axes(header.shape, _warp_layout(header.shape, common, header.layout))
+        """The warped plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes (Z is
+        warped with --volume)."""
+        return _sampled_axes(header.shape, _warp_layout(header.shape, common, header.layout, self.volume), self.volume)
 
     def cautions(self, header: Header, common: Common) -> list[str]:
         """Typed numbers in 12s on a z-stack of named axes (a TIFF's, an OME-Zarr's), which is
         warped plane by plane: read as two 2-D matrices per 3-D one that was more likely meant."""
         try:
-            layout = _warp_layout(header.shape, common, header.layout)
+            layout = _warp_layout(header.shape, common, header.layout, self.volume)
         except GeomError:
             return []  # a layout the run refuses
-        if layout is None or "Z" not in layout or len(self.theta.matrices) < 2:
+        if self.volume or layout is None or "Z" not in layout or len(self.theta.matrices) < 2:
             return []
         from geomcli.engine import theta as thetas
 
-        return [thetas.planes_caution(self.theta.of_rank(2).shape[0], layout)]
+        return [thetas.planes_caution(self.theta.of_rank(2).shape[0], layout, volume_option=True)]
 
     def _axis_maps(self, header: Header, common: Common) -> list[tuple[int, float, float, float]] | None:
         """Per warped axis, (axis, theta's factor f, a, b) with x_in = a·x_out + b in input pixels,
@@ -790,8 +841,8 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         output = self.output_shape(header, common)
-        layout = _warp_layout(header.shape, common, header.layout)
-        axes = (2, 3, 4) if layout is None else layouts.spatial_axes(layout)  # D, H, W or H, W
+        layout = _warp_layout(header.shape, common, header.layout, self.volume)
+        axes = (2, 3, 4) if layout is None else layouts.spatial_axes(layout, self.volume)  # D, H, W or H, W
         if len(header.shape) != len(output) or max(axes) >= len(output):
             return None
         theta = self.theta.of_rank(len(axes)).astype(np.float64)
@@ -863,44 +914,48 @@ class Warp(Operation):
         return n, channels, *out_lengths
 
 
-def _sampled_axes(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
+def _sampled_axes(shape: tuple[int, ...], layout: str | None, volume: bool = False) -> tuple[int, ...]:
     """The axes GridSample places its output pixels along, in a file of this layout: H and W (a
-    TIFF's Y and X), or D1..Dr of an (N, C, D1, ..., Dr) tensor of no named layout."""
+    TIFF's Y and X; and Z for a ``volume``), or D1..Dr of an (N, C, D1, ..., Dr) tensor of no named layout."""
     from geomcli.engine import layout as layouts
 
-    return tuple(range(2, len(shape))) if layout is None else layouts.spatial_axes(layout)
+    return tuple(range(2, len(shape))) if layout is None else layouts.spatial_axes(layout, volume)
 
 
-def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None) -> str | None:
+def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None, volume: bool = False) -> str | None:
     """The layout warp reads an array in: --layout, the file's, HW or NCHW by rank (warped in
-    2-D); None for a rank-5 tensor named by no layout, (N, C, D, H, W), warped in 3-D."""
+    2-D); None for a rank-5 tensor named by no layout, (N, C, D, H, W), warped in 3-D. A
+    ``volume`` (--volume) is a layout with a Z axis, or that rank-5 tensor; any other is an
+    OptionFault (exit 2)."""
     from geomcli.engine import layout as layouts
 
     if len(shape) == 5 and common.layout is None and from_file is None:
         return None
-    return layouts.resolve_layout(shape, common.layout, from_file)
+    return _with_z(layouts.resolve_layout(shape, common.layout, from_file), shape, volume)
 
 
-def _onnx_shape(shape: tuple[int, ...], layout: str | None) -> tuple[int, ...]:
+def _onnx_shape(shape: tuple[int, ...], layout: str | None, volume: bool = False) -> tuple[int, ...]:
     from geomcli.engine import layout as layouts
 
-    return shape if layout is None else layouts.to_nchw_shape(shape, layout)
+    return shape if layout is None else layouts.to_nchw_shape(shape, layout, volume)
 
 
-def _from_onnx(result: np.ndarray, layout: str, batch: tuple[int, ...] | None) -> np.ndarray:
+def _from_onnx(result: np.ndarray, layout: str, batch: tuple[int, ...] | None, volume: bool = False) -> np.ndarray:
     from geomcli.engine import layout as layouts
 
-    return layouts.from_nchw(result, layout, batch)
+    return layouts.from_nchw(result, layout, batch, volume)
 
 
-def _sampled_shape(operation: GridSample | Warp, header: Header, common: Common, layout: str | None) -> tuple[int, ...]:
-    """What grid-sample or warp makes of a file of this header read in ``layout``, checked as the
-    kernel checks it: the shapes, --max-pixels, the mode and the fill against the dtype."""
+def _sampled_shape(operation: GridSample | Warp, header: Header, common: Common, layout: str | None,
+                   volume: bool = False) -> tuple[int, ...]:
+    """What grid-sample or warp makes of a file of this header read in ``layout`` (a z-stack as
+    one ``volume``), checked as the kernel checks it: the shapes, --max-pixels, the mode and the
+    fill against the dtype."""
     from geomcli.engine import layout as layouts
 
-    with layouts.in_file_terms(header.shape, layout, as_nchw=True):
-        shape = operation._onnx_output_shape(_onnx_shape(header.shape, layout))
-    output = _from_onnx_shape(shape, layout, _batch(header.shape, layout))
+    with layouts.in_file_terms(header.shape, layout, as_nchw=True, volume=volume):
+        shape = operation._onnx_output_shape(_onnx_shape(header.shape, layout, volume))
+    output = _from_onnx_shape(shape, layout, _batch(header.shape, layout, volume), volume)
     check_size(output, common)
     _check_mode(operation.mode, header.dtype)
     if operation.fill is not None:

@@ -271,11 +271,14 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
         raise GeomError(f"{theta_file}: {error}") from error
 
 
-def planes_caution(count: int, layout: str) -> str:
+def planes_caution(count: int, layout: str, volume_option: bool = False) -> str:
     """The warning for typed numbers in 12s on a z-stack of named axes, warped plane by plane:
-    read as ``count`` 2-D matrices where 3-D ones were more likely meant."""
+    read as ``count`` 2-D matrices where 3-D ones were more likely meant; ``volume_option``: the
+    command (warp) takes --volume, which warps it in 3-D."""
+    way = ("give --volume to warp it as one volume" if volume_option
+           else "a 3-D warp takes a rank-5 tensor of no named axes")
     return (f"--theta's {6 * count} numbers are read as {count} 2-D matrices (6 numbers each): a {layout} "
-            "stack is warped plane by plane, not in 3-D (a 3-D warp takes a rank-5 tensor of no named axes)")
+            f"stack is warped plane by plane, not in 3-D ({way})")
 
 
 def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]:
@@ -362,10 +365,10 @@ def grid_dtype(name: str) -> np.dtype:
 
 @dataclass(frozen=True)
 class WarpTheta:
-    """A warp's matrices by the spatial rank of the data they meet (2: images, 3: rank-5 volumes),
-    each (1 or N, s, s+1): typed numbers that come in 12s make both (two 2-D matrices or one
-    3-D), and the input's rank picks; a file's or the flags' are of one rank. ``refused`` says,
-    for a rank without matrices, what it takes."""
+    """A warp's matrices by the spatial rank of the data they meet (2: images, 3: rank-5 volumes
+    and z-stacks warped with --volume), each (1 or N, s, s+1): typed numbers that come in 12s
+    make both (two 2-D matrices or one 3-D), and the input's rank (or --volume) picks; a file's or
+    the flags' are of one rank. ``refused`` says, for a rank without matrices, what it takes."""
 
     matrices: dict[int, np.ndarray]
     refused: dict[int, str]

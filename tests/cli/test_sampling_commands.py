@@ -347,8 +347,8 @@ def test_twelve_numbers_on_a_z_stack_warn_that_they_make_2d_matrices(tmp_path: P
     stack = run("warp", tmp_path / "z.ome.tif", "--theta", theta, "-o", tmp_path / "w.ome.tif")
     assert stack.exit_code == 0, stack.stderr
     assert (f"Warning: {tmp_path / 'w.ome.tif'}: --theta's 12 numbers are read as 2 2-D matrices (6 numbers each): "
-            "a ZYX stack is warped plane by plane, not in 3-D (a 3-D warp takes a rank-5 tensor of no named "
-            "axes)\n") in stack.stderr
+            "a ZYX stack is warped plane by plane, not in 3-D (give --volume to warp it as one volume)\n"
+            ) in stack.stderr
     for name in ("n2.npy", "v.npy"):
         quiet = run("warp", tmp_path / name, "--theta", theta, "-o", tmp_path / f"w_{name}")
         assert quiet.exit_code == 0 and "Warning" not in quiet.stderr, quiet.stderr
@@ -845,3 +845,265 @@ def test_an_option_s_file_on_a_store_not_installed_is_one_line_beside_o(tmp_path
         assert result.exit_code == 1, result.stderr
         assert result.stderr == f"Error: {named}: gs:// needs gcsfs, which is not installed (pip install gcsfs)\n"
         assert not (tmp_path / "out.npy").exists()
+
+
+# --volume: a z-stack of named axes warped (or sampled) in 3-D as one volume, Z its D
+VOLUME_THETA = "0.9,-0.2,0.1,0.05,0.2,0.9,0,0.1,0,0.1,1.1,-0.1"
+
+
+def volume_kernel(volume: np.ndarray, theta: str, size: tuple[int, ...] | None = None, mode: str = "linear",
+                  padding_mode: str = "zeros") -> np.ndarray:
+    """The kernels on an (N, C, D, H, W) array: GridSample of AffineGrid's 3-D grid, one matrix for every N."""
+    matrix = np.float32(theta.split(",")).reshape(1, 3, 4)
+    lengths = size or volume.shape[2:]
+    grid = affine_grid(np.repeat(matrix, volume.shape[0], 0), (*volume.shape[:2], *lengths))
+    return grid_sample(volume, grid, mode, padding_mode)
+
+
+def ome_tiff(path: Path, data: np.ndarray, axes: str, **sizes: float) -> None:
+    import tifffile
+
+    tifffile.imwrite(path, data, ome=True, metadata={"axes": axes, **sizes})
+
+
+@pytest.mark.parametrize(("axes", "shape", "to_ncdhw"), [
+    ("ZYX", (6, 9, 7), lambda data: data[None, None]),
+    ("TCZYX", (2, 3, 5, 9, 7), lambda data: data),
+])
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_warp_volume_of_an_ome_tiff_z_stack_is_the_kernel_on_n_c_d_h_w(
+        tmp_path: Path, rng: np.random.Generator, axes: str, shape: tuple[int, ...], to_ncdhw: Any,
+        mode: str) -> None:
+    """A 12-number --theta on a ZYX OME-TIFF of 6 planes was refused ('2 matrices for 6 images'):
+    with --volume the stack is warped as one volume, T a stack of volumes, C channels, the result
+    in the file's own axes, equal to the kernel on the (N, C, D, H, W) array bit for bit."""
+    import tifffile
+
+    data = rng.random(shape).astype(np.float32)
+    ome_tiff(tmp_path / "in.ome.tif", data, axes)
+    result = run("warp", tmp_path / "in.ome.tif", "--volume", "--theta", VOLUME_THETA, "--mode", mode,
+                 "-o", tmp_path / "out.ome.tif", "-q")
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(tmp_path / "out.ome.tif") as tiff:
+        found, found_axes = tiff.asarray(), tiff.series[0].axes
+    expected = volume_kernel(to_ncdhw(data), VOLUME_THETA, mode=mode).reshape(shape)
+    assert found_axes == axes and found.dtype == np.float32
+    assert np.array_equal(found, expected)
+    assert not np.array_equal(found, data)  # (theta moves it)
+
+
+def test_warp_volume_of_an_imagej_hyperstack_keeps_its_axes_and_scales_its_z_spacing(
+        tmp_path: Path, rng: np.random.Generator) -> None:
+    """An ImageJ TZCYX hyperstack: Z its D, T its N, C its channels; its whole depth on half the
+    slices doubles the slice spacing, and x's resolution follows its pixels as a plane's does."""
+    import tifffile
+
+    data = rng.integers(0, 60000, (2, 6, 3, 9, 8), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "ij.tif", data, imagej=True, resolution=(2.0, 2.0),
+                     metadata={"axes": "TZCYX", "spacing": 2.5, "unit": "um"})
+    theta = "2,0,0,0,0,1,0,0,0,0,1,0.1"
+    result = run("warp", tmp_path / "ij.tif", "--volume", "--theta", theta, "--size", "3,9,4",
+                 "-o", tmp_path / "out.tif", "-q")
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(tmp_path / "out.tif") as tiff:
+        found, imagej = tiff.asarray(), tiff.imagej_metadata
+        x_resolution = tiff.pages.first.tags["XResolution"].value
+    expected = volume_kernel(data.transpose(0, 2, 1, 3, 4), theta, (3, 9, 4)).transpose(0, 2, 1, 3, 4)
+    assert found.shape == (2, 3, 3, 9, 4) and np.array_equal(found, expected)
+    assert imagej is not None and (imagej["frames"], imagej["slices"], imagej["channels"]) == (2, 3, 3)
+    # z: the whole extent on 3 slices of 6, 2.5 um each; x: twice the extent on half the pixels
+    assert imagej["spacing"] == pytest.approx(5.0) and x_resolution[0] / x_resolution[1] == pytest.approx(0.5)
+
+
+def test_warp_volume_of_an_ome_tiff_scales_its_physical_z_size(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    ome_tiff(tmp_path / "in.ome.tif", rng.random((8, 6, 6)).astype(np.float32), "ZYX",
+             PhysicalSizeX=0.5, PhysicalSizeY=0.5, PhysicalSizeZ=2.0)
+    # z: the whole extent on half the planes (4 um each), y and x kept
+    result = run("warp", tmp_path / "in.ome.tif", "--volume", "--theta", "1,0,0,0,0,1,0,0,0,0,1,0",
+                 "--size", "4,6,6", "-o", tmp_path / "out.ome.tif", "-q")
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(tmp_path / "out.ome.tif") as tiff:
+        ome = tiff.ome_metadata or ""
+    assert 'PhysicalSizeX="0.5"' in ome and 'PhysicalSizeY="0.5"' in ome and 'PhysicalSizeZ="4.0"' in ome
+    # a rotation leaves no size per axis along any of z, y, x: dropped with one warning, as a plane's
+    turned = run("warp", tmp_path / "in.ome.tif", "--volume", "--theta", VOLUME_THETA, "-o", tmp_path / "r.ome.tif")
+    assert turned.exit_code == 0, turned.stderr
+    assert ("OME physical sizes of warp's output (its pixels have no size per axis: a grid, a rotation or shear) "
+            "cannot be carried; dropped") in turned.stderr
+    with tifffile.TiffFile(tmp_path / "r.ome.tif") as tiff:
+        assert "PhysicalSize" not in (tiff.ome_metadata or "")
+
+
+def test_warp_volume_of_an_ome_zarr_is_the_kernel_chunk_by_chunk(tmp_path: Path, rng: np.random.Generator) -> None:
+    """An OME-Zarr zyx of chunks smaller than its volume: each volume whole in one task, the result
+    equal to the kernel bit for bit; its z scale follows theta's z factor."""
+    zarr = pytest.importorskip("zarr")
+    data = rng.random((7, 10, 9)).astype(np.float32)
+    axes = [{"name": name, "type": "space", "unit": "micrometer"} for name in "zyx"]
+    scale = [{"type": "scale", "scale": [2.0, 0.5, 0.5]}]
+    group = zarr.open_group(str(tmp_path / "in.zarr"), mode="w", attributes={"ome": {"version": "0.5", "multiscales": [
+        {"axes": axes, "datasets": [{"path": "0", "coordinateTransformations": scale}]}]}})
+    group.create_array("0", shape=data.shape, dtype=data.dtype, chunks=(3, 4, 4))[...] = data
+    result = run("warp", tmp_path / "in.zarr", "--volume", "--theta", VOLUME_THETA, "-o", tmp_path / "out.zarr", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(zarr.open_group(str(tmp_path / "out.zarr"))["0"][...],
+                          volume_kernel(data[None, None], VOLUME_THETA)[0, 0])
+    theta = "1,0,0,0,0,1,0,0,0,0,0.5,0"
+    halved = run("warp", tmp_path / "in.zarr", "--volume", "--theta", theta, "-o", tmp_path / "half.zarr", "-q")
+    assert halved.exit_code == 0, halved.stderr
+    out = zarr.open_group(str(tmp_path / "half.zarr"))
+    assert np.array_equal(out["0"][...], volume_kernel(data[None, None], theta)[0, 0])
+    transforms = out.attrs["ome"]["multiscales"][0]["datasets"][0]["coordinateTransformations"]
+    assert transforms[0] == {"type": "scale", "scale": [1.0, 0.5, 0.5]}
+    # a volume is one task's: one past --max-pixels is refused, nothing written
+    over = run("warp", tmp_path / "in.zarr", "--volume", "--theta", VOLUME_THETA, "-o", tmp_path / "big.zarr",
+               "--max-pixels", "600")
+    assert over.exit_code == 2 and over.stderr == (
+        f"Error: {tmp_path / 'in.zarr'}: a task's whole planes (1, 1, 7, 10, 9): 630 elements exceed the limit of "
+        "600; raise it with --max-pixels or GEOMCLI_MAX_PIXELS\n")
+    assert not (tmp_path / "big.zarr").exists()
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_warp_volume_by_the_identity_gives_back_the_input(tmp_path: Path, rng: np.random.Generator,
+                                                          mode: str) -> None:
+    import tifffile
+
+    data = rng.integers(0, 256, (2, 5, 3, 6, 7), dtype=np.uint8)
+    ome_tiff(tmp_path / "in.ome.tif", data, "TZCYX")
+    np.save(tmp_path / "identity.npy", np.eye(3, 4, dtype=np.float32))
+    result = run("warp", tmp_path / "in.ome.tif", "--volume", "--theta", tmp_path / "identity.npy", "--mode", mode,
+                 "-o", tmp_path / "out.ome.tif", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(tifffile.imread(tmp_path / "out.ome.tif"), data)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rotate", "10"], "--volume warps in 3-D, by 3x4 matrices (12 numbers each): --rotate, --scale, --shear and "
+                         "--translate make 2-D matrices; give --theta"),
+    (["--theta", "1,0,0,0,1,0"], "--volume warps in 3-D, by 3x4 matrices (12 numbers each): --theta gives 6 numbers"),
+    (["--theta", "theta23.npy"], "--volume warps in 3-D, by 3x4 matrices (12 numbers each): {tmp}/theta23.npy holds "
+                                 "2-D matrices (1, 2, 3)"),
+])
+def test_warp_volume_without_3d_matrices_is_a_usage_error(tmp_path: Path, args: list[str], message: str) -> None:
+    ome_tiff(tmp_path / "in.ome.tif", np.zeros((4, 5, 6), np.float32), "ZYX")
+    np.save(tmp_path / "theta23.npy", np.float32([[1, 0, 0], [0, 1, 0]]))
+    args = [str(tmp_path / arg) if arg.endswith(".npy") else arg for arg in args]
+    result = run("warp", tmp_path / "in.ome.tif", "--volume", *args, "-o", tmp_path / "o.ome.tif")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == f"Error: {message.format(tmp=tmp_path)}"
+    assert not (tmp_path / "o.ome.tif").exists()
+
+
+@pytest.mark.parametrize("command", ["warp", "grid-sample"])
+def test_volume_of_a_file_without_a_z_axis_is_one_line(tmp_path: Path, photo: tuple[Path, np.ndarray],
+                                                       command: str) -> None:
+    path, _ = photo
+    np.save(tmp_path / "theta.npy", np.eye(3, 4, dtype=np.float32))
+    np.save(tmp_path / "grid.npy", np.zeros((1, 2, 3, 4, 3), np.float32))
+    option = ["--theta", tmp_path / "theta.npy"] if command == "warp" else ["--grid", tmp_path / "grid.npy"]
+    result = run(command, path, "--volume", *option, "-o", tmp_path / "o.png")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (f"Error: {path}: --volume takes a z-stack (a TIFF's or OME-Zarr's Z axis) or a rank-5 "
+                             "tensor of no named axes; found axes HWC (24, 32, 3), no Z\n")
+    assert not (tmp_path / "o.png").exists()
+
+
+def test_a_3d_theta_file_on_a_z_stack_without_volume_names_it(tmp_path: Path) -> None:
+    """Not taken for --volume (typed, the same 12 numbers are two 2-D matrices): the refusal says
+    what would take them."""
+    ome_tiff(tmp_path / "in.ome.tif", np.zeros((4, 5, 6), np.float32), "ZYX")
+    np.save(tmp_path / "theta.npy", np.eye(3, 4, dtype=np.float32))
+    result = run("warp", tmp_path / "in.ome.tif", "--theta", tmp_path / "theta.npy", "-o", tmp_path / "o.ome.tif")
+    assert result.exit_code == 2 and result.stderr == (
+        f"Error: {tmp_path / 'in.ome.tif'}: theta from {tmp_path / 'theta.npy'} holds 3-D matrices (1, 3, 4); a 2-D "
+        "warp takes (N, 2, 3) or (2, 3); --volume warps a ZYX stack in 3-D by them\n")
+    assert not (tmp_path / "o.ome.tif").exists()
+
+
+def test_warp_volume_dry_run_and_json_show_the_volume_s_shapes(tmp_path: Path, rng: np.random.Generator) -> None:
+    ome_tiff(tmp_path / "a.ome.tif", rng.random((2, 3, 8, 6, 5)).astype(np.float32), "TCZYX")
+    (tmp_path / "out").mkdir()
+    dry = run("warp", tmp_path / "a.ome.tif", "--volume", "--theta", VOLUME_THETA, "--size", "4,3,2",
+              "--out-dir", tmp_path / "out", "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    assert f"{tmp_path / 'a.ome.tif'} → {tmp_path / 'out' / 'a.ome.tif'}: 2×3×4×3×2 float32" in dry.stdout + dry.stderr
+    assert not (tmp_path / "out" / "a.ome.tif").exists()
+    done = run("warp", tmp_path / "a.ome.tif", "--volume", "--theta", VOLUME_THETA, "--size", "4,3,2",
+               "-o", tmp_path / "b.ome.tif", "--json")
+    assert done.exit_code == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert (record["input_shape"], record["output_shape"]) == ([2, 3, 8, 6, 5], [2, 3, 4, 3, 2])
+    assert record["parameters"]["volume"] is True and record["parameters"]["size"] == [4, 3, 2]
+    size = run("warp", tmp_path / "a.ome.tif", "--volume", "--theta", VOLUME_THETA, "--size", "3,2",
+               "-o", tmp_path / "c.ome.tif")
+    assert size.exit_code == 2 and size.stderr.endswith("--size gives 2 lengths; a 3-D warp takes D,H,W\n")
+
+
+def test_chain_s_warp_step_takes_volume(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    ome_tiff(tmp_path / "in.ome.tif", rng.random((6, 10, 9)).astype(np.float32), "ZYX")
+    chained = run("chain", "-q", "-i", tmp_path / "in.ome.tif", "-o", tmp_path / "chain.ome.tif",
+                  "crop-pad", "--shape", "8,7", "warp", "--volume", "--theta", VOLUME_THETA)
+    assert chained.exit_code == 0, chained.stderr
+    assert run("crop-pad", tmp_path / "in.ome.tif", "--shape", "8,7", "-o", tmp_path / "c.ome.tif", "-q").exit_code == 0
+    cropped = tifffile.imread(tmp_path / "c.ome.tif")
+    assert np.array_equal(tifffile.imread(tmp_path / "chain.ome.tif"),
+                          volume_kernel(cropped[None, None], VOLUME_THETA)[0, 0])
+
+
+def test_grid_sample_volume_of_a_z_stack_is_the_kernel_on_n_c_d_h_w(tmp_path: Path,
+                                                                     rng: np.random.Generator) -> None:
+    import tifffile
+
+    data = rng.random((2, 5, 3, 9, 7)).astype(np.float32)  # T, Z, C, Y, X
+    ome_tiff(tmp_path / "in.ome.tif", data, "TZCYX")
+    grid = rng.uniform(-1.1, 1.1, (2, 4, 6, 5, 3)).astype(np.float32)
+    np.save(tmp_path / "grid.npy", grid)
+    result = run("grid-sample", tmp_path / "in.ome.tif", "--volume", "--grid", tmp_path / "grid.npy",
+                 "-o", tmp_path / "out.ome.tif", "-q")
+    assert result.exit_code == 0, result.stderr
+    expected = grid_sample(data.transpose(0, 2, 1, 3, 4), grid, "linear", "zeros").transpose(0, 2, 1, 3, 4)
+    assert np.array_equal(tifffile.imread(tmp_path / "out.ome.tif"), expected)
+
+
+def test_volume_of_a_tiff_of_one_plane_says_its_z_is_not_kept(tmp_path: Path) -> None:
+    ome_tiff(tmp_path / "in.ome.tif", np.ones((2, 1, 1, 5, 6), np.float32), "TCZYX")  # read as TYX
+    result = run("warp", tmp_path / "in.ome.tif", "--volume", "--theta", VOLUME_THETA, "-o", tmp_path / "o.ome.tif")
+    assert result.exit_code == 2 and result.stderr == (
+        f"Error: {tmp_path / 'in.ome.tif'}: --volume takes a z-stack (a TIFF's or OME-Zarr's Z axis) or a rank-5 "
+        "tensor of no named axes; found axes TYX (2, 5, 6), no Z (a TIFF's Z of one plane is not kept as an axis)\n")
+    assert not (tmp_path / "o.ome.tif").exists()
+
+
+@pytest.mark.parametrize("axes", ["TZCYX", "TCZYX", "ZYX"])
+def test_warp_volume_through_a_memory_mapped_output_is_what_ram_gives(
+        tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch, axes: str) -> None:
+    """A big output is written through a memory map where the kernel's NCDHW view of it is a view
+    (T alone before Z, C: TZCYX's, ZYX's; TCZYX's too, its N being T alone): the same pixels as in RAM."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    shape = {"TZCYX": (2, 5, 3, 7, 6), "TCZYX": (2, 3, 5, 7, 6), "ZYX": (5, 7, 6)}[axes]
+    ome_tiff(tmp_path / "in.ome.tif", rng.random(shape).astype(np.float32), axes)
+    args = ["--volume", "--theta", VOLUME_THETA, "--size", "4,6,5", "-q"]
+    assert run("warp", tmp_path / "in.ome.tif", *args, "-o", tmp_path / "ram.ome.tif").exit_code == 0
+    mapped: list[str] = []
+    original = _mapped._map_tiff
+
+    def spy(tmp: str, *rest: Any) -> np.ndarray:
+        mapped.append(tmp)
+        return original(tmp, *rest)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    monkeypatch.setattr(_mapped, "_map_tiff", spy)
+    result = run("warp", tmp_path / "in.ome.tif", *args, "-o", tmp_path / "map.ome.tif")
+    assert result.exit_code == 0, result.stderr
+    assert len(mapped) == 1
+    with tifffile.TiffFile(tmp_path / "map.ome.tif") as tiff:
+        found, found_axes = tiff.asarray(), tiff.series[0].axes
+    assert found_axes == axes and np.array_equal(found, tifffile.imread(tmp_path / "ram.ome.tif"))
