@@ -480,15 +480,29 @@ def _maps(layout: str | None, channels: int, volume: bool = False) -> bool:
     return layout is None or layouts.flattens_in_place(layouts.output_layout(layout, channels), volume)
 
 
-def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None, volume: bool = False) -> str | None:
+def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None, volume: bool = False,
+               axes: str | None = None) -> str | None:
     """The layout an interpolating operation reads an array in: --layout, the file's, HW or NCHW by
     rank; None for a tensor of another rank named by no layout, taken as (N, C, D1, ..., Dr). A
-    ``volume`` (--volume) is a layout with a Z axis, or that tensor; any other is an OptionFault."""
+    ``volume`` (--volume) is a layout with a Z axis (a TIFF's ``axes`` where its layout reads its
+    Z as N), or that tensor; any other is an OptionFault."""
     from geomcli.engine import layout as layouts
 
     if common.layout is None and from_file is None and len(shape) not in (2, 4):
         return _with_z(None, shape, volume)
-    return _with_z(layouts.resolve_layout(shape, common.layout, from_file), shape, volume)
+    layout = layouts.resolve_layout(shape, common.layout, from_file)
+    return _with_z(layout if common.layout else _z_named(layout, axes, volume), shape, volume)
+
+
+def _z_named(layout: str, axes: str | None, volume: bool) -> str:
+    """For a ``volume``, a TIFF's own ``axes`` (ZCYX, ZYXS) where its layout is geomcli's with Z
+    read as N (NCHW, NHWC): the same axes to every kernel, Z found as the depth."""
+    from geomcli.constants import LAYOUTS
+
+    if (volume and layout in LAYOUTS and "N" in layout and axes is not None and len(axes) == len(layout)
+            and axes[layout.index("N")] == "Z"):
+        return axes
+    return layout
 
 
 def _with_z(layout: str | None, shape: tuple[int, ...], volume: bool) -> str | None:
@@ -615,14 +629,14 @@ class GridSample(Operation):
         return "--grid" if self.grid_name == "-" else None
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        layout = _as_tensor(header.shape, common, header.layout, self.volume)
+        layout = _as_tensor(header.shape, common, header.layout, self.volume, header.axes)
         return _sampled_shape(self, header, common, layout, self.volume)
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
         from geomcli.ops.grid_sample import grid_sample
 
-        layout = _as_tensor(loaded.data.shape, common, loaded.layout, self.volume)
+        layout = _as_tensor(loaded.data.shape, common, loaded.layout, self.volume, loaded.metadata.axes)
         with layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True, volume=self.volume):
             prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate, self.volume)
             fill = 0 if self.fill is None else parse_fill(self.fill, loaded.data.dtype)
@@ -656,7 +670,8 @@ class GridSample(Operation):
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
         """The sampled plane's (or volume's) axes: a stack's Z (but with --volume) or T, and C, keep their sizes."""
-        return _sampled_axes(header.shape, _as_tensor(header.shape, common, header.layout, self.volume), self.volume)
+        layout = _as_tensor(header.shape, common, header.layout, self.volume, header.axes)
+        return _sampled_axes(header.shape, layout, self.volume)
 
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         return _resolution_scaled(self, metadata, header, common)
@@ -731,7 +746,7 @@ class Warp(Operation):
         return "--theta" if self.theta_name == "-" else None
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
-        layout = _warp_layout(header.shape, common, header.layout, self.volume)
+        layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
         with self._offering_volume(layout):
             return _sampled_shape(self, header, common, layout, self.volume)
 
@@ -751,7 +766,7 @@ class Warp(Operation):
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
 
-        layout = _warp_layout(loaded.data.shape, common, loaded.layout, self.volume)
+        layout = _warp_layout(loaded.data.shape, common, loaded.layout, self.volume, loaded.metadata.axes)
         with self._offering_volume(layout), layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True,
                                                                     volume=self.volume):
             prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate, self.volume)
@@ -816,7 +831,8 @@ class Warp(Operation):
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
         """The warped plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes (Z is
         warped with --volume)."""
-        return _sampled_axes(header.shape, _warp_layout(header.shape, common, header.layout, self.volume), self.volume)
+        layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
+        return _sampled_axes(header.shape, layout, self.volume)
 
     def cautions(self, header: Header, common: Common) -> list[str]:
         """Typed numbers in 12s on a z-stack of named axes (a TIFF's, an OME-Zarr's), which is
@@ -841,7 +857,7 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         output = self.output_shape(header, common)
-        layout = _warp_layout(header.shape, common, header.layout, self.volume)
+        layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
         axes = (2, 3, 4) if layout is None else layouts.spatial_axes(layout, self.volume)  # D, H, W or H, W
         if len(header.shape) != len(output) or max(axes) >= len(output):
             return None
@@ -922,16 +938,18 @@ def _sampled_axes(shape: tuple[int, ...], layout: str | None, volume: bool = Fal
     return tuple(range(2, len(shape))) if layout is None else layouts.spatial_axes(layout, volume)
 
 
-def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None, volume: bool = False) -> str | None:
+def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None, volume: bool = False,
+                 axes: str | None = None) -> str | None:
     """The layout warp reads an array in: --layout, the file's, HW or NCHW by rank (warped in
     2-D); None for a rank-5 tensor named by no layout, (N, C, D, H, W), warped in 3-D. A
-    ``volume`` (--volume) is a layout with a Z axis, or that rank-5 tensor; any other is an
-    OptionFault (exit 2)."""
+    ``volume`` (--volume) is a layout with a Z axis (a TIFF's ``axes`` where its layout reads its
+    Z as N), or that rank-5 tensor; any other is an OptionFault (exit 2)."""
     from geomcli.engine import layout as layouts
 
     if len(shape) == 5 and common.layout is None and from_file is None:
         return None
-    return _with_z(layouts.resolve_layout(shape, common.layout, from_file), shape, volume)
+    layout = layouts.resolve_layout(shape, common.layout, from_file)
+    return _with_z(layout if common.layout else _z_named(layout, axes, volume), shape, volume)
 
 
 def _onnx_shape(shape: tuple[int, ...], layout: str | None, volume: bool = False) -> tuple[int, ...]:
@@ -1205,7 +1223,7 @@ def header_of(loaded: Loaded | Picture) -> Header:
     from geomcli.io import Header
 
     return Header(loaded.format, tuple(loaded.shape), loaded.dtype, loaded.pages,  # type: ignore[arg-type]
-                  loaded.file_size, loaded.layout)
+                  loaded.file_size, loaded.layout, loaded.metadata.axes)
 
 
 @dataclass(frozen=True)

@@ -286,6 +286,8 @@ class Header(NamedTuple):
     pages: int
     file_size: int | None
     layout: str | None
+    axes: str | None = None
+    """A TIFF's axes as its metadata names them (``ZCYX``, read as NCHW), as Metadata.axes."""
 
 
 def image_layout(shape: tuple[int, ...]) -> str:

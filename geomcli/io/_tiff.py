@@ -131,7 +131,8 @@ def read_header(
         if _turned(choice, layout, auto_orient) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
         size = None if isinstance(source, bytes) else int(tif.filehandle.size)
-        return Header("tiff", shape, dtype, len(tif.pages), size, layout)
+        axes = choice.axes if choice.kind is not None and len(choice.axes) == len(shape) else None
+        return Header("tiff", shape, dtype, len(tif.pages), size, layout, axes)
 
 
 def read(

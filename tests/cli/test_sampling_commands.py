@@ -1107,3 +1107,26 @@ def test_warp_volume_through_a_memory_mapped_output_is_what_ram_gives(
     with tifffile.TiffFile(tmp_path / "map.ome.tif") as tiff:
         found, found_axes = tiff.asarray(), tiff.series[0].axes
     assert found_axes == axes and np.array_equal(found, tifffile.imread(tmp_path / "ram.ome.tif"))
+
+
+@pytest.mark.parametrize(("axes", "imagej", "to_ncdhw", "back"), [
+    ("ZCYX", True, lambda data: data.transpose(1, 0, 2, 3)[None], lambda data: data[0].transpose(1, 0, 2, 3)),
+    ("ZYXS", False, lambda data: data.transpose(3, 0, 1, 2)[None], lambda data: data[0].transpose(1, 2, 3, 0)),
+])
+def test_warp_volume_of_a_z_stack_read_as_nchw_finds_its_z(tmp_path: Path, rng: np.random.Generator, axes: str,
+                                                           imagej: bool, to_ncdhw: Any, back: Any) -> None:
+    """A z-stack of four axes (ImageJ's ZCYX of two channels, an RGB ZYXS) is read as NCHW or NHWC,
+    'Z as N': --volume refused it as having no Z. Its own axes now give the volume's depth."""
+    import tifffile
+
+    shape = (6, 2, 9, 8) if axes == "ZCYX" else (6, 9, 8, 3)
+    data = rng.integers(0, 256, shape, dtype=np.uint8)
+    if imagej:
+        tifffile.imwrite(tmp_path / "in.tif", data, imagej=True, metadata={"axes": axes})
+    else:
+        tifffile.imwrite(tmp_path / "in.tif", data, photometric="rgb", metadata={"axes": axes})
+    for args in (["-o", tmp_path / "out.tif", "-q"], ["--out-dir", tmp_path, "--name", "dry.tif", "--dry-run"]):
+        result = run("warp", tmp_path / "in.tif", "--volume", "--theta", VOLUME_THETA, "--size", "4,9,8", *args)
+        assert result.exit_code == 0, result.stderr
+    found = tifffile.imread(tmp_path / "out.tif")
+    assert np.array_equal(found, back(volume_kernel(to_ncdhw(data), VOLUME_THETA, (4, 9, 8))))
