@@ -491,15 +491,15 @@ def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None, vo
     if common.layout is None and from_file is None and len(shape) not in (2, 4):
         return _with_z(None, shape, volume)
     layout = layouts.resolve_layout(shape, common.layout, from_file)
-    return _with_z(layout if common.layout else _z_named(layout, axes, volume), shape, volume)
+    return _with_z(_z_named(layout, axes) if volume and not common.layout else layout, shape, volume)
 
 
-def _z_named(layout: str, axes: str | None, volume: bool) -> str:
-    """For a ``volume``, a TIFF's own ``axes`` (ZCYX, ZYXS) where its layout is geomcli's with Z
-    read as N (NCHW, NHWC): the same axes to every kernel, Z found as the depth."""
+def _z_named(layout: str, axes: str | None) -> str:
+    """A TIFF's own ``axes`` (ZCYX, ZYXS) where its layout is geomcli's with Z read as N (NCHW,
+    NHWC): the same axes to every kernel, where Z can be found (as a volume's depth); else ``layout``."""
     from geomcli.constants import LAYOUTS
 
-    if (volume and layout in LAYOUTS and "N" in layout and axes is not None and len(axes) == len(layout)
+    if (layout in LAYOUTS and "N" in layout and axes is not None and len(axes) == len(layout)
             and axes[layout.index("N")] == "Z"):
         return axes
     return layout
@@ -747,27 +747,30 @@ class Warp(Operation):
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
-        with self._offering_volume(layout):
+        with self._offering_volume(_z_named(layout, header.axes) if layout and not common.layout else layout):
             return _sampled_shape(self, header, common, layout, self.volume)
 
     @contextlib.contextmanager
     def _offering_volume(self, layout: str | None) -> Iterator[None]:
-        """3-D matrices refused for a z-stack warped plane by plane: the refusal names --volume,
-        which warps it by them."""
+        """theta refused for a z-stack warped plane by plane, where it holds 3-D matrices (a file's,
+        or 12 numbers typed: '2 matrices for 8 images'): the refusal names --volume, which warps it
+        by them."""
         try:
             yield
         except GeomError as error:
-            if (self.volume or layout is None or "Z" not in layout or 2 in self.theta.matrices
-                    or len(error.args) != 1):
+            if (self.volume or layout is None or "Z" not in layout or 3 not in self.theta.matrices
+                    or len(error.args) != 1 or not str(error.args[0]).startswith("theta ")):
                 raise
-            error.args = (f"{error.args[0]}; --volume warps a {layout} stack in 3-D by them",)
+            error.args = (f"{error.args[0]}; with --volume they are 3-D matrices, for the {layout} stack as one "
+                          "volume",)
             raise
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
 
         layout = _warp_layout(loaded.data.shape, common, loaded.layout, self.volume, loaded.metadata.axes)
-        with self._offering_volume(layout), layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True,
+        named = _z_named(layout, loaded.metadata.axes) if layout and not common.layout else layout
+        with self._offering_volume(named), layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True,
                                                                     volume=self.volume):
             prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate, self.volume)
             result = _result(prepared, layout, loaded.data.dtype)
@@ -841,6 +844,7 @@ class Warp(Operation):
             layout = _warp_layout(header.shape, common, header.layout, self.volume)
         except GeomError:
             return []  # a layout the run refuses
+        layout = _z_named(layout, header.axes) if layout and not common.layout else layout  # ZCYX read as NCHW
         if self.volume or layout is None or "Z" not in layout or len(self.theta.matrices) < 2:
             return []
         from geomcli.engine import theta as thetas
@@ -949,7 +953,7 @@ def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None, 
     if len(shape) == 5 and common.layout is None and from_file is None:
         return None
     layout = layouts.resolve_layout(shape, common.layout, from_file)
-    return _with_z(layout if common.layout else _z_named(layout, axes, volume), shape, volume)
+    return _with_z(_z_named(layout, axes) if volume and not common.layout else layout, shape, volume)
 
 
 def _onnx_shape(shape: tuple[int, ...], layout: str | None, volume: bool = False) -> tuple[int, ...]:

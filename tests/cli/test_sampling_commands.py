@@ -1019,8 +1019,32 @@ def test_a_3d_theta_file_on_a_z_stack_without_volume_names_it(tmp_path: Path) ->
     result = run("warp", tmp_path / "in.ome.tif", "--theta", tmp_path / "theta.npy", "-o", tmp_path / "o.ome.tif")
     assert result.exit_code == 2 and result.stderr == (
         f"Error: {tmp_path / 'in.ome.tif'}: theta from {tmp_path / 'theta.npy'} holds 3-D matrices (1, 3, 4); a 2-D "
-        "warp takes (N, 2, 3) or (2, 3); --volume warps a ZYX stack in 3-D by them\n")
+        "warp takes (N, 2, 3) or (2, 3); with --volume they are 3-D matrices, for the ZYX stack as one volume\n")
     assert not (tmp_path / "o.ome.tif").exists()
+
+
+@pytest.mark.parametrize(("axes", "shape", "imagej"), [("ZYX", (8, 5, 6), False), ("ZCYX", (6, 2, 5, 6), True)])
+def test_twelve_numbers_refused_for_a_z_stack_s_planes_name_volume(tmp_path: Path, axes: str,
+                                                                   shape: tuple[int, ...], imagej: bool) -> None:
+    """'2 matrices for 8 images' said nothing of the 3-D warp those 12 numbers were meant for; an
+    ImageJ ZCYX (read as NCHW, Z as N) had no word of 12 numbers read as 2-D ones either."""
+    import tifffile
+
+    if imagej:
+        tifffile.imwrite(tmp_path / "in.tif", np.zeros(shape, np.uint8), imagej=True, metadata={"axes": axes})
+    else:
+        ome_tiff(tmp_path / "in.tif", np.zeros(shape, np.float32), axes)
+    result = run("warp", tmp_path / "in.tif", "--theta", VOLUME_THETA, "-o", tmp_path / "o.tif")
+    assert result.exit_code == 2 and result.stderr == (
+        f"Error: {tmp_path / 'in.tif'}: theta holds 2 matrices (2-D: 6 numbers each) for {shape[0]} images; give "
+        f"one, or one per image; with --volume they are 3-D matrices, for the {axes} stack as one volume\n")
+    assert not (tmp_path / "o.tif").exists()
+    if imagej:  # of two planes: warped plane by plane, with the warning a ZYX stack's gets
+        tifffile.imwrite(tmp_path / "two.tif", np.zeros((2, 2, 5, 6), np.uint8), imagej=True, metadata={"axes": axes})
+        two = run("warp", tmp_path / "two.tif", "--theta", VOLUME_THETA, "-o", tmp_path / "o.tif")
+        assert two.exit_code == 0 and ("--theta's 12 numbers are read as 2 2-D matrices (6 numbers each): a ZCYX "
+                                       "stack is warped plane by plane, not in 3-D (give --volume to warp it as one "
+                                       "volume)") in two.stderr
 
 
 def test_warp_volume_dry_run_and_json_show_the_volume_s_shapes(tmp_path: Path, rng: np.random.Generator) -> None:
