@@ -48,7 +48,7 @@ def _make_folder(output: str) -> None:
     """The folder of ``output``; its failure names the output, and a file in the way as such (a
     batch's line was `o/photo: File exists` for --name '{stem}/x.png' where a file o/photo is)."""
     try:
-        os.makedirs(os.path.dirname(output), exist_ok=True)
+        make_folders(os.path.dirname(output))
     except (FileExistsError, NotADirectoryError) as error:
         in_the_way = os.path.dirname(output)
         while in_the_way and not os.path.lexists(in_the_way):
@@ -56,6 +56,29 @@ def _make_folder(output: str) -> None:
         raise GeomError(f"{output}: {in_the_way or error.filename} is not a folder") from error
     except OSError as error:
         raise GeomError(f"{output}: cannot make its folder ({error.strerror or error})") from error
+
+
+# how often make_folders makes a folder again whose parent vanished (each run that removes it
+# does so once)
+_REMAKES = 8
+
+
+def make_folders(folder: str) -> None:
+    """``folder`` and its missing parents (os.makedirs, exist_ok), made again where a parent it
+    made was removed before its child was made: xargs -P or make -j run one geomcli per file into
+    one new --out-dir, and a run that writes no file removes the empty folders it made."""
+    for remakes in range(_REMAKES, -1, -1):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            return
+        except FileExistsError:  # there when made, gone when makedirs looked again: made again
+            if os.path.isdir(folder):
+                return
+            if not remakes or os.path.lexists(folder):  # a file or a broken link in the way
+                raise
+        except FileNotFoundError:
+            if not remakes:
+                raise
 
 
 def commit(report: Report, commits: Sequence[Callable[[], None]]) -> None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from geomcli import cpus
 from geomcli.constants import EXIT_FAILED
 from geomcli.engine import forkserver, summary
-from geomcli.engine.jobs import commit
+from geomcli.engine.jobs import commit, make_folders
 from geomcli.engine.jobs import job_report as _report
 from geomcli.engine.jobs import remove_leftovers as _remove_leftovers
 from geomcli.engine.jobs import transform as _transform
@@ -133,7 +133,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         if not _remote.is_url(options.out_dir):  # an object store has no folders to make
             made = _first_missing(options.out_dir)
             subfolders = _missing_folders(todo)
-            os.makedirs(options.out_dir, exist_ok=True)
+            make_folders(options.out_dir)
     except OSError as error:
         why = error.strerror or str(error)
         if os.path.islink(options.out_dir) and not os.path.exists(options.out_dir):

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -456,3 +457,43 @@ def test_a_folder_another_run_took_away_while_this_one_read_is_made_again(
     written = out / "day" / "a.png" if recursive else out / "a.png"
     assert np.array_equal(np.asarray(Image.open(written)), np.full((4, 4), 7, np.uint8))
     assert temp_files(written.parent) == []
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+@pytest.mark.parametrize("made_by_another", [False, True])
+def test_a_folder_another_run_took_away_while_this_one_made_it_is_made_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recursive: bool, made_by_another: bool) -> None:
+    """xargs -P, one geomcli per file into one new --out-dir out/sub: this run had made out/ when
+    a run of a bad file removed it as empty, so its mkdir of out/sub found no parent and the good
+    file failed ('out/sub: cannot make the folder (No such file or directory)', exit 1); or
+    another run had made out/sub, which a third removed before makedirs looked ('(File exists)').
+    The folders are made again."""
+    (tmp_path / "in" / "day").mkdir(parents=True)
+    Image.fromarray(np.full((6, 6), 7, np.uint8)).save(tmp_path / "in" / "day" / "a.png")
+    out = tmp_path / "out"
+    deepest = out / "sub" / "day" if recursive else out / "sub"
+    real_mkdir, raced = os.mkdir, []
+
+    def the_other_run_s_clean_up() -> None:
+        for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True) + [out]:
+            folder.rmdir()  # empty folders only
+
+    def after_the_other_run(path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> None:
+        if Path(path) != deepest or raced:
+            return real_mkdir(path, *args, **kwargs)
+        raced.append(path)
+        if not made_by_another:
+            the_other_run_s_clean_up()
+            return real_mkdir(path, *args, **kwargs)
+        real_mkdir(path)
+        try:
+            return real_mkdir(path, *args, **kwargs)
+        finally:
+            the_other_run_s_clean_up()
+
+    monkeypatch.setattr(os, "mkdir", after_the_other_run)
+    inputs = [tmp_path / "in", "-r"] if recursive else [tmp_path / "in" / "day" / "a.png"]
+    result = run("crop-pad", *inputs, "--out-dir", out / "sub", "--shape", "4,4", "-j", "1")
+    assert raced and result.exit_code == 0, result.stderr
+    written = deepest / "a.png"
+    assert np.array_equal(np.asarray(Image.open(written)), np.full((4, 4), 7, np.uint8))
