@@ -684,6 +684,14 @@ def _check_writable(data: np.ndarray, fmt: str, name: str, layout: str | None) -
     check_writable(data.dtype, data.shape, fmt, name, layout)
 
 
+def _is_stack(fmt: str, layout: str | None, shape: tuple[int, ...]) -> bool:
+    """Whether an image format is asked to hold an array of two or three axes whose ``layout``
+    has one it has no place for (N of NHW, a TIFF stack's Z or T): only H, W, C (a TIFF's Y, X,
+    S) fit. (Four or more axes are refused by their count.)"""
+    return (fmt in IMAGE_FORMATS and layout is not None and len(layout) == len(shape) <= 3
+            and any(axis not in "HWCYXS" for axis in layout))
+
+
 def _channels_first_image(fmt: str, layout: str | None) -> bool:
     """Whether an image format writes an array of ``layout`` with its axes moved: a C×H×W
     result as the H×W×C image the format holds (it was read as H×W×C: a silently wrong image,
@@ -716,6 +724,9 @@ def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name
     image format judges without numpy."""
     if _channels_first_image(fmt, layout) and len(shape) == 3:
         shape = (*shape[1:], shape[0])
+    if _is_stack(fmt, layout, shape):  # its N×H×W would be written as an H×W×C image: N as the rows
+        raise GeomError(f"{name}: {fmt.upper()} holds one HW or HWC image, not a stack ({layout} shape {shape}); "
+                        "write .npy or .tiff")
     if isinstance(dtype, str) and fmt in IMAGE_FORMATS and _image_refusal(fmt, dtype, shape) is None:
         return
     import numpy as np

@@ -492,6 +492,33 @@ def test_frames_all_cannot_go_to_one_image_and_first_takes_frame_one(
     assert np.array_equal(io.read_array(str(tmp_path / "o.png")).data, frames[0])
 
 
+@pytest.mark.parametrize("name", ["o.png", "o.gif", "o.jpg"])
+@pytest.mark.parametrize("source", ["pages.tif", "nhw.npy"])
+def test_a_stack_of_grey_images_cannot_go_to_one_image(tmp_path: Path, name: str, source: str) -> None:
+    """'crop-pad pages.tif -o o.png --shape 8,3' of 5 grey pages of 16x18 wrote a 5x8 RGB PNG,
+    exit 0: the N×H×W result as an H×W×C image, its pages as rows, its columns as channels. An
+    image format holds no stack axis (N, a TIFF's Z or T), as it holds no N×H×W×C: exit 2, nothing
+    written; a TIFF takes the stack."""
+    import tifffile
+
+    pages = np.random.default_rng(42).integers(0, 256, (5, 16, 18), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "pages.tif", pages)
+    np.save(tmp_path / "nhw.npy", pages)
+    given = ["--layout", "NHW"] if source.endswith(".npy") else []
+    for shape in ("8,3", "8,1"):
+        result = run("crop-pad", tmp_path / source, "-o", tmp_path / name, "--shape", shape, *given)
+        assert result.exit_code == 2, result.stderr
+        assert (f"{name}: {io.format_for_path(name).upper()} holds one HW or HWC image, not a stack "
+                f"(NHW shape (5, 8, {shape[-1]})); write .npy or .tiff") in result.stderr
+        assert not (tmp_path / name).exists()
+    planned = run("crop-pad", tmp_path / source, "--out-dir", tmp_path / "out", "--name", "{stem}" + name[1:],
+                  "--shape", "8,3", "--dry-run", *given)
+    assert planned.exit_code == 2 and "not a stack (NHW shape (5, 8, 3))" in planned.stderr
+    result = run("crop-pad", tmp_path / source, "-o", tmp_path / "o.tif", "--shape", "8,3", *given)
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(io.read_array(str(tmp_path / "o.tif")).data, pages[:, 4:12, 7:10])
+
+
 # ---- TIFF: axes from ImageJ and OME metadata, written back for the new shape --------------------
 
 
