@@ -846,8 +846,8 @@ def _format(output: str, common: Common, template: str) -> str:
         base = root if extension and "}" not in extension else base
         raise PlanError(f"{error}, named by {template!r}; give --name '{base}.{common.format}' or drop "
                         "--format", options="--name") from error
-    except GeomError as error:
-        raise PlanError(str(error), options="--name") from error
+    except GeomError as error:  # the name may be the default's, of an input of no extension: say so
+        raise PlanError(f"{error}, named by --name {template!r}", options="--name") from error
     refusal = io.refused_option(write_options(common), found)
     if refusal is not None:
         raise PlanError(f"{refusal} ({output}, named by --name {template!r})")

@@ -677,6 +677,21 @@ def test_bad_templates_are_usage_errors(template: str, message: str, shots: Path
     assert not (tmp_path / "out").exists()
 
 
+def test_an_input_of_no_extension_says_the_default_name_has_none(shots: Path, tmp_path: Path) -> None:
+    """'crop-pad noext --out-dir out' said "Invalid value for '--name': out/noext: no file extension"
+    where no --name was given: the line now names the template that made the name."""
+    shutil.copy(shots / "a.png", tmp_path / "noext")
+    result = run("crop-pad", tmp_path / "noext", "--out-dir", tmp_path / "out", "--shape", "4,4")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for '--name': {tmp_path / 'out' / 'noext'}: no file extension; expected one of "
+        ".png, .jpg, .jpeg, .bmp, .gif, .webp, .npy, .tif, .tiff (or give --format), named by --name "
+        "'{stem}{suffix}'")
+    assert not (tmp_path / "out").exists()
+    assert run("crop-pad", tmp_path / "noext", "--out-dir", tmp_path / "out", "--shape", "4,4",
+               "--format", "png").exit_code == 0
+
+
 def test_render_examples() -> None:
     assert plan.render("{stem}_{index:02d}{suffix}", plan.Source("x/a.b.png", ""), 3) == ["a.b_03.png"]
     assert plan.render("{parent}/{name}", plan.Source("x/y/a.png", ""), 0) == ["a.png"]
