@@ -725,8 +725,9 @@ def check_writable(dtype: np.dtype | str, shape: tuple[int, ...], fmt: str, name
     if _channels_first_image(fmt, layout) and len(shape) == 3:
         shape = (*shape[1:], shape[0])
     if _is_stack(fmt, layout, shape):  # its N×H×W would be written as an H×W×C image: N as the rows
+        where = "give --format npy or tiff" if name == display_name("-", output=True) else "write .npy or .tiff"
         raise GeomError(f"{name}: {fmt.upper()} holds one HW or HWC image, not a stack ({layout} shape {shape}); "
-                        "write .npy or .tiff")
+                        f"{where}")
     if isinstance(dtype, str) and fmt in IMAGE_FORMATS and _image_refusal(fmt, dtype, shape) is None:
         return
     import numpy as np

@@ -514,6 +514,11 @@ def test_a_stack_of_grey_images_cannot_go_to_one_image(tmp_path: Path, name: str
     planned = run("crop-pad", tmp_path / source, "--out-dir", tmp_path / "out", "--name", "{stem}" + name[1:],
                   "--shape", "8,3", "--dry-run", *given)
     assert planned.exit_code == 2 and "not a stack (NHW shape (5, 8, 3))" in planned.stderr
+    piped = run("crop-pad", tmp_path / source, "-o", "-", "--format", io.format_for_path(name), "--shape", "8,3",
+                *given)
+    assert piped.exit_code == 2 and piped.stdout_bytes == b""
+    assert "<stdout>: " in piped.stderr
+    assert "not a stack (NHW shape (5, 8, 3)); give --format npy or tiff" in piped.stderr
     result = run("crop-pad", tmp_path / source, "-o", tmp_path / "o.tif", "--shape", "8,3", *given)
     assert result.exit_code == 0, result.stderr
     assert np.array_equal(io.read_array(str(tmp_path / "o.tif")).data, pages[:, 4:12, 7:10])
