@@ -225,7 +225,12 @@ def shape_text(shape: list[int] | tuple[int, ...] | None) -> str:
 
 
 def _plain_line(report: Report) -> str:
-    arrow = f"{report.input or '-'} → {report.output or '-'}"
+    from geomcli.io._base import display_name
+
+    # stdin and stdout as errors and warnings name them (--json keeps "-", the argument given)
+    source = "-" if report.input is None else display_name(report.input)
+    target = "-" if report.output is None else display_name(report.output, output=True)
+    arrow = f"{source} → {target}"
     if report.status != "ok":
         return printable(f"{report.command}: {arrow}: {report.status}: {report.error}")
     if report.input_shape is None:

@@ -439,3 +439,17 @@ def test_info_and_a_summary_show_a_bool_range_as_false_and_true_and_stdin_as_suc
     assert (record["input"], record["value_range"]) == ("-", [False, True])  # (the argument given)
     cropped = run("crop-pad", tmp_path / "b.npy", "-o", tmp_path / "c.npy", "--shape", "1,1")
     assert cropped.exit_code == 0 and " range [True, True] " in cropped.stderr, cropped.stderr
+
+
+def test_a_summary_names_stdin_and_stdout_as_errors_do(tmp_path: Path) -> None:
+    """'cat b.npy | geomcli crop-pad - -o x.npy --shape 1,1' said 'crop-pad - → x.npy: ...' where
+    stdin's errors say '<stdin>' (and '-o -' showed '→ -', its errors '<stdout>'); --json keeps '-'."""
+    np.save(tmp_path / "b.npy", np.arange(9, dtype=np.uint8).reshape(3, 3))
+    piped = run("crop-pad", "-", "-o", tmp_path / "x.npy", "--shape", "1,1", stdin=(tmp_path / "b.npy").read_bytes())
+    assert piped.exit_code == 0 and piped.stderr.startswith(f"crop-pad <stdin> → {tmp_path / 'x.npy'}: 3×3 uint8 "), \
+        piped.stderr
+    both = run("crop-pad", "-", "-o", "-", "--shape", "1,1", stdin=(tmp_path / "b.npy").read_bytes())
+    assert both.exit_code == 0 and both.stderr.startswith("crop-pad <stdin> → <stdout>: 3×3 uint8 "), both.stderr
+    record = json.loads(run("crop-pad", "-", "-o", tmp_path / "y.npy", "--shape", "1,1", "--json",
+                            stdin=(tmp_path / "b.npy").read_bytes()).stdout)
+    assert (record["input"], record["output"]) == ("-", str(tmp_path / "y.npy"))

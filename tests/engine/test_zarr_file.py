@@ -2454,7 +2454,7 @@ def test_a_piped_input_is_read_once_and_written_chunk_by_chunk(tmp_path: Path) -
     result = CliRunner().invoke(cli, ["resize", "-", "-o", str(tmp_path / "stdin.zarr"), "--scales", "1,1,0.5,0.5"],
                                 input=buffer.getvalue(), catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
-    assert "resize - → " in result.stderr and "chunk by chunk: 1 output chunk(s)" in result.stderr
+    assert "resize <stdin> → " in result.stderr and "chunk by chunk: 1 output chunk(s)" in result.stderr
     np.testing.assert_array_equal(read_zarr(tmp_path / "stdin.zarr")[...], expected)
     with fifo_feeding(tmp_path / "ff.npy", buffer.getvalue()) as fifo:
         assert run("chain", "-i", fifo, "-o", tmp_path / "fifo.zarr", "-q", "resize", "--scales",
