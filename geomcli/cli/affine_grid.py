@@ -32,6 +32,10 @@ from geomcli.errors import GeomError
                    "page, and every series of one shape]")
 @click.option("--page", type=Int(min=0), default=None, metavar="N",
               help="With --like: a TIFF's page N only (N = 1), as grid-sample --page reads it.")
+@click.option("--volume", is_flag=True,
+              help="With --like: a z-stack's (a TIFF's or OME-Zarr's Z axis) grid as one volume, (T, D, H, W, 3) "
+                   "from 3x4 matrices (--theta, 12 numbers each), as warp and grid-sample --volume read it; "
+                   "not one 2-D grid per plane.")
 @transform_options
 @click.option("--align-corners", is_flag=True,
               help="-1 and 1 are the centres of the corner pixels, not their outer edges.")
@@ -39,9 +43,9 @@ from geomcli.errors import GeomError
               help="theta's and the grid's dtype.  [default: a theta file's float dtype, else float32]")
 @common_options
 def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_auto_orient: bool,
-                frames: str | None, series: int | None, page: int | None, theta_text: str | None, rotate: float,
-                scale: tuple[float, ...], translate: tuple[float, ...], shear: tuple[float, ...], align_corners: bool,
-                dtype: str | None, common: Common) -> None:
+                frames: str | None, series: int | None, page: int | None, volume: bool, theta_text: str | None,
+                rotate: float, scale: tuple[float, ...], translate: tuple[float, ...], shear: tuple[float, ...],
+                align_corners: bool, dtype: str | None, common: Common) -> None:
     """Sampling grids from affine matrices (ONNX AffineGrid, opset 20).
 
     Writes (N,H,W,2) or (N,D,H,W,3) grids of (x, y[, z]) positions in -1..1 units, x
@@ -56,7 +60,7 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_
         raise click.UsageError("give exactly one of --size and --like", ctx)
     if no_auto_orient and like is None:
         raise click.UsageError("--no-auto-orient is for --like's file", ctx)
-    for name, value in (("frames", frames), ("series", series), ("page", page)):
+    for name, value in (("frames", frames), ("series", series), ("page", page), ("volume", volume or None)):
         if value is not None and like is None:
             raise click.UsageError(f"--{name} is for --like's file", ctx)
     if series is not None and page is not None:
@@ -67,6 +71,9 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_
                   if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
     if theta_text is not None and flags_used:
         raise click.UsageError(f"--theta cannot be combined with --{', --'.join(flags_used)}", ctx)
+    if volume and flags_used:  # as warp --volume refuses them
+        raise click.UsageError("--volume makes 3-D grids, from 3x4 matrices (12 numbers each): --rotate, --scale, "
+                               "--shear and --translate make 2-D matrices; give --theta", ctx)
     read_stdin_once(("--theta", theta_text), ("--like", like))
     if size is not None:
         _check_grid_size(size)
@@ -93,7 +100,7 @@ def affine_grid(output: str, size: tuple[int, ...] | None, like: str | None, no_
     with usage_errors():
         flags = (rotate, scale, translate, shear)
         outcome = one_file.affine_grid_file(theta_text, theta_file, numbers, size, like, flags, dtype, align_corners,
-                                            output, found, common)
+                                            output, found, common, volume)
     code = report.finish(outcome, common, data_on_stdout=is_stdout(output))
     if code:
         raise SystemExit(code)

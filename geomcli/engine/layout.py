@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from geomcli.constants import LAYOUTS
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, OptionFault
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LAYOUTS", "batch_shape", "flattens_in_place", "from_nchw", "from_nchw_shape", "given_layout",
            "ignored_layout", "in_file_terms", "ome_layout", "output_layout", "own_axes", "resolve_layout",
-           "result_layout", "roles", "spatial_axes", "to_nchw", "to_nchw_shape", "written_layout"]
+           "result_layout", "roles", "spatial_axes", "tensor_layout", "to_nchw", "to_nchw_shape", "with_z",
+           "written_layout", "z_named"]
 _DEFAULT_FOR_RANK = {2: "HW", 4: "NCHW"}
 
 
@@ -270,3 +271,36 @@ def result_layout(by_rank: bool, input_shape: tuple[int, ...], file_layout: str 
         if _tiff.names_ome(output):
             return ome_layout(input_shape, shape, common.layout, file_layout)
     return written_layout(input_shape, shape, common.layout, file_layout)
+
+
+def tensor_layout(shape: tuple[int, ...], given: str | None, from_file: str | None, volume: bool = False,
+                  axes: str | None = None) -> str | None:
+    """The layout an interpolating operation reads an array in: --layout ``given``, the file's, HW
+    or NCHW by rank; None for a tensor of another rank named by no layout, taken as (N, C, D1,
+    ..., Dr). A ``volume`` (--volume) is a layout with a Z axis (a TIFF's ``axes`` where its layout
+    reads its Z as N), or that tensor; any other is an OptionFault (exit 2)."""
+    if given is None and from_file is None and len(shape) not in (2, 4):
+        return with_z(None, shape, volume)
+    layout = resolve_layout(shape, given, from_file)
+    return with_z(z_named(layout, axes) if volume and not given else layout, shape, volume)
+
+
+def z_named(layout: str, axes: str | None) -> str:
+    """A TIFF's own ``axes`` (ZCYX, ZYXS) where its layout is geomcli's with Z read as N (NCHW,
+    NHWC): the same axes to every kernel, where Z can be found (as a volume's depth); else ``layout``."""
+    if (layout in LAYOUTS and "N" in layout and axes is not None and len(axes) == len(layout)
+            and axes[layout.index("N")] == "Z"):
+        return axes
+    return layout
+
+
+def with_z(layout: str | None, shape: tuple[int, ...], volume: bool) -> str | None:
+    """``layout`` (None: a tensor of no named axes), refused (an OptionFault, exit 2) for a
+    ``volume`` where it is neither a layout with a Z axis nor a rank-5 tensor's None."""
+    if volume and ("Z" not in layout if layout is not None else len(shape) != 5):
+        found = f"a rank-{len(shape)} tensor {shape}" if layout is None else f"axes {layout} {shape}, no Z"
+        if layout is not None and "Y" in layout:  # (a TIFF's axes: one plane's Z is read as none)
+            found += " (a TIFF's Z of one plane is not kept as an axis)"
+        raise OptionFault(f"--volume takes a z-stack (a TIFF's or OME-Zarr's Z axis) or a rank-5 tensor of no "
+                          f"named axes; found {found}")
+    return layout

@@ -502,10 +502,11 @@ def maps_input(path: str) -> bool:
 
 def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tuple[float, ...] | None,
                      size: tuple[int, ...] | None, like: str | None, flags: tuple[Any, ...], dtype: str | None,
-                     align_corners: bool, output: str, output_format: str, common: Common) -> Report:
+                     align_corners: bool, output: str, output_format: str, common: Common,
+                     volume: bool = False) -> Report:
     """``geomcli affine-grid``: theta from a file, inline ``numbers`` or the transform ``flags``
-    (geomcli.engine.theta), the grid's size from ``size`` or ``like``; the grids written to
-    ``output``. Its report, with any failure in it."""
+    (geomcli.engine.theta), the grid's size from ``size`` or ``like`` (``volume``: its z-stack as
+    one volume); the grids written to ``output``. Its report, with any failure in it."""
     from geomcli.engine import summary
     from geomcli.engine import theta as thetas
     from geomcli.io import _remote
@@ -514,12 +515,13 @@ def affine_grid_file(theta_text: str | None, theta_file: str | None, numbers: tu
     # theta as given; made from the flags, the matrix used (once it is made) and those flags
     made = {} if theta_text is not None else {"flags": thetas.given_flags(flags)}
     report = summary.Report("affine-grid", theta_text or "(flags)", output,
-                            parameters={"align_corners": align_corners, "theta": theta_text, **made})
+                            parameters={"align_corners": align_corners, "theta": theta_text, **made,
+                                        **({"volume": True} if volume else {})})
     with reporting(report, common):
         theta, grid_size = thetas.resolve(size, like, theta_file, numbers, flags, dtype, common.layout,
                                           common.max_pixels, auto_orient=common.fidelity.auto_orient,
                                           frames=common.fidelity.frames or "first", series=common.fidelity.series,
-                                          page=common.fidelity.page, warnings=report.warnings)
+                                          page=common.fidelity.page, warnings=report.warnings, volume=volume)
         if theta_text is None and len(theta):  # N = 0 (--size 0,...) makes no grid and uses no matrix
             report.parameters["theta"] = thetas.recorded(theta[0])
         _write_grid(report, theta, grid_size, align_corners, output, output_format, common)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from geomcli.constants import plain_number
-from geomcli.errors import GeomError, OptionFault, PlanError
+from geomcli.errors import GeomError, PlanError
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -482,39 +482,11 @@ def _maps(layout: str | None, channels: int, volume: bool = False) -> bool:
 
 def _as_tensor(shape: tuple[int, ...], common: Common, from_file: str | None, volume: bool = False,
                axes: str | None = None) -> str | None:
-    """The layout an interpolating operation reads an array in: --layout, the file's, HW or NCHW by
-    rank; None for a tensor of another rank named by no layout, taken as (N, C, D1, ..., Dr). A
-    ``volume`` (--volume) is a layout with a Z axis (a TIFF's ``axes`` where its layout reads its
-    Z as N), or that tensor; any other is an OptionFault."""
+    """The layout an interpolating operation reads an array in (layout.tensor_layout), --layout
+    from ``common``."""
     from geomcli.engine import layout as layouts
 
-    if common.layout is None and from_file is None and len(shape) not in (2, 4):
-        return _with_z(None, shape, volume)
-    layout = layouts.resolve_layout(shape, common.layout, from_file)
-    return _with_z(_z_named(layout, axes) if volume and not common.layout else layout, shape, volume)
-
-
-def _z_named(layout: str, axes: str | None) -> str:
-    """A TIFF's own ``axes`` (ZCYX, ZYXS) where its layout is geomcli's with Z read as N (NCHW,
-    NHWC): the same axes to every kernel, where Z can be found (as a volume's depth); else ``layout``."""
-    from geomcli.constants import LAYOUTS
-
-    if (layout in LAYOUTS and "N" in layout and axes is not None and len(axes) == len(layout)
-            and axes[layout.index("N")] == "Z"):
-        return axes
-    return layout
-
-
-def _with_z(layout: str | None, shape: tuple[int, ...], volume: bool) -> str | None:
-    """``layout`` (None: a tensor of no named axes), refused (an OptionFault, exit 2) for a
-    ``volume`` where it is neither a layout with a Z axis nor a rank-5 tensor's None."""
-    if volume and ("Z" not in layout if layout is not None else len(shape) != 5):
-        found = f"a rank-{len(shape)} tensor {shape}" if layout is None else f"axes {layout} {shape}, no Z"
-        if layout is not None and "Y" in layout:  # (a TIFF's axes: one plane's Z is read as none)
-            found += " (a TIFF's Z of one plane is not kept as an axis)"
-        raise OptionFault(f"--volume takes a z-stack (a TIFF's or OME-Zarr's Z axis) or a rank-5 tensor of no "
-                          f"named axes; found {found}")
-    return layout
+    return layouts.tensor_layout(shape, common.layout, from_file, volume, axes)
 
 
 def _to_onnx(data: np.ndarray, layout: str | None, volume: bool = False) -> np.ndarray:
@@ -746,8 +718,10 @@ class Warp(Operation):
         return "--theta" if self.theta_name == "-" else None
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
+        from geomcli.engine import layout as layouts
+
         layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
-        with self._offering_volume(_z_named(layout, header.axes) if layout and not common.layout else layout):
+        with self._offering_volume(layouts.z_named(layout, header.axes) if layout and not common.layout else layout):
             return _sampled_shape(self, header, common, layout, self.volume)
 
     @contextlib.contextmanager
@@ -769,7 +743,7 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         layout = _warp_layout(loaded.data.shape, common, loaded.layout, self.volume, loaded.metadata.axes)
-        named = _z_named(layout, loaded.metadata.axes) if layout and not common.layout else layout
+        named = layouts.z_named(layout, loaded.metadata.axes) if layout and not common.layout else layout
         with self._offering_volume(named), layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True,
                                                                     volume=self.volume):
             prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate, self.volume)
@@ -840,11 +814,13 @@ class Warp(Operation):
     def cautions(self, header: Header, common: Common) -> list[str]:
         """Typed numbers in 12s on a z-stack of named axes (a TIFF's, an OME-Zarr's), which is
         warped plane by plane: read as two 2-D matrices per 3-D one that was more likely meant."""
+        from geomcli.engine import layout as layouts
+
         try:
             layout = _warp_layout(header.shape, common, header.layout, self.volume)
         except GeomError:
             return []  # a layout the run refuses
-        layout = _z_named(layout, header.axes) if layout and not common.layout else layout  # ZCYX read as NCHW
+        layout = layouts.z_named(layout, header.axes) if layout and not common.layout else layout  # ZCYX read as NCHW
         if self.volume or layout is None or "Z" not in layout or len(self.theta.matrices) < 2:
             return []
         from geomcli.engine import theta as thetas
@@ -953,7 +929,7 @@ def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None, 
     if len(shape) == 5 and common.layout is None and from_file is None:
         return None
     layout = layouts.resolve_layout(shape, common.layout, from_file)
-    return _with_z(_z_named(layout, axes) if volume and not common.layout else layout, shape, volume)
+    return layouts.with_z(layouts.z_named(layout, axes) if volume and not common.layout else layout, shape, volume)
 
 
 def _onnx_shape(shape: tuple[int, ...], layout: str | None, volume: bool = False) -> tuple[int, ...]:

@@ -188,7 +188,8 @@ def is_file(text: str | None) -> bool:
 def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | None,
             numbers: Sequence[float] | None, flags: tuple[Any, ...], dtype: str | None, layout: str | None,
             max_pixels: int, auto_orient: bool = True, frames: str = "first", series: int | None = None,
-            page: int | None = None, warnings: list[str] | None = None) -> tuple[np.ndarray, tuple[int, ...]]:
+            page: int | None = None, warnings: list[str] | None = None,
+            volume: bool = False) -> tuple[np.ndarray, tuple[int, ...]]:
     """theta as (N, s, s+1) in the grid dtype, and the grid size it goes with.
 
     The size comes from ``size`` (N,C,H,W or N,C,D,H,W) or the file ``like`` (its N as grid-sample
@@ -200,7 +201,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
     the files (a layout ``like`` cannot take, matrices that do not fit the grid, an output past
     ``max_pixels``) is an OptionFault, a usage fault (exit 2). ``series`` or ``page`` for a ``like``
     that is no TIFF, and typed numbers in 12s for a z-stack's planes, add their warnings to
-    ``warnings``, as grid-sample and warp warn.
+    ``warnings``, as grid-sample and warp warn. ``volume`` (--volume): ``like``'s z-stack is one
+    volume, (N, C, D, H, W) with Z its D, as warp and grid-sample --volume read it.
     """
     import geomcli.ops.affine_grid as grid_ops
     from geomcli import io
@@ -219,9 +221,9 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
         for option, value in (("--series", series), ("--page", page)):
             if value is not None and header.format != "tiff" and warnings is not None:
                 warnings.append(f"{like}: {option} is for TIFF input, not {header.format.upper()}; ignored")
-        batch, *spatial_sizes = _like_size(header, like, layout)
+        batch, *spatial_sizes = _like_size(header, like, layout, volume)
         what = f"{like}'s N = {batch}"
-        if (numbers is not None and len(spatial_sizes) == 3 and len(numbers) % 12 == 0 and layout is None
+        if (not volume and numbers is not None and len(spatial_sizes) == 3 and len(numbers) % 12 == 0 and layout is None
                 and "Z" in (header.layout or "") and warnings is not None):
             warnings.append(planes_caution(len(numbers) // 6, header.layout or ""))
     else:
@@ -281,14 +283,21 @@ def planes_caution(count: int, layout: str, volume_option: bool = False) -> str:
             f"stack is warped plane by plane, not in 3-D ({way})")
 
 
-def _like_size(header: Header, like: str, layout: str | None) -> tuple[int, ...]:
+def _like_size(header: Header, like: str, layout: str | None, volume: bool = False) -> tuple[int, ...]:
     """The grid size of --like's file, of ``header``: (N, C, H, W) as grid-sample and warp see it
     (a stack's images flattened into N: an OME TCZYX's T·Z planes), (N, C, D, H, W) of a rank-5
-    tensor of no named axes. A layout the file cannot take is an OptionFault (exit 2), naming the
-    file."""
+    tensor of no named axes, or of a z-stack for a ``volume`` (Z its D). A layout the file cannot
+    take is an OptionFault (exit 2), naming the file."""
     from geomcli.engine import layout as layouts
 
     shape = tuple(header.shape)
+    if volume:  # as warp and grid-sample --volume read it, refused where it has no Z as they refuse
+        try:
+            named = layouts.tensor_layout(shape, layouts.given_layout(layout, header.format), header.layout,
+                                          volume=True, axes=header.axes)
+        except GeomError as error:
+            raise OptionFault(f"{like}: {error}") from error
+        return shape if named is None else layouts.to_nchw_shape(shape, named, volume=True)
     try:
         if len(shape) == 5 and header.layout is None:  # a TIFF's or OME-Zarr's TCZYX is a stack of planes
             if layout is not None:

@@ -1154,3 +1154,62 @@ def test_warp_volume_of_a_z_stack_read_as_nchw_finds_its_z(tmp_path: Path, rng: 
         assert result.exit_code == 0, result.stderr
     found = tifffile.imread(tmp_path / "out.tif")
     assert np.array_equal(found, back(volume_kernel(to_ncdhw(data), VOLUME_THETA, (4, 9, 8))))
+
+
+@pytest.mark.parametrize(("axes", "shape", "grid_shape"), [
+    ("ZYX", (8, 9, 10), (1, 8, 9, 10, 3)),
+    ("TZCYX", (2, 5, 3, 9, 7), (2, 5, 9, 7, 3)),
+])
+def test_affine_grid_volume_is_the_grid_warp_volume_samples_at(tmp_path: Path, rng: np.random.Generator, axes: str,
+                                                               shape: tuple[int, ...],
+                                                               grid_shape: tuple[int, ...]) -> None:
+    """'affine-grid --like z.ome.tif --theta <12 numbers>' made one 2-D grid per plane (Z, H, W, 2),
+    and a 3-D grid for 'grid-sample --volume' needed --size N,C,D,H,W typed: with --volume it is the
+    z-stack's (T, D, H, W, 3), and grid-sample --volume at it is warp --volume bit for bit."""
+    import tifffile
+
+    data = rng.random(shape).astype(np.float32)
+    ome_tiff(tmp_path / "in.ome.tif", data, axes)
+    made = run("affine-grid", "--like", tmp_path / "in.ome.tif", "--volume", "--theta", VOLUME_THETA,
+               "-o", tmp_path / "grid.npy", "--json")
+    assert made.exit_code == 0 and json.loads(made.stdout)["parameters"]["volume"] is True, made.output
+    assert np.load(tmp_path / "grid.npy").shape == grid_shape
+    sampled = run("grid-sample", tmp_path / "in.ome.tif", "--volume", "--grid", tmp_path / "grid.npy",
+                  "-o", tmp_path / "sampled.ome.tif", "-q")
+    warped = run("warp", tmp_path / "in.ome.tif", "--volume", "--theta", VOLUME_THETA,
+                 "-o", tmp_path / "warped.ome.tif", "-q")
+    assert (sampled.exit_code, warped.exit_code) == (0, 0), sampled.stderr + warped.stderr
+    found, expected = tifffile.imread(tmp_path / "sampled.ome.tif"), tifffile.imread(tmp_path / "warped.ome.tif")
+    assert found.shape == shape and np.array_equal(found, expected)
+    assert not np.array_equal(found, data)  # (theta moves it)
+
+
+def test_affine_grid_volume_of_an_imagej_zcyx_finds_its_z(tmp_path: Path) -> None:
+    """An ImageJ ZCYX reads as NCHW, its Z as N: --volume finds Z from its TIFF axes, as warp does."""
+    import tifffile
+
+    tifffile.imwrite(tmp_path / "zc.tif", np.zeros((6, 2, 9, 8), np.uint8), imagej=True, metadata={"axes": "ZCYX"})
+    made = run("affine-grid", "--like", tmp_path / "zc.tif", "--volume", "--theta", VOLUME_THETA,
+               "-o", tmp_path / "grid.npy", "-q")
+    assert made.exit_code == 0, made.stderr
+    assert np.load(tmp_path / "grid.npy").shape == (1, 6, 9, 8, 3)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--like", "{plane}"], "{plane}: --volume takes a z-stack (a TIFF's or OME-Zarr's Z axis) or a rank-5 tensor "
+                            "of no named axes; found axes HW (5, 6), no Z"),
+    (["--like", "{stack}", "--rotate", "10"], "--volume makes 3-D grids, from 3x4 matrices (12 numbers each): "
+                                              "--rotate, --scale, --shear and --translate make 2-D matrices; give "
+                                              "--theta"),
+    (["--like", "{stack}", "--theta", "1,0,0,0,1,0"], "Invalid value for '--theta': a 3-D grid takes 12 numbers "
+                                                      "per matrix: 12 for one matrix; found 6"),
+    (["--size", "1,1,4,5,6", "--theta", VOLUME_THETA], "--volume is for --like's file"),
+])
+def test_affine_grid_volume_refusals_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    ome_tiff(tmp_path / "stack.ome.tif", np.zeros((4, 5, 6), np.float32), "ZYX")
+    ome_tiff(tmp_path / "plane.ome.tif", np.zeros((5, 6), np.float32), "YX")
+    names = {"stack": tmp_path / "stack.ome.tif", "plane": tmp_path / "plane.ome.tif"}
+    result = run("affine-grid", "--volume", *[arg.format(**names) for arg in args], "-o", tmp_path / "g.npy")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == f"Error: {message.format(**names)}"
+    assert not (tmp_path / "g.npy").exists()
