@@ -456,7 +456,8 @@ def _unkept(metadata: Metadata) -> tuple[str, ...]:
     if space is not None and metadata.axes_kind == "imagej":  # its calibration is the scale, where it has the axis
         # (a ZYX stack's frame interval has no t to be the scale of: named, where it went unsaid)
         scaled = {str(axis.get("name")) for axis in space.axes if "unit" in axis}
-        metadata = metadata._replace(resolution=None, imagej=tuple(
+        # (a stack of no length unit has its interval alone as the scale: its resolution is named)
+        metadata = metadata._replace(resolution=None if "x" in scaled else metadata.resolution, imagej=tuple(
             (key, value) for key, value in metadata.imagej
             if not (key == "spacing" and "z" in scaled or key == "finterval" and "t" in scaled)))
     return tuple(io.dropped(metadata._replace(physical=held, axes_kind=None), "npy"))

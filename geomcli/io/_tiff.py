@@ -1222,14 +1222,17 @@ def as_ome(metadata: Metadata, layout: str | None, ndim: int) -> tuple[Metadata,
 def imagej_physical(metadata: Metadata) -> tuple[tuple[str, float, str], ...]:
     """An ImageJ hyperstack's calibration as OME's physical sizes (Metadata.physical, in OME's unit
     symbols): its resolution's pixel size along X and Y and its slice spacing along Z in its unit,
-    its frame interval along T in seconds; none where it gives no length unit OME names.
+    its frame interval along T in seconds; no length where it gives no length unit OME names (its
+    interval, in seconds whatever the length unit, still).
 
     >>> from geomcli.io import Metadata
     >>> imagej_physical(Metadata(resolution=(4.0, 2.0), unit="micron", imagej=(("spacing", 3.0), ("finterval", 0.5))))
     (('X', 0.25, 'µm'), ('Y', 0.5, 'µm'), ('Z', 3.0, 'µm'), ('T', 0.5, 's'))
+    >>> imagej_physical(Metadata(resolution=(4.0, 2.0), imagej=(("spacing", 3.0), ("finterval", 0.5))))
+    (('T', 0.5, 's'),)
     """
     if metadata.resolution is None or metadata.unit not in _OME_SYMBOLS:
-        return ()
+        return _frame_interval(metadata)
     unit = _OME_SYMBOLS[metadata.unit or ""]
     x, y = metadata.resolution
     sizes = [("X", 1 / x, unit), ("Y", 1 / y, unit)]

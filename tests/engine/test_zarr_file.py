@@ -889,6 +889,24 @@ def test_an_imagej_z_stack_s_frame_interval_that_no_scale_holds_is_named_as_drop
             assert ("dropped" not in record, scale) == (True, [2.0, 1.5, 0.5, 0.5])
 
 
+def test_an_imagej_t_stack_of_no_length_unit_keeps_its_frame_interval_as_its_t_scale(tmp_path: Path) -> None:
+    """'crop-pad tyx.tif -o a.zarr --shape 4,4' of an ImageJ TYX stack with a frame interval of 2 s
+    but no length unit dropped the interval (named in --json's 'dropped' alone): seconds need no
+    length unit, and it is the t scale now; a resolution of no unit is still named as dropped."""
+    import tifffile
+
+    for resolution in (None, (4.0, 4.0)):
+        source = tmp_path / f"{resolution is None}.tif"
+        tifffile.imwrite(source, np.zeros((3, 6, 6), np.uint8), imagej=True, resolution=resolution,
+                         metadata={"axes": "TYX", "finterval": 2.0})
+        output = tmp_path / f"{resolution is None}.zarr"
+        record = json.loads(run("crop-pad", source, "-o", output, "--shape", "4,4", "--json").stdout)
+        image = written_image(output)
+        assert [axis.get("unit") for axis in image["axes"]] == ["second", None, None]
+        assert image["datasets"][0]["coordinateTransformations"][0]["scale"] == [2.0, 1.0, 1.0]
+        assert record.get("dropped") == (None if resolution is None else ["resolution (4 x 4 pixels (no unit))"])
+
+
 def test_an_ome_zarr_s_channel_labels_are_an_ome_tiff_s_channel_names(tmp_path: Path) -> None:
     """An OME-Zarr's omero channel labels were lost without a word in a TIFF output: they are its
     OME channel names where the channels are the input's (a crop's), else dropped as the omero is."""
