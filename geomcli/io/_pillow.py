@@ -355,10 +355,14 @@ def _read_frames(
     if fmt == "png":
         _check_png_data(source, name, every_frame=True, stream=True)
     try:
-        pictures = [frame.copy() for frame in ImageSequence.Iterator(im)]
-        if any(_KEPT.get(_target_mode(p)[0], (None, 0))[1] == 4 for p in pictures) and mode != "RGBA":
-            mode = "RGBA"  # a later frame's transparency must not be lost
-        data = np.stack([np.asarray(p if p.mode == mode else p.convert(mode)) for p in pictures])
+        # frame by frame into one array: a list of the frames then stacked held them twice (a
+        # 6000x6000 two-frame WebP peaked at 5.5 times its array, with the decoder's canvases)
+        data = np.empty((count, height, width, channels) if channels > 1 else (count, height, width), _KEPT[mode][0])
+        for index, frame in enumerate(ImageSequence.Iterator(im)):
+            if _KEPT.get(_target_mode(frame)[0], (None, 0))[1] == 4 and mode != "RGBA":
+                mode = "RGBA"  # a later frame's transparency must not be lost: the frames before grow an alpha
+                data = _as_rgba(data, index)
+            data[index] = np.asarray(frame if frame.mode == mode else frame.convert(mode))
     except _DECODE_ERRORS as e:
         if not raised_in(e, "PIL"):
             raise  # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
@@ -371,6 +375,17 @@ def _read_frames(
     metadata = _metadata(im, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
     # the frames are not turned upright by an EXIF orientation: upright stays False
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count, orientation=_stored_orientation(im))
+
+
+def _as_rgba(data: np.ndarray, filled: int) -> np.ndarray:
+    """Frames read in a mode of no alpha, the first ``filled`` of them converted to RGBA as Pillow converts them."""
+    import numpy as np
+    from PIL import Image
+
+    grown = np.empty((*data.shape[:3], 4), np.uint8)
+    for index in range(filled):
+        grown[index] = np.asarray(Image.fromarray(data[index]).convert("RGBA"))
+    return grown
 
 
 def _gif_frames_fit(source: str | bytes | IO[bytes], name: str, width: int, height: int) -> None:

@@ -107,6 +107,35 @@ def test_a_pipe_is_read_no_further_than_its_header_declares(tmp_path: Path, fmt:
     assert peak < SMALL_RUN_MIB, peak
 
 
+def test_an_animation_s_frames_are_read_into_one_array_not_stacked_from_copies(tmp_path: Path) -> None:
+    """'--frames all' kept a copy of every frame, then stacked them into the array: a 3000x3000
+    two-frame WebP (a 51 MiB array) peaked at 317 MiB, 6 times its array, with Pillow's decoder's
+    canvases. The frames are now read one by one into the array (248 MiB)."""
+    frames = [Image.fromarray(np.full((3000, 3000, 3), value, np.uint8)) for value in (40, 200)]
+    frames[0].save(tmp_path / "a.webp", save_all=True, append_images=frames[1:], duration=100)
+    array_mib = 2 * 3000 * 3000 * 3 / 2**20
+    code, stderr, peak = peak_run(f"{GEOMCLI} crop-pad {tmp_path / 'a.webp'} --frames all -o {tmp_path / 'o.npy'} "
+                                  "--shape 2,2 -q")
+    assert (code, stderr) == (0, ""), stderr
+    assert peak < 5.5 * array_mib, peak
+    found = np.load(tmp_path / "o.npy")
+    assert found.shape == (2, 2, 2, 3) and found[:, 0, 0, 0].tolist() == [40, 200]
+
+
+@pytest.mark.parametrize("mode", ["RGB", "L"])
+def test_a_later_frame_s_transparency_turns_the_frames_before_it_rgba(mode: str) -> None:
+    """Read frame by frame, the frames before the first with transparency grow an alpha, each as
+    Pillow converts it to RGBA (as the frames were, when all were read before any was kept)."""
+    from geomcli.io import _pillow
+
+    rng = np.random.default_rng(42)
+    frames = rng.integers(0, 256, (3, 5, 4, 3) if mode == "RGB" else (3, 5, 4), dtype=np.uint8)
+    grown = _pillow._as_rgba(frames, 2)
+    assert grown.shape == (3, 5, 4, 4)
+    for index in range(2):
+        assert np.array_equal(grown[index], np.asarray(Image.fromarray(frames[index], mode).convert("RGBA")))
+
+
 def test_a_png_chunk_longer_than_its_image_can_need_is_refused_before_it_is_read() -> None:
     start = png(1, 1, 8, 0, b"\0\0")[:33]  # signature and IHDR of a 1x1 grey image
     idat = struct.pack(">I", 2**31 - 1) + b"IDAT"
