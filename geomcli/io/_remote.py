@@ -39,8 +39,9 @@ answers in milliseconds, and a passing failure costs s3fs's and botocore's pause
 60 s still lets through a request or two held for the whole read timeout, and 256 KiB a second
 (2 Mbit/s) a big body on a slow line. ``--storage-option deadline_seconds=N`` sets the 60 s
 (``null``: no deadline, the tries alone); geomcli takes it, no filesystem is given it. Asking
-whether a name is a folder (one listing request) has it too; a listing has none: a big folder's
-pages may take minutes, each its request's tries.
+whether a name is a folder (one listing request) has it too, and so has each page of a listing
+(one request each, on S3): a big folder's listing may take minutes, but no page more than the
+deadline.
 
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
@@ -180,7 +181,7 @@ def _in_time(fs: AbstractFileSystem, url: str, doing: str, call: Callable[..., A
 
     try:
         return call(*args, timeout=seconds, **kwargs)
-    except FSTimeoutError as error:
+    except (FSTimeoutError, _PageStalled) as error:  # (a listing's page may be first past the same deadline)
         said = stalled(url, doing, seconds)
         if _keeping:
             with _kept_lock:
@@ -237,6 +238,7 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
         if fs.__class__.__name__ == "S3FileSystem":
             _retry_checksum_failures()
             fs.connect()  # its options go to botocore only now (no request is made): here, before any work
+            _pages_in_time(fs)
         _ready[id(fs)] = fs
     except PlanError:
         raise
@@ -251,6 +253,47 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
             raise  # none given: a bug, or libraries that do not fit, with its traceback
         raise PlanError(_refused_option(url, error)) from error
     return fs, path
+
+
+class _PageStalled(StalledError):
+    """A page of a listing not done by its deadline, raised inside s3fs: its line names the bucket
+    and prefix listed, where a caller that knows the URL given (listing, _in_time) does not say its own."""
+
+    def __init__(self, where: str, seconds: float) -> None:
+        super().__init__(str(stalled(where, "list the folder", seconds)))
+        self.seconds = seconds
+
+
+def _pages_in_time(fs: Any) -> None:
+    """Each page of ``fs``'s listings (s3fs's _list_pages: one request a page, its tries in
+    _call_s3) within the :func:`deadline` of one request: a listing had none, and a store whose
+    list requests stall held a folder's or a glob's for all their tries (about 12 minutes). A big
+    folder's pages still take what they take, each in its own time."""
+    import asyncio
+
+    pages_of = getattr(fs, "_list_pages", None)
+    if pages_of is None:  # (an s3fs of another shape: its listings as they are)
+        return
+
+    async def in_time(*args: Any, **kwargs: Any) -> Any:
+        pages = pages_of(*args, **kwargs)
+        try:
+            while True:
+                seconds = deadline()
+                try:
+                    page = await (pages.__anext__() if seconds is None else
+                                  asyncio.wait_for(pages.__anext__(), seconds))
+                except StopAsyncIteration:
+                    return
+                except TimeoutError as error:
+                    assert seconds is not None
+                    where = f"s3://{kwargs.get('Bucket', '')}/{kwargs.get('Prefix', '')}"
+                    raise _PageStalled(where, seconds) from error
+                yield page
+        finally:
+            await pages.aclose()
+
+    fs._list_pages = in_time
 
 
 def _retry_checksum_failures() -> None:
@@ -842,15 +885,18 @@ def listing(url: str, recursive: bool = True) -> list[Entry]:
         return []
     with _errors(url, "list the folder"):
         fs.invalidate_cache(root)
-        if recursive:
-            found = fs.find(root, detail=True)
-        else:
-            # ls, not find(maxdepth=1): fsspec's walk drops a failed listing as an empty one, and
-            # ls names the subfolders, zarr arrays among them
-            try:
-                found = {info["name"]: info for info in fs.ls(root, detail=True)}
-            except FileNotFoundError:
-                found = {}
+        try:
+            if recursive:
+                found = fs.find(root, detail=True)
+            else:
+                # ls, not find(maxdepth=1): fsspec's walk drops a failed listing as an empty one, and
+                # ls names the subfolders, zarr arrays among them
+                try:
+                    found = {info["name"]: info for info in fs.ls(root, detail=True)}
+                except FileNotFoundError:
+                    found = {}
+        except _PageStalled as error:  # (a page past its deadline: _pages_in_time)
+            raise stalled(url, "list the folder", error.seconds) from error
     base = str(fs.unstrip_protocol(root)).rstrip("/")
     entries = []
     arrays: dict[str, int | None] = {}

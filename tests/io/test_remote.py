@@ -1433,6 +1433,31 @@ def test_a_zarr_whose_listing_stalls_fails_by_the_deadline(
     assert not (tmp_path / "out.npy").exists()
 
 
+@pytest.mark.parametrize("given", ["{url}/raw/", "{url}/raw/*.png"])
+def test_a_listing_whose_pages_stall_fails_by_the_deadline(
+        s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]], list[str]],
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str) -> None:
+    """A folder's or a glob's listing on a store whose list requests stall had no deadline: a
+    glob's took 8 s at 0.2 s timeouts with max_attempts 1 and deadline_seconds=1, 10 pages held
+    (about 12 minutes at geomcli's timeouts). Each page now has the deadline of one request."""
+    import time
+
+    monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
+    endpoint, stalled, held = stalling_proxy
+    # the listing's pages, not the request that asks whether a name is a folder (max-keys=1)
+    stalled.append(("GET", "delimiter=%2F&encoding-type=url"))
+    started = time.monotonic()
+    result = run("crop-pad", given.format(url=s3.url), "--out-dir", tmp_path / "out", "--shape", "6,6",
+                 "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", "deadline_seconds=1")
+    assert time.monotonic() - started < 4, held
+    assert result.stderr.splitlines()[0] == (
+        f"Error: {s3.url}/raw: cannot list the folder (the store stalled: not done within 1 s, its "
+        "tries included; --storage-option deadline_seconds=SECONDS waits longer)")
+    assert result.exit_code == 1 and not (tmp_path / "out").exists()
+
+
 @pytest.mark.cluster
 def test_a_batch_on_dask_does_not_send_a_stalled_file_again(
         s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], scheduler: str,
