@@ -1433,10 +1433,10 @@ def test_a_zarr_whose_listing_stalls_fails_by_the_deadline(
     assert not (tmp_path / "out.npy").exists()
 
 
-@pytest.mark.parametrize("given", ["{url}/raw/", "{url}/raw/*.png"])
+@pytest.mark.parametrize(("given", "more"), [("{url}/raw/", []), ("{url}/raw/*.png", []), ("{url}/raw/", ["-r"])])
 def test_a_listing_whose_pages_stall_fails_by_the_deadline(
         s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]], list[str]],
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, more: list[str]) -> None:
     """A folder's or a glob's listing on a store whose list requests stall had no deadline: a
     glob's took 8 s at 0.2 s timeouts with max_attempts 1 and deadline_seconds=1, 10 pages held
     (about 12 minutes at geomcli's timeouts). Each page now has the deadline of one request."""
@@ -1444,10 +1444,10 @@ def test_a_listing_whose_pages_stall_fails_by_the_deadline(
 
     monkeypatch.setattr(_remote, "S3_TIMEOUTS", {"connect_timeout": 0.2, "read_timeout": 0.2})
     endpoint, stalled, held = stalling_proxy
-    # the listing's pages, not the request that asks whether a name is a folder (max-keys=1)
-    stalled.append(("GET", "delimiter=%2F&encoding-type=url"))
+    # the listing's pages (all depths: no delimiter), not the request that asks whether a name is a folder (max-keys=1)
+    stalled.append(("GET", "delimiter=%2F&encoding-type=url" if not more else "delimiter=&encoding-type=url"))
     started = time.monotonic()
-    result = run("crop-pad", given.format(url=s3.url), "--out-dir", tmp_path / "out", "--shape", "6,6",
+    result = run("crop-pad", given.format(url=s3.url), *more, "--out-dir", tmp_path / "out", "--shape", "6,6",
                  "--storage-option", f"endpoint_url={endpoint}",
                  "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
                  "--storage-option", "deadline_seconds=1")
