@@ -122,7 +122,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
         if space is not None and space.levels > 1:  # a pyramid's other levels are not made again
             report.notes.append(f"an OME-Zarr of {space.levels} levels: the first (full resolution) alone is read, "
                                 "and the output has that one level")
-        report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout)))
+        report.warnings.extend(summary.of_input(layouts.ignored_layout(common, file_format, layout),
+                                                io.mislabelled(input_path, file_format)))
         common = layouts.own_axes(common, file_format)
         # (--quality, --page...: said here as for a file read whole, where they went unsaid)
         report.warnings.extend(unused_options(common.fidelity, file_format, output_format))

@@ -1632,10 +1632,12 @@ def test_a_dry_run_warns_of_an_ome_tif_name_it_cannot_keep_as_the_run_does(tmp_p
         shutil.rmtree(tmp_path / "out")
 
 
-def test_a_dry_run_warns_of_what_the_header_shows_as_the_run_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["{stem}.png", "{stem}.zarr"])
+def test_a_dry_run_warns_of_what_the_header_shows_as_the_run_does(tmp_path: Path, name: str) -> None:
     """A dry run's records lacked the warnings a header alone shows, which the run gave: a resize
     of an RGB image's channel axis ('the channel axis is resized (3 -> 1)'), a --layout an image
-    does not take, a PNG named .jpg. They are the run's, in its order, in records and on stderr."""
+    does not take, a PNG named .jpg. They are the run's, in its order, in records and on stderr.
+    A run into a zarr array (chunk by chunk) left the misnamed file unsaid, which its dry run said."""
     rng = np.random.default_rng(42)
     png(tmp_path / "rgb.png", rng, (16, 16, 3))
     shutil.copy(png(tmp_path / "named" / "lab.png", rng, (16, 16, 3)), tmp_path / "lab.jpg")
@@ -1644,7 +1646,7 @@ def test_a_dry_run_warns_of_what_the_header_shows_as_the_run_does(tmp_path: Path
              ["the channel axis is resized (3 -> 1): channels are resampled as pixels are"]),
             (("crop-pad", tmp_path / "lab.jpg", "--shape", "8,8", "--layout", "NCHW"),
              ["--layout NCHW is for tensors: this PNG image is read as HWC", "PNG content named .jpg; read as PNG"])):
-        batch = (*args, "--out-dir", tmp_path / "out", "--name", "{stem}.png")
+        batch = (*args, "--out-dir", tmp_path / "out", "--name", name)
         dry, real = run(*batch, "--dry-run", "--json"), run(*batch, "--json")
         assert dry.exit_code == real.exit_code == 0, (dry.stderr, real.stderr)
         dry_record, record = (json.loads(result.stdout.splitlines()[0]) for result in (dry, real))
