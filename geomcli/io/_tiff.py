@@ -1058,6 +1058,12 @@ def write(
         else:
             stored = np.moveaxis(data, -1, 0)  # planar, as the input was stored: (H, W, S) -> (S, H, W)
     write_args = _pages(stored.shape, data.dtype, axes, kind, metadata.colour, metadata.inks)
+    if kind == "ome" and axes and axes.endswith("YXS") and write_args["photometric"] == "minisblack" \
+            and "planarconfig" not in write_args:
+        # samples the pages cannot hold as samples (one, or bools) are OME's channels, a plane each:
+        # tifffile's OME-XML takes an S axis only as a page's samples (it raised for YXS of one sample)
+        stored, axes = np.moveaxis(stored, -1, -3), f"{axes[:-3]}CYX"
+        write_args = _pages(stored.shape, data.dtype, axes, kind, metadata.colour, metadata.inks)
     if metadata.inks and write_args["photometric"] != "separated":
         warnings.append(f"the TIFF's CMYK photometric cannot describe the result's shape {data.shape} "
                         f"{data.dtype}; written as grey samples")

@@ -1324,6 +1324,37 @@ def test_a_file_of_no_ome_axes_to_an_ome_tif_name_is_an_ome_tiff(tmp_path: Path,
                           if axes == "YXS" else io.read_array(str(source)).data[..., 4:8, 7:11])
 
 
+@pytest.mark.parametrize(("command", "source_shape", "dtype", "expected"), [
+    (["crop-pad", "--shape", "4,4,1"], (12, 18, 3), np.uint8, (4, 4)),  # one sample: OME's one channel
+    (["depth-to-space", "--blocksize", "2"], (6, 8, 4), np.uint8, (12, 16)),
+    (["space-to-depth", "--blocksize", "2"], (8, 12), np.bool_, (4, 4, 6)),  # bool samples: channels
+])
+def test_a_result_of_samples_the_pages_cannot_hold_is_an_ome_tiff_of_channels(
+        tmp_path: Path, rng: np.random.Generator, command: list[str], source_shape: tuple[int, ...],
+        dtype: type, expected: tuple[int, ...]) -> None:
+    """One sample per pixel, or bool samples (which tifffile writes as a page a row), named .ome.tif
+    raised tifffile's 'shape does not match stored shape': a traceback, exit 1. They are OME's
+    channels now, a plane each (tifffile reads one channel back as YX)."""
+    import tifffile
+
+    data = rng.integers(0, 256, source_shape).astype(dtype) if dtype is np.bool_ else \
+        rng.integers(0, 256, source_shape, dtype=dtype)
+    source = tmp_path / ("in.npy" if dtype is np.bool_ else "in.png")
+    if dtype is np.bool_:
+        np.save(source, data)
+    else:
+        saved(source, data)
+    out, plain = tmp_path / "out.ome.tif", tmp_path / "out.npy"
+    for target in (out, plain):
+        result = run(command[0], source, "-o", target, *command[1:])
+        assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        assert tif.is_ome and tif.series[0].shape == expected
+        assert tif.series[0].axes == ("YX" if len(expected) == 2 else "CYX")
+        stored = tif.asarray()
+    assert np.array_equal(stored, np.moveaxis(np.load(plain), -1, 0).reshape(expected))
+
+
 def test_a_mapped_output_names_what_it_lost_beside_the_calibration_it_kept(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch,
                                                                           rng: np.random.Generator, icc: bytes) -> None:
