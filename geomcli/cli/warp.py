@@ -97,7 +97,8 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
     unless --size. A rank-5 tensor (N, C, D, H, W) of no named axes (.npy, a plain zarr) is
     warped in 3-D, by --theta's 3×4 matrices; a TIFF's or OME-Zarr's z-stack, plane by plane,
     or with --volume in 3-D as one volume: Z is D, one matrix for every T (or one per T), its
-    axes, physical sizes and channels kept, and --size D,H,W.
+    axes and channels kept, its physical sizes where theta only scales and shifts (a rotation or
+    shear drops them, with a warning), and --size D,H,W.
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """
