@@ -14,8 +14,27 @@ from geomcli.cli.params import Float, FloatList, Int, KeyValue, Name
 from geomcli.constants import DEFAULT_MAX_PIXELS, FORMAT_ALIASES, FORMATS, LAYOUTS, MAX_THREADS, TIFF_COMPRESSIONS
 from geomcli.engine.options import BatchOptions, Common, Fidelity
 
+
+def _checked_storage_options(ctx: click.Context, param: click.Parameter,
+                             value: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """--storage-option's pairs, geomcli's own deadline_seconds checked as the command line is
+    read: a run of no URL never checked it ('info a.png --storage-option deadline_seconds=abc'
+    exited 0)."""
+    if value:
+        from geomcli.errors import PlanError
+        from geomcli.io import _remote
+
+        for key, given in value:
+            if key == _remote.DEADLINE_OPTION:
+                try:
+                    _remote.check_deadline(given)
+                except PlanError as error:
+                    raise click.BadParameter(str(error).removeprefix("--storage-option "), ctx, param) from error
+    return value
+
+
 storage_option = click.option(
-    "--storage-option", "storage_options", type=KeyValue(), multiple=True,
+    "--storage-option", "storage_options", type=KeyValue(), multiple=True, callback=_checked_storage_options,
     help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
          "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. geomcli's own, "
          "deadline_seconds=N (default 60; null: none), bounds each read or put with its retries. Credentials "

@@ -140,7 +140,7 @@ def filesystem_options(url: str) -> dict[str, Any]:
     the filesystem's to refuse)."""
     given = options()
     if DEADLINE_OPTION in given:  # (ours, for no filesystem)
-        _check_deadline(given[DEADLINE_OPTION])
+        check_deadline(given[DEADLINE_OPTION])
         given = {key: value for key, value in given.items() if key != DEADLINE_OPTION}
     config = given.get("config_kwargs", {})
     if protocol(url) not in ("s3", "s3a") or not isinstance(config, dict):
@@ -148,9 +148,13 @@ def filesystem_options(url: str) -> dict[str, Any]:
     return {**given, "config_kwargs": {**S3_TIMEOUTS, **config}}
 
 
-def _check_deadline(value: Any) -> None:
+def check_deadline(value: Any) -> None:
+    """Refuse a ``deadline_seconds`` that is no number of seconds above 0 (None: no deadline)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
-        raise PlanError(f"--storage-option {DEADLINE_OPTION}={value}: a number of seconds above 0, or null for none")
+        import json
+
+        written = value if isinstance(value, str) else json.dumps(value)  # (as typed: true, not True)
+        raise PlanError(f"--storage-option {DEADLINE_OPTION}={written}: a number of seconds above 0, or null for none")
 
 
 def deadline(size: int | None = None) -> float | None:

@@ -1492,9 +1492,9 @@ def test_the_deadline_is_geomclis_option_and_a_stall_is_no_failure_that_may_pass
     assert _remote.deadline(10 << 20) is None
     monkeypatch.setattr(_remote, "_options", {})
     assert _remote.deadline() == _remote.DEADLINE_SECONDS
-    for refused in ("soon", 0, True):
+    for refused, typed in (("soon", "soon"), (0, "0"), (True, "true")):
         monkeypatch.setattr(_remote, "_options", {"deadline_seconds": refused})
-        with pytest.raises(PlanError, match=f"deadline_seconds={refused}: a number of seconds above 0, or null"):
+        with pytest.raises(PlanError, match=f"deadline_seconds={typed}: a number of seconds above 0, or null"):
             _remote.filesystem("s3://bucket/a.png")
     try:
         raise _remote.stalled("s3://bucket/a.png", "read", 60) from TimeoutError()
@@ -1518,3 +1518,19 @@ def test_geomclis_s3_timeouts_are_under_the_storage_options(monkeypatch: pytest.
         assert _remote.filesystem_options("https://host/a.png") == {"config_kwargs": given}  # (S3's alone)
     finally:
         _remote.configure(())
+
+
+@pytest.mark.parametrize("command", [["info"], ["crop-pad", "-o", "OUT", "--shape", "1,1"]])
+@pytest.mark.parametrize("refused", ["abc", "0", "-1", "true"])
+def test_a_bad_deadline_is_a_usage_error_where_no_url_is_read(tmp_path: Path, command: list[str],
+                                                             refused: str) -> None:
+    """A run of local files never checked deadline_seconds: 'info a.png --storage-option
+    deadline_seconds=abc' exited 0. It is checked as the command line is read: exit 2, nothing
+    written."""
+    source, out = tmp_path / "a.npy", tmp_path / "o.npy"
+    np.save(source, np.zeros((2, 2), np.uint8))
+    args = [str(out) if arg == "OUT" else arg for arg in command]
+    result = run(*args[:1], source, *args[1:], "--storage-option", f"deadline_seconds={refused}")
+    assert result.exit_code == 2
+    assert f"deadline_seconds={refused}: a number of seconds above 0, or null for none" in result.stderr
+    assert not out.exists()
