@@ -282,13 +282,14 @@ def tensor_layout(shape: tuple[int, ...], given: str | None, from_file: str | No
     if given is None and from_file is None and len(shape) not in (2, 4):
         return with_z(None, shape, volume)
     layout = resolve_layout(shape, given, from_file)
-    return with_z(z_named(layout, axes) if volume and not given else layout, shape, volume)
+    return with_z(z_named(layout, axes, given) if volume else layout, shape, volume)
 
 
-def z_named(layout: str, axes: str | None) -> str:
+def z_named(layout: str | None, axes: str | None, given: str | None) -> str | None:
     """A TIFF's own ``axes`` (ZCYX, ZYXS) where its layout is geomcli's with Z read as N (NCHW,
-    NHWC): the same axes to every kernel, where Z can be found (as a volume's depth); else ``layout``."""
-    if (layout in LAYOUTS and "N" in layout and axes is not None and len(axes) == len(layout)
+    NHWC) and no --layout was ``given``: the same axes to every kernel, where Z can be found (as a
+    volume's depth); else ``layout``."""
+    if (not given and layout in LAYOUTS and "N" in layout and axes is not None and len(axes) == len(layout)
             and axes[layout.index("N")] == "Z"):
         return axes
     return layout

@@ -721,7 +721,7 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
-        with self._offering_volume(layouts.z_named(layout, header.axes) if layout and not common.layout else layout):
+        with self._offering_volume(layouts.z_named(layout, header.axes, common.layout)):
             return _sampled_shape(self, header, common, layout, self.volume)
 
     @contextlib.contextmanager
@@ -743,7 +743,7 @@ class Warp(Operation):
         from geomcli.engine import layout as layouts
 
         layout = _warp_layout(loaded.data.shape, common, loaded.layout, self.volume, loaded.metadata.axes)
-        named = layouts.z_named(layout, loaded.metadata.axes) if layout and not common.layout else layout
+        named = layouts.z_named(layout, loaded.metadata.axes, common.layout)
         with self._offering_volume(named), layouts.in_file_terms(loaded.data.shape, layout, as_nchw=True,
                                                                     volume=self.volume):
             prepared = _prepared(loaded.data, layout, self._onnx_output_shape, common, allocate, self.volume)
@@ -820,7 +820,7 @@ class Warp(Operation):
             layout = _warp_layout(header.shape, common, header.layout, self.volume)
         except GeomError:
             return []  # a layout the run refuses
-        layout = layouts.z_named(layout, header.axes) if layout and not common.layout else layout  # ZCYX read as NCHW
+        layout = layouts.z_named(layout, header.axes, common.layout)  # ZCYX read as NCHW
         if self.volume or layout is None or "Z" not in layout or len(self.theta.matrices) < 2:
             return []
         from geomcli.engine import theta as thetas
@@ -929,7 +929,7 @@ def _warp_layout(shape: tuple[int, ...], common: Common, from_file: str | None, 
     if len(shape) == 5 and common.layout is None and from_file is None:
         return None
     layout = layouts.resolve_layout(shape, common.layout, from_file)
-    return layouts.with_z(layouts.z_named(layout, axes) if volume and not common.layout else layout, shape, volume)
+    return layouts.with_z(layouts.z_named(layout, axes, common.layout) if volume else layout, shape, volume)
 
 
 def _onnx_shape(shape: tuple[int, ...], layout: str | None, volume: bool = False) -> tuple[int, ...]:
