@@ -590,15 +590,17 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     xmp_bytes = bytes(xmp.value) if xmp is not None and isinstance(xmp.value, (bytes, bytearray)) else None
     resolution: tuple[float, float] | None = None
     unit: str | None = None
+    info = (tif.imagej_metadata or {}) if tif.is_imagej else {}
+    info = info if isinstance(info, dict) else {}
     x, y, u = tags.get(282), tags.get(283), tags.get(296)
     if x is not None and y is not None:
         values = (_rational(x.value), _rational(y.value))
         if all(0 < v < 1e12 for v in values):
             resolution = values
-            unit = {2: "inch", 3: "centimeter"}.get(_int(u.value) if u is not None else 2)
+            # no ResolutionUnit is TIFF's inch, but ImageJ's reader takes it for no unit (the unit its
+            # description names, where it names one, is the unit)
+            unit = {2: "inch", 3: "centimeter"}.get(_int(u.value) if u is not None else 1 if tif.is_imagej else 2)
     imagej: tuple[tuple[str, float | str], ...] = ()
-    info = (tif.imagej_metadata or {}) if tif.is_imagej else {}
-    info = info if isinstance(info, dict) else {}
     named = resolution is not None and isinstance(info.get("unit"), str)
     if named:
         unit = _UNITS.get(info["unit"], info["unit"])

@@ -259,3 +259,56 @@ def test_info_of_an_imagej_tiff_whose_description_names_no_unit_is_imagej_s_and_
     assert record["pixel_size"] == sizes
     line = run("info", path).stdout
     assert f"{dpi[0]:g}×{dpi[1]:g} dpi" in line and ("pixel size" in line) == (sizes is not None), line
+
+
+def _without_resolution_unit(path: Path) -> None:
+    """Take every page's ResolutionUnit tag (296) out, as some writers leave it: its entry becomes
+    an unassigned tag (298), so the IFD keeps its size and order."""
+    import struct
+
+    import tifffile
+
+    data = bytearray(path.read_bytes())
+    with tifffile.TiffFile(path) as tif:
+        offsets = [page.tags[296].offset for page in tif.pages if 296 in page.tags]
+    for offset in offsets:
+        assert struct.unpack_from("<H", data, offset) == (296,)
+        struct.pack_into("<H", data, offset, 298)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("unit", ["um", None])
+def test_an_imagej_tiff_of_no_resolution_unit_tag_takes_its_description_s_unit_or_none(
+        tmp_path: Path, unit: str | None) -> None:
+    """An ImageJ stack of 0.25-unit pixels and a 0.5 slice spacing whose writer left ResolutionUnit
+    out, its description naming no unit either: it read as TIFF's default, inch ('pixel size x 0.25
+    in', 4 dpi), an OME-TIFF of it said PhysicalSizeXUnit="in", a zarr unit "inch", an ImageJ TIFF
+    'unit=inch', where ImageJ reads no unit. It is now in no unit, as a ResolutionUnit of none is:
+    no pixel size or dpi, the ImageJ TIFF's unit 'pixel', and the zarr names it dropped. The unit
+    the description names is the unit, tag or none."""
+    import json
+
+    import tifffile
+
+    path = tmp_path / "ij.tif"
+    tifffile.imwrite(path, np.zeros((3, 8, 8), np.uint16), imagej=True, resolution=(4.0, 4.0),
+                     metadata={"axes": "ZYX", "spacing": 0.5, **({"unit": unit} if unit else {})})
+    _without_resolution_unit(path)
+    with tifffile.TiffFile(path) as tif:
+        assert 296 not in tif.pages[0].tags
+    record = json.loads(run("info", "--json", path).stdout)
+    sizes = {axis: {"size": size, "unit": "µm"} for axis, size in (("x", 0.25), ("y", 0.25), ("z", 0.5))}
+    assert (record["pixel_size"], record["dpi"]) == ((sizes, None) if unit else (None, None))
+    assert run("crop-pad", path, "-o", tmp_path / "o.ome.tif", "--shape", "4,4").exit_code == 0
+    with tifffile.TiffFile(tmp_path / "o.ome.tif") as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+    physical = {key: value for key, value in pixels.items() if key.startswith("PhysicalSize")}
+    assert physical == ({f"PhysicalSize{axis}{part}": value for axis, size in (("X", 0.25), ("Y", 0.25), ("Z", 0.5))
+                         for part, value in (("", size), ("Unit", "µm"))} if unit else {})
+    assert run("crop-pad", path, "-o", tmp_path / "o.tif", "--shape", "4,4").exit_code == 0
+    with tifffile.TiffFile(tmp_path / "o.tif") as tif:
+        assert tif.imagej_metadata["unit"] == ("micron" if unit else "pixel")
+    result = run("crop-pad", path, "-o", tmp_path / "o.zarr", "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    record = json.loads(result.stdout.splitlines()[0])
+    assert record.get("dropped") == (None if unit else ["resolution (4 x 4 pixels (no unit))", "ImageJ spacing 0.5"])
