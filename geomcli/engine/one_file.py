@@ -257,8 +257,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                                            output_format, common)
             # a map keeps no metadata, but whether its channels are colours or inks (its photometric),
             # its OME axes, physical sizes and channel names, and its ImageJ axes and calibration
-            channels, _ = _named_as(_output_metadata(operation, loaded, common), output, output_format, layout,
-                                    len(shape), common)
+            made = _output_metadata(operation, loaded, common, output, output_format)
+            channels, _ = _named_as(made, output, output_format, layout, len(shape), common)
             axes_metadata = io.Metadata(axes=channels.axes, axes_kind="ome", physical=channels.physical,
                                         channels=channels.channels) if channels.axes_kind == "ome" else \
                 io.Metadata(axes=channels.axes, axes_kind="imagej", resolution=channels.resolution, unit=channels.unit,
@@ -293,8 +293,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
             report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it
         _add_steps(report, operation, loaded, common)
-        metadata, unnamed = _named_as(_output_metadata(operation, loaded, common), output, output_format, written,
-                                      len(result.shape), common)
+        metadata, unnamed = _named_as(_output_metadata(operation, loaded, common, output, output_format), output,
+                                      output_format, written, len(result.shape), common)
         report.warnings.extend([unnamed] if unnamed else [])
         if output_format == "tiff":
             report.notes.extend(summary.resized_pixels(loaded.metadata.pixel_size(), metadata.pixel_size()))
@@ -370,15 +370,22 @@ def _add_steps(report: Report, operation: Operation, loaded: Loaded | Picture, c
         report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
 
 
-def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Common) -> Metadata:
+def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Common, output: str,
+                     output_format: str) -> Metadata:
     """The input's metadata as the output's: nothing but the compression with --strip, else as
-    the operation makes it."""
+    the operation makes it. An ImageJ calibration bound for an OME-TIFF (a .ome.tif name) is OME's
+    physical sizes first, so the operation makes them as it makes an OME input's: a plane's
+    rotation drops X's and Y's, not Z's, which went with the ImageJ resolution (the spacing's unit)."""
     from geomcli.engine.operations import header_of
 
     if common.fidelity.strip:
         return loaded.metadata.kept()
     header = header_of(loaded)
-    metadata = _physical_sizes(operation, operation.metadata(loaded.metadata, header, common), header, common)
+    metadata = loaded.metadata
+    if metadata.axes_kind == "imagej":
+        ome, refused = _named_as(metadata, output, output_format, header.layout, len(header.shape), common)
+        metadata = metadata if refused else ome
+    metadata = _physical_sizes(operation, operation.metadata(metadata, header, common), header, common)
     return _imagej_intervals(operation, metadata, header, common)
 
 

@@ -1421,6 +1421,45 @@ def test_a_warp_of_each_plane_keeps_the_stack_s_z_size(tmp_path: Path, args: lis
             "rotation or shear) cannot be carried; dropped") in result.stderr
 
 
+# a turn of 30 degrees about Y (x' = cos x - sin z, z' = sin x + cos z): Z mixed with X
+_TURNED_ABOUT_Y = "0.8660254,0,-0.5,0,0,1,0,0,0.5,0,0.8660254,0"
+
+
+@pytest.mark.parametrize(("args", "expected", "said"), [
+    (["--rotate", "30"], {"Z": 0.5}, "OME physical sizes along X, Y of warp's output"),
+    (["--volume", "--theta", _TURNED_ABOUT_Y], {}, "OME physical sizes of warp's output"),
+    (["--volume", "--theta", "2,0,0,0,0,2,0,0,0,0,2,0"], {"X": 0.5, "Y": 0.5, "Z": 1.0}, None),
+], ids=["plane", "volume-turn", "volume-scale"])
+@pytest.mark.parametrize("kind", ["imagej", "ome"])
+def test_an_imagej_z_stack_s_spacing_goes_to_an_ome_tiff_as_an_ome_stack_s_z_size_does(
+        tmp_path: Path, kind: str, args: list[str], expected: dict[str, float], said: str | None) -> None:
+    """'warp zyx.tif -o r.ome.tif --rotate 30' of an ImageJ stack (0.25 um pixels, spacing 0.5) lost
+    its Z size: the rotation dropped the ImageJ resolution, the spacing's unit, before the calibration
+    became OME's sizes ('the ImageJ spacing 0.5 cannot be written without ImageJ metadata'), where an
+    OME stack kept PhysicalSizeZ. It is OME's sizes first now, made by the warp as an OME stack's are:
+    a plane's rotation keeps Z's; a --volume turn that mixes Z with X drops them all; a scale scales them."""
+    import tifffile
+
+    source, out = tmp_path / ("in.tif" if kind == "imagej" else "in.ome.tif"), tmp_path / "out.ome.tif"
+    data = np.zeros((4, 8, 8), np.uint16)
+    if kind == "imagej":
+        tifffile.imwrite(source, data, imagej=True, resolution=(4.0, 4.0),
+                         metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um"})
+    else:
+        tifffile.imwrite(source, data, ome=True, metadata={"axes": "ZYX", "PhysicalSizeX": 0.25, "PhysicalSizeY": 0.25,
+                                                           "PhysicalSizeZ": 0.5})
+    result = run("warp", source, "-o", out, *args)
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+    assert {axis: pixels[f"PhysicalSize{axis}"] for axis in "XYZ" if f"PhysicalSize{axis}" in pixels} == expected
+    assert all(pixels.get(f"PhysicalSize{axis}Unit", "µm") == "µm" for axis in expected)
+    warnings = [line for line in result.stderr.splitlines() if "Warning" in line]
+    assert warnings == ([] if said is None else [
+        f"Warning: {out}: {said} (its pixels have no size per axis: a grid, a rotation or shear) cannot be carried; "
+        "dropped"])
+
+
 @pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"]])
 def test_a_warp_of_an_imagej_stack_drops_the_spacing_with_the_unit_it_is_in(tmp_path: Path, args: list[str]) -> None:
     """ImageJ gives the slice spacing in the one unit of its resolution: a warp that drops the
