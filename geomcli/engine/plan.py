@@ -1046,7 +1046,7 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         if steps:
             report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         check_writable(header, shape, job.input, job.output, job.format, common)
-        zarr_file.check_tasks(task.operation, job.input, job.output, task.common)
+        graph = zarr_file.check_tasks(task.operation, job.input, job.output, task.common)
         # what the run would warn of, in its order: the input's --layout and name, the options this
         # file's formats do not use, and the options seldom meant for this header (a resized channel axis)
         report.warnings.extend(summary.of_input(layouts.ignored_layout(judged, header.format, header.layout),
@@ -1054,8 +1054,11 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         report.warnings.extend(unused_options(task.common.fidelity, header.format, job.format))
         report.warnings.extend(task.operation.unused_options())
         report.warnings.extend(task.operation.cautions(header, common))
-        unnamed = unnamed_warning(job.output, job.format, layout, len(shape), common)  # a .ome.tif of no OME axes
-        report.warnings.extend([unnamed] if unnamed else [])
+        if graph is not None:  # a chunked job: what its run says of the input's metadata, by the run's code
+            zarr_file.say_planned(task.operation, graph, job.output, job.format, report)
+        else:
+            unnamed = unnamed_warning(job.output, job.format, layout, len(shape), common)  # a .ome.tif of no OME axes
+            report.warnings.extend([unnamed] if unnamed else [])
     if reason is not None:
         # the run would not read this file: whatever the header says, it is not a failure
         report.status, report.error = "skipped", None

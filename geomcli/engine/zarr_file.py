@@ -145,10 +145,8 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
             report.output_dtype = str(result.dtype.newbyteorder("="))
         given = space
         output_layout = layouts.written_layout(data.shape, result.shape, common.layout, layout)
-        # where pixels lie: an OME-Zarr output's translation alone holds it (a TIFF's and .npy's nothing)
-        positioned = output_format == "zarr" and _zarr.holds(space, output_layout)
-        space = _output_space(operation, space, header, common, report, positioned)
-        space = _channels_kept(space, result.shape, operation.command, report, file_format)
+        space = _carried_space(operation, space, header, result.shape, output_layout, output_format, common, report,
+                               file_format)
         held = _zarr.holds(space, output_layout) if output_format == "zarr" else \
             output_format == "tiff" and _zarr.ome_tiff_of(space, output_layout) is not None
         if given is not None and space is not None and held:  # (an output that holds none says so in a warning)
@@ -172,22 +170,49 @@ def transform(operation: Operation, input_path: str, output: str, output_format:
                 raise
             raise _chunk_failed(input_path, error) from error
         report.notes.append(f"chunk by chunk: {blocks} output chunk(s)")
-        tiff_layout = layouts.result_layout(operation.takes_rank_layout(), data.shape, layout, result.shape, output,
-                                            output_format, common)
-        said = tiff_metadata(space, tiff_layout, result.ndim, output, common)[1] if output_format == "tiff" else None
-        report.warnings.extend([said] if said else [])
-        said = _zarr.unstable(result.dtype) if output_format == "zarr" else None
-        report.warnings.extend([said] if said else [])
-        compression = common.fidelity.compression
-        if compression not in (None, "none") and io.maps_output(output, result.shape, result.dtype,
-                                                                 format=output_format):
-            report.warnings.append(f"a big output written chunk by chunk is a memory map, uncompressed: --compression "
-                                   f"{compression} dropped")
-        _say_dropped(report, space, output_format,
-                     layouts.written_layout(data.shape, result.shape, common.layout, layout), unkept)
-        _say_omero_dropped(report, space, output_format,
-                           layouts.written_layout(data.shape, result.shape, common.layout, layout), file_format)
+        _say_unheld(operation, space, data.shape, layout, result, output, output_format, common, report, file_format,
+                    unkept)
     return report
+
+
+def _carried_space(operation: Operation, space: Space | None, header: Header, shape: tuple[int, ...],
+                   output_layout: str | None, output_format: str, common: Common, report: Report,
+                   file_format: str) -> Space | None:
+    """The input's coordinate system (``space``) as the operation makes it for an output of
+    ``shape``, and what of it cannot be carried through the operation, said in ``report``: by the run
+    and by its dry run (:func:`say_planned`)."""
+    from geomcli.io import _zarr
+
+    # where pixels lie: an OME-Zarr output's translation alone holds it (a TIFF's and .npy's nothing)
+    positioned = output_format == "zarr" and _zarr.holds(space, output_layout)
+    space = _output_space(operation, space, header, common, report, positioned)
+    return _channels_kept(space, shape, operation.command, report, file_format)
+
+
+def _say_unheld(operation: Operation, space: Space | None, input_shape: tuple[int, ...], layout: str | None,
+                result: Any, output: str, output_format: str, common: Common, report: Report, file_format: str,
+                unkept: tuple[str, ...]) -> None:
+    """What an output of ``result``'s shape and dtype does not hold of what it is given (``space``,
+    as :func:`_carried_space` made it, and ``unkept``), said in ``report``'s warnings, or its
+    ``dropped``: by the run once written, and by its dry run (:func:`say_planned`)."""
+    from geomcli import io
+    from geomcli.engine import layout as layouts
+    from geomcli.io import _zarr
+
+    tiff_layout = layouts.result_layout(operation.takes_rank_layout(), input_shape, layout, result.shape, output,
+                                        output_format, common)
+    said = tiff_metadata(space, tiff_layout, result.ndim, output, common)[1] if output_format == "tiff" else None
+    report.warnings.extend([said] if said else [])
+    said = _zarr.unstable(result.dtype) if output_format == "zarr" else None
+    report.warnings.extend([said] if said else [])
+    compression = common.fidelity.compression
+    if compression not in (None, "none") and io.maps_output(output, result.shape, result.dtype,
+                                                             format=output_format):
+        report.warnings.append(f"a big output written chunk by chunk is a memory map, uncompressed: --compression "
+                               f"{compression} dropped")
+    written_layout = layouts.written_layout(input_shape, result.shape, common.layout, layout)
+    _say_dropped(report, space, output_format, written_layout, unkept)
+    _say_omero_dropped(report, space, output_format, written_layout, file_format)
 
 
 def _say_omero_dropped(report: Report, space: Space | None, output_format: str, written_layout: str | None,
@@ -355,25 +380,55 @@ def _say_dropped(report: Report, space: Space | None, output_format: str, writte
         report.warnings.append(f"a {output_format.upper()} written chunk by chunk cannot hold the {what}; dropped")
 
 
-def check_tasks(operation: Operation, input_path: str, output: str, common: Common) -> None:
+class Graph(NamedTuple):
+    """A chunked job's input as stored (:func:`_stored`) and the graph of its result, no chunk read."""
+
+    stored: _Opened
+    result: Any  # a dask array
+    common: Common  # the options as its run takes them (layouts.own_axes)
+
+
+def check_tasks(operation: Operation, input_path: str, output: str, common: Common) -> Graph | None:
     """Refuse, from a chunked job's input as stored (a zarr's chunks, a .npy's or tiled TIFF's
     chunks as the run makes them; no chunk is read), a graph whose tasks would hold more than
     --max-pixels (:func:`_check_blocks`), as the run would: the plan and --dry-run find it with
     the headers, before anything is written. (An input read whole to be chunked, a pipe or a
-    palette TIFF, say, is judged by the run.)"""
+    palette TIFF, say, is judged by the run.) The graph checked, for :func:`say_planned`; None
+    for a job that is not chunked, or whose input is read whole."""
     from geomcli.engine import layout as layouts
 
     if not involved(input_path, output):
-        return
+        return None
     require_modules()
     stored = _stored(input_path, common)
     if stored is None:
-        return
+        return None
     data, layout, file_format = stored.data, stored.layout, stored.format
+    common = layouts.own_axes(common, file_format)
     try:
-        _check_blocks(data, operation.apply_chunked(data, layout, layouts.own_axes(common, file_format)), common)
+        result = operation.apply_chunked(data, layout, common)
+        _check_blocks(data, result, common)
     except GeomError as error:
         raise GeomError(f"{input_path}: {error}") from error
+    return Graph(stored, result, common)
+
+
+def say_planned(operation: Operation, graph: Graph, output: str, output_format: str, report: Report) -> None:
+    """What the run of a chunked job (``graph``: :func:`check_tasks`) says of its input's metadata,
+    said in its dry run's ``report``, by the run's own code from the input as stored: its OME-Zarr
+    scale, translation and channels (an OME-TIFF's physical sizes, an ImageJ calibration) that
+    the operation or the output cannot carry, and what else the input said that the output does
+    not hold (its ``dropped``)."""
+    from geomcli import io
+    from geomcli.engine import layout as layouts
+
+    stored, result, common = graph
+    header = io.Header("zarr", stored.data.shape, stored.data.dtype, 1, None, stored.layout)
+    output_layout = layouts.written_layout(stored.data.shape, result.shape, common.layout, stored.layout)
+    space = _carried_space(operation, stored.space, header, result.shape, output_layout, output_format, common,
+                           report, stored.format)
+    _say_unheld(operation, space, stored.data.shape, stored.layout, result, output, output_format, common, report,
+                stored.format, stored.unkept)
 
 
 def whole(common: Common) -> Common:

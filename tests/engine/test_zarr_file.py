@@ -2812,3 +2812,48 @@ def test_a_rotation_that_drops_the_pixel_sizes_notes_no_new_ones(tmp_path: Path)
     assert not [note for note in record["notes"] if note.startswith("pixel size")], record["notes"]
     scaled = run("resize", tmp_path / "yx.zarr", "-o", tmp_path / "r.zarr", "--scales", "0.5,0.5", "--json")
     assert "pixel size y 0.5 → 1 µm, x 0.5 → 1 µm" in json.loads(scaled.stdout)["notes"]  # (kept, and said)
+
+
+def _stack(path: Path, kind: str) -> None:
+    """A z-stack of 0.25 um pixels 0.5 um apart: an ImageJ ZCYX (or, of no unit, ZYX) or OME ZYX TIFF,
+    or an OME-Zarr's zyx placed at (1, 2, 3)."""
+    import tifffile
+
+    data = np.zeros((3, 2, 16, 16) if kind == "imagej" else (3, 16, 16), np.uint16)
+    if kind in ("imagej", "imagej-no-unit"):
+        unit = {"unit": "um"} if kind == "imagej" else {}
+        tifffile.imwrite(path, data, imagej=True, resolution=(4.0, 4.0),
+                         metadata={"axes": "ZCYX" if kind == "imagej" else "ZYX", "spacing": 0.5, **unit})
+    elif kind == "ome":
+        tifffile.imwrite(path, data, ome=True, metadata={"axes": "ZYX", "PhysicalSizeX": 0.25, "PhysicalSizeY": 0.25,
+                                                         "PhysicalSizeZ": 0.5})
+    else:
+        ome_group(path, data, [{"name": name, "type": "space", "unit": "micrometer"} for name in "zyx"],
+                  [{"type": "scale", "scale": [0.5, 0.25, 0.25]}, {"type": "translation", "translation": [1, 2, 3]}])
+
+
+@pytest.mark.parametrize(("kind", "name", "args", "output"), [
+    ("imagej", "in.tif", ["crop-pad", "--shape", "8,8"], "{stem}.zarr"),  # sizes of ZCYX no OME-Zarr scale takes
+    ("imagej-no-unit", "in.tif", ["crop-pad", "--shape", "8,8"], "{stem}.zarr"),  # named as dropped
+    ("ome", "in.ome.tif", ["warp", "--rotate", "30"], "{stem}.zarr"),  # y's and x's sizes through a rotation
+    ("zarr", "in.zarr", ["warp", "--rotate", "30"], "{stem}.zarr"),  # and the translation along them
+    ("zarr", "in.zarr", ["warp", "--rotate", "30"], "{stem}.tif"),
+    ("zarr", "in.zarr", ["crop-pad", "--shape", "8,8"], "{stem}.npy"),  # named as dropped
+])
+def test_a_dry_run_of_a_chunked_job_says_what_the_run_says_of_the_input_s_metadata(
+        tmp_path: Path, kind: str, name: str, args: list[str], output: str) -> None:
+    """'crop-pad zcyx.tif --out-dir o --name {stem}.zarr --shape 8,8 --dry-run --json' of an ImageJ
+    stack gave warnings [] where the run warns 'zarr cannot hold the physical pixel sizes (z 0.5
+    micrometer, ...) of axes ZCYX'; a rotation's dropped sizes and translation, and what a .npy
+    names under 'dropped', went unsaid too. A dry run of a chunked job (a zarr on either side) now
+    says them as its run does, in its records and on stderr, from the input as stored."""
+    source = tmp_path / name
+    _stack(source, kind)
+    batch = (args[0], source, *args[1:], "--out-dir", tmp_path / "out", "--name", output)
+    dry, real = run(*batch, "--dry-run", "--json"), run(*batch, "--json")
+    assert dry.exit_code == real.exit_code == 0, (dry.stderr, real.stderr)
+    dry_record, record = (json.loads(result.stdout.splitlines()[0]) for result in (dry, real))
+    assert record["warnings"] or record.get("dropped")  # (something to say, which the dry run said nothing of)
+    assert (dry_record["warnings"], dry_record.get("dropped")) == (record["warnings"], record.get("dropped"))
+    said = [line for line in real.stderr.splitlines() if line.startswith("Warning")]
+    assert [line for line in dry.stderr.splitlines() if line.startswith("Warning")] == said
