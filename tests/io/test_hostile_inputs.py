@@ -122,6 +122,28 @@ def test_an_animation_s_frames_are_read_into_one_array_not_stacked_from_copies(t
     assert found.shape == (2, 2, 2, 3) and found[:, 0, 0, 0].tolist() == [40, 200]
 
 
+@pytest.mark.parametrize("fmt", ["png", "gif"])
+def test_an_animation_s_frames_reach_the_array_without_a_copy_of_each_whole_frame(tmp_path: Path, fmt: str) -> None:
+    """Each frame went into the array through np.asarray, whose im.tobytes() held the whole frame
+    twice over (its encoded blocks, then their join) beside Pillow's image: a 6000x6000 two-frame
+    APNG (a 206 MiB array) peaked at 689 MiB. The frames are copied a band of rows at a time (593
+    MiB): what Python and numpy allocate (tracemalloc) is the array, the file's bytes and a band."""
+    import tracemalloc
+
+    frames = [Image.new("RGB" if fmt == "png" else "L", (3000, 2000), value) for value in (40, 200)]
+    path = tmp_path / f"a.{fmt}"
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=100)
+    tracemalloc.start()
+    try:
+        loaded = io.read_array(str(path), frames="all")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert loaded.data.shape == (2, 2000, 3000, 3) and loaded.data[:, 0, 0, 0].tolist() == [40, 200]
+    frame_bytes = loaded.data.nbytes // 2  # (the GIF's grey palette is read as RGB)
+    assert peak < loaded.data.nbytes + path.stat().st_size + frame_bytes // 2, (peak, loaded.data.nbytes)
+
+
 @pytest.mark.parametrize("mode", ["RGB", "L"])
 def test_a_later_frame_s_transparency_turns_the_frames_before_it_rgba(mode: str) -> None:
     """Read frame by frame, the frames before the first with transparency grow an alpha, each as
