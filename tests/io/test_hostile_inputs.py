@@ -144,6 +144,19 @@ def test_an_animation_s_frames_reach_the_array_without_a_copy_of_each_whole_fram
     assert peak < loaded.data.nbytes + path.stat().st_size + frame_bytes // 2, (peak, loaded.data.nbytes)
 
 
+def test_max_pixels_counts_every_frame_with_frames_all_and_the_first_without(tmp_path: Path) -> None:
+    """--max-pixels counts the elements of every frame (T x H x W x C) with --frames all, of the
+    first frame alone with --frames first."""
+    frames = [Image.new("RGB", (8, 6), value) for value in (40, 200, 90)]
+    frames[0].save(tmp_path / "a.webp", save_all=True, append_images=frames[1:], duration=100, lossless=True)
+    with pytest.raises(GeomError, match=r"a\.webp: 432 elements exceed the limit of 431; raise it"):
+        io.read_array(str(tmp_path / "a.webp"), max_pixels=431, frames="all")
+    assert io.read_array(str(tmp_path / "a.webp"), max_pixels=432, frames="all").data.shape == (3, 6, 8, 3)
+    assert io.read_array(str(tmp_path / "a.webp"), max_pixels=144, frames="first").data.shape == (6, 8, 3)
+    with pytest.raises(GeomError, match=r"a\.webp: 144 elements exceed the limit of 143; raise it"):
+        io.read_array(str(tmp_path / "a.webp"), max_pixels=143, frames="first")
+
+
 @pytest.mark.parametrize("mode", ["RGB", "L"])
 def test_a_later_frame_s_transparency_turns_the_frames_before_it_rgba(mode: str) -> None:
     """Read frame by frame, the frames before the first with transparency grow an alpha, each as
