@@ -319,3 +319,24 @@ def test_the_json_keys_docs_files_names_are_in_the_records(tmp_path: Path) -> No
         assert sorted(record["status"] for record in records) == ["error", "ok"], result.stdout
         for record in records:
             assert keys <= set(record), keys - set(record)
+
+
+def test_the_docs_way_back_from_a_json_name_to_its_bytes_finds_a_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """--json writes a name that is not UTF-8 with lone surrogate escapes ("caf\\udce9.png"), which
+    jq makes U+FFFD; docs/files.md says so and gives the Python line that gets the bytes back: run
+    as written, it lists the failed input's exact bytes (beside a good one of such a name)."""
+    from PIL import Image
+
+    text = (ROOT / "docs" / "files.md").read_text(encoding="utf-8")
+    assert '`"input": "caf\\udce9.png"`' in text
+    (line,) = [line for block in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)
+               for line in block.splitlines() if "os.fsencode" in line]
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    Image.new("RGB", (12, 10)).save(os.fsdecode(bytes(shots) + b"/caf\xe9.png"), format="PNG")
+    (shots / os.fsdecode(b"d\xe9j\xe0.png")).write_bytes(b"not a png")
+    env = {**os.environ, "NO_COLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "failed.list").read_bytes() == b"shots/d\xe9j\xe0.png\0"
+    assert os.path.exists(os.fsencode(tmp_path) + b"/out/caf\xe9.png")
