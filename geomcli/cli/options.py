@@ -37,7 +37,8 @@ storage_option = click.option(
     "--storage-option", "storage_options", type=KeyValue(), multiple=True, callback=_checked_storage_options,
     help="An option for the filesystems of s3://, gs://, az:// and https:// inputs and outputs "
          "(endpoint_url=..., anon=true; a JSON value is read as JSON); repeat for more. geomcli's own, "
-         "deadline_seconds=N (default 60; null: none), bounds each read or put with its retries. Credentials "
+         "deadline_seconds=N (default 60; null: none), bounds each read or put with its retries; a store "
+         "that answers none of 3 in a row is given up for the run. Credentials "
          "come from each filesystem's own configuration (AWS_* variables, ~/.aws, ...).")
 
 

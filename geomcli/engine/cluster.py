@@ -241,7 +241,7 @@ def header_faults(task: Task, jobs: Sequence[Job]) -> list[tuple[int, str]]:
     from geomcli.io import _remote
 
     check_code(task.code)
-    with _remote.task_options(task.common.storage_options):  # not another run's, on this worker
+    with _remote.task_options(task.common.storage_options), _remote.watching_stores():  # not another run's
         return [(job.index, line) for job, line in plans.option_faults(task, jobs)]
 
 
@@ -522,7 +522,7 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
     check_code(task.code)
     # this run's --storage-option, in this thread and its committer's: a worker of several threads
     # runs other runs' tasks beside it, each with its own
-    with _remote.task_options(task.common.storage_options):
+    with _remote.task_options(task.common.storage_options), _remote.watching_stores():
         return _do_files(task, jobs, stop, sweep)
 
 

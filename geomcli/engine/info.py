@@ -23,11 +23,19 @@ def info_files(arguments: Sequence[str], *, recursive: bool, as_json: bool, fram
                storage_options: tuple[tuple[str, Any], ...] = ()) -> int:
     """Each input read and shown in turn, then those ``files_from`` lists (--files-from), once all
     are found; the exit code (1 if any failed). ``storage_options``: for URLs' filesystems
-    (--storage-option)."""
+    (--storage-option). A store taken for dead on the way is asked nothing more
+    (io._remote.watching_stores)."""
     from geomcli.io import _remote
 
     _remote.configure(storage_options)
     check_stdout()
+    with _remote.watching_stores():
+        return _info_found(arguments, recursive=recursive, as_json=as_json, frames=frames, max_pixels=max_pixels,
+                           files_from=files_from)
+
+
+def _info_found(arguments: Sequence[str], *, recursive: bool, as_json: bool, frames: str | None,
+                max_pixels: int, files_from: str | None) -> int:
     listed = () if files_from is None else read_list(files_from)  # before any record
     # every argument expanded before any record, as a transform plans: a pattern matching nothing is
     # a usage error (exit 2) with nothing shown, not one after the records of the arguments before it

@@ -73,7 +73,13 @@ _PRELOAD_ARRAYS = ("numpy", "geomcli.ops.center_crop_pad", "geomcli.ops.space_de
 
 
 def run(operation: Operation, common: Common, arguments: Sequence[str], options: BatchOptions) -> int:
-    """Plan, check, then transform every input; the exit code (0, or 1 if any file failed)."""
+    """Plan, check, then transform every input; the exit code (0, or 1 if any file failed). A
+    store taken for dead on the way is asked nothing more (io._remote.watching_stores)."""
+    with _remote.watching_stores():
+        return _planned_run(operation, common, arguments, options)
+
+
+def _planned_run(operation: Operation, common: Common, arguments: Sequence[str], options: BatchOptions) -> int:
     started = time.perf_counter()
     scheduler = None
     if options.scheduler is not None:
@@ -620,6 +626,12 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
         signal.signal(number, _terminated)
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
     from geomcli import io  # noqa: F401
+
+    with _remote.watching_stores():  # (its committer's puts too: the thread starts in this context)
+        _serve_jobs(connection, task, under_way)
+
+
+def _serve_jobs(connection: Connection, task: Task, under_way: Any) -> None:
     from geomcli.io import _atomic
 
     try:
@@ -659,13 +671,15 @@ class _Committer:
     output is in place. fsync waits on the disk, about 1.4 ms a file here: no core idles for it."""
 
     def __init__(self, connection: Connection, under_way: Any) -> None:
+        import contextvars
         import queue
         import threading
 
         self.connection, self.under_way = connection, under_way
         self.orphaned = False  # the parent has gone: outputs are no longer placed, their temps removed
         self.queue: queue.SimpleQueue[tuple[Job, Report, list[Callable[[], None]]] | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, name="geomcli-committer", daemon=True)
+        self.thread = threading.Thread(target=contextvars.copy_context().run, args=(self._run,),
+                                       name="geomcli-committer", daemon=True)
         self.thread.start()
 
     def put(self, job: Job, report: Report, commits: list[Callable[[], None]]) -> None:

@@ -41,7 +41,10 @@ answers in milliseconds, and a passing failure costs s3fs's and botocore's pause
 (``null``: no deadline, the tries alone); geomcli takes it, no filesystem is given it. Asking
 whether a name is a folder (one listing request) has it too, and so has each page of a listing
 (one request each, on S3): a big folder's listing may take minutes, but no page more than the
-deadline.
+deadline. A store that answers nothing still cost every file its deadline, 32 at a time (10,000
+names, 5 hours): within a batch (watching_stores), once ``STALLS_IN_A_ROW`` requests to one store
+in a row have each waited out its deadline with nothing answered meanwhile, its other files fail at
+once, each in a line naming the store.
 
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
@@ -49,7 +52,6 @@ Only the standard library loads at import time; fsspec loads with the first URL.
 from __future__ import annotations
 
 import errno
-import functools
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -177,20 +179,107 @@ def stalled(url: str, doing: str, seconds: float) -> StalledError:
 def _in_time(fs: AbstractFileSystem, url: str, doing: str, call: Callable[..., Any], *args: Any,
              size: int | None = None, **kwargs: Any) -> Any:
     """``call(*args, **kwargs)``, a method of ``fs``, within its :func:`deadline` where ``fs``
-    is asynchronous (fsspec's own wait cancels it then); a StalledError past it."""
+    is asynchronous (fsspec's own wait cancels it then); a StalledError past it, or at once where
+    the store is taken for dead (:func:`watching_stores`)."""
     seconds = deadline(size)
     if seconds is None or not getattr(fs, "async_impl", False):
         return call(*args, **kwargs)
     from fsspec.exceptions import FSTimeoutError
 
+    with _watched(url, doing):
+        try:
+            return call(*args, timeout=seconds, **kwargs)
+        except (FSTimeoutError, _PageStalled) as error:  # (a listing's page may be first past the same deadline)
+            raise _kept_stall(url, stalled(url, doing, seconds)) from error
+
+
+def _kept_stall(url: str, said: StalledError) -> StalledError:
+    """``said``, kept for :func:`take_stalled` within keeping_small_reads."""
+    if _keeping:
+        with _kept_lock:
+            _stalled_reads[canonical(url)] = str(said)
+    return said
+
+
+# A store that answers nothing (an endpoint gone dead, a proxy that holds every request) cost each
+# file its whole deadline, 32 at a time: 10,000 names took 5 hours to fail. So within
+# watching_stores (a batch), once STALLS_IN_A_ROW requests to one store have each waited out its
+# deadline while that store answered no request at all, it is taken for dead, and every later
+# request to it fails at once. 3: a healthy store loses a request now and then, not three with
+# nothing answered between; a slow one answers some, and any answer starts the count again.
+STALLS_IN_A_ROW = 3
+
+
+class _Watch:
+    """The stores of one batch, by name (``s3://bucket``): when each last answered (monotonic
+    seconds), and how many requests in a row have stalled since with nothing answered meanwhile."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.answered: dict[str, float] = {}
+        self.silent_stalls: dict[str, int] = {}
+
+
+_watch: ContextVar[_Watch | None] = ContextVar("geomcli_watched_stores", default=None)
+
+
+@contextmanager
+def watching_stores() -> Iterator[None]:
+    """Within it, in this thread (and the pools it starts with :func:`pool_initializer`), a store
+    taken for dead (see STALLS_IN_A_ROW) is asked nothing more: each request fails at once, in a
+    line that names the store and its stalls. A batch's run, a worker's or a cluster task's files:
+    a store that comes back is asked again by the next."""
+    token = _watch.set(_Watch())
     try:
-        return call(*args, timeout=seconds, **kwargs)
-    except (FSTimeoutError, _PageStalled) as error:  # (a listing's page may be first past the same deadline)
-        said = stalled(url, doing, seconds)
-        if _keeping:
-            with _kept_lock:
-                _stalled_reads[canonical(url)] = str(said)
-        raise said from error
+        yield
+    finally:
+        _watch.reset(token)
+
+
+def _store(url: str) -> str:
+    """The store ``url`` is on: its protocol and bucket (or host)."""
+    return f"{protocol(url)}://{url.split('://', 1)[1].split('/', 1)[0]}"
+
+
+@contextmanager
+def _watched(url: str, doing: str, name: str | None = None) -> Iterator[None]:
+    """A request to ``url``'s store, counted by :func:`watching_stores`: refused at once (a line
+    naming ``name``, else ``url``) where the store is taken for dead; a StalledError from it a
+    stall, its result or the store's refusal (no such object, no permission) an answer."""
+    watch = _watch.get()
+    if watch is None or not is_url(url):
+        yield
+        return
+    import time
+
+    store = _store(url)
+    with watch.lock:
+        stalls = watch.silent_stalls.get(store, 0)
+    if stalls >= STALLS_IN_A_ROW:
+        raise _kept_stall(url, StalledError(
+            f"{name or url}: cannot {doing} (not asked: {store} answered none of the last {stalls} requests, each "
+            f"given its deadline, and is taken for dead in this run; --storage-option {DEADLINE_OPTION}=SECONDS "
+            "waits longer)"))
+    began = time.monotonic()
+    try:
+        yield
+    except StalledError:
+        with watch.lock:
+            if watch.answered.get(store, began - 1) < began:  # (an answer while it waited: slow, not dead)
+                watch.silent_stalls[store] = watch.silent_stalls.get(store, 0) + 1
+        raise
+    except (FileNotFoundError, PermissionError, FileExistsError):
+        _answered(watch, store)
+        raise
+    _answered(watch, store)
+
+
+def _answered(watch: _Watch, store: str) -> None:
+    import time
+
+    with watch.lock:
+        watch.answered[store] = time.monotonic()
+        watch.silent_stalls[store] = 0
 
 
 @contextmanager
@@ -207,8 +296,14 @@ def task_options(given: tuple[tuple[str, Any], ...] | dict[str, Any]) -> Iterato
 
 def pool_initializer() -> Callable[[], object]:
     """A thread pool's initializer: its threads make filesystems with the options this thread
-    does (a cluster task's own)."""
-    return functools.partial(_task_options.set, _task_options.get())
+    does (a cluster task's own), and count its stores' stalls with it (watching_stores)."""
+    given, watch = _task_options.get(), _watch.get()
+
+    def initialize() -> None:
+        _task_options.set(given)
+        _watch.set(watch)
+
+    return initialize
 
 
 def protocol(url: str) -> str:
@@ -666,8 +761,9 @@ def _put(url: str, data: bytes, name: str, create: bool, cancelled: Callable[[],
     try:
         if fs.__class__.__name__ == "S3FileSystem":
             seconds = deadline(len(data))
-            if not _run_stoppably(fs, _put_s3(fs, path, data, create, cancelled), seconds):
-                raise stalled(name, "write", seconds or 0)
+            with _watched(url, "write", name):
+                if not _run_stoppably(fs, _put_s3(fs, path, data, create, cancelled), seconds):
+                    raise stalled(name, "write", seconds or 0)
         else:
             _in_time(fs, name, "write", fs.pipe_file, path, data, size=len(data),
                      **({"mode": "create"} if create else {}))
@@ -887,7 +983,7 @@ def listing(url: str, recursive: bool = True) -> list[Entry]:
     fs, root = filesystem(url)
     if protocol(url) in READ_ONLY:
         return []
-    with _errors(url, "list the folder"):
+    with _errors(url, "list the folder"), _watched(url, "list the folder"):
         fs.invalidate_cache(root)
         try:
             if recursive:

@@ -5,6 +5,7 @@ read, file:// URLs; and on a Dask cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import io as bytes_io
@@ -1476,6 +1477,109 @@ def test_a_batch_on_dask_does_not_send_a_stalled_file_again(
     assert lines[1].startswith("crop-pad: 1 ok, 1 failed, 0 skipped in ")
     assert [request.split("?")[0] for request in held] == [f"GET /{s3.bucket}/raw/a.png"]
     assert tree(tmp_path / "out") == {"b.png": (tmp_path / "out" / "b.png").read_bytes()}
+
+
+def test_a_store_that_answers_nothing_is_given_up_after_a_few_stalls_not_waited_on_for_every_file(
+        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path) -> None:
+    """Each file of a store that answers no request waited out its deadline, 32 at a time: 10,000
+    names from --files-from took about 5 hours to fail (60 s each), here 160 names 5 deadlines.
+    Once STALLS_IN_A_ROW requests in a row have stalled with nothing answered meanwhile, the
+    store's other files fail at once, each in a line naming the store: one wave of deadlines. Another
+    store's file is done, and nothing of the dead one's is written."""
+    import re
+
+    from geomcli.engine.plan import REMOTE_HEADER_THREADS
+
+    rng = np.random.default_rng(3)
+    other = f"{s3.bucket}-other"
+    s3.client.create_bucket(Bucket=other)
+    s3.client.put_object(Bucket=other, Key="good/a.png", Body=png_bytes(rng))
+    data = png_bytes(rng)
+    names = [s3.put(f"raw/{index:03d}.png", data) for index in range(160)]
+    (tmp_path / "list.txt").write_text("\n".join([f"s3://{other}/good/a.png", *names]) + "\n")
+    endpoint, stalled, held = stalling_proxy
+    stalled += [("HEAD", f"/{s3.bucket}/raw/"), ("GET", f"/{s3.bucket}/raw/")]
+    result = run("crop-pad", "--files-from", tmp_path / "list.txt", "--out-dir", tmp_path / "out", "--shape", "6,6",
+                 "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", "deadline_seconds=0.5")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[-1].startswith("crop-pad: 1 ok, 160 failed, 0 skipped in ")
+    waited = [line for line in lines[:-1] if line.endswith(
+        ": cannot look at it (the store stalled: not done within 0.5 s, its tries included; "
+        "--storage-option deadline_seconds=SECONDS waits longer)")]
+    given_up = [line for line in lines[:-1] if re.fullmatch(
+        rf"Error: {s3.url}/raw/\d{{3}}\.png: cannot look at it \(not asked: {s3.url} answered none of the last "
+        r"\d+ requests, each given its deadline, and is taken for dead in this run; --storage-option "
+        r"deadline_seconds=SECONDS waits longer\)", line)]
+    assert len(waited) + len(given_up) == 160 == len(lines) - 1
+    # the first requests, side by side, and those begun while the first stalls were being counted
+    assert _remote.STALLS_IN_A_ROW <= len(waited) < REMOTE_HEADER_THREADS + _remote.STALLS_IN_A_ROW
+    assert tree(tmp_path / "out") == {"a.png": (tmp_path / "out" / "a.png").read_bytes()}
+
+
+def test_info_gives_up_a_store_that_answers_nothing_after_a_few_stalls(
+        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path) -> None:
+    """info reads its files one after another: each of a dead store's waited out its deadline."""
+    data = png_bytes(np.random.default_rng(4))
+    names = [s3.put(f"raw/{index}.png", data) for index in range(8)]
+    (tmp_path / "list.txt").write_text("\n".join(names) + "\n")
+    endpoint, stalled, held = stalling_proxy
+    stalled += [("HEAD", "/raw/"), ("GET", "/raw/")]
+    result = run("info", "--files-from", tmp_path / "list.txt", "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", "deadline_seconds=0.5")
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 8
+    assert all("(the store stalled: not done within 0.5 s" in line for line in lines[:_remote.STALLS_IN_A_ROW])
+    assert all(f"(not asked: {s3.url} answered none of the last {_remote.STALLS_IN_A_ROW} requests" in line
+               for line in lines[_remote.STALLS_IN_A_ROW:])
+    assert len(held) == _remote.STALLS_IN_A_ROW
+
+
+def test_a_store_is_taken_for_dead_only_after_stalls_in_a_row_with_nothing_answered_meanwhile() -> None:
+    """A slow store is never given up: a stall while another request was answered is not counted,
+    and an answer (an object, or the store's refusal) starts the count again. Outside a batch
+    (watching_stores) nothing is counted."""
+    url = "s3://bucket/a.png"
+
+    def stall() -> None:
+        with pytest.raises(_remote.StalledError, match="the store stalled"), _remote._watched(url, "read"):
+            raise _remote.stalled(url, "read", 1)
+
+    def answer(refused: bool = False) -> None:
+        with pytest.raises(FileNotFoundError) if refused else contextlib.nullcontext(), _remote._watched(url, "read"):
+            if refused:
+                raise FileNotFoundError(url)
+
+    for _ in range(_remote.STALLS_IN_A_ROW + 1):
+        stall()  # (no batch: counted nowhere)
+    with _remote.watching_stores():
+        for _ in range(_remote.STALLS_IN_A_ROW - 1):
+            stall()
+        answer(refused=True)
+        for _ in range(_remote.STALLS_IN_A_ROW - 1):
+            stall()
+        answer()
+        slow = _remote._watched(url, "read")  # waits while another is answered
+        slow.__enter__()
+        for _ in range(_remote.STALLS_IN_A_ROW - 1):
+            stall()
+        answer()
+        assert not slow.__exit__(_remote.StalledError, _remote.stalled(url, "read", 1), None)
+        for _ in range(_remote.STALLS_IN_A_ROW - 1):
+            stall()
+        answer()  # (none counted but these: asked still)
+        for _ in range(_remote.STALLS_IN_A_ROW):
+            stall()
+        with pytest.raises(_remote.StalledError, match=r"^s3://bucket/a\.png: cannot read \(not asked: s3://bucket "
+                           rf"answered none of the last {_remote.STALLS_IN_A_ROW} requests"):
+            answer()
+        with _remote._watched("s3://another/a.png", "read"):
+            pass  # (another store: asked)
+    answer()  # (the batch over)
 
 
 def test_the_deadline_is_geomclis_option_and_a_stall_is_no_failure_that_may_pass(
