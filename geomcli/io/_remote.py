@@ -41,10 +41,14 @@ answers in milliseconds, and a passing failure costs s3fs's and botocore's pause
 (``null``: no deadline, the tries alone); geomcli takes it, no filesystem is given it. Asking
 whether a name is a folder (one listing request) has it too, and so has each page of a listing
 (one request each, on S3): a big folder's listing may take minutes, but no page more than the
-deadline. A store that answers nothing still cost every file its deadline, 32 at a time (10,000
-names, 5 hours): within a batch (watching_stores), once ``STALLS_IN_A_ROW`` requests to one store
-in a row have each waited out its deadline with nothing answered meanwhile, its other files fail at
-once, each in a line naming the store.
+deadline. Not on GCS or Azure: fsspec bounds a listing only as a whole, which would fail a big
+folder's healthy one, and gcsfs and adlfs read its pages inside one call of their own, with no
+step between pages to wrap as s3fs's page loop is (_pages_in_time).
+
+A store that answers nothing still cost every file its deadline, 32 at a time (10,000 names, 5
+hours): within a batch (watching_stores), once ``STALLS_IN_A_ROW`` requests to one store in a row
+have each waited out its deadline with nothing answered meanwhile, its other files fail at once,
+each in a line naming the store.
 
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
