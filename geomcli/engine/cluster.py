@@ -8,9 +8,10 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
 - **Headers first.** As for ``-j``, every input's header is checked before any file is done (a
   run whose options some input cannot take writes nothing): by this process for a small batch,
   by the workers for one of more than ``HEADERS_HERE`` inputs, which is where the time goes for a
-  million inputs on object storage. An object this process read whole for its header (under 64
-  KiB) goes to its task with its bytes, ``CARRIED_BYTES`` a task at most: read once, not twice; a
-  header a worker checked is read again by the task that does its file (another worker, likely).
+  million inputs on object storage. An object read whole for its header (under 64 KiB) goes to
+  its task with its bytes, ``CARRIED_BYTES`` a task at most: read once, not twice. A worker's
+  check sends them back with its faults (``CARRIED_BYTES`` a check, io._remote.KEPT_BYTES in all,
+  as this process keeps); past that, an object is read again by the task that does its file.
   No file starts while later headers are checked, though a million inputs wait for a million
   headers: a fault in the last is a usage error that writes nothing (exit 2), which outputs placed
   before it would break, and holding them back until the check ends would hold a million outputs
@@ -154,6 +155,8 @@ class Session:
         self.connections = ExitStack()
         self.connection: tuple[Client, LocalCluster | None] | None = None
         self.dispatch: _Dispatch | None = None
+        # by job index, the small objects the workers read whole as they checked headers (option_faults)
+        self.carried: dict[int, bytes] = {}
 
     def connected(self) -> tuple[Client, LocalCluster | None]:
         """The client, and the LocalCluster started for the run (None for a cluster joined)."""
@@ -174,10 +177,15 @@ class Session:
             return plans.option_faults(task, todo)
         from distributed import as_completed
 
+        from geomcli.io import _remote
+
         client, local = self.connected()
         task = _carrying_code(task, local)
         starts = deque(range(0, len(todo), HEADER_TASK_FILES))
-        in_flight: dict[Future[Any], Sequence[Job]] = {}
+        in_flight: dict[Future[Any], tuple[Sequence[Job], int]] = {}
+        # the bytes of small objects the tasks may still send back with their check (each at most
+        # CARRIED_BYTES), for their runs: io._remote.KEPT_BYTES in all, as a check here keeps
+        room = _remote.KEPT_BYTES
         completed = as_completed(loop=client.loop, with_results=True, raise_errors=False)
         found: list[tuple[Job, str]] = []
         run_id = uuid.uuid4().hex[:12]
@@ -187,16 +195,22 @@ class Session:
                 while starts and len(in_flight) < IN_FLIGHT * threads:
                     start = starts.popleft()
                     part = todo[start:start + HEADER_TASK_FILES]
-                    future = client.submit(header_faults, task, [_moved(job) for job in part], pure=False,
+                    carried = min(CARRIED_BYTES, room)
+                    room -= carried
+                    future = client.submit(header_faults, task, [_moved(job) for job in part], carried, pure=False,
                                            key=f"geomcli-headers-{run_id}-{start}")
-                    in_flight[future] = part
+                    in_flight[future] = (part, carried)
                     completed.add(future)
                 future, result = next(completed)
-                part = in_flight.pop(future)
+                part, carried = in_flight.pop(future)
                 if future.status == "finished":
+                    faults, kept = result
                     by_index = {job.index: job for job in part}
-                    found.extend((by_index[index], _as_planned(line, by_index[index])) for index, line in result)
+                    found.extend((by_index[index], _as_planned(line, by_index[index])) for index, line in faults)
+                    self.carried.update(kept)
+                    room += carried - sum(map(len, kept.values()))  # (what it did not carry, for later tasks)
                 else:  # a worker lost, or a bug there: this process checks them (and raises the bug)
+                    room += carried
                     found.extend(plans.option_faults(task, part))
         except BaseException:
             with signals_held():
@@ -236,13 +250,17 @@ def _carrying_code(task: Task, local: LocalCluster | None) -> Task:
     return task if local is not None else dataclasses.replace(task, code=code_fingerprint())
 
 
-def header_faults(task: Task, jobs: Sequence[Job]) -> list[tuple[int, str]]:
-    """A task, on a worker: plan.option_faults of ``jobs``, by their index."""
+def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[list[tuple[int, str]], dict[int, bytes]]:
+    """A task, on a worker: plan.option_faults of ``jobs``, by their index; and the bytes of the
+    small objects it read whole for their headers, by index, ``carried`` bytes at most: their runs
+    take them (Job.data), where they read them a second time."""
     from geomcli.io import _remote
 
     check_code(task.code)
-    with _remote.task_options(task.common.storage_options), _remote.watching_stores():  # not another run's
-        return [(job.index, line) for job, line in plans.option_faults(task, jobs)]
+    with _remote.task_options(task.common.storage_options), _remote.watching_stores(), \
+            _remote.keeping_small_reads(carried):  # not another run's, on this worker
+        faults = [(job.index, line) for job, line in plans.option_faults(task, jobs)]
+        return faults, {job.index: data for job in jobs if (data := _remote.take_kept(job.input)) is not None}
 
 
 @dataclass

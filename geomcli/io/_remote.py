@@ -199,9 +199,10 @@ def _in_time(fs: AbstractFileSystem, url: str, doing: str, call: Callable[..., A
 
 def _kept_stall(url: str, said: StalledError) -> StalledError:
     """``said``, kept for :func:`take_stalled` within keeping_small_reads."""
-    if _keeping:
-        with _kept_lock:
-            _stalled_reads[canonical(url)] = str(said)
+    kept = _keeping.get()
+    if kept is not None:
+        with kept.lock:
+            kept.stalled[canonical(url)] = str(said)
     return said
 
 
@@ -300,12 +301,14 @@ def task_options(given: tuple[tuple[str, Any], ...] | dict[str, Any]) -> Iterato
 
 def pool_initializer() -> Callable[[], object]:
     """A thread pool's initializer: its threads make filesystems with the options this thread
-    does (a cluster task's own), and count its stores' stalls with it (watching_stores)."""
-    given, watch = _task_options.get(), _watch.get()
+    does (a cluster task's own), count its stores' stalls with it (watching_stores) and keep
+    its small reads with it (keeping_small_reads)."""
+    given, watch, kept = _task_options.get(), _watch.get(), _keeping.get()
 
     def initialize() -> None:
         _task_options.set(given)
         _watch.set(watch)
+        _keeping.set(kept)
 
     return initialize
 
@@ -606,58 +609,72 @@ def _held(table: dict[str, Any], url: str, value: Any) -> Iterator[None]:
 
 # Within keeping_small_reads (a batch's check of its headers, before its run), the objects read
 # whole of at most KEPT_OBJECT_BYTES each (64 KiB: io.HEAD_BYTES, the first bytes a header is read
-# from) are kept here by canonical URL, KEPT_BYTES in all, for take_kept: its run was then a second
+# from) are kept by canonical URL, KEPT_BYTES in all, for take_kept: its run was then a second
 # GET of each. Off within given_bytes, a read of its URL takes the bytes it was given. The reads
 # that stalled (their lines, for take_stalled) are kept too: its run waited out the deadline again.
 KEPT_OBJECT_BYTES = 64 << 10
 KEPT_BYTES = 64 << 20
-_keeping = False
-_kept: dict[str, bytes] = {}
-_kept_total = 0
-_kept_lock = threading.Lock()
 _given: dict[str, bytes] = {}
-_stalled_reads: dict[str, str] = {}
+
+
+class _Kept:
+    """What one keeping_small_reads keeps: bytes by canonical URL, at most ``limit`` in all
+    (taken ones still count: the jobs hold them until done), and the lines of stalled reads."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.total = limit, 0
+        self.data: dict[str, bytes] = {}
+        self.stalled: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def add(self, key: str, data: bytes) -> None:
+        if len(data) > KEPT_OBJECT_BYTES:
+            return
+        with self.lock:
+            if self.total + len(data) <= self.limit:
+                self.data[key] = data
+                self.total += len(data)
+
+
+# the store of the keeping_small_reads this thread is in (a context's: a cluster worker's threads
+# check the headers of several tasks at once, each keeping its own)
+_keeping: ContextVar[_Kept | None] = ContextVar("geomcli_kept_reads", default=None)
 
 
 @contextmanager
-def keeping_small_reads() -> Iterator[None]:
-    """Within it, small objects read whole are kept for :func:`take_kept` (see above); those
-    not taken are dropped as it ends."""
-    global _keeping, _kept_total
-    _keeping = True
+def keeping_small_reads(limit: int | None = None) -> Iterator[None]:
+    """Within it, in this thread (and the pools it starts with :func:`pool_initializer`), small
+    objects read whole are kept for :func:`take_kept` (see above), ``limit`` bytes in all
+    (KEPT_BYTES where None); those not taken are dropped as it ends."""
+    token = _keeping.set(_Kept(KEPT_BYTES if limit is None else limit))
     try:
         yield
     finally:
-        _keeping = False
-        _kept.clear()
-        _stalled_reads.clear()
-        _kept_total = 0
+        _keeping.reset(token)
 
 
 def take_kept(url: str) -> bytes | None:
     """The bytes of ``url`` kept by :func:`keeping_small_reads`, no longer kept; None if none."""
-    if not _kept or not is_url(url):
+    kept = _keeping.get()
+    if kept is None or not kept.data or not is_url(url):
         return None
-    with _kept_lock:
-        return _kept.pop(canonical(url), None)
+    with kept.lock:
+        return kept.data.pop(canonical(url), None)
 
 
 def take_stalled(url: str) -> str | None:
     """The line of a read of ``url`` that stalled within :func:`keeping_small_reads`, no longer kept; None if none."""
-    if not _stalled_reads or not is_url(url):
+    kept = _keeping.get()
+    if kept is None or not kept.stalled or not is_url(url):
         return None
-    with _kept_lock:
-        return _stalled_reads.pop(canonical(url), None)
+    with kept.lock:
+        return kept.stalled.pop(canonical(url), None)
 
 
 def _keep(fs: AbstractFileSystem, path: str, data: bytes) -> None:
-    global _kept_total
-    if not _keeping or len(data) > KEPT_OBJECT_BYTES:
-        return
-    with _kept_lock:
-        if _kept_total + len(data) <= KEPT_BYTES:
-            _kept[str(fs.unstrip_protocol(path))] = data
-            _kept_total += len(data)  # (taken ones still count: the jobs hold them until done)
+    kept = _keeping.get()
+    if kept is not None:
+        kept.add(str(fs.unstrip_protocol(path)), data)
 
 
 @contextmanager

@@ -396,6 +396,75 @@ def test_a_batch_on_dask_reads_a_small_object_once_for_its_header_and_its_run(
                                       if not name.startswith(".")}
 
 
+@pytest.mark.cluster
+def test_a_batch_on_dask_whose_workers_check_the_headers_reads_a_small_object_once(
+        s3: S3, shots: dict[str, bytes], scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Past HEADERS_HERE inputs the workers check the headers, and kept no bytes: each object under
+    64 KiB was read twice, by its check and by its run. A check's task now sends them back with its
+    faults (CARRIED_BYTES a task), KEPT_BYTES in all, and their runs take them; past that an object
+    is read again."""
+    from geomcli.engine import cluster
+
+    def served() -> list[str]:
+        asked = [record.getMessage().split('"GET /')[1].split()[0] for record in caplog.records
+                 if '"GET /' in record.getMessage()]
+        return sorted(path.split("/", 1)[1] for path in asked if "?" not in path)
+
+    monkeypatch.setattr(cluster, "HEADERS_HERE", 0)
+    caplog.set_level("INFO", logger="werkzeug")
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6",
+                 "--scheduler", scheduler, *s3.options)
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert served() == ["raw/a.png", "raw/b.png", "raw/day/c.png", "raw/day/night/d.png"]
+    local = run("crop-pad", tmp_path / "raw", "-r", "--out-dir", tmp_path / "local", "--shape", "6,6")
+    assert local.exit_code == 0
+    assert tree(tmp_path / "out") == {name: data for name, data in tree(tmp_path / "local").items()
+                                      if not name.startswith(".")}
+    caplog.clear()
+    monkeypatch.setattr(_remote, "KEPT_BYTES", max(map(len, shots.values())) + 1)  # room for one
+    result = run("crop-pad", f"{s3.url}/raw/**/*.png", "--out-dir", tmp_path / "again", "--shape", "6,6",
+                 "--scheduler", scheduler, *s3.options)
+    assert result.stderr.startswith("crop-pad: 4 ok, 0 failed, 0 skipped in "), result.stderr
+    assert len(served()) == 7
+    assert tree(tmp_path / "again") == tree(tmp_path / "out")
+
+
+def test_each_check_of_headers_keeps_its_own_small_reads() -> None:
+    """A cluster worker of several threads checks several tasks' headers at once: with one store
+    of kept bytes for the process, the first check to end dropped the others' bytes and stopped
+    them keeping (their objects read twice). Each keeping_small_reads keeps its own, within its limit."""
+    fs, _ = _remote.filesystem("s3://bucket/a.png")
+    first_kept, second_done = threading.Event(), threading.Event()
+    taken: list[bytes | None] = []
+
+    def first() -> None:
+        with _remote.keeping_small_reads():
+            _remote._keep(fs, "bucket/a.png", b"a")
+            first_kept.set()
+            second_done.wait(10)
+            taken.extend([_remote.take_kept("s3://bucket/a.png"), _remote.take_kept("s3://bucket/b.png")])
+            _remote._keep(fs, "bucket/c.png", b"c")
+            taken.append(_remote.take_kept("s3://bucket/c.png"))
+
+    def second() -> None:
+        first_kept.wait(10)
+        with _remote.keeping_small_reads(1):
+            _remote._keep(fs, "bucket/b.png", b"bb")  # (past its limit of 1 byte)
+            _remote._keep(fs, "bucket/d.png", b"d")
+            taken.extend([_remote.take_kept("s3://bucket/a.png"), _remote.take_kept("s3://bucket/b.png"),
+                          _remote.take_kept("s3://bucket/d.png")])
+        second_done.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert taken == [None, None, b"d", b"a", None, b"c"]
+    assert _remote.take_kept("s3://bucket/c.png") is None  # (none kept outside)
+
+
 def test_names_from_files_from_are_each_asked_once(s3: S3, shots: dict[str, bytes], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A name given alone (--files-from, or an argument) was listed to tell a folder from a file,
