@@ -11,7 +11,8 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   million inputs on object storage. An object read whole for its header (under 64 KiB) goes to
   its task with its bytes, ``CARRIED_BYTES`` a task at most: read once, not twice. A worker's
   check sends them back with its faults (``CARRIED_BYTES`` a check, io._remote.KEPT_BYTES in all,
-  as this process keeps); past that, an object is read again by the task that does its file.
+  as this process keeps); past that, an object is read again by the task that does its file. A
+  file whose read stalled in the check fails so, and is not sent (the deadline waited out twice).
   No file starts while later headers are checked, though a million inputs wait for a million
   headers: a fault in the last is a usage error that writes nothing (exit 2), which outputs placed
   before it would break, and holding them back until the check ends would hold a million outputs
@@ -155,8 +156,10 @@ class Session:
         self.connections = ExitStack()
         self.connection: tuple[Client, LocalCluster | None] | None = None
         self.dispatch: _Dispatch | None = None
-        # by job index, the small objects the workers read whole as they checked headers (option_faults)
+        # by job index, the small objects the workers read whole as they checked headers
+        # (option_faults), and the lines of the reads that stalled there
         self.carried: dict[int, bytes] = {}
+        self.stalled: dict[int, str] = {}
 
     def connected(self) -> tuple[Client, LocalCluster | None]:
         """The client, and the LocalCluster started for the run (None for a cluster joined)."""
@@ -204,10 +207,11 @@ class Session:
                 future, result = next(completed)
                 part, carried = in_flight.pop(future)
                 if future.status == "finished":
-                    faults, kept = result
+                    faults, kept, stalled = result
                     by_index = {job.index: job for job in part}
                     found.extend((by_index[index], _as_planned(line, by_index[index])) for index, line in faults)
                     self.carried.update(kept)
+                    self.stalled.update((index, _as_planned(line, by_index[index])) for index, line in stalled.items())
                     room += carried - sum(map(len, kept.values()))  # (what it did not carry, for later tasks)
                 else:  # a worker lost, or a bug there: this process checks them (and raises the bug)
                     room += carried
@@ -250,17 +254,20 @@ def _carrying_code(task: Task, local: LocalCluster | None) -> Task:
     return task if local is not None else dataclasses.replace(task, code=code_fingerprint())
 
 
-def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[list[tuple[int, str]], dict[int, bytes]]:
-    """A task, on a worker: plan.option_faults of ``jobs``, by their index; and the bytes of the
-    small objects it read whole for their headers, by index, ``carried`` bytes at most: their runs
-    take them (Job.data), where they read them a second time."""
+def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[
+        list[tuple[int, str]], dict[int, bytes], dict[int, str]]:
+    """A task, on a worker: plan.option_faults of ``jobs``, by their index; the bytes of the small
+    objects it read whole for their headers, by index, ``carried`` bytes at most: their runs take
+    them (Job.data), where they read them a second time; and the lines of the reads that stalled,
+    by index: their files fail so, where their runs waited out the deadline a second time."""
     from geomcli.io import _remote
 
     check_code(task.code)
     with _remote.task_options(task.common.storage_options), _remote.watching_stores(), \
             _remote.keeping_small_reads(carried):  # not another run's, on this worker
         faults = [(job.index, line) for job, line in plans.option_faults(task, jobs)]
-        return faults, {job.index: data for job in jobs if (data := _remote.take_kept(job.input)) is not None}
+        return (faults, {job.index: data for job in jobs if (data := _remote.take_kept(job.input)) is not None},
+                {job.index: line for job in jobs if (line := _remote.take_stalled(job.input)) is not None})
 
 
 @dataclass

@@ -123,15 +123,17 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
             todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
                     for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
             stalled = {job.index: line for job in todo if (line := _remote.take_stalled(job.input)) is not None}
-        if stalled and not options.fail_fast:  # (--fail-fast: its run fails it, and the run stops there, in order)
-            jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
-            todo = [job for job in todo if job.index not in stalled]
     else:
         faults = on_cluster.option_faults(task, todo)
-        # the small objects the workers read whole for their headers, sent back with their check
-        # (a dict's look-up a job: take_kept asks each URL's filesystem, 50 us, a million times)
+        # the small objects the workers read whole for their headers, and the lines of those whose
+        # read stalled, sent back with their check (a dict's look-up a job: take_kept asks each
+        # URL's filesystem, 50 us, a million times)
         todo = [job if (data := on_cluster.carried.pop(job.index, None)) is None else
                 dataclasses.replace(job, data=data) for job in todo]
+        stalled = on_cluster.stalled
+    if stalled and not options.fail_fast:  # (--fail-fast: its run fails it, and the run stops there, in order)
+        jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
+        todo = [job for job in todo if job.index not in stalled]
     if faults:
         _refused(task, faults, len(jobs), options, time.perf_counter() - started)
     if on_cluster is not None:

@@ -1529,12 +1529,19 @@ def test_a_listing_whose_pages_stall_fails_by_the_deadline(
 
 
 @pytest.mark.cluster
+@pytest.mark.parametrize("checked_by", ["here", "workers"])
 def test_a_batch_on_dask_does_not_send_a_stalled_file_again(
         s3: S3, shots: dict[str, bytes], stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], scheduler: str,
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checked_by: str) -> None:
     """A file whose read timed out is sent again, up to IO_RETRIES times (the failure may pass);
-    one past its deadline is not: its GET is held once, by its header's check here, and its run is
-    not sent (it was held once more on a worker, and with a stall taken for a passing failure, twice more)."""
+    one past its deadline is not: its GET is held once, by its header's check, and its run is not
+    sent (it was held once more on a worker, and with a stall taken for a passing failure, twice
+    more). Where the workers check the headers (past HEADERS_HERE inputs), its check sends the
+    stall back: its run was sent, and held the GET a second time."""
+    from geomcli.engine import cluster
+
+    if checked_by == "workers":
+        monkeypatch.setattr(cluster, "HEADERS_HERE", 0)
     endpoint, stalled, held = stalling_proxy
     stalled.append(("GET", "/raw/a.png"))
     result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6",
