@@ -98,7 +98,8 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
     warped in 3-D, by --theta's 3×4 matrices; a TIFF's or OME-Zarr's z-stack, plane by plane,
     or with --volume in 3-D as one volume: Z is D, one matrix for every T (or one per T), its
     axes and channels kept, its physical sizes where theta only scales and shifts (a rotation or
-    shear drops them, with a warning), and --size D,H,W.
+    shear drops those of the axes it mixes, with a warning: a turn about Z keeps Z's), and
+    --size D,H,W.
 
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """

@@ -807,9 +807,15 @@ class Warp(Operation):
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
         """The warped plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes (Z is
-        warped with --volume)."""
+        warped with --volume); but a warped axis theta leaves in place (its row and column zero
+        off the diagonal, 1 on it, no shift, its length kept: Z under a turn about Z) keeps its
+        size too, as a plane's rotation keeps a stack's Z."""
         layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
-        return _sampled_axes(header.shape, layout, self.volume)
+        sampled = _sampled_axes(header.shape, layout, self.volume)
+        # (x_in = a·x_out + b of a kept axis is 1 and 0 to within rounding: 24.5 · (1/49) is not 0.5)
+        untouched = {axis for axis, _, a, b in self._axis_maps(header, common, alone=True) or ()
+                     if math.isclose(a, 1.0, rel_tol=1e-12) and abs(b) < 1e-9}
+        return tuple(axis for axis in sampled if axis not in untouched)
 
     def cautions(self, header: Header, common: Common) -> list[str]:
         """Typed numbers in 12s on a z-stack of named axes (a TIFF's, an OME-Zarr's), which is
@@ -827,11 +833,14 @@ class Warp(Operation):
 
         return [thetas.planes_caution(self.theta.of_rank(2).shape[0], layout, volume_option=True)]
 
-    def _axis_maps(self, header: Header, common: Common) -> list[tuple[int, float, float, float]] | None:
+    def _axis_maps(self, header: Header, common: Common,
+                   alone: bool = False) -> list[tuple[int, float, float, float]] | None:
         """Per warped axis, (axis, theta's factor f, a, b) with x_in = a·x_out + b in input pixels,
         where theta scales and shifts each axis alone (one matrix for every image): affine-grid's
         coordinate u = alpha·x_out + beta (0 on an axis of one pixel), f·u + the shift, unnormalised
-        as grid-sample does, in closed form. None for a rotation or shear."""
+        as grid-sample does, in closed form. None for a rotation or shear; with ``alone``, the
+        maps of the axes it leaves alone there (its row and column zero off the diagonal: Z
+        under a turn about Z)."""
         import numpy as np
 
         from geomcli.engine import layout as layouts
@@ -843,12 +852,15 @@ class Warp(Operation):
             return None
         theta = self.theta.of_rank(len(axes)).astype(np.float64)
         diagonal = np.diagonal(theta[..., :-1], axis1=-2, axis2=-1)
-        if ((theta != theta[:1]).any() or (diagonal == 0).any()
-                or (theta[..., :-1] != diagonal[..., None] * np.eye(len(axes))).any()):
+        off = (theta[0, :, :-1] != diagonal[0, :, None] * np.eye(len(axes)))  # mixes row i with column j
+        own = ~(off.any(axis=0) | off.any(axis=1)) & (diagonal[0] != 0)  # per row of theta: an axis alone
+        if (theta != theta[:1]).any() or not (own.all() or alone):
             return None
         maps = []
         # theta's rows are x, y[, z]: the axes reversed
-        for axis, factor, shift in zip(axes, diagonal[0][::-1], theta[0][::-1, -1]):
+        for axis, factor, shift, kept in zip(axes, diagonal[0][::-1], theta[0][::-1, -1], own[::-1]):
+            if not kept:
+                continue
             before, after = header.shape[axis], output[axis]
             if after == 1:
                 alpha, beta = 0.0, 0.0

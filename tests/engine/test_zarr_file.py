@@ -2796,6 +2796,44 @@ def test_ome_tiff_sizes_no_ome_zarr_scale_takes_are_named_where_dropped(tmp_path
     assert "OME physical sizes" in json.loads(result.stdout)["dropped"]
 
 
+_ABOUT_Z = "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,1,0"  # x' = cos x - sin y, y' = sin x + cos y, z' = z
+
+
+@pytest.mark.parametrize(("source", "theta", "scale", "said"), [
+    ("in.zarr", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer"),
+    ("in.zarr", "0.8660254,0,-0.5,0,0,1,0,0,0.5,0,0.8660254,0", [1.0, 0.5, 1.0], "z 2 micrometer, x 0.25 micrometer"),
+    ("in.zarr", "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,1,0.5", [1.0, 1.0, 1.0],
+     "z 2 micrometer, y 0.5 micrometer, x 0.25 micrometer"),
+    ("in.ome.tif", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer"),
+    ("ij.tif", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer"),
+], ids=["zarr-about-z", "zarr-about-y", "zarr-about-z-moved", "ome-tiff-about-z", "imagej-about-z"])
+def test_a_volume_turn_keeps_the_size_of_the_axis_it_leaves_alone(tmp_path: Path, source: str, theta: str,
+                                                                  scale: list[float], said: str) -> None:
+    """'warp zyx.zarr -o o.zarr --volume --theta <a turn about z>' dropped z's size with y's and x's,
+    though z's positions are untouched: a turn keeps the size of an axis whose row and column of
+    theta it leaves alone (and that it neither scales nor moves), as a plane's rotation keeps z's."""
+    import tifffile
+
+    data = np.zeros((4, 8, 8), np.uint16)
+    axes = [{"name": name, "type": "space", "unit": "micrometer"} for name in "zyx"]
+    if source == "in.zarr":
+        ome_group(tmp_path / source, data, axes, [{"type": "scale", "scale": [2.0, 0.5, 0.25]}])
+    elif source == "in.ome.tif":
+        tifffile.imwrite(tmp_path / source, data, ome=True, metadata={
+            "axes": "ZYX", "PhysicalSizeZ": 2.0, "PhysicalSizeY": 0.5, "PhysicalSizeX": 0.25})
+    else:
+        tifffile.imwrite(tmp_path / source, data, imagej=True, resolution=(4.0, 2.0),
+                         metadata={"axes": "ZYX", "spacing": 2.0, "unit": "um"})
+    result = run("warp", tmp_path / source, "-o", tmp_path / "out.zarr", "--volume", "--theta", theta, "--json")
+    assert result.exit_code == 0, result.stderr
+    image = written_image(tmp_path / "out.zarr")
+    assert image["datasets"][0]["coordinateTransformations"][0] == {"type": "scale", "scale": scale}
+    assert [axis.get("unit") for axis in image["axes"]] == [None if size == 1.0 else "micrometer" for size in scale]
+    warnings = json.loads(result.stdout)["warnings"]
+    assert [line for line in warnings if "physical pixel sizes" in line] == [
+        f"the physical pixel sizes ({said}) cannot be carried through warp, whose pixels have no size per axis (a "
+        "grid, a rotation or shear); dropped"]
+
 
 def test_a_rotation_that_drops_the_pixel_sizes_notes_no_new_ones(tmp_path: Path) -> None:
     """'warp yx.zarr -o o.zarr --rotate 30' of scale 0.5 micrometer warned that the physical pixel

@@ -1421,15 +1421,21 @@ def test_a_warp_of_each_plane_keeps_the_stack_s_z_size(tmp_path: Path, args: lis
             "rotation or shear) cannot be carried; dropped") in result.stderr
 
 
-# a turn of 30 degrees about Y (x' = cos x - sin z, z' = sin x + cos z): Z mixed with X
+# a turn of 30 degrees about Y (x' = cos x - sin z, z' = sin x + cos z): Z mixed with X, Y left alone
 _TURNED_ABOUT_Y = "0.8660254,0,-0.5,0,0,1,0,0,0.5,0,0.8660254,0"
+# a turn of 30 degrees about Z: X mixed with Y, Z left alone (as a plane's rotation leaves it)
+_TURNED_ABOUT_Z = "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,1,0"
+# theta of every axis mixed with the others
+_TURNED_ABOUT_ALL = "0.9,-0.2,0.1,0.05,0.2,0.9,0,0.1,0,0.1,1.1,-0.1"
 
 
 @pytest.mark.parametrize(("args", "expected", "said"), [
     (["--rotate", "30"], {"Z": 0.5}, "OME physical sizes along X, Y of warp's output"),
-    (["--volume", "--theta", _TURNED_ABOUT_Y], {}, "OME physical sizes of warp's output"),
+    (["--volume", "--theta", _TURNED_ABOUT_Y], {"Y": 0.25}, "OME physical sizes along X, Z of warp's output"),
+    (["--volume", "--theta", _TURNED_ABOUT_Z], {"Z": 0.5}, "OME physical sizes along X, Y of warp's output"),
+    (["--volume", "--theta", _TURNED_ABOUT_ALL], {}, "OME physical sizes of warp's output"),
     (["--volume", "--theta", "2,0,0,0,0,2,0,0,0,0,2,0"], {"X": 0.5, "Y": 0.5, "Z": 1.0}, None),
-], ids=["plane", "volume-turn", "volume-scale"])
+], ids=["plane", "volume-turn-about-y", "volume-turn-about-z", "volume-turn", "volume-scale"])
 @pytest.mark.parametrize("kind", ["imagej", "ome"])
 def test_an_imagej_z_stack_s_spacing_goes_to_an_ome_tiff_as_an_ome_stack_s_z_size_does(
         tmp_path: Path, kind: str, args: list[str], expected: dict[str, float], said: str | None) -> None:
@@ -1437,7 +1443,8 @@ def test_an_imagej_z_stack_s_spacing_goes_to_an_ome_tiff_as_an_ome_stack_s_z_siz
     its Z size: the rotation dropped the ImageJ resolution, the spacing's unit, before the calibration
     became OME's sizes ('the ImageJ spacing 0.5 cannot be written without ImageJ metadata'), where an
     OME stack kept PhysicalSizeZ. It is OME's sizes first now, made by the warp as an OME stack's are:
-    a plane's rotation keeps Z's; a --volume turn that mixes Z with X drops them all; a scale scales them."""
+    a plane's rotation keeps Z's; a --volume turn drops those of the axes it mixes (a turn about Z
+    keeps Z's, as a plane's rotation does); a scale scales them."""
     import tifffile
 
     source, out = tmp_path / ("in.tif" if kind == "imagej" else "in.ome.tif"), tmp_path / "out.ome.tif"
