@@ -206,6 +206,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import summary, zarr_file
+    from geomcli.engine.operations import header_of
     from geomcli.io import _remote
 
     _remote.configure(common.storage_options)  # for a URL, the zarr header's too: in a worker too
@@ -219,8 +220,6 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                 if zarr_file.is_piped(input_path):  # a pipe can be read once: whole, within --max-pixels
                     piped = zarr_file.read_piped(input_path, common)
                 if usage_faults:  # from its header: a chunked job's data is never read whole
-                    from geomcli.engine.operations import header_of
-
                     refuse_usage_fault(operation, common, input_path, output, output_format,
                                        None if piped is None else header_of(piped))
             if report.status != "ok":
@@ -242,8 +241,6 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         report.warnings.extend(operation.unused_options())
         picture = isinstance(loaded, io.Picture)
         if not isinstance(loaded, io.Picture):  # (a plain crop's picture: no cautions; its faults below)
-            from geomcli.engine.operations import header_of
-
             header = header_of(loaded)
             if usage_faults:
                 refuse_usage_fault(operation, common, input_path, output, output_format, header)
@@ -257,7 +254,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                                            output_format, common)
             # a map keeps no metadata, but whether its channels are colours or inks (its photometric),
             # its OME axes, physical sizes and channel names, and its ImageJ axes and calibration
-            made = _output_metadata(operation, loaded, common, output, output_format)
+            made = _output_metadata(operation, loaded.metadata, header_of(loaded), common, output, output_format)
             channels, _ = _named_as(made, output, output_format, layout, len(shape), common)
             axes_metadata = io.Metadata(axes=channels.axes, axes_kind="ome", physical=channels.physical,
                                         channels=channels.channels) if channels.axes_kind == "ome" else \
@@ -293,8 +290,9 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)
             report.parameters = operation.parameters(loaded.data.dtype)  # as used: a --fill as the dtype holds it
         _add_steps(report, operation, loaded, common)
-        metadata, unnamed = _named_as(_output_metadata(operation, loaded, common, output, output_format), output,
-                                      output_format, written, len(result.shape), common)
+        metadata, unnamed = _named_as(_output_metadata(operation, loaded.metadata, header_of(loaded), common, output,
+                                                       output_format), output, output_format, written,
+                                      len(result.shape), common)
         report.warnings.extend([unnamed] if unnamed else [])
         if output_format == "tiff":
             report.notes.extend(summary.resized_pixels(loaded.metadata.pixel_size(), metadata.pixel_size()))
@@ -320,15 +318,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             if output_format != "npy":
                 report.warnings.extend(_unmapped(metadata))
         else:
-            input_layout = layouts.written_layout(loaded.shape, loaded.shape, common.layout, loaded.layout)
-            made_alpha = _made_alpha(loaded.shape, input_layout, tuple(result.shape), written, output_format)
-            no_colours = None if made_alpha else _no_colours(metadata, tuple(result.shape), written, output_format)
-            report.warnings.extend(filter(None, [made_alpha or no_colours]))
-            if no_colours and metadata.icc is not None and metadata.icc[16:20] != b"RGB ":
-                # its GRAY or CMYK profile would label the RGB(A) (libpng: an invalid ICC colour space)
-                space = metadata.icc[16:20].decode("latin-1").strip()
-                metadata = metadata._replace(icc=None)
-                report.warnings.append(f"its {space} ICC profile does not describe RGB; dropped")
+            metadata = _as_image(metadata, tuple(loaded.shape), loaded.layout, tuple(result.shape), written,
+                                 output_format, common, report)
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common), metadata=metadata,
                 layout=written))
@@ -341,6 +332,50 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             # .npy holds no metadata, mapped or not: no warning for its nature, the record says what it left
             report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
     return report
+
+
+def _as_image(metadata: Metadata, input_shape: tuple[int, ...], input_layout: str | None,
+              shape: tuple[int, ...], written: str | None, output_format: str, common: Common,
+              report: Report) -> Metadata:
+    """``metadata`` as an image format takes a result of ``shape`` in the ``written`` layout,
+    said in ``report``: its last channel made alpha, or channels that are no colours written as
+    RGB(A), whose GRAY or CMYK profile is then dropped. By the run, and by its dry run
+    (:func:`planned_metadata`)."""
+    from geomcli.engine import layout as layouts
+
+    input_layout = layouts.written_layout(input_shape, input_shape, common.layout, input_layout)
+    made_alpha = _made_alpha(input_shape, input_layout, shape, written, output_format)
+    no_colours = None if made_alpha else _no_colours(metadata, shape, written, output_format)
+    report.warnings.extend(filter(None, [made_alpha or no_colours]))
+    if no_colours and metadata.icc is not None and metadata.icc[16:20] != b"RGB ":
+        # its GRAY or CMYK profile would label the RGB(A) (libpng: an invalid ICC colour space)
+        space = metadata.icc[16:20].decode("latin-1").strip()
+        metadata = metadata._replace(icc=None)
+        report.warnings.append(f"its {space} ICC profile does not describe RGB; dropped")
+    return metadata
+
+
+def planned_metadata(operation: Operation, metadata: Metadata, header: Header, shape: tuple[int, ...],
+                     common: Common, output: str, output_format: str, report: Report) -> None:
+    """What the run of a file written whole says of its input's ``metadata`` (io.read_metadata,
+    no pixel read), said in its dry run's ``report`` by the run's own code: the .ome.tif name it
+    cannot keep, what the operation drops (a rotation's DPI and physical sizes), what the image
+    format makes of its channels, what the output cannot hold (io.unkept: a JPEG's loss, a PNG's
+    EXIF to a BMP...), and a .npy's ``dropped``. Not what the pixels or the writer decide (a
+    GIF's colours, the TIFF writer's own judgement of axes and compression), nor what a big
+    output written through a memory map drops."""
+    from geomcli import io
+    from geomcli.engine import layout as layouts
+
+    written = layouts.result_layout(operation.takes_rank_layout(), header.shape, header.layout, shape, output,
+                                    output_format, common)
+    metadata, unnamed = _named_as(_output_metadata(operation, metadata, header, common, output, output_format),
+                                  output, output_format, written, len(shape), common)
+    report.warnings.extend([unnamed] if unnamed else [])
+    metadata = _as_image(metadata, header.shape, header.layout, shape, written, output_format, common, report)
+    report.warnings.extend(io.unkept(metadata, output_format, write_options(common)))
+    if output_format == "npy" and io.dropped(metadata, output_format):
+        report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
 
 
 def _unmapped(metadata: Metadata) -> list[str]:
@@ -370,18 +405,14 @@ def _add_steps(report: Report, operation: Operation, loaded: Loaded | Picture, c
         report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
 
 
-def _output_metadata(operation: Operation, loaded: Loaded | Picture, common: Common, output: str,
+def _output_metadata(operation: Operation, metadata: Metadata, header: Header, common: Common, output: str,
                      output_format: str) -> Metadata:
     """The input's metadata as the output's: nothing but the compression with --strip, else as
     the operation makes it. An ImageJ calibration bound for an OME-TIFF (a .ome.tif name) is OME's
     physical sizes first, so the operation makes them as it makes an OME input's: a plane's
     rotation drops X's and Y's, not Z's, which went with the ImageJ resolution (the spacing's unit)."""
-    from geomcli.engine.operations import header_of
-
     if common.fidelity.strip:
-        return loaded.metadata.kept()
-    header = header_of(loaded)
-    metadata = loaded.metadata
+        return metadata.kept()
     if metadata.axes_kind == "imagej":
         ome, refused = _named_as(metadata, output, output_format, header.layout, len(header.shape), common)
         metadata = metadata if refused else ome

@@ -26,6 +26,7 @@ from geomcli.engine.one_file import (
     header_fault,
     judged_by,
     output_format,
+    planned_metadata,
     unnamed_warning,
 )
 from geomcli.engine.options import unused_options, write_options
@@ -1016,7 +1017,7 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
     from geomcli import io
     from geomcli.engine import layout as layouts
     from geomcli.engine import zarr_file
-    from geomcli.io import _zarr
+    from geomcli.io import _remote, _zarr
 
     report = summary.Report(task.operation.command, job.input, job.output or None,
                             parameters=task.operation.parameters())
@@ -1056,7 +1057,12 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         report.warnings.extend(task.operation.cautions(header, common))
         if graph is not None:  # a chunked job: what its run says of the input's metadata, by the run's code
             zarr_file.say_planned(task.operation, graph, job.output, job.format, report)
-        else:
+        elif not (_remote.is_url(job.input) or io.is_stdin(job.input) or io.is_stream(job.input)):
+            # a local file written whole: likewise, from its metadata read without its pixels
+            metadata = io.read_metadata(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
+                                        page=fidelity.page, frames=fidelity.frames)
+            planned_metadata(task.operation, metadata, header, shape, common, job.output, job.format, report)
+        else:  # (a URL's or a pipe's header alone is read)
             unnamed = unnamed_warning(job.output, job.format, layout, len(shape), common)  # a .ome.tif of no OME axes
             report.warnings.extend([unnamed] if unnamed else [])
     if reason is not None:

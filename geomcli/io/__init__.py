@@ -81,6 +81,7 @@ __all__ = [
     "open_output",
     "read_array",
     "read_header",
+    "read_metadata",
     "read_picture",
     "refuse_after_signal",
     "refused_option",
@@ -195,6 +196,35 @@ def read_header(
         except (GeomError, OSError):
             source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     return _header(source, name, fmt, auto_orient, series, page, frames)._replace(file_size=file_size)
+
+
+def read_metadata(
+    path: str,
+    *,
+    format: str | None = None,
+    auto_orient: bool = True,
+    series: int | None = None,
+    page: int | None = None,
+    frames: str | None = None,
+) -> Metadata:
+    """The ``Loaded.metadata`` :func:`read_array` gives of the local file at ``path`` with the
+    same options, without decoding its pixels: what a TIFF's tags and OME or ImageJ description
+    say, what Pillow's Image.open finds (ICC, DPI, EXIF, XMP, a PNG's text, read from its bytes).
+    A ``--dry-run`` gives the run's metadata warnings from it. A .npy holds none. (Not for a URL
+    nor a stream: the caller reads their header alone.)"""
+    source, name, fmt, _ = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
+    try:
+        if fmt == "npy":
+            return Metadata()
+        if fmt == "tiff":
+            from geomcli.io import _tiff
+
+            return _tiff.read_metadata(source, name, series, page, auto_orient)
+        from geomcli.io import _pillow
+
+        return _pillow.read_metadata(source, name, fmt, auto_orient, frames)
+    except OSError as e:
+        raise _read_error(name, e) from e
 
 
 # Of a URL, a JPEG's or a PNG's header is read from its first bytes, which hold it before the

@@ -169,13 +169,8 @@ def _decoded(
             _check_png_data(source, name)
         stored = _stored_orientation(im)
         orientation = (stored or 1) if auto_orient else 1
-        metadata = _metadata(im, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
-        metadata = metadata.upright(orientation)
-        if note and metadata.icc is not None and not _icc_fits(metadata.icc, mode):
-            # a CMYK JPEG's CMYK profile does not describe the RGB Pillow converts it to (without it)
-            notes.append(f"its {metadata.icc[16:20].decode('latin-1').strip()} ICC profile dropped: "
-                         f"it does not describe the {mode} values")
-            metadata = metadata._replace(icc=None)
+        metadata, icc_note = _still_metadata(im, source, orientation, mode, note)
+        notes.extend([icc_note] if icc_note else [])
         try:
             marked = _marked_last_row(im) if fmt == "png" else None
             if fmt == "webp" and count == 1 and width * height >= _WEBP_BY_LIBWEBP:
@@ -212,6 +207,41 @@ def _decoded(
         data = data.astype(data.dtype.newbyteorder("="))  # I;16B: same values, native order
     return Loaded(data, fmt, image_layout(data.shape), src, tuple(notes), metadata, pages, orientation=stored,
                   upright=orientation in ORIENTATIONS)
+
+
+def _still_metadata(im: Any, source: str | bytes | IO[bytes], orientation: int, mode: str,
+                    note: str | None) -> tuple[Metadata, str | None]:
+    """The metadata :func:`read` gives a still image (or an animation's first frame) that Pillow
+    has opened, upright by ``orientation``, and the note where its ICC profile is dropped: one
+    converted (``note``) to ``mode`` that the profile does not describe."""
+    metadata = _metadata(im, orientation)._replace(jpeg=_jpeg_coding(im), **_carried(im, source))
+    metadata = metadata.upright(orientation)
+    if note and metadata.icc is not None and not _icc_fits(metadata.icc, mode):
+        # a CMYK JPEG's CMYK profile does not describe the RGB Pillow converts it to (without it)
+        said = (f"its {metadata.icc[16:20].decode('latin-1').strip()} ICC profile dropped: "
+                f"it does not describe the {mode} values")
+        return metadata._replace(icc=None), said
+    return metadata, None
+
+
+def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None) -> Metadata:
+    """The metadata :func:`read` gives with the same options (ICC, DPI, EXIF, XMP, text), from
+    what Image.open reads, no pixel decoded: for a ``--dry-run`` to say what the run will warn of
+    it. A PNG's file is read whole for its text chunks after the pixels, not decoded."""
+    if fmt == "png" and not isinstance(source, bytes):
+        source = _read_all(source)
+    with _opened(source, name, fmt) as im:
+        count = _frames(im, name) if fmt in _ANIMATED else 1
+        if count > 1 and frames == "all":
+            # (as _read_frames: TYXS of colour frames; a later frame's transparency makes grey ones RGBA)
+            channels = _KEPT[_target_mode(im)[0]][1]
+            return _metadata(im, 1)._replace(axes="TYXS" if channels > 1 else "TYX", axes_kind="shaped",
+                                             **_carried(im, source))
+        orientation = (_stored_orientation(im) or 1) if auto_orient else 1
+        if fmt == "png" and isinstance(source, bytes) and _png.sixteen_bit(source):
+            return _metadata(im, orientation)._replace(**_carried(im, source)).upright(orientation)  # as _read_png16
+        mode, note = _target_mode(im)
+        return _still_metadata(im, source, orientation, mode, note)[0]
 
 
 # An 8-bit grey or RGB image of at least this many bytes is copied into its array by _array; below

@@ -135,6 +135,21 @@ def read_header(
         return Header("tiff", shape, dtype, len(tif.pages), size, layout, axes)
 
 
+def read_metadata(
+    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True
+) -> Metadata:
+    """The metadata :func:`read` gives with the same options (axes, OME sizes and channels, ImageJ
+    calibration, resolution, ICC, compression...), from the tags and descriptions, no pixel read:
+    for a ``--dry-run`` to say what the run will warn of it."""
+    with _tiff(source, name) as (tif, _):
+        choice = _choose(tif, name, series, page)
+        layout, _ = _layout(choice)
+        if _expanded(choice)[0] != choice.shape:  # (a palette, as read_header: its turn is the RGB's)
+            layout = _expanded_layout(layout, len(_expanded(choice)[0]))
+        turned = _turned(choice, layout, auto_orient)
+        return _metadata(tif, choice, kept_orientation=not turned).upright(turned)
+
+
 def read(
     source: str | bytes,
     name: str,

@@ -1656,3 +1656,73 @@ def test_a_dry_run_warns_of_what_the_header_shows_as_the_run_does(tmp_path: Path
         said = [[line for line in result.stderr.splitlines() if line.startswith("Warning:")] for result in (dry, real)]
         assert said[0] == said[1] and len(said[0]) == len(expected)
         shutil.rmtree(tmp_path / "out")
+
+
+def _metadata_inputs(folder: Path) -> None:
+    """Inputs of metadata a run warns of: an OME and an ImageJ z-stack (sizes, spacing), a PNG of 300
+    DPI, an sRGB profile, EXIF and a text chunk, and a JPEG of EXIF orientation 6."""
+    import tifffile
+    from PIL import ImageCms, PngImagePlugin
+
+    stack = np.zeros((4, 8, 8), np.uint16)
+    tifffile.imwrite(folder / "z.ome.tif", stack, ome=True, metadata={
+        "axes": "ZYX", "PhysicalSizeX": 0.25, "PhysicalSizeY": 0.25, "PhysicalSizeZ": 0.5})
+    tifffile.imwrite(folder / "ij.tif", stack, imagej=True, resolution=(4.0, 4.0),
+                     metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um"})
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    text = PngImagePlugin.PngInfo()
+    text.add_text("Comment", "shot 12")
+    Image.fromarray(np.full((8, 10, 3), 90, np.uint8)).save(folder / "p.png", dpi=(300, 300), icc_profile=icc,
+                                                            exif=exif.tobytes(), pnginfo=text)
+    Image.fromarray(np.full((8, 10, 3), 90, np.uint8)).save(folder / "turned.jpg", exif=exif.tobytes(), dpi=(72, 72))
+
+
+@pytest.mark.parametrize(("source", "name", "args"), [
+    ("z.ome.tif", "{stem}.ome.tif", ["warp", "--rotate", "30"]),
+    ("z.ome.tif", "{stem}.npy", ["crop-pad", "--shape", "4,4"]),
+    ("z.ome.tif", "{stem}.tif", ["warp", "--volume", "--theta", "0.9,-0.2,0.1,0.05,0.2,0.9,0,0.1,0,0.1,1.1,-0.1"]),
+    ("ij.tif", "{stem}.ome.tif", ["warp", "--rotate", "30"]),
+    ("ij.tif", "{stem}.npy", ["warp", "--rotate", "30"]),
+    ("ij.tif", "{stem}.ome.tif", ["warp", "--volume", "--theta", "0.9,-0.2,0.1,0.05,0.2,0.9,0,0.1,0,0.1,1.1,-0.1"]),
+    ("p.png", "{stem}.jpg", ["warp", "--rotate", "30"]),
+    ("p.png", "{stem}.webp", ["warp", "--scale", "2"]),
+    ("p.png", "{stem}.bmp", ["crop-pad", "--shape", "4,4"]),
+    ("p.png", "{stem}.npy", ["resize", "--sizes", "4,5"]),
+    ("p.png", "{stem}.ome.tif", ["crop-pad", "--shape", "4,4"]),
+    ("p.png", "{stem}.tif", ["space-to-depth", "--blocksize", "2"]),
+    ("p.png", "{stem}.jpg", ["chain", "warp", "--rotate", "30", "crop-pad", "--shape", "4,4"]),
+    ("turned.jpg", "{stem}.webp", ["crop-pad", "--shape", "4,4"]),
+    ("turned.jpg", "{stem}.gif", ["warp", "--rotate", "30"]),
+], ids=["ome-turned", "ome-npy", "ome-volume", "imagej-ome", "imagej-npy", "imagej-volume", "png-jpeg", "png-scaled",
+        "png-bmp", "png-npy", "png-ome-tiff", "png-blocks", "png-chain", "jpeg-webp", "jpeg-gif"])
+def test_a_dry_run_warns_of_the_metadata_as_the_run_does_without_decoding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, name: str, args: list[str]) -> None:
+    """'warp z.ome.tif --out-dir o --name {stem}.ome.tif --rotate 30 --dry-run --json' gave warnings []
+    where the run warned that the OME physical sizes along X, Y were dropped, and a 300-DPI PNG to a
+    .jpg said nothing of its DPI nor of JPEG's loss: a dry run of a file written whole read no
+    metadata. It reads it from the headers now, no pixel decoded, and says it by the run's code."""
+    import tifffile
+    from PIL import ImageFile
+
+    _metadata_inputs(tmp_path)
+    command, *rest = args
+    given = ["-i", tmp_path / source] if command == "chain" else [tmp_path / source]
+    line = (command, *given, "--out-dir", tmp_path / "out", "--name", name, "--json")
+
+    def decoded(*_: Any, **__: Any) -> None:
+        raise AssertionError("a dry run decoded pixels")
+
+    with monkeypatch.context() as patched:
+        for owner, method in ((Image.Image, "load"), (ImageFile.ImageFile, "load"), (tifffile.TiffFile, "asarray"),
+                              (tifffile.TiffPage, "asarray"), (tifffile.TiffPageSeries, "asarray")):
+            patched.setattr(owner, method, decoded)
+        patched.setattr("geomcli.io._png.decode", decoded)
+        dry = run(*line, "--dry-run", *rest)
+    real = run(*line, *rest)
+    assert dry.exit_code == real.exit_code == 0, (dry.stderr, real.stderr)
+    planned, done = (json.loads(result.stdout.splitlines()[0]) for result in (dry, real))
+    assert planned["warnings"] == done["warnings"]
+    assert planned.get("dropped") == done.get("dropped")
+    assert done["warnings"] or done.get("dropped"), "a case of no metadata warning tests nothing"
