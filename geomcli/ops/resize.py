@@ -313,6 +313,8 @@ def resize_output_shape(
     (1, 3, 256, 385)
     >>> resize_output_shape((10,), scales=[0.7])
     (7,)
+    >>> resize_output_shape((192, 195), sizes=[224, 224], keep_aspect_ratio_policy="not_smaller")
+    (224, 228)
     """
     shape = _as_shape(data_shape)
     return _sizing(shape, scales, sizes, axes, keep_aspect_ratio_policy).output_shape
@@ -928,6 +930,13 @@ def resize(
       as negative numbers out of ``not_larger``/``not_smaller`` ((5, 4), sizes [3, 3], axes
       [-1, 0], not_smaller: (3, 4) there, (4, 3) here and there with axes [1, 0]); the
       reference fails on any negative axis.
+    - A policy's lengths are ``sizes[i] / n`` times each length, rounded half up exactly.
+      onnxruntime computes that product in float32 and the reference in float64, so where it
+      is an exact half either may fall below it and round down, each at other shapes:
+      192x195 ``not_smaller`` 224 (227.5) gives 224x228 here and in the reference, 224x227 in
+      onnxruntime; 320x325 (227.5 too) gives 224x228 here and in onnxruntime, 224x227 in the
+      reference. A centre crop to 224x224 after it then keeps columns 2..225 of 228 here,
+      1..224 of onnxruntime's 227: the two crops are one pixel apart.
 
     A policy other than ``stretch`` scales every listed axis by one scale (the smallest or
     largest ``sizes[i] / n``), used by the coordinate formulas too, and rounds each length

@@ -23,6 +23,7 @@ from numpy.testing import assert_array_equal
 from geomcli.errors import GeomError
 from geomcli.ops import _numeric, reference
 from geomcli.ops import resize as resize_module
+from geomcli.ops.center_crop_pad import center_crop_pad
 from geomcli.ops.resize import resize, resize_changed_axes, resize_coordinate_map, resize_output_shape, resize_window
 
 MODES = ["nearest", "linear", "cubic"]
@@ -618,6 +619,25 @@ def test_non_finite_data_reaches_other_outputs_than_in_onnxruntime() -> None:
                                                coordinate_transformation_mode="align_corners"))
     assert ours[5] == -np.inf and np.isnan(by_onnxruntime(data, **kept)[5, 0])
     np.testing.assert_allclose(ours[:5], by_onnxruntime(data, **kept)[:5, 0], rtol=1e-6)
+
+
+def test_keep_aspect_ratio_rounds_an_exact_half_up_where_float_products_fall_below_it() -> None:
+    """224/192 * 195 and 224/320 * 325 are both 227.5 exactly; onnxruntime's float32 product
+    falls below the half for the first, the reference's float64 one for the second, and each
+    then gives 227 (the Notes of resize). A centre crop to 224 after it starts one column
+    later here, so the resized arrays agree but the crops are one pixel apart."""
+    keywords: dict[str, Any] = {"sizes": [224, 224], "keep_aspect_ratio_policy": "not_smaller", "mode": "linear"}
+    first, second = np.zeros((192, 195), np.float32), np.zeros((320, 325), np.float32)
+    assert resize(first, **keywords).shape == resize(second, **keywords).shape == (224, 228)
+    assert by_onnx_reference(first, **keywords).shape == (224, 228)
+    assert by_onnxruntime(first, **keywords).shape == (224, 227)
+    assert by_onnx_reference(second, **keywords).shape == (224, 227)
+    assert by_onnxruntime(second, **keywords).shape == (224, 228)
+    ramp = np.arange(195, dtype=np.float32)[None].repeat(192, axis=0)
+    ours, theirs = resize(ramp, **keywords), by_onnxruntime(ramp, **keywords)
+    np.testing.assert_allclose(ours[:, :227], theirs, atol=1e-4)
+    np.testing.assert_array_equal(center_crop_pad(ours, [224, 224]), ours[:, 2:226])
+    np.testing.assert_array_equal(center_crop_pad(theirs, [224, 224]), theirs[:, 1:225])
 
 
 def test_negative_axes_count_from_the_end_under_every_policy() -> None:
