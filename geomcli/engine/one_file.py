@@ -99,7 +99,7 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     except GeomError:
         return None  # a file declaring too many elements (a bomb, say) is a bad file, not the options'
     try:
-        shape = operation.output_shape(header, common)
+        shape = planned_shape(operation, header, common)
     except GeomError as error:
         return f"{io.display_name(input_path)}: {error}"
     try:
@@ -110,6 +110,18 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
     except GeomError as error:
         return str(error)  # it names the output, or the input
     return None
+
+
+def planned_shape(operation: Operation, header: Header, common: Common) -> tuple[int, ...]:
+    """The output's shape the operation gives a file of this header, or a GeomError for what it
+    refuses there, a type no operator takes among them (ml_dtypes' float8 and int4, which a .npy
+    or zarr may name: the kernels refuse it only once the pixels are read)."""
+    from geomcli.ops._checks import refused_type
+
+    refusal = refused_type(header.dtype, operation.command, "input", f"input shape {header.shape}")
+    if refusal is not None:
+        raise refusal
+    return operation.output_shape(header, common)
 
 
 def refuse_usage_fault(operation: Operation, common: Common, input_path: str, output: str, output_format: str,

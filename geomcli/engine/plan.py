@@ -27,6 +27,7 @@ from geomcli.engine.one_file import (
     judged_by,
     output_format,
     planned_metadata,
+    planned_shape,
     unnamed_warning,
 )
 from geomcli.engine.options import unused_options, write_options
@@ -1035,7 +1036,7 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         # the limits the run would apply: the input's here, the output's in output_shape
         io.check_size(header.shape, common.max_pixels, io.display_name(job.input))
         try:
-            shape = task.operation.output_shape(header, common)
+            shape = planned_shape(task.operation, header, common)
         except GeomError as error:
             raise GeomError(f"{job.input}: {error}") from error
         layout = layouts.result_layout(task.operation.takes_rank_layout(), header.shape, header.layout, shape,

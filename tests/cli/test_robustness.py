@@ -447,6 +447,11 @@ def arrays(tmp_path: Path) -> dict[str, Path]:
     for name, data in made.items():
         np.save(tmp_path / f"{name}.npy", data)
         paths[name] = tmp_path / f"{name}.npy"
+    # a type .npy names (geomcli's writer does; np.save writes raw bytes) that no operator takes
+    import ml_dtypes
+
+    paths["float8"] = tmp_path / "float8.npy"
+    io.write_array(np.ones((1, 2, 4, 4), ml_dtypes.float8_e4m3fn), str(paths["float8"]))
     return paths
 
 
@@ -475,8 +480,16 @@ GOOD_IMAGE = np.ones((8, 8), np.uint8)
      "strings.npy: resize: string data takes mode nearest only, found mode linear", None, "{stem}.npy"),
     (["resize", "{bools}", "--sizes", "3,3", "--mode", "cubic"],
      "bools.npy: resize: bool data takes mode nearest only, found mode cubic", None, "{stem}.npy"),
+    # a .npy of a type no operator takes: the header shows it (a try-out found exit 1, and a dry run
+    # that listed it as to be written)
+    (["crop-pad", "{float8}", "--shape", "2,2", "--axes", "-2,-1"],
+     "float8.npy: crop-pad: input must be bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, "
+     "complex64/128, str, bytes or StringDType, found dtype float8_e4m3fn (input shape (1, 2, 4, 4))",
+     GOOD_TENSOR, "{stem}.npy"),
+    (["space-to-depth", "{float8}", "--blocksize", "2"], "float8.npy: space-to-depth: input must be bool",
+     GOOD_TENSOR, "{stem}.npy"),
 ], ids=["blocksize", "channels", "shape", "strings-png", "strings-fill", "complex-png", "complex-blocks-png",
-        "strings-resize", "bool-resize"])
+        "strings-resize", "bool-resize", "float8-crop", "float8-blocks"])
 def test_data_that_makes_no_sense_single_and_in_a_batch(
     args: list[str], message: str, good: np.ndarray | None, name: str, arrays: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -499,6 +512,22 @@ def test_data_that_makes_no_sense_single_and_in_a_batch(
     assert errors[1] == "Error: 1 of 2 inputs cannot take these options (each named above); nothing was written"
     assert not (tmp_path / "out").exists()
     assert_clean(tmp_path, out)
+
+
+def test_a_dry_run_names_a_type_no_operator_takes(arrays: dict[str, Path], tmp_path: Path) -> None:
+    """A dry run listed a float8 .npy as to be written (its output shape from the header), where
+    the run then failed it: it says what the run says, and exits 2 as the run does."""
+    np.save(tmp_path / "good.npy", GOOD_TENSOR)
+    dry = run("crop-pad", arrays["float8"], tmp_path / "good.npy", "--out-dir", tmp_path / "out", "--shape", "2,2",
+              "--axes", "-2,-1", "--dry-run")
+    assert dry.exit_code == 2
+    assert dry.stdout == f"{tmp_path / 'good.npy'} → {tmp_path / 'out' / 'good.npy'}: 1×4×2×2 float32\n"
+    errors = [line for line in dry.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors[0] == (f"Error: {arrays['float8']}: crop-pad: input must be bool, int8-int64, uint8-uint64, "
+                         "float16/32/64, bfloat16, complex64/128, str, bytes or StringDType, found dtype "
+                         "float8_e4m3fn (input shape (1, 2, 4, 4))")
+    assert "dry run, 1 to write, 1 failed, 0 skipped" in dry.stderr
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("args", "output", "message"), [
