@@ -22,8 +22,17 @@ class Command(click.Command):
     closed stdout is an error (exit 1) and for a reader gone exit 141, as for any command's text."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # (click's parser takes the arguments out of the list it is given)
         try:
             return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            takes_files = any(isinstance(param, click.Argument) for param in self.params)  # (a chain's step: -i)
+            if takes_files and (named := _file_taken_for(error.option_name, given)) is not None:
+                # 'crop-pad -dash.png ...' said only "No such option '-d'"
+                error.message += f" {named} is a file: name it ./{named} (or put it after --, which ends the options)."  # type: ignore[misc]
+                error.possibilities = None  # type: ignore[misc]
+            escape_message(error)
+            raise
         except click.ClickException as error:
             escape_message(error)
             raise
@@ -37,6 +46,12 @@ class Command(click.Command):
         except KeyboardInterrupt:  # before click's main, which would say "Aborted!" and exit 1
             click.echo("Interrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+def _file_taken_for(option: str, args: list[str]) -> str | None:
+    """The argument click read as the unknown ``option`` (a cluster of short ones reads '-dash.png'
+    as '-d'), where it is a file or folder that exists; else None."""
+    return next((arg for arg in args if arg.startswith(option) and os.path.lexists(arg)), None)
 
 
 def escape_message(error: click.ClickException) -> None:

@@ -358,6 +358,29 @@ def test_a_big_npy_output_refuses_compression(tensor: Path, tmp_path: Path, ever
     assert list(tmp_path.iterdir()) == [tensor] and every_output_mapped == []
 
 
+@pytest.mark.parametrize(("name", "read_as"), [("-dash.png", "-d"), ("--long.png", "--long.png")])
+def test_a_file_named_like_an_option_is_named_in_the_error(photo: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, name: str,
+                                                          read_as: str) -> None:
+    """'crop-pad -dash.png ...' said only "No such option '-d'": the file is named, and how to give it."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(photo, name)
+    result = run("crop-pad", name, "-o", "o.png", "--shape", "4,4")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (f"Error: No such option '{read_as}'. {name} is a file: name it ./{name} "
+                                              "(or put it after --, which ends the options).")
+    assert not (tmp_path / "o.png").exists()
+    # as the error says
+    assert run("crop-pad", f"./{name}", "-o", "o.png", "--shape", "4,4", "-q").exit_code == 0
+    assert run("crop-pad", "-o", "o2.png", "--shape", "4,4", "-q", "--", name).exit_code == 0
+    np.testing.assert_array_equal(read_png(tmp_path / "o.png"), read_png(tmp_path / "o2.png"))
+    # an option that is no file, and a chain's step (which takes no file: -i does), are as they were
+    assert run("crop-pad", "./photo.png", "-o", "o.png", "--shape", "4,4", "-dx").stderr.splitlines()[-1] == (
+        "Error: No such option '-d'.")
+    step = run("chain", "-i", "photo.png", "-o", "o.png", "crop-pad", name, "--shape", "4,4")
+    assert step.exit_code == 2 and "is a file" not in step.stderr
+
+
 @pytest.mark.parametrize("args, name, warning, of_input", [
     (["--quality", "80"], "o.png", "--quality is for JPEG and WebP output, not PNG; ignored", False),
     (["--compress-level", "3"], "o.npy", "--compress-level is for PNG output, not NPY; ignored", False),
