@@ -139,7 +139,7 @@ def format_for_path(path: str, override: str | None = None, *, hint: str = " (or
     ext = os.path.splitext(path)[1].lower()
     if ext in _EXTENSIONS:
         return _EXTENSIONS[ext]
-    known = ", ".join(_EXTENSIONS)
+    known = ", ".join([*_EXTENSIONS, ".zarr"])  # (a zarr array, a folder, is found before: _zarr.is_zarr)
     found = f"unknown extension {ext!r}" if ext else "no file extension"
     raise GeomError(f"{path}: {found}; expected one of {known}{hint}")
 

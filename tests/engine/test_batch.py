@@ -685,7 +685,7 @@ def test_an_input_of_no_extension_says_the_default_name_has_none(shots: Path, tm
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
         f"Error: Invalid value for '--name': {tmp_path / 'out' / 'noext'}: no file extension; expected one of "
-        ".png, .jpg, .jpeg, .bmp, .gif, .webp, .npy, .tif, .tiff (or give --format), named by --name "
+        ".png, .jpg, .jpeg, .bmp, .gif, .webp, .npy, .tif, .tiff, .zarr (or give --format), named by --name "
         "'{stem}{suffix}'")
     assert not (tmp_path / "out").exists()
     assert run("crop-pad", tmp_path / "noext", "--out-dir", tmp_path / "out", "--shape", "4,4",

@@ -86,7 +86,8 @@ def test_format_for_path_override_wins_and_is_validated() -> None:
 )
 def test_format_for_path_unknown_extension_names_the_supported_ones(path: str, found: str) -> None:
     with pytest.raises(
-        GeomError, match=rf"^{path}: {found}; expected one of \.png, \.jpg, .*\.npy, \.tif, \.tiff"
+        GeomError,
+        match=rf"^{path}: {found}; expected one of \.png, \.jpg, .*\.npy, \.tif, \.tiff, \.zarr \(or give --format\)$",
     ):
         io.format_for_path(path)
 
