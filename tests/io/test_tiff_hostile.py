@@ -556,6 +556,27 @@ def test_min_is_white_unsigned_and_bilevel_are_inverted(tmp_path: Path, dtype: A
     assert loaded.metadata.dropped == ()
 
 
+def test_a_bool_mask_tifffile_writes_by_default_reads_as_its_complement(tmp_path: Path) -> None:
+    """What docs/files.md warns of: tifffile writes a bool array min-is-white unless told, so the
+    mask reads inverted, and a pad's zeros are the complement's False."""
+    import tifffile
+
+    mask = np.zeros((3, 4), bool)
+    mask[1, 1:3] = True
+    tifffile.imwrite(tmp_path / "m.tif", mask)
+    with tifffile.TiffFile(tmp_path / "m.tif") as written:
+        assert written.pages[0].photometric == tifffile.PHOTOMETRIC.MINISWHITE
+    result = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "o.npy", "--shape", "5,6")
+    assert result.exit_code == 0 and "  note: min-is-white values inverted (0 is black)" in result.stderr.splitlines()
+    out = np.load(tmp_path / "o.npy")
+    np.testing.assert_array_equal(out[1:4, 1:5], ~mask)
+    assert not out[0].any() and not out[:, 0].any()
+    # written min-is-black, it reads back as the mask
+    tifffile.imwrite(tmp_path / "b.tif", mask, photometric="minisblack")
+    assert run("crop-pad", tmp_path / "b.tif", "-o", tmp_path / "b.npy", "--shape", "5,6", "-q").exit_code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy")[1:4, 1:5], mask)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int16])
 def test_min_is_white_float_and_signed_are_kept_and_a_warning_says_so(tmp_path: Path, dtype: Any) -> None:
     import tifffile
