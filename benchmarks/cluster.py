@@ -117,8 +117,8 @@ def task_overhead(client: Any, inputs: list[Path], out: Path, files_per_task: in
     for _ in range(min(len(queue), 2 * threads)):
         completed.add(client.submit(cluster.do_files, task, queue.pop(0), None, pure=False))
     work = 0.0
-    for _, result in completed:
-        work += sum(report.seconds for report, _ in result)
+    for _, (done, _) in completed:
+        work += sum(report.seconds for report, _ in done)
         if queue:
             completed.add(client.submit(cluster.do_files, task, queue.pop(0), None, pure=False))
     span = time.perf_counter() - started

@@ -40,6 +40,13 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first: a task it ran again after its worker died (the
   scheduler's "remove-worker" event names it) has that worker's leftovers swept here as it ends.
+- **A dead store, given up once.** A task counts its own stalls (io._remote.watching_stores: a
+  store that answered none of STALLS_IN_A_ROW requests in a row is taken for dead), so a store
+  dead after the header check cost each task up to 3 deadlines: 10,000 files in tasks of 20,
+  hours. Each task (a check of headers too) sends back the stores it took for dead, and the
+  tasks sent after it are given them (Task.dead_stores): their files of those stores fail at
+  once, in the same line. The tasks in flight finish as they do. A store taken for dead is not
+  asked again in the run, even if it answers again.
 - **Stopping.** After a failure under ``--fail-fast`` nothing more is sent, and the tasks in
   flight stop before their next file (a Dask Event the client sets) and report those they did,
   as -j's workers finish the one they hold. On Ctrl-C or SIGTERM the tasks in flight are
@@ -62,7 +69,7 @@ import os
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -160,6 +167,9 @@ class Session:
         # (option_faults), and the lines of the reads that stalled there
         self.carried: dict[int, bytes] = {}
         self.stalled: dict[int, str] = {}
+        # the stores the workers' checks took for dead (io._remote.dead_stores): its later tasks
+        # and the run's are not to ask them
+        self.dead_stores: set[str] = set()
 
     def connected(self) -> tuple[Client, LocalCluster | None]:
         """The client, and the LocalCluster started for the run (None for a cluster joined)."""
@@ -200,14 +210,16 @@ class Session:
                     part = todo[start:start + HEADER_TASK_FILES]
                     carried = min(CARRIED_BYTES, room)
                     room -= carried
-                    future = client.submit(header_faults, task, [_moved(job) for job in part], carried, pure=False,
+                    future = client.submit(header_faults, _not_asking(task, self.dead_stores),
+                                           [_moved(job) for job in part], carried, pure=False,
                                            key=f"geomcli-headers-{run_id}-{start}")
                     in_flight[future] = (part, carried)
                     completed.add(future)
                 future, result = next(completed)
                 part, carried = in_flight.pop(future)
                 if future.status == "finished":
-                    faults, kept, stalled = result
+                    faults, kept, stalled, dead = result
+                    self.dead_stores.update(dead)
                     by_index = {job.index: job for job in part}
                     found.extend((by_index[index], _as_planned(line, by_index[index])) for index, line in faults)
                     self.carried.update(kept)
@@ -230,9 +242,13 @@ class Session:
         stop it as the module docstring says: the tasks in flight cancelled, a LocalCluster of ours
         closed (its workers ended), then the temp files of the jobs in flight swept, a second signal
         held off meanwhile."""
+        from geomcli.io import _remote
+
         client, local = self.connected()
         task = _carrying_code(task, local)
-        self.dispatch = _Dispatch(client, task, todo, outcomes, fail_fast, local)
+        # the stores taken for dead so far, by the check here (this process's own count) or the workers'
+        dead = self.dead_stores.union(_remote.dead_stores())
+        self.dispatch = _Dispatch(client, task, todo, outcomes, fail_fast, local, dead)
         try:
             self.dispatch.run()
         except BaseException:
@@ -255,19 +271,33 @@ def _carrying_code(task: Task, local: LocalCluster | None) -> Task:
 
 
 def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[
-        list[tuple[int, str]], dict[int, bytes], dict[int, str]]:
+        list[tuple[int, str]], dict[int, bytes], dict[int, str], tuple[str, ...]]:
     """A task, on a worker: plan.option_faults of ``jobs``, by their index; the bytes of the small
     objects it read whole for their headers, by index, ``carried`` bytes at most: their runs take
-    them (Job.data), where they read them a second time; and the lines of the reads that stalled,
-    by index: their files fail so, where their runs waited out the deadline a second time."""
+    them (Job.data), where they read them a second time; the lines of the reads that stalled,
+    by index: their files fail so, where their runs waited out the deadline a second time; and
+    the stores taken for dead (Task.dead_stores, and those this check gave up)."""
     from geomcli.io import _remote
 
     check_code(task.code)
-    with _remote.task_options(task.common.storage_options), _remote.watching_stores(), \
+    with _remote.task_options(task.common.storage_options), _remote.watching_stores(task.dead_stores), \
             _remote.keeping_small_reads(carried):  # not another run's, on this worker
         faults = [(job.index, line) for job, line in plans.option_faults(task, jobs)]
         return (faults, {job.index: data for job in jobs if (data := _remote.take_kept(job.input)) is not None},
-                {job.index: line for job in jobs if (line := _remote.take_stalled(job.input)) is not None})
+                {job.index: line for job in jobs if (line := _remote.take_stalled(job.input)) is not None},
+                _remote.dead_stores())
+
+
+def _not_asking(task: Task, dead_stores: Iterable[str]) -> Task:
+    """``task`` naming ``dead_stores`` (with those it named): the stores its files are not to ask,
+    taken for dead by the tasks done before it (io._remote.watching_stores). Each task counts
+    its own stalls; without this, a dead store cost each task of the run up to
+    io._remote.STALLS_IN_A_ROW deadlines. A store taken for dead is not asked again in the run,
+    though it may answer again."""
+    given = set(dead_stores)
+    if not given or given.issubset(task.dead_stores):
+        return task
+    return dataclasses.replace(task, dead_stores=tuple(sorted(given.union(task.dead_stores))))
 
 
 @dataclass
@@ -282,8 +312,9 @@ class _Dispatch:
     """The jobs, the tasks in flight and the retries of one run."""
 
     def __init__(self, client: Client, task: Task, todo: Sequence[Job], outcomes: Outcomes,
-                 fail_fast: bool, local: LocalCluster | None = None) -> None:
-        self.client, self.task, self.outcomes, self.fail_fast = client, task, outcomes, fail_fast
+                 fail_fast: bool, local: LocalCluster | None = None, dead_stores: Iterable[str] = ()) -> None:
+        self.client, self.outcomes, self.fail_fast = client, outcomes, fail_fast
+        self.task = _not_asking(task, dead_stores)  # (given the stores taken for dead so far, and later ones)
         self.local = local
         self.workers = 0 if local is None else len(local.worker_spec)
         self.todo = deque(todo)
@@ -392,8 +423,10 @@ class _Dispatch:
                 # run again by the cluster after its worker died there: the temp files (a pending
                 # upload) of the file that worker was on are left, as for a KilledWorker below
                 job_steps.remove_leftovers(sent.jobs)
-            self._measure(sent, result)
-            for job, (report, passing) in zip(sent.jobs, result):
+            done, dead = result
+            self.task = _not_asking(self.task, dead)  # (the tasks in flight ask them still, as they do)
+            self._measure(sent, done)
+            for job, (report, passing) in zip(sent.jobs, done):
                 tries = self.io_tries.get(job.index, 0)
                 if passing and tries < IO_RETRIES and not self.stopping:
                     self.io_tries[job.index] = tries + 1
@@ -533,12 +566,14 @@ def passing(report: Report) -> bool:
     return error is not None and _remote.may_pass(error)
 
 
-def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = False) -> list[tuple[Report, bool]]:
+def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = False) -> tuple[
+        list[tuple[Report, bool]], tuple[str, ...]]:
     """A task, on a worker: each job's report (in order), and whether it failed on an I/O error
-    that may pass. Each output is placed (synced and renamed, or put) on a second thread while
-    the next file is made, as a -j worker's committer does, and the task returns once the last
-    is placed; a task cancelled meanwhile places nothing more (io._atomic.stopped_when), stops at
-    its next file and returns nothing. ``stop``
+    that may pass; and the stores taken for dead (Task.dead_stores, and those its files gave up),
+    which the tasks sent after it do not ask. Each output is placed (synced and renamed, or put)
+    on a second thread while the next file is made, as a -j worker's committer does, and the
+    task returns once the last is placed; a task cancelled meanwhile places nothing more
+    (io._atomic.stopped_when), stops at its next file and returns no reports. ``stop``
     (--fail-fast) names the run's Event: the task stops after its first failure, or before its
     next file once the Event is set, and returns the reports of those it did. ``sweep``: a retry
     after a worker died, whose temp files it removes first."""
@@ -547,8 +582,8 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
     check_code(task.code)
     # this run's --storage-option, in this thread and its committer's: a worker of several threads
     # runs other runs' tasks beside it, each with its own
-    with _remote.task_options(task.common.storage_options), _remote.watching_stores():
-        return _do_files(task, jobs, stop, sweep)
+    with _remote.task_options(task.common.storage_options), _remote.watching_stores(task.dead_stores):
+        return _do_files(task, jobs, stop, sweep), _remote.dead_stores()
 
 
 def _do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool) -> list[tuple[Report, bool]]:

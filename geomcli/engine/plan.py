@@ -57,6 +57,8 @@ class Task:
     common: Common
     no_clobber: bool = False  # -n: no output replaces a file, even one made during the run
     code: str | None = None  # on a cluster: the geomcli its workers must run (scheduler.code_fingerprint)
+    # on a cluster: the stores earlier tasks took for dead (io._remote.dead_stores), not asked by this one
+    dead_stores: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,9 @@ step between pages to wrap as s3fs's page loop is (_pages_in_time).
 A store that answers nothing still cost every file its deadline, 32 at a time (10,000 names, 5
 hours): within a batch (watching_stores), once ``STALLS_IN_A_ROW`` requests to one store in a row
 have each waited out its deadline with nothing answered meanwhile, its other files fail at once,
-each in a line naming the store.
+each in a line naming the store. A cluster's tasks each count their own, so the client gives the
+tasks it sends the stores earlier tasks took for dead (dead_stores, engine.cluster), else each
+task of the run waited out its own. A store that answers again is not asked again in that run.
 
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
@@ -58,7 +60,7 @@ from __future__ import annotations
 import errno
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -229,16 +231,29 @@ _watch: ContextVar[_Watch | None] = ContextVar("geomcli_watched_stores", default
 
 
 @contextmanager
-def watching_stores() -> Iterator[None]:
+def watching_stores(dead: Iterable[str] = ()) -> Iterator[None]:
     """Within it, in this thread (and the pools it starts with :func:`pool_initializer`), a store
     taken for dead (see STALLS_IN_A_ROW) is asked nothing more: each request fails at once, in a
     line that names the store and its stalls. A batch's run, a worker's or a cluster task's files:
-    a store that comes back is asked again by the next."""
-    token = _watch.set(_Watch())
+    a store that comes back is asked again by the next run. ``dead``: stores (``s3://bucket``, as
+    :func:`dead_stores` names them) taken for dead from the start, as an earlier task of the run
+    found them."""
+    watch = _Watch()
+    watch.silent_stalls.update(dict.fromkeys(dead, STALLS_IN_A_ROW))
+    token = _watch.set(watch)
     try:
         yield
     finally:
         _watch.reset(token)
+
+
+def dead_stores() -> tuple[str, ...]:
+    """The stores the :func:`watching_stores` this thread is in takes for dead, sorted; () outside one."""
+    watch = _watch.get()
+    if watch is None:
+        return ()
+    with watch.lock:
+        return tuple(sorted(store for store, stalls in watch.silent_stalls.items() if stalls >= STALLS_IN_A_ROW))
 
 
 def _store(url: str) -> str:

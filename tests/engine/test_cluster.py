@@ -1150,7 +1150,7 @@ def test_two_runs_on_one_worker_each_keep_their_own_storage_options(tmp_path: Pa
         name = Path(path).stem
         common = Common(storage_options=(("endpoint_url", endpoint), ("key", "testing"), ("secret", "testing")))
         job = Job(0, path, f"{s3.url}/out/{name}.npy", "npy")
-        [(reports[name], _)] = cluster.do_files(Task(_Meets((2, 3)), common), [job], None)
+        [(reports[name], _)], _ = cluster.do_files(Task(_Meets((2, 3)), common), [job], None)
 
     threads = [threading.Thread(target=run, args=(inputs[0], s3.endpoint)),
                threading.Thread(target=run, args=(inputs[1], other_s3))]

@@ -1595,6 +1595,112 @@ def test_a_store_that_answers_nothing_is_given_up_after_a_few_stalls_not_waited_
     assert tree(tmp_path / "out") == {"a.png": (tmp_path / "out" / "a.png").read_bytes()}
 
 
+@pytest.mark.parametrize("how", [pytest.param("--scheduler", marks=pytest.mark.cluster), "-j"])
+def test_a_store_that_dies_after_the_check_costs_a_few_deadlines_not_some_for_every_task(
+        how: str, s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """A store that answers every request of the header check, then none once the files start.
+    Each cluster task counted its own stalls, so each paid up to STALLS_IN_A_ROW deadlines: 10,000
+    files in tasks of 20, hours. The tasks sent after one took the store for dead name it, and
+    its files fail at once in the same line; only the tasks already in flight wait (here 2 a
+    worker). A -j worker counts its own: STALLS_IN_A_ROW deadlines each. Nothing is written."""
+    import re
+    import time
+
+    from geomcli.engine import cluster, workers
+
+    rng = np.random.default_rng(5)
+    # (past KEPT_OBJECT_BYTES: the check reads a header's first bytes, the run the whole object)
+    data = png_bytes(rng, (160, 160, 3))
+    assert len(data) > _remote.KEPT_OBJECT_BYTES
+    for index in range(60):
+        s3.put(f"raw/{index:02d}.png", data)
+    endpoint, stalled, held = stalling_proxy
+    starting = workers._one_thread  # (the task as the files start, the check done)
+
+    def dies(task: Any) -> Any:
+        stalled.extend((method, f"/{s3.bucket}/") for method in ("HEAD", "GET", "PUT", "POST"))
+        return starting(task)
+
+    monkeypatch.setattr(workers, "_one_thread", dies)
+    sent: list[tuple[str, ...]] = []
+    submit = cluster._Dispatch._submit
+
+    def noted(self: Any, batch: list[Any], after_death: bool) -> None:
+        sent.append(self.task.dead_stores)
+        submit(self, batch, after_death)
+
+    monkeypatch.setattr(cluster._Dispatch, "_submit", noted)
+    where = request.getfixturevalue("scheduler") if how == "--scheduler" else "2"
+    deadline = 1.0
+    started = time.monotonic()
+    result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6", how, where,
+                 *s3.options, "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", 'config_kwargs={"retries": {"max_attempts": 1}}',
+                 "--storage-option", f"deadline_seconds={deadline:g}")
+    took = time.monotonic() - started
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[-1].startswith("crop-pad: 0 ok, 60 failed, 0 skipped in ")
+    each = deadline + len(data) / _remote.SLOWEST_RATE  # (a GET's deadline grows with the bytes it moves)
+    waited = [line for line in lines[:-1] if re.fullmatch(
+        rf"Error: {s3.url}/raw/\d\d\.png: cannot read \(the store stalled: not done within {round(each, 1):g} s, "
+        r"its tries included; --storage-option deadline_seconds=SECONDS waits longer\)", line)]
+    given_up = [line for line in lines[:-1] if re.fullmatch(
+        rf"Error: {s3.url}/raw/\d\d\.png: cannot read \(not asked: {s3.url} answered none of the last "
+        rf"{_remote.STALLS_IN_A_ROW} requests, each given its deadline, and is taken for dead in this run; "
+        r"--storage-option deadline_seconds=SECONDS waits longer\)", line)]
+    assert len(waited) + len(given_up) == 60 == len(lines) - 1
+    assert len(held) <= len(waited)  # (a deadline waited out: one request held, or waiting its turn to be sent)
+    if how == "--scheduler":
+        # the tasks sent before the first came back (2 workers of one thread) waited
+        # STALLS_IN_A_ROW deadlines each at most, and every task sent after names the store
+        assert len(waited) <= _remote.STALLS_IN_A_ROW * cluster.IN_FLIGHT * 2  # (each task its own: 28, 20 s)
+        first = len([dead for dead in sent if not dead])
+        assert first <= cluster.IN_FLIGHT * 2 < len(sent)
+        assert sent[first:] == [(s3.url,)] * (len(sent) - first)
+        assert took < each * _remote.STALLS_IN_A_ROW * cluster.IN_FLIGHT + 10, took
+    else:  # (this process does files too while its workers start)
+        assert not sent
+        assert len(waited) <= _remote.STALLS_IN_A_ROW * (2 + 1)
+        assert took < each * _remote.STALLS_IN_A_ROW * 2 + 10, took
+    assert not (tmp_path / "out").exists() or tree(tmp_path / "out") == {}
+
+
+@pytest.mark.cluster
+def test_the_checks_of_headers_on_the_workers_give_a_dead_store_to_the_checks_sent_after(
+        s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], scheduler: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past HEADERS_HERE inputs the workers check the headers, in tasks that each counted their own
+    stalls: every check of a dead store's files waited out its deadline. The checks sent after
+    one gave the store up are given it, and fail its files at once; none is sent to be done."""
+    import re
+
+    from geomcli.engine import cluster
+
+    monkeypatch.setattr(cluster, "HEADERS_HERE", 0)
+    monkeypatch.setattr(cluster, "HEADER_TASK_FILES", 5)  # 12 checks, 4 in flight
+    data = png_bytes(np.random.default_rng(6))
+    for index in range(60):
+        s3.put(f"raw/{index:02d}.png", data)
+    endpoint, stalled, held = stalling_proxy
+    stalled += [("HEAD", f"/{s3.bucket}/raw/"), ("GET", f"/{s3.bucket}/raw/")]
+    result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6",
+                 "--scheduler", scheduler, *s3.options, "--storage-option", f"endpoint_url={endpoint}",
+                 "--storage-option", "deadline_seconds=1")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[-1].startswith("crop-pad: 0 ok, 60 failed, 0 skipped in ")
+    assert all(re.fullmatch(rf"Error: {s3.url}/raw/\d\d\.png: cannot read \((the store stalled: not done within 1 "
+                            rf"s|not asked: {s3.url} answered none of the last \d+ requests).*", line)
+               for line in lines[:-1]), lines
+    # the deadlines waited out: the checks in flight as the first gave up, each its files side by
+    # side (without: all 60)
+    waited = [line for line in lines if "(the store stalled: " in line]
+    assert len(held) <= len(waited) <= cluster.HEADER_TASK_FILES * cluster.IN_FLIGHT * 2
+    assert not (tmp_path / "out").exists()
+
+
 def test_info_gives_up_a_store_that_answers_nothing_after_a_few_stalls(
         s3: S3, stalling_proxy: tuple[str, list[tuple[str, str]], list[str]], tmp_path: Path) -> None:
     """info reads its files one after another: each of a dead store's waited out its deadline."""
@@ -1656,6 +1762,45 @@ def test_a_store_is_taken_for_dead_only_after_stalls_in_a_row_with_nothing_answe
         with _remote._watched("s3://another/a.png", "read"):
             pass  # (another store: asked)
     answer()  # (the batch over)
+
+
+def test_the_stores_a_task_took_for_dead_go_with_the_tasks_sent_after_it() -> None:
+    """Each cluster task counts its own stalls: the stores it gives up are sent back
+    (dead_stores), and a task that names them (Task.dead_stores, through cluster._not_asking)
+    asks them nothing, each request refused in the line the first task's own were."""
+    from geomcli.engine import cluster
+    from geomcli.engine.operations import CropPad
+    from geomcli.engine.options import Common
+    from geomcli.engine.plan import Task
+
+    url = "s3://bucket/a.png"
+
+    def refused() -> str:
+        with pytest.raises(_remote.StalledError, match="not asked") as caught, _remote._watched(url, "read"):
+            pass
+        return str(caught.value)
+
+    assert _remote.dead_stores() == ()  # (no batch)
+    with _remote.watching_stores():
+        for _ in range(_remote.STALLS_IN_A_ROW):
+            with pytest.raises(_remote.StalledError), _remote._watched(url, "read"):
+                raise _remote.stalled(url, "read", 1)
+        with _remote._watched("s3://another/a.png", "read"):
+            pass
+        first = _remote.dead_stores()
+        line = refused()
+    assert first == ("s3://bucket",)
+    task = Task(CropPad((2, 2)), Common())
+    later = cluster._not_asking(task, first)
+    assert later.dead_stores == ("s3://bucket",) and cluster._not_asking(later, first) is later
+    assert cluster._not_asking(later, ["s3://zz", "gs://aa"]).dead_stores == ("gs://aa", "s3://bucket", "s3://zz")
+    with _remote.watching_stores(later.dead_stores):
+        assert refused() == line
+        with _remote._watched("s3://another/a.png", "read"):
+            pass  # (another store: asked)
+        assert _remote.dead_stores() == ("s3://bucket",)
+    with _remote.watching_stores(task.dead_stores), _remote._watched(url, "read"):
+        pass  # (a task that names none asks it)
 
 
 def test_the_deadline_is_geomclis_option_and_a_stall_is_no_failure_that_may_pass(
