@@ -413,6 +413,22 @@ def check_tasks(operation: Operation, input_path: str, output: str, common: Comm
     return Graph(stored, result, common)
 
 
+def whole_graph(operation: Operation, header: Header, metadata: Metadata, common: Common) -> Graph:
+    """The graph of a chunked job whose input is decoded whole (a PNG, a palette or planar TIFF:
+    no :func:`check_tasks` graph), from its ``header`` and ``metadata`` (io.read_metadata), no
+    pixel read: for :func:`say_planned`, as :func:`_open` makes it for the run."""
+    import numpy as np
+
+    from geomcli.engine import chunked
+    from geomcli.engine import layout as layouts
+    from geomcli.io import _zarr
+
+    data = chunked.as_dask(np.broadcast_to(np.zeros((), header.dtype), header.shape), None)  # (no memory)
+    opened = _Opened(data, header.layout, _zarr.space_of(metadata), None, header.format, (), _unkept(metadata))
+    common = layouts.own_axes(common, header.format)
+    return Graph(opened, operation.apply_chunked(data, header.layout, common), common)
+
+
 def say_planned(operation: Operation, graph: Graph, output: str, output_format: str, report: Report) -> None:
     """What the run of a chunked job (``graph``: :func:`check_tasks`) says of its input's metadata,
     said in its dry run's ``report``, by the run's own code from the input as stored: its OME-Zarr

@@ -1695,8 +1695,11 @@ def _metadata_inputs(folder: Path) -> None:
     ("p.png", "{stem}.jpg", ["chain", "warp", "--rotate", "30", "crop-pad", "--shape", "4,4"]),
     ("turned.jpg", "{stem}.webp", ["crop-pad", "--shape", "4,4"]),
     ("turned.jpg", "{stem}.gif", ["warp", "--rotate", "30"]),
+    ("p.png", "{stem}.zarr", ["crop-pad", "--shape", "4,4"]),
+    ("turned.jpg", "{stem}.zarr", ["warp", "--rotate", "30"]),
 ], ids=["ome-turned", "ome-npy", "ome-volume", "imagej-ome", "imagej-npy", "imagej-volume", "png-jpeg", "png-scaled",
-        "png-bmp", "png-npy", "png-ome-tiff", "png-blocks", "png-chain", "jpeg-webp", "jpeg-gif"])
+        "png-bmp", "png-npy", "png-ome-tiff", "png-blocks", "png-chain", "jpeg-webp", "jpeg-gif", "png-zarr",
+        "jpeg-zarr"])
 def test_a_dry_run_warns_of_the_metadata_as_the_run_does_without_decoding(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, name: str, args: list[str]) -> None:
     """'warp z.ome.tif --out-dir o --name {stem}.ome.tif --rotate 30 --dry-run --json' gave warnings []
