@@ -47,10 +47,11 @@ step between pages to wrap as s3fs's page loop is (_pages_in_time).
 
 A store that answers nothing still cost every file its deadline, 32 at a time (10,000 names, 5
 hours): within a batch (watching_stores), once ``STALLS_IN_A_ROW`` requests to one store in a row
-have each waited out its deadline with nothing answered meanwhile, its other files fail at once,
-each in a line naming the store. A cluster's tasks each count their own, so the client gives the
-tasks it sends the stores earlier tasks took for dead (dead_stores, engine.cluster), else each
-task of the run waited out its own. A store that answers again is not asked again in that run.
+have each waited out its deadline with nothing answered meanwhile (requests side by side that one
+outage stalls are one), its other files fail at once, each in a line naming the store. A cluster's
+tasks each count their own, so the client gives the tasks it sends the stores earlier tasks took
+for dead (dead_stores, engine.cluster), else each task of the run waited out its own. A store
+that answers again is not asked again in that run.
 
 Only the standard library loads at import time; fsspec loads with the first URL.
 """
@@ -211,7 +212,8 @@ def _kept_stall(url: str, said: StalledError) -> StalledError:
 # A store that answers nothing (an endpoint gone dead, a proxy that holds every request) cost each
 # file its whole deadline, 32 at a time: 10,000 names took 5 hours to fail. So within
 # watching_stores (a batch), once STALLS_IN_A_ROW requests to one store have each waited out its
-# deadline while that store answered no request at all, it is taken for dead, and every later
+# deadline while that store answered no request at all, each begun after the last one counted
+# (requests side by side stalled by one outage are one stall), it is taken for dead, and every later
 # request to it fails at once. 3: a healthy store loses a request now and then, not three with
 # nothing answered between; a slow one answers some, and any answer starts the count again.
 STALLS_IN_A_ROW = 3
@@ -225,6 +227,7 @@ class _Watch:
         self.lock = threading.Lock()
         self.answered: dict[str, float] = {}
         self.silent_stalls: dict[str, int] = {}
+        self.counted: dict[str, float] = {}  # when its last stall was counted
 
 
 _watch: ContextVar[_Watch | None] = ContextVar("geomcli_watched_stores", default=None)
@@ -285,8 +288,12 @@ def _watched(url: str, doing: str, name: str | None = None) -> Iterator[None]:
         yield
     except StalledError:
         with watch.lock:
-            if watch.answered.get(store, began - 1) < began:  # (an answer while it waited: slow, not dead)
+            # not counted: a stall while an answer came (slow, not dead), nor one begun before the last
+            # stall counted, the same silence seen again by a request beside it (32 headers read at
+            # once: one outage of a deadline's length stalled them all, and gave the store up)
+            if watch.answered.get(store, began - 1) < began and watch.counted.get(store, began - 1) < began:
                 watch.silent_stalls[store] = watch.silent_stalls.get(store, 0) + 1
+                watch.counted[store] = time.monotonic()
         raise
     except (FileNotFoundError, PermissionError, FileExistsError):
         _answered(watch, store)

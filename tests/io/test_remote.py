@@ -1560,7 +1560,8 @@ def test_a_store_that_answers_nothing_is_given_up_after_a_few_stalls_not_waited_
     """Each file of a store that answers no request waited out its deadline, 32 at a time: 10,000
     names from --files-from took about 5 hours to fail (60 s each), here 160 names 5 deadlines.
     Once STALLS_IN_A_ROW requests in a row have stalled with nothing answered meanwhile, the
-    store's other files fail at once, each in a line naming the store: one wave of deadlines. Another
+    store's other files fail at once, each in a line naming the store: STALLS_IN_A_ROW waves of
+    deadlines (requests side by side that one outage stalls are one stall). Another
     store's file is done, and nothing of the dead one's is written."""
     import re
 
@@ -1590,8 +1591,9 @@ def test_a_store_that_answers_nothing_is_given_up_after_a_few_stalls_not_waited_
         r"\d+ requests, each given its deadline, and is taken for dead in this run; --storage-option "
         r"deadline_seconds=SECONDS waits longer\)", line)]
     assert len(waited) + len(given_up) == 160 == len(lines) - 1
-    # the first requests, side by side, and those begun while the first stalls were being counted
-    assert _remote.STALLS_IN_A_ROW <= len(waited) < REMOTE_HEADER_THREADS + _remote.STALLS_IN_A_ROW
+    # STALLS_IN_A_ROW waves of requests side by side, each wave one stall (one outage), then none asked
+    assert _remote.STALLS_IN_A_ROW <= len(waited) <= _remote.STALLS_IN_A_ROW * REMOTE_HEADER_THREADS
+    assert given_up
     assert tree(tmp_path / "out") == {"a.png": (tmp_path / "out" / "a.png").read_bytes()}
 
 
@@ -1673,16 +1675,18 @@ def test_the_checks_of_headers_on_the_workers_give_a_dead_store_to_the_checks_se
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Past HEADERS_HERE inputs the workers check the headers, in tasks that each counted their own
     stalls: every check of a dead store's files waited out its deadline. The checks sent after
-    one gave the store up are given it, and fail its files at once; none is sent to be done."""
+    one gave the store up are given it, and fail its files at once; none is sent to be done. (A
+    check reads REMOTE_HEADER_THREADS headers side by side, one stall a wave: a check of 70 gives
+    the store up in its third wave.)"""
     import re
 
     from geomcli.engine import cluster
 
     monkeypatch.setattr(cluster, "HEADERS_HERE", 0)
-    monkeypatch.setattr(cluster, "HEADER_TASK_FILES", 5)  # 12 checks, 4 in flight
+    monkeypatch.setattr(cluster, "HEADER_TASK_FILES", 70)  # 5 checks, 4 in flight
     data = png_bytes(np.random.default_rng(6))
-    for index in range(60):
-        s3.put(f"raw/{index:02d}.png", data)
+    for index in range(350):
+        s3.put(f"raw/{index:03d}.png", data)
     endpoint, stalled, held = stalling_proxy
     stalled += [("HEAD", f"/{s3.bucket}/raw/"), ("GET", f"/{s3.bucket}/raw/")]
     result = run("crop-pad", f"{s3.url}/raw/*.png", "--out-dir", tmp_path / "out", "--shape", "6,6",
@@ -1690,14 +1694,13 @@ def test_the_checks_of_headers_on_the_workers_give_a_dead_store_to_the_checks_se
                  "--storage-option", "deadline_seconds=1")
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
-    assert lines[-1].startswith("crop-pad: 0 ok, 60 failed, 0 skipped in ")
-    assert all(re.fullmatch(rf"Error: {s3.url}/raw/\d\d\.png: cannot read \((the store stalled: not done within 1 "
+    assert lines[-1].startswith("crop-pad: 0 ok, 350 failed, 0 skipped in ")
+    assert all(re.fullmatch(rf"Error: {s3.url}/raw/\d\d\d\.png: cannot read \((the store stalled: not done within 1 "
                             rf"s|not asked: {s3.url} answered none of the last \d+ requests).*", line)
                for line in lines[:-1]), lines
-    # the deadlines waited out: the checks in flight as the first gave up, each its files side by
-    # side (without: all 60)
+    # the deadlines waited out: the checks in flight as the first gave up (without: all 350)
     waited = [line for line in lines if "(the store stalled: " in line]
-    assert len(held) <= len(waited) <= cluster.HEADER_TASK_FILES * cluster.IN_FLIGHT * 2
+    assert len(held) <= len(waited) <= cluster.HEADER_TASK_FILES * cluster.IN_FLIGHT * 2 < 350
     assert not (tmp_path / "out").exists()
 
 
@@ -1801,6 +1804,37 @@ def test_the_stores_a_task_took_for_dead_go_with_the_tasks_sent_after_it() -> No
         assert _remote.dead_stores() == ("s3://bucket",)
     with _remote.watching_stores(task.dead_stores), _remote._watched(url, "read"):
         pass  # (a task that names none asks it)
+
+
+def test_requests_side_by_side_stalled_by_one_outage_are_one_stall_not_a_dead_store() -> None:
+    """A batch reads 32 headers at once: one outage of a deadline's length stalled them all with
+    nothing answered meanwhile, and the store was taken for dead, every later file of a healthy
+    store failed at once. Requests begun before the last stall counted are that same silence: it
+    takes STALLS_IN_A_ROW outages one after another, each seen by a request begun after the last."""
+    from geomcli.engine.plan import REMOTE_HEADER_THREADS
+
+    url = "s3://bucket/a.png"
+
+    def side_by_side(count: int) -> None:
+        held = [_remote._watched(url, "read") for _ in range(count)]
+        for request in held:
+            request.__enter__()
+        for request in held:
+            assert not request.__exit__(_remote.StalledError, _remote.stalled(url, "read", 1), None)
+
+    with _remote.watching_stores():
+        side_by_side(REMOTE_HEADER_THREADS)
+        with _remote._watched(url, "read"):
+            pass  # asked still: the outage was one stall
+        for _ in range(_remote.STALLS_IN_A_ROW - 1):
+            side_by_side(4)
+        with _remote._watched(url, "read"):
+            pass  # (its answer starts the count again)
+        for _ in range(_remote.STALLS_IN_A_ROW):
+            side_by_side(4)
+        with pytest.raises(_remote.StalledError, match=rf"not asked: s3://bucket answered none of the last "
+                           rf"{_remote.STALLS_IN_A_ROW} requests"), _remote._watched(url, "read"):
+            pass
 
 
 def test_the_deadline_is_geomclis_option_and_a_stall_is_no_failure_that_may_pass(
