@@ -1389,6 +1389,12 @@ class Chain(Operation):
         commons = [common] + [_next_common(common)] * (len(self.steps) - 1)
         return list(zip(self.steps, headers, commons))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The chain as pickled for a worker: its steps, not the headers walked (``walked``), which
+        this process adds to as it does files itself while a worker is started from another
+        thread: pickling it then failed, 'dictionary changed size during iteration'."""
+        return {**self.__dict__, "walked": {}}
+
     def _headers(self, header: Header, common: Common) -> tuple[Header, ...]:
         """The header of the input, then of each step's result (of no file size): worked out once
         for files of one shape (in ``walked``), whose checks, reports and metadata each walk the

@@ -498,6 +498,25 @@ def test_a_chain_over_a_folder_with_workers(tmp_path: Path, rng: np.random.Gener
         assert (tmp_path / "one" / f"{index}.jpg").read_bytes() == (tmp_path / "two" / f"{index}.jpg").read_bytes()
 
 
+def test_a_chain_is_pickled_for_a_worker_without_the_headers_it_walked() -> None:
+    """-j starts its workers from a thread, pickling the chain, while this process does files
+    itself and adds to the chain's walked headers: pickling them failed at random (CI:
+    'dictionary changed size during iteration'). A worker's chain starts with none."""
+    import pickle
+
+    from geomcli import io
+    from geomcli.engine.operations import Chain, CropPad
+    from geomcli.engine.options import Common
+
+    chain = Chain((CropPad((2, 2)),))
+    for height in range(3, 8):
+        chain.output_shape(io.Header("png", (height, 5, 3), np.dtype(np.uint8), 1, None, "HWC"), Common())
+    assert len(chain.walked) == 5
+    sent = pickle.loads(pickle.dumps(chain))
+    assert sent.walked == {} and sent.steps == chain.steps and len(chain.walked) == 5
+    assert sent.output_shape(io.Header("png", (9, 5, 3), np.dtype(np.uint8), 1, None, "HWC"), Common()) == (2, 2, 3)
+
+
 def test_a_chain_with_sampling_steps(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     assert run("chain", "-i", path, "-o", tmp_path / "a.npy", "-q", "warp", "--rotate", "30", "space-to-depth",
