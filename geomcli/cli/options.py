@@ -106,6 +106,11 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
                   help="Write no metadata: no ICC profile, DPI/resolution, EXIF or TIFF axes (and no "
                        "warnings about them). Without it, each is kept where the output format holds "
                        "it, with one warning per field it cannot hold.")
+    @click.option("--keep-palette", is_flag=True,
+                  help="Read a palette PNG, GIF or BMP (a label mask) as its indices, H x W uint8, and "
+                       "write them with its palette and transparency to PNG, GIF or BMP (.npy and .zarr "
+                       "hold the indices alone). Only nearest sampling keeps indices: a linear or cubic "
+                       "mode is refused.  [default: palette images read as RGB or RGBA]")
     @click.option("--frames", type=click.Choice(["all", "first"]), default=None,
                   help="An animated GIF, WebP or PNG: all stacks its frames on a leading axis (write "
                        ".tiff or .npy), first takes frame 1.  [default: refuse animations]")
@@ -127,13 +132,13 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
                   help="TIFF output: compression (through imagecodecs).  [default: the input TIFF's, "
                        "else none]")
     @functools.wraps(command)
-    def wrapper(no_auto_orient: bool, strip: bool, frames: str | None, series: int | None, page: int | None,
-                compress_level: int | None, quality: int | None, subsampling: str | None, compression: str | None,
-                common: Common, **kwargs: Any) -> Any:
+    def wrapper(no_auto_orient: bool, strip: bool, keep_palette: bool, frames: str | None, series: int | None,
+                page: int | None, compress_level: int | None, quality: int | None, subsampling: str | None,
+                compression: str | None, common: Common, **kwargs: Any) -> Any:
         if series is not None and page is not None:
             raise click.UsageError("give --series or --page, not both", click.get_current_context())
         fidelity = Fidelity(not no_auto_orient, strip, frames, series, page, compress_level, quality, compression,
-                            subsampling)
+                            subsampling, keep_palette)
         return command(common=dataclasses.replace(common, fidelity=fidelity), **kwargs)
 
     return wrapper

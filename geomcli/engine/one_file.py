@@ -115,12 +115,17 @@ def header_fault(operation: Operation, common: Common, header: Header, input_pat
 def planned_shape(operation: Operation, header: Header, common: Common) -> tuple[int, ...]:
     """The output's shape the operation gives a file of this header, or a GeomError for what it
     refuses there, a type no operator takes among them (ml_dtypes' float8 and int4, which a .npy
-    or zarr may name: the kernels refuse it only once the pixels are read)."""
+    or zarr may name: the kernels refuse it only once the pixels are read), or an operation that
+    mixes values (Operation.mixed_values) on palette indices."""
     from geomcli.ops._checks import refused_type
 
     refusal = refused_type(header.dtype, operation.command, "input", f"input shape {header.shape}")
     if refusal is not None:
         raise refusal
+    mixed = operation.mixed_values() if header.palette else None
+    if mixed is not None:  # a blend of two classes' indices is a third class, or none
+        raise GeomError(f"{operation.command}: {mixed} mixes values, which palette indices (--keep-palette) "
+                        "cannot be: use --mode nearest, or read the colours without --keep-palette")
     return operation.output_shape(header, common)
 
 
@@ -143,7 +148,7 @@ def header_as_read(path: str, common: Common) -> Header | None:
     fidelity = common.fidelity
     try:
         return io.read_header(path, auto_orient=fidelity.auto_orient, series=fidelity.series, page=fidelity.page,
-                              frames=fidelity.frames)
+                              frames=fidelity.frames, palette=fidelity.keep_palette)
     except (GeomError, OSError):
         return None
 
@@ -242,7 +247,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         pictures = operation.takes_pictures(common, output_format)
         loaded = (io.read_picture if pictures else io.read_array)(
             input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
-            series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path))
+            series=fidelity.series, page=fidelity.page, mmap=maps_input(input_path), palette=fidelity.keep_palette)
         report.input_shape, report.input_dtype = list(loaded.shape), str(loaded.dtype)
         report.notes.extend(loaded.notes)
         report.notes.extend(operation.notes())

@@ -93,6 +93,12 @@ class Operation:
         spec allows it)."""
         return []
 
+    def mixed_values(self) -> str | None:
+        """What of its options makes a value of several input values (a linear mode, antialias), as
+        the refusal of palette indices (--keep-palette) names it; None where each output value is
+        one input value (a crop, a pad, nearest)."""
+        return None
+
     def takes_rank_layout(self) -> bool:
         """Whether a tensor of no named layout is read in its rank's default (NCHW for rank 4, as
         --layout's help says), which an output named .ome.tif then names (layout.ome_layout)."""
@@ -600,6 +606,9 @@ class GridSample(Operation):
     def stdin_option(self) -> str | None:
         return "--grid" if self.grid_name == "-" else None
 
+    def mixed_values(self) -> str | None:
+        return None if self.mode == "nearest" else f"--mode {self.mode}"
+
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         layout = _as_tensor(header.shape, common, header.layout, self.volume, header.axes)
         return _sampled_shape(self, header, common, layout, self.volume)
@@ -716,6 +725,9 @@ class Warp(Operation):
 
     def stdin_option(self) -> str | None:
         return "--theta" if self.theta_name == "-" else None
+
+    def mixed_values(self) -> str | None:
+        return None if self.mode == "nearest" else f"--mode {self.mode}"
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         from geomcli.engine import layout as layouts
@@ -1041,6 +1053,9 @@ class Resize(Operation):
         except GeomError as error:
             raise PlanError(str(error)) from error
 
+    def mixed_values(self) -> str | None:
+        return None if self.mode == "nearest" else f"--mode {self.mode}"
+
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         from geomcli.ops.resize import check_resize_mode, resize_output_shape
 
@@ -1215,7 +1230,7 @@ def header_of(loaded: Loaded | Picture) -> Header:
     from geomcli.io import Header
 
     return Header(loaded.format, tuple(loaded.shape), loaded.dtype, loaded.pages,  # type: ignore[arg-type]
-                  loaded.file_size, loaded.layout, loaded.metadata.axes)
+                  loaded.file_size, loaded.layout, loaded.metadata.axes, loaded.metadata.palette is not None)
 
 
 @dataclass(frozen=True)
@@ -1245,6 +1260,10 @@ class Chain(Operation):
 
     def notes(self) -> list[str]:
         return [f"{self._named(index)}: {note}" for index, step in enumerate(self.steps) for note in step.notes()]
+
+    def mixed_values(self) -> str | None:
+        return next((f"{self._named(index)}'s {mixed}" for index, step in enumerate(self.steps)
+                     if (mixed := step.mixed_values()) is not None), None)
 
     def files_read(self) -> tuple[tuple[str, str], ...]:
         return tuple((f"{step.command} {option}", path) for step in self.steps for option, path in step.files_read())

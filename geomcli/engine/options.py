@@ -26,6 +26,7 @@ class Fidelity:
     quality: int | None = None
     compression: str | None = None
     subsampling: str | None = None
+    keep_palette: bool = False  # a palette image's indices, not its colours (io.read_array's palette)
 
 
 @dataclass(frozen=True)

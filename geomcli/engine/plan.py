@@ -1031,7 +1031,7 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         fidelity = task.common.fidelity
         if header is None:
             header = io.read_header(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
-                                    page=fidelity.page, frames=fidelity.frames)
+                                    page=fidelity.page, frames=fidelity.frames, palette=fidelity.keep_palette)
         report.input_shape, report.input_dtype = list(header.shape), str(header.dtype)
         judged = judged_by(task.common, job.input, job.output)
         common = layouts.own_axes(judged, header.format)
@@ -1060,7 +1060,8 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         report.warnings.extend(task.operation.cautions(header, common))
         local = not (_remote.is_url(job.input) or io.is_stdin(job.input) or io.is_stream(job.input))
         metadata = io.read_metadata(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
-                                    page=fidelity.page, frames=fidelity.frames) if local and graph is None else None
+                                    page=fidelity.page, frames=fidelity.frames,
+                                    palette=fidelity.keep_palette) if local and graph is None else None
         if metadata is not None and zarr_file.involved(job.input, job.output):
             # a chunked job whose input is decoded whole (a PNG to a .zarr): its run says it as a chunked job's
             graph = zarr_file.whole_graph(task.operation, header, metadata, task.common)

@@ -70,7 +70,8 @@ def read_piped(input_path: str, common: Common) -> Loaded:
 
     fidelity = common.fidelity
     return io.read_array(input_path, max_pixels=common.max_pixels, mmap=False, auto_orient=fidelity.auto_orient,
-                         frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
+                         frames=fidelity.frames, series=fidelity.series, page=fidelity.page,
+                         palette=fidelity.keep_palette)
 
 
 def write_whole(data: np.ndarray, output: str) -> None:
@@ -509,7 +510,8 @@ def _open(input_path: str, common: Common, piped: Loaded | None = None) -> _Open
         return stored
     fidelity = common.fidelity
     loaded = io.read_array(input_path, max_pixels=common.max_pixels, mmap=True, auto_orient=fidelity.auto_orient,
-                           frames=fidelity.frames, series=fidelity.series, page=fidelity.page)
+                           frames=fidelity.frames, series=fidelity.series, page=fidelity.page,
+                           palette=fidelity.keep_palette)
     return _Opened(chunked.as_dask(loaded.data, None), loaded.layout, _zarr.space_of(loaded.metadata), None,
                    loaded.format, loaded.notes, _unkept(loaded.metadata))
 

@@ -176,6 +176,7 @@ def read_header(
     series: int | None = None,
     page: int | None = None,
     frames: str | None = None,
+    palette: bool = False,
 ) -> Header:
     """What ``path`` declares (shape, dtype, layout, pages, size), without decoding its pixels.
 
@@ -184,6 +185,7 @@ def read_header(
     animation is refused, as read_array refuses it). A palette TIFF whose
     indices run past its colormap (a damaged file) is the one case read_array differs from:
     it keeps the indices. No size limit applies: a decompression bomb is reported as declared.
+    ``palette``: a palette image's indices, as read_array's ``palette`` (``Header.palette``).
     """
     from geomcli.io import _zarr
 
@@ -192,10 +194,11 @@ def read_header(
     source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
     if isinstance(source, bytes) and file_size is not None and len(source) < file_size:
         try:  # a URL's first bytes: where its header runs past them, the whole object
-            return _header(source, name, fmt, auto_orient, series, page, frames)._replace(file_size=file_size)
+            return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(
+                file_size=file_size)
         except (GeomError, OSError):
             source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
-    return _header(source, name, fmt, auto_orient, series, page, frames)._replace(file_size=file_size)
+    return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)
 
 
 def read_metadata(
@@ -206,6 +209,7 @@ def read_metadata(
     series: int | None = None,
     page: int | None = None,
     frames: str | None = None,
+    palette: bool = False,
 ) -> Metadata:
     """The ``Loaded.metadata`` :func:`read_array` gives of the local file at ``path`` with the
     same options, without decoding its pixels: what a TIFF's tags and OME or ImageJ description
@@ -222,7 +226,7 @@ def read_metadata(
             return _tiff.read_metadata(source, name, series, page, auto_orient)
         from geomcli.io import _pillow
 
-        return _pillow.read_metadata(source, name, fmt, auto_orient, frames)
+        return _pillow.read_metadata(source, name, fmt, auto_orient, frames, palette)
     except OSError as e:
         raise _read_error(name, e) from e
 
@@ -237,7 +241,7 @@ _HEADER_FIRST = ("jpeg", "png")
 
 
 def _header(source: str | bytes, name: str, fmt: str, auto_orient: bool, series: int | None, page: int | None,
-            frames: str | None) -> Header:
+            frames: str | None, palette: bool = False) -> Header:
     try:
         if fmt == "npy":
             from geomcli.io import _npy
@@ -249,7 +253,7 @@ def _header(source: str | bytes, name: str, fmt: str, auto_orient: bool, series:
             return _tiff.read_header(source, name, series, page, auto_orient)
         from geomcli.io import _pillow
 
-        return _pillow.read_header(source, name, fmt, auto_orient, frames)
+        return _pillow.read_header(source, name, fmt, auto_orient, frames, palette)
     except OSError as e:
         raise _read_error(name, e) from e
 
@@ -264,6 +268,7 @@ def read_array(
     frames: str | None = None,
     series: int | None = None,
     page: int | None = None,
+    palette: bool = False,
 ) -> Loaded:
     """Read an image, .npy or .tiff (``-``: stdin, format sniffed) into an array.
 
@@ -275,13 +280,17 @@ def read_array(
     ``frames``: an animated GIF/WebP/APNG is refused unless ``"all"`` (frames stacked on a
     leading axis) or ``"first"``. ``series``/``page``: one TIFF series or page, instead of every
     page (and every series of one shape) stacked on the leading axis.
+    ``palette``: a palette PNG, GIF or BMP (Pillow's mode P) is read as its indices, H x W uint8,
+    its colours and their alpha in ``Loaded.metadata`` (``palette``, ``palette_alpha``), which
+    write_array writes back where the output holds a palette; else (and stacked frames) it is
+    expanded to RGB or RGBA.
     ``Loaded.metadata`` holds the ICC profile, resolution, EXIF and TIFF axes for write_array;
     ``Loaded.pages`` and ``Loaded.file_size`` what :func:`read_header` says, so a pipe read once
     is described whole.
 
     Raises GeomError for every bad file, missing path or limit; the message starts with the path.
     """
-    loaded = _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=False)
+    loaded = _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=False, palette=palette)
     assert isinstance(loaded, Loaded)
     return loaded
 
@@ -311,13 +320,14 @@ def read_picture(
     frames: str | None = None,
     series: int | None = None,
     page: int | None = None,
+    palette: bool = False,
 ) -> Picture | Loaded:
     """As :func:`read_array`, but a plain 8-bit image (one that read_array gives as uint8 HW or
     HWC: L, LA, RGB or RGBA, after palette expansion and EXIF orientation) comes back as a
     :class:`Picture`, the Pillow image itself, and numpy is not imported. Any other file comes
     back as read_array's ``Loaded``. :func:`write_array` takes either.
     """
-    return _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=True)
+    return _read(path, format, max_pixels, mmap, auto_orient, frames, series, page, picture=True, palette=palette)
 
 
 def crop_picture(picture: Picture, box: tuple[int, int, int, int]) -> Picture:
@@ -330,7 +340,7 @@ def crop_picture(picture: Picture, box: tuple[int, int, int, int]) -> Picture:
 
 
 def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orient: bool, frames: str | None,
-          series: int | None, page: int | None, *, picture: bool) -> Loaded | Picture:
+          series: int | None, page: int | None, *, picture: bool, palette: bool = False) -> Loaded | Picture:
     source, name, fmt, file_size = _input(path, format, max_pixels)
     try:
         loaded: Loaded | Picture
@@ -345,7 +355,7 @@ def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orien
         else:
             from geomcli.io import _pillow
 
-            loaded = _pillow.read(source, name, fmt, max_pixels, auto_orient, frames, picture=picture)
+            loaded = _pillow.read(source, name, fmt, max_pixels, auto_orient, frames, picture=picture, palette=palette)
         return loaded._replace(file_size=file_size)
     except OSError as e:
         raise _read_error(name, e) from e
@@ -430,6 +440,10 @@ def refused_option(options: WriteOptions | None, fmt: str, /) -> str | None:
     return None
 
 
+# the formats that write a palette (Metadata.palette) with an output of its indices
+PALETTE_FORMATS = frozenset({"png", "gif", "bmp"})
+
+
 def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = None) -> list[str]:
     """Warnings for the fields of ``metadata`` that ``fmt`` could hold but cannot take, and for
     lossy output. A format that holds no metadata at all (``.npy``) drops it by its nature: no
@@ -493,6 +507,10 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
         fields.append((_text_name(metadata.text), True))
     if metadata.comment is not None and "comment" not in holds:
         fields.append(("comment", True))
+    if metadata.palette is not None and fmt not in PALETTE_FORMATS:
+        fields.append((f"palette ({len(metadata.palette) // 3} colours)", True))
+    elif metadata.palette_alpha is not None and fmt == "bmp":
+        fields.append(("palette's transparency", True))
     if metadata.inks and fmt not in ("tiff", *IMAGE_FORMATS):
         # (an image format's RGBA says so in its own warning, see engine.one_file._no_colours)
         fields.append(("TIFF's CMYK photometric (the 4 channels are C, M, Y and K inks)", True))

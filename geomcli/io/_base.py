@@ -108,6 +108,12 @@ class Metadata(NamedTuple):
     inks: bool = False
     """Whether 4 channels are a TIFF's CMYK inks (photometric SEPARATED): a TIFF output of 4
     channels is written as CMYK again, not as 1 grey and 3 extra samples a viewer shows grey."""
+    palette: bytes | None = None
+    """A palette image's colours, 3 bytes (R, G, B) an entry, where its indices were read as they
+    are (``palette=True``): an output of one channel of uint8 indices is written with it."""
+    palette_alpha: bytes | None = None
+    """The alpha of the palette's first entries (a PNG's tRNS; a GIF's transparent entry is 0,
+    the others 255), where it has transparency."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
@@ -177,14 +183,15 @@ class Metadata(NamedTuple):
 
     def kept(self) -> Metadata:
         """What ``--strip`` leaves: the TIFF compression, predictor and tiles, which are no metadata
-        but an encoding, and what the channels are."""
+        but an encoding, what the channels are, and a palette kept (--keep-palette): what the
+        indices mean."""
         return Metadata(compression=self.compression, tile=self.tile, predictor=self.predictor, colour=self.colour,
-                        inks=self.inks, bits=self.bits)
+                        inks=self.inks, bits=self.bits, palette=self.palette, palette_alpha=self.palette_alpha)
 
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read
         shown = (f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)
-                 if name not in ("icc", "exif", "xmp", "text", "png_colour"))
+                 if name not in ("icc", "exif", "xmp", "text", "png_colour", "palette", "palette_alpha"))
         return f"Metadata({', '.join(shown)})"
 
 
@@ -288,6 +295,8 @@ class Header(NamedTuple):
     layout: str | None
     axes: str | None = None
     """A TIFF's axes as its metadata names them (``ZCYX``, read as NCHW), as Metadata.axes."""
+    palette: bool = False
+    """Whether the values are a palette's indices, read as they are (``palette=True``)."""
 
 
 def image_layout(shape: tuple[int, ...]) -> str:

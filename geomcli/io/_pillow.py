@@ -59,19 +59,20 @@ _KEPT = {
     "I;16B": ("uint16", 1),
     "I": ("int32", 1),
     "F": ("float32", 1),
+    "P": ("uint8", 1),  # a palette's indices, where asked for as they are (_target_mode)
 }
 # the modes read_picture keeps as Pillow images: their arrays are uint8 HW or HWC
 _PICTURE_MODES = {"L", "LA", "RGB", "RGBA"}
 
 
 def read_header(
-    source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None
+    source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None, palette: bool = False
 ) -> Header:
     """The shape, dtype and layout :func:`read` returns with the same options, from the header:
     for an animation, ``frames="all"`` is the frames stacked on a new first axis, ``"first"`` one
     frame, and None refuses it as :func:`read` does. (Stacked frames take the first frame's mode;
     :func:`read` makes them RGBA when a later frame adds transparency, which only decoding them
-    can tell.)"""
+    can tell.) ``palette``: a palette image's indices, as :func:`read` reads them."""
     import numpy as np
 
     file_size = None if isinstance(source, bytes) else _size(source)
@@ -83,6 +84,7 @@ def read_header(
         stacked = fmt in _ANIMATED and count > 1 and frames == "all"
         dtype: np.dtype
         width, height = im.size
+        mode = None
         if head is not None and _png.sixteen_bit(head):
             if stacked:
                 raise GeomError(_NO_16BIT_FRAMES.format(name=name))
@@ -90,7 +92,7 @@ def read_header(
             shape = (height, width) if channels == 1 else (height, width, channels)
             dtype = np.dtype(np.uint16)
         else:
-            mode, _ = _target_mode(im)
+            mode, _ = _target_mode(im, palette and not stacked)
             name_of_dtype, channels = _KEPT[mode]
             dtype = np.dtype(name_of_dtype)
             shape = (height, width) if channels == 1 else (height, width, channels)
@@ -101,7 +103,7 @@ def read_header(
             return Header(fmt, shape, dtype, count, file_size, "NHWC" if len(shape) == 4 else None)
         if auto_orient and _orientation(im, name) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
-    return Header(fmt, shape, dtype, count, file_size, image_layout(shape))
+    return Header(fmt, shape, dtype, count, file_size, image_layout(shape), palette=mode == "P")
 
 
 _NO_16BIT_FRAMES = "{name}: --frames all: 16-bit animated PNGs are not supported"
@@ -109,11 +111,12 @@ _NO_16BIT_FRAMES = "{name}: --frames all: 16-bit animated PNGs are not supported
 
 def read(
     source: str | bytes, name: str, fmt: str, max_pixels: int, auto_orient: bool, frames: str | None = None,
-    *, picture: bool = False,
+    *, picture: bool = False, palette: bool = False,
 ) -> Loaded | Picture:
     """``frames``: None refuses an animation, ``first`` takes its first frame, ``all`` stacks
     every frame on a leading axis. ``picture``: an 8-bit image (see _PICTURE_MODES) comes back
-    as a Picture, without numpy; any other as a Loaded array."""
+    as a Picture, without numpy; any other as a Loaded array. ``palette``: a palette image (mode
+    P) comes back as its indices, H x W uint8, its colours in Metadata.palette (not stacked frames)."""
     src = "-" if isinstance(source, bytes) else source
     if fmt == "png":
         # Pillow's decoder stops at the last IDAT and would accept a file cut after it: its
@@ -133,12 +136,13 @@ def read(
     decoded: AbstractContextManager[str | bytes | IO[bytes]]
     decoded = nullcontext(source) if scan_end is None else _jpeg_check.ended(source, scan_end)
     with decoded as opened:
-        return _decoded(opened, name, fmt, src, max_pixels, auto_orient, frames, picture, scan_end is not None)
+        return _decoded(opened, name, fmt, src, max_pixels, auto_orient, frames, picture, scan_end is not None,
+                        palette)
 
 
 def _decoded(
     source: str | bytes | IO[bytes], name: str, fmt: str, src: str, max_pixels: int, auto_orient: bool,
-    frames: str | None, picture: bool, ended: bool = False,
+    frames: str | None, picture: bool, ended: bool = False, palette: bool = False,
 ) -> Loaded | Picture:
     """:func:`read`'s decoding, once the PNG's chunks or the JPEG's scans are checked. ``ended``: a
     JPEG that has its EOI, whose data running out is damage inside the file, not a cut end."""
@@ -158,8 +162,8 @@ def _decoded(
         if sixteen_bit:
             assert isinstance(source, bytes)
             return _read_png16(im, source, name, src, max_pixels, auto_orient, notes, pages)
-        mode, note = _target_mode(im)
-        if mode == im.mode and "transparency" in im.info:
+        mode, note = _target_mode(im, palette)
+        if mode == im.mode and mode != "P" and "transparency" in im.info:
             # a colour key (PNG tRNS on grey or RGB): the values are kept, the key is not
             notes.append(_colour_key_note(im.info["transparency"]))
         _, channels = _KEPT[mode]
@@ -179,6 +183,8 @@ def _decoded(
                 im.load()
             if fmt == "png" and _maybe_unwritten(im, marked):
                 _check_png_data(source, name, stream=True)
+            if mode == "P":  # (Pillow's getpalette loads the pixels: after the checks above)
+                metadata = _with_palette(metadata, im)
             if orientation in ORIENTATIONS:
                 from PIL import ImageOps
 
@@ -224,7 +230,8 @@ def _still_metadata(im: Any, source: str | bytes | IO[bytes], orientation: int, 
     return metadata, None
 
 
-def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None) -> Metadata:
+def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None,
+                  palette: bool = False) -> Metadata:
     """The metadata :func:`read` gives with the same options (ICC, DPI, EXIF, XMP, text), from
     what Image.open reads, no pixel decoded: for a ``--dry-run`` to say what the run will warn of
     it. A PNG's file is read whole for its text chunks after the pixels, not decoded."""
@@ -240,8 +247,16 @@ def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, f
         orientation = (_stored_orientation(im) or 1) if auto_orient else 1
         if fmt == "png" and isinstance(source, bytes) and _png.sixteen_bit(source):
             return _metadata(im, orientation)._replace(**_carried(im, source)).upright(orientation)  # as _read_png16
-        mode, note = _target_mode(im)
-        return _still_metadata(im, source, orientation, mode, note)[0]
+        mode, note = _target_mode(im, palette)
+        metadata = _still_metadata(im, source, orientation, mode, note)[0]
+        if mode != "P":
+            return metadata
+        try:  # (getpalette decodes the pixels, to a palette of Pillow's own: a broken file fails here)
+            return _with_palette(metadata, im)
+        except _DECODE_ERRORS as e:
+            if not raised_in(e, "PIL"):
+                raise
+            raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
 
 
 # An 8-bit grey or RGB image of at least this many bytes is copied into its array by _array; below
@@ -811,16 +826,28 @@ def _icc_fits(icc: bytes, mode: str) -> bool:
     return space == (b"RGB " if mode in ("RGB", "RGBA") else b"GRAY")
 
 
-def _target_mode(im: Any) -> tuple[str, str | None]:
-    """The mode the array is read in, and a note when that is a conversion."""
+def _target_mode(im: Any, palette: bool = False) -> tuple[str, str | None]:
+    """The mode the array is read in, and a note when that is a conversion; a palette image's
+    indices as they are with ``palette`` (--keep-palette)."""
     mode = im.mode
-    if mode in _KEPT:
+    if mode in _KEPT and (mode != "P" or palette):
         return mode, None
     if mode in ("P", "PA"):
         target = "RGBA" if mode == "PA" or "transparency" in im.info else "RGB"
         return target, f"palette expanded to {target}"
     target = "RGBA" if "A" in mode or "a" in mode else "RGB"
     return target, f"{mode} converted to {target}"
+
+
+def _with_palette(metadata: Metadata, im: Any) -> Metadata:
+    """``metadata`` with a palette image's colours and the alpha of its entries (Metadata.palette,
+    palette_alpha). Pillow gives a PNG's tRNS as bytes, or as the index of its one transparent
+    entry (a GIF's too)."""
+    colours = bytes(im.getpalette("RGB") or b"")
+    key = im.info.get("transparency")
+    alpha = bytes(key) if isinstance(key, (bytes, bytearray)) else (
+        b"\xff" * key + b"\0" if isinstance(key, int) and 0 <= key < 256 else None)
+    return metadata._replace(palette=colours, palette_alpha=alpha)
 
 
 def _head_bytes(source: str | bytes, fmt: str) -> bytes | None:
@@ -929,7 +956,14 @@ def write(
 
     if data.ndim == 3 and data.shape[2] == 1:
         data = data[:, :, 0]
-    return save(Image.fromarray(np.ascontiguousarray(data)), f, fmt, metadata, options)
+    im = Image.fromarray(np.ascontiguousarray(data))
+    colours = None if metadata is None or fmt not in ("png", "gif", "bmp") else metadata.palette
+    if colours is not None and im.mode == "L":
+        im.putpalette(colours, "RGB")  # (mode P now: the values are its indices)
+    said = [] if colours is None or im.mode == "P" else [
+        f"the palette ({len(colours) // 3} colours) is for one channel of uint8 indices, not a "
+        f"{'x'.join(map(str, data.shape))} {data.dtype} result; dropped"]
+    return said + save(im, f, fmt, metadata, options)
 
 
 def save(
@@ -947,6 +981,9 @@ def save(
     if fmt == "gif" and im.mode in ("RGB", "RGBA"):
         im, said = _paletted(im) if im.mode == "RGB" else _paletted_with_transparency(im)
         kept.update({"transparency": im.info["transparency"]} if "transparency" in im.info else {})
+    elif im.mode == "P" and metadata is not None and metadata.palette_alpha is not None and fmt in ("png", "gif"):
+        transparency, said = _palette_transparency(metadata.palette_alpha, fmt)
+        kept.update({} if transparency is None else {"transparency": transparency})
     saving: dict[str, Any] = {}
     if fmt == "png":
         saving = {"compress_level": level, **_png_strategy(im, level)}
@@ -973,6 +1010,18 @@ def save(
             saving["pnginfo"].add(kind, body)
     im.save(f, format=_PILLOW_FORMATS[fmt][0], **saving, **kept)
     return said
+
+
+def _palette_transparency(alpha: bytes, fmt: str) -> tuple[bytes | int | None, list[str]]:
+    """A palette's alpha (Metadata.palette_alpha) as Pillow's save takes it: a PNG's tRNS as it
+    is; a GIF holds one transparent entry, the first of alpha 0, and a warning for the rest."""
+    if fmt == "png":
+        return alpha, []
+    clear = alpha.find(b"\0")
+    rest = [index for index, value in enumerate(alpha) if value != 255 and index != clear]
+    said = [] if not rest else [f"GIF holds one transparent palette entry: the alpha of entries "
+                                f"{', '.join(map(str, rest[:5]))}{', ...' if len(rest) > 5 else ''} dropped"]
+    return (clear if clear >= 0 else None), said
 
 
 def _paletted(im: Any, colours: int = 256) -> tuple[Any, list[str]]:

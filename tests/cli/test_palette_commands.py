@@ -1,0 +1,184 @@
+"""--keep-palette: a palette image (a label mask) read as its indices and written back with its
+palette and transparency; operations that mix values refused from the header, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run
+from PIL import Image
+
+from geomcli.ops.center_crop_pad import center_crop_pad
+from geomcli.ops.resize import resize
+
+COLOURS = [0, 0, 0, 128, 0, 0, 0, 128, 0, 128, 128, 0, 0, 0, 128, 224, 224, 192]
+ALPHA = bytes([0, 255, 128, 255, 255, 255])
+
+
+@pytest.fixture
+def mask(tmp_path: Path, rng: np.random.Generator) -> tuple[Path, np.ndarray]:
+    """A Pascal VOC style label mask: mode P, index = class, a tRNS with a clear and a half entry."""
+    labels = rng.integers(0, 6, (12, 16), dtype=np.uint8)
+    im = Image.fromarray(labels)
+    im.putpalette(COLOURS)
+    path = tmp_path / "voc.png"
+    im.save(path, transparency=ALPHA)
+    with Image.open(path) as saved:
+        assert saved.mode == "P"
+    return path, labels
+
+
+def read_back(path: Path) -> tuple[np.ndarray, list[int], object]:
+    with Image.open(path) as im:
+        assert im.mode == "P"
+        return np.asarray(im), (im.getpalette() or [])[:len(COLOURS)], im.info.get("transparency")
+
+
+def test_nearest_resize_keeps_the_labels_palette_and_transparency(mask: tuple[Path, np.ndarray],
+                                                                  tmp_path: Path) -> None:
+    path, labels = mask
+    result = run("resize", path, "-o", tmp_path / "v2.png", "--sizes", "24,40", "--keep-palette", "-q")
+    assert result.exit_code == 0, result.stderr
+    indices, palette, alpha = read_back(tmp_path / "v2.png")
+    assert np.array_equal(indices, resize(labels, sizes=(24, 40), mode="nearest"))
+    assert palette == COLOURS and alpha == ALPHA
+
+
+def test_without_the_option_a_palette_image_is_read_as_rgba(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = mask
+    result = run("resize", path, "-o", tmp_path / "v2.png", "--sizes", "24,40", "-q")
+    assert result.exit_code == 0, result.stderr
+    with Image.open(tmp_path / "v2.png") as im:
+        assert im.mode == "RGBA"
+
+
+def test_crop_pad_pads_with_the_fill_index(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, labels = mask
+    result = run("crop-pad", path, "-o", tmp_path / "c.png", "--shape", "8,20", "--fill", "5", "--keep-palette", "-q")
+    assert result.exit_code == 0, result.stderr
+    indices, palette, alpha = read_back(tmp_path / "c.png")
+    expected = np.full((8, 20), 5, np.uint8)
+    expected[:, 2:18] = center_crop_pad(labels, (8, 16))
+    assert np.array_equal(indices, expected)
+    assert palette == COLOURS and alpha == ALPHA
+
+
+def test_nearest_warp_takes_only_labels_there_were(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, labels = mask
+    result = run("warp", path, "-o", tmp_path / "w.png", "--rotate", "30", "--mode", "nearest", "--fill", "0",
+                 "--keep-palette", "-q")
+    assert result.exit_code == 0, result.stderr
+    indices, palette, _ = read_back(tmp_path / "w.png")
+    assert indices.shape == labels.shape and set(np.unique(indices)) <= set(np.unique(labels)) | {0}
+    assert np.array_equal(indices[5:7, 7:9], labels[5:7, 7:9])  # the centre stays where it was
+    assert palette == COLOURS
+
+
+def test_space_to_depth_round_trip_in_a_chain(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, labels = mask
+    result = run("chain", "-i", path, "-o", tmp_path / "r.png", "--keep-palette", "-q", "space-to-depth",
+                 "--blocksize", "2", "depth-to-space", "--blocksize", "2")
+    assert result.exit_code == 0, result.stderr
+    indices, palette, alpha = read_back(tmp_path / "r.png")
+    assert np.array_equal(indices, labels) and palette == COLOURS and alpha == ALPHA
+
+
+def test_a_chain_of_crop_and_nearest_resize(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, labels = mask
+    result = run("chain", "-i", path, "-o", tmp_path / "c.png", "--keep-palette", "-q", "crop-pad", "--shape",
+                 "8,8", "resize", "--scales", "2,2")
+    assert result.exit_code == 0, result.stderr
+    indices, palette, _ = read_back(tmp_path / "c.png")
+    assert np.array_equal(indices, np.repeat(np.repeat(center_crop_pad(labels, (8, 8)), 2, 0), 2, 1))
+    assert palette == COLOURS
+
+
+@pytest.mark.parametrize(("fmt", "alpha"), [("gif", 0), ("bmp", None)])
+def test_gif_and_bmp_outputs_hold_the_palette(mask: tuple[Path, np.ndarray], tmp_path: Path, fmt: str,
+                                              alpha: object) -> None:
+    path, labels = mask
+    out = tmp_path / f"c.{fmt}"
+    result = run("crop-pad", path, "-o", out, "--shape", "12,16", "--keep-palette")
+    assert result.exit_code == 0, result.stderr
+    indices, palette, transparency = read_back(out)
+    assert np.array_equal(indices, labels) and palette == COLOURS and transparency == alpha
+    # GIF: one transparent entry, the first clear one; BMP: none
+    said = "the alpha of entries 2 dropped" if fmt == "gif" else "BMP cannot hold the palette's transparency"
+    assert said in result.stderr
+    back = run("crop-pad", out, "-o", tmp_path / "again.npy", "--shape", "12,16", "--keep-palette", "-q")
+    assert back.exit_code == 0, back.stderr
+    assert np.array_equal(np.load(tmp_path / "again.npy"), labels)
+
+
+def test_npy_gets_the_indices_and_names_the_palette_dropped(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, labels = mask
+    result = run("crop-pad", path, "-o", tmp_path / "m.npy", "--shape", "12,16", "--keep-palette", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "m.npy"), labels)
+    assert json.loads(result.stdout)["dropped"] == ["palette (6 colours)"]
+
+
+@pytest.mark.parametrize("command", [
+    ["resize", "--sizes", "24,32", "--mode", "linear"],
+    ["warp", "--rotate", "30"],
+])
+def test_mixing_values_is_refused_with_nothing_written(mask: tuple[Path, np.ndarray], tmp_path: Path,
+                                                       command: list[str]) -> None:
+    path, _ = mask
+    for where in (["-o", tmp_path / "out.png"], ["--out-dir", tmp_path / "out"]):
+        result = run(*command[:1], path, *where, *command[1:], "--keep-palette")
+        assert result.exit_code == 2
+        assert f"{command[0]}: --mode linear mixes values, which palette indices (--keep-palette)" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["voc.png"]
+
+
+def test_a_chain_step_that_mixes_values_is_refused(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = mask
+    result = run("chain", "-i", path, "-o", tmp_path / "c.png", "--keep-palette", "crop-pad", "--shape", "8,8",
+                 "resize", "--scales", "2,2", "--mode", "cubic")
+    assert result.exit_code == 2
+    assert "chain: resize's --mode cubic mixes values" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_the_dry_run_says_the_refusal_and_the_shape(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = mask
+    refused = run("resize", path, "--out-dir", tmp_path / "o", "--sizes", "24,32", "--mode", "linear",
+                  "--keep-palette", "--dry-run")
+    assert refused.exit_code == 2 and "--mode linear mixes values" in refused.stderr
+    planned = run("resize", path, "--out-dir", tmp_path / "o", "--sizes", "24,32", "--keep-palette", "--dry-run",
+                  "--json")
+    assert planned.exit_code == 0, planned.stderr
+    record = json.loads(planned.stdout.splitlines()[0])
+    assert (record["output_shape"], record["output_dtype"]) == ([24, 32], "uint8")
+    assert not (tmp_path / "o").exists()
+
+
+def test_jobs_give_the_same_bytes(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, labels = mask
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for index in range(4):
+        im = Image.fromarray(np.roll(labels, index, axis=1))
+        im.putpalette(COLOURS)
+        im.save(folder / f"m{index}.png", transparency=ALPHA)
+    for jobs in ("1", "2"):
+        result = run("resize", folder, "--out-dir", tmp_path / f"j{jobs}", "-j", jobs, "--sizes", "24,32",
+                     "--keep-palette", "-q")
+        assert result.exit_code == 0, result.stderr
+    for index in range(4):
+        assert (tmp_path / "j1" / f"m{index}.png").read_bytes() == (tmp_path / "j2" / f"m{index}.png").read_bytes()
+        assert read_back(tmp_path / "j2" / f"m{index}.png")[1] == COLOURS
+
+
+def test_a_picture_without_a_palette_is_read_as_it_is(tmp_path: Path, rng: np.random.Generator) -> None:
+    pixels = rng.integers(0, 256, (6, 8, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "rgb.png")
+    result = run("resize", tmp_path / "rgb.png", "-o", tmp_path / "o.npy", "--sizes", "6,8", "--mode", "linear",
+                 "--keep-palette", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "o.npy"), pixels)
