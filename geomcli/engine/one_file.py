@@ -265,8 +265,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         mapped: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
-            if _compresses(output_format, fidelity, loaded.metadata):
-                return None  # a map holds raw bytes: a compressed output is encoded from RAM
+            if _compresses(output_format, fidelity, loaded.metadata) or loaded.metadata.palette is not None:
+                return None  # a map holds raw bytes: a compressed output, or a palette's, is encoded from RAM
             layout = layouts.result_layout(operation.takes_rank_layout(), loaded.shape, loaded.layout, shape, output,
                                            output_format, common)
             # a map keeps no metadata, but whether its channels are colours or inks (its photometric),

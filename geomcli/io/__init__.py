@@ -223,7 +223,7 @@ def read_metadata(
         if fmt == "tiff":
             from geomcli.io import _tiff
 
-            return _tiff.read_metadata(source, name, series, page, auto_orient)
+            return _tiff.read_metadata(source, name, series, page, auto_orient, palette)
         from geomcli.io import _pillow
 
         return _pillow.read_metadata(source, name, fmt, auto_orient, frames, palette)
@@ -250,7 +250,7 @@ def _header(source: str | bytes, name: str, fmt: str, auto_orient: bool, series:
         if fmt == "tiff":
             from geomcli.io import _tiff
 
-            return _tiff.read_header(source, name, series, page, auto_orient)
+            return _tiff.read_header(source, name, series, page, auto_orient, palette)
         from geomcli.io import _pillow
 
         return _pillow.read_header(source, name, fmt, auto_orient, frames, palette)
@@ -280,10 +280,10 @@ def read_array(
     ``frames``: an animated GIF/WebP/APNG is refused unless ``"all"`` (frames stacked on a
     leading axis) or ``"first"``. ``series``/``page``: one TIFF series or page, instead of every
     page (and every series of one shape) stacked on the leading axis.
-    ``palette``: a palette PNG, GIF or BMP (Pillow's mode P) is read as its indices, H x W uint8,
-    its colours and their alpha in ``Loaded.metadata`` (``palette``, ``palette_alpha``), which
-    write_array writes back where the output holds a palette; else (and stacked frames) it is
-    expanded to RGB or RGBA.
+    ``palette``: a palette PNG, GIF or BMP (Pillow's mode P) or TIFF of 8-bit colours is read as
+    its indices (H x W uint8; a TIFF's of its dtype and pages), its colours and their alpha in
+    ``Loaded.metadata`` (``palette``, ``palette_alpha``), which write_array writes back where the
+    output holds a palette; else (and stacked frames) it is expanded to RGB or RGBA.
     ``Loaded.metadata`` holds the ICC profile, resolution, EXIF and TIFF axes for write_array;
     ``Loaded.pages`` and ``Loaded.file_size`` what :func:`read_header` says, so a pipe read once
     is described whole.
@@ -351,7 +351,7 @@ def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orien
         elif fmt == "tiff":
             from geomcli.io import _tiff
 
-            loaded = _tiff.read(source, name, max_pixels, mmap, series, page, auto_orient)
+            loaded = _tiff.read(source, name, max_pixels, mmap, series, page, auto_orient, palette)
         else:
             from geomcli.io import _pillow
 
@@ -441,7 +441,7 @@ def refused_option(options: WriteOptions | None, fmt: str, /) -> str | None:
 
 
 # the formats that write a palette (Metadata.palette) with an output of its indices
-PALETTE_FORMATS = frozenset({"png", "gif", "bmp"})
+PALETTE_FORMATS = frozenset({"png", "gif", "bmp", "tiff"})
 
 
 def unkept(metadata: Metadata | None, fmt: str, options: WriteOptions | None = None) -> list[str]:
@@ -509,7 +509,7 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
         fields.append(("comment", True))
     if metadata.palette is not None and fmt not in PALETTE_FORMATS:
         fields.append((f"palette ({len(metadata.palette) // 3} colours)", True))
-    elif metadata.palette_alpha is not None and fmt == "bmp":
+    elif metadata.palette_alpha is not None and fmt in ("bmp", "tiff"):
         fields.append(("palette's transparency", True))
     if metadata.inks and fmt not in ("tiff", *IMAGE_FORMATS):
         # (an image format's RGBA says so in its own warning, see engine.one_file._no_colours)

@@ -119,24 +119,28 @@ class _Choice:
 
 
 def read_header(
-    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True
+    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True,
+    palette: bool = False,
 ) -> Header:
-    """The shape, dtype and layout :func:`read` returns (a palette expanded), from the tags."""
+    """The shape, dtype and layout :func:`read` returns (a palette expanded, but its indices
+    with ``palette`` where its colours are 8-bit: :func:`kept_palette`), from the tags."""
     with _tiff(source, name) as (tif, _):
         choice = _choose(tif, name, series, page)
         layout, _ = _layout(choice)
-        shape, dtype = _expanded(choice)
+        indexed = palette and kept_palette(choice) is not None
+        shape, dtype = (choice.shape, choice.dtype) if indexed else _expanded(choice)
         if shape != choice.shape:
             layout = _expanded_layout(layout, len(shape))
         if _turned(choice, layout, auto_orient) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
         size = None if isinstance(source, bytes) else int(tif.filehandle.size)
         axes = choice.axes if choice.kind is not None and len(choice.axes) == len(shape) else None
-        return Header("tiff", shape, dtype, len(tif.pages), size, layout, axes)
+        return Header("tiff", shape, dtype, len(tif.pages), size, layout, axes, indexed)
 
 
 def read_metadata(
-    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True
+    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True,
+    palette: bool = False,
 ) -> Metadata:
     """The metadata :func:`read` gives with the same options (axes, OME sizes and channels, ImageJ
     calibration, resolution, ICC, compression...), from the tags and descriptions, no pixel read:
@@ -144,10 +148,11 @@ def read_metadata(
     with _tiff(source, name) as (tif, _):
         choice = _choose(tif, name, series, page)
         layout, _ = _layout(choice)
-        if _expanded(choice)[0] != choice.shape:  # (a palette, as read_header: its turn is the RGB's)
+        kept = kept_palette(choice) if palette else None
+        if kept is None and _expanded(choice)[0] != choice.shape:  # (a palette, as read_header: its turn is the RGB's)
             layout = _expanded_layout(layout, len(_expanded(choice)[0]))
         turned = _turned(choice, layout, auto_orient)
-        return _metadata(tif, choice, kept_orientation=not turned).upright(turned)
+        return _metadata(tif, choice, kept_orientation=not turned).upright(turned)._replace(palette=kept)
 
 
 def read(
@@ -158,7 +163,10 @@ def read(
     series: int | None = None,
     page: int | None = None,
     auto_orient: bool = True,
+    palette: bool = False,
 ) -> Loaded:
+    """``palette``: a palette page's indices as they are, its colours in Metadata.palette, where
+    they are 8-bit (:func:`kept_palette`); else they are expanded to RGB."""
     with _tiff(source, name) as (tif, notes):
         choice = _choose(tif, name, series, page)
         layout, layout_note = _layout(choice)
@@ -179,12 +187,14 @@ def read(
             data = np.moveaxis(data, -3, -1)
         if layout_note:
             notes.append(layout_note)
-        data, layout = _photometric(data, layout, choice, notes)
+        kept = kept_palette(choice) if palette else None
+        if kept is None:
+            data, layout = _photometric(data, layout, choice, notes)
         turned = _turned(choice, layout, auto_orient)
         if turned:
             data = orient(data, turned)
             notes.append(f"{ORIENTATIONS[turned]} by its TIFF orientation {turned}")
-        metadata = _metadata(tif, choice, kept_orientation=not turned).upright(turned)
+        metadata = _metadata(tif, choice, kept_orientation=not turned).upright(turned)._replace(palette=kept)
         pages = len(tif.pages)
         stored = _orientation(choice) if 274 in choice.keyframe.tags else None
     src = "-" if isinstance(source, bytes) else source
@@ -363,6 +373,16 @@ def _palette(choice: _Choice) -> np.ndarray | None:
         if not (colormap % scale).any():
             return (colormap // scale).astype(np.uint8)
     return colormap
+
+
+def kept_palette(choice: _Choice) -> bytes | None:
+    """A palette page's colours as Metadata.palette holds them (R, G, B bytes an entry), where
+    they are 8-bit values (stored v * 257 or v * 256); None where there is none, or its colours are
+    16-bit, which bytes would round: such a page is expanded to RGB as without --keep-palette."""
+    colormap = _palette(choice)
+    if colormap is None or colormap.dtype != np.uint8:
+        return None
+    return colormap.T.tobytes()
 
 
 def _expanded_layout(layout: str | None, ndim: int) -> str | None:
@@ -1141,8 +1161,41 @@ def write(
         spacing = write_args["metadata"].pop("spacing")
         warnings.append(f"the ImageJ slice spacing ({spacing:g} {metadata.unit}) is in the unit of the "
                         "resolution dropped, which ImageJ would read as pixels; dropped")
+    if metadata.palette is not None:
+        refusal = _palette_refusal(stored, metadata.palette, kind, compression, write_args["photometric"])
+        if refusal is None:
+            write_args["photometric"] = "palette"
+            write_args["colormap"] = _colormap(metadata.palette, stored.dtype)
+        else:
+            warnings.append(refusal)
     tifffile.imwrite(f, stored, **write_args)
     return warnings
+
+
+def _palette_refusal(stored: np.ndarray, palette: bytes, kind: str | None, compression: str | None,
+                     photometric: str) -> str | None:
+    """Why a TIFF of ``stored`` cannot be written with ``palette`` (Metadata.palette): a palette page
+    is one plane of uint8 or uint16 indices, its map of 2**bits entries, not JPEG-compressed."""
+    colours = len(palette) // 3
+    if stored.ndim != 2 or stored.dtype not in (np.uint8, np.uint16) or kind is not None \
+            or photometric != "minisblack":
+        shape = "x".join(map(str, stored.shape))
+        return (f"the palette ({colours} colours) is for one plane of indices, not a {shape} {stored.dtype} "
+                "result; dropped")
+    if compression == "jpeg":
+        return f"a JPEG-compressed TIFF cannot hold the palette ({colours} colours); dropped"
+    if colours > 1 << (8 * stored.itemsize):
+        return f"the palette ({colours} colours) has more entries than {stored.dtype} indices reach; dropped"
+    return None
+
+
+def _colormap(palette: bytes, dtype: np.dtype) -> np.ndarray:
+    """A TIFF's ColorMap of ``palette``: (3, 2**bits) uint16, v * 257 (as libtiff and Pillow read
+    the high byte), the entries past the palette's black."""
+    colormap = np.zeros((3, 1 << (8 * dtype.itemsize)), np.uint16)
+    colours = np.frombuffer(palette, np.uint8).reshape(-1, 3).T
+    colormap[:, :colours.shape[1]] = colours.astype(np.uint16) * 257
+    return colormap
 
 
 def pages(shape: tuple[int, ...], dtype: np.dtype, layout: str | None = None,

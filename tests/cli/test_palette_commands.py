@@ -182,3 +182,28 @@ def test_a_picture_without_a_palette_is_read_as_it_is(tmp_path: Path, rng: np.ra
                  "--keep-palette", "-q")
     assert result.exit_code == 0, result.stderr
     assert np.array_equal(np.load(tmp_path / "o.npy"), pixels)
+
+
+def test_a_palette_tiff_is_read_as_indices_and_written_with_its_map(mask: tuple[Path, np.ndarray],
+                                                                      tmp_path: Path) -> None:
+    import tifffile
+
+    path, labels = mask
+    result = run("crop-pad", path, "-o", tmp_path / "m.tif", "--shape", "12,16", "--keep-palette")
+    assert result.exit_code == 0, result.stderr
+    assert "TIFF cannot hold the palette's transparency; dropped" in result.stderr
+    with tifffile.TiffFile(tmp_path / "m.tif") as tif:
+        page = tif.pages[0]
+        assert page.photometric == tifffile.PHOTOMETRIC.PALETTE
+        assert np.array_equal(page.asarray(), labels)
+        assert (page.colormap[:, :6] // 257).T.reshape(-1).tolist() == COLOURS
+    back = run("resize", tmp_path / "m.tif", "-o", tmp_path / "r.png", "--scales", "2,2", "--keep-palette", "-q")
+    assert back.exit_code == 0, back.stderr
+    indices, palette, _ = read_back(tmp_path / "r.png")
+    assert np.array_equal(indices, np.repeat(np.repeat(labels, 2, 0), 2, 1)) and palette == COLOURS
+    refused = run("resize", tmp_path / "m.tif", "-o", tmp_path / "l.png", "--scales", "2,2", "--mode", "linear",
+                  "--keep-palette")
+    assert refused.exit_code == 2 and "--mode linear mixes values" in refused.stderr
+    assert not (tmp_path / "l.png").exists()
+    expanded = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "e.npy", "--shape", "12,16", "-q")
+    assert expanded.exit_code == 0 and np.load(tmp_path / "e.npy").shape == (12, 16, 3)
