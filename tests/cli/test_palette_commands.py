@@ -207,3 +207,26 @@ def test_a_palette_tiff_is_read_as_indices_and_written_with_its_map(mask: tuple[
     assert not (tmp_path / "l.png").exists()
     expanded = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "e.npy", "--shape", "12,16", "-q")
     assert expanded.exit_code == 0 and np.load(tmp_path / "e.npy").shape == (12, 16, 3)
+
+
+def test_grid_sample_nearest_keeps_and_linear_is_refused(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    from geomcli import affine_grid
+
+    path, labels = mask
+    np.save(tmp_path / "grid.npy", affine_grid(np.array([[[1, 0, 0], [0, 1, 0]]], np.float32), (1, 1, 12, 16)))
+    kept = run("grid-sample", path, "--grid", tmp_path / "grid.npy", "-o", tmp_path / "g.png", "--mode", "nearest",
+               "--keep-palette", "-q")
+    assert kept.exit_code == 0, kept.stderr
+    indices, palette, alpha = read_back(tmp_path / "g.png")
+    assert np.array_equal(indices, labels) and palette == COLOURS and alpha == ALPHA
+    refused = run("grid-sample", path, "--grid", tmp_path / "grid.npy", "-o", tmp_path / "l.png", "--keep-palette")
+    assert refused.exit_code == 2 and "grid-sample: --mode linear mixes values" in refused.stderr
+    assert not (tmp_path / "l.png").exists()
+
+
+def test_strip_keeps_the_palette(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, labels = mask
+    result = run("crop-pad", path, "-o", tmp_path / "s.png", "--shape", "12,16", "--keep-palette", "--strip", "-q")
+    assert result.exit_code == 0, result.stderr
+    indices, palette, alpha = read_back(tmp_path / "s.png")
+    assert np.array_equal(indices, labels) and palette == COLOURS and alpha == ALPHA
