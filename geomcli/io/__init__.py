@@ -511,6 +511,11 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
         fields.append((f"palette ({len(metadata.palette) // 3} colours)", True))
     elif metadata.palette_alpha is not None and fmt in ("bmp", "tiff"):
         fields.append(("palette's transparency", True))
+    elif metadata.palette_alpha is not None and fmt == "gif":
+        from geomcli.io._pillow import gif_unheld_alpha
+
+        unheld_alpha = gif_unheld_alpha(metadata.palette_alpha)  # (a GIF holds one transparent entry)
+        fields.extend([] if unheld_alpha is None else [(unheld_alpha, True)])
     if metadata.inks and fmt not in ("tiff", *IMAGE_FORMATS):
         # (an image format's RGBA says so in its own warning, see engine.one_file._no_colours)
         fields.append(("TIFF's CMYK photometric (the 4 channels are C, M, Y and K inks)", True))

@@ -982,7 +982,7 @@ def save(
         im, said = _paletted(im) if im.mode == "RGB" else _paletted_with_transparency(im)
         kept.update({"transparency": im.info["transparency"]} if "transparency" in im.info else {})
     elif im.mode == "P" and metadata is not None and metadata.palette_alpha is not None and fmt in ("png", "gif"):
-        transparency, said = _palette_transparency(metadata.palette_alpha, fmt)
+        transparency = _palette_transparency(metadata.palette_alpha, fmt)
         kept.update({} if transparency is None else {"transparency": transparency})
     saving: dict[str, Any] = {}
     if fmt == "png":
@@ -1012,16 +1012,23 @@ def save(
     return said
 
 
-def _palette_transparency(alpha: bytes, fmt: str) -> tuple[bytes | int | None, list[str]]:
+def _palette_transparency(alpha: bytes, fmt: str) -> bytes | int | None:
     """A palette's alpha (Metadata.palette_alpha) as Pillow's save takes it: a PNG's tRNS as it
-    is; a GIF holds one transparent entry, the first of alpha 0, and a warning for the rest."""
+    is; a GIF holds one transparent entry, the first of alpha 0 (:func:`gif_unheld_alpha` names the rest)."""
     if fmt == "png":
-        return alpha, []
+        return alpha
+    clear = alpha.find(b"\0")
+    return clear if clear >= 0 else None
+
+
+def gif_unheld_alpha(alpha: bytes) -> str | None:
+    """The palette entries whose alpha a GIF cannot hold (all but its one transparent entry, the
+    first of alpha 0, and the opaque), as a dropped field names them; None where there are none."""
     clear = alpha.find(b"\0")
     rest = [index for index, value in enumerate(alpha) if value != 255 and index != clear]
-    said = [] if not rest else [f"GIF holds one transparent palette entry: the alpha of entries "
-                                f"{', '.join(map(str, rest[:5]))}{', ...' if len(rest) > 5 else ''} dropped"]
-    return (clear if clear >= 0 else None), said
+    if not rest:
+        return None
+    return f"alpha of palette entries {', '.join(map(str, rest[:5]))}{', ...' if len(rest) > 5 else ''}"
 
 
 def _paletted(im: Any, colours: int = 256) -> tuple[Any, list[str]]:

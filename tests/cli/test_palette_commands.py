@@ -106,8 +106,12 @@ def test_gif_and_bmp_outputs_hold_the_palette(mask: tuple[Path, np.ndarray], tmp
     indices, palette, transparency = read_back(out)
     assert np.array_equal(indices, labels) and palette == COLOURS and transparency == alpha
     # GIF: one transparent entry, the first clear one; BMP: none
-    said = "the alpha of entries 2 dropped" if fmt == "gif" else "BMP cannot hold the palette's transparency"
+    said = ("GIF cannot hold the alpha of palette entries 2; dropped" if fmt == "gif"
+            else "BMP cannot hold the palette's transparency; dropped")
     assert said in result.stderr
+    planned = run("crop-pad", path, "--out-dir", tmp_path / "o", "--name", f"{{stem}}.{fmt}", "--shape", "12,16",
+                  "--keep-palette", "--dry-run", "--json")
+    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == [said]  # as the run says it
     back = run("crop-pad", out, "-o", tmp_path / "again.npy", "--shape", "12,16", "--keep-palette", "-q")
     assert back.exit_code == 0, back.stderr
     assert np.array_equal(np.load(tmp_path / "again.npy"), labels)
