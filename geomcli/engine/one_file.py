@@ -356,9 +356,16 @@ def _as_image(metadata: Metadata, input_shape: tuple[int, ...], input_layout: st
               report: Report) -> Metadata:
     """``metadata`` as an image format takes a result of ``shape`` in the ``written`` layout,
     said in ``report``: its last channel made alpha, or channels that are no colours written as
-    RGB(A), whose GRAY or CMYK profile is then dropped. By the run, and by its dry run
-    (:func:`planned_metadata`)."""
+    RGB(A), whose GRAY or CMYK profile is then dropped, or a palette (--keep-palette) that a result
+    of several channels cannot take. By the run, and by its dry run (:func:`planned_metadata`)."""
+    from geomcli import io
     from geomcli.engine import layout as layouts
+
+    held = io.written_shape(shape, output_format, written)
+    if metadata.palette is not None and output_format in io.PALETTE_FORMATS and len(held) != 2:
+        report.warnings.append(f"the palette ({len(metadata.palette) // 3} colours) is for one channel of indices, "
+                               f"not a {'x'.join(map(str, held))} result; dropped")
+        metadata = metadata._replace(palette=None, palette_alpha=None)
 
     input_layout = layouts.written_layout(input_shape, input_shape, common.layout, input_layout)
     made_alpha = _made_alpha(input_shape, input_layout, shape, written, output_format)

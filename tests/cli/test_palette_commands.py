@@ -234,3 +234,17 @@ def test_strip_keeps_the_palette(mask: tuple[Path, np.ndarray], tmp_path: Path) 
     assert result.exit_code == 0, result.stderr
     indices, palette, alpha = read_back(tmp_path / "s.png")
     assert np.array_equal(indices, labels) and palette == COLOURS and alpha == ALPHA
+
+
+def test_a_result_of_several_channels_drops_the_palette_and_its_dry_run_says_so(mask: tuple[Path, np.ndarray],
+                                                                                 tmp_path: Path) -> None:
+    path, labels = mask
+    said = "the palette (6 colours) is for one channel of indices, not a 6x8x4 result; dropped"
+    result = run("space-to-depth", path, "-o", tmp_path / "s.png", "--blocksize", "2", "--keep-palette", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert said in json.loads(result.stdout)["warnings"]
+    with Image.open(tmp_path / "s.png") as im:
+        assert im.mode == "RGBA" and np.array_equal(np.asarray(im)[..., 0], labels[::2, ::2])
+    planned = run("space-to-depth", path, "--out-dir", tmp_path / "o", "--blocksize", "2", "--keep-palette",
+                  "--dry-run", "--json")
+    assert said in json.loads(planned.stdout.splitlines()[0])["warnings"]
