@@ -316,24 +316,12 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if mapped:
             # renamed into place as the ExitStack closes
             from geomcli.engine import slabs
-            from geomcli.io import _tiff
 
             assert not isinstance(result, io.Picture)  # only an array asks allocate for a map
 
             report.value_range, nan = slabs.range_and_nan(result)
             report.notes.extend([summary.NAN_NOTE] if nan else [])
-            # (the compression is not compared: a compressed output is never mapped, see allocate)
-            if output_format == "tiff" and _tiff.carries_ome(tuple(result.shape), written, metadata):
-                # its OME axes, physical sizes and channel names (where they fit) are the map's
-                refused = _tiff.channels_refusal(metadata.channels, tuple(result.shape), metadata.axes) \
-                    if metadata.channels else None
-                report.warnings.extend([refused] if refused else [])
-                metadata = metadata._replace(axes=None, axes_kind=None, physical=(), channels=())
-            if output_format == "tiff" and _tiff.carries_imagej(tuple(result.shape), result.dtype, written, metadata):
-                # its ImageJ axes, resolution and unit, slice spacing and frame interval are the map's
-                metadata = metadata._replace(axes=None, axes_kind=None, resolution=None, unit=None, imagej=())
-            if output_format != "npy":
-                report.warnings.extend(_unmapped(metadata))
+            metadata = _said_of_map(metadata, tuple(result.shape), result.dtype, written, output_format, report)
         else:
             metadata = _as_image(metadata, tuple(loaded.shape), loaded.layout, tuple(result.shape), written,
                                  output_format, common, report)
@@ -386,20 +374,45 @@ def planned_metadata(operation: Operation, metadata: Metadata, header: Header, s
     cannot keep, what the operation drops (a rotation's DPI and physical sizes), what the image
     format makes of its channels, what the output cannot hold (io.unkept: a JPEG's loss, a PNG's
     EXIF to a BMP...), and a .npy's ``dropped``. Not what the pixels or the writer decide (a
-    GIF's colours, the TIFF writer's own judgement of axes and compression), nor what a big
-    output written through a memory map drops."""
+    GIF's colours, the TIFF writer's own judgement of axes and compression). A big output written
+    through a memory map (where the run's allocate maps it) says what the map drops instead."""
     from geomcli import io
     from geomcli.engine import layout as layouts
 
     written = layouts.result_layout(operation.takes_rank_layout(), header.shape, header.layout, shape, output,
                                     output_format, common)
+    mapped = (not _compresses(output_format, common.fidelity, metadata) and operation.writes_into(header, common)
+              and io.maps_output(output, shape, header.dtype, format=output_format))  # as the run's allocate
     metadata, unnamed = _named_as(_output_metadata(operation, metadata, header, common, output, output_format),
                                   output, output_format, written, len(shape), common)
     report.warnings.extend([unnamed] if unnamed else [])
-    metadata = _as_image(metadata, header.shape, header.layout, shape, written, output_format, common, report)
-    report.warnings.extend(io.unkept(metadata, output_format, write_options(common)))
+    if mapped:
+        metadata = _said_of_map(metadata, shape, header.dtype, written, output_format, report)
+    else:
+        metadata = _as_image(metadata, header.shape, header.layout, shape, written, output_format, common, report)
+        report.warnings.extend(io.unkept(metadata, output_format, write_options(common)))
     if output_format == "npy" and io.dropped(metadata, output_format):
         report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
+
+
+def _said_of_map(metadata: Metadata, shape: tuple[int, ...], dtype: np.dtype, written: str | None,
+                 output_format: str, report: Report) -> Metadata:
+    """``metadata`` less what a memory-mapped output of ``shape`` holds itself, what the map
+    cannot hold said in ``report``. By the run, and by its dry run (:func:`planned_metadata`)."""
+    from geomcli.io import _tiff
+
+    # (the compression is not compared: a compressed output is never mapped, see allocate)
+    if output_format == "tiff" and _tiff.carries_ome(shape, written, metadata):
+        # its OME axes, physical sizes and channel names (where they fit) are the map's
+        refused = _tiff.channels_refusal(metadata.channels, shape, metadata.axes) if metadata.channels else None
+        report.warnings.extend([refused] if refused else [])
+        metadata = metadata._replace(axes=None, axes_kind=None, physical=(), channels=())
+    if output_format == "tiff" and _tiff.carries_imagej(shape, dtype, written, metadata):
+        # its ImageJ axes, resolution and unit, slice spacing and frame interval are the map's
+        metadata = metadata._replace(axes=None, axes_kind=None, resolution=None, unit=None, imagej=())
+    if output_format != "npy":
+        report.warnings.extend(_unmapped(metadata))
+    return metadata
 
 
 def _unmapped(metadata: Metadata) -> list[str]:

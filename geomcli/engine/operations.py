@@ -61,6 +61,11 @@ class Operation:
         """The result in the file's layout; a big one written into ``allocate``'s memory map."""
         raise NotImplementedError
 
+    def writes_into(self, header: Header, common: Common) -> bool:
+        """Whether :meth:`apply` asks ``allocate`` for its result's array for a file of this header
+        (a memory map where io.maps_output says so): a dry run says what such an output drops."""
+        return False
+
     def metadata(self, metadata: Metadata, header: Header, common: Common) -> Metadata:
         """The input's metadata as the output's, for an input of this header (most operations
         keep it as it is)."""
@@ -178,6 +183,9 @@ class CropPad(Operation):
 
         return (len(self.target) == 2 and min(self.target) > 0 and self.axes is None and self.fill is None
                 and common.layout is None and output_format in IMAGE_FORMATS)
+
+    def writes_into(self, header: Header, common: Common) -> bool:
+        return True
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         import geomcli.ops.center_crop_pad as crop_ops
@@ -392,6 +400,14 @@ class _Blocks(Operation):
         output = layouts.from_nchw_shape(shape, chosen, layouts.batch_shape(header.shape, chosen))
         check_size(output, common)
         return output
+
+    def writes_into(self, header: Header, common: Common) -> bool:
+        from geomcli.engine import layout as layouts
+
+        chosen = layouts.resolve_layout(header.shape, common.layout, header.layout)
+        with layouts.in_file_terms(header.shape, chosen):
+            channels = self._nchw_output_shape(_onnx_shape(header.shape, chosen))[1]
+        return _maps(chosen, channels)
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         import geomcli.ops.space_depth as space_depth_ops
@@ -613,6 +629,10 @@ class GridSample(Operation):
         layout = _as_tensor(header.shape, common, header.layout, self.volume, header.axes)
         return _sampled_shape(self, header, common, layout, self.volume)
 
+    def writes_into(self, header: Header, common: Common) -> bool:
+        layout = _as_tensor(header.shape, common, header.layout, self.volume, header.axes)
+        return _maps(layout, _onnx_shape(header.shape, layout, self.volume)[1], self.volume)  # channels kept
+
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
         from geomcli.ops.grid_sample import grid_sample
@@ -750,6 +770,10 @@ class Warp(Operation):
             error.args = (f"{error.args[0]}; with --volume they are 3-D matrices, for the {layout} stack as one "
                           "volume",)
             raise
+
+    def writes_into(self, header: Header, common: Common) -> bool:
+        layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
+        return _maps(layout, _onnx_shape(header.shape, layout, self.volume)[1], self.volume)  # channels kept
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         from geomcli.engine import layout as layouts
@@ -1253,6 +1277,11 @@ class Chain(Operation):
 
     def output_shape(self, header: Header, common: Common) -> tuple[int, ...]:
         return self._headers(header, common)[-1].shape
+
+    def writes_into(self, header: Header, common: Common) -> bool:
+        # the last step's (a crop-pad fused with the resize before it writes into it too)
+        step, step_header, step_common = self._walk(header, common)[-1]
+        return step.writes_into(step_header, step_common)
 
     def unused_options(self) -> list[str]:
         return [f"{self._named(index)}: {warning}" for index, step in enumerate(self.steps)

@@ -1697,9 +1697,13 @@ def _metadata_inputs(folder: Path) -> None:
     ("turned.jpg", "{stem}.gif", ["warp", "--rotate", "30"]),
     ("p.png", "{stem}.zarr", ["crop-pad", "--shape", "4,4"]),
     ("turned.jpg", "{stem}.zarr", ["warp", "--rotate", "30"]),
+    # 75 MB outputs: a memory map where the operation writes into one, from RAM where it does not (resize)
+    ("p.png", "{stem}.tif", ["crop-pad", "--shape", "5000,5000"]),
+    ("p.png", "{stem}.tif", ["warp", "--scale", "0.1", "--size", "5000,5000"]),
+    ("p.png", "{stem}.tif", ["resize", "--sizes", "5000,5000"]),
 ], ids=["ome-turned", "ome-npy", "ome-volume", "imagej-ome", "imagej-npy", "imagej-volume", "png-jpeg", "png-scaled",
         "png-bmp", "png-npy", "png-ome-tiff", "png-blocks", "png-chain", "jpeg-webp", "jpeg-gif", "png-zarr",
-        "jpeg-zarr"])
+        "jpeg-zarr", "png-mapped", "png-warp-mapped", "png-resize-big"])
 def test_a_dry_run_warns_of_the_metadata_as_the_run_does_without_decoding(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, name: str, args: list[str]) -> None:
     """'warp z.ome.tif --out-dir o --name {stem}.ome.tif --rotate 30 --dry-run --json' gave warnings []
