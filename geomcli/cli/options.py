@@ -180,6 +180,24 @@ def _no_dash(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value
 
 
+def _checked_scheduler(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--scheduler (or GEOMCLI_SCHEDULER) checked as the command line is read, as GEOMCLI_THREADS
+    is: a run that does not use it (-o, -j) never checked it ('GEOMCLI_SCHEDULER=bogus crop-pad
+    a.png -o b.png' exited 0, where a batch refused it)."""
+    if value is not None:
+        from geomcli.engine.scheduler import parse_scheduler
+        from geomcli.errors import PlanError
+
+        try:
+            parse_scheduler(value)
+        except PlanError as error:
+            # named as the batch's own check names it (plan), and the variable where it came from
+            from_environment = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
+            hint = "'--scheduler' (env var: 'GEOMCLI_SCHEDULER')" if from_environment else "'--scheduler'"
+            raise click.BadParameter(str(error), ctx, param_hint=hint) from error
+    return value
+
+
 def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """-o, or --out-dir and the batch options: the command gets ``output`` and ``batch``."""
 
@@ -206,7 +224,7 @@ def outputs_options(command: Callable[..., Any]) -> Callable[..., Any]:
                        "write nothing.")
     @files_from_option
     @click.option("--scheduler", default=None, metavar="local|local:N|tcp://HOST:PORT", envvar="GEOMCLI_SCHEDULER",
-                  show_envvar=True,
+                  show_envvar=True, callback=_checked_scheduler,
                   help="Do the files on Dask: local:N starts N worker processes for the run, an address joins "
                        "a running cluster (pip install 'geomcli[dask]'); -j N runs without it.  [default: -j]")
     @functools.wraps(command)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import fifo_feeding, hooked, run, wait_until_reading_stdin
+from conftest import FileFactory, fifo_feeding, hooked, run, wait_until_reading_stdin
 from PIL import Image
 
 import geomcli.ops.affine_grid as grid_ops
@@ -1409,6 +1409,24 @@ def test_threads_must_be_from_one_to_1024(threads: str, tensor: Path, tmp_path: 
     result = run("space-to-depth", tensor, "-o", tmp_path / "o.npy", "--blocksize", "2", "--threads", threads)
     assert result.exit_code == 2 and "--threads" in result.stderr and "1<=x<=1024" in result.stderr
     assert not (tmp_path / "o.npy").exists()
+
+
+@pytest.mark.parametrize("how", [["-o", "o.png"], ["--out-dir", "out", "-j", "1"]])
+def test_a_malformed_geomcli_scheduler_is_refused_where_it_is_not_used(how: list[str], tmp_path: Path,
+                                                                        png_file: FileFactory,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """'GEOMCLI_SCHEDULER=bogus crop-pad a.png -o o.png' exited 0 (as with -j 1 on a batch) where a
+    batch refused it, exit 2: a malformed variable is refused as GEOMCLI_THREADS's is, whatever the run."""
+    monkeypatch.chdir(tmp_path)
+    png_file((6, 6, 3))
+    result = run("crop-pad", "a.png", *how, "--shape", "4,4", env={"GEOMCLI_SCHEDULER": "bogus"})
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.endswith("Error: Invalid value for '--scheduler' (env var: 'GEOMCLI_SCHEDULER'): 'bogus' is "
+                                  "not local, local:N or a scheduler's address such as tcp://HOST:8786\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.png"]
+    # a well-formed one is a default for the jobs it is for: an -o file's is not one of them
+    result = run("crop-pad", "a.png", *how, "--shape", "4,4", env={"GEOMCLI_SCHEDULER": "local:2"})
+    assert result.exit_code == 0 and (tmp_path / "o.png").exists() != ("-j" in how), result.stderr
 
 
 def test_the_shared_constants_are_ios() -> None:
