@@ -1679,6 +1679,20 @@ def _metadata_inputs(folder: Path) -> None:
     Image.fromarray(np.full((8, 10, 3), 90, np.uint8)).save(folder / "turned.jpg", exif=exif.tobytes(), dpi=(72, 72))
 
 
+def test_a_rotated_calibration_is_named_as_a_pixel_size_not_a_dpi(tmp_path: Path) -> None:
+    """A 0.25 micron ImageJ stack after 'warp --rotate 30' to a .tif (a format that holds DPI): the
+    run and its dry run named what went 'DPI (101600 x 101600)', a figure no microscopist gave. It is
+    the pixel size, in the stack's unit, now; a resolution in inches is still DPI."""
+    _metadata_inputs(tmp_path)
+    for source, said in (("ij.tif", "pixel size (0.25 micron)"), ("p.png", "DPI (300 x 300)")):
+        line = ("warp", tmp_path / source, "--out-dir", tmp_path / "out", "--name", "{stem}.tif", "--rotate", "30",
+                "--json")
+        for result in (run(*line, "--dry-run"), run(*line)):
+            assert result.exit_code == 0, result.stderr
+            assert (f"{said} of warp's output (its pixels have no size per axis: a grid, a rotation or shear) cannot "
+                    "be carried; dropped") in json.loads(result.stdout.splitlines()[0])["warnings"]
+
+
 @pytest.mark.parametrize(("source", "name", "args"), [
     ("z.ome.tif", "{stem}.ome.tif", ["warp", "--rotate", "30"]),
     ("z.ome.tif", "{stem}.npy", ["crop-pad", "--shape", "4,4"]),
