@@ -373,8 +373,9 @@ def planned_metadata(operation: Operation, metadata: Metadata, header: Header, s
     no pixel read), said in its dry run's ``report`` by the run's own code: the .ome.tif name it
     cannot keep, what the operation drops (a rotation's DPI and physical sizes), what the image
     format makes of its channels, what the output cannot hold (io.unkept: a JPEG's loss, a PNG's
-    EXIF to a BMP...), and a .npy's ``dropped``. Not what the pixels or the writer decide (a
-    GIF's colours, the TIFF writer's own judgement of axes and compression). A big output written
+    EXIF to a BMP...), the TIFF writer's own (its write_plan: axes, compression, an ImageJ
+    spacing), and a .npy's ``dropped``. Not what the pixel values decide (a GIF's colours, a TIFF's
+    12-bit fit). A big output written
     through a memory map (where the run's allocate maps it) says what the map drops instead."""
     from geomcli import io
     from geomcli.engine import layout as layouts
@@ -391,6 +392,13 @@ def planned_metadata(operation: Operation, metadata: Metadata, header: Header, s
     else:
         metadata = _as_image(metadata, header.shape, header.layout, shape, written, output_format, common, report)
         report.warnings.extend(io.unkept(metadata, output_format, write_options(common)))
+        if output_format == "tiff":  # the TIFF writer's own, from the shape, dtype and metadata (not the values)
+            import numpy as np
+
+            from geomcli.io import _tiff
+
+            report.warnings.extend(_tiff.write_plan(shape, np.dtype(header.dtype), metadata, write_options(common),
+                                                    io.display_name(output, output=True), written)[2])
     if output_format == "npy" and io.dropped(metadata, output_format):
         report.dropped = io.dropped(metadata, output_format)  # type: ignore[attr-defined]
 

@@ -1070,73 +1070,101 @@ def write(
     keeping ``metadata``'s axes only where they read back as that layout."""
     import tifffile
 
+    write_args, moves, warnings = write_plan(data.shape, data.dtype, metadata, options, name, layout, data)
+    stored = data
+    for source, destination in moves:
+        stored = np.moveaxis(stored, source, destination)
+    if "UUID" in write_args["metadata"]:
+        write_args["metadata"]["UUID"] = _ome_uuid(stored)  # (tifffile's own is new each run)
+    tifffile.imwrite(f, stored, **write_args)
+    return warnings
+
+
+def write_plan(
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    metadata: Metadata | None = None,
+    options: WriteOptions | None = None,
+    name: str = "<output>",
+    layout: str | None = None,
+    data: np.ndarray | None = None,
+) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
+    """How :func:`write` writes an array of ``shape`` and ``dtype``: tifffile's arguments (an OME
+    file's UUID left to name by its pixels), the axis moves that make the stored array, and the
+    warnings, from the metadata, shape, dtype and options alone; so a dry run gives them without
+    the pixels. What the values decide (whether they fit a TIFF's 12-bit samples) is judged only
+    where ``data`` is given: without it, no warning of it."""
     metadata = metadata or Metadata()
     warnings: list[str] = []
-    axes = _own_axes(metadata.axes, layout, data.ndim)
-    if axes is not None and len(axes) != data.ndim:
+    ndim = len(shape)
+    axes = _own_axes(metadata.axes, layout, ndim)
+    if axes is not None and len(axes) != ndim:
         if metadata.axes_kind is not None:  # (a plain image's YXS is no metadata of the file's)
-            warnings.append(f"the TIFF axes {axes} do not fit the result's shape {data.shape}; written without axes")
+            warnings.append(f"the TIFF axes {axes} do not fit the result's shape {shape}; written without axes")
         axes = None
     kind = metadata.axes_kind if axes else None
-    if layout is not None and len(layout) == data.ndim and axes != layout and not names_layout(axes, layout):
+    if layout is not None and len(layout) == ndim and axes != layout and not names_layout(axes, layout):
         if kind is not None:
             warnings.append(f"the TIFF axes {axes} do not fit the result's layout {layout}; written as {_AXES[layout]}")
         axes, kind = _AXES[layout], None
-    if kind == "imagej" and not _imagej_fits(data.shape, data.dtype, axes or ""):
-        warnings.append(f"ImageJ metadata cannot describe {data.dtype} data with axes {axes}; "
+    if kind == "imagej" and not _imagej_fits(shape, dtype, axes or ""):
+        warnings.append(f"ImageJ metadata cannot describe {dtype} data with axes {axes}; "
                         "written as tifffile metadata with the same axes")
         kind = "shaped"
-    compression, said = _compression(data, metadata, options or WriteOptions(), name)
+    compression, said = _compression(shape, dtype, metadata, options or WriteOptions(), name)
     warnings.extend(said)
-    stored = data
+    moves: list[tuple[int, int]] = []
+    stored = tuple(shape)
     if axes == "SYX":
-        if data.dtype.kind == "b" or compression == "jpeg":
+        if dtype.kind == "b" or compression == "jpeg":
             axes = "YXS"  # (tifffile's bits, and JPEG's colours, take samples contiguous)
         else:
-            stored = np.moveaxis(data, -1, 0)  # planar, as the input was stored: (H, W, S) -> (S, H, W)
-    write_args = _pages(stored.shape, data.dtype, axes, kind, metadata.colour, metadata.inks)
+            moves.append((-1, 0))  # planar, as the input was stored: (H, W, S) -> (S, H, W)
+            stored = (stored[-1], *stored[:-1])
+    write_args = _pages(stored, dtype, axes, kind, metadata.colour, metadata.inks)
     if kind == "ome" and axes and axes.endswith("YXS") and write_args["photometric"] == "minisblack" \
             and "planarconfig" not in write_args:
         # samples the pages cannot hold as samples (one, or bools) are OME's channels, a plane each:
         # tifffile's OME-XML takes an S axis only as a page's samples (it raised for YXS of one sample)
-        stored, axes = np.moveaxis(stored, -1, -3), f"{axes[:-3]}CYX"
-        write_args = _pages(stored.shape, data.dtype, axes, kind, metadata.colour, metadata.inks)
+        moves.append((-1, -3))
+        stored, axes = (*stored[:-3], stored[-1], *stored[-3:-1]), f"{axes[:-3]}CYX"
+        write_args = _pages(stored, dtype, axes, kind, metadata.colour, metadata.inks)
     if metadata.inks and write_args["photometric"] != "separated":
-        warnings.append(f"the TIFF's CMYK photometric cannot describe the result's shape {data.shape} "
-                        f"{data.dtype}; written as grey samples")
-    write_args["bigtiff"] = data.nbytes >= BIGTIFF_BYTES
+        warnings.append(f"the TIFF's CMYK photometric cannot describe the result's shape {shape} "
+                        f"{dtype}; written as grey samples")
+    write_args["bigtiff"] = math.prod(shape) * dtype.itemsize >= BIGTIFF_BYTES
     if kind == "imagej":
         write_args["imagej"] = True
         write_args["metadata"].update(metadata.imagej)
     elif kind == "ome":
         write_args["ome"] = True
-        write_args["metadata"]["UUID"] = _ome_uuid(stored)  # (tifffile's own is new each run)
+        write_args["metadata"]["UUID"] = None  # named by the pixels (write)
         write_args["metadata"].update(_ome_sizes(metadata.physical))
     if metadata.physical and kind != "ome":
         warnings.append("the OME physical sizes cannot be written without OME axes; dropped")
     if metadata.channels:
-        refusal = channels_refusal(metadata.channels, stored.shape, axes if kind == "ome" else None)
+        refusal = channels_refusal(metadata.channels, stored, axes if kind == "ome" else None)
         if refusal is None:
             write_args["metadata"]["Channel"] = {"Name": list(metadata.channels)}
         else:
             warnings.append(refusal)
     if metadata.bits is not None:
-        refusal = _bits_refusal(stored, metadata.bits, compression)
-        if refusal is None:
+        refusal = _bits_refusal(dtype, metadata.bits, compression, data)
+        if refusal is None and data is not None:
             write_args["bitspersample"] = metadata.bits
-        else:
+        elif refusal is not None:
             warnings.append(refusal)
     if metadata.imagej and kind != "imagej":  # (a space-to-depth of RGB planes: no ImageJ hyperstack)
         warnings.append(f"the ImageJ {imagej_entries(metadata.imagej)} cannot be written without ImageJ metadata; "
                         "dropped")
     if compression is not None:
         write_args["compression"] = compression
-        if compression in _PREDICTABLE and stored.dtype.kind in _PREDICTED.get(metadata.predictor or 0, "-"):
+        if compression in _PREDICTABLE and dtype.kind in _PREDICTED.get(metadata.predictor or 0, "-"):
             write_args["predictor"] = metadata.predictor  # (one the result's dtype cannot take is dropped)
     if metadata.tile is not None and all(side > 0 and side % 16 == 0 for side in metadata.tile):
         write_args["tile"] = metadata.tile  # (TIFF tiles are multiples of 16; a crafted tag's are not kept)
     elif compression == "jpeg":  # (H, W) or (..., H, W, S), as compression_refusal allows
-        height, width, samples = (*data.shape, 1) if data.ndim == 2 else data.shape[-3:]
+        height, width, samples = (*shape, 1) if ndim == 2 else shape[-3:]
         if height > _JPEG_ROWS:  # tifffile's strips of about 256 KB would be taller than libjpeg takes
             write_args["rowsperstrip"] = min(_JPEG_ROWS, max(16, 2**18 // (width * samples)))
     if metadata.icc is not None:
@@ -1162,30 +1190,29 @@ def write(
         warnings.append(f"the ImageJ slice spacing ({spacing:g} {metadata.unit}) is in the unit of the "
                         "resolution dropped, which ImageJ would read as pixels; dropped")
     if metadata.palette is not None:
-        refusal = _palette_refusal(stored, metadata.palette, kind, compression, write_args["photometric"])
+        refusal = _palette_refusal(stored, dtype, metadata.palette, kind, compression, write_args["photometric"])
         if refusal is None:
             write_args["photometric"] = "palette"
-            write_args["colormap"] = _colormap(metadata.palette, stored.dtype)
+            write_args["colormap"] = _colormap(metadata.palette, np.dtype(dtype))
         else:
             warnings.append(refusal)
-    tifffile.imwrite(f, stored, **write_args)
-    return warnings
+    return write_args, moves, warnings
 
 
-def _palette_refusal(stored: np.ndarray, palette: bytes, kind: str | None, compression: str | None,
-                     photometric: str) -> str | None:
-    """Why a TIFF of ``stored`` cannot be written with ``palette`` (Metadata.palette): a palette page
-    is one plane of uint8 or uint16 indices, its map of 2**bits entries, not JPEG-compressed."""
+def _palette_refusal(stored: tuple[int, ...], dtype: np.dtype, palette: bytes, kind: str | None,
+                     compression: str | None, photometric: str) -> str | None:
+    """Why a TIFF of ``stored`` (its shape as stored) and ``dtype`` cannot be written with ``palette``
+    (Metadata.palette): a palette page is one plane of uint8 or uint16 indices, its map of 2**bits
+    entries, not JPEG-compressed."""
     colours = len(palette) // 3
-    if stored.ndim != 2 or stored.dtype not in (np.uint8, np.uint16) or kind is not None \
-            or photometric != "minisblack":
-        shape = "x".join(map(str, stored.shape))
-        return (f"the palette ({colours} colours) is for one plane of indices, not a {shape} {stored.dtype} "
-                "result; dropped")
+    dtype = np.dtype(dtype)
+    if len(stored) != 2 or dtype not in (np.uint8, np.uint16) or kind is not None or photometric != "minisblack":
+        shape = "x".join(map(str, stored))
+        return f"the palette ({colours} colours) is for one plane of indices, not a {shape} {dtype} result; dropped"
     if compression == "jpeg":
         return f"a JPEG-compressed TIFF cannot hold the palette ({colours} colours); dropped"
-    if colours > 1 << (8 * stored.itemsize):
-        return f"the palette ({colours} colours) has more entries than {stored.dtype} indices reach; dropped"
+    if colours > 1 << (8 * dtype.itemsize):
+        return f"the palette ({colours} colours) has more entries than {dtype} indices reach; dropped"
     return None
 
 
@@ -1469,22 +1496,23 @@ def channels_refusal(names: tuple[str, ...], shape: tuple[int, ...], axes: str |
     return None
 
 
-def _bits_refusal(data: np.ndarray, bits: int, compression: str | None) -> str | None:
-    """Why ``data`` cannot be written in samples of ``bits`` (tifffile packs them only uncompressed,
-    and only values below 2**bits fit), as a warning; None where it can.
+def _bits_refusal(dtype: np.dtype, bits: int, compression: str | None, data: np.ndarray | None) -> str | None:
+    """Why a result of ``dtype`` cannot be written in samples of ``bits`` (tifffile packs them only
+    uncompressed, and only values below 2**bits fit), as a warning; None where it can, or where
+    only the values of ``data``, not given, would tell.
 
-    >>> _bits_refusal(np.array([[4095]], np.uint16), 12, None) is None
+    >>> _bits_refusal(np.dtype(np.uint16), 12, None, np.array([[4095]], np.uint16)) is None
     True
-    >>> _bits_refusal(np.array([[4096]], np.uint16), 12, None)[:80]
+    >>> _bits_refusal(np.dtype(np.uint16), 12, None, np.array([[4096]], np.uint16))[:80]
     "the TIFF's 12-bit samples cannot be kept: the result holds values past 4095 (wri"
     """
-    width = data.dtype.itemsize * 8
+    width = dtype.itemsize * 8
     white = (1 << bits) - 1
-    if data.dtype.kind != "u" or bits >= width:
-        why = f"the result is {data.dtype}"
+    if dtype.kind != "u" or bits >= width:
+        why = f"the result is {dtype}"
     elif compression is not None:
         why = f"tifffile packs them only uncompressed, not {compression}"
-    elif data.size and int(data.max()) > white:
+    elif data is not None and data.size and int(data.max()) > white:
         why = f"the result holds values past {white}"  # (a cubic's overshoot, a --fill)
     else:
         return None
@@ -1575,7 +1603,7 @@ def compression_refusal(compression: str, dtype: np.dtype | str, shape: tuple[in
 
 
 def _compression(
-    data: np.ndarray, metadata: Metadata, options: WriteOptions, name: str
+    shape: tuple[int, ...], dtype: np.dtype, metadata: Metadata, options: WriteOptions, name: str
 ) -> tuple[str | None, list[str]]:
     """The compression to write with (--compression, else the input's), and any warnings: one the
     data cannot take is an error naming the file where it was asked (a plan refuses it before),
@@ -1588,7 +1616,7 @@ def _compression(
     if wanted not in COMPRESSIONS:  # the input's, of a codec geomcli writes no TIFF with
         return "zlib", [f"the input's TIFF compression {wanted} is not one geomcli writes; wrote zlib "
                         "(--compression chooses)"]
-    refusal = compression_refusal(wanted, data.dtype, data.shape)
+    refusal = compression_refusal(wanted, dtype, shape)
     if refusal is not None:
         if asked:
             raise GeomError(f"{name}: {refusal}")

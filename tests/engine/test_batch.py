@@ -1669,6 +1669,7 @@ def _metadata_inputs(folder: Path) -> None:
         "axes": "ZYX", "PhysicalSizeX": 0.25, "PhysicalSizeY": 0.25, "PhysicalSizeZ": 0.5})
     tifffile.imwrite(folder / "ij.tif", stack, imagej=True, resolution=(4.0, 4.0),
                      metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um"})
+    tifffile.imwrite(folder / "ij_nounit.tif", stack, imagej=True, metadata={"axes": "ZYX", "spacing": 0.5})
     exif = Image.Exif()
     exif[0x0112] = 6
     icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
@@ -1715,9 +1716,12 @@ def test_a_rotated_calibration_is_named_as_a_pixel_size_not_a_dpi(tmp_path: Path
     ("p.png", "{stem}.tif", ["crop-pad", "--shape", "5000,5000"]),
     ("p.png", "{stem}.tif", ["warp", "--scale", "0.1", "--size", "5000,5000"]),
     ("p.png", "{stem}.tif", ["resize", "--sizes", "5000,5000"]),
+    # what the TIFF writer alone judged: an ImageJ spacing of no ImageJ file, one whose unit went
+    ("ij_nounit.tif", "{stem}.ome.tif", ["crop-pad", "--shape", "8,8"]),
+    ("ij.tif", "{stem}.tif", ["warp", "--rotate", "30"]),
 ], ids=["ome-turned", "ome-npy", "ome-volume", "imagej-ome", "imagej-npy", "imagej-volume", "png-jpeg", "png-scaled",
         "png-bmp", "png-npy", "png-ome-tiff", "png-blocks", "png-chain", "jpeg-webp", "jpeg-gif", "png-zarr",
-        "jpeg-zarr", "png-mapped", "png-warp-mapped", "png-resize-big"])
+        "jpeg-zarr", "png-mapped", "png-warp-mapped", "png-resize-big", "imagej-spacing-ome", "imagej-tif-turned"])
 def test_a_dry_run_warns_of_the_metadata_as_the_run_does_without_decoding(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, name: str, args: list[str]) -> None:
     """'warp z.ome.tif --out-dir o --name {stem}.ome.tif --rotate 30 --dry-run --json' gave warnings []
