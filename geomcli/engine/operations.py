@@ -1239,10 +1239,8 @@ def _resolution_scaled(operation: Operation, metadata: Metadata, header: Header,
     x, y = metadata.resolution
     if size is None:
         dpi, per = metadata.dpi, f"pixels per {metadata.unit}" if metadata.unit else "pixels (no unit)"
-        what = f"DPI ({dpi[0]:.0f} x {dpi[1]:.0f})" if dpi else f"resolution ({x:g} x {y:g} {per})"
-        if metadata.calibrated:  # a microscope's pixel size (ImageJ's micron, cm...), which no DPI was meant for
-            what = f"pixel size ({1 / x:g} {metadata.unit})" if x == y else \
-                f"pixel size ({1 / x:g} x {1 / y:g} {metadata.unit})"
+        what = metadata.pixel_size_named() or (f"DPI ({dpi[0]:.0f} x {dpi[1]:.0f})" if dpi
+                                               else f"resolution ({x:g} x {y:g} {per})")
         return metadata._replace(resolution=None, dropped=(*metadata.dropped, f"{what} of {sizeless(operation)}"))
     return metadata._replace(resolution=(x / size[width], y / size[height]))
 

@@ -494,7 +494,7 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
     if metadata.resolution is not None and "resolution" not in holds:
         dpi = metadata.dpi
         if dpi is not None and "dpi" not in holds:
-            fields.append((f"DPI ({dpi[0]:g} x {dpi[1]:g})", True))
+            fields.append((metadata.pixel_size_named() or f"DPI ({dpi[0]:g} x {dpi[1]:g})", True))
         elif dpi is None:
             x, y = metadata.resolution
             per = f" per {metadata.unit}" if metadata.unit else " (no unit)"

@@ -137,6 +137,20 @@ class Metadata(NamedTuple):
             return self.unit == "centimeter" or self.resolution != (72.0, 72.0)
         return self.axes_kind == "imagej" or self.unit not in ("inch", "centimeter")
 
+    def pixel_size_named(self) -> str | None:
+        """A calibration's resolution (see :attr:`calibrated`) as a warning names it: its pixel
+        size in its unit, which no DPI was meant for; None for a resolution that is no calibration.
+
+        >>> Metadata(resolution=(4.0, 2.0), unit="micron", axes_kind="imagej").pixel_size_named()
+        'pixel size (0.25 x 0.5 micron)'
+        >>> Metadata(resolution=(300.0, 300.0), unit="inch").pixel_size_named() is None
+        True
+        """
+        if self.resolution is None or not self.calibrated:
+            return None
+        x, y = (1 / pixels for pixels in self.resolution)
+        return f"pixel size ({x:g} {self.unit})" if x == y else f"pixel size ({x:g} x {y:g} {self.unit})"
+
     def pixel_size(self) -> dict[str, dict[str, Any]] | None:
         """The size of a pixel along x, y (and z), with its unit, as ``info`` shows it: an OME-TIFF's
         physical sizes (micrometres where it names no unit), else an ImageJ calibration (its

@@ -1692,6 +1692,9 @@ def test_a_rotated_calibration_is_named_as_a_pixel_size_not_a_dpi(tmp_path: Path
             assert result.exit_code == 0, result.stderr
             assert (f"{said} of warp's output (its pixels have no size per axis: a grid, a rotation or shear) cannot "
                     "be carried; dropped") in json.loads(result.stdout.splitlines()[0])["warnings"]
+    # and where a .npy, which holds none, leaves it
+    result = run("crop-pad", tmp_path / "ij.tif", "-o", tmp_path / "ij.npy", "--shape", "4,4", "--json")
+    assert json.loads(result.stdout)["dropped"][0] == "pixel size (0.25 micron)", result.output
 
 
 @pytest.mark.parametrize(("source", "name", "args"), [
