@@ -910,13 +910,17 @@ def unfit(metadata: Metadata, fmt: str) -> dict[str, str]:
     if fmt == "jpeg" and metadata.comment is not None and len(metadata.comment) > JPEG_SEGMENT:
         said["comment"] = f"comment of {len(metadata.comment)} bytes (one segment takes {JPEG_SEGMENT})"
     dpi = metadata.dpi
+    # a microscope's calibration by the pixel size it gave (0.25 micron), its DPI beside it
+    named = metadata.pixel_size_named()
+    as_dpi = "" if dpi is None else f"DPI ({dpi[0]:g} x {dpi[1]:g}" if named is None else \
+        f"{named[:-1]}, {dpi[0]:g} x {dpi[1]:g} dpi"
     if fmt == "jpeg" and dpi is not None and max(round(dpi[0]), round(dpi[1])) > _JFIF_DENSITY:
         # libjpeg's 16-bit JFIF density wrapped past it (127000 dpi was written as 61464)
-        said["dpi"] = f"DPI ({dpi[0]:g} x {dpi[1]:g}: a JFIF density holds up to {_JFIF_DENSITY})"
+        said["dpi"] = f"{as_dpi}: a JFIF density holds up to {_JFIF_DENSITY})"
     if fmt in ("png", "bmp") and dpi is not None and max(dpi) / 0.0254 > _PIXELS_PER_METRE - 0.5:
         # Pillow's (and our 16-bit PNG encoder's) packing raised past it: a traceback, no output
         field = "a pHYs chunk" if fmt == "png" else "a BMP header"
-        said["dpi"] = (f"DPI ({dpi[0]:g} x {dpi[1]:g}: {field} holds up to {_PIXELS_PER_METRE} pixels per metre, "
+        said["dpi"] = (f"{as_dpi}: {field} holds up to {_PIXELS_PER_METRE} pixels per metre, "
                        f"{_PIXELS_PER_METRE * 0.0254:.0f} dpi)")
     if fmt == "jpeg" and metadata.exif is not None:
         # a PNG's eXIf or a WebP's EXIF has no such bound (Pillow refused it: 'EXIF data is too

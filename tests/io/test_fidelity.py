@@ -306,6 +306,23 @@ def test_a_dpi_past_a_jfif_density_is_dropped_not_wrapped(tmp_path: Path, rng: n
     assert io.read_array(str(tmp_path / "half.jpg")).metadata.dpi == pytest.approx((63500, 63500))
 
 
+def test_a_calibration_past_a_jfif_density_is_named_by_its_pixel_size(tmp_path: Path,
+                                                                     rng: np.random.Generator) -> None:
+    """A 0.25 micron ImageJ image to a JPEG: its 101600 dpi is past a JFIF density, and the warning
+    named it 'DPI (101600 x 101600: ...)', a figure no microscopist gave, where every other line
+    names such a calibration by its pixel size."""
+    import tifffile
+
+    source = tmp_path / "ij.tif"
+    tifffile.imwrite(source, rng.integers(0, 256, (8, 10), dtype=np.uint8), imagej=True, resolution=(4.0, 4.0),
+                     metadata={"unit": "micron"})
+    result = run("crop-pad", source, "-o", tmp_path / "o.jpg", "--shape", "4,4")
+    assert result.exit_code == 0, result.stderr
+    assert (f"Warning: {tmp_path / 'o.jpg'}: JPEG cannot hold the pixel size (0.25 micron, 101600 x 101600 dpi: a "
+            "JFIF density holds up to 65535); dropped") in result.stderr, result.stderr
+    assert io.read_array(str(tmp_path / "o.jpg")).metadata.dpi is None
+
+
 @pytest.mark.parametrize(("name", "dtype", "shape"), [("o.png", np.uint8, (30, 40, 3)), ("o.png", np.uint16, (30, 40)),
                                                    ("o.bmp", np.uint8, (30, 40, 3))])
 def test_a_dpi_past_pixels_per_metre_is_dropped_not_a_traceback(tmp_path: Path, rng: np.random.Generator, name: str,
