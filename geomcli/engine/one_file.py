@@ -375,8 +375,8 @@ def planned_metadata(operation: Operation, metadata: Metadata, header: Header, s
     format makes of its channels, what the output cannot hold (io.unkept: a JPEG's loss, a PNG's
     EXIF to a BMP...), the TIFF writer's own (its write_plan: axes, compression, an ImageJ
     spacing), and a .npy's ``dropped``. Not what the pixel values decide (a GIF's colours, a TIFF's
-    12-bit fit). A big output written
-    through a memory map (where the run's allocate maps it) says what the map drops instead."""
+    12-bit fit). A big output written through a memory map (where the run's allocate maps it) says
+    what the map drops instead."""
     from geomcli import io
     from geomcli.engine import layout as layouts
 
