@@ -983,11 +983,35 @@ def _stop(task: Any) -> None:
 def stop_uploads() -> None:
     """Cancel every upload under way in this process, their multipart uploads aborted, and start
     no more: for a process about to end without unwinding (a batch worker's SIGTERM, whose
-    committing thread would otherwise go on to its next output)."""
+    committing thread would otherwise go on to its next output). The zarr chunk puts in flight
+    are waited for (a bounded time), not cancelled: a put whose bytes were sent lands all the
+    same, and one that landed after the sweep that follows had listed its array was left there."""
+    import time
+
     global _stopped
     _stopped = True
     for task in list(_under_way):
         _stop(task)
+    until = time.monotonic() + ABORT_SECONDS
+    while _chunk_puts and time.monotonic() < until:
+        time.sleep(0.01)
+
+
+# the zarr chunk puts in flight in this process (io._zarr_store's), for stop_uploads to wait for
+_chunk_puts: list[str] = []
+
+
+@contextmanager
+def chunk_put(key: str) -> Iterator[None]:
+    """Around a zarr chunk's put (its tries included): counted while in flight, refused once
+    stop_uploads was called."""
+    if _stopped:
+        raise InterruptedError("the process is ending")
+    _chunk_puts.append(key)  # (list.append and remove are atomic: puts run on zarr's loop thread)
+    try:
+        yield
+    finally:
+        _chunk_puts.remove(key)
 
 
 def _precondition_failed(error: BaseException) -> bool:

@@ -146,7 +146,10 @@ class BoundedRemoteStore(ChunkBound, zarr.storage.FsspecStore):
         return found
 
     async def set(self, key: str, value: Any, byte_range: Any = None) -> None:
-        await self._retried(functools.partial(super().set, key, value, byte_range), key, "write", len(value))
+        from geomcli.io import _remote
+
+        with _remote.chunk_put(key):  # a worker ending waits for it before its sweep lists the array
+            await self._retried(functools.partial(super().set, key, value, byte_range), key, "write", len(value))
 
     async def _retried(self, call: Callable[[], Awaitable[Any]], key: str, doing: str, size: int | None = None) -> Any:
         """``call()``, made again after a failure that may pass; a StalledError past its deadline."""
@@ -171,7 +174,7 @@ class BoundedRemoteStore(ChunkBound, zarr.storage.FsspecStore):
             try:
                 return await call()
             except _remote._failures() as error:
-                if retry == READ_RETRIES or not _remote.may_pass(error):
-                    raise
+                if retry == READ_RETRIES or not _remote.may_pass(error) or _remote._stopped:
+                    raise  # (a process ending waits for its puts: it does not wait for their retries)
             await asyncio.sleep(RETRY_SECONDS * (retry + 1))
         raise AssertionError("unreachable")

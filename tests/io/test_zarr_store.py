@@ -278,3 +278,52 @@ def test_metadata_bigger_than_metadata_is_read_to_is_refused_before_it_is_read(
     if where == "s3":  # (asked for as an array's, then as a group's), each read 2001 bytes
         assert brought["in.zarr/zarr.json"] in (2001, 2 * 2001)
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_a_process_ending_waits_for_its_chunk_puts_before_its_sweep(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A -j worker's SIGTERM stops its uploads (io._remote.stop_uploads), then sweeps the zarr
+    output it was writing (io._zarr.remove_incomplete). A chunk's put in flight landed after the
+    sweep had listed the array and removed its marker: a chunk left outside any array marked
+    incomplete, which no later sweep finds (CI saw it once). The puts in flight are waited for,
+    and none is begun after the stop."""
+    import asyncio
+    import threading
+
+    import s3fs
+
+    from geomcli.io import _remote, _zarr
+
+    url = f"{s3.url}/out.zarr"
+    _remote.configure(())
+    array = zarr.create_array(_zarr._store(url, read_only=False), shape=(2, 8), chunks=(1, 8), dtype="uint8",
+                              attributes={"geomcli": {"complete": False}})
+    started = threading.Event()
+    real = s3fs.S3FileSystem._call_s3
+
+    async def slow(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "put_object" and "/c/" in kwargs["Key"]:
+            started.set()
+            await asyncio.sleep(0.5)
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", slow)
+    failures: list[str] = []
+
+    def write() -> None:
+        for row in range(2):
+            try:
+                array[row] = 1
+            except InterruptedError as error:
+                failures.append(str(error))
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    assert started.wait(30)
+    try:
+        _remote.stop_uploads()
+        assert _zarr.remove_incomplete(url)
+    finally:
+        thread.join(30)
+        _remote.configure(())  # the next test may upload again
+    assert s3.keys() == []
+    assert failures == ["the process is ending"]  # the second row's put is not begun
