@@ -244,6 +244,11 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             return zarr_file.transform(operation, input_path, output, output_format, common, scheduler, piped=piped)
     with reporting(report, common), ExitStack() as outputs:
         fidelity = common.fidelity
+        if usage_faults and fidelity.keep_palette and operation.mixed_values() is not None \
+                and not io.is_stdin(input_path) and not io.is_stream(input_path):
+            # a blend of palette indices refused from the header, as a batch refuses it, before any
+            # pixel is read (a pipe, which can be read once, is judged once read)
+            refuse_usage_fault(operation, common, input_path, output, output_format)
         pictures = operation.takes_pictures(common, output_format)
         loaded = (io.read_picture if pictures else io.read_array)(
             input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient, frames=fidelity.frames,

@@ -248,3 +248,26 @@ def test_a_result_of_several_channels_drops_the_palette_and_its_dry_run_says_so(
     planned = run("space-to-depth", path, "--out-dir", tmp_path / "o", "--blocksize", "2", "--keep-palette",
                   "--dry-run", "--json")
     assert said in json.loads(planned.stdout.splitlines()[0])["warnings"]
+
+
+@pytest.mark.parametrize("command", [
+    ["resize", "--sizes", "24,32", "--mode", "linear"],
+    ["warp", "--rotate", "30"],
+    ["chain", "resize", "--scales", "2,2", "--mode", "cubic"],
+])
+def test_mixing_values_is_refused_from_the_header_before_the_pixels(mask: tuple[Path, np.ndarray], tmp_path: Path,
+                                                                    command: list[str]) -> None:
+    # pixel data cut short: read first, the file would fail (exit 1) before the refusal is seen
+    path, _ = mask
+    data = path.read_bytes()
+    cut = tmp_path / "cut.png"
+    cut.write_bytes(data[:data.index(b"IDAT") + 20])
+    for where in (["-o", tmp_path / "out.png"], ["--out-dir", tmp_path / "out"]):
+        if command[0] == "chain":
+            result = run("chain", "-i", cut, *where, "--keep-palette", *command[1:])
+        else:
+            result = run(command[0], cut, *where, *command[1:], "--keep-palette")
+        assert result.exit_code == 2, result.stderr
+        assert "mixes values, which palette indices (--keep-palette)" in result.stderr
+        assert "not a readable PNG" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.png", "voc.png"]
