@@ -328,8 +328,8 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             report.notes.extend([summary.NAN_NOTE] if nan else [])
             metadata = _said_of_map(metadata, tuple(result.shape), result.dtype, written, output_format, report)
         else:
-            metadata = _as_image(metadata, tuple(loaded.shape), loaded.layout, tuple(result.shape), written,
-                                 output_format, common, report)
+            metadata = _as_image(metadata, tuple(loaded.shape), loaded.layout, tuple(result.shape), str(result.dtype),
+                                 written, output_format, common, report)
             report.warnings.extend(io.write_array(
                 result, output, format=output_format, options=write_options(common), metadata=metadata,
                 layout=written))
@@ -345,12 +345,13 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
 
 
 def _as_image(metadata: Metadata, input_shape: tuple[int, ...], input_layout: str | None,
-              shape: tuple[int, ...], written: str | None, output_format: str, common: Common,
+              shape: tuple[int, ...], dtype: str, written: str | None, output_format: str, common: Common,
               report: Report) -> Metadata:
-    """``metadata`` as an image format takes a result of ``shape`` in the ``written`` layout,
-    said in ``report``: its last channel made alpha, or channels that are no colours written as
-    RGB(A), whose GRAY or CMYK profile is then dropped, or a palette (--keep-palette) that a result
-    of several channels cannot take. By the run, and by its dry run (:func:`planned_metadata`)."""
+    """``metadata`` as an image format takes a result of ``shape`` and ``dtype`` in the ``written``
+    layout, said in ``report``: its last channel made alpha, or channels that are no colours
+    written as RGB(A), whose GRAY or CMYK profile is then dropped, or a palette (--keep-palette)
+    that a result of several channels, or a PNG's of 16-bit indices, cannot take. By the run, and
+    by its dry run (:func:`planned_metadata`)."""
     from geomcli import io
     from geomcli.engine import layout as layouts
 
@@ -358,6 +359,11 @@ def _as_image(metadata: Metadata, input_shape: tuple[int, ...], input_layout: st
     if metadata.palette is not None and output_format in io.PALETTE_FORMATS and len(held) != 2:
         report.warnings.append(f"the palette ({len(metadata.palette) // 3} colours) is for one channel of indices, "
                                f"not a {'x'.join(map(str, held))} result; dropped")
+        metadata = metadata._replace(palette=None, palette_alpha=None)
+    elif metadata.palette is not None and output_format in io.PALETTE_FORMATS - {"tiff"} and dtype != "uint8":
+        # a palette indexes 8-bit values (a 16-bit PNG is grey or colour); a TIFF's writer judges its own
+        report.warnings.append(f"{output_format.upper()} cannot hold the palette ({len(metadata.palette) // 3} "
+                               f"colours) of {dtype} indices (a palette image's are 8-bit); dropped")
         metadata = metadata._replace(palette=None, palette_alpha=None)
 
     input_layout = layouts.written_layout(input_shape, input_shape, common.layout, input_layout)
@@ -395,7 +401,8 @@ def planned_metadata(operation: Operation, metadata: Metadata, header: Header, s
     if mapped:
         metadata = _said_of_map(metadata, shape, header.dtype, written, output_format, report)
     else:
-        metadata = _as_image(metadata, header.shape, header.layout, shape, written, output_format, common, report)
+        metadata = _as_image(metadata, header.shape, header.layout, shape, str(header.dtype), written, output_format,
+                             common, report)
         report.warnings.extend(io.unkept(metadata, output_format, write_options(common)))
         if output_format == "tiff":  # the TIFF writer's own, from the shape, dtype and metadata (not the values)
             import numpy as np

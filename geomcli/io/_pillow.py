@@ -955,7 +955,10 @@ def write(
         ppm = None if dpi is None else (round(dpi[0] / 0.0254), round(dpi[1] / 0.0254))
         f.write(_png.encode(data, level, icc=kept.get("icc_profile"), ppm=ppm, exif=kept.get("exif"),
                             chunks=kept.get("chunks", ())))
-        return []
+        colours = None if metadata is None else metadata.palette  # (a palette indexes 8-bit values)
+        return [] if colours is None else [
+            f"the palette ({len(colours) // 3} colours) is for one channel of uint8 indices, not a "
+            f"{'x'.join(map(str, data.shape))} {data.dtype} result; dropped"]
     from PIL import Image
 
     if data.ndim == 3 and data.shape[2] == 1:

@@ -271,3 +271,24 @@ def test_mixing_values_is_refused_from_the_header_before_the_pixels(mask: tuple[
         assert "mixes values, which palette indices (--keep-palette)" in result.stderr
         assert "not a readable PNG" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.png", "voc.png"]
+
+
+def test_16_bit_indices_to_png_drop_the_palette_saying_so_run_and_dry_run_alike(tmp_path: Path,
+                                                                                  rng: np.random.Generator) -> None:
+    import tifffile
+
+    labels = rng.integers(0, 6, (12, 16)).astype(np.uint16)
+    colormap = np.zeros((3, 1 << 16), np.uint16)
+    colormap[:, :6] = np.array(COLOURS, np.uint16).reshape(-1, 3).T * 257
+    tifffile.imwrite(tmp_path / "m16.tif", labels, photometric="palette", colormap=colormap)
+    result = run("crop-pad", tmp_path / "m16.tif", "-o", tmp_path / "m.png", "--shape", "12,16", "--keep-palette",
+                 "--json")
+    assert result.exit_code == 0, result.stderr
+    warnings = json.loads(result.stdout)["warnings"]
+    assert len(warnings) == 1 and warnings[0].startswith("PNG cannot hold the palette (")
+    assert warnings[0].endswith("colours) of uint16 indices (a palette image's are 8-bit); dropped")
+    with Image.open(tmp_path / "m.png") as im:
+        assert im.mode != "P" and np.array_equal(np.asarray(im), labels)  # the indices, 16-bit grey
+    planned = run("crop-pad", tmp_path / "m16.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.png", "--shape",
+                  "12,16", "--keep-palette", "--dry-run", "--json")
+    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == warnings  # as the run says it

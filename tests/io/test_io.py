@@ -2066,3 +2066,11 @@ def test_an_empty_image_is_refused_as_empty(tmp_path: Path, shape: tuple[int, ..
         io.write_array(data, str(tmp_path / "e.png"))
     io.write_array(data, str(tmp_path / "e.npy"))
     assert np.load(tmp_path / "e.npy").shape == shape
+
+
+def test_a_palette_with_16_bit_indices_to_png_is_dropped_saying_so(tmp_path: Path) -> None:
+    # a PNG's palette indexes 8-bit values: 16-bit indices are written grey, the palette named
+    indices = np.arange(12, dtype=np.uint16).reshape(3, 4) * 1000
+    said = io.write_array(indices, str(tmp_path / "m.png"), metadata=io.Metadata(palette=bytes(range(12))))
+    assert said == ("the palette (4 colours) is for one channel of uint8 indices, not a 3x4 uint16 result; dropped",)
+    assert np.array_equal(io.read_array(str(tmp_path / "m.png")).data, indices)
