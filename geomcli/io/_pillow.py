@@ -966,7 +966,10 @@ def write(
     im = Image.fromarray(np.ascontiguousarray(data))
     colours = None if metadata is None or fmt not in ("png", "gif", "bmp") else metadata.palette
     if colours is not None and im.mode == "L":
-        im.putpalette(colours, "RGB")  # (mode P now: the values are its indices)
+        # entries up to the highest index, black past the palette's (a TIFF map's padding, left
+        # out as read): Pillow packs a PNG of 16 entries or fewer in fewer bits, which would wrap them
+        reach = 3 * (int(data.max()) + 1) if data.size else 0
+        im.putpalette(colours + bytes(max(0, reach - len(colours))), "RGB")  # (mode P now: its indices)
     said = [] if colours is None or im.mode == "P" else [
         f"the palette ({len(colours) // 3} colours) is for one channel of uint8 indices, not a "
         f"{'x'.join(map(str, data.shape))} {data.dtype} result; dropped"]

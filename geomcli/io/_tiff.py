@@ -378,11 +378,15 @@ def _palette(choice: _Choice) -> np.ndarray | None:
 def kept_palette(choice: _Choice) -> bytes | None:
     """A palette page's colours as Metadata.palette holds them (R, G, B bytes an entry), where
     they are 8-bit values (stored v * 257 or v * 256); None where there is none, or its colours are
-    16-bit, which bytes would round: such a page is expanded to RGB as without --keep-palette."""
+    16-bit, which bytes would round: such a page is expanded to RGB as without --keep-palette.
+    A ColorMap holds 2**bits entries by the format, which writers pad with black (tifffile's
+    users, geomcli's _colormap): the black entries past its last colour are left out, as a PNG's
+    PLTE holds only its own (an index past them is written black, as it reads)."""
     colormap = _palette(choice)
     if colormap is None or colormap.dtype != np.uint8:
         return None
-    return colormap.T.tobytes()
+    coloured = np.flatnonzero(colormap.any(axis=0))
+    return colormap[:, :int(coloured[-1]) + 1 if coloured.size else 1].T.tobytes()
 
 
 def _expanded_layout(layout: str | None, ndim: int) -> str | None:

@@ -292,3 +292,28 @@ def test_16_bit_indices_to_png_drop_the_palette_saying_so_run_and_dry_run_alike(
     planned = run("crop-pad", tmp_path / "m16.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.png", "--shape",
                   "12,16", "--keep-palette", "--dry-run", "--json")
     assert json.loads(planned.stdout.splitlines()[0])["warnings"] == warnings  # as the run says it
+
+
+def test_a_tiff_map_is_its_colours_not_the_black_that_pads_it(tmp_path: Path) -> None:
+    import tifffile
+
+    # a ColorMap holds 256 entries: 2 colours, the rest black, of which labels 2 and 3 are used
+    labels = np.tile(np.arange(4, dtype=np.uint8), (3, 2))
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :2] = np.array([[255, 0, 0], [0, 255, 0]], np.uint16).T * 257
+    tifffile.imwrite(tmp_path / "m.tif", labels, photometric="palette", colormap=colormap)
+    result = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "m.npy", "--shape", "3,8", "--keep-palette",
+                 "--json")
+    assert json.loads(result.stdout)["dropped"] == ["palette (2 colours)"]
+    for fmt in ("png", "gif", "bmp"):  # the labels past the colours kept (a PNG of 2 entries is 1-bit)
+        result = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / f"m.{fmt}", "--shape", "3,8", "--keep-palette",
+                     "-q")
+        assert result.exit_code == 0, result.stderr
+        with Image.open(tmp_path / f"m.{fmt}") as im:
+            assert im.mode == "P" and np.array_equal(np.asarray(im), labels)
+            assert (im.getpalette() or [])[:12] == [255, 0, 0, 0, 255, 0] + [0] * 6
+    result = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "again.tif", "--shape", "3,8", "--keep-palette",
+                 "-q")
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(tmp_path / "again.tif") as tif:
+        assert np.array_equal(tif.pages[0].colormap, colormap) and np.array_equal(tif.pages[0].asarray(), labels)
