@@ -359,12 +359,12 @@ def _as_image(metadata: Metadata, input_shape: tuple[int, ...], input_layout: st
     if metadata.palette is not None and output_format in io.PALETTE_FORMATS and len(held) != 2:
         report.warnings.append(f"the palette ({len(metadata.palette) // 3} colours) is for one channel of indices, "
                                f"not a {'x'.join(map(str, held))} result; dropped")
-        metadata = metadata._replace(palette=None, palette_alpha=None)
+        metadata = metadata._replace(palette=None, palette_alpha=None, palette_16bit=None)
     elif metadata.palette is not None and output_format in io.PALETTE_FORMATS - {"tiff"} and dtype != "uint8":
         # a palette indexes 8-bit values (a 16-bit PNG is grey or colour); a TIFF's writer judges its own
         report.warnings.append(f"{output_format.upper()} cannot hold the palette ({len(metadata.palette) // 3} "
                                f"colours) of {dtype} indices (a palette image's are 8-bit); dropped")
-        metadata = metadata._replace(palette=None, palette_alpha=None)
+        metadata = metadata._replace(palette=None, palette_alpha=None, palette_16bit=None)
 
     input_layout = layouts.written_layout(input_shape, input_shape, common.layout, input_layout)
     made_alpha = _made_alpha(input_shape, input_layout, shape, written, output_format)

@@ -516,6 +516,8 @@ def _unheld(metadata: Metadata, fmt: str) -> list[tuple[str, bool]]:
 
         unheld_alpha = gif_unheld_alpha(metadata.palette_alpha)  # (a GIF holds one transparent entry)
         fields.extend([] if unheld_alpha is None else [(unheld_alpha, True)])
+    if metadata.palette is not None and metadata.palette_16bit is not None and fmt in PALETTE_FORMATS - {"tiff"}:
+        fields.append(("low bytes of the palette's 16-bit colours", True))  # (its 8-bit colours are their high bytes)
     if metadata.inks and fmt not in ("tiff", *IMAGE_FORMATS):
         # (an image format's RGBA says so in its own warning, see engine.one_file._no_colours)
         fields.append(("TIFF's CMYK photometric (the 4 channels are C, M, Y and K inks)", True))

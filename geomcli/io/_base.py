@@ -114,6 +114,11 @@ class Metadata(NamedTuple):
     palette_alpha: bytes | None = None
     """The alpha of the palette's first entries (a PNG's tRNS; a GIF's transparent entry is 0,
     the others 255), where it has transparency."""
+    palette_16bit: bytes | None = None
+    """A palette TIFF's colours where they are 16-bit (its ColorMap uses the low bytes): R, G, B
+    little-endian uint16 an entry, beside ``palette``, which holds their high bytes (what libtiff's
+    and Pillow's readers show). A TIFF output writes them as they are; a PNG, GIF or BMP holds the
+    high bytes alone."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
@@ -200,12 +205,14 @@ class Metadata(NamedTuple):
         but an encoding, what the channels are, and a palette kept (--keep-palette): what the
         indices mean."""
         return Metadata(compression=self.compression, tile=self.tile, predictor=self.predictor, colour=self.colour,
-                        inks=self.inks, bits=self.bits, palette=self.palette, palette_alpha=self.palette_alpha)
+                        inks=self.inks, bits=self.bits, palette=self.palette, palette_alpha=self.palette_alpha,
+                        palette_16bit=self.palette_16bit)
 
     def __repr__(self) -> str:
         # the ICC profile, the EXIF block, XMP and text are kilobytes of bytes, of no use to read
         shown = (f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)
-                 if name not in ("icc", "exif", "xmp", "text", "png_colour", "palette", "palette_alpha"))
+                 if name not in ("icc", "exif", "xmp", "text", "png_colour", "palette", "palette_alpha",
+                                 "palette_16bit"))
         return f"Metadata({', '.join(shown)})"
 
 

@@ -123,7 +123,7 @@ def read_header(
     palette: bool = False,
 ) -> Header:
     """The shape, dtype and layout :func:`read` returns (a palette expanded, but its indices
-    with ``palette`` where its colours are 8-bit: :func:`kept_palette`), from the tags."""
+    with ``palette``: :func:`kept_palette`), from the tags."""
     with _tiff(source, name) as (tif, _):
         choice = _choose(tif, name, series, page)
         layout, _ = _layout(choice)
@@ -152,7 +152,7 @@ def read_metadata(
         if kept is None and _expanded(choice)[0] != choice.shape:  # (a palette, as read_header: its turn is the RGB's)
             layout = _expanded_layout(layout, len(_expanded(choice)[0]))
         turned = _turned(choice, layout, auto_orient)
-        return _metadata(tif, choice, kept_orientation=not turned).upright(turned)._replace(palette=kept)
+        return _kept(_metadata(tif, choice, kept_orientation=not turned).upright(turned), kept)
 
 
 def read(
@@ -165,8 +165,8 @@ def read(
     auto_orient: bool = True,
     palette: bool = False,
 ) -> Loaded:
-    """``palette``: a palette page's indices as they are, its colours in Metadata.palette, where
-    they are 8-bit (:func:`kept_palette`); else they are expanded to RGB."""
+    """``palette``: a palette page's indices as they are, its colours in Metadata.palette (and
+    palette_16bit: :func:`kept_palette`); else they are expanded to RGB."""
     with _tiff(source, name) as (tif, notes):
         choice = _choose(tif, name, series, page)
         layout, layout_note = _layout(choice)
@@ -194,7 +194,7 @@ def read(
         if turned:
             data = orient(data, turned)
             notes.append(f"{ORIENTATIONS[turned]} by its TIFF orientation {turned}")
-        metadata = _metadata(tif, choice, kept_orientation=not turned).upright(turned)._replace(palette=kept)
+        metadata = _kept(_metadata(tif, choice, kept_orientation=not turned).upright(turned), kept)
         pages = len(tif.pages)
         stored = _orientation(choice) if 274 in choice.keyframe.tags else None
     src = "-" if isinstance(source, bytes) else source
@@ -375,18 +375,28 @@ def _palette(choice: _Choice) -> np.ndarray | None:
     return colormap
 
 
-def kept_palette(choice: _Choice) -> bytes | None:
-    """A palette page's colours as Metadata.palette holds them (R, G, B bytes an entry), where
-    they are 8-bit values (stored v * 257 or v * 256); None where there is none, or its colours are
-    16-bit, which bytes would round: such a page is expanded to RGB as without --keep-palette.
+def kept_palette(choice: _Choice) -> Metadata | None:
+    """A palette page's colours as Metadata holds them: ``palette``, R, G, B bytes an entry (8-bit
+    values, stored v * 257 or v * 256; of 16-bit ones their high bytes, as libtiff and Pillow show
+    them), and ``palette_16bit``, the 16-bit ones as they are; None where there is none.
     A ColorMap holds 2**bits entries by the format, which writers pad with black (tifffile's
     users, geomcli's _colormap): the black entries past its last colour are left out, as a PNG's
     PLTE holds only its own (an index past them is written black, as it reads)."""
     colormap = _palette(choice)
-    if colormap is None or colormap.dtype != np.uint8:
+    if colormap is None:
         return None
     coloured = np.flatnonzero(colormap.any(axis=0))
-    return colormap[:, :int(coloured[-1]) + 1 if coloured.size else 1].T.tobytes()
+    colormap = colormap[:, :int(coloured[-1]) + 1 if coloured.size else 1]
+    if colormap.dtype == np.uint8:
+        return Metadata(palette=colormap.T.tobytes())
+    return Metadata(palette=(colormap >> 8).astype(np.uint8).T.tobytes(),
+                    palette_16bit=colormap.T.astype("<u2").tobytes())
+
+
+def _kept(metadata: Metadata, kept: Metadata | None) -> Metadata:
+    """``metadata`` with the palette :func:`kept_palette` keeps, or none."""
+    return metadata._replace(palette=None if kept is None else kept.palette,
+                             palette_16bit=None if kept is None else kept.palette_16bit)
 
 
 def _expanded_layout(layout: str | None, ndim: int) -> str | None:
@@ -1197,7 +1207,7 @@ def write_plan(
         refusal = _palette_refusal(stored, dtype, metadata.palette, kind, compression, write_args["photometric"])
         if refusal is None:
             write_args["photometric"] = "palette"
-            write_args["colormap"] = _colormap(metadata.palette, np.dtype(dtype))
+            write_args["colormap"] = _colormap(metadata, np.dtype(dtype))
         else:
             warnings.append(refusal)
     return write_args, moves, warnings
@@ -1220,12 +1230,15 @@ def _palette_refusal(stored: tuple[int, ...], dtype: np.dtype, palette: bytes, k
     return None
 
 
-def _colormap(palette: bytes, dtype: np.dtype) -> np.ndarray:
-    """A TIFF's ColorMap of ``palette``: (3, 2**bits) uint16, v * 257 (as libtiff and Pillow read
-    the high byte), the entries past the palette's black."""
+def _colormap(metadata: Metadata, dtype: np.dtype) -> np.ndarray:
+    """A TIFF's ColorMap of Metadata's palette: (3, 2**bits) uint16, its 16-bit colours as they
+    are, else v * 257 (as libtiff and Pillow read the high byte), the entries past the palette's black."""
     colormap = np.zeros((3, 1 << (8 * dtype.itemsize)), np.uint16)
-    colours = np.frombuffer(palette, np.uint8).reshape(-1, 3).T
-    colormap[:, :colours.shape[1]] = colours.astype(np.uint16) * 257
+    if metadata.palette_16bit is not None:
+        colours = np.frombuffer(metadata.palette_16bit, "<u2").reshape(-1, 3).T
+    else:
+        colours = np.frombuffer(metadata.palette or b"", np.uint8).reshape(-1, 3).T.astype(np.uint16) * 257
+    colormap[:, :colours.shape[1]] = colours
     return colormap
 
 

@@ -317,3 +317,33 @@ def test_a_tiff_map_is_its_colours_not_the_black_that_pads_it(tmp_path: Path) ->
     assert result.exit_code == 0, result.stderr
     with tifffile.TiffFile(tmp_path / "again.tif") as tif:
         assert np.array_equal(tif.pages[0].colormap, colormap) and np.array_equal(tif.pages[0].asarray(), labels)
+
+
+def test_a_tiff_map_of_16_bit_colours_keeps_its_indices_and_a_tiff_its_colours(tmp_path: Path,
+                                                                               rng: np.random.Generator) -> None:
+    import tifffile
+
+    labels = rng.integers(0, 4, (12, 16), dtype=np.uint8)
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :4] = [[1000, 65535, 0, 300], [2, 40000, 65535, 7], [5, 0, 12345, 65535]]  # low bytes used
+    tifffile.imwrite(tmp_path / "m.tif", labels, photometric="palette", colormap=colormap)
+    kept = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "k.tif", "--shape", "12,16", "--keep-palette",
+               "--json")
+    assert kept.exit_code == 0 and json.loads(kept.stdout)["warnings"] == []
+    with tifffile.TiffFile(tmp_path / "k.tif") as tif:
+        page = tif.pages[0]
+        assert page.photometric == tifffile.PHOTOMETRIC.PALETTE
+        assert np.array_equal(page.asarray(), labels) and np.array_equal(page.colormap, colormap)
+    said = "PNG cannot hold the low bytes of the palette's 16-bit colours; dropped"
+    image = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "k.png", "--shape", "12,16", "--keep-palette",
+                "--json")
+    assert json.loads(image.stdout)["warnings"] == [said]
+    with Image.open(tmp_path / "k.png") as im:  # the high bytes, as libtiff and Pillow show the map
+        assert im.mode == "P" and np.array_equal(np.asarray(im), labels)
+        assert (im.getpalette() or [])[:12] == (colormap[:, :4] >> 8).T.reshape(-1).tolist()
+    planned = run("crop-pad", tmp_path / "m.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.png", "--shape",
+                  "12,16", "--keep-palette", "--dry-run", "--json")
+    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == [said]
+    colours = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "c.npy", "--shape", "12,16", "-q")
+    assert colours.exit_code == 0  # without the option: 16-bit RGB, as before
+    assert np.array_equal(np.load(tmp_path / "c.npy"), colormap[:, labels].transpose(1, 2, 0))
