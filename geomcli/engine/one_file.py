@@ -356,7 +356,8 @@ def _as_image(metadata: Metadata, input_shape: tuple[int, ...], input_layout: st
     from geomcli.engine import layout as layouts
 
     held = io.written_shape(shape, output_format, written)
-    if metadata.palette is not None and output_format in io.PALETTE_FORMATS and len(held) != 2:
+    # (a TIFF's writer judges its own, a stack of pages of indices included: its write_plan, run and dry run alike)
+    if metadata.palette is not None and output_format in io.PALETTE_FORMATS - {"tiff"} and len(held) != 2:
         report.warnings.append(f"the palette ({len(metadata.palette) // 3} colours) is for one channel of indices, "
                                f"not a {'x'.join(map(str, held))} result; dropped")
         metadata = metadata._replace(palette=None, palette_alpha=None, palette_16bit=None)

@@ -92,7 +92,7 @@ def read_header(
             shape = (height, width) if channels == 1 else (height, width, channels)
             dtype = np.dtype(np.uint16)
         else:
-            mode, _ = _target_mode(im, palette and not stacked)
+            mode, _ = _stacked_mode(im, name, fmt, palette) if stacked else _target_mode(im, palette)
             name_of_dtype, channels = _KEPT[mode]
             dtype = np.dtype(name_of_dtype)
             shape = (height, width) if channels == 1 else (height, width, channels)
@@ -100,13 +100,27 @@ def read_header(
             if fmt == "gif":
                 _gif_frames_fit(source, name, width, height)
             shape = (count, *shape)
-            return Header(fmt, shape, dtype, count, file_size, "NHWC" if len(shape) == 4 else None)
+            # (the layout and axes _read_frames gives: grey frames, and indices, are TYX)
+            return Header(fmt, shape, dtype, count, file_size, "NHWC" if len(shape) == 4 else "TYX",
+                          "TYXS" if len(shape) == 4 else "TYX", palette=mode == "P")
         if auto_orient and _orientation(im, name) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
     return Header(fmt, shape, dtype, count, file_size, image_layout(shape), palette=mode == "P")
 
 
 _NO_16BIT_FRAMES = "{name}: --frames all: 16-bit animated PNGs are not supported"
+
+
+def _stacked_mode(im: Any, name: str, fmt: str, palette: bool) -> tuple[str, str | None]:
+    """The mode an animation's frames are stacked in (see :func:`_target_mode`): a palette
+    animation's indices with ``palette``, which Pillow gives of an APNG's frames (one PLTE for all)
+    but not of a GIF's: it composes those after the first in colour (their local colour tables may
+    differ too), so a GIF's are refused rather than read back from colours."""
+    mode, note = _target_mode(im, palette)
+    if mode == "P" and fmt == "gif":
+        raise GeomError(f"{name}: --frames all with --keep-palette: Pillow composes a GIF's frames after the first "
+                        "in colour, not as indices; use --frames first, or read the colours without --keep-palette")
+    return mode, note
 
 
 def read(
@@ -157,7 +171,7 @@ def _decoded(
             if frames == "all":
                 if sixteen_bit:
                     raise GeomError(_NO_16BIT_FRAMES.format(name=name))
-                return _read_frames(im, source, name, fmt, src, count, max_pixels, notes)
+                return _read_frames(im, source, name, fmt, src, count, max_pixels, notes, palette)
             notes.append(f"frame 1 of {count} (--frames first)")
         if sixteen_bit:
             assert isinstance(source, bytes)
@@ -241,9 +255,17 @@ def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, f
         count = _frames(im, name) if fmt in _ANIMATED else 1
         if count > 1 and frames == "all":
             # (as _read_frames: TYXS of colour frames; a later frame's transparency makes grey ones RGBA)
-            channels = _KEPT[_target_mode(im)[0]][1]
-            return _metadata(im, 1)._replace(axes="TYXS" if channels > 1 else "TYX", axes_kind="shaped",
-                                             **_carried(im, source))
+            mode = _stacked_mode(im, name, fmt, palette)[0]
+            metadata = _metadata(im, 1)._replace(axes="TYXS" if _KEPT[mode][1] > 1 else "TYX", axes_kind="shaped",
+                                                 **_carried(im, source))
+            if mode != "P":
+                return metadata
+            try:  # (getpalette decodes the pixels: a broken file fails here)
+                return _with_palette(metadata, im)
+            except _DECODE_ERRORS as e:
+                if not raised_in(e, "PIL"):
+                    raise
+                raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
         orientation = (_stored_orientation(im) or 1) if auto_orient else 1
         if fmt == "png" and isinstance(source, bytes) and _png.sixteen_bit(source):
             return _metadata(im, orientation)._replace(**_carried(im, source)).upright(orientation)  # as _read_png16
@@ -401,18 +423,19 @@ def _animated(name: str, frames: int) -> str:
 
 def _read_frames(
     im: Any, source: str | bytes | IO[bytes], name: str, fmt: str, src: str, count: int, max_pixels: int,
-    notes: list[str],
+    notes: list[str], palette: bool = False,
 ) -> Loaded:
     """Every frame of an animation, as the viewer sees each one, on a leading axis (N, H, W[, C]).
 
     Pillow composes each GIF/APNG/WebP frame onto the ones before it; all frames are converted
-    to the first frame's mode (RGBA when any frame has transparency), so they stack.
+    to the first frame's mode (RGBA when any frame has transparency), so they stack. ``palette``:
+    an APNG's frames as their indices (:func:`_stacked_mode`), its palette in the metadata.
     """
     import numpy as np
     from PIL import ImageSequence
 
     width, height = im.size
-    mode, _ = _target_mode(im)
+    mode, _ = _stacked_mode(im, name, fmt, palette)
     _, channels = _KEPT[mode]
     if fmt == "gif":
         _gif_frames_fit(source, name, width, height)
@@ -424,20 +447,24 @@ def _read_frames(
         # 6000x6000 two-frame WebP peaked at 5.5 times its array, with the decoder's canvases)
         data = np.empty((count, height, width, channels) if channels > 1 else (count, height, width), _KEPT[mode][0])
         for index, frame in enumerate(ImageSequence.Iterator(im)):
-            if _KEPT.get(_target_mode(frame)[0], (None, 0))[1] == 4 and mode != "RGBA":
+            if mode == "P" and frame.mode != "P":  # (converted to P, its colours would be quantised)
+                raise GeomError(f"{name}: frame {index + 1} is not of the first frame's palette, which one stack of "
+                                "indices cannot keep (--keep-palette); read the colours without --keep-palette")
+            if mode != "P" and _KEPT.get(_target_mode(frame)[0], (None, 0))[1] == 4 and mode != "RGBA":
                 mode = "RGBA"  # a later frame's transparency must not be lost: the frames before grow an alpha
                 data = _as_rgba(data, index)
             _copy_into(data[index], frame if frame.mode == mode else frame.convert(mode))
+        metadata = _metadata(im, 1)._replace(axes="TYXS" if data.ndim == 4 else "TYX", axes_kind="shaped",
+                                             **_carried(im, source))
+        metadata = _with_palette(metadata, im) if mode == "P" else metadata  # (an APNG's one PLTE and tRNS)
     except _DECODE_ERRORS as e:
         if not raised_in(e, "PIL"):
             raise  # geomcli's own code: a bug keeps its traceback (an OSError goes to the facade)
         raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
-    notes.append(f"{count} frames stacked on axis 0 as {mode} (--frames all)")
-    # the axes a TIFF of these frames records: T for time, S for colour samples; grey frames are
-    # that layout too, so --shape H,W and --sizes H,W work frame by frame
-    axes = "TYXS" if data.ndim == 4 else "TYX"
-    layout = "NHWC" if data.ndim == 4 else axes
-    metadata = _metadata(im, 1)._replace(axes=axes, axes_kind="shaped", **_carried(im, source))
+    notes.append(f"{count} frames stacked on axis 0 as {'palette indices' if mode == 'P' else mode} (--frames all)")
+    # the axes a TIFF of these frames records: T for time, S for colour samples; grey frames (and
+    # indices) are that layout too, so --shape H,W and --sizes H,W work frame by frame
+    layout = "NHWC" if data.ndim == 4 else metadata.axes
     # the frames are not turned upright by an EXIF orientation: upright stays False
     return Loaded(data, fmt, layout, src, tuple(notes), metadata, count, orientation=_stored_orientation(im))
 

@@ -127,7 +127,7 @@ def read_header(
     with _tiff(source, name) as (tif, _):
         choice = _choose(tif, name, series, page)
         layout, _ = _layout(choice)
-        indexed = palette and kept_palette(choice) is not None
+        indexed = palette and kept_palette(choice, name) is not None
         shape, dtype = (choice.shape, choice.dtype) if indexed else _expanded(choice)
         if shape != choice.shape:
             layout = _expanded_layout(layout, len(shape))
@@ -148,7 +148,7 @@ def read_metadata(
     with _tiff(source, name) as (tif, _):
         choice = _choose(tif, name, series, page)
         layout, _ = _layout(choice)
-        kept = kept_palette(choice) if palette else None
+        kept = kept_palette(choice, name) if palette else None
         if kept is None and _expanded(choice)[0] != choice.shape:  # (a palette, as read_header: its turn is the RGB's)
             layout = _expanded_layout(layout, len(_expanded(choice)[0]))
         turned = _turned(choice, layout, auto_orient)
@@ -187,7 +187,7 @@ def read(
             data = np.moveaxis(data, -3, -1)
         if layout_note:
             notes.append(layout_note)
-        kept = kept_palette(choice) if palette else None
+        kept = kept_palette(choice, name) if palette else None
         if kept is None:
             data, layout = _photometric(data, layout, choice, notes)
         turned = _turned(choice, layout, auto_orient)
@@ -375,16 +375,22 @@ def _palette(choice: _Choice) -> np.ndarray | None:
     return colormap
 
 
-def kept_palette(choice: _Choice) -> Metadata | None:
+def kept_palette(choice: _Choice, name: str) -> Metadata | None:
     """A palette page's colours as Metadata holds them: ``palette``, R, G, B bytes an entry (8-bit
     values, stored v * 257 or v * 256; of 16-bit ones their high bytes, as libtiff and Pillow show
     them), and ``palette_16bit``, the 16-bit ones as they are; None where there is none.
     A ColorMap holds 2**bits entries by the format, which writers pad with black (tifffile's
     users, geomcli's _colormap): the black entries past its last colour are left out, as a PNG's
-    PLTE holds only its own (an index past them is written black, as it reads)."""
+    PLTE holds only its own (an index past them is written black, as it reads). Pages stacked
+    (series of their own) whose maps differ are refused: one palette would mislabel some."""
     colormap = _palette(choice)
     if colormap is None:
         return None
+    # (a series' later pages are tifffile's TiffFrames, of its first page's tags: no map of their own)
+    maps = {np.asarray(page.colormap).tobytes() for page in choice.pages if getattr(page, "colormap", None) is not None}
+    if len(maps) > 1:
+        raise GeomError(f"{name}: its pages have palettes of their own, which one stack of indices cannot keep "
+                        "(--keep-palette): pick a page with --page N, or read the colours without --keep-palette")
     coloured = np.flatnonzero(colormap.any(axis=0))
     colormap = colormap[:, :int(coloured[-1]) + 1 if coloured.size else 1]
     if colormap.dtype == np.uint8:
@@ -1204,7 +1210,7 @@ def write_plan(
         warnings.append(f"the ImageJ slice spacing ({spacing:g} {metadata.unit}) is in the unit of the "
                         "resolution dropped, which ImageJ would read as pixels; dropped")
     if metadata.palette is not None:
-        refusal = _palette_refusal(stored, dtype, metadata.palette, kind, compression, write_args["photometric"])
+        refusal = _palette_refusal(stored, dtype, metadata.palette, kind, compression, write_args)
         if refusal is None:
             write_args["photometric"] = "palette"
             write_args["colormap"] = _colormap(metadata, np.dtype(dtype))
@@ -1214,13 +1220,15 @@ def write_plan(
 
 
 def _palette_refusal(stored: tuple[int, ...], dtype: np.dtype, palette: bytes, kind: str | None,
-                     compression: str | None, photometric: str) -> str | None:
-    """Why a TIFF of ``stored`` (its shape as stored) and ``dtype`` cannot be written with ``palette``
-    (Metadata.palette): a palette page is one plane of uint8 or uint16 indices, its map of 2**bits
-    entries, not JPEG-compressed."""
+                     compression: str | None, write_args: dict[str, Any]) -> str | None:
+    """Why a TIFF of ``stored`` (its shape as stored) and ``dtype``, written with tifffile's
+    ``write_args``, cannot be written with ``palette`` (Metadata.palette): a palette page is one
+    plane of uint8 or uint16 indices, its map of 2**bits entries, not JPEG-compressed; a stack of
+    them (an animation's frames, a TIFF's pages) is pages of the same map, its axes in tifffile's JSON."""
     colours = len(palette) // 3
     dtype = np.dtype(dtype)
-    if len(stored) != 2 or dtype not in (np.uint8, np.uint16) or kind is not None or photometric != "minisblack":
+    planes = write_args["photometric"] == "minisblack" and "planarconfig" not in write_args  # (no samples)
+    if len(stored) < 2 or dtype not in (np.uint8, np.uint16) or kind not in (None, "shaped") or not planes:
         shape = "x".join(map(str, stored))
         return f"the palette ({colours} colours) is for one plane of indices, not a {shape} {dtype} result; dropped"
     if compression == "jpeg":

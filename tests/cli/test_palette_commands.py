@@ -347,3 +347,80 @@ def test_a_tiff_map_of_16_bit_colours_keeps_its_indices_and_a_tiff_its_colours(t
     colours = run("crop-pad", tmp_path / "m.tif", "-o", tmp_path / "c.npy", "--shape", "12,16", "-q")
     assert colours.exit_code == 0  # without the option: 16-bit RGB, as before
     assert np.array_equal(np.load(tmp_path / "c.npy"), colormap[:, labels].transpose(1, 2, 0))
+
+
+def _frames(labels: np.ndarray) -> list[Image.Image]:
+    frames = []
+    for index in range(3):
+        frame = Image.fromarray(np.roll(labels, index, axis=1))
+        frame.putpalette(COLOURS)
+        frames.append(frame)
+    return frames
+
+
+def test_an_apng_s_frames_keep_their_indices_and_palette_in_tiff_pages(mask: tuple[Path, np.ndarray],
+                                                                        tmp_path: Path) -> None:
+    import tifffile
+
+    _, labels = mask
+    frames = _frames(labels)
+    frames[0].save(tmp_path / "a.png", save_all=True, append_images=frames[1:])
+    expected = np.stack([np.asarray(frame) for frame in frames])
+    result = run("crop-pad", tmp_path / "a.png", "-o", tmp_path / "a.tif", "--shape", "12,16", "--frames", "all",
+                 "--keep-palette", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == []
+    with tifffile.TiffFile(tmp_path / "a.tif") as tif:
+        assert all(page.photometric == tifffile.PHOTOMETRIC.PALETTE for page in tif.pages) and len(tif.pages) == 3
+        assert np.array_equal(tif.asarray(), expected)
+        assert (tif.pages[0].colormap[:, :6] // 257).T.reshape(-1).tolist() == COLOURS
+    # a batch judges it from its header as the run reads it: frames of H x W, blending refused
+    planned = run("crop-pad", tmp_path / "a.png", "--out-dir", tmp_path / "o", "--name", "{stem}.tif", "--shape",
+                  "8,8", "--frames", "all", "--keep-palette", "--dry-run", "--json")
+    record = json.loads(planned.stdout.splitlines()[0])
+    assert planned.exit_code == 0 and record["output_shape"] == [3, 8, 8] and record["warnings"] == []
+    refused = run("resize", tmp_path / "a.png", "--out-dir", tmp_path / "o", "--sizes", "6,6", "--mode", "linear",
+                  "--frames", "all", "--keep-palette")
+    assert refused.exit_code == 2 and "--mode linear mixes values" in refused.stderr
+
+
+def test_a_gif_s_frames_are_refused_as_indices(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    _, labels = mask
+    frames = _frames(labels)
+    frames[0].save(tmp_path / "a.gif", save_all=True, append_images=frames[1:])
+    for where in (["-o", tmp_path / "a.tif"], ["--out-dir", tmp_path / "o", "--name", "{stem}.tif"]):
+        result = run("crop-pad", tmp_path / "a.gif", *where, "--shape", "12,16", "--frames", "all", "--keep-palette")
+        assert result.exit_code == 1
+        assert ("a.gif: --frames all with --keep-palette: Pillow composes a GIF's frames after the first in colour, "
+                "not as indices; use --frames first") in result.stderr
+        assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gif", "voc.png"]
+
+
+def test_a_palette_tiff_s_pages_keep_their_map_and_pages_of_other_maps_are_refused(tmp_path: Path,
+                                                                                    rng: np.random.Generator) -> None:
+    import tifffile
+
+    pages = rng.integers(0, 6, (2, 12, 16), dtype=np.uint8)
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :6] = np.array(COLOURS, np.uint16).reshape(-1, 3).T * 257
+    tifffile.imwrite(tmp_path / "p.tif", pages, photometric="palette", colormap=colormap)
+    result = run("crop-pad", tmp_path / "p.tif", "-o", tmp_path / "o.tif", "--shape", "12,16", "--keep-palette",
+                 "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["warnings"] == []
+    with tifffile.TiffFile(tmp_path / "o.tif") as tif:
+        assert [page.photometric for page in tif.pages] == [tifffile.PHOTOMETRIC.PALETTE] * 2
+        assert np.array_equal(tif.asarray(), pages) and np.array_equal(tif.pages[1].colormap, colormap)
+    other = colormap.copy()
+    other[:, 0] = 65535
+    with tifffile.TiffWriter(tmp_path / "two.tif") as tif:  # two series, each of its own map
+        tif.write(pages[0], photometric="palette", colormap=colormap)
+        tif.write(pages[1], photometric="palette", colormap=other)
+    refused = run("crop-pad", tmp_path / "two.tif", "-o", tmp_path / "t.tif", "--shape", "12,16", "--keep-palette")
+    assert refused.exit_code == 1
+    assert "two.tif: its pages have palettes of their own, which one stack of indices cannot keep" in refused.stderr
+    one = run("crop-pad", tmp_path / "two.tif", "-o", tmp_path / "t.tif", "--shape", "12,16", "--keep-palette",
+              "--page", "1", "-q")
+    assert one.exit_code == 0, one.stderr
+    with tifffile.TiffFile(tmp_path / "t.tif") as tif:
+        assert np.array_equal(tif.pages[0].colormap, other) and np.array_equal(tif.asarray(), pages[1])

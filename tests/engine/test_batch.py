@@ -1154,6 +1154,19 @@ def test_a_dry_run_reads_an_animation_as_the_run_does(tmp_path: Path, frames: li
         assert "has 3 frames" in first_dry["error"]
 
 
+def test_a_batch_crops_grey_frames_frame_by_frame_as_one_file_does(tmp_path: Path) -> None:
+    # grey frames are TYX, read or from the header: --shape H,W is each frame's
+    from PIL import Image
+
+    pictures = [Image.new("L", (8, 6), 60 * i) for i in range(3)]
+    pictures[0].save(tmp_path / "grey.png", save_all=True, append_images=pictures[1:])
+    one = run("crop-pad", tmp_path / "grey.png", "-o", tmp_path / "one.npy", "--shape", "4,4", "--frames", "all", "-q")
+    batch = run("crop-pad", tmp_path / "grey.png", "--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--shape",
+                "4,4", "--frames", "all", "-q")
+    assert one.exit_code == batch.exit_code == 0, batch.stderr
+    assert np.load(tmp_path / "out" / "grey.npy").shape == np.load(tmp_path / "one.npy").shape == (3, 4, 4)
+
+
 class _Context:
     """The workers' context, with each worker ending at once (``exit_code``) or unable to start (``error``)."""
 
