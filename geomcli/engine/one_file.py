@@ -394,7 +394,8 @@ def planned_metadata(operation: Operation, metadata: Metadata, header: Header, s
 
     written = layouts.result_layout(operation.takes_rank_layout(), header.shape, header.layout, shape, output,
                                     output_format, common)
-    mapped = (not _compresses(output_format, common.fidelity, metadata) and operation.writes_into(header, common)
+    mapped = (not _compresses(output_format, common.fidelity, metadata) and metadata.palette is None
+              and operation.writes_into(header, common)
               and io.maps_output(output, shape, header.dtype, format=output_format))  # as the run's allocate
     metadata, unnamed = _named_as(_output_metadata(operation, metadata, header, common, output, output_format),
                                   output, output_format, written, len(shape), common)

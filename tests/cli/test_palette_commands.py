@@ -424,3 +424,21 @@ def test_a_palette_tiff_s_pages_keep_their_map_and_pages_of_other_maps_are_refus
     assert one.exit_code == 0, one.stderr
     with tifffile.TiffFile(tmp_path / "t.tif") as tif:
         assert np.array_equal(tif.pages[0].colormap, other) and np.array_equal(tif.asarray(), pages[1])
+
+
+def test_a_big_output_of_indices_is_planned_as_the_run_writes_it(tmp_path: Path, rng: np.random.Generator) -> None:
+    import tifffile
+
+    # a palette's output is encoded from RAM, never memory-mapped: its dry run says the same
+    labels = rng.integers(0, 4, (12, 16), dtype=np.uint8)
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :4] = np.array(COLOURS[:12], np.uint16).reshape(-1, 3).T * 257
+    tifffile.imwrite(tmp_path / "m.tif", labels, photometric="palette", colormap=colormap)
+    common = [tmp_path / "m.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.tif", "--shape", "8192,8192",
+              "--keep-palette", "--json"]
+    planned, result = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == json.loads(result.stdout.splitlines()[0])[
+        "warnings"] == []
+    with tifffile.TiffFile(tmp_path / "o" / "m.tif") as tif:
+        assert tif.pages[0].photometric == tifffile.PHOTOMETRIC.PALETTE
