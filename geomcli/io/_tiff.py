@@ -129,7 +129,9 @@ def read_header(
         layout, _ = _layout(choice)
         indexed = palette and kept_palette(choice, name) is not None
         shape, dtype = (choice.shape, choice.dtype) if indexed else _expanded(choice)
-        if shape != choice.shape:
+        if indexed and _extra_samples(choice):
+            shape, layout = shape[:-1], _without_samples(layout)
+        elif shape != choice.shape:
             layout = _expanded_layout(layout, len(shape))
         if _turned(choice, layout, auto_orient) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
@@ -151,6 +153,8 @@ def read_metadata(
         kept = kept_palette(choice, name) if palette else None
         if kept is None and _expanded(choice)[0] != choice.shape:  # (a palette, as read_header: its turn is the RGB's)
             layout = _expanded_layout(layout, len(_expanded(choice)[0]))
+        elif kept is not None and _extra_samples(choice):
+            layout = _without_samples(layout)
         turned = _turned(choice, layout, auto_orient)
         return _kept(_metadata(tif, choice, kept_orientation=not turned).upright(turned), kept)
 
@@ -190,6 +194,8 @@ def read(
         kept = kept_palette(choice, name) if palette else None
         if kept is None:
             data, layout = _photometric(data, layout, choice, notes)
+        elif _extra_samples(choice):
+            data, layout = data[..., 0], _without_samples(layout)  # the indices; their alpha named dropped
         turned = _turned(choice, layout, auto_orient)
         if turned:
             data = orient(data, turned)
@@ -343,12 +349,24 @@ def _photometric(
             data = (top if top is not None else np.iinfo(data.dtype).max) - data
         notes.append("min-is-white values inverted (0 is black)")
     elif (colormap := _palette(choice)) is not None and data.dtype.kind == "u":
-        if data.size and int(data.max()) >= colormap.shape[1]:
+        extra = _extra_samples(choice)
+        indices = data[..., 0] if extra else data
+        if indices.size and int(indices.max()) >= colormap.shape[1]:
             return data, layout  # an index past the map: a damaged file, left as indices
-        data = np.moveaxis(colormap[:, data], 0, -1)
-        layout = _expanded_layout(layout, data.ndim)
-        notes.append("palette expanded to RGB")
+        colours = np.moveaxis(colormap[:, indices], 0, -1)
+        if not extra:
+            notes.append("palette expanded to RGB")
+            return colours, _expanded_layout(layout, colours.ndim)
+        # an alpha sample beside the index (Pillow's PA): RGBA, of the wider of the two types (v * 257)
+        dtype = _expanded(choice)[1]
+        data = np.concatenate([_widened(colours, dtype), _widened(data[..., 1:], dtype)], axis=-1)
+        notes.append("palette expanded to RGBA")
     return data, layout
+
+
+def _widened(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """8-bit values as ``dtype`` holds them: v * 257 for 16 bits, so 255 stays the top."""
+    return values.astype(dtype) * 257 if values.dtype.itemsize < dtype.itemsize else values.astype(dtype)
 
 
 def _expanded(choice: _Choice) -> tuple[tuple[int, ...], np.dtype]:
@@ -356,6 +374,9 @@ def _expanded(choice: _Choice) -> tuple[tuple[int, ...], np.dtype]:
     colormap = _palette(choice)
     if colormap is None:
         return choice.shape, choice.dtype
+    extra = _extra_samples(choice)
+    if extra:  # RGB and the alpha beside the index, of the wider type
+        return (*choice.shape[:-1], 3 + extra), max(colormap.dtype, choice.dtype, key=lambda dtype: dtype.itemsize)
     return (*choice.shape, 3), colormap.dtype
 
 
@@ -393,20 +414,40 @@ def kept_palette(choice: _Choice, name: str) -> Metadata | None:
                         "(--keep-palette): pick a page with --page N, or read the colours without --keep-palette")
     coloured = np.flatnonzero(colormap.any(axis=0))
     colormap = colormap[:, :int(coloured[-1]) + 1 if coloured.size else 1]
+    # an index's alpha sample (Pillow's PA) is no palette's: a palette holds one alpha an entry
+    dropped = ("per-pixel alpha beside the palette indices (a palette holds one alpha an entry)",) \
+        if _extra_samples(choice) else ()
     if colormap.dtype == np.uint8:
-        return Metadata(palette=colormap.T.tobytes())
+        return Metadata(palette=colormap.T.tobytes(), dropped=dropped)
     return Metadata(palette=(colormap >> 8).astype(np.uint8).T.tobytes(),
-                    palette_16bit=colormap.T.astype("<u2").tobytes())
+                    palette_16bit=colormap.T.astype("<u2").tobytes(), dropped=dropped)
 
 
 def _kept(metadata: Metadata, kept: Metadata | None) -> Metadata:
     """``metadata`` with the palette :func:`kept_palette` keeps, or none."""
-    return metadata._replace(palette=None if kept is None else kept.palette,
-                             palette_16bit=None if kept is None else kept.palette_16bit)
+    if kept is None:
+        return metadata._replace(palette=None, palette_16bit=None)
+    return metadata._replace(palette=kept.palette, palette_16bit=kept.palette_16bit,
+                             dropped=metadata.dropped + kept.dropped)
+
+
+def _extra_samples(choice: _Choice) -> int:
+    """The samples beside a palette page's index (an alpha: Pillow's PA), read as its last axis."""
+    if _palette(choice) is None:
+        return 0
+    return max(0, _int(choice.keyframe.samplesperpixel) - 1)
+
+
+def _without_samples(layout: str | None) -> str | None:
+    """The layout of a palette's indices read without the samples beside them."""
+    return {"HWC": "HW", "NHWC": "NHW"}.get(layout or "", None)
 
 
 def _expanded_layout(layout: str | None, ndim: int) -> str | None:
-    """The layout of indices expanded to RGB on a new last axis."""
+    """The layout of indices expanded to RGB on a new last axis (or, with their alpha sample, on
+    its axis: HWC stays HWC)."""
+    if layout in ("HWC", "NHWC"):
+        return layout
     return {"HW": "HWC", None: "NHWC" if ndim == 4 else None}.get(layout, None)
 
 

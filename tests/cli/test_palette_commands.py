@@ -442,3 +442,29 @@ def test_a_big_output_of_indices_is_planned_as_the_run_writes_it(tmp_path: Path,
         "warnings"] == []
     with tifffile.TiffFile(tmp_path / "o" / "m.tif") as tif:
         assert tif.pages[0].photometric == tifffile.PHOTOMETRIC.PALETTE
+
+
+def test_a_palette_tiff_with_an_alpha_sample_reads_as_rgba_or_its_indices(tmp_path: Path,
+                                                                          rng: np.random.Generator) -> None:
+    # Pillow's PA: an index and an alpha a pixel, which Pillow saves as a palette TIFF of 2 samples
+    labels = rng.integers(0, 6, (12, 16), dtype=np.uint8)
+    im = Image.fromarray(labels)
+    im.putpalette(COLOURS)
+    pa = im.convert("PA")
+    pa.putalpha(Image.fromarray(rng.integers(0, 256, (12, 16), dtype=np.uint8)))
+    pa.save(tmp_path / "pa.tif")
+    with Image.open(tmp_path / "pa.tif") as saved:
+        assert saved.mode == "PA"
+        rgba = np.asarray(saved.convert("RGBA"))
+    colours = run("crop-pad", tmp_path / "pa.tif", "-o", tmp_path / "c.npy", "--shape", "12,16", "-q")
+    assert colours.exit_code == 0, colours.stderr
+    assert np.array_equal(np.load(tmp_path / "c.npy"), rgba)  # not the alpha too through the map
+    said = "per-pixel alpha beside the palette indices (a palette holds one alpha an entry) cannot be carried; dropped"
+    kept = run("crop-pad", tmp_path / "pa.tif", "-o", tmp_path / "k.png", "--shape", "12,16", "--keep-palette",
+               "--json")
+    assert kept.exit_code == 0 and json.loads(kept.stdout)["warnings"] == [said]
+    indices, palette, _ = read_back(tmp_path / "k.png")
+    assert np.array_equal(indices, labels) and palette == COLOURS
+    planned = run("crop-pad", tmp_path / "pa.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.png", "--shape",
+                  "12,16", "--keep-palette", "--dry-run", "--json")
+    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == [said]
