@@ -448,7 +448,7 @@ def _expanded_layout(layout: str | None, ndim: int) -> str | None:
     its axis: HWC stays HWC)."""
     if layout in ("HWC", "NHWC"):
         return layout
-    return {"HW": "HWC", None: "NHWC" if ndim == 4 else None}.get(layout, None)
+    return {"HW": "HWC", "NHW": "NHWC", None: "NHWC" if ndim == 4 else None}.get(layout, None)
 
 
 # tifffile reads a page's strips or tiles 256 MiB of them at a time, and a batch's bytes stay while

@@ -722,6 +722,7 @@ def test_palette_tiff_header_is_the_expanded_image(tmp_path: Path, bits: int, sh
     loaded = agree(str(tmp_path / "pal.tif"))
     assert loaded.data.shape == (*shape, 3) and loaded.data.dtype == (np.uint8 if bits == 8 else np.uint16)
     assert loaded.pages == (1 if len(shape) == 2 else 3)
+    assert loaded.layout == ("HWC" if len(shape) == 2 else "NHWC")  # pages of colours: --shape H,W is each's
 
 
 def test_headers_and_loaded_agree_on_every_kind_of_file(tmp_path: Path, animated_gif: tuple[str, np.ndarray],
