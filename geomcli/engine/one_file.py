@@ -525,13 +525,26 @@ def _imagej_intervals(operation: Operation, metadata: Metadata, header: Header, 
     if not {"spacing", "finterval", "fps"} & entries.keys():
         return metadata
     letters = _axis_letters(layouts.resolve_layout(header.shape, common.layout, header.layout), metadata)
-    factors = operation.scaled(tuple(1.0 for _ in letters), header, common)
-    if factors is None or len(factors) != len(letters):
-        return metadata  # (a warp or grid samples each plane: its slices and frames are as they were)
+    ones = tuple(1.0 for _ in letters)
+    factors = operation.scaled(ones, header, common)
+    sampled: set[str] = set()
+    if factors is None:  # a rotation's: the axes it samples have no size; the others are as it makes them
+        factors = operation.scaled_apart(ones, header, common)
+        sampled = {letters[index] for index in operation.sampled_axes(header, common) if index < len(letters)}
+    if len(factors) != len(letters):
+        return metadata
     factor = dict(zip(letters, factors))
+    dropped = []
     for key, axis, power in (("spacing", "Z", 1), ("finterval", "T", 1), ("fps", "T", -1)):
-        if key in entries:
+        if key in entries and axis in sampled:  # (a volume's turn that mixes Z with Y or X)
+            dropped.append(f"ImageJ {key} {float(entries.pop(key)):g}")
+        elif key in entries:
             entries[key] = float(entries[key]) * factor.get(axis, 1.0) ** power
+    if dropped:
+        from geomcli.engine.operations import sizeless
+
+        return metadata._replace(imagej=tuple(entries.items()),
+                                 dropped=(*metadata.dropped, f"{', '.join(dropped)} of {sizeless(operation)}"))
     return metadata._replace(imagej=tuple(entries.items()))
 
 
@@ -544,12 +557,15 @@ def _physical_sizes(operation: Operation, metadata: Metadata, header: Header, co
         return metadata
     letters = _axis_letters(layouts.resolve_layout(header.shape, common.layout, header.layout), metadata)
     sizes = {axis: size for axis, size, _ in metadata.physical}
-    scale = operation.scaled(tuple(sizes.get(letter, 1.0) for letter in letters), header, common)
-    if scale is None:  # the sampled axes' sizes are lost; a stack's Z keeps its own
+    given = tuple(sizes.get(letter, 1.0) for letter in letters)
+    scale = operation.scaled(given, header, common)
+    if scale is None:  # the sampled axes' sizes are lost; the others (a stack's Z) are as the operation makes them
         from geomcli.engine.operations import sizeless
 
         sampled = {letters[index] for index in operation.sampled_axes(header, common) if index < len(letters)}
-        kept = tuple(entry for entry in metadata.physical if entry[0] not in sampled)
+        apart = dict(zip(letters, operation.scaled_apart(given, header, common)))
+        kept = tuple((axis, apart.get(axis, size), unit) for axis, size, unit in metadata.physical
+                     if axis not in sampled)
         lost = "" if not kept else " along " + ", ".join(axis for axis, _, _ in metadata.physical if axis in sampled)
         return metadata._replace(physical=kept,
                                  dropped=(*metadata.dropped, f"OME physical sizes{lost} of {sizeless(operation)}"))

@@ -149,8 +149,23 @@ class Operation:
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
         """The axes of a file of this header whose pixel sizes and translation are lost where
         ``scaled`` or ``shifted`` says None: those the operation places its output pixels along
-        (every axis, unless it says fewer); the others keep theirs."""
+        (every axis, unless it says fewer); the others keep theirs, as :meth:`scaled_apart` and
+        :meth:`shifted_apart` make them."""
         return tuple(range(len(header.shape)))
+
+    def scaled_apart(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+        """Where ``scaled`` says None: the scale along the axes :meth:`sampled_axes` leaves out, as
+        the operation makes it (Z scaled by a volume's turn about Z that scales Z too); any value
+        along the sampled ones, whose sizes are lost. Most such operations leave the others as
+        they were."""
+        return scale
+
+    def shifted_apart(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                      common: Common) -> tuple[float, ...]:
+        """Where ``shifted`` says None: the translation along the axes :meth:`sampled_axes` leaves
+        out, as :meth:`scaled_apart` is the scale (NaN along one it flips); any value along the
+        sampled ones."""
+        return translation
 
 
 @dataclass(frozen=True)
@@ -820,8 +835,18 @@ class Warp(Operation):
         over its length out, as resize's). None for a rotation or shear, whose output's pixels have
         no size per axis."""
         maps = self._axis_maps(header, common)
-        if maps is None or len(scale) != len(header.shape):
-            return None if maps is None else scale
+        return None if maps is None else self._scaled_along(maps, scale, header, common)
+
+    def scaled_apart(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+        """:meth:`scaled` along each axis theta leaves alone where it mixes others (its row and
+        column zero off the diagonal: Z under a turn about Z), as though theta did that alone."""
+        return self._scaled_along(self._axis_maps(header, common, alone=True) or [], scale, header, common)
+
+    def _scaled_along(self, maps: list[tuple[int, float, float, float]], scale: tuple[float, ...], header: Header,
+                      common: Common) -> tuple[float, ...]:
+        """``scale`` along each axis of ``maps`` (_axis_maps) times the input pixels an output pixel steps over."""
+        if not maps or len(scale) != len(header.shape):
+            return scale
         output = self.output_shape(header, common)
         scaled = list(scale)
         for axis, factor, a, _ in maps:
@@ -836,6 +861,21 @@ class Warp(Operation):
         maps = self._axis_maps(header, common)
         if maps is None or not len(translation) == len(scale) == len(header.shape):
             return None
+        return self._shifted_along(maps, translation, scale)
+
+    def shifted_apart(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                      common: Common) -> tuple[float, ...]:
+        """:meth:`shifted` along each axis theta leaves alone where it mixes others (Z under a turn
+        about Z that shifts Z too)."""
+        maps = self._axis_maps(header, common, alone=True)
+        if not maps or not len(translation) == len(scale) == len(header.shape):
+            return translation
+        return self._shifted_along(maps, translation, scale)
+
+    @staticmethod
+    def _shifted_along(maps: list[tuple[int, float, float, float]], translation: tuple[float, ...],
+                       scale: tuple[float, ...]) -> tuple[float, ...]:
+        """``translation`` along each axis of ``maps`` (_axis_maps) moved by b input pixels; NaN where it flips."""
         moved = list(translation)
         for axis, factor, _, b in maps:
             moved[axis] = math.nan if factor < 0 else translation[axis] + b * scale[axis]
@@ -843,15 +883,14 @@ class Warp(Operation):
 
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
         """The warped plane's (or volume's) axes: a stack's Z or T, and C, keep their sizes (Z is
-        warped with --volume); but a warped axis theta leaves in place (its row and column zero
-        off the diagonal, 1 on it, no shift, its length kept: Z under a turn about Z) keeps its
-        size too, as a plane's rotation keeps a stack's Z."""
+        warped with --volume); but a warped axis theta leaves alone (its row and column zero off
+        the diagonal: Z under a turn about Z) is an axis of its own, whose size and position
+        :meth:`scaled_apart` and :meth:`shifted_apart` make, as a plane's rotation keeps a
+        stack's Z."""
         layout = _warp_layout(header.shape, common, header.layout, self.volume, header.axes)
         sampled = _sampled_axes(header.shape, layout, self.volume)
-        # (x_in = a·x_out + b of a kept axis is 1 and 0 to within rounding: 24.5 · (1/49) is not 0.5)
-        untouched = {axis for axis, _, a, b in self._axis_maps(header, common, alone=True) or ()
-                     if math.isclose(a, 1.0, rel_tol=1e-12) and abs(b) < 1e-9}
-        return tuple(axis for axis in sampled if axis not in untouched)
+        alone = {axis for axis, *_ in self._axis_maps(header, common, alone=True) or ()}
+        return tuple(axis for axis in sampled if axis not in alone)
 
     def cautions(self, header: Header, common: Common) -> list[str]:
         """Typed numbers in 12s on a z-stack of named axes (a TIFF's, an OME-Zarr's), which is
@@ -1417,19 +1456,33 @@ class Chain(Operation):
             translation, scale = moved, scaled
         return tuple(lost)
 
+    def scaled_apart(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...]:
+        # each step's, or its scale apart where it has no size per axis: a resize of Z then a rotation scales Z
+        for step, step_header, step_common in self._walk(header, common):
+            scaled = step.scaled(scale, step_header, step_common)
+            scale = step.scaled_apart(scale, step_header, step_common) if scaled is None else scaled
+        return scale
+
+    def shifted_apart(self, translation: tuple[float, ...], scale: tuple[float, ...], header: Header,
+                      common: Common) -> tuple[float, ...]:
+        for step, step_header, step_common in self._walk(header, common):
+            moved = step.shifted(translation, scale, step_header, step_common)
+            scaled = step.scaled(scale, step_header, step_common)
+            translation = step.shifted_apart(translation, scale, step_header, step_common) if moved is None else moved
+            scale = step.scaled_apart(scale, step_header, step_common) if scaled is None else scaled
+        return translation
+
     def sampled_axes(self, header: Header, common: Common) -> tuple[int, ...]:
-        """The axes a step of no size per axis (a rotation) samples, and those a later step then
-        scales or moves (their input's sizes no longer hold there): a chain of warp and crop-pad
-        of a z-stack keeps its z as warp alone does. (Every step keeps the rank.)"""
+        """The axes a step of no size per axis (a rotation) samples; the others' sizes and
+        positions are every step's (:meth:`scaled_apart`): a chain of warp and crop-pad of a
+        z-stack keeps its z as warp alone does, and a resize of z before or after a rotation scales
+        it. (Every step keeps the rank.)"""
         sampled: set[int] = set()
         for step, step_header, step_common in self._walk(header, common):
             ones, zeros = (1.0,) * len(step_header.shape), (0.0,) * len(step_header.shape)
-            scaled = step.scaled(ones, step_header, step_common)
-            moved = step.shifted(zeros, ones, step_header, step_common)
-            if scaled is None or moved is None:
+            if step.scaled(ones, step_header, step_common) is None or step.shifted(zeros, ones, step_header,
+                                                                                    step_common) is None:
                 sampled.update(step.sampled_axes(step_header, step_common))
-            elif sampled:
-                sampled.update(index for index, (size, at) in enumerate(zip(scaled, moved)) if size != 1.0 or at)
         return tuple(sorted(sampled))
 
     def _walk(self, header: Header, common: Common) -> list[tuple[Operation, Header, Common]]:

@@ -271,10 +271,14 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
     scale = space.scale or (1.0,) * len(header.shape)
     sampled = operation.sampled_axes(header, common)
     if space.translation is None:
-        moved = operation.shifted((0.0,) * len(header.shape), scale, header, common)
+        zeros = (0.0,) * len(header.shape)
+        moved = operation.shifted(zeros, scale, header, common)
         flipped = [] if moved is None else [index for index, value in enumerate(moved) if math.isnan(value)]
-        kept = None if moved is None else tuple(0.0 if math.isnan(value) else value for value in moved)
-        translation = kept if kept is not None and any(kept) else None
+        # (where it does not say: the axes it does not sample, as it moves them, a volume's z under a turn about z)
+        apart = operation.shifted_apart(zeros, scale, header, common) if moved is None else moved
+        kept = tuple(0.0 if math.isnan(value) or moved is None and index in sampled else value
+                     for index, value in enumerate(apart))
+        translation = kept if any(kept) else None
         if positioned and (flipped or moved is None and operation.scaled(scale, header, common) is not None):
             # pixels of a size that run the other way (a flip): no translation says where they lie,
             # and the output's none (NGFF's 0) puts its first pixel where the input's was: said
@@ -285,13 +289,13 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
                                    "dropped")
     else:
         moved = operation.shifted(space.translation, scale, header, common)
-        # (NaN: the operation flips that axis alone, the others' are kept)
-        lost = [index for index in range(len(space.translation)) if index in sampled] if moved is None else \
-            [index for index, value in enumerate(moved) if math.isnan(value)]
-        translation = space.translation if moved is None else moved
+        # (NaN: the operation flips that axis alone, the others' are kept; where it does not say, the
+        # axes it does not sample are as it moves them)
+        apart = operation.shifted_apart(space.translation, scale, header, common) if moved is None else moved
+        lost = [index for index, value in enumerate(apart) if math.isnan(value) or moved is None and index in sampled]
+        translation = apart
         if lost:
-            kept = tuple(0.0 if index in lost else value
-                         for index, value in enumerate(space.translation if moved is None else moved))
+            kept = tuple(0.0 if index in lost else value for index, value in enumerate(apart))
             translation = kept if any(kept) else None
             given = operation.translation_lost(space.translation, scale, header, common)  # (a chain's at its step)
             what = (f"{list(given)}" if len(lost) == len(kept) else
@@ -312,9 +316,10 @@ def _output_space(operation: Operation, space: Space | None, header: Header, com
             report.warnings.append(f"the physical pixel sizes ({dropped}) cannot be carried through "
                                    f"{operation.command}, whose pixels have no size per axis (a grid, a rotation "
                                    "or shear); dropped")
+        apart = operation.scaled_apart(scale, header, common)  # (the axes it does not sample: z under a turn about z)
         return space._replace(axes=tuple({key: value for key, value in axis.items() if key != "unit" or not drop}
                                          for axis, drop in zip(space.axes, spatial)),
-                              scale=tuple(1.0 if drop else value for value, drop in zip(scale, spatial)),
+                              scale=tuple(1.0 if drop else value for value, drop in zip(apart, spatial)),
                               translation=translation)
     # (an image of no scale, pixels of 1, likewise has one where the operation changed it)
     unscaled = space.scale is None and all(value == 1.0 for value in scaled)

@@ -2799,19 +2799,27 @@ def test_ome_tiff_sizes_no_ome_zarr_scale_takes_are_named_where_dropped(tmp_path
 _ABOUT_Z = "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,1,0"  # x' = cos x - sin y, y' = sin x + cos y, z' = z
 
 
-@pytest.mark.parametrize(("source", "theta", "scale", "said"), [
-    ("in.zarr", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer"),
-    ("in.zarr", "0.8660254,0,-0.5,0,0,1,0,0,0.5,0,0.8660254,0", [1.0, 0.5, 1.0], "z 2 micrometer, x 0.25 micrometer"),
-    ("in.zarr", "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,1,0.5", [1.0, 1.0, 1.0],
-     "z 2 micrometer, y 0.5 micrometer, x 0.25 micrometer"),
-    ("in.ome.tif", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer"),
-    ("ij.tif", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer"),
-], ids=["zarr-about-z", "zarr-about-y", "zarr-about-z-moved", "ome-tiff-about-z", "imagej-about-z"])
+@pytest.mark.parametrize(("source", "theta", "scale", "said", "z_at"), [
+    ("in.zarr", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer", None),
+    ("in.zarr", "0.8660254,0,-0.5,0,0,1,0,0,0.5,0,0.8660254,0", [1.0, 0.5, 1.0], "z 2 micrometer, x 0.25 micrometer",
+     None),
+    # z moved by half its extent (shift 0.5 of [-1, 1]: 1 plane of 2 micrometres), its size kept
+    ("in.zarr", "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,1,0.5", [2.0, 1.0, 1.0],
+     "y 0.5 micrometer, x 0.25 micrometer", 2.0),
+    # z scaled by 2 about its centre: planes of 4 micrometres, the first sampled at input plane -1.5 (-3 micrometres)
+    ("in.zarr", "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,2,0", [4.0, 1.0, 1.0],
+     "y 0.5 micrometer, x 0.25 micrometer", -3.0),
+    ("in.ome.tif", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer", None),
+    ("ij.tif", _ABOUT_Z, [2.0, 1.0, 1.0], "y 0.5 micrometer, x 0.25 micrometer", None),
+], ids=["zarr-about-z", "zarr-about-y", "zarr-about-z-moved", "zarr-about-z-scaled", "ome-tiff-about-z",
+        "imagej-about-z"])
 def test_a_volume_turn_keeps_the_size_of_the_axis_it_leaves_alone(tmp_path: Path, source: str, theta: str,
-                                                                  scale: list[float], said: str) -> None:
+                                                                  scale: list[float], said: str,
+                                                                  z_at: float | None) -> None:
     """'warp zyx.zarr -o o.zarr --volume --theta <a turn about z>' dropped z's size with y's and x's,
     though z's positions are untouched: a turn keeps the size of an axis whose row and column of
-    theta it leaves alone (and that it neither scales nor moves), as a plane's rotation keeps z's."""
+    theta it leaves alone, as a plane's rotation keeps z's; one that also scales or shifts z (its
+    axis still its own) dropped it too, where its size and position follow theta as a pure scale's do."""
     import tifffile
 
     data = np.zeros((4, 8, 8), np.uint16)
@@ -2827,8 +2835,10 @@ def test_a_volume_turn_keeps_the_size_of_the_axis_it_leaves_alone(tmp_path: Path
     result = run("warp", tmp_path / source, "-o", tmp_path / "out.zarr", "--volume", "--theta", theta, "--json")
     assert result.exit_code == 0, result.stderr
     image = written_image(tmp_path / "out.zarr")
-    assert image["datasets"][0]["coordinateTransformations"][0] == {"type": "scale", "scale": scale}
+    transforms = image["datasets"][0]["coordinateTransformations"]
+    assert transforms[0] == {"type": "scale", "scale": scale}
     assert [axis.get("unit") for axis in image["axes"]] == [None if size == 1.0 else "micrometer" for size in scale]
+    assert transforms[1:] == ([] if z_at is None else [{"type": "translation", "translation": [z_at, 0.0, 0.0]}])
     warnings = json.loads(result.stdout)["warnings"]
     assert [line for line in warnings if "physical pixel sizes" in line] == [
         f"the physical pixel sizes ({said}) cannot be carried through warp, whose pixels have no size per axis (a "

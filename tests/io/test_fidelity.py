@@ -1451,9 +1451,15 @@ _TURNED_ABOUT_ALL = "0.9,-0.2,0.1,0.05,0.2,0.9,0,0.1,0,0.1,1.1,-0.1"
     (["--rotate", "30"], {"Z": 0.5}, "OME physical sizes along X, Y of warp's output"),
     (["--volume", "--theta", _TURNED_ABOUT_Y], {"Y": 0.25}, "OME physical sizes along X, Z of warp's output"),
     (["--volume", "--theta", _TURNED_ABOUT_Z], {"Z": 0.5}, "OME physical sizes along X, Y of warp's output"),
+    # Z still an axis of its own: scaled as a pure scale scales it, kept where only moved
+    (["--volume", "--theta", "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,2,0"], {"Z": 1.0},
+     "OME physical sizes along X, Y of warp's output"),
+    (["--volume", "--theta", "0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,1,0.5"], {"Z": 0.5},
+     "OME physical sizes along X, Y of warp's output"),
     (["--volume", "--theta", _TURNED_ABOUT_ALL], {}, "OME physical sizes of warp's output"),
     (["--volume", "--theta", "2,0,0,0,0,2,0,0,0,0,2,0"], {"X": 0.5, "Y": 0.5, "Z": 1.0}, None),
-], ids=["plane", "volume-turn-about-y", "volume-turn-about-z", "volume-turn", "volume-scale"])
+], ids=["plane", "volume-turn-about-y", "volume-turn-about-z", "volume-turn-about-z-scale-z",
+        "volume-turn-about-z-shift-z", "volume-turn", "volume-scale"])
 @pytest.mark.parametrize("kind", ["imagej", "ome"])
 def test_an_imagej_z_stack_s_spacing_goes_to_an_ome_tiff_as_an_ome_stack_s_z_size_does(
         tmp_path: Path, kind: str, args: list[str], expected: dict[str, float], said: str | None) -> None:
@@ -1462,7 +1468,7 @@ def test_an_imagej_z_stack_s_spacing_goes_to_an_ome_tiff_as_an_ome_stack_s_z_siz
     became OME's sizes ('the ImageJ spacing 0.5 cannot be written without ImageJ metadata'), where an
     OME stack kept PhysicalSizeZ. It is OME's sizes first now, made by the warp as an OME stack's are:
     a plane's rotation keeps Z's; a --volume turn drops those of the axes it mixes (a turn about Z
-    keeps Z's, as a plane's rotation does); a scale scales them."""
+    keeps Z's, as a plane's rotation does, and scales it where it scales Z too); a scale scales them."""
     import tifffile
 
     source, out = tmp_path / ("in.tif" if kind == "imagej" else "in.ome.tif"), tmp_path / "out.ome.tif"
@@ -1483,6 +1489,26 @@ def test_an_imagej_z_stack_s_spacing_goes_to_an_ome_tiff_as_an_ome_stack_s_z_siz
     assert warnings == ([] if said is None else [
         f"Warning: {out}: {said} (its pixels have no size per axis: a grid, a rotation or shear) cannot be carried; "
         "dropped"])
+
+
+@pytest.mark.parametrize("steps", [["resize", "--sizes", "8,8,8", "warp", "--rotate", "30"],
+                                   ["warp", "--rotate", "30", "resize", "--sizes", "8,8,8"]],
+                         ids=["resize-then-rotate", "rotate-then-resize"])
+def test_a_chain_s_rotation_keeps_the_z_size_its_other_steps_make(tmp_path: Path, steps: list[str]) -> None:
+    """'chain -i zyx.ome.tif -o o.ome.tif resize --sizes 8,8,8 warp --rotate 30' of 4 planes of 0.5
+    kept PhysicalSizeZ 0.5 on 8 planes (the input's, past the resize), and a resize after the
+    rotation dropped it. Z is its steps' as each makes it: 4 planes on 8 is 0.25."""
+    import tifffile
+
+    source, out = tmp_path / "in.ome.tif", tmp_path / "out.ome.tif"
+    tifffile.imwrite(source, np.zeros((4, 8, 8), np.uint16), ome=True, metadata={
+        "axes": "ZYX", "PhysicalSizeX": 0.25, "PhysicalSizeY": 0.25, "PhysicalSizeZ": 0.5})
+    result = run("chain", "-i", source, "-o", out, *steps)
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        pixels = tifffile.xml2dict(tif.ome_metadata)["OME"]["Image"]["Pixels"]
+    assert pixels["SizeZ"] == 8 and pixels["PhysicalSizeZ"] == 0.25
+    assert "PhysicalSizeX" not in pixels and "PhysicalSizeY" not in pixels
 
 
 @pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"]])
