@@ -169,19 +169,25 @@ class Metadata(NamedTuple):
         True
         >>> Metadata(resolution=(20.0, 20.0), unit="centimeter", axes="YX", axes_kind="imagej").pixel_size()
         {'x': {'size': 0.05, 'unit': 'cm'}, 'y': {'size': 0.05, 'unit': 'cm'}}
+        >>> Metadata(unit="micron", axes="ZYX", axes_kind="imagej", imagej=(("spacing", 3.0),)).pixel_size()
+        {'z': {'size': 3.0, 'unit': 'µm'}}
         """
         if any(axis != "T" for axis, _, _ in self.physical):  # (a time increment is no pixel's size)
             return {axis.lower(): {"size": size, "unit": unit or "\u00b5m"} for axis, size, unit in self.physical
                     if axis != "T"}
-        if self.resolution is None or not self.calibrated:
+        # a spacing's unit with no resolution: X and Y uncalibrated, Z in it (an ImageJ zunit, or a rotation's)
+        spaced = self.resolution is None and self.unit is not None and self.axes_kind == "imagej"
+        if not spaced and (self.resolution is None or not self.calibrated):
             return None
         unit = _UNIT_SYMBOLS.get(self.unit or "", self.unit)
-        x, y = self.resolution
-        sizes = {"x": {"size": 1 / x, "unit": unit}, "y": {"size": 1 / y, "unit": unit}}
+        sizes: dict[str, dict[str, Any]] = {}
+        if self.resolution is not None:
+            x, y = self.resolution
+            sizes = {"x": {"size": 1 / x, "unit": unit}, "y": {"size": 1 / y, "unit": unit}}
         spacing = dict(self.imagej).get("spacing")
         if isinstance(spacing, (int, float)) and spacing > 0:
             sizes["z"] = {"size": float(spacing), "unit": unit}
-        return sizes
+        return sizes or None
 
     def scaled(self, factor: float) -> Metadata:
         """The same, for pixels ``factor`` times as many per unit (space-to-depth: 1/b)."""

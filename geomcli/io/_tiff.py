@@ -702,6 +702,9 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         unit = _UNITS.get(info["unit"], info["unit"])
     if resolution == (1.0, 1.0) and unit is None:
         resolution = None  # what libtiff and tifffile write when nobody set a resolution
+    if resolution is None and choice.kind == "imagej" and isinstance(info.get("zunit"), str) and "spacing" in info:
+        unit = _UNITS.get(info["zunit"], info["zunit"])  # the spacing's alone, X and Y uncalibrated (_spacing_unit)
+        info = {key: value for key, value in info.items() if key != "zunit"}  # (carried: not named as dropped)
     if choice.kind == "imagej":
         imagej = tuple((key, info[key]) for key in _IMAGEJ_KEPT if isinstance(info.get(key), (int, float)))
     # a plain image's channels (YXS, without axes metadata) are named too, so that 2 or 12 of them
@@ -1244,12 +1247,8 @@ def write_plan(
             unit = {"INCH": "inch", "CENTIMETER": "cm"}.get(resolution["resolutionunit"], unit)
             warnings.append(f"TIFF cannot hold the resolution ({x:g} x {y:g} pixels per {unit}: a rational tag "
                             f"holds up to {_RATIONAL - 1}); dropped")
-    if kind == "imagej" and metadata.unit is not None and not unit_written and "spacing" in write_args["metadata"]:
-        # ImageJ reads the spacing in the resolution's unit: without it, in pixels (0.5 um of 1 um pixels
-        # would read as half a pixel)
-        spacing = write_args["metadata"].pop("spacing")
-        warnings.append(f"the ImageJ slice spacing ({spacing:g} {metadata.unit}) is in the unit of the "
-                        "resolution dropped, which ImageJ would read as pixels; dropped")
+    if kind == "imagej":
+        write_args["metadata"].update(_spacing_unit(metadata, unit_written))
     if metadata.palette is not None:
         refusal = _palette_refusal(stored, dtype, metadata.palette, kind, compression, write_args)
         if refusal is None:
@@ -1399,12 +1398,16 @@ def imagej_physical(metadata: Metadata) -> tuple[tuple[str, float, str], ...]:
     (('X', 0.25, 'µm'), ('Y', 0.5, 'µm'), ('Z', 3.0, 'µm'), ('T', 0.5, 's'))
     >>> imagej_physical(Metadata(resolution=(4.0, 2.0), imagej=(("spacing", 3.0), ("finterval", 0.5))))
     (('T', 0.5, 's'),)
+    >>> imagej_physical(Metadata(unit="micron", imagej=(("spacing", 3.0),)))  # (X and Y uncalibrated: a zunit's)
+    (('Z', 3.0, 'µm'),)
     """
-    if metadata.resolution is None or metadata.unit not in _OME_SYMBOLS:
+    if metadata.unit not in _OME_SYMBOLS:
         return _frame_interval(metadata)
     unit = _OME_SYMBOLS[metadata.unit or ""]
-    x, y = metadata.resolution
-    sizes = [("X", 1 / x, unit), ("Y", 1 / y, unit)]
+    sizes = []
+    if metadata.resolution is not None:
+        x, y = metadata.resolution
+        sizes += [("X", 1 / x, unit), ("Y", 1 / y, unit)]
     spacing = dict(metadata.imagej).get("spacing")
     if isinstance(spacing, (int, float)) and 0 < spacing < math.inf:
         sizes.append(("Z", float(spacing), unit))
@@ -1464,11 +1467,30 @@ def imagej_pages(laid_out: dict[str, Any], shape: tuple[int, ...], dtype: np.dty
     assert axes is not None
     laid_out = {**_pages(shape, dtype, axes, "imagej", metadata.colour, metadata.inks), "imagej": True}
     laid_out["metadata"].update(metadata.imagej)
+    laid_out["metadata"].update(_spacing_unit(metadata, resolution_written=metadata.resolution is not None))
     if metadata.resolution is not None:
         resolution = _resolution(metadata, "imagej")
         laid_out["metadata"].update(resolution.pop("metadata", {}))
         laid_out.update(resolution)
     return laid_out
+
+
+def _spacing_unit(metadata: Metadata, resolution_written: bool) -> dict[str, str]:
+    """ImageJ's ``zunit`` for a slice spacing whose unit no resolution written states (a rotation
+    dropped the X and Y pixel sizes, or a TIFF rational cannot hold them): ImageJ reads the spacing
+    in the resolution's unit, so without it, in pixels (0.5 um of 1 um pixels would read as half a
+    pixel); with ``zunit`` and no ``unit`` it reads X and Y uncalibrated, Z in that unit, as
+    geomcli reads it back.
+
+    >>> from geomcli.io import Metadata
+    >>> _spacing_unit(Metadata(unit="micron", imagej=(("spacing", 0.5),)), False)
+    {'zunit': 'micron'}
+    >>> _spacing_unit(Metadata(unit="micron"), False), _spacing_unit(Metadata(imagej=(("spacing", 0.5),)), False)
+    ({}, {})
+    """
+    if resolution_written or metadata.unit is None or "spacing" not in dict(metadata.imagej):
+        return {}
+    return {"zunit": _IMAGEJ_UNITS.get(metadata.unit, metadata.unit)}
 
 
 def _own_axes(axes: str | None, layout: str | None, ndim: int) -> str | None:
@@ -1482,14 +1504,14 @@ def carries_imagej(shape: tuple[int, ...], dtype: np.dtype, layout: str | None, 
     """Whether a memory-mapped TIFF of this shape, dtype and layout is written with ``metadata``'s
     ImageJ axes and calibration (:func:`imagej_pages`): ImageJ axes that still name the layout, of
     no samples (as :func:`carries_ome`), of a hyperstack ImageJ holds, and a calibration
-    :func:`write` would write whole (no resolution past a TIFF rational, no slice spacing in the
-    unit of a resolution dropped), so that the map warns of nothing it would."""
+    :func:`write` would write whole (no resolution past a TIFF rational), so that the map warns of
+    nothing it would."""
     axes = _own_axes(metadata.axes, layout, len(shape))
     if not (metadata.axes_kind == "imagej" and axes is not None and len(axes) == len(shape) and "S" not in axes
             and names_layout(axes, layout) and _imagej_fits(shape, np.dtype(dtype), axes)):
         return False
     if metadata.resolution is None:
-        return metadata.unit is None or "spacing" not in dict(metadata.imagej)
+        return True
     x, y = _resolution(metadata, "imagej")["resolution"]
     return bool(max(x, y) < _RATIONAL)
 

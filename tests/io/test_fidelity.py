@@ -1512,10 +1512,12 @@ def test_a_chain_s_rotation_keeps_the_z_size_its_other_steps_make(tmp_path: Path
 
 
 @pytest.mark.parametrize("args", [["warp", "--rotate", "30"], ["grid-sample", "--grid", "GRID"]])
-def test_a_warp_of_an_imagej_stack_drops_the_spacing_with_the_unit_it_is_in(tmp_path: Path, args: list[str]) -> None:
+def test_a_warp_of_an_imagej_stack_keeps_the_spacing_in_its_own_unit(tmp_path: Path, args: list[str]) -> None:
     """ImageJ gives the slice spacing in the one unit of its resolution: a warp that drops the
-    resolution (and so the unit) kept 'spacing=0.5' alone, which ImageJ reads as 0.5 pixels
-    where the planes' pixels are 1, turning Z's 2:1 aspect to the pixels' 1:2."""
+    resolution (and so the unit) dropped the spacing with it ('the ImageJ slice spacing (0.5
+    micron) is in the unit of the resolution dropped'), where an OME-TIFF output keeps
+    PhysicalSizeZ. It is written with ImageJ's zunit now, and no unit: ImageJ reads Y and X
+    uncalibrated and Z in microns, and so does info."""
     import tifffile
 
     source, out = tmp_path / "in.tif", tmp_path / "out.tif"
@@ -1527,9 +1529,79 @@ def test_a_warp_of_an_imagej_stack_drops_the_spacing_with_the_unit_it_is_in(tmp_
     assert result.exit_code == 0, result.stderr
     with tifffile.TiffFile(out) as tif:
         meta = tif.imagej_metadata
-    assert meta is not None and "spacing" not in meta and "unit" not in meta
-    assert ("the ImageJ slice spacing (0.5 micron) is in the unit of the resolution dropped, which ImageJ "
-            "would read as pixels; dropped") in result.stderr
+    assert meta is not None and meta["spacing"] == 0.5 and meta["zunit"] == "micron" and "unit" not in meta
+    assert "spacing" not in result.stderr
+    assert json.loads(run("info", out, "--json").stdout)["pixel_size"] == {"z": {"size": 0.5, "unit": "µm"}}
+    # read back as written: carried on by the next run, nothing named as dropped
+    again = run("crop-pad", out, "-o", tmp_path / "again.tif", "--shape", "4,4", "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["warnings"] == [], again.output
+    with tifffile.TiffFile(tmp_path / "again.tif") as tif:
+        assert {key: (tif.imagej_metadata or {}).get(key) for key in ("unit", "zunit", "spacing")} == {
+            "unit": None, "zunit": "micron", "spacing": 0.5}
+
+
+def test_an_imagej_zunit_beside_a_resolution_is_named_as_dropped(tmp_path: Path) -> None:
+    """A zunit is read as the spacing's unit only where no resolution states one (as geomcli writes
+    it); beside one (Fiji's, for a Z in another unit) it is not carried, and said so."""
+    import tifffile
+
+    source = tmp_path / "in.tif"
+    tifffile.imwrite(source, np.zeros((2, 8, 8), np.uint16), imagej=True, resolution=(4.0, 4.0),
+                     metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um", "zunit": "mm"})
+    result = run("crop-pad", source, "-o", tmp_path / "out.tif", "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == ["the ImageJ metadata zunit cannot be carried; dropped"]
+
+
+@pytest.mark.parametrize(("theta", "spacing"), [
+    ("0.8660254,-0.5,0,0,0.5,0.8660254,0,0,0,0,2,0", 1.0),  # a turn about Z that scales Z: Z its own axis
+    ("0.8660254,0,-0.5,0,0,1,0,0,0.5,0,0.8660254,0", None),  # a turn about Y: Z mixed with X
+], ids=["about-z-scale-z", "about-y"])
+def test_a_volume_turn_of_an_imagej_stack_keeps_the_spacing_where_z_is_its_own_axis(
+        tmp_path: Path, theta: str, spacing: float | None) -> None:
+    """The spacing follows Z as PhysicalSizeZ does: scaled where the turn leaves Z an axis of its
+    own, dropped with a warning where it mixes Z with Y or X (a spacing kept there would be a
+    size no plane of the output has)."""
+    import tifffile
+
+    source, out = tmp_path / "in.tif", tmp_path / "out.tif"
+    tifffile.imwrite(source, np.zeros((4, 8, 8), np.uint16), imagej=True, resolution=(4.0, 4.0),
+                     metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um"})
+    result = run("warp", source, "-o", out, "--volume", "--theta", theta)
+    assert result.exit_code == 0, result.stderr
+    with tifffile.TiffFile(out) as tif:
+        meta = tif.imagej_metadata
+    assert meta is not None and meta.get("spacing") == spacing and "unit" not in meta
+    assert meta.get("zunit") == (None if spacing is None else "micron")
+    said = (f"Warning: {out}: ImageJ spacing 0.5 of warp's output (its pixels have no size per axis: a grid, a "
+            "rotation or shear) cannot be carried; dropped")
+    assert (said in result.stderr.splitlines()) == (spacing is None)
+
+
+def test_a_big_warped_imagej_stack_keeps_its_spacing_through_a_memory_map(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
+    """Through a memory map, as from RAM: the rotation's output holds its spacing in ImageJ's zunit
+    (where the map was refused for a spacing of no resolution to state its unit)."""
+    import tifffile
+
+    from geomcli.io import _mapped
+
+    source, _, maps = _calibrated_hyperstack(tmp_path, rng, monkeypatch)
+    written = []
+    for limit in (1, _mapped.MAP_OUTPUT_BYTES):  # through a map, then from RAM (both uncompressed)
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", limit)
+        out = tmp_path / f"out{limit}.tif"
+        result = run("warp", source, "-o", out, "--rotate", "30", "--json")
+        assert result.exit_code == 0, result.stderr
+        with tifffile.TiffFile(out) as tif:
+            meta = tif.imagej_metadata or {}
+            written.append(({key: meta.get(key) for key in ("unit", "zunit", "spacing", "finterval", "slices")},
+                            tif.series[0].axes, json.loads(result.stdout)["warnings"]))
+    assert len(maps) == 1
+    assert written[0] == written[1] == (
+        {"unit": None, "zunit": "micron", "spacing": 0.5, "finterval": 3.0, "slices": 3}, "TZCYX",
+        ["pixel size (0.25 x 0.5 micron) of warp's output (its pixels have no size per axis: a grid, a rotation or "
+         "shear) cannot be carried; dropped"])
 
 
 @pytest.mark.parametrize(("args", "expected"), [
