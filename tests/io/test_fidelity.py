@@ -1163,6 +1163,42 @@ def _calibrated_hyperstack(tmp_path: Path, rng: np.random.Generator,
     return source, data, maps
 
 
+@pytest.mark.parametrize("kind", ["rgb", "imagej"])
+def test_a_memory_mapped_input_carries_the_metadata_a_read_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    rng: np.random.Generator, icc: bytes,
+                                                                    kind: str) -> None:
+    """An uncompressed TIFF past one_file.MAP_INPUT_BYTES is mapped, not read: its output has the
+    same ICC profile, DPI or calibration as one read into memory gives (the same info --json)."""
+    import tifffile
+
+    from geomcli.engine import one_file
+    from geomcli.io import _tiff
+
+    source = tmp_path / "in.tif"
+    if kind == "rgb":
+        tifffile.imwrite(source, rng.integers(0, 255, (16, 16, 3), dtype=np.uint8), photometric="rgb",
+                         iccprofile=icc, resolution=(300, 300), resolutionunit="INCH")
+    else:
+        tifffile.imwrite(source, rng.integers(0, 4000, (3, 16, 16), dtype=np.uint16), imagej=True,
+                         resolution=(4.0, 4.0), metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um"})
+    maps: list[Any] = []
+    memmap = _tiff._memmap
+    monkeypatch.setattr(_tiff, "_memmap", lambda *args: maps.append(memmap(*args)) or maps[-1])
+    records = []
+    for threshold in (1 << 40, 0):  # read, then mapped
+        monkeypatch.setattr(one_file, "MAP_INPUT_BYTES", threshold)
+        out = tmp_path / f"out{threshold}.tif"
+        result = run("crop-pad", source, "-o", out, "--shape", "8,8")
+        assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr
+        monkeypatch.setattr(one_file, "MAP_INPUT_BYTES", 1 << 40)  # (info reads the output into memory)
+        record = json.loads(run("info", out, "--json").stdout)
+        records.append({key: value for key, value in record.items() if key not in ("input", "file_size")})
+    assert len(maps) == 1 and isinstance(maps[0], np.memmap)  # the second run's input alone was mapped
+    assert records[0] == records[1]
+    assert (records[0]["icc"] is not None and records[0]["dpi"] == [300.0, 300.0] if kind == "rgb" else
+            records[0]["pixel_size"]["z"] == {"size": 0.5, "unit": "µm"})
+
+
 @pytest.mark.parametrize("args", [["crop-pad", "--shape", "4,4"], ["space-to-depth", "--blocksize", "2"]])
 def test_a_big_imagej_tiff_written_through_a_memory_map_keeps_its_calibration(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch,
