@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import logging
@@ -116,6 +117,7 @@ class _Choice:
     note: str | None
     image: int | None = None  # the series (an OME-XML Image) read, or the page is a plane of
     channel: int | None = None  # an OME page's channel in its image (None: its image has one, or all are read)
+    colormaps: tuple[Any, ...] = ()  # each page's own ColorMap, where a palette stack's pages differ in them
 
 
 def read_header(
@@ -348,12 +350,17 @@ def _photometric(
             top = (1 << bits) - 1 if 0 < bits < 8 * data.itemsize else None
             data = (top if top is not None else np.iinfo(data.dtype).max) - data
         notes.append("min-is-white values inverted (0 is black)")
-    elif (colormap := _palette(choice)) is not None and data.dtype.kind == "u":
+    elif (colormaps := _colormaps(choice)) is not None and data.dtype.kind == "u":
         extra = _extra_samples(choice)
         indices = data[..., 0] if extra else data
-        if indices.size and int(indices.max()) >= colormap.shape[1]:
+        if indices.size and int(indices.max()) >= colormaps.shape[-1]:
             return data, layout  # an index past the map: a damaged file, left as indices
-        colours = np.moveaxis(colormap[:, indices], 0, -1)
+        if len(colormaps) == 1:
+            colours = np.moveaxis(colormaps[0][:, indices], 0, -1)
+        else:  # each page through its own map: (pages, Y, X) -> (pages, Y, X, 3) -> the stack's shape
+            pages = indices.reshape(len(colormaps), *indices.shape[-2:])
+            colours = np.stack([np.moveaxis(colormap[:, one], 0, -1) for colormap, one in zip(colormaps, pages)])
+            colours = colours.reshape(*indices.shape, 3)
         if not extra:
             notes.append("palette expanded to RGB")
             return colours, _expanded_layout(layout, colours.ndim)
@@ -381,19 +388,27 @@ def _expanded(choice: _Choice) -> tuple[tuple[int, ...], np.dtype]:
 
 
 def _palette(choice: _Choice) -> np.ndarray | None:
-    """The (3, 2**bits) colormap a palette image's indices expand through, as uint8 when it holds
-    8-bit values stored 16-bit (v * 257, or v * 256 as libtiff and Pillow write them, whose readers
-    take the high byte); None when there is none to apply (not palette, or a crafted map)."""
+    """The (3, 2**bits) colormap a palette image's indices expand through (its first page's, where
+    its pages have their own: :func:`_colormaps`); None when there is none to apply."""
+    colormaps = _colormaps(choice)
+    return None if colormaps is None else colormaps[0]
+
+
+def _colormaps(choice: _Choice) -> np.ndarray | None:
+    """The (maps, 3, 2**bits) colormaps a palette image's indices expand through: one, or each
+    page's own (_Choice.colormaps), as uint8 when they hold 8-bit values stored 16-bit (v * 257,
+    or v * 256 as libtiff and Pillow write them, whose readers take the high byte); None when
+    there is none to apply (not palette, or a crafted map)."""
     page = choice.keyframe
     if _enum_name(page.photometric) != "PALETTE" or page.colormap is None or choice.dtype.kind != "u":
         return None
-    colormap = np.asarray(page.colormap)
-    if colormap.ndim != 2 or colormap.shape[0] != 3 or colormap.dtype.kind != "u":
+    colormaps = np.asarray(choice.colormaps or (page.colormap,))
+    if colormaps.ndim != 3 or colormaps.shape[1] != 3 or colormaps.dtype.kind != "u":
         return None  # a crafted colormap: left as indices
     for scale in (257, 256):
-        if not (colormap % scale).any():
-            return (colormap // scale).astype(np.uint8)
-    return colormap
+        if not (colormaps % scale).any():
+            return (colormaps // scale).astype(np.uint8)
+    return colormaps
 
 
 def kept_palette(choice: _Choice, name: str) -> Metadata | None:
@@ -403,13 +418,12 @@ def kept_palette(choice: _Choice, name: str) -> Metadata | None:
     A ColorMap holds 2**bits entries by the format, which writers pad with black (tifffile's
     users, geomcli's _colormap): the black entries past its last colour are left out, as a PNG's
     PLTE holds only its own (an index past them is written black, as it reads). Pages stacked
-    (series of their own) whose maps differ are refused: one palette would mislabel some."""
+    (series of their own, or pages of one series) whose maps differ are refused: one palette would
+    mislabel some."""
     colormap = _palette(choice)
     if colormap is None:
         return None
-    # (a series' later pages are tifffile's TiffFrames, of its first page's tags: no map of their own)
-    maps = {np.asarray(page.colormap).tobytes() for page in choice.pages if getattr(page, "colormap", None) is not None}
-    if len(maps) > 1:
+    if choice.colormaps:
         raise GeomError(f"{name}: its pages have palettes of their own, which one stack of indices cannot keep "
                         "(--keep-palette): pick a page with --page N, or read the colours without --keep-palette")
     coloured = np.flatnonzero(colormap.any(axis=0))
@@ -463,7 +477,40 @@ def _reader(item: Any) -> Callable[[], np.ndarray]:
 
 
 def _choose(tif: Any, name: str, series: int | None, page: int | None) -> _Choice:
-    """The page (--page), the series (--series), the only series, or every series stacked."""
+    """The page (--page), the series (--series), the only series, or every series stacked, with
+    each page's own ColorMap where a palette stack's pages differ in them (:func:`_page_colormaps`)."""
+    choice = _chosen(tif, name, series, page)
+    colormaps = _page_colormaps(choice, name)
+    return dataclasses.replace(choice, colormaps=colormaps) if colormaps else choice
+
+
+def _page_colormaps(choice: _Choice, name: str) -> tuple[Any, ...]:
+    """Each page's ColorMap, one a page in the stack's order, where a palette stack's pages differ
+    in them; () where they share the first's. tifffile reads a series' later pages as TiffFrames,
+    of its first page's tags: expanded through its map, every page took the first's colours
+    silently. Those are read here as pages (about 0.1 ms a page, palette stacks alone)."""
+    import tifffile
+
+    keyframe = choice.keyframe
+    if len(choice.pages) < 2 or _enum_name(keyframe.photometric) != "PALETTE" or keyframe.colormap is None:
+        return ()
+    maps = []
+    for page in choice.pages:
+        if isinstance(page, tifffile.TiffFrame) and not page.is_virtual:  # (a virtual frame has no tags of its own)
+            page = page.aspage()
+        colormap = getattr(page, "colormap", None)
+        maps.append(np.asarray(keyframe.colormap if colormap is None else colormap))
+    if all(np.array_equal(one, maps[0]) for one in maps[1:]):
+        return ()
+    stacked = math.prod(choice.shape) // max(1, _int(keyframe.imagelength) * _int(keyframe.imagewidth)
+                                             * _int(keyframe.samplesperpixel))
+    if stacked != len(maps) or any(one.shape != maps[0].shape for one in maps):
+        raise GeomError(f"{name}: its pages have palettes of their own, which geomcli cannot match to its "
+                        "pages; pick a page with --page N")
+    return tuple(maps)
+
+
+def _chosen(tif: Any, name: str, series: int | None, page: int | None) -> _Choice:
     if page is not None:
         if not 0 <= page < len(tif.pages):
             raise GeomError(f"{name}: --page {page} is out of range (pages 0 to {len(tif.pages) - 1})")

@@ -271,3 +271,52 @@ def test_a_pyramid_s_first_level_alone_is_read_and_a_note_says_so(tmp_path: Path
     assert "note: a pyramid of 3 levels: the first (full resolution) alone is read" in chunked.stderr
     tifffile.imwrite(tmp_path / "flat.ome.tif", data, ome=True, metadata={"axes": "CYX"})
     assert not any("pyramid" in note for note in io.read_array(str(tmp_path / "flat.ome.tif")).notes)
+
+
+def _palette_pages(path: Path, how: str, indices: np.ndarray, colormaps: list[np.ndarray]) -> None:
+    """A palette TIFF of two pages, each of its own ColorMap: two series, two pages of one generic
+    series, or one shaped series whose second page's map is patched in (tifffile reads it as a
+    TiffFrame, of the first page's tags)."""
+    import tifffile
+
+    if how == "frames":
+        tifffile.imwrite(path, indices, photometric="palette", colormap=colormaps[0])
+        with tifffile.TiffFile(path) as tif:
+            tif.pages.useframes = False
+            at = tif.pages[1].tags[320].valueoffset
+        with open(path, "r+b") as file:
+            file.seek(at)
+            file.write(colormaps[1].astype("<u2").tobytes())
+        return
+    with tifffile.TiffWriter(path) as tif:
+        for page, colormap in zip(indices, colormaps):
+            tif.write(page, photometric="palette", colormap=colormap, metadata=None if how == "pages" else {},
+                      contiguous=how != "pages")
+
+
+@pytest.mark.parametrize("how", ["series", "pages", "frames"])
+def test_each_palette_page_is_coloured_with_its_own_map(how: str, tmp_path: Path, rng: np.random.Generator) -> None:
+    # every page was coloured with the first page's map, silently, and --keep-palette kept it for
+    # all where the second page was a TiffFrame
+    import tifffile
+
+    indices = rng.integers(0, 4, (2, 6, 8), dtype=np.uint8)
+    colours = rng.integers(0, 256, (2, 3, 4), dtype=np.uint16)
+    colormaps = [np.zeros((3, 256), np.uint16) for _ in range(2)]
+    for colormap, own in zip(colormaps, colours):
+        colormap[:, :4] = own * 257
+    source = tmp_path / "two.tif"
+    _palette_pages(source, how, indices, colormaps)
+    with tifffile.TiffFile(source) as tif:
+        assert len(tif.series) == (2 if how == "series" else 1)
+    expected = np.stack([np.moveaxis(own[:, page], 0, -1) for own, page in zip(colours, indices)]).astype(np.uint8)
+    loaded = io.read_array(str(source))
+    assert np.array_equal(loaded.data, expected) and io.read_header(str(source)).shape == expected.shape
+    result = run("crop-pad", source, "-o", tmp_path / "c.npy", "--shape", "4,6", "--axes", "1,2", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "c.npy"), expected[:, 1:5, 1:7])
+    refused = run("crop-pad", source, "-o", tmp_path / "k.tif", "--shape", "4,6", "--axes", "1,2", "--keep-palette")
+    assert refused.exit_code == 1 and not (tmp_path / "k.tif").exists()
+    assert refused.stderr == (f"Error: {source}: its pages have palettes of their own, which one stack of indices "
+                              "cannot keep (--keep-palette): pick a page with --page N, or read the colours "
+                              "without --keep-palette\n")
