@@ -281,7 +281,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
             axes_metadata = io.Metadata(axes=channels.axes, axes_kind="ome", physical=channels.physical,
                                         channels=channels.channels) if channels.axes_kind == "ome" else \
                 io.Metadata(axes=channels.axes, axes_kind="imagej", resolution=channels.resolution, unit=channels.unit,
-                            imagej=channels.imagej) if channels.axes_kind == "imagej" else None
+                            imagej=channels.imagej, zunit=channels.zunit) if channels.axes_kind == "imagej" else None
             out = mapped_output(outputs, output, shape, dtype, output_format, layout, channels.colour, channels.inks,
                                 axes_metadata)
             mapped.extend([] if out is None else [out])
@@ -431,7 +431,7 @@ def _said_of_map(metadata: Metadata, shape: tuple[int, ...], dtype: np.dtype, wr
         metadata = metadata._replace(axes=None, axes_kind=None, physical=(), channels=())
     if output_format == "tiff" and _tiff.carries_imagej(shape, dtype, written, metadata):
         # its ImageJ axes, resolution and unit, slice spacing and frame interval are the map's
-        metadata = metadata._replace(axes=None, axes_kind=None, resolution=None, unit=None, imagej=())
+        metadata = metadata._replace(axes=None, axes_kind=None, resolution=None, unit=None, imagej=(), zunit=None)
     if output_format != "npy":
         report.warnings.extend(_unmapped(metadata))
     return metadata

@@ -119,6 +119,9 @@ class Metadata(NamedTuple):
     little-endian uint16 an entry, beside ``palette``, which holds their high bytes (what libtiff's
     and Pillow's readers show). A TIFF output writes them as they are; a PNG, GIF or BMP holds the
     high bytes alone."""
+    zunit: str | None = None
+    """The unit of an ImageJ slice spacing where it is not ``unit`` (Fiji's ``zunit`` beside a
+    resolution in another: 0.25 micron pixels, 0.5 millimeter slices), by geomcli's names."""
 
     @property
     def dpi(self) -> tuple[float, float] | None:
@@ -171,6 +174,8 @@ class Metadata(NamedTuple):
         {'x': {'size': 0.05, 'unit': 'cm'}, 'y': {'size': 0.05, 'unit': 'cm'}}
         >>> Metadata(unit="micron", axes="ZYX", axes_kind="imagej", imagej=(("spacing", 3.0),)).pixel_size()
         {'z': {'size': 3.0, 'unit': 'µm'}}
+        >>> Metadata(resolution=(4.0, 4.0), unit="micron", zunit="millimeter", imagej=(("spacing", 0.5),)).pixel_size()
+        {'x': {'size': 0.25, 'unit': 'µm'}, 'y': {'size': 0.25, 'unit': 'µm'}, 'z': {'size': 0.5, 'unit': 'mm'}}
         """
         if any(axis != "T" for axis, _, _ in self.physical):  # (a time increment is no pixel's size)
             return {axis.lower(): {"size": size, "unit": unit or "\u00b5m"} for axis, size, unit in self.physical
@@ -186,7 +191,8 @@ class Metadata(NamedTuple):
             sizes = {"x": {"size": 1 / x, "unit": unit}, "y": {"size": 1 / y, "unit": unit}}
         spacing = dict(self.imagej).get("spacing")
         if isinstance(spacing, (int, float)) and spacing > 0:
-            sizes["z"] = {"size": float(spacing), "unit": unit}
+            sizes["z"] = {"size": float(spacing), "unit": _UNIT_SYMBOLS.get(self.zunit, self.zunit) if self.zunit
+                          else unit}
         return sizes or None
 
     def scaled(self, factor: float) -> Metadata:

@@ -749,9 +749,15 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         unit = _UNITS.get(info["unit"], info["unit"])
     if resolution == (1.0, 1.0) and unit is None:
         resolution = None  # what libtiff and tifffile write when nobody set a resolution
-    if resolution is None and choice.kind == "imagej" and isinstance(info.get("zunit"), str) and "spacing" in info:
-        unit = _UNITS.get(info["zunit"], info["zunit"])  # the spacing's alone, X and Y uncalibrated (_spacing_unit)
-        info = {key: value for key, value in info.items() if key != "zunit"}  # (carried: not named as dropped)
+    zunit = None
+    if choice.kind == "imagej" and isinstance(info.get("zunit"), str) and "spacing" in info:
+        spaced = _UNITS.get(info["zunit"], info["zunit"])
+        if resolution is None:
+            unit = spaced  # the spacing's alone, X and Y uncalibrated (_spacing_unit)
+        elif spaced != unit:
+            zunit = spaced  # (Fiji's: the spacing in its own unit, beside the resolution's)
+        if resolution is None or zunit is not None:
+            info = {key: value for key, value in info.items() if key != "zunit"}  # (carried: not named as dropped)
     if choice.kind == "imagej":
         imagej = tuple((key, info[key]) for key in _IMAGEJ_KEPT if isinstance(info.get(key), (int, float)))
     # a plain image's channels (YXS, without axes metadata) are named too, so that 2 or 12 of them
@@ -784,7 +790,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
                                                       _carried(physical, unusable, channels))),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
                     plain_resolution=choice.kind == "imagej" and not named and unit in ("inch", "centimeter"),
-                    channels=channels)
+                    channels=channels, zunit=zunit)
 
 
 def _cmyk(choice: _Choice) -> bool:
@@ -1431,14 +1437,16 @@ def as_ome(metadata: Metadata, layout: str | None, ndim: int) -> tuple[Metadata,
                  if not (key == "spacing" and "Z" in carried or key == "finterval" and "T" in carried))
     return metadata._replace(axes=axes, axes_kind="ome", physical=physical, imagej=kept,
                              resolution=None if converted else metadata.resolution,
-                             unit=None if converted else metadata.unit), None
+                             unit=None if converted else metadata.unit,
+                             zunit=None if "Z" in carried else metadata.zunit), None
 
 
 def imagej_physical(metadata: Metadata) -> tuple[tuple[str, float, str], ...]:
     """An ImageJ hyperstack's calibration as OME's physical sizes (Metadata.physical, in OME's unit
     symbols): its resolution's pixel size along X and Y and its slice spacing along Z in its unit,
     its frame interval along T in seconds; no length where it gives no length unit OME names (its
-    interval, in seconds whatever the length unit, still).
+    interval, in seconds whatever the length unit, still). The spacing is in its own unit where it
+    has one (Metadata.zunit).
 
     >>> from geomcli.io import Metadata
     >>> imagej_physical(Metadata(resolution=(4.0, 2.0), unit="micron", imagej=(("spacing", 3.0), ("finterval", 0.5))))
@@ -1447,17 +1455,17 @@ def imagej_physical(metadata: Metadata) -> tuple[tuple[str, float, str], ...]:
     (('T', 0.5, 's'),)
     >>> imagej_physical(Metadata(unit="micron", imagej=(("spacing", 3.0),)))  # (X and Y uncalibrated: a zunit's)
     (('Z', 3.0, 'µm'),)
+    >>> imagej_physical(Metadata(resolution=(4.0, 4.0), unit="micron", zunit="millimeter", imagej=(("spacing", 0.5),)))
+    (('X', 0.25, 'µm'), ('Y', 0.25, 'µm'), ('Z', 0.5, 'mm'))
     """
-    if metadata.unit not in _OME_SYMBOLS:
-        return _frame_interval(metadata)
-    unit = _OME_SYMBOLS[metadata.unit or ""]
     sizes = []
-    if metadata.resolution is not None:
+    if metadata.resolution is not None and metadata.unit in _OME_SYMBOLS:
         x, y = metadata.resolution
+        unit = _OME_SYMBOLS[metadata.unit or ""]
         sizes += [("X", 1 / x, unit), ("Y", 1 / y, unit)]
-    spacing = dict(metadata.imagej).get("spacing")
-    if isinstance(spacing, (int, float)) and 0 < spacing < math.inf:
-        sizes.append(("Z", float(spacing), unit))
+    spacing, spaced = dict(metadata.imagej).get("spacing"), metadata.zunit or metadata.unit
+    if isinstance(spacing, (int, float)) and 0 < spacing < math.inf and spaced in _OME_SYMBOLS:
+        sizes.append(("Z", float(spacing), _OME_SYMBOLS[spaced or ""]))
     return (*sizes, *_frame_interval(metadata))
 
 
@@ -1527,17 +1535,21 @@ def _spacing_unit(metadata: Metadata, resolution_written: bool) -> dict[str, str
     dropped the X and Y pixel sizes, or a TIFF rational cannot hold them): ImageJ reads the spacing
     in the resolution's unit, so without it, in pixels (0.5 um of 1 um pixels would read as half a
     pixel); with ``zunit`` and no ``unit`` it reads X and Y uncalibrated, Z in that unit, as
-    geomcli reads it back.
+    geomcli reads it back. A spacing of its own unit (Metadata.zunit) is written in it, beside a
+    resolution or not.
 
     >>> from geomcli.io import Metadata
     >>> _spacing_unit(Metadata(unit="micron", imagej=(("spacing", 0.5),)), False)
     {'zunit': 'micron'}
     >>> _spacing_unit(Metadata(unit="micron"), False), _spacing_unit(Metadata(imagej=(("spacing", 0.5),)), False)
     ({}, {})
+    >>> _spacing_unit(Metadata(unit="micron", zunit="millimeter", imagej=(("spacing", 0.5),)), True)
+    {'zunit': 'mm'}
     """
-    if resolution_written or metadata.unit is None or "spacing" not in dict(metadata.imagej):
+    unit = metadata.zunit or (None if resolution_written else metadata.unit)
+    if unit is None or "spacing" not in dict(metadata.imagej):
         return {}
-    return {"zunit": _IMAGEJ_UNITS.get(metadata.unit, metadata.unit)}
+    return {"zunit": _IMAGEJ_UNITS.get(unit, unit)}
 
 
 def _own_axes(axes: str | None, layout: str | None, ndim: int) -> str | None:

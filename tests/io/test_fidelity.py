@@ -1576,17 +1576,36 @@ def test_a_warp_of_an_imagej_stack_keeps_the_spacing_in_its_own_unit(tmp_path: P
             "unit": None, "zunit": "micron", "spacing": 0.5}
 
 
-def test_an_imagej_zunit_beside_a_resolution_is_named_as_dropped(tmp_path: Path) -> None:
-    """A zunit is read as the spacing's unit only where no resolution states one (as geomcli writes
-    it); beside one (Fiji's, for a Z in another unit) it is not carried, and said so."""
+@pytest.mark.parametrize("out", ["out.tif", "mapped.tif", "out.ome.tif", "out.zarr"])
+def test_an_imagej_zunit_beside_a_resolution_is_the_spacing_s_unit(tmp_path: Path, out: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fiji writes a zunit beside a resolution where Z is in another unit: the spacing was read in
+    the resolution's ('info' gave z 0.5 um of 0.5 mm slices, an OME-TIFF's PhysicalSizeZ and an
+    OME-Zarr's z scale the same) and the zunit named as dropped. It is the spacing's unit now,
+    written back as ImageJ's zunit, and every output says 0.5 mm as info does."""
     import tifffile
 
+    from geomcli.io import _mapped
+
     source = tmp_path / "in.tif"
-    tifffile.imwrite(source, np.zeros((2, 8, 8), np.uint16), imagej=True, resolution=(4.0, 4.0),
+    tifffile.imwrite(source, np.zeros((4, 8, 8), np.uint16), imagej=True, resolution=(4.0, 4.0),
                      metadata={"axes": "ZYX", "spacing": 0.5, "unit": "um", "zunit": "mm"})
-    result = run("crop-pad", source, "-o", tmp_path / "out.tif", "--shape", "4,4", "--json")
+    sizes = {"x": {"size": 0.25, "unit": "µm"}, "y": {"size": 0.25, "unit": "µm"}, "z": {"size": 0.5, "unit": "mm"}}
+    assert json.loads(run("info", source, "--json").stdout)["pixel_size"] == sizes
+    maps: list[Any] = []
+    map_tiff = _mapped._map_tiff
+    monkeypatch.setattr(_mapped, "_map_tiff", lambda tmp, *more: maps.append(tmp) or map_tiff(tmp, *more))
+    if out == "mapped.tif":
+        monkeypatch.setattr(_mapped, "MAP_OUTPUT_BYTES", 1)
+    result = run("crop-pad", source, "-o", tmp_path / out, "--shape", "4,4", "--json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["warnings"] == ["the ImageJ metadata zunit cannot be carried; dropped"]
+    assert json.loads(result.stdout)["warnings"] == [] and len(maps) == (out == "mapped.tif")
+    assert json.loads(run("info", tmp_path / out, "--json").stdout)["pixel_size"] == sizes
+    if out.endswith(".tif") and not out.endswith(".ome.tif"):
+        with tifffile.TiffFile(tmp_path / out) as tif:
+            meta = tif.imagej_metadata or {}
+        assert {key: meta.get(key) for key in ("unit", "zunit", "spacing")} == {
+            "unit": "micron", "zunit": "mm", "spacing": 0.5}
 
 
 @pytest.mark.parametrize(("theta", "spacing"), [
