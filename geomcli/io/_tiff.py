@@ -711,9 +711,7 @@ def _kind(tif: Any, index: int, series: Any) -> str | None:
 
 def _orientation(choice: _Choice) -> int:
     """The Orientation tag (274) of what is read: 1 (as stored) when absent or unknown."""
-    tag = choice.keyframe.tags.get(274)
-    value = _int(tag.value) if tag is not None else 1
-    return value if value in ORIENTATIONS else 1
+    return _page_orientation(choice.keyframe)
 
 
 def _turned(choice: _Choice, layout: str | None, auto_orient: bool) -> int:
@@ -722,13 +720,62 @@ def _turned(choice: _Choice, layout: str | None, auto_orient: bool) -> int:
     return orientation if auto_orient and orientation != 1 and layout in ("HW", "HWC") else 0
 
 
+def _pages_apart(choice: _Choice, kept_orientation: bool) -> tuple[frozenset[str], tuple[str, ...]]:
+    """What of its first page's tags a stack's other pages do not share, where they were parsed in
+    full (series stacked, a generic series' pages; a series' later pages are tifffile's
+    TiffFrames, of its first page's tags): ``icc`` or ``resolution`` where a page's differs (one
+    output holds one for all: the first's was written for every page), and each such difference,
+    and an orientation of a later page the first has not (``kept_orientation``), named for a warning."""
+    import tifffile
+
+    first = choice.keyframe
+    others = [page for page in choice.pages if isinstance(page, tifffile.TiffPage) and page is not first]
+    apart: set[str] = set()
+    said: list[str] = []
+    if any(_icc(page) != _icc(first) for page in others):
+        apart.add("icc")
+        said.append("the ICC profiles of the TIFF's pages (they differ; an output holds one for all)")
+    if any(_resolution_tags(page) != _resolution_tags(first) for page in others):
+        apart.add("resolution")
+        said.append("the resolutions of the TIFF's pages (they differ; an output holds one for all)")
+    if kept_orientation:
+        for page in others:
+            orientation = _page_orientation(page)
+            if orientation not in (1, _page_orientation(first)):
+                said.append(f"the TIFF orientation {orientation} of page {page.index} "
+                            f"({ORIENTATIONS[orientation]} to be upright)")
+    return frozenset(apart), tuple(said)
+
+
+def _icc(page: Any) -> bytes | None:
+    """A page's ICC profile (tag 34675), byte for byte."""
+    icc = page.tags.get(34675)
+    return bytes(icc.value) if icc is not None and isinstance(icc.value, (bytes, bytearray)) else None
+
+
+def _resolution_tags(page: Any) -> tuple[float, float, int]:
+    """A page's XResolution, YResolution (0 where absent) and ResolutionUnit (0 where absent)."""
+    x, y, unit = (page.tags.get(code) for code in (282, 283, 296))
+    return (_rational(x.value) if x is not None else 0.0, _rational(y.value) if y is not None else 0.0,
+            _int(unit.value) if unit is not None else 0)
+
+
+def _page_orientation(page: Any) -> int:
+    """A page's Orientation tag (274): 1 (as stored) when absent or unknown."""
+    tag = page.tags.get(274)
+    value = _int(tag.value) if tag is not None else 1
+    return value if value in ORIENTATIONS else 1
+
+
 def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metadata:
     """ICC profile, resolution, axes and compression of what was read; ``kept_orientation``:
-    the pixels are as stored, so an Orientation tag other than 1 is named among the dropped."""
+    the pixels are as stored, so an Orientation tag other than 1 is named among the dropped. Of a
+    stack whose pages differ in them (:func:`_pages_apart`), the ICC profile and resolution are
+    dropped, with a warning, and its other pages' orientations named."""
     page = choice.keyframe
     tags = page.tags
-    icc = tags.get(34675)
-    icc_bytes = bytes(icc.value) if icc is not None and isinstance(icc.value, (bytes, bytearray)) else None
+    apart, said_apart = _pages_apart(choice, kept_orientation)
+    icc_bytes = None if "icc" in apart else _icc(page)
     xmp = tags.get(700)
     xmp_bytes = bytes(xmp.value) if xmp is not None and isinstance(xmp.value, (bytes, bytearray)) else None
     resolution: tuple[float, float] | None = None
@@ -736,7 +783,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     info = (tif.imagej_metadata or {}) if tif.is_imagej else {}
     info = info if isinstance(info, dict) else {}
     x, y, u = tags.get(282), tags.get(283), tags.get(296)
-    if x is not None and y is not None:
+    if x is not None and y is not None and "resolution" not in apart:
         values = (_rational(x.value), _rational(y.value))
         if all(0 < v < 1e12 for v in values):
             resolution = values
@@ -787,7 +834,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes, bits=narrow,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
                     dropped=(*unusable, *_not_carried(tif, info, choice, kept_orientation,
-                                                      _carried(physical, unusable, channels))),
+                                                      _carried(physical, unusable, channels)), *said_apart),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
                     plain_resolution=choice.kind == "imagej" and not named and unit in ("inch", "centimeter"),
                     channels=channels, zunit=zunit)

@@ -6,6 +6,7 @@ tifffile makes them; the oracle is the kernel on the array rearranged to NCHW by
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +321,35 @@ def test_each_palette_page_is_coloured_with_its_own_map(how: str, tmp_path: Path
     assert refused.stderr == (f"Error: {source}: its pages have palettes of their own, which one stack of indices "
                               "cannot keep (--keep-palette): pick a page with --page N, or read the colours "
                               "without --keep-palette\n")
+
+
+@pytest.mark.parametrize("how", ["series", "pages"])
+@pytest.mark.parametrize(("tag", "said"), [
+    ("icc", "the ICC profiles of the TIFF's pages (they differ; an output holds one for all)"),
+    ("resolution", "the resolutions of the TIFF's pages (they differ; an output holds one for all)"),
+    ("orientation", "the TIFF orientation 6 of page 1 (rotated 90 degrees clockwise to be upright)"),
+])
+def test_pages_of_their_own_icc_resolution_or_orientation_are_not_given_the_first_s(
+        how: str, tag: str, said: str, tmp_path: Path, rng: np.random.Generator) -> None:
+    # the first page's ICC profile and DPI were written for every page, and a later page's
+    # orientation went unsaid: silently, as if the pages shared them
+    import tifffile
+    from PIL import ImageCms
+
+    profiles = [ImageCms.ImageCmsProfile(ImageCms.createProfile(space)).tobytes() for space in ("sRGB", "LAB")]
+    own = {"icc": [{"iccprofile": one} for one in profiles],
+           "resolution": [{"resolution": (dpi, dpi), "resolutionunit": "inch"} for dpi in (300, 72)],
+           "orientation": [{"extratags": [(274, 3, 1, value, True)]} for value in (1, 6)]}[tag]
+    data = rng.integers(0, 256, (2, 6, 8, 3), dtype=np.uint8)
+    source, out = tmp_path / "two.tif", tmp_path / "out.tif"
+    with tifffile.TiffWriter(source) as tif:
+        for page, options in zip(data, own):
+            tif.write(page, photometric="rgb", metadata=None if how == "pages" else {}, contiguous=False, **options)
+    with tifffile.TiffFile(source) as tif:
+        assert len(tif.series) == (2 if how == "series" else 1)
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [f"{said} cannot be carried; dropped"]
+    assert np.array_equal(tifffile.imread(out), data[:, 1:5, 2:6])
+    shown = json.loads(run("info", out, "--json").stdout)
+    assert (shown["icc"], shown["dpi"]) == (None, None)
