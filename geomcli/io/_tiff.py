@@ -723,8 +723,8 @@ def _turned(choice: _Choice, layout: str | None, auto_orient: bool) -> int:
 def _pages_apart(choice: _Choice, kept_orientation: bool) -> tuple[frozenset[str], tuple[str, ...]]:
     """What of its first page's tags a stack's other pages do not share, where they were parsed in
     full (series stacked, a generic series' pages; a series' later pages are tifffile's
-    TiffFrames, of its first page's tags): ``icc`` or ``resolution`` where a page's differs (one
-    output holds one for all: the first's was written for every page), and each such difference,
+    TiffFrames, of its first page's tags): ``icc``, ``resolution`` or ``xmp`` where a page's differs
+    (one output holds one for all: the first's was written for every page), and each such difference,
     and an orientation of a later page the first has not (``kept_orientation``), named for a warning."""
     import tifffile
 
@@ -738,6 +738,9 @@ def _pages_apart(choice: _Choice, kept_orientation: bool) -> tuple[frozenset[str
     if any(_resolution_tags(page) != _resolution_tags(first) for page in others):
         apart.add("resolution")
         said.append("the resolutions of the TIFF's pages (they differ; an output holds one for all)")
+    if any(_xmp(page) != _xmp(first) for page in others):
+        apart.add("xmp")
+        said.append("the XMP packets of the TIFF's pages (they differ; an output holds one for all)")
     if kept_orientation:
         for page in others:
             orientation = _page_orientation(page)
@@ -751,6 +754,12 @@ def _icc(page: Any) -> bytes | None:
     """A page's ICC profile (tag 34675), byte for byte."""
     icc = page.tags.get(34675)
     return bytes(icc.value) if icc is not None and isinstance(icc.value, (bytes, bytearray)) else None
+
+
+def _xmp(page: Any) -> bytes | None:
+    """A page's XMP packet (tag 700), byte for byte."""
+    xmp = page.tags.get(700)
+    return bytes(xmp.value) if xmp is not None and isinstance(xmp.value, (bytes, bytearray)) else None
 
 
 def _resolution_tags(page: Any) -> tuple[float, float, int]:
@@ -770,14 +779,13 @@ def _page_orientation(page: Any) -> int:
 def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metadata:
     """ICC profile, resolution, axes and compression of what was read; ``kept_orientation``:
     the pixels are as stored, so an Orientation tag other than 1 is named among the dropped. Of a
-    stack whose pages differ in them (:func:`_pages_apart`), the ICC profile and resolution are
-    dropped, with a warning, and its other pages' orientations named."""
+    stack whose pages differ in them (:func:`_pages_apart`), the ICC profile, resolution and XMP
+    packet are dropped, with a warning, and its other pages' orientations named."""
     page = choice.keyframe
     tags = page.tags
     apart, said_apart = _pages_apart(choice, kept_orientation)
     icc_bytes = None if "icc" in apart else _icc(page)
-    xmp = tags.get(700)
-    xmp_bytes = bytes(xmp.value) if xmp is not None and isinstance(xmp.value, (bytes, bytearray)) else None
+    xmp_bytes = None if "xmp" in apart else _xmp(page)
     resolution: tuple[float, float] | None = None
     unit: str | None = None
     info = (tif.imagej_metadata or {}) if tif.is_imagej else {}

@@ -328,8 +328,9 @@ def test_each_palette_page_is_coloured_with_its_own_map(how: str, tmp_path: Path
     ("icc", "the ICC profiles of the TIFF's pages (they differ; an output holds one for all)"),
     ("resolution", "the resolutions of the TIFF's pages (they differ; an output holds one for all)"),
     ("orientation", "the TIFF orientation 6 of page 1 (rotated 90 degrees clockwise to be upright)"),
+    ("xmp", "the XMP packets of the TIFF's pages (they differ; an output holds one for all)"),
 ])
-def test_pages_of_their_own_icc_resolution_or_orientation_are_not_given_the_first_s(
+def test_pages_of_their_own_icc_resolution_orientation_or_xmp_are_not_given_the_first_s(
         how: str, tag: str, said: str, tmp_path: Path, rng: np.random.Generator) -> None:
     # the first page's ICC profile and DPI were written for every page, and a later page's
     # orientation went unsaid: silently, as if the pages shared them
@@ -339,7 +340,8 @@ def test_pages_of_their_own_icc_resolution_or_orientation_are_not_given_the_firs
     profiles = [ImageCms.ImageCmsProfile(ImageCms.createProfile(space)).tobytes() for space in ("sRGB", "LAB")]
     own = {"icc": [{"iccprofile": one} for one in profiles],
            "resolution": [{"resolution": (dpi, dpi), "resolutionunit": "inch"} for dpi in (300, 72)],
-           "orientation": [{"extratags": [(274, 3, 1, value, True)]} for value in (1, 6)]}[tag]
+           "orientation": [{"extratags": [(274, 3, 1, value, True)]} for value in (1, 6)],
+           "xmp": [{"extratags": [(700, 1, len(packet), packet, True)]} for packet in (b"<a/>", b"<b/>")]}[tag]
     data = rng.integers(0, 256, (2, 6, 8, 3), dtype=np.uint8)
     source, out = tmp_path / "two.tif", tmp_path / "out.tif"
     with tifffile.TiffWriter(source) as tif:
@@ -352,4 +354,4 @@ def test_pages_of_their_own_icc_resolution_or_orientation_are_not_given_the_firs
     assert json.loads(result.stdout)["warnings"] == [f"{said} cannot be carried; dropped"]
     assert np.array_equal(tifffile.imread(out), data[:, 1:5, 2:6])
     shown = json.loads(run("info", out, "--json").stdout)
-    assert (shown["icc"], shown["dpi"]) == (None, None)
+    assert (shown["icc"], shown["dpi"], shown["xmp"]) == (None, None, None)
