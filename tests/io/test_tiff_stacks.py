@@ -355,3 +355,29 @@ def test_pages_of_their_own_icc_resolution_orientation_or_xmp_are_not_given_the_
     assert np.array_equal(tifffile.imread(out), data[:, 1:5, 2:6])
     shown = json.loads(run("info", out, "--json").stdout)
     assert (shown["icc"], shown["dpi"], shown["xmp"]) == (None, None, None)
+
+
+@pytest.mark.parametrize(("how", "layout"), [("imagej", "ZYXS"), ("pages", "IYXS")])
+def test_a_palette_stack_of_its_own_axes_is_cropped_on_its_y_and_x(how: str, layout: str, tmp_path: Path,
+                                                                     rng: np.random.Generator) -> None:
+    # read as colours, an ImageJ stack of a LUT (ZYX) or a generic series of palette pages (IYX)
+    # had no layout: '--shape H,W' was refused ('names no layout'), exit 2
+    import tifffile
+
+    indices = rng.integers(0, 4, (3, 6, 8), dtype=np.uint8)
+    colours = rng.integers(0, 256, (3, 4), dtype=np.uint16)
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :4] = colours * 257
+    source, out = tmp_path / "lut.tif", tmp_path / "out.tif"
+    if how == "imagej":
+        tifffile.imwrite(source, indices, imagej=True, colormap=colormap, metadata={"axes": "ZYX"})
+    else:
+        with tifffile.TiffWriter(source) as tif:
+            for page in indices:
+                tif.write(page, photometric="palette", colormap=colormap, metadata=None, contiguous=False)
+    expected = np.moveaxis(colours[:, indices], 0, -1).astype(np.uint8)
+    assert io.read_header(str(source)).layout == io.read_array(str(source)).layout == layout
+    result = run("crop-pad", source, "-o", out, "--shape", "4,6", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == []
+    assert np.array_equal(tifffile.imread(out), expected[:, 1:5, 1:7])
