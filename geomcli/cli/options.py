@@ -107,8 +107,10 @@ def fidelity_options(command: Callable[..., Any]) -> Callable[..., Any]:
                        "warnings about them). Without it, each is kept where the output format holds "
                        "it, with one warning per field it cannot hold.")
     @click.option("--keep-palette", is_flag=True,
-                  help="Read a palette PNG, GIF, BMP or TIFF (a label mask) as its indices, H x W uint8, "
-                       "and write them with its palette and transparency to PNG, GIF, BMP or TIFF (.npy and "
+                  help="Read a palette PNG, GIF, BMP or TIFF (a label mask) as its indices, H x W uint8 "
+                       "(a TIFF's of its dtype, uint16 too; a TIFF's pages, or an animated PNG's frames "
+                       "with --frames all, stacked on a leading axis), and write them with its palette and "
+                       "transparency to PNG, GIF, BMP or TIFF (.npy and "
                        ".zarr hold the indices alone). Only nearest sampling keeps indices: a linear or cubic "
                        "mode is refused.  [default: palette images read as RGB or RGBA]")
     @click.option("--frames", type=click.Choice(["all", "first"]), default=None,

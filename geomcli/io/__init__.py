@@ -280,10 +280,11 @@ def read_array(
     ``frames``: an animated GIF/WebP/APNG is refused unless ``"all"`` (frames stacked on a
     leading axis) or ``"first"``. ``series``/``page``: one TIFF series or page, instead of every
     page (and every series of one shape) stacked on the leading axis.
-    ``palette``: a palette PNG, GIF or BMP (Pillow's mode P) or TIFF of 8-bit colours is read as
-    its indices (H x W uint8; a TIFF's of its dtype and pages), its colours and their alpha in
-    ``Loaded.metadata`` (``palette``, ``palette_alpha``), which write_array writes back where the
-    output holds a palette; else (and stacked frames) it is expanded to RGB or RGBA.
+    ``palette``: a palette PNG, GIF or BMP (Pillow's mode P) or TIFF is read as its indices
+    (H x W uint8; a TIFF's of its dtype and pages, an APNG's frames stacked), its colours and their
+    alpha in ``Loaded.metadata`` (``palette``, ``palette_alpha``; a TIFF's 16-bit colours in
+    ``palette_16bit``), which write_array writes back where the output holds a palette; else it is
+    expanded to RGB or RGBA.
     ``Loaded.metadata`` holds the ICC profile, resolution, EXIF and TIFF axes for write_array;
     ``Loaded.pages`` and ``Loaded.file_size`` what :func:`read_header` says, so a pipe read once
     is described whole.

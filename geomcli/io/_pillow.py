@@ -130,7 +130,8 @@ def read(
     """``frames``: None refuses an animation, ``first`` takes its first frame, ``all`` stacks
     every frame on a leading axis. ``picture``: an 8-bit image (see _PICTURE_MODES) comes back
     as a Picture, without numpy; any other as a Loaded array. ``palette``: a palette image (mode
-    P) comes back as its indices, H x W uint8, its colours in Metadata.palette (not stacked frames)."""
+    P) comes back as its indices, H x W uint8 (an APNG's frames stacked, T x H x W: a GIF's are
+    refused, :func:`_stacked_mode`), its colours in Metadata.palette."""
     src = "-" if isinstance(source, bytes) else source
     if fmt == "png":
         # Pillow's decoder stops at the last IDAT and would accept a file cut after it: its

@@ -468,3 +468,23 @@ def test_a_palette_tiff_with_an_alpha_sample_reads_as_rgba_or_its_indices(tmp_pa
     planned = run("crop-pad", tmp_path / "pa.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.png", "--shape",
                   "12,16", "--keep-palette", "--dry-run", "--json")
     assert json.loads(planned.stdout.splitlines()[0])["warnings"] == [said]
+
+
+def test_the_help_says_what_16_bit_indices_and_pages_read_as(tmp_path: Path, rng: np.random.Generator) -> None:
+    """--keep-palette's --help said the indices are read 'H x W uint8', where a palette TIFF's
+    16-bit indices read as uint16 and its pages stack on a leading axis: what it says now is what a
+    run gives."""
+    import tifffile
+
+    said = " ".join(run("crop-pad", "--help").stdout.split())
+    said = said[said.index("--keep-palette"):said.index("--frames [")]
+    assert "H x W uint8" in said and "uint16" in said and "pages" in said and "stacked" in said
+    labels = rng.integers(0, 6, (2, 12, 16)).astype(np.uint16) * 300
+    colormap = np.zeros((3, 1 << 16), np.uint16)
+    colormap[:, 1500] = 65535
+    tifffile.imwrite(tmp_path / "p16.tif", labels, photometric="palette", colormap=colormap)
+    result = run("crop-pad", tmp_path / "p16.tif", "-o", tmp_path / "p.npy", "--shape", "12,16", "--keep-palette",
+                 "-q")
+    assert result.exit_code == 0, result.stderr
+    read = np.load(tmp_path / "p.npy")
+    assert read.dtype == np.uint16 and np.array_equal(read, labels)  # T x H x W, as they are
