@@ -171,6 +171,8 @@ class BoundedRemoteStore(ChunkBound, zarr.storage.FsspecStore):
         from geomcli.io import _remote
 
         for retry in range(READ_RETRIES + 1):
+            if retry and _remote._stopped:  # (the process ended during the pause: no put is begun after)
+                raise InterruptedError("the process is ending")
             try:
                 return await call()
             except _remote._failures() as error:

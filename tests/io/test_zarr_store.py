@@ -327,3 +327,54 @@ def test_a_process_ending_waits_for_its_chunk_puts_before_its_sweep(s3: S3, monk
         _remote.configure(())  # the next test may upload again
     assert s3.keys() == []
     assert failures == ["the process is ending"]  # the second row's put is not begun
+
+
+def test_a_chunk_put_waiting_to_be_made_again_is_not_made_once_the_process_ends(
+        s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's put that failed on an error that may pass is made again after a pause; a process
+    ending meanwhile (io._remote.stop_uploads, which waits for the puts in flight) saw the pause end
+    and the put begun again, after the stop that no put begins after. It is not made again."""
+    import threading
+
+    import s3fs
+
+    from geomcli.io import _remote, _zarr, _zarr_store
+
+    url = f"{s3.url}/out.zarr"
+    _remote.configure(())
+    array = zarr.create_array(_zarr._store(url, read_only=False), shape=(1, 8), chunks=(1, 8), dtype="uint8",
+                              attributes={"geomcli": {"complete": False}})
+    monkeypatch.setattr(_zarr_store, "RETRY_SECONDS", 0.5)
+    failed = threading.Event()
+    puts: list[str] = []
+    real = s3fs.S3FileSystem._call_s3
+
+    async def reset_once(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "put_object" and "/c/" in kwargs["Key"]:
+            puts.append(kwargs["Key"])
+            if len(puts) == 1:
+                failed.set()
+                raise ConnectionResetError(104, "Connection reset by peer")
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", reset_once)
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            array[0] = 1
+        except (OSError, InterruptedError) as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    assert failed.wait(30)
+    try:
+        _remote.stop_uploads()  # while the put pauses before its second try
+        assert _zarr.remove_incomplete(url)
+    finally:
+        thread.join(30)
+        _remote.configure(())  # the next test may upload again
+    assert puts == ["out.zarr/c/0/0"]
+    assert [str(error) for error in errors] == ["the process is ending"]
+    assert s3.keys() == []
