@@ -422,6 +422,12 @@ def _animated(name: str, frames: int) -> str:
     )
 
 
+def _partial_alpha(transparency: object) -> bool:
+    """Whether a palette's alpha (a PNG's tRNS, as Pillow's info gives it) has an entry neither
+    clear nor opaque."""
+    return isinstance(transparency, bytes) and any(0 < alpha < 255 for alpha in transparency)
+
+
 def _read_frames(
     im: Any, source: str | bytes | IO[bytes], name: str, fmt: str, src: str, count: int, max_pixels: int,
     notes: list[str], palette: bool = False,
@@ -433,7 +439,7 @@ def _read_frames(
     an APNG's frames as their indices (:func:`_stacked_mode`), its palette in the metadata.
     """
     import numpy as np
-    from PIL import ImageSequence
+    from PIL import ImageSequence, PngImagePlugin
 
     width, height = im.size
     mode, _ = _stacked_mode(im, name, fmt, palette)
@@ -451,6 +457,12 @@ def _read_frames(
             if mode == "P" and frame.mode != "P":  # (converted to P, its colours would be quantised)
                 raise GeomError(f"{name}: frame {index + 1} is not of the first frame's palette, which one stack of "
                                 "indices cannot keep (--keep-palette); read the colours without --keep-palette")
+            if mode == "P" and index and frame.info.get("blend") == PngImagePlugin.Blend.OP_OVER \
+                    and _partial_alpha(frame.info.get("transparency")):
+                # (Pillow pastes such a frame's indices over the last by their alpha, as numbers: a third class)
+                raise GeomError(f"{name}: frame {index + 1} is drawn over the frame before through the palette's "
+                                "partial alpha, which blends indices into others (--keep-palette); read the colours "
+                                "without --keep-palette")
             if mode != "P" and _KEPT.get(_target_mode(frame)[0], (None, 0))[1] == 4 and mode != "RGBA":
                 mode = "RGBA"  # a later frame's transparency must not be lost: the frames before grow an alpha
                 data = _as_rgba(data, index)

@@ -384,6 +384,35 @@ def test_an_apng_s_frames_keep_their_indices_and_palette_in_tiff_pages(mask: tup
     assert refused.exit_code == 2 and "--mode linear mixes values" in refused.stderr
 
 
+def test_an_apng_s_frame_drawn_over_through_partial_alpha_is_refused_as_indices(tmp_path: Path) -> None:
+    """An APNG frame blended over the one before (blend op OVER) through a palette entry's partial
+    alpha: Pillow composes the indices as numbers, so class 1 at alpha 128 over class 5 read as
+    class 3, in neither frame, written without a word. It is refused, one line, exit 1, nothing
+    written; entries of alpha 0 or 255 (a pixel kept, or replaced) still stack as indices."""
+    from PIL import PngImagePlugin
+
+    frames = []
+    for label in (5, 1):
+        frame = Image.fromarray(np.full((8, 8), label, np.uint8))
+        frame.putpalette(COLOURS)
+        frames.append(frame)
+    for alpha, expected in ((128, None), (0, 5)):  # (frame 2 wholly clear: the viewer sees frame 1's class)
+        path = tmp_path / f"over{alpha}.png"
+        frames[0].save(path, save_all=True, append_images=frames[1:], blend=PngImagePlugin.Blend.OP_OVER,
+                       transparency=bytes([255, alpha, 255, 255, 255, 255]))
+        out = tmp_path / f"over{alpha}.npy"
+        result = run("crop-pad", path, "-o", out, "--shape", "8,8", "--frames", "all", "--keep-palette", "-q")
+        if expected is None:
+            assert result.exit_code == 1 and "Traceback" not in result.stderr
+            assert result.stderr.strip().endswith(
+                "over128.png: frame 2 is drawn over the frame before through the palette's partial alpha, which "
+                "blends indices into others (--keep-palette); read the colours without --keep-palette")
+            assert not out.exists()
+        else:
+            assert result.exit_code == 0, result.stderr
+            assert np.array_equal(np.load(out), np.full((2, 8, 8), expected, np.uint8))
+
+
 def test_a_gif_s_frames_are_refused_as_indices(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     _, labels = mask
     frames = _frames(labels)
