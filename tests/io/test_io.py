@@ -770,6 +770,34 @@ def test_palette_png_is_expanded_with_a_note(tmp_path: Path) -> None:
     assert loaded.data[0, 0, 3] == 0 and loaded.data[1, 1, 3] == 255
 
 
+
+@pytest.mark.parametrize("second", [[0, 0, 0, 9, 9, 9, 99, 99, 99, 200, 200, 200], [0, 0, 0, 9, 9, 9, 99, 99, 99]],
+                         ids=["map-of-its-own", "map-of-its-own-shorter"])
+def test_a_palette_tiff_s_pages_are_expanded_each_through_its_own_map(tmp_path: Path, second: list[int]) -> None:
+    """A multi-page palette TIFF whose pages have maps of their own (Pillow's save_all of palette
+    images, one series of two pages) was expanded through the first page's map alone: page 2's
+    label 1, (9, 9, 9), read as page 1's (255, 0, 0), without a word. Each page is expanded
+    through its own map now, as Pillow shows each page."""
+    from PIL import Image
+
+    labels = (np.arange(12 * 16).reshape(12, 16) % 4).astype(np.uint8)
+    first = Image.fromarray(labels)
+    first.putpalette([0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255])
+    other = Image.fromarray(labels)
+    other.putpalette(second)
+    path = str(tmp_path / "pages.tif")
+    first.save(path, save_all=True, append_images=[other])
+    expected = []
+    with Image.open(path) as im:
+        for index in range(2):
+            im.seek(index)
+            expected.append(np.asarray(im.convert("RGB")))
+    loaded = io.read_array(path)
+    assert loaded.data.shape == io.read_header(path).shape == (2, 12, 16, 3)
+    assert tuple(loaded.data[1, 0, 1]) == (9, 9, 9)
+    np.testing.assert_array_equal(loaded.data, np.stack(expected))
+
+
 @pytest.mark.parametrize(
     ("mode", "dtype", "shape"),
     [
