@@ -462,6 +462,8 @@ def _expanded_layout(layout: str | None, ndim: int) -> str | None:
     its axis: HWC stays HWC)."""
     if layout in ("HWC", "NHWC"):
         return layout
+    if layout == "IYX":  # tifffile's axes of plain pages (libtiff's and Pillow's stacks), whose RGB pages read NHWC
+        return "NHWC"
     if layout is not None and layout.endswith("YX") and "S" not in layout:
         return layout + "S"  # a stack's own axes (ImageJ's ZYX of a LUT, tifffile's IYX of pages): RGB samples
     return {"HW": "HWC", "NHW": "NHWC", None: "NHWC" if ndim == 4 else None}.get(layout, None)

@@ -725,6 +725,23 @@ def test_palette_tiff_header_is_the_expanded_image(tmp_path: Path, bits: int, sh
     assert loaded.layout == ("HWC" if len(shape) == 2 else "NHWC")  # pages of colours: --shape H,W is each's
 
 
+def test_plain_palette_pages_expanded_are_nhwc_too(tmp_path: Path) -> None:
+    """Palette pages with no tifffile metadata (Pillow's or libtiff's stack: tifffile's axes IYX)
+    expanded to RGB had no layout, where tifffile's own (QYX) are NHWC: 'crop-pad pages.tif -o
+    o.npy --shape 6,6' refused them ('names no layout', exit 2). They are NHWC, each page cropped."""
+    from PIL import Image
+
+    pages = [Image.fromarray((np.arange(12 * 16).reshape(12, 16) % 4).astype(np.uint8)) for _ in range(2)]
+    for page in pages:
+        page.putpalette([0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255])
+    pages[0].save(tmp_path / "pages.tif", save_all=True, append_images=pages[1:])
+    loaded = agree(str(tmp_path / "pages.tif"))
+    assert loaded.data.shape == (2, 12, 16, 3) and loaded.layout == "NHWC"
+    result = run("crop-pad", tmp_path / "pages.tif", "-o", tmp_path / "o.npy", "--shape", "6,6", "-q")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), loaded.data[:, 3:9, 5:11])
+
+
 def test_headers_and_loaded_agree_on_every_kind_of_file(tmp_path: Path, animated_gif: tuple[str, np.ndarray],
                                                         hyperstack: tuple[str, np.ndarray]) -> None:
     path, frames = animated_gif

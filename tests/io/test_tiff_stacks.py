@@ -357,11 +357,11 @@ def test_pages_of_their_own_icc_resolution_orientation_or_xmp_are_not_given_the_
     assert (shown["icc"], shown["dpi"], shown["xmp"]) == (None, None, None)
 
 
-@pytest.mark.parametrize(("how", "layout"), [("imagej", "ZYXS"), ("pages", "IYXS")])
+@pytest.mark.parametrize(("how", "layout"), [("imagej", "ZYXS"), ("pages", "NHWC")])
 def test_a_palette_stack_of_its_own_axes_is_cropped_on_its_y_and_x(how: str, layout: str, tmp_path: Path,
                                                                      rng: np.random.Generator) -> None:
-    # read as colours, an ImageJ stack of a LUT (ZYX) or a generic series of palette pages (IYX)
-    # had no layout: '--shape H,W' was refused ('names no layout'), exit 2
+    # read as colours, an ImageJ stack of a LUT (ZYX) or a generic series of palette pages (IYX: NHWC,
+    # as the same pages in RGB) had no layout: '--shape H,W' was refused ('names no layout'), exit 2
     import tifffile
 
     indices = rng.integers(0, 4, (3, 6, 8), dtype=np.uint8)
