@@ -175,6 +175,26 @@ def reset_reads(monkeypatch: pytest.MonkeyPatch, count: int, error: OSError) -> 
     return made
 
 
+def reset_first_put(monkeypatch: pytest.MonkeyPatch, failed: Any = None) -> list[str]:
+    """The first put of an S3 chunk object in this process fails, its connection reset (``failed``,
+    a threading.Event, set then); the keys of the chunk puts made."""
+    import s3fs
+
+    puts: list[str] = []
+    real = s3fs.S3FileSystem._call_s3
+
+    async def reset_once(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "put_object" and "/c/" in kwargs["Key"]:
+            puts.append(kwargs["Key"])
+            if len(puts) == 1:
+                if failed is not None:
+                    failed.set()
+                raise ConnectionResetError(104, "Connection reset by peer")
+        return await real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", reset_once)
+    return puts
+
 def zarr_on_s3(s3: S3, tmp_path: Path) -> np.ndarray:
     """A 2x16x16 float32 array at in.zarr on S3, of one chunk; its values."""
     data = np.arange(2 * 16 * 16, dtype=np.float32).reshape(2, 16, 16)
@@ -224,24 +244,12 @@ def test_a_chunk_write_whose_connection_was_reset_is_made_again(s3: S3, tmp_path
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk's put to an output on S3 whose connection was reset failed the whole job: 'cannot
     write (Connection reset by peer)', exit 1. It is put again, whole, after a pause."""
-    import s3fs
-
     from geomcli.io import _zarr_store
 
     data = np.arange(2 * 16 * 16, dtype=np.float32).reshape(2, 16, 16)
     np.save(tmp_path / "in.npy", data)
     monkeypatch.setattr(_zarr_store, "RETRY_SECONDS", 0.01)
-    puts: list[str] = []
-    real = s3fs.S3FileSystem._call_s3
-
-    async def reset_once(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        if method == "put_object" and "/c/" in kwargs["Key"]:
-            puts.append(kwargs["Key"])
-            if len(puts) == 1:
-                raise ConnectionResetError(104, "Connection reset by peer")
-        return await real(self, method, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", reset_once)
+    puts = reset_first_put(monkeypatch)
     result = run("crop-pad", tmp_path / "in.npy", "-o", f"{s3.url}/out.zarr", "--shape", "2,8,8")
     assert result.exit_code == 0, result.stderr
     assert puts == ["out.zarr/c/0/0/0"] * 2
@@ -336,8 +344,6 @@ def test_a_chunk_put_waiting_to_be_made_again_is_not_made_once_the_process_ends(
     and the put begun again, after the stop that no put begins after. It is not made again."""
     import threading
 
-    import s3fs
-
     from geomcli.io import _remote, _zarr, _zarr_store
 
     url = f"{s3.url}/out.zarr"
@@ -346,18 +352,7 @@ def test_a_chunk_put_waiting_to_be_made_again_is_not_made_once_the_process_ends(
                               attributes={"geomcli": {"complete": False}})
     monkeypatch.setattr(_zarr_store, "RETRY_SECONDS", 0.5)
     failed = threading.Event()
-    puts: list[str] = []
-    real = s3fs.S3FileSystem._call_s3
-
-    async def reset_once(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        if method == "put_object" and "/c/" in kwargs["Key"]:
-            puts.append(kwargs["Key"])
-            if len(puts) == 1:
-                failed.set()
-                raise ConnectionResetError(104, "Connection reset by peer")
-        return await real(self, method, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", reset_once)
+    puts = reset_first_put(monkeypatch, failed)
     errors: list[BaseException] = []
 
     def write() -> None:
