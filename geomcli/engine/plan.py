@@ -575,8 +575,8 @@ def _broken_link(path: str) -> bool:
 def _file_source(path: str, root: str) -> Source:
     """A file a folder or glob found; a broken link among them is that input's failure, as the
     shell's own glob would give it, not left out of the run unsaid."""
-    if _broken_link(path):
-        return Source(path, _parent(path, root), f"{path}: a broken symbolic link to {os.readlink(path)}")
+    if _broken_link(path):  # (or a loop of links: its read's line says which)
+        return Source(path, _parent(path, root), _not_there(path))
     return Source(path, _parent(path, root))
 
 

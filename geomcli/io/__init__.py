@@ -1083,6 +1083,7 @@ def _read_error(name: str, e: OSError) -> GeomError:
         errno.EACCES: "permission denied",
         errno.EPERM: "permission denied",
         errno.ENOTDIR: "not a directory (a parent in the path is a file)",
+        errno.ELOOP: "symbolic links in a loop, which reach no file",
     }
     if e.errno == errno.ENOENT and isinstance(e.filename, str) and os.path.islink(e.filename):
         # ls lists it: 'no such file' left the user looking for a file that is there

@@ -231,6 +231,22 @@ def test_a_broken_link_named_says_so(shots: Path, tmp_path: Path) -> None:
     assert line in named.stderr and line in listed.stderr and one.stderr == line
 
 
+def test_a_loop_of_links_is_named_so_in_a_batch_as_alone(shots: Path, tmp_path: Path) -> None:
+    """A folder's link that loops (to itself, or to a link back to it) was 'a broken symbolic link
+    to b.png' in a batch, for a b.png that ls lists; alone, 'cannot read (Too many levels of
+    symbolic links)'. Both now say the loop."""
+    for name, target in (("a.png", "b.png"), ("b.png", "a.png")):
+        (shots / name).unlink()
+        (shots / name).symlink_to(target)
+    batch = run("crop-pad", shots, "--out-dir", tmp_path / "out", "--shape", "4,4", "--layout", "NCHW")
+    alone = run("crop-pad", shots / "a.png", "-o", tmp_path / "a.png", "--shape", "4,4")
+    assert (batch.exit_code, alone.exit_code) == (1, 1)
+    for name in ("a.png", "b.png"):
+        assert f"Error: {shots / name}: symbolic links in a loop, which reach no file\n" in batch.stderr
+    assert alone.stderr == f"Error: {shots / 'a.png'}: symbolic links in a loop, which reach no file\n"
+    assert "a.png" not in files(tmp_path / "out") and not (tmp_path / "a.png").exists()
+
+
 def test_a_missing_file_is_one_failure(shots: Path, tmp_path: Path) -> None:
     result = run("crop-pad", shots / "a.png", shots / "gone.png", "--out-dir", tmp_path / "out", "--shape", "4,4")
     assert result.exit_code == 1
@@ -240,6 +256,7 @@ def test_a_missing_file_is_one_failure(shots: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("argument", ["{shots}", "{shots}/*.png", "{shots}/**/*.png"])
 @pytest.mark.parametrize(("name", "target", "error"), [
     ("gone.png", "nowhere.png", "a broken symbolic link to nowhere.png"),
+    ("loop.png", "loop.png", "symbolic links in a loop, which reach no file"),
     ("zero.png", "/dev/zero", "is a device, not a file or a pipe"),
 ])
 def test_a_broken_link_or_a_device_a_folder_or_glob_finds_is_one_failure(
