@@ -190,7 +190,7 @@ class Metadata(NamedTuple):
             x, y = self.resolution
             sizes = {"x": {"size": 1 / x, "unit": unit}, "y": {"size": 1 / y, "unit": unit}}
         spacing = dict(self.imagej).get("spacing")
-        if isinstance(spacing, (int, float)) and spacing > 0:
+        if isinstance(spacing, (int, float)) and 0 < spacing < math.inf:  # (as imagej_physical reads it)
             sizes["z"] = {"size": float(spacing), "unit": _UNIT_SYMBOLS.get(self.zunit, self.zunit) if self.zunit
                           else unit}
         return sizes or None

@@ -5,6 +5,7 @@ in tests/io/test_tiff_stacks.py."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,23 @@ def test_info_shows_the_pixel_size_a_microscope_calibrated(tmp_path: Path) -> No
         assert (record["pixel_size"], record["dpi"]) == (sizes, dpi), path
         line = run("info", path).stdout
         assert (f", pixel size {said}" in line) if said else "pixel size" not in line, line
+
+
+@pytest.mark.parametrize("spacing", [math.inf, math.nan, 0.0, -2.0])
+def test_info_shows_no_z_size_for_an_imagej_spacing_that_is_no_length(tmp_path: Path, spacing: float) -> None:
+    """An ImageJ description's spacing=inf was shown as a z size, '"z": {"size": "Infinity", ...}'
+    in --json (a string where a number is promised) and 'z inf µm', where NaN, 0 and a negative
+    spacing are left out, and OME-XML and the TIFF writer leave such a size out too."""
+    import json
+
+    import tifffile
+
+    path = tmp_path / "ij.tif"
+    tifffile.imwrite(path, np.zeros((3, 4, 5), np.uint8), imagej=True, resolution=(2.0, 2.0),
+                     metadata={"axes": "ZYX", "spacing": spacing, "unit": "um"})
+    record = json.loads(run("info", "--json", path).stdout)
+    assert record["pixel_size"] == {"x": {"size": 0.5, "unit": "µm"}, "y": {"size": 0.5, "unit": "µm"}}
+    assert ", pixel size x 0.5 µm, y 0.5 µm;" in run("info", path).stdout
 
 
 @pytest.mark.parametrize(("unit", "shown"), [("cm", "cm"), ("mm", "mm"), ("nm", "nm"), ("micron", "µm"),
