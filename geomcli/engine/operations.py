@@ -621,10 +621,20 @@ class GridSample(Operation):
     align_corners: bool = False
     fill: str | None = None
     volume: bool = False
+    # whether every position is finite: found once, where the grid is read, not once a file
+    grid_finite: bool = field(init=False, compare=False, repr=False)
     command: ClassVar[str] = "grid-sample"
+
+    def __post_init__(self) -> None:
+        # a NaN or an Inf is the min or the max (NaN propagates): no array of the grid's size made
+        finite = self.grid.size == 0 or math.isfinite(float(self.grid.min())) and math.isfinite(float(self.grid.max()))
+        object.__setattr__(self, "grid_finite", finite)
 
     def takes_rank_layout(self) -> bool:
         return True
+
+    def notes(self) -> list[str]:
+        return [] if self.grid_finite else ["the grid holds NaN or Inf: those positions read the fill value"]
 
     def parameters(self, dtype: np.dtype | None = None) -> dict[str, Any]:
         return {"grid": self.grid_name, **({"volume": True} if self.volume else {}), "mode": self.mode,

@@ -634,6 +634,29 @@ def test_a_warp_by_a_theta_file_holding_nan_says_so_in_text_and_json(tmp_path: P
     assert json.loads(finite.stdout)["notes"] == []
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_grid_holding_nan_or_inf_says_so_in_text_and_json(tmp_path: Path, bad: float) -> None:
+    """A grid file's NaN or Inf positions read the fill value, as a theta file's do through warp,
+    which says so in a note: grid-sample said nothing, in text or --json, of a grid whose positions
+    were all NaN and an output all fill."""
+    grid, data = tmp_path / "grid.npy", tmp_path / "data.npy"
+    positions = np.zeros((1, 2, 3, 2), np.float32)
+    positions[0, 1, 2, 0] = bad
+    np.save(grid, positions)
+    np.save(data, np.arange(1, 13, dtype=np.float32).reshape(1, 1, 3, 4))
+    note = "the grid holds NaN or Inf: those positions read the fill value"
+    text = run("grid-sample", data, "--grid", grid, "-o", tmp_path / "out.npy", "--fill", "-1")
+    assert text.exit_code == 0 and f"\n  note: {note}\n" in text.stderr
+    assert np.load(tmp_path / "out.npy")[0, 0, 1, 2] == -1
+    record = json.loads(run("grid-sample", data, "--grid", grid, "-o", tmp_path / "out.npy", "--json").stdout)
+    assert record["status"] == "ok" and record["notes"] == [note]
+    chained = run("chain", "-i", data, "-o", tmp_path / "out.npy", "--json", "grid-sample", "--grid", grid)
+    assert json.loads(chained.stdout)["notes"] == [f"grid-sample: {note}"]
+    np.save(grid, np.zeros((1, 2, 3, 2), np.float32))
+    finite = run("grid-sample", data, "--grid", grid, "-o", tmp_path / "out.npy", "--json")
+    assert json.loads(finite.stdout)["notes"] == []
+
+
 # ---- faults that must lose nothing --------------------------------------------------------------
 
 
