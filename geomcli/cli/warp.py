@@ -73,7 +73,7 @@ def warp_operation(common: Common, theta_text: str | None, rotate: float, scale:
             found = f"{theta_file} holds 2-D matrices {theta.of_rank(2).shape}"
         raise click.UsageError(f"--volume warps in 3-D, by 3x4 matrices (12 numbers each): {found}", ctx)
     return Warp(theta, theta_text, size, mode, padding_mode, align_corners, fill,
-                flags=None if theta_text is not None else transforms, volume=volume)
+                flags=None if theta_text is not None else transforms, volume=volume, grid_dtype=dtype)
 
 
 @click.command("warp", cls=Command, short_help="Turn, scale, shear or move images (AffineGrid + GridSample).")

@@ -725,7 +725,7 @@ class Warp(Operation):
 
     ``theta_name`` is the file or the numbers theta was read from; None for a theta made from the
     transform ``flags`` (rotate, scale, translate, shear), which the record then shows with the
-    matrix they made."""
+    matrix they made; ``grid_dtype`` the --dtype given, which the record shows too."""
 
     theta: WarpTheta = field(compare=False, repr=False)
     theta_name: str | None = None
@@ -736,6 +736,7 @@ class Warp(Operation):
     fill: str | None = None
     flags: tuple[Any, ...] | None = None
     volume: bool = False
+    grid_dtype: str | None = None  # --dtype, where given
     command: ClassVar[str] = "warp"
     # the grid of one slab of output rows: about this many bytes
     SLAB_GRID_BYTES: ClassVar[int] = 8 << 20
@@ -750,8 +751,10 @@ class Warp(Operation):
         source = ({"theta": self.theta_name} if self.theta_name is not None else
                   {"theta": thetas.recorded(self.theta.of_rank(2)[0]),
                    "flags": {} if self.flags is None else thetas.given_flags(self.flags)})
-        return {**source, "size": None if self.size is None else list(self.size),
-                **({"volume": True} if self.volume else {}), "mode": self.mode,  # (a key only when given)
+        # --dtype and --volume: a key only when given (the grid's dtype changes the pixels)
+        return {**source, **({"dtype": self.grid_dtype} if self.grid_dtype is not None else {}),
+                "size": None if self.size is None else list(self.size),
+                **({"volume": True} if self.volume else {}), "mode": self.mode,
                 "padding_mode": self.padding_mode, "align_corners": self.align_corners,
                 **_recorded_fill(self.fill, dtype, _sampled_fill)}
 

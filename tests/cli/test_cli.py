@@ -638,6 +638,28 @@ def test_affine_grid_theta_file_keeps_its_dtype(tmp_path: Path) -> None:
     assert np.array_equal(grid, grid_ops.affine_grid(theta, [1, 1, 2, 3, 4]))
 
 
+def test_a_warp_s_record_names_the_grid_dtype_given(photo: Path, tmp_path: Path) -> None:
+    """--dtype float16 changes a warp's pixels (its theta and grid are rounded to float16), yet its
+    --json parameters and summary line said nothing of it: the same record as float32's but for
+    theta's rounding, no way to redo the run from it. The dtype given is now a key of its own."""
+    import json
+
+    records = {}
+    for dtype in ("float16", "float32"):
+        result = run("warp", photo, "-o", tmp_path / f"{dtype}.png", "--rotate", "33", "--dtype", dtype, "--json")
+        assert result.exit_code == 0, result.stderr
+        records[dtype] = json.loads(result.stdout)["parameters"]
+    assert not np.array_equal(read_png(tmp_path / "float16.png"), read_png(tmp_path / "float32.png"))
+    assert (records["float16"]["dtype"], records["float32"]["dtype"]) == ("float16", "float32")
+    text = run("warp", photo, "-o", tmp_path / "o.png", "--rotate", "33", "--dtype", "bfloat16")
+    assert " dtype=bfloat16 " in text.stderr
+    chained = run("chain", "-i", photo, "-o", tmp_path / "c.png", "--json", "warp", "--theta", "1,0,0,0,1,0",
+                  "--dtype", "float64")
+    assert json.loads(chained.stdout)["parameters"]["steps"][0]["dtype"] == "float64"
+    default = run("warp", photo, "-o", tmp_path / "o.png", "--rotate", "33", "--json")
+    assert "dtype" not in json.loads(default.stdout)["parameters"]  # (not given: a key only when given)
+
+
 def test_affine_grid_like_an_image_with_flags(photo: Path, tmp_path: Path) -> None:
     out = tmp_path / "g.npy"
     result = run("affine-grid", "--like", photo, "--rotate", "90", "-o", out, "--dtype", "float64")
