@@ -946,7 +946,11 @@ _COLOUR_PHOTOMETRICS = {"RGB", "YCBCR", "PALETTE"}
 # Tags that describe an image rather than encode it, which geomcli's outputs do not keep
 _DESCRIPTIVE_TAGS = {269: "DocumentName", 271: "Make", 272: "Model", 285: "PageName", 306: "DateTime",
                      315: "Artist", 316: "HostComputer", 33432: "Copyright", 33723: "IPTC",
-                     34665: "EXIF", 34853: "GPS"}
+                     34665: "EXIF", 34853: "GPS", 42112: "GDAL_METADATA", 42113: "GDAL_NODATA"}
+# A GeoTIFF's georeferencing: where its pixels lie on the earth, which no output keeps (a crop
+# would move it, a resize scale it, a warp make it false)
+_GEOTIFF_TAGS = {33550: "ModelPixelScale", 33922: "ModelTiepoint", 34264: "ModelTransformation",
+                 34735: "GeoKeyDirectory", 34736: "GeoDoubleParams", 34737: "GeoAsciiParams"}
 
 
 def _carried(physical: tuple[tuple[str, float, str | None], ...], unusable: tuple[str, ...],
@@ -981,6 +985,9 @@ def _not_carried(tif: Any, imagej: dict[str, Any], choice: _Choice, kept_orienta
     described = [label for code, label in _DESCRIPTIVE_TAGS.items() if code in tags]
     if described:
         dropped.append(f"the TIFF tags {', '.join(described)}")
+    georeferenced = [label for code, label in _GEOTIFF_TAGS.items() if code in tags]
+    if georeferenced:
+        dropped.append(f"the GeoTIFF georeferencing ({', '.join(georeferenced)})")
     others = sorted(str(key) for key in imagej if key not in _IMAGEJ_REWRITTEN)
     if others:
         dropped.append(f"the ImageJ metadata {', '.join(others)}")

@@ -2024,6 +2024,28 @@ def test_a_tiff_is_turned_upright_by_its_orientation_as_png_and_jpeg_are(
     assert np.array_equal(as_stored.data, data) and io.read_header(str(path), auto_orient=False).shape == shape
 
 
+@pytest.mark.parametrize("command", [["crop-pad", "--shape", "8,8"], ["warp", "--rotate", "10"]])
+def test_a_geotiff_s_georeferencing_is_named_as_dropped(tmp_path: Path, rng: np.random.Generator,
+                                                       command: list[str]) -> None:
+    """A GeoTIFF's tie point, pixel scale and geo keys were dropped in silence: 'warp dem.tif -o
+    turned.tif --rotate 10' wrote a TIFF of no georeferencing and said nothing, where a camera's
+    Make tag is named. Each output now names them, as the writer drops them, and a .npy's 'dropped'."""
+    import tifffile
+
+    source = tmp_path / "dem.tif"
+    tifffile.imwrite(source, rng.integers(0, 4000, (20, 30), dtype=np.uint16), extratags=[
+        (33550, "d", 3, (30.0, 30.0, 0.0), True), (33922, "d", 6, (0, 0, 0, 500000.0, 4000000.0, 0), True),
+        (34735, "H", 16, (1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 1, 3072, 0, 1, 32633), True)])
+    line = "the GeoTIFF georeferencing (ModelPixelScale, ModelTiepoint, GeoKeyDirectory)"
+    result = run(command[0], source, "-o", tmp_path / "out.tif", *command[1:], "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [f"{line} cannot be carried; dropped"]
+    with tifffile.TiffFile(tmp_path / "out.tif") as tif:
+        assert not {33550, 33922, 34735} & set(tif.pages[0].tags.keys())
+    plain = run(command[0], source, "-o", tmp_path / "out.npy", *command[1:], "--json")
+    assert json.loads(plain.stdout)["dropped"] == [line]
+
+
 def test_a_tiff_orientation_not_applied_and_descriptive_tags_are_warned_about(
     tmp_path: Path, rng: np.random.Generator
 ) -> None:
