@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from geomcli.engine.one_file import maps_input
-from geomcli.engine.plan import expand, input_key, passed_over_text, read_list
+from geomcli.engine.plan import expand, folders_left_text, input_key, passed_over_text, read_list
 from geomcli.engine.report import check_stdout, describe, echo_stderr, show_info
 from geomcli.errors import GeomError
 
@@ -41,19 +41,22 @@ def _info_found(arguments: Sequence[str], *, recursive: bool, as_json: bool, fra
     # a usage error (exit 2) with nothing shown, not one after the records of the arguments before it
     found: list[tuple[str, Any]] = []
     passed_over: list[str] = []  # the files of folders and patterns that are no input
+    folders_left: list[str] = []  # the subfolders of folders, without -r
     seen: set[str] = set()  # a file named twice (two patterns, a name and ./name) is shown once, as done once
     for argument, literal in [*((argument, False) for argument in arguments), *((name, True) for name in listed)]:
         if argument == "-" and not literal:
             found.append((argument, None))  # stdin, read as it comes
             continue
         sources = expand([], recursive, [argument]) if literal else \
-            expand([argument], recursive, passed_over=passed_over)
+            expand([argument], recursive, passed_over=passed_over, folders_left=folders_left)
         for source in sources:
             if input_key(source.path) not in seen:
                 seen.add(input_key(source.path))
                 found.append((argument, source))
     if passed_over:
         echo_stderr(f"Warning: {passed_over_text(passed_over)}")
+    if folders_left:
+        echo_stderr(f"Warning: {folders_left_text(sorted(set(folders_left)))}")
     code = 0
     for argument, source in found:
         if source is not None and source.error is not None:

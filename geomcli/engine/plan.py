@@ -113,9 +113,13 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     if not arguments and not listed:
         raise PlanError(f"{options.files_from} lists no input", options="--files-from")
     passed_over: list[str] = []
-    sources = expand(arguments, options.recursive, listed, out_dir=options.out_dir, passed_over=passed_over)
+    folders_left: list[str] = []
+    sources = expand(arguments, options.recursive, listed, out_dir=options.out_dir, passed_over=passed_over,
+                     folders_left=folders_left)
     if passed_over and not common.quiet:
         echo_stderr(f"Warning: {passed_over_text(passed_over)}")
+    if folders_left and not common.quiet:
+        echo_stderr(f"Warning: {folders_left_text(folders_left)}")
     # An input is its name, the file read through its links, and that file's device and inode (a
     # hard link): an output landing on any of them would destroy an input, its own included.
     inputs: dict[str | tuple[int, int], str] = {}
@@ -265,6 +269,21 @@ def passed_over_text(paths: Sequence[str], named: int = 3) -> str:
     return f"left out {what}: geomcli reads no such file {READ_SUFFIXES}"
 
 
+def folders_left_text(paths: Sequence[str], named: int = 3) -> str:
+    """What a warning says of the subfolders a folder named without -r held: their files were not
+    done, where the run's counts alone would not tell it (a forgotten -r).
+
+    >>> folders_left_text(["shots/day"])
+    'left out the folder shots/day: give -r to take subfolders too'
+    >>> folders_left_text(["a/1", "a/2", "a/3", "a/4"], named=2)
+    'left out 4 folders, a/1, a/2 and 2 more: give -r to take subfolders too'
+    """
+    paths = sorted(paths)
+    shown = ", ".join(paths[:named]) + (f" and {len(paths) - named} more" if len(paths) > named else "")
+    what = f"the folder {shown}" if len(paths) == 1 else f"{len(paths)} folders, {shown}"
+    return f"left out {what}: give -r to take subfolders too"
+
+
 def _replacing(output: str, source: str, replaced: str) -> str:
     """How an output that would replace an input is told, naming each file once.
 
@@ -351,7 +370,8 @@ def _wide_text(head: bytes) -> str | None:
 
 
 def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = (), *,
-           out_dir: str | None = None, passed_over: list[str] | None = None) -> list[Source]:
+           out_dir: str | None = None, passed_over: list[str] | None = None,
+           folders_left: list[str] | None = None) -> list[Source]:
     """Files, folders (their readable files; -r: and their subfolders') and globs, in order; then
     the ``listed`` names (--files-from), files or folders but never patterns.
 
@@ -360,12 +380,15 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
     ``out_dir`` (--out-dir), where a folder or glob walks into it below the folder it starts from,
     is left out with all it holds: an earlier run's outputs are not this run's inputs. A folder or
     file named itself is still taken. The files of folders and globs that no reader takes by their
-    names (a .txt, a .heic) are left out and added to ``passed_over``, for a warning.
+    names (a .txt, a .heic) are left out and added to ``passed_over``, for a warning, and without
+    ``recursive`` a named folder's subfolders (not hidden, not zarr arrays, not ``out_dir``) to
+    ``folders_left``.
     """
     from geomcli.io import _remote
 
     skip = _OutDir(out_dir)
     passed_over = [] if passed_over is None else passed_over
+    folders_left = [] if folders_left is None else folders_left
     sources: list[Source] = []
     seen: set[str] = set()
     asked = _named_together([name for name in listed if _remote.is_url(name) and not _zarr.is_zarr(name)])
@@ -373,6 +396,7 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
         if argument == "-":
             raise PlanError("- (stdin) is one input: give -o OUTPUT, not --out-dir")
         skip.met = False
+        left = len(folders_left)
         try:
             argument = _remote.local_path(argument)
         except GeomError as error:
@@ -384,7 +408,7 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             found, what = _url_sources(argument, recursive, literal, skip, passed_over,
                                        asked.get(argument, _UNASKED) if literal else _UNASKED)
         elif os.path.isdir(argument):
-            found, what = _folder(argument, recursive, skip, passed_over), f"the folder {argument}"
+            found, what = _folder(argument, recursive, skip, passed_over, folders_left), f"the folder {argument}"
         elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
             found, what = [Source(argument, "")], argument
         else:
@@ -394,7 +418,8 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             raise PlanError(misnamed)
         if not found:
             raise PlanError(f"{what} has no file geomcli reads {READ_SUFFIXES}"
-                            + (f" outside --out-dir {out_dir}, which it leaves out" if skip.met else ""))
+                            + (f" outside --out-dir {out_dir}, which it leaves out" if skip.met else "")
+                            + ("; give -r to take its subfolders too" if len(folders_left) > left else ""))
         for source in found:
             key = input_key(source.path)
             if key not in seen:
@@ -405,6 +430,10 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
     for path in passed_over:
         once.setdefault(input_key(path), path)
     passed_over[:] = once.values()
+    once.clear()
+    for path in folders_left:
+        once.setdefault(input_key(path), path)
+    folders_left[:] = once.values()
     return sources
 
 
@@ -476,10 +505,10 @@ class _OutDir:
 
 
 def _folder(root: str, recursive: bool, skip: _OutDir | None = None,
-            passed_over: list[str] | None = None) -> list[Source]:
+            passed_over: list[str] | None = None, folders_left: list[str] | None = None) -> list[Source]:
     """The readable files of ``root`` (-r: and of its subfolders, links to folders not followed,
     ``skip`` left out), and a failing Source for each folder that could not be listed; its other
-    files added to ``passed_over``."""
+    files added to ``passed_over``, and without -r its subfolders to ``folders_left``."""
     found = []
     skip = skip or _OutDir(None)
 
@@ -490,8 +519,11 @@ def _folder(root: str, recursive: bool, skip: _OutDir | None = None,
         subfolders[:] = [name for name in subfolders if not skip.holds(os.path.join(folder, name))]
         arrays = [name for name in subfolders if not name.startswith(".") and _zarr.is_zarr(name)]
         found.extend(Source(os.path.join(folder, name), _parent(os.path.join(folder, name), root)) for name in arrays)
-        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name not in arrays] \
-            if recursive else []
+        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name not in arrays]
+        if not recursive:
+            if folders_left is not None:
+                folders_left.extend(os.path.join(folder, name) for name in subfolders)
+            subfolders[:] = []
         for name in names:
             path = os.path.join(folder, name)
             if name.startswith("."):  # (names holds no folder: a FIFO or device is an input that fails, as by name)

@@ -67,7 +67,9 @@ def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
     # c.npy is a rank-4 tensor: its header shows --shape 4,4 does not fit it, before anything is written
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0].startswith(f"Warning: left out {shots / 'notes.txt'}: ")
-    assert result.stderr.splitlines()[1].startswith(f"Error: {shots / 'c.npy'}: --shape has 2 values for a tensor")
+    assert result.stderr.splitlines()[1] == f"Warning: left out the folder {shots / 'day'}: give -r to take " \
+        "subfolders too"
+    assert result.stderr.splitlines()[2].startswith(f"Error: {shots / 'c.npy'}: --shape has 2 values for a tensor")
     assert "1 of 3 inputs cannot take these options (each named above); nothing was written" in result.stderr
     assert not out.exists()
     # --layout names the tensor's axes; the images keep their own (HWC, HW), with a warning
@@ -118,6 +120,34 @@ def test_a_file_two_arguments_pass_over_is_named_once(shots: Path, tmp_path: Pat
         result = run(command[0], shots, f"{shots}/*", f"{shots}/./", *command[1:])
         assert result.exit_code == 0, result.stderr
         assert result.stderr.splitlines()[0].startswith(said), result.stderr
+
+
+def test_a_folder_s_subfolders_left_out_without_r_are_named(shots: Path, tmp_path: Path) -> None:
+    """A forgotten -r did the folder's own files and said nothing of its subfolders: 'crop-pad shots
+    --out-dir out' of shots/a.png and shots/day/d.png said '1 ok' and left day's files undone, and
+    of a folder whose files are all in subfolders only that it 'has no file geomcli reads'. A
+    warning names the subfolders left out (not hidden ones, zarr arrays, which are inputs, or
+    --out-dir), info's too, and the error says -r would take them."""
+    (shots / ".cache").mkdir()
+    (shots / "out").mkdir()
+    (shots / "c.npy").unlink()
+    line = f"Warning: left out the folder {shots / 'day'}: give -r to take subfolders too\n"
+    done = run("crop-pad", shots, "--out-dir", shots / "out", "--shape", "4,4")
+    assert done.exit_code == 0 and line in done.stderr and ".cache" not in done.stderr and "out:" not in done.stderr
+    assert files(shots / "out") == ["a.png", "b.png"]
+    # (info has no --out-dir: out is one more folder to it)
+    told = f"Warning: left out 2 folders, {shots / 'day'}, {shots / 'out'}: give -r to take subfolders too\n"
+    assert told in run("info", shots).stderr
+    assert run("crop-pad", shots, "-r", "--out-dir", tmp_path / "all", "--shape", "4,4").stderr.count("left out") == 1
+    quiet = run("crop-pad", shots, "--out-dir", tmp_path / "q", "--shape", "4,4", "-q")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    nested = tmp_path / "nested"
+    (nested / "sub").mkdir(parents=True)
+    shutil.copy(shots / "a.png", nested / "sub" / "a.png")
+    refused = run("crop-pad", nested, "--out-dir", tmp_path / "n", "--shape", "4,4")
+    assert refused.exit_code == 2
+    assert refused.stderr.endswith(f"{nested} has no file geomcli reads {plan.READ_SUFFIXES}; give -r to take its "
+                                   "subfolders too\n")
 
 
 def test_recursive_mirrors_subfolders(shots: Path, tmp_path: Path) -> None:
