@@ -249,16 +249,16 @@ def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, f
                   palette: bool = False) -> Metadata:
     """The metadata :func:`read` gives with the same options (ICC, DPI, EXIF, XMP, text), from
     what Image.open reads, no pixel decoded: for a ``--dry-run`` to say what the run will warn of
-    it. A PNG's file is read whole for its text chunks after the pixels, not decoded."""
-    if fmt == "png" and not isinstance(source, bytes):
-        source = _read_all(source)
+    it. A PNG file's text chunks after the pixels are found by walking its chunks, the image data
+    skipped (_png.stored_chunks)."""
+    stored = _png.stored_chunks(source) if fmt == "png" and isinstance(source, str) else source
     with _opened(source, name, fmt) as im:
         count = _frames(im, name) if fmt in _ANIMATED else 1
         if count > 1 and frames == "all":
             # (as _read_frames: TYXS of colour frames; a later frame's transparency makes grey ones RGBA)
             mode = _stacked_mode(im, name, fmt, palette)[0]
             metadata = _metadata(im, 1)._replace(axes="TYXS" if _KEPT[mode][1] > 1 else "TYX", axes_kind="shaped",
-                                                 **_carried(im, source))
+                                                 **_carried(im, stored))
             if mode != "P":
                 return metadata
             try:  # (getpalette decodes the pixels: a broken file fails here)
@@ -268,10 +268,10 @@ def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, f
                     raise
                 raise GeomError(f"{name}: not a readable {fmt.upper()} ({_reason(e)})") from e
         orientation = (_stored_orientation(im) or 1) if auto_orient else 1
-        if fmt == "png" and isinstance(source, bytes) and _png.sixteen_bit(source):
-            return _metadata(im, orientation)._replace(**_carried(im, source)).upright(orientation)  # as _read_png16
+        if fmt == "png" and isinstance(stored, bytes) and _png.sixteen_bit(stored):
+            return _metadata(im, orientation)._replace(**_carried(im, stored)).upright(orientation)  # as _read_png16
         mode, note = _target_mode(im, palette)
-        metadata = _still_metadata(im, source, orientation, mode, note)[0]
+        metadata = _still_metadata(im, stored, orientation, mode, note)[0]
         if mode != "P":
             return metadata
         try:  # (getpalette decodes the pixels, to a palette of Pillow's own: a broken file fails here)

@@ -7,6 +7,7 @@ their bytes, and reads those after the pixels only when it decodes them)."""
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -211,6 +212,32 @@ def text_chunks(data: bytes, limit: int) -> tuple[tuple[tuple[bytes, bytes], ...
         else:
             chunks.append((kind, body))
     return tuple(chunks), xmp
+
+
+# the chunks a PNG's metadata is read from as stored (text_chunks, colour_chunks, sixteen_bit)
+_STORED = (b"IHDR", *TEXT_CHUNKS, *_COLOUR_CHUNKS)
+
+
+def stored_chunks(path: str) -> bytes:
+    """The PNG file's signature and the chunks its metadata is read from as stored (IHDR, text and
+    colour chunks), in file order: what text_chunks, colour_chunks and sixteen_bit find in the
+    whole file. Walked by their lengths, unbuffered, the rest (its image data) skipped unread: a
+    dry run read a 50 MB PNG whole for the text chunks after its pixels."""
+    kept = []
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        kept.append(f.read(8))
+        pos = 8
+        while pos + 12 <= size:  # (as _chunks: up to IEND or the first chunk cut short)
+            f.seek(pos)
+            head = f.read(8)
+            length, kind = struct.unpack(">I4s", head)
+            if kind == b"IEND" or pos + 8 + length > size:
+                break
+            if kind in _STORED:
+                kept.append(head + f.read(length + 4).ljust(length + 4, b"\0"))  # (a CRC cut at the end)
+            pos += 12 + length
+    return b"".join(kept)
 
 
 def colour_chunks(data: bytes) -> tuple[tuple[bytes, bytes], ...]:

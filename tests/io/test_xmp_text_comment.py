@@ -193,6 +193,49 @@ def test_text_after_the_pixels_travels(tmp_path: Path, photo: np.ndarray) -> Non
     assert opened_info(tmp_path / "o.jpg")["comment"] == b"after the pixels"
 
 
+def late_text_png(path: Path, data: np.ndarray, body: bytes, **save: Any) -> Path:
+    """A PNG of ``data`` with one tEXt of ``body`` after its IDAT chunks, as ImageMagick places its text."""
+    from PIL import Image
+
+    Image.fromarray(data).save(path, **save)
+    written = path.read_bytes()
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+    path.write_bytes(written[:-12] + chunk + written[-12:])
+    return path
+
+
+def bytes_read() -> int:
+    """What this process has read so far, every file and pipe ("rchar")."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts reads by /proc/self/io (Linux)")
+def test_a_dry_run_finds_a_big_pngs_late_text_without_reading_its_pixels(tmp_path: Path) -> None:
+    """A dry run read a PNG's file whole for the text chunks after its image data: all 50 MB of
+    a big one, for a batch all their bytes. Its chunks are walked by their lengths now, the image
+    data skipped: a few KB read, the same warnings as the run's."""
+    body = b"Late\0after the pixels"
+    late_text_png(tmp_path / "small.png", np.zeros((4, 4, 3), np.uint8), body)
+    big = late_text_png(tmp_path / "big.png", np.zeros((4096, 4096, 3), np.uint8), body, compress_level=0,
+                        dpi=(300, 300))
+    assert big.stat().st_size > 50_000_000
+    args = ["--out-dir", tmp_path / "o", "--name", "{stem}.npy", "--shape", "8,8", "--json"]
+    assert run("crop-pad", tmp_path / "small.png", *args, "--dry-run").exit_code == 0  # (imports loaded)
+    before = bytes_read()
+    dry = run("crop-pad", big, *args, "--dry-run")
+    read = bytes_read() - before
+    assert dry.exit_code == 0, dry.stderr
+    assert read < 64 << 10, read
+    done = run("crop-pad", big, *args)
+    assert done.exit_code == 0, done.stderr
+    planned, reported = json.loads(dry.stdout.splitlines()[0]), json.loads(done.stdout.splitlines()[0])
+    assert planned["dropped"] == reported["dropped"] == ["DPI (299.999 x 299.999)", "PNG text chunk (Late)"]
+    assert planned["warnings"] == reported["warnings"]
+
+
 @pytest.mark.parametrize("fmt", ["gif", "webp"])
 def test_a_gif_comment_and_a_webp_xmp_travel(tmp_path: Path, rng: np.random.Generator, fmt: str) -> None:
     from PIL import Image
