@@ -1057,7 +1057,8 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
     report = summary.Report(task.operation.command, job.input, job.output or None,
                             parameters=task.operation.parameters())
     reason = skip_reason(job, options)
-    with reporting(report, task.common), _zarr.shared_opens():  # (the header's and the tasks' check's open)
+    # (the header's and the tasks' check's open; a URL's bytes read for its header, for its metadata)
+    with reporting(report, task.common), _zarr.shared_opens(), _remote.shared_reads():
         if job.error is not None:
             raise GeomError(job.error)
         fidelity = task.common.fidelity
@@ -1090,19 +1091,19 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         report.warnings.extend(unused_options(task.common.fidelity, header.format, job.format))
         report.warnings.extend(task.operation.unused_options())
         report.warnings.extend(task.operation.cautions(header, common))
-        local = not (_remote.is_url(job.input) or io.is_stdin(job.input) or io.is_stream(job.input))
+        read_once = io.is_stdin(job.input) or (not _remote.is_url(job.input) and io.is_stream(job.input))
         metadata = io.read_metadata(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                     page=fidelity.page, frames=fidelity.frames,
-                                    palette=fidelity.keep_palette) if local and graph is None else None
+                                    palette=fidelity.keep_palette) if not read_once and graph is None else None
         if metadata is not None and zarr_file.involved(job.input, job.output):
             # a chunked job whose input is decoded whole (a PNG to a .zarr): its run says it as a chunked job's
             graph = zarr_file.whole_graph(task.operation, header, metadata, task.common)
         if graph is not None:  # a chunked job: what its run says of the input's metadata, by the run's code
             zarr_file.say_planned(task.operation, graph, job.output, job.format, report)
         elif metadata is not None:
-            # a local file written whole: likewise, from its metadata read without its pixels
+            # a file or URL written whole: likewise, from its metadata read without its pixels
             planned_metadata(task.operation, metadata, header, shape, common, job.output, job.format, report)
-        else:  # (a URL's or a pipe's header alone is read)
+        else:  # (a pipe's header alone is read: it is read once)
             unnamed = unnamed_warning(job.output, job.format, layout, len(shape), common)  # a .ome.tif of no OME axes
             report.warnings.extend([unnamed] if unnamed else [])
     if reason is not None:

@@ -261,7 +261,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
     def judged(job: Job) -> tuple[bool, Report]:
         """Whether ``job`` cannot take the options (as option_faults finds it), and its report:
         from one read of its header (two cost 35% of a dry run of 20,000 PNGs)."""
-        with _zarr.shared_opens():
+        with _zarr.shared_opens(), _remote.shared_reads():
             header = header_as_read(job.input, task.common) if job.index in doing else None
             fault = None if header is None else header_fault(task.operation, task.common, header, job.input,
                                                              job.output, job.format)

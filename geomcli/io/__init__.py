@@ -211,12 +211,30 @@ def read_metadata(
     frames: str | None = None,
     palette: bool = False,
 ) -> Metadata:
-    """The ``Loaded.metadata`` :func:`read_array` gives of the local file at ``path`` with the
+    """The ``Loaded.metadata`` :func:`read_array` gives of the file or URL at ``path`` with the
     same options, without decoding its pixels: what a TIFF's tags and OME or ImageJ description
     say, what Pillow's Image.open finds (ICC, DPI, EXIF, XMP, a PNG's text, read from its bytes).
-    A ``--dry-run`` gives the run's metadata warnings from it. A .npy holds none. (Not for a URL
-    nor a stream: the caller reads their header alone.)"""
-    source, name, fmt, _ = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
+    A ``--dry-run`` gives the run's metadata warnings from it. A .npy holds none. Of a URL, the
+    bytes :func:`read_header` read (within _remote.shared_reads, not read again): a JPEG's or PNG's
+    first bytes, and a PNG's last HEAD_BYTES (one more read) for its chunks after the pixels.
+    (Not for a stream, read once: the caller reads its header alone.)"""
+    source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
+    if isinstance(source, bytes) and file_size is not None and len(source) < file_size:
+        try:  # a URL's first bytes: where its header runs past them, the whole object (as read_header)
+            chunks = None
+            if fmt == "png":
+                from geomcli.io import _png
+
+                tail = _remote.read_tail(path, max(len(source), file_size - HEAD_BYTES), file_size)
+                chunks = _png.stored_chunks_apart(source, tail, file_size)
+            return _metadata(source, name, fmt, auto_orient, series, page, frames, palette, chunks)
+        except (GeomError, OSError):
+            source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
+    return _metadata(source, name, fmt, auto_orient, series, page, frames, palette)
+
+
+def _metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, series: int | None, page: int | None,
+              frames: str | None, palette: bool, chunks: bytes | None = None) -> Metadata:
     try:
         if fmt == "npy":
             return Metadata()
@@ -226,7 +244,7 @@ def read_metadata(
             return _tiff.read_metadata(source, name, series, page, auto_orient, palette)
         from geomcli.io import _pillow
 
-        return _pillow.read_metadata(source, name, fmt, auto_orient, frames, palette)
+        return _pillow.read_metadata(source, name, fmt, auto_orient, frames, palette, chunks)
     except OSError as e:
         raise _read_error(name, e) from e
 

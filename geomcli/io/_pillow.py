@@ -246,12 +246,14 @@ def _still_metadata(im: Any, source: str | bytes | IO[bytes], orientation: int, 
 
 
 def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, frames: str | None = None,
-                  palette: bool = False) -> Metadata:
+                  palette: bool = False, chunks: bytes | None = None) -> Metadata:
     """The metadata :func:`read` gives with the same options (ICC, DPI, EXIF, XMP, text), from
     what Image.open reads, no pixel decoded: for a ``--dry-run`` to say what the run will warn of
     it. A PNG file's text chunks after the pixels are found by walking its chunks, the image data
-    skipped (_png.stored_chunks)."""
-    stored = _png.stored_chunks(source) if fmt == "png" and isinstance(source, str) else source
+    skipped (_png.stored_chunks). ``chunks``: a PNG's as stored_chunks gives them, where ``source``
+    is its first bytes alone (a URL's), whose palette is then read as stored, not decoded."""
+    stored = _png.stored_chunks(source) if fmt == "png" and isinstance(source, str) else chunks or source
+    decoded = chunks is None
     with _opened(source, name, fmt) as im:
         count = _frames(im, name) if fmt in _ANIMATED else 1
         if count > 1 and frames == "all":
@@ -262,7 +264,7 @@ def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, f
             if mode != "P":
                 return metadata
             try:  # (getpalette decodes the pixels: a broken file fails here)
-                return _with_palette(metadata, im)
+                return _with_palette(metadata, im, decoded)
             except _DECODE_ERRORS as e:
                 if not raised_in(e, "PIL"):
                     raise
@@ -275,7 +277,7 @@ def read_metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, f
         if mode != "P":
             return metadata
         try:  # (getpalette decodes the pixels, to a palette of Pillow's own: a broken file fails here)
-            return _with_palette(metadata, im)
+            return _with_palette(metadata, im, decoded)
         except _DECODE_ERRORS as e:
             if not raised_in(e, "PIL"):
                 raise
@@ -879,11 +881,12 @@ def _target_mode(im: Any, palette: bool = False) -> tuple[str, str | None]:
     return target, f"{mode} converted to {target}"
 
 
-def _with_palette(metadata: Metadata, im: Any) -> Metadata:
+def _with_palette(metadata: Metadata, im: Any, decoded: bool = True) -> Metadata:
     """``metadata`` with a palette image's colours and the alpha of its entries (Metadata.palette,
     palette_alpha). Pillow gives a PNG's tRNS as bytes, or as the index of its one transparent
-    entry (a GIF's too)."""
-    colours = bytes(im.getpalette("RGB") or b"")
+    entry (a GIF's too). Not ``decoded``: a PNG's PLTE as stored, which getpalette gives it once
+    decoded."""
+    colours = bytes(im.getpalette("RGB") or b"") if decoded else bytes(im.palette.palette)
     key = im.info.get("transparency")
     alpha = bytes(key) if isinstance(key, (bytes, bytearray)) else (
         b"\xff" * key + b"\0" if isinstance(key, int) and 0 <= key < 256 else None)

@@ -240,6 +240,60 @@ def stored_chunks(path: str) -> bytes:
     return b"".join(kept)
 
 
+def stored_chunks_apart(head: bytes, tail: bytes, size: int) -> bytes:
+    """As :func:`stored_chunks`, of a PNG of ``size`` bytes whose first (``head``) and last
+    (``tail``) bytes alone are at hand (a URL's: two ranged reads): its chunks walked by their
+    lengths as far as these bytes hold them, then, where the walk meets bytes not at hand (the
+    image data), those after the image data found back from its IEND in ``tail``. Not found: a
+    chunk that begins before ``tail`` past the first bytes, or among the image data chunks, or
+    in a file that goes on past its IEND."""
+    start = size - len(tail)
+
+    def at(pos: int, count: int) -> bytes | None:
+        if pos + count <= len(head):
+            return head[pos : pos + count]
+        return tail[pos - start : pos - start + count] if pos >= start else None
+
+    kept = [head[:8]]
+    pos = 8
+    while pos + 12 <= size:  # (as stored_chunks)
+        chunk_head = at(pos, 8)
+        if chunk_head is None:
+            return b"".join(kept) + _late_chunks(tail)
+        length, kind = struct.unpack(">I4s", chunk_head)
+        if kind == b"IEND" or pos + 8 + length > size:
+            break
+        if kind in _STORED:
+            body = at(pos + 8, length + 4)
+            if body is None or len(body) < length:
+                return b"".join(kept) + _late_chunks(tail)
+            kept.append(chunk_head + body.ljust(length + 4, b"\0"))
+        pos += 12 + length
+    return b"".join(kept)
+
+
+_IEND = b"\0\0\0\0IEND\xaeB`\x82"
+
+
+def _late_chunks(tail: bytes) -> bytes:
+    """The chunks of :func:`stored_chunks` that ``tail``, a PNG's last bytes, holds after its
+    image data, in file order: found back from the IEND it ends with, each chunk by a length and
+    a CRC that end where the next begins, up to the last IDAT or fdAT."""
+    end = len(tail) - len(_IEND)
+    if end < 0 or tail[end:] != _IEND:
+        return b""
+    found = []
+    while True:
+        pos = next((pos for pos in range(end - 12, -1, -1)
+                    if int.from_bytes(tail[pos : pos + 4], "big") == end - pos - 12
+                    and zlib.crc32(tail[pos + 4 : end - 4]) == int.from_bytes(tail[end - 4 : end], "big")), None)
+        if pos is None or tail[pos + 4 : pos + 8] in (b"IDAT", b"fdAT"):
+            break
+        found.append(tail[pos:end])
+        end = pos
+    return b"".join(chunk for chunk in reversed(found) if chunk[4:8] in _STORED)
+
+
 def colour_chunks(data: bytes) -> tuple[tuple[bytes, bytes], ...]:
     """A PNG's gAMA, cHRM and sRGB chunks as stored, (type, body), the first of each (the
     specification allows one)."""

@@ -712,12 +712,17 @@ def read_bytes(url: str, limit: int, past_limit: str) -> bytes:
     ``limit`` bytes (its message ending in ``past_limit``: what the limit is and what raises it)."""
     fs, path = filesystem(url)
     given = _given.get(str(fs.unstrip_protocol(path)))
+    shared = _shared.get()
+    if given is None and shared is not None:
+        data, size = shared.get(str(fs.unstrip_protocol(path)), (b"", None))
+        given = data if size == len(data) else None
     if given is not None:
         _check_limit(url, len(given), limit, past_limit)
         return given
     with _errors(url, "read"):
         data = _whole(fs, path, url, _size(fs, path, url), limit, past_limit)
     _keep(fs, path, data)
+    _share(fs, path, data, len(data))
     return data
 
 
@@ -730,14 +735,52 @@ def read_head(url: str, count: int, limit: int, past_limit: str) -> tuple[bytes,
     if given is not None:
         _check_limit(url, len(given), limit, past_limit)
         return given, len(given)
+    shared = _shared.get()
+    kept = None if shared is None else shared.get(str(fs.unstrip_protocol(path)))
+    if kept is not None and (kept[1] == len(kept[0]) or len(kept[0]) >= count):
+        return kept
     with _errors(url, "read"):
         size = _size(fs, path, url)
         if size is not None and size > count:
-            return _whole_body(lambda: bytes(_in_time(fs, url, "read", fs.cat_file, path, start=0, end=count,
-                                                      size=count)), count), size
+            head = _whole_body(lambda: bytes(_in_time(fs, url, "read", fs.cat_file, path, start=0, end=count,
+                                                      size=count)), count)
+            _share(fs, path, head, size)
+            return head, size
         data = _whole(fs, path, url, size, limit, past_limit)
     _keep(fs, path, data)
+    _share(fs, path, data, len(data))
     return data, len(data)
+
+
+def read_tail(url: str, start: int, size: int) -> bytes:
+    """The object at ``url``'s bytes from ``start`` to its ``size`` (as :func:`read_head` told
+    it), in one ranged request."""
+    fs, path = filesystem(url)
+    with _errors(url, "read"):
+        return _whole_body(lambda: bytes(_in_time(fs, url, "read", fs.cat_file, path, start=start, end=size,
+                                                  size=size - start)), size - start)
+
+
+# within shared_reads(): the bytes read of each object (whole, or its first: read_head) and its size
+_shared: ContextVar[dict[str, tuple[bytes, int | None]] | None] = ContextVar("geomcli_shared_reads", default=None)
+
+
+@contextmanager
+def shared_reads() -> Iterator[None]:
+    """Within it, in this thread, an object's first bytes or whole bytes are read once: a dry run
+    read a URL's first bytes for its header, then for its metadata again. For one file's checks:
+    not longer, where the object could change."""
+    token = _shared.set({} if _shared.get() is None else _shared.get())
+    try:
+        yield
+    finally:
+        _shared.reset(token)
+
+
+def _share(fs: AbstractFileSystem, path: str, data: bytes, size: int | None) -> None:
+    shared = _shared.get()
+    if shared is not None:
+        shared[str(fs.unstrip_protocol(path))] = (data, size)
 
 
 def _size(fs: AbstractFileSystem, path: str, url: str) -> int | None:

@@ -1057,14 +1057,85 @@ def test_a_batchs_check_reads_a_jpegs_or_pngs_header_from_its_first_bytes(s3: S3
     assert remote.stdout.replace(f"{s3.url}/raw", str(tmp_path / "raw")) == local.stdout
     assert "d.png: 50×50 uint16" in local.stdout, local.stdout
     head = f"get_object bytes=0-{io.HEAD_BYTES - 1}"
+    tail = f"get_object bytes={io.HEAD_BYTES}-{len(inputs['d.png']) - 1}"  # d.png's last bytes: text after its pixels
     assert sorted(request for request in requests if request.startswith("get_object")) == [
-        "get_object", *[head] * 5], requests  # c.jpg's header read whole after its first bytes
+        "get_object", *[head] * 5, tail], requests  # c.jpg's header read whole after its first bytes
     requests.clear()
     result = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "out", "--shape", "50,50")
     assert result.exit_code == 1 and f"{s3.url}/raw/e.jpg: not a readable JPEG" in result.stderr, result.stderr
     assert sorted(request for request in requests if request.startswith("get_object")) == [
         *["get_object"] * 6, *[head] * 5], requests  # the check's, then each input's run
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.jpg", "b.jpg", "c.jpg", "d.png"]
+
+
+def late_text(png: bytes, body: bytes) -> bytes:
+    """``png`` with one tEXt of ``body`` after its image data, as ImageMagick places its text."""
+    import zlib
+
+    chunk = len(body).to_bytes(4, "big") + b"tEXt" + body + zlib.crc32(b"tEXt" + body).to_bytes(4, "big")
+    return png[:-12] + chunk + png[-12:]
+
+
+def metadata_inputs(rng: np.random.Generator) -> dict[str, bytes]:
+    """Inputs past io.HEAD_BYTES whose metadata a run drops into a .npy: a JPEG's ICC profile,
+    EXIF and DPI; a PNG's DPI and text before and after its pixels (in several IDATs), a palette
+    PNG's too; a TIFF's ICC profile and DPI."""
+    from PIL import ImageCms, PngImagePlugin
+
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    exif = Image.Exif()
+    exif[0x010F] = "a camera"
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Title", "before the pixels")
+    photo = rng.integers(0, 256, (400, 600, 3), dtype=np.uint8)
+    found = {"photo.jpg": jpeg_bytes(rng, (400, 600, 3), icc_profile=icc, exif=exif.tobytes(), dpi=(300, 300))}
+    for name, image in (("photo.png", Image.fromarray(photo)),
+                        ("labels.png", Image.fromarray(photo[..., 0] // 2).convert("P"))):
+        buffer = bytes_io.BytesIO()
+        image.save(buffer, format="PNG", pnginfo=info, dpi=(300, 300))
+        found[name] = late_text(buffer.getvalue(), b"Late\0after the pixels")
+    buffer = bytes_io.BytesIO()
+    Image.fromarray(photo).save(buffer, format="TIFF", icc_profile=icc, dpi=(300, 300))
+    return found | {"photo.tif": buffer.getvalue()}
+
+
+@pytest.mark.parametrize("keep_palette", [[], ["--keep-palette"]])
+def test_a_dry_run_of_urls_gives_the_runs_metadata_warnings(s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            keep_palette: list[str]) -> None:
+    """A dry run of a URL read its header alone: 'crop-pad s3://bkt/photo.jpg --out-dir o --name
+    {stem}.npy --shape 8,8 --dry-run --json' gave no dropped where the run drops the ICC profile,
+    EXIF and DPI, nor a PNG's text. It gives the run's now, as a local file's, from the bytes its
+    header was read from (a JPEG's first 64 KiB, a TIFF read whole: no more requests) and, of a
+    PNG, one more ranged read, its last 64 KiB, for the text after its pixels."""
+    from geomcli import io
+
+    inputs = metadata_inputs(np.random.default_rng(5))
+    assert all(len(data) > 2 * io.HEAD_BYTES for data in inputs.values()), {k: len(v) for k, v in inputs.items()}
+    for name, data in inputs.items():
+        s3.put(f"raw/{name}", data)
+        (tmp_path / "raw").mkdir(exist_ok=True)
+        (tmp_path / "raw" / name).write_bytes(data)
+    args = ["--out-dir", tmp_path / "out", "--name", "{name}.npy", "--shape", "8,8", "--json", *keep_palette]
+    requests = counted_requests(monkeypatch)
+    dry = run("crop-pad", f"{s3.url}/raw", *args, "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    reads = sorted(request for request in requests if request.startswith("get_object"))
+    requests.clear()
+    done = run("crop-pad", f"{s3.url}/raw", *args)
+    local = run("crop-pad", tmp_path / "raw", *args, "--dry-run")
+    assert done.exit_code == local.exit_code == 0, done.stderr
+
+    def said(result: Result) -> dict[str, tuple[list[str], list[str]]]:
+        records = [json.loads(line) for line in result.stdout.splitlines()][:-1]
+        return {record["input"].rsplit("/", 1)[1]: (record["dropped"], record["warnings"]) for record in records}
+
+    assert said(dry) == said(done) == said(local)
+    assert "PNG text chunks (Title, Late)" in said(done)["labels.png"][0]
+    assert said(done)["photo.jpg"][0] == ["ICC profile", "DPI (300 x 300)", "EXIF data"]
+    # each PNG's last bytes, a read more; a JPEG's first bytes and a TIFF read whole, as for its header
+    tails = [f"get_object bytes={len(inputs[name]) - io.HEAD_BYTES}-{len(inputs[name]) - 1}"
+             for name in ("labels.png", "photo.png")]
+    assert reads == sorted(["get_object", *[f"get_object bytes=0-{io.HEAD_BYTES - 1}"] * 3, *tails]), reads
 
 
 def test_a_small_object_named_is_read_whole_once_for_its_header(s3: S3, shots: dict[str, bytes], tmp_path: Path,
