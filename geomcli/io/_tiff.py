@@ -191,13 +191,14 @@ def read(
             # a planar image (S, Y, X) is the same HWC as a contiguous one (as image formats hold
             # it); its metadata's axes (SYX) have a TIFF output store it planar again
             data = np.moveaxis(data, -3, -1)
-        if layout_note:
-            notes.append(layout_note)
+        noted = len(notes)  # (the layout's note comes first, naming the layout read: a palette's expanded)
         kept = kept_palette(choice, name) if palette else None
         if kept is None:
             data, layout = _photometric(data, layout, choice, notes)
         elif _extra_samples(choice):
             data, layout = data[..., 0], _without_samples(layout)  # the indices; their alpha named dropped
+        if layout_note:
+            notes.insert(noted, _layout_note(choice, layout) or layout_note)
         turned = _turned(choice, layout, auto_orient)
         if turned:
             data = orient(data, turned)
@@ -661,20 +662,30 @@ def _ome_plane(tif: Any, page: Any, name: str) -> tuple[int, int | None] | None:
 
 def _layout(choice: _Choice) -> tuple[str | None, str | None]:
     """The layout for these axes, and a note saying where it came from (None for a plain image)."""
-    axes, kind = choice.axes, choice.kind
-    source = {"imagej": "ImageJ", "ome": "OME", "shaped": "tifffile"}.get(kind or "", "")
-    described = kind is not None
+    axes = choice.axes
     layout = _layout_of(axes)
-    if not described:
+    if choice.kind is None:
         # pages of samples (RGB, planar or not) are a stack of images, whatever their photometric,
         # and so are pages of grey (tifffile's IYX, QYX), whose stack axis is N
         return (layout if axes == "YX" or "S" in axes or len(axes) == 3 else None), None
-    where = f"axes {axes} from {source} metadata"
+    return layout, _layout_note(choice, layout)
+
+
+def _layout_note(choice: _Choice, layout: str | None) -> str | None:
+    """The note of :func:`_layout` for the layout read: a palette stack's expanded to RGB samples
+    (ZYXS of ImageJ's ZYX) where the note said ZYX."""
+    if choice.kind is None:
+        return None
+    where = f"axes {choice.axes} from {_DESCRIBED[choice.kind]} metadata"
     if layout is None:
-        return None, f"{where}: no geomcli layout fits (NCHW, NHWC, CHW, HWC, HW); give --layout"
-    if len(axes) == 4:
-        return layout, f"{where}: layout {layout}, {axes[0]} as N"
-    return layout, f"{where}: layout {layout}"
+        return f"{where}: no geomcli layout fits (NCHW, NHWC, CHW, HWC, HW); give --layout"
+    if len(choice.axes) == 4:
+        return f"{where}: layout {layout}, {choice.axes[0]} as N"
+    return f"{where}: layout {layout}"
+
+
+# whose metadata a series' axes come from, by tifffile's kind of series
+_DESCRIBED = {"imagej": "ImageJ", "ome": "OME", "shaped": "tifffile"}
 
 
 def _layout_of(axes: str | None) -> str | None:

@@ -381,3 +381,23 @@ def test_a_palette_stack_of_its_own_axes_is_cropped_on_its_y_and_x(how: str, lay
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["warnings"] == []
     assert np.array_equal(tifffile.imread(out), expected[:, 1:5, 1:7])
+
+
+@pytest.mark.parametrize(("keep", "notes"), [
+    ([], ["axes ZYX from ImageJ metadata: layout ZYXS", "palette expanded to RGB"]),
+    (["--keep-palette"], ["axes ZYX from ImageJ metadata: layout ZYX"])])
+def test_the_note_of_a_palette_stacks_axes_names_the_layout_read(keep: list[str], notes: list[str], tmp_path: Path,
+                                                                  rng: np.random.Generator) -> None:
+    # an ImageJ stack of a LUT, read as colours, said 'axes ZYX from ImageJ metadata: layout ZYX',
+    # then 'palette expanded to RGB', where the layout read (and info's) is ZYXS
+    import tifffile
+
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :4] = rng.integers(0, 65536, (3, 4), dtype=np.uint16)
+    source = tmp_path / "lut.tif"
+    tifffile.imwrite(source, rng.integers(0, 4, (3, 6, 8), dtype=np.uint8), imagej=True, colormap=colormap,
+                     metadata={"axes": "ZYX"})
+    result = run("crop-pad", source, "-o", tmp_path / "out.tif", "--shape", "4,6", "--json", *keep)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["notes"] == notes
+    assert io.read_array(str(source), palette=bool(keep)).notes == tuple(notes)
