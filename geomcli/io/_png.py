@@ -283,15 +283,25 @@ def _late_chunks(tail: bytes) -> bytes:
     if end < 0 or tail[end:] != _IEND:
         return b""
     found = []
-    while True:
-        pos = next((pos for pos in range(end - 12, -1, -1)
-                    if int.from_bytes(tail[pos : pos + 4], "big") == end - pos - 12
-                    and zlib.crc32(tail[pos + 4 : end - 4]) == int.from_bytes(tail[end - 4 : end], "big")), None)
-        if pos is None or tail[pos + 4 : pos + 8] in (b"IDAT", b"fdAT"):
-            break
+    while (pos := _chunk_before(tail, end)) is not None and tail[pos + 4 : pos + 8] not in (b"IDAT", b"fdAT"):
         found.append(tail[pos:end])
         end = pos
     return b"".join(chunk for chunk in reversed(found) if chunk[4:8] in _STORED)
+
+
+def _chunk_before(data: bytes, end: int) -> int | None:
+    """Where in ``data`` the chunk that ends at ``end`` begins: the nearest position whose length
+    field reaches ``end`` and whose CRC is the chunk's; None where none is. (numpy's: a loop
+    over the positions of 64 KiB took 22 ms a file.)"""
+    import numpy as np
+
+    if end < 12:
+        return None
+    view = np.frombuffer(data, np.uint8, end).astype(np.int64)
+    lengths = view[:-3] << 24 | view[1:-2] << 16 | view[2:-1] << 8 | view[3:]  # each position's, big-endian
+    starts = np.flatnonzero(lengths[: end - 11] == end - 12 - np.arange(end - 11))
+    crc = int.from_bytes(data[end - 4 : end], "big")
+    return next((int(pos) for pos in starts[::-1] if zlib.crc32(data[pos + 4 : end - 4]) == crc), None)
 
 
 def colour_chunks(data: bytes) -> tuple[tuple[bytes, bytes], ...]:

@@ -193,14 +193,18 @@ def test_text_after_the_pixels_travels(tmp_path: Path, photo: np.ndarray) -> Non
     assert opened_info(tmp_path / "o.jpg")["comment"] == b"after the pixels"
 
 
+def with_late_text(png: bytes, body: bytes) -> bytes:
+    """``png`` with one tEXt of ``body`` after its IDAT chunks, as ImageMagick places its text."""
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+    return png[:-12] + chunk + png[-12:]
+
+
 def late_text_png(path: Path, data: np.ndarray, body: bytes, **save: Any) -> Path:
-    """A PNG of ``data`` with one tEXt of ``body`` after its IDAT chunks, as ImageMagick places its text."""
+    """A PNG of ``data`` with one tEXt of ``body`` after its IDAT chunks."""
     from PIL import Image
 
     Image.fromarray(data).save(path, **save)
-    written = path.read_bytes()
-    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
-    path.write_bytes(written[:-12] + chunk + written[-12:])
+    path.write_bytes(with_late_text(path.read_bytes(), body))
     return path
 
 
@@ -234,6 +238,29 @@ def test_a_dry_run_finds_a_big_pngs_late_text_without_reading_its_pixels(tmp_pat
     planned, reported = json.loads(dry.stdout.splitlines()[0]), json.loads(done.stdout.splitlines()[0])
     assert planned["dropped"] == reported["dropped"] == ["DPI (299.999 x 299.999)", "PNG text chunk (Late)"]
     assert planned["warnings"] == reported["warnings"]
+
+
+@pytest.mark.parametrize("late", [0, 1, 3])
+@pytest.mark.parametrize("side", [60, 400])
+def test_a_pngs_chunks_are_found_from_its_first_and_last_bytes(tmp_path: Path, rng: np.random.Generator,
+                                                               late: int, side: int) -> None:
+    """A URL's PNG is read by its first and last 64 KiB: its text after the image data (in several
+    IDATs, or within the first bytes of a small file) is found back from its IEND, as the whole
+    file's walk finds it; one that begins before the last 64 KiB (past the first) is not."""
+    path = tmp_path / "in.png"
+    data = pillow_png(path, rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).read_bytes()
+    for index in range(late):
+        data = with_late_text(data, b"Late%d\0after the pixels" % index)
+    path.write_bytes(data)
+    apart = _png.stored_chunks_apart(data[: 64 << 10], data[-(64 << 10) :], len(data))
+    whole = _png.stored_chunks(str(path))
+    assert _png.text_chunks(apart, 1 << 20) == _png.text_chunks(whole, 1 << 20)
+    assert len(_png.text_chunks(whole, 1 << 20)[0]) == 3 + late
+    assert _png.sixteen_bit(apart) == _png.sixteen_bit(whole) is False
+    if late and side == 400:  # past the first bytes, a text chunk that begins before the last: none after it
+        big = with_late_text(data, b"Big\0" + bytes(100_000))
+        later = _png.stored_chunks_apart(big[: 64 << 10], big[-(64 << 10) :], len(big))
+        assert _png.text_keywords(_png.text_chunks(later, 1 << 20)[0]) == ["Title", "Description", "Author"]
 
 
 @pytest.mark.parametrize("fmt", ["gif", "webp"])
