@@ -68,8 +68,9 @@ def from_numbers(numbers: Sequence[float], spatial: int, batch: int, *, dtype: D
 
 
 def cast(matrices: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``matrices`` in ``dtype``, refusing a finite value that would become Inf there; Inf and
-    NaN stay as they are. No numpy warning."""
+    """``matrices`` in ``dtype``, refusing a finite value that would become Inf there, and a
+    matrix that the rounding makes singular (its numbers are not): the grid is made from the
+    rounded one. Inf and NaN stay as they are. No numpy warning."""
     with np.errstate(over="ignore", invalid="ignore"):
         result = round_once(matrices, dtype).astype(dtype)
         lost = np.isfinite(matrices.astype(np.float64)) & ~np.isfinite(result.astype(np.float64))
@@ -79,7 +80,44 @@ def cast(matrices: np.ndarray, dtype: np.dtype) -> np.ndarray:
         value = float(matrices[lost].flat[0])
         largest = float(ml_dtypes.finfo(dtype).max)  # type: ignore[no-untyped-call]
         raise GeomError(f"theta value {value:g} does not fit the {dtype} grid (largest ±{largest:g})")
+    made_singular = _made_singular(matrices, result)
+    if made_singular is not None:
+        index, rank = made_singular
+        which = f"theta for N = {index}" if len(matrices) > 1 and matrices.strides[0] else "theta"
+        raise SingularCastError(f"{which} is singular once rounded to {dtype} (its numbers are not): every "
+                                f"output pixel would sample {_sampled(rank)}")
     return result
+
+
+class SingularCastError(GeomError):
+    """A regular matrix that the grid dtype's rounding makes singular: the dtype asked is at fault."""
+
+
+def _made_singular(matrices: np.ndarray, result: np.ndarray) -> tuple[int, int] | None:
+    """The index and rank of the first matrix regular in its own numbers but singular in
+    ``result`` (the same in the grid dtype), or None. Only matrices the rounding changed are
+    judged, so a theta file already in the grid dtype costs nothing."""
+    spatial = matrices.shape[-2]
+    before = matrices[..., :spatial].astype(np.float64)
+    after = result[..., :spatial].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        judged = ((before != after).any(axis=(-2, -1)) & np.isfinite(before).all(axis=(-2, -1))
+                  & np.isfinite(after).all(axis=(-2, -1)))
+    if not judged.any():
+        return None
+    indices = np.flatnonzero(judged)
+    regular = np.linalg.matrix_rank(before[indices]) == spatial
+    ranks = np.linalg.matrix_rank(after[indices])
+    made = regular & (ranks < spatial)
+    if not made.any():
+        return None
+    first = int(np.argmax(made))
+    return int(indices[first]), int(ranks[first])
+
+
+def _sampled(rank: int) -> str:
+    """What every output pixel samples through a 2-D matrix of ``rank`` below 2 (or a 3-D one below 3)."""
+    return {0: "one point", 1: "one line of the input", 2: "one plane of the input"}[rank]
 
 
 def check_numbers(numbers: Sequence[float] | None, flags: tuple[Any, ...]) -> None:
@@ -108,9 +146,8 @@ def check_invertible(flags: tuple[Any, ...]) -> None:
         return
     typed = " ".join(f"--{name} {','.join(f'{value:g}' for value in _as_tuple(values))}"
                      for name, values in zip(_FLAGS, flags, strict=True) if name in given)
-    sampled = "one point" if rank == 0 else "one line of the input"
     raise PlanError(f"{typed} make{'s' if len(given) == 1 else ''} a singular matrix: every output pixel "
-                    f"would sample {sampled}")
+                    f"would sample {_sampled(rank)}")
 
 
 def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), translate: Sequence[float] = (0.0, 0.0),
@@ -123,19 +160,17 @@ def from_transforms(rotate: float = 0.0, scale: Sequence[float] = (1.0,), transl
     """
     sx, sy = (scale[0], scale[0]) if len(scale) == 1 else scale
     angle = math.radians(rotate)
-    cos, sin = math.cos(angle), math.sin(angle)
+    # Exact zeros, halves and ones for the common angles, not 6e-17: the turn alone is rounded,
+    # as a product rounded to 15 decimals would make --scale 1e-50 (or --translate 1e-20) 0.
+    cos, sin = round(math.cos(angle), 15) + 0.0, round(math.sin(angle), 15) + 0.0
     scaling = np.diag([sx, sy, 1.0])
     shearing = np.array([[1.0, shear[0], 0.0], [shear[1], 1.0, 0.0], [0.0, 0.0, 1.0]])
     rotation = np.array([[cos, -sin, 0.0], [sin, cos, 0.0], [0.0, 0.0, 1.0]])
     translation = np.array([[1.0, 0.0, translate[0]], [0.0, 1.0, translate[1]], [0.0, 0.0, 1.0]])
     # Finite flags may still overflow here (scale 1e200 by shear 1e200): the caller checks.
     with np.errstate(over="ignore", invalid="ignore"):
-        matrix = (translation @ rotation @ shearing @ scaling)[:2]
-        # Exact zeros and ones for the common angles, not 6e-17; rounding multiplies by 1e15,
-        # which overflows past 1.8e293, where a float has no fraction left to round anyway.
-        rounded = np.round(matrix, 15)
-    exact: np.ndarray = np.where(np.isfinite(rounded), rounded, matrix) + 0.0
-    return exact
+        matrix: np.ndarray = (translation @ rotation @ shearing @ scaling)[:2] + 0.0
+    return matrix
 
 
 def given_flags(flags: tuple[Any, ...]) -> dict[str, Any]:
@@ -269,6 +304,8 @@ def resolve(size: tuple[int, ...] | None, like: str | None, theta_file: str | No
             raise _usage(f"{error}; --dtype float64 holds it", options) from error
     try:
         return cast(matrices, grid_dtype(dtype or "float32")), grid_size
+    except SingularCastError as error:  # the file's own numbers are regular: --dtype is at fault
+        raise _usage(f"{theta_file}: {error}; --dtype float64 holds it", ["dtype"]) from error
     except GeomError as error:
         raise GeomError(f"{theta_file}: {error}") from error
 
@@ -436,6 +473,8 @@ def _warp_theta_file(theta_file: str, dtype: str | None, max_pixels: int) -> War
                f"(N, {other}, {other + 1}) or ({other}, {other + 1})")
     try:
         return WarpTheta({spatial: cast(matrices, grid_dtype(dtype or str(matrices.dtype)))}, {other: refusal})
+    except SingularCastError as error:  # the file's own numbers are regular: --dtype is at fault
+        raise _usage(f"{theta_file}: {error}; --dtype float64 holds it", ["dtype"]) from error
     except GeomError as error:
         raise GeomError(f"{theta_file}: {error}") from error
 

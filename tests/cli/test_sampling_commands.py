@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -528,6 +529,35 @@ def test_flags_that_make_a_singular_matrix_are_a_usage_error_before_any_file_is_
     assert result.stderr.splitlines()[-1] == (
         "Error: --scale 0 makes a singular matrix: every output pixel would sample one point")
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("given, option", [
+    (["--scale", "1e-8", "--dtype", "float16"], "--scale"),
+    (["--shear", "1,0.9999", "--dtype", "float16"], "--shear"),
+    (["--rotate", "30", "--scale", "1e-50"], "--rotate' / '--scale"),  # float32's, the default grid dtype
+    (["--theta", "1e-8,0,0,0,1e-8,0", "--dtype", "float16"], "--theta"),
+    (["--theta", "FILE", "--dtype", "float16"], "--dtype"),
+])
+@pytest.mark.parametrize("command", ["warp", "affine-grid"])
+def test_a_matrix_made_singular_by_the_grid_dtype_is_a_usage_error(
+        command: str, given: list[str], option: str, photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    """'warp photo.png -o o.png --scale 1e-8 --dtype float16' wrote a flat picture, exit 0: theta
+    was all zeros in float16. The grid is made from the matrix in its dtype, which is judged."""
+    np.save(tmp_path / "theta.npy", np.array([[1e-8, 0, 0], [0, 1e-8, 0]]))
+    given = [str(tmp_path / "theta.npy") if value == "FILE" else value for value in given]
+    reads = ([photo[0], "-o", tmp_path / "o.png"] if command == "warp"
+             else ["--size", "1,1,4,4", "-o", tmp_path / "g.npy"])
+    result = run(command, *reads, *given)
+    assert result.exit_code == 2 and result.stdout == ""
+    dtype = given[given.index("--dtype") + 1] if "--dtype" in given else "float32"
+    assert re.fullmatch(rf"Error: Invalid value for '{option}': .*theta is singular once rounded to {dtype} \(its "
+                        r"numbers are not\): every output pixel would sample one (point|line of the input); "
+                        r"--dtype float64 holds it", result.stderr.splitlines()[-1]), result.stderr
+    assert not (tmp_path / "o.png").exists() and not (tmp_path / "g.npy").exists()
+    if "FILE" not in given and option != "--theta":
+        as_float64 = [value if value not in ("float16", "float32") else "float64" for value in given]
+        assert run(command, *reads, *(as_float64 + ([] if "--dtype" in given else ["--dtype", "float64"])),
+                   "-q").exit_code == 0
 
 
 def test_a_singular_theta_typed_as_numbers_is_legitimate_onnx(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:

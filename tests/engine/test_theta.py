@@ -153,6 +153,45 @@ def test_check_invertible_refuses_flags_that_make_a_singular_matrix(flags: tuple
         check_invertible(flags)
 
 
+def test_a_tiny_scale_or_shift_is_kept_not_rounded_to_zero() -> None:
+    """The turn alone is rounded to 15 decimals: the matrix was, which made --scale 1e-50 singular
+    in float64 (refused) and --translate 1e-20 no shift."""
+    assert from_transforms(scale=(1e-50,), translate=(1e-20, 0.0)).tolist() == [[1e-50, 0.0, 1e-20],
+                                                                                  [0.0, 1e-50, 0.0]]
+    assert from_transforms(rotate=90, scale=(1e-50,)).tolist() == [[0.0, -1e-50, 0.0], [1e-50, 0.0, 0.0]]
+    check_invertible((0.0, (1e-50,), (0.0, 0.0), (0.0, 0.0)))  # regular in float64, where its grid is made
+
+
+@pytest.mark.parametrize("matrix, dtype, message", [
+    # float16's smallest subnormal is 6e-8: 1e-8 rounds to 0, a grid of one point
+    ([[1e-8, 0, 0], [0, 1e-8, 0]], np.float16, "theta is singular once rounded to float16 (its numbers are not): "
+                                               "every output pixel would sample one point"),
+    ([[1e-50, 0, 0], [0, 1e-50, 0]], np.float32, "theta is singular once rounded to float32 (its numbers are "
+                                                 "not): every output pixel would sample one point"),
+    # shear 1,0.9999: 0.9999 is 1 in float16 and bfloat16, rows alike
+    ([[1, 1, 0], [0.9999, 1, 0]], ml_dtypes.bfloat16, "theta is singular once rounded to bfloat16"),
+])
+def test_cast_refuses_a_matrix_its_rounding_makes_singular(matrix: list[list[float]], dtype: type,
+                                                           message: str) -> None:
+    with pytest.raises(GeomError, match=f"^{re.escape(message)}"):
+        cast(np.array([matrix]), np.dtype(dtype))
+
+
+def test_cast_names_the_matrix_made_singular_by_its_n() -> None:
+    matrices = np.array([[[1, 0, 0], [0, 1, 0]], [[1e-8, 0, 0], [0, 1, 0]]])
+    with pytest.raises(GeomError, match=r"^theta for N = 1 is singular once rounded to float16 .* one line of the "):
+        cast(matrices, np.dtype(np.float16))
+    shared = np.broadcast_to(matrices[1:], (3, 2, 3))  # one matrix for every N
+    with pytest.raises(GeomError, match=r"^theta is singular once rounded to float16"):
+        cast(shared, np.dtype(np.float16))
+
+
+def test_cast_takes_a_matrix_singular_in_its_own_numbers_and_one_that_stays_regular() -> None:
+    assert cast(np.zeros((1, 2, 3)), np.dtype(np.float16)).tolist() == np.zeros((1, 2, 3)).tolist()  # asked for
+    assert cast(np.array([[[1e-4, 0, 0], [0, 1e-4, 0]]]), np.dtype(np.float16))[0, 0, 0] == np.float16(1e-4)
+    assert np.isnan(cast(np.array([[[np.nan, 0, 0], [0, 1e-8, 0]]]), np.dtype(np.float16))[0, 0, 0])
+
+
 def test_check_invertible_takes_the_identity_and_regular_or_overflowing_flags() -> None:
     check_invertible((0.0, (1.0,), (0.0, 0.0), (0.0, 0.0)))
     check_invertible((30.0, (0.5, 2.0), (0.1, 0.2), (0.3, -0.2)))
