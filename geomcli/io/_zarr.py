@@ -469,6 +469,11 @@ def _transforms(entry: dict[str, Any], path: str,
     if scale is not None and 0.0 in scale:
         # pixels of no size: every pixel at one place, which an output's scale kept (a resize of it too)
         raise GeomError(f"{path}: not a readable OME-Zarr image (its scale {list(scale)} holds 0: pixels of no size)")
+    if scale is not None and min(scale) < 0:
+        # NGFF's scale is a pixel's size along its axis; below 0 it mirrors the axis, which no size
+        # geomcli shows or writes (info's, an OME-TIFF's PhysicalSize, which OME holds above 0) says
+        raise GeomError(f"{path}: not a readable OME-Zarr image (its scale {list(scale)} holds {min(scale):g}: a "
+                        "pixel's size is above 0)")
     return scale, translation
 
 

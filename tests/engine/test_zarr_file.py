@@ -395,12 +395,19 @@ def ome(datasets: Any, axes: Any = ({"name": "y"}, {"name": "x"})) -> dict[str, 
     # pixels of no size: a resize's output kept the 0, a TIFF's physical size of 0 was no size at all
     (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [0, 0.5]}]}]), "array",
      "not a readable OME-Zarr image (its scale [0.0, 0.5] holds 0: pixels of no size)"),
+    # a pixel's size below 0: info showed "z": {"size": -2.0}, and an OME-TIFF output wrote PhysicalSizeZ="-2"
+    (ome([{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [-2, 0.5]}]}]), "array",
+     "not a readable OME-Zarr image (its scale [-2.0, 0.5] holds -2: a pixel's size is above 0)"),
+    ({"ome": {"version": "0.5", "multiscales": [{"axes": [{"name": "y"}, {"name": "x"}], "datasets": [{"path": "0"}],
+                                                  "coordinateTransformations": [
+                                                      {"type": "scale", "scale": [1, -0.5]}]}]}},
+     "array", "not a readable OME-Zarr image (its scale [1.0, -0.5] holds -0.5: a pixel's size is above 0)"),
     ({"ome": {"version": "0.5", "multiscales": [{"axes": [{"name": "y"}, {"name": "x"}], "datasets": [{"path": "0"}],
                                                   "coordinateTransformations": [
                                                       {"type": "translation", "translation": [1, 2, 3]}]}]}},
      "array", "not a readable OME-Zarr image (its translation has 3 numbers for 2 axes)"),
 ], ids=["dot-dot", "no-level", "path-int", "image-str", "ome-str", "level-group", "scale-str", "scale-short",
-        "scale-nan", "translation-inf", "scale-zero", "outer-long"])
+        "scale-nan", "translation-inf", "scale-zero", "scale-negative", "outer-scale-negative", "outer-long"])
 def test_ome_attributes_that_name_no_readable_level_are_one_error_line(tmp_path: Path, attributes: dict[str, Any],
                                                                        level: str | None, reason: str) -> None:
     """Attributes are any JSON: geomcli's own reading of them raised IndexError, TypeError,
