@@ -1394,15 +1394,19 @@ def _palette_refusal(stored: tuple[int, ...], dtype: np.dtype, palette: bytes, k
     """Why a TIFF of ``stored`` (its shape as stored) and ``dtype``, written with tifffile's
     ``write_args``, cannot be written with ``palette`` (Metadata.palette): a palette page is one
     plane of uint8 or uint16 indices, its map of 2**bits entries, not JPEG-compressed; a stack of
-    them (an animation's frames, a TIFF's pages) is pages of the same map, its axes in tifffile's JSON."""
+    them (an animation's frames, a TIFF's pages) is pages of the same map, its axes in tifffile's JSON
+    or an ImageJ stack's description (ImageJ reads a stack's LUT from its pages' ColorMap)."""
     colours = len(palette) // 3
     dtype = np.dtype(dtype)
     planes = write_args["photometric"] == "minisblack" and "planarconfig" not in write_args  # (no samples)
-    if len(stored) < 2 or dtype not in (np.uint8, np.uint16) or kind not in (None, "shaped") or not planes:
+    if len(stored) < 2 or dtype not in (np.uint8, np.uint16) or kind not in (None, "shaped", "imagej") or not planes:
         shape = "x".join(map(str, stored))
         return f"the palette ({colours} colours) is for one plane of indices, not a {shape} {dtype} result; dropped"
     if compression == "jpeg":
         return f"a JPEG-compressed TIFF cannot hold the palette ({colours} colours); dropped"
+    if kind == "imagej" and dtype != np.uint8:  # (tifffile refuses it: an ImageJ LUT has 256 entries)
+        return (f"the palette ({colours} colours) cannot be an ImageJ stack's LUT, which is for uint8 indices, "
+                f"not {dtype}; dropped")
     if colours > 1 << (8 * dtype.itemsize):
         return f"the palette ({colours} colours) has more entries than {dtype} indices reach; dropped"
     return None

@@ -455,6 +455,41 @@ def test_a_palette_tiff_s_pages_keep_their_map_and_pages_of_other_maps_are_refus
         assert np.array_equal(tif.pages[0].colormap, other) and np.array_equal(tif.asarray(), pages[1])
 
 
+def test_an_imagej_lut_stack_of_indices_is_written_back_as_an_imagej_stack_with_its_lut(
+        tmp_path: Path, rng: np.random.Generator) -> None:
+    """'crop-pad ijlut.tif -o o.tif --keep-palette' of an ImageJ stack of a LUT (ZYX) dropped the LUT:
+    'the palette (256 colours) is for one plane of indices, not a 4x6x6 uint8 result'."""
+    import tifffile
+
+    indices = rng.integers(0, 6, (4, 8, 8), dtype=np.uint8)
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, :6] = np.array(COLOURS, np.uint16).reshape(-1, 3).T * 257
+    tifffile.imwrite(tmp_path / "ijlut.tif", indices, imagej=True, colormap=colormap, metadata={"axes": "ZYX"})
+    common = [tmp_path / "ijlut.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.tif", "--shape", "6,6",
+              "--keep-palette", "--json"]
+    planned, result = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == json.loads(result.stdout.splitlines()[0])[
+        "warnings"] == []
+    with tifffile.TiffFile(tmp_path / "o" / "ijlut.tif") as tif:
+        assert tif.is_imagej and tif.series[0].axes == "ZYX"
+        assert [page.photometric for page in tif.pages] == [tifffile.PHOTOMETRIC.PALETTE] * 4
+        assert np.array_equal(tif.pages[0].colormap, colormap)
+        assert np.array_equal(tif.asarray(), indices[:, 1:7, 1:7])
+    # 16-bit indices: tifffile writes no ImageJ LUT but of 256 entries (it raised ValueError)
+    lut = np.zeros((3, 65536), np.uint16)
+    lut[:, :6] = colormap[:, :6]
+    with tifffile.TiffWriter(tmp_path / "ij16.tif") as tif:
+        tif.write(indices.astype(np.uint16), photometric="palette", colormap=lut, metadata=None,
+                  description="ImageJ=1.11a\nimages=4\nslices=4\n")
+    wide = run("crop-pad", tmp_path / "ij16.tif", "-o", tmp_path / "o16.tif", "--shape", "6,6", "--keep-palette",
+               "--json")
+    assert wide.exit_code == 0, wide.stderr
+    assert json.loads(wide.stdout)["warnings"] == [
+        "the palette (6 colours) cannot be an ImageJ stack's LUT, which is for uint8 indices, not uint16; dropped"]
+    assert np.array_equal(tifffile.imread(tmp_path / "o16.tif"), indices[:, 1:7, 1:7])
+
+
 def test_a_big_output_of_indices_is_planned_as_the_run_writes_it(tmp_path: Path, rng: np.random.Generator) -> None:
     import tifffile
 
