@@ -99,6 +99,8 @@ def read_header(
         if stacked:
             if fmt == "gif":
                 _gif_frames_fit(source, name, width, height)
+            if fmt == "png" and mode == "P":
+                _frames_blended(source, name)
             shape = (count, *shape)
             # (the layout and axes _read_frames gives: grey frames, and indices, are TYX)
             return Header(fmt, shape, dtype, count, file_size, "NHWC" if len(shape) == 4 else "TYX",
@@ -430,6 +432,36 @@ def _partial_alpha(transparency: object) -> bool:
     return isinstance(transparency, bytes) and any(0 < alpha < 255 for alpha in transparency)
 
 
+def _blended_indices(name: str, number: int) -> GeomError:
+    # Pillow pastes such a frame's indices over the last by their alpha, as numbers: a third class
+    return GeomError(f"{name}: frame {number} is drawn over the frame before through the palette's partial alpha, "
+                     "which blends indices into others (--keep-palette); read the colours without --keep-palette")
+
+
+def _frames_blended(source: str | bytes | IO[bytes], name: str) -> None:
+    """Refuse, from its chunks' headers before any frame is decoded (a dry run's header read too),
+    an APNG of indices a frame of which after the first is drawn over the one before (fcTL blend
+    op OVER) through a partial alpha of its tRNS: the refusal :func:`_read_frames` makes as it
+    comes to that frame."""
+    if isinstance(source, bytes):
+        transparency, blends = _png.frame_blends(lambda at, size: source[at:at + size])
+    elif isinstance(source, str):
+        with open(source, "rb") as f:
+
+            def peek(at: int, size: int) -> bytes:
+                f.seek(at)
+                return f.read(size)
+
+            transparency, blends = _png.frame_blends(peek)
+    else:
+        return
+    if not _partial_alpha(transparency):
+        return
+    over = [number for number, blend in enumerate(blends, 1) if number > 1 and blend == 1]
+    if over:
+        raise _blended_indices(name, over[0])
+
+
 def _read_frames(
     im: Any, source: str | bytes | IO[bytes], name: str, fmt: str, src: str, count: int, max_pixels: int,
     notes: list[str], palette: bool = False,
@@ -451,6 +483,8 @@ def _read_frames(
     check_size((count, height, width, channels), max_pixels, name)
     if fmt == "png":
         _check_png_data(source, name, every_frame=True, stream=True)
+        if mode == "P":
+            _frames_blended(source, name)
     try:
         # frame by frame into one array: a list of the frames then stacked held them twice (a
         # 6000x6000 two-frame WebP peaked at 5.5 times its array, with the decoder's canvases)
@@ -461,10 +495,7 @@ def _read_frames(
                                 "indices cannot keep (--keep-palette); read the colours without --keep-palette")
             if mode == "P" and index and frame.info.get("blend") == PngImagePlugin.Blend.OP_OVER \
                     and _partial_alpha(frame.info.get("transparency")):
-                # (Pillow pastes such a frame's indices over the last by their alpha, as numbers: a third class)
-                raise GeomError(f"{name}: frame {index + 1} is drawn over the frame before through the palette's "
-                                "partial alpha, which blends indices into others (--keep-palette); read the colours "
-                                "without --keep-palette")
+                raise _blended_indices(name, index + 1)  # (_frames_blended foresees it from the chunks)
             if mode != "P" and _KEPT.get(_target_mode(frame)[0], (None, 0))[1] == 4 and mode != "RGBA":
                 mode = "RGBA"  # a later frame's transparency must not be lost: the frames before grow an alpha
                 data = _as_rgba(data, index)

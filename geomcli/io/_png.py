@@ -10,7 +10,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
@@ -329,6 +329,34 @@ def colour_name(chunks: Sequence[tuple[bytes, bytes]]) -> str | None:
     if len(primaries) == 32 and struct.unpack(">8I", primaries) != _SRGB_PRIMARIES:
         named.append("primaries (cHRM)")
     return f"PNG {' and '.join(named)}" if named else None
+
+
+def frame_blends(peek: Callable[[int, int], bytes]) -> tuple[bytes | None, list[int | None]]:
+    """An APNG's tRNS body (None where it has none) and, for each frame as Pillow numbers them,
+    its fcTL's blend op (0 source, 1 over; None for a default image that is no frame of the
+    animation, Pillow's frame 0 then), walking the chunks' headers alone (``peek(at, size)``:
+    the file's bytes). Where a chunk is damaged or the file ends, the walk stops there."""
+    transparency: bytes | None = None
+    blends: list[int | None] = []
+    at, seen_data = 8, False
+    while True:
+        header = peek(at, 8)
+        if len(header) < 8:
+            break
+        length, kind = struct.unpack(">I4s", header)
+        if kind == b"IEND" or length > 2**31 - 1:
+            break
+        if kind == b"tRNS" and not seen_data:
+            transparency = peek(at + 8, min(length, 256))
+        elif kind == b"fcTL" and length >= 26:
+            blend = peek(at + 8 + 25, 1)  # (after sequence, size, place, delay and dispose op)
+            blends.append(blend[0] if blend else None)
+        elif kind == b"IDAT" and not seen_data:
+            seen_data = True
+            if not blends:  # no fcTL before it: the default image, Pillow's frame 0
+                blends.append(None)
+        at += 12 + length
+    return transparency, blends
 
 
 def _chunks(data: _Bytes) -> Iterator[tuple[bytes, _Bytes]]:

@@ -413,6 +413,39 @@ def test_an_apng_s_frame_drawn_over_through_partial_alpha_is_refused_as_indices(
             assert np.array_equal(np.load(out), np.full((2, 8, 8), expected, np.uint8))
 
 
+@pytest.mark.parametrize(("blend", "default_image", "number"), [
+    (1, False, 2),  # every frame over the one before
+    ([0, 0, 1], False, 3),  # the third alone: the refusal names it
+    (1, True, 2),  # a default image that is no frame of the animation is Pillow's frame 1
+])
+def test_the_dry_run_refuses_an_apng_frame_drawn_over_through_partial_alpha_as_the_run_does(
+        tmp_path: Path, blend: int | list[int], default_image: bool, number: int) -> None:
+    """'crop-pad over.png --out-dir o --frames all --keep-palette --dry-run' said ok, and the run
+    then refused the file (exit 1): the fcTL chunks' blend ops and the tRNS are in the chunks'
+    headers, which the dry run now reads with the run's code."""
+    frames = []
+    for label in (5, 1, 2):
+        frame = Image.fromarray(np.full((8, 8), label, np.uint8))
+        frame.putpalette(COLOURS)
+        frames.append(frame)
+    path = tmp_path / "over.png"
+    frames[0].save(path, save_all=True, append_images=frames[1:], blend=blend, default_image=default_image,
+                   transparency=bytes([255, 128, 255, 255, 255, 255]))
+    common = [path, "--out-dir", tmp_path / "o", "--name", "{stem}.npy", "--shape", "8,8", "--frames", "all",
+              "--keep-palette"]
+    planned, result = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    refusal = (f"Error: {path}: frame {number} is drawn over the frame before through the palette's partial alpha, "
+               "which blends indices into others (--keep-palette); read the colours without --keep-palette")
+    for done in (planned, result):
+        assert done.exit_code == 1 and done.stderr.splitlines()[0] == refusal, done.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+    # a clear or opaque palette: nothing to refuse, in the dry run or the run
+    frames[0].save(path, save_all=True, append_images=frames[1:], blend=blend, default_image=default_image,
+                   transparency=bytes([255, 0, 255, 255, 255, 255]))
+    planned, result = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    assert planned.exit_code == result.exit_code == 0, planned.stderr + result.stderr
+
+
 def test_a_gif_s_frames_are_refused_as_indices(mask: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     _, labels = mask
     frames = _frames(labels)
