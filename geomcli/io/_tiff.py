@@ -828,8 +828,14 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
             zunit = spaced  # (Fiji's: the spacing in its own unit, beside the resolution's)
         if resolution is None or zunit is not None:
             info = {key: value for key, value in info.items() if key != "zunit"}  # (carried: not named as dropped)
+    no_spacing: tuple[str, ...] = ()
     if choice.kind == "imagej":
         imagej = tuple((key, info[key]) for key in _IMAGEJ_KEPT if isinstance(info.get(key), (int, float)))
+        spacing = dict(imagej).get("spacing")
+        if isinstance(spacing, (int, float)) and not 0 < spacing < math.inf:
+            # no slice's size (0, below 0, NaN, Inf): left out, as info and OME-XML leave it out, not written back
+            imagej = tuple((key, value) for key, value in imagej if key != "spacing")
+            no_spacing = (f"the ImageJ spacing {spacing:g} (no positive size)",)
     # a plain image's channels (YXS, without axes metadata) are named too, so that 2 or 12 of them
     # are written back as one image's channels (kind None: no metadata is written for them), and
     # so are pages of samples; a planar image's axes as stored (SYX), so it is written back planar
@@ -856,7 +862,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         else None
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes, bits=narrow,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=(*unusable, *_not_carried(tif, info, choice, kept_orientation,
+                    dropped=(*unusable, *no_spacing, *_not_carried(tif, info, choice, kept_orientation,
                                                       _carried(physical, unusable, channels)), *said_apart),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
                     plain_resolution=choice.kind == "imagej" and not named and unit in ("inch", "centimeter"),

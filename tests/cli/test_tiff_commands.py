@@ -231,6 +231,27 @@ def test_info_shows_no_z_size_for_an_imagej_spacing_that_is_no_length(tmp_path: 
     assert ", pixel size x 0.5 µm, y 0.5 µm;" in run("info", path).stdout
 
 
+@pytest.mark.parametrize("spacing", [0.0, -2.0])
+def test_an_imagej_spacing_that_is_no_length_is_not_written_back(tmp_path: Path, spacing: float) -> None:
+    """'crop-pad ij.tif -o out.tif' of a ZYX stack whose description says spacing=-2 (or 0) wrote
+    spacing=-2 back in silence, where info and an OME-TIFF output leave it out. It is left out,
+    named: 'the ImageJ spacing -2 (no positive size) cannot be carried; dropped'."""
+    import json
+
+    import tifffile
+
+    path, out = tmp_path / "ij.tif", tmp_path / "out.tif"
+    tifffile.imwrite(path, np.zeros((3, 4, 5), np.uint8), imagej=True, resolution=(2.0, 2.0),
+                     metadata={"axes": "ZYX", "spacing": spacing, "unit": "um"})
+    result = run("crop-pad", path, "-o", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [
+        f"the ImageJ spacing {spacing:g} (no positive size) cannot be carried; dropped"]
+    with tifffile.TiffFile(out) as tif:
+        assert tif.is_imagej and "spacing" not in (tif.imagej_metadata or {})
+        assert tif.imagej_metadata["unit"] == "micron"  # (the resolution's unit kept)
+
+
 @pytest.mark.parametrize(("unit", "shown"), [("cm", "cm"), ("mm", "mm"), ("nm", "nm"), ("micron", "µm"),
                                              ("inch", "in")])
 def test_info_shows_an_imagej_calibration_in_its_own_unit(tmp_path: Path, unit: str, shown: str) -> None:
