@@ -150,19 +150,18 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     jobs = []
     for index, source in enumerate(sources):
         if source.error is not None:
-            jobs.append(Job(index, source.path, "", "", source.error))
+            # a broken link or a loop a folder or glob found names its planned output, as a
+            # missing file named does; a folder that could not be listed has none
+            jobs.append(Job(index, source.path, _failed_output(options, fields, source, index), "", source.error))
             continue
         try:
-            parts = render(options.name, source, index)
+            output = _output_name(options, fields, source, index)
         except PlanError:
             if not _missing(source.path):
                 raise
             # a folder that is not there ('gone/'): no name to render, and its own failure
             jobs.append(Job(index, source.path, "", "", _not_there(source.path)))
             continue
-        if "parent" not in fields and source.parent:
-            parts = source.parent.split(os.sep) + parts
-        output = "/".join([options.out_dir.rstrip("/"), *parts]) if remote else os.path.join(options.out_dir, *parts)
         key = _landing(output, folder_realpath)
         if key in writers:
             raise PlanError(f"{writers[key].path} and {source.path} would both be written to {output}; "
@@ -199,6 +198,30 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     else:
         _check_inside(jobs, options.out_dir)
     return jobs
+
+
+def _output_name(options: BatchOptions, fields: set[str], source: Source, index: int) -> str:
+    """The output ``source`` is planned to, under --out-dir (a PlanError for a name --name cannot render)."""
+    from geomcli.io import _remote
+
+    parts = render(options.name, source, index)
+    if "parent" not in fields and source.parent:
+        parts = source.parent.split(os.sep) + parts
+    if _remote.is_url(options.out_dir):
+        return "/".join([options.out_dir.rstrip("/"), *parts])
+    return os.path.join(options.out_dir, *parts)
+
+
+def _failed_output(options: BatchOptions, fields: set[str], source: Source, index: int) -> str:
+    """The planned output of a source that failed as it was found: a broken link's or a loop's,
+    named as a missing file's is (--json's "output"); none ("") for a folder that could not be
+    listed, or a name --name cannot render."""
+    if not os.path.islink(source.path):
+        return ""
+    try:
+        return _output_name(options, fields, source, index)
+    except PlanError:
+        return ""
 
 
 def _folded(name: str) -> str:

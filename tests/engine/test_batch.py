@@ -283,6 +283,23 @@ def test_a_missing_file_is_one_failure(shots: Path, tmp_path: Path) -> None:
     assert f"Error: {shots / 'gone.png'}: no such file" in result.stderr
     assert files(tmp_path / "out") == ["a.png"]
 
+
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+@pytest.mark.parametrize(("name", "target"), [("gone.png", "nowhere.png"), ("loop.png", "loop.png")])
+def test_a_broken_link_a_folder_finds_names_its_planned_output(name: str, target: str, dry_run: list[str],
+                                                              shots: Path, tmp_path: Path) -> None:
+    """Its --json record said "output": null, where a missing file named names the output it was
+    planned to: a script pairing inputs with outputs lost it."""
+    (shots / name).symlink_to(target)
+    result = run("crop-pad", shots, "--out-dir", tmp_path / "out", "--shape", "4,4", "--layout", "NCHW", "--json",
+                 *dry_run)
+    assert result.exit_code == 1
+    record = next(record for record in map(json.loads, result.stdout.splitlines()) if record.get("input") == str(
+        shots / name))
+    assert (record["status"], record["output"]) == ("error", str(tmp_path / "out" / name))
+    assert not (tmp_path / "out" / name).exists()
+
+
 @pytest.mark.parametrize("argument", ["{shots}", "{shots}/*.png", "{shots}/**/*.png"])
 @pytest.mark.parametrize(("name", "target", "error"), [
     ("gone.png", "nowhere.png", "a broken symbolic link to nowhere.png"),
