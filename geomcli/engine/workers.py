@@ -135,7 +135,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
         todo = [job for job in todo if job.index not in stalled]
     if faults:
-        _refused(task, faults, len(jobs), options, time.perf_counter() - started)
+        _refused(task, jobs, todo, faults, options, time.perf_counter() - started)
     if on_cluster is not None:
         on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
     options = local_paths(options)
@@ -217,21 +217,40 @@ def _unmade_unless_written(made: str | None, outcomes: Outcomes) -> Iterator[Non
                     os.rmdir(folder)
 
 
-def _refused(task: Task, faults: Sequence[tuple[Job, str]], total: int, options: BatchOptions,
-             seconds: float) -> None:
+def _refused(task: Task, jobs: Sequence[Job], todo: Sequence[Job], faults: Sequence[tuple[Job, str]],
+             options: BatchOptions, seconds: float) -> None:
     """A run its inputs' headers refuse: each fault's error line (and, with --json, its record,
-    with what the header told as --dry-run's has it, and the summary's, every other file not run),
-    then the usage error (exit 2)."""
-    for job, fault in faults:
-        echo_stderr(f"Error: {fault}")
+    with what the header told as --dry-run's has it), and those of the inputs whose failure is
+    known already (a broken link, a header that cannot be read: their own, as --dry-run gives
+    them), in input order; then the summary's, every other file not run, and the usage error (exit 2)."""
+    faulted = {job.index: line for job, line in faults}
+    doing = {job.index for job in todo}
+
+    def failure(job: Job) -> Report | None:
+        if job.index in faulted:
+            record = planned(task, job, options) if task.common.json else _report(task, job)
+            record.status, record.error, record.seconds = "error", faulted[job.index], None
+            return record
+        if job.error is not None:
+            return _report(task, job, status="error", error=job.error)
+        if job.index in doing and header_as_read(job.input, task.common) is None:
+            record = planned(task, job, options)  # the read's failure, as --dry-run says it
+            record.seconds = None
+            return record if record.status == "error" else None
+        return None
+
+    failed = 0
+    for record in by_headers(failure, jobs):
+        if record is None:
+            continue
+        failed += 1
+        echo_stderr(f"Error: {record.error}")
         if task.common.json:
-            record = planned(task, job, options)
-            record.status, record.error, record.seconds = "error", fault, None
             echo_stdout(record.to_json())
     if task.common.json:
-        echo_stdout(summary.summary_json(task.operation.command, ok=0, failed=len(faults), skipped=0,
-                                         not_run=total - len(faults), total=total, seconds=seconds))
-    raise PlanError(f"{len(faults)} of {total} inputs cannot take these options (each named above); "
+        echo_stdout(summary.summary_json(task.operation.command, ok=0, failed=failed, skipped=0,
+                                         not_run=len(jobs) - failed, total=len(jobs), seconds=seconds))
+    raise PlanError(f"{len(faults)} of {len(jobs)} inputs cannot take these options (each named above); "
                     "nothing was written")
 
 

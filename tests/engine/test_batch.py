@@ -1520,6 +1520,35 @@ def test_a_batch_refused_when_planned_gives_its_json_records(tmp_path: Path) -> 
         "status": "summary", "ok": 0, "failed": 1, "not_run": 1, "total": 2}
 
 
+def test_a_refused_batch_gives_the_records_of_inputs_that_failed_on_their_own(tmp_path: Path) -> None:
+    """A zero-byte PNG and a broken link beside a file the options do not fit: the refusal gave
+    their inputs no record and counted them not run, where --dry-run lists their failures. Each
+    is now an error record (and an Error: line), as --dry-run has it; only the good file is not run."""
+    from PIL import Image
+
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    Image.new("RGB", (40, 30), (9, 9, 9)).save(shots / "a.png")
+    Image.new("RGB", (41, 30), (9, 9, 9)).save(shots / "odd.png")
+    (shots / "zero.png").write_bytes(b"")
+    (shots / "gone.png").symlink_to("nowhere.png")
+    common = [shots, "--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--blocksize", "2", "--json"]
+    refused, dry = run("space-to-depth", *common), run("space-to-depth", *common, "--dry-run")
+    assert refused.exit_code == dry.exit_code == 2 and not (tmp_path / "out").exists()
+    records = [json.loads(line) for line in refused.stdout.splitlines()]
+    dry_records = {record["input"]: record for record in map(json.loads, dry.stdout.splitlines()) if "input" in record}
+    failed = {record["input"]: record for record in records[:-1]}
+    assert sorted(failed) == [str(shots / name) for name in ("gone.png", "odd.png", "zero.png")]
+    for name in ("gone.png", "zero.png"):
+        record = failed[str(shots / name)]
+        assert (record["status"], record["output"]) == ("error", str(tmp_path / "out" / name.replace(".png", ".npy")))
+        assert record["error"] == dry_records[str(shots / name)]["error"]
+        assert f"Error: {record['error']}\n" in refused.stderr
+    assert "empty file" in failed[str(shots / "zero.png")]["error"]
+    assert {key: records[-1][key] for key in ("status", "ok", "failed", "not_run", "total")} == {
+        "status": "summary", "ok": 0, "failed": 3, "not_run": 1, "total": 4}
+
+
 def test_a_dry_run_refuses_a_fill_the_dtype_cannot_hold(tmp_path: Path) -> None:
     from PIL import Image
 
