@@ -75,6 +75,11 @@ class Operation:
         """The steps an operation of several makes, for its report (``steps``); none for one."""
         return []
 
+    def trace_known(self, header: Header, common: Common) -> list[dict[str, Any]]:
+        """:meth:`trace` for a file a step refuses: each step, its ``output_shape`` null from the
+        step that refuses it on; none for an operation of one step."""
+        return []
+
     def unused_options(self) -> list[str]:
         """A warning for each option given that this operation does not use (the spec ignores it)."""
         return []
@@ -1370,6 +1375,24 @@ class Chain(Operation):
         """Every step's command, parameters and output shape, for the file's report."""
         return [{"command": step.command, **step.parameters(header.dtype), "output_shape": list(after.shape)}
                 for (step, _, _), after in zip(self._walk(header, common), self._headers(header, common)[1:])]
+
+    def trace_known(self, header: Header, common: Common) -> list[dict[str, Any]]:
+        from geomcli.engine import layout as layouts
+
+        steps, dtype, refused = [], header.dtype, False
+        for step in self.steps:
+            shape = None
+            if not refused:
+                try:
+                    shape = step.output_shape(header, common)
+                except GeomError:
+                    refused = True  # this step's fault: the report's error says it
+            if shape is not None:
+                layout = layouts.written_layout(header.shape, shape, common.layout, header.layout)
+                header, common = header._replace(shape=shape, layout=layout), _next_common(common)
+            steps.append({"command": step.command, **step.parameters(dtype),
+                          "output_shape": None if shape is None else list(shape)})
+        return steps
 
     def apply(self, loaded: Loaded, common: Common, allocate: Allocate | None = None) -> np.ndarray:
         """Each step on the one before's result; a resize and a crop after it in one pass where

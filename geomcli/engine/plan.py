@@ -1096,6 +1096,9 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         try:
             shape = planned_shape(task.operation, header, common)
         except GeomError as error:
+            steps = task.operation.trace_known(header, common)  # a chain's steps up to the one refusing it
+            if steps:
+                report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
             raise GeomError(f"{job.input}: {error}") from error
         layout = layouts.result_layout(task.operation.takes_rank_layout(), header.shape, header.layout, shape,
                                        job.output, job.format, common)

@@ -477,6 +477,25 @@ def test_a_chain_reports_every_steps_shape(photo: tuple[Path, np.ndarray], tmp_p
             ("error", True), ("ok", False), ("ok", False)]  # cut.png, o.png, photo.png
 
 
+def test_a_chain_a_step_refuses_reports_the_steps_before_it(tmp_path: Path) -> None:
+    """A 15x15 resize cannot take blocksize 2: the dry run's record (and the refused run's) had
+    "steps": null though the header was read. The steps up to the refusing one have their shapes;
+    it and those after it have output_shape null."""
+    (tmp_path / "b2").mkdir()
+    Image.new("RGB", (40, 30)).save(tmp_path / "b2" / "a.png")
+    steps = ["resize", "--sizes", "15,15", "space-to-depth", "--blocksize", "2", "crop-pad", "--shape", "2,2"]
+    for extra in (("--dry-run",), ()):
+        result = run("chain", "-i", tmp_path / "b2" / "*.png", "--out-dir", tmp_path / "out", "--name", "{stem}.npy",
+                     "--json", *extra, *steps)
+        assert result.exit_code == 2 and not (tmp_path / "out").exists()
+        record = json.loads(result.stdout.splitlines()[0])
+        assert record["status"] == "error" and "height 15 is not divisible by blocksize 2" in record["error"]
+        assert [(step["command"], step["output_shape"]) for step in record["steps"]] == [
+            ("resize", [15, 15, 3]), ("space-to-depth", None), ("crop-pad", None)]
+        assert [{key: value for key, value in step.items() if key != "output_shape"} for step in record["steps"]] \
+            == record["parameters"]["steps"]
+
+
 def test_a_chain_carries_metadata_through_every_step(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     assert run("chain", "-i", path, "-o", tmp_path / "o.png", "-q", "resize", "--scales", "2,2", "crop-pad",
