@@ -435,7 +435,8 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
         elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
             found, what = [Source(argument, "")], argument
         else:
-            found, what = _glob(argument, skip, passed_over), f"the pattern {argument!r}"
+            found, what = (_glob(argument, skip, passed_over, recursive, folders_left),
+                           f"the pattern {argument!r}")
         misnamed = None if found or _remote.is_url(argument) else _zarr.misnamed(argument)
         if misnamed is not None:
             raise PlanError(misnamed)
@@ -558,12 +559,15 @@ def _folder(root: str, recursive: bool, skip: _OutDir | None = None,
     return _in_order(found, root)
 
 
-def _glob(pattern: str, skip: _OutDir | None = None, passed_over: list[str] | None = None) -> list[Source]:
+def _glob(pattern: str, skip: _OutDir | None = None, passed_over: list[str] | None = None, recursive: bool = False,
+          folders_left: list[str] | None = None) -> list[Source]:
     """The readable files a pattern matches, as glob.glob(recursive=True) finds them, but for
     ``**``, which never follows a link to a folder (a link to ``.`` would repeat the tree without
     end), and for ``skip``, left out below the pattern's fixed folder; and a failing Source for each
     folder that could not be listed. The files it matches that are not readable are added to
-    ``passed_over``."""
+    ``passed_over``. A folder it matches is taken as that folder named (:func:`_folder`: -r walks
+    it, else its subfolders go to ``folders_left``), as the shell's expansion would pass it; not
+    under ``**``, which walks the folders itself."""
     skip = skip or _OutDir(None)
     if pattern.endswith("/"):  # folders only: no file
         return []
@@ -620,6 +624,9 @@ def _glob(pattern: str, skip: _OutDir | None = None, passed_over: list[str] | No
             found.append(_file_source(path, root))
         elif is_file and passed_over is not None:
             passed_over.append(path)
+        elif not is_file and "**" not in named and not os.path.basename(path).startswith(".") \
+                and not skip.holds(path):
+            found.extend(_folder(path, recursive, skip, passed_over, folders_left))
     return _in_order(found, root)
 
 

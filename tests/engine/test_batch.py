@@ -96,11 +96,12 @@ def test_files_of_a_folder_or_glob_that_geomcli_does_not_read_are_named_in_a_war
     (shots / "c.npy").unlink()
     (shots / "x.heic").write_bytes(b"not read")
     said = f"Warning: left out 2 files, {shots / 'notes.txt'}, {shots / 'x.heic'}: geomcli reads no such file ("
-    for argument in (shots, f"{shots}/*"):
+    # (the glob matches the folder day too, taken as named: its own d.png)
+    for argument, written in ((shots, ["a.png", "b.png"]), (f"{shots}/*", ["a.png", "b.png", "d.png"])):
         result = run("crop-pad", argument, "--out-dir", tmp_path / "out", "--shape", "4,4", "-n")
         assert result.exit_code == 0, result.stderr
         assert result.stderr.splitlines()[0].startswith(said)
-        assert files(tmp_path / "out") == ["a.png", "b.png"]
+        assert files(tmp_path / "out") == written
         shutil.rmtree(tmp_path / "out")
     recursive = run("crop-pad", shots, "-r", "--out-dir", tmp_path / "out", "--shape", "4,4", "--dry-run")
     assert recursive.exit_code == 0 and recursive.stderr.startswith(said)
@@ -148,6 +149,26 @@ def test_a_folder_s_subfolders_left_out_without_r_are_named(shots: Path, tmp_pat
     assert refused.exit_code == 2
     assert refused.stderr.endswith(f"{nested} has no file geomcli reads {plan.READ_SUFFIXES}; give -r to take its "
                                    "subfolders too\n")
+
+
+def test_a_folder_a_glob_matches_is_taken_as_that_folder_named(shots: Path, tmp_path: Path) -> None:
+    """'shots/*' left shots/day out in silence, even with -r, where the shell's own expansion
+    passes it as a folder (and -r walks it). It is now that folder named: walked with -r, its
+    files under their path below it; without -r its own files, its subfolders named in a warning."""
+    common = ["--name", "{stem}.npy", "--blocksize", "2"]
+    walked = run("space-to-depth", f"{shots}/*", "-r", "--out-dir", tmp_path / "r", *common)
+    as_shell = run("space-to-depth", shots / "a.png", shots / "b.png", shots / "c.npy", shots / "day", "-r",
+                   "--out-dir", tmp_path / "shell", *common)
+    assert walked.exit_code == as_shell.exit_code == 0, walked.stderr
+    assert files(tmp_path / "r") == files(tmp_path / "shell") == ["a.npy", "b.npy", "c.npy", "d.npy", "night/e.npy"]
+    flat = run("space-to-depth", f"{shots}/*", "--out-dir", tmp_path / "flat", *common)
+    assert flat.exit_code == 0
+    assert f"Warning: left out the folder {shots / 'day' / 'night'}: give -r to take subfolders too\n" in flat.stderr
+    assert files(tmp_path / "flat") == ["a.npy", "b.npy", "c.npy", "d.npy"]
+    # a glob's --out-dir is still left out: a second run takes no output of the first
+    totals = [json.loads(run("space-to-depth", f"{shots}/*", "-r", "--out-dir", shots / "out", *common,
+                             "--json").stdout.splitlines()[-1])["total"] for _ in range(2)]
+    assert totals == [5, 5]
 
 
 def test_recursive_mirrors_subfolders(shots: Path, tmp_path: Path) -> None:
