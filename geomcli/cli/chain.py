@@ -16,7 +16,7 @@ from geomcli.cli.grid_sample import grid_sample_operation, grid_sample_options
 from geomcli.cli.options import common_options, fidelity_options, outputs_options, read_stdin_once, stdin_readers
 from geomcli.cli.params import Name
 from geomcli.cli.resize import resize_operation, resize_options
-from geomcli.cli.running import run_files
+from geomcli.cli.running import failing_every_input, run_files
 from geomcli.cli.warp import warp_operation, warp_options
 from geomcli.engine.operations import Chain, Operation
 from geomcli.engine.options import BatchOptions, Common
@@ -137,9 +137,10 @@ def _run(steps: list[_Pending], **_: Any) -> None:
             read_stdin_once(*step.files, *readers)
         readers.extend((f"an earlier {step.name} step's {flag}", value) for flag, value in step.files)
     made: dict[int, Operation] = {}
-    for index in sorted(range(len(steps)), key=lambda index: steps[index].reads_a_file):
-        with steps[index].named():
-            made[index] = steps[index].build(run.common, **steps[index].kwargs)
+    with failing_every_input(run.inputs, run.output, run.batch, run.common):
+        for index in sorted(range(len(steps)), key=lambda index: steps[index].reads_a_file):
+            with steps[index].named():
+                made[index] = steps[index].build(run.common, **steps[index].kwargs)
     run_files(Chain(tuple(made[index] for index in range(len(steps)))), run.inputs, run.output, run.batch,
               run.common)
 

@@ -17,7 +17,7 @@ from geomcli.cli.options import (
     stdin_readers,
 )
 from geomcli.cli.params import Name
-from geomcli.cli.running import engine_errors, run_files
+from geomcli.cli.running import engine_errors, failing_every_input, run_files
 from geomcli.engine.operations import GridSample
 from geomcli.engine.options import BatchOptions, Common
 
@@ -68,4 +68,6 @@ def grid_sample(inputs: tuple[str, ...], output: str | None, batch: BatchOptions
     Example: geomcli grid-sample samples/photo.png --grid samples/grid.npy -o turned.png
     """
     read_stdin_once(("--grid", options["grid_path"]), *stdin_readers(inputs, batch))
-    run_files(grid_sample_operation(common, **options), inputs, output, batch, common)
+    with failing_every_input(inputs, output, batch, common):
+        operation = grid_sample_operation(common, **options)
+    run_files(operation, inputs, output, batch, common)

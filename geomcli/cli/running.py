@@ -29,6 +29,11 @@ def usage_errors() -> Iterator[None]:
         raise click.UsageError(str(error), click.get_current_context(silent=True)) from error
 
 
+class UnmadeError(click.ClickException):
+    """The operation could not be made (a --grid or --theta file that cannot be read): every input
+    fails with this line, exit 1 (:func:`failing_every_input` gives their --json records)."""
+
+
 @contextmanager
 def engine_errors() -> Iterator[None]:
     """Work the command does before any file (reading a grid, building theta): a plan fault is a
@@ -41,7 +46,32 @@ def engine_errors() -> Iterator[None]:
         except PlanError:
             raise
         except (GeomError, OSError) as error:
-            raise click.ClickException(describe(error)) from error
+            raise UnmadeError(describe(error)) from error
+
+
+@contextmanager
+def failing_every_input(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None,
+                        common: Common) -> Iterator[None]:
+    """Making the operation: where it cannot be made (:class:`UnmadeError`), --json still gets a
+    record for each input, failed with that line and naming its planned output (a batch's from
+    its plan, then the summary's), as for a file that failed; then the error line, exit 1."""
+    try:
+        yield
+    except UnmadeError as error:
+        if common.json:
+            command = click.get_current_context().find_root().invoked_subcommand or ""
+            if batch is None:
+                from geomcli.engine import report, summary
+
+                record = summary.Report(command, inputs[0] if inputs else None, output, status="error",
+                                        error=error.message).to_json()
+                (report.echo_stderr if output is not None and is_stdout(output) else report.echo_stdout)(record)
+            elif inputs or batch.files_from is not None:
+                from geomcli.engine import workers
+
+                with usage_errors():
+                    workers.all_failed(command, common, inputs, batch, error.message)
+        raise
 
 
 def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None,

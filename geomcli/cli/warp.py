@@ -19,7 +19,7 @@ from geomcli.cli.options import (
     transform_options,
 )
 from geomcli.cli.params import FloatList, IntList
-from geomcli.cli.running import engine_errors, run_files
+from geomcli.cli.running import engine_errors, failing_every_input, run_files
 from geomcli.engine.operations import Warp
 from geomcli.engine.options import BatchOptions, Common
 
@@ -104,4 +104,6 @@ def warp(inputs: tuple[str, ...], output: str | None, batch: BatchOptions | None
     Example: geomcli warp samples/photo.png -o turned.png --rotate 30
     """
     read_stdin_once(("--theta", options["theta_text"]), *stdin_readers(inputs, batch))
-    run_files(warp_operation(common, **options), inputs, output, batch, common)
+    with failing_every_input(inputs, output, batch, common):
+        operation = warp_operation(common, **options)
+    run_files(operation, inputs, output, batch, common)

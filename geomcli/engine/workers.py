@@ -99,6 +99,19 @@ def _planned_run(operation: Operation, common: Common, arguments: Sequence[str],
         return _run(task, jobs, todo, options, started, on_cluster)
 
 
+def all_failed(command: str, common: Common, arguments: Sequence[str], options: BatchOptions, error: str) -> None:
+    """--json of a run whose operation could not be made (a --grid or --theta file that cannot be
+    read): each input's error record, naming its planned output (an input that failed as it was
+    found, its own line), then the summary; nothing is read or written."""
+    started = time.perf_counter()
+    jobs = plan(arguments, options, common)
+    for job in jobs:
+        echo_stdout(summary.Report(command, job.input, job.output or None, status="error",
+                                   error=job.error or error).to_json())
+    echo_stdout(summary.summary_json(command, ok=0, failed=len(jobs), skipped=0, not_run=0, total=len(jobs),
+                                     seconds=time.perf_counter() - started, dry_run=options.dry_run))
+
+
 def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOptions, started: float,
          on_cluster: Session | None = None) -> int:
     """:func:`run` once the jobs to do are known: in this process, in workers, or ``on_cluster``."""
@@ -150,7 +163,10 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         why = error.strerror or str(error)
         if os.path.islink(options.out_dir) and not os.path.exists(options.out_dir):
             why = f"a broken symbolic link to {os.readlink(options.out_dir)}"
-        raise GeomError(f"{options.out_dir}: cannot make the folder ({why})") from error
+        line = f"{options.out_dir}: cannot make the folder ({why})"
+        if task.common.json:
+            _unmade_out_dir(task, jobs, todo, options, line, time.perf_counter() - started)
+        raise GeomError(line) from error
     doing = {job.index for job in todo}
     operation = task.operation
     general = frozenset(operation.unused_options())
@@ -169,6 +185,24 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         else:
             _in_process(task, todo, outcomes, options.fail_fast)
     return outcomes.finish(time.perf_counter() - started)
+
+
+def _unmade_out_dir(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOptions, line: str,
+                    seconds: float) -> None:
+    """--json of a run whose --out-dir cannot be made: each input's record, failed with ``line``
+    (or its own failure, or its skip), then the summary."""
+    doing = {job.index for job in todo}
+    counts = {"ok": 0, "error": 0, "skipped": 0}
+    for job in jobs:
+        if job.error is None and job.index not in doing:
+            reason = skip_reason(job, options)
+            report = _report(task, job, status="skipped", notes=[reason] if reason else [])
+        else:
+            report = _report(task, job, status="error", error=job.error or line)
+        counts[report.status] += 1
+        echo_stdout(report.to_json())
+    echo_stdout(summary.summary_json(task.operation.command, ok=0, failed=counts["error"], skipped=counts["skipped"],
+                                     not_run=0, total=len(jobs), seconds=seconds))
 
 
 def _first_missing(folder: str) -> str | None:

@@ -1243,3 +1243,42 @@ def test_affine_grid_volume_refusals_are_usage_errors(tmp_path: Path, args: list
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.splitlines()[-1] == f"Error: {message.format(**names)}"
     assert not (tmp_path / "g.npy").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["grid-sample", "--grid", "{bad}"],
+    ["warp", "--theta", "{bad}"],
+    ["chain", "resize", "--sizes", "4,4", "grid-sample", "--grid", "{bad}"],
+])
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_grid_or_theta_file_that_cannot_be_read_gives_every_input_its_json_record(
+        command: list[str], batch: bool, tmp_path: Path) -> None:
+    """An int32 grid or theta (refused) gave --json nothing at all, exit 1, where affine-grid gives
+    an error record: a script reading the JSON could not tell why. Each input now has its error
+    record, naming its planned output (a batch's then the summary), and the one Error: line."""
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    for name in ("a.png", "b.png"):
+        Image.new("RGB", (8, 6)).save(shots / name)
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros((1, 4, 4, 2) if "--grid" in command else (1, 2, 3), np.int32))
+    source = str(shots / ("*.png" if batch else "a.png"))
+    where = ["--out-dir", str(tmp_path / "out")] if batch else ["-o", str(tmp_path / "a.png")]
+    given = [str(bad) if arg == "{bad}" else arg for arg in command[1:]]
+    if command[0] == "chain":  # (-i, -o and --json before the steps)
+        result = run("chain", "-i", source, *where, "--json", *given)
+    else:
+        result = run(command[0], source, *where, "--json", *given)
+    why = f"{bad}: {'a grid' if '--grid' in command else 'theta'} must hold floats, found int32"
+    assert result.exit_code == 1 and result.stderr == f"Error: {why}\n"
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    expected = [(str(shots / name), str(tmp_path / ("out" if batch else "") / name)) for name in
+                (("a.png", "b.png") if batch else ("a.png",))]
+    per_file = records[:-1] if batch else records
+    assert [(record["input"], record["output"]) for record in per_file] == expected
+    assert all((record["command"], record["status"], record["error"]) == (command[0], "error", why)
+               for record in per_file)
+    if batch:
+        assert {key: records[-1][key] for key in ("status", "ok", "failed", "total")} == {
+            "status": "summary", "ok": 0, "failed": 2, "total": 2}
+    assert not (tmp_path / "out").exists() and not (tmp_path / "a.png").exists()

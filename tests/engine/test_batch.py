@@ -1570,6 +1570,21 @@ def test_a_refused_batch_gives_the_records_of_inputs_that_failed_on_their_own(tm
         "status": "summary", "ok": 0, "failed": 3, "not_run": 1, "total": 4}
 
 
+def test_an_out_dir_that_cannot_be_made_gives_every_input_its_json_record(shots: Path, tmp_path: Path) -> None:
+    """--out-dir under a regular file (or a read-only folder) gave --json nothing, exit 1: each
+    input now has its error record, naming its planned output, then the summary."""
+    (tmp_path / "somefile.txt").write_text("a file")
+    out = tmp_path / "somefile.txt" / "sub"
+    result = run("crop-pad", f"{shots}/*.png", "--out-dir", out, "--shape", "4,4", "--json")
+    line = f"{out}: cannot make the folder (Not a directory)"
+    assert result.exit_code == 1 and result.stderr == f"Error: {line}\n"
+    records = [json.loads(record) for record in result.stdout.splitlines()]
+    assert [(record["input"], record["output"], record["status"], record["error"]) for record in records[:-1]] == [
+        (str(shots / name), str(out / name), "error", line) for name in ("a.png", "b.png")]
+    assert {key: records[-1][key] for key in ("status", "ok", "failed", "total")} == {
+        "status": "summary", "ok": 0, "failed": 2, "total": 2}
+
+
 def test_a_dry_run_refuses_a_fill_the_dtype_cannot_hold(tmp_path: Path) -> None:
     from PIL import Image
 
