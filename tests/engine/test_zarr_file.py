@@ -701,7 +701,9 @@ def test_folders_and_quoted_globs_take_zarr_arrays_as_inputs(tmp_path: Path) -> 
     write_zarr(tmp_path / "in" / "a.zarr", data, (1, 3, 4, 4))
     write_zarr(tmp_path / "in" / "deeper" / "b.zarr", data, (1, 3, 4, 4))
     np.save(tmp_path / "in" / "c.npy", data)
-    for inputs, names in [([tmp_path / "in"], ["a.zarr", "c.npy"]), ([f"{tmp_path}/in/*"], ["a.zarr", "c.npy"]),
+    # (in/* matches the folder deeper too, taken as named, as the shell passes it: its b.zarr)
+    for inputs, names in [([tmp_path / "in"], ["a.zarr", "c.npy"]),
+                          ([f"{tmp_path}/in/*"], ["a.zarr", "b.zarr", "c.npy"]),
                           ([f"{tmp_path}/in/**/*.zarr"], ["a.zarr", "b.zarr"]), (["-r", tmp_path / "in"],
                                                                                 ["a.zarr", "b.zarr", "c.npy"])]:
         result = run("crop-pad", *inputs, "--out-dir", tmp_path / "out", "--shape", "1,3,4,4", "--dry-run")
