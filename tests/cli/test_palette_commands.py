@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,6 +36,14 @@ def read_back(path: Path) -> tuple[np.ndarray, list[int], object]:
     with Image.open(path) as im:
         assert im.mode == "P"
         return np.asarray(im), (im.getpalette() or [])[:len(COLOURS)], im.info.get("transparency")
+
+
+def run_warns_as_planned(common: list[Any], warnings: list[str]) -> None:
+    """crop-pad with ``common`` (--json) runs, giving ``warnings``, and its dry run gives the same."""
+    planned, result = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == json.loads(result.stdout.splitlines()[0])[
+        "warnings"] == warnings
 
 
 def test_nearest_resize_keeps_the_labels_palette_and_transparency(mask: tuple[Path, np.ndarray],
@@ -500,10 +509,7 @@ def test_an_imagej_lut_stack_of_indices_is_written_back_as_an_imagej_stack_with_
     tifffile.imwrite(tmp_path / "ijlut.tif", indices, imagej=True, colormap=colormap, metadata={"axes": "ZYX"})
     common = [tmp_path / "ijlut.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.tif", "--shape", "6,6",
               "--keep-palette", "--json"]
-    planned, result = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
-    assert result.exit_code == 0, result.stderr
-    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == json.loads(result.stdout.splitlines()[0])[
-        "warnings"] == []
+    run_warns_as_planned(common, [])
     with tifffile.TiffFile(tmp_path / "o" / "ijlut.tif") as tif:
         assert tif.is_imagej and tif.series[0].axes == "ZYX"
         assert [page.photometric for page in tif.pages] == [tifffile.PHOTOMETRIC.PALETTE] * 4
@@ -533,10 +539,7 @@ def test_a_big_output_of_indices_is_planned_as_the_run_writes_it(tmp_path: Path,
     tifffile.imwrite(tmp_path / "m.tif", labels, photometric="palette", colormap=colormap)
     common = [tmp_path / "m.tif", "--out-dir", tmp_path / "o", "--name", "{stem}.tif", "--shape", "8192,8192",
               "--keep-palette", "--json"]
-    planned, result = run("crop-pad", *common, "--dry-run"), run("crop-pad", *common)
-    assert result.exit_code == 0, result.stderr
-    assert json.loads(planned.stdout.splitlines()[0])["warnings"] == json.loads(result.stdout.splitlines()[0])[
-        "warnings"] == []
+    run_warns_as_planned(common, [])
     with tifffile.TiffFile(tmp_path / "o" / "m.tif") as tif:
         assert tif.pages[0].photometric == tifffile.PHOTOMETRIC.PALETTE
 
