@@ -27,7 +27,7 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Literal
 
 from geomcli import constants
 from geomcli.errors import GeomError
@@ -192,13 +192,28 @@ def read_header(
     if _zarr.is_zarr(path):
         return _zarr.read_header(path)
     source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
-    if isinstance(source, bytes) and file_size is not None and len(source) < file_size:
-        try:  # a URL's first bytes: where its header runs past them, the whole object
+    if _in_part(source, file_size):
+        try:  # a URL's first bytes or ranges: where its header runs past them or reads ill, the whole object
             return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(
                 file_size=file_size)
         except (GeomError, OSError):
+            _raise_failed_range(source)
             source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)
+
+
+def _in_part(source: str | bytes | BinaryIO, file_size: int | None) -> bool:
+    """Whether ``source`` is a URL's object read in part: its first bytes, or by ranges."""
+    if isinstance(source, bytes):
+        return file_size is not None and len(source) < file_size
+    return not isinstance(source, str)
+
+
+def _raise_failed_range(source: str | bytes | BinaryIO) -> None:
+    """The store's failure of a ranged read of ``source``, raised: no damaged file to read again whole."""
+    failure = _remote.ranged_failure(source)
+    if failure is not None:
+        raise failure
 
 
 def read_metadata(
@@ -216,25 +231,27 @@ def read_metadata(
     say, what Pillow's Image.open finds (ICC, DPI, EXIF, XMP, a PNG's text, read from its bytes).
     A ``--dry-run`` gives the run's metadata warnings from it. A .npy holds none. Of a URL, the
     bytes :func:`read_header` read (within _remote.shared_reads, not read again): a JPEG's or PNG's
-    first bytes, and a PNG's last HEAD_BYTES (one more read) for its chunks after the pixels.
+    first bytes, a TIFF's and the ranges its IFDs are in, and a PNG's last HEAD_BYTES (one more
+    read) for its chunks after the pixels.
     (Not for a stream, read once: the caller reads its header alone.)"""
     source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
-    if isinstance(source, bytes) and file_size is not None and len(source) < file_size:
-        try:  # a URL's first bytes: where its header runs past them, the whole object (as read_header)
+    if _in_part(source, file_size):
+        try:  # a URL's first bytes or ranges: where its header runs past them, the whole object (as read_header)
             chunks = None
-            if fmt == "png":
+            if fmt == "png" and isinstance(source, bytes) and file_size is not None:
                 from geomcli.io import _png
 
                 tail = _remote.read_tail(path, max(len(source), file_size - HEAD_BYTES), file_size)
                 chunks = _png.stored_chunks_apart(source, tail, file_size)
             return _metadata(source, name, fmt, auto_orient, series, page, frames, palette, chunks)
         except (GeomError, OSError):
+            _raise_failed_range(source)
             source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     return _metadata(source, name, fmt, auto_orient, series, page, frames, palette)
 
 
-def _metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, series: int | None, page: int | None,
-              frames: str | None, palette: bool, chunks: bytes | None = None) -> Metadata:
+def _metadata(source: str | bytes | BinaryIO, name: str, fmt: str, auto_orient: bool, series: int | None,
+              page: int | None, frames: str | None, palette: bool, chunks: bytes | None = None) -> Metadata:
     try:
         if fmt == "npy":
             return Metadata()
@@ -244,6 +261,7 @@ def _metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, serie
             return _tiff.read_metadata(source, name, series, page, auto_orient, palette)
         from geomcli.io import _pillow
 
+        assert isinstance(source, (str, bytes))  # (a TIFF alone is read by ranges)
         return _pillow.read_metadata(source, name, fmt, auto_orient, frames, palette, chunks)
     except OSError as e:
         raise _read_error(name, e) from e
@@ -252,23 +270,25 @@ def _metadata(source: str | bytes, name: str, fmt: str, auto_orient: bool, serie
 # Of a URL, a JPEG's or a PNG's header is read from its first bytes, which hold it before the
 # pixels (64 KiB: all but a camera's biggest EXIF): a batch from object storage checks every
 # header before anything is written, and that read every input whole, each then read again by
-# its run. Other formats are read whole: an animation's frames are counted to its end, and a
-# TIFF's directories may be anywhere.
+# its run. A TIFF's directories may be anywhere: it is read from its first bytes and the ranges
+# tifffile seeks to (_remote.RangedObject). Other formats are read whole: an animation's frames
+# are counted to its end.
 HEAD_BYTES = 64 << 10
-_HEADER_FIRST = ("jpeg", "png")
+_HEADER_FIRST = ("jpeg", "png", "tiff")
 
 
-def _header(source: str | bytes, name: str, fmt: str, auto_orient: bool, series: int | None, page: int | None,
-            frames: str | None, palette: bool = False) -> Header:
+def _header(source: str | bytes | BinaryIO, name: str, fmt: str, auto_orient: bool, series: int | None,
+            page: int | None, frames: str | None, palette: bool = False) -> Header:
     try:
-        if fmt == "npy":
-            from geomcli.io import _npy
-
-            return _npy.read_header(source, name)
         if fmt == "tiff":
             from geomcli.io import _tiff
 
             return _tiff.read_header(source, name, series, page, auto_orient, palette)
+        assert isinstance(source, (str, bytes))  # (a TIFF alone is read by ranges)
+        if fmt == "npy":
+            from geomcli.io import _npy
+
+            return _npy.read_header(source, name)
         from geomcli.io import _pillow
 
         return _pillow.read_header(source, name, fmt, auto_orient, frames, palette)
@@ -361,6 +381,7 @@ def crop_picture(picture: Picture, box: tuple[int, int, int, int]) -> Picture:
 def _read(path: str, format: str | None, max_pixels: int, mmap: bool, auto_orient: bool, frames: str | None,
           series: int | None, page: int | None, *, picture: bool, palette: bool = False) -> Loaded | Picture:
     source, name, fmt, file_size = _input(path, format, max_pixels)
+    assert isinstance(source, (str, bytes))  # (read whole: not header_only)
     try:
         loaded: Loaded | Picture
         if fmt == "npy":
@@ -854,10 +875,11 @@ _PREFERRED = ("png", "webp", "bmp", "gif", "jpeg", "npy", "tiff")
 
 
 def _input(path: str, format: str | None, max_pixels: int,
-           header_only: bool = False) -> tuple[str | bytes, str, str, int | None]:
+           header_only: bool = False) -> tuple[str | bytes | BinaryIO, str, str, int | None]:
     """(what the backend reads: a path or the bytes, the name for messages, the format, the
     file's size: None for stdin and pipes). ``header_only``: of a URL named as a format whose header
-    comes first (_HEADER_FIRST), only its first HEAD_BYTES where it is longer.
+    comes first (_HEADER_FIRST), only its first HEAD_BYTES where it is longer; a TIFF's, those
+    and the ranges its reader seeks to (a _remote.RangedObject).
 
     Streams (stdin, a FIFO) are sniffed from their first bytes, then read as far as their header
     declares (.npy, PNG) or else at most as many bytes as ``max_pixels`` elements of the widest
@@ -877,6 +899,8 @@ def _input(path: str, format: str | None, max_pixels: int,
             data = _remote.read_bytes(path, limit, past_limit)
             size = len(data)
         fmt = _content_format(name, data[:SNIFF_BYTES], named, empty=not data, stdin=False)
+        if fmt == "tiff" and size is not None and len(data) < size:
+            return _remote.open_ranged(path, data, size), name, fmt, size
         return data, name, fmt, size
     path = _remote.local_path(path)
     if path == "-":

@@ -59,12 +59,13 @@ Only the standard library loads at import time; fsspec loads with the first URL.
 from __future__ import annotations
 
 import errno
+import io
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from geomcli.errors import GeomError, PlanError
 
@@ -761,8 +762,89 @@ def read_tail(url: str, start: int, size: int) -> bytes:
                                                   size=size - start)), size - start)
 
 
+# A TIFF's header at a URL is read by ranges (RangedObject), where tifffile seeks: its IFDs may be
+# anywhere (after the pixels, as libtiff and Pillow write them), and the header check read each
+# object whole, then its run again (a batch of 200 MB TIFFs moved every byte twice). Each request
+# reads RANGE_BYTES at least; past RANGED_READS of them (a long stack's IFDs, one by each page)
+# the rest of the object is read whole, one request more.
+RANGE_BYTES = 64 << 10
+RANGED_READS = 8
+
+
+class RangedObject(io.RawIOBase):
+    """The object at ``url`` of ``size`` bytes as a read-only file, from its first bytes ``head``,
+    read by ranges as it is read (see RANGE_BYTES above); the ranges read are shared within
+    :func:`shared_reads` (a dry run's header, then its metadata). ``failure``: the store's failure
+    of a read, where one failed (a reader may have taken it for damage)."""
+
+    def __init__(self, url: str, head: bytes, size: int) -> None:
+        super().__init__()
+        self.url, self.size, self.position = url, size, 0
+        self.failure: GeomError | None = None
+        shared = _shared_ranges.get()
+        self.ranges: list[tuple[int, bytes]] = [] if shared is None else shared.setdefault(canonical(url), [])
+        if not self.ranges:
+            self.ranges.append((0, head))
+        self.requests = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.position = max(0, offset + (0, self.position, self.size)[whence])
+        return self.position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        end = min(self.size, self.position + len(view))
+        if end <= self.position:
+            return 0
+        data = self._bytes(self.position, end)
+        view[: len(data)] = data
+        self.position += len(data)
+        return len(data)
+
+    def _bytes(self, start: int, end: int) -> bytes:
+        for first, data in self.ranges:
+            if first <= start and end <= first + len(data):
+                return data[start - first : end - first]
+        try:
+            if self.requests >= RANGED_READS:  # the rest whole: many more ranges would cost more requests
+                self.ranges[:] = [(0, read_bytes(self.url, self.size, ""))]
+                return self.ranges[0][1][start:end]
+            self.requests += 1
+            last = min(self.size, max(end, start + RANGE_BYTES))
+            self.ranges.append((start, read_tail(self.url, start, last)[: last - start]))
+        except GeomError as error:
+            self.failure = error
+            raise
+        return self.ranges[-1][1][: end - start]
+
+
+def open_ranged(url: str, head: bytes, size: int) -> BinaryIO:
+    """The object at ``url`` of ``size`` bytes, whose first bytes ``head`` are read, as a file read
+    by ranges (RangedObject)."""
+    return io.BufferedReader(RangedObject(url, head, size))
+
+
+def ranged_failure(source: object) -> GeomError | None:
+    """The store's failure of a read of ``source``, a file :func:`open_ranged` gave; None if none
+    failed, or it is none: not a damaged file to read again whole."""
+    raw = getattr(source, "raw", None)
+    return raw.failure if isinstance(raw, RangedObject) else None
+
+
 # within shared_reads(): the bytes read of each object (whole, or its first: read_head) and its size
 _shared: ContextVar[dict[str, tuple[bytes, int | None]] | None] = ContextVar("geomcli_shared_reads", default=None)
+# and the ranges a RangedObject read of each
+_shared_ranges: ContextVar[dict[str, list[tuple[int, bytes]]] | None] = ContextVar("geomcli_shared_ranges",
+                                                                                    default=None)
 
 
 @contextmanager
@@ -771,9 +853,11 @@ def shared_reads() -> Iterator[None]:
     read a URL's first bytes for its header, then for its metadata again. For one file's checks:
     not longer, where the object could change."""
     token = _shared.set({} if _shared.get() is None else _shared.get())
+    ranges = _shared_ranges.set({} if _shared_ranges.get() is None else _shared_ranges.get())
     try:
         yield
     finally:
+        _shared_ranges.reset(ranges)
         _shared.reset(token)
 
 

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any, Literal
+from typing import IO, Any, BinaryIO, Literal
 
 import numpy as np
 
@@ -121,8 +121,8 @@ class _Choice:
 
 
 def read_header(
-    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True,
-    palette: bool = False,
+    source: str | bytes | BinaryIO, name: str, series: int | None = None, page: int | None = None,
+    auto_orient: bool = True, palette: bool = False,
 ) -> Header:
     """The shape, dtype and layout :func:`read` returns (a palette expanded, but its indices
     with ``palette``: :func:`kept_palette`), from the tags."""
@@ -143,8 +143,8 @@ def read_header(
 
 
 def read_metadata(
-    source: str | bytes, name: str, series: int | None = None, page: int | None = None, auto_orient: bool = True,
-    palette: bool = False,
+    source: str | bytes | BinaryIO, name: str, series: int | None = None, page: int | None = None,
+    auto_orient: bool = True, palette: bool = False,
 ) -> Metadata:
     """The metadata :func:`read` gives with the same options (axes, OME sizes and channels, ImageJ
     calibration, resolution, ICC, compression...), from the tags and descriptions, no pixel read:
@@ -1040,8 +1040,9 @@ def _int(value: Any) -> int:
 
 
 @contextmanager
-def _tiff(source: str | bytes, name: str) -> Iterator[tuple[Any, list[str]]]:
-    """Open with tifffile; its log lines become notes, its exceptions GeomErrors."""
+def _tiff(source: str | bytes | BinaryIO, name: str) -> Iterator[tuple[Any, list[str]]]:
+    """Open with tifffile (a file object as it is: an object read by ranges); its log lines become
+    notes, its exceptions GeomErrors."""
     import tifffile
 
     notes: list[str] = []
@@ -1121,7 +1122,7 @@ def _pointed_ifd_end(data: bytes, at: int, byteorder: str, bigtiff: bool, depth:
 
 
 @contextmanager
-def _as_geom_errors(name: str, source: str | bytes) -> Iterator[None]:
+def _as_geom_errors(name: str, source: str | bytes | BinaryIO) -> Iterator[None]:
     """tifffile's and its codecs' exceptions as GeomErrors naming ``name``; geomcli's own keep their traceback."""
     import tifffile
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import IO
+from typing import IO, BinaryIO
 
 # the tags that size an image and its strips or tiles, by code; the first two every image must have
 _NAMES = {
@@ -27,10 +27,13 @@ _MOST_VALUES = 64  # BitsPerSample holds one per sample; more are not looked at
 _MOST_TAGS = 4096  # an IFD of more is tifffile's 'suspicious number of tags': not read here
 
 
-def damaged_tag(source: str | bytes) -> str | None:
+def damaged_tag(source: str | bytes | BinaryIO) -> str | None:
     """The first image tag that is missing, empty or 0 (prefixed by its page past the first), or
     None where none is (or the file is too damaged to tell)."""
     try:
+        if not isinstance(source, (str, bytes)):  # a file object (an object read by ranges): left open
+            source.seek(0)
+            return _first_damage(source)
         with (io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")) as f:
             return _first_damage(f)
     except (OSError, struct.error, ValueError, OverflowError):  # (an offset past what a seek takes)

@@ -361,6 +361,88 @@ def test_a_batch_reads_a_small_object_once_for_its_header_and_its_run(jobs: str,
     assert tree(tmp_path / "again") == tree(tmp_path / "out")
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_batch_reads_a_big_tiffs_header_by_ranges_and_the_object_once(jobs: str, s3: S3, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """The check of a TIFF's header read the whole object, then its run read it again: a batch of
+    2 MB TIFFs moved 4 MB each (a dry run 2 MB). The header is now read from the object's first
+    64 KiB and the ranges tifffile seeks to (a stack's second page's IFD, past the first's pixels),
+    so its run alone reads it whole; a dry run reads the ranges alone (its metadata from the same)."""
+    import tifffile
+
+    rng = np.random.default_rng(7)
+    made = {"one.tif": (1024, 2048), "stack.tif": (2, 1024, 1024)}  # (2 MiB of pixels each)
+    (tmp_path / "raw").mkdir()
+    for name, shape in made.items():
+        tifffile.imwrite(tmp_path / "raw" / name, rng.integers(0, 256, shape, dtype=np.uint8))
+        s3.put(f"raw/{name}", (tmp_path / "raw" / name).read_bytes())
+    stack_size = (tmp_path / "raw" / "stack.tif").stat().st_size
+    with tifffile.TiffFile(tmp_path / "raw" / "stack.tif") as stack:
+        stack_ifd = stack.pages[1].offset
+    assert stack_ifd > 1 << 20  # (past the first range)
+
+    def whole_reads() -> list[str]:
+        """The objects the server sent whole (GET, 200, not a range's 206), by its log: a worker process's too."""
+        said = [record.getMessage() for record in caplog.records if '"GET /' in record.getMessage()]
+        return sorted(line.split('"GET /')[1].split()[0].split("/", 1)[1] for line in said
+                      if '" 200 ' in line.replace("\x1b[0m", "") and "?" not in line)
+
+    caplog.set_level("INFO", logger="werkzeug")
+    requests = counted_requests(monkeypatch)  # (this process's: the header check, each range's)
+    for dry in ([], ["--dry-run"]):
+        requests.clear()
+        caplog.clear()
+        result = run("crop-pad", f"{s3.url}/raw/*.tif", "--out-dir", tmp_path / "out", "--name", "{stem}.npy",
+                     "--shape", "8,8", "-j", jobs, *dry)
+        assert result.exit_code == 0, result.stderr
+        assert "head_object" not in requests  # (the listing told the sizes)
+        assert whole_reads() == ([] if dry else ["raw/one.tif", "raw/stack.tif"])
+        ranges = sorted(request.split("=")[1] for request in requests if request.startswith("get_object bytes="))
+        # the stack's second IFD, near its end: its range ends with the object
+        assert ranges == sorted(["0-65535", "0-65535", f"{stack_ifd}-{min(stack_ifd + 65535, stack_size - 1)}"])
+        first_last = [tuple(map(int, span.split("-"))) for span in ranges]
+        assert sum(last + 1 - first for first, last in first_last) <= 2 * 100_000  # (of 4 MB)
+    local = run("crop-pad", tmp_path / "raw", "--out-dir", tmp_path / "local", "--name", "{stem}.npy", "--shape", "8,8")
+    assert local.exit_code == 0
+    assert tree(tmp_path / "out") == tree(tmp_path / "local") and len(tree(tmp_path / "out")) == 2
+
+
+def test_a_tiff_whose_ifds_are_far_apart_is_read_by_a_few_ranges_then_whole(s3: S3, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TIFF's header at a URL is read by ranges where its reader seeks; pages of other shapes, each
+    IFD by its pixels, would take a range each: past RANGED_READS the rest is read whole, one request
+    more, and the header is the local file's. A damaged one read by ranges is read again whole and
+    refused as the local file is."""
+    import tifffile
+
+    from geomcli import io
+    from geomcli.errors import GeomError
+
+    rng = np.random.default_rng(3)
+    with tifffile.TiffWriter(tmp_path / "pages.tif") as writer:
+        for page in range(12):  # (90 KB a page: each IFD past the range before)
+            writer.write(rng.integers(0, 256, (300, 300 + page), dtype=np.uint8))
+    s3.put("pages.tif", (tmp_path / "pages.tif").read_bytes())
+    requests = counted_requests(monkeypatch)
+    assert io.read_header(f"{s3.url}/pages.tif", page=11) == \
+        io.read_header(str(tmp_path / "pages.tif"), page=11)._replace(file_size=(tmp_path / "pages.tif").stat().st_size)
+    ranged = [request for request in requests if request.startswith("get_object bytes=")]
+    assert len(ranged) == 1 + _remote.RANGED_READS and requests.count("get_object") == 1, requests
+
+    cut = bytearray((tmp_path / "pages.tif").read_bytes())
+    with tifffile.TiffFile(tmp_path / "pages.tif") as tif:
+        second = tif.pages[1].offset
+    cut[second : second + 2] = b"\xff\xff"  # a count of tags past any IFD's
+    (tmp_path / "cut.tif").write_bytes(cut)
+    s3.put("cut.tif", bytes(cut))
+    with pytest.raises(GeomError) as local:
+        io.read_header(str(tmp_path / "cut.tif"))
+    with pytest.raises(GeomError, match="not a readable TIFF") as remote:
+        io.read_header(f"{s3.url}/cut.tif")
+    assert str(remote.value) == str(local.value).replace(str(tmp_path), s3.url)
+
+
 @pytest.mark.cluster
 def test_a_batch_on_dask_reads_a_small_object_once_for_its_header_and_its_run(
         s3: S3, shots: dict[str, bytes], scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -1105,8 +1187,8 @@ def test_a_dry_run_of_urls_gives_the_runs_metadata_warnings(s3: S3, tmp_path: Pa
     """A dry run of a URL read its header alone: 'crop-pad s3://bkt/photo.jpg --out-dir o --name
     {stem}.npy --shape 8,8 --dry-run --json' gave no dropped where the run drops the ICC profile,
     EXIF and DPI, nor a PNG's text. It gives the run's now, as a local file's, from the bytes its
-    header was read from (a JPEG's first 64 KiB, a TIFF read whole: no more requests) and, of a
-    PNG, one more ranged read, its last 64 KiB, for the text after its pixels."""
+    header was read from (a JPEG's first 64 KiB, a TIFF's and the ranges its IFDs are in: no more
+    requests) and, of a PNG, one more ranged read, its last 64 KiB, for the text after its pixels."""
     from geomcli import io
 
     inputs = metadata_inputs(np.random.default_rng(5))
@@ -1132,10 +1214,10 @@ def test_a_dry_run_of_urls_gives_the_runs_metadata_warnings(s3: S3, tmp_path: Pa
     assert said(dry) == said(done) == said(local)
     assert "PNG text chunks (Title, Late)" in said(done)["labels.png"][0]
     assert said(done)["photo.jpg"][0] == ["ICC profile", "DPI (300 x 300)", "EXIF data"]
-    # each PNG's last bytes, a read more; a JPEG's first bytes and a TIFF read whole, as for its header
+    # each PNG's last bytes, a read more; a JPEG's and a TIFF's first bytes (its IFD among them), as for its header
     tails = [f"get_object bytes={len(inputs[name]) - io.HEAD_BYTES}-{len(inputs[name]) - 1}"
              for name in ("labels.png", "photo.png")]
-    assert reads == sorted(["get_object", *[f"get_object bytes=0-{io.HEAD_BYTES - 1}"] * 3, *tails]), reads
+    assert reads == sorted([*[f"get_object bytes=0-{io.HEAD_BYTES - 1}"] * 4, *tails]), reads
 
 
 def test_a_small_object_named_is_read_whole_once_for_its_header(s3: S3, shots: dict[str, bytes], tmp_path: Path,
