@@ -900,7 +900,7 @@ def _input(path: str, format: str | None, max_pixels: int,
             size = len(data)
         fmt = _content_format(name, data[:SNIFF_BYTES], named, empty=not data, stdin=False)
         if fmt == "tiff" and size is not None and len(data) < size:
-            return _remote.open_ranged(path, data, size), name, fmt, size
+            return _remote.open_ranged(path, data, size, limit, past_limit), name, fmt, size
         return data, name, fmt, size
     path = _remote.local_path(path)
     if path == "-":

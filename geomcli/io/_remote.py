@@ -777,9 +777,10 @@ class RangedObject(io.RawIOBase):
     :func:`shared_reads` (a dry run's header, then its metadata). ``failure``: the store's failure
     of a read, where one failed (a reader may have taken it for damage)."""
 
-    def __init__(self, url: str, head: bytes, size: int) -> None:
+    def __init__(self, url: str, head: bytes, size: int, limit: int, past_limit: str) -> None:
         super().__init__()
         self.url, self.size, self.position = url, size, 0
+        self.limit, self.past_limit = limit, past_limit  # (read_bytes's, for the rest read whole)
         self.failure: GeomError | None = None
         shared = _shared_ranges.get()
         self.ranges: list[tuple[int, bytes]] = [] if shared is None else shared.setdefault(canonical(url), [])
@@ -816,7 +817,7 @@ class RangedObject(io.RawIOBase):
                 return data[start - first : end - first]
         try:
             if self.requests >= RANGED_READS:  # the rest whole: many more ranges would cost more requests
-                self.ranges[:] = [(0, read_bytes(self.url, self.size, ""))]
+                self.ranges[:] = [(0, read_bytes(self.url, self.limit, self.past_limit))]
                 return self.ranges[0][1][start:end]
             self.requests += 1
             last = min(self.size, max(end, start + RANGE_BYTES))
@@ -827,10 +828,10 @@ class RangedObject(io.RawIOBase):
         return self.ranges[-1][1][: end - start]
 
 
-def open_ranged(url: str, head: bytes, size: int) -> BinaryIO:
+def open_ranged(url: str, head: bytes, size: int, limit: int, past_limit: str) -> BinaryIO:
     """The object at ``url`` of ``size`` bytes, whose first bytes ``head`` are read, as a file read
-    by ranges (RangedObject)."""
-    return io.BufferedReader(RangedObject(url, head, size))
+    by ranges (RangedObject); read whole past its ranges as :func:`read_bytes` reads it."""
+    return io.BufferedReader(RangedObject(url, head, size, limit, past_limit))
 
 
 def ranged_failure(source: object) -> GeomError | None:

@@ -429,6 +429,13 @@ def test_a_tiff_whose_ifds_are_far_apart_is_read_by_a_few_ranges_then_whole(s3: 
         io.read_header(str(tmp_path / "pages.tif"), page=11)._replace(file_size=(tmp_path / "pages.tif").stat().st_size)
     ranged = [request for request in requests if request.startswith("get_object bytes=")]
     assert len(ranged) == 1 + _remote.RANGED_READS and requests.count("get_object") == 1, requests
+    # the rest is read whole within the limit a whole read has: not a 50 GB stack into memory
+    from geomcli.io import _stream
+
+    with monkeypatch.context() as patched, \
+            pytest.raises(GeomError, match=rf"^{s3.url}/pages.tif: \d+ bytes, more than 500000, more than the "):
+        patched.setattr(_stream, "byte_limit", lambda max_pixels: 500_000)
+        io.read_header(f"{s3.url}/pages.tif", page=11)
 
     cut = bytearray((tmp_path / "pages.tif").read_bytes())
     with tifffile.TiffFile(tmp_path / "pages.tif") as tif:
