@@ -393,8 +393,10 @@ def test_a_batch_reads_a_big_tiffs_header_by_ranges_and_the_object_once(jobs: st
     for dry in ([], ["--dry-run"]):
         requests.clear()
         caplog.clear()
+        # (the keys as options: a forkserver an earlier test started has that test's environment)
         result = run("crop-pad", f"{s3.url}/raw/*.tif", "--out-dir", tmp_path / "out", "--name", "{stem}.npy",
-                     "--shape", "8,8", "-j", jobs, *dry)
+                     "--shape", "8,8", "-j", jobs, *dry, "--storage-option", "key=testing", "--storage-option",
+                     "secret=testing", "--storage-option", f"endpoint_url={s3.endpoint}")
         assert result.exit_code == 0, result.stderr
         assert "head_object" not in requests  # (the listing told the sizes)
         assert whole_reads() == ([] if dry else ["raw/one.tif", "raw/stack.tif"])
@@ -1535,8 +1537,13 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]], list[st
 
         do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = do_any
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    class Server(http.server.ThreadingHTTPServer):
+        # a backlog past the 32 connections a batch opens at once: at socketserver's 5, a connection
+        # the busy accept loop had not taken was dropped and tried again 1 s later, past a 0.5 s deadline
+        request_queue_size = 128
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", stalled, held
