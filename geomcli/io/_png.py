@@ -223,21 +223,12 @@ def stored_chunks(path: str) -> bytes:
     colour chunks), in file order: what text_chunks, colour_chunks and sixteen_bit find in the
     whole file. Walked by their lengths, unbuffered, the rest (its image data) skipped unread: a
     dry run read a 50 MB PNG whole for the text chunks after its pixels."""
-    kept = []
     with open(path, "rb", buffering=0) as f:
-        size = os.fstat(f.fileno()).st_size
-        kept.append(f.read(8))
-        pos = 8
-        while pos + 12 <= size:  # (as _chunks: up to IEND or the first chunk cut short)
+        def peek(pos: int, count: int) -> bytes:
             f.seek(pos)
-            head = f.read(8)
-            length, kind = struct.unpack(">I4s", head)
-            if kind == b"IEND" or pos + 8 + length > size:
-                break
-            if kind in _STORED:
-                kept.append(head + f.read(length + 4).ljust(length + 4, b"\0"))  # (a CRC cut at the end)
-            pos += 12 + length
-    return b"".join(kept)
+            return f.read(count)
+
+        return b"".join(_walk_stored(peek, os.fstat(f.fileno()).st_size)[0])
 
 
 def stored_chunks_apart(head: bytes, tail: bytes, size: int) -> bytes:
@@ -249,27 +240,35 @@ def stored_chunks_apart(head: bytes, tail: bytes, size: int) -> bytes:
     in a file that goes on past its IEND."""
     start = size - len(tail)
 
-    def at(pos: int, count: int) -> bytes | None:
+    def peek(pos: int, count: int) -> bytes | None:
         if pos + count <= len(head):
             return head[pos : pos + count]
         return tail[pos - start : pos - start + count] if pos >= start else None
 
-    kept = [head[:8]]
+    kept, whole = _walk_stored(peek, size)
+    return b"".join(kept) + (b"" if whole else _late_chunks(tail))
+
+
+def _walk_stored(peek: Callable[[int, int], bytes | None], size: int) -> tuple[list[bytes], bool]:
+    """The signature and the chunks of :func:`stored_chunks` of a PNG of ``size`` bytes, read by
+    ``peek(at, count)``, walked by their lengths up to IEND or a chunk cut short; and whether the
+    walk got there (False: it met bytes ``peek`` does not have, None)."""
+    kept = [peek(0, 8) or b""]
     pos = 8
-    while pos + 12 <= size:  # (as stored_chunks)
-        chunk_head = at(pos, 8)
+    while pos + 12 <= size:
+        chunk_head = peek(pos, 8)
         if chunk_head is None:
-            return b"".join(kept) + _late_chunks(tail)
+            return kept, False
         length, kind = struct.unpack(">I4s", chunk_head)
         if kind == b"IEND" or pos + 8 + length > size:
             break
         if kind in _STORED:
-            body = at(pos + 8, length + 4)
+            body = peek(pos + 8, length + 4)
             if body is None or len(body) < length:
-                return b"".join(kept) + _late_chunks(tail)
-            kept.append(chunk_head + body.ljust(length + 4, b"\0"))
+                return kept, False
+            kept.append(chunk_head + body.ljust(length + 4, b"\0"))  # (a CRC cut at the end)
         pos += 12 + length
-    return b"".join(kept)
+    return kept, True
 
 
 _IEND = b"\0\0\0\0IEND\xaeB`\x82"
