@@ -736,24 +736,27 @@ def _turned(choice: _Choice, layout: str | None, auto_orient: bool) -> int:
 
 
 def _pages_apart(choice: _Choice, kept_orientation: bool) -> tuple[frozenset[str], tuple[str, ...]]:
-    """What of its first page's tags a stack's other pages do not share, where they were parsed in
-    full (series stacked, a generic series' pages; a series' later pages are tifffile's
-    TiffFrames, of its first page's tags): ``icc``, ``resolution`` or ``xmp`` where a page's differs
-    (one output holds one for all: the first's was written for every page), and each such difference,
-    and an orientation of a later page the first has not (``kept_orientation``), named for a warning."""
-    import tifffile
-
+    """What of its first page's tags a stack's other pages do not share, each page's as its own IFD
+    holds them (series stacked, a generic series' pages, and a series' later pages, which tifffile
+    reads as TiffFrames of its first page's tags: :func:`_own_tags`): ``icc``, ``resolution`` or
+    ``xmp`` where a page's differs (one output holds one for all: the first's was written for every
+    page), and each such difference, and an orientation of a later page the first has not
+    (``kept_orientation``), named for a warning. An orientation is warned of, not refused, within a
+    series as across series: the pages are read as stored, none turned."""
     first = choice.keyframe
-    others = [page for page in choice.pages if isinstance(page, tifffile.TiffPage) and page is not first]
+    read: dict[tuple[Any, bytes], dict[int, Any]] = {}
+    others = [own for page in choice.pages if page is not first and (own := _own_tags(page, read)) is not None]
+    # frames of the same entries share their tags: each set compared once
+    distinct = list({id(page.tags): page for page in others}.values())
     apart: set[str] = set()
     said: list[str] = []
-    if any(_icc(page) != _icc(first) for page in others):
+    if _overlapping([first, *distinct], 34675) or any(_icc(page) != _icc(first) for page in distinct):
         apart.add("icc")
         said.append("the ICC profiles of the TIFF's pages (they differ; an output holds one for all)")
-    if any(_resolution_tags(page) != _resolution_tags(first) for page in others):
+    if any(_resolution_tags(page) != _resolution_tags(first) for page in distinct):
         apart.add("resolution")
         said.append("the resolutions of the TIFF's pages (they differ; an output holds one for all)")
-    if any(_xmp(page) != _xmp(first) for page in others):
+    if _overlapping([first, *distinct], 700) or any(_xmp(page) != _xmp(first) for page in distinct):
         apart.add("xmp")
         said.append("the XMP packets of the TIFF's pages (they differ; an output holds one for all)")
     if kept_orientation:
@@ -763,6 +766,68 @@ def _pages_apart(choice: _Choice, kept_orientation: bool) -> tuple[frozenset[str
                 said.append(f"the TIFF orientation {orientation} of page {page.index} "
                             f"({ORIENTATIONS[orientation]} to be upright)")
     return frozenset(apart), tuple(said)
+
+
+def _overlapping(pages: list[Any], code: int) -> bool:
+    """Whether the values of tag ``code`` (an ICC profile, an XMP packet) of these pages, each
+    stored range counted once, hold more bytes than their file: ranges that overlap, as no writer
+    stores them. They are taken as differing, not read: a crafted file's 100 MB profile at one byte
+    apart in each of 10,000 frames, equal to the first's, was read 10,000 times over to say so."""
+    held: dict[Any, int] = {}
+    for parent, _, count in {(tag.parent, tag.valueoffset, tag.valuebytecount)
+                             for page in pages if (tag := page.tags.get(code)) is not None}:
+        held[parent] = held.get(parent, 0) + count
+    return any(count > parent.filehandle.size for parent, count in held.items())
+
+
+# the tags _pages_apart compares pages by: Orientation, X and YResolution, ResolutionUnit, XMP, ICC profile
+_APART_TAGS = frozenset({274, 282, 283, 296, 700, 34675})
+
+
+@dataclass(frozen=True)
+class _OwnTags:
+    """A series' later page as _pages_apart compares it: its index and those of its own tags that
+    are among _APART_TAGS (tifffile's TiffTags, their large values read when asked for)."""
+
+    index: int
+    tags: dict[int, Any]
+
+
+def _own_tags(page: Any, read: dict[tuple[Any, bytes], dict[int, Any]]) -> Any:
+    """A page with the tags its own IFD holds: a TiffPage as it is; a TiffFrame, which tifffile
+    gives its first page's tags, as :class:`_OwnTags` read from its IFD, the entries of
+    _APART_TAGS alone (its aspage() parses every tag, strip offsets and all); None for a virtual
+    frame, which has no IFD, or one of a file closed (an OME set's other file). A tag tifffile
+    cannot read is left out, so that its page differs from a first that has it. ``read``: the tags
+    read so far, by their file and entries' bytes, which hold each value or its offset: frames of
+    the same entries (tifffile writes a series' shared values once) share one dict, read once."""
+    import tifffile
+
+    if not isinstance(page, tifffile.TiffFrame):
+        return page
+    tif = page.parent
+    handle, layout = tif.filehandle, tif.tiff
+    if page.is_virtual or handle.closed:
+        return None
+    handle.seek(page.offset)
+    # (a count past 4096 was refused as tifffile read the frame)
+    count = struct.unpack(layout.tagnoformat, handle.read(layout.tagnosize))[0]
+    ifd = handle.read(count * layout.tagsize)
+    code = layout.byteorder + "H"
+    starts = [start for start in range(0, len(ifd) - layout.tagsize + 1, layout.tagsize)
+              if struct.unpack_from(code, ifd, start)[0] in _APART_TAGS]
+    key = (tif, b"".join(ifd[start:start + layout.tagsize] for start in starts))
+    if key not in read:
+        tags: dict[int, Any] = {}
+        for start in starts:
+            try:
+                tag = tifffile.TiffTag.fromfile(tif, offset=page.offset + layout.tagnosize + start,
+                                                header=ifd[start:start + layout.tagsize])
+            except tifffile.TiffFileError:
+                continue
+            tags.setdefault(tag.code, tag)
+        read[key] = tags
+    return _OwnTags(page.index, read[key])
 
 
 def _icc(page: Any) -> bytes | None:

@@ -410,6 +410,51 @@ def test_a_sound_generic_stack_is_not_parsed_page_by_page_again(tmp_path: Path,
     assert len(parsed) == by_tifffile
 
 
+def test_a_series_later_pages_are_compared_without_being_parsed_in_full(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A series' later pages are compared by their own tags (ICC, resolution, XMP, orientation)
+    read from their IFDs: none is parsed in full as a TiffPage (every tag, 4 times as long)."""
+    import tifffile
+
+    path = tmp_path / "stack.tif"
+    tifffile.imwrite(path, np.zeros((40, 4, 4, 3), np.uint8), photometric="rgb", resolution=(300, 300),
+                     resolutionunit="inch")
+    parsed: list[int] = []
+    init = tifffile.TiffPage.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        parsed.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(tifffile.TiffPage, "__init__", counted)
+    metadata = io.read_metadata(str(path))
+    assert metadata.resolution == (300.0, 300.0) and not metadata.dropped
+    assert len(parsed) == 1
+
+
+def test_icc_profiles_overlapping_in_a_series_are_not_read_page_by_page(tmp_path: Path) -> None:
+    """Frames whose ICC profiles are one range of the file at a byte apart (as no writer stores
+    them), each equal to the first's: comparing them read the range once a page, a 100 MB profile
+    in 10,000 pages a terabyte. Values held in more bytes than the file are taken as differing."""
+    import tifffile
+
+    path, pages, region = tmp_path / "overlapping.tif", 3, 1 << 16
+    tifffile.imwrite(path, np.zeros((pages, 4, 4, 3), np.uint8), photometric="rgb", iccprofile=b"\0" * 128)
+    with open(path, "ab") as file:
+        base = file.tell()
+        file.write(bytes(region + pages))
+    with tifffile.TiffFile(path) as tif:
+        tif.pages.useframes = False
+        entries = [tif.pages[index].tags[34675].offset for index in range(pages)]
+    with open(path, "r+b") as file:
+        for index, entry in enumerate(entries):  # each ICC entry: its count, then its value's offset
+            file.seek(entry + 4)
+            file.write(struct.pack("<II", region, base + index))
+    metadata = io.read_metadata(str(path))
+    assert metadata.icc is None
+    assert metadata.dropped == ("the ICC profiles of the TIFF's pages (they differ; an output holds one for all)",)
+
+
 def test_a_page_of_more_tiles_than_its_offsets_is_refused_at_once(tmp_path: Path) -> None:
     """A tiled 6 x 5 page whose ImageLength became 4294967295 (one tile of 16 x 16 stored, 268
     million declared): read for a zarr output, dask's chunking of that grid took over a minute

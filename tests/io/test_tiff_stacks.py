@@ -323,7 +323,7 @@ def test_each_palette_page_is_coloured_with_its_own_map(how: str, tmp_path: Path
                               "without --keep-palette\n")
 
 
-@pytest.mark.parametrize("how", ["series", "pages"])
+@pytest.mark.parametrize("how", ["series", "pages", "frames"])
 @pytest.mark.parametrize(("tag", "said"), [
     ("icc", "the ICC profiles of the TIFF's pages (they differ; an output holds one for all)"),
     ("resolution", "the resolutions of the TIFF's pages (they differ; an output holds one for all)"),
@@ -333,20 +333,31 @@ def test_each_palette_page_is_coloured_with_its_own_map(how: str, tmp_path: Path
 def test_pages_of_their_own_icc_resolution_orientation_or_xmp_are_not_given_the_first_s(
         how: str, tag: str, said: str, tmp_path: Path, rng: np.random.Generator) -> None:
     # the first page's ICC profile and DPI were written for every page, and a later page's
-    # orientation went unsaid: silently, as if the pages shared them
+    # orientation went unsaid: silently, as if the pages shared them. Pages of one series
+    # ("frames": its second page's tag patched) were not even compared: tifffile gives them the first's
     import tifffile
     from PIL import ImageCms
 
     profiles = [ImageCms.ImageCmsProfile(ImageCms.createProfile(space)).tobytes() for space in ("sRGB", "LAB")]
     own = {"icc": [{"iccprofile": one} for one in profiles],
            "resolution": [{"resolution": (dpi, dpi), "resolutionunit": "inch"} for dpi in (300, 72)],
-           "orientation": [{"extratags": [(274, 3, 1, value, True)]} for value in (1, 6)],
-           "xmp": [{"extratags": [(700, 1, len(packet), packet, True)]} for packet in (b"<a/>", b"<b/>")]}[tag]
+           "orientation": [{"extratags": [(274, 3, 1, value, False)]} for value in (1, 6)],
+           "xmp": [{"extratags": [(700, 1, len(packet), packet, False)]} for packet in (b"<a/>", b"<b/>")]}[tag]
     data = rng.integers(0, 256, (2, 6, 8, 3), dtype=np.uint8)
     source, out = tmp_path / "two.tif", tmp_path / "out.tif"
-    with tifffile.TiffWriter(source) as tif:
-        for page, options in zip(data, own):
-            tif.write(page, photometric="rgb", metadata=None if how == "pages" else {}, contiguous=False, **options)
+    if how == "frames":
+        tifffile.imwrite(source, data, photometric="rgb", **own[0])
+        patched = {"icc": {34675: profiles[1]}, "resolution": {282: (72, 1), 283: (72, 1)}, "orientation": {274: 6},
+                   "xmp": {700: b"<b/>"}}[tag]
+        with tifffile.TiffFile(source, mode="r+b") as tif:
+            tif.pages.useframes = False
+            for code, value in patched.items():
+                tif.pages[1].tags[code].overwrite(value)
+    else:
+        with tifffile.TiffWriter(source) as tif:
+            for page, options in zip(data, own):
+                tif.write(page, photometric="rgb", metadata=None if how == "pages" else {}, contiguous=False,
+                          **options)
     with tifffile.TiffFile(source) as tif:
         assert len(tif.series) == (2 if how == "series" else 1)
     result = run("crop-pad", source, "-o", out, "--shape", "4,4", "--json")
