@@ -134,7 +134,7 @@ def read_header(
         if indexed and _extra_samples(choice):
             shape, layout = shape[:-1], _without_samples(layout)
         elif shape != choice.shape:
-            layout = _expanded_layout(layout, len(shape))
+            layout = _expanded_layout(layout, len(shape), choice.axes)
         if _turned(choice, layout, auto_orient) in (5, 6, 7, 8):
             shape = (shape[1], shape[0], *shape[2:])
         size = None if isinstance(source, bytes) else int(tif.filehandle.size)
@@ -154,7 +154,7 @@ def read_metadata(
         layout, _ = _layout(choice)
         kept = kept_palette(choice, name) if palette else None
         if kept is None and _expanded(choice)[0] != choice.shape:  # (a palette, as read_header: its turn is the RGB's)
-            layout = _expanded_layout(layout, len(_expanded(choice)[0]))
+            layout = _expanded_layout(layout, len(_expanded(choice)[0]), choice.axes)
         elif kept is not None and _extra_samples(choice):
             layout = _without_samples(layout)
         turned = _turned(choice, layout, auto_orient)
@@ -364,7 +364,7 @@ def _photometric(
             colours = colours.reshape(*indices.shape, 3)
         if not extra:
             notes.append("palette expanded to RGB")
-            return colours, _expanded_layout(layout, colours.ndim)
+            return colours, _expanded_layout(layout, colours.ndim, choice.axes)
         # an alpha sample beside the index (Pillow's PA): RGBA, of the wider of the two types (v * 257)
         dtype = _expanded(choice)[1]
         data = np.concatenate([_widened(colours, dtype), _widened(data[..., 1:], dtype)], axis=-1)
@@ -458,11 +458,15 @@ def _without_samples(layout: str | None) -> str | None:
     return {"HWC": "HW", "NHWC": "NHW"}.get(layout or "", None)
 
 
-def _expanded_layout(layout: str | None, ndim: int) -> str | None:
-    """The layout of indices expanded to RGB on a new last axis (or, with their alpha sample, on
-    its axis: HWC stays HWC)."""
+def _expanded_layout(layout: str | None, ndim: int, axes: str) -> str | None:
+    """The layout of indices of these TIFF ``axes`` expanded to RGB on a new last axis (or, with
+    their alpha sample, on its axis: HWC stays HWC)."""
     if layout in ("HWC", "NHWC"):
         return layout
+    if layout in ("CHW", "NCHW") and axes.endswith("CYX"):
+        # channels of indices (CYX: tifffile's ImageJ default for a stack of a LUT; ZCYX), each
+        # through the one map: C is a stack axis of RGB images, as an RGB hyperstack's (CYXS)
+        return axes + "S"
     if layout == "IYX":  # tifffile's axes of plain pages (libtiff's and Pillow's stacks), whose RGB pages read NHWC
         return "NHWC"
     if layout is not None and layout.endswith("YX") and "S" not in layout:
@@ -679,7 +683,7 @@ def _layout_note(choice: _Choice, layout: str | None) -> str | None:
     where = f"axes {choice.axes} from {_DESCRIBED[choice.kind]} metadata"
     if layout is None:
         return f"{where}: no geomcli layout fits (NCHW, NHWC, CHW, HWC, HW); give --layout"
-    if len(choice.axes) == 4:
+    if len(choice.axes) == len(layout) == 4:  # (not a palette's ZCYX read as ZCYXS, whose C is a stack axis too)
         return f"{where}: layout {layout}, {choice.axes[0]} as N"
     return f"{where}: layout {layout}"
 

@@ -368,20 +368,26 @@ def test_pages_of_their_own_icc_resolution_orientation_or_xmp_are_not_given_the_
     assert (shown["icc"], shown["dpi"], shown["xmp"]) == (None, None, None)
 
 
-@pytest.mark.parametrize(("how", "layout"), [("imagej", "ZYXS"), ("pages", "NHWC")])
+@pytest.mark.parametrize(("how", "layout"), [("imagej", "ZYXS"), ("pages", "NHWC"), ("imagej-default", "CYXS"),
+                                             ("imagej-zc", "ZCYXS")])
 def test_a_palette_stack_of_its_own_axes_is_cropped_on_its_y_and_x(how: str, layout: str, tmp_path: Path,
                                                                      rng: np.random.Generator) -> None:
     # read as colours, an ImageJ stack of a LUT (ZYX) or a generic series of palette pages (IYX: NHWC,
-    # as the same pages in RGB) had no layout: '--shape H,W' was refused ('names no layout'), exit 2
+    # as the same pages in RGB) had no layout: '--shape H,W' was refused ('names no layout'), exit 2.
+    # So was tifffile's default ImageJ stack of a LUT, whose axes are CYX (channels=3 in its
+    # description), and a ZCYX one: read as CHW (NCHW), RGB samples had no place in the layout
     import tifffile
 
-    indices = rng.integers(0, 4, (3, 6, 8), dtype=np.uint8)
+    indices = rng.integers(0, 4, (2, 3, 6, 8) if how == "imagej-zc" else (3, 6, 8), dtype=np.uint8)
     colours = rng.integers(0, 256, (3, 4), dtype=np.uint16)
     colormap = np.zeros((3, 256), np.uint16)
     colormap[:, :4] = colours * 257
     source, out = tmp_path / "lut.tif", tmp_path / "out.tif"
-    if how == "imagej":
-        tifffile.imwrite(source, indices, imagej=True, colormap=colormap, metadata={"axes": "ZYX"})
+    if how.startswith("imagej"):
+        axes = {"imagej": {"axes": "ZYX"}, "imagej-default": None, "imagej-zc": {"axes": "ZCYX"}}[how]
+        tifffile.imwrite(source, indices, imagej=True, colormap=colormap, metadata=axes)
+        with tifffile.TiffFile(source) as tif:
+            assert tif.series[0].axes == layout[:-1]
     else:
         with tifffile.TiffWriter(source) as tif:
             for page in indices:
@@ -391,7 +397,9 @@ def test_a_palette_stack_of_its_own_axes_is_cropped_on_its_y_and_x(how: str, lay
     result = run("crop-pad", source, "-o", out, "--shape", "4,6", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["warnings"] == []
-    assert np.array_equal(tifffile.imread(out), expected[:, 1:5, 1:7])
+    if how.startswith("imagej"):  # (no "C as N" of ZCYX: its C is a stack axis too)
+        assert json.loads(result.stdout)["notes"][0] == f"axes {layout[:-1]} from ImageJ metadata: layout {layout}"
+    assert np.array_equal(tifffile.imread(out), expected[..., 1:5, 1:7, :])
 
 
 @pytest.mark.parametrize(("keep", "notes"), [
