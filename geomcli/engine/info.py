@@ -208,7 +208,8 @@ def _record(path: str, format: str, shape: tuple[int, ...], dtype: Any, layout: 
             "text": io.text_keywords(metadata.text),
             "comment": None if metadata.comment is None else metadata.comment.decode("utf-8", "replace"),
             "compression": metadata.compression, "value_range": value_range, "file_size": file_size,
-            "notes": notes, "status": "ok", "error": None}
+            "notes": [*notes, *(f"{size} left out of the pixel size" for size in metadata.sizes_left_out)],
+            "status": "ok", "error": None}
 
 
 def _range_by_regions(tiles: Any, max_pixels: int) -> tuple[list[Any] | None, bool]:

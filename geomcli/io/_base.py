@@ -71,6 +71,9 @@ class Metadata(NamedTuple):
     dropped: tuple[str, ...] = ()
     """What the file said that no output carries (OME-XML channel names, ImageJ display ranges...),
     each named in one warning when a file is written from it."""
+    sizes_left_out: tuple[str, ...] = ()
+    """The pixel sizes the file states that :meth:`pixel_size` leaves out (an OME-XML PhysicalSizeX
+    or ImageJ spacing of 0, below 0, NaN or Inf), as ``dropped`` names them: info notes them."""
     xmp: bytes | None = None
     """The XMP packet, byte for byte (a PNG's iTXt ``XML:com.adobe.xmp``, a JPEG's APP1, WebP's XMP)."""
     text: tuple[tuple[bytes, bytes], ...] = ()

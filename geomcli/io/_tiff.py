@@ -933,6 +933,7 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
                     dropped=(*unusable, *no_spacing, *_not_carried(tif, info, choice, kept_orientation,
                                                       _carried(physical, unusable, channels)), *said_apart),
+                    sizes_left_out=(*unusable, *no_spacing),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
                     plain_resolution=choice.kind == "imagej" and not named and unit in ("inch", "centimeter"),
                     channels=channels, zunit=zunit)

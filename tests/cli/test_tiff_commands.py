@@ -229,6 +229,26 @@ def test_info_shows_no_z_size_for_an_imagej_spacing_that_is_no_length(tmp_path: 
     record = json.loads(run("info", "--json", path).stdout)
     assert record["pixel_size"] == {"x": {"size": 0.5, "unit": "µm"}, "y": {"size": 0.5, "unit": "µm"}}
     assert ", pixel size x 0.5 µm, y 0.5 µm;" in run("info", path).stdout
+    # (it went unsaid: a script saw no z and no reason)
+    assert record["notes"][-1] == f"the ImageJ spacing {spacing:g} (no positive size) left out of the pixel size"
+
+
+@pytest.mark.parametrize("size", [float("nan"), 0.0, -0.5])
+def test_info_says_why_an_ome_physical_size_that_is_no_length_is_left_out(tmp_path: Path, size: float) -> None:
+    """'info neg.ome.tif' of PhysicalSizeX -0.5 beside PhysicalSizeY 0.5 showed a pixel size along
+    y alone and said nothing of x, where a transform's output names it dropped."""
+    import json
+
+    import tifffile
+
+    path = tmp_path / "neg.ome.tif"
+    tifffile.imwrite(path, np.zeros((3, 8, 8), np.uint16), ome=True,
+                     metadata={"axes": "ZYX", "PhysicalSizeX": size, "PhysicalSizeY": 0.5, "PhysicalSizeZ": 2.0})
+    said = f"the OME-XML PhysicalSizeX {size:g} (no positive size) left out of the pixel size"
+    record = json.loads(run("info", "--json", path).stdout)
+    assert record["pixel_size"] == {"y": {"size": 0.5, "unit": "µm"}, "z": {"size": 2.0, "unit": "µm"}}
+    assert record["notes"] == ["axes ZYX from OME metadata: layout ZYX", said]
+    assert run("info", path).stdout.rstrip("\n").endswith(f"; {said}")
 
 
 @pytest.mark.parametrize("spacing", [0.0, -2.0])
