@@ -875,9 +875,13 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
     info = (tif.imagej_metadata or {}) if tif.is_imagej else {}
     info = info if isinstance(info, dict) else {}
     x, y, u = tags.get(282), tags.get(283), tags.get(296)
+    no_resolution: tuple[str, ...] = ()
     if x is not None and y is not None and "resolution" not in apart:
         values = (_rational(x.value), _rational(y.value))
-        if all(0 < v < 1e12 for v in values):
+        if not all(0 < v < 1e12 for v in values):
+            # (0, below 0, a 0 denominator, past 1e12: no pixel size; left out, said as a spacing's is)
+            no_resolution = (f"the TIFF resolution {values[0]:g} x {values[1]:g} (no positive size)",)
+        else:
             resolution = values
             # no ResolutionUnit is TIFF's inch, but ImageJ's reader takes it for no unit (the unit its
             # description names, where it names one, is the unit)
@@ -931,9 +935,9 @@ def _metadata(tif: Any, choice: _Choice, kept_orientation: bool = True) -> Metad
         else None
     return Metadata(icc=icc_bytes, xmp=xmp_bytes, resolution=resolution, unit=unit, axes=axes, bits=narrow,
                     axes_kind=choice.kind if axes else None, imagej=imagej, compression=compression,
-                    dropped=(*unusable, *no_spacing, *_not_carried(tif, info, choice, kept_orientation,
+                    dropped=(*unusable, *no_spacing, *no_resolution, *_not_carried(tif, info, choice, kept_orientation,
                                                       _carried(physical, unusable, channels)), *said_apart),
-                    sizes_left_out=(*unusable, *no_spacing),
+                    sizes_left_out=(*unusable, *no_spacing, *no_resolution),
                     tile=tile, physical=physical, colour=colour, predictor=predictor, inks=_cmyk(choice),
                     plain_resolution=choice.kind == "imagej" and not named and unit in ("inch", "centimeter"),
                     channels=channels, zunit=zunit)

@@ -251,6 +251,29 @@ def test_info_says_why_an_ome_physical_size_that_is_no_length_is_left_out(tmp_pa
     assert run("info", path).stdout.rstrip("\n").endswith(f"; {said}")
 
 
+@pytest.mark.parametrize("resolution", [((0, 1), (300, 1)), ((300, 1), (0, 1))])
+def test_a_tiff_resolution_that_is_no_length_is_said_dropped(tmp_path: Path, resolution: tuple[Any, ...]) -> None:
+    """A TIFF whose XResolution (or YResolution) is 0 lost its resolution in silence: 'crop-pad
+    r0.tif -o o.tif --json' gave "warnings": [] and 'info r0.tif' no dpi and no word why, where an
+    ImageJ spacing or an OME size of 0 is named. It is named in both."""
+    import json
+
+    import tifffile
+
+    path, out = tmp_path / "r0.tif", tmp_path / "o.tif"
+    tifffile.imwrite(path, np.zeros((8, 8, 3), np.uint8), photometric="rgb", resolution=resolution)
+    x, y = (numerator / denominator for numerator, denominator in resolution)
+    what = f"the TIFF resolution {x:g} x {y:g} (no positive size)"
+    result = run("crop-pad", path, "-o", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [f"{what} cannot be carried; dropped"]
+    with tifffile.TiffFile(out) as tif:
+        tags = tif.pages[0].tags  # (tifffile's "no resolution": 1 x 1, no unit)
+        assert (tags[282].value, tags[283].value, tags[296].value) == ((1, 1), (1, 1), 1)
+    record = json.loads(run("info", "--json", path).stdout)
+    assert record["dpi"] is None and record["notes"] == [f"{what} left out of the pixel size"]
+
+
 @pytest.mark.parametrize("spacing", [0.0, -2.0])
 def test_an_imagej_spacing_that_is_no_length_is_not_written_back(tmp_path: Path, spacing: float) -> None:
     """'crop-pad ij.tif -o out.tif' of a ZYX stack whose description says spacing=-2 (or 0) wrote
