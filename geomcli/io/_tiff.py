@@ -683,7 +683,8 @@ def _layout_note(choice: _Choice, layout: str | None) -> str | None:
     where = f"axes {choice.axes} from {_DESCRIBED[choice.kind]} metadata"
     if layout is None:
         return f"{where}: no geomcli layout fits (NCHW, NHWC, CHW, HWC, HW); give --layout"
-    if len(choice.axes) == len(layout) == 4:  # (not a palette's ZCYX read as ZCYXS, whose C is a stack axis too)
+    if len(choice.axes) == 4 and layout in ("NCHW", "NHWC"):
+        # (not a hyperstack's own TZYX, nor a palette's ZCYX read as ZCYXS, whose C is a stack axis too)
         return f"{where}: layout {layout}, {choice.axes[0]} as N"
     return f"{where}: layout {layout}"
 

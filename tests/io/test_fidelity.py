@@ -607,6 +607,19 @@ def test_space_to_depth_finds_c_h_w_of_a_hyperstack_without_layout(tmp_path: Pat
         assert tif.pages[0].resolution == (2.0, 2.0)  # pixels twice as big
 
 
+@pytest.mark.parametrize(("axes", "note"), [("TZYX", "layout TZYX"), ("ZCYX", "layout NCHW, Z as N")])
+def test_a_hyperstack_read_as_its_own_axes_names_no_axis_as_n(tmp_path: Path, axes: str, note: str) -> None:
+    """'info tz.tif' of an ImageJ TZYX stack said 'layout TZYX, T as N': its layout is its own
+    axes, T and Z both stack axes, none read as N; a ZCYX stack's Z is (NCHW)."""
+    import tifffile
+
+    path = tmp_path / "tz.tif"
+    tifffile.imwrite(path, np.zeros((2, 3, 8, 8), np.uint8), imagej=True, metadata={"axes": axes})
+    result = run("info", path)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.rstrip("\n").endswith(f"; axes {axes} from ImageJ metadata: {note}")
+
+
 def test_ome_tiff_layout_from_metadata_and_fresh_ome_xml(tmp_path: Path, rng: np.random.Generator) -> None:
     import tifffile
 
