@@ -18,7 +18,8 @@ AffineGrid-20; images as their H and W axes, or as (N, C, H, W)), run in onnxrun
   truncates and the reference weighs integers in their own type), ``decided`` (the reference
   asked as help(geomcli.resize) decided where the two differ: align_corners and
   tf_crop_and_resize divide by the output length less one; pytorch_half_pixel reads 0 on an
-  output of length 1) or ``closed form`` (docs/spec/NOTES.md's AffineGrid, length 1 included).
+  output of length 1), ``ort 2-D`` (a 1-D resize lifted to (1, n) for onnxruntime, which runs
+  no 1-D linear or cubic) or ``closed form`` (docs/spec/NOTES.md's AffineGrid, length 1 included).
   Where none of them applies (antialias with those divisions) the case is ``unverified``;
 - geomcli refusing what either of them runs is a MISMATCH (an empty result in a PNG or TIFF,
   which cannot hold one, is not);
@@ -176,6 +177,27 @@ def in_float(case: Case, runner: Callable[[onnx.ModelProto, dict[str, np.ndarray
     if isinstance(result, str):
         return result
     return case.from_onnx(converted(result, case.dtype))
+
+
+def lifted_resize(case: Case) -> np.ndarray | str:
+    """onnxruntime on a 1-D Resize lifted to (1, n) with axes [1] (its linear and cubic take no 1-D
+    input), the data as float32, converted once as :func:`in_float`: where the reference runs
+    alone, a second oracle (seed 171, case 53: the reference's taps one pixel off)."""
+    data = case.feeds.get("X")
+    if case.operator != "resize" or case.model is None or data is None or data.ndim != 1:
+        return "onnxruntime lifted: not a 1-D resize"
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    node = model.graph.node[0]
+    kept = [attribute for attribute in node.attribute if attribute.name != "axes"]
+    del node.attribute[:]
+    node.attribute.extend([*kept, helper.make_attribute("axes", [1])])
+    for value in [*model.graph.input, *model.graph.output]:
+        if value.name in ("X", "Y"):
+            value.type.tensor_type.elem_type = tensor_type(np.dtype(np.float32))
+    model.graph.input[0].type.tensor_type.shape.dim.insert(0, onnx.TensorShapeProto.Dimension(dim_value=1))
+    result = run_ort(model, dict(case.feeds, X=data.astype(np.float32)[None]))
+    return result if isinstance(result, str) else converted(result[0], case.dtype)
 
 
 def converted(result: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -877,6 +899,8 @@ def run_case(case: Case, where: Path) -> tuple[str, list[str]]:
             and "X" in case.feeds and case.model is not None and not case.steps:
         others["ort float"] = lambda: in_float(case, run_ort)
         others["ref float64"] = lambda: in_float(case, run_reference, np.dtype(np.float64))
+    if case.operator == "resize" and "X" in case.feeds and case.feeds["X"].ndim == 1:
+        others["ort 2-D"] = lambda: lifted_resize(case)
     if len(ran) == 2 and difference(ran["ort"], ran["ref"], case.dtype) is None:
         why = difference(written, ran["ref"], case.dtype)
         if why:

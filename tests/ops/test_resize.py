@@ -763,6 +763,21 @@ def test_coordinates_are_exact() -> None:
     assert by_onnx_reference(data, mode="cubic", **keywords)[0, 5] == pytest.approx(10, abs=1e-5)  # wrong taps
 
 
+def test_a_linear_sample_at_a_pixel_reads_that_pixel_where_the_reference_reads_the_one_before() -> None:
+    """half_pixel_symmetric 7 -> 3 by scale 0.5 (width 3.5): output 0 reads x = 3.5 · (1 - 3/3.5)
+    + 0.5/0.5 - 0.5 = 1 exactly, pixel 1, as onnxruntime gives. The ONNX reference computes x =
+    1.0000000000000002 in floats; shifted by its one pixel of edge padding it rounds to 2.0,
+    whose two nearest taps (a tie going to the lower) are pixels 0 and 1, weighed 1 and 2e-16:
+    pixel 0 (found by scripts/fuzz_against_onnx.py --seed 171, case 53, on bfloat16)."""
+    data = f32(-58.75, 66.5, 4.8125, -27.375, -3.90625, 70, -82)
+    keywords: dict[str, Any] = {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"}
+    expected = [66.5, -27.375, 70.0]  # pixels 1, 3 and 5: x = 1, 3, 5
+    assert resize(data, scales=[0.5], **keywords).tolist() == expected
+    assert by_reference(data, scales=[0.5], **keywords).tolist() == expected
+    assert by_onnxruntime(data[None], scales=f32(1, 0.5), **keywords).tolist() == [expected]  # (no 1-D linear)
+    assert by_onnx_reference(data, scales=f32(0.5), **keywords).tolist() == [-58.75, -27.375, 70.0]
+
+
 def test_an_axis_of_length_1_gives_its_pixel_at_every_output() -> None:
     """Every tap of a 1-pixel axis reads that pixel and the weights sum to 1, so each output is
     the pixel. Summed in float64 they missed it by an ulp: a 1x2 uint8 [[1, 2]] to 3x3 cubic
