@@ -429,7 +429,7 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             found, what = [Source(argument.rstrip("/"), "")], argument
         elif _remote.is_url(argument):
             found, what = _url_sources(argument, recursive, literal, skip, passed_over,
-                                       asked.get(argument, _UNASKED) if literal else _UNASKED)
+                                       asked.get(argument, _UNASKED) if literal else _UNASKED, folders_left)
         elif os.path.isdir(argument):
             found, what = _folder(argument, recursive, skip, passed_over, folders_left), f"the folder {argument}"
         elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
@@ -647,12 +647,14 @@ _UNASKED = object()
 
 
 def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None = None,
-                 passed_over: list[str] | None = None, asked: Any = _UNASKED) -> tuple[list[Source], str]:
+                 passed_over: list[str] | None = None, asked: Any = _UNASKED,
+                 folders_left: list[str] | None = None) -> tuple[list[Source], str]:
     """What a URL argument names, as for a local one: the readable files a glob matches (``**``
-    any depth; hidden names only where the pattern names them), a folder's (-r: at every depth),
-    or the one file, those in ``skip`` below where the listing starts left out (the unreadable
-    added to ``passed_over``); and how a message names it. Sizes come from the listing, or from
-    what the store said of the name already (``asked``: :func:`_named_together`)."""
+    any depth; hidden names only where the pattern names them; a folder it matches taken as that
+    folder named, as _glob takes one), a folder's (:func:`_url_folder`), or the one file, those in
+    ``skip`` below where the listing starts left out (the unreadable added to ``passed_over``); and
+    how a message names it. Sizes come from the listing, or from what the store said of the name
+    already (``asked``: :func:`_named_together`)."""
     from geomcli.io import _remote
 
     skip = skip or _OutDir(None)
@@ -671,30 +673,58 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
             pattern = [part for part in parts[len(fixed):] if part]
             depth = None if "**" in pattern else len(pattern)
             left_out = skip.below(root)
-            found = [(entry, relative) for entry in _remote.listing(root, depth is None or depth > 1)
+            subfolders: list[str] = []  # (of root, where its own listing has them: a pattern of one name)
+            entries = _remote.listing(root, depth is None or depth > 1, subfolders)
+            found = [(entry, relative) for entry in entries
                      if (relative := _relative(entry.url, root)) and _glob_match(pattern, relative.split("/"))
                      and (depth is None or relative.count("/") < depth)
                      and not skip.holds_url(relative, left_out)]
-            return _url_order(found, root, passed_over), f"the pattern {url!r}"
+            # a prefix the pattern matches is a folder (not under **, which walks folders itself)
+            prefixes = {"/".join(names[:depth]) for entry in entries
+                        if depth is not None and len(names := _relative(entry.url, root).split("/")) > depth}
+            prefixes.update(_relative(folder, root) for folder in subfolders)
+            folders = sorted(prefix for prefix in prefixes if _glob_match(pattern, prefix.split("/"))
+                             and not prefix.rpartition("/")[2].startswith(".") and not skip.holds_url(prefix, left_out))
+            sources = _url_order(found, root, passed_over)
+            for folder in folders:
+                try:
+                    sources.extend(_url_folder(f"{root}/{folder}", recursive, skip, passed_over, folders_left))
+                except GeomError as error:  # one failure, as a local folder that cannot be listed
+                    sources.append(Source(f"{root}/{folder}", "", str(error)))
+            sources.sort(key=lambda source: _relative(source.path, root).split("/"))
+            return sources, f"the pattern {url!r}"
         if isinstance(asked, BaseException):
             raise asked
         named = _remote.named(url) if asked is _UNASKED else asked
         if named is None:  # a folder
             root = url.rstrip("/")
-            left_out = skip.below(root)
-            found = []
-            for entry in _remote.listing(root, recursive):
-                relative = _relative(entry.url, root)
-                names = relative.split("/")
-                if relative and not any(name.startswith(".") for name in names) \
-                        and not skip.holds_url(relative, left_out):
-                    found.append((entry, relative))
-            return _url_order(found, root, passed_over), f"the folder {url}"
+            return _url_folder(root, recursive, skip, passed_over, folders_left), f"the folder {url}"
     except GeomError as error:
         # as a local folder that cannot be listed: one failure of the run (a store that does not
         # answer, credentials refused), not a pattern that matched nothing
         return [Source(root, "", str(error))], url
     return [Source(url, "", size=named.size)], url
+
+
+def _url_folder(root: str, recursive: bool, skip: _OutDir, passed_over: list[str] | None = None,
+                folders_left: list[str] | None = None) -> list[Source]:
+    """The readable files of the folder URL ``root``, as :func:`_folder` finds a local folder's:
+    -r at every depth, hidden names and ``skip`` left out, its other files added to
+    ``passed_over``, and without -r its subfolders to ``folders_left``."""
+    from geomcli.io import _remote
+
+    left_out = skip.below(root)
+    subfolders: list[str] = []
+    found = []
+    for entry in _remote.listing(root, recursive, subfolders):
+        relative = _relative(entry.url, root)
+        if relative and not any(name.startswith(".") for name in relative.split("/")) \
+                and not skip.holds_url(relative, left_out):
+            found.append((entry, relative))
+    if folders_left is not None:
+        folders_left.extend(folder for folder in subfolders if not (relative := _relative(folder, root)).startswith(".")
+                            and relative and not skip.holds_url(relative, left_out))
+    return _url_order(found, root, passed_over)
 
 
 def _named_together(urls: Sequence[str]) -> dict[str, Any]:

@@ -1170,11 +1170,12 @@ _modified: dict[str, int | None] = {}
 _listed: dict[str, bool] = {}
 
 
-def listing(url: str, recursive: bool = True) -> list[Entry]:
+def listing(url: str, recursive: bool = True, folders: list[str] | None = None) -> list[Entry]:
     """The files under the folder ``url`` (all depths, or its own with ``recursive`` False), in
     the listing's order, a zarr array among them as one entry (its files left out); none for a
     folder that is not there. Their modified times are kept for :func:`modified`; an array's
-    only where the listing saw all its files (at every depth)."""
+    only where the listing saw all its files (at every depth). Without ``recursive`` the URLs of
+    its subfolders that are no zarr array are added to ``folders``."""
     fs, root = filesystem(url)
     if protocol(url) in READ_ONLY:
         return []
@@ -1206,6 +1207,8 @@ def listing(url: str, recursive: bool = True) -> list[Entry]:
         elif info.get("type") != "directory" and not path.endswith("/"):  # "day/": a folder's marker (S3's console)
             _modified[entry.url] = entry.modified
             entries.append(entry)
+        elif folders is not None and not recursive and entry.url.rstrip("/") != base:
+            folders.append(entry.url.rstrip("/"))
     for array, newest in arrays.items():
         if recursive:
             _modified[array] = newest

@@ -2264,7 +2264,9 @@ def test_folders_and_quoted_globs_on_s3_take_zarr_arrays_as_inputs(s3: S3, tmp_p
     for key in ["in/a.zarr", "in/deeper/b.zarr"]:
         assert run("crop-pad", tmp_path / "a.zarr", "-o", f"{s3.url}/{key}", "--shape", "1,3,8,8", "-q").exit_code == 0
     s3.put("in/c.npy", _npy_bytes(data))
-    for inputs, names in [([f"{s3.url}/in"], ["a.zarr", "c.npy"]), ([f"{s3.url}/in/*"], ["a.zarr", "c.npy"]),
+    # (in/* matches the prefix deeper too, taken as that folder named, as a local glob's: its b.zarr)
+    for inputs, names in [([f"{s3.url}/in"], ["a.zarr", "c.npy"]),
+                          ([f"{s3.url}/in/*"], ["a.zarr", "b.zarr", "c.npy"]),
                           ([f"{s3.url}/in/*.zarr"], ["a.zarr"]), ([f"{s3.url}/**/*.zarr"], ["a.zarr", "b.zarr"]),
                           (["-r", f"{s3.url}/in"], ["a.zarr", "b.zarr", "c.npy"])]:
         result = run("crop-pad", *inputs, "--out-dir", tmp_path / "out", "--shape", "1,3,4,4", "--dry-run")

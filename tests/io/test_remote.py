@@ -150,9 +150,33 @@ def test_url_globs_match_what_local_globs_match(pattern: str, s3: S3, shots: dic
     assert {key.removeprefix("out/"): s3.get(key) for key in s3.keys() if key.startswith("out/")} == made
 
 
+@pytest.mark.parametrize("pattern", ["raw/*", "r*/d*", "raw/[d]*", "raw/.*"])
+@pytest.mark.parametrize("recursive", [["-r"], []])
+def test_a_prefix_a_url_glob_matches_is_taken_as_that_folder_named(pattern: str, recursive: list[str], s3: S3,
+                                                                   shots: dict[str, bytes], tmp_path: Path) -> None:
+    """'s3://bkt/raw/*' -r left raw/day out, where a local glob takes a folder it matches as that
+    folder named (plan._glob): walked with -r, its files under their path below it; without -r its
+    own files and its subfolders named in a warning. A hidden one (.cache) is left out alike."""
+    local = run("crop-pad", f"{tmp_path}/{pattern}", *recursive, "--out-dir", tmp_path / "local", "--shape", "6,6")
+    remote = run("crop-pad", f"{s3.url}/{pattern}", *recursive, "--out-dir", tmp_path / "remote", "--shape", "6,6")
+    assert remote.exit_code == local.exit_code == 0, remote.stderr
+    made = tree(tmp_path / "local")
+    assert "c.png" in made and ("night/d.png" in made) == bool(recursive) or pattern == "raw/.*"
+    assert tree(tmp_path / "remote") == made
+    warnings = [line for line in local.stderr.splitlines() if line.startswith("Warning:")]
+    assert [line for line in remote.stderr.splitlines() if line.startswith("Warning:")] == \
+        [line.replace(str(tmp_path), s3.url) for line in warnings]
+    assert (f"Warning: left out the folder {tmp_path}/raw/day/night: give -r to take subfolders too" in warnings) \
+        == (not recursive and pattern != "raw/.*")
+
+
 def test_a_folder_url_is_its_files_and_r_its_subfolders(s3: S3, shots: dict[str, bytes], tmp_path: Path) -> None:
-    assert run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "top", "--shape", "6,6").exit_code == 0
+    top = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "top", "--shape", "6,6")
+    assert top.exit_code == 0
     assert sorted(tree(tmp_path / "top")) == ["a.png", "b.png"]
+    # its subfolders named, as a local folder's (not .cache, hidden)
+    assert f"Warning: left out the folder {s3.url}/raw/day: give -r to take subfolders too\n" in top.stderr
+    assert ".cache" not in top.stderr
     assert run("crop-pad", f"{s3.url}/raw/", "-r", "--out-dir", tmp_path / "all", "--shape", "6,6").exit_code == 0
     assert sorted(tree(tmp_path / "all")) == ["a.png", "b.png", "day/c.png", "day/night/d.png"]
 
