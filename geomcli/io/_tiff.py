@@ -1123,10 +1123,13 @@ def _tiff(source: str | bytes | BinaryIO, name: str) -> Iterator[tuple[Any, list
     notes: list[str] = []
     handler = _Collect(notes)
     log = logging.getLogger("tifffile")
-    propagate = log.propagate
-    log.addHandler(handler)
-    # tifffile logs what it repairs or skips; the summary shows it instead of a stray stderr line
-    log.propagate = False
+    with _collecting.lock:
+        if not _collecting.count:
+            _collecting.propagate = log.propagate
+        _collecting.count += 1
+        log.addHandler(handler)
+        # tifffile logs what it repairs or skips; the summary shows it instead of a stray stderr line
+        log.propagate = False
     try:
         with _as_geom_errors(name, source), \
                 tifffile.TiffFile(io.BytesIO(source) if isinstance(source, bytes) else source) as tif:
@@ -1140,8 +1143,24 @@ def _tiff(source: str | bytes | BinaryIO, name: str) -> Iterator[tuple[Any, list
             # missing or zero-filled, so the file is refused
             raise GeomError(f"{name}: not a readable TIFF ({handler.damage[0]})")
     finally:
-        log.removeHandler(handler)
-        log.propagate = propagate
+        with _collecting.lock:
+            log.removeHandler(handler)
+            _collecting.count -= 1
+            if not _collecting.count:  # the last of the threads opening files at once
+                log.propagate = _collecting.propagate
+
+
+class _Collecting:
+    """The _Collect handlers on tifffile's logger at once (a batch's header threads each open a
+    file), and whether it propagated before the first."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+        self.propagate = True
+
+
+_collecting = _Collecting()
 
 
 def referenced_end(data: bytes, name: str) -> int | None:
@@ -1228,14 +1247,18 @@ _TIFFFILE_REPR = re.compile(r"<(?:tifffile\.)?Tiff(?:Page (\d+) @\d+|\w+(?:[ .][
 
 
 class _Collect(logging.Handler):
-    """tifffile's warnings become notes, its errors signs of damage."""
+    """tifffile's warnings become notes, its errors signs of damage: of the file this thread
+    opens, not another's that a thread beside it opens meanwhile (the logger is one)."""
 
     def __init__(self, notes: list[str]) -> None:
         super().__init__(logging.WARNING)
         self.notes = notes
         self.damage: list[str] = []
+        self.thread = threading.get_ident()
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.thread != self.thread:
+            return
         text = " ".join(record.getMessage().split())
         # its objects' reprs say where: "<tifffile.TiffPage 0 @8> incorrect ..." -> "page 0: incorrect ..."
         text = _TIFFFILE_REPR.sub(lambda m: f"page {m[1]}: " if m[1] else "", text)

@@ -786,3 +786,38 @@ def test_a_planar_configuration_tiff_has_not_is_refused(tmp_path: Path, planar: 
             "planar)")
     assert one_error(run("crop-pad", path, "-o", tmp_path / "out.npy", "--shape", "24,32"), path) == said
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_a_tiffs_damage_is_its_own_not_that_of_one_read_beside_it(tmp_path: Path) -> None:
+    """tifffile's log is one logger: each open's handler took every thread's lines, so a batch's
+    header threads gave one TIFF's damage to another read at the same time ('s3://b/small.tif:
+    not a readable TIFF (tifffile: corrupted tag list of page 2 @90256 ...)', the offset of
+    another file's IFD), and a dry run refused a good file for a damaged one beside it. Each
+    takes its own thread's lines now, and the logger propagates again once all are done."""
+    import logging
+    import threading
+
+    import tifffile
+
+    from geomcli.io import _tiff
+
+    tifffile.imwrite(tmp_path / "good.tif", np.zeros((2, 8, 8), np.uint8))
+    data = bytearray((tmp_path / "good.tif").read_bytes())
+    with tifffile.TiffFile(tmp_path / "good.tif") as tif:
+        second = tif.pages[1].offset
+    data[second: second + 2] = b"\xff\xff"  # a count of tags past any IFD's
+    (tmp_path / "bad.tif").write_bytes(data)
+    failed: list[str] = []
+
+    def beside() -> None:
+        with pytest.raises(GeomError, match=r"bad.tif: not a readable TIFF \(tifffile: corrupted tag list") as error:
+            io.read_header(str(tmp_path / "bad.tif"))
+        failed.append(str(error.value))
+
+    with _tiff._tiff(str(tmp_path / "good.tif"), "good.tif") as (tif, notes):
+        thread = threading.Thread(target=beside)
+        thread.start()
+        thread.join()
+        assert len(tif.pages) == 2
+    assert notes == [] and len(failed) == 1
+    assert logging.getLogger("tifffile").propagate
