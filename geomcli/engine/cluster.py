@@ -8,8 +8,9 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
 - **Headers first.** As for ``-j``, every input's header is checked before any file is done (a
   run whose options some input cannot take writes nothing): by this process for a small batch,
   by the workers for one of more than ``HEADERS_HERE`` inputs, which is where the time goes for a
-  million inputs on object storage. An object read whole for its header (under 64 KiB) goes to
-  its task with its bytes, ``CARRIED_BYTES`` a task at most: read once, not twice. A worker's
+  million inputs on object storage. An object read whole for its header (under 64 KiB, a TIFF
+  read past its ranges) goes to its task with its bytes, ``CARRIED_BYTES`` a task at most: read
+  once, not twice; one read whole whose header could not be read fails so, not sent. A worker's
   check sends them back with its faults (``CARRIED_BYTES`` a check, io._remote.KEPT_BYTES in all,
   as this process keeps); past that, an object is read again by the task that does its file. A
   file whose read stalled in the check fails so, and is not sent (the deadline waited out twice).
@@ -178,6 +179,11 @@ class Session:
         return self.connection
 
     @staticmethod
+    def carried_bytes() -> int:
+        """The most bytes of objects a task carries to its runs (one object read whole by the check here)."""
+        return CARRIED_BYTES
+
+    @staticmethod
     def headers_here(todo: Sequence[Job]) -> bool:
         """Whether :meth:`option_faults` checks ``todo``'s headers in this process (a small batch)."""
         return len(todo) <= HEADERS_HERE
@@ -274,8 +280,9 @@ def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[
         list[tuple[int, str]], dict[int, bytes], dict[int, str], tuple[str, ...]]:
     """A task, on a worker: plan.option_faults of ``jobs``, by their index; the bytes of the small
     objects it read whole for their headers, by index, ``carried`` bytes at most: their runs take
-    them (Job.data), where they read them a second time; the lines of the reads that stalled,
-    by index: their files fail so, where their runs waited out the deadline a second time; and
+    them (Job.data), where they read them a second time; the lines of the reads that stalled, or
+    of objects read whole whose header could not be read, by index: their files fail so, where
+    their runs waited out the deadline, or read the object, a second time; and
     the stores taken for dead (Task.dead_stores, and those this check gave up)."""
     from geomcli.io import _remote
 
@@ -284,7 +291,7 @@ def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[
             _remote.keeping_small_reads(carried):  # not another run's, on this worker
         faults = [(job.index, line) for job, line in plans.option_faults(task, jobs)]
         return (faults, {job.index: data for job in jobs if (data := _remote.take_kept(job.input)) is not None},
-                {job.index: line for job in jobs if (line := _remote.take_stalled(job.input)) is not None},
+                {job.index: line for job in jobs if (line := _remote.take_failed(job.input)) is not None},
                 _remote.dead_stores())
 
 

@@ -1194,11 +1194,12 @@ def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
     have, no layout, an output over --max-pixels or that its format cannot hold): each such job
     and its one line (:func:`header_fault`), found before anything is written. Local headers are
     read one after another (parsing them holds the interpreter); URLs' side by side."""
-
-    from geomcli.io import _zarr
+    from geomcli.io import _remote, _zarr
 
     def fault(job: Job) -> str | None:
-        with _zarr.shared_opens():  # (a zarr's header and its tasks' check: one open)
+        # (a zarr's header and its tasks' check: one open; a URL's TIFF its ranges read whole, then
+        # read whole where they read it as damaged: one read)
+        with _zarr.shared_opens(), _remote.shared_reads():
             header = header_as_read(job.input, task.common)
             return None if header is None else header_fault(task.operation, task.common, header, job.input,
                                                             job.output, job.format)

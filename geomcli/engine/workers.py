@@ -128,19 +128,20 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
                             "does every file")
                 workers = 1
     if on_cluster is None or on_cluster.headers_here(todo):
-        # a small object the check here reads whole goes to its run with its job: read once, not
+        # an object the check here reads whole goes to its run with its job: read once, not
         # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES); one whose
-        # read stalled has failed, and is not read again (the deadline waited out twice)
-        with _remote.keeping_small_reads():
+        # read stalled, or that it read whole and could not read a header of, has failed, and is
+        # not read again (the deadline waited out twice, the damaged object moved twice)
+        with _remote.keeping_small_reads(largest=None if on_cluster is None else on_cluster.carried_bytes()):
             faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
             todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
                     for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
-            stalled = {job.index: line for job in todo if (line := _remote.take_stalled(job.input)) is not None}
+            stalled = {job.index: line for job in todo if (line := _remote.take_failed(job.input)) is not None}
     else:
         faults = on_cluster.option_faults(task, todo)
         # the small objects the workers read whole for their headers, and the lines of those whose
-        # read stalled, sent back with their check (a dict's look-up a job: take_kept asks each
-        # URL's filesystem, 50 us, a million times)
+        # read stalled or whose whole bytes held no readable header, sent back with their check (a
+        # dict's look-up a job: take_kept asks each URL's filesystem, 50 us, a million times)
         todo = [job if (data := on_cluster.carried.pop(job.index, None)) is None else
                 dataclasses.replace(job, data=data) for job in todo]
         stalled = on_cluster.stalled

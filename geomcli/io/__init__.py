@@ -199,7 +199,12 @@ def read_header(
         except (GeomError, OSError):
             _raise_failed_range(source)
             source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
-    return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)
+    try:
+        return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)
+    except GeomError as error:
+        if isinstance(source, bytes):  # a URL's whole object: its run would read it again to fail so
+            _remote.keep_failure(path, str(error))
+        raise
 
 
 def _in_part(source: str | bytes | BinaryIO, file_size: int | None) -> bool:

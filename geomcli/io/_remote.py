@@ -34,7 +34,7 @@ store's own tries in), and each output's put, must be done within ``DEADLINE_SEC
 plus a second per ``SLOWEST_RATE`` (256 KiB) of the bytes it moves, else it fails at once, one
 line saying the store stalled, and a batch sends it no more (no failure that may pass: it would
 cost the deadline again; a read that stalled in the check of a header is not made again by its
-run: take_stalled). A healthy store
+run: take_failed). A healthy store
 answers in milliseconds, and a passing failure costs s3fs's and botocore's pauses (a few seconds);
 60 s still lets through a request or two held for the whole read timeout, and 256 KiB a second
 (2 Mbit/s) a big body on a slow line. ``--storage-option deadline_seconds=N`` sets the 60 s
@@ -202,11 +202,8 @@ def _in_time(fs: AbstractFileSystem, url: str, doing: str, call: Callable[..., A
 
 
 def _kept_stall(url: str, said: StalledError) -> StalledError:
-    """``said``, kept for :func:`take_stalled` within keeping_small_reads."""
-    kept = _keeping.get()
-    if kept is not None:
-        with kept.lock:
-            kept.stalled[canonical(url)] = str(said)
+    """``said``, kept for :func:`take_failed` within keeping_small_reads."""
+    keep_failure(url, str(said))
     return said
 
 
@@ -631,27 +628,29 @@ def _held(table: dict[str, Any], url: str, value: Any) -> Iterator[None]:
 
 
 # Within keeping_small_reads (a batch's check of its headers, before its run), the objects read
-# whole of at most KEPT_OBJECT_BYTES each (64 KiB: io.HEAD_BYTES, the first bytes a header is read
-# from) are kept by canonical URL, KEPT_BYTES in all, for take_kept: its run was then a second
-# GET of each. Off within given_bytes, a read of its URL takes the bytes it was given. The reads
-# that stalled (their lines, for take_stalled) are kept too: its run waited out the deadline again.
-KEPT_OBJECT_BYTES = 64 << 10
+# whole (one of at most io.HEAD_BYTES; a TIFF read past its ranges or found damaged by them, a
+# format whose header is read whole) are kept by canonical URL, KEPT_BYTES in all, for
+# take_kept: its run was then a second GET of each, the whole of a 200 MB TIFF. Off within
+# given_bytes, a read of its URL takes the bytes it was given. The lines of the reads that
+# stalled and of the objects read whole whose header could not be read are kept too (for
+# take_failed): its run waited out the deadline again, or read the damaged object again to fail it so.
 KEPT_BYTES = 64 << 20
 _given: dict[str, bytes] = {}
 
 
 class _Kept:
     """What one keeping_small_reads keeps: bytes by canonical URL, at most ``limit`` in all
-    (taken ones still count: the jobs hold them until done), and the lines of stalled reads."""
+    (taken ones still count: the jobs hold them until done) and ``largest`` an object, and the
+    lines of failed reads."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit, self.total = limit, 0
+    def __init__(self, limit: int, largest: int) -> None:
+        self.limit, self.largest, self.total = limit, largest, 0
         self.data: dict[str, bytes] = {}
-        self.stalled: dict[str, str] = {}
+        self.failed: dict[str, str] = {}
         self.lock = threading.Lock()
 
     def add(self, key: str, data: bytes) -> None:
-        if len(data) > KEPT_OBJECT_BYTES:
+        if len(data) > self.largest:
             return
         with self.lock:
             if self.total + len(data) <= self.limit:
@@ -665,11 +664,13 @@ _keeping: ContextVar[_Kept | None] = ContextVar("geomcli_kept_reads", default=No
 
 
 @contextmanager
-def keeping_small_reads(limit: int | None = None) -> Iterator[None]:
-    """Within it, in this thread (and the pools it starts with :func:`pool_initializer`), small
+def keeping_small_reads(limit: int | None = None, largest: int | None = None) -> Iterator[None]:
+    """Within it, in this thread (and the pools it starts with :func:`pool_initializer`), the
     objects read whole are kept for :func:`take_kept` (see above), ``limit`` bytes in all
-    (KEPT_BYTES where None); those not taken are dropped as it ends."""
-    token = _keeping.set(_Kept(KEPT_BYTES if limit is None else limit))
+    (KEPT_BYTES where None), ``largest`` bytes an object (where None, as many as ``limit``);
+    those not taken are dropped as it ends."""
+    limit = KEPT_BYTES if limit is None else limit
+    token = _keeping.set(_Kept(limit, limit if largest is None else largest))
     try:
         yield
     finally:
@@ -685,13 +686,24 @@ def take_kept(url: str) -> bytes | None:
         return kept.data.pop(canonical(url), None)
 
 
-def take_stalled(url: str) -> str | None:
-    """The line of a read of ``url`` that stalled within :func:`keeping_small_reads`, no longer kept; None if none."""
+def keep_failure(url: str, line: str) -> None:
+    """Keep ``line``, the failure of a read of ``url`` its run would meet again (a read that
+    stalled, an object read whole whose header cannot be read), for :func:`take_failed`, within
+    :func:`keeping_small_reads`."""
     kept = _keeping.get()
-    if kept is None or not kept.stalled or not is_url(url):
+    if kept is not None and is_url(url):
+        with kept.lock:
+            kept.failed[canonical(url)] = line
+
+
+def take_failed(url: str) -> str | None:
+    """The line :func:`keep_failure` kept of ``url`` within :func:`keeping_small_reads`, no longer
+    kept; None if none."""
+    kept = _keeping.get()
+    if kept is None or not kept.failed or not is_url(url):
         return None
     with kept.lock:
-        return kept.stalled.pop(canonical(url), None)
+        return kept.failed.pop(canonical(url), None)
 
 
 def _keep(fs: AbstractFileSystem, path: str, data: bytes) -> None:

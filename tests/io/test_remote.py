@@ -313,7 +313,7 @@ def test_a_batchs_reads_take_the_size_the_listing_told(s3: S3, shots: dict[str, 
     (No object is kept from the check here: the run reads each.)"""
     from geomcli.engine import workers
 
-    monkeypatch.setattr(_remote, "KEPT_OBJECT_BYTES", 0)
+    monkeypatch.setattr(_remote, "KEPT_BYTES", 0)
     option_faults = workers.option_faults
     methods = counted_requests(monkeypatch)
 
@@ -474,6 +474,68 @@ def test_a_tiff_whose_ifds_are_far_apart_is_read_by_a_few_ranges_then_whole(s3: 
     with pytest.raises(GeomError, match="not a readable TIFF") as remote:
         io.read_header(f"{s3.url}/cut.tif")
     assert str(remote.value) == str(local.value).replace(str(tmp_path), s3.url)
+
+
+def gets_by_key(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[str, int]]]:
+    """The GETs this process makes from now on, by key: each one's range ("" for the whole
+    object) and the bytes it moved."""
+    import s3fs
+
+    found: dict[str, list[tuple[str, int]]] = {}
+    real = s3fs.S3FileSystem._call_s3
+
+    async def counted(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        answer = await real(self, method, *args, **kwargs)
+        if method == "get_object":
+            found.setdefault(kwargs["Key"], []).append((kwargs.get("Range", ""), int(answer["ContentLength"])))
+        return answer
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counted)
+    return found
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_tiff_the_check_read_whole_is_read_whole_once(jobs: str, s3: S3, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A TIFF whose header the check read whole was read whole again: one of pages of other shapes
+    (its IFDs past RANGED_READS ranges) by its run, 2.2 MB moved for 1.1; a damaged one (its second
+    IFD's count of tags 0xFFFF) by the check a second time, where the ranges had read it as
+    damaged, then by its run, to fail it so: 3.3 MB. Its whole read is now the check's alone (the
+    ranges' whole read shared within the check, the bytes carried to the run); a damaged one fails
+    at the check, in the line its run gave."""
+    import tifffile
+
+    rng = np.random.default_rng(3)
+    (tmp_path / "raw").mkdir()
+    with tifffile.TiffWriter(tmp_path / "raw" / "pages.tif") as writer:
+        for page in range(12):  # (90 KB a page: each IFD past the range before)
+            writer.write(rng.integers(0, 256, (300, 300 + page), dtype=np.uint8))
+    data = (tmp_path / "raw" / "pages.tif").read_bytes()
+    with tifffile.TiffFile(tmp_path / "raw" / "pages.tif") as tif:
+        second = tif.pages[1].offset
+    (tmp_path / "raw" / "cut.tif").write_bytes(data[:second] + b"\xff\xff" + data[second + 2:])
+    for name in ("pages.tif", "cut.tif"):
+        s3.put(f"raw/{name}", (tmp_path / "raw" / name).read_bytes())
+    gets = gets_by_key(monkeypatch)  # (this process's: with -j 2 the check's alone)
+    caplog.set_level("INFO", logger="werkzeug")
+    for name, page in [("pages.tif", ["--page", "11"]), ("cut.tif", [])]:
+        common = ["--name", "{stem}.npy", "--shape", "8,8", *page, "-j", jobs]
+        result = run("crop-pad", f"{s3.url}/raw/{name}", "--out-dir", tmp_path / "out",
+                     *common, *s3.options)
+        local = run("crop-pad", tmp_path / "raw" / name, "--out-dir", tmp_path / "local", *common)
+        assert result.exit_code == local.exit_code, result.stderr
+        assert result.stderr.replace(s3.url, str(tmp_path)).split("crop-pad:")[0] == local.stderr.split("crop-pad:")[0]
+    assert result.stderr.startswith(f"Error: {s3.url}/raw/cut.tif: not a readable TIFF (tifffile: corrupted tag list")
+    assert tree(tmp_path / "out") == tree(tmp_path / "local") and list(tree(tmp_path / "out")) == ["pages.npy"]
+    wholes = sorted(line.split('"GET /')[1].split()[0].split("/", 1)[1] for record in caplog.records
+                    if '"GET /' in (line := record.getMessage()) and '" 200 ' in line.replace("\x1b[0m", "")
+                    and "?" not in line)
+    assert wholes == ["raw/cut.tif", "raw/pages.tif"]  # (by the server's log: a worker process's reads too)
+    assert [size for span, size in gets["raw/cut.tif"] if not span] == [len(data)]
+    assert [size for span, size in gets["raw/pages.tif"] if not span] == [len(data)]
+    assert len(gets["raw/pages.tif"]) == 2 + _remote.RANGED_READS and len(gets["raw/cut.tif"]) == 3
+    assert sum(size for span, size in gets["raw/cut.tif"] if span) <= 2 * _remote.RANGE_BYTES
 
 
 @pytest.mark.cluster
@@ -1178,8 +1240,9 @@ def test_a_batchs_check_reads_a_jpegs_or_pngs_header_from_its_first_bytes(s3: S3
     requests.clear()
     result = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "out", "--shape", "50,50")
     assert result.exit_code == 1 and f"{s3.url}/raw/e.jpg: not a readable JPEG" in result.stderr, result.stderr
+    # the check's, then each input's run; c.jpg's, read whole by the check, taken to its run
     assert sorted(request for request in requests if request.startswith("get_object")) == [
-        *["get_object"] * 6, *[head] * 5], requests  # the check's, then each input's run
+        *["get_object"] * 5, *[head] * 5], requests
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.jpg", "b.jpg", "c.jpg", "d.png"]
 
 
@@ -1803,12 +1866,13 @@ def test_a_store_that_dies_after_the_check_costs_a_few_deadlines_not_some_for_ev
     import re
     import time
 
+    from geomcli import io
     from geomcli.engine import cluster, workers
 
     rng = np.random.default_rng(5)
-    # (past KEPT_OBJECT_BYTES: the check reads a header's first bytes, the run the whole object)
+    # (past io.HEAD_BYTES: the check reads a header's first bytes, the run the whole object)
     data = png_bytes(rng, (160, 160, 3))
-    assert len(data) > _remote.KEPT_OBJECT_BYTES
+    assert len(data) > io.HEAD_BYTES
     for index in range(60):
         s3.put(f"raw/{index:02d}.png", data)
     endpoint, stalled, held = stalling_proxy
