@@ -188,12 +188,13 @@ class Session:
         """Whether :meth:`option_faults` checks ``todo``'s headers in this process (a small batch)."""
         return len(todo) <= HEADERS_HERE
 
-    def option_faults(self, task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
-        """What plan.option_faults finds in ``todo``'s headers: here for a batch of up to
-        HEADERS_HERE inputs, else by the workers in tasks of HEADER_TASK_FILES, IN_FLIGHT per
-        worker thread at most. A task the cluster could not run is checked here instead."""
+    def option_faults(self, task: Task, todo: Sequence[Job], unread: set[int] | None = None) -> list[tuple[Job, str]]:
+        """What plan.option_faults finds in ``todo``'s headers (and adds to ``unread``): here for
+        a batch of up to HEADERS_HERE inputs, else by the workers in tasks of HEADER_TASK_FILES,
+        IN_FLIGHT per worker thread at most. A task the cluster could not run is checked here instead."""
+        unread = set() if unread is None else unread
         if self.headers_here(todo):
-            return plans.option_faults(task, todo)
+            return plans.option_faults(task, todo, unread)
         from distributed import as_completed
 
         from geomcli.io import _remote
@@ -224,8 +225,9 @@ class Session:
                 future, result = next(completed)
                 part, carried = in_flight.pop(future)
                 if future.status == "finished":
-                    faults, kept, stalled, dead = result
+                    faults, kept, stalled, dead, not_read = result
                     self.dead_stores.update(dead)
+                    unread.update(not_read)
                     by_index = {job.index: job for job in part}
                     found.extend((by_index[index], _as_planned(line, by_index[index])) for index, line in faults)
                     self.carried.update(kept)
@@ -233,7 +235,7 @@ class Session:
                     room += carried - sum(map(len, kept.values()))  # (what it did not carry, for later tasks)
                 else:  # a worker lost, or a bug there: this process checks them (and raises the bug)
                     room += carried
-                    found.extend(plans.option_faults(task, part))
+                    found.extend(plans.option_faults(task, part, unread))
         except BaseException:
             with signals_held():
                 client.cancel(list(in_flight))
@@ -277,22 +279,25 @@ def _carrying_code(task: Task, local: LocalCluster | None) -> Task:
 
 
 def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[
-        list[tuple[int, str]], dict[int, bytes], dict[int, str], tuple[str, ...]]:
+        list[tuple[int, str]], dict[int, bytes], dict[int, str], tuple[str, ...], list[int]]:
     """A task, on a worker: plan.option_faults of ``jobs``, by their index; the bytes of the small
     objects it read whole for their headers, by index, ``carried`` bytes at most: their runs take
     them (Job.data), where they read them a second time; the lines of the reads that stalled, or
     of objects read whole whose header could not be read, by index: their files fail so, where
     their runs waited out the deadline, or read the object, a second time; and
-    the stores taken for dead (Task.dead_stores, and those this check gave up)."""
+    the stores taken for dead (Task.dead_stores, and those this check gave up); and the indices
+    of the jobs whose header could not be read (a refused run names their failures, and reads no
+    other header again)."""
     from geomcli.io import _remote
 
     check_code(task.code)
     with _remote.task_options(task.common.storage_options), _remote.watching_stores(task.dead_stores), \
             _remote.keeping_small_reads(carried):  # not another run's, on this worker
-        faults = [(job.index, line) for job, line in plans.option_faults(task, jobs)]
+        unread: set[int] = set()
+        faults = [(job.index, line) for job, line in plans.option_faults(task, jobs, unread)]
         return (faults, {job.index: data for job in jobs if (data := _remote.take_kept(job.input)) is not None},
                 {job.index: line for job in jobs if (line := _remote.take_failed(job.input)) is not None},
-                _remote.dead_stores())
+                _remote.dead_stores(), sorted(unread))
 
 
 def _not_asking(task: Task, dead_stores: Iterable[str]) -> Task:

@@ -1188,12 +1188,14 @@ REMOTE_HEADER_THREADS = 32
 RUN_OF_HEADERS = 4096
 
 
-def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
+def option_faults(task: Task, todo: Sequence[Job], unread: set[int] | None = None) -> list[tuple[Job, str]]:
     """What the headers of the inputs to do (:func:`to_do`) alone show they cannot take (a --fill
     their dtype cannot hold, a blocksize that does not divide them, a shape on more axes than they
     have, no layout, an output over --max-pixels or that its format cannot hold): each such job
-    and its one line (:func:`header_fault`), found before anything is written. Local headers are
-    read one after another (parsing them holds the interpreter); URLs' side by side."""
+    and its one line (:func:`header_fault`), found before anything is written; the index of each
+    job whose header could not be read added to ``unread`` (a refused run names their failures
+    without reading every header again). Local headers are read one after another (parsing them
+    holds the interpreter); URLs' side by side."""
     from geomcli.io import _remote, _zarr
 
     def fault(job: Job) -> str | None:
@@ -1201,6 +1203,8 @@ def option_faults(task: Task, todo: Sequence[Job]) -> list[tuple[Job, str]]:
         # read whole where they read it as damaged: one read)
         with _zarr.shared_opens(), _remote.shared_reads():
             header = header_as_read(job.input, task.common)
+            if header is None and unread is not None:
+                unread.add(job.index)
             return None if header is None else header_fault(task.operation, task.common, header, job.input,
                                                             job.output, job.format)
 

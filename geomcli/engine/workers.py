@@ -127,18 +127,20 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
                 echo_stderr(f"Warning: no worker process could start ({error.strerror or error}); this process "
                             "does every file")
                 workers = 1
+    unread: set[int] = set()  # the jobs whose header the check could not read
     if on_cluster is None or on_cluster.headers_here(todo):
         # an object the check here reads whole goes to its run with its job: read once, not
         # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES); one whose
         # read stalled, or that it read whole and could not read a header of, has failed, and is
         # not read again (the deadline waited out twice, the damaged object moved twice)
         with _remote.keeping_small_reads(largest=None if on_cluster is None else on_cluster.carried_bytes()):
-            faults = option_faults(task, todo) if on_cluster is None else on_cluster.option_faults(task, todo)
+            faults = option_faults(task, todo, unread) if on_cluster is None else \
+                on_cluster.option_faults(task, todo, unread)
             todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
                     for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
             stalled = {job.index: line for job in todo if (line := _remote.take_failed(job.input)) is not None}
     else:
-        faults = on_cluster.option_faults(task, todo)
+        faults = on_cluster.option_faults(task, todo, unread)
         # the small objects the workers read whole for their headers, and the lines of those whose
         # read stalled or whose whole bytes held no readable header, sent back with their check (a
         # dict's look-up a job: take_kept asks each URL's filesystem, 50 us, a million times)
@@ -149,7 +151,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
         jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
         todo = [job for job in todo if job.index not in stalled]
     if faults:
-        _refused(task, jobs, todo, faults, options, time.perf_counter() - started)
+        _refused(task, jobs, todo, faults, unread, options, time.perf_counter() - started)
     if on_cluster is not None:
         on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
     options = local_paths(options)
@@ -253,11 +255,13 @@ def _unmade_unless_written(made: str | None, outcomes: Outcomes) -> Iterator[Non
 
 
 def _refused(task: Task, jobs: Sequence[Job], todo: Sequence[Job], faults: Sequence[tuple[Job, str]],
-             options: BatchOptions, seconds: float) -> None:
+             unread: set[int], options: BatchOptions, seconds: float) -> None:
     """A run its inputs' headers refuse: each fault's error line (and, with --json, its record,
     with what the header told as --dry-run's has it), and those of the inputs whose failure is
-    known already (a broken link, a header that cannot be read: their own, as --dry-run gives
-    them), in input order; then the summary's, every other file not run, and the usage error (exit 2)."""
+    known already (a broken link, a header that cannot be read, ``unread`` by the check: their
+    own, as --dry-run gives them), in input order; then the summary's, every other file not run,
+    and the usage error (exit 2). The headers that read well are not read again (a batch on a
+    cluster read every one in this process after its workers had checked them)."""
     faulted = {job.index: line for job, line in faults}
     doing = {job.index for job in todo}
 
@@ -268,7 +272,7 @@ def _refused(task: Task, jobs: Sequence[Job], todo: Sequence[Job], faults: Seque
             return record
         if job.error is not None:
             return _report(task, job, status="error", error=job.error)
-        if job.index in doing and header_as_read(job.input, task.common) is None:
+        if job.index in doing and job.index in unread:
             record = planned(task, job, options)  # the read's failure, as --dry-run says it
             record.seconds = None
             return record if record.status == "error" else None

@@ -607,6 +607,63 @@ def test_a_batch_on_dask_whose_workers_check_the_headers_reads_a_small_object_on
     assert tree(tmp_path / "again") == tree(tmp_path / "out")
 
 
+def refused_inputs(s3: S3, tmp_path: Path) -> None:
+    """raw/{a,b,c}.png of 10x12, raw/odd.png of 10x11 (no blocksize 2) and raw/cut.png (its header
+    cut short) on S3, and the same files in tmp_path/raw."""
+    rng = np.random.default_rng(11)
+    found = {name: png_bytes(rng) for name in ("a.png", "b.png", "c.png")}
+    found |= {"odd.png": png_bytes(rng, (10, 11, 3)), "cut.png": png_bytes(rng)[:30]}
+    (tmp_path / "raw").mkdir()
+    for name, data in found.items():
+        s3.put(f"raw/{name}", data)
+        (tmp_path / "raw" / name).write_bytes(data)
+
+
+def test_a_batch_refused_for_its_options_reads_each_header_once(s3: S3, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run refused for its options read every header again to find those that could not be
+    read, after its check had read them all: each object's GET twice. The check now says which
+    it could not read; the error lines are as before, the local run's."""
+    refused_inputs(s3, tmp_path)
+    gets = gets_by_key(monkeypatch)
+    common = ["--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--blocksize", "2"]
+    for json_records in ([], ["--json"]):
+        gets.clear()
+        result = run("space-to-depth", f"{s3.url}/raw", *common, *json_records)
+        local = run("space-to-depth", tmp_path / "raw", *common, *json_records)
+        assert result.exit_code == local.exit_code == 2
+        assert result.stderr.replace(s3.url, str(tmp_path)) == local.stderr
+        assert result.stdout.count('"status": "error"') == local.stdout.count('"status": "error"') == \
+            (2 if json_records else 0)
+        assert "odd.png: space_to_depth: width 11 is not divisible by blocksize 2" in result.stderr
+        # (--json: the faulted file's record is its dry run's, its header read again)
+        assert {key: len(made) for key, made in gets.items()} == {
+            f"raw/{name}": 1 for name in ("a.png", "b.png", "c.png", "odd.png", "cut.png")} | \
+            ({"raw/odd.png": 2} if json_records else {})
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.cluster
+def test_a_batch_on_dask_refused_for_its_options_reads_no_header_here_its_workers_read(
+        s3: S3, scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past HEADERS_HERE inputs the workers check the headers; a run they refused for its options
+    then read every other header again here, to find those that could not be read: 2,000 round
+    trips and more before its error lines. The workers' check now says which it could not read."""
+    from geomcli.engine import cluster
+
+    refused_inputs(s3, tmp_path)
+    monkeypatch.setattr(cluster, "HEADERS_HERE", 2)
+    gets = gets_by_key(monkeypatch)  # (this process's alone: the workers' reads are theirs)
+    common = ["--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--blocksize", "2"]
+    result = run("space-to-depth", f"{s3.url}/raw", *common, "--scheduler", scheduler, *s3.options)
+    local = run("space-to-depth", tmp_path / "raw", *common)
+    assert result.exit_code == local.exit_code == 2
+    assert result.stderr.replace(s3.url, str(tmp_path)) == local.stderr
+    assert "odd.png: space_to_depth: width 11 is not divisible by blocksize 2" in result.stderr
+    assert gets == {}
+    assert not (tmp_path / "out").exists()
+
+
 def test_each_check_of_headers_keeps_its_own_small_reads() -> None:
     """A cluster worker of several threads checks several tasks' headers at once: with one store
     of kept bytes for the process, the first check to end dropped the others' bytes and stopped
