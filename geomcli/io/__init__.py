@@ -194,7 +194,7 @@ def read_header(
     source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
     if _in_part(source, file_size):
         try:  # a URL's first bytes or ranges: where its header runs past them or reads ill, the whole object
-            return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(
+            return _header(source, name, fmt, auto_orient, series, page, frames, palette, file_size)._replace(
                 file_size=file_size)
         except (GeomError, OSError):
             _raise_failed_range(source)
@@ -272,18 +272,20 @@ def _metadata(source: str | bytes | BinaryIO, name: str, fmt: str, auto_orient: 
         raise _read_error(name, e) from e
 
 
-# Of a URL, a JPEG's or a PNG's header is read from its first bytes, which hold it before the
-# pixels (64 KiB: all but a camera's biggest EXIF): a batch from object storage checks every
-# header before anything is written, and that read every input whole, each then read again by
-# its run. A TIFF's directories may be anywhere: it is read from its first bytes and the ranges
-# tifffile seeks to (_remote.RangedObject). Other formats are read whole: an animation's frames
-# are counted to its end.
+# Of a URL, a JPEG's, a PNG's or an NPY's header is read from its first bytes, which hold it
+# before the pixels (64 KiB: all but a camera's biggest EXIF): a batch from object storage checks
+# every header before anything is written, and that read every input whole, each then read again
+# by its run (an NPY past 64 MiB of them in all, every byte twice). A TIFF's directories may be
+# anywhere: it is read from its first bytes and the ranges tifffile seeks to
+# (_remote.RangedObject). Other formats are read whole: an animation's frames are counted to its end.
 HEAD_BYTES = 64 << 10
-_HEADER_FIRST = ("jpeg", "png", "tiff")
+_HEADER_FIRST = ("jpeg", "png", "npy", "tiff")
 
 
 def _header(source: str | bytes | BinaryIO, name: str, fmt: str, auto_orient: bool, series: int | None,
-            page: int | None, frames: str | None, palette: bool = False) -> Header:
+            page: int | None, frames: str | None, palette: bool = False, file_size: int | None = None) -> Header:
+    """What the backend of ``fmt`` reads of the header of ``source``, where ``file_size`` is the
+    file's (``source`` a URL's first bytes alone: an NPY's data is checked against it)."""
     try:
         if fmt == "tiff":
             from geomcli.io import _tiff
@@ -293,7 +295,7 @@ def _header(source: str | bytes | BinaryIO, name: str, fmt: str, auto_orient: bo
         if fmt == "npy":
             from geomcli.io import _npy
 
-            return _npy.read_header(source, name)
+            return _npy.read_header(source, name, file_size)
         from geomcli.io import _pillow
 
         return _pillow.read_header(source, name, fmt, auto_orient, frames, palette)

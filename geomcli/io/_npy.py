@@ -190,11 +190,12 @@ def stream_size(peek: Callable[[int, int], bytes], name: str, max_pixels: int) -
     return offset + math.prod(shape) * dtype.itemsize
 
 
-def read_header(source: str | bytes, name: str) -> Header:
-    f, size = _open(source, name)
+def read_header(source: str | bytes, name: str, size: int | None = None) -> Header:
+    """``size``: the file's, where ``source`` is its first bytes alone (a URL's: io.HEAD_BYTES)."""
+    f, read = _open(source, name)
     with f:
         shape, _, dtype, offset = _parse_header(f, name)
-    _check(shape, dtype, offset, size, name, None)
+    _check(shape, dtype, offset, read if size is None else size, name, None)
     file_size = None if isinstance(source, bytes) else size
     return Header("npy", _elements(shape, dtype), dtype, 1, file_size, None)
 

@@ -1303,6 +1303,39 @@ def test_a_batchs_check_reads_a_jpegs_or_pngs_header_from_its_first_bytes(s3: S3
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.jpg", "b.jpg", "c.jpg", "d.png"]
 
 
+def test_a_batchs_check_reads_an_npys_header_from_its_first_bytes(s3: S3, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check of an NPY's header read the whole object, and its run read it again: an 81 MB
+    .npy moved 162 MB (past 64 MiB of them in all, KEPT_BYTES, none was kept). Its header is now
+    read from its first 64 KiB, one ranged read, its data's length checked against the object's
+    size; one cut short is refused as on disk."""
+    from geomcli import io
+
+    rng = np.random.default_rng(9)
+    (tmp_path / "raw").mkdir()
+    np.save(tmp_path / "raw" / "big.npy", rng.integers(0, 60000, (400, 300), dtype=np.uint16))
+    data = (tmp_path / "raw" / "big.npy").read_bytes()
+    (tmp_path / "raw" / "cut.npy").write_bytes(data[:-10])
+    assert len(data) > 2 * io.HEAD_BYTES
+    for name in ("big.npy", "cut.npy"):
+        s3.put(f"raw/{name}", (tmp_path / "raw" / name).read_bytes())
+    gets = gets_by_key(monkeypatch)
+    for dry in (["--dry-run"], []):
+        gets.clear()
+        common = ["--shape", "8,8", *dry]
+        remote = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "out", *common)
+        local = run("crop-pad", tmp_path / "raw", "--out-dir", tmp_path / "local", *common)
+        assert remote.exit_code == local.exit_code == 1
+        assert remote.stdout.replace(f"{s3.url}/raw", str(tmp_path / "raw")) == local.stdout.replace("local", "out")
+        assert remote.stderr.replace(s3.url, str(tmp_path)).split("crop-pad:")[0] == local.stderr.split("crop-pad:")[0]
+        assert f"{s3.url}/raw/cut.npy: not a readable NPY (truncated: " in remote.stderr
+        head = f"bytes=0-{io.HEAD_BYTES - 1}"
+        # the cut one read whole by its check, to find what is wrong, and not again
+        assert {key: [span for span, _ in made] for key, made in gets.items()} == {
+            "raw/big.npy": [head] + ([] if dry else [""]), "raw/cut.npy": [head, ""]}
+    assert tree(tmp_path / "out") == tree(tmp_path / "local") and list(tree(tmp_path / "out")) == ["big.npy"]
+
+
 def late_text(png: bytes, body: bytes) -> bytes:
     """``png`` with one tEXt of ``body`` after its image data, as ImageMagick places its text."""
     import zlib
