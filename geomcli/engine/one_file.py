@@ -265,7 +265,12 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if not isinstance(loaded, io.Picture):  # (a plain crop's picture: no cautions; its faults below)
             header = header_of(loaded)
             if usage_faults:
-                refuse_usage_fault(operation, common, input_path, output, output_format, header)
+                try:
+                    refuse_usage_fault(operation, common, input_path, output, output_format, header)
+                except OptionFault:  # a chain's steps up to the one refusing it, as a batch's record has them
+                    if steps := operation.trace_known(header, common):
+                        report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
+                    raise
             report.warnings.extend(operation.cautions(header, common))
         mapped: list[np.ndarray] = []
 

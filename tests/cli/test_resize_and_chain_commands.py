@@ -496,6 +496,18 @@ def test_a_chain_a_step_refuses_reports_the_steps_before_it(tmp_path: Path) -> N
             == record["parameters"]["steps"]
 
 
+def test_one_file_a_chain_step_refuses_reports_the_steps_before_it(tmp_path: Path) -> None:
+    """The -o run's record of the same refusal had "steps": null, where the batch's gives them."""
+    Image.new("RGB", (40, 30)).save(tmp_path / "a.png")
+    steps = ["resize", "--sizes", "15,15", "space-to-depth", "--blocksize", "2", "crop-pad", "--shape", "2,2"]
+    result = run("chain", "-i", tmp_path / "a.png", "-o", tmp_path / "o.npy", "--json", *steps)
+    assert result.exit_code == 2 and not (tmp_path / "o.npy").exists()
+    record = json.loads(result.stdout)
+    assert record["status"] == "error" and "height 15 is not divisible by blocksize 2" in record["error"]
+    assert [(step["command"], step["output_shape"]) for step in record["steps"]] == [
+        ("resize", [15, 15, 3]), ("space-to-depth", None), ("crop-pad", None)]
+
+
 def test_a_chain_carries_metadata_through_every_step(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, _ = photo
     assert run("chain", "-i", path, "-o", tmp_path / "o.png", "-q", "resize", "--scales", "2,2", "crop-pad",
