@@ -199,3 +199,19 @@ def test_a_dash_in_a_transforms_list_is_refused_as_info_refuses_it(tmp_path: Pat
     assert result.stderr.splitlines()[-1] == ("Error: Invalid value for '--files-from': - in a --files-from list names "
                                               "no file; give - as an INPUT to read stdin")
     assert not (tmp_path / "out").exists()
+
+
+def test_index_counts_inputs_in_the_order_given_then_the_list(tmp_path: Path) -> None:
+    """docs/files.md said {index} was the place in "the run's sorted list": it is the INPUTs in the
+    order given, a folder's files in name order, then --files-from's names in its order, a file
+    that fails counted too."""
+    for name in ("z.png", "folder/b.png", "folder/a.png", "listed.png"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        Image.new("RGB", (4, 4)).save(tmp_path / name)
+    (tmp_path / "folder" / "broken.png").write_bytes(b"")
+    result = run("crop-pad", tmp_path / "z.png", tmp_path / "folder", "--files-from", "-", "--out-dir",
+                 tmp_path / "out", "--name", "{index}_{stem}.png", "--shape", "2,2", "--dry-run", "--json",
+                 stdin=f"{tmp_path / 'listed.png'}\n")
+    records = [json.loads(line) for line in result.stdout.splitlines()][:-1]
+    assert [Path(record["output"]).name for record in records] == [
+        "0_z.png", "1_a.png", "2_b.png", "3_broken.png", "4_listed.png"]
