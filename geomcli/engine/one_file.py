@@ -13,7 +13,7 @@ import os
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from geomcli.engine.options import unused_options, write_options
+from geomcli.engine.options import unused_by_result, unused_options, write_options
 from geomcli.engine.report import reporting
 from geomcli.errors import GeomError, OptionFault
 
@@ -312,6 +312,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                                         tuple(result.shape), output, output_format, common)
         # the shape the file holds: an image's C×H×W result is written H×W×C, its one channel as H×W
         report.output_shape = list(io.written_shape(result.shape, output_format, written))
+        report.warnings.extend(unused_by_result(fidelity, output_format, report.output_shape))
         report.output_dtype = str(result.dtype)
         report.warnings.extend(_stdout_default(output, common.format, loaded.format, result))
         if not isinstance(loaded, io.Picture):  # (a picture's crop takes no --fill)

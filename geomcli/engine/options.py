@@ -73,6 +73,21 @@ def unused_options(fidelity: Fidelity, input_format: str, output_format: str) ->
     return unused
 
 
+def unused_by_result(fidelity: Fidelity, output_format: str, written_shape: list[int]) -> list[str]:
+    """A warning for an encoder option the result's shape leaves nothing to do: --subsampling of a
+    grey JPEG (``written_shape`` as the file holds it), whose one component has no chroma.
+
+    >>> unused_by_result(Fidelity(subsampling="4:4:4"), "jpeg", [20, 30])
+    ['--subsampling is for colour JPEG output, not grey (one channel, no chroma); ignored']
+    >>> unused_by_result(Fidelity(subsampling="4:4:4"), "jpeg", [20, 30, 3])
+    []
+    """
+    grey = len(written_shape) == 2 or (len(written_shape) == 3 and written_shape[-1] == 1)
+    if fidelity.subsampling is not None and output_format == "jpeg" and grey:
+        return ["--subsampling is for colour JPEG output, not grey (one channel, no chroma); ignored"]
+    return []
+
+
 @dataclass(frozen=True)
 class BatchOptions:
     """A run over many files: ``--out-dir`` and what goes with it."""

@@ -30,7 +30,7 @@ from geomcli.engine.one_file import (
     planned_shape,
     unnamed_warning,
 )
-from geomcli.engine.options import unused_options, write_options
+from geomcli.engine.options import unused_by_result, unused_options, write_options
 from geomcli.engine.report import OUTPUT_EXISTS, echo_stderr, reporting
 from geomcli.errors import GeomError, PlanError
 from geomcli.io import _zarr  # a zarr array (a folder) is one input, as a file is
@@ -1154,6 +1154,7 @@ def planned(task: Task, job: Job, options: BatchOptions, header: Header | None =
         report.warnings.extend(unused_options(task.common.fidelity, header.format, job.format))
         report.warnings.extend(task.operation.unused_options())
         report.warnings.extend(task.operation.cautions(header, common))
+        report.warnings.extend(unused_by_result(task.common.fidelity, job.format, report.output_shape))
         read_once = io.is_stdin(job.input) or (not _remote.is_url(job.input) and io.is_stream(job.input))
         metadata = io.read_metadata(job.input, auto_orient=fidelity.auto_orient, series=fidelity.series,
                                     page=fidelity.page, frames=fidelity.frames,

@@ -2152,6 +2152,25 @@ def test_a_grey_jpeg_keeps_its_quantisation_tables(tmp_path: Path, rng: np.rando
         assert after.mode == "L" and after.quantization == before.quantization
 
 
+def test_subsampling_of_a_grey_jpeg_is_said_to_be_ignored(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A grey JPEG has one component, no chroma to subsample: --subsampling 4:4:4 on one was
+    ignored without a word, where the option given for a PNG warns. The run and the dry run
+    say so, of the grey outputs alone."""
+    (tmp_path / "in").mkdir()
+    grey = saved(tmp_path / "in" / "grey.jpg", rng.integers(0, 256, (40, 60), dtype=np.uint8))
+    saved(tmp_path / "in" / "colour.jpg", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8))
+    told = "--subsampling is for colour JPEG output, not grey (one channel, no chroma); ignored"
+    one = run("resize", grey, "-o", tmp_path / "o.jpg", "--sizes", "20,30", "--subsampling", "4:4:4", "--json")
+    assert one.exit_code == 0 and told in json.loads(one.stdout)["warnings"]
+    for extra in (("--dry-run",), ()):
+        result = run("resize", tmp_path / "in", "--out-dir", tmp_path / "out", "--sizes", "20,30",
+                     "--subsampling", "4:4:4", "--json", *extra)
+        assert result.exit_code == 0
+        records = {Path(record["input"]).name: record for record in map(json.loads, result.stdout.splitlines())
+                   if "input" in record}
+        assert told in records["grey.jpg"]["warnings"] and told not in records["colour.jpg"]["warnings"]
+
+
 def test_a_progressive_jpeg_stays_progressive(tmp_path: Path, rng: np.random.Generator) -> None:
     """A web photo's progressive scans (shown coarse first while it loads) became one baseline
     scan; a baseline photo stays baseline, and a PNG's JPEG is baseline as before."""
