@@ -130,13 +130,20 @@ def planned_shape(operation: Operation, header: Header, common: Common) -> tuple
 
 
 def refuse_usage_fault(operation: Operation, common: Common, input_path: str, output: str, output_format: str,
-                       header: Header | None = None) -> None:
+                       header: Header | None = None, report: Report | None = None) -> None:
     """An OptionFault (exit 2) for what :func:`header_fault` finds in ``header`` (what one -o file
-    read), or else in the header read here (a chunked job's, whose data is never read whole)."""
+    read), or else in the header read here (a chunked job's, whose data is never read whole).
+    ``report`` (a chain's) gets the steps up to the one refusing it, as a batch's record has them."""
+    from geomcli.engine import layout as layouts
+
     if header is None:
         header = header_as_read(input_path, common)
     fault = None if header is None else header_fault(operation, common, header, input_path, output, output_format)
     if fault is not None:
+        assert header is not None
+        judged = layouts.own_axes(judged_by(common, input_path, output), header.format)
+        if report is not None and (steps := operation.trace_known(header, judged)):
+            report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
         raise OptionFault(fault)
 
 
@@ -238,7 +245,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                     piped = zarr_file.read_piped(input_path, common)
                 if usage_faults:  # from its header: a chunked job's data is never read whole
                     refuse_usage_fault(operation, common, input_path, output, output_format,
-                                       None if piped is None else header_of(piped))
+                                       None if piped is None else header_of(piped), report)
             if report.status != "ok":
                 return report
             return zarr_file.transform(operation, input_path, output, output_format, common, scheduler, piped=piped)
@@ -248,7 +255,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
                 and not io.is_stdin(input_path) and not io.is_stream(input_path):
             # a blend of palette indices refused from the header, as a batch refuses it, before any
             # pixel is read (a pipe, which can be read once, is judged once read)
-            refuse_usage_fault(operation, common, input_path, output, output_format)
+            refuse_usage_fault(operation, common, input_path, output, output_format, report=report)
         pictures = operation.takes_pictures(common, output_format)
         loaded = (io.read_picture if pictures else io.read_array)(
             input_path, max_pixels=common.max_pixels, auto_orient=fidelity.auto_orient, frames=fidelity.frames,
@@ -265,12 +272,7 @@ def transform_file(operation: Operation, input_path: str, output: str, output_fo
         if not isinstance(loaded, io.Picture):  # (a plain crop's picture: no cautions; its faults below)
             header = header_of(loaded)
             if usage_faults:
-                try:
-                    refuse_usage_fault(operation, common, input_path, output, output_format, header)
-                except OptionFault:  # a chain's steps up to the one refusing it, as a batch's record has them
-                    if steps := operation.trace_known(header, common):
-                        report.steps = steps  # type: ignore[attr-defined]  # a key of chain's records only
-                    raise
+                refuse_usage_fault(operation, common, input_path, output, output_format, header, report)
             report.warnings.extend(operation.cautions(header, common))
         mapped: list[np.ndarray] = []
 

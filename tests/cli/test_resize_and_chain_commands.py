@@ -506,6 +506,12 @@ def test_one_file_a_chain_step_refuses_reports_the_steps_before_it(tmp_path: Pat
     assert record["status"] == "error" and "height 15 is not divisible by blocksize 2" in record["error"]
     assert [(step["command"], step["output_shape"]) for step in record["steps"]] == [
         ("resize", [15, 15, 3]), ("space-to-depth", None), ("crop-pad", None)]
+    # a zarr's, judged from its header alone, too
+    assert run("crop-pad", tmp_path / "a.png", "-o", tmp_path / "a.zarr", "--shape", "30,40", "-q").exit_code == 0
+    result = run("chain", "-i", tmp_path / "a.zarr", "-o", tmp_path / "o.zarr", "--layout", "HWC", "--json", *steps)
+    assert result.exit_code == 2 and not (tmp_path / "o.zarr").exists()
+    assert [(step["command"], step["output_shape"]) for step in json.loads(result.stdout)["steps"]] == [
+        ("resize", [15, 15, 3]), ("space-to-depth", None), ("crop-pad", None)]
 
 
 def test_a_chain_carries_metadata_through_every_step(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
