@@ -381,6 +381,21 @@ def test_the_tag_walker_tells_nothing_of_a_chain_too_damaged_to_walk(tmp_path: P
     assert _tiff_tags.damaged_tag(str(path) if given == "path" else bytes(raw)) is None
 
 
+def pages_parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets an entry for each TiffPage tifffile parses in full from now on."""
+    import tifffile
+
+    parsed: list[int] = []
+    init = tifffile.TiffPage.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        parsed.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(tifffile.TiffPage, "__init__", counted)
+    return parsed
+
+
 def test_a_sound_generic_stack_is_not_parsed_page_by_page_again(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The check for a page tifffile's generic series left out (test_a_zeroed_tag_past_the_first_page
@@ -393,14 +408,7 @@ def test_a_sound_generic_stack_is_not_parsed_page_by_page_again(tmp_path: Path,
     with tifffile.TiffWriter(path) as tif:
         for index in range(20):
             tif.write(np.full((8, 8 + index % 2), index, np.uint16), metadata=None, photometric="minisblack")
-    parsed: list[int] = []
-    init = tifffile.TiffPage.__init__
-
-    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
-        parsed.append(1)
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(tifffile.TiffPage, "__init__", counted)
+    parsed = pages_parsed(monkeypatch)
     with tifffile.TiffFile(path) as tif:
         assert [(one.kind, len(one.pages)) for one in tif.series] == [("generic", 10), ("generic", 10)]
     by_tifffile = len(parsed)
@@ -419,14 +427,7 @@ def test_a_series_later_pages_are_compared_without_being_parsed_in_full(tmp_path
     path = tmp_path / "stack.tif"
     tifffile.imwrite(path, np.zeros((40, 4, 4, 3), np.uint8), photometric="rgb", resolution=(300, 300),
                      resolutionunit="inch")
-    parsed: list[int] = []
-    init = tifffile.TiffPage.__init__
-
-    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
-        parsed.append(1)
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(tifffile.TiffPage, "__init__", counted)
+    parsed = pages_parsed(monkeypatch)
     metadata = io.read_metadata(str(path))
     assert metadata.resolution == (300.0, 300.0) and not metadata.dropped
     assert len(parsed) == 1
