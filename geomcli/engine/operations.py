@@ -1141,6 +1141,7 @@ class Resize(Operation):
         from geomcli.ops.resize import check_resize_mode, resize_output_shape
 
         check_resize_mode(self.mode, header.dtype)  # bool and strings: nearest only
+        self._check_extrapolation(header.dtype)
         axes = self._axes(header.shape, common, header.layout)
         shape = resize_output_shape(header.shape, self.scales, self.sizes, axes=axes,
                                     keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)  # type: ignore[arg-type]
@@ -1171,6 +1172,7 @@ class Resize(Operation):
         from geomcli.engine import chunked
         from geomcli.ops.resize import resize, resize_changed_axes, resize_output_shape
 
+        self._check_extrapolation(data.dtype)
         axes = self._axes(data.shape, common, layout)
         listed = range(data.ndim) if axes is None else [axis % data.ndim for axis in axes]
         given = self.sizes if self.sizes is not None else self.scales
@@ -1230,6 +1232,20 @@ class Resize(Operation):
 
         axes = self._axes(header.shape, common, header.layout)
         return resize_coordinate_map(header.shape, self.roi, self.scales, self.sizes, axes=axes, **self._settings())
+
+    def _check_extrapolation(self, dtype: np.dtype) -> None:
+        """The refusal of an --extrapolation-value data of ``dtype`` cannot hold, as --fill's
+        (NaN or 1e10 on uint8): the kernel converts it as it converts interpolated values, which
+        on a file would write 0 or 255 in silence. Its float32 value, the one the kernel takes."""
+        if self.coordinate_transformation_mode != "tf_crop_and_resize" or self.extrapolation_value == 0:
+            return  # ignored (a warning says so), or 0, which every dtype holds (strings have none)
+        import numpy as np
+
+        from geomcli.ops.grid_sample import check_fill
+
+        with np.errstate(over="ignore"):
+            value = float(np.float32(self.extrapolation_value))
+        check_fill(value, dtype, name="resize: extrapolation_value")
 
     def unused_options(self) -> list[str]:
         return list(self._ignored().values())

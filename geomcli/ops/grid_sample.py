@@ -204,10 +204,11 @@ def _check_mode(mode: str, dtype: np.dtype, where: str) -> None:
         )
 
 
-def check_fill(fill: Any, dtype: np.dtype | str) -> np.ndarray:
+def check_fill(fill: Any, dtype: np.dtype | str, *, name: str = f"{_FUNC}: fill") -> np.ndarray:
     """``fill`` as :func:`grid_sample` takes it for data of ``dtype`` (a 0-d array of it), or the
     refusal it would raise of a value that dtype cannot hold: for a caller that knows data's dtype
-    before its values (a file's header).
+    before its values (a file's header). ``name`` is the value's, as the refusal begins with it
+    (another operator's value held to the same rule: resize's extrapolation value on a file).
 
     >>> check_fill(255, "uint8"), check_fill(0.1, "float16")
     (array(255, dtype=uint8), array(0.1, dtype=float16))
@@ -215,16 +216,16 @@ def check_fill(fill: Any, dtype: np.dtype | str) -> np.ndarray:
     Traceback (most recent call last):
     geomcli.errors.GeomError: grid_sample: fill 256 does not fit data's dtype uint8: ...
     """
-    return _as_fill(fill, np.dtype(dtype), "judged from data's dtype alone")
+    return _as_fill(fill, np.dtype(dtype), "judged from data's dtype alone", name)
 
 
-def _as_fill(fill: Any, dtype: np.dtype, where: str) -> np.ndarray:
+def _as_fill(fill: Any, dtype: np.dtype, where: str, name: str = f"{_FUNC}: fill") -> np.ndarray:
     """``fill`` as a 0-d array of ``dtype``, refused unless the dtype holds it: an integer in
     range (a float only if whole), a real or complex number that stays finite if it was, True/False
     (0/1) for bool, text that fits for strings. 0, the default, is "" for strings."""
     if isinstance(fill, np.ndarray) and fill.ndim == 0 and not is_masked(fill):
         fill = fill[()]
-    refusal = f"{_FUNC}: fill {shown(fill)} does not fit data's dtype {dtype_text(dtype)}"
+    refusal = f"{name} {shown(fill)} does not fit data's dtype {dtype_text(dtype)}"
     is_text = isinstance(fill, (str, bytes, np.str_, np.bytes_))
     is_number = isinstance(fill, (int, float, complex, np.number, np.bool_))
     if not (is_text or is_number):

@@ -260,6 +260,41 @@ def test_an_ignored_roi_is_not_shown_as_used(tmp_path: Path) -> None:
                            "range [0, 23] sizes=[8, 12] mode=nearest in ")
 
 
+OUTSIDE = ["--sizes", "8,8", "--coordinate-transformation-mode", "tf_crop_and_resize", "--roi", "-1,-1,2,2"]
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ("nan", "not a whole number in [0, 255]"), ("1e10", "not a whole number in [0, 255]"),
+    ("-1", "not a whole number in [0, 255]"), ("0.5", "not a whole number in [0, 255]")])
+def test_an_extrapolation_value_the_dtype_cannot_hold_is_refused_as_a_fill_is(
+        photo: tuple[Path, np.ndarray], tmp_path: Path, value: str, reason: str) -> None:
+    """On uint8 pixels --extrapolation-value nan wrote 0 and 1e10 wrote 255, exit 0, where warp's
+    and crop-pad's --fill refuse what the dtype cannot hold: now one line, exit 2, nothing written;
+    as a chain's step and in a batch too."""
+    path, _ = photo
+    refusal = f"resize: extrapolation_value {float(value)!r} does not fit data's dtype uint8: {reason}"
+    alone = run("resize", path, "-o", tmp_path / "o.npy", *OUTSIDE, "--extrapolation-value", value)
+    assert alone.exit_code == 2 and not (tmp_path / "o.npy").exists()
+    assert alone.stderr == f"Error: {path}: {refusal} (judged from data's dtype alone)\n"
+    chained = run("chain", "-i", path, "-o", tmp_path / "c.npy", "resize", *OUTSIDE, "--extrapolation-value", value)
+    assert chained.exit_code == 2 and not (tmp_path / "c.npy").exists()
+    assert f"Error: {path}: step 1: {refusal}" in chained.stderr
+    batch = run("resize", path, "--out-dir", tmp_path / "out", *OUTSIDE, "--extrapolation-value", value)
+    assert batch.exit_code == 2 and not list((tmp_path / "out").glob("*")) and refusal in batch.stderr
+
+
+def test_an_extrapolation_value_the_dtype_holds_is_written(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, pixels = photo
+    assert run("resize", path, "-o", tmp_path / "o.npy", *OUTSIDE, "--extrapolation-value", "255").exit_code == 0
+    expected = resize(pixels, [-1, -1, 2, 2], sizes=[8, 8], axes=[0, 1],
+                      coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=255)
+    assert np.array_equal(np.load(tmp_path / "o.npy"), expected) and (expected[0] == 255).all()
+    np.save(tmp_path / "f.npy", pixels.astype(np.float32))
+    assert run("resize", tmp_path / "f.npy", "-o", tmp_path / "f_out.npy", "--layout", "HWC", *OUTSIDE,
+               "--extrapolation-value", "nan").exit_code == 0
+    assert np.isnan(np.load(tmp_path / "f_out.npy")[0]).all()
+
+
 def test_resizing_an_images_channels_is_a_warning(photo: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     """The spec resizes every axis it is given: three --sizes on an RGB image resample its
     channels as pixels (one value: the nearest channel), which a try-out met without a word."""
