@@ -99,8 +99,11 @@ IMAGE_FORMATS: frozenset[str] = frozenset({"png", "jpeg", "bmp", "gif", "webp"})
 
 _EXTENSIONS = {
     ".png": "png",
+    ".apng": "png",  # an animated PNG is a PNG (its frames read with --frames all)
     ".jpg": "jpeg",
     ".jpeg": "jpeg",
+    ".jfif": "jpeg",
+    ".jpe": "jpeg",
     ".bmp": "bmp",
     ".gif": "gif",
     ".webp": "webp",

@@ -89,6 +89,36 @@ def test_a_folder_means_its_readable_files(shots: Path, tmp_path: Path) -> None:
         assert np.array_equal(np.asarray(image), expected)
 
 
+def test_jfif_jpe_and_apng_names_are_read_and_written_as_the_formats_they_are(tmp_path: Path,
+                                                                              rng: np.random.Generator) -> None:
+    """'resize x.jfif -o y.png' exited 1 "unknown extension '.jfif'", and a folder walk left .jfif,
+    .jpe and .apng files out with a warning: JPEG's and PNG's own names for their files. They are
+    read as JPEG and PNG (an APNG's frames with --frames all), and an output so named is written so."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pixels = rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(folder / "x.jfif", format="JPEG")
+    Image.fromarray(pixels).save(folder / "y.jpe", format="JPEG")
+    frames = [Image.fromarray(np.full((6, 8, 3), 40 * index, np.uint8)) for index in range(3)]
+    frames[0].save(folder / "z.apng", format="PNG", save_all=True, append_images=frames[1:])
+    one = run("resize", folder / "x.jfif", "-o", tmp_path / "o.jfif", "--sizes", "5,6", "--json")
+    assert one.exit_code == 0, one.stderr
+    assert json.loads(one.stdout)["output_shape"] == [5, 6, 3]
+    with Image.open(tmp_path / "o.jfif") as image:
+        assert image.format == "JPEG" and image.size == (6, 5)
+    walked = run("crop-pad", folder, "--out-dir", tmp_path / "out", "--shape", "4,4", "--frames", "all",
+                 "--name", "{stem}.npy")
+    assert walked.exit_code == 0 and "left out" not in walked.stderr, walked.stderr
+    assert files(tmp_path / "out") == ["x.npy", "y.npy", "z.npy"]
+    assert np.array_equal(np.load(tmp_path / "out" / "z.npy")[:, 0, 0, 0], [0, 40, 80])
+    with Image.open(folder / "y.jpe") as image:
+        assert np.array_equal(np.load(tmp_path / "out" / "y.npy"),
+                              crop_ops.center_crop_pad(np.asarray(image), [4, 4], [0, 1]))
+    info = run("info", folder / "z.apng", folder / "y.jpe", "--json")
+    assert info.exit_code == 0, info.stderr
+    assert [json.loads(line)["format"] for line in info.stdout.splitlines()] == ["png", "jpeg"]
+
+
 def test_files_of_a_folder_or_glob_that_geomcli_does_not_read_are_named_in_a_warning(shots: Path,
                                                                                       tmp_path: Path) -> None:
     """A photo folder's .heic files were left out with no word: the counts said 2 ok, as if that
@@ -770,7 +800,8 @@ def test_an_input_of_no_extension_says_the_default_name_has_none(shots: Path, tm
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
         f"Error: Invalid value for '--name': {tmp_path / 'out' / 'noext'}: no file extension; expected one of "
-        ".png, .jpg, .jpeg, .bmp, .gif, .webp, .npy, .tif, .tiff, .zarr (or give --format), named by --name "
+        ".png, .apng, .jpg, .jpeg, .jfif, .jpe, .bmp, .gif, .webp, .npy, .tif, .tiff, .zarr (or give --format), named "
+        "by --name "
         "'{stem}{suffix}'")
     assert not (tmp_path / "out").exists()
     assert run("crop-pad", tmp_path / "noext", "--out-dir", tmp_path / "out", "--shape", "4,4",

@@ -60,6 +60,9 @@ def _equal(a: np.ndarray, b: np.ndarray) -> bool:
         ("a.PNG", "png"),
         ("a.jpg", "jpeg"),
         ("a.jpeg", "jpeg"),
+        ("a.JFIF", "jpeg"),
+        ("a.jpe", "jpeg"),
+        ("a.apng", "png"),
         ("a.bmp", "bmp"),
         ("a.gif", "gif"),
         ("a.webp", "webp"),
@@ -87,7 +90,8 @@ def test_format_for_path_override_wins_and_is_validated() -> None:
 def test_format_for_path_unknown_extension_names_the_supported_ones(path: str, found: str) -> None:
     with pytest.raises(
         GeomError,
-        match=rf"^{path}: {found}; expected one of \.png, \.jpg, .*\.npy, \.tif, \.tiff, \.zarr \(or give --format\)$",
+        match=rf"^{path}: {found}; expected one of \.png, \.apng, \.jpg, \.jpeg, \.jfif, \.jpe, .*\.npy, \.tif, "
+              r"\.tiff, \.zarr \(or give --format\)$",
     ):
         io.format_for_path(path)
 
