@@ -228,6 +228,8 @@ class Outcomes:
     # of these, about the options: the same for every file, shown with the command's name)
     warned: set[str] = field(default_factory=set)
     of_the_options: frozenset[str] = frozenset()
+    # when the run began (time.perf_counter), for the seconds of a summary an interruption gives
+    started: float = field(default_factory=time.perf_counter)
 
     def __enter__(self) -> Outcomes:
         if not self.common.quiet and sys.stderr.isatty():
@@ -247,6 +249,13 @@ class Outcomes:
             # came still get their lines and records, though one before them never reported
             for index in sorted(self.waiting):
                 self._show(self.waiting.pop(index))
+        elif kind is not None and issubclass(kind, (KeyboardInterrupt, SystemExit)) and self.common.json:
+            from geomcli import io
+
+            if issubclass(kind, KeyboardInterrupt) or io.signal_taken() is not None:
+                # Ctrl-C or SIGTERM: a pipeline reading the records learns the run ended early, and
+                # what it did so far, from the summary it would otherwise never get
+                self._summarise(time.perf_counter() - self.started, interrupted=True)
 
     def add(self, index: int, report: Report) -> None:
         self.counts[report.status] += 1
@@ -279,18 +288,22 @@ class Outcomes:
 
     def finish(self, seconds: float) -> int:
         """Show what is left (after --fail-fast) and the summary; the exit code."""
+        self._summarise(seconds)
+        return EXIT_FAILED if self.counts["error"] else 0
+
+    def _summarise(self, seconds: float, interrupted: bool = False) -> None:
+        """The reports still waiting (those after a gap), then the summary line or record."""
         for index in sorted(self.waiting):
             self._show(self.waiting.pop(index))
         ok, failed, skipped = self.counts["ok"], self.counts["error"], self.counts["skipped"]
         not_run = self.total - ok - failed - skipped
         if self.common.json:
             echo_stdout(summary.summary_json(self.command, ok=ok, failed=failed, skipped=skipped, not_run=not_run,
-                                             total=self.total, seconds=seconds))
+                                             total=self.total, seconds=seconds, interrupted=interrupted))
         elif not self.common.quiet:
             line = f"{self.command}: {ok} ok, {failed} failed, {skipped} skipped"
             line += f", {not_run} not run (--fail-fast)" if not_run else ""
             echo_stderr(f"{line} in {seconds:.1f} s")
-        return EXIT_FAILED if failed else 0
 
 
 def _progress_bar() -> Progress:

@@ -76,15 +76,17 @@ class Report:
 
 
 def summary_json(command: str, *, ok: int, failed: int, skipped: int, not_run: int, total: int, seconds: float,
-                 dry_run: bool = False) -> str:
-    """A batch's last --json record, with the same keys whether it ran, was refused or was a dry run.
+                 dry_run: bool = False, interrupted: bool = False) -> str:
+    """A batch's last --json record, with the same keys whether it ran, was refused or was a dry run;
+    ``interrupted`` (a run Ctrl-C or SIGTERM ended, its counts so far) adds ``"interrupted": true``.
 
     >>> summary_json("crop-pad", ok=2, failed=0, skipped=1, not_run=0, total=3, seconds=0.1234, dry_run=True)
     '{"command": "crop-pad", "status": "summary", "dry_run": true, "ok": 2, "failed": 0, "skipped": 1, \
 "not_run": 0, "total": 3, "seconds": 0.123}'
     """
     return strict_json({"command": command, "status": "summary", "dry_run": dry_run, "ok": ok, "failed": failed,
-                        "skipped": skipped, "not_run": not_run, "total": total, "seconds": round(seconds, 3)})
+                        "skipped": skipped, "not_run": not_run, "total": total, "seconds": round(seconds, 3),
+                        **({"interrupted": True} if interrupted else {})})
 
 
 def strict_json(record: Mapping[str, Any]) -> str:

@@ -173,7 +173,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
     doing = {job.index for job in todo}
     operation = task.operation
     general = frozenset(operation.unused_options())
-    with Outcomes(operation.command, task.common, len(jobs), of_the_options=general) as outcomes, \
+    with Outcomes(operation.command, task.common, len(jobs), of_the_options=general, started=started) as outcomes, \
             _unmade_unless_written(made, outcomes), _unmade_if_empty(subfolders):
         for job in jobs:
             if job.error is not None:

@@ -1029,6 +1029,45 @@ def test_a_signal_mid_batch_leaves_only_complete_files(sent: int, code: int, tmp
             assert np.asarray(image).shape == (390, 590, 3)
 
 
+@pytest.mark.process
+@pytest.mark.parametrize(("sent", "code", "jobs"), [(signal.SIGTERM, 143, "1"), (signal.SIGTERM, 143, "2"),
+                                                    (signal.SIGINT, -signal.SIGINT, "2")])
+def test_a_signal_mid_batch_still_ends_the_json_stream_with_a_summary(sent: int, code: int, jobs: str,
+                                                                     tmp_path: Path) -> None:
+    """SIGTERM or Ctrl-C during a batch with --json ended the stream after the last file's record,
+    with no summary: a pipeline reading it could not tell a run cut short from one whose summary was
+    lost. The summary now comes, of the files done so far, marked "interrupted": true; the exit code
+    is the signal's as before. Held (SIGSTOP) at its first record, so it cannot finish meanwhile."""
+    slow_inputs(tmp_path / "in", 60)
+    process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(tmp_path / "out"),
+                                "--shape", "390,590", "-j", jobs, "--json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    process.send_signal(signal.SIGSTOP)
+    process.send_signal(sent)
+    process.send_signal(signal.SIGCONT)
+    rest, stderr = process.communicate(timeout=30)
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr
+    records = [json.loads(line) for line in [first, *rest.splitlines()]]
+    *done, last = records
+    assert all(record["status"] == "ok" for record in done) and 0 < len(done) < 60
+    assert last | {"seconds": 0} == {"command": "crop-pad", "status": "summary", "dry_run": False, "ok": len(done),
+                                     "failed": 0, "skipped": 0, "not_run": 60 - len(done), "total": 60,
+                                     "seconds": 0, "interrupted": True}
+    # (a worker may have placed a file whose report had not come back when the signal came)
+    assert {Path(record["output"]).name for record in done} <= set(files(tmp_path / "out"))
+
+
+def test_a_finished_batch_s_summary_is_not_marked_interrupted(shots: Path, tmp_path: Path) -> None:
+    result = run("crop-pad", shots / "a.png", shots / "b.png", "--out-dir", tmp_path / "out", "--shape", "4,4",
+                 "--json")
+    assert result.exit_code == 0
+    last = json.loads(result.stdout.splitlines()[-1])
+    assert last["status"] == "summary" and last["ok"] == 2 and "interrupted" not in last
+
+
 def _forkserver_catching_sigint(pid: int) -> bool:
     """Whether process ``pid``'s forkserver (a child running multiprocessing's) is up to where
     Python catches SIGINT, and not yet where the server ignores it: as it imports its preload."""

@@ -254,7 +254,8 @@ def test_a_run_ended_by_an_error_still_shows_the_reports_that_came(
         capsys: pytest.CaptureFixture[str], ending: BaseException) -> None:
     """A joined cluster's scheduler killed mid-run: the files whose reports had come, behind one
     that never reported, got no record at all (their outputs placed, unreported). A run ended by
-    that one error shows them, in order; a Ctrl-C shows nothing more."""
+    that one error shows them, in order; a Ctrl-C with --json shows them too, then the summary of
+    a run cut short (a pipeline reading the records could not tell it had ended early)."""
     from geomcli.engine.options import Common
     from geomcli.engine.report import Outcomes
 
@@ -263,5 +264,10 @@ def test_a_run_ended_by_an_error_still_shows_the_reports_that_came(
             outcomes.add(index, Report("crop-pad", f"{index}.png", f"o{index}.png"))
         assert capsys.readouterr().out == ""
         raise ending
-    shown = [json.loads(line)["input"] for line in capsys.readouterr().out.splitlines()]
-    assert shown == ([] if isinstance(ending, KeyboardInterrupt) else ["1.png", "2.png", "3.png"])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    if isinstance(ending, KeyboardInterrupt):
+        *records, last = records
+        assert last | {"seconds": 0} == {"command": "crop-pad", "status": "summary", "dry_run": False, "ok": 3,
+                                         "failed": 0, "skipped": 0, "not_run": 2, "total": 5, "seconds": 0,
+                                         "interrupted": True}
+    assert [record["input"] for record in records] == ["1.png", "2.png", "3.png"]
