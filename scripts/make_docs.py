@@ -115,7 +115,9 @@ EXIT_STATUS = [
     ("0", "Every file was done."),
     ("1", "A file could not be read, transformed or written; one line Error: PATH: REASON each."),
     ("2", "A command-line mistake, or options a file cannot take as its header shows (a blocksize that does "
-          "not divide it, a float result to PNG); nothing is written."),
+          "not divide it, a float result to PNG); nothing is written. Nothing to do is one too: an empty "
+          "\\fB\\-\\-files\\-from\\fR list (Error: Invalid value for '\\-\\-files\\-from': \\- lists no input), "
+          "a folder or glob with no file geomcli reads (Error: the folder empty has no file geomcli reads ...)."),
     ("130, 143, 129, 152", "Interrupted by SIGINT (Ctrl-C: ended by SIGINT after its clean-up, so a shell loop "
                            "stops too), SIGTERM, SIGHUP (a closed terminal) or SIGXCPU (a soft CPU limit, "
                            "ulimit -St); no partial file is left."),

@@ -127,6 +127,24 @@ def test_man_pages_list_every_exit_code_the_readme_lists() -> None:
         assert listed == documented, page.name
 
 
+@pytest.mark.parametrize("doc", ["README.md", "docs/safety.md"])
+def test_the_nothing_to_do_lines_the_exit_codes_quote_are_what_each_run_gives(doc: str, tmp_path: Path) -> None:
+    """An empty --files-from list, an empty folder and a glob matching nothing exit 2, which the
+    exit code tables did not say (a script took 2 for a typo only). Each quoted command runs and
+    ends with the line quoted beside it, nothing written."""
+    table = (ROOT / doc).read_text(encoding="utf-8")
+    row = next(line for line in table.splitlines() if line.startswith("| 2 |"))
+    quoted = re.findall(r"`([^`]*geomcli [^`]*)`[^`]*→ `(Error: [^`]*)`", row)
+    assert len(quoted) == 3, row
+    (tmp_path / "empty").mkdir()
+    for command, line in quoted:
+        result = run_in(tmp_path, command.replace("\\|", "|"))
+        assert result.returncode == 2, (command, result.stderr)
+        assert result.stderr.splitlines()[-1] == line.replace("\\|", "|"), command
+        assert "Usage: geomcli resize" in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["empty"]
+
+
 def run_in(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, capture_output=True, text=True,
