@@ -4,6 +4,7 @@ palette and transparency; operations that mix values refused from the header, no
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -588,3 +589,31 @@ def test_the_help_says_what_16_bit_indices_and_pages_read_as(tmp_path: Path, rng
     assert result.exit_code == 0, result.stderr
     read = np.load(tmp_path / "p.npy")
     assert read.dtype == np.uint16 and np.array_equal(read, labels)  # T x H x W, as they are
+
+
+def test_a_chains_last_step_shape_and_the_written_shape_differ_as_the_docs_say(tmp_path: Path) -> None:
+    """A chain's last depth-to-space step said [40, 40, 1] and its record's output_shape [40, 40]
+    under --keep-palette to a PNG, unexplained: a step's shape is its result's, the record's the
+    file's (one channel is H×W in an image format). docs/files.md quotes the two; the run gives them,
+    its --dry-run too, and a .npy holds the channel axis in both."""
+    docs = (Path(__file__).parents[2] / "docs" / "files.md").read_text(encoding="utf-8")
+    quoted = re.search(r"gives its last step `(\[[^`]*\])`,\s+the record `(\[[^`]*\])`", docs)
+    assert quoted is not None
+    last_step, written = json.loads(quoted[1]), json.loads(quoted[2])
+    pixels = (np.arange(40 * 40).reshape(40, 40) % 7).astype(np.uint8)
+    image = Image.fromarray(pixels, mode="P")
+    image.putpalette([value % 256 for value in range(768)])
+    image.save(tmp_path / "pal.png")
+    steps = ["space-to-depth", "--blocksize", "2", "depth-to-space", "--blocksize", "2"]
+    for name, holds in (("o.png", written), ("o.npy", last_step)):
+        record = json.loads(run("chain", "-i", tmp_path / "pal.png", "-o", tmp_path / name, "--keep-palette",
+                                "--json", *steps).stdout)
+        assert [step["output_shape"] for step in record["steps"]] == [[20, 20, 4], last_step]
+        assert record["output_shape"] == holds
+    with Image.open(tmp_path / "o.png") as image:
+        assert image.mode == "P" and list(np.asarray(image).shape) == written
+    assert list(np.load(tmp_path / "o.npy").shape) == last_step
+    planned = run("chain", "-i", tmp_path / "pal.png", "--out-dir", tmp_path / "out", "--keep-palette", "--json",
+                  "--dry-run", *steps)
+    record = json.loads(planned.stdout.splitlines()[0])
+    assert record["steps"][-1]["output_shape"] == last_step and record["output_shape"] == written
