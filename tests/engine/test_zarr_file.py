@@ -119,6 +119,66 @@ def test_a_pad_far_past_the_input_chunks_is_a_few_blocks_not_one_task_per_input_
     assert int(note.split("chunk by chunk: ")[1].split()[0]) <= 9, note
 
 
+@pytest.mark.parametrize("out", ["out.zarr", "out.npy"])
+@pytest.mark.parametrize("shape", ["62,62", "61,30", "20,20"], ids=["spanning", "odd-and-even", "within-a-chunk"])
+def test_a_crop_off_the_chunk_grid_reads_each_chunk_once_and_a_block_needs_at_most_four(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, out: str) -> None:
+    """Issue 22's bound for a crop whose window is not on the input's chunk grid (offsets 17 and
+    33 in chunks of 32): each input chunk under the window is read once in the run, shared by
+    the output chunks it feeds (a zarr output's are regular, so each takes pieces of up to 2 x 2
+    input chunks), and no output block needs more than those 4: a task holds at most 4 chunks."""
+    import dask
+
+    from geomcli.engine import chunked, zarr_file
+
+    data = tensor(np.dtype("float32"), (1, 2, 96, 96))
+    write_zarr(tmp_path / "in.zarr", data, (1, 2, 32, 32))
+    reads: list[str] = []
+    stored_get = zarr.storage.LocalStore.get
+
+    async def counted_get(self: Any, key: str, *args: Any, **kwargs: Any) -> Any:
+        if Path(str(self.root)).name == "in.zarr" and key.startswith("c/"):
+            reads.append(key)
+        return await stored_get(self, key, *args, **kwargs)
+
+    inputs: list[str] = []
+    read_as_dask = chunked.as_dask
+
+    def named_as_dask(*args: Any, **kwargs: Any) -> Any:
+        array = read_as_dask(*args, **kwargs)
+        inputs.append(array.name)
+        return array
+
+    needed: list[int] = []
+    write_blocks = zarr_file._write_blocks
+
+    def blocks_measured(result: Any, *args: Any, **kwargs: Any) -> Any:
+        dependencies = result.__dask_graph__().get_all_dependencies()
+
+        def input_chunks(key: Any) -> set[Any]:
+            found = {key} if isinstance(key, tuple) and key[0] in inputs else set()
+            for dependency in dependencies.get(key, ()):
+                found |= input_chunks(dependency)
+            return found
+
+        needed.extend(len(input_chunks(key)) for key in dask.core.flatten(result.__dask_keys__()))
+        return write_blocks(result, *args, **kwargs)
+
+    monkeypatch.setattr(zarr.storage.LocalStore, "get", counted_get)
+    monkeypatch.setattr(chunked, "as_dask", named_as_dask)
+    monkeypatch.setattr(zarr_file, "_write_blocks", blocks_measured)
+    result = run("crop-pad", tmp_path / "in.zarr", "-o", tmp_path / out, "--layout", "NCHW", "--shape", shape)
+    assert result.exit_code == 0, result.stderr
+    target = [int(side) for side in shape.split(",")]
+    expected = crop_ops.center_crop_pad(data, target, [2, 3])
+    written = read_zarr(tmp_path / out)[...] if out.endswith(".zarr") else np.load(tmp_path / out)
+    assert np.array_equal(written, expected, equal_nan=True)
+    # the chunks the window lies on, each read once: rows and columns of 32 under [start, start + length)
+    under = [range((96 - length) // 2 // 32, -(-((96 - length) // 2 + length) // 32)) for length in target]
+    assert sorted(reads) == sorted(f"c/0/0/{row}/{column}" for row in under[0] for column in under[1])
+    assert needed and max(needed) <= 4, needed
+
+
 def test_a_pad_is_in_blocks_within_max_pixels_where_the_chunks_are(tmp_path: Path) -> None:
     """The pads' blocks of up to 64 MiB went past --max-pixels, so a run whose input chunks were
     within it was refused ("an output block (4, 2000): ... exceed the limit of 100")."""
