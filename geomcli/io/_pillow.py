@@ -596,10 +596,7 @@ def _metadata(im: Any, orientation: int) -> Metadata:
     """The ICC profile, DPI and EXIF Pillow found; EXIF says orientation 1 once applied."""
     info = im.info
     icc = info.get("icc_profile") or None
-    dpi = _jpeg_dpi(info) if im.format in ("JPEG", "MPO") else info.get("dpi")
-    resolution = None
-    if isinstance(dpi, tuple) and len(dpi) == 2 and all(_number(d) and 0 < float(d) < 1e9 for d in dpi):
-        resolution = (float(dpi[0]), float(dpi[1]))
+    resolution, no_resolution = _dpi(im)
     exif = info.get("exif") or None
     if isinstance(exif, bytes) and orientation in ORIENTATIONS:
         exif = _upright_exif(exif)
@@ -608,7 +605,22 @@ def _metadata(im: Any, orientation: int) -> Metadata:
         resolution=resolution,
         unit="inch" if resolution else None,
         exif=exif if isinstance(exif, bytes) else None,
+        dropped=no_resolution,
+        sizes_left_out=no_resolution,
     )
+
+
+def _dpi(im: Any) -> tuple[tuple[float, float] | None, tuple[str, ...]]:
+    """The DPI the image states, or None; and where it states one that is no length (a PNG's
+    pHYs or a BMP's header of 0 pixels per metre, an EXIF XResolution of 0) its name, left out
+    as a TIFF resolution of 0 is: dropped on an output, noted by info."""
+    dpi = _jpeg_dpi(im.info) if im.format in ("JPEG", "MPO") else im.info.get("dpi")
+    if not (isinstance(dpi, tuple) and len(dpi) == 2 and all(_number(d) for d in dpi)):
+        return None, ()
+    x, y = float(dpi[0]), float(dpi[1])
+    if all(0 < d < 1e9 for d in (x, y)):
+        return (x, y), ()
+    return None, (f"the {im.format} resolution {x:g} x {y:g} dpi (no positive size)",)
 
 
 def _jpeg_dpi(info: dict[str, Any]) -> tuple[float, float] | None:
@@ -658,8 +670,8 @@ def _carried(im: Any, source: str | bytes | IO[bytes]) -> dict[str, Any]:
             # a phone's gain map or depth map, a stereo camera's other eye: geomcli reads the first
             dropped.append(f"the JPEG's {others} other image(s) after the first (MPO: a preview, gain or depth "
                            "map, or the other eye)")
-        if dropped:
-            carried["dropped"] = tuple(dropped)
+        if dropped:  # (after _metadata's: a DPI of 0 it names)
+            carried["dropped"] = (*_dpi(im)[1], *dropped)
     elif im.format == "GIF" and isinstance(im.info.get("comment"), bytes) and im.info["comment"]:
         carried["comment"] = im.info["comment"]
     return carried

@@ -285,6 +285,32 @@ def test_the_exif_resolution_is_the_dpi_written_beside_it(tmp_path: Path, rng: n
             assert im.info["dpi"] == pytest.approx(dpi, abs=0.05)
 
 
+@pytest.mark.parametrize(("name", "save", "said"), [
+    ("in.png", {"dpi": (0, 300)}, "the PNG resolution 0 x 299.999 dpi"),  # pHYs of 0 pixels per metre
+    ("in.bmp", {"dpi": (0, 300)}, "the BMP resolution 0 x 299.999 dpi"),
+    ("in.jpg", {"exif": camera_exif(x=0, y=300, unit=2), "comment": b"first"}, "the JPEG resolution 0 x 300 dpi"),
+])
+def test_a_dpi_that_is_no_length_is_said_dropped(tmp_path: Path, rng: np.random.Generator, name: str,
+                                                 save: dict[str, Any], said: str) -> None:
+    """'crop-pad p0.png -o o.png --json' of a pHYs of 0 x 300 dpi gave "warnings": [] and 'info
+    p0.png' no dpi with no word why, where a TIFF resolution of 0 is named (c344c23). It is named
+    in both, as the TIFF's; a JPEG's beside its other dropped things (a second comment)."""
+    source = saved(tmp_path / name, rng.integers(0, 256, (8, 8, 3), dtype=np.uint8), **save)
+    others = []
+    if name == "in.jpg":
+        data = Path(source).read_bytes()
+        Path(source).write_bytes(data[:2] + b"\xff\xfe" + struct.pack(">H", 2 + 6) + b"second" + data[2:])
+        others = ["the JPEG's 1 comment(s) after the first cannot be carried; dropped",
+                  io.unkept(None, "jpeg")[0]]
+    out = tmp_path / f"o{Path(name).suffix}"
+    result = run("crop-pad", source, "-o", out, "--shape", "4,4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(json.loads(result.stdout)["warnings"]) == sorted(
+        [f"{said} (no positive size) cannot be carried; dropped", *others])
+    record = json.loads(run("info", "--json", source).stdout)
+    assert record["dpi"] is None and record["notes"] == [f"{said} (no positive size) left out of the pixel size"]
+
+
 def test_a_dpi_past_a_jfif_density_is_dropped_not_wrapped(tmp_path: Path, rng: np.random.Generator) -> None:
     """A microscope's 0.2 um pixels (127000 dpi) in a PNG became a JPEG of 61464 dpi, 127000 less
     65536: libjpeg's 16-bit density wrapped without a word. Such a DPI is dropped with a warning, its
