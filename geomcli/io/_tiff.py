@@ -1257,7 +1257,9 @@ class _Collect(logging.Handler):
         self.thread = threading.get_ident()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.thread != self.thread:
+        # (the thread emitting it, which logging calls this in: a record's own is None where
+        # logging.logThreads is off)
+        if threading.get_ident() != self.thread:
             return
         text = " ".join(record.getMessage().split())
         # its objects' reprs say where: "<tifffile.TiffPage 0 @8> incorrect ..." -> "page 0: incorrect ..."

@@ -822,3 +822,24 @@ def test_a_tiffs_damage_is_its_own_not_that_of_one_read_beside_it(tmp_path: Path
         assert len(tif.pages) == 2
     assert notes == [] and len(failed) == 1
     assert logging.getLogger("tifffile").propagate
+
+
+def test_a_tiffs_damage_is_found_where_log_records_name_no_thread(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that uses geomcli as a library and sets logging.logThreads = False (logging's
+    documented saving) has records whose thread is None: each open's handler, taking only the
+    records of its own thread (2e7801e), took none, and a damaged TIFF was read as a good one of
+    fewer pages. The handler asks which thread emits, not the record."""
+    import logging
+
+    import tifffile
+
+    tifffile.imwrite(tmp_path / "good.tif", np.zeros((2, 8, 8), np.uint8))
+    data = bytearray((tmp_path / "good.tif").read_bytes())
+    with tifffile.TiffFile(tmp_path / "good.tif") as tif:
+        second = tif.pages[1].offset
+    data[second: second + 2] = b"\xff\xff"  # a count of tags past any IFD's
+    (tmp_path / "bad.tif").write_bytes(data)
+    monkeypatch.setattr(logging, "logThreads", False)
+    with pytest.raises(GeomError, match=r"bad.tif: not a readable TIFF \(tifffile: corrupted tag list"):
+        io.read_header(str(tmp_path / "bad.tif"))
