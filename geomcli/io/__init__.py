@@ -199,8 +199,14 @@ def read_header(
         try:  # a URL's first bytes or ranges: where its header runs past them or reads ill, the whole object
             return _header(source, name, fmt, auto_orient, series, page, frames, palette, file_size)._replace(
                 file_size=file_size)
-        except (GeomError, OSError):
+        except (GeomError, OSError) as error:
             _raise_failed_range(source)
+            if fmt == "npy":
+                from geomcli.io import _npy
+
+                if isinstance(error, _npy.CutShort):  # (its header and the object's size: read whole, the same line)
+                    _remote.keep_failure(path, str(error))
+                    raise
             source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     try:
         return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)
@@ -252,8 +258,14 @@ def read_metadata(
                 tail = _remote.read_tail(path, max(len(source), file_size - HEAD_BYTES), file_size)
                 chunks = _png.stored_chunks_apart(source, tail, file_size)
             return _metadata(source, name, fmt, auto_orient, series, page, frames, palette, chunks)
-        except (GeomError, OSError):
+        except (GeomError, OSError) as error:
             _raise_failed_range(source)
+            if fmt == "npy":
+                from geomcli.io import _npy
+
+                if isinstance(error, _npy.CutShort):  # (its header and the object's size: read whole, the same line)
+                    _remote.keep_failure(path, str(error))
+                    raise
             source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     return _metadata(source, name, fmt, auto_orient, series, page, frames, palette)
 

@@ -158,6 +158,11 @@ def _elements(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
     return shape + tuple(dtype.shape)
 
 
+class CutShort(GeomError):
+    """An NPY whose data is shorter than its header declares: its header and its size tell it (a
+    URL's from the object's first bytes and size, not read whole to say so)."""
+
+
 def _check(
     shape: tuple[int, ...],
     dtype: np.dtype,
@@ -170,7 +175,7 @@ def _check(
         check_size(_elements(shape, dtype), max_pixels, name)
     needed = math.prod(shape) * dtype.itemsize
     if needed > size - offset:
-        raise GeomError(
+        raise CutShort(
             f"{name}: not a readable NPY (truncated: shape {shape} of {dtype} needs {needed} "
             f"bytes of data, the file has {max(size - offset, 0)})"
         )
