@@ -664,6 +664,8 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
     root = url
     try:
         if not literal and _GLOB_MAGIC.search(rest) and _remote.protocol(url) not in _remote.READ_ONLY:
+            if url.endswith("/"):  # folders only: no file, as a local pattern's (_glob), not its files
+                return [], f"the pattern {url!r}"
             fixed = []
             for part in parts[:-1]:
                 if _GLOB_MAGIC.search(part):

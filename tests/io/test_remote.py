@@ -170,6 +170,19 @@ def test_a_prefix_a_url_glob_matches_is_taken_as_that_folder_named(pattern: str,
         == (not recursive and pattern != "raw/.*")
 
 
+@pytest.mark.parametrize("recursive", [["-r"], []])
+def test_a_url_glob_ending_in_a_slash_has_no_file_as_a_local_one(recursive: list[str], s3: S3,
+                                                                   shots: dict[str, bytes], tmp_path: Path) -> None:
+    """'crop-pad "s3://bkt/raw/*/" --out-dir o' did raw/a.png and raw/b.png, files the pattern
+    does not match (its empty last name was dropped), and with -r raw/day's too, where the same
+    local pattern names folders only and has no file (_glob): a usage error, nothing written."""
+    local = run("crop-pad", f"{tmp_path}/raw/*/", *recursive, "--out-dir", tmp_path / "local", "--shape", "6,6")
+    remote = run("crop-pad", f"{s3.url}/raw/*/", *recursive, "--out-dir", tmp_path / "remote", "--shape", "6,6")
+    assert local.exit_code == remote.exit_code == 2
+    assert remote.stderr.replace(s3.url, str(tmp_path)) == local.stderr
+    assert not (tmp_path / "remote").exists()
+
+
 def test_a_folder_url_is_its_files_and_r_its_subfolders(s3: S3, shots: dict[str, bytes], tmp_path: Path) -> None:
     top = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "top", "--shape", "6,6")
     assert top.exit_code == 0
