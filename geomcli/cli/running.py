@@ -91,6 +91,9 @@ def run_files(operation: Operation, inputs: tuple[str, ...], output: str | None,
         from geomcli.engine import zarr_file
         from geomcli.io import _remote, _zarr
 
+        # the checks below may ask the store: with this run's --storage-option (an endpoint given
+        # there alone left a glob's check asking AWS, and the glob was read as a name: exit 1)
+        _remote.configure(common.storage_options)
         if _remote.is_url(inputs[0]):
             try:
                 _remote.check_bucket(inputs[0])  # as a batch's input: s3:// of an unset $BUCKET is no input

@@ -1617,6 +1617,23 @@ def test_a_glob_on_s3_with_o_is_a_usage_error_as_a_local_one(s3: S3, shots: dict
     assert result.exit_code == 0 and out.exists(), result.stderr
 
 
+def test_o_asks_the_store_with_the_runs_storage_options(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """-o's checks of its input (a glob? a folder?) asked the store before the run's
+    --storage-option were set: an endpoint given there alone (a MinIO's, no AWS_ENDPOINT_URL) left
+    the glob's check asking elsewhere, and the glob was read as an object's name, 'no such file'
+    (exit 1), or with an earlier run's options in the same process."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    out, pattern = tmp_path / "out.png", f"{s3.url}/raw/*.png"
+    given = ["--storage-option", f"endpoint_url={s3.endpoint}"]
+    result = run("crop-pad", pattern, "-o", out, "--shape", "6,6", *given)
+    assert result.exit_code == 2 and not out.exists(), result.stderr
+    assert f"Error: {pattern!r} is a pattern, and -o takes one file; give --out-dir DIR" in result.stderr
+    result = run("crop-pad", f"{s3.url}/raw", "-o", out, "--shape", "6,6", *given)
+    assert result.exit_code == 2 and not out.exists(), result.stderr
+    assert result.stderr.rstrip("\n").endswith("is a folder; give --out-dir DIR for the files in it")
+
+
 def test_an_s3_folder_with_o_is_a_usage_error_as_a_local_one(s3: S3, shots: dict[str, bytes], tmp_path: Path) -> None:
     """-o took an s3:// folder as an object's name, 'Error: s3://.../raw: no such file' (exit 1),
     where a local folder there is a usage error that points to --out-dir."""
