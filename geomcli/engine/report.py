@@ -249,13 +249,10 @@ class Outcomes:
             # came still get their lines and records, though one before them never reported
             for index in sorted(self.waiting):
                 self._show(self.waiting.pop(index))
-        elif kind is not None and issubclass(kind, (KeyboardInterrupt, SystemExit)) and self.common.json:
-            from geomcli import io
-
-            if issubclass(kind, KeyboardInterrupt) or io.signal_taken() is not None:
-                # Ctrl-C or SIGTERM: a pipeline reading the records learns the run ended early, and
-                # what it did so far, from the summary it would otherwise never get
-                self._summarise(time.perf_counter() - self.started, interrupted=True)
+        elif kind is not None and _by_signal(kind):
+            # Ctrl-C or SIGTERM: a pipeline reading the records, or a user scrolling back, learns
+            # the run ended early, and what it did so far, from the summary it would otherwise never get
+            self.summarise_interrupted()
 
     def add(self, index: int, report: Report) -> None:
         self.counts[report.status] += 1
@@ -291,6 +288,10 @@ class Outcomes:
         self._summarise(seconds)
         return EXIT_FAILED if self.counts["error"] else 0
 
+    def summarise_interrupted(self) -> None:
+        """The summary of a run a signal ended: its counts so far, the rest not run, marked so."""
+        self._summarise(time.perf_counter() - self.started, interrupted=True)
+
     def _summarise(self, seconds: float, interrupted: bool = False) -> None:
         """The reports still waiting (those after a gap), then the summary line or record."""
         for index in sorted(self.waiting):
@@ -302,8 +303,19 @@ class Outcomes:
                                              total=self.total, seconds=seconds, interrupted=interrupted))
         elif not self.common.quiet:
             line = f"{self.command}: {ok} ok, {failed} failed, {skipped} skipped"
-            line += f", {not_run} not run (--fail-fast)" if not_run else ""
+            if interrupted:
+                line += f", {not_run} not run (interrupted)"
+            elif not_run:
+                line += f", {not_run} not run (--fail-fast)"
             echo_stderr(f"{line} in {seconds:.1f} s")
+
+
+def _by_signal(kind: type[BaseException]) -> bool:
+    """Whether an exception of ``kind`` is a run's end by Ctrl-C or a stop signal (SIGTERM's
+    SystemExit, raised by the handler that noted it), not a SystemExit of its own."""
+    from geomcli import io
+
+    return issubclass(kind, KeyboardInterrupt) or (issubclass(kind, SystemExit) and io.signal_taken() is not None)
 
 
 def _progress_bar() -> Progress:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -1066,6 +1067,45 @@ def test_a_finished_batch_s_summary_is_not_marked_interrupted(shots: Path, tmp_p
     assert result.exit_code == 0
     last = json.loads(result.stdout.splitlines()[-1])
     assert last["status"] == "summary" and last["ok"] == 2 and "interrupted" not in last
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("sent", "code", "jobs", "quiet"), [(signal.SIGTERM, 143, "1", False),
+                                                             (signal.SIGTERM, 143, "2", False),
+                                                             (signal.SIGINT, -signal.SIGINT, "2", False),
+                                                             (signal.SIGTERM, 143, "2", True)])
+def test_a_signal_mid_batch_still_ends_stderr_with_the_count_line(sent: int, code: int, jobs: str, quiet: bool,
+                                                                  tmp_path: Path) -> None:
+    """Without --json, SIGTERM mid-batch printed nothing and Ctrl-C "Interrupted" alone: a user
+    scrolling back could not see what was done. The usual count line now comes, the files not run
+    marked (interrupted), before Ctrl-C's "Interrupted"; -q still prints nothing. Held (SIGSTOP)
+    at its first output, so it cannot finish meanwhile."""
+    slow_inputs(tmp_path / "in", 60)
+    out = tmp_path / "out"
+    process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out),
+                                "--shape", "390,590", "-j", jobs, *(["-q"] if quiet else [])],
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out.exists() and any(name.endswith(".png") and not name.startswith(".") for name in os.listdir(out))):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.01)
+    process.send_signal(signal.SIGSTOP)
+    process.send_signal(sent)
+    process.send_signal(signal.SIGCONT)
+    stderr = process.communicate(timeout=30)[1]
+    assert process.returncode == code, stderr
+    if quiet:
+        assert stderr == ""
+        return
+    lines = stderr.splitlines()
+    if sent == signal.SIGINT:
+        assert lines.pop() == "Interrupted"
+    counted = re.fullmatch(r"crop-pad: (\d+) ok, 0 failed, 0 skipped, (\d+) not run \(interrupted\) in \d+\.\d s",
+                           lines[-1])
+    assert counted is not None, stderr
+    ok, not_run = int(counted[1]), int(counted[2])
+    assert not_run > 0 and ok + not_run == 60
+    assert ok <= len(files(out))  # (a worker may have placed a file whose report had not come back: ok 0 too)
 
 
 def _forkserver_catching_sigint(pid: int) -> bool:
