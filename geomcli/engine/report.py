@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -316,6 +316,19 @@ def _by_signal(kind: type[BaseException]) -> bool:
     from geomcli import io
 
     return issubclass(kind, KeyboardInterrupt) or (issubclass(kind, SystemExit) and io.signal_taken() is not None)
+
+
+@contextmanager
+def summary_if_interrupted(command: str, common: Common, total: Callable[[], int], started: float) -> Iterator[None]:
+    """The summary Outcomes gives a run a signal ends, for one it ends before its files start (its
+    inputs listed, their headers checked, its workers or cluster started): every file not run
+    (``total()``, the inputs listed so far), nothing done."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit) as stop:
+        if _by_signal(type(stop)):
+            Outcomes(command, common, total(), started=started).summarise_interrupted()
+        raise
 
 
 def _progress_bar() -> Progress:

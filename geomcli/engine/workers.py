@@ -45,7 +45,7 @@ from geomcli.engine.plan import (
     skip_reason,
     to_do,
 )
-from geomcli.engine.report import Outcomes, echo_stderr, echo_stdout
+from geomcli.engine.report import Outcomes, echo_stderr, echo_stdout, summary_if_interrupted
 from geomcli.errors import GeomError, PlanError
 from geomcli.io import STOP_SIGNALS, _remote, _zarr
 
@@ -81,21 +81,28 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
 
 def _planned_run(operation: Operation, common: Common, arguments: Sequence[str], options: BatchOptions) -> int:
     started = time.perf_counter()
-    scheduler = None
-    if options.scheduler is not None:
-        from geomcli.engine import cluster
+    jobs: Sequence[Job] = ()
+    # a signal while the inputs are listed or a cluster starts: the summary _run gives one later
+    # (a dry run's summary has no interrupted form)
+    interrupted = contextlib.nullcontext() if options.dry_run else \
+        summary_if_interrupted(operation.command, common, lambda: len(jobs), started)
+    with contextlib.ExitStack() as session:
+        with interrupted:
+            scheduler = None
+            if options.scheduler is not None:
+                from geomcli.engine import cluster
 
-        scheduler = cluster.check(options)  # a usage error before the plan's work: bad syntax, -j too, no Dask
-    jobs = plan(arguments, options, common, operation.files_read(), operation.stdin_option() is not None)
-    task = Task(operation, common, no_clobber=options.no_clobber)
-    if options.dry_run:
-        return _dry_run(task, jobs, options)
-    todo = to_do(jobs, options)
-    if scheduler is None or not todo:
-        return _run(task, jobs, todo, options, started)
-    from geomcli.engine import cluster
+                scheduler = cluster.check(options)  # a usage error before the plan's work: bad syntax, -j too, no Dask
+            jobs = plan(arguments, options, common, operation.files_read(), operation.stdin_option() is not None)
+            task = Task(operation, common, no_clobber=options.no_clobber)
+            if options.dry_run:
+                return _dry_run(task, jobs, options)
+            todo = to_do(jobs, options)
+            on_cluster = None
+            if scheduler is not None and todo:
+                from geomcli.engine import cluster
 
-    with cluster.session(scheduler, common.debug) as on_cluster:
+                on_cluster = session.enter_context(cluster.session(scheduler, common.debug))
         return _run(task, jobs, todo, options, started, on_cluster)
 
 
@@ -115,64 +122,66 @@ def all_failed(command: str, common: Common, arguments: Sequence[str], options: 
 def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOptions, started: float,
          on_cluster: Session | None = None) -> int:
     """:func:`run` once the jobs to do are known: in this process, in workers, or ``on_cluster``."""
-    workers = 1
-    if on_cluster is None:
-        workers = _worker_count(task, todo, options)
-        if workers > 1:
-            # started now, its imports (about 0.2 s) are done on another core while the headers are checked
-            _forkserver(arrays=_needs_arrays(task, todo))
-            try:
-                forkserver.start()
-            except OSError as error:  # no process to be had (ulimit -u: EAGAIN)
-                echo_stderr(f"Warning: no worker process could start ({error.strerror or error}); this process "
-                            "does every file")
-                workers = 1
-    unread: set[int] = set()  # the jobs whose header the check could not read
-    if on_cluster is None or on_cluster.headers_here(todo):
-        # an object the check here reads whole goes to its run with its job: read once, not
-        # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES); one whose
-        # read stalled, or that it read whole and could not read a header of, has failed, and is
-        # not read again (the deadline waited out twice, the damaged object moved twice)
-        with _remote.keeping_small_reads(largest=None if on_cluster is None else on_cluster.carried_bytes()):
-            faults = option_faults(task, todo, unread) if on_cluster is None else \
-                on_cluster.option_faults(task, todo, unread)
-            todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
-                    for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
-            stalled = {job.index: line for job in todo if (line := _remote.take_failed(job.input)) is not None}
-    else:
-        faults = on_cluster.option_faults(task, todo, unread)
-        # the small objects the workers read whole for their headers, and the lines of those whose
-        # read stalled or whose whole bytes held no readable header, sent back with their check (a
-        # dict's look-up a job: take_kept asks each URL's filesystem, 50 us, a million times)
-        todo = [job if (data := on_cluster.carried.pop(job.index, None)) is None else
-                dataclasses.replace(job, data=data) for job in todo]
-        stalled = on_cluster.stalled
-    if stalled and not options.fail_fast:  # (--fail-fast: its run fails it, and the run stops there, in order)
-        jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
-        todo = [job for job in todo if job.index not in stalled]
-    if faults:
-        _refused(task, jobs, todo, faults, unread, options, time.perf_counter() - started)
-    if on_cluster is not None:
-        on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
-    options = local_paths(options)
-    made = None  # the outermost folder this run makes, if any
-    subfolders: list[str] = []  # the folders under it the jobs will make, where missing
-    try:
-        if not _remote.is_url(options.out_dir):  # an object store has no folders to make
-            made = _first_missing(options.out_dir)
-            subfolders = _missing_folders(todo)
-            make_folders(options.out_dir)
-    except OSError as error:
-        why = error.strerror or str(error)
-        if os.path.islink(options.out_dir) and not os.path.exists(options.out_dir):
-            why = f"a broken symbolic link to {os.readlink(options.out_dir)}"
-        line = f"{options.out_dir}: cannot make the folder ({why})"
-        if task.common.json:
-            _unmade_out_dir(task, jobs, todo, options, line, time.perf_counter() - started)
-        raise GeomError(line) from error
-    doing = {job.index for job in todo}
-    operation = task.operation
-    general = frozenset(operation.unused_options())
+    # a signal while the headers are checked or the workers start: Outcomes' summary, nothing done
+    with summary_if_interrupted(task.operation.command, task.common, lambda: len(jobs), started):
+        workers = 1
+        if on_cluster is None:
+            workers = _worker_count(task, todo, options)
+            if workers > 1:
+                # started now, its imports (about 0.2 s) are done on another core while the headers are checked
+                _forkserver(arrays=_needs_arrays(task, todo))
+                try:
+                    forkserver.start()
+                except OSError as error:  # no process to be had (ulimit -u: EAGAIN)
+                    echo_stderr(f"Warning: no worker process could start ({error.strerror or error}); this process "
+                                "does every file")
+                    workers = 1
+        unread: set[int] = set()  # the jobs whose header the check could not read
+        if on_cluster is None or on_cluster.headers_here(todo):
+            # an object the check here reads whole goes to its run with its job: read once, not
+            # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES); one whose
+            # read stalled, or that it read whole and could not read a header of, has failed, and is
+            # not read again (the deadline waited out twice, the damaged object moved twice)
+            with _remote.keeping_small_reads(largest=None if on_cluster is None else on_cluster.carried_bytes()):
+                faults = option_faults(task, todo, unread) if on_cluster is None else \
+                    on_cluster.option_faults(task, todo, unread)
+                todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
+                        for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
+                stalled = {job.index: line for job in todo if (line := _remote.take_failed(job.input)) is not None}
+        else:
+            faults = on_cluster.option_faults(task, todo, unread)
+            # the small objects the workers read whole for their headers, and the lines of those whose
+            # read stalled or whose whole bytes held no readable header, sent back with their check (a
+            # dict's look-up a job: take_kept asks each URL's filesystem, 50 us, a million times)
+            todo = [job if (data := on_cluster.carried.pop(job.index, None)) is None else
+                    dataclasses.replace(job, data=data) for job in todo]
+            stalled = on_cluster.stalled
+        if stalled and not options.fail_fast:  # (--fail-fast: its run fails it, and the run stops there, in order)
+            jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
+            todo = [job for job in todo if job.index not in stalled]
+        if faults:
+            _refused(task, jobs, todo, faults, unread, options, time.perf_counter() - started)
+        if on_cluster is not None:
+            on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
+        options = local_paths(options)
+        made = None  # the outermost folder this run makes, if any
+        subfolders: list[str] = []  # the folders under it the jobs will make, where missing
+        try:
+            if not _remote.is_url(options.out_dir):  # an object store has no folders to make
+                made = _first_missing(options.out_dir)
+                subfolders = _missing_folders(todo)
+                make_folders(options.out_dir)
+        except OSError as error:
+            why = error.strerror or str(error)
+            if os.path.islink(options.out_dir) and not os.path.exists(options.out_dir):
+                why = f"a broken symbolic link to {os.readlink(options.out_dir)}"
+            line = f"{options.out_dir}: cannot make the folder ({why})"
+            if task.common.json:
+                _unmade_out_dir(task, jobs, todo, options, line, time.perf_counter() - started)
+            raise GeomError(line) from error
+        doing = {job.index for job in todo}
+        operation = task.operation
+        general = frozenset(operation.unused_options())
     with Outcomes(operation.command, task.common, len(jobs), of_the_options=general, started=started) as outcomes, \
             _unmade_unless_written(made, outcomes), _unmade_if_empty(subfolders):
         for job in jobs:

@@ -3,6 +3,7 @@ failures, interruptions, the JSON stream and samples/Makefile."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -1106,6 +1107,57 @@ def test_a_signal_mid_batch_still_ends_stderr_with_the_count_line(sent: int, cod
     ok, not_run = int(counted[1]), int(counted[2])
     assert not_run > 0 and ok + not_run == 60
     assert ok <= len(files(out))  # (a worker may have placed a file whose report had not come back: ok 0 too)
+
+
+# Loaded by the run's interpreter (sitecustomize on PYTHONPATH): the header check of stop.png sends
+# this process GEOMCLI_TEST_STOP, so the signal lands while the headers are checked, before any file starts
+_STOP_AT_THE_HEADER_CHECK = """
+import os
+import signal
+from geomcli.engine import plan
+_header_as_read = plan.header_as_read
+def signalled_at_stop_png(path, *args, **kwargs):
+    if os.path.basename(path) == "stop.png":
+        os.kill(os.getpid(), getattr(signal, os.environ["GEOMCLI_TEST_STOP"]))
+    return _header_as_read(path, *args, **kwargs)
+plan.header_as_read = signalled_at_stop_png
+"""
+
+_ON_A_CLUSTER = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="needs the dask extra")
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("sent", "code", "where"), [
+    ("SIGTERM", 143, ["-j", "1"]), ("SIGTERM", 143, ["-j", "2"]), ("SIGINT", -signal.SIGINT, ["-j", "2"]),
+    pytest.param("SIGTERM", 143, ["--scheduler", "local:2"], marks=[pytest.mark.cluster, _ON_A_CLUSTER])])
+def test_a_signal_before_any_file_starts_still_gives_the_summary(sent: str, code: int, where: list[str],
+                                                                 tmp_path: Path) -> None:
+    """A signal while the headers were checked (a folder of thousands of files takes a while) came
+    before the run's Outcomes, which gives the interrupted summary: --json's stream ended with no
+    record at all, and without --json no count line. Both now come, every input not run, nothing
+    written, the signal's exit code as before."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_STOP_AT_THE_HEADER_CHECK)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for name in ("a.png", "b.png", "stop.png", "z.png"):
+        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    out = tmp_path / "out"
+    command = [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where]
+    env = hooked(hooks, GEOMCLI_TEST_STOP=sent)
+    result = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
+    assert json.loads(result.stdout) | {"seconds": 0} == {
+        "command": "crop-pad", "status": "summary", "dry_run": False, "ok": 0, "failed": 0, "skipped": 0,
+        "not_run": 4, "total": 4, "seconds": 0, "interrupted": True}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == code and result.stdout == "", result.stderr
+    lines = result.stderr.splitlines()
+    if sent == "SIGINT":
+        assert lines.pop() == "Interrupted"
+    assert re.fullmatch(r"crop-pad: 0 ok, 0 failed, 0 skipped, 4 not run \(interrupted\) in \d+\.\d s", lines[-1])
+    assert not out.exists()
 
 
 def _forkserver_catching_sigint(pid: int) -> bool:
