@@ -131,17 +131,25 @@ def _current_folder_exists() -> bool:
 
 
 def _interrupt(signum: int, frame: Any) -> None:
-    from geomcli import io
-
-    io.note_signal(signum)  # no output is placed from now on, whatever becomes of the exception
+    if _noted(signum):
+        return  # raised where the block it came in ends (io.signals_deferred)
     raise KeyboardInterrupt
 
 
 def _terminate(signum: int, frame: Any) -> None:
+    if _noted(signum):
+        return
+    raise SystemExit(128 + signum)  # as the shell reports a process the signal ended: 143 for SIGTERM
+
+
+def _noted(signum: int) -> bool:
+    """Note ``signum`` (no output is placed from now on, whatever becomes of the exception); True
+    where its exception waits for the end of a deferring block (a first signal only)."""
     from geomcli import io
 
+    first = io.signal_taken() is None
     io.note_signal(signum)
-    raise SystemExit(128 + signum)  # as the shell reports a process the signal ended: 143 for SIGTERM
+    return first and io.deferring()
 
 
 def installed_version() -> str:

@@ -32,7 +32,15 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO, Literal
 from geomcli import constants
 from geomcli.errors import GeomError
 from geomcli.io import _remote
-from geomcli.io._atomic import STOP_SIGNALS, clear_signals, note_signal, refuse_after_signal, signal_taken
+from geomcli.io._atomic import (
+    STOP_SIGNALS,
+    clear_signals,
+    deferring,
+    note_signal,
+    refuse_after_signal,
+    signal_taken,
+    signals_deferred,
+)
 from geomcli.io._base import (
     DEFAULT_MAX_PIXELS,
     SNIFF_BYTES,
@@ -78,6 +86,8 @@ __all__ = [
     "mislabelled",
     "not_there",
     "note_signal",
+    "deferring",
+    "signals_deferred",
     "open_output",
     "read_array",
     "read_header",

@@ -537,6 +537,30 @@ def clear_signals() -> None:
     signals_taken.clear()
 
 
+# Above 0 while a batch's report is counted and shown (signals_deferred).
+_deferring = 0
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """A stop signal's exception held back to the end of the block, which raises it then: the
+    command line's handlers only note a first one that comes inside (see deferring). A second
+    raises at once, so a block stuck writing to a pipe nobody reads cannot hold the run."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    if not _deferring:
+        refuse_after_signal()
+
+
+def deferring() -> bool:
+    """Whether a handler taking a first stop signal should only note it (signals_deferred)."""
+    return _deferring > 0
+
+
 def signal_taken() -> int | None:
     """The signal that stopped the run, once one has."""
     return signals_taken[-1] if signals_taken else None

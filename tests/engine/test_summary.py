@@ -271,3 +271,46 @@ def test_a_run_ended_by_an_error_still_shows_the_reports_that_came(
                                          "failed": 0, "skipped": 0, "not_run": 2, "total": 5, "seconds": 0,
                                          "interrupted": True}
     assert [record["input"] for record in records] == ["1.png", "2.png", "3.png"]
+
+
+@pytest.mark.parametrize("second", [False, True])
+def test_a_signal_while_a_report_is_shown_leaves_the_summary_counting_its_records(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, second: bool) -> None:
+    """SIGTERM whose handler ran between a report's count and its record (in CI: the summary said
+    ok 2 after one record) left an interrupted run's summary counting a file with no record. The
+    handler now notes a first signal there and the count and record finish first; a second
+    signal raises at once (a record stuck on a pipe nobody reads must not hold the run)."""
+    import os
+    import signal
+
+    from geomcli import io as geomcli_io
+    from geomcli.cli import group
+    from geomcli.engine.options import Common
+    from geomcli.engine.report import Outcomes
+
+    monkeypatch.setattr(geomcli_io._atomic, "signals_taken", [])
+    previous = signal.signal(signal.SIGTERM, group._terminate)
+    made = Report.to_json
+
+    def signalled(report: Report) -> str:  # the record is being made when the signal comes
+        if report.input == "1.png":
+            os.kill(os.getpid(), signal.SIGTERM)
+            if second:
+                os.kill(os.getpid(), signal.SIGTERM)
+        return made(report)
+
+    monkeypatch.setattr(Report, "to_json", signalled)
+    try:
+        with pytest.raises(SystemExit) as ended, Outcomes("crop-pad", Common(json=True), 3) as outcomes:
+            for index in range(3):
+                outcomes.add(index, Report("crop-pad", f"{index}.png", f"o{index}.png"))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert ended.value.code == 143
+    *records, last = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert last["status"] == "summary" and last["interrupted"]
+    if second:  # raised inside the record's making: not shown (counted, as the run is ending at once)
+        assert [record["input"] for record in records] == ["0.png"]
+        return
+    assert [record["input"] for record in records] == ["0.png", "1.png"]
+    assert last["ok"] == 2 and last["not_run"] == 1
