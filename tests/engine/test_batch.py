@@ -1003,6 +1003,18 @@ def test_an_interrupted_in_process_run_clears_a_writer_killed_in_mkstemp(
     assert files(out) == ["a.png"]
 
 
+def signal_at_first_output(process: subprocess.Popen[str], out: Path, sent: int) -> None:
+    """Send ``sent`` to the batch ``process`` once its first output is in ``out``, held (SIGSTOP)
+    meanwhile, so that it cannot finish between the two."""
+    deadline = time.monotonic() + 60
+    while not (out.exists() and any(name.endswith(".png") and not name.startswith(".") for name in os.listdir(out))):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.01)
+    process.send_signal(signal.SIGSTOP)
+    process.send_signal(sent)
+    process.send_signal(signal.SIGCONT)
+
+
 @pytest.mark.process
 @pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, -signal.SIGINT)])
 def test_a_signal_mid_batch_leaves_only_complete_files(sent: int, code: int, tmp_path: Path) -> None:
@@ -1012,14 +1024,7 @@ def test_a_signal_mid_batch_leaves_only_complete_files(sent: int, code: int, tmp
     out = tmp_path / "out"
     process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out),
                                 "--shape", "390,590", "-j", "2"], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not any(name.endswith(".png") and not name.startswith(".") for name in os.listdir(out)
-                  if out.exists()) if out.exists() else True:
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.01)
-    process.send_signal(signal.SIGSTOP)
-    process.send_signal(sent)
-    process.send_signal(signal.SIGCONT)
+    signal_at_first_output(process, out, sent)
     stderr = process.communicate(timeout=20)[1]
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr
@@ -1086,13 +1091,7 @@ def test_a_signal_mid_batch_still_ends_stderr_with_the_count_line(sent: int, cod
     process = subprocess.Popen([*GEOMCLI, "crop-pad", str(tmp_path / "in"), "--out-dir", str(out),
                                 "--shape", "390,590", "-j", jobs, *(["-q"] if quiet else [])],
                                stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (out.exists() and any(name.endswith(".png") and not name.startswith(".") for name in os.listdir(out))):
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.01)
-    process.send_signal(signal.SIGSTOP)
-    process.send_signal(sent)
-    process.send_signal(signal.SIGCONT)
+    signal_at_first_output(process, out, sent)
     stderr = process.communicate(timeout=30)[1]
     assert process.returncode == code, stderr
     if quiet:

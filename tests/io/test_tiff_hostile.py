@@ -789,6 +789,18 @@ def test_a_planar_configuration_tiff_has_not_is_refused(tmp_path: Path, planar: 
     assert not (tmp_path / "out.npy").exists()
 
 
+def good_and_bad_tiffs(folder: Path) -> None:
+    """good.tif, two 8x8 pages, and bad.tif, the same with its second IFD's tag count past any IFD's."""
+    import tifffile
+
+    tifffile.imwrite(folder / "good.tif", np.zeros((2, 8, 8), np.uint8))
+    data = bytearray((folder / "good.tif").read_bytes())
+    with tifffile.TiffFile(folder / "good.tif") as tif:
+        second = tif.pages[1].offset
+    data[second: second + 2] = b"\xff\xff"
+    (folder / "bad.tif").write_bytes(data)
+
+
 def test_a_tiffs_damage_is_its_own_not_that_of_one_read_beside_it(tmp_path: Path) -> None:
     """tifffile's log is one logger: each open's handler took every thread's lines, so a batch's
     header threads gave one TIFF's damage to another read at the same time ('s3://b/small.tif:
@@ -798,16 +810,9 @@ def test_a_tiffs_damage_is_its_own_not_that_of_one_read_beside_it(tmp_path: Path
     import logging
     import threading
 
-    import tifffile
-
     from geomcli.io import _tiff
 
-    tifffile.imwrite(tmp_path / "good.tif", np.zeros((2, 8, 8), np.uint8))
-    data = bytearray((tmp_path / "good.tif").read_bytes())
-    with tifffile.TiffFile(tmp_path / "good.tif") as tif:
-        second = tif.pages[1].offset
-    data[second: second + 2] = b"\xff\xff"  # a count of tags past any IFD's
-    (tmp_path / "bad.tif").write_bytes(data)
+    good_and_bad_tiffs(tmp_path)
     failed: list[str] = []
 
     def beside() -> None:
@@ -832,14 +837,8 @@ def test_a_tiffs_damage_is_found_where_log_records_name_no_thread(tmp_path: Path
     fewer pages. The handler asks which thread emits, not the record."""
     import logging
 
-    import tifffile
 
-    tifffile.imwrite(tmp_path / "good.tif", np.zeros((2, 8, 8), np.uint8))
-    data = bytearray((tmp_path / "good.tif").read_bytes())
-    with tifffile.TiffFile(tmp_path / "good.tif") as tif:
-        second = tif.pages[1].offset
-    data[second: second + 2] = b"\xff\xff"  # a count of tags past any IFD's
-    (tmp_path / "bad.tif").write_bytes(data)
+    good_and_bad_tiffs(tmp_path)
     monkeypatch.setattr(logging, "logThreads", False)
     with pytest.raises(GeomError, match=r"bad.tif: not a readable TIFF \(tifffile: corrupted tag list"):
         io.read_header(str(tmp_path / "bad.tif"))
