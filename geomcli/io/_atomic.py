@@ -547,13 +547,15 @@ def signals_deferred() -> Iterator[None]:
     command line's handlers only note a first one that comes inside (see deferring). A second
     raises at once, so a block stuck writing to a pipe nobody reads cannot hold the run."""
     global _deferring
+    before = signal_taken()
     _deferring += 1
     try:
         yield
     finally:
         _deferring -= 1
-    if not _deferring:
-        refuse_after_signal()
+    taken = signal_taken()
+    if not _deferring and before is None and taken is not None:  # (one that came inside: no Cancelled here)
+        raise KeyboardInterrupt if taken == signal.SIGINT else SystemExit(128 + taken)
 
 
 def deferring() -> bool:
