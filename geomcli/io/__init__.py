@@ -210,14 +210,7 @@ def read_header(
             return _header(source, name, fmt, auto_orient, series, page, frames, palette, file_size)._replace(
                 file_size=file_size)
         except (GeomError, OSError) as error:
-            _raise_failed_range(source)
-            if fmt == "npy":
-                from geomcli.io import _npy
-
-                if isinstance(error, _npy.CutShort):  # (its header and the object's size: read whole, the same line)
-                    _remote.keep_failure(path, str(error))
-                    raise
-            source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
+            source, name, fmt, file_size = _whole_after(error, source, path, fmt, format)
     try:
         return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)
     except GeomError as error:
@@ -231,6 +224,21 @@ def _in_part(source: str | bytes | BinaryIO, file_size: int | None) -> bool:
     if isinstance(source, bytes):
         return file_size is not None and len(source) < file_size
     return not isinstance(source, str)
+
+
+def _whole_after(error: GeomError | OSError, source: str | bytes | BinaryIO, path: str, fmt: str,
+                 format: str | None) -> tuple[str | bytes | BinaryIO, str, str, int | None]:
+    """What a URL read in part gives where its header could not be read from that part (``error``):
+    the store's failure of a range, raised; an .npy cut short (its header and the object's size
+    tell) refused with that line, kept for its run; else the whole object, as _input reads it."""
+    _raise_failed_range(source)
+    if fmt == "npy":
+        from geomcli.io import _npy
+
+        if isinstance(error, _npy.CutShort):
+            _remote.keep_failure(path, str(error))
+            raise error
+    return _input(path, format, DEFAULT_MAX_PIXELS)
 
 
 def _raise_failed_range(source: str | bytes | BinaryIO) -> None:
@@ -269,14 +277,7 @@ def read_metadata(
                 chunks = _png.stored_chunks_apart(source, tail, file_size)
             return _metadata(source, name, fmt, auto_orient, series, page, frames, palette, chunks)
         except (GeomError, OSError) as error:
-            _raise_failed_range(source)
-            if fmt == "npy":
-                from geomcli.io import _npy
-
-                if isinstance(error, _npy.CutShort):  # (its header and the object's size: read whole, the same line)
-                    _remote.keep_failure(path, str(error))
-                    raise
-            source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
+            source, name, fmt, file_size = _whole_after(error, source, path, fmt, format)
     return _metadata(source, name, fmt, auto_orient, series, page, frames, palette)
 
 
