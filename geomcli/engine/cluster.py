@@ -36,7 +36,8 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   timeout, EIO) is sent again in a later task, up to ``IO_RETRIES`` times; a bad file fails at
   once. A task whose worker died (Dask's KilledWorker) is tried again file by file, each file
   alone on the cluster: nothing else in flight, so a second death is that file's own (a task
-  Dask sends a busy worker waits there, and dies with the one running); a file whose worker
+  Dask sends a busy worker waits there, and dies with the one running; and a LocalCluster of
+  ours never closes the worker a nanny restarts, scheduler.LOCAL_CONFIG); a file whose worker
   dies again fails.
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first: a task it ran again after its worker died (the
@@ -391,8 +392,8 @@ class _Dispatch:
             self.threads = max(1, sum(threads.values()))
             self.threads_seen = now
             if self.local is not None and len(threads) < self.workers:
-                # A nanny gives up on a worker that dies as it restarts it (a file that kills
-                # workers, sent to a new one), and the cluster then drops it: scale brings it back
+                # should the cluster have dropped a nanny all the same (its lost-worker check,
+                # which did so, is off: scheduler.LOCAL_CONFIG), scale starts another
                 self.local.scale(self.workers)
         while len(self.in_flight) < IN_FLIGHT * self.threads and (self.again or self.todo):
             if any(sent.after_death for sent in self.in_flight.values()):

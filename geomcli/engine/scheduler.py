@@ -43,7 +43,13 @@ LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.schedu
                 # from the files, for a dashboard no one opens
                 "distributed.worker.profile.enabled": False,
                 # Ctrl-C is the command's to handle (see geomcli.engine.worker_setup)
-                "distributed.worker.preload": ["geomcli.engine.worker_setup"]}
+                "distributed.worker.preload": ["geomcli.engine.worker_setup"],
+                # the cluster closes the nanny of a worker removed this long ago (15 s) if no worker
+                # of its name is registered at that instant: one restarting the worker a file had
+                # killed, 15 s after an earlier death of its name, and the new worker with it, under
+                # the good file it had just been given (failed as "ended ... (twice)"). Our nannies
+                # restart their own workers: never
+                "distributed.deploy.lost-worker-timeout": "100 days"}
 # a scheduler's address as distributed takes it (tcp:// where none is named): a host and a port,
 # nothing after; a path or a missing port made distributed hang 20 s on its way to an error
 _ADDRESS = re.compile(r"(?:(?P<protocol>tcp|tls|ws|wss|ucx)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)"
