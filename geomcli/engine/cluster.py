@@ -102,6 +102,7 @@ if TYPE_CHECKING:
     from geomcli.engine.plan import Job, Task
     from geomcli.engine.report import Outcomes
     from geomcli.engine.summary import Report
+    from geomcli.io import Header
 
 # seconds of work a task is made of, and the input bytes per second a worker thread is assumed to
 # do until the first tasks have shown their rate
@@ -189,13 +190,15 @@ class Session:
         """Whether :meth:`option_faults` checks ``todo``'s headers in this process (a small batch)."""
         return len(todo) <= HEADERS_HERE
 
-    def option_faults(self, task: Task, todo: Sequence[Job], unread: set[int] | None = None) -> list[tuple[Job, str]]:
-        """What plan.option_faults finds in ``todo``'s headers (and adds to ``unread``): here for
+    def option_faults(self, task: Task, todo: Sequence[Job], unread: set[int] | None = None,
+                      faulted: dict[int, Header] | None = None) -> list[tuple[Job, str]]:
+        """What plan.option_faults finds in ``todo``'s headers (and adds to ``unread`` and ``faulted``): here for
         a batch of up to HEADERS_HERE inputs, else by the workers in tasks of HEADER_TASK_FILES,
         IN_FLIGHT per worker thread at most. A task the cluster could not run is checked here instead."""
         unread = set() if unread is None else unread
+        faulted = {} if faulted is None else faulted
         if self.headers_here(todo):
-            return plans.option_faults(task, todo, unread)
+            return plans.option_faults(task, todo, unread, faulted)
         from distributed import as_completed
 
         from geomcli.io import _remote
@@ -226,9 +229,10 @@ class Session:
                 future, result = next(completed)
                 part, carried = in_flight.pop(future)
                 if future.status == "finished":
-                    faults, kept, stalled, dead, not_read = result
+                    faults, kept, stalled, dead, not_read, headers = result
                     self.dead_stores.update(dead)
                     unread.update(not_read)
+                    faulted.update(headers)
                     by_index = {job.index: job for job in part}
                     found.extend((by_index[index], _as_planned(line, by_index[index])) for index, line in faults)
                     self.carried.update(kept)
@@ -236,7 +240,7 @@ class Session:
                     room += carried - sum(map(len, kept.values()))  # (what it did not carry, for later tasks)
                 else:  # a worker lost, or a bug there: this process checks them (and raises the bug)
                     room += carried
-                    found.extend(plans.option_faults(task, part, unread))
+                    found.extend(plans.option_faults(task, part, unread, faulted))
         except BaseException:
             with signals_held():
                 client.cancel(list(in_flight))
@@ -280,7 +284,7 @@ def _carrying_code(task: Task, local: LocalCluster | None) -> Task:
 
 
 def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[
-        list[tuple[int, str]], dict[int, bytes], dict[int, str], tuple[str, ...], list[int]]:
+        list[tuple[int, str]], dict[int, bytes], dict[int, str], tuple[str, ...], list[int], dict[int, Header]]:
     """A task, on a worker: plan.option_faults of ``jobs``, by their index; the bytes of the small
     objects it read whole for their headers, by index, ``carried`` bytes at most: their runs take
     them (Job.data), where they read them a second time; the lines of the reads that stalled, or
@@ -288,17 +292,19 @@ def header_faults(task: Task, jobs: Sequence[Job], carried: int = 0) -> tuple[
     their runs waited out the deadline, or read the object, a second time; and
     the stores taken for dead (Task.dead_stores, and those this check gave up); and the indices
     of the jobs whose header could not be read (a refused run names their failures, and reads no
-    other header again)."""
+    other header again); and the headers of the jobs at fault, by index (their --json records are
+    made from them)."""
     from geomcli.io import _remote
 
     check_code(task.code)
     with _remote.task_options(task.common.storage_options), _remote.watching_stores(task.dead_stores), \
             _remote.keeping_small_reads(carried):  # not another run's, on this worker
         unread: set[int] = set()
-        faults = [(job.index, line) for job, line in plans.option_faults(task, jobs, unread)]
+        faulted: dict[int, Header] = {}
+        faults = [(job.index, line) for job, line in plans.option_faults(task, jobs, unread, faulted)]
         return (faults, {job.index: data for job in jobs if (data := _remote.take_kept(job.input)) is not None},
                 {job.index: line for job in jobs if (line := _remote.take_failed(job.input)) is not None},
-                _remote.dead_stores(), sorted(unread))
+                _remote.dead_stores(), sorted(unread), faulted)
 
 
 def _not_asking(task: Task, dead_stores: Iterable[str]) -> Task:

@@ -1191,14 +1191,16 @@ REMOTE_HEADER_THREADS = 32
 RUN_OF_HEADERS = 4096
 
 
-def option_faults(task: Task, todo: Sequence[Job], unread: set[int] | None = None) -> list[tuple[Job, str]]:
+def option_faults(task: Task, todo: Sequence[Job], unread: set[int] | None = None,
+                  faulted: dict[int, Header] | None = None) -> list[tuple[Job, str]]:
     """What the headers of the inputs to do (:func:`to_do`) alone show they cannot take (a --fill
     their dtype cannot hold, a blocksize that does not divide them, a shape on more axes than they
     have, no layout, an output over --max-pixels or that its format cannot hold): each such job
     and its one line (:func:`header_fault`), found before anything is written; the index of each
     job whose header could not be read added to ``unread`` (a refused run names their failures
-    without reading every header again). Local headers are read one after another (parsing them
-    holds the interpreter); URLs' side by side."""
+    without reading every header again), and the header of each job found at fault to ``faulted``
+    by its index (a refused run's --json record of it is made from that header, not read again).
+    Local headers are read one after another (parsing them holds the interpreter); URLs' side by side."""
     from geomcli.io import _remote, _zarr
 
     def fault(job: Job) -> str | None:
@@ -1206,10 +1208,14 @@ def option_faults(task: Task, todo: Sequence[Job], unread: set[int] | None = Non
         # read whole where they read it as damaged: one read)
         with _zarr.shared_opens(), _remote.shared_reads():
             header = header_as_read(job.input, task.common)
-            if header is None and unread is not None:
-                unread.add(job.index)
-            return None if header is None else header_fault(task.operation, task.common, header, job.input,
-                                                            job.output, job.format)
+            if header is None:
+                if unread is not None:
+                    unread.add(job.index)
+                return None
+            line = header_fault(task.operation, task.common, header, job.input, job.output, job.format)
+            if line is not None and faulted is not None:
+                faulted[job.index] = header  # (by_headers' threads: each sets its own key)
+            return line
 
     return [(job, line) for job, line in zip(todo, by_headers(fault, todo)) if line is not None]
 

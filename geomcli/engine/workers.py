@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from geomcli.engine.operations import Operation
     from geomcli.engine.options import BatchOptions, Common
     from geomcli.engine.summary import Report
+    from geomcli.io import Header
 
 # Without -j, inputs smaller than this in total are done in this process: no worker start-up.
 SMALL_BATCH = 8 * 2**20
@@ -137,19 +138,20 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
                                 "does every file")
                     workers = 1
         unread: set[int] = set()  # the jobs whose header the check could not read
+        faulted: dict[int, Header] = {}  # the headers of those it found at fault, for their records
         if on_cluster is None or on_cluster.headers_here(todo):
             # an object the check here reads whole goes to its run with its job: read once, not
             # twice (a cluster's tasks carry a few MiB of them each: cluster.CARRIED_BYTES); one whose
             # read stalled, or that it read whole and could not read a header of, has failed, and is
             # not read again (the deadline waited out twice, the damaged object moved twice)
             with _remote.keeping_small_reads(largest=None if on_cluster is None else on_cluster.carried_bytes()):
-                faults = option_faults(task, todo, unread) if on_cluster is None else \
-                    on_cluster.option_faults(task, todo, unread)
+                faults = option_faults(task, todo, unread, faulted) if on_cluster is None else \
+                    on_cluster.option_faults(task, todo, unread, faulted)
                 todo = [job if (data := _remote.take_kept(job.input)) is None else dataclasses.replace(job, data=data)
                         for job in todo]  # (a local batch's jobs stay as they are: a million copies cost seconds)
                 stalled = {job.index: line for job in todo if (line := _remote.take_failed(job.input)) is not None}
         else:
-            faults = on_cluster.option_faults(task, todo, unread)
+            faults = on_cluster.option_faults(task, todo, unread, faulted)
             # the small objects the workers read whole for their headers, and the lines of those whose
             # read stalled or whose whole bytes held no readable header, sent back with their check (a
             # dict's look-up a job: take_kept asks each URL's filesystem, 50 us, a million times)
@@ -160,7 +162,7 @@ def _run(task: Task, jobs: Sequence[Job], todo: Sequence[Job], options: BatchOpt
             jobs = [dataclasses.replace(job, error=stalled[job.index]) if job.index in stalled else job for job in jobs]
             todo = [job for job in todo if job.index not in stalled]
         if faults:
-            _refused(task, jobs, todo, faults, unread, options, time.perf_counter() - started)
+            _refused(task, jobs, todo, faults, unread, options, time.perf_counter() - started, faulted)
         if on_cluster is not None:
             on_cluster.connected()  # an unreachable scheduler fails the run before its folder is made
         options = local_paths(options)
@@ -264,19 +266,20 @@ def _unmade_unless_written(made: str | None, outcomes: Outcomes) -> Iterator[Non
 
 
 def _refused(task: Task, jobs: Sequence[Job], todo: Sequence[Job], faults: Sequence[tuple[Job, str]],
-             unread: set[int], options: BatchOptions, seconds: float) -> None:
+             unread: set[int], options: BatchOptions, seconds: float, headers: dict[int, Header]) -> None:
     """A run its inputs' headers refuse: each fault's error line (and, with --json, its record,
     with what the header told as --dry-run's has it), and those of the inputs whose failure is
     known already (a broken link, a header that cannot be read, ``unread`` by the check: their
     own, as --dry-run gives them), in input order; then the summary's, every other file not run,
     and the usage error (exit 2). The headers that read well are not read again (a batch on a
-    cluster read every one in this process after its workers had checked them)."""
+    cluster read every one in this process after its workers had checked them), nor those of the
+    faults: a record is made from ``headers``, the check's, by job index."""
     faulted = {job.index: line for job, line in faults}
     doing = {job.index for job in todo}
 
     def failure(job: Job) -> Report | None:
         if job.index in faulted:
-            record = planned(task, job, options) if task.common.json else _report(task, job)
+            record = planned(task, job, options, headers.get(job.index)) if task.common.json else _report(task, job)
             record.status, record.error, record.seconds = "error", faulted[job.index], None
             return record
         if job.error is not None:

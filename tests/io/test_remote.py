@@ -636,7 +636,8 @@ def test_a_batch_refused_for_its_options_reads_each_header_once(s3: S3, tmp_path
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A run refused for its options read every header again to find those that could not be
     read, after its check had read them all: each object's GET twice. The check now says which
-    it could not read; the error lines are as before, the local run's."""
+    it could not read; the error lines are as before, the local run's. With --json, the faulted
+    file's record (its dry run's) read its header a second time: it is now made from the check's."""
     refused_inputs(s3, tmp_path)
     gets = gets_by_key(monkeypatch)
     common = ["--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--blocksize", "2"]
@@ -649,10 +650,12 @@ def test_a_batch_refused_for_its_options_reads_each_header_once(s3: S3, tmp_path
         assert result.stdout.count('"status": "error"') == local.stdout.count('"status": "error"') == \
             (2 if json_records else 0)
         assert "odd.png: space_to_depth: width 11 is not divisible by blocksize 2" in result.stderr
-        # (--json: the faulted file's record is its dry run's, its header read again)
         assert {key: len(made) for key, made in gets.items()} == {
-            f"raw/{name}": 1 for name in ("a.png", "b.png", "c.png", "odd.png", "cut.png")} | \
-            ({"raw/odd.png": 2} if json_records else {})
+            f"raw/{name}": 1 for name in ("a.png", "b.png", "c.png", "odd.png", "cut.png")}
+        if json_records:  # (the faulted file's record, from the header its check read)
+            odd = [json.loads(line) for line in result.stdout.splitlines() if "odd.png" in line]
+            assert [(record["input_shape"], record["input_dtype"]) for record in odd] == [([10, 11, 3], "uint8")]
+            assert result.stdout.replace(s3.url, str(tmp_path)).splitlines()[:2] == local.stdout.splitlines()[:2]
     assert not (tmp_path / "out").exists()
 
 
@@ -661,19 +664,23 @@ def test_a_batch_on_dask_refused_for_its_options_reads_no_header_here_its_worker
         s3: S3, scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past HEADERS_HERE inputs the workers check the headers; a run they refused for its options
     then read every other header again here, to find those that could not be read: 2,000 round
-    trips and more before its error lines. The workers' check now says which it could not read."""
+    trips and more before its error lines. The workers' check now says which it could not read,
+    and sends back the headers at fault (--json made their records here from a second read)."""
     from geomcli.engine import cluster
 
     refused_inputs(s3, tmp_path)
     monkeypatch.setattr(cluster, "HEADERS_HERE", 2)
     gets = gets_by_key(monkeypatch)  # (this process's alone: the workers' reads are theirs)
     common = ["--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--blocksize", "2"]
-    result = run("space-to-depth", f"{s3.url}/raw", *common, "--scheduler", scheduler, *s3.options)
-    local = run("space-to-depth", tmp_path / "raw", *common)
-    assert result.exit_code == local.exit_code == 2
-    assert result.stderr.replace(s3.url, str(tmp_path)) == local.stderr
-    assert "odd.png: space_to_depth: width 11 is not divisible by blocksize 2" in result.stderr
-    assert gets == {}
+    for json_records in ([], ["--json"]):
+        result = run("space-to-depth", f"{s3.url}/raw", *common, *json_records, "--scheduler", scheduler,
+                     *s3.options)
+        local = run("space-to-depth", tmp_path / "raw", *common, *json_records)
+        assert result.exit_code == local.exit_code == 2
+        assert result.stderr.replace(s3.url, str(tmp_path)) == local.stderr
+        assert "odd.png: space_to_depth: width 11 is not divisible by blocksize 2" in result.stderr
+        assert result.stdout.replace(s3.url, str(tmp_path)).splitlines()[:2] == local.stdout.splitlines()[:2]
+        assert gets == {}
     assert not (tmp_path / "out").exists()
 
 
