@@ -298,14 +298,17 @@ def _metadata(source: str | bytes | BinaryIO, name: str, fmt: str, auto_orient: 
         raise _read_error(name, e) from e
 
 
-# Of a URL, a JPEG's, a PNG's or an NPY's header is read from its first bytes, which hold it
-# before the pixels (64 KiB: all but a camera's biggest EXIF): a batch from object storage checks
-# every header before anything is written, and that read every input whole, each then read again
-# by its run (an NPY past 64 MiB of them in all, every byte twice). A TIFF's directories may be
-# anywhere: it is read from its first bytes and the ranges tifffile seeks to
-# (_remote.RangedObject). Other formats are read whole: an animation's frames are counted to its end.
+# Of a URL, a JPEG's, a PNG's, a BMP's or an NPY's header is read from its first bytes, which hold
+# it before the pixels (64 KiB: all but a camera's biggest EXIF; a BMP's headers and palette take
+# 1.2 KB at most): a batch from object storage checks every header before anything is written, and
+# that read every input whole, each then read again by its run (past 64 MiB of them in all, every
+# byte twice). A TIFF's directories may be anywhere: it is read from its first bytes and the ranges
+# tifffile seeks to (_remote.RangedObject). A GIF and a WebP are read whole: the plan needs a GIF's
+# frame count (an animation is refused without --frames, stacked with --frames all), which Pillow
+# counts by walking every frame's data to the end (from the first bytes alone it counts those
+# there: 1 of 4); Pillow's WebP reader gives the whole file to libwebp, which refuses a part.
 HEAD_BYTES = 64 << 10
-_HEADER_FIRST = ("jpeg", "png", "npy", "tiff")
+_HEADER_FIRST = ("jpeg", "png", "npy", "tiff", "bmp")
 
 
 def _header(source: str | bytes | BinaryIO, name: str, fmt: str, auto_orient: bool, series: int | None,

@@ -1323,6 +1323,48 @@ def test_a_batchs_check_reads_a_jpegs_or_pngs_header_from_its_first_bytes(s3: S3
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.jpg", "b.jpg", "c.jpg", "d.png"]
 
 
+def test_a_batchs_check_reads_a_bmps_header_from_its_first_bytes(s3: S3, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A BMP's header was read whole by the check, as an animation's: past 64 MiB of them kept in
+    all (KEPT_BYTES), its run read it whole again (480 KB moved twice for the 400x400 one here).
+    Pillow reads a BMP's size and mode from its file and info headers and its palette, all in its
+    first 64 KiB: one ranged read. A GIF (its frames counted to its end) and a WebP (Pillow's
+    libwebp reader takes the whole file) are still read whole, once, their bytes kept for the run."""
+    from geomcli import io
+
+    rng = np.random.default_rng(12)
+    (tmp_path / "raw").mkdir()
+    Image.fromarray(rng.integers(0, 256, (400, 400, 3), dtype=np.uint8)).save(tmp_path / "raw" / "rgb.bmp")
+    Image.fromarray(rng.integers(0, 256, (300, 500, 3), dtype=np.uint8)).quantize(16).save(tmp_path / "raw" / "pal.bmp")
+    frames = [Image.fromarray(rng.integers(0, 256, (300, 300), dtype=np.uint8)) for _ in range(3)]
+    frames[0].save(tmp_path / "raw" / "anim.gif", save_all=True, append_images=frames[1:])
+    for name in ("rgb.bmp", "pal.bmp", "anim.gif"):
+        assert (tmp_path / "raw" / name).stat().st_size > 2 * io.HEAD_BYTES
+        s3.put(f"raw/{name}", (tmp_path / "raw" / name).read_bytes())
+    gets = gets_by_key(monkeypatch)
+    head = f"bytes=0-{io.HEAD_BYTES - 1}"
+    common = ["--out-dir", tmp_path / "out", "--name", "{stem}.tiff", "--shape", "50,50", "--frames", "all"]
+    for dry in (["--dry-run"], ["--dry-run", "--keep-palette"]):
+        gets.clear()
+        remote = run("crop-pad", f"{s3.url}/raw", *common, *dry)
+        local = run("crop-pad", tmp_path / "raw", *common, *dry)
+        assert remote.exit_code == local.exit_code == 0, remote.stderr
+        assert remote.stdout.replace(f"{s3.url}/raw", str(tmp_path / "raw")) == local.stdout
+        assert "pal.tiff: 50×50" in local.stdout and "anim.tiff: 3×50×50 uint8" in local.stdout, local.stdout
+        # (--keep-palette: the dry run's palette is decoded from the pixels, the whole of pal.bmp read then)
+        assert {key: [span for span, _ in made] for key, made in gets.items()} == {
+            "raw/rgb.bmp": [head], "raw/pal.bmp": [head] + ([""] if "--keep-palette" in dry else []),
+            "raw/anim.gif": [""]}
+    monkeypatch.setattr(_remote, "KEPT_BYTES", 0)  # as past 64 MiB of them: none kept for the run
+    gets.clear()
+    result = run("crop-pad", f"{s3.url}/raw", *common)
+    local = run("crop-pad", tmp_path / "raw", *common[:1], tmp_path / "local", *common[2:])
+    assert result.exit_code == local.exit_code == 0, result.stderr
+    assert {key: [span for span, _ in made] for key, made in gets.items()} == {
+        "raw/rgb.bmp": [head, ""], "raw/pal.bmp": [head, ""], "raw/anim.gif": ["", ""]}
+    assert tree(tmp_path / "out") == tree(tmp_path / "local") and len(tree(tmp_path / "out")) == 3
+
+
 def test_a_batchs_check_reads_an_npys_header_from_its_first_bytes(s3: S3, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The check of an NPY's header read the whole object, and its run read it again: an 81 MB
