@@ -229,15 +229,15 @@ def _in_part(source: str | bytes | BinaryIO, file_size: int | None) -> bool:
 def _whole_after(error: GeomError | OSError, source: str | bytes | BinaryIO, path: str, fmt: str,
                  format: str | None) -> tuple[str | bytes | BinaryIO, str, str, int | None]:
     """What a URL read in part gives where its header could not be read from that part (``error``):
-    the store's failure of a range, raised; an .npy cut short (its header and the object's size
-    tell) refused with that line, kept for its run; else the whole object, as _input reads it."""
+    the store's failure of a range, raised; an .npy's fault (cut short, as its header and the
+    object's size tell; a damaged header; a type geomcli never reads) refused with that line, kept
+    for its run: its header lies in the first bytes (a longer one than _npy._MAX_HEADER, 10,000
+    bytes, is refused), so the whole object would show the same; else the whole object, as
+    _input reads it."""
     _raise_failed_range(source)
-    if fmt == "npy":
-        from geomcli.io import _npy
-
-        if isinstance(error, _npy.CutShort):
-            _remote.keep_failure(path, str(error))
-            raise error
+    if fmt == "npy" and isinstance(error, GeomError):
+        _remote.keep_failure(path, str(error))
+        raise error
     return _input(path, format, DEFAULT_MAX_PIXELS)
 
 

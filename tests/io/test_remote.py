@@ -1371,16 +1371,23 @@ def test_a_batchs_check_reads_an_npys_header_from_its_first_bytes(s3: S3, tmp_pa
     .npy moved 162 MB (past 64 MiB of them in all, KEPT_BYTES, none was kept). Its header is now
     read from its first 64 KiB, one ranged read, its data's length checked against the object's
     size; one cut short is refused as on disk, from that read alone (it was then read whole to say
-    so: a truncated upload of GBs moved to give the line its first 64 KiB and size give)."""
+    so: a truncated upload of GBs moved to give the line its first 64 KiB and size give). So is
+    one whose header is damaged, or names a type geomcli never reads: a header longer than those
+    bytes is refused (_npy._MAX_HEADER), so the whole object shows nothing more (it was read whole,
+    all of it, to give the same line)."""
     from geomcli import io
+    from geomcli.io import _npy
 
+    assert _npy._MAX_HEADER + 12 < io.HEAD_BYTES  # (a header's magic, version and length, then the header)
     rng = np.random.default_rng(9)
     (tmp_path / "raw").mkdir()
     np.save(tmp_path / "raw" / "big.npy", rng.integers(0, 60000, (400, 300), dtype=np.uint16))
     data = (tmp_path / "raw" / "big.npy").read_bytes()
     (tmp_path / "raw" / "cut.npy").write_bytes(data[:-10])
+    (tmp_path / "raw" / "keys.npy").write_bytes(data.replace(b"'descr'", b"'dxscr'", 1))
+    (tmp_path / "raw" / "objects.npy").write_bytes(data.replace(b"'<u2'", b"'|O' ", 1))
     assert len(data) > 2 * io.HEAD_BYTES
-    for name in ("big.npy", "cut.npy"):
+    for name in ("big.npy", "cut.npy", "keys.npy", "objects.npy"):
         s3.put(f"raw/{name}", (tmp_path / "raw" / name).read_bytes())
     gets = gets_by_key(monkeypatch)
     for dry in (["--dry-run"], []):
@@ -1392,10 +1399,13 @@ def test_a_batchs_check_reads_an_npys_header_from_its_first_bytes(s3: S3, tmp_pa
         assert remote.stdout.replace(f"{s3.url}/raw", str(tmp_path / "raw")) == local.stdout.replace("local", "out")
         assert remote.stderr.replace(s3.url, str(tmp_path)).split("crop-pad:")[0] == local.stderr.split("crop-pad:")[0]
         assert f"{s3.url}/raw/cut.npy: not a readable NPY (truncated: " in remote.stderr
+        assert f"{s3.url}/raw/keys.npy: not a readable NPY (malformed header: " in remote.stderr
+        assert f"{s3.url}/raw/objects.npy: holds Python objects" in remote.stderr
         head = f"bytes=0-{io.HEAD_BYTES - 1}"
-        # the cut one refused from its first bytes and its size, not read whole, nor again
+        # the cut and damaged ones refused from their first bytes (and size), not read whole, nor again
         assert {key: [span for span, _ in made] for key, made in gets.items()} == {
-            "raw/big.npy": [head] + ([] if dry else [""]), "raw/cut.npy": [head]}
+            "raw/big.npy": [head] + ([] if dry else [""]), "raw/cut.npy": [head], "raw/keys.npy": [head],
+            "raw/objects.npy": [head]}
     assert tree(tmp_path / "out") == tree(tmp_path / "local") and list(tree(tmp_path / "out")) == ["big.npy"]
 
 
