@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from geomcli.engine.options import BatchOptions, Common
     from geomcli.engine.summary import Report
     from geomcli.io import Header
+    from geomcli.io._remote import Entry
 
 FIELDS = ("stem", "suffix", "name", "parent", "index")
 # the files a folder's walk takes, as a message names them
@@ -688,9 +689,18 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
             folders = sorted(prefix for prefix in prefixes if _glob_match(pattern, prefix.split("/"))
                              and not prefix.rpartition("/")[2].startswith(".") and not skip.holds_url(prefix, left_out))
             sources = _url_order(found, root, passed_over)
+            # with -r, a folder's files are in the listing of every depth made above: not listed again
+            within: dict[str, list[Entry]] | None = None
+            if recursive and depth is not None and depth > 1:
+                within = {folder: [] for folder in folders}
+                for entry in entries:
+                    prefix = "/".join(_relative(entry.url, root).split("/")[:depth])
+                    if prefix in within:
+                        within[prefix].append(entry)
             for folder in folders:
                 try:
-                    sources.extend(_url_folder(f"{root}/{folder}", recursive, skip, passed_over, folders_left))
+                    sources.extend(_url_folder(f"{root}/{folder}", recursive, skip, passed_over, folders_left,
+                                               None if within is None else within[folder]))
                 except GeomError as error:  # one failure, as a local folder that cannot be listed
                     sources.append(Source(f"{root}/{folder}", "", str(error)))
             sources.sort(key=lambda source: _relative(source.path, root).split("/"))
@@ -709,16 +719,17 @@ def _url_sources(url: str, recursive: bool, literal: bool, skip: _OutDir | None 
 
 
 def _url_folder(root: str, recursive: bool, skip: _OutDir, passed_over: list[str] | None = None,
-                folders_left: list[str] | None = None) -> list[Source]:
+                folders_left: list[str] | None = None, listed: Sequence[Entry] | None = None) -> list[Source]:
     """The readable files of the folder URL ``root``, as :func:`_folder` finds a local folder's:
     -r at every depth, hidden names and ``skip`` left out, its other files added to
-    ``passed_over``, and without -r its subfolders to ``folders_left``."""
+    ``passed_over``, and without -r its subfolders to ``folders_left``. ``listed``: with -r, its
+    entries at every depth, from a listing made already (a glob's), else it is listed here."""
     from geomcli.io import _remote
 
     left_out = skip.below(root)
     subfolders: list[str] = []
     found = []
-    for entry in _remote.listing(root, recursive, subfolders):
+    for entry in _remote.listing(root, recursive, subfolders) if listed is None else listed:
         relative = _relative(entry.url, root)
         if relative and not any(name.startswith(".") for name in relative.split("/")) \
                 and not skip.holds_url(relative, left_out):

@@ -108,6 +108,29 @@ def test_a_listing_s_files_that_geomcli_does_not_read_are_named_in_a_warning(s3:
     assert result.exit_code == 0 and "Warning" not in result.stderr
 
 
+def test_a_glob_of_two_levels_lists_its_folders_once(s3: S3, shots: dict[str, bytes], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A glob of more than one level lists its fixed folder at every depth; the folders it matches
+    were then listed again, each ('s3://bkt/*/*' -r: raw/day's files a second time). They are
+    now taken from that listing: one list request, the local run's files."""
+    listings: list[str] = []
+    listing = _remote.listing
+    monkeypatch.setattr(_remote, "listing", lambda url, *args: (listings.append(url), listing(url, *args))[1])
+    requests = counted_requests(monkeypatch)
+    common = ["--out-dir", tmp_path / "out", "--shape", "6,6", "--dry-run"]
+    for recursive in (["-r"], []):
+        listings.clear()
+        requests.clear()
+        remote = run("crop-pad", f"{s3.url}/*/*", *recursive, *common)
+        local = run("crop-pad", f"{tmp_path}/*/*", *recursive, *common)
+        assert remote.exit_code == local.exit_code == 0, remote.stderr
+        assert remote.stdout.replace(f"{s3.url}/", f"{tmp_path}/") == local.stdout
+        assert len(remote.stdout.splitlines()) == (4 if recursive else 3)  # (raw/day named: night/ too with -r)
+        # (without -r, raw/day's own files and its subfolders alone: its listing of one level)
+        assert listings == [s3.url] + ([] if recursive else [f"{s3.url}/raw/day"])
+        assert requests.count("list_objects_v2") == (1 if recursive else 2), requests
+
+
 def test_a_folder_marker_is_a_folder_not_a_file_left_out(s3: S3, shots: dict[str, bytes]) -> None:
     """The S3 console's 'Create folder' puts an empty object named 'day/': a run over the folder
     warned 'left out s3://.../raw/day/: geomcli reads no such file', a folder as a file."""
