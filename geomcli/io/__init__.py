@@ -210,6 +210,12 @@ def read_header(
             return _header(source, name, fmt, auto_orient, series, page, frames, palette, file_size)._replace(
                 file_size=file_size)
         except (GeomError, OSError) as error:
+            if fmt == "png" and isinstance(error, GeomError) and isinstance(source, bytes):
+                from geomcli.io import _png
+
+                if _png.opened_within(source):  # its fault is in them: the whole object would say the same
+                    _remote.keep_failure(path, str(error))
+                    raise
             source, name, fmt, file_size = _whole_after(error, source, path, fmt, format)
     try:
         return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)

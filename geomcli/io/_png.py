@@ -33,6 +33,19 @@ def sixteen_bit(head: bytes) -> bool:
     return len(head) >= 26 and head[24] == 16
 
 
+def opened_within(head: bytes) -> bool:
+    """Whether ``head``, a PNG's first bytes, holds every chunk before its first IDAT and that
+    IDAT's length and type: all Pillow's Image.open reads of it (it stops there), so that what it
+    finds wrong there the whole file shows too. A length that runs past them: False."""
+    at = 8
+    while at + 8 <= len(head):
+        length, kind = struct.unpack_from(">I4s", head, at)
+        if kind == b"IDAT":
+            return True
+        at += 12 + length
+    return False
+
+
 def channels(head: bytes) -> int:
     """The samples per pixel its IHDR declares."""
     return _CHANNELS.get(head[25], 1)

@@ -1432,6 +1432,41 @@ def test_a_batchs_check_reads_an_npys_header_from_its_first_bytes(s3: S3, tmp_pa
     assert tree(tmp_path / "out") == tree(tmp_path / "local") and list(tree(tmp_path / "out")) == ["big.npy"]
 
 
+def test_a_pngs_header_damaged_in_its_first_bytes_is_refused_from_them(s3: S3, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PNG whose header its first 64 KiB showed damaged (IHDR's checksum) was then read whole, all
+    270 KB here, for the same line: Image.open reads no further than the first IDAT's length and
+    type, so where those bytes hold them, its fault is the whole file's. One ranged GET, kept for
+    the run; a fault past them (a 100 KB text chunk before the pixels, its checksum wrong) is
+    still found by the whole read, as on disk."""
+    import zlib
+
+    from geomcli import io
+
+    rng = np.random.default_rng(13)
+    good = png_bytes(rng, (300, 300, 3))
+    body = b"Comment\0" + bytes(100_000)
+    text = len(body).to_bytes(4, "big") + b"tEXt" + body + (zlib.crc32(b"tEXt" + body) ^ 1).to_bytes(4, "big")
+    inputs = {"ihdr.png": good[:29] + bytes([good[29] ^ 1]) + good[30:], "text.png": good[:33] + text + good[33:]}
+    (tmp_path / "raw").mkdir()
+    for name, data in inputs.items():
+        assert len(data) > 2 * io.HEAD_BYTES
+        s3.put(f"raw/{name}", data)
+        (tmp_path / "raw" / name).write_bytes(data)
+    gets = gets_by_key(monkeypatch)
+    head = f"bytes=0-{io.HEAD_BYTES - 1}"
+    for dry in (["--dry-run"], []):
+        gets.clear()
+        remote = run("crop-pad", f"{s3.url}/raw", "--out-dir", tmp_path / "out", "--shape", "8,8", *dry)
+        local = run("crop-pad", tmp_path / "raw", "--out-dir", tmp_path / "out", "--shape", "8,8", *dry)
+        assert remote.exit_code == local.exit_code == 1
+        assert remote.stderr.replace(s3.url, str(tmp_path)).split("crop-pad:")[0] == local.stderr.split("crop-pad:")[0]
+        assert "ihdr.png: not a readable PNG (" in remote.stderr and "text.png: not a readable PNG (" in remote.stderr
+        assert {key: [span for span, _ in made] for key, made in gets.items()} == {
+            "raw/ihdr.png": [head], "raw/text.png": [head, ""]}
+    assert not (tmp_path / "out").exists()
+
+
 def late_text(png: bytes, body: bytes) -> bytes:
     """``png`` with one tEXt of ``body`` after its image data, as ImageMagick places its text."""
     import zlib
