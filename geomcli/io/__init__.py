@@ -207,8 +207,7 @@ def read_header(
     source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS, header_only=True)
     if _in_part(source, file_size):
         try:  # a URL's first bytes or ranges: where its header runs past them or reads ill, the whole object
-            return _header(source, name, fmt, auto_orient, series, page, frames, palette, file_size)._replace(
-                file_size=file_size)
+            header = _header(source, name, fmt, auto_orient, series, page, frames, palette, file_size)
         except (GeomError, OSError) as error:
             if fmt == "png" and isinstance(error, GeomError) and isinstance(source, bytes):
                 from geomcli.io import _png
@@ -217,6 +216,11 @@ def read_header(
                     _remote.keep_failure(path, str(error))
                     raise
             source, name, fmt, file_size = _whole_after(error, source, path, fmt, format)
+        else:
+            if not (fmt == "png" and header.palette and frames == "all" and header.pages > 1):
+                return header._replace(file_size=file_size)
+            # an APNG's indices stacked: every frame's blend op is walked to the end (_pillow._frames_blended)
+            source, name, fmt, file_size = _input(path, format, DEFAULT_MAX_PIXELS)
     try:
         return _header(source, name, fmt, auto_orient, series, page, frames, palette)._replace(file_size=file_size)
     except GeomError as error:

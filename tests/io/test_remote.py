@@ -1467,6 +1467,39 @@ def test_a_pngs_header_damaged_in_its_first_bytes_is_refused_from_them(s3: S3, t
     assert not (tmp_path / "out").exists()
 
 
+def test_an_apng_of_indices_has_every_frames_blend_read(s3: S3, tmp_path: Path) -> None:
+    """An APNG of indices whose third frame is drawn over the second through a partial alpha is
+    refused with --keep-palette --frames all (_pillow._frames_blended): the check of a URL's read its
+    frames' blend ops from its first 64 KiB alone, found none past them, and passed it ('dry run,
+    1 to write', exit 0; its run then failed it), where the local file is refused. Its header is now
+    read from the whole object, as the walk needs it."""
+    from geomcli import io
+
+    rng = np.random.default_rng(14)
+    frames = []
+    for _ in range(3):
+        frame = Image.fromarray(rng.integers(0, 16, (400, 400), dtype=np.uint8)).convert("P")
+        frame.putpalette(list(range(48)))
+        frames.append(frame)
+    buffer = bytes_io.BytesIO()
+    frames[0].save(buffer, format="PNG", save_all=True, append_images=frames[1:], blend=[0, 0, 1],
+                   transparency=bytes([128] * 16))
+    data = buffer.getvalue()
+    assert data.find(b"fdAT") > io.HEAD_BYTES  # (the later frames' chunks past the first bytes)
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "over.png").write_bytes(data)
+    s3.put("raw/over.png", data)
+    common = ["--out-dir", tmp_path / "out", "--name", "{stem}.npy", "--shape", "8,8", "--frames", "all",
+              "--keep-palette"]
+    for dry in (["--dry-run"], []):
+        remote = run("crop-pad", f"{s3.url}/raw", *common, *dry)
+        local = run("crop-pad", tmp_path / "raw", *common, *dry)
+        assert remote.exit_code == local.exit_code == 1
+        assert remote.stderr.replace(s3.url, str(tmp_path)).split("crop-pad:")[0] == local.stderr.split("crop-pad:")[0]
+        assert "over.png: frame 3 is drawn over the frame before" in remote.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def late_text(png: bytes, body: bytes) -> bytes:
     """``png`` with one tEXt of ``body`` after its image data, as ImageMagick places its text."""
     import zlib
