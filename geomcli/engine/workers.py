@@ -10,7 +10,8 @@ batch promises: a worker that dies fails its own file only (the pool breaks as a
 Ctrl-C or SIGTERM only complete outputs remain (its workers cannot be told to remove the temp
 files of the jobs under way). So workers ignore SIGINT; on Ctrl-C or SIGTERM the parent stops
 them with SIGTERM, on which a worker removes the temp files of its jobs under way and exits at
-once; the parent then sweeps the same names again.
+once (an output it is placing placed and reported first); the parent then reads the reports they
+sent, so that every output in place has its record, and sweeps the same names again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -51,7 +53,6 @@ from geomcli.io import STOP_SIGNALS, _remote, _zarr
 
 if TYPE_CHECKING:
     import multiprocessing.context
-    import threading
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
@@ -373,8 +374,7 @@ def _dry_run(task: Task, jobs: Sequence[Job], options: BatchOptions) -> int:
 
 def _in_process(task: Task, todo: Sequence[Job], outcomes: Outcomes, fail_fast: bool) -> None:
     for job in todo:
-        report = _in_this_process(task, job)
-        outcomes.add(job.index, report)
+        report = _in_this_process(task, job, outcomes)
         if fail_fast and report.status == "error":
             return
 
@@ -403,8 +403,9 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
     While many jobs remain, a worker holds a second one, so it starts it without waiting for
     this process to read its report (not with --fail-fast: nothing starts after a failure is seen).
     """
-    import threading
     from multiprocessing.connection import wait
+
+    from geomcli import io
 
     context = _forkserver(arrays=_needs_arrays(task, todo))
     pending = deque(todo)
@@ -484,7 +485,9 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
                     job = pending.popleft()
                 by_connection = {worker.connection: worker for worker in workers}  # an idle one may end too
             if job is not None:
-                done(job, _in_this_process(task, job))
+                report = _in_this_process(task, job, outcomes)
+                with lock:
+                    stopping = stopping or (fail_fast and report.status == "error")
             for connection in wait([wake, *by_connection], timeout=0 if job is not None else _TICK):
                 if connection is wake:
                     while wake.poll():
@@ -492,7 +495,14 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
                     continue
                 worker = by_connection[connection]  # type: ignore[index]
                 try:
-                    message = worker.connection.recv()
+                    # a report taken off its pipe is counted and shown before a signal's exception:
+                    # its output is in place, and the interrupted summary must count it
+                    with io.signals_deferred():
+                        message = worker.connection.recv()
+                        if not isinstance(message, str):
+                            with lock:
+                                finished_job = worker.jobs.popleft()
+                            done(finished_job, message)
                 except (EOFError, ConnectionResetError):  # it has ended
                     with lock:
                         workers.remove(worker)
@@ -509,15 +519,11 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
                     continue
                 if message == "ready":
                     worker.ready = True
-                else:
-                    with lock:
-                        finished_job = worker.jobs.popleft()
-                    done(finished_job, message)
         finished = True
     finally:
         with lock:
             stopping = True  # the starter starts no more workers
-        _stop(starter, workers, finished)
+        _stop(starter, workers, finished, done)
         wake.close()
         woken.close()
     if failed:  # even if this process did every job meanwhile
@@ -618,9 +624,26 @@ def _needs_arrays(task: Task, jobs: Sequence[Job]) -> bool:
     return False
 
 
-def _in_this_process(task: Task, job: Job) -> Report:
+def _in_this_process(task: Task, job: Job, outcomes: Outcomes) -> Report:
+    """Do ``job`` here and add its report to ``outcomes``. A local output's rename and its report
+    are one step, a stop signal held until both are done: one that came between the two left an
+    interrupted run's output in place with no record, counted not run. (An object's put is not
+    held so: a signal must still stop a long upload at once; nor is --debug's, whose failure to
+    place an output raises, with its traceback.)"""
+    from geomcli import io
+    from geomcli.io import _atomic
+
     try:
-        return _transform(task, job)
+        if _remote.is_url(job.output) or task.common.debug:
+            report = _transform(task, job)
+            outcomes.add(job.index, report)
+            return report
+        with _atomic.deferred_commits() as commits:
+            report = _transform(task, job)
+        with io.signals_deferred():
+            commit(report, commits)
+            outcomes.add(job.index, report)
+        return report
     except BaseException:
         _remove_leftovers([job])
         raise
@@ -654,8 +677,10 @@ def _how_it_ended(process: BaseProcess) -> str:
     return f"killed by {name}"
 
 
-def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool) -> None:
-    """Let idle workers go; after an interruption, stop busy ones and clear their temp files.
+def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool,
+          done: Callable[[Job, Report], None]) -> None:
+    """Let idle workers go; after an interruption, stop busy ones, take the reports they sent
+    before they ended (``done`` with each: their outputs are in place) and clear their temp files.
 
     The starter thread is waited for first: it may be starting one more worker.
     """
@@ -687,10 +712,27 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool)
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
+        for worker in workers:
+            for job, report in _reports_left(worker):
+                done(job, report)
         _remove_leftovers([job for worker in workers for job in worker.jobs])
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def _reports_left(worker: _Worker) -> Iterator[tuple[Job, Report]]:
+    """The reports an ended ``worker`` sent that were not read, with their jobs: a worker places
+    an output and sends its report as one step (_Committer), so each tells of an output in place."""
+    while worker.jobs:
+        try:
+            if not worker.connection.poll(0):
+                return
+            message = worker.connection.recv()
+        except (EOFError, OSError):  # nothing more (a message cut short by a SIGKILL reads as its end)
+            return
+        if not isinstance(message, str):  # (not its "ready")
+            yield worker.jobs.popleft(), message
 
 
 def _serve(connection: Connection, task: Task, under_way: Any) -> None:
@@ -770,16 +812,17 @@ class _Committer:
         try:
             while (item := self.queue.get()) is not None:
                 job, report, commits = item
-                if self.orphaned:
-                    _remove_leftovers([job])
-                else:
-                    self._commit(report, commits)
-                _jobs_under_way.remove(job)
-                if not self.orphaned:
-                    try:
-                        self.connection.send(report)
-                    except OSError:  # the parent has gone: no later output is placed
-                        self.orphaned = True
+                with _placing:  # (see _terminated)
+                    if self.orphaned:
+                        _remove_leftovers([job])
+                    else:
+                        self._commit(report, commits)
+                    _jobs_under_way.remove(job)
+                    if not self.orphaned:
+                        try:
+                            self.connection.send(report)
+                        except OSError:  # the parent has gone: no later output is placed
+                            self.orphaned = True
         except BaseException:  # a bug: end the worker as a crash on this job, not silently
             import traceback
 
@@ -794,6 +837,11 @@ class _Committer:
 
 # in a worker: the jobs whose temp files may exist (one being made, one being synced)
 _jobs_under_way: list[Job] = []
+# in a worker: held by its committer while it places an output and sends its report, so that a
+# SIGTERM ends the worker before or after both, never between (an output in place that its
+# parent never heard of); waited for no longer than this many seconds (the parent kills at 10)
+_placing = threading.Lock()
+_PLACING_SECONDS = 5.0
 
 
 def _terminated(signum: int, frame: Any) -> None:
@@ -803,6 +851,8 @@ def _terminated(signum: int, frame: Any) -> None:
     to vanish, leaving the worker running.
     """
     try:
+        _remote.stop_uploads()  # first: an upload being placed ends now, reported as failed
+        _placing.acquire(timeout=_PLACING_SECONDS)
         _ending()
     finally:
         # even where the clean-up fails: a SIGTERM that came while the first job imported s3fs

@@ -1063,8 +1063,7 @@ def test_a_signal_mid_batch_still_ends_the_json_stream_with_a_summary(sent: int,
     assert last | {"seconds": 0} == {"command": "crop-pad", "status": "summary", "dry_run": False, "ok": len(done),
                                      "failed": 0, "skipped": 0, "not_run": 60 - len(done), "total": 60,
                                      "seconds": 0, "interrupted": True}
-    # (a worker may have placed a file whose report had not come back when the signal came)
-    assert {Path(record["output"]).name for record in done} <= set(files(tmp_path / "out"))
+    assert {Path(record["output"]).name for record in done} == set(files(tmp_path / "out"))
 
 
 def test_a_finished_batch_s_summary_is_not_marked_interrupted(shots: Path, tmp_path: Path) -> None:
@@ -1105,7 +1104,90 @@ def test_a_signal_mid_batch_still_ends_stderr_with_the_count_line(sent: int, cod
     assert counted is not None, stderr
     ok, not_run = int(counted[1]), int(counted[2])
     assert not_run > 0 and ok + not_run == 60
-    assert ok <= len(files(out))  # (a worker may have placed a file whose report had not come back: ok 0 too)
+    assert ok == len(files(out))
+
+
+def ok_records_and_outputs(stdout: str, out: Path) -> tuple[dict[str, Any], set[str], set[str]]:
+    """An interrupted --json run's summary, the names of the outputs its "ok" records name, and
+    the names in its output folder."""
+    *records, last = [json.loads(line) for line in stdout.splitlines()]
+    ok = {Path(record["output"]).name for record in records if record["status"] == "ok"}
+    return last, ok, set(files(out)) if out.exists() else set()
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_interrupted_batch_s_ok_records_name_exactly_the_outputs_on_disk(jobs: str, tmp_path: Path) -> None:
+    """SIGTERM mid-run with -j 2 left outputs that workers had placed, whole, with no record: their
+    reports were still in the pipe (or not yet sent) when the workers were stopped, and the
+    summary counted them not run (7 runs in 15 here, 1 to 3 files each). Many small files, the
+    signal at a few moments once the workers are up, several rounds."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    rng = np.random.default_rng(3)
+    for index in range(400):
+        Image.fromarray(rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)).save(inputs / f"{index:03d}.png")
+    for round_ in range(5):
+        out = tmp_path / f"out{round_}"
+        with subprocess.Popen([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "30,30",
+                               "-j", jobs, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) as process:
+            assert process.stdout is not None and process.stderr is not None
+            first = process.stdout.readline()
+            time.sleep(0.3 + 0.1 * round_)  # (the workers take a few tenths of a second to start)
+            process.send_signal(signal.SIGTERM)
+            # (read through the stream that read the first line: communicate() reads the pipe
+            # beneath, and lost the records that readline had buffered)
+            stdout, stderr = first + process.stdout.read(), process.stderr.read()
+        assert process.returncode in (0, 143) and "Traceback" not in stderr, stderr
+        last, ok, on_disk = ok_records_and_outputs(stdout, out)
+        assert ok == on_disk and last["ok"] == len(ok), (round_, sorted(on_disk ^ ok), last)
+
+
+# Loaded by the run's interpreter and its workers' (sitecustomize on PYTHONPATH): the process that
+# places stop.png then sends the run (its process group's leader) GEOMCLI_TEST_STOP, and a worker
+# waits a second before it reports it, so that the run stops it there: its output placed, unreported
+_STOP_AS_STOP_PNG_IS_PLACED = """
+import os
+import signal
+import time
+from geomcli.io import _atomic
+_place = _atomic._place
+def signalled_once_placed(tmp, path, *args, **kwargs):
+    _place(tmp, path, *args, **kwargs)
+    if os.path.basename(path) == "stop.png":
+        os.kill(os.getpgid(0), getattr(signal, os.environ["GEOMCLI_TEST_STOP"]))
+        time.sleep(1)
+_atomic._place = signalled_once_placed
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("sent", "code", "jobs"), [("SIGTERM", 143, "1"), ("SIGTERM", 143, "2"),
+                                                    ("SIGINT", -signal.SIGINT, "1"), ("SIGINT", -signal.SIGINT, "2")])
+def test_a_signal_just_after_an_output_is_placed_still_gives_it_its_record(sent: str, code: int, jobs: str,
+                                                                            tmp_path: Path) -> None:
+    """A signal between an output's rename and its report: in this process (-j 1, or a file done
+    here while the workers start) the report was lost with the signal's exception; in a worker,
+    the parent's SIGTERM ended it before it sent the report, or the parent never read one sent.
+    Either way stop.png was in place and its summary said not run. Now the rename and the report
+    are one step, and the parent reads what its stopped workers sent."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_STOP_AS_STOP_PNG_IS_PLACED)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    names = [f"{index:03d}.png" for index in range(30)] + ["stop.png", "zz.png"]
+    for name in names:
+        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    out = tmp_path / "out"
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", "-j", jobs,
+                             "--json"], capture_output=True, text=True, env=hooked(hooks, GEOMCLI_TEST_STOP=sent),
+                            timeout=60, start_new_session=True)
+    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
+    last, ok, on_disk = ok_records_and_outputs(result.stdout, out)
+    assert "stop.png" in on_disk
+    assert ok == on_disk and last["ok"] == len(ok) and last["interrupted"] is True, (sorted(on_disk ^ ok), last)
 
 
 # Loaded by the run's interpreter (sitecustomize on PYTHONPATH): the header check of stop.png sends
