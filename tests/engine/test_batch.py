@@ -1015,6 +1015,23 @@ def signal_at_first_output(process: subprocess.Popen[str], out: Path, sent: int)
     process.send_signal(signal.SIGCONT)
 
 
+def read_to_the_end(process: subprocess.Popen[str], seconds: float) -> tuple[str, str]:
+    """The rest of ``process``'s stdout and its stderr once it has ended (killed after ``seconds``),
+    read through the streams a readline() began on: communicate() reads the pipes beneath, and
+    lost the lines readline had buffered (two records a read: one record short of the folder)."""
+    assert process.stdout is not None and process.stderr is not None
+    watchdog = threading.Timer(seconds, process.kill)
+    watchdog.start()
+    try:
+        stdout, stderr = process.stdout.read(), process.stderr.read()
+        process.wait()
+    finally:
+        watchdog.cancel()
+        process.stdout.close()
+        process.stderr.close()
+    return stdout, stderr
+
+
 @pytest.mark.process
 @pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, -signal.SIGINT)])
 def test_a_signal_mid_batch_leaves_only_complete_files(sent: int, code: int, tmp_path: Path) -> None:
@@ -1054,7 +1071,7 @@ def test_a_signal_mid_batch_still_ends_the_json_stream_with_a_summary(sent: int,
     process.send_signal(signal.SIGSTOP)
     process.send_signal(sent)
     process.send_signal(signal.SIGCONT)
-    rest, stderr = process.communicate(timeout=30)
+    rest, stderr = read_to_the_end(process, 30)  # (not communicate(): see read_to_the_end)
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr
     records = [json.loads(line) for line in [first, *rest.splitlines()]]
@@ -1129,18 +1146,15 @@ def test_an_interrupted_batch_s_ok_records_name_exactly_the_outputs_on_disk(jobs
         Image.fromarray(rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)).save(inputs / f"{index:03d}.png")
     for round_ in range(5):
         out = tmp_path / f"out{round_}"
-        with subprocess.Popen([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "30,30",
-                               "-j", jobs, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) as process:
-            assert process.stdout is not None and process.stderr is not None
-            first = process.stdout.readline()
-            time.sleep(0.3 + 0.1 * round_)  # (the workers take a few tenths of a second to start)
-            process.send_signal(signal.SIGTERM)
-            # (read through the stream that read the first line: communicate() reads the pipe
-            # beneath, and lost the records that readline had buffered)
-            stdout, stderr = first + process.stdout.read(), process.stderr.read()
+        process = subprocess.Popen([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "30,30",
+                                    "-j", jobs, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        time.sleep(0.3 + 0.1 * round_)  # (the workers take a few tenths of a second to start)
+        process.send_signal(signal.SIGTERM)
+        rest, stderr = read_to_the_end(process, 60)
         assert process.returncode in (0, 143) and "Traceback" not in stderr, stderr
-        last, ok, on_disk = ok_records_and_outputs(stdout, out)
+        last, ok, on_disk = ok_records_and_outputs(first + rest, out)
         assert ok == on_disk and last["ok"] == len(ok), (round_, sorted(on_disk ^ ok), last)
 
 
