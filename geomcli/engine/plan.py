@@ -73,6 +73,15 @@ class Source:
     size: int | None = None  # bytes, where a listing told them (URLs)
 
 
+@dataclass
+class Listing:
+    """How far a plan's listing of its inputs has come: what the summary of a run a signal stops
+    meanwhile counts (a folder of a million files takes seconds to walk, a bucket's minutes)."""
+
+    found: int = 0  # the inputs found so far (a local folder's or glob's one by one, a URL's when listed)
+    finished: bool = False
+
+
 @dataclass(frozen=True)
 class Job:
     index: int
@@ -90,11 +99,13 @@ class Job:
 
 
 def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
-         files_read: Sequence[tuple[str, str]] = (), stdin_read: bool = False) -> list[Job]:
+         files_read: Sequence[tuple[str, str]] = (), stdin_read: bool = False,
+         listing: Listing | None = None) -> list[Job]:
     """Every input with its output path and format; usage errors for names that cannot work.
     ``files_read``, (option, path) of the files the operation read (Operation.files_read), are
     inputs too: no output may replace them. ``stdin_read``: an option read stdin (--theta -), a
-    prerequisite of every output with no time of its own, so --skip-existing skips none."""
+    prerequisite of every output with no time of its own, so --skip-existing skips none.
+    ``listing`` is kept told how far the listing of the inputs has come."""
     from geomcli import io
     from geomcli.io import _remote
 
@@ -116,7 +127,7 @@ def plan(arguments: Sequence[str], options: BatchOptions, common: Common,
     passed_over: list[str] = []
     folders_left: list[str] = []
     sources = expand(arguments, options.recursive, listed, out_dir=options.out_dir, passed_over=passed_over,
-                     folders_left=folders_left)
+                     folders_left=folders_left, listing=listing)
     if passed_over and not common.quiet:
         echo_stderr(f"Warning: {passed_over_text(passed_over)}")
     if folders_left and not common.quiet:
@@ -395,7 +406,7 @@ def _wide_text(head: bytes) -> str | None:
 
 def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = (), *,
            out_dir: str | None = None, passed_over: list[str] | None = None,
-           folders_left: list[str] | None = None) -> list[Source]:
+           folders_left: list[str] | None = None, listing: Listing | None = None) -> list[Source]:
     """Files, folders (their readable files; -r: and their subfolders') and globs, in order; then
     the ``listed`` names (--files-from), files or folders but never patterns.
 
@@ -406,11 +417,12 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
     file named itself is still taken. The files of folders and globs that no reader takes by their
     names (a .txt, a .heic) are left out and added to ``passed_over``, for a warning, and without
     ``recursive`` a named folder's subfolders (not hidden, not zarr arrays, not ``out_dir``) to
-    ``folders_left``.
+    ``folders_left``. ``listing`` counts the inputs as they are found, and is marked finished.
     """
     from geomcli.io import _remote
 
     skip = _OutDir(out_dir)
+    listing = Listing() if listing is None else listing
     passed_over = [] if passed_over is None else passed_over
     folders_left = [] if folders_left is None else folders_left
     sources: list[Source] = []
@@ -432,11 +444,12 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             found, what = _url_sources(argument, recursive, literal, skip, passed_over,
                                        asked.get(argument, _UNASKED) if literal else _UNASKED, folders_left)
         elif os.path.isdir(argument):
-            found, what = _folder(argument, recursive, skip, passed_over, folders_left), f"the folder {argument}"
+            found, what = (_folder(argument, recursive, skip, passed_over, folders_left, listing),
+                           f"the folder {argument}")
         elif literal or os.path.lexists(argument) or not _GLOB_MAGIC.search(argument):
             found, what = [Source(argument, "")], argument
         else:
-            found, what = (_glob(argument, skip, passed_over, recursive, folders_left),
+            found, what = (_glob(argument, skip, passed_over, recursive, folders_left, listing),
                            f"the pattern {argument!r}")
         misnamed = None if found or _remote.is_url(argument) else _zarr.misnamed(argument)
         if misnamed is not None:
@@ -450,6 +463,7 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
             if key not in seen:
                 seen.add(key)
                 sources.append(source)
+        listing.found = len(sources)  # (a file two arguments named, counted twice by their walks, once)
     # a file two arguments pass over (a folder and its glob, a/ and ./a/) is named once, as it is taken once
     once: dict[str, str] = {}
     for path in passed_over:
@@ -459,6 +473,7 @@ def expand(arguments: Sequence[str], recursive: bool, listed: Sequence[str] = ()
     for path in folders_left:
         once.setdefault(input_key(path), path)
     folders_left[:] = once.values()
+    listing.finished = True
     return sources
 
 
@@ -529,13 +544,15 @@ class _OutDir:
         return self.url[len(base):] if self.url.startswith(base) and self.url != base else None
 
 
-def _folder(root: str, recursive: bool, skip: _OutDir | None = None,
-            passed_over: list[str] | None = None, folders_left: list[str] | None = None) -> list[Source]:
+def _folder(root: str, recursive: bool, skip: _OutDir | None = None, passed_over: list[str] | None = None,
+            folders_left: list[str] | None = None, listing: Listing | None = None) -> list[Source]:
     """The readable files of ``root`` (-r: and of its subfolders, links to folders not followed,
     ``skip`` left out), and a failing Source for each folder that could not be listed; its other
-    files added to ``passed_over``, and without -r its subfolders to ``folders_left``."""
+    files added to ``passed_over``, and without -r its subfolders to ``folders_left``; each file
+    found counted in ``listing``."""
     found = []
     skip = skip or _OutDir(None)
+    listing = Listing() if listing is None else listing
 
     def unlisted(error: OSError) -> None:
         found.append(_unlisted(error.filename, root, error))
@@ -555,21 +572,23 @@ def _folder(root: str, recursive: bool, skip: _OutDir | None = None,
                 continue
             if _readable(name):
                 found.append(_file_source(path, root))
+                listing.found += 1
             elif passed_over is not None:
                 passed_over.append(path)
     return _in_order(found, root)
 
 
 def _glob(pattern: str, skip: _OutDir | None = None, passed_over: list[str] | None = None, recursive: bool = False,
-          folders_left: list[str] | None = None) -> list[Source]:
+          folders_left: list[str] | None = None, listing: Listing | None = None) -> list[Source]:
     """The readable files a pattern matches, as glob.glob(recursive=True) finds them, but for
     ``**``, which never follows a link to a folder (a link to ``.`` would repeat the tree without
     end), and for ``skip``, left out below the pattern's fixed folder; and a failing Source for each
     folder that could not be listed. The files it matches that are not readable are added to
     ``passed_over``. A folder it matches is taken as that folder named (:func:`_folder`: -r walks
     it, else its subfolders go to ``folders_left``), as the shell's expansion would pass it; not
-    under ``**``, which walks the folders itself."""
+    under ``**``, which walks the folders itself. Each file found is counted in ``listing``."""
     skip = skip or _OutDir(None)
+    listing = Listing() if listing is None else listing
     if pattern.endswith("/"):  # folders only: no file
         return []
     parts = pattern.split("/")
@@ -623,11 +642,12 @@ def _glob(pattern: str, skip: _OutDir | None = None, passed_over: list[str] | No
         is_file = not os.path.isdir(path)  # a FIFO or device too: an input that fails, as given by name
         if (_readable(path) and is_file) or array:
             found.append(_file_source(path, root))
+            listing.found += 1
         elif is_file and passed_over is not None:
             passed_over.append(path)
         elif not is_file and "**" not in named and not os.path.basename(path).startswith(".") \
                 and not skip.holds(path):
-            found.extend(_folder(path, recursive, skip, passed_over, folders_left))
+            found.extend(_folder(path, recursive, skip, passed_over, folders_left, listing))
     return _in_order(found, root)
 
 

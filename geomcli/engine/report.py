@@ -230,6 +230,8 @@ class Outcomes:
     of_the_options: frozenset[str] = frozenset()
     # when the run began (time.perf_counter), for the seconds of a summary an interruption gives
     started: float = field(default_factory=time.perf_counter)
+    # False for a run a signal stopped while its inputs were listed: ``total`` counts those found so far
+    listing_finished: bool = True
 
     def __enter__(self) -> Outcomes:
         if not self.common.quiet and sys.stderr.isatty():
@@ -305,10 +307,13 @@ class Outcomes:
         not_run = self.total - ok - failed - skipped
         if self.common.json:
             echo_stdout(summary.summary_json(self.command, ok=ok, failed=failed, skipped=skipped, not_run=not_run,
-                                             total=self.total, seconds=seconds, interrupted=interrupted))
+                                             total=self.total, seconds=seconds, interrupted=interrupted,
+                                             listing_finished=self.listing_finished))
         elif not self.common.quiet:
             line = f"{self.command}: {ok} ok, {failed} failed, {skipped} skipped"
-            if interrupted:
+            if interrupted and not self.listing_finished:
+                line += f", {not_run} not run (interrupted as the inputs were listed; more not counted)"
+            elif interrupted:
                 line += f", {not_run} not run (interrupted)"
             elif not_run:
                 line += f", {not_run} not run (--fail-fast)"
@@ -324,15 +329,18 @@ def _by_signal(kind: type[BaseException]) -> bool:
 
 
 @contextmanager
-def summary_if_interrupted(command: str, common: Common, total: Callable[[], int], started: float) -> Iterator[None]:
+def summary_if_interrupted(command: str, common: Common, total: Callable[[], int], started: float,
+                           listing_finished: Callable[[], bool] = lambda: True) -> Iterator[None]:
     """The summary Outcomes gives a run a signal ends, for one it ends before its files start (its
     inputs listed, their headers checked, its workers or cluster started): every file not run
-    (``total()``, the inputs listed so far), nothing done."""
+    (``total()``, the inputs found so far, and ``listing_finished()`` False where there are more
+    to find), nothing done."""
     try:
         yield
     except (KeyboardInterrupt, SystemExit) as stop:
         if _by_signal(type(stop)):
-            Outcomes(command, common, total(), started=started).summarise_interrupted()
+            Outcomes(command, common, total(), started=started,
+                     listing_finished=listing_finished()).summarise_interrupted()
         raise
 
 

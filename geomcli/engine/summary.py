@@ -76,9 +76,11 @@ class Report:
 
 
 def summary_json(command: str, *, ok: int, failed: int, skipped: int, not_run: int, total: int, seconds: float,
-                 dry_run: bool = False, interrupted: bool = False) -> str:
+                 dry_run: bool = False, interrupted: bool = False, listing_finished: bool = True) -> str:
     """A batch's last --json record, with the same keys whether it ran, was refused or was a dry run;
-    ``interrupted`` (a run Ctrl-C or SIGTERM ended, its counts so far) adds ``"interrupted": true``.
+    ``interrupted`` (a run Ctrl-C or SIGTERM ended, its counts so far) adds ``"interrupted": true``,
+    and one ended while its inputs were listed ``"listing_finished": false`` (``total`` counts
+    those found so far).
 
     >>> summary_json("crop-pad", ok=2, failed=0, skipped=1, not_run=0, total=3, seconds=0.1234, dry_run=True)
     '{"command": "crop-pad", "status": "summary", "dry_run": true, "ok": 2, "failed": 0, "skipped": 1, \
@@ -86,7 +88,8 @@ def summary_json(command: str, *, ok: int, failed: int, skipped: int, not_run: i
     """
     return strict_json({"command": command, "status": "summary", "dry_run": dry_run, "ok": ok, "failed": failed,
                         "skipped": skipped, "not_run": not_run, "total": total, "seconds": round(seconds, 3),
-                        **({"interrupted": True} if interrupted else {})})
+                        **({"interrupted": True} if interrupted else {}),
+                        **({} if listing_finished else {"listing_finished": False})})
 
 
 def strict_json(record: Mapping[str, Any]) -> str:

@@ -38,6 +38,7 @@ from geomcli.engine.one_file import header_as_read, header_fault
 from geomcli.engine.operations import CropPad
 from geomcli.engine.plan import (
     Job,
+    Listing,
     Task,
     by_headers,
     local_paths,
@@ -84,10 +85,12 @@ def run(operation: Operation, common: Common, arguments: Sequence[str], options:
 def _planned_run(operation: Operation, common: Common, arguments: Sequence[str], options: BatchOptions) -> int:
     started = time.perf_counter()
     jobs: Sequence[Job] = ()
-    # a signal while the inputs are listed or a cluster starts: the summary _run gives one later
-    # (a dry run's summary has no interrupted form)
+    listing = Listing()
+    # a signal while the inputs are listed or a cluster starts: the summary _run gives one later,
+    # of the inputs found so far (a dry run's summary has no interrupted form)
     interrupted = contextlib.nullcontext() if options.dry_run else \
-        summary_if_interrupted(operation.command, common, lambda: len(jobs), started)
+        summary_if_interrupted(operation.command, common, lambda: len(jobs) or listing.found, started,
+                               lambda: listing.finished)
     with contextlib.ExitStack() as session:
         with interrupted:
             scheduler = None
@@ -95,7 +98,8 @@ def _planned_run(operation: Operation, common: Common, arguments: Sequence[str],
                 from geomcli.engine import cluster
 
                 scheduler = cluster.check(options)  # a usage error before the plan's work: bad syntax, -j too, no Dask
-            jobs = plan(arguments, options, common, operation.files_read(), operation.stdin_option() is not None)
+            jobs = plan(arguments, options, common, operation.files_read(), operation.stdin_option() is not None,
+                        listing)
             task = Task(operation, common, no_clobber=options.no_clobber)
             if options.dry_run:
                 return _dry_run(task, jobs, options)

@@ -1255,6 +1255,56 @@ def test_a_signal_before_any_file_starts_still_gives_the_summary(sent: str, code
     assert not out.exists()
 
 
+# Loaded by the run's interpreter (sitecustomize on PYTHONPATH): the walk of the input folder, as
+# it meets stop.png, sends this process GEOMCLI_TEST_STOP, so the signal lands while the inputs are listed
+_STOP_WHILE_LISTING = """
+import os
+import signal
+from geomcli.engine import plan
+_readable = plan._readable
+def signalled_at_stop_png(name):
+    if os.path.basename(name) == "stop.png":
+        os.kill(os.getpid(), getattr(signal, os.environ["GEOMCLI_TEST_STOP"]))
+    return _readable(name)
+plan._readable = signalled_at_stop_png
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("sent", "code", "where"), [
+    ("SIGTERM", 143, ["-j", "1"]), ("SIGTERM", 143, ["-j", "2"]), ("SIGINT", -signal.SIGINT, ["-j", "2"]),
+    pytest.param("SIGTERM", 143, ["--scheduler", "local:2"], marks=[pytest.mark.cluster, _ON_A_CLUSTER])])
+def test_a_signal_while_the_inputs_are_listed_counts_those_found_and_says_there_are_more(
+        sent: str, code: int, where: list[str], tmp_path: Path) -> None:
+    """A signal while a big folder was walked gave a summary of "total": 0, as if the run had no
+    input. Its summary now counts the inputs found so far, all not run, and says the listing did
+    not finish ("listing_finished": false; the line "more not counted"); nothing written."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_STOP_WHILE_LISTING)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for name in [f"{index:02d}.png" for index in range(20)] + ["stop.png"]:
+        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    found = os.listdir(inputs).index("stop.png")  # the files the walk takes before it (in the folder's order)
+    out = tmp_path / "out"
+    command = [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where]
+    env = hooked(hooks, GEOMCLI_TEST_STOP=sent)
+    result = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
+    assert json.loads(result.stdout) | {"seconds": 0} == {
+        "command": "crop-pad", "status": "summary", "dry_run": False, "ok": 0, "failed": 0, "skipped": 0,
+        "not_run": found, "total": found, "seconds": 0, "interrupted": True, "listing_finished": False}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == code and result.stdout == "", result.stderr
+    lines = result.stderr.splitlines()
+    if sent == "SIGINT":
+        assert lines.pop() == "Interrupted"
+    assert re.fullmatch(rf"crop-pad: 0 ok, 0 failed, 0 skipped, {found} not run \(interrupted as the inputs were "
+                        r"listed; more not counted\) in \d+\.\d s", lines[-1]), lines
+    assert not out.exists()
+
+
 def _forkserver_catching_sigint(pid: int) -> bool:
     """Whether process ``pid``'s forkserver (a child running multiprocessing's) is up to where
     Python catches SIGINT, and not yet where the server ignores it: as it imports its preload."""
