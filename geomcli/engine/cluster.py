@@ -55,7 +55,10 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   cancelled: each notices between files and stops, and places nothing once cancelled (the file
   it was doing is not renamed into place, its multipart upload aborted: a joined cluster's
   workers get no signal); a LocalCluster of ours is closed (its workers end) and the temp files
-  of the jobs in flight are swept here, as ``-j`` does: only whole outputs remain.
+  of the jobs in flight are swept here, as ``-j`` does: only whole outputs remain. Before the
+  cancel, the reports of the outputs the tasks in flight placed (kept on their workers until a
+  task returns them) are taken, and their tasks place no more: each output in place has its
+  record, as with ``-j``.
 - **Paths as here.** Local names go to the workers made absolute (scheduler.for_workers): a
   joined cluster's working folder is not this shell's. Reports come back naming them as planned.
 - **An unreachable scheduler** is one error line (exit 1), within scheduler.CONNECT_SECONDS.
@@ -68,6 +71,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 import uuid
 from collections import deque
@@ -129,6 +133,8 @@ CARRIED_BYTES = 4 << 20
 STOP_ASKED = 0.5
 # how often a file is sent again after a passing I/O error
 IO_RETRIES = 2
+# seconds a stopped run's taking of a worker's placed reports waits for an output being placed
+TAKE_WAIT = 5.0
 
 
 def check(options: BatchOptions) -> Scheduler:
@@ -360,12 +366,17 @@ class _Dispatch:
             # a joined cluster runs a dead worker's task again itself (its allowed-failures): the
             # scheduler's word of each worker removed names the tasks it was running
             self.client.subscribe_topic("all", self._worker_removed)
+        from geomcli import io
+
         self._top_up()
         try:
             while self.in_flight:
                 future, result = next(self.completed)
-                sent = self.in_flight.pop(future)
-                self._finished(future, result, sent)
+                # a task's reports all counted and shown before a signal's exception: one taken
+                # out of in_flight is not among those a stopped run takes (_take_placed)
+                with io.signals_deferred():
+                    sent = self.in_flight.pop(future)
+                    self._finished(future, result, sent)
                 if not self.stopping:
                     self._top_up()
         finally:
@@ -430,7 +441,7 @@ class _Dispatch:
     def _submit(self, batch: list[Job], after_death: bool) -> None:
         self.count += 1
         future = self.client.submit(do_files, self.task, [_moved(job) for job in batch], self.stop,
-                                    after_death, pure=False, key=f"geomcli-{self.run_id}-{self.count}")
+                                    after_death, self.run_id, pure=False, key=f"geomcli-{self.run_id}-{self.count}")
         self.in_flight[future] = _Sent(batch, after_death)
         self.completed.add(future)
 
@@ -514,14 +525,17 @@ class _Dispatch:
             self.rate_seen = True
 
     def cancel_all(self) -> None:
-        """Send nothing more, and cancel the tasks in flight (they stay in ``in_flight``, whose temp
-        files the caller sweeps after an interruption). A joined cluster's are waited for: its
-        workers get no signal, and one still on a file made its temp file after the sweep (a
-        '.015.png.*.tmp' left, 2 runs in 3 on a loaded machine); a LocalCluster of ours is closed."""
+        """Send nothing more, take the reports of the outputs the tasks in flight placed (see
+        :meth:`_take_placed`), and cancel them (they stay in ``in_flight``, whose temp files the
+        caller sweeps after an interruption). A joined cluster's are waited for: its workers get no
+        signal, and one still on a file made its temp file after the sweep (a '.015.png.*.tmp'
+        left, 2 runs in 3 on a loaded machine); a LocalCluster of ours is closed."""
         self.todo.clear()
         self.again.clear()
+        self.stopping = True  # (no retry is queued for a report taken now)
         if not self.in_flight:
             return
+        self._take_placed()
         if self.local is None:
             cancel_and_wait(self.client, list(self.in_flight))
             return
@@ -529,6 +543,40 @@ class _Dispatch:
             self.client.cancel(list(self.in_flight))
         except (OSError, RuntimeError):  # the scheduler has gone: nothing runs there to cancel
             pass
+
+    def _take_placed(self) -> None:
+        """A stopped run: the reports of the outputs its tasks in flight placed, which a cancelled
+        task never returns (it stopped placing as they were taken: _placed_reports), and the
+        results of those that ended before, each into ``outcomes``: every output in place has its
+        record, as with -j. A worker or scheduler gone takes its reports with it."""
+        from concurrent.futures import CancelledError
+
+        by_index = {job.index: job for sent in self.in_flight.values() for job in sent.jobs}
+        added: set[int] = set()
+
+        def add(index: int, report: Report) -> None:
+            if index in by_index and index not in added:
+                added.add(index)
+                self._add(by_index[index], _report_as_planned(report, by_index[index]))
+
+        try:
+            taken = self.client.run(_placed_reports, self.run_id, on_error="ignore")
+        except (OSError, RuntimeError, TimeoutError):  # the scheduler gone: nothing to be had
+            return
+        ended: set[str] = set()
+        for placed, keys in taken.values():
+            ended.update(keys)
+            for index, report in sorted(placed.items()):
+                add(index, report)
+        for future, sent in list(self.in_flight.items()):
+            if future.key not in ended:
+                continue
+            try:
+                done, _ = future.result(timeout=10)
+            except (CancelledError, TimeoutError, OSError):  # lost meanwhile: its reports with it
+                continue
+            for job, (report, _passing) in zip(sent.jobs, done):
+                add(job.index, report)
 
 
 def _moved(job: Job) -> Job:
@@ -585,7 +633,7 @@ def passing(report: Report) -> bool:
     return error is not None and _remote.may_pass(error)
 
 
-def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = False) -> tuple[
+def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = False, run: str | None = None) -> tuple[
         list[tuple[Report, bool]], tuple[str, ...]]:
     """A task, on a worker: each job's report (in order), and whether it failed on an I/O error
     that may pass; and the stores taken for dead (Task.dead_stores, and those its files gave up),
@@ -595,24 +643,31 @@ def do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool = Fa
     (io._atomic.stopped_when), stops at its next file and returns no reports. ``stop``
     (--fail-fast) names the run's Event: the task stops after its first failure, or before its
     next file once the Event is set, and returns the reports of those it did. ``sweep``: a retry
-    after a worker died, whose temp files it removes first."""
+    after a worker died, whose temp files it removes first. ``run`` (the client's run id) keeps
+    each placed output's report on the worker until the task returns, for a stopped run to take
+    (_placed_reports)."""
     from geomcli.io import _remote
 
     check_code(task.code)
     # this run's --storage-option, in this thread and its committer's: a worker of several threads
     # runs other runs' tasks beside it, each with its own
     with _remote.task_options(task.common.storage_options), _remote.watching_stores(task.dead_stores):
-        return _do_files(task, jobs, stop, sweep), _remote.dead_stores()
+        return _do_files(task, jobs, stop, sweep, run), _remote.dead_stores()
 
 
-def _do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool) -> list[tuple[Report, bool]]:
+def _do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool,
+              run: str | None = None) -> list[tuple[Report, bool]]:
     from concurrent.futures import ThreadPoolExecutor
 
     from geomcli.io import _atomic, _remote
 
     if sweep:
         job_steps.remove_leftovers(jobs)  # listing each output's folder: only when some may be there
-    cancelled = _cancellation()
+    task_cancelled = _cancellation()
+
+    def cancelled() -> bool:  # (or its run stopped, its reports taken: _placed_reports)
+        return task_cancelled() or run in _taken
+
     done: list[Report] = []
     placing: list[Any] = []  # concurrent.futures.Future of each placing
     with ThreadPoolExecutor(1, thread_name_prefix="geomcli-commit",
@@ -629,7 +684,7 @@ def _do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool) ->
                 with _atomic.deferred_commits() as commits:
                     report = job_steps.transform(task, job)
                 done.append(report)
-                placing.append(committer.submit(_place, cancelled, report, list(commits)))
+                placing.append(committer.submit(_place, cancelled, report, list(commits), run, job.index))
                 if stop is not None and report.status == "error":
                     break
             for placed in placing:
@@ -639,19 +694,101 @@ def _do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool) ->
                 placed.cancel()
             committer.shutdown(wait=True)
             job_steps.remove_leftovers(jobs[:len(done) + 1])
+            with _placing:
+                _forget(run, jobs)
             raise
-    if cancelled():
-        return []  # what was placed is whole; the client counts none of it
+    # returned or not as one step with the client's taking (_placed_reports): a task that returns
+    # its reports is named to it, one that does not had them taken
+    states = _task_states()
+    key = None if states is None else states[1]
+    with _placing:
+        if cancelled():
+            return []  # what was placed is whole; the client took the reports (_placed_reports)
+        _forget(run, jobs)
+        if states is not None:
+            _returning.difference_update([known for known in _returning
+                                          if getattr(states[0].get(known), "state", None) != "executing"])
+            if isinstance(key, str):
+                _returning.add(key)
     return [(report, report.status == "error" and passing(report)) for report in done]
 
 
-def _place(cancelled: Callable[[], bool], report: Report, commits: Sequence[Callable[[], None]]) -> None:
+def _forget(run: str | None, jobs: Sequence[Job]) -> None:
+    """No longer keep the reports of ``jobs`` for ``run`` (_placing held)."""
+    kept = _placed.get(run or "", {})
+    for job in jobs:
+        kept.pop(job.index, None)
+    if not kept:
+        _placed.pop(run or "", None)
+
+
+def _task_states() -> tuple[Any, Any] | None:
+    """This worker's tasks by key, and the key of the task this thread runs; None off a worker."""
+    from distributed import get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:
+        return None
+    return worker.state.tasks, worker.get_current_task()
+
+
+# On a worker: by run, the reports of the outputs its tasks placed, by job index, kept until the
+# task returns them; the runs whose reports the client took as it stopped (their tasks place no
+# more); the placings under way, by run, which that taking waits for; the keys of tasks that chose
+# to return their reports and may not have yet; and the lock of them all (placings run side by side).
+_placed: dict[str, dict[int, Report]] = {}
+_taken: set[str] = set()
+_busy: dict[str, int] = {}
+_returning: set[str] = set()
+_placing = threading.Condition()
+
+
+def _place(cancelled: Callable[[], bool], report: Report, commits: Sequence[Callable[[], None]],
+           run: str | None = None, index: int = -1) -> None:
     """On a task's committing thread: job_steps.commit, placing nothing once the task has been
-    cancelled (the file in progress when the client cancelled it, whose worker got no signal)."""
+    cancelled (the file in progress when the client cancelled it, whose worker got no signal);
+    the report kept for ``run`` (see _placed_reports), unless the commit was refused so. Counted
+    busy from before its last look at ``cancelled``, so a taking waits for it to be kept."""
     from geomcli.io import _atomic
 
-    with _atomic.stopped_when(cancelled):
-        job_steps.commit(report, commits)
+    if run is None:
+        with _atomic.stopped_when(cancelled):
+            job_steps.commit(report, commits)
+        return
+    with _placing:
+        _busy[run] = _busy.get(run, 0) + 1
+    try:
+        with _atomic.stopped_when(cancelled):
+            job_steps.commit(report, commits)
+        if not (report.status == "error" and cancelled()):
+            with _placing:
+                _placed.setdefault(run, {})[index] = report
+    finally:
+        with _placing:
+            _busy[run] -= 1
+            if not _busy[run]:
+                del _busy[run]
+                _placing.notify_all()
+
+
+def _placed_reports(run: str, dask_worker: Any = None) -> tuple[dict[int, Report], list[str]]:
+    """On each worker (Client.run), as the client stops the run ``run``: the reports its tasks
+    in flight kept of the outputs they placed, after which none of them places another (a task
+    cancelled returns no reports: its placed outputs went unrecorded, counted not run); and the
+    keys of its tasks that had ended, whose results hold the reports of theirs."""
+    prefix = f"geomcli-{run}-"
+    with _placing:
+        _taken.add(run)
+        # (on the worker's event loop: an upload being placed holds it no longer than this, and
+        # may then land unrecorded)
+        _placing.wait_for(lambda: run not in _busy, timeout=TAKE_WAIT)
+        placed = _placed.pop(run, {})
+        ended = [key for key in _returning if key.startswith(prefix)]
+    if dask_worker is not None:
+        ended += [key for key, state in list(dask_worker.state.tasks.items())
+                  if isinstance(key, str) and key.startswith(prefix) and state.state == "memory"]
+    return placed, ended
 
 
 def _stopped(stop: str) -> bool:
