@@ -535,7 +535,12 @@ class _Dispatch:
         self.stopping = True  # (no retry is queued for a report taken now)
         if not self.in_flight:
             return
-        self._take_placed()
+        try:
+            self._take_placed()
+        finally:  # (cancelled even where showing their records failed: a stdout gone)
+            self._cancel_in_flight()
+
+    def _cancel_in_flight(self) -> None:
         if self.local is None:
             cancel_and_wait(self.client, list(self.in_flight))
             return

@@ -716,10 +716,11 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool,
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
+        # (the temp files first, even of the jobs reported next: placed, they have none left)
+        _remove_leftovers([job for worker in workers for job in worker.jobs])
         for worker in workers:
             for job, report in _reports_left(worker):
                 done(job, report)
-        _remove_leftovers([job for worker in workers for job in worker.jobs])
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
