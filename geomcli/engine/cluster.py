@@ -42,6 +42,15 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first: a task it ran again after its worker died (the
   scheduler's "remove-worker" event names it) has that worker's leftovers swept here as it ends.
+- **Workers that do not come back.** A nanny of a LocalCluster of ours restarts the worker a file
+  killed; one whose restart failed (distributed logs "Failed to restart worker after its process
+  exited") or never ends stays, with no worker. The run checks once a second which of its nannies
+  has a worker registered: one whose worker has been missing ``WORKER_MISSING_SECONDS`` on end (a
+  restart takes well under a second: one under way is not closed) is closed and dropped, and
+  ``scale`` starts another in its place. Should the cluster have no worker at all for
+  ``NO_WORKER_SECONDS`` (each nanny replaced twice meanwhile), the run ends: each file not done
+  fails with "the cluster's workers could not be started again", exit 1, where its tasks would
+  have waited for ever. A joined cluster's workers are its own to keep: the run waits for them.
 - **A dead store, given up once.** A task counts its own stalls (io._remote.watching_stores: a
   store that answered none of STALLS_IN_A_ROW requests in a row is taken for dead), so a store
   dead after the header check cost each task up to 3 deadlines: 10,000 files in tasks of 20,
@@ -135,6 +144,10 @@ STOP_ASKED = 0.5
 IO_RETRIES = 2
 # seconds a stopped run's taking of a worker's placed reports waits for an output being placed
 TAKE_WAIT = 5.0
+# a LocalCluster of ours: how long (seconds) a nanny's worker may be missing on end before the nanny
+# is replaced, and the cluster have no worker at all before the files not done fail
+WORKER_MISSING_SECONDS = 20.0
+NO_WORKER_SECONDS = 3 * WORKER_MISSING_SECONDS
 
 
 def check(options: BatchOptions) -> Scheduler:
@@ -357,6 +370,10 @@ class _Dispatch:
         self.stopping = False
         self.stop = f"geomcli-stop-{self.run_id}" if fail_fast else None  # the Event tasks look at, with --fail-fast
         self.died_running: set[str] = set()  # keys of our tasks a worker was running as it was removed
+        # a LocalCluster of ours: since when each nanny's worker has been missing (by the nanny's
+        # name), when a worker was last up, and when they were last looked at (_keep_workers)
+        self.missing: dict[Any, float] = {}
+        self.worker_seen = self.workers_looked = time.monotonic()
 
     def run(self) -> None:
         from distributed import as_completed
@@ -371,6 +388,9 @@ class _Dispatch:
         self._top_up()
         try:
             while self.in_flight:
+                self._keep_workers()  # (which may fail the files not done: nothing left in flight)
+                if not self.in_flight or not self._completed_within(1.0):
+                    continue
                 future, result = next(self.completed)
                 # a task's reports all counted and shown before a signal's exception: one taken
                 # out of in_flight is not among those a stopped run takes (_take_placed)
@@ -408,10 +428,6 @@ class _Dispatch:
                 raise self._scheduler_lost() from error
             self.threads = max(1, sum(threads.values()))
             self.threads_seen = now
-            if self.local is not None and len(threads) < self.workers:
-                # should the cluster have dropped a nanny all the same (its lost-worker check,
-                # which did so, is off: scheduler.LOCAL_CONFIG), scale starts another
-                self.local.scale(self.workers)
         while len(self.in_flight) < IN_FLIGHT * self.threads and (self.again or self.todo):
             if any(sent.after_death for sent in self.in_flight.values()):
                 return  # a file retried after a death runs alone
@@ -421,6 +437,63 @@ class _Dispatch:
                 return
             batch, after_death = self.again.popleft() if self.again else (self._next_batch(), False)
             self._submit(batch, after_death)
+
+    def _completed_within(self, seconds: float) -> bool:
+        """Whether a task in flight has completed, waiting up to ``seconds`` for one (a LocalCluster
+        of ours: _keep_workers looks at its workers meanwhile); a joined cluster's run waits."""
+        if self.local is None:
+            return True
+        condition = self.completed.thread_condition  # notified as each result is queued
+        with condition:
+            return self.completed.has_ready() or condition.wait(seconds) or self.completed.has_ready()
+
+    def _keep_workers(self) -> None:
+        """A LocalCluster of ours, once a second: a nanny whose worker has been missing
+        WORKER_MISSING_SECONDS on end is closed and dropped, and scale starts another; with no
+        worker up for NO_WORKER_SECONDS, the files not done fail (see the module docstring)."""
+        now = time.monotonic()
+        if self.local is None or now - self.workers_looked < 1.0:
+            return
+        self.workers_looked = now
+        try:
+            up = {worker.get("name") for worker in self.client.scheduler_info()["workers"].values()}
+        except OSError as error:
+            raise self._scheduler_lost() from error
+        for name in self.local.worker_spec:
+            if name in up:
+                self.missing.pop(name, None)
+            else:
+                self.missing.setdefault(name, now)
+        gone = [name for name, since in self.missing.items() if now - since >= WORKER_MISSING_SECONDS]
+        if gone:
+            self.local.sync(self._close_nannies, gone)
+            self.missing.update(dict.fromkeys(gone, now))  # the nannies in their place: their own time to start
+            self.local.scale(self.workers)  # (their names are still planned: the same names, new nannies)
+        if up:
+            self.worker_seen = now
+        elif now - self.worker_seen >= NO_WORKER_SECONDS:
+            self._fail_the_rest(f"not done: the cluster's workers could not be started again (none for "
+                                f"{NO_WORKER_SECONDS:.0f} s)")
+
+    async def _close_nannies(self, names: list[Any]) -> None:
+        """On the cluster's loop: close and drop the nannies ``names`` (those not dropped yet)."""
+        import asyncio
+
+        assert self.local is not None
+        nannies = [self.local.workers.pop(name) for name in names if name in self.local.workers]
+        # (dropped whatever their close meets: the run goes on with the nannies in their place)
+        await asyncio.gather(*(nanny.close() for nanny in nannies), return_exceptions=True)
+
+    def _fail_the_rest(self, why: str) -> None:
+        """Fail every file not done, ``why`` in its line: the tasks in flight (cancelled), the retries and the rest."""
+        jobs = [job for sent in self.in_flight.values() for job in sent.jobs]
+        jobs += [job for batch, _ in self.again for job in batch] + list(self.todo)
+        self.client.cancel(list(self.in_flight))
+        self.in_flight.clear()
+        self.again.clear()
+        self.todo.clear()
+        for job in sorted(jobs, key=lambda job: job.index):
+            self._add(job, job_steps.job_report(self.task, job, status="error", error=f"{job.input}: {why}"))
 
     def _next_batch(self) -> list[Job]:
         """The next consecutive jobs, about TASK_SECONDS of work at the rate seen so far, and at most

@@ -48,7 +48,7 @@ LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.schedu
                 # of its name is registered at that instant: one restarting the worker a file had
                 # killed, 15 s after an earlier death of its name, and the new worker with it, under
                 # the good file it had just been given (failed as "ended ... (twice)"). Our nannies
-                # restart their own workers: never
+                # restart their own workers (one that cannot is replaced: cluster._Dispatch): never
                 "distributed.deploy.lost-worker-timeout": "100 days"}
 # a scheduler's address as distributed takes it (tcp:// where none is named): a host and a port,
 # nothing after; a path or a missing port made distributed hang 20 s on its way to an error

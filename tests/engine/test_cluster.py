@@ -413,6 +413,92 @@ def test_a_local_cluster_of_ours_never_closes_the_nanny_restarting_a_dead_worker
         assert len(client.nthreads()) == 2
 
 
+# A preload for the workers of a LocalCluster: its 3rd to (2 + BAD)th worker start fails as the
+# worker is made, so that a nanny's restart of the worker a file killed raises (distributed logs
+# "Failed to restart worker after its process exited") and the nanny stays, with no worker.
+_RESTARTS_FAIL = """
+import os
+number = int(os.environ.get("STARTS_NUMBER", "0"))  # (distributed imports a preload, then reloads it)
+while not number:
+    try:
+        os.close(os.open(os.path.join(STARTS, str(len(os.listdir(STARTS)) + 1)), os.O_CREAT | os.O_EXCL))
+        number = len(os.listdir(STARTS))
+    except FileExistsError:
+        pass
+os.environ["STARTS_NUMBER"] = str(number)
+if 2 < number <= 2 + BAD:
+    raise RuntimeError(f"worker start {number} refused")
+"""
+
+
+@pytest.fixture
+def restarts_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``fail(bad)``: the workers of a LocalCluster started after it (--scheduler local:2) fail the
+    ``bad`` starts after the first two; the folder whose files count them. A nanny is replaced
+    after 2 s without its worker, the run given up after 6 s without any; and a run that hangs
+    fails after 60 s (SIGALRM)."""
+    starts = tmp_path / "starts"
+    starts.mkdir()
+    monkeypatch.setattr(cluster, "WORKER_MISSING_SECONDS", 2.0)
+    monkeypatch.setattr(cluster, "NO_WORKER_SECONDS", 6.0)
+
+    def fail(bad: int) -> Path:
+        preload = tmp_path / "restarts_fail.py"
+        preload.write_text(f"STARTS = {str(starts)!r}\nBAD = {bad}\n{_RESTARTS_FAIL}")
+        monkeypatch.setitem(scheduler_module.LOCAL_CONFIG, "distributed.worker.preload",
+                            [*scheduler_module.LOCAL_CONFIG["distributed.worker.preload"], str(preload)])
+        return starts
+
+    def hung(signum: int, frame: Any) -> None:
+        raise TimeoutError("the run hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        yield fail
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_nanny_whose_worker_does_not_come_back_is_replaced(tmp_path: Path, restarts_fail: Any, by_value: None,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Both workers of a local:2 run killed by a file, neither restarted by its nanny: the files
+    left waited for ever (and a run that lost one went on with one worker fewer). Each nanny is
+    replaced, and the run ends as with workers that came back."""
+    starts = restarts_fail(2)
+    inputs = npy_inputs(tmp_path / "in", ["deadly", "a", "b", "c", "d", "e", "f", "g"])  # a task: deadly, a
+    code = workers.run(_Deadly((2, 2)), Common(json=True), inputs, BatchOptions(str(tmp_path / "out"),
+                                                                                 scheduler="local:2"))
+    assert code == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["status"] for line in lines[:8]] == ["error"] + ["ok"] * 7, lines
+    assert lines[0]["error"] == f"{inputs[0]}: the worker process ended while doing it (twice)"
+    assert files(tmp_path / "out") == [f"{name}.npy" for name in "abcdefg"]
+    assert len(os.listdir(starts)) >= 5  # the two restarts that failed, and a new nanny's worker
+
+
+def test_a_local_cluster_whose_workers_cannot_be_started_again_ends_the_run(
+        tmp_path: Path, restarts_fail: Any, by_value: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """No worker starts again after a file killed both: the files not done fail, each with a line
+    that says so, where they waited for ever."""
+    restarts_fail(1000)
+    inputs = npy_inputs(tmp_path / "in", ["deadly", "a", "b", "c", "d", "e", "f", "g"])
+    started = time.monotonic()
+    code = workers.run(_Deadly((2, 2)), Common(json=True), inputs, BatchOptions(str(tmp_path / "out"),
+                                                                                 scheduler="local:2"))
+    assert code == 1
+    assert time.monotonic() - started < 40
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["error"] == f"{inputs[0]}: the worker process ended while doing it (twice)"
+    lost = {line["input"] for line in lines[1:8] if line["status"] == "error"}
+    assert inputs[1] in lost  # (in the deadly file's task, retried after it)
+    assert [line["error"] for line in lines[1:8] if line["status"] == "error"] == [
+        f"{name}: not done: the cluster's workers could not be started again (none for 6 s)" for name in sorted(lost)]
+    assert files(tmp_path / "out") == sorted(f"{Path(line['input']).name}" for line in lines[1:8]
+                                             if line["status"] == "ok")
+
+
 class _Greedy(operations.CropPad):
     """A crop-pad that, on a file named greedy, takes 600 MiB and holds it (until its nanny stops it)."""
 
