@@ -281,7 +281,9 @@ def resize_attributes(rng: np.random.Generator, dtype: str, naxes: int) -> tuple
         ends = rng.choice(ROI_VALUES[4:], naxes)
         kw["roi"] = [float(v) for v in [*starts, *ends]]
         cli.append(f"--roi={numbers(kw['roi'])}")
-        kw["extrapolation_value"] = float(rng.choice([0.0, 7.0, -3.5]))
+        # one the output's dtype holds: the CLI refuses -3.5 for integers (as --fill), uint8 -3 too
+        outside = {"u": [0.0, 7.0, 3.0], "i": [0.0, 7.0, -3.0]}.get(dtype[0], [0.0, 7.0, -3.5])
+        kw["extrapolation_value"] = float(rng.choice(outside))
         cli.append(f"--extrapolation-value={numbers([kw['extrapolation_value']])}")
     if mode == "nearest":
         kw["nearest_mode"] = str(rng.choice(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]))
@@ -336,6 +338,13 @@ def decided_resize(data: np.ndarray, kw: dict[str, Any], axes: list[int] | None,
     transform = asked["coordinate_transformation_mode"]
     listed = list(axes if axes is not None else range(data.ndim))
     stretched = "sizes" in asked and asked.get("keep_aspect_ratio_policy", "stretch") == "stretch"
+    if "sizes" in asked and not stretched:
+        pick = min if asked["keep_aspect_ratio_policy"] == "not_larger" else max
+        scale = pick(Fraction(size, data.shape[a]) for size, a in zip(asked["sizes"], listed, strict=True))
+        if any((scale * data.shape[a]).denominator == 2 for a in listed):
+            # geomcli rounds it up, as the spec's round_int says, the reference down; and no
+            # reference call gives the policy's scale with that length
+            return UNVERIFIABLE + "a kept aspect's length at an exact half"
     if transform in ("align_corners", "tf_crop_and_resize") and not stretched:
         if asked.get("antialias"):
             return UNVERIFIABLE + "antialias with align_corners or tf_crop_and_resize and a scale"
