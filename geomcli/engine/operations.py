@@ -688,11 +688,14 @@ class GridSample(Operation):
             shape = self._onnx_output_shape(onnx.shape)  # its errors, before any chunk
         fill = 0 if self.fill is None else parse_fill(self.fill, data.dtype)
 
-        def sample(block: np.ndarray, start: int) -> np.ndarray:
-            return grid_sample(block, self.grid[start:start + block.shape[0]], self.mode, self.padding_mode,
-                               self.align_corners, fill=fill, threads=1)  # dask runs the chunks side by side
+        # the task's function holds these, not self: a cluster's task carried the whole grid in it
+        mode, padding_mode, align_corners = self.mode, self.padding_mode, self.align_corners
 
-        result = chunked.by_planes(onnx, sample, 2, shape[2:], common.max_pixels)
+        def sample(block: np.ndarray, grid: np.ndarray) -> np.ndarray:  # (the block's images' grid alone)
+            return grid_sample(block, grid, mode, padding_mode, align_corners, fill=fill,
+                               threads=1)  # dask runs the chunks side by side
+
+        result = chunked.by_planes(onnx, sample, 2, shape[2:], common.max_pixels, per_image=self.grid)
         return result if layout is None else _from_onnx(result, layout, batch, self.volume)
 
     def scaled(self, scale: tuple[float, ...], header: Header, common: Common) -> tuple[float, ...] | None:

@@ -1762,6 +1762,42 @@ def test_the_graph_holds_chunks_never_the_array(tmp_path: Path) -> None:
         assert biggest <= 2 * chunk_bytes, (operation, result.chunks)
 
 
+def test_a_grid_sample_task_carries_its_own_images_grid_not_the_whole_grid() -> None:
+    """A task of grid-sample on a stack is given the grid of the images it samples alone: its
+    function held the operation, grid and all, so a cluster's every task carried the whole grid
+    (a stack of 16 images in 16 MiB chunks, at a grid of 128 MiB: 67-70 chunks a worker on
+    local:2, 6 with this)."""
+    import cloudpickle
+    import dask.array as da
+
+    from geomcli.engine import operations
+    from geomcli.engine.options import Common
+
+    rng = np.random.default_rng(42)
+    images = rng.random((4, 2, 16, 16), dtype=np.float32)
+    grid = rng.uniform(-1.2, 1.2, (4, 64, 64, 2)).astype(np.float32)  # (each image its own)
+    result = operations.GridSample(grid).apply_chunked(da.from_array(images, chunks=(1, 2, 16, 16)), "NCHW",
+                                                       Common())
+    sizes = [len(cloudpickle.dumps(task)) for task in dict(result.__dask_graph__()).values()]
+    # (a task of an image's grid is its 32 KiB and a few hundred bytes of its own; the whole grid, 128 KiB)
+    assert grid[0].nbytes < max(sizes) < grid[0].nbytes + 4096
+    assert np.array_equal(result.compute(scheduler="sync"), grid_ops.grid_sample(images, grid))
+
+    # each task's part is a view of the grid, not a copy (a plane's grid of 512 MiB was held twice more)
+    from geomcli.engine import chunked
+
+    parts: list[np.ndarray] = []
+
+    def kernel(block: np.ndarray, part: np.ndarray) -> np.ndarray:
+        parts.append(part)
+        return np.zeros((*block.shape[:2], 64, 64), block.dtype)
+
+    chunked.by_planes(da.from_array(images, chunks=(1, 2, 16, 16)), kernel, 2, (64, 64), 10**9,
+                      per_image=grid).compute(scheduler="sync")
+    assert sorted(part.ctypes.data for part in parts) == [grid[index].ctypes.data for index in range(4)]
+    assert all(np.shares_memory(part, grid) and part.shape == (1, 64, 64, 2) for part in parts)
+
+
 SAMPLING_DTYPES = [np.dtype("uint8"), np.dtype("int16"), np.dtype("float32"), np.dtype("float64")]
 
 
