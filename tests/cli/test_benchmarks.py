@@ -79,3 +79,14 @@ def test_the_zarr_benchmark_runs_on_a_small_array(tmp_path: Path) -> None:
                  "--work", str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "| 2 workers |" in result.stdout and "scaling 1 -> 2 workers" in result.stdout
+
+
+@pytest.mark.cluster
+def test_the_zarr_planes_benchmark_runs_on_a_small_stack(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    result = run("benchmarks/zarr_planes.py", "--side", "64", "--chunk", "32", "--images", "2", "--work", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and "operation" not in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| resize --scales 0.5,0.5", "| resize --scales 2,2",
+                                                      "| warp --rotate 10", "| grid-sample (a 10° turn)"]
+    assert all(" and " in row.split(" | ")[2] for row in rows)  # a figure for each of the two workers
