@@ -780,9 +780,10 @@ def _do_files(task: Task, jobs: Sequence[Job], stop: str | None, sweep: bool,
     states = _task_states()
     key = None if states is None else states[1]
     with _placing:
+        # (kept no longer either way: a worker outlives its runs, and a client gone takes none)
+        _forget(run, jobs)
         if cancelled():
             return []  # what was placed is whole; the client took the reports (_placed_reports)
-        _forget(run, jobs)
         if states is not None:
             _returning.difference_update([known for known in _returning
                                           if getattr(states[0].get(known), "state", None) != "executing"])

@@ -637,6 +637,20 @@ def test_a_task_cancelled_mid_file_places_nothing(tmp_path: Path, scheduler: str
     assert not out.exists() or os.listdir(out) == []
 
 
+def test_a_task_that_returns_no_reports_leaves_none_kept_on_its_worker(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A joined cluster's worker outlives its runs: a task cancelled after placing an output, its
+    client gone (killed, or its connection lost) so that no one took the reports kept for its run,
+    left them in cluster._placed for the worker's life, one run after another."""
+    (source,) = npy_inputs(tmp_path / "in", ["a"])
+    output = tmp_path / "out" / "a.npy"
+    monkeypatch.setattr(cluster, "_cancellation", lambda: output.exists)  # cancelled once it is placed
+    task = Task(operations.CropPad((2, 2)), Common())
+    assert cluster._do_files(task, [Job(0, source, str(output), "npy")], None, False, "client-gone") == []
+    assert output.exists()
+    assert "client-gone" not in cluster._placed
+
+
 def test_tasks_hold_about_a_second_of_work_and_shrink_at_the_end() -> None:
     class Client:
         def nthreads(self) -> dict[str, int]:
