@@ -498,29 +498,30 @@ def _in_workers(task: Task, todo: Sequence[Job], count: int, outcomes: Outcomes,
                         wake.recv_bytes()
                     continue
                 worker = by_connection[connection]  # type: ignore[index]
-                try:
-                    # a report taken off its pipe is counted and shown before a signal's exception:
-                    # its output is in place, and the interrupted summary must count it
-                    with io.signals_deferred():
+                # a report taken off its pipe is counted and shown before a signal's exception: its
+                # output is in place, and the interrupted summary must count it; a worker's end read
+                # meanwhile is handled inside too, or the signal noted would be lost with its EOFError
+                with io.signals_deferred():
+                    try:
                         message = worker.connection.recv()
                         if not isinstance(message, str):
                             with lock:
                                 finished_job = worker.jobs.popleft()
                             done(finished_job, message)
-                except (EOFError, ConnectionResetError):  # it has ended
-                    with lock:
-                        workers.remove(worker)
-                        # the job it was on failed with it (a crash is never tried again); the
-                        # others it had not answered (not begun, or finished and not yet synced)
-                        # go to another process, their temp files first
-                        crashed = [job for job in worker.jobs if job.index == worker.under_way.value]
-                        others = [job for job in worker.jobs if job.index != worker.under_way.value]
-                        _remove_leftovers(others)
-                        pending.extendleft(reversed(others))
-                        worker.jobs.clear()
-                    for job in crashed:
-                        done(job, _died(task, worker, job))
-                    continue
+                    except (EOFError, ConnectionResetError):  # it has ended
+                        with lock:
+                            workers.remove(worker)
+                            # the job it was on failed with it (a crash is never tried again); the
+                            # others it had not answered (not begun, or finished and not yet synced)
+                            # go to another process, their temp files first
+                            crashed = [job for job in worker.jobs if job.index == worker.under_way.value]
+                            others = [job for job in worker.jobs if job.index != worker.under_way.value]
+                            _remove_leftovers(others)
+                            pending.extendleft(reversed(others))
+                            worker.jobs.clear()
+                        for job in crashed:
+                            done(job, _died(task, worker, job))
+                        continue
                 if message == "ready":
                     worker.ready = True
         finished = True

@@ -1800,6 +1800,51 @@ def test_a_worker_killed_on_a_file_fails_that_file_only(tmp_path: Path) -> None:
     assert sorted(os.listdir(out)) == [f"n{index:02d}.png" for index in range(40) if index != 30]
 
 
+# With _CRASHING_WORKERS: this process sends itself SIGTERM as it reads the end of the worker the
+# crash killed, the signal landing while that read's EOFError (or ConnectionResetError) is raised
+_SIGNALLED_AS_A_WORKER_ENDS = """
+import multiprocessing.connection
+_recv = multiprocessing.connection.Connection.recv
+def recv_or_signal(self):
+    try:
+        return _recv(self)
+    except (EOFError, ConnectionResetError):  # (either, as the kill comes)
+        if multiprocessing.current_process().name == "MainProcess" and not getattr(recv_or_signal, "sent", False):
+            recv_or_signal.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+        raise
+multiprocessing.connection.Connection.recv = recv_or_signal
+"""
+
+
+def test_a_signal_as_a_worker_s_end_is_read_stops_the_run(tmp_path: Path) -> None:
+    """A SIGTERM that came as the parent read a dead worker's end was noted by the block that
+    holds a report's count and record together (b7ee9f4), then lost with the EOFError its read
+    raised: the run went on to its last file and exited 1, as if never signalled. It now stops
+    as any SIGTERM does: exit 143, the interrupted summary, a record for each output in place."""
+    from PIL import PngImagePlugin
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    for index in range(40):
+        info = PngImagePlugin.PngInfo()
+        info.add_text("Comment", "crash" if index == 30 else "fine")
+        Image.fromarray(rng.integers(0, 256, (300, 400, 3), np.uint8)).save(folder / f"n{index:02d}.png",
+                                                                           pnginfo=info)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_CRASHING_WORKERS + _SIGNALLED_AS_A_WORKER_ENDS)
+    out = tmp_path / "out"
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(folder), "--out-dir", str(out), "--shape", "200,200",
+                             "-j", "2", "--json"], capture_output=True, text=True, timeout=120, env=hooked(hooks))
+    assert result.returncode == 143, result.stderr
+    *lines, last = [json.loads(line) for line in result.stdout.splitlines()]
+    assert last["interrupted"] is True and last["not_run"] > 0, last
+    placed = sorted(Path(record["output"]).name for record in lines if record["status"] == "ok")
+    assert placed == sorted(os.listdir(out)) and "n30.png" not in placed
+
+
 def test_a_worker_whose_parent_has_gone_places_no_more_outputs_and_leaves_no_temp(tmp_path: Path) -> None:
     from geomcli.engine.summary import Report
     from geomcli.io import _atomic
