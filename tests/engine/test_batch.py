@@ -1772,19 +1772,25 @@ PIL.Image.open = open_or_die
 """
 
 
-def test_a_worker_killed_on_a_file_fails_that_file_only(tmp_path: Path) -> None:
-    """The parent blames the job the worker was on, not the one it was syncing, and never tries a
-    crashing file again; every other file is written, no temp file is left."""
-    from PIL import Image, PngImagePlugin
+def forty_with_a_crash_at_30(folder: Path) -> Path:
+    """40 PNGs, n30.png's text saying "crash" (_CRASHING_WORKERS): late in the run, a worker's
+    file, not this process's while the workers start."""
+    from PIL import PngImagePlugin
 
-    folder = tmp_path / "in"
     folder.mkdir()
     rng = np.random.default_rng(5)
-    for index in range(40):  # late in the run: a worker's, not this process's while workers start
+    for index in range(40):
         info = PngImagePlugin.PngInfo()
         info.add_text("Comment", "crash" if index == 30 else "fine")
         Image.fromarray(rng.integers(0, 256, (300, 400, 3), np.uint8)).save(folder / f"n{index:02d}.png",
                                                                            pnginfo=info)
+    return folder
+
+
+def test_a_worker_killed_on_a_file_fails_that_file_only(tmp_path: Path) -> None:
+    """The parent blames the job the worker was on, not the one it was syncing, and never tries a
+    crashing file again; every other file is written, no temp file is left."""
+    folder = forty_with_a_crash_at_30(tmp_path / "in")
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(_CRASHING_WORKERS)
@@ -1822,16 +1828,7 @@ def test_a_signal_as_a_worker_s_end_is_read_stops_the_run(tmp_path: Path) -> Non
     holds a report's count and record together (b7ee9f4), then lost with the EOFError its read
     raised: the run went on to its last file and exited 1, as if never signalled. It now stops
     as any SIGTERM does: exit 143, the interrupted summary, a record for each output in place."""
-    from PIL import PngImagePlugin
-
-    folder = tmp_path / "in"
-    folder.mkdir()
-    rng = np.random.default_rng(5)
-    for index in range(40):
-        info = PngImagePlugin.PngInfo()
-        info.add_text("Comment", "crash" if index == 30 else "fine")
-        Image.fromarray(rng.integers(0, 256, (300, 400, 3), np.uint8)).save(folder / f"n{index:02d}.png",
-                                                                           pnginfo=info)
+    folder = forty_with_a_crash_at_30(tmp_path / "in")
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(_CRASHING_WORKERS + _SIGNALLED_AS_A_WORKER_ENDS)
