@@ -717,25 +717,30 @@ def _stop(starter: threading.Thread, workers: Sequence[_Worker], finished: bool,
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
-        # (the temp files first, even of the jobs reported next: placed, they have none left)
+        # the reports they sent, read to each pipe's end: a worker's closes only as it ends, where
+        # join returns at once once the forkserver has died (a SIGTERM to the process group), the
+        # worker still placing an output; then the temp files of the jobs not reported, then the
+        # reports shown (a stdout gone cannot skip the sweep)
+        until = time.monotonic() + 10
+        reported = [left for worker in workers for left in _reports_left(worker, until)]
         _remove_leftovers([job for worker in workers for job in worker.jobs])
-        for worker in workers:
-            for job, report in _reports_left(worker):
-                done(job, report)
+        for job, report in reported:
+            done(job, report)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
 
 
-def _reports_left(worker: _Worker) -> Iterator[tuple[Job, Report]]:
-    """The reports an ended ``worker`` sent that were not read, with their jobs: a worker places
-    an output and sends its report as one step (_Committer), so each tells of an output in place."""
+def _reports_left(worker: _Worker, until: float) -> Iterator[tuple[Job, Report]]:
+    """The reports a stopped ``worker`` sent that were not read, with their jobs, up to its pipe's
+    end (or the time ``until``): a worker places an output and sends its report as one step
+    (_Committer), so each tells of an output in place."""
     while worker.jobs:
         try:
-            if not worker.connection.poll(0):
+            if not worker.connection.poll(max(0.0, until - time.monotonic())):
                 return
             message = worker.connection.recv()
-        except (EOFError, OSError):  # nothing more (a message cut short by a SIGKILL reads as its end)
+        except (EOFError, OSError):  # its end (a message cut short by a SIGKILL reads as its end)
             return
         if not isinstance(message, str):  # (not its "ready")
             yield worker.jobs.popleft(), message

@@ -1772,6 +1772,46 @@ PIL.Image.open = open_or_die
 """
 
 
+# Loaded by the run's interpreters: a worker placing stop.png sends SIGTERM to the whole process
+# group (the forkserver too, as `timeout` or a job scheduler sends it), then takes a second to place it
+_GROUP_SIGTERM_AS_STOP_PNG_IS_PLACED = """
+import multiprocessing, os, signal, time
+_replace = os.replace
+def replace_after_a_group_sigterm(source, destination, *args, **kwargs):
+    if multiprocessing.current_process().name != "MainProcess" and os.path.basename(str(destination)) == "stop.png":
+        os.killpg(0, signal.SIGTERM)
+        time.sleep(1)
+    return _replace(source, destination, *args, **kwargs)
+os.replace = replace_after_a_group_sigterm
+"""
+
+
+@pytest.mark.process
+def test_a_sigterm_to_the_process_group_waits_for_the_output_a_worker_is_placing(tmp_path: Path) -> None:
+    """The forkserver dies of a SIGTERM sent to the process group, and a worker's join then
+    returned at once, the worker still placing: the parent swept that output's temp file from
+    under it, and its record was lost ('-j 2 --json' signalled so: 1 run in 16 ended with a file
+    "failed: cannot write (No such file or directory)", the others with the output neither placed
+    nor recorded). The parent now reads each worker's pipe to its end (10 s at most) before it
+    sweeps: the output is placed and recorded."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for name in [f"{index:03d}.png" for index in range(300)] + ["stop.png"]:  # (a worker's, not this process's)
+        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_GROUP_SIGTERM_AS_STOP_PNG_IS_PLACED)
+    out = tmp_path / "out"
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", "-j", "2",
+                             "--json"], capture_output=True, text=True, timeout=120, env=hooked(hooks),
+                            start_new_session=True)
+    assert result.returncode == 143 and "Error" not in result.stderr, result.stderr
+    *lines, last = [json.loads(line) for line in result.stdout.splitlines()]
+    assert last["interrupted"] is True and last["failed"] == 0, last
+    placed = sorted(Path(record["output"]).name for record in lines if record["status"] == "ok")
+    assert "stop.png" in placed and placed == sorted(os.listdir(out))
+
+
 def forty_with_a_crash_at_30(folder: Path) -> Path:
     """40 PNGs, n30.png's text saying "crash" (_CRASHING_WORKERS): late in the run, a worker's
     file, not this process's while the workers start."""
