@@ -22,7 +22,8 @@ What makes that true:
   resize 0.5 38 / 32 and 9, resize 2 (Q = 64) 81 / 80 and 66, warp --rotate 10 33 / 32 and 18,
   grid-sample at a 512 MiB grid (32 chunks, in the task too) 75 / 64 and 32 (threads' vary
   by 10 a run). A stack of one image a chunk holds a few chunks a worker (16 of 16 MiB: 3-7).
-  GridSample's grid is cut as the images are: a task is given its images' grid alone.
+  GridSample's grid is cut as the images are: a task is given its images' grid alone (on a
+  cluster, sent to the workers before the run: on_workers).
 - The writer then rechunks the result to the output's zarr chunks: one dask chunk per zarr
   chunk, so no two tasks write one chunk (concurrent misaligned writes lose data,
   zarr-python#3682).
@@ -49,6 +50,8 @@ MOST_TASKS = 1 << 24
 # GROUPED_BYTES (chunked.grouped): a task per tiny chunk cost far more than reading it
 MANY_TASKS = 4096
 GROUPED_BYTES = 16 << 20
+# the name of the graph layer of an array's parts by_planes hands its tasks (on_workers scatters them)
+PER_IMAGE = "per-image-"
 
 
 def aligned(chunks: Sequence[int], multiple: int) -> tuple[int, ...]:
@@ -187,8 +190,9 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, Any], np.ndarray], first
         from dask.highlevelgraph import HighLevelGraph
 
         # the parts are views of per_image, literal in the graph (from_array, and a joined
-        # contracted block, copied it: a plane's 512 MiB grid twice more)
-        name = f"per-image-{tokenize(per_image)}"
+        # contracted block, copied it: a plane's 512 MiB grid twice more); a cluster's run
+        # scatters them to its workers first (on_workers)
+        name = f"{PER_IMAGE}{tokenize(per_image)}"
         rest = (0,) * (per_image.ndim - 1)
         starts = itertools.accumulate(data.chunks[0], initial=0)
         layer: dict[Any, Any] = {(name, index, *rest): per_image[start:start + length]
@@ -212,6 +216,32 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, Any], np.ndarray], first
     pieces = {axis: min(max(stored[axis]), length)
               for axis, length in zip(range(first_whole, data.ndim), tail) if len(stored[axis]) > 1}
     return result.rechunk(pieces) if pieces else result
+
+
+def on_workers(result: Dask, client: Any) -> Dask:
+    """``result`` to be computed by ``client``'s cluster, with the parts :func:`by_planes` put in
+    its graph literally (a grid's) scattered to the workers first, and the graph given their
+    futures: in the graph, a plane's 512 MiB grid went through the scheduler, held in the graph
+    there (a joined cluster's: on another machine), and Dask printed its "Sending large graph"
+    warning over five lines of stderr. A LocalCluster's workers are sent them directly; a joined
+    cluster's as Dask's ``distributed.client.direct-to-workers`` says (by default the scheduler
+    passes them on to a worker, keeping none). A joined cluster of no workers yet is waited for,
+    as its compute waited."""
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    graph = result.__dask_graph__()
+    literal = {name: layer for name, layer in graph.layers.items() if name.startswith(PER_IMAGE)}
+    if not literal:
+        return result
+    client.wait_for_workers(1)
+    direct = True if client.cluster is not None else None
+    layers = dict(graph.layers)
+    for name, layer in literal.items():
+        keys = list(layer)
+        # hash=False: a key of its own, not a hash of the grid's bytes (a second of a 512 MiB one)
+        futures = client.scatter([layer[key] for key in keys], direct=direct, hash=False)
+        layers[name] = MaterializedLayer(dict(zip(keys, futures)))
+    return type(result)(HighLevelGraph(layers, graph.dependencies), result.name, result.chunks, meta=result._meta)
 
 
 def check_planes(data: Dask, first_whole: int, tail: Sequence[int], max_pixels: int) -> None:

@@ -689,6 +689,12 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any], na
 
     from geomcli.engine.scheduler import scheduler_kept
 
+    on_cluster = client if client is not None else how.get("scheduler")
+    if on_cluster is not None and not isinstance(on_cluster, str):
+        from geomcli.engine import chunked
+
+        with scheduler_kept(on_cluster, name, _NOT_WRITTEN):
+            result = chunked.on_workers(result, on_cluster)  # (a grid's parts: not in the graph)
     starts = [np.cumsum((0, *lengths[:-1])) for lengths in result.chunks]
     blocks = result.to_delayed(optimize_graph=True)
     indices = list(np.ndindex(*result.numblocks))
@@ -705,6 +711,7 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any], na
         # is writing one, as the pool above is shut down, before the output is removed (a joined
         # cluster's workers get no signal, and wrote their chunks into the array removed)
         futures = cluster.compute(tasks)
+        del result, blocks, tasks  # (their grid parts' futures: each part then goes once its tasks are done)
         try:
             with scheduler_kept(cluster, name, _NOT_WRITTEN):
                 return list(cluster.gather(futures))
@@ -717,6 +724,7 @@ def _write_blocks(result: Any, target: Any, client: Any, how: dict[str, Any], na
     from distributed import as_completed
 
     futures = client.compute([delayed(_block_and_range, pure=False)(blocks[index]) for index in indices])
+    del result, blocks  # (as above)
     where = {future.key: place for future, place in zip(futures, places, strict=True)}
     ranges = []
     with scheduler_kept(client, name, _NOT_WRITTEN):

@@ -2141,6 +2141,31 @@ def test_on_a_dask_cluster_as_on_threads(tmp_path: Path, scheduler: str) -> None
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == space_depth_ops.space_to_depth(data, 2).tobytes()
 
 
+@pytest.mark.cluster
+@pytest.mark.parametrize(("joined", "suffix", "chained"),
+                         [(False, ".zarr", False), (True, ".zarr", False), (False, ".npy", True)])
+def test_a_grid_on_a_cluster_goes_to_the_workers_not_into_the_graph(tmp_path: Path, scheduler: str, joined: bool,
+                                                                    suffix: str, chained: bool) -> None:
+    """A grid of a plane's size was in the graph: through the scheduler, and Dask's "Sending large
+    graph of size 512.02 MiB" warning on five lines of stderr, even with -q (here its threshold
+    lowered to 40 kB, under this grid's 64 KiB and over the rest; pytest makes the warning an error)."""
+    import dask
+
+    data = np.random.default_rng(42).random((2, 1, 32, 32), dtype=np.float32)
+    write_zarr(tmp_path / "in.zarr", data, (1, 1, 16, 16))
+    grid = np.random.default_rng(43).uniform(-1.2, 1.2, (2, 64, 64, 2)).astype(np.float32)
+    np.save(tmp_path / "grid.npy", grid)
+    out = tmp_path / f"out{suffix}"
+    sampled = ["grid-sample", "--grid", tmp_path / "grid.npy"]
+    where = ["--scheduler", scheduler if joined else "local:2", "-q"]
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "40kB"}):
+        result = run("chain", "-i", tmp_path / "in.zarr", "-o", out, *where, *sampled) if chained else \
+            run(*sampled[:1], tmp_path / "in.zarr", "-o", out, *sampled[1:], *where)
+    assert (result.exit_code, result.stderr) == (0, "")
+    found = np.load(out) if suffix == ".npy" else read_zarr(out)[...]
+    assert found.tobytes() == grid_ops.grid_sample(data, grid).tobytes()
+
+
 def test_more_local_workers_than_a_machine_runs_is_a_usage_error(tmp_path: Path) -> None:
     """LocalCluster died of MemoryError, with a traceback, building its dict of workers."""
     write_zarr(tmp_path / "in.zarr", tensor(np.dtype("float32")), (1, 5, 7, 5))
