@@ -81,7 +81,7 @@ def on_local(args: list[str]) -> list[float]:
         client.run(_imports)
         before: dict[str, Any] = client.run(_rss)
         subprocess.run([sys.executable, "-m", "geomcli", *args, "--scheduler", cluster.scheduler_address],
-                       check=True, stderr=subprocess.DEVNULL)  # (distributed's warning of a big graph)
+                       check=True)
         peaks: dict[str, Any] = client.run(_peak)
     return sorted((peaks[worker] - before[worker] for worker in peaks), reverse=True)
 
