@@ -38,7 +38,8 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   alone on the cluster: nothing else in flight, so a second death is that file's own (a task
   Dask sends a busy worker waits there, and dies with the one running; and a LocalCluster of
   ours never closes the worker a nanny restarts, scheduler.LOCAL_CONFIG); a file whose worker
-  dies again fails.
+  dies again fails. A task's result is let go as soon as its reports are here: one a worker still
+  held when it died was run again by Dask, its files done again behind the run.
   A LocalCluster of ours allows no retry of its own (scheduler.LOCAL_CONFIG); a cluster joined
   keeps its own setting, which it spends first: a task it ran again after its worker died (the
   scheduler's "remove-worker" event names it) has that worker's leftovers swept here as it ends.
@@ -397,6 +398,11 @@ class _Dispatch:
                 with io.signals_deferred():
                     sent = self.in_flight.pop(future)
                     self._finished(future, result, sent)
+                # its result taken, the cluster is to forget it before the next task is sent: a
+                # result held there (until the next task ended) had Dask run the task again,
+                # behind the run, if the worker holding it died
+                future.release()
+                del future, result
                 if not self.stopping:
                     self._top_up()
         finally:

@@ -389,6 +389,68 @@ def test_a_file_that_kills_its_worker_fails_alone_after_one_retry(tmp_path: Path
     assert files(tmp_path / "out") == ["a.npy", "b.npy", "c.npy", "d.npy"]
 
 
+def _seen_by_the_scheduler(prefix: str) -> tuple[set[str], list[int]]:
+    """From a task: the keys of the scheduler's tasks that start with ``prefix``, and its workers' pids."""
+    from distributed import get_client
+
+    def seen(dask_scheduler: Any) -> tuple[set[str], list[int]]:
+        return ({key for key in dask_scheduler.tasks if isinstance(key, str) and key.startswith(prefix)},
+                [worker.pid for worker in dask_scheduler.workers.values()])
+
+    return get_client().run_on_scheduler(seen)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class _KillsTheFirstWorker(operations.CropPad):
+    """A crop-pad that counts the times each file is done (in a file beside it) and notes the worker
+    that did it; on a file named killer it SIGKILLs the worker that did "done" (an OOM kill, a lost
+    machine) once that task's reports have come back (its key gone from the scheduler; 10 s at most),
+    and returns once the scheduler has removed it."""
+
+    command: ClassVar[str] = "crop-pad"
+
+    def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
+        from distributed import get_worker
+
+        tries = Path(loaded.source + ".tries")
+        tries.write_text(str(int(tries.read_text()) + 1 if tries.exists() else 1))
+        Path(loaded.source + ".pid").write_text(str(os.getpid()))
+        if "killer" in loaded.source:
+            run = get_worker().get_current_task().rsplit("-", 1)[0]
+            done = Path(loaded.source.replace("killer", "done"))
+            ends = time.monotonic() + 10
+            while time.monotonic() < ends and not (Path(f"{done}.pid").exists()
+                                                   and f"{run}-1" not in _seen_by_the_scheduler(run)[0]):
+                time.sleep(0.05)
+            victim = int(Path(f"{done}.pid").read_text())
+            assert victim != os.getpid(), "the two tasks ran on one worker"
+            os.kill(victim, signal.SIGKILL)
+            ends = time.monotonic() + 30
+            while time.monotonic() < ends and victim in _seen_by_the_scheduler(run)[1]:  # (what it held, lost)
+                time.sleep(0.05)
+        return super().apply(loaded, common, allocate)
+
+
+def test_a_worker_lost_after_its_task_reported_does_not_have_the_task_run_again(
+        tmp_path: Path, scheduler: str, by_value: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """A task's result stayed on its worker until the next task ended: that worker's death then had
+    Dask run the task again, behind the run, its files done again after their reports (a
+    '.c.npy.*.tmp' listed as test_a_file_that_kills_its_worker... returned, 1 run of the file in 4;
+    on a joined cluster, outputs rewritten after the run ended)."""
+    inputs = npy_inputs(tmp_path / "in", ["done", "killer"])
+    options = BatchOptions(str(tmp_path / "out"), scheduler=scheduler)
+    code = workers.run(_KillsTheFirstWorker((2, 2)), Common(json=True), inputs, options)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0, [line.get("error") for line in lines]
+    assert [line["status"] for line in lines[:2]] == ["ok", "ok"], lines
+    tries = tmp_path / "in" / "done.npy.tries"
+    ends = time.monotonic() + 3  # (without the fix, Dask ran it again on the killer's worker as that ended)
+    while time.monotonic() < ends and tries.read_text() == "1":
+        time.sleep(0.05)
+    assert tries.read_text() == "1"  # done once, not again behind the run
+    assert files(tmp_path / "out") == ["done.npy", "killer.npy"]
+
+
 def test_a_local_cluster_of_ours_never_closes_the_nanny_restarting_a_dead_worker() -> None:
     """distributed's LocalCluster closes the nanny of a worker removed lost-worker-timeout ago (15 s)
     if no worker of its name is registered at that instant: one restarting the worker a file had
