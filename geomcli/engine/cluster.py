@@ -861,19 +861,25 @@ def _place(cancelled: Callable[[], bool], report: Report, commits: Sequence[Call
                 _placing.notify_all()
 
 
-def _placed_reports(run: str, dask_worker: Any = None) -> tuple[dict[int, Report], list[str]]:
+async def _placed_reports(run: str, dask_worker: Any = None) -> tuple[dict[int, Report], list[str]]:
     """On each worker (Client.run), as the client stops the run ``run``: the reports its tasks
     in flight kept of the outputs they placed, after which none of them places another (a task
     cancelled returns no reports: its placed outputs went unrecorded, counted not run); and the
-    keys of its tasks that had ended, whose results hold the reports of theirs."""
+    keys of its tasks that had ended, whose results hold the reports of theirs. Async, its wait
+    on a thread: Client.run runs a plain function on the worker's event loop, whose heartbeats
+    (and a joined cluster's other clients) a wait of TAKE_WAIT there would stall."""
+    import asyncio
+
     prefix = f"geomcli-{run}-"
-    with _placing:
-        _taken.add(run)
-        # (on the worker's event loop: an upload being placed holds it no longer than this, and
-        # may then land unrecorded)
-        _placing.wait_for(lambda: run not in _busy, timeout=TAKE_WAIT)
-        placed = _placed.pop(run, {})
-        ended = [key for key in _returning if key.startswith(prefix)]
+
+    def take() -> tuple[dict[int, Report], list[str]]:
+        with _placing:
+            _taken.add(run)
+            # (an upload being placed is waited for no longer than this, and may then land unrecorded)
+            _placing.wait_for(lambda: run not in _busy, timeout=TAKE_WAIT)
+            return _placed.pop(run, {}), [key for key in _returning if key.startswith(prefix)]
+
+    placed, ended = await asyncio.to_thread(take)
     if dask_worker is not None:
         ended += [key for key, state in list(dask_worker.state.tasks.items())
                   if isinstance(key, str) and key.startswith(prefix) and state.state == "memory"]

@@ -5,6 +5,7 @@ scheduler; the usage errors."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import errno
 import json
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -1391,3 +1393,33 @@ def test_a_zarr_chunk_read_whose_connection_was_reset_costs_a_retry_not_the_run(
     assert (done.returncode, done.stderr) == (0, "")
     assert reads.read_text().splitlines() == ["in.zarr/c/0/0/0"] * 2
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), data[:, 4:12, 4:12])
+
+
+def _busy_placing(run: str, busy: bool) -> None:
+    """On a worker: a placing of ``run`` under way (or done), as cluster._place counts it."""
+    with cluster._placing:
+        if busy:
+            cluster._busy[run] = 1
+        else:
+            del cluster._busy[run]
+            cluster._placing.notify_all()
+
+
+def test_a_stopped_run_s_taking_of_placed_reports_leaves_the_worker_s_event_loop_free(scheduler: str,
+                                                                                     by_value: None) -> None:
+    """The taking waits (up to TAKE_WAIT) for a placing under way: run on the worker's event loop,
+    as Client.run runs a plain function, it stalled every other call there (heartbeats, a joined
+    cluster's other clients) for as long."""
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        worker = next(iter(client.nthreads()))
+        run = f"test-{uuid.uuid4().hex}"
+        client.run(_busy_placing, run, True, workers=[worker])
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            taking = pool.submit(client.run, cluster._placed_reports, run, workers=[worker])
+            time.sleep(0.3)
+            started = time.monotonic()
+            client.run(os.getpid, workers=[worker])
+            assert time.monotonic() - started < 1.0
+            assert not taking.done()
+            client.run(_busy_placing, run, False, workers=[worker])
+            assert taking.result(timeout=10) == {worker: ({}, [])}
