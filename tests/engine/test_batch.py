@@ -1161,6 +1161,18 @@ def test_an_interrupted_batch_s_ok_records_name_exactly_the_outputs_on_disk(wher
         assert ok == on_disk and last["ok"] == len(ok), (round_, sorted(on_disk ^ ok), last)
 
 
+def _pngs_and_a_hook(tmp_path: Path, names: list[str], hook: str, sent: str) -> tuple[Path, dict[str, str]]:
+    """A folder of small PNGs ``names``, and the environment of a run that loads ``hook`` as its
+    sitecustomize, with the signal ``sent`` in GEOMCLI_TEST_STOP."""
+    hooks, inputs = tmp_path / "hooks", tmp_path / "in"
+    hooks.mkdir()
+    inputs.mkdir()
+    (hooks / "sitecustomize.py").write_text(hook)
+    for name in names:
+        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    return inputs, hooked(hooks, GEOMCLI_TEST_STOP=sent)
+
+
 # Loaded by the run's interpreter and its workers' (sitecustomize on PYTHONPATH): the process that
 # places stop.png then sends the run (its process group's leader) GEOMCLI_TEST_STOP, and a worker
 # waits a second before it reports it, so that the run stops it there: its output placed, unreported
@@ -1194,18 +1206,11 @@ def test_a_signal_just_after_an_output_is_placed_still_gives_it_its_record(sent:
     Either way stop.png was in place and its summary said not run; on a cluster, the cancelled
     task returned no report at all. Now the rename and the report are one step, the parent reads
     what its stopped workers sent, and a stopped cluster run takes what its tasks placed."""
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(_STOP_AS_STOP_PNG_IS_PLACED)
-    inputs = tmp_path / "in"
-    inputs.mkdir()
-    names = [f"{index:03d}.png" for index in range(30)] + ["stop.png", "zz.png"]
-    for name in names:
-        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    inputs, env = _pngs_and_a_hook(tmp_path, [f"{index:03d}.png" for index in range(30)] + ["stop.png", "zz.png"],
+                                   _STOP_AS_STOP_PNG_IS_PLACED, sent)
     out = tmp_path / "out"
     result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where,
-                             "--json"], capture_output=True, text=True, env=hooked(hooks, GEOMCLI_TEST_STOP=sent),
-                            timeout=60, start_new_session=True)
+                             "--json"], capture_output=True, text=True, env=env, timeout=60, start_new_session=True)
     assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
     last, ok, on_disk = ok_records_and_outputs(result.stdout, out)
     assert "stop.png" in on_disk
@@ -1239,16 +1244,9 @@ def test_a_signal_before_any_file_starts_still_gives_the_summary(sent: str, code
     before the run's Outcomes, which gives the interrupted summary: --json's stream ended with no
     record at all, and without --json no count line. Both now come, every input not run, nothing
     written, the signal's exit code as before."""
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(_STOP_AT_THE_HEADER_CHECK)
-    inputs = tmp_path / "in"
-    inputs.mkdir()
-    for name in ("a.png", "b.png", "stop.png", "z.png"):
-        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    inputs, env = _pngs_and_a_hook(tmp_path, ["a.png", "b.png", "stop.png", "z.png"], _STOP_AT_THE_HEADER_CHECK, sent)
     out = tmp_path / "out"
     command = [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where]
-    env = hooked(hooks, GEOMCLI_TEST_STOP=sent)
     result = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
     assert json.loads(result.stdout) | {"seconds": 0} == {
@@ -1287,17 +1285,11 @@ def test_a_signal_while_the_inputs_are_listed_counts_those_found_and_says_there_
     """A signal while a big folder was walked gave a summary of "total": 0, as if the run had no
     input. Its summary now counts the inputs found so far, all not run, and says the listing did
     not finish ("listing_finished": false; the line "more not counted"); nothing written."""
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(_STOP_WHILE_LISTING)
-    inputs = tmp_path / "in"
-    inputs.mkdir()
-    for name in [f"{index:02d}.png" for index in range(20)] + ["stop.png"]:
-        Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(inputs / name)
+    inputs, env = _pngs_and_a_hook(tmp_path, [f"{index:02d}.png" for index in range(20)] + ["stop.png"],
+                                   _STOP_WHILE_LISTING, sent)
     found = os.listdir(inputs).index("stop.png")  # the files the walk takes before it (in the folder's order)
     out = tmp_path / "out"
     command = [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where]
-    env = hooked(hooks, GEOMCLI_TEST_STOP=sent)
     result = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
     assert json.loads(result.stdout) | {"seconds": 0} == {
