@@ -1901,6 +1901,12 @@ def stalling_proxy(s3: S3) -> Iterator[tuple[str, list[tuple[str, str]], list[st
         request_queue_size = 128
         daemon_threads = True
 
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # a client that gave up on a request (its deadline) breaks the pipe of the answer: the
+            # traceback socketserver prints went into the stderr the CLI runner captured, among
+            # the run's lines (a test counting them failed once in CI, 46 and 35 of 60 recognised)
+            pass
+
     server = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
