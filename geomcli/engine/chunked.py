@@ -282,8 +282,52 @@ def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Das
                             f"the {MOST_TASKS} a run takes")
         chunks = grouped(tuple(data.shape), chunks, data.dtype.itemsize, max_pixels)
     most = None if chunks != "auto" or max_pixels is None else max_pixels * max(1, data.dtype.itemsize)
+    source = MappedFile(data) if MappedFile.maps_a_file(data) else data
     with _chunk_size(most):
-        return da.from_array(data, chunks=chunks, lock=False, asarray=True, inline_array=True)
+        return da.from_array(source, chunks=chunks, lock=False, asarray=True, inline_array=True)
+
+
+class MappedFile:
+    """A memory map of a file (a local .npy or TIFF input) that travels to a cluster's workers as
+    its file's name and layout, each worker mapping the file itself: pickled, an np.memmap is its
+    whole data, so a 2 GiB .npy went into the graph whole, through the client's memory, with
+    Dask's warning of a large graph. (The workers read the file where this process names it, as
+    they do a batch's files.) Here it reads through the map it was made with."""
+
+    def __init__(self, mapped: np.memmap) -> None:
+        import mmap
+
+        import numpy as np
+
+        self.shape, self.dtype, self.ndim = mapped.shape, mapped.dtype, mapped.ndim
+        self.filename, self.strides = str(mapped.filename), mapped.strides
+        # where its first element is in the file: the map starts at the page boundary before mapped.offset
+        start = np.frombuffer(mapped._mmap, np.uint8).ctypes.data  # type: ignore[attr-defined]
+        self.offset = mapped.ctypes.data - start + mapped.offset - mapped.offset % mmap.ALLOCATIONGRANULARITY
+        self.mapped: np.ndarray | None = mapped
+
+    @staticmethod
+    def maps_a_file(data: Any) -> bool:
+        import numpy as np
+
+        return isinstance(data, np.memmap) and data.filename is not None and getattr(data, "_mmap", None) is not None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "mapped": None}
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        import os
+
+        return self.filename, os.stat(self.filename).st_mtime_ns, self.offset, self.shape, self.strides, str(self.dtype)
+
+    def __getitem__(self, where: Any) -> np.ndarray:
+        if self.mapped is None:
+            import numpy as np
+
+            whole = np.memmap(self.filename, np.uint8, mode="r")
+            self.mapped = np.ndarray(self.shape, self.dtype, whole, self.offset, self.strides)
+        part: np.ndarray = self.mapped[where]
+        return part
 
 
 def grouped(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,

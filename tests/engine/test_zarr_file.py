@@ -2166,6 +2166,26 @@ def test_a_grid_on_a_cluster_goes_to_the_workers_not_into_the_graph(tmp_path: Pa
     assert found.tobytes() == grid_ops.grid_sample(data, grid).tobytes()
 
 
+@pytest.mark.cluster
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_npy_input_on_a_cluster_goes_to_the_workers_as_its_file_not_into_the_graph(
+        tmp_path: Path, scheduler: str, order: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory-mapped .npy was pickled as its whole data: a (1, 1, 8192, 4096) float32 went
+    through the client's memory (1 GB peak) into the graph, with Dask's "Sending large graph of
+    size 128.00 MiB" warning on stderr (here its threshold lowered to 40 kB, under this array's
+    72 KiB; pytest makes the warning an error). Each worker maps the file by its name (given
+    relative: the workers' folder is not this shell's), a Fortran-order one as laid out."""
+    import dask
+
+    data = np.asarray(np.random.default_rng(44).random((2, 1, 96, 96), dtype=np.float32), order=order)
+    np.save(tmp_path / "in.npy", data)
+    monkeypatch.chdir(tmp_path)
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "40kB"}):
+        result = run("crop-pad", "in.npy", "-o", "out.zarr", "--shape", "2,1,90,80", "--scheduler", scheduler, "-q")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == crop_ops.center_crop_pad(data, (2, 1, 90, 80)).tobytes()
+
+
 def test_more_local_workers_than_a_machine_runs_is_a_usage_error(tmp_path: Path) -> None:
     """LocalCluster died of MemoryError, with a traceback, building its dict of workers."""
     write_zarr(tmp_path / "in.zarr", tensor(np.dtype("float32")), (1, 5, 7, 5))
