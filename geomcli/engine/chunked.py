@@ -50,8 +50,9 @@ MOST_TASKS = 1 << 24
 # GROUPED_BYTES (chunked.grouped): a task per tiny chunk cost far more than reading it
 MANY_TASKS = 4096
 GROUPED_BYTES = 16 << 20
-# the name of the graph layer of an array's parts by_planes hands its tasks (on_workers scatters them)
-PER_IMAGE = "per-image-"
+# the names of the graph layers whose values are arrays held here, literal in the graph (an input
+# read whole, a grid's parts by_planes hands its tasks): on_workers scatters them
+LITERAL = "literal-"
 
 
 def aligned(chunks: Sequence[int], multiple: int) -> tuple[int, ...]:
@@ -192,7 +193,7 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, Any], np.ndarray], first
         # the parts are views of per_image, literal in the graph (from_array, and a joined
         # contracted block, copied it: a plane's 512 MiB grid twice more); a cluster's run
         # scatters them to its workers first (on_workers)
-        name = f"{PER_IMAGE}{tokenize(per_image)}"
+        name = f"{LITERAL}{tokenize(per_image)}"
         rest = (0,) * (per_image.ndim - 1)
         starts = itertools.accumulate(data.chunks[0], initial=0)
         layer: dict[Any, Any] = {(name, index, *rest): per_image[start:start + length]
@@ -219,9 +220,10 @@ def by_planes(data: Dask, kernel: Callable[[np.ndarray, Any], np.ndarray], first
 
 
 def on_workers(result: Dask, client: Any) -> Dask:
-    """``result`` to be computed by ``client``'s cluster, with the parts :func:`by_planes` put in
-    its graph literally (a grid's) scattered to the workers first, and the graph given their
-    futures: in the graph, a plane's 512 MiB grid went through the scheduler, held in the graph
+    """``result`` to be computed by ``client``'s cluster, with the arrays put in its graph
+    literally (an input read whole, a grid's parts :func:`by_planes` made: LITERAL) scattered to
+    the workers first, and the graph given their futures: in the graph, a plane's 512 MiB grid
+    (or a piped input) went through the scheduler, held in the graph
     there (a joined cluster's: on another machine), and Dask printed its "Sending large graph"
     warning over five lines of stderr. A LocalCluster's workers are sent them directly; a joined
     cluster's as Dask's ``distributed.client.direct-to-workers`` says (by default the scheduler
@@ -230,7 +232,7 @@ def on_workers(result: Dask, client: Any) -> Dask:
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     graph = result.__dask_graph__()
-    literal = {name: layer for name, layer in graph.layers.items() if name.startswith(PER_IMAGE)}
+    literal = {name: layer for name, layer in graph.layers.items() if name.startswith(LITERAL)}
     if not literal:
         return result
     client.wait_for_workers(1)
@@ -266,6 +268,8 @@ def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Das
     import math
 
     import dask.array as da
+    import numpy as np
+    from dask.base import tokenize
 
     from geomcli.errors import GeomError
 
@@ -282,9 +286,13 @@ def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Das
                             f"the {MOST_TASKS} a run takes")
         chunks = grouped(tuple(data.shape), chunks, data.dtype.itemsize, max_pixels)
     most = None if chunks != "auto" or max_pixels is None else max_pixels * max(1, data.dtype.itemsize)
-    source = MappedFile(data) if MappedFile.maps_a_file(data) else data
+    source, name = data, None
+    if MappedFile.maps_a_file(data):
+        source = MappedFile(data)
+    elif isinstance(data, np.ndarray):  # (read whole: its chunks literal in the graph, for on_workers to scatter)
+        name = f"{LITERAL}{tokenize(data, chunks, most)}"
     with _chunk_size(most):
-        return da.from_array(source, chunks=chunks, lock=False, asarray=True, inline_array=True)
+        return da.from_array(source, chunks=chunks, name=name, lock=False, asarray=True, inline_array=True)
 
 
 class MappedFile:

@@ -2167,23 +2167,50 @@ def test_a_grid_on_a_cluster_goes_to_the_workers_not_into_the_graph(tmp_path: Pa
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("order", ["C", "F"])
-def test_a_npy_input_on_a_cluster_goes_to_the_workers_as_its_file_not_into_the_graph(
-        tmp_path: Path, scheduler: str, order: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("order", "piped"), [("C", False), ("F", False), ("C", True)],
+                         ids=["file", "fortran", "stdin"])
+def test_a_npy_input_on_a_cluster_is_not_sent_in_the_graph(
+        tmp_path: Path, scheduler: str, order: str, piped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A memory-mapped .npy was pickled as its whole data: a (1, 1, 8192, 4096) float32 went
     through the client's memory (1 GB peak) into the graph, with Dask's "Sending large graph of
     size 128.00 MiB" warning on stderr (here its threshold lowered to 40 kB, under this array's
     72 KiB; pytest makes the warning an error). Each worker maps the file by its name (given
-    relative: the workers' folder is not this shell's), a Fortran-order one as laid out."""
+    relative: the workers' folder is not this shell's), a Fortran-order one as laid out. A piped
+    input, read whole here, is scattered to the workers before the run, as a grid is."""
     import dask
 
     data = np.asarray(np.random.default_rng(44).random((2, 1, 96, 96), dtype=np.float32), order=order)
     np.save(tmp_path / "in.npy", data)
     monkeypatch.chdir(tmp_path)
+    args = ["crop-pad", "-" if piped else "in.npy", "-o", "out.zarr", "--shape", "2,1,90,80", "--scheduler", scheduler,
+            "-q"]
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": "40kB"}):
-        result = run("crop-pad", "in.npy", "-o", "out.zarr", "--shape", "2,1,90,80", "--scheduler", scheduler, "-q")
+        result = CliRunner().invoke(cli, args, input=(tmp_path / "in.npy").read_bytes() if piped else None,
+                                    catch_exceptions=False)
     assert (result.exit_code, result.stderr) == (0, "")
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == crop_ops.center_crop_pad(data, (2, 1, 90, 80)).tobytes()
+
+
+def test_a_dry_run_of_an_image_decoded_whole_to_zarr_holds_no_pixels(tmp_path: Path) -> None:
+    """The plan of a PNG to .zarr (read whole by the run) made its graph from a broadcast zero of
+    the image's shape, which dask hashed and cut whole: a dry run of a 12000x12000 RGB PNG peaked
+    at 490 MB, here 36 MB for 4000x3000 (numpy's allocations are traced)."""
+    import tracemalloc
+
+    from PIL import Image
+
+    Image.fromarray(np.zeros((3000, 4000, 3), np.uint8)).save(tmp_path / "big.png")
+    run("crop-pad", tmp_path / "big.png", "--out-dir", tmp_path / "out", "--name", "{stem}.zarr", "--shape", "8,8",
+        "--dry-run", "--max-pixels", "1")  # (dask and the rest imported before memory is traced)
+    tracemalloc.start()
+    try:
+        result = run("crop-pad", tmp_path / "big.png", "--out-dir", tmp_path / "out", "--name", "{stem}.zarr",
+                     "--shape", "8,8", "--dry-run")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 0 and "dry run, 1 to write" in result.stderr, result.stderr
+    assert peak < 4 << 20, peak
 
 
 def test_more_local_workers_than_a_machine_runs_is_a_usage_error(tmp_path: Path) -> None:
