@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from geomcli.engine.report import reporting
-from geomcli.errors import GeomError
+from geomcli.errors import GeomError, OptionFault
 
 if TYPE_CHECKING:
     import numpy as np
@@ -499,9 +499,9 @@ def _refuse_in_place(input_path: str, output: str) -> None:
         path = _remote.local_path(path).rstrip("/")
         return _remote.canonical(path) if _remote.is_url(path) else os.path.realpath(path)
 
-    if key(input_path) == key(output):
-        raise GeomError(f"{output}: the output would replace its own input, which is read chunk by chunk as "
-                        "the output is written; write another")
+    if key(input_path) == key(output):  # the command line's mistake (exit 2), as a batch's output over an input
+        raise OptionFault(f"{output}: the output would replace its own input, which is read chunk by chunk as "
+                          "the output is written; write another")
 
 
 class _Opened(NamedTuple):

@@ -1714,9 +1714,11 @@ def test_npy_on_either_side_and_the_output_never_over_the_input(tmp_path: Path) 
     result = run("depth-to-space", tmp_path / "out.zarr", "-o", tmp_path / "back.npy", "--blocksize", "2", "-q")
     assert result.exit_code == 0, result.stderr
     assert np.load(tmp_path / "back.npy").tobytes() == data.tobytes()
+    before = read_zarr(tmp_path / "out.zarr")[...].tobytes()
     result = run("crop-pad", tmp_path / "out.zarr", "-o", tmp_path / "out.zarr", "--shape", "1,1,1,1")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # the command line's mistake, as --out-dir over an input (it was 1)
     assert "the output would replace its own input" in result.stderr
+    assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == before
 
 
 def test_a_tiff_written_chunk_by_chunk_takes_compression_or_says_it_cannot(tmp_path: Path,
