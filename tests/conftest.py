@@ -319,7 +319,7 @@ def dask_cluster() -> Iterator[Any]:
     from geomcli.engine import scheduler as scheduler_module
 
     # for the cluster's life, as geomcli's own: a worker the scheduler fixture's scale adds after
-    # a test's deaths had no preload (a SIGTERM then left test_worker_setup's upload pending)
+    # a test's deaths had no preload (it did not ignore SIGTERM)
     with dask.config.set({**scheduler_module.LOCAL_CONFIG, "distributed.worker.multiprocessing-method": "spawn"}):
         local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          dashboard_address=None, silence_logs=logging.CRITICAL,

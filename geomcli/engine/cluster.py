@@ -68,7 +68,8 @@ geomcli installed (checked as it is joined: geomcli.engine.scheduler).
   of the jobs in flight are swept here, as ``-j`` does: only whole outputs remain. Before the
   cancel, the reports of the outputs the tasks in flight placed (kept on their workers until a
   task returns them) are taken, and their tasks place no more: each output in place has its
-  record, as with ``-j``.
+  record, as with ``-j``; also where the signal came to the whole process group: a LocalCluster's
+  workers, and the forkserver they come from, leave it to the command (engine.worker_setup).
 - **Paths as here.** Local names go to the workers made absolute (scheduler.for_workers): a
   joined cluster's working folder is not this shell's. Reports come back naming them as planned.
 - **An unreachable scheduler** is one error line (exit 1), within scheduler.CONNECT_SECONDS.

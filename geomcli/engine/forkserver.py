@@ -4,7 +4,7 @@ early so that its imports run beside this process's work."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 
 def set_preload(modules: Iterable[str]) -> None:
@@ -15,16 +15,24 @@ def set_preload(modules: Iterable[str]) -> None:
     multiprocessing.get_context("forkserver").set_forkserver_preload([*modules, "geomcli.engine.preloaded"])
 
 
-def start() -> None:
-    """Start the forkserver now (with the preload already set), SIGINT blocked meanwhile: it
-    inherits the mask, so a Ctrl-C while it starts and imports its preload (before it ignores
-    SIGINT itself) waits and is dropped, where it printed a KeyboardInterrupt's traceback beside
-    this process's "Interrupted". Its workers inherit the mask too; they ignore SIGINT anyway.
-    Here the signal waits until the server is up."""
+def start(held: Collection[signal.Signals] = (signal.SIGINT,)) -> None:
+    """Start the forkserver now (with the preload already set), the signals ``held`` blocked
+    meanwhile: it inherits the mask, and keeps it.
+
+    SIGINT: a Ctrl-C while it starts and imports its preload (before it ignores SIGINT itself)
+    waits and is dropped, where it printed a KeyboardInterrupt's traceback beside this process's
+    "Interrupted". Its workers inherit the mask too; they ignore SIGINT anyway. Here the signal
+    waits until the server is up.
+
+    A LocalCluster's (scheduler.start_local_workers_early) holds SIGTERM and SIGHUP too, for good:
+    one sent to the whole process group ended the server, and multiprocessing, which reads a
+    worker's end from its forkserver, then took each worker for dead (exit 255), and Dask closed
+    them, with the reports of the outputs they had placed. The server still ends with this
+    process (its pipe from here closes)."""
     from multiprocessing import forkserver, resource_tracker
 
     resource_tracker.ensure_running()  # first: it unblocks SIGINT as it starts its own process (bpo-33613)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(held))
     try:
         forkserver.ensure_running()
     finally:

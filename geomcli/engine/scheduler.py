@@ -42,7 +42,7 @@ LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.schedu
                 # the workers' sampling profiler walks the task thread's stack every 10 ms: time taken
                 # from the files, for a dashboard no one opens
                 "distributed.worker.profile.enabled": False,
-                # Ctrl-C is the command's to handle (see geomcli.engine.worker_setup)
+                # Ctrl-C, SIGTERM and SIGHUP are the command's to handle (see geomcli.engine.worker_setup)
                 "distributed.worker.preload": ["geomcli.engine.worker_setup"],
                 # the cluster closes the nanny of a worker removed this long ago (15 s) if no worker
                 # of its name is registered at that instant: one restarting the worker a file had
@@ -121,7 +121,7 @@ def start_local_workers_early(scheduler: Scheduler) -> None:
     from geomcli.engine import forkserver
 
     forkserver.set_preload(_WORKER_PRELOAD)
-    forkserver.start()
+    forkserver.start(held=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
 
 
 @contextmanager
@@ -239,7 +239,7 @@ def connect(scheduler: Scheduler | str, debug: bool = False) -> Iterator[tuple[C
 
         # for the cluster's life, not its start alone: a worker it adds later (scale, after a
         # nanny gave one up) is made with these settings then; one made without had no preload
-        # (worker_setup: a SIGTERM left its upload pending) and sampled its stack for a profile
+        # (worker_setup: a SIGTERM to the group ended it) and sampled its stack for a profile
         with dask.config.set(LOCAL_CONFIG):
             # a Ctrl-C waits until the cluster is up and can be closed: one stopped as it started
             # was left to distributed's exit hook, which failed on its workers with a traceback

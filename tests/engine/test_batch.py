@@ -1779,13 +1779,18 @@ os.replace = replace_after_a_group_sigterm
 
 
 @pytest.mark.process
-def test_a_sigterm_to_the_process_group_waits_for_the_output_a_worker_is_placing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", [["-j", "2"], pytest.param(["--scheduler", "local:2"],
+                                                              marks=[pytest.mark.cluster, _ON_A_CLUSTER])])
+def test_a_sigterm_to_the_process_group_waits_for_the_output_a_worker_is_placing(where: list[str],
+                                                                                 tmp_path: Path) -> None:
     """The forkserver dies of a SIGTERM sent to the process group, and a worker's join then
     returned at once, the worker still placing: the parent swept that output's temp file from
     under it, and its record was lost ('-j 2 --json' signalled so: 1 run in 16 ended with a file
     "failed: cannot write (No such file or directory)", the others with the output neither placed
     nor recorded). The parent now reads each worker's pipe to its end (10 s at most) before it
-    sweeps: the output is placed and recorded."""
+    sweeps: the output is placed and recorded. On a LocalCluster, the server's end made Dask close
+    every worker (multiprocessing took them for dead), stop.png and the reports of the outputs
+    their tasks had placed with them; its forkserver now holds SIGTERM."""
     inputs = tmp_path / "in"
     inputs.mkdir()
     for name in [f"{index:03d}.png" for index in range(300)] + ["stop.png"]:  # (a worker's, not this process's)
@@ -1794,7 +1799,7 @@ def test_a_sigterm_to_the_process_group_waits_for_the_output_a_worker_is_placing
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(_GROUP_SIGTERM_AS_STOP_PNG_IS_PLACED)
     out = tmp_path / "out"
-    result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", "-j", "2",
+    result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where,
                              "--json"], capture_output=True, text=True, timeout=120, env=hooked(hooks),
                             start_new_session=True)
     assert result.returncode == 143 and "Error" not in result.stderr, result.stderr
