@@ -28,12 +28,18 @@ def start(held: Collection[signal.Signals] = (signal.SIGINT,)) -> None:
     one sent to the whole process group ended the server, and multiprocessing, which reads a
     worker's end from its forkserver, then took each worker for dead (exit 255), and Dask closed
     them, with the reports of the outputs they had placed. The server still ends with this
-    process (its pipe from here closes)."""
+    process (its pipe from here closes). So does multiprocessing's resource tracker, started
+    first here with the same mask: a SIGHUP to the group ended it, and the next call on it started
+    another, which printed a traceback (KeyError) for each semaphore of the first as the cluster
+    closed."""
     from multiprocessing import forkserver, resource_tracker
 
-    resource_tracker.ensure_running()  # first: it unblocks SIGINT as it starts its own process (bpo-33613)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(held))
     try:
+        # its process ignores SIGINT and SIGTERM, and keeps the rest held; it unblocks those two
+        # here as it starts it (bpo-33613): held again
+        resource_tracker.ensure_running()
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(held))
         forkserver.ensure_running()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

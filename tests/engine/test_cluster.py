@@ -893,8 +893,10 @@ def only_complete_pngs(out: Path, shape: tuple[int, ...]) -> list[str]:
     return written
 
 
-@pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, -signal.SIGINT, True), (signal.SIGTERM, 143, False)],
-                         ids=["ctrl-c-to-the-group-own-cluster", "sigterm-joined-cluster"])
+@pytest.mark.parametrize(("sent", "code", "own"), [(signal.SIGINT, -signal.SIGINT, True), (signal.SIGTERM, 143, False),
+                                                   (signal.SIGHUP, 129, True)],
+                         ids=["ctrl-c-to-the-group-own-cluster", "sigterm-joined-cluster",
+                              "sighup-to-the-group-own-cluster"])
 def test_a_signal_cancels_what_is_in_flight_and_leaves_only_complete_outputs(
         sent: int, code: int, own: bool, tmp_path: Path, scheduler: str) -> None:
     slow_inputs(tmp_path / "in", 60, (300, 400))
