@@ -348,11 +348,14 @@ def atomic_path(path: str) -> Iterator[str]:
     it is synced and replaces ``path``, on any exception it vanishes.
 
     The same temp file, permissions and cleanup as :func:`atomic_file` (KeyboardInterrupt and
-    SystemExit included), for writers that open the file themselves.
+    SystemExit included), for writers that open the file themselves; inside
+    :func:`deferred_commits`, the sync and rename are left to its caller, as atomic_file's: a
+    batch's placing step sends the output's report with it, where a memory-mapped output renamed
+    here was in place with no record when a signal stopped the worker before that step.
     """
     if is_special(path):
         raise GeomError(f"{path}: a device or pipe cannot be written through a memory map")
-    with _replacing(path) as (fd, tmp):
+    with _replacing(path, defer=_here.pending is not None) as (fd, tmp):
         os.close(fd)
         yield tmp
 

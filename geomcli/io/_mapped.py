@@ -66,7 +66,7 @@ def open_output(
             _map_tiff(tmp, shape, dtype, layout, colour, inks, axes_metadata, path)
         _reserve(tmp)
         yield mapped
-        mapped.flush()  # msync: the pages reach the file before atomic_path syncs and renames it
+        mapped.flush()  # msync: the pages reach the file before it is synced and renamed (atomic_path)
 
 
 def _reserve(tmp: str) -> None:
