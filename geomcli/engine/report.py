@@ -90,10 +90,11 @@ def _output_existed(error: BaseException) -> bool:
 
 def skipped(report: Report, reason: str) -> None:
     """Mark a file skipped when its output was found made, after it was read and transformed:
-    nothing was written, so no warning about what was written stays (as a skip when planned)."""
+    nothing was written, so no warning or note about what was written stays (as a skip when
+    planned; a zarr's 'chunk by chunk', say, found as a batch's placing step renames it in)."""
     report.status, report.error, report.value_range = "skipped", None, None
     report.warnings.clear()
-    report.notes.append(reason)
+    report.notes[:] = [reason]
 
 
 def finish(report: Report, common: Common, data_on_stdout: bool) -> int:

@@ -350,8 +350,9 @@ def atomic_path(path: str) -> Iterator[str]:
     The same temp file, permissions and cleanup as :func:`atomic_file` (KeyboardInterrupt and
     SystemExit included), for writers that open the file themselves; inside
     :func:`deferred_commits`, the sync and rename are left to its caller, as atomic_file's: a
-    batch's placing step sends the output's report with it, where a memory-mapped output renamed
-    here was in place with no record when a signal stopped the worker before that step.
+    batch's placing step sends the output's report with it, where a memory-mapped output (or a
+    zarr folder, atomic_folder) renamed here was in place with no record when a signal stopped
+    the worker before that step.
     """
     if is_special(path):
         raise GeomError(f"{path}: a device or pipe cannot be written through a memory map")
@@ -366,6 +367,7 @@ def atomic_folder(path: str, *, replace: bool | None = None) -> Iterator[str]:
     at (a zarr array); on normal exit it replaces ``path``, on any exception it is removed and
     what is at ``path`` is left as it was.
 
+    Inside :func:`deferred_commits`, the renames are left to its caller, as atomic_file's.
     A folder is not renamed over a full one, so replacing takes two renames: what is at ``path``
     goes aside, then the new folder in (and if that fails, the old one back). Ctrl-C and SIGTERM
     wait over the two (see hold_signals), and once one has come nothing is placed (see
@@ -378,9 +380,24 @@ def atomic_folder(path: str, *, replace: bool | None = None) -> Iterator[str]:
     if replace is None:
         replace = _here.replace  # the rule when the output was begun
     temporary = _folder_beside(path)
-    try:
+    with _folder_removed_on_error(temporary):
         yield temporary
+        if _here.pending is not None:  # placed by deferred_commits' caller, as atomic_file's (atomic_path)
+            _here.pending.append(lambda: _commit_folder(temporary, path, replace))
+        else:
+            _swap_in(temporary, path, replace)
+
+
+def _commit_folder(temporary: str, path: str, replace: bool) -> None:
+    """A deferred :func:`_swap_in`, with the cleanup atomic_folder would have given it."""
+    with _folder_removed_on_error(temporary):
         _swap_in(temporary, path, replace)
+
+
+@contextmanager
+def _folder_removed_on_error(temporary: str) -> Iterator[None]:
+    try:
+        yield
     except BaseException:
         _remove_entry(temporary)
         raise

@@ -2293,38 +2293,42 @@ def test_a_dry_run_warns_of_the_metadata_as_the_run_does_without_decoding(
 
 
 # Loaded by the run's interpreters: every .npy output is written through a memory map (as one of
-# 64 MiB or more is); the process that renames stop.npy into place then sends the run (its process
-# group's leader) GEOMCLI_TEST_STOP, and takes a second before it reports it
-_STOP_AS_A_MAPPED_STOP_NPY_IS_RENAMED = """
+# 64 MiB or more is); the process that renames stop.npy or stop.zarr into place then sends the run
+# (its process group's leader) SIGTERM, and takes a second before it reports it
+_STOP_AS_STOP_IS_RENAMED_IN = """
 import os, signal, time
 from geomcli.io import _mapped
 _mapped.MAP_OUTPUT_BYTES = 1
-_replace = os.replace
-def signalled_once_renamed(source, destination, *args, **kwargs):
-    _replace(source, destination, *args, **kwargs)
-    if os.path.basename(str(destination)) == "stop.npy":
-        os.kill(os.getpgid(0), getattr(signal, os.environ["GEOMCLI_TEST_STOP"]))
-        time.sleep(1)
-os.replace = signalled_once_renamed
+def signalled_once_renamed(rename):
+    def renamed(source, destination, *args, **kwargs):
+        rename(source, destination, *args, **kwargs)
+        if os.path.basename(str(destination)) in ("stop.npy", "stop.zarr"):
+            os.kill(os.getpgid(0), signal.SIGTERM)
+            time.sleep(1)
+    return renamed
+os.replace, os.rename = signalled_once_renamed(os.replace), signalled_once_renamed(os.rename)
 """
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("where", [["-j", "2"], pytest.param(["--scheduler", "local:2"],
-                                                              marks=[pytest.mark.cluster, _ON_A_CLUSTER])])
-def test_a_signal_just_after_a_mapped_output_is_renamed_still_gives_it_its_record(where: list[str],
-                                                                                   tmp_path: Path) -> None:
-    """A memory-mapped output (.npy or .tiff of 64 MiB or more) was renamed into place by its
-    transform, before the placing step that sends a report with its output: a SIGTERM between
-    the two left it on disk with no record (stop.npy, and at times the output before it: with
-    -j 2 4 runs in 4, as with Ctrl-C, and on local:2 3 in 3). It is now placed by that step too."""
+@pytest.mark.parametrize(("output", "where"), [
+    ("{stem}.npy", ["-j", "2"]), ("{stem}.zarr", ["-j", "2"]),
+    pytest.param("{stem}.npy", ["--scheduler", "local:2"], marks=[pytest.mark.cluster, _ON_A_CLUSTER])])
+def test_a_signal_just_after_a_mapped_output_or_a_zarr_is_renamed_still_gives_it_its_record(
+        output: str, where: list[str], tmp_path: Path) -> None:
+    """A memory-mapped output (.npy or .tiff of 64 MiB or more), or a local .zarr, was renamed
+    into place by its transform, before the placing step that sends a report with its output: a
+    SIGTERM between the two left it on disk with no record (stop.npy, and at times the output
+    before it: with -j 2 4 runs in 4, as with Ctrl-C, on local:2 3 in 3; stop.zarr, 2 in 2). It
+    is now placed by that step too."""
     inputs, env = _pngs_and_a_hook(tmp_path, [f"{index:03d}.png" for index in range(30)] + ["stop.png", "zz.png"],
-                                   _STOP_AS_A_MAPPED_STOP_NPY_IS_RENAMED, "SIGTERM")
+                                   _STOP_AS_STOP_IS_RENAMED_IN, "SIGTERM")
     out = tmp_path / "out"
     result = subprocess.run([*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", "--name",
-                             "{stem}.npy", *where, "--json"], capture_output=True, text=True, env=env, timeout=60,
+                             output, *where, "--json"], capture_output=True, text=True, env=env, timeout=60,
                             start_new_session=True)
     assert result.returncode == 143 and "Traceback" not in result.stderr, result.stderr
-    last, ok, on_disk = ok_records_and_outputs(result.stdout, out)
-    assert "stop.npy" in on_disk
+    last, ok, _ = ok_records_and_outputs(result.stdout, out)
+    on_disk = set(os.listdir(out))  # (a zarr output is a folder)
+    assert output.format(stem="stop") in on_disk
     assert ok == on_disk and last["ok"] == len(ok) and last["interrupted"] is True, (sorted(on_disk ^ ok), last)
