@@ -753,6 +753,9 @@ def _serve(connection: Connection, task: Task, under_way: Any) -> None:
         signal.signal(number, signal.SIG_IGN)
     for number in (signal.SIGTERM, signal.SIGXCPU):  # SIGXCPU: its own soft CPU time limit (ulimit -St) reached
         signal.signal(number, _terminated)
+    # held by a forkserver a LocalCluster started in this process before (forkserver.start), whose
+    # mask its workers inherit: the parent's terminate did nothing (a join of 10 s, or for ever)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGXCPU})
     # the imports every file needs, at once (a no-op where the forkserver preloaded them)
     from geomcli import io  # noqa: F401
 

@@ -2332,3 +2332,38 @@ def test_a_signal_just_after_a_mapped_output_or_a_zarr_is_renamed_still_gives_it
     on_disk = set(os.listdir(out))  # (a zarr output is a folder)
     assert output.format(stem="stop") in on_disk
     assert ok == on_disk and last["ok"] == len(ok) and last["interrupted"] is True, (sorted(on_disk ^ ok), last)
+
+
+# Loaded by the run's interpreters: a file's record notes where its worker has SIGTERM blocked
+_NOTE_SIGTERM_BLOCKED = """
+import signal
+from geomcli.engine import jobs
+_transform = jobs.transform
+def transform_noting_the_mask(task, job):
+    report = _transform(task, job)
+    if signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        report.notes.append("SIGTERM blocked")
+    return report
+jobs.transform = transform_noting_the_mask
+"""
+
+
+@pytest.mark.process
+def test_j_workers_take_sigterm_from_a_forkserver_a_local_cluster_started(tmp_path: Path) -> None:
+    """A LocalCluster's forkserver holds SIGTERM (forkserver.start); a -j run later in the same
+    process (a library's caller, a test session) forks its workers from it, and they inherited
+    SIGTERM blocked: the parent's terminate, at a stop or of a worker still starting as the run
+    ends, did nothing (its join waited 10 s, or for ever)."""
+    inputs, env = _pngs_and_a_hook(tmp_path, [f"{index:03d}.png" for index in range(40)], _NOTE_SIGTERM_BLOCKED,
+                                   "SIGTERM")
+    code = ("import signal, sys\n"
+            "from geomcli.engine import scheduler\n"
+            "scheduler.start_local_workers_early(scheduler.parse_scheduler('local:2'))\n"
+            f"sys.argv = ['geomcli', 'crop-pad', {str(inputs)!r}, '--out-dir', {str(tmp_path / 'out')!r}, "
+            "'--shape', '8,8', '-j', '2', '--json']\n"
+            "from geomcli.cli import run\n"
+            "run()\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    assert result.returncode == 0, result.stderr
+    *records, last = [json.loads(line) for line in result.stdout.splitlines()]
+    assert last["ok"] == 40 and not [record for record in records if "SIGTERM blocked" in record["notes"]]
