@@ -2525,9 +2525,9 @@ def test_a_signal_mid_batch_to_s3_leaves_no_incomplete_zarr_output(workers: list
     import sys
 
     for index in range(8):
-        write_zarr(tmp_path / "in" / f"m{index}.zarr", tensor(np.dtype("uint8"), (2, 3, 256, 256)), (1, 3, 32, 32))
+        write_zarr(tmp_path / "in" / f"m{index}.zarr", tensor(np.dtype("uint8"), (2, 3, 128, 128)), (1, 3, 32, 32))
     process = subprocess.Popen([sys.executable, "-m", "geomcli", "crop-pad", f"{tmp_path}/in/*.zarr", "--out-dir",
-                                f"{s3.url}/out", "--shape", "2,3,256,256", *workers, "-q"],
+                                f"{s3.url}/out", "--shape", "2,3,128,128", *workers, "-q"],
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 90
     while sum(key.endswith("zarr.json") for key in s3.keys()) < 3:
