@@ -543,10 +543,12 @@ def test_a_nanny_whose_worker_does_not_come_back_is_replaced(tmp_path: Path, res
 
 
 def test_a_local_cluster_whose_workers_cannot_be_started_again_ends_the_run(
-        tmp_path: Path, restarts_fail: Any, by_value: None, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, restarts_fail: Any, by_value: None, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """No worker starts again after a file killed both: the files not done fail, each with a line
     that says so, where they waited for ever."""
     restarts_fail(1000)
+    monkeypatch.setattr(cluster, "NO_WORKER_SECONDS", 3.0)  # (a nanny replaced after 2 s: once meanwhile)
     inputs = npy_inputs(tmp_path / "in", ["deadly", "a", "b", "c", "d", "e", "f", "g"])
     started = time.monotonic()
     code = workers.run(_Deadly((2, 2)), Common(json=True), inputs, BatchOptions(str(tmp_path / "out"),
@@ -558,7 +560,7 @@ def test_a_local_cluster_whose_workers_cannot_be_started_again_ends_the_run(
     lost = {line["input"] for line in lines[1:8] if line["status"] == "error"}
     assert inputs[1] in lost  # (in the deadly file's task, retried after it)
     assert [line["error"] for line in lines[1:8] if line["status"] == "error"] == [
-        f"{name}: not done: the cluster's workers could not be started again (none for 6 s)" for name in sorted(lost)]
+        f"{name}: not done: the cluster's workers could not be started again (none for 3 s)" for name in sorted(lost)]
     assert files(tmp_path / "out") == sorted(f"{Path(line['input']).name}" for line in lines[1:8]
                                              if line["status"] == "ok")
 
