@@ -1186,7 +1186,10 @@ def test_ctrl_c_of_a_zarr_job_on_a_joined_cluster_leaves_no_chunk_on_s3(tmp_path
     process.send_signal(signal.SIGINT)
     stderr = process.communicate(timeout=60)[1]
     assert process.returncode == -signal.SIGINT, stderr  # ended by SIGINT, as a shell expects
-    time.sleep(3)  # a chunk still being made would be written by now
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        while any(client.run(_executing).values()):  # a chunk still being made is written once its task ends
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
     assert s3.keys() == []
 
 
