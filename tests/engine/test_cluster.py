@@ -321,14 +321,29 @@ def test_a_file_whose_worker_dies_uploading_leaves_no_pending_upload(tmp_path: P
 
 @dataclass(frozen=True)
 class _DiesUploadingOrFailsLate(_DiesUploading):
-    """As _DiesUploading, and a file named late fails after 6 s (once the deadly file's worker
-    has died, and before its retry is sent: a retry waits until no other task is in flight)."""
+    """As _DiesUploading, and a file named late fails once the deadly file's worker has died (the
+    scheduler's remove-worker event names its task of this run: the client hears of the death
+    before of this task's end), and before its retry is sent: a retry waits until no other task
+    is in flight."""
 
     def apply(self, loaded: Any, common: Common, allocate: Any = None) -> np.ndarray:
         if "late" in loaded.source:
-            time.sleep(6)
+            from distributed import get_client, get_worker
+
+            run_id = get_worker().get_current_task().rsplit("-", 1)[0]  # geomcli-{run id}-{count}
+            deadline = time.monotonic() + 30
+            while not _died_running(get_client().get_events("all"), f"{run_id}-"):
+                assert time.monotonic() < deadline, "the deadly file's worker did not die"
+                time.sleep(0.05)
             raise GeomError(f"{loaded.source}: late")
         return super().apply(loaded, common, allocate)
+
+
+def _died_running(events: Any, prefix: str) -> bool:
+    """Whether the scheduler's ``events`` say a worker was removed running a task keyed ``prefix...``."""
+    return any(isinstance(message, dict) and message.get("action") == "remove-worker"
+               and any(str(key).startswith(prefix) for key in message.get("processing-tasks", ()))
+               for _, message in events)
 
 
 def test_fail_fast_before_a_retry_leaves_no_pending_upload(tmp_path: Path, scheduler: str, s3: Any,
