@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import os
+
     import numpy as np
 
     Dask = Any  # a dask.array.Array: dask annotates it too loosely for strict checking
@@ -300,15 +302,19 @@ class MappedFile:
     its file's name and layout, each worker mapping the file itself: pickled, an np.memmap is its
     whole data, so a 2 GiB .npy went into the graph whole, through the client's memory, with
     Dask's warning of a large graph. (The workers read the file where this process names it, as
-    they do a batch's files.) Here it reads through the map it was made with."""
+    they do a batch's files.) Here it reads through the map it was made with. A worker refuses a
+    file whose size or modification time is no longer the one read here: another file's bytes,
+    read as this one's layout, were silently another image, or a numpy error about strides."""
 
     def __init__(self, mapped: np.memmap) -> None:
         import mmap
+        import os
 
         import numpy as np
 
         self.shape, self.dtype, self.ndim = mapped.shape, mapped.dtype, mapped.ndim
         self.filename, self.strides = str(mapped.filename), mapped.strides
+        self.version = self._version(os.stat(self.filename))
         # where its first element is in the file: the map starts at the page boundary before mapped.offset
         start = np.frombuffer(mapped._mmap, np.uint8).ctypes.data  # type: ignore[attr-defined]
         self.offset = mapped.ctypes.data - start + mapped.offset - mapped.offset % mmap.ALLOCATIONGRANULARITY
@@ -323,16 +329,25 @@ class MappedFile:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "mapped": None}
 
-    def __dask_tokenize__(self) -> tuple[Any, ...]:
-        import os
+    @staticmethod
+    def _version(stat: os.stat_result) -> tuple[int, int]:
+        return stat.st_size, stat.st_mtime_ns
 
-        return self.filename, os.stat(self.filename).st_mtime_ns, self.offset, self.shape, self.strides, str(self.dtype)
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        return self.filename, self.version, self.offset, self.shape, self.strides, str(self.dtype)
 
     def __getitem__(self, where: Any) -> np.ndarray:
         if self.mapped is None:
+            import os
+
             import numpy as np
 
-            whole = np.memmap(self.filename, np.uint8, mode="r")
+            from geomcli.errors import GeomError
+
+            with open(self.filename, "rb") as file:  # (its size and time, then its map, of one file)
+                if self._version(os.fstat(file.fileno())) != self.version:
+                    raise GeomError(f"{self.filename}: changed since it was read; run again")
+                whole = np.memmap(file, np.uint8, mode="r")
             self.mapped = np.ndarray(self.shape, self.dtype, whole, self.offset, self.strides)
         part: np.ndarray = self.mapped[where]
         return part

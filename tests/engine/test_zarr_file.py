@@ -25,6 +25,7 @@ import geomcli.ops.grid_sample as grid_ops
 import geomcli.ops.resize as resize_ops
 import geomcli.ops.space_depth as space_depth_ops
 from geomcli.cli import cli
+from geomcli.errors import GeomError
 
 zarr = pytest.importorskip("zarr")
 pytest.importorskip("dask.array")
@@ -2191,6 +2192,30 @@ def test_a_npy_input_on_a_cluster_is_not_sent_in_the_graph(
                                     catch_exceptions=False)
     assert (result.exit_code, result.stderr) == (0, "")
     assert read_zarr(tmp_path / "out.zarr")[...].tobytes() == crop_ops.center_crop_pad(data, (2, 1, 90, 80)).tobytes()
+
+
+@pytest.mark.parametrize("change", ["rewritten", "truncated"])
+def test_a_npy_input_changed_before_a_worker_maps_it_is_refused(tmp_path: Path, change: str) -> None:
+    """A cluster's worker maps the .npy by its name when it runs its task (a MappedFile pickled,
+    as here): rewritten as another array of its size, it was silently read as that one; cut
+    shorter, the run's error line was numpy's "strides is incompatible with shape of requested
+    array and size of buffer". An unchanged file reads as mapped here."""
+    import pickle
+
+    from geomcli.engine import chunked
+
+    data = np.random.default_rng(45).random((2, 1, 6, 5), dtype=np.float32)
+    np.save(tmp_path / "in.npy", data)
+    sent = pickle.dumps(chunked.MappedFile(np.load(tmp_path / "in.npy", mmap_mode="r")))
+    assert pickle.loads(sent)[1:, :, 2:].tobytes() == data[1:, :, 2:].tobytes()
+    if change == "rewritten":
+        np.save(tmp_path / "in.npy", data + 1)
+    else:
+        os.truncate(tmp_path / "in.npy", 200)
+    stat = os.stat(tmp_path / "in.npy")  # (a time of its own, on a file system of coarse times too)
+    os.utime(tmp_path / "in.npy", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    with pytest.raises(GeomError, match=r"in\.npy: changed since it was read; run again$"):
+        pickle.loads(sent)[...]
 
 
 def test_a_dry_run_of_an_image_decoded_whole_to_zarr_holds_no_pixels(tmp_path: Path) -> None:
