@@ -291,7 +291,8 @@ def as_dask(data: Any, chunks: Any = None, max_pixels: int | None = None) -> Das
     source, name = data, None
     if MappedFile.maps_a_file(data):
         source = MappedFile(data)
-    elif isinstance(data, np.ndarray):  # (read whole: its chunks literal in the graph, for on_workers to scatter)
+    elif type(data) is np.ndarray:  # (read whole: dask cuts it into literal chunks, which on_workers scatters;
+        # not a subclass, which dask leaves whole in each task)
         name = f"{LITERAL}{tokenize(data, chunks, most)}"
     with _chunk_size(most):
         return da.from_array(source, chunks=chunks, name=name, lock=False, asarray=True, inline_array=True)
