@@ -1234,6 +1234,22 @@ plan.header_as_read = signalled_at_stop_png
 _ON_A_CLUSTER = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="needs the dask extra")
 
 
+def _stopped_with_and_without_json(command: list[str], env: dict[str, str], sent: str,
+                                   code: int) -> tuple[dict[str, Any], list[str]]:
+    """``command`` run twice, stopped by ``sent`` each time (its hook's doing): with --json, its
+    one summary record (seconds as 0), and without, its stderr's lines (Ctrl-C's "Interrupted"
+    checked and dropped); each ended by the signal's ``code``, with no traceback and no stdout."""
+    result = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
+    summary = json.loads(result.stdout) | {"seconds": 0}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == code and result.stdout == "", result.stderr
+    lines = result.stderr.splitlines()
+    if sent == "SIGINT":
+        assert lines.pop() == "Interrupted"
+    return summary, lines
+
+
 @pytest.mark.process
 @pytest.mark.parametrize(("sent", "code", "where"), [
     ("SIGTERM", 143, ["-j", "1"]), ("SIGTERM", 143, ["-j", "2"]), ("SIGINT", -signal.SIGINT, ["-j", "2"]),
@@ -1246,17 +1262,10 @@ def test_a_signal_before_any_file_starts_still_gives_the_summary(sent: str, code
     written, the signal's exit code as before."""
     inputs, env = _pngs_and_a_hook(tmp_path, ["a.png", "b.png", "stop.png", "z.png"], _STOP_AT_THE_HEADER_CHECK, sent)
     out = tmp_path / "out"
-    command = [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where]
-    result = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
-    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
-    assert json.loads(result.stdout) | {"seconds": 0} == {
-        "command": "crop-pad", "status": "summary", "dry_run": False, "ok": 0, "failed": 0, "skipped": 0,
-        "not_run": 4, "total": 4, "seconds": 0, "interrupted": True}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
-    assert result.returncode == code and result.stdout == "", result.stderr
-    lines = result.stderr.splitlines()
-    if sent == "SIGINT":
-        assert lines.pop() == "Interrupted"
+    summary, lines = _stopped_with_and_without_json(
+        [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where], env, sent, code)
+    assert summary == {"command": "crop-pad", "status": "summary", "dry_run": False, "ok": 0, "failed": 0,
+                       "skipped": 0, "not_run": 4, "total": 4, "seconds": 0, "interrupted": True}
     assert re.fullmatch(r"crop-pad: 0 ok, 0 failed, 0 skipped, 4 not run \(interrupted\) in \d+\.\d s", lines[-1])
     assert not out.exists()
 
@@ -1289,17 +1298,11 @@ def test_a_signal_while_the_inputs_are_listed_counts_those_found_and_says_there_
                                    _STOP_WHILE_LISTING, sent)
     found = os.listdir(inputs).index("stop.png")  # the files the walk takes before it (in the folder's order)
     out = tmp_path / "out"
-    command = [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where]
-    result = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
-    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr
-    assert json.loads(result.stdout) | {"seconds": 0} == {
-        "command": "crop-pad", "status": "summary", "dry_run": False, "ok": 0, "failed": 0, "skipped": 0,
-        "not_run": found, "total": found, "seconds": 0, "interrupted": True, "listing_finished": False}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
-    assert result.returncode == code and result.stdout == "", result.stderr
-    lines = result.stderr.splitlines()
-    if sent == "SIGINT":
-        assert lines.pop() == "Interrupted"
+    summary, lines = _stopped_with_and_without_json(
+        [*GEOMCLI, "crop-pad", str(inputs), "--out-dir", str(out), "--shape", "8,8", *where], env, sent, code)
+    assert summary == {"command": "crop-pad", "status": "summary", "dry_run": False, "ok": 0, "failed": 0,
+                       "skipped": 0, "not_run": found, "total": found, "seconds": 0, "interrupted": True,
+                       "listing_finished": False}
     assert re.fullmatch(rf"crop-pad: 0 ok, 0 failed, 0 skipped, {found} not run \(interrupted as the inputs were "
                         r"listed; more not counted\) in \d+\.\d s", lines[-1]), lines
     assert not out.exists()
